@@ -1,0 +1,5 @@
+"""Figures for the three benchmarks (seaborn), one submodule per benchmark."""
+
+from ._style import save_figure, set_theme
+
+__all__ = ["save_figure", "set_theme"]
