@@ -50,6 +50,40 @@ _SECRET_VALUE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{16,}|hf_[A-Za-z0-9]{20,}|AIza[
 _SLUG_BAD = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+@dataclass(frozen=True)
+class Score:
+    """A score with its sample size, standard error and provenance signature.
+
+    Example: ``Score.mean("th_arc/acc_norm", [1, 0, 1, 1])`` prints as
+    ``th_arc/acc_norm = 0.7500 ± 0.2500 (n=4)``.
+    """
+
+    name: str
+    value: float
+    n: int
+    stderr: float | None = None
+    signature: str = ""
+
+    @classmethod
+    def mean(cls, name: str, values: Sequence[float], signature: str = "") -> Score:
+        """Mean of ``values`` with the sample standard error ``std(ddof=1) / sqrt(n)`` (lm-eval's)."""
+        vals = [float(v) for v in values]
+        n = len(vals)
+        if n == 0:
+            return cls(name, float("nan"), 0, None, signature)
+        mu = sum(vals) / n
+        se = (sum((v - mu) ** 2 for v in vals) / (n - 1)) ** 0.5 / n**0.5 if n > 1 else None
+        return cls(name, mu, n, se, signature)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "value": self.value, "n": self.n, "stderr": self.stderr, "signature": self.signature}
+
+    def __str__(self) -> str:
+        se = f" ± {self.stderr:.4f}" if self.stderr is not None else ""
+        sig = f" | {self.signature}" if self.signature else ""
+        return f"{self.name} = {self.value:.4f}{se} (n={self.n}){sig}"
+
+
 def outputs_dir() -> Path:
     """The outputs folder: ``$THAI_EVAL_OUTPUTS`` or ``outputs`` under the current directory."""
     return Path(os.environ.get("THAI_EVAL_OUTPUTS", "outputs"))
