@@ -1,0 +1,160 @@
+"""Thai-H6 metrics as the Open LLM Leaderboard harness computed them (spec: Metrics; LB ``lm_eval/base.py``,
+``tasks/truthfulqa.py``, ``tasks/winogrande.py``, ``tasks/gsm8k.py``) with lm-eval 0.4.13's variants beside them.
+
+Every function takes one document's model outputs and returns plain numbers; aggregation into
+:class:`~thai_eval_utils.results.Score` objects is at the end of the module.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+
+from .results import Score
+
+#: GSM8K strict answer pattern (LB ``tasks/gsm8k.py`` ANS_RE; lm-eval 0.4.13 "strict-match").
+GSM8K_ANSWER_RE = re.compile(r"#### (\-?[0-9\.\,]+)")
+#: Marker for an output without a ``#### N`` answer (LB ``INVALID_ANS``).
+GSM8K_INVALID = "[invalid]"
+#: "Last number anywhere" for the flexible diagnostic column (our own pattern: an optional minus sign,
+#: digits with optional thousands commas, an optional decimal part; never the headline).
+GSM8K_NUMBER_RE = re.compile(r"-?[0-9][0-9,]*(?:\.[0-9]+)?")
+
+
+def argmax_first(values: Sequence[float]) -> int:
+    """Index of the largest value; ties go to the first (as ``numpy.argmax``)."""
+    if not values:
+        raise ValueError("argmax of an empty sequence")
+    best = 0
+    for i, v in enumerate(values):
+        if v > values[best]:
+            best = i
+    return best
+
+
+def multiple_choice(lls: Sequence[float], choices: Sequence[str], gold: int) -> dict[str, float | int]:
+    """acc, acc_norm (per Unicode code point) and acc_bytes (per UTF-8 byte) of one document.
+
+    ``choices`` are the answer texts *without* the leading space that the continuation carries
+    (LB ``MultipleChoiceTask.process_results`` divides by ``len(choice)``: code points, so every Thai
+    vowel and tone mark counts one; never bytes, graphemes or tokens).
+
+    Returns:
+        ``acc``, ``acc_norm``, ``acc_bytes`` (1.0 or 0.0) and the three predicted indices
+        ``pred``, ``pred_norm``, ``pred_bytes``.
+    """
+    if len(lls) != len(choices):
+        raise ValueError(f"{len(lls)} log-likelihoods for {len(choices)} choices")
+    pred = argmax_first(lls)
+    pred_norm = argmax_first([ll / _nonzero(len(c)) for ll, c in zip(lls, choices)])
+    pred_bytes = argmax_first([ll / _nonzero(len(c.encode("utf-8"))) for ll, c in zip(lls, choices)])
+    return {
+        "acc": float(pred == gold),
+        "acc_norm": float(pred_norm == gold),
+        "acc_bytes": float(pred_bytes == gold),
+        "pred": pred,
+        "pred_norm": pred_norm,
+        "pred_bytes": pred_bytes,
+    }
+
+
+def _nonzero(length: int) -> float:
+    # An empty choice would divide by zero (LB yields inf/nan there); count it as length 1 instead.
+    return float(length) if length > 0 else 1.0
+
+
+def mc1(lls: Sequence[float]) -> float:
+    """TruthfulQA MC1: 1.0 when the first ``mc1_targets`` choice (the only true one) scores highest."""
+    return float(argmax_first(lls) == 0)
+
+
+def _probs(lls: Sequence[float]) -> list[float]:
+    """exp(lls) normalised to sum 1, computed stably (shifting by the maximum)."""
+    top = max(lls)
+    ex = [math.exp(ll - top) for ll in lls]
+    total = sum(ex)
+    return [e / total for e in ex]
+
+
+def mc2_lb(lls: Sequence[float], labels: Sequence[int]) -> float:
+    """TruthfulQA MC2 as LB computes it: probability mass before the first label 0.
+
+    ``split = labels.index(0)``; true answers are assumed to come first. When they do not, this
+    differs from :func:`mc2_mask` (and is what the leaderboard reported). A label list without a 0
+    counts every answer as true (LB would raise).
+    """
+    if len(lls) != len(labels):
+        raise ValueError(f"{len(lls)} log-likelihoods for {len(labels)} labels")
+    labels = [int(x) for x in labels]
+    split = labels.index(0) if 0 in labels else len(labels)
+    return sum(_probs(lls)[:split])
+
+
+def mc2_mask(lls: Sequence[float], labels: Sequence[int]) -> float:
+    """TruthfulQA MC2 with the label mask: ``sum(p[labels == 1]) / sum(p)`` (spec: lm-eval's variant)."""
+    if len(lls) != len(labels):
+        raise ValueError(f"{len(lls)} log-likelihoods for {len(labels)} labels")
+    return sum(p for p, lab in zip(_probs(lls), labels) if int(lab) == 1)
+
+
+def gsm8k_strict(text: str) -> str:
+    """The first ``#### N`` answer of ``text``, commas removed, or :data:`GSM8K_INVALID`.
+
+    Example: ``gsm8k_strict("... #### 1,234")`` -> ``"1234"``.
+    """
+    match = GSM8K_ANSWER_RE.search(text)
+    if not match:
+        return GSM8K_INVALID
+    return match.group(1).strip().replace(",", "")
+
+
+def gsm8k_flexible(text: str) -> str:
+    """The last number anywhere in ``text`` (commas removed), or :data:`GSM8K_INVALID`."""
+    numbers = GSM8K_NUMBER_RE.findall(text)
+    if not numbers:
+        return GSM8K_INVALID
+    return numbers[-1].replace(",", "")
+
+
+def gsm8k(generation: str, gold_answer: str) -> dict[str, float | str]:
+    """Strict (headline) and flexible exact match of one generation against the gold ``answer`` field.
+
+    Answers compare as strings (``"18"`` != ``"18.0"``), as LB does; the gold is extracted with the
+    strict pattern. Raises ValueError when the gold answer has no ``#### N``.
+    """
+    gold = gsm8k_strict(gold_answer)
+    if gold == GSM8K_INVALID:
+        raise ValueError("no '#### N' answer in the gold answer")
+    strict, flexible = gsm8k_strict(generation), gsm8k_flexible(generation)
+    return {
+        "gold": gold,
+        "strict": strict,
+        "flexible": flexible,
+        "exact_match": float(strict == gold),
+        "flexible_match": float(flexible == gold),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Aggregation
+
+
+def mean(name: str, values: Sequence[float], signature: str = "") -> Score:
+    """Mean with the sample standard error (the harness's ``mean`` and ``mean_stderr``)."""
+    return Score.mean(name, values, signature)
+
+
+def macro_average(name: str, parts: Mapping[str, Score], signature: str = "") -> Score:
+    """Unweighted mean of sub-scores (LB's MMLU: the mean of the 57 subject accuracies).
+
+    The standard error treats the parts as independent: ``sqrt(sum(se_i^2)) / m``; it is None when
+    any part has none (a part of one document). ``n`` counts documents over all parts.
+    """
+    scores = [s for s in parts.values() if s.n > 0]
+    if not scores:
+        return Score(name, float("nan"), 0, None, signature)
+    value = sum(s.value for s in scores) / len(scores)
+    ses = [s.stderr for s in scores]
+    stderr = None if any(se is None for se in ses) else math.sqrt(sum(se * se for se in ses)) / len(scores)
+    return Score(name, value, sum(s.n for s in scores), stderr, signature)
