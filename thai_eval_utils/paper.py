@@ -60,6 +60,9 @@ H6_TASKS = ("th_arc", "th_hellaswag", "th_mmlu", "th_truthfulqa", "th_winogrande
 #: Dialect Table 1 metric columns and their ΔDiff columns.
 DIALECT_METRICS = ("qa_rougeL", "summarization_rougeL", "translation_en_to_dialect_bleu", "translation_dialect_to_en_bleu")
 CENTRAL = "Central"
+#: ``source`` column values: a published row, or a row from this toolkit's own runs.
+PAPER_SOURCE = "paper"
+RUN_SOURCE = "thai-eval run"
 #: Kim et al. section 4 text: "1,790 factoid and 100 instruction" ThaiCLI questions.
 THAICLI_TOTALS = {"factoid": 1790, "instruction": 100}
 #: Limkonchotiwat et al. section 2: 100 items per dialect (20 QA, 20 summarisation, 2 x 20 translation,
@@ -283,3 +286,34 @@ def mismatches(checks: pd.DataFrame | None = None, directory: str | Path | None 
     """The checks whose recomputed value, rounded as printed, differs from the printed value."""
     checks = check_published(directory) if checks is None else checks
     return checks[~checks["match"].astype(bool)].reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class RankAgreement:
+    """How alike two benchmarks rank the same models: Spearman's rho and Kendall's tau (scipy) with p-values."""
+
+    n: int
+    spearman: float
+    spearman_p: float
+    kendall: float
+    kendall_p: float
+
+    def __str__(self) -> str:
+        return (f"Spearman rho = {self.spearman:.3f} (p = {self.spearman_p:.3f}), "
+                f"Kendall tau = {self.kendall:.3f} (p = {self.kendall_p:.3f}), n = {self.n}")
+
+
+def rank_agreement(a: pd.Series, b: pd.Series) -> RankAgreement:
+    """Rank correlation of two scores over the models (index labels) present in both.
+
+    Example: ``rank_agreement(h6.set_index("model")["thai_h6_avg"], cli.set_index("model")["thaicli_avg"])``
+    measures the paper's point that Thai-H6 and ThaiCLI rank the open models differently.
+    """
+    from scipy.stats import kendalltau, spearmanr
+
+    both = pd.concat([pd.to_numeric(a), pd.to_numeric(b)], axis=1, join="inner").dropna()
+    if len(both) < 3:
+        raise ValueError(f"need at least 3 models scored on both benchmarks, got {len(both)}")
+    rho, rho_p = spearmanr(both.iloc[:, 0], both.iloc[:, 1])
+    tau, tau_p = kendalltau(both.iloc[:, 0], both.iloc[:, 1])
+    return RankAgreement(len(both), float(rho), float(rho_p), float(tau), float(tau_p))
