@@ -1,0 +1,177 @@
+"""A scripted OpenAI-compatible server for tests (stdlib ``ThreadingHTTPServer`` on 127.0.0.1, port 0).
+
+Speaks ``POST /v1/chat/completions`` and ``GET /v1/models``. Each chat request is answered by
+``responder(body) -> action``; the actions are :class:`Reply`, :class:`Fail` (an HTTP error with headers,
+e.g. 429 with ``retry-after-ms``) and :class:`Slow` (sleep, then act: a client timeout). The server counts
+every request it receives and keeps the bodies and the ``Authorization`` headers it saw.
+
+:class:`PerAnswerScript` scripts a judge per item: it finds the text inside ``<model_answer>`` in the last
+message and plays that answer's list of actions in order (a judge asks about one item sequentially, so the
+order is deterministic at any concurrency); when a list runs out, ``default`` answers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Union
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A 200 chat completion with ``text`` as the assistant message."""
+
+    text: str
+    prompt_tokens: int = 100
+    completion_tokens: int = 20
+    model: str | None = None  # default: the server's served_model
+    fingerprint: str = "fp_fake123"
+
+
+@dataclass(frozen=True)
+class Fail:
+    """An HTTP error response (e.g. ``Fail(429, {"retry-after-ms": "5"})``)."""
+
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    message: str = "scripted failure"
+
+
+@dataclass(frozen=True)
+class Slow:
+    """Sleep ``seconds`` before acting (the client may time out and retry meanwhile)."""
+
+    seconds: float
+    then: Reply | Fail = Reply("<score>5</score>")
+
+
+Action = Union[Reply, Fail, Slow]
+_ANSWER = re.compile(r"<model_answer>\s*(.*?)\s*</model_answer>", re.S)
+
+
+class PerAnswerScript:
+    """Per-item scripted actions keyed by the model answer inside the judge prompt."""
+
+    def __init__(self, scripts: dict[str, list[Action]] | None = None, default: Action = Reply("<score>7</score>")) -> None:
+        self.scripts = {k: list(v) for k, v in (scripts or {}).items()}
+        self.default = default
+        self.calls: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> Action:
+        m = _ANSWER.search(body["messages"][-1]["content"])
+        answer = m.group(1) if m else ""
+        with self._lock:
+            self.calls[answer] += 1
+            queue = self.scripts.get(answer)
+            return queue.pop(0) if queue else self.default
+
+
+class FakeOpenAIServer:
+    """``with FakeOpenAIServer(responder) as srv: ... srv.base_url ... srv.n_chat_calls``."""
+
+    def __init__(self, responder: Callable[[dict[str, Any]], Action] | None = None, served_model: str = "fake-judge-2024-01-01") -> None:
+        self.responder = responder or PerAnswerScript()
+        self.served_model = served_model
+        self.n_chat_calls = 0
+        self.bodies: list[dict[str, Any]] = []
+        self.auth_headers: set[str] = set()
+        self._lock = threading.Lock()
+        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd.fake = self
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def __enter__(self) -> FakeOpenAIServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=10)
+
+    def _next(self, body: dict[str, Any], auth: str | None) -> Action:
+        with self._lock:
+            self.n_chat_calls += 1
+            self.bodies.append(body)
+            if auth:
+                self.auth_headers.add(auth)
+        return self.responder(body)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # the load test opens up to 64 connections at once
+    fake: FakeOpenAIServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as the openai client expects
+    server: _Server
+
+    def log_message(self, *args: Any) -> None:  # keep test output quiet
+        pass
+
+    def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode("utf-8")
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+            self.close_connection = True
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") == "/v1/models":
+            model = {"id": self.server.fake.served_model, "object": "model", "created": 0, "owned_by": "fake"}
+            self._send(200, {"object": "list", "data": [model]})
+        else:
+            self._send(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", "0"))
+        body = json.loads(self.rfile.read(length) or b"{}")
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            self._send(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+            return
+        action = self.server.fake._next(body, self.headers.get("Authorization"))
+        if isinstance(action, Slow):
+            time.sleep(action.seconds)
+            action = action.then
+        if isinstance(action, Fail):
+            err = {"error": {"message": action.message, "type": "server_error", "code": str(action.status)}}
+            self._send(action.status, err, action.headers)
+            return
+        self._send(
+            200,
+            {
+                "id": f"chatcmpl-{self.server.fake.n_chat_calls}",
+                "object": "chat.completion",
+                "created": 0,
+                "model": action.model or self.server.fake.served_model,
+                "system_fingerprint": action.fingerprint,
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": action.text}, "finish_reason": "stop"}
+                ],
+                "usage": {
+                    "prompt_tokens": action.prompt_tokens,
+                    "completion_tokens": action.completion_tokens,
+                    "total_tokens": action.prompt_tokens + action.completion_tokens,
+                },
+            },
+        )

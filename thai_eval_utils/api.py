@@ -1,0 +1,318 @@
+"""OpenAI-compatible chat client and ``ApiModel`` (closed models and judges, ThaiCLI spec "Client practice").
+
+One ``AsyncOpenAI`` client per event loop, an ``asyncio.Semaphore`` bounding the requests in flight,
+``temperature``/``top_p``/``max_tokens``/``seed`` sent explicitly, and transport errors (429 honouring
+``retry-after-ms``, 5xx, timeouts, connection errors) retried with backoff by the openai client itself
+(``max_retries``). Works against OpenAI and any OpenAI-compatible server (vLLM, ``transformers serve``,
+llama.cpp) through ``base_url``. The synchronous methods also work inside a running event loop (Jupyter):
+the coroutine then runs in a worker thread with its own loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import urllib.parse
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import openai
+from openai import AsyncOpenAI
+
+from .errors import ModelLoadError, ThaiEvalError
+from .results import redact
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_CONCURRENCY = 16
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_MAX_RETRIES = 6
+#: Sent as the key to servers that need none (a local ``transformers serve``, vLLM without --api-key).
+PLACEHOLDER_API_KEY = "not-needed"
+
+#: ``load_model`` options that only mean something for local weights, with the value that means "unset".
+#: Unset values are ignored; a set one is refused (it would silently do nothing for an API model).
+LOCAL_ONLY_OPTIONS: dict[str, Any] = {
+    "dtype": None,
+    "device": None,
+    "device_map": None,
+    "max_length": None,
+    "add_bos_token": False,
+    "trust_remote_code": False,
+}
+#: Options accepted and ignored: ``batch_size`` has its API counterpart in ``concurrency``.
+IGNORED_OPTIONS = ("batch_size",)
+
+#: Identity keys filled in by the server's answers (they change after calls): leave them out of config ids.
+OBSERVED_IDENTITY_KEYS = ("served_models", "system_fingerprints")
+
+#: Errors after which no later request can succeed (bad key, no access, unknown model): stop the run.
+FATAL_ERRORS: tuple[type[BaseException], ...] = (
+    openai.AuthenticationError,
+    openai.PermissionDeniedError,
+    openai.NotFoundError,
+)
+
+T = TypeVar("T")
+
+
+class ApiError(ThaiEvalError, ConnectionError):
+    """A request still failed after the client's own retries (or failed in a way no retry can fix)."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One chat completion: the reply text, what the server says it ran, and the tokens it counted."""
+
+    text: str
+    model: str | None
+    system_fingerprint: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str | None
+
+
+def public_base_url(url: str) -> str:
+    """``url`` without credentials, query or fragment, e.g. ``https://u:p@h:8/v1?k=x`` -> ``https://h:8/v1``."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+def stable_identity(identity: dict[str, Any]) -> dict[str, Any]:
+    """``identity`` without the keys the server's answers fill in (for config ids that must not drift)."""
+    return {k: v for k, v in identity.items() if k not in OBSERVED_IDENTITY_KEYS}
+
+
+def cut_at_stop(text: str, stop: Sequence[str] | str | None) -> str:
+    """``text`` cut before the first occurrence of any stop string (the model contract)."""
+    if not stop:
+        return text
+    stops = [stop] if isinstance(stop, str) else list(stop)
+    cut = min((i for i in (text.find(s) for s in stops if s) if i >= 0), default=len(text))
+    return text[:cut]
+
+
+def run_sync(make_coro: Callable[[], Awaitable[T]]) -> T:
+    """Run the coroutine ``make_coro()`` to completion from synchronous code.
+
+    With no event loop running this is ``asyncio.run``; inside a running loop (a Jupyter cell) the
+    coroutine runs on a fresh loop in a worker thread, since a running loop cannot be re-entered.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make_coro())  # type: ignore[arg-type]
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="thai-eval-api") as pool:
+        return pool.submit(lambda: asyncio.run(make_coro())).result()  # type: ignore[arg-type]
+
+
+def describe_error(exc: BaseException) -> str:
+    """A one-line, secret-free description of an API error for records and messages."""
+    status = getattr(exc, "status_code", None)
+    text = f"{type(exc).__name__}" + (f" (HTTP {status})" if status else "") + f": {exc}"
+    return redact(text.replace("\n", " ")[:500])
+
+
+class ApiSession:
+    """One event loop's connection to the endpoint: an ``AsyncOpenAI`` client and the request semaphore.
+
+    Use as ``async with model.session() as s: c = await s.complete(messages, max_tokens=...)``.
+    """
+
+    def __init__(self, model: ApiModel) -> None:
+        self.model = model
+        self._client: AsyncOpenAI | None = None
+        self._semaphore: asyncio.Semaphore | None = None
+
+    async def __aenter__(self) -> ApiSession:
+        m = self.model
+        self._client = AsyncOpenAI(base_url=m.base_url, api_key=m._api_key, max_retries=m.max_retries, timeout=m.timeout)
+        self._semaphore = asyncio.Semaphore(m.concurrency)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._client is not None:
+            await self._client.close()
+
+    async def complete(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        stop: Sequence[str] | str | None = None,
+    ) -> Completion:
+        """One chat completion; raises the openai error once the client's retries are spent."""
+        assert self._client is not None and self._semaphore is not None, "use `async with model.session()`"
+        extra: dict[str, Any] = {}
+        if seed is not None:
+            extra["seed"] = seed
+        if stop:
+            extra["stop"] = [stop] if isinstance(stop, str) else list(stop)
+        async with self._semaphore:
+            resp = await self._client.chat.completions.create(
+                model=self.model.model_id,
+                messages=messages,  # type: ignore[arg-type]
+                max_tokens=max_tokens,
+                temperature=temperature,
+                top_p=top_p,
+                **extra,
+            )
+        choice = resp.choices[0] if resp.choices else None
+        usage = resp.usage
+        completion = Completion(
+            text=(choice.message.content or "") if choice is not None else "",
+            model=resp.model,
+            system_fingerprint=getattr(resp, "system_fingerprint", None),
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            finish_reason=choice.finish_reason if choice is not None else None,
+        )
+        self.model._observe(completion)
+        return completion
+
+
+class ApiModel:
+    """A chat model behind an OpenAI-compatible endpoint, with the same interface as ``LocalModel``.
+
+    Args:
+        model_id: the model name the endpoint knows (dated ids such as ``gpt-4o-2024-05-13`` pin a model).
+        base_url: the endpoint (default ``$OPENAI_BASE_URL`` or OpenAI's).
+        api_key: the key (default ``$OPENAI_API_KEY``); never recorded anywhere.
+        concurrency: requests in flight at once.
+        timeout: seconds per request before the client retries it.
+        max_retries: the openai client's retries of transport errors (429, 5xx, timeouts, connection).
+        **options: ``load_model`` options meant for local weights: ignored when unset, refused when set.
+    """
+
+    def __init__(
+        self,
+        model_id: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        **options: Any,
+    ) -> None:
+        for key, value in options.items():
+            if key in IGNORED_OPTIONS:
+                continue
+            if key not in LOCAL_ONLY_OPTIONS:
+                raise TypeError(f"ApiModel got an unknown option {key!r}")
+            if value != LOCAL_ONLY_OPTIONS[key]:
+                raise ModelLoadError(f"option {key}={value!r} applies to local weights only, not to the API model {model_id!r}")
+        if not model_id:
+            raise ModelLoadError("ApiModel needs a model id, e.g. 'openai:gpt-4o-2024-05-13'")
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+        self.model_id = model_id
+        self.name = model_id
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key and public_base_url(self.base_url) == public_base_url(DEFAULT_BASE_URL):
+            raise ModelLoadError("OpenAI's API needs a key: set OPENAI_API_KEY in the environment")
+        self._api_key = key or PLACEHOLDER_API_KEY
+        self.concurrency = concurrency
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.usage = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        self._served_models: set[str] = set()
+        self._fingerprints: set[str] = set()
+
+    def __repr__(self) -> str:
+        return f"ApiModel({self.model_id!r}, base_url={public_base_url(self.base_url)!r}, concurrency={self.concurrency})"
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """Model id and endpoint (no credentials); after calls also the served model ids and fingerprints."""
+        return {
+            "name": self.model_id,
+            "source": "openai-compatible",
+            "model_id": self.model_id,
+            "base_url": public_base_url(self.base_url),
+            "served_models": sorted(self._served_models),
+            "system_fingerprints": sorted(self._fingerprints),
+        }
+
+    def _observe(self, completion: Completion) -> None:
+        self.usage["requests"] += 1
+        self.usage["prompt_tokens"] += completion.prompt_tokens
+        self.usage["completion_tokens"] += completion.completion_tokens
+        if completion.model:
+            self._served_models.add(completion.model)
+        if completion.system_fingerprint:
+            self._fingerprints.add(completion.system_fingerprint)
+
+    def session(self) -> ApiSession:
+        """An async context manager holding a client and semaphore for the current event loop."""
+        return ApiSession(self)
+
+    def list_models(self) -> list[str]:
+        """The model ids the endpoint serves (``GET /models``); raises :class:`ApiError` if unreachable."""
+
+        async def go() -> list[str]:
+            async with self.session() as s:
+                assert s._client is not None
+                page = await s._client.models.list()
+                return [m.id for m in page.data]
+
+        try:
+            return run_sync(go)
+        except openai.APIError as exc:
+            raise ApiError(f"{public_base_url(self.base_url)}: {describe_error(exc)}") from exc
+
+    def chat(
+        self,
+        messages_list: list[list[dict[str, str]]],
+        *,
+        max_new_tokens: int = 256,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        stop: Sequence[str] | str | None = None,
+    ) -> list[str]:
+        """One reply per conversation, in order (requests run concurrently, ``concurrency`` at a time)."""
+
+        async def go() -> list[Completion]:
+            async with self.session() as s:
+                return await asyncio.gather(
+                    *(
+                        s.complete(m, max_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed, stop=stop)
+                        for m in messages_list
+                    )
+                )
+
+        try:
+            completions = run_sync(go)
+        except openai.APIError as exc:
+            raise ApiError(f"{self.model_id} at {public_base_url(self.base_url)}: {describe_error(exc)}") from exc
+        return [cut_at_stop(c.text, stop) for c in completions]
+
+    def generate(
+        self,
+        prompts: list[str],
+        *,
+        max_new_tokens: int = 256,
+        stop: Sequence[str] | str | None = None,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+    ) -> list[str]:
+        """Each prompt sent as one user message (a chat endpoint has no raw completion)."""
+        return self.chat(
+            [[{"role": "user", "content": p}] for p in prompts],
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
+            stop=stop,
+        )

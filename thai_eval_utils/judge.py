@@ -1,0 +1,428 @@
+"""ThaiCLI LLM-as-a-judge (Kim et al., arXiv 2410.04795, section 4): prompt, parser, judging loop, scores.
+
+The judge sees the question, the chosen answer (a good example), the rejected answer (a bad example) and
+the model's answer, and replies ``<score>N</score><explanation>...</explanation>``. A reply that does not
+parse is asked for again, at most :data:`MAX_JUDGE_CALLS` calls per item in all; then the item scores 0
+(flagged ``fallback_zero``; the 0 counts in the mean). Transport errors (429, 5xx, timeouts) are retried by
+the openai client, never count as one of those calls and never become a score: an item whose requests keep
+failing stays unjudged and is reported (``n_unjudged``), and a rerun judges it. Final judgements go to an
+append-only cache keyed by the texts, judge model, prompt hash and parameters, so a resumed run repeats none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import importlib.resources
+import json
+import math
+import re
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+from typing import Any
+
+import openai
+import pandas as pd
+
+from .api import FATAL_ERRORS, ApiModel, ApiSession, describe_error, run_sync
+from .errors import JudgeError, ThaiEvalDataError
+from .judge_cache import JudgementCache, judgement_key
+from .results import RunStore, Score, outputs_dir, redact, sha256_text
+
+#: The versioned prompt template (a reconstruction of the paper's Figure 5; see the file's header).
+TEMPLATE_VERSION = "judge_v1"
+TEMPLATE_TEXT = (importlib.resources.files("thai_eval_utils") / "templates" / f"{TEMPLATE_VERSION}.txt").read_text(
+    encoding="utf-8"
+)
+#: SHA-256 of the template file's text: part of every cache key, run config and result.
+TEMPLATE_SHA256 = sha256_text(TEMPLATE_TEXT)
+_PRICES_FILE = importlib.resources.files("thai_eval_utils") / "templates" / "prices.json"
+
+#: Paper, section 4: at most 16 judge calls per item, then the item scores 0.
+MAX_JUDGE_CALLS = 16
+FALLBACK_SCORE = 0.0
+MIN_SCORE, MAX_SCORE = 1.0, 10.0
+
+#: A ``<score>...</score>`` pair whose content is a number: tags case-insensitive, whitespace allowed inside
+#: the tags and around the number, an optional sign (so "-3" is read, then refused as out of range) and an
+#: optional decimal part. Digits may be ASCII or Thai (U+0E50-U+0E59, e.g. "๗" = 7): a Thai judge may
+#: write Thai numerals and their value is unambiguous; they are mapped digit by digit (no NFKC). The
+#: first pair that matches decides; a pair with other content ("N/A", "7/10") is skipped.
+SCORE_PATTERN = re.compile(r"<\s*score\s*>\s*([+-]?[0-9\u0e50-\u0e59]+(?:\.[0-9\u0e50-\u0e59]+)?)\s*<\s*/\s*score\s*>", re.I)
+#: The text inside the first ``<explanation>`` tag, up to its closing tag or, when a reply was cut off,
+#: to the end of the reply.
+EXPLANATION_PATTERN = re.compile(r"<\s*explanation\s*>(.*?)(?:<\s*/\s*explanation\s*>|\Z)", re.I | re.S)
+_THAI_DIGITS = str.maketrans("๐๑๒๓๔๕๖๗๘๙", "0123456789")
+_ANSWER_COLUMNS = ("id", "format", "theme", "question", "chosen", "rejected", "answer")
+
+
+def _split_template(text: str) -> tuple[string.Template, string.Template]:
+    sections: dict[str, list[str]] = {}
+    current = None
+    for line in text.splitlines():
+        marker = re.fullmatch(r"\[\[(system|user)\]\]", line.strip())
+        if marker:
+            current = sections.setdefault(marker.group(1), [])
+        elif current is not None:
+            current.append(line)
+    return tuple(string.Template("\n".join(sections[k]).strip("\n")) for k in ("system", "user"))  # type: ignore[return-value]
+
+
+_SYSTEM, _USER = _split_template(TEMPLATE_TEXT)
+
+
+def build_messages(question: str, chosen: str, rejected: str, answer: str) -> list[dict[str, str]]:
+    """The judge's system and user messages for one item (texts inserted verbatim, never normalised)."""
+    user = _USER.substitute(question=question, chosen=chosen, rejected=rejected, answer=answer)
+    return [{"role": "system", "content": _SYSTEM.substitute()}, {"role": "user", "content": user}]
+
+
+def parse_judgement(text: str | None) -> tuple[float, str] | None:
+    """``(score, explanation)`` from a judge reply, or None when it holds no valid score.
+
+    The score is the number in the first ``<score>`` pair matching :data:`SCORE_PATTERN`; outside
+    [1, 10] the reply is invalid (no later pair is tried). The explanation is ``""`` when absent.
+
+    Example: ``parse_judgement("<score> 8 </score><explanation>ดี</explanation>")`` -> ``(8.0, "ดี")``.
+    """
+    if not text:
+        return None
+    m = SCORE_PATTERN.search(text)
+    if m is None:
+        return None
+    value = float(m.group(1).translate(_THAI_DIGITS))
+    if not MIN_SCORE <= value <= MAX_SCORE:
+        return None
+    e = EXPLANATION_PATTERN.search(text)
+    return value, (e.group(1).strip() if e else "")
+
+
+def round_half_up(value: float, ndigits: int = 2) -> float:
+    """The paper's display rounding: half away from zero on the decimal text (7.305 -> 7.31, not 7.3)."""
+    if value is None or not math.isfinite(value):
+        return value
+    return float(Decimal(repr(value)).quantize(Decimal(1).scaleb(-ndigits), rounding=ROUND_HALF_UP))
+
+
+def load_prices() -> dict[str, dict[str, float]]:
+    """The price table: model id -> {"input": $/1M tokens, "output": $/1M tokens}."""
+    return {k: v for k, v in json.loads(_PRICES_FILE.read_text(encoding="utf-8")).items() if not k.startswith("_")}
+
+
+def estimate_cost(model_ids: list[str | None], prompt_tokens: int, completion_tokens: int) -> float | None:
+    """US dollars for the tokens at the first of ``model_ids`` in the price table; None if none is there."""
+    prices = load_prices()
+    for model_id in model_ids:
+        if model_id and model_id in prices:
+            p = prices[model_id]
+            return (prompt_tokens * p["input"] + completion_tokens * p["output"]) / 1e6
+    return None
+
+
+@dataclass(frozen=True)
+class JudgeParams:
+    """What is sent with every judge call (temperature 0 and a seed, explicitly) and the call budget."""
+
+    max_tokens: int = 512
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = 0
+    max_calls: int = MAX_JUDGE_CALLS
+
+    def to_dict(self) -> dict[str, Any]:
+        """As recorded (cache keys, run config). ``max_tokens`` is renamed: ``results.redact`` would drop it."""
+        d = dict(self.__dict__)
+        d["max_token_count"] = d.pop("max_tokens")
+        return d
+
+
+async def judge_one(session: ApiSession, messages: list[dict[str, str]], params: JudgeParams) -> dict[str, Any]:
+    """Ask until a reply parses, at most ``params.max_calls`` calls; the final judgement as a record.
+
+    Raises the openai error when a request fails after the client's retries (the item stays unjudged).
+    """
+    raws: list[str] = []
+    tokens = [0, 0]
+    last = None
+    result = None
+    while result is None and len(raws) < params.max_calls:
+        last = await session.complete(
+            messages, max_tokens=params.max_tokens, temperature=params.temperature, top_p=params.top_p, seed=params.seed
+        )
+        raws.append(last.text)
+        tokens[0] += last.prompt_tokens
+        tokens[1] += last.completion_tokens
+        result = parse_judgement(last.text)
+    score, explanation = result if result is not None else (FALLBACK_SCORE, "")
+    return {
+        "status": "scored" if result is not None else "fallback_zero",
+        "score": score,
+        "explanation": explanation,
+        "attempts": len(raws),
+        "parse_failures": len(raws) - (result is not None),
+        "raw_judgements": raws,
+        "token_usage": {"prompt": tokens[0], "completion": tokens[1]},  # key names survive results.redact
+        "served_model": last.model if last else None,
+        "system_fingerprint": last.system_fingerprint if last else None,
+        "finish_reason": last.finish_reason if last else None,
+    }
+
+
+@dataclass
+class JudgeRun:
+    """A judging run: one row per item (``score`` NaN where unjudged), the summary, the scores, the store."""
+
+    items: pd.DataFrame
+    summary: dict[str, Any]
+    scores: ThaiCLIScores
+    store: RunStore = field(repr=False)
+
+    @property
+    def n_unjudged(self) -> int:
+        return int(self.summary["n_unjudged"])
+
+
+def _check_answers(answers: pd.DataFrame) -> None:
+    missing = [c for c in _ANSWER_COLUMNS if c not in answers.columns]
+    if missing:
+        raise ThaiEvalDataError(f"answers lack columns {missing}", field=missing[0])
+    for col in ("question", "chosen", "rejected", "answer"):
+        bad = [i for i, v in enumerate(answers[col]) if not isinstance(v, str)]
+        if bad:
+            raise ThaiEvalDataError(f"not a string: {answers[col].iloc[bad[0]]!r}", row=bad[0], field=col)
+
+
+def judge_answers(
+    answers: pd.DataFrame,
+    judge: ApiModel,
+    *,
+    model_name: str | None = None,
+    params: JudgeParams | None = None,
+    outputs: str | Path | None = None,
+    cache_path: str | Path | None = None,
+    progress: bool = True,
+) -> JudgeRun:
+    """Judge every answer, reusing cached judgements; record items, run card and summary.
+
+    Args:
+        answers: columns id, format, theme, question, chosen, rejected, answer (``generate_answers``).
+        judge: the judge endpoint (``ApiModel``); its ``concurrency`` bounds the requests in flight.
+        model_name: the evaluated model (default ``answers.attrs["model_name"]``); names the run folder.
+        params: judge call settings (default: max_tokens 512, temperature 0, seed 0, 16 calls).
+        outputs: the outputs folder (default ``results.outputs_dir()``).
+        cache_path: the judgement cache (default ``<outputs>/cache/thaicli_judgements.jsonl``).
+        progress: show a tqdm bar.
+
+    Returns:
+        A :class:`JudgeRun`; ``summary["n_unjudged"]`` counts items whose requests kept failing.
+
+    Raises:
+        JudgeError: the endpoint refused the key, the access or the model (no later call could succeed).
+    """
+    _check_answers(answers)
+    params = params or JudgeParams()
+    model_name = model_name or answers.attrs.get("model_name") or "unknown-model"
+    out = Path(outputs) if outputs is not None else outputs_dir()
+    cache = JudgementCache(cache_path or out / "cache" / "thaicli_judgements.jsonl")
+    keys = [
+        judgement_key(
+            r.question, r.chosen, r.rejected, r.answer,
+            judge_model=judge.model_id, template_sha256=TEMPLATE_SHA256, params=params.to_dict(),
+        )
+        for r in answers.itertuples(index=False)
+    ]  # fmt: skip
+    store = RunStore.open(
+        model_name,
+        "thaicli/judge",
+        {"judge_model": judge.model_id, "judge_params": params.to_dict(), "answers_run": answers.attrs.get("config_id")},
+        model_identity=answers.attrs.get("model_identity") or {"name": model_name},
+        prompt_templates={TEMPLATE_VERSION: TEMPLATE_TEXT},
+        outputs=out,
+    )
+    stored = store.completed()
+    todo = {k: i for i, k in reversed(list(enumerate(keys))) if k not in cache}  # key -> first row
+    errors: dict[str, str] = {}
+    usage_before = dict(judge.usage)
+    rows_of: dict[str, list[int]] = {}
+    for i, k in enumerate(keys):
+        rows_of.setdefault(k, []).append(i)
+
+    def record_items(key: str) -> None:
+        rec = cache.get(key)
+        for i in rows_of[key]:
+            item_key = f"{answers['id'].iloc[i]}:{key[:16]}"
+            if item_key in stored:
+                continue
+            row = answers.iloc[i]
+            fields = ("status", "score", "explanation", "attempts", "parse_failures", "served_model", "system_fingerprint")
+            store.append(item_key, {"id": row["id"], "format": row["format"], "theme": row["theme"], "judgement_key": key,
+                                    **{f: rec.get(f) for f in fields}})  # fmt: skip
+            stored[item_key] = rec
+
+    for key in rows_of:
+        if key in cache:
+            record_items(key)
+    if todo:
+        _run_loop(answers, judge, params, cache, todo, errors, record_items, progress)
+    items = _items_frame(answers, keys, cache, errors)
+    scores = thaicli_scores(items, signature=_signature(judge, params))
+    summary = _summary(items, keys, cache, judge, usage_before, len(todo), scores)
+    store.write_summary(summary)
+    return JudgeRun(items=items, summary=summary, scores=scores, store=store)
+
+
+def _run_loop(answers, judge, params, cache, todo, errors, record_items, progress) -> None:  # type: ignore[no-untyped-def]
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(todo), desc=f"judging ({judge.model_id})", disable=not progress)
+
+    async def one(session: ApiSession, key: str, row: Any) -> None:
+        messages = build_messages(row["question"], row["chosen"], row["rejected"], row["answer"])
+        try:
+            rec = await judge_one(session, messages, params)
+        except FATAL_ERRORS as exc:
+            raise JudgeError(f"judge {judge.model_id}: {describe_error(exc)}") from exc
+        except openai.APIError as exc:  # spent the client's retries: leave unjudged, never a score
+            errors[key] = describe_error(exc)
+            bar.update(1)
+            return
+        now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        cache.append({"key": key, **rec, "judge_model": judge.model_id, "template": TEMPLATE_VERSION,
+                      "template_sha256": TEMPLATE_SHA256, "params": params.to_dict(), "judged_at": now})  # fmt: skip
+        record_items(key)
+        bar.update(1)
+
+    async def main() -> None:
+        async with judge.session() as session, asyncio.TaskGroup() as group:
+            for key, i in todo.items():
+                group.create_task(one(session, key, answers.iloc[i]))
+
+    try:
+        run_sync(main)
+    except BaseExceptionGroup as group:  # TaskGroup wraps the first fatal error
+        fatal = group.subgroup(JudgeError)
+        raise (fatal.exceptions[0] if fatal else group) from None
+    finally:
+        bar.close()
+
+
+def _items_frame(answers: pd.DataFrame, keys: list[str], cache: JudgementCache, errors: dict[str, str]) -> pd.DataFrame:
+    rows = []
+    for (_, row), key in zip(answers.iterrows(), keys, strict=True):
+        rec = cache.get(key) or {}
+        rows.append({
+            **{c: row[c] for c in _ANSWER_COLUMNS},
+            "score": rec.get("score", math.nan),
+            "status": rec.get("status", "unjudged"),
+            "attempts": rec.get("attempts", 0),
+            "parse_failures": rec.get("parse_failures", 0),
+            "explanation": rec.get("explanation", ""),
+            "last_judgement": (rec.get("raw_judgements") or [""])[-1],
+            "served_model": rec.get("served_model"),
+            "system_fingerprint": rec.get("system_fingerprint"),
+            "error": errors.get(key, "" if rec else "not judged"),
+            "judgement_key": key,
+        })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _signature(judge: ApiModel, params: JudgeParams) -> str:
+    return (
+        f"judge:{judge.model_id}|prompt:{TEMPLATE_VERSION}@{TEMPLATE_SHA256[:8]}|max_calls:{params.max_calls}"
+        f"|temp:{params.temperature}|seed:{params.seed}|max_tokens:{params.max_tokens}"
+    )
+
+
+def _summary(items, keys, cache, judge, usage_before, n_todo, scores) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    unique = {k: cache.get(k) for k in dict.fromkeys(keys) if k in cache}
+    served = sorted({r.get("served_model") for r in unique.values() if r.get("served_model")})
+    run_tokens = (judge.usage["prompt_tokens"] - usage_before["prompt_tokens"],
+                  judge.usage["completion_tokens"] - usage_before["completion_tokens"])  # fmt: skip
+    all_tokens = (sum(r["token_usage"]["prompt"] for r in unique.values()),
+                  sum(r["token_usage"]["completion"] for r in unique.values()))  # fmt: skip
+    price_ids = [*served, judge.model_id]
+    unjudged = items[items["status"] == "unjudged"]
+    return redact({
+        "n_items": len(items),
+        "n_judged": int((items["status"] != "unjudged").sum()),
+        "n_unjudged": len(unjudged),
+        "unjudged_ids": unjudged["id"].tolist(),
+        "unjudged_errors": sorted(set(unjudged["error"])),
+        "n_judged_this_run": n_todo - len(unjudged.drop_duplicates("judgement_key")),
+        "n_from_cache": len(keys) - n_todo,
+        "judge_calls_this_run": judge.usage["requests"] - usage_before["requests"],
+        "token_usage_this_run": {"prompt": run_tokens[0], "completion": run_tokens[1]},
+        "token_usage_all_judgements": {"prompt": all_tokens[0], "completion": all_tokens[1]},
+        "cost_usd_this_run": estimate_cost(price_ids, *run_tokens),
+        "cost_usd_all_judgements": estimate_cost(price_ids, *all_tokens),
+        "judge_model": judge.model_id,
+        "judge_identity": judge.identity,
+        "served_models": served,
+        "system_fingerprints": sorted({r.get("system_fingerprint") for r in unique.values() if r.get("system_fingerprint")}),
+        "template": TEMPLATE_VERSION,
+        "template_sha256": TEMPLATE_SHA256,
+        "scores": scores.to_dict(),
+    })  # fmt: skip
+
+
+@dataclass
+class ThaiCLIScores:
+    """ThaiCLI = (factoid mean + instruction mean) / 2, with per-format and per-theme tables."""
+
+    thaicli: Score
+    factoid: Score
+    instruction: Score
+    by_format: pd.DataFrame
+    by_theme: pd.DataFrame
+
+    def table5_row(self) -> dict[str, float]:
+        """The paper's Table 5 columns, rounded half-up to 2 decimals, with standard errors."""
+        row = {}
+        for s in (self.thaicli, self.factoid, self.instruction):
+            row[s.name] = round_half_up(s.value)
+            row[f"{s.name}_stderr"] = round_half_up(s.stderr) if s.stderr is not None else None
+        return row
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "thaicli": self.thaicli.to_dict(),
+            "factoid": self.factoid.to_dict(),
+            "instruction": self.instruction.to_dict(),
+            "table5_row": self.table5_row(),
+            "by_format": self.by_format.to_dict(orient="records"),
+            "by_theme": self.by_theme.to_dict(orient="records"),
+        }
+
+    def __str__(self) -> str:
+        return "\n".join(str(s) for s in (self.thaicli, self.factoid, self.instruction))
+
+
+def thaicli_scores(items: pd.DataFrame, signature: str = "") -> ThaiCLIScores:
+    """Aggregate judged items (columns format, theme, score, status, attempts; unjudged rows are excluded).
+
+    Per format: n, mean, stderr (``std(ddof=1)/sqrt(n)``), the 0 fallbacks, the parse retries
+    (``attempts - 1`` summed) and the unjudged count. ThaiCLI's stderr is ``sqrt(se_f² + se_i²) / 2``.
+    """
+    judged = items[items["status"] != "unjudged"]
+    fmt_rows, per = [], {}
+    for fmt in ("factoid", "instruction"):
+        part = judged[judged["format"] == fmt]
+        per[fmt] = Score.mean(fmt, part["score"].tolist(), signature)
+        fmt_rows.append({
+            "format": fmt, "n": per[fmt].n, "mean": per[fmt].value, "stderr": per[fmt].stderr,
+            "n_zero_fallback": int((part["status"] == "fallback_zero").sum()),
+            "n_parse_retries": int((part["attempts"] - 1).clip(lower=0).sum()),
+            "n_unjudged": int(((items["format"] == fmt) & (items["status"] == "unjudged")).sum()),
+        })  # fmt: skip
+    f, i = per["factoid"], per["instruction"]
+    se = math.sqrt(f.stderr**2 + i.stderr**2) / 2 if f.stderr is not None and i.stderr is not None else None
+    thaicli = Score("thaicli", (f.value + i.value) / 2, f.n + i.n, se, signature)
+    theme_rows = []
+    for (fmt, theme), part in judged.groupby(["format", "theme"], sort=True):
+        s = Score.mean(f"{fmt}/{theme}", part["score"].tolist())
+        theme_rows.append({"format": fmt, "theme": theme, "n": s.n, "mean": s.value, "stderr": s.stderr})
+    by_theme = pd.DataFrame(theme_rows, columns=["format", "theme", "n", "mean", "stderr"])
+    return ThaiCLIScores(thaicli, f, i, pd.DataFrame(fmt_rows), by_theme)

@@ -1,0 +1,120 @@
+"""Append-only JSONL cache of final ThaiCLI judgements (ThaiCLI spec: resume, no failure cached as final).
+
+One JSON object per line. Appends take an exclusive ``fcntl`` lock and write the whole line with one
+``os.write`` on an ``O_APPEND`` descriptor, so concurrent writer processes never interleave. A line torn by
+a crash is tolerated: readers skip lines that are not valid JSON (and count them), and the next writer first
+ends the torn line with a newline so its own record stays intact. Only final judgements (a valid score, or
+the 0 fallback after the last allowed call) belong here; transport failures never do.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from .results import canonical_json, redact, sha256_text
+
+#: Version of the record layout; part of every key so a layout change never reuses old records.
+CACHE_FORMAT = 1
+#: The statuses a cached judgement may have.
+FINAL_STATUSES = ("scored", "fallback_zero")
+
+
+def judgement_key(
+    question: str,
+    chosen: str,
+    rejected: str,
+    answer: str,
+    *,
+    judge_model: str,
+    template_sha256: str,
+    params: Mapping[str, Any],
+) -> str:
+    """SHA-256 of everything that decides a judgement: the texts, judge model, prompt hash and parameters."""
+    return sha256_text(
+        canonical_json(
+            {
+                "cache_format": CACHE_FORMAT,
+                "question": question,
+                "chosen": chosen,
+                "rejected": rejected,
+                "answer": answer,
+                "judge_model": judge_model,
+                "template_sha256": template_sha256,
+                "params": dict(params),
+            }
+        )
+    )
+
+
+class JudgementCache:
+    """The judgement cache at ``path`` (created on first append); the first record of a key wins."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._records: dict[str, dict[str, Any]] = {}
+        self._offset = 0
+        self.n_bad_lines = 0
+        self.refresh()
+
+    def refresh(self) -> int:
+        """Read records other processes appended since the last read; returns how many were new."""
+        if not self.path.exists():
+            return 0
+        with open(self.path, "rb") as fh:
+            fh.seek(self._offset)
+            data = fh.read()
+        end = data.rfind(b"\n") + 1  # an unfinished last line waits for its newline
+        self._offset += end
+        added = 0
+        for line in data[:end].splitlines():
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                self.n_bad_lines += 1
+                continue
+            if not isinstance(rec, dict) or "key" not in rec or rec.get("status") not in FINAL_STATUSES:
+                self.n_bad_lines += 1
+                continue
+            if rec["key"] not in self._records:
+                self._records[rec["key"]] = rec
+                added += 1
+        return added
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self._records.get(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._records
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self._records.values())
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        """Append one final judgement (must have ``key`` and a final ``status``), durably and atomically."""
+        if "key" not in record or record.get("status") not in FINAL_STATUSES:
+            raise ValueError(f"only final judgements are cached, got status {record.get('status')!r}")
+        data = (json.dumps(redact(dict(record)), ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data  # close a line torn by a crashed writer
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)  # releases the lock
+        self._records.setdefault(record["key"], dict(record))
