@@ -1,0 +1,291 @@
+"""Batch runs: every benchmark notebook for every model with papermill, then the paper tables (HTML too).
+
+Executed copies go to ``<outputs>/notebooks/<model-slug>/<notebook>.ipynb`` (notebooks that declare no
+``model`` parameter run once, to ``<outputs>/notebooks/<notebook>.ipynb``). A rerun resumes: the
+notebooks skip finished items through the results store, so re-executing them is all it takes. One
+failing model or notebook is recorded and the others still run. Command line::
+
+    python -m thai_eval_utils.batch --models "embedded /models/qwen" --limit 20
+    python -m thai_eval_utils.batch --demo
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .results import redact, slugify
+
+#: The benchmark notebooks under ``notebooks/``, in the order they run.
+BENCHMARK_NOTEBOOKS = (
+    "thai_h6.ipynb",
+    "thaicli.ipynb",
+    "dialect_benchmark.ipynb",
+    "dialect_human_eval.ipynb",
+    "judge_vs_human.ipynb",
+)
+#: The notebook that rebuilds the papers' tables and places the runs beside them; runs last.
+PAPER_NOTEBOOK = "paper_tables.ipynb"
+#: ``--demo``: the embedded model (shipped with the toolkit) on a few items per task, no judge.
+DEMO_MODELS = ("embedded",)
+DEMO_LIMIT = 2
+#: Parameter names that hold secrets (narrower than ``results.redact``'s keys, which also catch ``max_new_tokens``).
+_SECRET_NAME = re.compile(r"api[_-]?key|secret|passw(or)?d|bearer|authori[sz]ation|(^|_)token$", re.I)
+
+
+@dataclass
+class NotebookRun:
+    """One notebook execution: where its executed copy is, what was passed, and how it ended."""
+
+    notebook: str
+    model: str | None
+    output: str
+    status: str  # "ok", "failed" or "missing"
+    seconds: float = 0.0
+    error: str | None = None
+    parameters: dict[str, Any] = field(default_factory=dict)
+    dropped_parameters: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def __str__(self) -> str:
+        who = f"{self.model} / " if self.model else ""
+        tail = f": {self.error}" if self.error else ""
+        return f"[{self.status:>7}] {who}{self.notebook} ({self.seconds:.0f} s) -> {self.output}{tail}"
+
+
+@dataclass
+class BatchReport:
+    """Every notebook run of a batch and where its products are."""
+
+    runs: list[NotebookRun]
+    outputs: str
+    html: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.runs)
+
+    @property
+    def failures(self) -> list[NotebookRun]:
+        return [r for r in self.runs if not r.ok]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "outputs": self.outputs, "html": self.html, "runs": [asdict(r) for r in self.runs]}
+
+    def summary(self) -> str:
+        """A few lines: each run's status, then where the tables, figures and executed notebooks are."""
+        out = Path(self.outputs)
+        lines = [str(r) for r in self.runs]
+        lines += [
+            f"{sum(r.ok for r in self.runs)}/{len(self.runs)} notebook runs succeeded.",
+            f"tables:   {out / 'tables'}  (CSV, Markdown, LaTeX)",
+            f"figures:  {out / 'figures'}  (PNG, SVG)",
+            f"executed notebooks: {out / 'notebooks'}",
+        ]
+        if self.html:
+            lines.append(f"paper tables as HTML (opens without Jupyter): {self.html}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+def notebook_parameters(path: str | Path) -> dict[str, dict[str, Any]]:
+    """The parameters a notebook declares in its ``parameters`` cell (papermill's inspection): name -> info."""
+    import papermill
+
+    return dict(papermill.inspect_notebook(str(path)))
+
+
+def filter_parameters(declared: Mapping[str, Any], parameters: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Split ``parameters`` into those the notebook declares and the names of the others (never passed).
+
+    ``None`` values are dropped too (the notebook keeps its default). A secret-looking name or value
+    (an API key) is refused: keys reach the kernels through the environment, never as parameters.
+    """
+    secret = [k for k, v in parameters.items() if _SECRET_NAME.search(k) or (isinstance(v, str) and redact(v) != v)]
+    if secret:
+        raise ValueError(f"refusing to pass secret-looking parameter(s) {secret}; set API keys in the environment")
+    kept = {k: v for k, v in parameters.items() if k in declared and v is not None}
+    dropped = sorted(k for k in parameters if k not in declared)
+    return kept, dropped
+
+
+@contextlib.contextmanager
+def _kernel_env() -> Iterator[None]:
+    """Kernels import the same ``thai_eval_utils`` as this process: its parent folder goes first on PYTHONPATH."""
+    root = str(Path(__file__).resolve().parent.parent)
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join([root, *([old] if old else [])])
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = old
+
+
+def execute(
+    notebook: str | Path,
+    output: str | Path,
+    parameters: Mapping[str, Any],
+    *,
+    cwd: str | Path,
+    model: str | None = None,
+    kernel_name: str | None = None,
+) -> NotebookRun:
+    """Execute one notebook with papermill, passing only the parameters it declares; never raises on failure."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    notebook, output = Path(notebook), Path(output)
+    run = NotebookRun(notebook.name, model, str(output), "ok")
+    if not notebook.exists():
+        run.status, run.error = "missing", f"no notebook at {notebook}"
+        return run
+    start = time.perf_counter()
+    try:
+        run.parameters, run.dropped_parameters = filter_parameters(notebook_parameters(notebook), parameters)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with _kernel_env():
+            papermill.execute_notebook(str(notebook), str(output), parameters=run.parameters, cwd=str(cwd),
+                                       kernel_name=kernel_name, progress_bar=False)
+    except PapermillExecutionError as exc:
+        run.status, run.error = "failed", f"cell {exc.exec_count}: {exc.ename}: {exc.evalue}"
+    except Exception as exc:  # noqa: BLE001 - a broken notebook or kernel must not stop the batch
+        run.status, run.error = "failed", f"{type(exc).__name__}: {exc}"
+    run.seconds = time.perf_counter() - start
+    return run
+
+
+def export_html(notebook: str | Path, html: str | Path | None = None) -> Path:
+    """Write an executed notebook as standalone HTML (nbconvert; images are embedded) beside it or at ``html``."""
+    from nbconvert import HTMLExporter
+
+    notebook = Path(notebook)
+    target = Path(html) if html else notebook.with_suffix(".html")
+    body, _ = HTMLExporter().from_filename(str(notebook))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(body, encoding="utf-8")
+    return target
+
+
+def _declares_model(path: Path) -> bool:
+    """Whether a notebook runs once per model (it declares ``model``; a missing or unreadable one counts as yes)."""
+    try:
+        return "model" in notebook_parameters(path)
+    except Exception:  # noqa: BLE001 - execute() records the problem per model
+        return True
+
+
+def run_models(
+    models: Sequence[str],
+    *,
+    notebooks: Sequence[str] = BENCHMARK_NOTEBOOKS,
+    limit: int | None = None,
+    data: str | None = None,
+    judge: str | None = None,
+    judge_base_url: str | None = None,
+    outputs: str | Path = "outputs",
+    extra_parameters: Mapping[str, Any] | None = None,
+    notebooks_dir: str | Path = "notebooks",
+    paper_notebook: str | None = PAPER_NOTEBOOK,
+    kernel_name: str | None = None,
+    verbose: bool = True,
+) -> BatchReport:
+    """Execute each benchmark notebook for each model, then the paper-tables notebook and its HTML export.
+
+    Args:
+        models: model specs as ``models.load_model`` takes them (``"embedded"``, a folder, ``openai:<id>``).
+        notebooks: notebook file names under ``notebooks_dir``.
+        limit: items per task (``limit`` parameter); None = all.
+        data: data folder (``data_source`` parameter); None keeps each notebook's default (the shipped samples).
+        judge: ThaiCLI judge model (``judge_model``); ``judge_base_url`` its OpenAI-compatible endpoint.
+        outputs: the outputs folder; passed to the notebooks as ``outputs_dir`` relative to ``notebooks_dir``.
+        extra_parameters: more parameters, each passed to the notebooks that declare it.
+        notebooks_dir: folder of the notebooks; also the kernels' working directory.
+        paper_notebook: run last, once (None to skip); exported to HTML.
+        kernel_name: Jupyter kernel (default: the notebook's).
+        verbose: print each run's status as it ends and the summary.
+
+    Returns:
+        The :class:`BatchReport` (also written to ``<outputs>/notebooks/batch_report.json``).
+    """
+    nb_dir, out = Path(notebooks_dir).resolve(), Path(outputs).resolve()
+    shared = {"limit": limit, "data_source": data, "judge_model": judge, "judge_base_url": judge_base_url,
+              "outputs_dir": os.path.relpath(out, nb_dir), **(extra_parameters or {})}
+    runs: list[NotebookRun] = []
+
+    def record(run: NotebookRun) -> None:
+        runs.append(run)
+        if verbose:
+            print(run, flush=True)
+
+    for name in notebooks:
+        path = nb_dir / name
+        per_model = _declares_model(path)
+        for model in models if per_model else [None]:
+            folder = out / "notebooks" / (slugify(model) if model else "")
+            params = {**shared, **({"model": model} if model else {})}
+            record(execute(path, folder / name, params, cwd=nb_dir, model=model, kernel_name=kernel_name))
+    report = BatchReport(runs, str(out))
+    if paper_notebook:
+        executed = out / "notebooks" / paper_notebook
+        paper_run = execute(nb_dir / paper_notebook, executed, shared, cwd=nb_dir, kernel_name=kernel_name)
+        record(paper_run)
+        if executed.exists():
+            try:
+                report.html = str(export_html(executed))
+            except Exception as exc:  # noqa: BLE001
+                paper_run.status, paper_run.error = "failed", f"HTML export: {type(exc).__name__}: {exc}"
+    (out / "notebooks").mkdir(parents=True, exist_ok=True)
+    (out / "notebooks" / "batch_report.json").write_text(json.dumps(report.to_dict(), indent=2, default=str) + "\n")
+    if verbose:
+        print(report.summary(), flush=True)
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; returns the exit status (1 if any notebook failed)."""
+    parser = argparse.ArgumentParser(prog="python -m thai_eval_utils.batch", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", nargs="+", default=[], help='model specs, e.g. --models "embedded /path/to/model"')
+    parser.add_argument("--limit", type=int, default=None, help="items per task (default: all)")
+    parser.add_argument("--data", default=None, help="data folder passed as data_source (default: each notebook's)")
+    parser.add_argument("--judge", default=None, help="ThaiCLI judge model id (judge_model)")
+    parser.add_argument("--judge-base-url", default=None, help="the judge's OpenAI-compatible base URL")
+    parser.add_argument("--outputs", default="outputs", help="outputs folder (default: outputs)")
+    parser.add_argument("--notebooks-dir", default="notebooks", help="folder of the notebooks (default: notebooks)")
+    parser.add_argument("--notebooks", nargs="+", default=None, help="benchmark notebooks to run (default: all)")
+    parser.add_argument("--no-paper", action="store_true", help="skip the paper-tables notebook")
+    parser.add_argument("--demo", action="store_true", help=f"demo: models {' '.join(DEMO_MODELS)}, limit {DEMO_LIMIT}")
+    args = parser.parse_args(argv)
+    models = [m for spec in args.models for m in spec.split()]
+    limit = args.limit
+    if args.demo:
+        models = models or list(DEMO_MODELS)
+        limit = DEMO_LIMIT if limit is None else limit
+    if not models:
+        parser.error("give --models (or --demo)")
+    report = run_models(
+        models, notebooks=args.notebooks or BENCHMARK_NOTEBOOKS, limit=limit, data=args.data, judge=args.judge,
+        judge_base_url=args.judge_base_url, outputs=args.outputs, notebooks_dir=args.notebooks_dir,
+        paper_notebook=None if args.no_paper else PAPER_NOTEBOOK,
+    )
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
