@@ -201,12 +201,13 @@ def evaluate(
     shots = _draw(spec, docs, pool, k, eff_sampler, seed)
     selected = _selected(spec, docs, limit)
 
+    # Key names avoid "token": results.redact() drops such keys from run cards as if they were secrets.
     config: dict[str, Any] = {
         "task": spec.name, "num_fewshot": k, "sampler": eff_sampler, "fewshot_seed": seed,
-        "add_bos_token": _bos(model, add_bos_token), "acc_norm": "unicode code points",
+        "add_bos": _bos(model, add_bos_token), "acc_norm": "unicode code points",
     }
     if spec.kind == "generate":
-        config.update(gsm8k_stops=list(T.gsm8k_stops(gsm8k_stops)), max_new_tokens=max_new_tokens, decoding="greedy")
+        config.update(gsm8k_stops=list(T.gsm8k_stops(gsm8k_stops)), max_new=max_new_tokens, decoding="greedy")
     if spec.kind == "truthfulqa":
         config["mc2"] = mc2
     if spec.name == "th_mmlu":
@@ -225,7 +226,7 @@ def evaluate(
         "scores": {name: s.to_dict() for name, s in scores.items()},
         "subjects": {name: s.to_dict() for name, s in subjects.items()},
     })
-    return H6Result(spec.name, table, scores, dict(store.card["config"]), store.root, subjects)
+    return H6Result(spec.name, table, scores, config, store.root, subjects)
 
 
 def _requests(spec, docs, pool, shots, i, tmpl) -> T.DocRequests:
@@ -266,7 +267,7 @@ def _run(model, spec, docs, pool, shots, selected, tmpl, config, store, chunk_si
 def _call_model(model, spec, reqs: list[T.DocRequests], config) -> list[dict]:
     """One model call for a chunk of documents; per-document outputs in order."""
     if spec.kind == "generate":
-        texts = model.generate([r.prompt for r in reqs], max_new_tokens=config["max_new_tokens"],
+        texts = model.generate([r.prompt for r in reqs], max_new_tokens=config["max_new"],
                                stop=list(config["gsm8k_stops"]), temperature=0.0)
         if len(texts) != len(reqs):
             raise RuntimeError(f"model returned {len(texts)} generations for {len(reqs)} prompts")
@@ -306,9 +307,9 @@ def _scores(spec, table: pd.DataFrame, config, mmlu_average: str, limited: bool)
     sig = f"{spec.name}|shots:{config['num_fewshot']}|sampler:{config['sampler']}"
     if config["fewshot_seed"] is not None:
         sig += f"|seed:{config['fewshot_seed']}"
-    sig += f"|bos:{'yes' if config['add_bos_token'] else 'no'}"
+    sig += f"|bos:{'yes' if config['add_bos'] else 'no'}"
     if spec.kind == "generate":
-        sig += f"|stops:{'+'.join(config['gsm8k_stops'])}|max_new:{config['max_new_tokens']}"
+        sig += f"|stops:{'+'.join(config['gsm8k_stops'])}|max_new:{config['max_new']}"
     if spec.kind == "truthfulqa":
         sig += f"|mc2:{config['mc2']}"
     if spec.name == "th_mmlu":
