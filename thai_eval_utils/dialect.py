@@ -1,0 +1,255 @@
+"""Thai dialect benchmark generation runs (arXiv 2504.05898, section 3.1; its
+``evaluation/main_local_prompt_batch.py`` and ``prompt_utils.py``): prompts, chat calls, resume, scoring.
+
+Every item becomes one zero-shot user turn (no system prompt) built from the benchmark's own prompt
+strings (``data/dialect/dialect_prompts.json``); each reply is appended to a
+:class:`~thai_eval_utils.results.RunStore` as soon as it arrives, so an interrupted run resumes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from .errors import ThaiEvalDataError
+from .metrics import pythainlp_version, table_task, task_scores
+from .results import RunStore
+
+#: The prompt file shipped with the toolkit (verbatim prompt strings of the benchmark, with their source).
+DEFAULT_PROMPTS_PATH = Path(__file__).resolve().parent.parent / "data" / "dialect" / "dialect_prompts.json"
+#: The benchmark name under which generations are stored.
+BENCHMARK = "dialect/generation"
+#: Tasks without a reference: they go to human evaluation, not to BLEU/ROUGE-L.
+UNSCORED_TASKS = ("conversation", "food")
+#: Paper settings (section 3.1 and its model_utils.py): open models sample at T=0.2 with seed 42, up to
+#: 3000 new tokens, prompt capped at 3000 tokens; API models run at temperature 0, seed 42, max_tokens 3000.
+PAPER_LOCAL_TEMPERATURE = 0.2
+PAPER_API_TEMPERATURE = 0.0
+PAPER_SEED = 42
+PAPER_MAX_NEW_TOKENS = 3000
+PAPER_MAX_PROMPT_TOKENS = 3000
+
+
+@dataclass(frozen=True)
+class DialectPrompts:
+    """The benchmark's prompt strings: ``prompts[dialect][family]``, Thai ``language_names`` and ``source``."""
+
+    prompts: dict[str, dict[str, str]]
+    language_names: dict[str, str]
+    source: str
+    path: str = ""
+
+
+def load_prompts(path: str | Path = DEFAULT_PROMPTS_PATH) -> DialectPrompts:
+    """Read a prompt file (``{"source", "language_names", "prompts": {dialect: {family: template}}}``)."""
+    path = Path(path)
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ThaiEvalDataError("prompt file not found", path=path) from None
+    except json.JSONDecodeError as exc:
+        raise ThaiEvalDataError(f"invalid JSON: {exc.msg} (line {exc.lineno})", path=path) from None
+    for key in ("source", "language_names", "prompts"):
+        if key not in obj:
+            raise ThaiEvalDataError("missing key", path=path, field=key)
+    for dialect, templates in obj["prompts"].items():
+        for family in ("qa", "summarization", "translation", "conversation", "food"):
+            if not isinstance(templates.get(family), str):
+                raise ThaiEvalDataError(f"dialect {dialect!r} has no {family!r} template", path=path, field=f"prompts.{dialect}.{family}")
+    return DialectPrompts(obj["prompts"], obj["language_names"], obj["source"], str(path))
+
+
+def prompt_family(task: str) -> str:
+    """The prompt family of a task name: ``translation_eng_east`` -> ``translation``; others unchanged."""
+    return "translation" if task.startswith("translation_") else task
+
+
+def translation_languages(task: str) -> tuple[str, str]:
+    """Source and target keys of a translation task, e.g. ``translation_eng_east`` -> ``("eng", "east")``."""
+    parts = task.split("_")
+    if len(parts) != 3 or parts[0] != "translation":
+        raise ValueError(f"not a translation task name: {task!r}")
+    return parts[1], parts[2]
+
+
+def _text(value: Any) -> str:
+    return "" if value is None or (isinstance(value, float) and value != value) else str(value)
+
+
+def build_prompt(item: Mapping[str, Any], prompts: DialectPrompts) -> str:
+    """The benchmark's prompt for one item (its ``to_prompt``, zero-shot).
+
+    ``[INPUT]`` <- ``text_1.strip()``; QA: ``[CONTEXT]``/``[QUESTION]`` <- stripped context/question;
+    translation: ``[SOURCE]``/``[TARGET]`` <- the Thai language names of the task's two languages.
+    """
+    dialect, task = item["dialect"], item["task"]
+    family = prompt_family(task)
+    try:
+        prompt = prompts.prompts[dialect][family]
+    except KeyError:
+        raise ValueError(f"no prompt for dialect {dialect!r}, task {task!r}") from None
+    if "[INPUT]" in prompt:
+        prompt = prompt.replace("[INPUT]", _text(item.get("text_1")).strip())
+    if family == "translation":
+        src, tgt = translation_languages(task)
+        prompt = prompt.replace("[SOURCE]", prompts.language_names[src]).replace("[TARGET]", prompts.language_names[tgt])
+    if family == "qa":
+        prompt = prompt.replace("[CONTEXT]", _text(item.get("context")).strip())
+        prompt = prompt.replace("[QUESTION]", _text(item.get("question")).strip())
+    return prompt
+
+
+def build_messages(item: Mapping[str, Any], prompts: DialectPrompts) -> list[dict[str, str]]:
+    """One user turn holding :func:`build_prompt` (no system prompt, as in the paper)."""
+    return [{"role": "user", "content": build_prompt(item, prompts)}]
+
+
+def is_api_model(model: Any) -> bool:
+    """True for models without a local tokenizer (``openai:`` models): they get the API settings."""
+    return getattr(model, "tokenizer", None) is None
+
+
+def cap_prompt(model: Any, content: str, max_tokens: int | None) -> tuple[str, int | None, bool]:
+    """Cut the user message so the chat-formatted prompt has at most ``max_tokens`` tokens.
+
+    The paper's code right-truncated the formatted prompt at 3000 tokens (which can cut the template's
+    generation prompt); here the message content is cut instead so the template stays intact.
+    Returns ``(content, formatted token count before cutting, truncated?)``; API models are not capped.
+    """
+    tok = getattr(model, "tokenizer", None)
+    if tok is None or not max_tokens:
+        return content, None, False
+    render = getattr(model, "render_chat", None)
+    text = render([{"role": "user", "content": content}]) if render else content
+    n_total = len(tok(text, add_special_tokens=False).input_ids)
+    if n_total <= max_tokens:
+        return content, n_total, False
+    ids = tok(content, add_special_tokens=False).input_ids
+    keep = max(0, len(ids) - (n_total - max_tokens))
+    return tok.decode(ids[:keep], skip_special_tokens=True), n_total, True
+
+
+def item_key(item: Mapping[str, Any]) -> str:
+    """The results-store key of one item: ``<dialect>/<task>/<id>``."""
+    return f"{item['dialect']}/{item['task']}/{item['id']}"
+
+
+def run_generation(
+    model: Any,
+    df: pd.DataFrame,
+    *,
+    prompts: DialectPrompts | str | Path | None = None,
+    outputs: str | Path | None = None,
+    temperature: float | None = None,
+    top_p: float = 1.0,
+    seed: int | None = PAPER_SEED,
+    max_new_tokens: int = PAPER_MAX_NEW_TOKENS,
+    max_prompt_tokens: int | None = PAPER_MAX_PROMPT_TOKENS,
+    greedy: bool = False,
+    batch_size: int = 8,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Generate one reply per item with the paper's settings and store each as it finishes; reruns resume.
+
+    Args:
+        model: an object with ``name``, ``identity`` and ``chat(messages_list, *, max_new_tokens,
+            temperature, top_p, seed)`` (see :func:`thai_eval_utils.models.load_model`).
+        df: items as returned by :func:`thai_eval_utils.data.load_dialect` (``dialect, task, id,
+            text_1, question, context``; ``df.attrs["files"]`` are hashed into the run's config id).
+        prompts: a :class:`DialectPrompts` or a prompt file (default: the shipped one).
+        outputs: the outputs folder (default ``$THAI_EVAL_OUTPUTS`` or ``outputs``).
+        temperature: None = the paper's: 0.2 for local models, 0 for API models.
+        top_p, seed, max_new_tokens: sampling settings (paper: 1.0, 42, 3000).
+        max_prompt_tokens: cap of the chat-formatted prompt for local models (paper: 3000; None: no cap).
+        greedy: decode greedily (temperature 0) instead of the paper's sampling.
+        batch_size: conversations per ``chat`` call; results are stored after each call.
+        progress: show a tqdm bar.
+
+    Returns:
+        A copy of ``df`` with ``model``, ``prompt``, ``output`` and ``prompt_truncated`` columns;
+        ``attrs["run_dir"]`` is the run folder and ``attrs["config"]`` the recorded settings.
+    """
+    if not isinstance(prompts, DialectPrompts):
+        prompts = load_prompts(prompts or DEFAULT_PROMPTS_PATH)
+    api = is_api_model(model)
+    if temperature is None:
+        temperature = PAPER_API_TEMPERATURE if api else PAPER_LOCAL_TEMPERATURE
+    if greedy:
+        temperature, top_p = 0.0, 1.0
+    config = {
+        "decoding": "greedy" if temperature == 0 else "sampling",
+        "temperature": float(temperature), "top_p": float(top_p), "seed": seed,
+        "max_new_tokens": int(max_new_tokens), "max_prompt_tokens": None if api else max_prompt_tokens,
+        "model_kind": "api" if api else "local", "system_prompt": None, "n_shot": 0,
+        "prompt_source": prompts.source,
+    }
+    identity = dict(model.identity)
+    if api:
+        from .api import stable_identity
+
+        identity = stable_identity(identity)
+    used = {f"{d}/{prompt_family(t)}" for d, t in zip(df["dialect"], df["task"])}
+    templates = {k: prompts.prompts[k.split("/")[0]][k.split("/")[1]] for k in sorted(used) if k.split("/")[0] in prompts.prompts}
+    store = RunStore.open(model.name, BENCHMARK, config, model_identity=identity,
+                          data_files=[str(p) for p in df.attrs.get("files", [])], prompt_templates=templates, outputs=outputs)
+    done = store.completed()
+    items = df.to_dict("records")
+    todo = [it for it in items if item_key(it) not in done]
+    bar = tqdm(total=len(items), initial=len(items) - len(todo), desc=f"dialect {model.name}", disable=not progress)
+    for start in range(0, len(todo), batch_size):
+        chunk = todo[start : start + batch_size]
+        capped = [cap_prompt(model, build_prompt(it, prompts), max_prompt_tokens) for it in chunk]
+        replies = model.chat([[{"role": "user", "content": c[0]}] for c in capped], max_new_tokens=max_new_tokens,
+                             temperature=temperature, top_p=top_p, seed=seed)
+        for it, (content, n_tokens, cut), reply in zip(chunk, capped, replies):
+            record = {"dialect": it["dialect"], "task": it["task"], "id": str(it["id"]), "prompt": content,
+                      "prompt_tokens": n_tokens, "prompt_truncated": cut, "output": reply}
+            store.append(item_key(it), record)
+            done[item_key(it)] = record
+        bar.update(len(chunk))
+    bar.close()
+    store.write_summary({"n_items": len(items), "n_generated": len(todo), "config": config})
+    out = df.copy()
+    out["model"] = model.name
+    out["prompt"] = [done[item_key(it)]["prompt"] for it in items]
+    out["output"] = [done[item_key(it)]["output"] for it in items]
+    out["prompt_truncated"] = [bool(done[item_key(it)].get("prompt_truncated")) for it in items]
+    out.attrs.update({"run_dir": str(store.root), "config": config})
+    return out
+
+
+def score_generations(df: pd.DataFrame) -> pd.DataFrame:
+    """BLEU, ROUGE-L, sacrebleu BLEU and chrF per (model, dialect, task) of generated outputs.
+
+    Args:
+        df: rows with ``model, dialect, task, output`` and the reference ``text_2`` (as returned by
+            :func:`run_generation`); conversation and food rows are skipped (no reference).
+
+    Returns:
+        Tidy rows ``model, dialect, task, table_task, metric, value, n, signature, pythainlp`` where
+        ``metric`` is ``rougeL`` / ``bleu`` (the paper's, x100), ``sacrebleu`` or ``chrf``.
+    """
+    rows = []
+    scored = df[~df["task"].isin(UNSCORED_TASKS)]
+    for (model, dialect, task), group in scored.groupby(["model", "dialect", "task"], sort=False):
+        for score in task_scores(task, list(group["output"]), list(group["text_2"])):
+            rows.append({"model": model, "dialect": dialect, "task": task, "table_task": table_task(task),
+                         "metric": score.name, "value": score.value, "n": score.n, "signature": score.signature,
+                         "pythainlp": pythainlp_version()})
+    cols = ["model", "dialect", "task", "table_task", "metric", "value", "n", "signature", "pythainlp"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def example_outputs(df: pd.DataFrame, n: int = 1, *, max_chars: int = 300) -> pd.DataFrame:
+    """The first ``n`` outputs per (dialect, task), shortened to ``max_chars``, for display."""
+    cols = ["dialect", "task", "id", "output", "text_2"]
+    head = df.groupby(["dialect", "task"], sort=False).head(n)[cols].copy()
+    for c in ("output", "text_2"):
+        head[c] = head[c].map(lambda s: _text(s) if len(_text(s)) <= max_chars else _text(s)[:max_chars] + "…")
+    return head.reset_index(drop=True)

@@ -1,0 +1,346 @@
+"""Dialect-benchmark metrics as the paper's code computes them (arXiv 2504.05898, section 3; its
+``evaluation/metrics_utils.py``): BLEU and ROUGE-L on pythainlp newmm tokens, sacrebleu BLEU/chrF
+beside them, ΔDiff, the Table 1 layout and a parameterised Central/dialect word overlap.
+
+Tokenizer. The paper's code tokenises every text (Thai and English) with
+``pythainlp.word_tokenize(text, engine="newmm")`` and its default ``keep_whitespace=True``: each run of
+whitespace is one token holding that run (``"a  b"`` -> ``["a", "  ", "b"]``), so spaces count as words
+in BLEU and ROUGE-L. The paper's environment pinned pythainlp 5.0.4 and so does this project: newmm's
+dictionary changes between releases (5.4.0 tokenises 42 of the benchmark's 3,419 texts differently; BLEU
+moves by at most 0.043), so the version is part of every signature and a different one triggers a warning.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import math
+import warnings
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from pythainlp import word_tokenize
+from rouge_score import rouge_scorer, scoring
+
+from .results import Score
+
+#: The pythainlp release the paper's code ran with (newmm output depends on it).
+PAPER_PYTHAINLP_VERSION = "5.0.4"
+#: Dialect keys and the names the paper's Table 1 prints.
+DIALECT_NAMES = {"center": "Central", "east": "Isan", "north": "Lanna", "south": "Dambro"}
+#: Paper Table 1: task family -> (headline metric, column prefix). QA/summarisation: ROUGE-L; translation: BLEU.
+TABLE1_TASKS = {
+    "qa": ("rougeL", "qa_rougeL"),
+    "summarization": ("rougeL", "summarization_rougeL"),
+    "translation_en_to_dialect": ("bleu", "translation_en_to_dialect_bleu"),
+    "translation_dialect_to_en": ("bleu", "translation_dialect_to_en_bleu"),
+}
+
+_warned_version = False
+
+
+def pythainlp_version() -> str:
+    """The installed pythainlp version (recorded with every dialect score)."""
+    return importlib.metadata.version("pythainlp")
+
+
+def table_task(task: str) -> str:
+    """Map a benchmark task name to its Table 1 family, e.g. ``translation_eng_east`` -> ``translation_en_to_dialect``."""
+    if task.startswith("translation_eng_"):
+        return "translation_en_to_dialect"
+    if task.startswith("translation_") and task.endswith("_eng"):
+        return "translation_dialect_to_en"
+    return task
+
+
+def target_language(task: str) -> str:
+    """``"en"`` for dialect->English translation (English references), else ``"th"``."""
+    return "en" if table_task(task) == "translation_dialect_to_en" else "th"
+
+
+@dataclass(frozen=True)
+class NewmmTokenizer:
+    """pythainlp newmm word tokenizer with a signature; usable as a rouge-score tokenizer (``.tokenize``).
+
+    Example: ``NewmmTokenizer().tokenize("กินข้าว  แล้ว")`` -> ``["กินข้าว", "  ", "แล้ว"]``.
+    """
+
+    keep_whitespace: bool = True
+    name: str = "newmm"
+
+    def __post_init__(self) -> None:
+        global _warned_version
+        if not _warned_version and pythainlp_version() != PAPER_PYTHAINLP_VERSION:
+            _warned_version = True
+            warnings.warn(
+                f"pythainlp {pythainlp_version()} is installed; the paper's scores used {PAPER_PYTHAINLP_VERSION} "
+                "(newmm output, and so BLEU/ROUGE-L, can differ slightly)",
+                stacklevel=3,
+            )
+
+    def tokenize(self, text: str | None) -> list[str]:
+        """newmm tokens of ``text`` (None counts as ""); never Unicode-normalised."""
+        return word_tokenize(text or "", engine="newmm", keep_whitespace=self.keep_whitespace)
+
+    __call__ = tokenize
+
+    @property
+    def signature(self) -> str:
+        ws = "yes" if self.keep_whitespace else "no"
+        return f"tok:{self.name}|keep_ws:{ws}|pythainlp:{pythainlp_version()}"
+
+
+def _check_pair(hypotheses: Sequence[str | None], references: Sequence[str | None]) -> tuple[list[str], list[str]]:
+    """Non-empty, equal-length lists with None as "" (the paper's code does the same)."""
+    if len(hypotheses) == 0 or len(hypotheses) != len(references):
+        raise ValueError(f"need equal, non-zero numbers of hypotheses and references (got {len(hypotheses)}, {len(references)})")
+    return ["" if h is None else str(h) for h in hypotheses], ["" if r is None else str(r) for r in references]
+
+
+# ------------------------------------------------------------------------------------------- BLEU
+# Hand-written on purpose: the paper called HuggingFace ``evaluate``'s "bleu" (tensorflow/nmt
+# compute_bleu), but ``evaluate.load`` downloads the metric script at run time and this toolkit runs
+# offline. The formula (facts of nmt/scripts/bleu.py): clipped n-gram matches and possible n-grams
+# summed over the corpus, p_n = matches/possible (0 when none possible), geometric mean of p_1..p_4
+# (0 if any p_n is 0), ratio = c/r, BP = 1 if ratio > 1 else exp(1 - 1/ratio) = exp(1 - r/c).
+# c = 0 (all hypotheses empty) makes nmt divide by zero; the paper's code catches that and reports 0.
+
+
+@dataclass(frozen=True)
+class BleuResult:
+    """Corpus BLEU with its parts: ``score`` (x100), n-gram ``precisions``, ``bp``, lengths, counts."""
+
+    score: float
+    precisions: tuple[float, ...]
+    bp: float
+    ratio: float
+    hyp_len: int
+    ref_len: int
+    matches: tuple[int, ...]
+    possible: tuple[int, ...]
+    signature: str = ""
+
+    def __str__(self) -> str:
+        p = "/".join(f"{100 * x:.1f}" for x in self.precisions)
+        return f"BLEU = {self.score:.2f} {p} (BP = {self.bp:.3f} ratio = {self.ratio:.3f} hyp_len = {self.hyp_len} ref_len = {self.ref_len}) {self.signature}"
+
+
+def _ngrams(tokens: Sequence[str], max_order: int) -> Counter:
+    counts: Counter = Counter()
+    for n in range(1, max_order + 1):
+        for i in range(len(tokens) - n + 1):
+            counts[tuple(tokens[i : i + n])] += 1
+    return counts
+
+
+def bleu_details(
+    hypotheses: Sequence[str | None], references: Sequence[str | None], *, max_order: int = 4, tokenizer: NewmmTokenizer | None = None
+) -> BleuResult:
+    """Corpus BLEU of the paper (see the comment above) with all its parts."""
+    hyps, refs = _check_pair(hypotheses, references)
+    tok = tokenizer or NewmmTokenizer()
+    matches, possible = [0] * max_order, [0] * max_order
+    c = r = 0
+    for hyp, ref in zip(hyps, refs):
+        h_tokens, r_tokens = tok.tokenize(hyp), tok.tokenize(ref)
+        c, r = c + len(h_tokens), r + len(r_tokens)
+        overlap = _ngrams(h_tokens, max_order) & _ngrams(r_tokens, max_order)  # clipped counts
+        for ngram, count in overlap.items():
+            matches[len(ngram) - 1] += count
+        for n in range(1, max_order + 1):
+            possible[n - 1] += max(len(h_tokens) - n + 1, 0)
+    precisions = tuple(m / p if p > 0 else 0.0 for m, p in zip(matches, possible))
+    geo_mean = math.exp(sum(math.log(p) for p in precisions) / max_order) if min(precisions) > 0 else 0.0
+    ratio = c / r if r > 0 else float("inf")
+    if c == 0:  # nmt raises ZeroDivisionError; the paper's code turns that into 0
+        bp = 0.0
+    else:
+        bp = 1.0 if ratio > 1.0 else math.exp(1.0 - 1.0 / ratio)
+    sig = f"bleu|nmt|max_order:{max_order}|smooth:none|{tok.signature}"
+    return BleuResult(100.0 * geo_mean * bp, precisions, bp, ratio, c, r, tuple(matches), tuple(possible), sig)
+
+
+def bleu(hypotheses: Sequence[str | None], references: Sequence[str | None]) -> float:
+    """Corpus BLEU x100 on newmm tokens, exactly as the paper's code (one reference per hypothesis).
+
+    Example: ``bleu(["แมว กิน ปลา"], ["แมว กิน ปลา"])`` -> ``100.0``.
+    """
+    return bleu_details(hypotheses, references).score
+
+
+# ---------------------------------------------------------------------------------------- ROUGE-L
+
+
+def rouge_l_scores(hypotheses: Sequence[str | None], references: Sequence[str | None]) -> list[float]:
+    """Per-item ROUGE-L F1 x100 from rouge-score with newmm tokens (never its default tokenizer on
+    Thai: that one lowercases and deletes every character outside ``[a-z0-9]``)."""
+    hyps, refs = _check_pair(hypotheses, references)
+    scorer = rouge_scorer.RougeScorer(["rougeL"], tokenizer=NewmmTokenizer())
+    return [100.0 * scorer.score(ref, hyp)["rougeL"].fmeasure for hyp, ref in zip(hyps, refs)]
+
+
+def rouge_l(hypotheses: Sequence[str | None], references: Sequence[str | None]) -> float:
+    """Mean ROUGE-L F1 x100 over items (the headline; deterministic)."""
+    scores = rouge_l_scores(hypotheses, references)
+    return sum(scores) / len(scores)
+
+
+def rouge_l_bootstrap_mid(
+    hypotheses: Sequence[str | None], references: Sequence[str | None], *, n_resamples: int = 1000, seed: int = 42
+) -> float:
+    """ROUGE-L "mid" of rouge-score's BootstrapAggregator (what the paper's code reported), x100.
+
+    The aggregator draws from numpy's *global* generator, so the paper's figure is not reproducible;
+    here the global state is seeded with ``seed`` for the call and restored afterwards. The mid is the
+    median of ``n_resamples`` bootstrap means (close to, but not equal to, :func:`rouge_l`).
+    """
+    hyps, refs = _check_pair(hypotheses, references)
+    scorer = rouge_scorer.RougeScorer(["rougeL"], tokenizer=NewmmTokenizer())
+    agg = scoring.BootstrapAggregator(n_samples=n_resamples)
+    for hyp, ref in zip(hyps, refs):
+        agg.add_scores(scorer.score(ref, hyp))
+    state = np.random.get_state()
+    try:
+        np.random.seed(seed)
+        mid = agg.aggregate()["rougeL"].mid.fmeasure
+    finally:
+        np.random.set_state(state)
+    return 100.0 * float(mid)
+
+
+# --------------------------------------------------------------------------------- sacrebleu
+def _pretokenize(texts: Sequence[str], tok: NewmmTokenizer) -> list[str]:
+    """newmm tokens joined by single spaces, whitespace tokens dropped (input for ``tokenize="none"``)."""
+    return [" ".join(t for t in tok.tokenize(x) if t.strip()) for x in texts]
+
+
+def sacrebleu_bleu(hypotheses: Sequence[str | None], references: Sequence[str | None], *, target_lang: str = "th") -> Score:
+    """sacrebleu corpus BLEU: newmm-pretokenised with ``tokenize="none"`` for Thai targets, ``13a`` for English.
+
+    Returns a :class:`~thai_eval_utils.results.Score` whose signature is sacrebleu's plus the pretokenizer.
+    """
+    from sacrebleu.metrics import BLEU
+
+    hyps, refs = _check_pair(hypotheses, references)
+    if target_lang == "en":
+        metric, sig_extra = BLEU(tokenize="13a"), ""
+    else:
+        tok = NewmmTokenizer()
+        hyps, refs = _pretokenize(hyps, tok), _pretokenize(refs, tok)
+        metric, sig_extra = BLEU(tokenize="none"), f"|pretok:newmm-nows|pythainlp:{pythainlp_version()}"
+    result = metric.corpus_score(hyps, [refs])
+    return Score("sacrebleu", float(result.score), len(hyps), None, f"BLEU|{metric.get_signature()}{sig_extra}")
+
+
+def sacrebleu_chrf(hypotheses: Sequence[str | None], references: Sequence[str | None], *, word_order: int = 0) -> Score:
+    """sacrebleu corpus chrF (``word_order=2`` for chrF++) on the raw texts (chrF ignores whitespace)."""
+    from sacrebleu.metrics import CHRF
+
+    hyps, refs = _check_pair(hypotheses, references)
+    metric = CHRF(word_order=word_order)
+    result = metric.corpus_score(hyps, [refs])
+    return Score("chrf", float(result.score), len(hyps), None, f"chrF|{metric.get_signature()}")
+
+
+def task_scores(task: str, hypotheses: Sequence[str | None], references: Sequence[str | None]) -> list[Score]:
+    """All metrics for one task's outputs: ``rougeL``, ``bleu`` (paper), ``sacrebleu``, ``chrf``."""
+    tok = NewmmTokenizer()
+    per_item = rouge_l_scores(hypotheses, references)
+    rouge = Score.mean("rougeL", per_item, signature=f"rougeL|rouge-score|f1-mean|{tok.signature}")
+    details = bleu_details(hypotheses, references)
+    return [
+        rouge,
+        Score("bleu", details.score, len(per_item), None, details.signature),
+        sacrebleu_bleu(hypotheses, references, target_lang=target_language(task)),
+        sacrebleu_chrf(hypotheses, references),
+    ]
+
+
+# ------------------------------------------------------------------------------------ ΔDiff, Table 1
+def delta_diff(scores: pd.DataFrame) -> pd.DataFrame:
+    """ΔDiff = Central score minus dialect score for the same model, task family and metric.
+
+    Args:
+        scores: tidy scores with columns ``model, dialect, task, metric, value`` (``task`` may be a
+            benchmark name such as ``translation_eng_east``; it is mapped with :func:`table_task`).
+
+    Returns:
+        Columns ``model, dialect, task, metric, central, value, delta`` for every non-Central dialect
+        that has a Central counterpart (positive delta = worse in the dialect).
+    """
+    df = scores.assign(task=scores["task"].map(table_task))[["model", "dialect", "task", "metric", "value"]]
+    central = df[df["dialect"] == "center"].drop(columns="dialect").rename(columns={"value": "central"})
+    other = df[df["dialect"] != "center"]
+    out = other.merge(central, on=["model", "task", "metric"], how="inner")
+    out["delta"] = out["central"] - out["value"]
+    return out[["model", "dialect", "task", "metric", "central", "value", "delta"]].reset_index(drop=True)
+
+
+def table1_layout(scores: pd.DataFrame, *, display_names: bool = True) -> pd.DataFrame:
+    """Scores and ΔDiff in the paper's Table 1 layout: one row per (model, dialect).
+
+    Columns: ``model, dialect, qa_rougeL, qa_delta, summarization_rougeL, summarization_delta,
+    translation_en_to_dialect_bleu, translation_en_to_dialect_delta, translation_dialect_to_en_bleu,
+    translation_dialect_to_en_delta``; Central rows have no delta (NaN). Dialects are printed as
+    Central/Isan/Lanna/Dambro when ``display_names``.
+    """
+    df = scores.assign(task=scores["task"].map(table_task))
+    deltas = delta_diff(scores)
+    rows = []
+    for (model, dialect), group in df.groupby(["model", "dialect"], sort=False):
+        row: dict[str, object] = {"model": model, "dialect": dialect}
+        for fam, (metric, col) in TABLE1_TASKS.items():
+            hit = group[(group["task"] == fam) & (group["metric"] == metric)]["value"]
+            d = deltas[(deltas["model"] == model) & (deltas["dialect"] == dialect) & (deltas["task"] == fam) & (deltas["metric"] == metric)]
+            row[col] = float(hit.iloc[0]) if len(hit) else float("nan")
+            row[f"{fam}_delta"] = float(d["delta"].iloc[0]) if len(d) else float("nan")
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    order = {d: i for i, d in enumerate(DIALECT_NAMES)}
+    out = out.sort_values(["model", "dialect"], key=lambda s: s.map(order) if s.name == "dialect" else s, kind="stable")
+    if display_names:
+        out["dialect"] = out["dialect"].map(lambda d: DIALECT_NAMES.get(d, d))
+    return out.reset_index(drop=True)
+
+
+# ------------------------------------------------------------------------------------ word overlap
+def word_overlap(
+    dialect_texts: Sequence[str],
+    central_texts: Sequence[str],
+    *,
+    unit: str = "type",
+    level: str = "sentence",
+    denominator: str = "dialect",
+) -> float:
+    """Share of dialect newmm words (whitespace tokens dropped) found in the parallel Central text.
+
+    The paper's Table 5 reports 0.90-0.98 without defining the measure; this is our definition.
+    For each parallel pair, ``unit="type"`` counts distinct dialect words present among the Central
+    words; ``unit="token"`` counts every dialect token occurrence whose word occurs in the Central text.
+    ``level="sentence"`` averages the per-pair shares (pairs with no dialect words are skipped);
+    ``level="corpus"`` sums matches and totals over all pairs (micro average). ``denominator="central"``
+    swaps the roles (share of Central words found in the dialect text).
+
+    Example: ``word_overlap(["ไป กิน ข้าว เด้อ"], ["ไป กิน ข้าว นะ"])`` -> ``0.75``.
+    """
+    if unit not in ("type", "token") or level not in ("sentence", "corpus") or denominator not in ("dialect", "central"):
+        raise ValueError(f"unit must be type|token, level sentence|corpus, denominator dialect|central (got {unit}, {level}, {denominator})")
+    if len(dialect_texts) != len(central_texts) or not dialect_texts:
+        raise ValueError("need equal, non-zero numbers of dialect and Central texts")
+    tok = NewmmTokenizer()
+    matched_total, unit_total, shares = 0, 0, []
+    for d_text, c_text in zip(dialect_texts, central_texts):
+        d_words = [t for t in tok.tokenize(d_text) if t.strip()]
+        c_words = [t for t in tok.tokenize(c_text) if t.strip()]
+        source, other = (d_words, set(c_words)) if denominator == "dialect" else (c_words, set(d_words))
+        units = list(dict.fromkeys(source)) if unit == "type" else source
+        if not units:
+            continue
+        hit = sum(1 for w in units if w in other)
+        matched_total, unit_total = matched_total + hit, unit_total + len(units)
+        shares.append(hit / len(units))
+    if unit_total == 0:
+        return float("nan")
+    return sum(shares) / len(shares) if level == "sentence" else matched_total / unit_total
