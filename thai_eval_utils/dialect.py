@@ -182,10 +182,11 @@ def run_generation(
         temperature = PAPER_API_TEMPERATURE if api else PAPER_LOCAL_TEMPERATURE
     if greedy:
         temperature, top_p = 0.0, 1.0
+    # Key names avoid "token": results.redact() drops such keys as if they were secrets.
     config = {
         "decoding": "greedy" if temperature == 0 else "sampling",
         "temperature": float(temperature), "top_p": float(top_p), "seed": seed,
-        "max_new_tokens": int(max_new_tokens), "max_prompt_tokens": None if api else max_prompt_tokens,
+        "max_new": int(max_new_tokens), "prompt_cap": None if api else max_prompt_tokens,
         "model_kind": "api" if api else "local", "system_prompt": None, "n_shot": 0,
         "prompt_source": prompts.source,
     }
@@ -209,7 +210,7 @@ def run_generation(
                              temperature=temperature, top_p=top_p, seed=seed)
         for it, (content, n_tokens, cut), reply in zip(chunk, capped, replies):
             record = {"dialect": it["dialect"], "task": it["task"], "id": str(it["id"]), "prompt": content,
-                      "prompt_tokens": n_tokens, "prompt_truncated": cut, "output": reply}
+                      "prompt_len": n_tokens, "prompt_truncated": cut, "output": reply}
             store.append(item_key(it), record)
             done[item_key(it)] = record
         bar.update(len(chunk))

@@ -1,0 +1,344 @@
+"""Human-evaluation analyses of the dialect paper (arXiv 2504.05898, sections 2.2, 3.3, 3.4, appendix A.4
+and B): annotation files, pairwise preferences (Table 2), Generation/Fluency (Table 3), Cohen's kappa
+(Table 6) and judge-vs-human Spearman correlation.
+
+Annotation files are tidy CSV or JSONL, one row per (item, model or model pair, annotator):
+
+- preferences: ``dialect, task, item_id, model_a, model_b, annotator, choice`` with choice in
+  ``A`` / ``B`` / ``Both`` (equally good) / ``None`` (equally poor); three annotators in the paper;
+- Generation/Fluency: ``dialect, task, item_id, model, annotator, generation, fluency`` with each score
+  in ``0`` / ``0.5`` / ``1``; two native-speaker annotators per dialect in the paper;
+- judge scores: ``dialect, task, item_id, model, judge, score`` (any numeric scale).
+
+Every problem raises :class:`~thai_eval_utils.errors.ThaiEvalDataError` naming the file, the 0-based row
+and the field: unknown labels, empty keys, duplicate ratings, and items some annotator of the dialect
+did not rate. Files are validated completely before anything is returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from sklearn.metrics import cohen_kappa_score
+
+from .errors import ThaiEvalDataError
+from .io import read_records
+
+PREFERENCE_COLUMNS = ("dialect", "task", "item_id", "model_a", "model_b", "annotator", "choice")
+#: Pairwise options (paper section 2.2): A better, B better, equally good, equally poor.
+PREFERENCE_CHOICES = ("A", "B", "Both", "None")
+GENERATION_FLUENCY_COLUMNS = ("dialect", "task", "item_id", "model", "annotator", "generation", "fluency")
+#: Generation / Fluency scale (paper section 3.3): 0 none, 0.5 partial, 1 fully in the dialect / fluent.
+GF_LABELS = (0.0, 0.5, 1.0)
+JUDGE_COLUMNS = ("dialect", "task", "item_id", "model", "judge", "score")
+
+_KEY = (str, int)
+_LABEL = (str, int, float)
+
+
+# ------------------------------------------------------------------------------------ loading
+
+
+def _records(source: str | Path | pd.DataFrame, columns: Sequence[str], label_fields: Sequence[str]) -> tuple[list[dict], str | None]:
+    if isinstance(source, pd.DataFrame):
+        missing = [c for c in columns if c not in source.columns]
+        if missing:
+            raise ThaiEvalDataError(f"missing column(s) {', '.join(missing)}", field=missing[0])
+        return source[list(columns)].to_dict("records"), None
+    required = {c: (_LABEL if c in label_fields else _KEY) for c in columns}
+    return read_records(source, required), str(source)
+
+
+def _keys(recs: list[dict], key_fields: Sequence[str], path: str | None) -> None:
+    """Key fields as stripped, non-empty text (ids from JSON ints become "3")."""
+    for i, rec in enumerate(recs):
+        for f in key_fields:
+            value = rec[f]
+            if value is None or (isinstance(value, float) and value != value) or isinstance(value, bool) or not str(value).strip():
+                raise ThaiEvalDataError("empty value", path=path, row=i, field=f)
+            rec[f] = str(value).strip()
+
+
+def _parse_gf(value: Any, path: str | None, row: int, field: str) -> float:
+    try:
+        x = float(str(value).strip()) if not isinstance(value, bool) else None
+    except ValueError:
+        x = None
+    if x is None or x not in GF_LABELS:
+        raise ThaiEvalDataError(f"unknown label {value!r}; expected one of 0, 0.5, 1", path=path, row=row, field=field)
+    return x
+
+
+def _check_complete(recs: list[dict], unit: Sequence[str], path: str | None, n_annotators: int | None) -> None:
+    """No duplicate (unit, annotator) rows; every unit rated by every annotator of its dialect."""
+    seen: dict[tuple, int] = {}
+    first_row: dict[tuple, int] = {}
+    raters: dict[tuple, set[str]] = {}
+    by_dialect: dict[str, set[str]] = {}
+    for i, rec in enumerate(recs):
+        u = tuple(rec[f] for f in unit)
+        key = (*u, rec["annotator"])
+        if key in seen:
+            raise ThaiEvalDataError(
+                f"duplicate row: annotator {rec['annotator']!r} already rated {'/'.join(u)} in row {seen[key]}",
+                path=path, row=i, field="annotator")
+        seen[key] = i
+        first_row.setdefault(u, i)
+        raters.setdefault(u, set()).add(rec["annotator"])
+        by_dialect.setdefault(rec["dialect"], set()).add(rec["annotator"])
+    for dialect, names in by_dialect.items():
+        if n_annotators is not None and len(names) != n_annotators:
+            row = min(r for u, r in first_row.items() if u[0] == dialect)
+            raise ThaiEvalDataError(
+                f"dialect {dialect!r} has {len(names)} annotator(s) ({', '.join(sorted(names))}), expected {n_annotators}",
+                path=path, row=row, field="annotator")
+    for u, names in raters.items():
+        missing = by_dialect[u[0]] - names
+        if missing:
+            raise ThaiEvalDataError(
+                f"item {'/'.join(u)} was not rated by annotator(s) {', '.join(sorted(missing))} of dialect {u[0]!r}",
+                path=path, row=first_row[u], field="annotator")
+
+
+def load_preferences(source: str | Path | pd.DataFrame, *, n_annotators: int | None = 3) -> pd.DataFrame:
+    """Read and validate a pairwise-preference file (CSV/JSONL) or DataFrame.
+
+    Args:
+        source: the file, or a DataFrame with :data:`PREFERENCE_COLUMNS`.
+        n_annotators: annotators expected per dialect (paper: 3); None: any number, but every
+            annotator of a dialect must rate every item of it.
+    """
+    recs, path = _records(source, PREFERENCE_COLUMNS, ("choice",))
+    _keys(recs, PREFERENCE_COLUMNS[:-1], path)
+    for i, rec in enumerate(recs):
+        choice = str(rec["choice"]).strip() if rec["choice"] is not None else ""
+        if choice not in PREFERENCE_CHOICES:
+            raise ThaiEvalDataError(f"unknown label {rec['choice']!r}; expected one of {', '.join(PREFERENCE_CHOICES)}",
+                                    path=path, row=i, field="choice")
+        if rec["model_a"] == rec["model_b"]:
+            raise ThaiEvalDataError(f"model_a and model_b are both {rec['model_a']!r}", path=path, row=i, field="model_b")
+        rec["choice"] = choice
+    _check_complete(recs, ("dialect", "task", "item_id", "model_a", "model_b"), path, n_annotators)
+    return pd.DataFrame(recs, columns=list(PREFERENCE_COLUMNS))
+
+
+def load_generation_fluency(source: str | Path | pd.DataFrame, *, n_annotators: int | None = 2) -> pd.DataFrame:
+    """Read and validate a Generation/Fluency file (CSV/JSONL) or DataFrame (scores become floats)."""
+    recs, path = _records(source, GENERATION_FLUENCY_COLUMNS, ("generation", "fluency"))
+    _keys(recs, GENERATION_FLUENCY_COLUMNS[:-2], path)
+    for i, rec in enumerate(recs):
+        for f in ("generation", "fluency"):
+            rec[f] = _parse_gf(rec[f], path, i, f)
+    _check_complete(recs, ("dialect", "task", "item_id", "model"), path, n_annotators)
+    return pd.DataFrame(recs, columns=list(GENERATION_FLUENCY_COLUMNS))
+
+
+def load_judge_scores(source: str | Path | pd.DataFrame) -> pd.DataFrame:
+    """Read and validate judge scores (one numeric ``score`` per item, model and judge)."""
+    recs, path = _records(source, JUDGE_COLUMNS, ("score",))
+    _keys(recs, JUDGE_COLUMNS[:-1], path)
+    seen: dict[tuple, int] = {}
+    for i, rec in enumerate(recs):
+        try:
+            rec["score"] = float(str(rec["score"]).strip())
+        except ValueError:
+            raise ThaiEvalDataError(f"not a number: {rec['score']!r}", path=path, row=i, field="score") from None
+        if rec["score"] != rec["score"]:
+            raise ThaiEvalDataError("missing score", path=path, row=i, field="score")
+        key = tuple(rec[f] for f in JUDGE_COLUMNS[:-1])
+        if key in seen:
+            raise ThaiEvalDataError(f"duplicate row (also row {seen[key]})", path=path, row=i, field="item_id")
+        seen[key] = i
+    return pd.DataFrame(recs, columns=list(JUDGE_COLUMNS))
+
+
+# ------------------------------------------------------------------------------- Tables 2 and 3
+
+
+def preference_table(df: pd.DataFrame, *, by_task: bool = False) -> pd.DataFrame:
+    """Paper Table 2: per dialect and model pair, how often each option was chosen, averaged over annotators.
+
+    Each annotator's count of A / B / Both / None over the items is averaged over the annotators, so
+    counts can be fractional; per row ``A + B + Both + None = n_items``. Pairs are taken as written
+    (``(X, Y)`` and ``(Y, X)`` are different rows).
+    """
+    keys = ["dialect", "task", "model_a", "model_b"] if by_task else ["dialect", "model_a", "model_b"]
+    rows = []
+    for key, g in df.groupby(keys, sort=False):
+        n_ann = g["annotator"].nunique()
+        row = dict(zip(keys, key))
+        for choice in PREFERENCE_CHOICES:
+            row[choice] = float((g["choice"] == choice).sum()) / n_ann
+        row["n_items"] = len(g[["task", "item_id"]].drop_duplicates())
+        row["n_annotators"] = n_ann
+        rows.append(row)
+    return pd.DataFrame(rows, columns=[*keys, *PREFERENCE_CHOICES, "n_items", "n_annotators"])
+
+
+def generation_fluency(df: pd.DataFrame, *, by_task: bool = False) -> pd.DataFrame:
+    """Paper Table 3: Generation and Fluency = 100 x mean over items of the annotators' mean; Avg = (G + F) / 2."""
+    keys = ["dialect", "task", "model"] if by_task else ["dialect", "model"]
+    per_item = df.groupby([*keys, *(["task"] if not by_task else []), "item_id"], sort=False)[["generation", "fluency"]].mean()
+    table = per_item.groupby(level=list(range(len(keys))), sort=False).agg(
+        generation=("generation", "mean"), fluency=("fluency", "mean"), n_items=("generation", "size"))
+    table[["generation", "fluency"]] *= 100.0
+    table["avg"] = (table["generation"] + table["fluency"]) / 2
+    return table.reset_index()[[*keys, "generation", "fluency", "avg", "n_items"]]
+
+
+# ------------------------------------------------------------------------------- Cohen's kappa
+
+
+@dataclass(frozen=True)
+class KappaResult:
+    """Cohen's kappa with its observed/expected agreement, or an explicit *undefined* result.
+
+    ``value`` is NaN when ``defined`` is False (e.g. both annotators used one and the same label for
+    every item, so p_e = 1 and kappa = 0/0); ``str()`` then says "undefined", never a number.
+    ``p_o``/``p_e`` are the (weighted, when ``weights`` is set) observed and chance agreement.
+    """
+
+    value: float
+    defined: bool
+    p_o: float
+    p_e: float
+    n: int
+    weights: str | None = None
+    reason: str = ""
+
+    def __float__(self) -> float:
+        return self.value
+
+    def __str__(self) -> str:
+        kind = f"{self.weights}-weighted kappa" if self.weights else "kappa"
+        if not self.defined:
+            return f"{kind} undefined: {self.reason} (n={self.n})"
+        return f"{kind} = {self.value:.3f} (p_o = {self.p_o:.3f}, p_e = {self.p_e:.3f}, n={self.n})"
+
+    def display(self, digits: int = 3) -> str:
+        """The value rounded for a table, or ``"undefined"``."""
+        return f"{self.value:.{digits}f}" if self.defined else "undefined"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["value"] = self.value if self.defined else None
+        return d
+
+
+def cohen_kappa(a: Sequence[Any], b: Sequence[Any], *, weights: str | None = None, labels: Sequence[Any] | None = None) -> KappaResult:
+    """Cohen's kappa of two annotators via ``sklearn.metrics.cohen_kappa_score``.
+
+    sklearn rejects 0.5 as a class label ("continuous is not supported"), so labels are mapped to their
+    index in ``labels`` (default the Generation/Fluency scale 0 / 0.5 / 1 -> 0 / 1 / 2) and passed with
+    ``labels=[0, 1, ...]``, which also keeps the label order for ``weights="linear"``/``"quadratic"``.
+
+    Example: ``cohen_kappa([1, 0.5, 0], [1, 0.5, 0.5])`` -> kappa = 0.571 (p_o = 0.667, p_e = 0.222, n=3).
+    """
+    labels = list(GF_LABELS if labels is None else labels)
+    if len(a) != len(b):
+        raise ValueError(f"annotators rated different numbers of items ({len(a)} vs {len(b)})")
+    index = {lab: i for i, lab in enumerate(labels)}
+    try:
+        x = np.array([index[v] for v in a], dtype=int)
+        y = np.array([index[v] for v in b], dtype=int)
+    except KeyError as exc:
+        raise ValueError(f"label {exc.args[0]!r} not in labels {labels}") from None
+    n, k = len(x), len(labels)
+    if n == 0:
+        return KappaResult(float("nan"), False, float("nan"), float("nan"), 0, weights, "no items")
+    observed = np.zeros((k, k))
+    np.add.at(observed, (x, y), 1.0 / n)
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
+    i, j = np.indices((k, k))
+    scale = max(k - 1, 1)
+    disagree = {None: (i != j).astype(float), "linear": np.abs(i - j) / scale, "quadratic": ((i - j) / scale) ** 2}[weights]
+    p_o, p_e = 1.0 - float((disagree * observed).sum()), 1.0 - float((disagree * expected).sum())
+    if p_e >= 1.0 - 1e-12:
+        used = sorted({labels[v] for v in np.concatenate([x, y])}, key=index.get)
+        return KappaResult(float("nan"), False, p_o, p_e, n, weights,
+                           f"both annotators gave every item the label {used[0]!r}, so chance agreement is 1 (0/0)")
+    value = float(cohen_kappa_score(x, y, labels=list(range(k)), weights=weights))
+    return KappaResult(value, True, p_o, p_e, n, weights)
+
+
+def agreement_table(df: pd.DataFrame, *, weights: str | None = None) -> pd.DataFrame:
+    """Paper Table 6: kappa between the two annotators per dialect, for Generation and for Fluency.
+
+    Ratings are paired by (task, item_id, model). Returns ``dialect, aspect, annotators, kappa`` (NaN
+    when undefined), ``defined, display`` ("undefined" or the rounded value), ``p_o, p_e, n, result``
+    (the :class:`KappaResult`).
+    """
+    rows = []
+    for dialect, g in df.groupby("dialect", sort=False):
+        names = sorted(g["annotator"].unique())
+        if len(names) != 2:
+            raise ValueError(f"dialect {dialect!r} has {len(names)} annotators; Cohen's kappa needs exactly 2")
+        for aspect in ("generation", "fluency"):
+            wide = g.pivot_table(index=["task", "item_id", "model"], columns="annotator", values=aspect, aggfunc="first")
+            r = cohen_kappa(list(wide[names[0]]), list(wide[names[1]]), weights=weights)
+            rows.append({"dialect": dialect, "aspect": aspect, "annotators": " vs ".join(names), "kappa": r.value,
+                         "defined": r.defined, "display": r.display(), "p_o": r.p_o, "p_e": r.p_e, "n": r.n, "result": r})
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------------ judge vs human
+
+
+def human_item_scores(df: pd.DataFrame, *, aspect: str = "avg") -> pd.DataFrame:
+    """Per (dialect, task, item_id, model): the annotators' mean ``generation``, ``fluency`` or ``avg`` of both."""
+    if aspect not in ("generation", "fluency", "avg"):
+        raise ValueError(f"aspect must be generation, fluency or avg, got {aspect!r}")
+    per = df.assign(avg=(df["generation"] + df["fluency"]) / 2)
+    out = per.groupby(["dialect", "task", "item_id", "model"], sort=False)[aspect].mean().reset_index()
+    return out.rename(columns={aspect: "human_score"})
+
+
+def merge_judge_human(judge: pd.DataFrame, human: pd.DataFrame, *, aspect: str = "avg", judge_name: str | None = None) -> pd.DataFrame:
+    """Pair judge scores with the human item scores (inner join on dialect, task, item_id, model)."""
+    if judge_name is not None:
+        judge = judge[judge["judge"] == judge_name]
+    if judge["judge"].nunique() > 1:
+        raise ValueError(f"several judges ({', '.join(sorted(judge['judge'].unique()))}): pass judge_name")
+    keys = ["dialect", "task", "item_id", "model"]
+    return judge.rename(columns={"score": "judge_score"}).merge(human_item_scores(human, aspect=aspect), on=keys, how="inner")
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    if len(x) < 3 or np.all(x == x[0]) or np.all(y == y[0]):
+        return float("nan"), float("nan")
+    res = stats.spearmanr(x, y)
+    return float(res.statistic), float(res.pvalue)
+
+
+def judge_human_spearman(
+    df: pd.DataFrame, *, judge_col: str = "judge_score", human_col: str = "human_score", by: str = "dialect",
+    n_boot: int = 1000, ci: float = 0.95, seed: int = 0,
+) -> pd.DataFrame:
+    """Spearman's rho (``scipy.stats.spearmanr``, ties get average ranks) between judge and human scores per group.
+
+    The confidence interval is a percentile bootstrap over items (``n_boot`` resamples drawn by
+    ``numpy.random.default_rng(seed)``; resamples where one side is constant are skipped and counted
+    in ``n_boot_used``). rho is NaN when undefined (fewer than 3 items or constant scores).
+
+    Returns: ``<by>, rho, p_value, n, ci_low, ci_high, n_boot_used``.
+    """
+    rows = []
+    for key, g in df.groupby(by, sort=False):
+        x, y = g[judge_col].to_numpy(float), g[human_col].to_numpy(float)
+        rho, p = _spearman(x, y)
+        rng = np.random.default_rng(seed)
+        boots = []
+        for _ in range(n_boot if rho == rho else 0):
+            idx = rng.integers(0, len(x), len(x))
+            r, _p = _spearman(x[idx], y[idx])
+            if r == r:
+                boots.append(r)
+        lo, hi = (np.percentile(boots, [50 * (1 - ci), 50 * (1 + ci)]) if boots else (float("nan"), float("nan")))
+        rows.append({by: key, "rho": rho, "p_value": p, "n": len(x), "ci_low": float(lo), "ci_high": float(hi), "n_boot_used": len(boots)})
+    return pd.DataFrame(rows, columns=[by, "rho", "p_value", "n", "ci_low", "ci_high", "n_boot_used"])
