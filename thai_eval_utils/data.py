@@ -28,7 +28,6 @@ __all__ = [
     "H6TaskData",
     "convert_dialect_pickle",
     "dialect_tasks",
-    "h6_gold",
     "load_dialect",
     "load_h6_task",
     "load_thaicli",
@@ -96,7 +95,7 @@ def _str_list(value: Any, what: str, min_len: int = 1) -> str | None:
     return None
 
 
-def h6_gold(task: str, doc: Mapping[str, Any]) -> int:
+def _h6_gold(task: str, doc: Mapping[str, Any]) -> int:
     """The 0-based index of the correct choice of a Thai-H6 doc, as the leaderboard harness computes it.
 
     ARC: position of ``answerKey`` in A-E after mapping 1-5 to A-E; HellaSwag: ``int(label)``; MMLU:
@@ -104,7 +103,8 @@ def h6_gold(task: str, doc: Mapping[str, Any]) -> int:
     first). GSM8K has no choice index (raises ValueError).
     """
     if task == "th_arc":
-        key = _ARC_NUM_TO_LETTER.get(doc["answerKey"], doc["answerKey"])
+        key = doc["answerKey"].strip()
+        key = _ARC_NUM_TO_LETTER.get(key, key)
         return "ABCDE".index(key) if isinstance(key, str) and len(key) == 1 and key in "ABCDE" else -1
     if task == "th_hellaswag":
         label = doc["label"]
@@ -133,20 +133,20 @@ def _h6_problem(task: str, rec: dict[str, Any]) -> tuple[str, str] | None:
             return "choices", bad
         if len(ch["text"]) != len(ch["label"]):
             return "choices", f"{len(ch['text'])} texts but {len(ch['label'])} labels"
-        gold = h6_gold(task, rec)
-        if rec["answerKey"] not in ch["label"] or not 0 <= gold < len(ch["text"]):
-            return "answerKey", f"answerKey {rec['answerKey']!r} is not one of the labels {ch['label']}"
+        gold = _h6_gold(task, rec)
+        if rec["answerKey"].strip() not in ch["label"] or not 0 <= gold < len(ch["text"]):
+            return "answerKey", f"answerKey {rec['answerKey']!r} does not pick one of the {len(ch['text'])} choices (labels {ch['label']})"
     elif task == "th_hellaswag":
         bad = _str_list(rec["endings"], "endings", 2)
         if bad:
             return "endings", bad
-        if not 0 <= h6_gold(task, rec) < len(rec["endings"]):
+        if not 0 <= _h6_gold(task, rec) < len(rec["endings"]):
             return "label", f"label {rec['label']!r} is not an index into {len(rec['endings'])} endings"
     elif task == "th_mmlu":
         bad = _str_list(rec["choices"], "choices", 4)
         if bad or len(rec["choices"]) != 4:
             return "choices", bad or f"choices has {len(rec['choices'])} items, expected 4"
-        if not 0 <= h6_gold(task, rec) < 4:
+        if not 0 <= _h6_gold(task, rec) < 4:
             return "answer", f"answer {rec['answer']!r} is not 0-3 or A-D"
     elif task == "th_truthfulqa":
         for name in ("mc1_targets", "mc2_targets"):
@@ -168,7 +168,7 @@ def _h6_problem(task: str, rec: dict[str, Any]) -> tuple[str, str] | None:
     elif task == "th_winogrande":
         if rec["sentence"].count("_") != 1:
             return "sentence", f"sentence must contain exactly one '_' blank, found {rec['sentence'].count('_')}"
-        if h6_gold(task, rec) < 0:
+        if _h6_gold(task, rec) < 0:
             return "answer", f"answer {rec['answer']!r} is not '1' or '2'"
     elif task == "th_gsm8k":
         if not _GSM8K_ANSWER_RE.search(rec["answer"]):
@@ -219,7 +219,7 @@ def load_h6_task(source: str | Path, task: str) -> H6TaskData:
         task: one of :data:`H6_TASKS`.
 
     Returns:
-        H6TaskData (see the class). Column values are kept as stored: use :func:`h6_gold` for gold indices.
+        H6TaskData (see the class). Column values are kept as stored (``h6_tasks.gold`` turns them into indices).
 
     Raises:
         ValueError: unknown task.
@@ -368,7 +368,7 @@ def load_thaicli(source: str | Path) -> pd.DataFrame:
     """
     files = _thaicli_files(Path(source))
     rows = [r for path in files for r in _read_thaicli_file(path)]
-    df = pd.DataFrame(rows, columns=_THAICLI_COLUMNS)
+    df = pd.DataFrame(rows, columns=_THAICLI_COLUMNS, dtype=object)
     df.attrs["files"] = files
     return df
 
@@ -444,7 +444,7 @@ def load_dialect(source: str | Path, dialects: Iterable[str] | None = None) -> p
                 rows += _dialect_rows(d, task, path)
     if not files:
         raise ThaiEvalDataError(f"no dialect task files found (expected <dialect>/<task>.jsonl, dialects {', '.join(DIALECTS)})", path=source)
-    df = pd.DataFrame(rows, columns=_DIALECT_COLUMNS)
+    df = pd.DataFrame(rows, columns=_DIALECT_COLUMNS, dtype=object)
     df.attrs["files"] = files
     return df
 

@@ -250,9 +250,7 @@ def read_records(
     if not path.is_file():
         raise ThaiEvalDataError("file not found" if not path.exists() else "not a file", path=path)
     if suffix == ".parquet":
-        if path.stat().st_size == 0:
-            raise ThaiEvalDataError("file is empty (0 bytes)", path=path)
-        records = _read_parquet(path)
+        records = _read_parquet(path) if path.stat().st_size else []
     else:
         data = path.read_bytes()
         text, bad_utf8 = _decode(path, data)
