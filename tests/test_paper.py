@@ -150,3 +150,132 @@ def test_bad_cell_and_missing_file(tmp_path):
         paper.check_published(tables=tables)
     with pytest.raises(KeyError, match="unknown published table"):
         paper.load_published("table9", DATA)
+
+
+# ------------------------------------------------------------------------------ own runs beside the paper
+from thai_eval_utils.results import RunStore, Score  # noqa: E402
+
+H6_HEADLINES = {"th_arc": "acc_norm", "th_hellaswag": "acc_norm", "th_mmlu": "acc", "th_truthfulqa": "mc2",
+                "th_winogrande": "acc", "th_gsm8k": "exact_match"}  # fmt: skip
+FULL_SIZES = {"th_arc": 1222, "th_hellaswag": 10052, "th_mmlu": 14585, "th_truthfulqa": 817, "th_winogrande": 1272, "th_gsm8k": 1324}
+
+
+def _h6_run(outputs, model, task, value, n, *, limit=None, shots=5, finished=True):
+    store = RunStore.open(model, f"thai_h6/{task}", {"task": task, "num_fewshot": shots, "sampler": "lb"}, outputs=outputs)
+    store.append("0-abc", {"doc": 0})
+    if finished:
+        metric = H6_HEADLINES[task]
+        store.write_summary({"task": task, "n": n, "n_docs": n, "limit": limit,
+                             "scores": {metric: Score(f"{task}/{metric}", value, n, 0.01).to_dict(), "extra": {"value": 0.99, "n": n}}})
+    return store
+
+
+@pytest.fixture
+def outputs(tmp_path):
+    out = tmp_path / "outputs"
+    # a full Thai-H6 run: six tasks, each at the paper's size; scores 0.40 .. 0.65 -> mean 52.5
+    for i, task in enumerate(H6_HEADLINES):
+        _h6_run(out, "full-model", task, 0.40 + 0.05 * i, FULL_SIZES[task])
+    # a partial one: ARC limited to 2 items, GSM8K unfinished (no summary)
+    _h6_run(out, "demo-model", "th_arc", 0.5, 2, limit=2, shots=25)
+    _h6_run(out, "demo-model", "th_gsm8k", 0.0, 0, finished=False)
+    judge = RunStore.open("full-model", "thaicli/judge", {"judge": {"model": "gpt-4o-2024-05-13"}}, outputs=out)
+    judge.write_summary({"n_unjudged": 0, "scores": {"thaicli": Score("thaicli", 7.305, 1890).to_dict(),
+                                                     "factoid": Score("factoid", 7.56, 1790).to_dict(),
+                                                     "instruction": Score("instruction", 7.05, 100).to_dict()}})  # fmt: skip
+    judge = RunStore.open("demo-model", "thaicli/judge", {"judge": {"model": "local"}}, outputs=out)
+    judge.write_summary({"n_unjudged": 1, "scores": {"thaicli": Score("thaicli", 5.0, 3).to_dict(),
+                                                     "factoid": Score("factoid", 6.0, 2).to_dict(),
+                                                     "instruction": Score("instruction", 4.0, 1).to_dict()}})  # fmt: skip
+    loglik = RunStore.open("demo-model", "thaicli/loglik", {"context_template": "Q"}, outputs=out)
+    loglik.write_summary({"scores": {"win_raw": Score("win_raw", 0.625, 3).to_dict(), "win_norm": Score("win_norm", 0.5, 3).to_dict()}})
+    scores = [{"dialect": d, "task": t, "metric": m, "value": v, "n": 20}
+              for d, base in (("center", 40.0), ("east", 30.0), ("north", 42.5))
+              for t, m, v in (("qa", "rougeL", base), ("summarization", "rougeL", base / 2), (f"translation_eng_{d}", "bleu", base / 4),
+                              (f"translation_{d}_eng", "bleu", base / 5), ("qa", "sacrebleu", 99.0))]  # fmt: skip
+    RunStore.open("full-model", "dialect/generation", {"temperature": 0.2}, outputs=out).write_summary({"n_items": 300, "scores": scores})
+    unscored = RunStore.open("demo-model", "dialect/generation", {"temperature": 0.0}, outputs=out)
+    for k in range(3):
+        unscored.append(f"east/qa/{k}", {"output": "x"})
+    unscored.write_summary({"n_items": 3})
+    RunStore.open("full-model", "other/bench", {}, outputs=out).write_summary({"x": 1})  # no adapter: ignored
+    return out
+
+
+def test_run_records_read_full_and_partial_summaries(outputs):
+    recs = paper.run_records(outputs, paper.load_all_published(DATA))
+    assert set(recs["benchmark"]) == {"thai_h6/" + t for t in H6_HEADLINES} | {"thaicli/judge", "thaicli/loglik", "dialect/generation"}
+    arc = recs[(recs["model"] == "demo-model") & (recs["column"] == "th_arc")].iloc[0]
+    assert (arc["value"], arc["n"], arc["expected_n"], arc["partial"], arc["finished"]) == (50.0, 2, 1222, True, True)
+    gsm = recs[(recs["model"] == "demo-model") & (recs["column"] == "th_gsm8k")].iloc[0]
+    assert pd.isna(gsm["value"]) and gsm["n"] == 1 and gsm["partial"] and not gsm["finished"]
+    full = recs[(recs["model"] == "full-model") & (recs["table"] == "h6")]
+    assert not full["partial"].any() and len(full) == 6
+    assert '"num_fewshot": 5' in full["options"].iloc[0]
+    unjudged = recs[(recs["model"] == "demo-model") & (recs["column"] == "factoid")].iloc[0]
+    assert unjudged["partial"] and unjudged["expected_n"] == 1790
+    # only the paper's headline metrics of the dialect table are read (sacrebleu is not a Table 1 column)
+    assert len(recs[(recs["model"] == "full-model") & (recs["table"] == "dialect_auto")]) == 12
+
+
+def test_h6_table_with_runs(outputs):
+    table = paper.table_with_runs("h6", paper.load_all_published(DATA), outputs)
+    assert table["source"].tolist() == ["paper"] * 6 + ["thai-eval run"] * 2
+    full = table[table["model"] == "full-model"].iloc[0]
+    assert full["thai_h6_avg"] == "52.50" and full["th_arc"] == "40.00" and full["th_gsm8k"] == "65.00"
+    assert not full["partial"] and "th_arc 1222/1222" in full["samples"]
+    demo = table[table["model"] == "demo-model"].iloc[0]
+    assert demo["partial"] and demo["thai_h6_avg"] == "" and demo["th_arc"] == "50.00" and demo["th_mmlu"] == ""
+    assert "th_arc 2/1222" in demo["samples"] and "th_gsm8k 1/1324" in demo["samples"]
+    assert demo["options"] == "num_fewshot=5/25, sampler=\"lb\""  # the unfinished GSM8K run (5 shots) first
+    paper_rows = table[table["source"] == "paper"]
+    assert paper_rows["thai_h6_avg"].tolist() == paper.load_published("h6", DATA)["thai_h6_avg"].tolist()
+
+
+def test_thaicli_table_with_runs(outputs):
+    table = paper.table_with_runs("thaicli", paper.load_all_published(DATA), outputs)
+    full = table[table["model"] == "full-model"].iloc[0]
+    assert (full["thaicli_avg"], full["factoid"], full["instruction"], full["partial"]) == ("7.31", "7.56", "7.05", False)
+    demo = table[table["model"] == "demo-model"].iloc[0]
+    assert demo["partial"] and demo["thaicli_avg"] == "5.00"
+    assert (demo["loglik_win_raw"], demo["loglik_win_norm"]) == ("62.50", "50.00")
+    assert table.loc[table["source"] == "paper", "loglik_win_raw"].eq("").all()
+
+
+def test_dialect_table_with_runs_recomputes_deltas(outputs):
+    table = paper.table_with_runs("dialect_auto", paper.load_all_published(DATA), outputs)
+    runs = table[table["source"] == "thai-eval run"].set_index(["model", "dialect"])
+    assert runs.loc[("full-model", "Central"), "qa_rougeL"] == "40.00" and runs.loc[("full-model", "Central"), "qa_delta"] == ""
+    isan = runs.loc[("full-model", "Isan")]
+    assert (isan["qa_rougeL"], isan["qa_delta"], isan["summarization_delta"]) == ("30.00", "10.00", "5.00")
+    assert isan["translation_en_to_dialect_delta"] == "2.50" and isan["translation_dialect_to_en_delta"] == "2.00"
+    assert runs.loc[("full-model", "Lanna"), "qa_delta"] == "-2.50"  # the dialect above Central: negative
+    unscored = table[(table["model"] == "demo-model")].iloc[0]
+    assert unscored["partial"] and unscored["samples"] == "3 items, not scored"
+
+
+def test_no_runs_and_runs_excluded(tmp_path, outputs):
+    tables = paper.load_all_published(DATA)
+    empty = paper.table_with_runs("h6", tables, tmp_path / "nothing")
+    assert empty["source"].eq("paper").all() and len(empty) == 6
+    assert paper.table_with_runs("h6", tables, outputs, include_runs=False)["source"].eq("paper").all()
+    overlap = paper.table_with_runs("dialect_overlap", tables, outputs)
+    assert list(overlap.columns) == ["source", "dialect", "summarization", "qa", "translation"]
+
+
+def test_expected_sizes():
+    sizes = paper.expected_sizes(paper.load_all_published(DATA))
+    assert sizes["th_arc"] == 1222 and sizes["th_gsm8k"] == 1324 and sizes["th_winogrande"] == 1272
+    assert sizes["thaicli/factoid"] == 1790 and sizes["thaicli/instruction"] == 100
+    assert sizes["dialect/qa"] == 20 and sizes["dialect/translation_en_to_dialect"] == 20
+
+
+def test_rank_agreement_hand_computed():
+    h6 = paper.numeric(paper.load_published("h6", DATA)).set_index("model")["thai_h6_avg"]
+    cli = paper.numeric(paper.load_published("thaicli", DATA)).set_index("model")["thaicli_avg"]
+    agreement = paper.rank_agreement(h6, cli)
+    # ranks H6: Qwen 1, Typhoon 2, L70 3, Sailor 4, L8 5, SeaLLMs 6; ThaiCLI: 2, 3, 5, 4, 6, 1
+    assert agreement.n == 6  # only the open models are in both tables
+    assert agreement.spearman == pytest.approx(1 - 6 * 32 / (6 * 35))  # sum d^2 = 32
+    assert agreement.kendall == pytest.approx((9 - 6) / 15)  # 9 concordant, 6 discordant pairs
+    assert "Spearman rho = 0.086" in str(agreement)
