@@ -95,8 +95,7 @@ def convert_gguf(gguf_path: str | Path, target: str | Path | None = None) -> Pat
     print(f"thai-eval: converting {gguf_path.name} to safetensors once (about a minute) -> {target}")
     tok = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
     model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, dtype="float32")
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config  # the saved weights are plain float32
+    _detach_gguf_quantizer(model)
     if not tok.chat_template and getattr(model.config, "model_type", "").startswith("gemma"):
         tok.chat_template = GEMMA3_CHAT_TEMPLATE
     eot = tok.convert_tokens_to_ids("<end_of_turn>")
@@ -122,6 +121,22 @@ def convert_gguf(gguf_path: str | Path, target: str | Path | None = None) -> Pat
             return target
         raise
     return target
+
+
+def _detach_gguf_quantizer(model: Any) -> None:
+    """Mark a fully dequantised GGUF model as a plain float model so ``save_pretrained`` writes safetensors.
+
+    transformers keeps its GGUF quantizer attached even when it dequantised every tensor (no GGUF kernel
+    on CPU) and then refuses to serialise; refuse ourselves if any weight is still packed.
+    """
+    import torch
+
+    packed = [n for n, p in model.named_parameters() if not torch.is_floating_point(p)]
+    if packed:
+        raise ModelLoadError(f"GGUF weights still packed after loading ({packed[:3]}...); cannot cache them as safetensors")
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config  # the saved weights are plain float32
 
 
 def embedded_model_dir() -> Path:

@@ -44,7 +44,11 @@ RECORDED_PACKAGES = (
 )
 
 #: Keys whose values are secrets and never land in a result file.
-_SECRET_KEY = re.compile(r"(api[_-]?key|secret|token(?!s?_?(count|usage|per))|password|authori[sz]ation|bearer)", re.I)
+_SECRET_KEY = re.compile(
+    r"^(.*[_-])?(api[_-]?key|secret|client[_-]?secret|password|passwd|authori[sz]ation|bearer|"
+    r"(access|auth|hf|api)?[_-]?token)$",
+    re.I,
+)
 #: Values that look like API keys even under an innocent key.
 _SECRET_VALUE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{16,}|hf_[A-Za-z0-9]{20,}|AIza[0-9A-Za-z_\-]{20,})")
 _SLUG_BAD = re.compile(r"[^A-Za-z0-9._-]+")
