@@ -3,6 +3,7 @@ the shipped samples, and every kind of bad input (the message names file, row an
 
 from __future__ import annotations
 
+import hashlib
 import json
 import pickle
 import re
@@ -373,7 +374,7 @@ def test_thaicli_flat_csv_with_format_column(tmp_path):
     ]).to_csv(path, index=False)
     df = load_thaicli(path)
     assert df["format"].tolist() == ["factoid", "instruction"]
-    assert df["id"].tolist()[0] == __import__("hashlib").md5("factoid\nข้อหนึ่ง".encode()).hexdigest()
+    assert df["id"].tolist()[0] == hashlib.md5("factoid\nข้อหนึ่ง".encode()).hexdigest()
 
 
 def test_thaicli_single_official_csv_json_cells(tmp_path):

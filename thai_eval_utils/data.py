@@ -42,7 +42,7 @@ class H6TaskData:
         task: ``"th_arc"``, ``"th_hellaswag"``, ``"th_mmlu"``, ``"th_truthfulqa"``, ``"th_winogrande"``
             or ``"th_gsm8k"``.
         docs: the scored split in file order with the official columns as stored (MMLU: plus
-            ``"subject"``, subjects sorted by name).
+            ``"subject"``, the subject folder's name; subjects sorted by name).
         fewshot_pool: the few-shot split in file order (MMLU: all subjects concatenated in the same
             subject order; TruthfulQA: empty).
         fewshot_by_subject: MMLU only: subject -> that subject's few-shot records in file order.
@@ -286,8 +286,8 @@ def _answer_pair(value: Any) -> tuple[str, str] | str:
             return f"answers is not valid JSON ({exc.msg})"
     if not isinstance(value, list) or not all(isinstance(a, Mapping) for a in value):
         return f"answers must be a list of {{'content', 'score'}} objects, got {value!r:.80}"
-    chosen = [a.get("content") for a in value if a.get("score") in (1, 1.0) and not isinstance(a.get("score"), str)]
-    rejected = [a.get("content") for a in value if a.get("score") in (0, 0.0) and not isinstance(a.get("score"), str)]
+    chosen = [a.get("content") for a in value if a.get("score") == 1]  # strings ("1") never compare equal
+    rejected = [a.get("content") for a in value if a.get("score") == 0]
     other = len(value) - len(chosen) - len(rejected)
     if len(chosen) != 1 or len(rejected) != 1 or other:
         return (f"expected exactly one chosen (score 1) and one rejected (score 0) answer, found {len(chosen)} chosen, "
