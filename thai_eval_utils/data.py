@@ -26,6 +26,7 @@ __all__ = [
     "DIALECTS",
     "H6_TASKS",
     "H6TaskData",
+    "THAICLI_FORMATS",
     "convert_dialect_pickle",
     "dialect_tasks",
     "load_dialect",
