@@ -1,7 +1,8 @@
 """Figures of the two papers' published tables (Kim et al. Tables 4-5; Limkonchotiwat et al. Tables 1-3), own runs beside them.
 
 Each function takes a table as :mod:`thai_eval_utils.paper` returns it (printed strings or numbers;
-an optional ``source`` column marks this toolkit's runs, which are labelled ``<model> (thai-eval)``)
+an optional ``source`` column marks this toolkit's runs, labelled ``<model> (thai-eval)`` or
+``<model> (thai-eval, partial)``)
 and returns the matplotlib Figure; save it with :func:`thai_eval_utils.plots.save_figure`.
 """
 
@@ -29,7 +30,9 @@ def _labelled(df: pd.DataFrame) -> pd.DataFrame:
     """Numeric copy with a ``label`` column: the model, marked when the row is one of this toolkit's runs."""
     out = numeric(df)
     is_run = out["source"].ne(PAPER_SOURCE) if "source" in out else pd.Series(False, index=out.index)
-    out["label"] = np.where(is_run, out["model"].astype(str) + " (thai-eval)", out["model"].astype(str))
+    partial = out["partial"].astype(bool) if "partial" in out else pd.Series(False, index=out.index)
+    mark = np.where(partial, " (thai-eval, partial)", " (thai-eval)")
+    out["label"] = np.where(is_run, out["model"].astype(str) + mark, out["model"].astype(str))
     return out
 
 
@@ -73,10 +76,11 @@ def h6_vs_thaicli(h6: pd.DataFrame, thaicli: pd.DataFrame) -> plt.Figure:
 
 def thaicli_factoid_vs_instruction(thaicli: pd.DataFrame) -> plt.Figure:
     """ThaiCLI factoid against instruction score per model (Kim et al. Table 5), the diagonal for reference."""
-    df = _labelled(thaicli)
+    df = _labelled(thaicli).dropna(subset=["factoid", "instruction"])
+    if "group" in df and "source" in df:  # runs have no closed/open group: show their source instead
+        df["group"] = df["group"].where(df["group"].astype(str).str.strip() != "", df["source"])
     fig, ax = plt.subplots(figsize=(6.5, 5.5))
-    hue = "group" if "group" in df else None
-    sns.scatterplot(data=df, x="factoid", y="instruction", hue=hue, style="source" if "source" in df else None, s=60, ax=ax)
+    sns.scatterplot(data=df, x="factoid", y="instruction", hue="group" if "group" in df else None, s=60, ax=ax)
     for _, row in df.iterrows():
         ax.annotate(row["label"], (row["factoid"], row["instruction"]), fontsize=7, xytext=(4, 3), textcoords="offset points")
     low = np.nanmin(df[["factoid", "instruction"]].to_numpy()) - 0.5
@@ -91,12 +95,14 @@ def dialect_delta_heatmap(auto: pd.DataFrame) -> plt.Figure:
     """ΔDiff (Central minus dialect; > 0 = worse in the dialect) per model and task, one panel per dialect."""
     df = _labelled(auto)
     deltas = DELTA_LABELS
-    dialects = [d for d in df["dialect"].drop_duplicates() if d != CENTRAL]
     cols = [c for c in deltas if c in df]
+    df = df.dropna(subset=cols, how="all")
+    dialects = [d for d in df["dialect"].drop_duplicates() if d != CENTRAL and isinstance(d, str) and d.strip()]
     limit = float(np.nanmax(np.abs(df[cols].to_numpy(dtype=float)))) if len(df) else 1.0
     fig, axes = plt.subplots(1, len(dialects), figsize=(4.2 * len(dialects) + 1, 0.45 * df["label"].nunique() + 2), squeeze=False)
     for i, (ax, dialect) in enumerate(zip(axes[0], dialects)):
-        grid = df[df["dialect"] == dialect].set_index("label")[cols].rename(columns=deltas)
+        labels = list(df.loc[df["dialect"] != CENTRAL, "label"].drop_duplicates())  # same rows in every panel
+        grid = df[df["dialect"] == dialect].set_index("label")[cols].reindex(labels).rename(columns=deltas)
         sns.heatmap(grid, annot=True, fmt=".2f", cmap="RdBu_r", center=0, vmin=-limit, vmax=limit, ax=ax,
                     cbar=i == len(dialects) - 1, annot_kws={"fontsize": 7})
         ax.set(title=dialect, xlabel="", ylabel="" if i else "model")
