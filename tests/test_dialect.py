@@ -1,0 +1,208 @@
+"""Dialect benchmark runs: exact prompts per dialect and task, shipped samples, generation with a fake
+model (paper settings, resume after a crash, greedy/API settings), prompt cap, scoring."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from thai_eval_utils import dialect as D
+from thai_eval_utils.data import load_dialect
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "data" / "dialect"
+
+
+@pytest.fixture(scope="module")
+def prompts() -> D.DialectPrompts:
+    return D.load_prompts(SAMPLES / "dialect_prompts.json")
+
+
+def test_prompt_file_keeps_its_source(prompts):
+    assert prompts.source.startswith("mrpeerat/Thai_local_benchmark @b5597ba")
+    assert prompts.language_names == {"east": "ภาษาอีสาน", "center": "ภาษาไทย", "north": "ภาษาเหนือ", "south": "ภาษาใต้", "eng": "ภาษาอังกฤษ"}
+    assert D.load_prompts().source == prompts.source  # the default path is the shipped file
+
+
+# Expected prompts written out by hand from the benchmark's templates (typos included).
+QA_ITEM = {"context": "  บริบท ก\n", "question": " ถาม ข ", "text_1": None}
+EXPECTED_QA = {
+    "center": "โปรดอ้างอิงถึงข้อความด้านล่างนี้และตอบคำถามต่อไปนี้ โดยตอบโดยใช้แค่ข้อความที่อยู่ในบทความ:\nข้อความ: บริบท ก\nคำถาม: ถาม ข\nคำตอบ:",
+    "east": "โปรดอ้างอิงถึงข้อความทางลุมพี้และตอบคำถามต่อไปนี้เป็นภาษาอีสาน ให้ตอบโดยใช้แค่ข้อความที่อยู่ในบทความ:\nข้อความ:บริบท ก:\nคำถาม: ถาม ข\nคำตอบ:",
+    "north": "โปรดอ้างอิงถึงข้อความตางล่างนี้และตอบคำถามต่อไปนี้หื้อเป็นภาษาเหนือ หื้อตอบโดยใช้ก่าข้อความตี้อยู่ในบทความ:\nข้อความ: บริบท ก\nคำถาม: ถาม ข\nคำตอบ:",
+    "south": "ช่วยใช้ข้อความข้างล่างนี้ตอบคำถามเป็นภาษาใต้โดยตอบแค่คำตอบที่มีอยู๋ในบทความ:\nข้อความ: บริบท ก\nคำถาม: ถาม ข\nคำตอบ:",
+}
+EXPECTED_TRANSLATION = {
+    ("east", "translation_eng_east"): "แปลข้อความต่อไปนี้จาก ภาษาอังกฤษ เป็น ภาษาอีสาน ให้เจ้าแปลโดยตรงโดยบ่ต้องมีข้อมูลเพิ่มเติมใดๆ\nข้อความ: Hello.\nคำแปล:",
+    ("east", "translation_east_eng"): "แปลข้อความต่อไปนี้จาก ภาษาอีสาน เป็น ภาษาอังกฤษ ให้เจ้าแปลโดยตรงโดยบ่ต้องมีข้อมูลเพิ่มเติมใดๆ\nข้อความ: Hello.\nคำแปล:",
+    ("center", "translation_eng_center"): "แปลข้อความต่อไปนี้จาก ภาษาอังกฤษ เป็น ภาษาไทย ให้การแปลของคุณโดยตรงโดยไม่ต้องมีข้อมูลเพิ่มเติมใดๆ\nข้อความ: Hello.\nคำแปล:",
+    ("center", "translation_center_eng"): "แปลข้อความต่อไปนี้จาก ภาษาไทย เป็น ภาษาอังกฤษ ให้การแปลของคุณโดยตรงโดยไม่ต้องมีข้อมูลเพิ่มเติมใดๆ\nข้อความ: Hello.\nคำแปล:",
+    ("north", "translation_eng_north"): "แปลข้อความต่อไปนี้จาก ภาษาอังกฤษ เป๋น ภาษาเหนือ หื้อตั๋วแปลโดยตรงโดยตี้บะต้องมีข้อมูลเพิ่มเติมใดๆ\nข้อความ: Hello.\nคำแปล:",
+    ("north", "translation_north_eng"): "แปลข้อความต่อไปนี้จาก ภาษาเหนือ เป๋น ภาษาอังกฤษ หื้อตั๋วแปลโดยตรงโดยตี้บะต้องมีข้อมูลเพิ่มเติมใดๆ\nข้อความ: Hello.\nคำแปล:",
+    ("south", "translation_eng_south"): "แปลข้อความต่อจากนี้ ภาษาอังกฤษ เป็น ภาษาใต้ ให้การแปลของเติ้ลแปลตรงตัวเลย ไม่ต้องไสข้อมูลเพิ่มเติมไหร\nข้อความ: Hello.\nคำแปล:",
+    ("south", "translation_south_eng"): "แปลข้อความต่อจากนี้ ภาษาใต้ เป็น ภาษาอังกฤษ ให้การแปลของเติ้ลแปลตรงตัวเลย ไม่ต้องไสข้อมูลเพิ่มเติมไหร\nข้อความ: Hello.\nคำแปล:",
+}
+EXPECTED_OTHER = {
+    ("center", "summarization"): "จงสรุปข้อความด้านล่าง\nข้อความ: ข่าว\nสรุป:",
+    ("east", "summarization"): "จงสรุปข้อความทางลุ่มเป็นภาษาอีสาน\nข้อความ: ข่าว\nสรุป:",
+    ("north", "summarization"): "หื้อสรุปข้อความตางล่างหือเป็นภาษาเหนือ\nข้อความ: ข่าว\nสรุป:",
+    ("south", "summarization"): "ให้สรุปข้อความข้างล่างเป็นภาษาใต้\nข้อความ:ข่าว\nสรุปว่า:",
+    ("center", "conversation"): "จงสร้างบทสนทนาของคนภาคกลาง โดยพูดคุยเกี่ยวกับ ข่าว บทสนทนาไม่ควรเกิน 5 turns",
+    ("east", "conversation"): "จงเขียนบทเว่าของคนภาคอีสาน โดยเว่าเกี่ยวกับ ข่าว บทสนทนาบ่ควรเกิน 5 turns",
+    ("north", "conversation"): "จงสร้างบทสนหื้อเขียนกำอู้ของคนเหนือ โดยอู้เกี่ยวกับ ข่าว บทสนทนาบะควรเกิน 5 turns",
+    ("south", "conversation"): "ให้เขียนบทพูดของคนใต้ โดยแหลงเกี่ยวกับ ข่าว บทพูดไม่ควรเกิน 5 ตา",
+    ("center", "food"): "จงเขียนวิธีทำ ข่าว",
+    ("east", "food"): "จงเขียนวิธีเฮ็ด ข่าว เป็นภาษาอีสาน",
+    ("north", "food"): "หื้อเขียนวิธียะ ข่าว หื้อเป๋นภาษาเหนือ",
+    ("south", "food"): "ให้เขียนวิธีทำ ข่าว เป็นภาษาใต้",
+}
+
+
+@pytest.mark.parametrize("dialect", sorted(EXPECTED_QA))
+def test_qa_prompt(prompts, dialect):
+    item = {"dialect": dialect, "task": "qa", "id": "0", **QA_ITEM}
+    assert D.build_prompt(item, prompts) == EXPECTED_QA[dialect]
+
+
+@pytest.mark.parametrize("dialect,task", sorted(EXPECTED_TRANSLATION))
+def test_translation_prompt(prompts, dialect, task):
+    item = {"dialect": dialect, "task": task, "id": "0", "text_1": "\n Hello. \n"}
+    assert D.build_prompt(item, prompts) == EXPECTED_TRANSLATION[(dialect, task)]
+
+
+@pytest.mark.parametrize("dialect,task", sorted(EXPECTED_OTHER))
+def test_other_prompts(prompts, dialect, task):
+    item = {"dialect": dialect, "task": task, "id": "0", "text_1": " ข่าว\n"}
+    assert D.build_prompt(item, prompts) == EXPECTED_OTHER[(dialect, task)]
+
+
+def test_messages_are_one_user_turn(prompts):
+    item = {"dialect": "center", "task": "food", "id": "1", "text_1": "ต้มยำกุ้ง"}
+    assert D.build_messages(item, prompts) == [{"role": "user", "content": "จงเขียนวิธีทำ ต้มยำกุ้ง"}]
+    assert D.translation_languages("translation_eng_east") == ("eng", "east")
+    with pytest.raises(ValueError):
+        D.build_prompt({"dialect": "west", "task": "qa", "id": "0"}, prompts)
+
+
+def test_shipped_samples_follow_the_benchmark_layout(prompts):
+    df = load_dialect(SAMPLES)
+    assert sorted(df["dialect"].unique()) == ["center", "east", "north", "south"]
+    assert (df.groupby(["dialect", "task"]).size() == 3).all() and len(df) == 72
+    assert set(df[df["task"].isin(["conversation", "food"])]["text_2"]) == {"."}
+    summ = df[df["task"] == "summarization"].groupby("id")["text_1"].nunique()
+    assert (summ == 1).all()  # the same Central article in every dialect
+    eng = df[df["task"].str.startswith("translation_eng_")].groupby("id")["text_1"].nunique()
+    assert (eng == 1).all()
+    for item in df.to_dict("records"):
+        prompt = D.build_prompt(item, prompts)
+        assert "[" not in prompt and prompt.strip()
+
+
+class CharTokenizer:
+    """One token per character (enough to test the prompt cap)."""
+
+    def __call__(self, text, add_special_tokens=False):
+        return SimpleNamespace(input_ids=[ord(c) for c in text])
+
+    def decode(self, ids, skip_special_tokens=True):
+        return "".join(chr(i) for i in ids)
+
+
+class FakeChatModel:
+    """Scripted chat model: records every call; can fail on a given call to simulate a crash."""
+
+    def __init__(self, name="fake-local", *, local=True, fail_on_call=None):
+        self.name = name
+        self.identity = {"name": name, "source": "test"}
+        if local:
+            self.tokenizer = CharTokenizer()
+        self.calls: list[dict] = []
+        self.fail_on_call = fail_on_call
+
+    def render_chat(self, messages):
+        return "<u>" + messages[0]["content"] + "</u><m>"  # 10 characters of template
+
+    def chat(self, messages_list, *, max_new_tokens=256, temperature=0.0, top_p=1.0, seed=None, stop=None):
+        self.calls.append({"n": len(messages_list), "messages": messages_list, "max_new_tokens": max_new_tokens,
+                           "temperature": temperature, "top_p": top_p, "seed": seed})
+        if self.fail_on_call == len(self.calls):
+            raise RuntimeError("simulated crash")
+        return ["ตอบ " + m[-1]["content"][-6:] for m in messages_list]
+
+
+@pytest.fixture()
+def items() -> pd.DataFrame:
+    df = load_dialect(SAMPLES, dialects=["center", "east"])
+    return df[df["task"].isin(["qa", "food"])].reset_index(drop=True)  # 12 items
+
+
+def test_run_generation_paper_settings_and_resume(items, tmp_path):
+    model = FakeChatModel()
+    out = D.run_generation(model, items, outputs=tmp_path, batch_size=5, progress=False)
+    assert [c["n"] for c in model.calls] == [5, 5, 2]
+    assert {(c["temperature"], c["seed"], c["max_new_tokens"], c["top_p"]) for c in model.calls} == {(0.2, 42, 3000, 1.0)}
+    first = model.calls[0]["messages"][0]
+    assert len(first) == 1 and first[0]["role"] == "user"
+    assert list(out["output"]) == ["ตอบ " + p[-6:] for p in out["prompt"]]
+    card = json.loads((Path(out.attrs["run_dir"]) / "run_card.json").read_text(encoding="utf-8"))
+    assert card["config"]["decoding"] == "sampling" and card["config"]["temperature"] == 0.2
+    assert card["config"]["seed"] == 42 and card["config"]["max_new"] == 3000 and card["config"]["prompt_cap"] == 3000
+    assert card["package_versions"]["pythainlp"] == "5.0.4"
+    again = FakeChatModel()
+    out2 = D.run_generation(again, items, outputs=tmp_path, batch_size=5, progress=False)
+    assert again.calls == [] and list(out2["output"]) == list(out["output"])
+
+
+def test_run_generation_resumes_after_a_crash(items, tmp_path):
+    crashing = FakeChatModel(fail_on_call=2)
+    with pytest.raises(RuntimeError):
+        D.run_generation(crashing, items, outputs=tmp_path / "a", batch_size=4, progress=False)
+    resumed = FakeChatModel()
+    out = D.run_generation(resumed, items, outputs=tmp_path / "a", batch_size=4, progress=False)
+    assert sum(c["n"] for c in resumed.calls) == 8  # only the items the crash lost
+    clean = D.run_generation(FakeChatModel(), items, outputs=tmp_path / "b", batch_size=4, progress=False)
+    assert list(out["output"]) == list(clean["output"])
+    lines = (Path(out.attrs["run_dir"]) / "items.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 12 and json.loads(lines[0])["key"] == "center/qa/0"
+
+
+def test_greedy_and_api_settings_are_recorded(items, tmp_path):
+    sampled = D.run_generation(FakeChatModel(), items, outputs=tmp_path, progress=False)
+    greedy_model = FakeChatModel()
+    greedy = D.run_generation(greedy_model, items, outputs=tmp_path, greedy=True, max_new_tokens=48, progress=False)
+    assert {c["temperature"] for c in greedy_model.calls} == {0.0} and {c["max_new_tokens"] for c in greedy_model.calls} == {48}
+    assert greedy.attrs["run_dir"] != sampled.attrs["run_dir"] and greedy.attrs["config"]["decoding"] == "greedy"
+    api = FakeChatModel("fake-api", local=False)
+    out = D.run_generation(api, items, outputs=tmp_path, progress=False)
+    assert {(c["temperature"], c["seed"], c["max_new_tokens"]) for c in api.calls} == {(0.0, 42, 3000)}
+    assert out.attrs["config"]["model_kind"] == "api" and out.attrs["config"]["prompt_cap"] is None
+
+
+def test_prompt_cap_keeps_the_template(items, tmp_path):
+    model = FakeChatModel()
+    content = "ก" * 30
+    assert D.cap_prompt(model, content, 20) == ("ก" * 10, 40, True)  # 40 formatted chars -> cut 20 from the message
+    assert D.cap_prompt(model, content, 40) == (content, 40, False)
+    assert D.cap_prompt(FakeChatModel(local=False), content, 20) == (content, None, False)
+    out = D.run_generation(model, items.head(2), outputs=tmp_path, max_prompt_tokens=60, progress=False)
+    assert list(out["prompt_truncated"]) == [True, True]
+    assert all(len(m[0]["content"]) == 50 for m in model.calls[0]["messages"])
+
+
+def test_score_generations_perfect_outputs():
+    df = load_dialect(SAMPLES, dialects=["center", "east"])
+    df = df.assign(model="m", output=df["text_2"])
+    scores = D.score_generations(df)
+    assert set(scores["task"]) == {"qa", "summarization", "translation_eng_center", "translation_center_eng",
+                                   "translation_eng_east", "translation_east_eng"}
+    assert set(scores["metric"]) == {"rougeL", "bleu", "sacrebleu", "chrf"}
+    rouge = scores[scores["metric"] == "rougeL"]
+    assert (rouge["value"] == 100.0).all() and (rouge["n"] == 3).all()
+    bleu = scores[(scores["metric"] == "bleu") & scores["task"].str.startswith("translation")]
+    assert bleu["value"].tolist() == pytest.approx([100.0] * 4)
+    assert set(scores["pythainlp"]) == {"5.0.4"}
+    assert set(scores[scores["task"] == "translation_east_eng"]["table_task"]) == {"translation_dialect_to_en"}
