@@ -45,7 +45,8 @@ class FakeModel:
 
 
 def _arc(q, texts, key):
-    return {"question": q, "choices": {"text": texts, "label": list("ABCD"[: len(texts)])}, "answerKey": key}
+    labels = "1234" if key.isdigit() else "ABCD"
+    return {"question": q, "choices": {"text": texts, "label": list(labels[: len(texts)])}, "answerKey": key}
 
 
 ARC_DOCS = [
@@ -233,3 +234,33 @@ def test_thai_h6_average_from_results(tmp_path):
     res = h6.evaluate(FakeModel(score=lambda c, x: ARC_LLS[x]), "th_arc", ARC_DOCS, 0, outputs=tmp_path, progress=False)
     score = h6.thai_h6_score([res])
     assert score.value == pytest.approx(100 / 3) and score.missing == h6.TASKS[1:]
+
+
+def test_evaluate_tasks_and_scores_frame(tmp_path):
+    """On a data folder in the official layout (read by data.load_h6_task), with a per-task limit."""
+    import json as _json
+
+    root = tmp_path / "h6"
+    (root / "th_arc_challenge").mkdir(parents=True)
+    (root / "th_winogrande").mkdir(parents=True)
+
+    def write(path, rows):
+        path.write_text("".join(_json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+
+    write(root / "th_arc_challenge" / "th_arc_challenge_test.jsonl", ARC_DOCS)
+    write(root / "th_arc_challenge" / "th_arc_challenge_validation.jsonl", _numbered_arc(2))
+    wino = [{"sentence": f"ฉันเห็น_ตัวที่ {i}", "option1": "แมว", "option2": "หมา", "answer": "1"} for i in range(3)]
+    write(root / "th_winogrande" / "th_winogrande_validation.jsonl", wino)
+    write(root / "th_winogrande" / "th_winogrande_train.jsonl", wino)
+    model = FakeModel(score=lambda c, x: ARC_LLS.get(x, -2.0 if c.endswith("แมว") else -3.0))
+    res = h6.evaluate_tasks(model, tmp_path, ["th_winogrande", "arc"], limits={"th_winogrande": 2}, num_fewshot=0,
+                            outputs=tmp_path / "out", progress=False)
+    assert list(res) == ["th_arc", "th_winogrande"]
+    assert len(res["th_arc"].table) == 3 and len(res["th_winogrande"].table) == 2
+    assert res["th_winogrande"].headline.value == 1.0
+    card = json.loads((res["th_arc"].run_dir / "run_card.json").read_text(encoding="utf-8"))
+    assert any(p.endswith("th_arc_challenge_test.jsonl") for p in card["data_files"])
+    frame = h6.scores_frame(res)
+    head = frame[frame["headline"]].set_index("task")["value"]
+    assert head["th_arc"] == pytest.approx(100 / 3) and head["th_winogrande"] == pytest.approx(100.0)
+    assert set(frame[frame["task"] == "th_arc"]["metric"]) == {"acc_norm", "acc", "acc_bytes"}

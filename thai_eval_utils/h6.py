@@ -304,37 +304,48 @@ def _table(spec, docs, records: list[dict], mc2: str) -> pd.DataFrame:
 
 def _scores(spec, table: pd.DataFrame, config, mmlu_average: str, limited: bool):
     """Task scores (headline first) and, for MMLU, per-subject accuracies."""
-    sig = f"{spec.name}|shots:{config['num_fewshot']}|sampler:{config['sampler']}"
-    if config["fewshot_seed"] is not None:
-        sig += f"|seed:{config['fewshot_seed']}"
-    sig += f"|bos:{'yes' if config['add_bos'] else 'no'}"
-    if spec.kind == "generate":
-        sig += f"|stops:{'+'.join(config['gsm8k_stops'])}|max_new:{config['max_new']}"
-    if spec.kind == "truthfulqa":
-        sig += f"|mc2:{config['mc2']}"
-    if spec.name == "th_mmlu":
-        sig += f"|avg:{mmlu_average}"
-    if limited:
-        sig += f"|limit:{len(table)}"
-    from . import __version__  # here, not at import time: the package __init__ may import this module
+    sig = T.signature(spec, config, limit=len(table) if limited else None)
+    return M.task_scores(spec.name, T.TASK_METRICS[spec.name], table, sig,
+                         by_subject=spec.name == "th_mmlu", average=mmlu_average)
 
-    sig += f"|thai-eval:{__version__}"
-    scores: dict[str, Score] = {}
-    subjects: dict[str, Score] = {}
-    for metric in T.TASK_METRICS[spec.name]:
-        values = table[metric].tolist() if metric in table else []
-        name = f"{spec.name}/{metric}"
-        if spec.name == "th_mmlu":
-            per = {s: M.mean(f"{spec.name}/{s}/{metric}", g[metric].tolist(), sig) for s, g in table.groupby("subject", sort=True)} if metric in table else {}
-            if metric == "acc":
-                subjects = per
-                scores["acc_macro"] = M.macro_average(f"{name}_macro", per, sig)
-                scores["acc_micro"] = M.mean(f"{name}_micro", values, sig)
-            scores[metric] = M.macro_average(name, per, sig) if mmlu_average == "macro" else M.mean(name, values, sig)
-        else:
-            scores[metric] = M.mean(name, values, sig)
-    head = T.TASK_METRICS[spec.name][0]
-    return {head: scores[head], **scores}, subjects
+
+def evaluate_tasks(
+    model: Any,
+    source: Any,
+    tasks: Sequence[str] = TASKS,
+    limit: int | None = None,
+    *,
+    limits: Mapping[str, int | None] | None = None,
+    **options: Any,
+) -> dict[str, H6Result]:
+    """:func:`evaluate` each task in ``tasks`` on the data folder ``source``, in the paper's order.
+
+    Args:
+        limit: documents per task (None = all); ``limits`` overrides it per task, e.g.
+            ``{"th_gsm8k": 1}`` (generation is slow on a CPU).
+        **options: passed to every :func:`evaluate` call (``num_fewshot``, ``sampler``, ``mc2`` ...).
+
+    Returns:
+        task -> :class:`H6Result`.
+    """
+    names = [T.get_task(t).name for t in tasks]
+    out = {}
+    for name in [t for t in TASKS if t in names]:
+        task_limit = (limits or {}).get(name, limit)
+        out[name] = evaluate(model, name, source, limit=task_limit, **options)
+    return out
+
+
+def scores_frame(results: Mapping[str, H6Result] | Iterable[H6Result]) -> pd.DataFrame:
+    """Every score of every task as a tidy table (task, metric, value and stderr x 100, n, headline, signature)."""
+    items = results.values() if isinstance(results, Mapping) else results
+    rows = []
+    for res in items:
+        head = T.TASK_METRICS[res.task][0]
+        for metric, s in res.scores.items():
+            rows.append({"task": res.task, "metric": metric, "value": 100 * s.value, "stderr": _x100(s.stderr),
+                         "n": s.n, "headline": metric == head, "signature": s.signature})
+    return pd.DataFrame(rows, columns=["task", "metric", "value", "stderr", "n", "headline", "signature"])
 
 
 # ---------------------------------------------------------------------------------------------

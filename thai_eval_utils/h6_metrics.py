@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .results import Score
 
@@ -158,3 +159,35 @@ def macro_average(name: str, parts: Mapping[str, Score], signature: str = "") ->
     ses = [s.stderr for s in scores]
     stderr = None if any(se is None for se in ses) else math.sqrt(sum(se * se for se in ses)) / len(scores)
     return Score(name, value, sum(s.n for s in scores), stderr, signature)
+
+
+def task_scores(
+    task: str, metrics: Sequence[str], table: Any, signature: str = "", *, by_subject: bool = False, average: str = "macro"
+) -> tuple[dict[str, Score], dict[str, Score]]:
+    """A task's scores from its per-item table (a DataFrame with one column per metric).
+
+    Args:
+        task: task name, the prefix of every score name (``th_arc/acc_norm``).
+        metrics: metric columns, the headline first.
+        by_subject: MMLU: score each ``subject`` and average them ("macro", LB) or all items ("micro");
+            ``acc_macro`` and ``acc_micro`` are reported beside ``acc`` either way.
+
+    Returns:
+        (metric -> Score with the headline first, subject -> accuracy Score).
+    """
+    scores: dict[str, Score] = {}
+    subjects: dict[str, Score] = {}
+    for metric in metrics:
+        values = table[metric].tolist() if metric in table else []
+        name = f"{task}/{metric}"
+        if not by_subject:
+            scores[metric] = mean(name, values, signature)
+            continue
+        groups = table.groupby("subject", sort=True) if metric in table else []
+        per = {s: mean(f"{task}/{s}/{metric}", g[metric].tolist(), signature) for s, g in groups}
+        if metric == "acc":
+            subjects = per
+            scores["acc_macro"] = macro_average(f"{name}_macro", per, signature)
+            scores["acc_micro"] = mean(f"{name}_micro", values, signature)
+        scores[metric] = macro_average(name, per, signature) if average == "macro" else mean(name, values, signature)
+    return {metrics[0]: scores[metrics[0]], **scores}, subjects

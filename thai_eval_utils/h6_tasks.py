@@ -348,3 +348,23 @@ def gsm8k_stops(option: str | Sequence[str]) -> tuple[str, ...]:
             return GSM8K_STOPS_H
         raise ValueError(f"gsm8k_stops must be 'lb', 'h' or a list of strings, not {option!r}")
     return tuple(option)
+
+
+def signature(spec: TaskSpec, config: Mapping[str, Any], limit: int | None = None) -> str:
+    """A sacrebleu-style signature of the protocol options behind a score, e.g.
+    ``th_arc|shots:25|sampler:lb|seed:42|bos:no|thai-eval:0.1.0`` (``limit:N`` when not the whole split)."""
+    from . import __version__  # here, not at import time: the package __init__ may import this module
+
+    sig = f"{spec.name}|shots:{config['num_fewshot']}|sampler:{config['sampler']}"
+    if config.get("fewshot_seed") is not None:
+        sig += f"|seed:{config['fewshot_seed']}"
+    sig += f"|bos:{'yes' if config['add_bos'] else 'no'}"
+    if spec.kind == "generate":
+        sig += f"|stops:{'+'.join(config['gsm8k_stops'])}|max_new:{config['max_new']}"
+    if spec.kind == "truthfulqa":
+        sig += f"|mc2:{config['mc2']}"
+    if spec.name == "th_mmlu":
+        sig += f"|avg:{config['mmlu_average']}"
+    if limit is not None:
+        sig += f"|limit:{limit}"
+    return sig + f"|thai-eval:{__version__}"
