@@ -1,0 +1,122 @@
+"""batch: papermill runs over models on throwaway notebooks (one failing), parameter filtering, HTML export, CLI."""
+
+import json
+
+import nbformat
+import pytest
+
+from thai_eval_utils import batch
+
+
+def _notebook(path, parameters: str, body: str) -> None:
+    params = nbformat.v4.new_code_cell(parameters)
+    params.metadata["tags"] = ["parameters"]
+    nb = nbformat.v4.new_notebook(cells=[params, nbformat.v4.new_code_cell(body)])
+    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    nbformat.write(nb, path)
+
+
+@pytest.fixture
+def notebooks(tmp_path):
+    nb_dir = tmp_path / "notebooks"
+    nb_dir.mkdir()
+    # a benchmark notebook: fails for the model "bad"; writes <outputs_dir>/<model>.txt relative to its cwd
+    _notebook(
+        nb_dir / "bench.ipynb",
+        'model = "m"  # model spec\nlimit = None  # items per task\noutputs_dir = "../outputs"  # outputs folder',
+        "import os, pathlib\n"
+        'if model == "bad":\n    raise RuntimeError("model bad cannot load")\n'
+        'pathlib.Path(outputs_dir, f"{model}.txt").write_text(f"{limit} {os.getcwd()}")',
+    )
+    # a notebook without a model parameter: runs once per batch
+    _notebook(
+        nb_dir / "shared.ipynb",
+        'outputs_dir = "../outputs"  # outputs folder',
+        'import pathlib\nwith open(pathlib.Path(outputs_dir, "shared.log"), "a") as fh:\n    fh.write("ran\\n")',
+    )
+    # the paper-tables stand-in: lists what the benchmark notebooks wrote
+    _notebook(
+        nb_dir / "paper.ipynb",
+        'outputs_dir = "../outputs"  # outputs folder\ninclude_runs = True  # unused here',
+        'import pathlib\nprint("PAPER-TABLES-OK", sorted(p.name for p in pathlib.Path(outputs_dir).glob("*.txt")))',
+    )
+    return nb_dir
+
+
+def test_failure_isolation_parameter_filtering_and_html(tmp_path, notebooks):
+    out = tmp_path / "out"
+    report = batch.run_models(
+        ["good", "bad"],
+        notebooks=["bench.ipynb", "shared.ipynb", "absent.ipynb"],
+        limit=3,
+        data="/some/data",
+        extra_parameters={"unused_param": 1},
+        notebooks_dir=notebooks,
+        outputs=out,
+        paper_notebook="paper.ipynb",
+        verbose=False,
+    )
+    status = {(r.notebook, r.model): r.status for r in report.runs}
+    assert status == {
+        ("bench.ipynb", "good"): "ok",
+        ("bench.ipynb", "bad"): "failed",
+        ("shared.ipynb", None): "ok",
+        ("absent.ipynb", "good"): "missing",
+        ("absent.ipynb", "bad"): "missing",
+        ("paper.ipynb", None): "ok",
+    }
+    assert not report.ok and len(report.failures) == 3
+    bad = next(r for r in report.runs if r.model == "bad" and r.notebook == "bench.ipynb")
+    assert "RuntimeError: model bad cannot load" in bad.error
+    # the failing model did not stop the others, and each executed copy is where it should be
+    assert (out / "good.txt").read_text() == f"3 {notebooks}"
+    assert not (out / "bad.txt").exists()
+    assert (out / "notebooks" / "good" / "bench.ipynb").exists() and (out / "notebooks" / "bad" / "bench.ipynb").exists()
+    assert (out / "shared.log").read_text() == "ran\n"  # once, not once per model
+    # only declared parameters are passed; outputs_dir is relative to the notebooks folder
+    good = next(r for r in report.runs if r.model == "good" and r.notebook == "bench.ipynb")
+    assert good.parameters == {"model": "good", "limit": 3, "outputs_dir": "../out"}
+    assert {"data_source", "unused_param", "judge_model"} <= set(good.dropped_parameters)
+    executed = nbformat.read(out / "notebooks" / "good" / "bench.ipynb", as_version=4)
+    injected = next(c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", []))
+    assert 'model = "good"' in injected.source and "limit = 3" in injected.source
+    assert "unused_param" not in injected.source and "data_source" not in injected.source
+    # the paper notebook ran last and reads without Jupyter as HTML
+    assert report.html == str(out / "notebooks" / "paper.html")
+    html = (out / "notebooks" / "paper.html").read_text(encoding="utf-8")
+    assert "PAPER-TABLES-OK" in html and "good.txt" in html
+    saved = json.loads((out / "notebooks" / "batch_report.json").read_text())
+    assert saved["ok"] is False and len(saved["runs"]) == 6
+    summary = report.summary()
+    assert "3/6 notebook runs succeeded." in summary and str(out / "tables") in summary and "paper.html" in summary
+
+
+def test_filter_parameters_refuses_secrets():
+    declared = {"model": {}, "limit": {}}
+    kept, dropped = batch.filter_parameters(declared, {"model": "x", "limit": None, "max_new_tokens": 8})
+    assert kept == {"model": "x"} and dropped == ["max_new_tokens"]
+    for secret in ({"api_key": "abc"}, {"OPENAI_API_KEY": "abc"}, {"judge_token": "abc"}, {"model": "sk-" + "a" * 30}):
+        with pytest.raises(ValueError, match="secret-looking"):
+            batch.filter_parameters(declared, secret)
+
+
+def test_cli_arguments(monkeypatch):
+    calls = []
+
+    def fake_run_models(models, **kwargs):
+        calls.append((models, kwargs))
+        ok = models != ["broken"]
+        run = batch.NotebookRun("x.ipynb", models[0], "o", "ok" if ok else "failed")
+        return batch.BatchReport([run], "outputs")
+
+    monkeypatch.setattr(batch, "run_models", fake_run_models)
+    assert batch.main(["--models", "embedded /models/qwen", "--limit", "5", "--judge", "gpt-4o-2024-05-13"]) == 0
+    models, kwargs = calls[-1]
+    assert models == ["embedded", "/models/qwen"] and kwargs["limit"] == 5 and kwargs["judge"] == "gpt-4o-2024-05-13"
+    assert kwargs["paper_notebook"] == batch.PAPER_NOTEBOOK and kwargs["notebooks"] == batch.BENCHMARK_NOTEBOOKS
+    assert batch.main(["--demo"]) == 0
+    assert calls[-1][0] == list(batch.DEMO_MODELS) and calls[-1][1]["limit"] == batch.DEMO_LIMIT
+    assert batch.main(["--models", "broken", "--no-paper"]) == 1
+    assert calls[-1][1]["paper_notebook"] is None
+    with pytest.raises(SystemExit):
+        batch.main([])
