@@ -279,3 +279,39 @@ def test_rank_agreement_hand_computed():
     assert agreement.spearman == pytest.approx(1 - 6 * 32 / (6 * 35))  # sum d^2 = 32
     assert agreement.kendall == pytest.approx((9 - 6) / 15)  # 9 concordant, 6 discordant pairs
     assert "Spearman rho = 0.086" in str(agreement)
+
+
+def test_paper_tables_notebook_runs(tmp_path, outputs):
+    """papermill run of notebooks/paper_tables.ipynb (no model): tables, mismatches, runs and figures written."""
+    import nbformat
+    import papermill
+
+    repo = DATA.parent.parent
+    executed = tmp_path / "paper_tables.ipynb"
+    papermill.execute_notebook(
+        str(repo / "notebooks" / "paper_tables.ipynb"), str(executed), cwd=str(repo / "notebooks"),
+        parameters={"outputs_dir": str(outputs)}, progress_bar=False,
+    )  # fmt: skip
+    text = "\n".join(o.get("text", "") for c in nbformat.read(executed, as_version=4).cells for o in c.get("outputs", []))
+    assert "6 of 130 checked cells differ from their recomputed value" in text
+    mismatching = pd.read_csv(outputs / "tables" / "paper_mismatches.csv", dtype=str)
+    assert set(zip(mismatching["row"], mismatching["printed"], mismatching["rounded"])) == {k[1:2] + k[3:] for k in KNOWN_INCONSISTENT}
+    h6 = pd.read_csv(outputs / "tables" / "paper_h6.csv", dtype=str, keep_default_na=False)
+    assert h6.loc[h6["model"] == "full-model", ["source", "thai_h6_avg"]].values.tolist() == [["thai-eval run", "52.50"]]
+    for suffix in ("md", "tex"):
+        assert (outputs / "tables" / f"paper_dialect_auto.{suffix}").exists()
+    figures = {p.name for p in (outputs / "figures").iterdir()}
+    for name in ("thai_h6_task_scores", "thai_h6_vs_thaicli", "thaicli_factoid_vs_instruction", "dialect_delta_heatmap",
+                 "dialect_preference", "dialect_generation_fluency"):  # fmt: skip
+        assert {f"{name}.png", f"{name}.svg"} <= figures
+
+
+def test_paper_tables_notebook_is_committed_without_outputs():
+    import nbformat
+
+    nb = nbformat.read(DATA.parent.parent / "notebooks" / "paper_tables.ipynb", as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code[0].metadata.get("tags") == ["parameters"]
+    assert all(not c.outputs and c.execution_count is None for c in code)
+    for line in code[0].source.splitlines():  # only `name = value  # help` lines
+        assert " = " in line and "  # " in line
