@@ -12,6 +12,7 @@ failing model or notebook is recorded and the others still run. Command line::
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import json
 import os
@@ -103,10 +104,27 @@ class BatchReport:
 
 
 def notebook_parameters(path: str | Path) -> dict[str, dict[str, Any]]:
-    """The parameters a notebook declares in its ``parameters`` cell (papermill's inspection): name -> info."""
+    """The parameters a notebook declares in its ``parameters`` cell: name -> info.
+
+    papermill's ``inspect_notebook`` skips every line holding more than one ``=``, so a help comment
+    such as ``limit = None  # first N items; None = all`` hides ``limit`` from it. The cell's top-level
+    assignments are therefore also read with ``ast``; the union is returned.
+    """
+    import nbformat
     import papermill
 
-    return dict(papermill.inspect_notebook(str(path)))
+    found: dict[str, dict[str, Any]] = {}
+    nb = nbformat.read(str(path), as_version=4)
+    cell = next((c for c in nb.cells if c.cell_type == "code" and "parameters" in c.metadata.get("tags", [])), None)
+    if cell is not None:
+        with contextlib.suppress(SyntaxError):  # a non-Python cell: papermill's reading alone
+            for node in ast.parse(cell.source).body:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        found[target.id] = {"name": target.id, "default": ast.get_source_segment(cell.source, node.value) if node.value else None}
+    found.update(dict(papermill.inspect_notebook(str(path))))
+    return found
 
 
 def filter_parameters(declared: Mapping[str, Any], parameters: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
