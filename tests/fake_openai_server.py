@@ -145,7 +145,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", "0"))
-        body = json.loads(self.rfile.read(length) or b"{}")
+        data = self.rfile.read(length)
+        if len(data) < length:  # the client gave up mid-request (cancelled): not a request
+            self.close_connection = True
+            return
+        body = json.loads(data or b"{}")
         if self.path.rstrip("/") != "/v1/chat/completions":
             self._send(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
             return

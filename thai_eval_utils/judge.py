@@ -16,8 +16,11 @@ import datetime as _dt
 import importlib.resources
 import json
 import math
+import os
+import queue
 import re
 import string
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
@@ -133,10 +136,7 @@ class JudgeParams:
     max_calls: int = MAX_JUDGE_CALLS
 
     def to_dict(self) -> dict[str, Any]:
-        """As recorded (cache keys, run config). ``max_tokens`` is renamed: ``results.redact`` would drop it."""
-        d = dict(self.__dict__)
-        d["max_token_count"] = d.pop("max_tokens")
-        return d
+        return dict(self.__dict__)
 
 
 async def judge_one(session: ApiSession, messages: list[dict[str, str]], params: JudgeParams) -> dict[str, Any]:
@@ -164,7 +164,7 @@ async def judge_one(session: ApiSession, messages: list[dict[str, str]], params:
         "attempts": len(raws),
         "parse_failures": len(raws) - (result is not None),
         "raw_judgements": raws,
-        "token_usage": {"prompt": tokens[0], "completion": tokens[1]},  # key names survive results.redact
+        "token_usage": {"prompt": tokens[0], "completion": tokens[1]},
         "served_model": last.model if last else None,
         "system_fingerprint": last.system_fingerprint if last else None,
         "finish_reason": last.finish_reason if last else None,
@@ -242,39 +242,23 @@ def judge_answers(
         prompt_templates={TEMPLATE_VERSION: TEMPLATE_TEXT},
         outputs=out,
     )
-    stored = store.completed()
-    todo = {k: i for i, k in reversed(list(enumerate(keys))) if k not in cache}  # key -> first row
+    todo: dict[str, int] = {}  # key -> its first row, in row order
+    for i, k in enumerate(keys):
+        if k not in cache and k not in todo:
+            todo[k] = i
     errors: dict[str, str] = {}
     usage_before = dict(judge.usage)
-    rows_of: dict[str, list[int]] = {}
-    for i, k in enumerate(keys):
-        rows_of.setdefault(k, []).append(i)
-
-    def record_items(key: str) -> None:
-        rec = cache.get(key)
-        for i in rows_of[key]:
-            item_key = f"{answers['id'].iloc[i]}:{key[:16]}"
-            if item_key in stored:
-                continue
-            row = answers.iloc[i]
-            fields = ("status", "score", "explanation", "attempts", "parse_failures", "served_model", "system_fingerprint")
-            store.append(item_key, {"id": row["id"], "format": row["format"], "theme": row["theme"], "judgement_key": key,
-                                    **{f: rec.get(f) for f in fields}})  # fmt: skip
-            stored[item_key] = rec
-
-    for key in rows_of:
-        if key in cache:
-            record_items(key)
     if todo:
-        _run_loop(answers, judge, params, cache, todo, errors, record_items, progress)
+        _run_loop(answers, judge, params, cache, todo, errors, progress)
     items = _items_frame(answers, keys, cache, errors)
     scores = thaicli_scores(items, signature=_signature(judge, params))
     summary = _summary(items, keys, cache, judge, usage_before, len(todo), scores)
+    _write_items(store, items)
     store.write_summary(summary)
     return JudgeRun(items=items, summary=summary, scores=scores, store=store)
 
 
-def _run_loop(answers, judge, params, cache, todo, errors, record_items, progress) -> None:  # type: ignore[no-untyped-def]
+def _run_loop(answers, judge, params, cache, todo, errors, progress) -> None:  # type: ignore[no-untyped-def]
     from tqdm.auto import tqdm
 
     bar = tqdm(total=len(todo), desc=f"judging ({judge.model_id})", disable=not progress)
@@ -290,9 +274,9 @@ def _run_loop(answers, judge, params, cache, todo, errors, record_items, progres
             bar.update(1)
             return
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        cache.append({"key": key, **rec, "judge_model": judge.model_id, "template": TEMPLATE_VERSION,
-                      "template_sha256": TEMPLATE_SHA256, "params": params.to_dict(), "judged_at": now})  # fmt: skip
-        record_items(key)
+        rec = {"key": key, **rec, "judge_model": judge.model_id, "template": TEMPLATE_VERSION,
+               "template_sha256": TEMPLATE_SHA256, "params": params.to_dict(), "judged_at": now}  # fmt: skip
+        writer.put(rec)
         bar.update(1)
 
     async def main() -> None:
@@ -300,13 +284,49 @@ def _run_loop(answers, judge, params, cache, todo, errors, record_items, progres
             for key, i in todo.items():
                 group.create_task(one(session, key, answers.iloc[i]))
 
+    writer = _CacheWriter(cache)
     try:
         run_sync(main)
     except BaseExceptionGroup as group:  # TaskGroup wraps the first fatal error
         fatal = group.subgroup(JudgeError)
         raise (fatal.exceptions[0] if fatal else group) from None
     finally:
+        writer.close()  # every finished judgement is on disk before returning or raising
         bar.close()
+
+
+class _CacheWriter:
+    """Appends finished judgements on a background thread, in group commits (one fsync per batch), so
+    the event loop never blocks on the disk. ``close()`` flushes everything and re-raises a write error."""
+
+    def __init__(self, cache: JudgementCache) -> None:
+        self.cache = cache
+        self.queue: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._loop, name="thai-eval-judge-writer", daemon=True)
+        self.thread.start()
+
+    def put(self, record: dict[str, Any]) -> None:
+        self.queue.put(record)
+
+    def _loop(self) -> None:
+        done = False
+        while not done:
+            batch = [self.queue.get()]
+            while not self.queue.empty():
+                batch.append(self.queue.get())
+            done = None in batch
+            try:
+                if self.error is None:
+                    self.cache.append_many([r for r in batch if r is not None])
+            except BaseException as exc:  # noqa: BLE001 - reported by close()
+                self.error = exc
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
 
 
 def _items_frame(answers: pd.DataFrame, keys: list[str], cache: JudgementCache, errors: dict[str, str]) -> pd.DataFrame:
@@ -327,6 +347,21 @@ def _items_frame(answers: pd.DataFrame, keys: list[str], cache: JudgementCache, 
             "judgement_key": key,
         })  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def _write_items(store: RunStore, items: pd.DataFrame) -> None:
+    """The run's ``items.jsonl``, rewritten whole (atomically) at the end of every run: the judgement cache,
+    appended as each item finishes, is the durable per-item log; this is the run's snapshot of it."""
+    cols = ["id", "format", "theme", "score", "status", "attempts", "parse_failures", "explanation",
+            "served_model", "system_fingerprint", "error", "judgement_key"]  # fmt: skip
+    lines = []
+    for rec in items[cols].to_dict(orient="records"):
+        rec["score"] = None if pd.isna(rec["score"]) else rec["score"]
+        key = f"{rec['id']}:{rec['judgement_key'][:16]}"
+        lines.append(json.dumps(redact({"key": key, **rec}), ensure_ascii=False, default=str) + "\n")
+    tmp = store.items_path.with_name(f"items.jsonl.tmp{os.getpid()}")
+    tmp.write_text("".join(lines), encoding="utf-8")
+    os.replace(tmp, store.items_path)
 
 
 def _signature(judge: ApiModel, params: JudgeParams) -> str:

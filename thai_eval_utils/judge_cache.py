@@ -101,9 +101,16 @@ class JudgementCache:
 
     def append(self, record: Mapping[str, Any]) -> None:
         """Append one final judgement (must have ``key`` and a final ``status``), durably and atomically."""
-        if "key" not in record or record.get("status") not in FINAL_STATUSES:
-            raise ValueError(f"only final judgements are cached, got status {record.get('status')!r}")
-        data = (json.dumps(redact(dict(record)), ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        self.append_many([record])
+
+    def append_many(self, records: list[Mapping[str, Any]]) -> None:
+        """Append final judgements under one lock, one write and one fsync (a group commit)."""
+        for record in records:
+            if "key" not in record or record.get("status") not in FINAL_STATUSES:
+                raise ValueError(f"only final judgements are cached, got status {record.get('status')!r}")
+        if not records:
+            return
+        data = "".join(json.dumps(redact(dict(r)), ensure_ascii=False, default=str) + "\n" for r in records).encode("utf-8")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
@@ -117,4 +124,5 @@ class JudgementCache:
             os.fsync(fd)
         finally:
             os.close(fd)  # releases the lock
-        self._records.setdefault(record["key"], dict(record))
+        for record in records:
+            self._records.setdefault(record["key"], dict(record))
