@@ -315,3 +315,19 @@ def test_paper_tables_notebook_is_committed_without_outputs():
     assert all(not c.outputs and c.execution_count is None for c in code)
     for line in code[0].source.splitlines():  # only `name = value  # help` lines
         assert " = " in line and "  # " in line
+
+
+def test_dialect_scores_from_the_notebooks_table(tmp_path):
+    out = tmp_path / "outputs"
+    store = RunStore.open("Qwen/Qwen2.5-0.5B", "dialect/generation", {"temperature": 0.0}, outputs=out)
+    store.write_summary({"n_items": 8})  # generations only; the notebook saved the scores as a table
+    (out / "tables").mkdir(parents=True)
+    pd.DataFrame([
+        {"model": "Qwen/Qwen2.5-0.5B", "dialect": "center", "task": "qa", "table_task": "qa", "metric": "rougeL", "value": 31.0, "n": 2},
+        {"model": "Qwen/Qwen2.5-0.5B", "dialect": "south", "task": "qa", "table_task": "qa", "metric": "rougeL", "value": 20.5, "n": 2},
+        {"model": "Qwen/Qwen2.5-0.5B", "dialect": "south", "task": "qa", "table_task": "qa", "metric": "chrf", "value": 50.0, "n": 2},
+    ]).to_csv(out / "tables" / "dialect_scores_Qwen_Qwen2.5-0.5B.csv", index=False)  # fmt: skip
+    table = paper.table_with_runs("dialect_auto", paper.load_all_published(DATA), out)
+    south = table[(table["source"] == "thai-eval run") & (table["dialect"] == "Dambro")].iloc[0]
+    assert (south["model"], south["qa_rougeL"], south["qa_delta"]) == ("Qwen/Qwen2.5-0.5B", "20.50", "10.50")
+    assert south["partial"] and south["samples"] == "qa_rougeL 2/20"

@@ -329,7 +329,9 @@ def rank_agreement(a: pd.Series, b: pd.Series) -> RankAgreement:
 #   thaicli/judge:    {"n_unjudged", "scores": {"thaicli"|"factoid"|"instruction": Score dict (1-10)}}
 #   thaicli/loglik:   {"scores": {"win_raw"|"win_norm": Score dict (0-1)}}
 #   dialect/...:      {"scores": [{"dialect", "task", "metric", "value", "n"}, ...]} (dialect.score_generations
-#                     records; "value" x100 as the paper prints it), or, without scores, items only.
+#                     records; "value" x100 as the paper prints it); without them, the scores the dialect
+#                     notebook saves as <outputs>/tables/dialect_scores_<model-slug>.csv (same columns, the
+#                     model's latest scoring), else the run counts as "not scored".
 # A run whose summary is missing (unfinished) or that has fewer items than the paper's dataset is partial.
 
 RUN_RECORD_COLUMNS = ["model", "benchmark", "table", "dialect", "column", "value", "n", "expected_n", "partial",
@@ -398,9 +400,23 @@ def _thaicli_records(run: Mapping[str, Any], sizes: Mapping[str, int]) -> list[d
     return out
 
 
+def _dialect_scores_file(run: Mapping[str, Any]) -> Path | None:
+    """``<outputs>/tables/dialect_scores_<model-slug>.csv``, the scores the dialect notebook saves beside a run."""
+    from .results import slugify
+
+    runs_dir = next((p for p in Path(run["dir"]).parents if p.name == "runs"), None)
+    if runs_dir is None:
+        return None
+    path = runs_dir.parent / "tables" / f"dialect_scores_{slugify(str(run['card'].get('model_name', '')))}.csv"
+    return path if path.exists() else None
+
+
 def _dialect_records(run: Mapping[str, Any], sizes: Mapping[str, int]) -> list[dict]:
     out = []
     scores = (run["summary"] or {}).get("scores") or []
+    scores_file = None if scores or run["summary"] is None else _dialect_scores_file(run)
+    if scores_file is not None:  # the summary holds no scores: the notebook's score table for this model
+        scores = pd.read_csv(scores_file).to_dict("records")
     if scores:  # imported only when needed: metrics pulls in pythainlp and rouge-score (slow to import)
         from .metrics import TABLE1_TASKS, table_task
     for rec in scores:
