@@ -126,6 +126,8 @@ def test_cli_arguments(monkeypatch):
     assert kwargs["paper_notebook"] == batch.PAPER_NOTEBOOK and kwargs["notebooks"] == batch.BENCHMARK_NOTEBOOKS
     assert batch.main(["--demo"]) == 0
     assert calls[-1][0] == list(batch.DEMO_MODELS) and calls[-1][1]["limit"] == batch.DEMO_LIMIT
+    assert calls[-1][1]["extra_parameters"] == batch.DEMO_PARAMETERS
+    assert kwargs["extra_parameters"] == {}  # the earlier, non-demo call
     assert batch.main(["--models", "broken", "--no-paper"]) == 1
     assert calls[-1][1]["paper_notebook"] is None
     with pytest.raises(SystemExit):

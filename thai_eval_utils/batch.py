@@ -39,6 +39,8 @@ PAPER_NOTEBOOK = "paper_tables.ipynb"
 #: ``--demo``: the embedded model (shipped with the toolkit) on a few items per task, no judge.
 DEMO_MODELS = ("embedded",)
 DEMO_LIMIT = 2
+#: ``--demo``: short generations, so a CPU finishes in minutes (passed only to notebooks that declare them).
+DEMO_PARAMETERS = {"max_new_tokens": 48, "gsm8k_max_new_tokens": 48}
 #: Parameter names that hold secrets (narrower than ``results.redact``'s keys, which also catch ``max_new_tokens``).
 _SECRET_NAME = re.compile(r"api[_-]?key|secret|passw(or)?d|bearer|authori[sz]ation|(^|_)token$", re.I)
 
@@ -288,18 +290,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--notebooks-dir", default="notebooks", help="folder of the notebooks (default: notebooks)")
     parser.add_argument("--notebooks", nargs="+", default=None, help="benchmark notebooks to run (default: all)")
     parser.add_argument("--no-paper", action="store_true", help="skip the paper-tables notebook")
-    parser.add_argument("--demo", action="store_true", help=f"demo: models {' '.join(DEMO_MODELS)}, limit {DEMO_LIMIT}")
+    parser.add_argument("--demo", action="store_true",
+                        help=f"demo: models {' '.join(DEMO_MODELS)}, limit {DEMO_LIMIT}, {DEMO_PARAMETERS}")
     args = parser.parse_args(argv)
     models = [m for spec in args.models for m in spec.split()]
-    limit = args.limit
+    limit, extra = args.limit, {}
     if args.demo:
         models = models or list(DEMO_MODELS)
         limit = DEMO_LIMIT if limit is None else limit
+        extra = dict(DEMO_PARAMETERS)
     if not models:
         parser.error("give --models (or --demo)")
     report = run_models(
         models, notebooks=args.notebooks or BENCHMARK_NOTEBOOKS, limit=limit, data=args.data, judge=args.judge,
-        judge_base_url=args.judge_base_url, outputs=args.outputs, notebooks_dir=args.notebooks_dir,
+        judge_base_url=args.judge_base_url, outputs=args.outputs, notebooks_dir=args.notebooks_dir, extra_parameters=extra,
         paper_notebook=None if args.no_paper else PAPER_NOTEBOOK,
     )
     return 0 if report.ok else 1
