@@ -1,0 +1,153 @@
+"""ThaiCLI answer generation (resume, recorded settings) and the judge-free log-likelihood variant."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from thai_eval_utils.thaicli import (
+    LL_CONTEXT_TEMPLATE,
+    generate_answers,
+    judge_free_scores,
+    loglikelihood_preferences,
+)
+
+
+def items(n_factoid=2, n_instruction=1) -> pd.DataFrame:
+    rows = []
+    for fmt, n in (("factoid", n_factoid), ("instruction", n_instruction)):
+        for i in range(n):
+            rows.append({"id": f"{fmt}{i}", "format": fmt, "theme": "Culture", "question": f"คำถาม {fmt} ข้อ {i} คืออะไร",
+                         "chosen": "คำตอบที่ดี", "rejected": "คำตอบที่ไม่ดี"})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+class EchoChat:
+    """A chat model that answers "ตอบ: <question>" and records every call; fails on call ``fail_on``."""
+
+    name = "echo-chat"
+    identity = {"name": "echo-chat", "source": "test double"}
+
+    def __init__(self, fail_on: int | None = None) -> None:
+        self.calls: list[dict] = []
+        self.fail_on = fail_on
+
+    def chat(self, messages_list, *, max_new_tokens=256, temperature=0.0, top_p=1.0, seed=None, stop=None):
+        self.calls.append({"messages": messages_list, "max_new_tokens": max_new_tokens, "temperature": temperature,
+                           "seed": seed})  # fmt: skip
+        if self.fail_on is not None and len(self.calls) == self.fail_on:
+            raise RuntimeError("the model crashed")
+        return [f"ตอบ: {m[-1]['content']}" for m in messages_list]
+
+
+def test_generate_answers_stores_and_resumes(tmp_path):
+    df = items(2, 2)
+    crashing = EchoChat(fail_on=2)
+    with pytest.raises(RuntimeError, match="crashed"):
+        generate_answers(crashing, df, outputs=tmp_path, batch_size=2, max_new_tokens=64, seed=7, progress=False)
+    model = EchoChat()
+    out = generate_answers(model, df, outputs=tmp_path, batch_size=2, max_new_tokens=64, seed=7, progress=False)
+    assert len(model.calls) == 1  # the first batch survived the crash; only the second was generated
+    assert [m[-1]["content"] for m in model.calls[0]["messages"]] == df["question"].tolist()[2:]
+    assert out["answer"].tolist() == [f"ตอบ: {q}" for q in df["question"]]
+    assert out[["id", "format", "question"]].equals(df[["id", "format", "question"]])
+    assert model.calls[0]["max_new_tokens"] == 64 and model.calls[0]["seed"] == 7 and model.calls[0]["temperature"] == 0.0
+    run_dir = tmp_path / "runs" / "echo-chat" / "thaicli" / "answers" / out.attrs["config_id"]
+    assert out.attrs["run_dir"] == str(run_dir) and out.attrs["model_name"] == "echo-chat"
+    card = json.loads((run_dir / "run_card.json").read_text())
+    assert card["config"]["generation"] == {"max_new_tokens": 64, "temperature": 0.0, "top_p": 1.0, "seed": 7}
+    assert json.loads((run_dir / "summary.json").read_text())["n_generated_this_run"] == 2
+    # a rerun generates nothing; a different setting is a different run
+    again = EchoChat()
+    generate_answers(again, df, outputs=tmp_path, batch_size=2, max_new_tokens=64, seed=7, progress=False)
+    assert again.calls == []
+    other = EchoChat()
+    out2 = generate_answers(other, df, outputs=tmp_path, batch_size=8, max_new_tokens=32, seed=7, progress=False)
+    assert len(other.calls) == 1 and out2.attrs["config_id"] != out.attrs["config_id"]
+
+
+def test_generate_answers_system_prompt(tmp_path):
+    model = EchoChat()
+    generate_answers(model, items(1, 0), outputs=tmp_path, system_prompt="ตอบเป็นภาษาไทย", progress=False)
+    assert model.calls[0]["messages"][0] == [
+        {"role": "system", "content": "ตอบเป็นภาษาไทย"},
+        {"role": "user", "content": "คำถาม factoid ข้อ 0 คืออะไร"},
+    ]
+
+
+def test_generate_answers_with_a_local_model(tmp_path, tiny_local_model):
+    df = items(1, 1)
+    out = generate_answers(tiny_local_model, df, outputs=tmp_path, max_new_tokens=4, progress=False)
+    assert out["answer"].map(type).tolist() == [str, str]
+    again = generate_answers(tiny_local_model, df, outputs=tmp_path, max_new_tokens=4, progress=False)
+    assert again["answer"].tolist() == out["answer"].tolist()
+    summary = json.loads((tmp_path / "runs" / "tiny-llama" / "thaicli" / "answers" / out.attrs["config_id"] / "summary.json").read_text())
+    assert summary["n_generated_this_run"] == 0
+
+
+class TableModel:
+    """Log-likelihoods looked up by continuation (a fake model with known values)."""
+
+    name = "table-model"
+    identity = {"name": "table-model", "source": "test double"}
+
+    def __init__(self, table: dict[str, float]) -> None:
+        self.table = table
+        self.requests: list[tuple[str, str]] = []
+
+    def loglikelihood(self, requests):
+        self.requests += requests
+        return [(self.table[cont], False) for _, cont in requests]
+
+
+# id, format, theme, chosen, ll(chosen), rejected, ll(rejected)
+PREFS = [
+    ("f1", "factoid", "Culture", "ดี", -3.0, "ไม่ดีเลย", -6.0),  # raw: win; per char -3/3 < -6/9: loss
+    ("f2", "factoid", "Religion", "ก", -2.0, "ขค", -2.0),  # raw: tie (0.5); per char -2/2 < -2/3: loss
+    ("f3", "factoid", "Religion", "ถูกต้อง", -4.0, "ผิด", -8.0),  # win, win
+    ("i1", "instruction", "Culture", "abc", -10.0, "x", -1.0),  # loss, loss
+    ("i2", "instruction", "Culture", "yes!", -1.0, "no", -3.0),  # win, win
+]
+
+
+def test_judge_free_variant_with_known_loglikelihoods(tmp_path):
+    df = pd.DataFrame([{"id": i, "format": f, "theme": t, "question": f"คำถาม {i}", "chosen": c, "rejected": r}
+                       for i, f, t, c, _, r, _ in PREFS])  # fmt: skip
+    table = {" " + c: lc for *_, c, lc, _, _ in PREFS} | {" " + r: lr for *_, r, lr in PREFS}
+    model = TableModel(table)
+    prefs = loglikelihood_preferences(model, df, outputs=tmp_path, batch_size=2, progress=False)
+    assert model.requests[:2] == [("คำถาม: คำถาม f1\nคำตอบ:", " ดี"), ("คำถาม: คำถาม f1\nคำตอบ:", " ไม่ดีเลย")]
+    assert LL_CONTEXT_TEMPLATE.format(question="q") == "คำถาม: q\nคำตอบ:"
+    assert prefs["win_raw"].tolist() == [1.0, 0.5, 1.0, 0.0, 1.0]
+    assert prefs["win_norm"].tolist() == [0.0, 0.0, 1.0, 0.0, 1.0]
+    assert prefs["chars_chosen"].tolist() == [3, 2, 8, 4, 5]
+    s = judge_free_scores(prefs)
+    fmt = s.by_format.set_index("format")
+    assert fmt.loc["factoid", "win_raw"] == pytest.approx(2.5 / 3) and fmt.loc["factoid", "win_norm"] == pytest.approx(1 / 3)
+    # factoid raw wins 1, 0.5, 1: sample variance 1/12, stderr sqrt(1/12 / 3) = 1/6
+    assert fmt.loc["factoid", "win_raw_stderr"] == pytest.approx(1 / 6)
+    assert fmt.loc["instruction", "win_raw"] == 0.5 and fmt.loc["instruction", "n"] == 2
+    assert s.win_raw.value == pytest.approx((2.5 / 3 + 0.5) / 2)
+    assert s.win_norm.value == pytest.approx((1 / 3 + 0.5) / 2)
+    assert s.win_raw.n == 5
+    theme = s.by_theme.set_index(["format", "theme"])
+    assert theme.loc[("factoid", "Religion"), "win_raw"] == 0.75 and theme.loc[("factoid", "Religion"), "win_norm"] == 0.5
+    # resumed: nothing recomputed
+    model2 = TableModel(table)
+    again = loglikelihood_preferences(model2, df, outputs=tmp_path, progress=False)
+    assert model2.requests == [] and again["win_raw"].tolist() == prefs["win_raw"].tolist()
+    summary = json.loads((tmp_path / "runs" / "table-model" / "thaicli" / "loglik" / prefs.attrs["config_id"] / "summary.json").read_text())
+    assert summary["scores"]["win_raw"]["value"] == pytest.approx(s.win_raw.value)
+
+
+def test_judge_free_variant_matches_the_model_loglikelihood(tmp_path, tiny_local_model):
+    pytest.importorskip("thai_eval_utils.scoring", reason="LocalModel.loglikelihood needs thai_eval_utils.scoring (not landed yet)")
+    df = items(1, 1)
+    prefs = loglikelihood_preferences(tiny_local_model, df, outputs=tmp_path, progress=False)
+    ctx = LL_CONTEXT_TEMPLATE.format(question=df["question"][0])
+    (ll_c, _), (ll_r, _) = tiny_local_model.loglikelihood([(ctx, " คำตอบที่ดี"), (ctx, " คำตอบที่ไม่ดี")])
+    assert prefs["ll_chosen"][0] == pytest.approx(ll_c, abs=1e-4)
+    assert prefs["ll_rejected"][0] == pytest.approx(ll_r, abs=1e-4)
+    assert prefs["win_raw"][0] == (1.0 if ll_c > ll_r else 0.0)

@@ -1,0 +1,134 @@
+"""A local OpenAI-compatible server (``transformers serve``) for the ThaiCLI judge demo, and ``open_judge``.
+
+``serve_model(dir)`` starts ``transformers serve DIR --host 127.0.0.1 --port <free>`` (transformers 5.x CLI),
+waits until ``GET /v1/models`` answers and yields the base URL; the server is stopped on exit.
+``open_judge(judge_model)`` yields a ready ``ApiModel``: ``"embedded-serve"`` serves the embedded Gemma 3
+270M locally (far too small to judge well: it only exercises the pipeline), anything else is a model id
+at an OpenAI-compatible endpoint, checked for reachability first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import openai
+
+from .api import DEFAULT_CONCURRENCY, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, ApiError, ApiModel
+from .errors import JudgeError
+
+#: ``judge_model`` value meaning: start a local ``transformers serve`` of the embedded model.
+EMBEDDED_SERVE = "embedded-serve"
+#: CPU generation is slow: a local server gets long request timeouts and few requests at a time.
+LOCAL_TIMEOUT = 900.0
+LOCAL_CONCURRENCY = 2
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free on ``host`` right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _models_answer(base_url: str) -> list[str] | None:
+    try:
+        with urllib.request.urlopen(f"{base_url}/models", timeout=5) as resp:
+            return [m["id"] for m in json.load(resp).get("data", [])]
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+@contextlib.contextmanager
+def serve_model(
+    model_dir: str | Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    device: str = "cpu",
+    startup_timeout: float = 600.0,
+    log_path: str | Path | None = None,
+) -> Iterator[str]:
+    """Serve ``model_dir`` with ``transformers serve`` until the block ends; yields ``http://host:port/v1``.
+
+    The model id to request is ``str(model_dir)`` (the server is started with it as its forced model).
+
+    Raises:
+        JudgeError: the server exited or did not answer ``/v1/models`` within ``startup_timeout`` seconds
+            (the message ends with the tail of its log).
+    """
+    port = port or free_port(host)
+    base_url = f"http://{host}:{port}/v1"
+    log = Path(log_path) if log_path else Path(tempfile.mkstemp(prefix="thai-eval-serve-", suffix=".log")[1])
+    cmd = [sys.executable, "-m", "transformers.cli.transformers", "serve", str(model_dir), "--host", host,
+           "--port", str(port), "--device", device, "--default-seed", "0", "--log-level", "warning"]  # fmt: skip
+    env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"), "TRANSFORMERS_OFFLINE": "1"}
+    with open(log, "wb") as log_fh:
+        proc = subprocess.Popen(cmd, stdout=log_fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + startup_timeout
+        while _models_answer(base_url) is None:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                tail = log.read_text(encoding="utf-8", errors="replace")[-2000:]
+                why = f"exited with code {proc.returncode}" if proc.returncode is not None else "did not start in time"
+                raise JudgeError(f"transformers serve {why} (log {log}):\n{tail}")
+            time.sleep(0.5)
+        yield base_url
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@contextlib.contextmanager
+def open_judge(
+    judge_model: str,
+    *,
+    base_url: str | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+) -> Iterator[ApiModel]:
+    """A judge ready to call: ``"embedded-serve"`` (local demo server) or a model id at ``base_url``.
+
+    The API key comes from ``$OPENAI_API_KEY`` only (never a parameter, so it never lands in a notebook).
+
+    Raises:
+        JudgeError: the endpoint cannot be reached or refuses the key; the caller can fall back to the
+            judge-free variant.
+    """
+    if judge_model == EMBEDDED_SERVE:
+        from .models import embedded_model_dir
+
+        model_dir = embedded_model_dir()
+        with serve_model(model_dir) as url:
+            yield ApiModel(str(model_dir), base_url=url, concurrency=min(concurrency, LOCAL_CONCURRENCY),
+                           timeout=max(timeout, LOCAL_TIMEOUT), max_retries=1)  # fmt: skip
+        return
+    from .errors import ModelLoadError
+
+    try:
+        judge = ApiModel(judge_model, base_url=base_url, concurrency=concurrency, timeout=timeout, max_retries=max_retries)
+    except ModelLoadError as exc:  # e.g. OpenAI's endpoint without OPENAI_API_KEY
+        raise JudgeError(str(exc)) from exc
+    probe = ApiModel(judge_model, base_url=judge.base_url, api_key=judge._api_key, timeout=15.0, max_retries=1)
+    try:
+        probe.list_models()
+    except ApiError as exc:
+        if not isinstance(exc.__cause__, openai.NotFoundError):  # a server without /models is still reachable
+            raise JudgeError(f"judge endpoint not usable: {exc}") from exc
+    yield judge
