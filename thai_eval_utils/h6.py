@@ -321,6 +321,7 @@ def evaluate_tasks(
     """:func:`evaluate` each task in ``tasks`` on the data folder ``source``, in the paper's order.
 
     Args:
+        tasks: task names (a comma- or space-separated string works too).
         limit: documents per task (None = all); ``limits`` overrides it per task, e.g.
             ``{"th_gsm8k": 1}`` (generation is slow on a CPU).
         **options: passed to every :func:`evaluate` call (``num_fewshot``, ``sampler``, ``mc2`` ...).
@@ -328,6 +329,8 @@ def evaluate_tasks(
     Returns:
         task -> :class:`H6Result`.
     """
+    if isinstance(tasks, str):  # "th_arc,th_gsm8k" or "th_arc th_gsm8k" (e.g. from a command line)
+        tasks = tasks.replace(",", " ").split()
     names = [T.get_task(t).name for t in tasks]
     out = {}
     for name in [t for t in TASKS if t in names]:
