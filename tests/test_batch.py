@@ -24,7 +24,8 @@ def notebooks(tmp_path):
     _notebook(
         nb_dir / "bench.ipynb",
         # "None = all": papermill's own inspection skips a line with two "=" (batch reads the cell with ast too)
-        'model = "m"  # model spec\nlimit = None  # items per task; None = all\noutputs_dir = "../outputs"  # outputs folder',
+        'model = "m"  # model spec\nlimit = None  # items per task; None = all\n'
+        'data_source = "../data"  # data folder\noutputs_dir = "../outputs"  # outputs folder',
         "import os, pathlib\n"
         'if model == "bad":\n    raise RuntimeError("model bad cannot load")\n'
         'pathlib.Path(outputs_dir, f"{model}.txt").write_text(f"{limit} {os.getcwd()}")',
@@ -76,12 +77,15 @@ def test_failure_isolation_parameter_filtering_and_html(tmp_path, notebooks):
     assert (out / "shared.log").read_text() == "ran\n"  # once, not once per model
     # only declared parameters are passed; outputs_dir is relative to the notebooks folder
     good = next(r for r in report.runs if r.model == "good" and r.notebook == "bench.ipynb")
-    assert good.parameters == {"model": "good", "limit": 3, "outputs_dir": "../out"}
-    assert {"data_source", "unused_param", "judge_model"} <= set(good.dropped_parameters)
+    # outputs_dir is relative to the notebooks folder inside the project, a path outside it absolute
+    assert good.parameters == {"model": "good", "limit": 3, "data_source": "/some/data", "outputs_dir": "../out"}
+    assert {"unused_param", "judge_model", "judge_base_url"} <= set(good.dropped_parameters)
+    shared = next(r for r in report.runs if r.notebook == "shared.ipynb")
+    assert shared.parameters == {"outputs_dir": "../out"} and "data_source" in shared.dropped_parameters
     executed = nbformat.read(out / "notebooks" / "good" / "bench.ipynb", as_version=4)
     injected = next(c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", []))
     assert 'model = "good"' in injected.source and "limit = 3" in injected.source
-    assert "unused_param" not in injected.source and "data_source" not in injected.source
+    assert "unused_param" not in injected.source and 'data_source = "/some/data"' in injected.source
     # the paper notebook ran last and reads without Jupyter as HTML
     assert report.html == str(out / "notebooks" / "paper.html")
     html = (out / "notebooks" / "paper.html").read_text(encoding="utf-8")
@@ -97,7 +101,7 @@ def test_notebook_parameters_despite_papermill_parser(notebooks):
 
     assert "limit" not in papermill.inspect_notebook(str(notebooks / "bench.ipynb"))  # papermill alone misses it
     declared = batch.notebook_parameters(notebooks / "bench.ipynb")
-    assert set(declared) == {"model", "limit", "outputs_dir"} and declared["limit"]["default"] == "None"
+    assert set(declared) == {"model", "limit", "data_source", "outputs_dir"} and declared["limit"]["default"] == "None"
     assert set(batch.notebook_parameters(notebooks / "shared.ipynb")) == {"outputs_dir"}
 
 

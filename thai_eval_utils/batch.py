@@ -15,6 +15,7 @@ import argparse
 import ast
 import contextlib
 import json
+import logging
 import os
 import re
 import sys
@@ -203,6 +204,25 @@ def export_html(notebook: str | Path, html: str | Path | None = None) -> Path:
     return target
 
 
+def _for_kernel(path: str | Path, nb_dir: Path) -> str:
+    """A path given relative to this process's folder, as the kernels see it (their cwd is ``nb_dir``):
+    relative to ``nb_dir`` inside the project (``../outputs``), absolute elsewhere."""
+    target = Path(path).resolve()
+    return os.path.relpath(target, nb_dir) if target.is_relative_to(nb_dir.parent) else str(target)
+
+
+class _KnownParameterNoise(logging.Filter):
+    """Drops papermill's warnings about help comments it cannot parse: :func:`notebook_parameters` reads them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.getMessage()
+        return not (msg.startswith("Unable to parse line") or msg.startswith("Passed unknown parameter"))
+
+
+for _name in ("papermill", "papermill.translators"):  # logger filters do not reach child loggers: both
+    logging.getLogger(_name).addFilter(_KnownParameterNoise())
+
+
 def _declares_model(path: Path) -> bool:
     """Whether a notebook runs once per model (it declares ``model``; a missing or unreadable one counts as yes)."""
     try:
@@ -245,8 +265,8 @@ def run_models(
         The :class:`BatchReport` (also written to ``<outputs>/notebooks/batch_report.json``).
     """
     nb_dir, out = Path(notebooks_dir).resolve(), Path(outputs).resolve()
-    shared = {"limit": limit, "data_source": data, "judge_model": judge, "judge_base_url": judge_base_url,
-              "outputs_dir": os.path.relpath(out, nb_dir), **(extra_parameters or {})}
+    shared = {"limit": limit, "data_source": None if data is None else _for_kernel(data, nb_dir), "judge_model": judge,
+              "judge_base_url": judge_base_url, "outputs_dir": _for_kernel(out, nb_dir), **(extra_parameters or {})}
     runs: list[NotebookRun] = []
 
     def record(run: NotebookRun) -> None:
