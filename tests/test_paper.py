@@ -331,3 +331,21 @@ def test_dialect_scores_from_the_notebooks_table(tmp_path):
     south = table[(table["source"] == "thai-eval run") & (table["dialect"] == "Dambro")].iloc[0]
     assert (south["model"], south["qa_rougeL"], south["qa_delta"]) == ("Qwen/Qwen2.5-0.5B", "20.50", "10.50")
     assert south["partial"] and south["samples"] == "qa_rougeL 2/20"
+
+
+def test_reads_a_real_h6_run(tmp_path):
+    """Integration: a run written by h6.evaluate (fake model) lands in Kim et al. Table 4's layout."""
+    from thai_eval_utils import h6
+
+    class LengthModel:  # log-likelihood = -(characters of the continuation): acc picks the shortest choice
+        name, identity, add_bos_token = "length-lm", {"name": "length-lm", "source": "test"}, False
+
+        def loglikelihood(self, requests):
+            return [(-float(len(cont)), False) for _, cont in requests]
+
+    # choices " ก" (ll -2, per char -2), " ขข" (-3, -1.5), " คคค" (-4, -1.33): acc_norm picks C, acc picks A
+    docs = [{"question": f"q{i}", "choices": {"text": ["ก", "ขข", "คคค"], "label": ["A", "B", "C"]}, "answerKey": "C"} for i in range(4)]
+    h6.evaluate(LengthModel(), "th_arc", docs, num_fewshot=0, fewshot_pool=docs, limit=3, outputs=tmp_path, progress=False)
+    row = paper.table_with_runs("h6", paper.load_all_published(DATA), tmp_path).iloc[-1]
+    assert (row["source"], row["model"], row["th_arc"], row["thai_h6_avg"]) == ("thai-eval run", "length-lm", "100.00", "")
+    assert row["partial"] and row["samples"] == "th_arc 3/1222" and "num_fewshot=0" in row["options"]
