@@ -264,3 +264,36 @@ def test_evaluate_tasks_and_scores_frame(tmp_path):
     head = frame[frame["headline"]].set_index("task")["value"]
     assert head["th_arc"] == pytest.approx(100 / 3) and head["th_winogrande"] == pytest.approx(100.0)
     assert set(frame[frame["task"] == "th_arc"]["metric"]) == {"acc_norm", "acc", "acc_bytes"}
+
+
+def test_tiny_model_chunking_does_not_change_lls(tmp_path, tiny_local_model):
+    """With a real (tiny random) model: per-doc log-likelihoods are the same whatever the chunk size, and
+    equal to scoring each doc's requests alone."""
+    from thai_eval_utils import h6_tasks as T
+
+    docs, pool = _numbered_arc(4), _numbered_arc(6)
+    one = h6.evaluate(tiny_local_model, "th_arc", docs, 2, fewshot_pool=pool, chunk_size=1, outputs=tmp_path / "a", progress=False)
+    many = h6.evaluate(tiny_local_model, "th_arc", docs, 2, fewshot_pool=pool, chunk_size=32, outputs=tmp_path / "b", progress=False)
+    for a, b in zip(one.table["lls"], many.table["lls"]):
+        assert a == pytest.approx(b, abs=1e-4)
+    spec = T.get_task("th_arc")
+    shots = lb_draws(4, 6, 2)
+    alone = T.build_requests(spec, docs[3], [pool[j] for j in shots[3]], spec.templates)
+    direct = [ll for ll, _ in tiny_local_model.loglikelihood(list(alone.requests))]
+    assert many.table["lls"].iloc[3] == pytest.approx(direct, abs=1e-4)
+    assert many.table["prompt_sha256"].iloc[3] == alone.sha256
+
+
+def test_model_without_loglikelihood_is_refused(tmp_path):
+    from thai_eval_utils.errors import ThaiEvalError
+
+    class ApiLike:
+        name, identity, add_bos_token = "api", {"name": "api"}, False
+
+        def generate(self, prompts, **kw):
+            return [" #### 6" for _ in prompts]
+
+    with pytest.raises(ThaiEvalError, match="has none"):
+        h6.evaluate(ApiLike(), "th_arc", ARC_DOCS, 0, outputs=tmp_path, progress=False)
+    res = h6.evaluate(ApiLike(), "th_gsm8k", [{"question": "q", "answer": "#### 6"}], 0, outputs=tmp_path, progress=False)
+    assert res.headline.value == 1.0

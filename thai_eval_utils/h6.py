@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from . import h6_metrics as M
 from . import h6_tasks as T
-from .errors import ThaiEvalDataError
+from .errors import ThaiEvalDataError, ThaiEvalError
 from .fewshot import default_seed, draw_shots
 from .results import RunStore, Score, canonical_json, sha256_text
 
@@ -193,6 +193,9 @@ def evaluate(
         raise ValueError(f"mmlu_average must be 'macro' or 'micro', not {mmlu_average!r}")
     if chunk_size < 1:
         raise ValueError("chunk_size must be at least 1")
+    if spec.kind != "generate" and not hasattr(model, "loglikelihood"):
+        raise ThaiEvalError(f"{spec.name} scores answer choices by log-likelihood: {getattr(model, 'name', model)!r} "
+                            "has none (API models can run th_gsm8k only)")
     tmpl = T.templates_for(spec, templates)
     docs, pool, files, source = _resolve_data(spec, source_or_docs, fewshot_pool)
     k = spec.num_fewshot if num_fewshot is None else int(num_fewshot)
