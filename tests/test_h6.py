@@ -297,3 +297,19 @@ def test_model_without_loglikelihood_is_refused(tmp_path):
         h6.evaluate(ApiLike(), "th_arc", ARC_DOCS, 0, outputs=tmp_path, progress=False)
     res = h6.evaluate(ApiLike(), "th_gsm8k", [{"question": "q", "answer": "#### 6"}], 0, outputs=tmp_path, progress=False)
     assert res.headline.value == 1.0
+
+
+def test_bos_option_is_recorded_and_restored(tmp_path):
+    seen = []
+
+    class BosModel(FakeModel):
+        def loglikelihood(self, requests):
+            seen.append(self.add_bos_token)
+            return super().loglikelihood(requests)
+
+    model = BosModel(score=lambda c, x: ARC_LLS[x])
+    res = h6.evaluate(model, "th_arc", ARC_DOCS, 0, add_bos_token=True, outputs=tmp_path, progress=False)
+    assert seen == [True] and model.add_bos_token is False
+    assert res.config["add_bos"] is True and "bos:yes" in res.headline.signature
+    off = h6.evaluate(model, "th_arc", ARC_DOCS, 0, outputs=tmp_path, progress=False)
+    assert off.run_dir != res.run_dir and seen == [True, False]

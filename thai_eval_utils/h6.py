@@ -127,8 +127,8 @@ def _selected(spec: T.TaskSpec, docs: list[dict], limit: int | None) -> list[int
     return out
 
 
-def _bos(model: Any, add_bos_token: bool | None) -> bool:
-    """The model's BOS setting, after applying ``add_bos_token`` when given."""
+def _set_bos(model: Any, add_bos_token: bool | None) -> bool | None:
+    """Apply ``add_bos_token`` to the model when given; returns the previous setting (to restore)."""
     current = getattr(model, "add_bos_token", None)
     if add_bos_token is not None and current != add_bos_token:
         try:
@@ -136,8 +136,7 @@ def _bos(model: Any, add_bos_token: bool | None) -> bool:
         except AttributeError:
             raise ValueError(f"model has add_bos_token={current!r} and it cannot be changed; load it with "
                              f"add_bos_token={add_bos_token}") from None
-        current = add_bos_token
-    return bool(current)
+    return current
 
 
 def evaluate(
@@ -173,7 +172,8 @@ def evaluate(
         sampler: "lb" (seed 42, shuffled order), "h" (lm-eval 0.4.13: seed 1234, dataset order) or
             "first_n". MMLU always uses the first 5 of the subject's dev split.
         fewshot_seed: overrides the sampler's seed.
-        add_bos_token: BOS before every context (LB: False); None keeps the model's setting.
+        add_bos_token: BOS before every context (LB: False); None keeps the model's setting. The model's
+            own setting is restored afterwards.
         gsm8k_stops: "lb" (``:``, ``Question:``, ``Question``), "h" (``Question:``, ``</s>``, ``<|im_end|>``) or a list.
         max_new_tokens: GSM8K generation budget (256).
         mc2: TruthfulQA headline MC2, "lb" (split at the first label 0) or "mask" (lm-eval's label mask).
@@ -207,7 +207,8 @@ def evaluate(
     # Key names avoid "token": results.redact() drops such keys from run cards as if they were secrets.
     config: dict[str, Any] = {
         "task": spec.name, "num_fewshot": k, "sampler": eff_sampler, "fewshot_seed": seed,
-        "add_bos": _bos(model, add_bos_token), "acc_norm": "unicode code points",
+        "add_bos": bool(add_bos_token if add_bos_token is not None else getattr(model, "add_bos_token", False)),
+        "acc_norm": "unicode code points",
     }
     if spec.kind == "generate":
         config.update(gsm8k_stops=list(T.gsm8k_stops(gsm8k_stops)), max_new=max_new_tokens, decoding="greedy")
@@ -221,7 +222,12 @@ def evaluate(
         model.name, f"thai_h6/{spec.name}", config, model_identity=getattr(model, "identity", None),
         data_files=files, prompt_templates=tmpl, outputs=outputs,
     )
-    records = _run(model, spec, docs, pool, shots, selected, tmpl, config, store, chunk_size, progress, mc2)
+    previous = _set_bos(model, add_bos_token)
+    try:
+        records = _run(model, spec, docs, pool, shots, selected, tmpl, config, store, chunk_size, progress, mc2)
+    finally:
+        if add_bos_token is not None and previous is not None:
+            model.add_bos_token = previous
     table = _table(spec, docs, records, mc2)
     scores, subjects = _scores(spec, table, config, mmlu_average, limit is not None and len(selected) < len(docs))
     store.write_summary({
