@@ -43,6 +43,16 @@ def _batches(seq: list[int], size: int) -> list[list[int]]:
     return [seq[i : i + size] for i in range(0, len(seq), max(1, size))]
 
 
+def select_items(df: pd.DataFrame, limit: int | None) -> pd.DataFrame:
+    """The first ``limit`` questions of each format, in file order (None: all). Both formats stay present,
+    since ThaiCLI averages the two."""
+    if limit is None:
+        return df.reset_index(drop=True)
+    out = df.groupby("format", sort=False).head(int(limit)).reset_index(drop=True)
+    out.attrs.update(df.attrs)
+    return out
+
+
 def chat_messages(question: str, system_prompt: str | None = None) -> list[dict[str, str]]:
     """The conversation the evaluated model answers: an optional system message, then the question."""
     messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
@@ -225,3 +235,15 @@ def judge_free_scores(prefs: pd.DataFrame) -> JudgeFreeScores:
         headline[col] = Score(f"thaicli_loglik/{col}", (vals[0] + vals[1]) / 2, int(by_format["n"].sum()), se,
                               f"context:{sha256_text(LL_CONTEXT_TEMPLATE)[:8]}")  # fmt: skip
     return JudgeFreeScores(headline["win_raw"], headline["win_norm"], by_format, by_theme)
+
+
+def judge_vs_loglik(judge_by_theme: pd.DataFrame, loglik_by_theme: pd.DataFrame) -> pd.DataFrame:
+    """Per (format, theme): the judge's mean score beside the judge-free win rates, one row each.
+
+    Args:
+        judge_by_theme: ``judge.thaicli_scores(...).by_theme`` (format, theme, n, mean, stderr).
+        loglik_by_theme: ``judge_free_scores(...).by_theme`` (format, theme, n, win_raw, win_norm, ...).
+    """
+    left = judge_by_theme.rename(columns={"n": "n_judged", "mean": "judge_mean", "stderr": "judge_stderr"})
+    right = loglik_by_theme[["format", "theme", "n", "win_raw", "win_norm"]].rename(columns={"n": "n_loglik"})
+    return left.merge(right, on=["format", "theme"], how="outer").sort_values(["format", "theme"]).reset_index(drop=True)

@@ -1,0 +1,61 @@
+"""ThaiCLI figures (Kim et al., arXiv 2410.04795, section 4): judge score distribution, per-theme means,
+and the judge-free log-likelihood win rates. Each returns the Figure; save it with ``plots.save_figure``.
+Thai theme names are not used as labels (the data's themes are English), so no Thai font is needed.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+FORMAT_ORDER = ["factoid", "instruction"]
+
+
+def score_distribution(items: pd.DataFrame, title: str = "") -> plt.Figure:
+    """Left: the share of judge scores 0-10 per format (0 = fallback after the last judge call);
+    right: mean score per theme and format with standard-error bars. Unjudged items are left out (and counted).
+
+    Args:
+        items: ``judge_answers(...).items`` (columns format, theme, score, status).
+        title: figure title (e.g. the evaluated model and the judge).
+    """
+    judged = items[items["status"] != "unjudged"].copy()
+    judged["score"] = judged["score"].astype(float)
+    hue_order = [f for f in FORMAT_ORDER if f in set(judged["format"])]
+    fig, (ax_hist, ax_theme) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1.2, 1]})
+    if judged.empty:
+        for ax in (ax_hist, ax_theme):
+            ax.text(0.5, 0.5, "no judged items", ha="center", va="center", transform=ax.transAxes)
+    else:
+        sns.histplot(data=judged, x="score", hue="format", hue_order=hue_order, discrete=True, stat="percent",
+                     common_norm=False, multiple="dodge", binrange=(0, 10), shrink=0.8, ax=ax_hist)  # fmt: skip
+        sns.barplot(data=judged, x="score", y="theme", hue="format", hue_order=hue_order, errorbar="se",
+                    ax=ax_theme, orient="h")  # fmt: skip
+    n_unjudged = int((items["status"] == "unjudged").sum())
+    n_zero = int((judged["status"] == "fallback_zero").sum())
+    ax_hist.set(xlabel="judge score (0 = no parsable judgement in the allowed calls)", ylabel="% of the format's items",
+                xticks=range(11), xlim=(-0.6, 10.6),
+                title=f"score distribution (n={len(judged)}, {n_zero} zero fallbacks, {n_unjudged} unjudged)")  # fmt: skip
+    ax_theme.set(xlabel="mean judge score ± s.e.", ylabel="", xlim=(0, 10), title="per theme")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def judge_free_rates(prefs: pd.DataFrame, title: str = "") -> plt.Figure:
+    """Share of items where the chosen answer is more likely than the rejected one, per theme and format,
+    raw and per-character (``thaicli.loglikelihood_preferences`` output); 0.5 marks chance."""
+    long = prefs.melt(id_vars=["format", "theme"], value_vars=["win_raw", "win_norm"], var_name="comparison",
+                      value_name="chosen wins")  # fmt: skip
+    long["comparison"] = long["comparison"].map({"win_raw": "summed log-likelihood", "win_norm": "per character"})
+    long["group"] = long["format"] + " / " + long["comparison"]
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    sns.barplot(data=long, x="chosen wins", y="theme", hue="group", errorbar="se", orient="h", ax=ax)
+    ax.axvline(0.5, color="0.4", linestyle="--", linewidth=1)
+    ax.set(xlim=(0, 1), xlabel="share of items where chosen beats rejected (± s.e.)", ylabel="",
+           title=title or "judge-free ThaiCLI: log-likelihood of chosen vs rejected")  # fmt: skip
+    ax.legend(title="", fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig
