@@ -120,17 +120,20 @@ class _Head:
         self.rows = max(1, _HEAD_BYTES // (4 * self.proj.weight.shape[0]))
 
     def __call__(self, hidden: torch.Tensor, rows: torch.Tensor, targets: torch.Tensor):
-        """Log-probability of ``targets[k]`` and whether it is the argmax, at hidden state ``rows[k]``."""
-        lps, greedy = [], []
-        for s in range(0, len(rows), self.rows):
-            logits = self.proj(hidden[rows[s:s + self.rows]].to(self.proj.weight.device))
+        """Log-probability of ``targets[k]`` and whether it is the argmax, at hidden state ``hidden[rows[k]]``;
+        each row of ``hidden`` goes through the output layer once."""
+        lp = torch.empty(len(rows), dtype=torch.float32)
+        greedy = torch.empty(len(rows), dtype=torch.bool)
+        for s in range(0, len(hidden), self.rows):
+            logits = self.proj(hidden[s:s + self.rows].to(self.proj.weight.device))
             if self.softcap:
                 logits = torch.tanh(logits / self.softcap) * self.softcap
             logp = torch.log_softmax(logits.float(), dim=-1)
-            tgt = targets[s:s + self.rows].to(logp.device)
-            lps.append(logp.gather(1, tgt[:, None])[:, 0].cpu())
-            greedy.append((logp.argmax(dim=-1) == tgt).cpu())
-        return torch.cat(lps), torch.cat(greedy)
+            sel = ((rows >= s) & (rows < s + self.rows)).nonzero()[:, 0]
+            r, t = (rows[sel] - s).to(logp.device), targets[sel].to(logp.device)
+            lp[sel] = logp[r, t].cpu()
+            greedy[sel] = (logp.argmax(dim=-1)[r] == t).cpu()
+        return lp, greedy
 
 
 class _Body:
