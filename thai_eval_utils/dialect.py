@@ -9,7 +9,7 @@ strings (``data/dialect/dialect_prompts.json``); each reply is appended to a
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,6 +133,25 @@ def cap_prompt(model: Any, content: str, max_tokens: int | None) -> tuple[str, i
     ids = tok(content, add_special_tokens=False).input_ids
     keep = max(0, len(ids) - (n_total - max_tokens))
     return tok.decode(ids[:keep], skip_special_tokens=True), n_total, True
+
+
+def select_items(df: pd.DataFrame, *, tasks: Sequence[str] | None = None, limit: int | None = None) -> pd.DataFrame:
+    """The items of some task families (``qa``, ``summarization``, ``translation_en_to_dialect``,
+    ``translation_dialect_to_en``, ``conversation``, ``food``), the first ``limit`` per dialect and task.
+
+    ``df.attrs`` (the data files read) is kept, so the run's config id still hashes them.
+    """
+    out = df
+    if tasks is not None:
+        unknown = set(tasks) - {"qa", "summarization", "translation_en_to_dialect", "translation_dialect_to_en", *UNSCORED_TASKS}
+        if unknown:
+            raise ValueError(f"unknown task famil(ies) {sorted(unknown)}")
+        out = out[out["task"].map(table_task).isin(list(tasks))]
+    if limit is not None:
+        out = out.groupby(["dialect", "task"], sort=False).head(limit)
+    out = out.reset_index(drop=True)
+    out.attrs = dict(df.attrs)
+    return out
 
 
 def item_key(item: Mapping[str, Any]) -> str:
