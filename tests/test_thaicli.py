@@ -151,3 +151,25 @@ def test_judge_free_variant_matches_the_model_loglikelihood(tmp_path, tiny_local
     assert prefs["ll_chosen"][0] == pytest.approx(ll_c, abs=1e-4)
     assert prefs["ll_rejected"][0] == pytest.approx(ll_r, abs=1e-4)
     assert prefs["win_raw"][0] == (1.0 if ll_c > ll_r else 0.0)
+
+
+def test_figures_report_counts():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from thai_eval_utils.plots import thaicli as cli_plots
+
+    judged = pd.DataFrame({"format": ["factoid", "factoid", "instruction", "instruction"], "theme": ["Culture"] * 4,
+                           "score": [8.0, 0.0, float("nan"), 6.0],
+                           "status": ["scored", "fallback_zero", "unjudged", "scored"]})  # fmt: skip
+    fig = cli_plots.score_distribution(judged, title="m by j")
+    hist, theme = fig.axes[:2]
+    assert hist.get_title() == "score distribution (n=3, 1 zero fallbacks, 1 unjudged)"
+    assert fig._suptitle.get_text() == "m by j"
+    heights = sorted(round(p.get_height()) for p in hist.patches if p.get_height() > 0)
+    assert heights == [50, 50, 100]  # factoid: 0 and 8 at 50% each; instruction: 6 at 100%
+    prefs = pd.DataFrame({"format": ["factoid", "instruction"], "theme": ["Culture", "Culture"],
+                          "win_raw": [1.0, 0.0], "win_norm": [0.0, 1.0]})  # fmt: skip
+    ax = cli_plots.judge_free_rates(prefs).axes[0]
+    widths = [p.get_width() for p in ax.patches if p.get_height() > 0]
+    assert sorted(widths) == [0.0, 0.0, 1.0, 1.0]  # factoid raw 1 / per char 0; instruction raw 0 / per char 1

@@ -32,6 +32,8 @@ def score_distribution(items: pd.DataFrame, title: str = "") -> plt.Figure:
                      common_norm=False, multiple="dodge", binrange=(0, 10), shrink=0.8, ax=ax_hist)  # fmt: skip
         sns.barplot(data=judged, x="score", y="theme", hue="format", hue_order=hue_order, errorbar="se",
                     ax=ax_theme, orient="h")  # fmt: skip
+        sns.move_legend(ax_hist, "upper left")
+        sns.move_legend(ax_theme, "upper left", bbox_to_anchor=(1.01, 1.0))
     n_unjudged = int((items["status"] == "unjudged").sum())
     n_zero = int((judged["status"] == "fallback_zero").sum())
     ax_hist.set(xlabel="judge score (0 = no parsable judgement in the allowed calls)", ylabel="% of the format's items",
@@ -51,11 +53,13 @@ def judge_free_rates(prefs: pd.DataFrame, title: str = "") -> plt.Figure:
                       value_name="chosen wins")  # fmt: skip
     long["comparison"] = long["comparison"].map({"win_raw": "summed log-likelihood", "win_norm": "per character"})
     long["group"] = long["format"] + " / " + long["comparison"]
-    fig, ax = plt.subplots(figsize=(8, 4.2))
-    sns.barplot(data=long, x="chosen wins", y="theme", hue="group", errorbar="se", orient="h", ax=ax)
+    hue_order = [f"{f} / {c}" for f in FORMAT_ORDER for c in ("summed log-likelihood", "per character")]
+    hue_order = [h for h in hue_order if h in set(long["group"])]
+    fig, ax = plt.subplots(figsize=(10, 4.2))
+    sns.barplot(data=long, x="chosen wins", y="theme", hue="group", hue_order=hue_order, errorbar="se", orient="h", ax=ax)
     ax.axvline(0.5, color="0.4", linestyle="--", linewidth=1)
     ax.set(xlim=(0, 1), xlabel="share of items where chosen beats rejected (± s.e.)", ylabel="",
            title=title or "judge-free ThaiCLI: log-likelihood of chosen vs rejected")  # fmt: skip
-    ax.legend(title="", fontsize=8, loc="lower right")
+    ax.legend(title="", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig
