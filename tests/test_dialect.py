@@ -206,3 +206,14 @@ def test_score_generations_perfect_outputs():
     assert bleu["value"].tolist() == pytest.approx([100.0] * 4)
     assert set(scores["pythainlp"]) == {"5.0.4"}
     assert set(scores[scores["task"] == "translation_east_eng"]["table_task"]) == {"translation_dialect_to_en"}
+
+
+def test_select_items_by_family_and_limit_keeps_the_file_list():
+    df = load_dialect(SAMPLES)
+    picked = D.select_items(df, tasks=["translation_dialect_to_en", "food"], limit=2)
+    assert sorted(picked["task"].unique()) == ["food", "translation_center_eng", "translation_east_eng",
+                                               "translation_north_eng", "translation_south_eng"]
+    assert (picked.groupby(["dialect", "task"]).size() == 2).all() and list(picked["id"][:2]) == ["0", "1"]
+    assert picked.attrs["files"] == df.attrs["files"] and len(df.attrs["files"]) == 24
+    with pytest.raises(ValueError):
+        D.select_items(df, tasks=["translation"])
