@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt  # the Agg backend is set in conftest.py
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from thai_eval_utils import human_eval as H  # noqa: E402
-from thai_eval_utils.metrics import delta_diff  # noqa: E402
-from thai_eval_utils.plots import dialect as P  # noqa: E402
-from thai_eval_utils.plots import save_figure  # noqa: E402
+from thai_eval_utils import human_eval as H
+from thai_eval_utils.metrics import delta_diff
+from thai_eval_utils.plots import dialect as P
+from thai_eval_utils.plots import save_figure
 
 HUMAN = Path(__file__).resolve().parents[1] / "data" / "human_eval"
 

@@ -9,6 +9,7 @@ strings (``data/dialect/dialect_prompts.json``); each reply is appended to a
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,7 +80,7 @@ def translation_languages(task: str) -> tuple[str, str]:
 
 
 def _text(value: Any) -> str:
-    return "" if value is None or (isinstance(value, float) and value != value) else str(value)
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 
 
 def build_prompt(item: Mapping[str, Any], prompts: DialectPrompts) -> str:

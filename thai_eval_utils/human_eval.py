@@ -17,6 +17,7 @@ did not rate. Files are validated completely before anything is returned.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -60,7 +61,7 @@ def _keys(recs: list[dict], key_fields: Sequence[str], path: str | None) -> None
     for i, rec in enumerate(recs):
         for f in key_fields:
             value = rec[f]
-            if value is None or (isinstance(value, float) and value != value) or isinstance(value, bool) or not str(value).strip():
+            if value is None or (isinstance(value, float) and math.isnan(value)) or isinstance(value, bool) or not str(value).strip():
                 raise ThaiEvalDataError("empty value", path=path, row=i, field=f)
             rec[f] = str(value).strip()
 
@@ -149,7 +150,7 @@ def load_judge_scores(source: str | Path | pd.DataFrame) -> pd.DataFrame:
             rec["score"] = float(str(rec["score"]).strip())
         except ValueError:
             raise ThaiEvalDataError(f"not a number: {rec['score']!r}", path=path, row=i, field="score") from None
-        if rec["score"] != rec["score"]:
+        if math.isnan(rec["score"]):
             raise ThaiEvalDataError("missing score", path=path, row=i, field="score")
         key = tuple(rec[f] for f in JUDGE_COLUMNS[:-1])
         if key in seen:
@@ -334,10 +335,10 @@ def judge_human_spearman(
         rho, p = _spearman(x, y)
         rng = np.random.default_rng(seed)
         boots = []
-        for _ in range(n_boot if rho == rho else 0):
+        for _ in range(0 if math.isnan(rho) else n_boot):
             idx = rng.integers(0, len(x), len(x))
             r, _p = _spearman(x[idx], y[idx])
-            if r == r:
+            if not math.isnan(r):
                 boots.append(r)
         lo, hi = (np.percentile(boots, [50 * (1 - ci), 50 * (1 + ci)]) if boots else (float("nan"), float("nan")))
         rows.append({by: key, "rho": rho, "p_value": p, "n": len(x), "ci_low": float(lo), "ci_high": float(hi), "n_boot_used": len(boots)})

@@ -109,7 +109,7 @@ def judge_human_scatter(merged: pd.DataFrame, correlations: pd.DataFrame | None 
         title = _name(dialect)
         if correlations is not None:
             row = correlations[correlations["dialect"] == dialect]
-            if len(row) and row["rho"].iloc[0] == row["rho"].iloc[0]:
+            if len(row) and not np.isnan(row["rho"].iloc[0]):
                 r = row.iloc[0]
                 title += f"\nρ = {r['rho']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}], n = {int(r['n'])}"
             else:
