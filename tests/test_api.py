@@ -116,3 +116,35 @@ def test_public_base_url_and_cut_at_stop():
     assert public_base_url("https://api.openai.com/v1") == "https://api.openai.com/v1"
     assert cut_at_stop("a<end>b<stop>c", ["<stop>", "<end>"]) == "a"
     assert cut_at_stop("abc", None) == "abc" and cut_at_stop("abc", "z") == "abc"
+
+
+def test_interrupt_inside_a_running_loop_cancels_the_work():
+    """Jupyter's stop button raises KeyboardInterrupt in the main thread: the worker loop must be cancelled
+    (not left judging in the background) and the interrupt must reach the caller."""
+    import os
+    import signal
+    import threading
+
+    from thai_eval_utils.api import run_sync
+
+    started, cancelled = threading.Event(), threading.Event()
+
+    async def slow():
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    async def cell():
+        threading.Thread(target=lambda: (started.wait(), os.kill(os.getpid(), signal.SIGINT)), daemon=True).start()
+        return run_sync(slow)
+
+    loop = asyncio.new_event_loop()  # like ipykernel: a loop without asyncio.run's own SIGINT handling
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(cell())
+    finally:
+        loop.close()
+    assert cancelled.is_set()

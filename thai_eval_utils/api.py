@@ -11,10 +11,11 @@ the coroutine then runs in a worker thread with its own loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import threading
 import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -101,14 +102,44 @@ def run_sync(make_coro: Callable[[], Awaitable[T]]) -> T:
     """Run the coroutine ``make_coro()`` to completion from synchronous code.
 
     With no event loop running this is ``asyncio.run``; inside a running loop (a Jupyter cell) the
-    coroutine runs on a fresh loop in a worker thread, since a running loop cannot be re-entered.
+    coroutine runs on a fresh loop in a worker thread, since a running loop cannot be re-entered; an
+    interrupt of the caller (Jupyter's stop button) cancels that coroutine before it propagates.
     """
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(make_coro())  # type: ignore[arg-type]
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="thai-eval-api") as pool:
-        return pool.submit(lambda: asyncio.run(make_coro())).result()  # type: ignore[arg-type]
+    box: dict[str, Any] = {}
+    started, finished = threading.Event(), threading.Event()
+
+    async def main() -> T:
+        box["loop"], box["task"] = asyncio.get_running_loop(), asyncio.current_task()
+        started.set()
+        return await make_coro()
+
+    def worker() -> None:
+        try:
+            box["value"] = asyncio.run(main())
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+        finally:
+            started.set()
+            finished.set()
+
+    # Waiting on an Event rather than Thread.join: an interrupted join (3.11) marks the thread finished.
+    threading.Thread(target=worker, name="thai-eval-api", daemon=True).start()
+    try:
+        finished.wait()
+    except BaseException:  # an interrupt (Jupyter's stop button): cancel the work, wait for it to unwind
+        started.wait()
+        if "loop" in box:
+            with contextlib.suppress(RuntimeError):  # the loop already closed: nothing left to cancel
+                box["loop"].call_soon_threadsafe(box["task"].cancel)
+        finished.wait()
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def describe_error(exc: BaseException) -> str:
