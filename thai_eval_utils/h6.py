@@ -394,7 +394,7 @@ class H6Score:
         for t in TASKS:
             row[t] = 100 * self.tasks[t].value if t in self.tasks else math.nan
         if stderr:
-            row[f"{AVERAGE_COLUMN}_stderr"] = self.stderr
+            row[f"{AVERAGE_COLUMN}_stderr"] = math.nan if self.stderr is None else self.stderr
             for t in TASKS:
                 se = self.tasks[t].stderr if t in self.tasks else None
                 row[f"{t}_stderr"] = math.nan if se is None else 100 * se
