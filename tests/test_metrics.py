@@ -38,6 +38,8 @@ def test_bleu_whitespace_tokens_count_and_brevity_penalty():
     assert r.bp == pytest.approx(math.exp(-0.4))
     assert r.score == pytest.approx(100 * math.exp(-0.4))  # 67.032...
     assert M.bleu(["ฉัน กิน ข้าว"], ["ฉัน กิน ข้าว แล้ว"]) == pytest.approx(67.0320046)
+    assert str(r).startswith("BLEU = 67.03 100.0/100.0/100.0/100.0 (BP = 0.670 ratio = 0.714 hyp_len = 5 ref_len = 7) bleu|nmt")
+    assert json.loads(json.dumps(r.to_dict()))["matches"] == [5, 4, 3, 2]
 
 
 def test_bleu_clips_counts_and_sums_over_the_corpus():

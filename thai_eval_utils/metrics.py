@@ -122,6 +122,9 @@ class BleuResult:
     possible: tuple[int, ...]
     signature: str = ""
 
+    def to_dict(self) -> dict[str, object]:
+        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+
     def __str__(self) -> str:
         p = "/".join(f"{100 * x:.1f}" for x in self.precisions)
         return f"BLEU = {self.score:.2f} {p} (BP = {self.bp:.3f} ratio = {self.ratio:.3f} hyp_len = {self.hyp_len} ref_len = {self.ref_len}) {self.signature}"
