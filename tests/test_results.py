@@ -91,8 +91,10 @@ def test_secrets_never_written(tmp_path):
 
 
 def test_redact_keeps_token_counts():
-    assert redact({"max_new_tokens": 5, "prompt_tokens": 3, "api_key": "x", "hf_token": "y", "nested": [{"password": 1}]}) == {
-        "max_new_tokens": 5, "prompt_tokens": 3, "nested": [{}]}
+    kept = {"max_new_tokens": 5, "prompt_tokens": 3, "add_bos_token": False, "stop_tokens": ["x"]}
+    secret = {"api_key": "x", "OPENAI_API_KEY": "x", "hf_token": "y", "token": "z", "access_token": "a",
+              "client_secret": "c", "Authorization": "Bearer x"}
+    assert redact({**kept, **secret, "nested": [{"password": 1}]}) == {**kept, "nested": [{}]}
 
 
 @pytest.mark.parametrize(

@@ -45,8 +45,8 @@ RECORDED_PACKAGES = (
 
 #: Keys whose values are secrets and never land in a result file.
 _SECRET_KEY = re.compile(
-    r"^(.*[_-])?(api[_-]?key|secret|client[_-]?secret|password|passwd|authori[sz]ation|bearer|"
-    r"(access|auth|hf|api)?[_-]?token)$",
+    r"^((.*[_-])?(api[_-]?key|secret|password|passwd|authori[sz]ation|bearer)"
+    r"|((.*[_-])?(access|auth|hf|api|bearer|refresh|session)[_-]?)?token)$",
     re.I,
 )
 #: Values that look like API keys even under an innocent key.
