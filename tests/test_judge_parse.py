@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from thai_eval_utils import judge
+from thai_eval_utils.api import estimate_cost
 from thai_eval_utils.judge import build_messages, parse_judgement, round_half_up, thaicli_scores
 from thai_eval_utils.results import sha256_text
 
@@ -144,6 +145,6 @@ def test_thaicli_paper_rounding_case():
 
 def test_estimate_cost_from_price_table():
     # gpt-4o-2024-05-13: $5 / 1M input, $15 / 1M output
-    assert judge.estimate_cost(["gpt-4o-2024-05-13"], 1_000_000, 200_000) == pytest.approx(8.0)
-    assert judge.estimate_cost(["some-local-model", "gpt-4o-mini"], 2_000_000, 1_000_000) == pytest.approx(0.9)
-    assert judge.estimate_cost(["some-local-model"], 10, 10) is None
+    assert estimate_cost(["gpt-4o-2024-05-13"], 1_000_000, 200_000) == pytest.approx(8.0)
+    assert estimate_cost(["some-local-model", "gpt-4o-mini"], 2_000_000, 1_000_000) == pytest.approx(0.9)
+    assert estimate_cost(["some-local-model"], 10, 10) is None

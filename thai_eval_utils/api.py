@@ -11,6 +11,8 @@ the coroutine then runs in a worker thread with its own loop.
 from __future__ import annotations
 
 import asyncio
+import importlib.resources
+import json
 import contextlib
 import os
 import threading
@@ -54,6 +56,9 @@ FATAL_ERRORS: tuple[type[BaseException], ...] = (
     openai.PermissionDeniedError,
     openai.NotFoundError,
 )
+
+#: US dollars per 1M input and output tokens of a few judge models (estimates of a run's cost only).
+PRICES_FILE = importlib.resources.files("thai_eval_utils") / "templates" / "prices.json"
 
 T = TypeVar("T")
 
@@ -140,6 +145,21 @@ def run_sync(make_coro: Callable[[], Awaitable[T]]) -> T:
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def load_prices() -> dict[str, dict[str, float]]:
+    """The price table: model id -> {"input": $/1M tokens, "output": $/1M tokens}."""
+    return {k: v for k, v in json.loads(PRICES_FILE.read_text(encoding="utf-8")).items() if not k.startswith("_")}
+
+
+def estimate_cost(model_ids: list[str | None], prompt_tokens: int, completion_tokens: int) -> float | None:
+    """US dollars for the tokens at the first of ``model_ids`` in the price table; None if none is there."""
+    prices = load_prices()
+    for model_id in model_ids:
+        if model_id and model_id in prices:
+            p = prices[model_id]
+            return (prompt_tokens * p["input"] + completion_tokens * p["output"]) / 1e6
+    return None
 
 
 def describe_error(exc: BaseException) -> str:

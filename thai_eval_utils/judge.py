@@ -17,10 +17,8 @@ import importlib.resources
 import json
 import math
 import os
-import queue
 import re
 import string
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
@@ -30,9 +28,9 @@ from typing import Any
 import openai
 import pandas as pd
 
-from .api import FATAL_ERRORS, ApiModel, ApiSession, describe_error, run_sync
+from .api import FATAL_ERRORS, ApiModel, ApiSession, describe_error, estimate_cost, run_sync
 from .errors import JudgeError, ThaiEvalDataError
-from .judge_cache import JudgementCache, judgement_key
+from .judge_cache import CacheWriter, JudgementCache, judgement_key
 from .results import RunStore, Score, outputs_dir, redact, sha256_text
 
 #: The versioned prompt template (a reconstruction of the paper's Figure 5; see the file's header).
@@ -42,7 +40,6 @@ TEMPLATE_TEXT = (importlib.resources.files("thai_eval_utils") / "templates" / f"
 )
 #: SHA-256 of the template file's text: part of every cache key, run config and result.
 TEMPLATE_SHA256 = sha256_text(TEMPLATE_TEXT)
-_PRICES_FILE = importlib.resources.files("thai_eval_utils") / "templates" / "prices.json"
 
 #: Paper, section 4: at most 16 judge calls per item, then the item scores 0.
 MAX_JUDGE_CALLS = 16
@@ -108,21 +105,6 @@ def round_half_up(value: float, ndigits: int = 2) -> float:
     if value is None or not math.isfinite(value):
         return value
     return float(Decimal(repr(value)).quantize(Decimal(1).scaleb(-ndigits), rounding=ROUND_HALF_UP))
-
-
-def load_prices() -> dict[str, dict[str, float]]:
-    """The price table: model id -> {"input": $/1M tokens, "output": $/1M tokens}."""
-    return {k: v for k, v in json.loads(_PRICES_FILE.read_text(encoding="utf-8")).items() if not k.startswith("_")}
-
-
-def estimate_cost(model_ids: list[str | None], prompt_tokens: int, completion_tokens: int) -> float | None:
-    """US dollars for the tokens at the first of ``model_ids`` in the price table; None if none is there."""
-    prices = load_prices()
-    for model_id in model_ids:
-        if model_id and model_id in prices:
-            p = prices[model_id]
-            return (prompt_tokens * p["input"] + completion_tokens * p["output"]) / 1e6
-    return None
 
 
 @dataclass(frozen=True)
@@ -284,7 +266,7 @@ def _run_loop(answers, judge, params, cache, todo, errors, progress) -> None:  #
             for key, i in todo.items():
                 group.create_task(one(session, key, answers.iloc[i]))
 
-    writer = _CacheWriter(cache)
+    writer = CacheWriter(cache)
     try:
         run_sync(main)
     except BaseExceptionGroup as group:  # TaskGroup wraps the first fatal error
@@ -293,40 +275,6 @@ def _run_loop(answers, judge, params, cache, todo, errors, progress) -> None:  #
     finally:
         writer.close()  # every finished judgement is on disk before returning or raising
         bar.close()
-
-
-class _CacheWriter:
-    """Appends finished judgements on a background thread, in group commits (one fsync per batch), so
-    the event loop never blocks on the disk. ``close()`` flushes everything and re-raises a write error."""
-
-    def __init__(self, cache: JudgementCache) -> None:
-        self.cache = cache
-        self.queue: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._loop, name="thai-eval-judge-writer", daemon=True)
-        self.thread.start()
-
-    def put(self, record: dict[str, Any]) -> None:
-        self.queue.put(record)
-
-    def _loop(self) -> None:
-        done = False
-        while not done:
-            batch = [self.queue.get()]
-            while not self.queue.empty():
-                batch.append(self.queue.get())
-            done = None in batch
-            try:
-                if self.error is None:
-                    self.cache.append_many([r for r in batch if r is not None])
-            except BaseException as exc:  # noqa: BLE001 - reported by close()
-                self.error = exc
-
-    def close(self) -> None:
-        self.queue.put(None)
-        self.thread.join()
-        if self.error is not None:
-            raise self.error
 
 
 def _items_frame(answers: pd.DataFrame, keys: list[str], cache: JudgementCache, errors: dict[str, str]) -> pd.DataFrame:
