@@ -69,7 +69,7 @@ def generate_answers(
     top_p: float = 1.0,
     seed: int | None = 1234,
     system_prompt: str | None = None,
-    batch_size: int = 8,
+    batch_size: int | None = None,
     progress: bool = True,
 ) -> pd.DataFrame:
     """Answer every question with ``model.chat``; each batch is stored as it finishes and reused on rerun.
@@ -80,7 +80,8 @@ def generate_answers(
         outputs: the outputs folder (default ``results.outputs_dir()``).
         max_new_tokens, temperature, top_p, seed: generation settings, recorded in the run config.
         system_prompt: an optional system message (recorded; part of the config id).
-        batch_size: conversations per ``model.chat`` call (and per store flush).
+        batch_size: conversations per ``model.chat`` call (and per store flush); default: an API model's
+            ``concurrency`` (every connection busy), else 8.
         progress: show a tqdm bar.
 
     Returns:
@@ -89,6 +90,7 @@ def generate_answers(
     from tqdm.auto import tqdm
 
     _check(df, _ITEM_COLUMNS)
+    batch_size = batch_size or getattr(model, "concurrency", None) or 8
     settings = {"max_new_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p, "seed": seed}
     identity = stable_identity(dict(model.identity))
     store = RunStore.open(
