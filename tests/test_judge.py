@@ -255,3 +255,19 @@ def test_api_key_never_written(tmp_path, monkeypatch):
         assert FAKE_KEY.encode() not in data and b"SECRET" not in data, p
     for text in (repr(judge), json.dumps(judge.identity), json.dumps(res.summary, default=str), res.items.to_csv()):
         assert "SECRET" not in text
+
+
+def test_open_judge_checks_the_endpoint(monkeypatch):
+    from thai_eval_utils.serve import free_port, open_judge
+
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    with FakeOpenAIServer() as srv, open_judge("fake-judge", base_url=srv.base_url, concurrency=3) as judge:
+        assert (judge.model_id, judge.concurrency, judge.base_url) == ("fake-judge", 3, srv.base_url)
+    with pytest.raises(JudgeError, match="not usable"):  # nothing listens there
+        with open_judge("fake-judge", base_url=f"http://127.0.0.1:{free_port()}/v1"):
+            pass
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(JudgeError, match="OPENAI_API_KEY"):  # OpenAI itself without a key: no request is made
+        with open_judge("gpt-4o-2024-05-13"):
+            pass

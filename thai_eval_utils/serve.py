@@ -32,7 +32,7 @@ EMBEDDED_SERVE = "embedded-serve"
 #: The embedded demo judge is greedy, so every repeat call returns the same text: the notebook caps its
 #: calls and reply length to keep the demo to minutes (a real judge keeps the paper's 16 calls).
 EMBEDDED_JUDGE_MAX_CALLS = 2
-EMBEDDED_JUDGE_MAX_TOKENS = 16
+EMBEDDED_JUDGE_MAX_TOKENS = 8
 #: CPU generation is slow: a local server gets long request timeouts and few requests at a time.
 LOCAL_TIMEOUT = 900.0
 LOCAL_CONCURRENCY = 2
