@@ -303,7 +303,7 @@ def test_paper_tables_notebook_runs(tmp_path, outputs):
     figures = {p.name for p in (outputs / "figures").iterdir()}
     for name in ("thai_h6_task_scores", "thai_h6_vs_thaicli", "thaicli_factoid_vs_instruction", "dialect_delta_heatmap",
                  "dialect_preference", "dialect_generation_fluency"):  # fmt: skip
-        assert {f"{name}.png", f"{name}.svg"} <= figures
+        assert {f"paper_{name}.png", f"paper_{name}.svg"} <= figures
 
 
 def test_paper_tables_notebook_is_committed_without_outputs():

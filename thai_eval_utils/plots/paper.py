@@ -142,7 +142,8 @@ def generation_fluency_bars(gf: pd.DataFrame) -> plt.Figure:
     return grid.figure
 
 
-#: Figure name -> (function, the table keys it takes), for drawing and saving all of them at once.
+#: Figure name -> (function, the table keys it takes), for drawing and saving all of them at once
+#: (the notebook saves them as ``figures/paper_<name>``, apart from the benchmark notebooks' figures).
 PAPER_FIGURES = {
     "thai_h6_task_scores": (h6_task_scores, ("h6",)),
     "thai_h6_vs_thaicli": (h6_vs_thaicli, ("h6", "thaicli")),
