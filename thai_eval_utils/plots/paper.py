@@ -13,17 +13,12 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from ..metrics import TABLE1_TASKS
 from ..paper import CENTRAL, H6_TASKS, PAPER_SOURCE, numeric, rank_agreement
+from . import dialect as dialect_plots
 
-#: Preference options of Limkonchotiwat et al. Table 2, in stacking order, with legend labels.
-PREFERENCE_OPTIONS = {"prefer_a": "A better", "prefer_b": "B better", "both": "Both good", "none": "Both poor"}
-#: ΔDiff columns of Limkonchotiwat et al. Table 1 and their short labels.
-DELTA_LABELS = {
-    "qa_delta": "QA (ROUGE-L)",
-    "summarization_delta": "summ. (ROUGE-L)",
-    "translation_en_to_dialect_delta": "EN→dialect (BLEU)",
-    "translation_dialect_to_en_delta": "dialect→EN (BLEU)",
-}
+#: Preference columns of Limkonchotiwat et al. Table 2 -> the annotation labels of :mod:`thai_eval_utils.human_eval`.
+PREFERENCE_COLUMNS = {"prefer_a": "A", "prefer_b": "B", "both": "Both", "none": "None"}
 
 
 def _labelled(df: pd.DataFrame) -> pd.DataFrame:
@@ -92,54 +87,31 @@ def thaicli_factoid_vs_instruction(thaicli: pd.DataFrame) -> plt.Figure:
 
 
 def dialect_delta_heatmap(auto: pd.DataFrame) -> plt.Figure:
-    """ΔDiff (Central minus dialect; > 0 = worse in the dialect) per model and task, one panel per dialect."""
+    """ΔDiff per model and task, one panel per dialect (Limkonchotiwat et al. Table 1 layout, runs marked).
+
+    The wide published layout is turned into :func:`thai_eval_utils.metrics.delta_diff`'s tidy form and drawn
+    by :func:`thai_eval_utils.plots.dialect.delta_heatmap`, the same figure the dialect notebook draws.
+    """
     df = _labelled(auto)
-    deltas = DELTA_LABELS
-    cols = [c for c in deltas if c in df]
-    df = df.dropna(subset=cols, how="all")
-    dialects = [d for d in df["dialect"].drop_duplicates() if d != CENTRAL and isinstance(d, str) and d.strip()]
-    limit = float(np.nanmax(np.abs(df[cols].to_numpy(dtype=float)))) if len(df) else 1.0
-    fig, axes = plt.subplots(1, len(dialects), figsize=(4.2 * len(dialects) + 1, 0.45 * df["label"].nunique() + 2), squeeze=False)
-    for i, (ax, dialect) in enumerate(zip(axes[0], dialects)):
-        labels = list(df.loc[df["dialect"] != CENTRAL, "label"].drop_duplicates())  # same rows in every panel
-        grid = df[df["dialect"] == dialect].set_index("label")[cols].reindex(labels).rename(columns=deltas)
-        sns.heatmap(grid, annot=True, fmt=".2f", cmap="RdBu_r", center=0, vmin=-limit, vmax=limit, ax=ax,
-                    cbar=i == len(dialects) - 1, annot_kws={"fontsize": 7})
-        ax.set(title=dialect, xlabel="", ylabel="" if i else "model")
-        if i:
-            ax.set_yticklabels([])
-    fig.suptitle("ΔDiff = Central minus dialect (Limkonchotiwat et al. Table 1)", fontsize=10)
-    fig.tight_layout()
-    return fig
+    rows = [
+        {"model": label, "dialect": dialect, "task": task, "metric": metric, "delta": float(delta)}
+        for task, (metric, _) in TABLE1_TASKS.items() if f"{task}_delta" in df
+        for label, dialect, delta in zip(df["label"], df["dialect"], df[f"{task}_delta"])
+        if dialect != CENTRAL and pd.notna(delta)
+    ]
+    return dialect_plots.delta_heatmap(pd.DataFrame(rows, columns=["model", "dialect", "task", "metric", "delta"]))
 
 
 def preference_bars(pref: pd.DataFrame) -> plt.Figure:
     """Human preference counts per dialect as stacked bars, one panel per model pair (Limkonchotiwat et al. Table 2)."""
-    df = numeric(pref)
-    pairs = list(df["pair"].drop_duplicates())
-    fig, axes = plt.subplots(1, len(pairs), figsize=(3.4 * len(pairs), 4), sharey=True, squeeze=False)
-    colors = sns.color_palette("colorblind", len(PREFERENCE_OPTIONS))
-    for ax, pair in zip(axes[0], pairs):
-        sub = df[df["pair"] == pair].set_index("dialect")
-        sub[list(PREFERENCE_OPTIONS)].rename(columns=PREFERENCE_OPTIONS).plot.bar(stacked=True, ax=ax, color=colors, legend=False, rot=0)
-        first = sub.iloc[0]
-        ax.set(title=f"A = {first['model_a']}\nB = {first['model_b']}", xlabel="", ylabel="items")
-        ax.title.set_fontsize(8)
-    axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
-    fig.suptitle("Pairwise human preference (Limkonchotiwat et al. Table 2)", fontsize=10)
-    fig.tight_layout()
-    return fig
+    df = numeric(pref).rename(columns=PREFERENCE_COLUMNS)
+    return dialect_plots.preference_bars(df)
 
 
 def generation_fluency_bars(gf: pd.DataFrame) -> plt.Figure:
-    """Generation and Fluency scores (0-100) per dialect and model (Limkonchotiwat et al. Table 3)."""
+    """Generation and Fluency scores (0-100) per dialect and model (Limkonchotiwat et al. Table 3, runs marked)."""
     df = _labelled(gf)
-    long = df.melt(id_vars=["label", "dialect"], value_vars=["generation", "fluency"], var_name="measure", value_name="score")
-    grid = sns.catplot(data=long, x="dialect", y="score", hue="measure", col="label", kind="bar", height=3.6, aspect=1.1)
-    grid.set_titles("{col_name}")
-    grid.set(ylim=(0, 100), xlabel="", ylabel="score (0-100)")
-    grid.figure.suptitle("Generation and Fluency in the dialect (Limkonchotiwat et al. Table 3)", fontsize=10, y=1.03)
-    return grid.figure
+    return dialect_plots.generation_fluency_bars(df.assign(model=df["label"])[["dialect", "model", "generation", "fluency"]])
 
 
 #: Figure name -> (function, the table keys it takes), for drawing and saving all of them at once
