@@ -26,6 +26,7 @@ from openai import AsyncOpenAI
 
 from .errors import ModelLoadError, ThaiEvalError
 from .results import redact
+from .stops import cut_at_stop
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_CONCURRENCY = 16
@@ -92,15 +93,6 @@ def public_base_url(url: str) -> str:
 def stable_identity(identity: dict[str, Any]) -> dict[str, Any]:
     """``identity`` without the keys the server's answers fill in (for config ids that must not drift)."""
     return {k: v for k, v in identity.items() if k not in OBSERVED_IDENTITY_KEYS}
-
-
-def cut_at_stop(text: str, stop: Sequence[str] | str | None) -> str:
-    """``text`` cut before the first occurrence of any stop string (the model contract)."""
-    if not stop:
-        return text
-    stops = [stop] if isinstance(stop, str) else list(stop)
-    cut = min((i for i in (text.find(s) for s in stops if s) if i >= 0), default=len(text))
-    return text[:cut]
 
 
 def run_sync(make_coro: Callable[[], Awaitable[T]]) -> T:

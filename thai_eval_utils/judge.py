@@ -21,7 +21,6 @@ import re
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ import pandas as pd
 from .api import FATAL_ERRORS, ApiModel, ApiSession, describe_error, estimate_cost, run_sync
 from .errors import JudgeError, ThaiEvalDataError
 from .judge_cache import CacheWriter, JudgementCache, judgement_key
+from . import tables
 from .results import RunStore, Score, outputs_dir, redact, sha256_text
 
 #: The versioned prompt template (a reconstruction of the paper's Figure 5; see the file's header).
@@ -100,11 +100,11 @@ def parse_judgement(text: str | None) -> tuple[float, str] | None:
     return value, (e.group(1).strip() if e else "")
 
 
-def round_half_up(value: float, ndigits: int = 2) -> float:
-    """The paper's display rounding: half away from zero on the decimal text (7.305 -> 7.31, not 7.3)."""
+def round_half_up(value: float | None, ndigits: int = 2) -> float | None:
+    """The paper's display rounding of a score (7.305 -> 7.31, not 7.3), as a float; None and NaN pass through."""
     if value is None or not math.isfinite(value):
         return value
-    return float(Decimal(repr(value)).quantize(Decimal(1).scaleb(-ndigits), rounding=ROUND_HALF_UP))
+    return float(tables.round_half_up(value, ndigits))
 
 
 @dataclass(frozen=True)

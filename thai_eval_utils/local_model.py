@@ -17,6 +17,7 @@ from tqdm.auto import tqdm
 from transformers import StoppingCriteria, StoppingCriteriaList
 
 from .errors import ThaiEvalError
+from .stops import cut_at_stop
 
 
 def default_max_length(model: Any, tokenizer: Any) -> int:
@@ -29,17 +30,6 @@ def default_max_length(model: Any, tokenizer: Any) -> int:
     if isinstance(tok_max, int) and 0 < tok_max < 1_000_000:
         return tok_max
     return 2048
-
-
-def cut_at_stop(text: str, stop: Sequence[str] | None) -> str:
-    """``text`` up to (not including) the earliest occurrence of any stop string."""
-    end = len(text)
-    for s in stop or ():
-        if s:
-            i = text.find(s)
-            if i != -1:
-                end = min(end, i)
-    return text[:end]
 
 
 class _StopOnStrings(StoppingCriteria):

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from .errors import ThaiEvalDataError
+from .tables import round_half_up
 
 #: Default folder of the published tables (the repository's ``data/paper_results``).
 PAPER_RESULTS_DIR = Path(__file__).resolve().parent.parent / "data" / "paper_results"
@@ -125,16 +126,6 @@ def to_decimal(printed: str, *, path: str | None = None, row: int | None = None,
         return Decimal(text)
     except InvalidOperation as exc:
         raise ThaiEvalDataError(f"not a number: {printed!r}", path=path, row=row, field=field) from exc
-
-
-def round_half_up(value: Decimal | str | int | float, decimals: int) -> Decimal:
-    """Round to ``decimals`` places, ties away from zero (``7.305`` -> ``7.31``; ``round`` would give 7.3).
-
-    A float is taken through its shortest repr (``7.305`` -> ``"7.305"``), not its binary value
-    (``7.30499999...``); pass strings or Decimals where exactness matters.
-    """
-    exact = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
-    return exact.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
 
 
 def _mean(values: list[Decimal]) -> Decimal:

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import pandas as pd
+
+def round_half_up(value: Decimal | str | int | float, decimals: int) -> Decimal:
+    """Round to ``decimals`` places, ties away from zero, as the papers print (``7.305`` -> ``7.31``;
+    Python's ``round`` gives 7.3).
+
+    A float is taken through its shortest repr (``7.305`` -> ``"7.305"``), not its binary value
+    (``7.30499999...``); pass strings or Decimals where exactness matters.
+    """
+    exact = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    return exact.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
+
 
 #: The formats :func:`save_table` writes, with their file suffixes.
 TABLE_FORMATS = {"csv": ".csv", "markdown": ".md", "latex": ".tex"}
