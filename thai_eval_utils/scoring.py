@@ -36,7 +36,7 @@ from .errors import ThaiEvalError
 
 __all__ = ["loglikelihood"]
 
-_HEAD_BYTES = 1 << 26  # at most 64 MiB of float32 logits per output-layer call
+_HEAD_BYTES = 1 << 27  # at most 128 MiB of float32 logits per output-layer call (a fixed bound, whatever the length)
 _KV_BYTES = 1 << 30  # default token budget: about 1 GiB of key/value cache per forward
 _SELF_CHECK_TOL = {torch.float32: 1e-3, torch.float64: 1e-6}  # other dtypes: 0.1 (structural errors are > 1 nat)
 _checked: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {(dtype, device): passed}
@@ -178,17 +178,35 @@ class _Engine:
         self.body, self.head, self.budget, self.pbar = _Body(model), _Head(model), budget, pbar
         self.lp = torch.zeros(n_slots, dtype=torch.float32)
         self.greedy = torch.zeros(n_slots, dtype=torch.bool)
+        self.queue: list = []
+        self.queued = 0
         self.tokens, self.t0 = 0, time.perf_counter()
 
     def _score(self, hidden: torch.Tensor, entries: list[tuple[int, int, int]], rows: list[int]) -> None:
-        """Score ``entries`` (position, target, slot) whose hidden states are ``hidden[rows[k]]``."""
+        """Queue ``entries`` (position, target, slot) whose hidden states are ``hidden[rows[k]]``; the output
+        layer runs when enough rows are queued (its weights are read once per ``head.rows`` rows)."""
         if not entries:
             return
         uniq, inv = np.unique(rows, return_inverse=True)  # one output-layer row per distinct position
-        lp, greedy = self.head(hidden[torch.from_numpy(uniq)], torch.from_numpy(inv.reshape(-1)),
-                               torch.tensor([t for _, t, _ in entries]))
-        slots = torch.tensor([s for _, _, s in entries])
+        self.queue.append((hidden[torch.from_numpy(uniq)].clone(), inv.reshape(-1), entries))
+        self.queued += len(uniq)
+        if self.queued >= self.head.rows:
+            self.flush()
+
+    def flush(self) -> None:
+        """Run the output layer on every queued row and store the log-probabilities and greedy flags."""
+        if not self.queue:
+            return
+        base, inv, targets, slots = 0, [], [], []
+        for h, i, entries in self.queue:
+            inv.append(torch.from_numpy(i + base))
+            targets += [t for _, t, _ in entries]
+            slots += [s for _, _, s in entries]
+            base += len(h)
+        lp, greedy = self.head(torch.cat([h for h, _, _ in self.queue]), torch.cat(inv), torch.tensor(targets))
+        slots = torch.tensor(slots)
         self.lp[slots], self.greedy[slots] = lp, greedy
+        self.queue, self.queued = [], 0
 
     def _progress(self, nodes: list[Node], n_tokens: int) -> None:
         self.tokens += n_tokens
@@ -270,6 +288,7 @@ def _score_tokens(model, seqs, targets, budget: int, progress: bool, desc: str) 
     engine = _Engine(model, budget, int(offsets[-1]), pbar)
     with torch.inference_mode():
         engine.run(root)
+        engine.flush()
     pbar.close()
     out = []
     for i in range(len(seqs)):  # float32 sum over the continuation, like lm-eval's logits.sum()
