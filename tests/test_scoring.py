@@ -8,7 +8,7 @@ import warnings
 import pytest
 import torch
 
-from thai_eval_utils import scoring
+from thai_eval_utils import _prefix, scoring
 from thai_eval_utils._prefix import build_tree
 from thai_eval_utils.errors import ThaiEvalError
 from thai_eval_utils.scoring import _encode, _reference_loglikelihood, _reference_tokens, _score_tokens, loglikelihood
@@ -41,6 +41,13 @@ def _assert_same(got, want, tol=TOL):
     for i, ((lg, gg), (lw, gw)) in enumerate(zip(got, want)):
         assert abs(lg - lw) <= tol, (i, lg, lw)
         assert gg == gw, (i, gg, gw)
+
+
+@pytest.fixture(params=["tree", "batch"])
+def mode(request, monkeypatch):
+    """Run the engine in one runner mode: packed tree forwards, or padded leaf batches over a repeated cache."""
+    monkeypatch.setattr(scoring, "_mode", lambda model, budget: request.param)
+    return request.param
 
 
 def _quiet(fn, *a, **k):
@@ -92,7 +99,7 @@ def test_build_tree_shares_longest_common_prefixes():
 # --- equality with the reference ------------------------------------------------------------------------------
 @pytest.mark.parametrize("which", ["tiny_llama", "tiny_gemma3"])
 @pytest.mark.parametrize("bos", [False, True])
-def test_engine_equals_full_forward(request, which, bos):
+def test_engine_equals_full_forward(request, which, bos, mode):
     model, tok = request.getfixturevalue(which)
     reqs = _requests(seed=1)
     got = _quiet(loglikelihood, model, tok, reqs, add_bos_token=bos, max_length=1024, progress=False)
@@ -101,7 +108,7 @@ def test_engine_equals_full_forward(request, which, bos):
     assert len({round(x, 3) for x, _ in got}) > len(reqs) // 2  # real, varied values
 
 
-def test_gemma3_sliding_window_is_applied_and_matched(tiny_gemma3):
+def test_gemma3_sliding_window_is_applied_and_matched(tiny_gemma3, mode):
     """Prefix + continuation exceed the 6-token window several times; a wide-window copy of the same weights
     scores differently, so the equality really covers the sliding layers."""
     from transformers import Gemma3ForCausalLM
@@ -120,7 +127,7 @@ def test_gemma3_sliding_window_is_applied_and_matched(tiny_gemma3):
     _assert_same(_quiet(loglikelihood, wide, tok, reqs, max_length=1024, progress=False), wide_ref)
 
 
-def test_order_and_batch_size_independence(tiny_gemma3):
+def test_order_and_batch_size_independence(tiny_gemma3, mode):
     model, tok = tiny_gemma3
     reqs = _requests(seed=3)
     base = _quiet(loglikelihood, model, tok, reqs, max_length=1024, progress=False)
@@ -128,14 +135,14 @@ def test_order_and_batch_size_independence(tiny_gemma3):
     random.Random(0).shuffle(perm)
     shuffled = _quiet(loglikelihood, model, tok, [reqs[i] for i in perm], max_length=1024, progress=False)
     assert [shuffled[perm.index(i)] for i in range(len(reqs))] == base  # bitwise: the tree ignores order
-    for budget in (7, 40, 300):  # chunked prefixes, single-row and multi-row leaf batches
+    for budget in (7, 40, 300):  # chunked prefixes, long leaves run alone, several leaf groups per node
         _assert_same(_quiet(loglikelihood, model, tok, reqs, max_length=1024, batch_tokens=budget,
                             progress=False), base, tol=1e-5)
     one_by_one = [_quiet(loglikelihood, model, tok, [r], max_length=1024, progress=False)[0] for r in reqs[::4]]
     _assert_same(one_by_one, base[::4], tol=1e-5)
 
 
-def test_left_truncation_warns_and_matches(tiny_llama):
+def test_left_truncation_warns_and_matches(tiny_llama, mode):
     model, tok = tiny_llama
     reqs = [r for r, (_, t) in zip(_requests(seed=4), _encode(tok, _requests(seed=4), False)) if len(t) <= 12]
     with pytest.warns(UserWarning, match=r"left-truncated"):
@@ -155,7 +162,7 @@ def test_left_truncation_warns_and_matches(tiny_llama):
         loglikelihood(model, tok, [("สวัสดี", "".join(WORDS))], max_length=12, progress=False)
 
 
-def test_empty_and_whitespace_continuations(tiny_gemma3):
+def test_empty_and_whitespace_continuations(tiny_gemma3, mode):
     model, tok = tiny_gemma3
     ctx = "ข้าวเหนียวมะม่วง Question: What is"
     reqs = [(ctx, ""), (ctx, " "), (ctx + " ", ""), ("", " Bangkok"), ("", "")]
@@ -185,16 +192,15 @@ def test_greedy_flags(request, which):
         seqs += [tuple(ids[:-1])] * 2
         bad = (ids[-1] + 1) % model.config.vocab_size
         targets += [ids[len(p):], ids[len(p):-1] + [bad]]
-    got = _score_tokens(model, seqs, targets, 4096, False, "")
+    got = _score_tokens(model, seqs, targets, 4096, "tree")
     assert [g for _, g in got] == [True, False] * 3
     _assert_same(got, _reference_tokens(model, seqs, targets))
 
 
 # --- work avoided -----------------------------------------------------------------------------------------------
-def test_each_prefix_runs_once_and_output_layer_only_at_scored_positions(tiny_gemma3):
+def test_each_prefix_runs_once_and_output_layer_only_at_scored_positions(tiny_gemma3, mode):
     model, tok = tiny_gemma3
     reqs = _requests(seed=5)
-    _quiet(loglikelihood, model, tok, reqs[:1], max_length=1024, progress=False)  # self-check done before hooks
     enc = _encode(tok, reqs, False)
     fed = [tuple((c + t)[:-1]) for c, t in enc if t]
     distinct_prefixes = {s[:k] for s in fed for k in range(1, len(s) + 1)}
@@ -213,7 +219,7 @@ def test_each_prefix_runs_once_and_output_layer_only_at_scored_positions(tiny_ge
             h.remove()
     ids = torch.cat(embedded)
     assert int((ids != pad).sum()) == len(distinct_prefixes)  # every distinct prefix token runs exactly once
-    assert int((ids == pad).sum()) <= len(distinct_prefixes) // 4  # little padding
+    assert int((ids == pad).sum()) <= (0 if mode == "tree" else len(distinct_prefixes) // 4)  # (little) padding
     assert sum(r[0] for r in head_rows) == len(scored)  # one output-layer row per distinct scored position
     assert all(len(r) == 2 for r in head_rows)  # [rows, hidden]: never [batch, length, hidden]
     assert sum(len(s) for s in fed) > 2 * len(distinct_prefixes)  # the reference would run far more tokens
@@ -224,7 +230,7 @@ def test_output_layer_chunks_rows(tiny_llama, monkeypatch):
     """At most ``_HEAD_BYTES`` of float32 logits exist at once, however many positions are scored."""
     model, tok = tiny_llama
     vocab = model.config.vocab_size
-    monkeypatch.setattr(scoring, "_HEAD_BYTES", 4 * vocab * 3)  # three rows per output-layer call
+    monkeypatch.setattr(_prefix, "HEAD_BYTES", 4 * vocab * 3)  # three rows per output-layer call
     rows = []
     hook = model.lm_head.register_forward_hook(lambda m, a, o: rows.append(o.shape[0]))
     reqs = [("สวัสดี", " Question: What is the quick Bangkok"), ("ข้าว", "เหนียวมะม่วง วันนี้อากาศดีมาก")]
@@ -234,6 +240,29 @@ def test_output_layer_chunks_rows(tiny_llama, monkeypatch):
         hook.remove()
     assert max(rows) == 3 and sum(rows) >= 10
     _assert_same(got, _reference_loglikelihood(model, tok, reqs, max_length=1024))
+
+
+def test_mode_selection(tiny_tokenizer, tiny_gemma3, monkeypatch):
+    """The self-check picks packed tree forwards for sdpa and eager attention, padded batches when masks cannot
+    be expressed, and the chosen mode equals the reference."""
+    from transformers import Gemma3ForCausalLM
+
+    from conftest import _tiny_gemma3
+
+    model, tok = tiny_gemma3
+    assert scoring._mode(model, 4096) == "tree"
+    base = _tiny_gemma3(tiny_tokenizer)
+    cfg = base.config.__class__.from_dict(base.config.to_dict())
+    cfg._attn_implementation = "eager"
+    eager = Gemma3ForCausalLM(cfg).eval()
+    eager.load_state_dict(base.state_dict())
+    assert eager.config._attn_implementation == "eager" and scoring._mode(eager, 4096) == "tree"
+    reqs = _requests(seed=8, docs=3)
+    _assert_same(loglikelihood(eager, tok, reqs, max_length=1024, progress=False),
+                 _reference_loglikelihood(eager, tok, reqs, max_length=1024))
+    monkeypatch.setattr(scoring, "tree_supported", lambda m: False)
+    fresh = _tiny_gemma3(tiny_tokenizer)
+    assert scoring._mode(fresh, 4096) == "batch"
 
 
 # --- other output layers -----------------------------------------------------------------------------------------

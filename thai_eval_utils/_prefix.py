@@ -1,16 +1,35 @@
-"""Radix tree over the token sequences fed to the model, so each shared token prefix runs once (Thai-H6 spec,
-"Where the reference implementation wastes compute"); used by :mod:`thai_eval_utils.scoring`.
+"""The prefix-sharing runner behind :mod:`thai_eval_utils.scoring` (Thai-H6 spec, "Where the reference
+implementation wastes compute"): a radix tree over the fed token sequences, each edge run once through the
+decoder body with a KV cache, the output layer applied only to scored positions.
 
-Hand-written: no maintained library builds a token-level radix tree with positions for KV-cache reuse.
+Hand-written: no maintained library scores lm-eval requests with prefix and KV reuse.
+
+Two ways of running an edge's sibling leaves (typically the answer choices of one document):
+
+* ``"tree"``: the edge's tokens and its leaves go into ONE forward call as one packed row; each leaf gets the
+  position ids it has in its own sequence and an attention mask that lets it see the cached ancestors, the
+  edge and itself only (causal, and windowed for sliding-window layers). No padding, no copy of the cache.
+  Needs per-layer-type masks (``config.layer_types``) and the ``sdpa`` or ``eager`` attention;
+* ``"batch"``: the edge runs first; its leaves then run as right-padded rows over the cache repeated per row.
+
+Both keep every key in the cache (``DynamicCache()`` without a config), so sliding-window layers stay exact:
+the window is applied by the mask over absolute positions.
 """
 
 from __future__ import annotations
 
+import inspect
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
+from transformers import DynamicCache
 
-__all__ = ["Node", "build_tree"]
+__all__ = ["Node", "build_tree", "Runner", "tree_supported"]
+
+HEAD_BYTES = 1 << 27  # at most 128 MiB of float32 logits per output-layer call (a bound independent of length)
+TREE_TOKENS = 4096  # at most this many tokens in one packed (tree) forward call: bounds the attention mask
 
 
 @dataclass(eq=False)
@@ -55,10 +74,9 @@ def build_tree(seqs: list[tuple[int, ...]]) -> tuple[Node, list[Node]]:
     """
     root = Node(seq=(), start=0, end=0)
     terminal: list[Node | None] = [None] * len(seqs)
-    order = sorted(range(len(seqs)), key=lambda i: seqs[i])
     stack = [root]
     prev: tuple[int, ...] | None = None
-    for i in order:
+    for i in sorted(range(len(seqs)), key=lambda i: seqs[i]):
         s = seqs[i]
         if not s:
             raise ValueError("build_tree: empty sequence")
@@ -76,12 +94,256 @@ def build_tree(seqs: list[tuple[int, ...]]) -> tuple[Node, list[Node]]:
             popped.parent, popped.start = mid, lcp
             stack.append(mid)
             top = mid
-        if len(s) == lcp:  # cannot happen for sorted distinct sequences (a prefix sorts first); kept explicit
-            terminal[i] = top
-        else:
-            leaf = Node(seq=s, start=lcp, end=len(s), parent=top)
-            top.children.append(leaf)
-            stack.append(leaf)
-            terminal[i] = leaf
+        # sorted distinct sequences: `s` is never a proper prefix of `prev`, so it always adds an edge
+        leaf = Node(seq=s, start=lcp, end=len(s), parent=top)
+        top.children.append(leaf)
+        stack.append(leaf)
+        terminal[i] = leaf
         prev = s
     return root, terminal  # type: ignore[return-value]
+
+
+# --- model pieces -----------------------------------------------------------------------------------------------
+class Head:
+    """The output layer on selected hidden states: lm_head, final logit soft-capping, float32 log_softmax."""
+
+    def __init__(self, model):
+        self.proj = model.get_output_embeddings()
+        self.softcap = getattr(model.config.get_text_config(), "final_logit_softcapping", None)
+        self.rows = max(1, HEAD_BYTES // (4 * self.proj.weight.shape[0]))
+
+    def __call__(self, hidden: torch.Tensor, rows: torch.Tensor, targets: torch.Tensor):
+        """Log-probability of ``targets[k]`` and whether it is the argmax, at ``hidden[rows[k]]``; each row of
+        ``hidden`` goes through the output layer once, ``self.rows`` at a time."""
+        lp = torch.empty(len(rows), dtype=torch.float32)
+        greedy = torch.empty(len(rows), dtype=torch.bool)
+        for s in range(0, len(hidden), self.rows):
+            logits = self.proj(hidden[s:s + self.rows].to(self.proj.weight.device))
+            if self.softcap:
+                logits = torch.tanh(logits / self.softcap) * self.softcap
+            logp = torch.log_softmax(logits.float(), dim=-1)
+            sel = ((rows >= s) & (rows < s + self.rows)).nonzero()[:, 0]
+            r, t = (rows[sel] - s).to(logp.device), targets[sel].to(logp.device)
+            lp[sel] = logp[r, t].cpu()
+            greedy[sel] = (logp.argmax(dim=-1)[r] == t).cpu()
+        return lp, greedy
+
+
+def tree_supported(model) -> bool:
+    """Whether packed (tree) forwards can be expressed for this model: sdpa/eager attention and layer types
+    that are all full or sliding-window attention (or no sliding window at all)."""
+    cfg = model.config.get_text_config()
+    types = set(getattr(cfg, "layer_types", None) or [])
+    if getattr(model.config, "_attn_implementation", None) not in ("sdpa", "eager"):
+        return False
+    if types:
+        return types <= {"full_attention", "sliding_attention"}
+    return getattr(cfg, "sliding_window", None) is None
+
+
+class Body:
+    """The decoder body (final norm included) called on token ids, with a KV cache and optional packed masks."""
+
+    def __init__(self, model):
+        self.net = model.base_model
+        params = inspect.signature(self.net.forward).parameters
+        self.cache_kw = "cache" if "cache" in params else "past_key_values"  # renamed in transformers 5
+        self.device = model.device
+        self.dtype = model.dtype
+        cfg = model.config.get_text_config()
+        self.types = sorted(set(getattr(cfg, "layer_types", None) or []))
+        self.window = getattr(cfg, "sliding_window", None)
+        self.eager = getattr(model.config, "_attn_implementation", None) == "eager"
+
+    def __call__(self, ids: list[list[int]], cache: DynamicCache | None, positions=None, branch=None):
+        """Hidden states [rows, length, d]. With ``positions``/``branch`` (one packed row): query i sees key j
+        iff pos[j] <= pos[i] and j is on i's branch or on the shared trunk (branch 0), within the window on
+        sliding-window layers; the cache holds trunk positions ``0..past-1``."""
+        x = torch.tensor(ids, dtype=torch.long, device=self.device)
+        if positions is None:
+            kwargs = {self.cache_kw: cache, "use_cache": True} if cache is not None else {"use_cache": False}
+            return self.net(input_ids=x, **kwargs).last_hidden_state
+        past = cache.get_seq_length()
+        pos = torch.tensor(positions, dtype=torch.long, device=self.device)
+        br = torch.tensor(branch, dtype=torch.long, device=self.device)
+        kpos = torch.cat([torch.arange(past, device=self.device), pos])
+        kbr = torch.cat([torch.zeros(past, dtype=torch.long, device=self.device), br])
+        allowed = (kpos[None, :] <= pos[:, None]) & ((kbr[None, :] == 0) | (kbr[None, :] == br[:, None]))
+        masks = {}
+        for kind in self.types or ["full_attention"]:
+            m = allowed if kind == "full_attention" else allowed & (pos[:, None] - kpos[None, :] < self.window)
+            if self.eager:  # eager attention adds the mask to the scores
+                m = torch.zeros(m.shape, dtype=self.dtype, device=self.device).masked_fill(
+                    ~m, torch.finfo(self.dtype).min)
+            masks[kind] = m[None, None]
+        mask = masks if len(masks) > 1 else next(iter(masks.values()))  # a dict only for mixed layer types
+        return self.net(input_ids=x, attention_mask=mask, position_ids=pos[None], use_cache=True,
+                        **{self.cache_kw: cache}).last_hidden_state
+
+
+def _repeat_cache(cache: DynamicCache, rows: int) -> DynamicCache:
+    """A new cache holding ``cache``'s keys and values repeated over ``rows`` batch rows (``cache`` unchanged)."""
+    out = DynamicCache()
+    for i, layer in enumerate(cache.layers):
+        k, v = layer.keys, layer.values
+        out.update(k.expand(rows, *k.shape[1:]), v.expand(rows, *v.shape[1:]), i)
+    return out
+
+
+# --- the runner -------------------------------------------------------------------------------------------------
+class Runner:
+    """Runs a radix tree of fed sequences and writes each scored token's log-prob and greedy flag to slots."""
+
+    def __init__(self, model, budget: int, n_slots: int, mode: str, pbar=None):
+        self.body, self.head, self.budget, self.mode, self.pbar = Body(model), Head(model), budget, mode, pbar
+        self.tree_cap = min(budget, TREE_TOKENS)
+        self.lp = torch.zeros(n_slots, dtype=torch.float32)
+        self.greedy = torch.zeros(n_slots, dtype=torch.bool)
+        self.queue: list = []
+        self.queued = 0
+        self.tokens, self.t0 = 0, time.perf_counter()
+
+    # scoring -----------------------------------------------------------------------------------------------
+    def _score(self, hidden: torch.Tensor, entries: list[tuple[int, int, int]], rows: list[int]) -> None:
+        """Queue ``entries`` (position, target, slot) whose hidden states are ``hidden[rows[k]]``; the output
+        layer runs when enough rows are queued (its weights are read once per ``head.rows`` rows)."""
+        if not entries:
+            return
+        uniq, inv = np.unique(rows, return_inverse=True)  # one output-layer row per distinct position
+        self.queue.append((hidden[torch.from_numpy(uniq)].clone(), inv.reshape(-1), entries))
+        self.queued += len(uniq)
+        if self.queued >= self.head.rows:
+            self.flush()
+
+    def flush(self) -> None:
+        """Run the output layer on every queued row and store the log-probabilities and greedy flags."""
+        if not self.queue:
+            return
+        base, inv, targets, slots = 0, [], [], []
+        for h, i, entries in self.queue:
+            inv.append(torch.from_numpy(i + base))
+            targets += [t for _, t, _ in entries]
+            slots += [s for _, _, s in entries]
+            base += len(h)
+        lp, greedy = self.head(torch.cat([h for h, _, _ in self.queue]), torch.cat(inv), torch.tensor(targets))
+        slots = torch.tensor(slots)
+        self.lp[slots], self.greedy[slots] = lp, greedy
+        self.queue, self.queued = [], 0
+
+    def _progress(self, nodes: list[Node], n_tokens: int) -> None:
+        self.tokens += n_tokens
+        if self.pbar is not None:
+            self.pbar.set_postfix_str(f"{self.tokens / max(time.perf_counter() - self.t0, 1e-9):,.0f} tok/s",
+                                      refresh=False)
+            self.pbar.update(sum(n.finishing for n in nodes))
+
+    # forwards ----------------------------------------------------------------------------------------------
+    def _run_edge(self, node: Node, cache: DynamicCache, upto: int | None = None) -> None:
+        """Extend ``cache`` (holding ``node.start`` tokens) by the node's tokens before absolute position
+        ``upto`` (default: all), in chunks of the budget, scoring the entries there."""
+        end = node.end if upto is None else upto
+        for lo in range(node.start, end, self.budget):
+            hi = min(lo + self.budget, end)
+            hidden = self.body([list(node.seq[lo:hi])], cache)[0]
+            entries = [e for e in node.entries if lo <= e[0] < hi]
+            self._score(hidden, entries, [p - lo for p, _, _ in entries])
+        self._progress([node] if end == node.end else [], end - node.start)
+
+    def _run_packed(self, trunk: Node | None, lo: int, leaves: list[Node], cache: DynamicCache) -> None:
+        """One forward over ``trunk.seq[lo:trunk.end]`` followed by every leaf, each leaf seeing the cache, the
+        trunk and itself (see :class:`Body`); the leaves' keys are dropped from the cache afterwards."""
+        ids, pos, branch, entries, rows = [], [], [], [], []
+        if trunk is not None and lo < trunk.end:
+            ids += trunk.seq[lo:trunk.end]
+            pos += range(lo, trunk.end)
+            branch += [0] * (trunk.end - lo)
+            own = [e for e in trunk.entries if e[0] >= lo]
+            entries += own
+            rows += [p - lo for p, _, _ in own]
+        for b, leaf in enumerate(leaves, start=1):
+            off = len(ids)
+            ids += leaf.tokens
+            pos += range(leaf.start, leaf.end)
+            branch += [b] * (leaf.end - leaf.start)
+            entries += leaf.entries
+            rows += [off + p - leaf.start for p, _, _ in leaf.entries]
+        hidden = self.body([ids], cache, positions=pos, branch=branch)[0]
+        n_leaf = sum(len(n.tokens) for n in leaves)
+        if n_leaf:
+            cache.crop(-n_leaf)
+        self._score(hidden, entries, rows)
+        done = ([trunk] if trunk is not None and trunk.end > lo else []) + leaves
+        self._progress(done, len(ids))
+
+    def _run_batch(self, leaves: list[Node], cache: DynamicCache | None, cached: int) -> None:
+        """Sibling leaves as right-padded rows over the parent's cache repeated per row (padding never reaches
+        a real token: attention is causal)."""
+        width = max(len(n.tokens) for n in leaves)
+        rows = [list(n.tokens) + [0] * (width - len(n.tokens)) for n in leaves]
+        hidden = self.body(rows, _repeat_cache(cache, len(rows)) if cached else None)
+        hidden = hidden.reshape(len(rows) * width, -1)
+        entries, where = [], []
+        for r, n in enumerate(leaves):
+            entries += n.entries
+            where += [r * width + p - n.start for p, _, _ in n.entries]
+        self._score(hidden, entries, where)
+        self._progress(leaves, sum(len(n.tokens) for n in leaves))
+
+    # traversal ---------------------------------------------------------------------------------------------
+    def _groups(self, leaves: list[Node], first_room: int, cached: int) -> list[list[Node]]:
+        """Pack leaves (longest first) into groups that fit one forward call."""
+        groups: list[list[Node]] = []
+        room, cur = first_room, []
+        for leaf in sorted(leaves, key=lambda n: -len(n.tokens)):
+            n = len(leaf.tokens)
+            if self.mode == "tree":
+                fits = n <= room
+            else:  # rows x (cached + width) within the budget; the first leaf is the widest
+                fits = (len(cur) + 1) * (cached + (len(cur[0].tokens) if cur else n)) <= self.budget
+            if cur and not fits:
+                groups.append(cur)
+                cur, room = [], self.tree_cap
+            cur.append(leaf)
+            room -= n
+        return groups + ([cur] if cur else [])
+
+    def _expand(self, node: Node, cache: DynamicCache) -> list[Node]:
+        """Run ``node`` (whose parent's tokens are cached) and its short leaves; return the children still to
+        run one by one (inner nodes and long leaves). Afterwards the cache holds exactly ``node.end`` tokens."""
+        if self.mode == "tree":
+            leaves = [c for c in node.children if not c.children and len(c.tokens) <= self.tree_cap]
+        else:
+            leaves = [c for c in node.children if not c.children and node.end + len(c.tokens) <= self.budget]
+        rest = [c for c in node.children if c not in leaves]
+        if self.mode == "batch" or not leaves:
+            if node.end > node.start:
+                self._run_edge(node, cache)
+            for group in self._groups(leaves, 0, node.end):
+                self._run_batch(group, cache, node.end)
+            return rest
+        lo = max(node.start, node.end - self.tree_cap)  # the end of the trunk is packed with the leaves
+        room = self.tree_cap - (node.end - lo)
+        groups = self._groups(leaves, room, node.end)
+        if sum(len(n.tokens) for n in groups[0]) > room:  # the longest leaf does not fit beside the trunk
+            lo, groups = node.end, self._groups(leaves, self.tree_cap, node.end)
+        if lo > node.start:
+            self._run_edge(node, cache, upto=lo)
+        self._run_packed(node if lo < node.end else None, lo, groups[0], cache)
+        for group in groups[1:]:
+            self._run_packed(None, node.end, group, cache)
+        return rest
+
+    def run(self, root: Node) -> None:
+        """Depth-first over the tree with one growing cache, cropped back when a subtree is done."""
+        cache = DynamicCache()
+        stack = [(root, iter(self._expand(root, cache)))]
+        while stack:
+            node, todo = stack[-1]
+            child = next(todo, None)
+            if child is None:
+                stack.pop()
+                if stack and node.end > stack[-1][0].end:
+                    cache.crop(-(node.end - stack[-1][0].end))
+                continue
+            stack.append((child, iter(self._expand(child, cache))))
+        self.flush()
