@@ -142,7 +142,8 @@ def mem_available() -> int:
     return 8 << 30
 
 
-def run_lmeval(py: Path, model_dir: Path, task: str, bs: int, out: Path, mem_limit: int) -> dict:
+def run_lmeval(py: Path, model_dir: Path, task: str, bs: int, out: Path, mem_limit: int,
+               threads: int | None) -> dict:
     """One lm-eval run; returns its per-request results and the timed loglikelihood seconds (or the failure)."""
     out.mkdir(parents=True, exist_ok=True)
     timing = out / "timing.jsonl"
@@ -152,6 +153,8 @@ def run_lmeval(py: Path, model_dir: Path, task: str, bs: int, out: Path, mem_lim
            "--device", "cpu", "--batch_size", str(bs), "--include_path", str(WORK / "tasks"),
            "--tasks", f"h6bench_{task}", "--output_path", str(out), "--log_samples"]
     env = {**os.environ, **OFFLINE, "H6_TIMING_FILE": str(timing), "HF_HOME": str(WORK / "hf-home")}
+    if threads:
+        env["H6_THREADS"] = str(threads)
 
     def cap():  # a failed allocation inside lm-eval rather than the machine's OOM killer
         resource.setrlimit(resource.RLIMIT_AS, (mem_limit, mem_limit))
@@ -288,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model-dir", type=Path, help="a local HF model directory (default: the embedded model)")
     ap.add_argument("--tasks", default="arc,hellaswag")
     ap.add_argument("--batch-sizes", default="1,4,8")
+    ap.add_argument("--threads", type=int, help="torch threads on both sides (default: torch's, one per core)")
     ap.add_argument("--mem-fraction", type=float, default=0.7, help="lm-eval's address-space cap, of MemAvailable")
     ap.add_argument("--write-doc", action="store_true", help=f"update the results block of {DOC.relative_to(REPO)}")
     args = ap.parse_args(argv)
@@ -298,6 +302,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from thai_eval_utils.models import embedded_model_dir
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     py = ensure_venv()
     model_dir = (args.model_dir or (tiny_model_dir() if args.quick else embedded_model_dir())).resolve()
     write_tasks(WORK / "tasks")
@@ -311,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         for bs in sizes:
             results["load"].append(round(os.getloadavg()[0], 1))
             runs.append(run_lmeval(py, model_dir, task, bs, run_dir / task / f"bs{bs}",
-                                   int(args.mem_fraction * mem_available())))
+                                   int(args.mem_fraction * mem_available()), args.threads))
             ok = [r for r in runs if "requests" in r]
             if ok:  # one engine run after each lm-eval run, so both sides see similar machine load
                 wall, cpu, res = run_engine(model, tok, ok[0]["requests"])

@@ -2,7 +2,7 @@
 
 Runs inside the lm-eval virtual environment made by ``h6_parity_speed.py``, never in the project's one. The
 wall and CPU time of every ``loglikelihood`` call (tokenization included, model loading excluded) is appended as one
-JSON line to the file named by ``H6_TIMING_FILE``.
+JSON line to the file named by ``H6_TIMING_FILE``; ``H6_THREADS`` sets torch's thread count.
 """
 
 from __future__ import annotations
@@ -34,6 +34,10 @@ def _threads() -> int:
 
 
 HFLM.loglikelihood = _timed
+if os.environ.get("H6_THREADS"):
+    import torch
+
+    torch.set_num_threads(int(os.environ["H6_THREADS"]))
 
 if __name__ == "__main__":
     from lm_eval.__main__ import cli_evaluate

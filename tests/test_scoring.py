@@ -142,6 +142,19 @@ def test_order_and_batch_size_independence(tiny_gemma3, mode):
     _assert_same(one_by_one, base[::4], tol=1e-5)
 
 
+def test_packing_limits_split_calls(tiny_gemma3, monkeypatch):
+    """Tiny limits on packed calls (tokens and mask entries) force every split: the context's head run alone,
+    several leaf groups per node, long leaves run on their own; the numbers stay the reference's."""
+    monkeypatch.setattr(scoring, "_mode", lambda model, budget: "tree")
+    model, tok = tiny_gemma3
+    reqs = _requests(seed=9)
+    want = _quiet(_reference_loglikelihood, model, tok, reqs, max_length=1024)
+    for tokens, elements in ((12, 10_000), (4096, 300), (6, 60)):
+        monkeypatch.setattr(_prefix, "TREE_TOKENS", tokens)
+        monkeypatch.setattr(_prefix, "MASK_ELEMENTS", elements)
+        _assert_same(_quiet(loglikelihood, model, tok, reqs, max_length=1024, progress=False), want)
+
+
 def test_left_truncation_warns_and_matches(tiny_llama, mode):
     model, tok = tiny_llama
     reqs = [r for r, (_, t) in zip(_requests(seed=4), _encode(tok, _requests(seed=4), False)) if len(t) <= 12]

@@ -29,7 +29,13 @@ from transformers import DynamicCache
 __all__ = ["Node", "build_tree", "Runner", "tree_supported"]
 
 HEAD_BYTES = 1 << 27  # at most 128 MiB of float32 logits per output-layer call (a bound independent of length)
-TREE_TOKENS = 4096  # at most this many tokens in one packed (tree) forward call: bounds the attention mask
+TREE_TOKENS = 4096  # at most this many tokens in one packed (tree) forward call
+MASK_ELEMENTS = 1 << 24  # and at most this many (query, key) mask entries per layer type (64 MiB as float32)
+
+
+def _mask_fit(past: int) -> int:
+    """The most tokens T one packed call can take over ``past`` cached ones: T x (past + T) <= MASK_ELEMENTS."""
+    return int((-past + (past * past + 4 * MASK_ELEMENTS) ** 0.5) / 2)
 
 
 @dataclass(eq=False)
@@ -290,45 +296,47 @@ class Runner:
         self._progress(leaves, sum(len(n.tokens) for n in leaves))
 
     # traversal ---------------------------------------------------------------------------------------------
-    def _groups(self, leaves: list[Node], first_room: int, cached: int) -> list[list[Node]]:
-        """Pack leaves (longest first) into groups that fit one forward call."""
+    def _groups(self, leaves: list[Node], cached: int, cap: int = 0) -> list[list[Node]]:
+        """Pack leaves, longest first, into groups for one forward call each: at most ``cap`` tokens (tree
+        mode), or rows x (cached + widest) within the budget (batch mode)."""
         groups: list[list[Node]] = []
-        room, cur = first_room, []
         for leaf in sorted(leaves, key=lambda n: -len(n.tokens)):
-            n = len(leaf.tokens)
-            if self.mode == "tree":
-                fits = n <= room
-            else:  # rows x (cached + width) within the budget; the first leaf is the widest
-                fits = (len(cur) + 1) * (cached + (len(cur[0].tokens) if cur else n)) <= self.budget
-            if cur and not fits:
-                groups.append(cur)
-                cur, room = [], self.tree_cap
-            cur.append(leaf)
-            room -= n
-        return groups + ([cur] if cur else [])
+            cur = groups[-1] if groups else None
+            if cur is not None and self.mode == "tree":
+                fits = sum(len(n.tokens) for n in cur) + len(leaf.tokens) <= cap
+            elif cur is not None:
+                fits = (len(cur) + 1) * (cached + len(cur[0].tokens)) <= self.budget
+            if cur is None or not fits:
+                groups.append([leaf])
+            else:
+                cur.append(leaf)
+        return groups
 
     def _expand(self, node: Node, cache: DynamicCache) -> list[Node]:
         """Run ``node`` (whose parent's tokens are cached) and its short leaves; return the children still to
         run one by one (inner nodes and long leaves). Afterwards the cache holds exactly ``node.end`` tokens."""
-        if self.mode == "tree":
-            leaves = [c for c in node.children if not c.children and len(c.tokens) <= self.tree_cap]
-        else:
+        if self.mode == "batch":
             leaves = [c for c in node.children if not c.children and node.end + len(c.tokens) <= self.budget]
-        rest = [c for c in node.children if c not in leaves]
-        if self.mode == "batch" or not leaves:
             if node.end > node.start:
                 self._run_edge(node, cache)
-            for group in self._groups(leaves, 0, node.end):
+            for group in self._groups(leaves, node.end):
                 self._run_batch(group, cache, node.end)
+            return [c for c in node.children if c not in leaves]
+        cap = min(self.tree_cap, _mask_fit(node.end))  # leaf tokens per packed call over this node's cache
+        leaves = [c for c in node.children if not c.children and len(c.tokens) <= cap]
+        rest = [c for c in node.children if c not in leaves]
+        if not leaves:
+            if node.end > node.start:
+                self._run_edge(node, cache)
             return rest
-        lo = max(node.start, node.end - self.tree_cap)  # the end of the trunk is packed with the leaves
-        room = self.tree_cap - (node.end - lo)
-        groups = self._groups(leaves, room, node.end)
-        if sum(len(n.tokens) for n in groups[0]) > room:  # the longest leaf does not fit beside the trunk
-            lo, groups = node.end, self._groups(leaves, self.tree_cap, node.end)
+        groups = self._groups(leaves, node.end, cap)
+        first = sum(len(n.tokens) for n in groups[0])
+        # the end of the node's own tokens goes into the first packed call, as far as the call's size allows
+        tail = max(0, min(node.end - node.start, self.tree_cap - first, MASK_ELEMENTS // (node.end + first) - first))
+        lo = node.end - tail
         if lo > node.start:
             self._run_edge(node, cache, upto=lo)
-        self._run_packed(node if lo < node.end else None, lo, groups[0], cache)
+        self._run_packed(node if tail else None, lo, groups[0], cache)
         for group in groups[1:]:
             self._run_packed(None, node.end, group, cache)
         return rest
