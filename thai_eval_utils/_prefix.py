@@ -29,6 +29,7 @@ from transformers import DynamicCache
 __all__ = ["Node", "build_tree", "Runner", "tree_supported"]
 
 HEAD_BYTES = 1 << 27  # at most 128 MiB of float32 logits per output-layer call (a bound independent of length)
+EDGE_TOKENS = 8192  # at most this many tokens of a long context per plain forward call (bounds HF's own masks)
 TREE_TOKENS = 4096  # at most this many tokens in one packed (tree) forward call
 MASK_ELEMENTS = 1 << 24  # and at most this many (query, key) mask entries per layer type (64 MiB as float32)
 
@@ -203,6 +204,7 @@ class Runner:
     def __init__(self, model, budget: int, n_slots: int, mode: str, pbar=None):
         self.body, self.head, self.budget, self.mode, self.pbar = Body(model), Head(model), budget, mode, pbar
         self.tree_cap = min(budget, TREE_TOKENS)
+        self.chunk = min(budget, EDGE_TOKENS)
         self.lp = torch.zeros(n_slots, dtype=torch.float32)
         self.greedy = torch.zeros(n_slots, dtype=torch.bool)
         self.queue: list = []
@@ -246,10 +248,10 @@ class Runner:
     # forwards ----------------------------------------------------------------------------------------------
     def _run_edge(self, node: Node, cache: DynamicCache, upto: int | None = None) -> None:
         """Extend ``cache`` (holding ``node.start`` tokens) by the node's tokens before absolute position
-        ``upto`` (default: all), in chunks of the budget, scoring the entries there."""
+        ``upto`` (default: all), in chunks, scoring the entries there."""
         end = node.end if upto is None else upto
-        for lo in range(node.start, end, self.budget):
-            hi = min(lo + self.budget, end)
+        for lo in range(node.start, end, self.chunk):
+            hi = min(lo + self.chunk, end)
             hidden = self.body([list(node.seq[lo:hi])], cache)[0]
             entries = [e for e in node.entries if lo <= e[0] < hi]
             self._score(hidden, entries, [p - lo for p, _, _ in entries])

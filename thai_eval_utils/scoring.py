@@ -184,7 +184,8 @@ def loglikelihood(model, tokenizer, requests: list[tuple[str, str]], *, add_bos_
                   progress: bool = True) -> list[tuple[float, bool]]:
     """Summed log-probability of each continuation after its context, and whether it is the greedy output.
 
-    Same numbers as lm-evaluation-harness 0.4.13 ``HFLM.loglikelihood`` (|delta| <= 1e-4 in float32): trailing
+    Same numbers as lm-evaluation-harness 0.4.13 ``HFLM.loglikelihood`` up to float32 summation-order noise
+    (about 1e-5 per token on Gemma 3 270M; see docs/benchmarks.md), same greedy flags: trailing
     whitespace of the context moves to the continuation; ``whole = encode(ctx + cont)``, ``ctx_ids =
     encode(ctx)``, continuation tokens ``whole[len(ctx_ids):]``, fed ``(ctx_ids + cont_ids)[-(max_length+1):][:-1]``
     (left truncation, with a warning; the continuation is kept whole); an empty context becomes the BOS token
@@ -201,8 +202,9 @@ def loglikelihood(model, tokenizer, requests: list[tuple[str, str]], *, add_bos_
         requests: ``(context, continuation)`` pairs.
         add_bos_token: add the tokenizer's BOS (lm-eval ``add_bos_token``; default off, as the leaderboard ran).
         max_length: the model's context length used for truncation.
-        batch_tokens: tokens per forward call, counted as rows x (cached + new tokens); bounds memory. Default:
-            enough for about 1 GiB of repeated key/value cache (2,048 to 65,536).
+        batch_tokens: bounds the work of one forward call: long contexts run in chunks of at most this many
+            tokens, and padded choice batches (the fallback mode) hold at most this many rows x (cached + new)
+            tokens. Default: about 1 GiB of key/value cache (2,048 to 65,536 tokens), chunks of at most 8,192.
         progress: show a tqdm bar with requests and tokens per second.
 
     Returns:
@@ -224,7 +226,8 @@ def loglikelihood(model, tokenizer, requests: list[tuple[str, str]], *, add_bos_
 
 # --- reference: one full forward per request, like lm-eval (used by the tests and as the fallback) ---------------
 def _reference_tokens(model, seqs, targets, *, progress: bool = False) -> list[tuple[float, bool]]:
-    """Full forward over each fed sequence, float32 log_softmax of every position, then the continuation slice."""
+    """One full forward per fed sequence (the output layer at every position, as lm-eval), then a float32
+    log_softmax of the continuation positions."""
     out = []
     with torch.inference_mode():
         for seq, tgt in tqdm(list(zip(seqs, targets)), desc="loglikelihood (reference)", disable=not progress):
