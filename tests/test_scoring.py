@@ -45,8 +45,10 @@ def _assert_same(got, want, tol=TOL):
 
 @pytest.fixture(params=["tree", "batch"])
 def mode(request, monkeypatch):
-    """Run the engine in one runner mode: packed tree forwards, or padded leaf batches over a repeated cache."""
+    """Run the engine in one runner mode: packed tree forwards, or padded leaf batches over a repeated cache;
+    sdpa attention over blocks of 5 query rows (so the tiny prompts use the block-sparse path)."""
     monkeypatch.setattr(scoring, "_mode", lambda model, budget: request.param)
+    monkeypatch.setattr(_prefix, "BLOCK_ROWS", 5)
     return request.param
 
 
@@ -276,6 +278,25 @@ def test_mode_selection(tiny_tokenizer, tiny_gemma3, monkeypatch):
     monkeypatch.setattr(scoring, "tree_supported", lambda m: False)
     fresh = _tiny_gemma3(tiny_tokenizer)
     assert scoring._mode(fresh, 4096) == "batch"
+
+
+def test_attention_implementation_restored(tiny_llama, monkeypatch):
+    """The block-sparse sdpa is swapped in only while the engine runs, also when it fails."""
+    model, tok = tiny_llama
+    seen = []
+    real_walk = _prefix.Runner._walk
+    monkeypatch.setattr(_prefix.Runner, "_walk",
+                        lambda self, root: (seen.append(model.config._attn_implementation), real_walk(self, root)))
+    loglikelihood(model, tok, [("สวัสดี", "ครับ")], max_length=1024, progress=False)
+    assert seen[-1] == "thai_eval_block_sdpa" and model.config._attn_implementation == "sdpa"
+
+    def boom(self, root):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(_prefix.Runner, "_walk", boom)
+    with pytest.raises(RuntimeError, match="boom"):
+        loglikelihood(model, tok, [("สวัสดี", "ครับ")], max_length=1024, progress=False)
+    assert model.config._attn_implementation == "sdpa"
 
 
 # --- other output layers -----------------------------------------------------------------------------------------

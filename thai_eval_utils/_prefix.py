@@ -13,18 +13,22 @@ Two ways of running an edge's sibling leaves (typically the answer choices of on
 * ``"batch"``: the edge runs first; its leaves then run as right-padded rows over the cache repeated per row.
 
 Both keep every key in the cache (``DynamicCache()`` without a config), so sliding-window layers stay exact:
-the window is applied by the mask over absolute positions.
+the window is applied by the mask over absolute positions. While the runner works, an sdpa model computes
+masked attention in blocks of query rows, each against the keys its rows can see (:func:`_block_sdpa`).
 """
 
 from __future__ import annotations
 
 import inspect
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from transformers import DynamicCache
+from transformers import AttentionInterface, DynamicCache
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 __all__ = ["Node", "build_tree", "Runner", "tree_supported"]
 
@@ -32,6 +36,8 @@ HEAD_BYTES = 1 << 27  # at most 128 MiB of float32 logits per output-layer call 
 EDGE_TOKENS = 8192  # at most this many tokens of a long context per plain forward call (bounds HF's own masks)
 TREE_TOKENS = 4096  # at most this many tokens in one packed (tree) forward call
 MASK_ELEMENTS = 1 << 24  # and at most this many (query, key) mask entries per layer type (64 MiB as float32)
+BLOCK_ROWS = 256  # query rows per attention call when an sdpa model gets an explicit mask (see _block_sdpa)
+_BLOCK_IMPL = "thai_eval_block_sdpa"
 
 
 def _mask_fit(past: int) -> int:
@@ -188,6 +194,41 @@ class Body:
                         **{self.cache_kw: cache}).last_hidden_state
 
 
+def _block_sdpa(module, query, key, value, attention_mask, **kwargs):
+    """transformers' sdpa attention over blocks of ``BLOCK_ROWS`` query rows, each block against only the span
+    of keys that its mask rows can see. Same result as one call (up to float32 summation order), without the
+    scores of keys every row of the block masks: the far past on sliding-window layers, the future of causal
+    ones, the other answer choices of a packed call. Hand-written: torch's CPU sdpa scores every key."""
+    rows = query.shape[2]
+    if attention_mask is None or attention_mask.dtype != torch.bool or rows < 2 * BLOCK_ROWS:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+    out = []
+    for q0 in range(0, rows, BLOCK_ROWS):
+        m = attention_mask[..., q0:q0 + BLOCK_ROWS, :key.shape[2]]
+        seen = m.reshape(-1, m.shape[-1]).any(0).nonzero()
+        k0, k1 = int(seen[0]), int(seen[-1]) + 1
+        o, _ = sdpa_attention_forward(module, query[:, :, q0:q0 + BLOCK_ROWS], key[:, :, k0:k1],
+                                      value[:, :, k0:k1], m[..., k0:k1], **kwargs)
+        out.append(o)  # [batch, rows, heads, head_dim]
+    return torch.cat(out, dim=1), None
+
+
+@contextmanager
+def _block_attention(model):
+    """While the engine runs, an sdpa model uses :func:`_block_sdpa` (registered with transformers)."""
+    before = model.config._attn_implementation
+    if before != "sdpa":
+        yield
+        return
+    AttentionInterface.register(_BLOCK_IMPL, _block_sdpa)
+    AttentionMaskInterface.register(_BLOCK_IMPL, sdpa_mask)
+    model.config._attn_implementation = _BLOCK_IMPL
+    try:
+        yield
+    finally:
+        model.config._attn_implementation = before
+
+
 def _repeat_cache(cache: DynamicCache, rows: int) -> DynamicCache:
     """A new cache holding ``cache``'s keys and values repeated over ``rows`` batch rows (``cache`` unchanged)."""
     out = DynamicCache()
@@ -202,6 +243,7 @@ class Runner:
     """Runs a radix tree of fed sequences and writes each scored token's log-prob and greedy flag to slots."""
 
     def __init__(self, model, budget: int, n_slots: int, mode: str, pbar=None):
+        self.model = model
         self.body, self.head, self.budget, self.mode, self.pbar = Body(model), Head(model), budget, mode, pbar
         self.tree_cap = min(budget, TREE_TOKENS)
         self.chunk = min(budget, EDGE_TOKENS)
@@ -345,6 +387,11 @@ class Runner:
 
     def run(self, root: Node) -> None:
         """Depth-first over the tree with one growing cache, cropped back when a subtree is done."""
+        with _block_attention(self.model):
+            self._walk(root)
+        self.flush()
+
+    def _walk(self, root: Node) -> None:
         cache = DynamicCache()
         stack = [(root, iter(self._expand(root, cache)))]
         while stack:
@@ -356,4 +403,3 @@ class Runner:
                     cache.crop(-(node.end - stack[-1][0].end))
                 continue
             stack.append((child, iter(self._expand(child, cache))))
-        self.flush()
