@@ -280,6 +280,26 @@ def test_mode_selection(tiny_tokenizer, tiny_gemma3, monkeypatch):
     assert scoring._mode(fresh, 4096) == "batch"
 
 
+def test_progress_bar_shows_requests_and_tokens(tiny_llama, capsys):
+    model, tok = tiny_llama
+    reqs = _requests(seed=10, docs=2)
+    loglikelihood(model, tok, reqs, max_length=1024, progress=True)
+    err = capsys.readouterr().err
+    assert f"{len(reqs)}/{len(reqs)}" in err and ("req/s" in err or "s/req" in err) and "tok/s" in err
+    loglikelihood(model, tok, reqs, max_length=1024, progress=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_training_mode_warns(tiny_llama):
+    model, tok = tiny_llama
+    model.train()
+    try:
+        with pytest.warns(UserWarning, match="training mode"):
+            loglikelihood(model, tok, [("สวัสดี", "ครับ")], max_length=1024, progress=False)
+    finally:
+        model.eval()
+
+
 def test_attention_implementation_restored(tiny_llama, monkeypatch):
     """The block-sparse sdpa is swapped in only while the engine runs, also when it fails."""
     model, tok = tiny_llama

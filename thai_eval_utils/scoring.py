@@ -216,6 +216,9 @@ def loglikelihood(model, tokenizer, requests: list[tuple[str, str]], *, add_bos_
     requests = [(str(c), str(x)) for c, x in requests]
     if not requests:
         return []
+    if model.training:
+        warnings.warn("the model is in training mode (dropout is active); call model.eval() for lm-eval's numbers",
+                      stacklevel=2)
     seqs, targets = _fed(_encode(tokenizer, requests, add_bos_token), max_length)
     budget = batch_tokens or _auto_budget(model)
     mode = _mode(model, budget)
