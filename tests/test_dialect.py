@@ -217,3 +217,85 @@ def test_select_items_by_family_and_limit_keeps_the_file_list():
     assert picked.attrs["files"] == df.attrs["files"] and len(df.attrs["files"]) == 24
     with pytest.raises(ValueError):
         D.select_items(df, tasks=["translation"])
+
+
+def _summary(out: pd.DataFrame) -> dict:
+    return json.loads((Path(out.attrs["run_dir"]) / "summary.json").read_text(encoding="utf-8"))
+
+
+def _direct(out: pd.DataFrame, dialect: str, task: str) -> tuple[list[str], list[str]]:
+    part = out[(out["dialect"] == dialect) & (out["task"] == task)]
+    return list(part["output"]), list(part["text_2"])
+
+
+@pytest.fixture()
+def scored_items() -> pd.DataFrame:
+    """Two real sample items per dialect and task: Central and Isan QA, English -> dialect, and food (unscored)."""
+    df = load_dialect(SAMPLES, dialects=["center", "east"])
+    return D.select_items(df, tasks=["qa", "translation_en_to_dialect", "food"], limit=2)  # 12 items
+
+
+def test_run_summary_holds_the_scores_of_a_tiny_model(tiny_local_model, scored_items, tmp_path):
+    """A real generation run: the summary's ROUGE-L / BLEU per dialect and task and its ΔDiff values are
+    exactly what the metric functions give on the stored outputs."""
+    from thai_eval_utils import metrics as M
+
+    out = D.run_generation(tiny_local_model, scored_items, outputs=tmp_path, greedy=True, max_new_tokens=12, progress=False)
+    summary = _summary(out)
+    tasks = {"center": ("qa", "translation_eng_center"), "east": ("qa", "translation_eng_east")}
+    assert set(summary["scores"]) == {f"{d}/{t}/{m}" for d, ts in tasks.items() for t in ts
+                                      for m in ("rougeL", "bleu", "sacrebleu", "chrf")}  # no food: no reference
+    for d, ts in tasks.items():
+        for t in ts:
+            hyp, ref = _direct(out, d, t)
+            rouge, bleu = summary["scores"][f"{d}/{t}/rougeL"], summary["scores"][f"{d}/{t}/bleu"]
+            assert rouge["value"] == pytest.approx(M.rouge_l(hyp, ref)) and rouge["n"] == 2
+            assert bleu["value"] == pytest.approx(M.bleu(hyp, ref)) and bleu["n"] == 2
+            assert rouge["name"] == f"{d}/{t}/rougeL" and "pythainlp:5.0.4" in rouge["signature"]
+    assert set(summary["delta_diff"]) == {f"east/{f}/{m}" for f in ("qa", "translation_en_to_dialect")
+                                          for m in ("rougeL", "bleu", "sacrebleu", "chrf")}
+    qa_delta = M.rouge_l(*_direct(out, "center", "qa")) - M.rouge_l(*_direct(out, "east", "qa"))
+    assert summary["delta_diff"]["east/qa/rougeL"]["value"] == pytest.approx(qa_delta)
+    bleu_delta = M.bleu(*_direct(out, "center", "translation_eng_center")) - M.bleu(*_direct(out, "east", "translation_eng_east"))
+    assert summary["delta_diff"]["east/translation_en_to_dialect/bleu"]["value"] == pytest.approx(bleu_delta)
+    assert summary["n_items"] == 12 and summary["n_generated"] == 12
+
+
+class ReferenceChatModel(FakeChatModel):
+    """Answers every item with its reference (Central) or the first half of it (other dialects)."""
+
+    def __init__(self, items: pd.DataFrame):
+        super().__init__("reference-echo")
+        prompts = D.load_prompts()
+        self.answers = {D.build_prompt(it, prompts): (it["text_2"] if it["dialect"] == "center" else it["text_2"][: len(it["text_2"]) // 2])
+                        for it in items.to_dict("records")}  # fmt: skip
+
+    def chat(self, messages_list, **kwargs):
+        super().chat(messages_list, **kwargs)
+        return [self.answers[m[-1]["content"]] for m in messages_list]
+
+
+def test_run_summary_scores_and_deltas_with_known_outputs(scored_items, tmp_path):
+    """Central answers = references (100), Isan answers = half references: positive ΔDiff, as computed directly."""
+    from thai_eval_utils import metrics as M
+
+    out = D.run_generation(ReferenceChatModel(scored_items), scored_items, outputs=tmp_path, progress=False)
+    scores, deltas = _summary(out)["scores"], _summary(out)["delta_diff"]
+    assert scores["center/qa/rougeL"]["value"] == pytest.approx(100.0)
+    assert scores["center/translation_eng_center/bleu"]["value"] == pytest.approx(100.0)
+    east_qa = M.rouge_l(*_direct(out, "east", "qa"))
+    east_bleu = M.bleu(*_direct(out, "east", "translation_eng_east"))
+    assert 0 < east_qa < 100 and 0 < east_bleu < 100
+    assert scores["east/qa/rougeL"]["value"] == pytest.approx(east_qa)
+    assert scores["east/translation_eng_east/bleu"]["value"] == pytest.approx(east_bleu)
+    assert deltas["east/qa/rougeL"]["value"] == pytest.approx(100.0 - east_qa)
+    assert deltas["east/translation_en_to_dialect/bleu"]["value"] == pytest.approx(100.0 - east_bleu)
+    assert deltas["east/qa/rougeL"]["n"] == 2 and deltas["east/qa/rougeL"]["signature"].startswith("delta_diff|central-minus-dialect|")
+    # the same numbers as score_generations + metrics.delta_diff give on the returned table
+    table = D.score_generations(out)
+    expected = M.delta_diff(table)
+    row = expected[(expected["task"] == "qa") & (expected["metric"] == "rougeL")].iloc[0]
+    assert deltas["east/qa/rougeL"]["value"] == pytest.approx(row["delta"])
+    # a rerun (nothing left to generate) writes the same scores
+    again = D.run_generation(ReferenceChatModel(scored_items), scored_items, outputs=tmp_path, progress=False)
+    assert _summary(again)["scores"] == scores and _summary(again)["n_generated"] == 0

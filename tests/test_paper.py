@@ -189,15 +189,16 @@ def outputs(tmp_path):
                                                      "instruction": Score("instruction", 4.0, 1).to_dict()}})  # fmt: skip
     loglik = RunStore.open("demo-model", "thaicli/loglik", {"context_template": "Q"}, outputs=out)
     loglik.write_summary({"scores": {"win_raw": Score("win_raw", 0.625, 3).to_dict(), "win_norm": Score("win_norm", 0.5, 3).to_dict()}})
-    scores = [{"dialect": d, "task": t, "metric": m, "value": v, "n": 20}
+    scores = {f"{d}/{t}/{m}": Score(f"{d}/{t}/{m}", v, 20).to_dict()  # as dialect.run_generation writes them
               for d, base in (("center", 40.0), ("east", 30.0), ("north", 42.5))
               for t, m, v in (("qa", "rougeL", base), ("summarization", "rougeL", base / 2), (f"translation_eng_{d}", "bleu", base / 4),
-                              (f"translation_{d}_eng", "bleu", base / 5), ("qa", "sacrebleu", 99.0))]  # fmt: skip
-    RunStore.open("full-model", "dialect/generation", {"temperature": 0.2}, outputs=out).write_summary({"n_items": 300, "scores": scores})
+                              (f"translation_{d}_eng", "bleu", base / 5), ("qa", "sacrebleu", 99.0))}  # fmt: skip
+    RunStore.open("full-model", "dialect/generation", {"temperature": 0.2}, outputs=out).write_summary(
+        {"n_items": 300, "scores": scores, "delta_diff": {"east/qa/rougeL": Score("east/qa/rougeL", 123.0, 20).to_dict()}})
     unscored = RunStore.open("demo-model", "dialect/generation", {"temperature": 0.0}, outputs=out)
     for k in range(3):
-        unscored.append(f"east/qa/{k}", {"output": "x"})
-    unscored.write_summary({"n_items": 3})
+        unscored.append(f"east/food/{k}", {"output": "x"})
+    unscored.write_summary({"n_items": 3, "scores": {}, "delta_diff": {}})  # food only: nothing to score
     RunStore.open("full-model", "other/bench", {}, outputs=out).write_summary({"x": 1})  # no adapter: ignored
     return out
 
@@ -318,9 +319,10 @@ def test_paper_tables_notebook_is_committed_without_outputs():
 
 
 def test_dialect_scores_from_the_notebooks_table(tmp_path):
+    """Runs made before the summary held scores: the score table the dialect notebook saved is read instead."""
     out = tmp_path / "outputs"
     store = RunStore.open("Qwen/Qwen2.5-0.5B", "dialect/generation", {"temperature": 0.0}, outputs=out)
-    store.write_summary({"n_items": 8})  # generations only; the notebook saved the scores as a table
+    store.write_summary({"n_items": 8})  # an old summary (no "scores"); the notebook saved the scores as a table
     (out / "tables").mkdir(parents=True)
     pd.DataFrame([
         {"model": "Qwen/Qwen2.5-0.5B", "dialect": "center", "task": "qa", "table_task": "qa", "metric": "rougeL", "value": 31.0, "n": 2},
@@ -349,3 +351,45 @@ def test_reads_a_real_h6_run(tmp_path):
     row = paper.table_with_runs("h6", paper.load_all_published(DATA), tmp_path).iloc[-1]
     assert (row["source"], row["model"], row["th_arc"], row["thai_h6_avg"]) == ("thai-eval run", "length-lm", "100.00", "")
     assert row["partial"] and row["samples"] == "th_arc 3/1222" and "num_fewshot=0" in row["options"]
+
+
+def test_reads_a_real_dialect_run(tmp_path):
+    """Integration: a run written by dialect.run_generation lands in Limkonchotiwat et al. Table 1's layout with
+    the summary's scores (no score table needed); ΔDiff = Central minus Isan as computed directly."""
+    from thai_eval_utils import dialect as D
+    from thai_eval_utils import metrics as M
+    from thai_eval_utils.data import load_dialect
+
+    class HalfReferenceModel:  # Central: the reference; Isan: its first half
+        name, identity, tokenizer = "half-ref", {"name": "half-ref", "source": "test"}, None
+
+        def __init__(self, items):
+            prompts = D.load_prompts()
+            self.answers = {D.build_prompt(it, prompts): it["text_2"] if it["dialect"] == "center" else it["text_2"][: len(it["text_2"]) // 2]
+                            for it in items.to_dict("records")}  # fmt: skip
+
+        def chat(self, messages_list, **kwargs):
+            return [self.answers[m[-1]["content"]] for m in messages_list]
+
+    items = D.select_items(load_dialect(DATA.parent / "dialect", dialects=["center", "east"]),
+                           tasks=["qa", "translation_en_to_dialect"], limit=2)
+    out = D.run_generation(HalfReferenceModel(items), items, outputs=tmp_path, progress=False)
+    assert not (tmp_path / "tables").exists()
+
+    def direct(metric, dialect, task):
+        part = out[(out["dialect"] == dialect) & (out["task"] == task)]
+        return metric(list(part["output"]), list(part["text_2"]))
+
+    recs = paper.run_records(tmp_path, paper.load_all_published(DATA)).set_index(["dialect", "column"])
+    assert set(recs.index) == {(d, c) for d in ("Central", "Isan") for c in ("qa_rougeL", "translation_en_to_dialect_bleu")}
+    assert recs.loc[("Isan", "qa_rougeL"), "value"] == pytest.approx(direct(M.rouge_l, "east", "qa"))
+    assert recs.loc[("Isan", "translation_en_to_dialect_bleu"), "value"] == pytest.approx(direct(M.bleu, "east", "translation_eng_east"))
+    assert recs.loc[("Central", "qa_rougeL"), "value"] == pytest.approx(100.0)
+    assert (recs["n"] == 2).all() and (recs["expected_n"] == 20).all() and recs["partial"].all() and recs["finished"].all()
+    table = paper.table_with_runs("dialect_auto", paper.load_all_published(DATA), tmp_path)
+    isan = table[(table["source"] == "thai-eval run") & (table["dialect"] == "Isan")].iloc[0]
+    qa_delta = direct(M.rouge_l, "center", "qa") - direct(M.rouge_l, "east", "qa")
+    assert isan["qa_delta"] == str(paper.round_half_up(qa_delta, 2)) and qa_delta > 0
+    bleu_delta = direct(M.bleu, "center", "translation_eng_center") - direct(M.bleu, "east", "translation_eng_east")
+    assert isan["translation_en_to_dialect_delta"] == str(paper.round_half_up(bleu_delta, 2))
+    assert isan["qa_rougeL"] == str(paper.round_half_up(direct(M.rouge_l, "east", "qa"), 2)) and isan["qa_rougeL"] != ""

@@ -3,7 +3,8 @@
 
 Every item becomes one zero-shot user turn (no system prompt) built from the benchmark's own prompt
 strings (``data/dialect/dialect_prompts.json``); each reply is appended to a
-:class:`~thai_eval_utils.results.RunStore` as soon as it arrives, so an interrupted run resumes.
+:class:`~thai_eval_utils.results.RunStore` as soon as it arrives, so an interrupted run resumes. The run's
+``summary.json`` holds its scores per dialect and task and the ΔDiff values (see :func:`summary_scores`).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from .errors import ThaiEvalDataError
-from .metrics import pythainlp_version, table_task, task_scores
-from .results import RunStore
+from .metrics import delta_diff, pythainlp_version, table_task, task_scores
+from .results import RunStore, Score
 
 #: The prompt file shipped with the toolkit (verbatim prompt strings of the benchmark, with their source).
 DEFAULT_PROMPTS_PATH = Path(__file__).resolve().parent.parent / "data" / "dialect" / "dialect_prompts.json"
@@ -235,12 +236,14 @@ def run_generation(
             done[item_key(it)] = record
         bar.update(len(chunk))
     bar.close()
-    store.write_summary({"n_items": len(items), "n_generated": len(todo), "config": config})
     out = df.copy()
     out["model"] = model.name
     out["prompt"] = [done[item_key(it)]["prompt"] for it in items]
     out["output"] = [done[item_key(it)]["output"] for it in items]
     out["prompt_truncated"] = [bool(done[item_key(it)].get("prompt_truncated")) for it in items]
+    scores, deltas = summary_scores(score_generations(out)) if "text_2" in out.columns else ({}, {})
+    store.write_summary({"n_items": len(items), "n_generated": len(todo), "config": config,
+                         "scores": scores, "delta_diff": deltas})
     out.attrs.update({"run_dir": str(store.root), "config": config})
     return out
 
@@ -253,18 +256,52 @@ def score_generations(df: pd.DataFrame) -> pd.DataFrame:
             :func:`run_generation`); conversation and food rows are skipped (no reference).
 
     Returns:
-        Tidy rows ``model, dialect, task, table_task, metric, value, n, signature, pythainlp`` where
-        ``metric`` is ``rougeL`` / ``bleu`` (the paper's, x100), ``sacrebleu`` or ``chrf``.
+        Tidy rows ``model, dialect, task, table_task, metric, value, n, stderr, signature, pythainlp`` where
+        ``metric`` is ``rougeL`` / ``bleu`` (the paper's, x100), ``sacrebleu`` or ``chrf`` (``stderr``: only
+        ROUGE-L, the mean of per-item scores, has one).
     """
     rows = []
     scored = df[~df["task"].isin(UNSCORED_TASKS)]
     for (model, dialect, task), group in scored.groupby(["model", "dialect", "task"], sort=False):
         for score in task_scores(task, list(group["output"]), list(group["text_2"])):
             rows.append({"model": model, "dialect": dialect, "task": task, "table_task": table_task(task),
-                         "metric": score.name, "value": score.value, "n": score.n, "signature": score.signature,
-                         "pythainlp": pythainlp_version()})
-    cols = ["model", "dialect", "task", "table_task", "metric", "value", "n", "signature", "pythainlp"]
+                         "metric": score.name, "value": score.value, "n": score.n, "stderr": score.stderr,
+                         "signature": score.signature, "pythainlp": pythainlp_version()})
+    cols = ["model", "dialect", "task", "table_task", "metric", "value", "n", "stderr", "signature", "pythainlp"]
     return pd.DataFrame(rows, columns=cols)
+
+
+def score_key(dialect: str, task: str, metric: str) -> str:
+    """The summary key of one score: ``<dialect>/<task>/<metric>``, e.g. ``east/translation_eng_east/bleu``
+    (ΔDiff keys use the Table 1 task family: ``east/translation_en_to_dialect/bleu``)."""
+    return f"{dialect}/{task}/{metric}"
+
+
+def summary_scores(scores: pd.DataFrame) -> tuple[dict[str, dict], dict[str, dict]]:
+    """A run's scores as its ``summary.json`` holds them: ``(scores, delta_diff)``, each ``{key: Score dict}``.
+
+    Args:
+        scores: one model's rows from :func:`score_generations`.
+
+    Returns:
+        ``scores``: every metric per dialect and task (x100; keys :func:`score_key` with the benchmark's task
+        name, e.g. ``center/qa/rougeL``); ``delta_diff``: ΔDiff = Central minus dialect
+        (:func:`thai_eval_utils.metrics.delta_diff`) per non-Central dialect, Table 1 task family and metric,
+        with the dialect's item count as ``n`` (keys with the family, e.g. ``east/qa/rougeL``).
+    """
+    out: dict[str, dict] = {}
+    for r in scores.itertuples(index=False):
+        key = score_key(r.dialect, r.task, r.metric)
+        stderr = None if r.stderr is None or pd.isna(r.stderr) else float(r.stderr)
+        out[key] = Score(key, float(r.value), int(r.n), stderr, r.signature).to_dict()
+    deltas: dict[str, dict] = {}
+    if len(scores):
+        by_family = scores.set_index(["dialect", "table_task", "metric"])
+        for r in delta_diff(scores).itertuples(index=False):
+            key = score_key(r.dialect, r.task, r.metric)
+            n, signature = by_family.loc[(r.dialect, r.task, r.metric), ["n", "signature"]]
+            deltas[key] = Score(key, float(r.delta), int(n), None, f"delta_diff|central-minus-dialect|{signature}").to_dict()
+    return out, deltas
 
 
 def example_outputs(df: pd.DataFrame, n: int = 1, *, max_chars: int = 300) -> pd.DataFrame:

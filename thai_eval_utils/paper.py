@@ -315,14 +315,15 @@ def rank_agreement(a: pd.Series, b: pd.Series) -> RankAgreement:
 # This toolkit's runs beside the published rows. Each benchmark family has a small adapter that
 # turns one run (``results.list_runs()`` entry: dir, card, summary) into tidy records; the rest is
 # shared. Summary keys read (written by h6.evaluate, judge.judge_answers, thaicli.loglikelihood_preferences
-# and the dialect notebook):
+# and dialect.run_generation):
 #   thai_h6/<task>:   {"task", "n", "n_docs", "limit", "scores": {<headline metric first>: Score dict (0-1)}}
 #   thaicli/judge:    {"n_unjudged", "scores": {"thaicli"|"factoid"|"instruction": Score dict (1-10)}}
 #   thaicli/loglik:   {"scores": {"win_raw"|"win_norm": Score dict (0-1)}}
-#   dialect/...:      {"scores": [{"dialect", "task", "metric", "value", "n"}, ...]} (dialect.score_generations
-#                     records; "value" x100 as the paper prints it); without them, the scores the dialect
-#                     notebook saves as <outputs>/tables/dialect_scores_<model-slug>.csv (same columns, the
-#                     model's latest scoring), else the run counts as "not scored".
+#   dialect/...:      {"scores": {"<dialect>/<task>/<metric>": Score dict (x100 as the paper prints it)},
+#                     "delta_diff": {...}} (dialect.summary_scores; ΔDiff is recomputed here from the scores).
+#                     Runs made before the summary held scores have no "scores" key: for them, the scores the
+#                     dialect notebook saved as <outputs>/tables/dialect_scores_<model-slug>.csv (columns
+#                     dialect, task, metric, value, n; the model's latest scoring), else "not scored".
 # A run whose summary is missing (unfinished) or that has fewer items than the paper's dataset is partial.
 
 RUN_RECORD_COLUMNS = ["model", "benchmark", "table", "dialect", "column", "value", "n", "expected_n", "partial",
@@ -392,7 +393,8 @@ def _thaicli_records(run: Mapping[str, Any], sizes: Mapping[str, int]) -> list[d
 
 
 def _dialect_scores_file(run: Mapping[str, Any]) -> Path | None:
-    """``<outputs>/tables/dialect_scores_<model-slug>.csv``, the scores the dialect notebook saves beside a run."""
+    """``<outputs>/tables/dialect_scores_<model-slug>.csv``, the scores the dialect notebook saves beside a run
+    (read only for runs whose summary predates the scores in it)."""
     from .results import slugify
 
     runs_dir = next((p for p in Path(run["dir"]).parents if p.name == "runs"), None)
@@ -402,12 +404,27 @@ def _dialect_scores_file(run: Mapping[str, Any]) -> Path | None:
     return path if path.exists() else None
 
 
+def _dialect_summary_scores(scores: Mapping[str, Any]) -> list[dict]:
+    """The ``scores`` of a dialect run's summary (``{"<dialect>/<task>/<metric>": Score dict}``) as records
+    ``dialect, task, metric, value, n``."""
+    out = []
+    for key, entry in scores.items():
+        parts = str(key).split("/")
+        if len(parts) != 3:
+            continue
+        value, n = _score_value(entry)
+        out.append({"dialect": parts[0], "task": parts[1], "metric": parts[2], "value": value, "n": n})
+    return out
+
+
 def _dialect_records(run: Mapping[str, Any], sizes: Mapping[str, int]) -> list[dict]:
     out = []
-    scores = (run["summary"] or {}).get("scores") or []
-    scores_file = None if scores or run["summary"] is None else _dialect_scores_file(run)
-    if scores_file is not None:  # the summary holds no scores: the notebook's score table for this model
-        scores = pd.read_csv(scores_file).to_dict("records")
+    summary = run["summary"]
+    scores: list[dict] = []
+    if summary is not None and "scores" in summary:
+        scores = _dialect_summary_scores(summary["scores"] or {})
+    elif summary is not None and (scores_file := _dialect_scores_file(run)) is not None:
+        scores = pd.read_csv(scores_file).to_dict("records")  # a run from before summaries held scores
     if scores:  # imported only when needed: metrics pulls in pythainlp and rouge-score (slow to import)
         from .metrics import TABLE1_TASKS, table_task
     for rec in scores:
