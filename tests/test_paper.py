@@ -393,3 +393,15 @@ def test_reads_a_real_dialect_run(tmp_path):
     bleu_delta = direct(M.bleu, "center", "translation_eng_center") - direct(M.bleu, "east", "translation_eng_east")
     assert isan["translation_en_to_dialect_delta"] == str(paper.round_half_up(bleu_delta, 2))
     assert isan["qa_rougeL"] == str(paper.round_half_up(direct(M.rouge_l, "east", "qa"), 2)) and isan["qa_rougeL"] != ""
+
+
+def test_run_functions_live_in_paper_runs_and_stay_importable_from_paper():
+    from thai_eval_utils import paper_runs
+    from thai_eval_utils.paper import run_records, table_with_runs
+
+    assert run_records is paper_runs.run_records and table_with_runs is paper_runs.table_with_runs
+    for name in ("expected_sizes", "h6_with_runs", "thaicli_with_runs", "dialect_with_runs", "WITH_RUNS", "RUN_ADAPTERS",
+                 "RUN_RECORD_COLUMNS", "DIALECT_DISPLAY"):  # fmt: skip
+        assert getattr(paper, name) is getattr(paper_runs, name) and name in dir(paper)
+    with pytest.raises(AttributeError):
+        paper.no_such_name  # noqa: B018

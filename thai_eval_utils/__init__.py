@@ -41,8 +41,8 @@ _EXPORTS: dict[str, str] = {
     "check_published": "paper", "mismatches": "paper", "run_models": "batch", "save_table": "tables",
 }
 _SUBMODULES = {"api", "batch", "data", "dialect", "errors", "fewshot", "h6", "h6_metrics", "h6_tasks", "human_eval",
-               "io", "judge", "local_model", "metrics", "models", "paper", "plots", "results", "scoring", "serve",
-               "tables", "thaicli"}
+               "io", "judge", "local_model", "metrics", "models", "paper", "paper_runs", "plots", "results", "scoring",
+               "serve", "tables", "thaicli"}
 
 __all__ = sorted(_EXPORTS) + sorted(_SUBMODULES)
 
