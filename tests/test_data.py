@@ -555,3 +555,16 @@ def test_numpy_nested_values_from_pandas_are_plain(tmp_path):
     cli = tmp_path / "CLI_factoid.parquet"
     pd.DataFrame([{**CLI_ROWS[0], "answers": np.array(CLI_ROWS[0]["answers"], dtype=object)}]).to_parquet(cli)
     assert load_thaicli(cli).loc[0, "chosen"] == "5 ธันวาคม"
+
+
+def test_data_reexports_the_per_benchmark_loaders():
+    import thai_eval_utils
+    from thai_eval_utils import data, data_dialect, data_h6, data_thaicli
+
+    modules = {"load_h6_task": data_h6, "H6TaskData": data_h6, "H6_TASKS": data_h6, "load_thaicli": data_thaicli,
+               "THAICLI_FORMATS": data_thaicli, "load_dialect": data_dialect, "dialect_tasks": data_dialect,
+               "convert_dialect_pickle": data_dialect, "DIALECTS": data_dialect}  # fmt: skip
+    assert set(modules) == set(data.__all__)
+    for name, module in modules.items():
+        assert getattr(data, name) is getattr(module, name), name
+    assert thai_eval_utils.load_dialect is data.load_dialect and thai_eval_utils.H6TaskData is data.H6TaskData

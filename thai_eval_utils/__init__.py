@@ -22,9 +22,9 @@ _EXPORTS: dict[str, str] = {
     "ThaiEvalError": "errors", "ThaiEvalDataError": "errors", "ModelLoadError": "errors", "JudgeError": "errors",
     # models and scoring
     "load_model": "models", "embedded_model_dir": "models", "LocalModel": "local_model", "ApiModel": "api",
-    # data
-    "H6TaskData": "data", "load_h6_task": "data", "load_thaicli": "data", "load_dialect": "data",
-    "convert_dialect_pickle": "data", "read_records": "io",
+    # data (thai_eval_utils.data re-exports these from one module per benchmark)
+    "H6TaskData": "data_h6", "load_h6_task": "data_h6", "load_thaicli": "data_thaicli", "load_dialect": "data_dialect",
+    "convert_dialect_pickle": "data_dialect", "read_records": "io",
     # results
     "RunStore": "results", "Score": "results", "list_runs": "results",
     # Thai-H6
@@ -40,9 +40,9 @@ _EXPORTS: dict[str, str] = {
     # paper tables and batch runs
     "check_published": "paper", "mismatches": "paper", "run_models": "batch", "save_table": "tables",
 }
-_SUBMODULES = {"api", "batch", "data", "dialect", "errors", "fewshot", "h6", "h6_metrics", "h6_tasks", "human_eval",
-               "io", "judge", "local_model", "metrics", "models", "paper", "paper_runs", "plots", "results", "scoring",
-               "serve", "tables", "thaicli"}
+_SUBMODULES = {"api", "batch", "data", "data_dialect", "data_h6", "data_thaicli", "dialect", "errors", "fewshot", "h6",
+               "h6_metrics", "h6_tasks", "human_eval", "io", "judge", "local_model", "metrics", "models", "paper",
+               "paper_runs", "plots", "results", "scoring", "serve", "tables", "thaicli"}
 
 __all__ = sorted(_EXPORTS) + sorted(_SUBMODULES)
 

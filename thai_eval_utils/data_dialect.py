@@ -1,0 +1,157 @@
+"""Thai dialect benchmark loaders (Limkonchotiwat et al., arXiv 2504.05898, section 2; repo
+mrpeerat/Thai_local_benchmark): ``<dialect>/<task>.jsonl`` folders and the one-off conversion of the
+benchmark's ``dataset.pkl`` into them.
+
+Every bad input raises :class:`ThaiEvalDataError` naming file, row and field; everything is validated
+before anything is returned. Thai text is returned exactly as stored (never Unicode-normalised).
+"""
+
+from __future__ import annotations
+
+import pickle
+import re
+import warnings
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .errors import ThaiEvalDataError
+from .io import find_data_file, read_records, write_jsonl
+
+__all__ = ["DIALECTS", "convert_dialect_pickle", "dialect_tasks", "load_dialect"]
+
+
+DIALECTS = ("center", "east", "north", "south")
+_DIALECT_COLUMNS = ["dialect", "task", "id", "text_1", "text_2", "question", "context"]
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+def dialect_tasks(dialect: str) -> list[str]:
+    """The benchmark's task names for one dialect, in the paper's order."""
+    return ["qa", "summarization", f"translation_eng_{dialect}", f"translation_{dialect}_eng", "conversation", "food"]
+
+
+def _dialect_rows(dialect: str, task: str, path: Path) -> list[dict[str, Any]]:
+    kind = "translation" if task.startswith("translation_") else task
+    text = (str, None)
+    required: dict[str, Any] = {
+        "qa": {"id": (str, int), "question": str, "context": str, "text_2": text},
+        "summarization": {"id": (str, int), "text_1": str, "text_2": text},
+        "translation": {"text_1": str, "text_2": text},
+        "conversation": {"id": (str, int), "text_1": str},
+        "food": {"id": (str, int), "text_1": str},
+    }[kind]
+    rows, seen = [], {}
+    for i, rec in enumerate(read_records(path, required)):
+        rid = rec.get("id", i) if kind == "translation" else rec["id"]
+        if isinstance(rid, bool) or not isinstance(rid, (str, int)):
+            raise ThaiEvalDataError(f"expected str or int, got {type(rid).__name__}", path=path, row=i, field="id")
+        if str(rid) in seen:
+            raise ThaiEvalDataError(f"duplicate id {rid!r} (also row {seen[str(rid)]})", path=path, row=i, field="id")
+        seen[str(rid)] = i
+        gold = rec.get("text_2", ".") if kind in ("conversation", "food") else rec["text_2"]
+        if gold is not None and not isinstance(gold, str):
+            raise ThaiEvalDataError(f"expected str or None, got {type(gold).__name__}", path=path, row=i, field="text_2")
+        rows.append({"dialect": dialect, "task": task, "id": str(rid), "text_1": rec.get("text_1") if kind != "qa" else None,
+                     "text_2": gold or "", "question": rec["question"] if kind == "qa" else None,
+                     "context": rec["context"] if kind == "qa" else None})
+    return rows
+
+
+def load_dialect(source: str | Path, dialects: Iterable[str] | None = None) -> pd.DataFrame:
+    """Load the dialect benchmark from ``<source>/<dialect>/<task>.jsonl`` (or ``.parquet``/``.json``/``.csv``).
+
+    Args:
+        source: folder holding ``center/``, ``east/``, ``north/``, ``south/`` (as written by
+            :func:`convert_dialect_pickle`).
+        dialects: the dialects to read (each must exist); default: every dialect folder present.
+
+    Returns:
+        One row per (dialect, task, item), columns ``dialect, task, id, text_1, text_2, question,
+        context`` (None where a task lacks the field; a null gold becomes ""; ``id`` as text, the row
+        index for translation files without ids). Missing task files are skipped; files with other
+        names are ignored. ``df.attrs["files"]`` lists the files read.
+    """
+    source = Path(source)
+    if not source.is_dir():
+        raise ThaiEvalDataError("folder not found", path=source)
+    wanted = list(dialects) if dialects is not None else [d for d in DIALECTS if (source / d).is_dir()]
+    for d in wanted:
+        if d not in DIALECTS:
+            raise ValueError(f"unknown dialect {d!r}; expected one of {', '.join(DIALECTS)}")
+        if not (source / d).is_dir():
+            raise ThaiEvalDataError("dialect folder not found", path=source / d)
+    rows, files = [], []
+    for d in wanted:
+        for task in dialect_tasks(d):
+            path = find_data_file(source / d, task)
+            if path is not None:
+                files.append(path)
+                rows += _dialect_rows(d, task, path)
+    if not files:
+        raise ThaiEvalDataError(f"no dialect task files found (expected <dialect>/<task>.jsonl, dialects {', '.join(DIALECTS)})", path=source)
+    df = pd.DataFrame(rows, columns=_DIALECT_COLUMNS, dtype=object)
+    df.attrs["files"] = files
+    return df
+
+
+def _task_records(obj: Any) -> list[dict[str, Any]]:
+    if hasattr(obj, "to_list"):  # datasets.Dataset
+        records = obj.to_list()
+    elif isinstance(obj, Mapping):  # columns: {"text_1": [...], ...}
+        cols = {k: list(v) for k, v in obj.items()}
+        n = {len(v) for v in cols.values()}
+        if len(n) > 1:
+            raise ValueError(f"columns of different lengths {sorted(n)}")
+        records = [dict(zip(cols, vals)) for vals in zip(*cols.values())]
+    else:
+        records = list(obj)
+    if not all(isinstance(r, Mapping) for r in records):
+        raise ValueError("records must be mappings")
+    return [dict(r) for r in records]
+
+
+def convert_dialect_pickle(pickle_path: str | Path, out_dir: str | Path, *, allow_pickle: bool = False) -> list[Path]:
+    """Convert the benchmark's ``datasets/dataset.pkl`` (dialect -> task -> records) to JSONL, once.
+
+    Unpickling runs code stored in the file, so this refuses unless ``allow_pickle=True`` and warns
+    when it does. The pickle holds ``datasets.DatasetDict`` objects (the ``datasets`` package must be
+    installed to read it); plain dicts of lists of records work too.
+
+    Returns:
+        The written files ``<out_dir>/<dialect>/<task>.jsonl`` in the pickle's order (read them with
+        :func:`load_dialect`).
+    """
+    path = Path(pickle_path)
+    if not allow_pickle:
+        raise ThaiEvalDataError(
+            "refusing to unpickle: loading a pickle runs code stored in it. If you trust this file, call "
+            "convert_dialect_pickle(..., allow_pickle=True) once and use the JSONL files it writes", path=path)
+    if not path.is_file():
+        raise ThaiEvalDataError("file not found", path=path)
+    warnings.warn(f"unpickling {path}: this runs code stored in the file; do it only for a file you trust",
+                  UserWarning, stacklevel=2)
+    try:
+        with open(path, "rb") as fh:
+            obj = pickle.load(fh)  # noqa: S301 - explicitly allowed by the caller
+    except ModuleNotFoundError as exc:
+        raise ThaiEvalDataError(f"the pickle needs the {exc.name!r} package to be read (pip install it)", path=path) from None
+    except Exception as exc:
+        raise ThaiEvalDataError(f"cannot unpickle ({type(exc).__name__}: {exc})", path=path) from None
+    if not hasattr(obj, "items"):
+        raise ThaiEvalDataError(f"expected a dict of dialects, got {type(obj).__name__}", path=path)
+    planned: list[tuple[Path, list[dict[str, Any]]]] = []
+    for dialect, tasks in obj.items():
+        if not (isinstance(dialect, str) and _SAFE_NAME.match(dialect)) or not hasattr(tasks, "items"):
+            raise ThaiEvalDataError(f"expected dialect name -> dict of tasks, got {dialect!r} -> {type(tasks).__name__}", path=path, field=str(dialect))
+        for task, data in tasks.items():
+            if not (isinstance(task, str) and _SAFE_NAME.match(task)):
+                raise ThaiEvalDataError(f"bad task name {task!r}", path=path, field=f"{dialect}/{task}")
+            try:
+                records = _task_records(data)
+            except (TypeError, ValueError) as exc:
+                raise ThaiEvalDataError(f"cannot read records: {exc}", path=path, field=f"{dialect}/{task}") from None
+            planned.append((Path(out_dir) / dialect / f"{task}.jsonl", records))
+    return [write_jsonl(target, records) for target, records in planned]
