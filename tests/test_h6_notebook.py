@@ -12,9 +12,9 @@ import pytest
 from conftest import REPO
 
 NOTEBOOK = REPO / "notebooks" / "thai_h6.ipynb"
-PARAMETERS = ["model", "data_source", "tasks", "limit", "gsm8k_limit", "num_fewshot", "batch_size", "chunk_size",
-              "sampler", "fewshot_seed", "add_bos_token", "gsm8k_stops", "gsm8k_max_new_tokens", "mc2", "mmlu_average",
-              "outputs_dir", "paper_table4"]  # fmt: skip
+PARAMETERS = ["model", "dtype", "device_map", "data_source", "tasks", "limit", "gsm8k_limit", "num_fewshot", "batch_size",
+              "chunk_size", "sampler", "fewshot_seed", "add_bos_token", "gsm8k_stops", "gsm8k_max_new_tokens", "mc2",
+              "mmlu_average", "outputs_dir", "paper_table4"]  # fmt: skip
 
 
 def test_committed_without_outputs_and_parameters_parse():
@@ -42,7 +42,7 @@ def test_notebook_smoke_run(tmp_path, tiny_model_dir):
     papermill.execute_notebook(
         str(NOTEBOOK), str(executed), cwd=str(REPO / "notebooks"), progress_bar=False,
         parameters={"model": str(tiny_model_dir), "data_source": str(REPO / "data" / "thai_h6"), "limit": 1,
-                    "gsm8k_max_new_tokens": 4, "outputs_dir": str(out)},
+                    "gsm8k_max_new_tokens": 4, "outputs_dir": str(out), "dtype": "bfloat16", "device_map": "cpu"},
     )  # fmt: skip
     tables = out / "tables"
     row = pd.read_csv(next(tables.glob("thai_h6_table4_*.csv")))
@@ -61,3 +61,6 @@ def test_notebook_smoke_run(tmp_path, tiny_model_dir):
     assert gsm["config"]["gsm8k_stops"] == [":", "Question:", "Question"] and gsm["config"]["max_new"] == 4
     arc = next(c for c in cards if c["benchmark"] == "thai_h6/th_arc")
     assert arc["config"]["num_fewshot"] == 25 and arc["config"]["sampler"] == "lb" and arc["config"]["add_bos"] is False
+    # the load options reach the model and every run card records what the weights ended up as
+    assert {(c["model"]["dtype"], c["model"]["device"], c["model"]["add_bos_token"]) for c in cards} == {
+        ("bfloat16", "cpu", False)}

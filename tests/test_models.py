@@ -159,3 +159,67 @@ def test_embedded_model_offline(embedded):
     assert reply.strip() and "<end_of_turn>" not in reply
     with torch.inference_mode():
         assert embedded.generate(["1, 2, 3, 4,"], max_new_tokens=6, stop=[","])[0].strip() == "5"
+
+
+def test_model_options_drops_nones_and_checks_dtype():
+    assert models.model_options() == {}
+    kept = models.model_options(dtype=None, device_map=None, add_bos_token=False, max_length=None)
+    assert kept == {"add_bos_token": False}  # False is a value, not a missing one
+    assert models.model_options(dtype="bfloat16", device_map="auto", batch_size=4) == {
+        "dtype": "bfloat16", "device_map": "auto", "batch_size": 4}
+    assert models.model_options(dtype=torch.float16)["dtype"] is torch.float16
+    for bad in ("bf16", "float64", "half", 16):
+        with pytest.raises(ValueError) as err:
+            models.model_options(dtype=bad)
+        msg = str(err.value)
+        assert repr(bad) in msg and all(repr(name) in msg for name in models.DTYPES), msg
+
+
+def test_load_model_honours_bfloat16_and_device_map(tiny_model_dir):
+    m = load_model(str(tiny_model_dir), **models.model_options(dtype="bfloat16", device_map="cpu"))
+    assert {p.dtype for p in m.hf_model.parameters()} == {torch.bfloat16}
+    assert {p.device.type for p in m.hf_model.parameters()} == {"cpu"}
+    assert m.identity["dtype"] == "bfloat16" and m.identity["device"] == "cpu" and "devices" not in m.identity
+    assert "dtype=bfloat16" in repr(m)
+    requests = [("คำถาม: เมืองหลวงของไทยคือ", " กรุงเทพ"), ("สวัสดี", "ครับ")]
+    ll16 = m.loglikelihood(requests, progress=False)
+    ll32 = load_model(str(tiny_model_dir)).loglikelihood(requests, progress=False)
+    for (a, _), (b, _) in zip(ll16, ll32, strict=True):
+        assert a < 0 and abs(a - b) < 0.5  # bfloat16 keeps ~3 significant digits
+    text = m.generate(["สวัสดี"], max_new_tokens=5)[0]
+    assert isinstance(text, str) and text
+    m.tokenizer.chat_template = GEMMA3_CHAT_TEMPLATE
+    assert len(m.chat([[{"role": "user", "content": "สวัสดี"}]], max_new_tokens=4)) == 1
+    float16 = load_model(str(tiny_model_dir), dtype="float16", device="cpu")
+    assert float16.identity["dtype"] == "float16"
+
+
+def test_cpu_placement_defaults_to_float32_even_with_a_gpu(monkeypatch, tiny_model_dir):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # the default dtype must follow the placement
+    for placement in ({"device_map": "cpu"}, {"device": "cpu"}, {"device_map": {"": "cpu"}}):
+        m = load_model(str(tiny_model_dir), **placement)
+        assert m.identity["dtype"] == "float32" and m.identity["device"] == "cpu", placement
+
+
+def test_load_model_rejects_bad_dtype_and_device_with_device_map(tiny_model_dir):
+    with pytest.raises(ValueError, match=r"'bfloat' is not supported.*'bfloat16'"):
+        load_model(str(tiny_model_dir), dtype="bfloat")
+    with pytest.raises(ValueError, match="not both"):
+        load_model(str(tiny_model_dir), device="cpu", device_map="auto")
+
+
+def test_identity_lists_devices_only_when_spread(tiny_tokenizer):
+    from conftest import _tiny_llama
+
+    model = _tiny_llama(tiny_tokenizer)
+    assert "devices" not in LocalModel(model, tiny_tokenizer, name="t").identity
+    model.hf_device_map = {"model.embed_tokens": 0, "model.layers.0": 0, "model.layers.1": 1, "lm_head": "cpu"}
+    assert LocalModel(model, tiny_tokenizer, name="t").identity["devices"] == ["cpu", "cuda:0", "cuda:1"]
+
+
+def test_notebook_defaults_are_accepted_by_api_models():
+    options = models.model_options(dtype=None, device_map=None, add_bos_token=False)  # thaicli.ipynb's defaults
+    api = load_model("openai:some-model", base_url="http://127.0.0.1:9/v1", api_key="unused", **options)
+    assert api.name == "some-model"
+    with pytest.raises(ModelLoadError, match="device_map"):
+        load_model("openai:some-model", base_url="http://127.0.0.1:9/v1", **models.model_options(device_map="auto"))

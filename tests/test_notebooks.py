@@ -40,3 +40,25 @@ def test_committed_clean_with_a_parameters_cell(path):
         assert {"model", "limit", "data_source"} <= declared
     secretish = {n for n in declared if any(w in n.lower() for w in ("api_key", "secret", "password"))}
     assert not secretish, "API keys come from the environment, never from notebook parameters"
+
+
+MODEL_NOTEBOOKS = [p for p in NOTEBOOKS if "load_model(" in p.read_text(encoding="utf-8")]
+
+
+def test_the_benchmark_notebooks_load_models():
+    assert {p.stem for p in MODEL_NOTEBOOKS} == BENCHMARK_NOTEBOOKS
+
+
+@pytest.mark.parametrize("path", MODEL_NOTEBOOKS, ids=lambda p: p.stem)
+def test_model_notebooks_expose_dtype_and_device_map(path):
+    """GPU runs are configured from papermill: dtype and device_map are parameters (default None: load_model's
+    own defaults), handed to load_model through models.model_options rather than code copied per notebook."""
+    params = papermill.inspect_notebook(str(path))
+    assert params["dtype"]["default"] == "None" and params["device_map"]["default"] == "None"
+    assert params["dtype"]["help"] and params["device_map"]["help"]
+    nb = nbformat.read(path, as_version=4)
+    source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert "model_options(dtype=dtype, device_map=device_map" in source
+    assert [line.strip() for line in source.splitlines() if "load_model(" in line] == ["lm = load_model(model, **load_options)"]
+    if path.stem in ("thai_h6", "thaicli"):  # log-likelihoods depend on BOS; dialect generation uses the chat template
+        assert params["add_bos_token"]["default"] == "False" and "add_bos_token=add_bos_token" in source

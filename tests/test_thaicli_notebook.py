@@ -14,8 +14,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "thaicli.ipynb"
-EXPECTED = {"model", "data_source", "limit", "judge_model", "judge_base_url", "concurrency", "max_new_tokens",
-            "judge_max_tokens", "judge_max_calls", "seed", "outputs_dir"}  # fmt: skip
+EXPECTED = {"model", "dtype", "device_map", "add_bos_token", "data_source", "limit", "judge_model", "judge_base_url",
+            "concurrency", "max_new_tokens", "judge_max_tokens", "judge_max_calls", "seed", "outputs_dir"}  # fmt: skip
 
 
 def _cells():
@@ -48,7 +48,8 @@ def test_runs_under_papermill_without_a_judge(tmp_path):
     pytest.importorskip("thai_eval_utils.scoring", reason="LocalModel.loglikelihood needs thai_eval_utils.scoring (not landed yet)")
     out = tmp_path / "thaicli.ipynb"
     cmd = [sys.executable, "-m", "papermill", "--cwd", str(REPO / "notebooks"), str(NOTEBOOK), str(out),
-           "-p", "limit", "1", "-p", "max_new_tokens", "8", "-p", "judge_model", "None", "-p", "outputs_dir", str(tmp_path / "outputs")]  # fmt: skip
+           "-p", "limit", "1", "-p", "max_new_tokens", "8", "-p", "judge_model", "None", "-p", "outputs_dir", str(tmp_path / "outputs"),
+           "-p", "dtype", "float32", "-p", "device_map", "cpu", "-p", "add_bos_token", "True"]  # fmt: skip
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MPLBACKEND": "Agg"}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -56,3 +57,8 @@ def test_runs_under_papermill_without_a_judge(tmp_path):
     assert "No judge configured" in text
     assert "thaicli_loglik/win_raw" in text  # the judge-free headline was printed
     assert list((tmp_path / "outputs" / "figures").glob("thaicli_loglik_*.png"))
+    cards = {c["benchmark"]: c for c in (json.loads(p.read_text(encoding="utf-8"))
+                                         for p in (tmp_path / "outputs" / "runs").rglob("run_card.json"))}
+    assert set(cards) == {"thaicli/answers", "thaicli/loglik"}
+    for card in cards.values():  # the load options from papermill reach the model and its run cards
+        assert (card["model"]["dtype"], card["model"]["device"], card["model"]["add_bos_token"]) == ("float32", "cpu", True)

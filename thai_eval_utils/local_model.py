@@ -32,6 +32,14 @@ def default_max_length(model: Any, tokenizer: Any) -> int:
     return 2048
 
 
+def _on_cpu(device: Any, device_map: Any) -> bool:
+    """Whether ``device`` / ``device_map`` put every weight on the CPU (then the default dtype is float32)."""
+    if device_map is not None:
+        places = device_map.values() if isinstance(device_map, dict) else [device_map]
+        return all(str(p).startswith("cpu") for p in places)
+    return device is not None and str(device).startswith("cpu")
+
+
 class _StopOnStrings(StoppingCriteria):
     """Marks a row done once its generated text contains a stop string.
 
@@ -46,6 +54,14 @@ class _StopOnStrings(StoppingCriteria):
         texts = self.tokenizer.batch_decode(input_ids[:, self.prompt_len :], skip_special_tokens=True)
         done = [any(s in t for s in self.stop) for t in texts]
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+
+def _spread(hf_model: Any) -> dict[str, list[str]]:
+    """``{"devices": [...]}`` when a ``device_map`` spread the weights over several devices, else nothing
+    (a model on one device keeps the identity, and so the run config ids, it had before)."""
+    placed = (getattr(hf_model, "hf_device_map", None) or {}).values()
+    places = {f"cuda:{v}" if isinstance(v, int) else str(v) for v in placed}  # accelerate names GPUs by index
+    return {"devices": sorted(places)} if len(places) > 1 else {}
 
 
 class LocalModel:
@@ -83,6 +99,7 @@ class LocalModel:
             "class": type(hf_model).__name__,
             "dtype": str(next(hf_model.parameters()).dtype).replace("torch.", ""),
             "device": str(self.device),
+            **_spread(hf_model),
             "add_bos_token": self.add_bos_token,
             "max_length": self.max_length,
         }
@@ -104,10 +121,13 @@ class LocalModel:
         """Load ``spec`` (see :func:`thai_eval_utils.models.load_model`) on CPU or GPU."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from .models import resolve_spec
+        from .models import check_dtype, resolve_spec
 
+        check_dtype(dtype)
+        if device is not None and device_map is not None:
+            raise ValueError(f"give device ({device!r}) or device_map ({device_map!r}), not both")
         path, identity = resolve_spec(spec)
-        cuda = torch.cuda.is_available() and device != "cpu"
+        cuda = torch.cuda.is_available() and not _on_cpu(device, device_map)
         if dtype is None:
             dtype = torch.bfloat16 if cuda else torch.float32
         elif isinstance(dtype, str) and dtype != "auto":
@@ -217,4 +237,5 @@ class LocalModel:
                                   top_p=top_p, seed=seed, desc="chat")
 
     def __repr__(self) -> str:
-        return f"LocalModel({self.name!r}, device={self.device}, max_length={self.max_length}, add_bos_token={self.add_bos_token})"
+        return (f"LocalModel({self.name!r}, dtype={self.identity['dtype']}, device={self.device}, "
+                f"max_length={self.max_length}, add_bos_token={self.add_bos_token})")

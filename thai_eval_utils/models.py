@@ -207,16 +207,43 @@ def resolve_spec(spec: str) -> tuple[Path | str, dict[str, Any]]:
     return path, {"name": spec, "source": f"hf:{spec}", "revision": path.name}
 
 
+#: Weight dtypes a notebook parameter may name (papermill passes strings). None is load_model's default
+#: (float32 on CPU, bfloat16 on GPU); "auto" is transformers' meaning: the checkpoint's own dtype.
+DTYPES = ("float32", "bfloat16", "float16", "auto")
+
+
+def check_dtype(dtype: Any) -> Any:
+    """``dtype`` if it names one of :data:`DTYPES` (a name or a ``torch.dtype``) or is None; else a ValueError
+    that names the value and the allowed ones."""
+    name = dtype if dtype is None or isinstance(dtype, str) else str(dtype).removeprefix("torch.")
+    if dtype is not None and name not in DTYPES:
+        raise ValueError(f"dtype {dtype!r} is not supported; use one of {', '.join(map(repr, DTYPES))} or None "
+                         "(float32 on CPU, bfloat16 on GPU)")
+    return dtype
+
+
+def model_options(dtype: Any = None, device_map: str | dict | None = None, **options: Any) -> dict[str, Any]:
+    """Keyword options for :func:`load_model` from notebook parameters: None values are dropped (load_model's
+    default applies) and ``dtype`` is checked against :data:`DTYPES`.
+
+    Example:
+        >>> model_options(dtype="bfloat16", device_map=None, add_bos_token=False)
+        {'dtype': 'bfloat16', 'add_bos_token': False}
+    """
+    check_dtype(dtype)
+    return {k: v for k, v in {"dtype": dtype, "device_map": device_map, **options}.items() if v is not None}
+
+
 def load_model(spec: str = EMBEDDED, **options: Any):
     """Load a model by spec.
 
     Args:
         spec: ``"embedded"`` (Gemma 3 270M shipped on PyPI), a local HF model directory, a ``.gguf`` file,
             a Hub id, or ``"openai:<model-id>"`` (any OpenAI-compatible endpoint, see :mod:`.api`).
-        **options: for local models ``dtype`` (default float32 on CPU, bfloat16 on GPU), ``device`` or
-            ``device_map`` (e.g. ``"auto"`` for GPUs), ``max_length``, ``add_bos_token`` (default False, as the
-            leaderboard ran lm-eval), ``trust_remote_code`` (default False), ``batch_size``; for API models see
-            :class:`.api.ApiModel`.
+        **options: for local models ``dtype`` (one of :data:`DTYPES`; default float32 on CPU, bfloat16 on GPU),
+            ``device`` or ``device_map`` (e.g. ``"auto"`` for GPUs; not both), ``max_length``, ``add_bos_token``
+            (default False, as the leaderboard ran lm-eval), ``trust_remote_code`` (default False), ``batch_size``;
+            for API models see :class:`.api.ApiModel`. Notebooks build them with :func:`model_options`.
 
     Returns:
         A :class:`LocalModel` or an :class:`.api.ApiModel`.
@@ -230,5 +257,5 @@ def load_model(spec: str = EMBEDDED, **options: Any):
 
 from .local_model import LocalModel  # noqa: E402  (LocalModel.from_spec calls resolve_spec above)
 
-__all__ = ["EMBEDDED", "GEMMA3_CHAT_TEMPLATE", "LocalModel", "cache_dir", "convert_gguf", "embedded_gguf_path",
-           "embedded_model_dir", "load_model", "resolve_spec"]
+__all__ = ["DTYPES", "EMBEDDED", "GEMMA3_CHAT_TEMPLATE", "LocalModel", "cache_dir", "check_dtype", "convert_gguf",
+           "embedded_gguf_path", "embedded_model_dir", "load_model", "model_options", "resolve_spec"]
