@@ -13,6 +13,8 @@ MODELS ?= embedded
 LIMIT ?=
 DATA ?=
 JUDGE ?=
+DTYPE ?=
+DEVICE_MAP ?=
 
 .PHONY: demo test lab tables model clean install
 
@@ -35,7 +37,8 @@ demo: model
 	$(PY) -m thai_eval_utils.batch --demo
 
 tables: model
-	$(PY) -m thai_eval_utils.batch --models "$(MODELS)" $(if $(LIMIT),--limit $(LIMIT)) $(if $(DATA),--data $(DATA)) $(if $(JUDGE),--judge $(JUDGE))
+	$(PY) -m thai_eval_utils.batch --models "$(MODELS)" $(if $(LIMIT),--limit $(LIMIT)) $(if $(DATA),--data $(DATA)) $(if $(JUDGE),--judge $(JUDGE)) \
+		$(if $(DTYPE),--dtype $(DTYPE)) $(if $(DEVICE_MAP),--device-map $(DEVICE_MAP))
 
 test: install
 	$(PY) -m pytest -q

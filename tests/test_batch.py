@@ -132,6 +132,14 @@ def test_cli_arguments(monkeypatch):
     assert calls[-1][0] == list(batch.DEMO_MODELS) and calls[-1][1]["limit"] == batch.DEMO_LIMIT
     assert calls[-1][1]["extra_parameters"] == batch.DEMO_PARAMETERS
     assert kwargs["extra_parameters"] == {}  # the earlier, non-demo call
+    assert batch.main(["--models", "/models/x", "--dtype", "bfloat16", "--device-map", "auto"]) == 0
+    assert calls[-1][1]["extra_parameters"] == {"dtype": "bfloat16", "device_map": "auto"}
+    assert batch.main(["--demo", "--dtype", "float32"]) == 0
+    assert calls[-1][1]["extra_parameters"] == {**batch.DEMO_PARAMETERS, "dtype": "float32"}
+    n_calls = len(calls)
+    with pytest.raises(SystemExit):
+        batch.main(["--models", "/models/x", "--dtype", "bf16"])  # refused before any notebook runs
+    assert len(calls) == n_calls
     assert batch.main(["--models", "broken", "--no-paper"]) == 1
     assert calls[-1][1]["paper_notebook"] is None
     with pytest.raises(SystemExit):

@@ -6,6 +6,7 @@ notebooks skip finished items through the results store, so re-executing them is
 failing model or notebook is recorded and the others still run. Command line::
 
     python -m thai_eval_utils.batch --models "embedded /models/qwen" --limit 20
+    python -m thai_eval_utils.batch --models /models/llama-70b --dtype bfloat16 --device-map auto
     python -m thai_eval_utils.batch --demo
 """
 
@@ -308,6 +309,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", default=None, help="data folder passed as data_source (default: each notebook's)")
     parser.add_argument("--judge", default=None, help="ThaiCLI judge model id (judge_model)")
     parser.add_argument("--judge-base-url", default=None, help="the judge's OpenAI-compatible base URL")
+    parser.add_argument("--dtype", default=None, help="weights dtype of local models: float32, bfloat16, float16 or auto "
+                        "(default: float32 on CPU, bfloat16 on GPU)")
+    parser.add_argument("--device-map", default=None, help='weight placement of local models, e.g. "auto" over all GPUs')
     parser.add_argument("--outputs", default="outputs", help="outputs folder (default: outputs)")
     parser.add_argument("--notebooks-dir", default="notebooks", help="folder of the notebooks (default: notebooks)")
     parser.add_argument("--notebooks", nargs="+", default=None, help="benchmark notebooks to run (default: all)")
@@ -321,6 +325,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         models = models or list(DEMO_MODELS)
         limit = DEMO_LIMIT if limit is None else limit
         extra = dict(DEMO_PARAMETERS)
+    if args.dtype is not None or args.device_map is not None:  # passed to the notebooks that declare them
+        from .models import model_options  # imported only here: it loads torch
+
+        try:  # a bad dtype fails now, not once per notebook
+            extra.update(model_options(dtype=args.dtype, device_map=args.device_map))
+        except ValueError as exc:
+            parser.error(str(exc))
     if not models:
         parser.error("give --models (or --demo)")
     report = run_models(
