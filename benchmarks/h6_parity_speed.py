@@ -200,7 +200,7 @@ def run_engine(model, tok, requests: list[dict]) -> tuple[float, float, list[tup
     return time.perf_counter() - t0, time.process_time() - c0, out
 
 
-def hf_cache_path(model, tok, requests: list[dict]) -> list[float]:
+def hf_cache_path(model, encoded: list[tuple[list[int], list[int]]]) -> list[float]:
     """The parity yardstick: the same requests scored the way transformers documents KV-cache reuse (the context
     once with a ``DynamicCache``, each continuation over it, the cache cropped back), with lm-eval's tokens and
     float32 ``log_softmax``. Exact arithmetic would give lm-eval's numbers; the gap shows the float32 noise that
@@ -208,9 +208,6 @@ def hf_cache_path(model, tok, requests: list[dict]) -> list[float]:
     import torch
     from transformers import DynamicCache
 
-    from thai_eval_utils.scoring import _encode
-
-    encoded = _encode(tok, [(r["context"], r["continuation"]) for r in requests], False)
     out, cache, cached = [], None, None
     with torch.inference_mode():
         for ctx, cont in encoded:
@@ -230,7 +227,7 @@ def hf_cache_path(model, tok, requests: list[dict]) -> list[float]:
     return out
 
 
-def work_ratio(model, tok, requests: list[dict]) -> dict:
+def work_ratio(model, tok, encoded: list[tuple[list[int], list[int]]]) -> dict:
     """Matrix-multiply work of both sides, counted (not timed): lm-eval runs every fed token through the decoder
     body and the output layer; thai-eval runs each distinct tree token through the body once and each distinct
     scored position through the output layer. Per token, a linear layer costs 2 x its weights in FLOPs (attention
@@ -239,12 +236,11 @@ def work_ratio(model, tok, requests: list[dict]) -> dict:
     import torch
 
     from thai_eval_utils._prefix import build_tree
-    from thai_eval_utils.scoring import _encode, _fed
+    from thai_eval_utils.scoring import _fed
 
     head = model.get_output_embeddings().weight
     body = sum(m.weight.numel() for m in model.base_model.modules() if isinstance(m, torch.nn.Linear))
-    seqs, targets = _fed(_encode(tok, [(r["context"], r["continuation"]) for r in requests], False),
-                         max_length(model, tok))
+    seqs, targets = _fed(encoded, max_length(model, tok))
     fed = sum(len(s) for s in seqs if s)
     root, _ = build_tree([s for s in seqs if s])
     tree, stack = 0, [root]
@@ -282,17 +278,15 @@ def metrics(lls: list[float], docs: list[dict], requests: list[dict]) -> list[tu
 
 
 # --- report ---------------------------------------------------------------------------------------------------
-def summarise(runs: list[dict], engine: list[tuple[float, float]], out, tok, yardstick: list[float]) -> dict:
-    """Parity and speed of one task: thai-eval against every lm-eval batch size that finished."""
-    from thai_eval_utils.scoring import _encode
-
+def summarise(runs: list[dict], engine: list[tuple[float, float]], out, encoded, yardstick: list[float]) -> dict:
+    """Parity and speed of one task: thai-eval against every lm-eval batch size that finished (``encoded``: the
+    requests' (context, continuation) tokens as lm-eval encodes them)."""
     ok = [r for r in runs if "requests" in r]
     ref = ok[0]
     for r in ok[1:]:
         assert [(x["context"], x["continuation"]) for x in r["requests"]] == \
             [(x["context"], x["continuation"]) for x in ref["requests"]], "lm-eval requests differ by batch size"
-    n_tok = [max(len(c), 1) for _, c in _encode(tok, [(x["context"], x["continuation"]) for x in ref["requests"]],
-                                                 False)]
+    n_tok = [max(len(c), 1) for _, c in encoded]
     lls = [ll for ll, _ in out]
     deltas = [abs(ll - x["ll"]) for r in ok for ll, x in zip(lls, r["requests"])]
     per_tok = [abs(ll - x["ll"]) / n for r in ok for ll, x, n in zip(lls, r["requests"], n_tok)]
@@ -372,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from thai_eval_utils.models import embedded_model_dir
+    from thai_eval_utils.scoring import _encode
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -399,9 +394,10 @@ def main(argv: list[str] | None = None) -> int:
         if out is None:
             raise SystemExit(f"lm-eval failed on {task} at every batch size")
         log(f"  transformers KV-cache yardstick on {task}")
-        yardstick = hf_cache_path(model, tok, [r for r in runs if "requests" in r][0]["requests"])
-        results["tasks"][task] = summarise(runs, engine, out, tok, yardstick)
-        results["tasks"][task]["work"] = work_ratio(model, tok, [r for r in runs if "requests" in r][0]["requests"])
+        requests = [r for r in runs if "requests" in r][0]["requests"]  # the same strings at every batch size
+        encoded = _encode(tok, [(r["context"], r["continuation"]) for r in requests], False)  # lm-eval's tokens, once
+        results["tasks"][task] = summarise(runs, engine, out, encoded, hf_cache_path(model, encoded))
+        results["tasks"][task]["work"] = work_ratio(model, tok, encoded)
     results["metrics_equal"] = all(t["metrics_equal"] and t["greedy_equal"] for t in results["tasks"].values())
     results["parity_strict"] = all(t["max_delta"] <= 1e-4 for t in results["tasks"].values())
     results["parity"] = all(t["within_token_tolerance"] for t in results["tasks"].values())
