@@ -94,8 +94,19 @@ def tiny_model_dir() -> Path:
     if (out / "config.json").exists():
         return out
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import Gemma3ForCausalLM, Gemma3TextConfig, PreTrainedTokenizerFast
+    from tokenizers import (
+        Tokenizer,
+        decoders,
+        models,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
+    from transformers import (
+        Gemma3ForCausalLM,
+        Gemma3TextConfig,
+        PreTrainedTokenizerFast,
+    )
 
     text = [line for spec in TASKS.values() for f in spec[1:3] for line in (DATA / f).read_text().splitlines()]
     tk = Tokenizer(models.BPE())
@@ -119,8 +130,8 @@ def tiny_model_dir() -> Path:
 
 def write_tasks(task_dir: Path) -> None:
     """One lm-eval YAML per task over JSONL files holding each document's query, choices and gold, built by
-    thai_eval_utils.h6_tasks from the repo's samples (so both sides see the thai-eval prompt format)."""
-    from thai_eval_utils import h6_tasks
+    thai_eval_utils.h6.tasks from the repo's samples (so both sides see the thai-eval prompt format)."""
+    from thai_eval_utils.h6 import tasks as h6_tasks
 
     task_dir.mkdir(parents=True, exist_ok=True)
     for name, (spec_name, scored, fewshot, shots) in TASKS.items():
@@ -192,7 +203,7 @@ def run_lmeval(py: Path, model_dir: Path, task: str, bs: int, out: Path, mem_lim
 
 def run_engine(model, tok, requests: list[dict]) -> tuple[float, float, list[tuple[float, bool]]]:
     """thai-eval's engine on lm-eval's exact strings; timed like lm-eval (tokenization in, model load out)."""
-    from thai_eval_utils.scoring import loglikelihood
+    from thai_eval_utils.core.loglikelihood import loglikelihood
 
     pairs = [(r["context"], r["continuation"]) for r in requests]
     t0, c0 = time.perf_counter(), time.process_time()
@@ -235,8 +246,8 @@ def work_ratio(model, tok, encoded: list[tuple[list[int], list[int]]]) -> dict:
     exact method reaches when both sides run at the same FLOP rate."""
     import torch
 
-    from thai_eval_utils._prefix import build_tree
-    from thai_eval_utils.scoring import _fed
+    from thai_eval_utils.core.loglikelihood import _fed
+    from thai_eval_utils.core.prefix_tree import build_tree
 
     head = model.get_output_embeddings().weight
     body = sum(m.weight.numel() for m in model.base_model.modules() if isinstance(m, torch.nn.Linear))
@@ -365,8 +376,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from thai_eval_utils.models import embedded_model_dir
-    from thai_eval_utils.scoring import _encode
+    from thai_eval_utils.core.loglikelihood import _encode
+    from thai_eval_utils.core.models import embedded_model_dir
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -7,8 +7,14 @@ import asyncio
 import pytest
 from fake_openai_server import Fail, FakeOpenAIServer, Reply, Slow
 
-from thai_eval_utils.api import ApiError, ApiModel, cut_at_stop, public_base_url, stable_identity
-from thai_eval_utils.errors import ModelLoadError
+from thai_eval_utils.core.errors import ModelLoadError
+from thai_eval_utils.core.openai_client import (
+    ApiError,
+    ApiModel,
+    cut_at_stop,
+    public_base_url,
+    stable_identity,
+)
 
 KEY = "sk-" + "test-SECRET-abcdefghijklmnop"  # built at run time: a fake key, not a leaked one
 
@@ -125,7 +131,7 @@ def test_interrupt_inside_a_running_loop_cancels_the_work():
     import signal
     import threading
 
-    from thai_eval_utils.api import run_sync
+    from thai_eval_utils.core.openai_client import run_sync
 
     started, cancelled = threading.Event(), threading.Event()
 

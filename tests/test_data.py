@@ -1,4 +1,4 @@
-"""Tests for thai_eval_utils.data: Thai-H6, ThaiCLI and dialect loaders on official layouts, flat files,
+"""Tests for the benchmark loaders (h6.data, thaicli.data, dialect.data): Thai-H6, ThaiCLI and dialect loaders on official layouts, flat files,
 the shipped samples, and every kind of bad input (the message names file, row and field)."""
 
 from __future__ import annotations
@@ -12,19 +12,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
-from thai_eval_utils.data import (
-    DIALECTS,
-    H6_TASKS,
-    H6TaskData,
-    convert_dialect_pickle,
-    dialect_tasks,
-    load_dialect,
-    load_h6_task,
-    load_thaicli,
-)
-from thai_eval_utils.errors import ThaiEvalDataError, ThaiEvalError
-from thai_eval_utils.io import write_jsonl
+from thai_eval_utils.core.errors import ThaiEvalDataError, ThaiEvalError
+from thai_eval_utils.core.records import write_jsonl
+from thai_eval_utils.dialect.data import DIALECTS, convert_dialect_pickle, dialect_tasks, load_dialect
+from thai_eval_utils.h6.data import H6_TASKS, H6TaskData, load_h6_task
+from thai_eval_utils.thaicli.data import load_thaicli
 
 REPO = Path(__file__).resolve().parents[1]
 SARA_AM_DECOMPOSED = "\u0e4d\u0e32"
@@ -557,14 +549,18 @@ def test_numpy_nested_values_from_pandas_are_plain(tmp_path):
     assert load_thaicli(cli).loc[0, "chosen"] == "5 ธันวาคม"
 
 
-def test_data_reexports_the_per_benchmark_loaders():
+def test_each_benchmark_subpackage_exports_its_loaders():
     import thai_eval_utils
-    from thai_eval_utils import data, data_dialect, data_h6, data_thaicli
+    from thai_eval_utils import dialect, h6, thaicli
+    from thai_eval_utils.dialect import data as data_dialect
+    from thai_eval_utils.h6 import data as data_h6
+    from thai_eval_utils.thaicli import data as data_thaicli
 
-    modules = {"load_h6_task": data_h6, "H6TaskData": data_h6, "H6_TASKS": data_h6, "load_thaicli": data_thaicli,
-               "THAICLI_FORMATS": data_thaicli, "load_dialect": data_dialect, "dialect_tasks": data_dialect,
-               "convert_dialect_pickle": data_dialect, "DIALECTS": data_dialect}  # fmt: skip
-    assert set(modules) == set(data.__all__)
-    for name, module in modules.items():
-        assert getattr(data, name) is getattr(module, name), name
-    assert thai_eval_utils.load_dialect is data.load_dialect and thai_eval_utils.H6TaskData is data.H6TaskData
+    exported = {h6: (data_h6, ["load_h6_task", "H6TaskData", "H6_TASKS"]),
+                thaicli: (data_thaicli, ["load_thaicli", "THAICLI_FORMATS"]),
+                dialect: (data_dialect, ["load_dialect", "dialect_tasks", "convert_dialect_pickle", "DIALECTS"])}
+    for package, (module, names) in exported.items():
+        for name in names:
+            assert getattr(package, name) is getattr(module, name), name
+    assert thai_eval_utils.load_dialect is data_dialect.load_dialect and thai_eval_utils.H6TaskData is data_h6.H6TaskData
+

@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
+from thai_eval_utils.dialect.data import load_dialect
 
-from thai_eval_utils import dialect as D
-from thai_eval_utils.data import load_dialect
+from thai_eval_utils.dialect import generation as D
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "data" / "dialect"
@@ -238,7 +238,7 @@ def scored_items() -> pd.DataFrame:
 def test_run_summary_holds_the_scores_of_a_tiny_model(tiny_local_model, scored_items, tmp_path):
     """A real generation run: the summary's ROUGE-L / BLEU per dialect and task and its ΔDiff values are
     exactly what the metric functions give on the stored outputs."""
-    from thai_eval_utils import metrics as M
+    from thai_eval_utils.dialect import metrics as M
 
     out = D.run_generation(tiny_local_model, scored_items, outputs=tmp_path, greedy=True, max_new_tokens=12, progress=False)
     summary = _summary(out)
@@ -277,7 +277,7 @@ class ReferenceChatModel(FakeChatModel):
 
 def test_run_summary_scores_and_deltas_with_known_outputs(scored_items, tmp_path):
     """Central answers = references (100), Isan answers = half references: positive ΔDiff, as computed directly."""
-    from thai_eval_utils import metrics as M
+    from thai_eval_utils.dialect import metrics as M
 
     out = D.run_generation(ReferenceChatModel(scored_items), scored_items, outputs=tmp_path, progress=False)
     scores, deltas = _summary(out)["scores"], _summary(out)["delta_diff"]

@@ -7,8 +7,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt  # the Agg backend is set in conftest.py
 import pandas as pd
 
-from thai_eval_utils import human_eval as H
-from thai_eval_utils.metrics import delta_diff
+from thai_eval_utils.dialect import human_eval as H
+from thai_eval_utils.dialect.metrics import delta_diff
 from thai_eval_utils.plots import dialect as P
 from thai_eval_utils.plots import save_figure
 

@@ -6,7 +6,6 @@ import re
 import tomllib
 
 import yaml
-
 from conftest import REPO
 
 

@@ -6,7 +6,14 @@ import random
 
 import pytest
 
-from thai_eval_utils.fewshot import LB_FEWSHOT_SEED, default_seed, draw_shots, first_n_draws, h_draws, lb_draws
+from thai_eval_utils.h6.fewshot import (
+    LB_FEWSHOT_SEED,
+    default_seed,
+    draw_shots,
+    first_n_draws,
+    h_draws,
+    lb_draws,
+)
 
 
 def _lb_with_documents(docs: list[dict], pool: list[dict], k: int) -> dict[str, list[str]]:

@@ -9,9 +9,9 @@ import math
 import pandas as pd
 import pytest
 
-from thai_eval_utils import h6
-from thai_eval_utils.fewshot import lb_draws
-from thai_eval_utils.results import Score
+from thai_eval_utils.core.provenance import Score
+from thai_eval_utils.h6 import evaluation as h6
+from thai_eval_utils.h6.fewshot import lb_draws
 
 
 class FakeModel:
@@ -42,6 +42,9 @@ class FakeModel:
         self.calls += 1
         self.generate_kwargs.append({"max_new_tokens": max_new_tokens, "stop": stop, "temperature": temperature})
         return [self._reply(p) for p in prompts]
+
+    def chat(self, messages_list, **kwargs):
+        return self.generate([m[-1]["content"] for m in messages_list])
 
 
 def _arc(q, texts, key):
@@ -204,7 +207,7 @@ def test_gsm8k_generation_strict_and_flexible(tmp_path):
 
 
 def test_bad_doc_names_row_and_field(tmp_path):
-    from thai_eval_utils.errors import ThaiEvalDataError
+    from thai_eval_utils.core.errors import ThaiEvalDataError
 
     docs = ARC_DOCS + [{"question": "x", "choices": {"text": ["a"], "label": ["A"]}, "answerKey": "Z"}]
     with pytest.raises(ThaiEvalDataError, match="row 3, field 'answerKey'"):
@@ -271,7 +274,7 @@ def test_evaluate_tasks_and_scores_frame(tmp_path):
 def test_tiny_model_chunking_does_not_change_lls(tmp_path, tiny_local_model):
     """With a real (tiny random) model: per-doc log-likelihoods are the same whatever the chunk size, and
     equal to scoring each doc's requests alone."""
-    from thai_eval_utils import h6_tasks as T
+    from thai_eval_utils.h6 import tasks as T
 
     docs, pool = _numbered_arc(4), _numbered_arc(6)
     one = h6.evaluate(tiny_local_model, "th_arc", docs, 2, fewshot_pool=pool, chunk_size=1, outputs=tmp_path / "a", progress=False)
@@ -287,7 +290,7 @@ def test_tiny_model_chunking_does_not_change_lls(tmp_path, tiny_local_model):
 
 
 def test_model_without_loglikelihood_is_refused(tmp_path):
-    from thai_eval_utils.errors import ThaiEvalError
+    from thai_eval_utils.core.errors import ThaiEvalError
 
     class ApiLike:
         name, identity, add_bos_token = "api", {"name": "api"}, False

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from thai_eval_utils import h6_metrics as M
-from thai_eval_utils.results import Score
+from thai_eval_utils.core.provenance import Score
+from thai_eval_utils.h6 import metrics as M
 
 
 def test_acc_norm_counts_code_points_not_bytes():

@@ -8,7 +8,6 @@ import json
 import nbformat
 import pandas as pd
 import pytest
-
 from conftest import REPO
 
 NOTEBOOK = REPO / "notebooks" / "thai_h6.ipynb"

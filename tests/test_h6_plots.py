@@ -9,9 +9,9 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 from matplotlib.container import BarContainer, ErrorbarContainer  # noqa: E402
 
-from thai_eval_utils import h6  # noqa: E402
+from thai_eval_utils.core.provenance import Score  # noqa: E402
+from thai_eval_utils.h6 import evaluation as h6  # noqa: E402
 from thai_eval_utils.plots.h6 import task_scores_figure  # noqa: E402
-from thai_eval_utils.results import Score  # noqa: E402
 
 
 def _scores():

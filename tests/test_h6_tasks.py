@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from thai_eval_utils import h6_tasks as T
+from thai_eval_utils.h6 import tasks as T
 
 
 def _arc(q, texts, key):

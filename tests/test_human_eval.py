@@ -13,8 +13,8 @@ import pytest
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
-from thai_eval_utils import human_eval as H
-from thai_eval_utils.errors import ThaiEvalDataError
+from thai_eval_utils.core.errors import ThaiEvalDataError
+from thai_eval_utils.dialect import human_eval as H
 
 REPO = Path(__file__).resolve().parents[1]
 HUMAN = REPO / "data" / "human_eval"

@@ -1,4 +1,4 @@
-"""Tests for thai_eval_utils.io: record readers for JSONL/JSON/CSV/Parquet and their error messages."""
+"""Tests for thai_eval_utils.core.records: record readers for JSONL/JSON/CSV/Parquet and their error messages."""
 
 from __future__ import annotations
 
@@ -8,8 +8,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from thai_eval_utils.errors import ThaiEvalDataError
-from thai_eval_utils.io import find_data_file, read_records, sha256_file, to_plain, write_jsonl
+from thai_eval_utils.core.errors import ThaiEvalDataError
+from thai_eval_utils.core.records import (
+    find_data_file,
+    read_records,
+    sha256_file,
+    to_plain,
+    write_jsonl,
+)
 
 SARA_AM_DECOMPOSED = "\u0e04\u0e4d\u0e32"  # "คํา" as OCR'd in ThaiExam (U+0E4D U+0E32, not U+0E33)
 

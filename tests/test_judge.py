@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 from fake_openai_server import Fail, FakeOpenAIServer, PerAnswerScript, Reply, Slow
 
-from thai_eval_utils.api import ApiModel
-from thai_eval_utils.errors import JudgeError
-from thai_eval_utils.judge import TEMPLATE_SHA256, JudgeParams, judge_answers
-from thai_eval_utils.judge_cache import JudgementCache
+from thai_eval_utils.core.errors import JudgeError
+from thai_eval_utils.core.openai_client import ApiModel
+from thai_eval_utils.thaicli.judge import TEMPLATE_SHA256, JudgeParams, judge_answers
+from thai_eval_utils.thaicli.judge_cache import JudgementCache
 
 REPO = Path(__file__).resolve().parents[1]
 FAKE_KEY = "sk-" + "test-SECRET-0123456789abcdefXYZ"  # built at run time: a fake key, not a leaked one
@@ -144,8 +144,8 @@ KILL_CHILD = """
 import sys, pandas as pd
 sys.path[:0] = [{repo!r}, {tests!r}]
 from test_judge import frame, FAKE_KEY
-from thai_eval_utils.api import ApiModel
-from thai_eval_utils.judge import judge_answers
+from thai_eval_utils.core.openai_client import ApiModel
+from thai_eval_utils.thaicli.judge import judge_answers
 judge = ApiModel("fake-judge", base_url={url!r}, api_key=FAKE_KEY, concurrency=2)
 judge_answers(frame([f"k{{i}}" for i in range(40)]), judge, model_name="m", outputs={out!r}, progress=False)
 """
@@ -183,7 +183,7 @@ def test_killed_run_resumes_without_losing_or_repeating(tmp_path):
 WRITER = """
 import sys
 sys.path.insert(0, {repo!r})
-from thai_eval_utils.judge_cache import JudgementCache
+from thai_eval_utils.thaicli.judge_cache import JudgementCache
 cache = JudgementCache({path!r})
 for i in range(300):
     cache.append({{"key": "{tag}-%d" % i, "status": "scored", "score": 5.0, "explanation": "คำอธิบายภาษาไทย " * 40}})
@@ -236,7 +236,7 @@ def test_load_2000_judgements_at_concurrency_64(tmp_path):
 
 
 def test_api_key_never_written(tmp_path, monkeypatch):
-    from thai_eval_utils.thaicli import generate_answers
+    from thai_eval_utils.thaicli.answers import generate_answers
 
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     script = PerAnswerScript({"": [BAD] * 16}, default=Reply("<score>8</score>"))
@@ -258,7 +258,7 @@ def test_api_key_never_written(tmp_path, monkeypatch):
 
 
 def test_open_judge_checks_the_endpoint(monkeypatch):
-    from thai_eval_utils.serve import free_port, open_judge
+    from thai_eval_utils.thaicli.demo_judge_server import free_port, open_judge
 
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     with FakeOpenAIServer() as srv, open_judge("fake-judge", base_url=srv.base_url, concurrency=3) as judge:

@@ -7,10 +7,15 @@ import math
 import pandas as pd
 import pytest
 
-from thai_eval_utils import judge
-from thai_eval_utils.api import estimate_cost
-from thai_eval_utils.judge import build_messages, parse_judgement, round_half_up, thaicli_scores
-from thai_eval_utils.results import sha256_text
+from thai_eval_utils.core.openai_client import estimate_cost
+from thai_eval_utils.core.provenance import sha256_text
+from thai_eval_utils.thaicli import judge
+from thai_eval_utils.thaicli.judge import (
+    build_messages,
+    parse_judgement,
+    round_half_up,
+    thaicli_scores,
+)
 
 SARA_AM = "\u0e33"
 

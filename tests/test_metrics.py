@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from rouge_score import rouge_scorer
 
-from thai_eval_utils import metrics as M
+from thai_eval_utils.dialect import metrics as M
 
 REPO = Path(__file__).resolve().parents[1]
 

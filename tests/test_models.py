@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from thai_eval_utils import models
-from thai_eval_utils.errors import ModelLoadError
-from thai_eval_utils.local_model import LocalModel, cut_at_stop
-from thai_eval_utils.models import GEMMA3_CHAT_TEMPLATE, load_model
+from thai_eval_utils.core import models
+from thai_eval_utils.core.errors import ModelLoadError
+from thai_eval_utils.core.local_model import LocalModel, cut_at_stop
+from thai_eval_utils.core.models import GEMMA3_CHAT_TEMPLATE, load_model
 
 
 def test_cut_at_stop_takes_earliest_stop():

@@ -11,7 +11,6 @@ import ast
 import nbformat
 import papermill
 import pytest
-
 from conftest import REPO
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))

@@ -5,9 +5,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from fakes import FakeModel
 
-from thai_eval_utils import paper
-from thai_eval_utils.errors import ThaiEvalDataError
+from thai_eval_utils.core.errors import ThaiEvalDataError
+from thai_eval_utils.paper import own_runs as paper_runs
+from thai_eval_utils.paper import published as paper
+from thai_eval_utils.core.tables import round_half_up
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "paper_results"
 
@@ -114,7 +117,7 @@ def test_a_changed_cell_is_found(tmp_path):
     ],
 )
 def test_round_half_up(value, decimals, expected):
-    assert str(paper.round_half_up(value, decimals)) == expected
+    assert str(round_half_up(value, decimals)) == expected
 
 
 def test_python_round_would_disagree():
@@ -153,7 +156,8 @@ def test_bad_cell_and_missing_file(tmp_path):
 
 
 # ------------------------------------------------------------------------------ own runs beside the paper
-from thai_eval_utils.results import RunStore, Score  # noqa: E402
+from thai_eval_utils.core.provenance import Score  # noqa: E402
+from thai_eval_utils.core.store import RunStore  # noqa: E402
 
 H6_HEADLINES = {"th_arc": "acc_norm", "th_hellaswag": "acc_norm", "th_mmlu": "acc", "th_truthfulqa": "mc2",
                 "th_winogrande": "acc", "th_gsm8k": "exact_match"}  # fmt: skip
@@ -204,7 +208,7 @@ def outputs(tmp_path):
 
 
 def test_run_records_read_full_and_partial_summaries(outputs):
-    recs = paper.run_records(outputs, paper.load_all_published(DATA))
+    recs = paper_runs.run_records(outputs, paper.load_all_published(DATA))
     assert set(recs["benchmark"]) == {"thai_h6/" + t for t in H6_HEADLINES} | {"thaicli/judge", "thaicli/loglik", "dialect/generation"}
     arc = recs[(recs["model"] == "demo-model") & (recs["column"] == "th_arc")].iloc[0]
     assert (arc["value"], arc["n"], arc["expected_n"], arc["partial"], arc["finished"]) == (50.0, 2, 1222, True, True)
@@ -220,7 +224,7 @@ def test_run_records_read_full_and_partial_summaries(outputs):
 
 
 def test_h6_table_with_runs(outputs):
-    table = paper.table_with_runs("h6", paper.load_all_published(DATA), outputs)
+    table = paper_runs.table_with_runs("h6", paper.load_all_published(DATA), outputs)
     assert table["source"].tolist() == ["paper"] * 6 + ["thai-eval run"] * 2
     full = table[table["model"] == "full-model"].iloc[0]
     assert full["thai_h6_avg"] == "52.50" and full["th_arc"] == "40.00" and full["th_gsm8k"] == "65.00"
@@ -234,7 +238,7 @@ def test_h6_table_with_runs(outputs):
 
 
 def test_thaicli_table_with_runs(outputs):
-    table = paper.table_with_runs("thaicli", paper.load_all_published(DATA), outputs)
+    table = paper_runs.table_with_runs("thaicli", paper.load_all_published(DATA), outputs)
     full = table[table["model"] == "full-model"].iloc[0]
     assert (full["thaicli_avg"], full["factoid"], full["instruction"], full["partial"]) == ("7.31", "7.56", "7.05", False)
     demo = table[table["model"] == "demo-model"].iloc[0]
@@ -244,7 +248,7 @@ def test_thaicli_table_with_runs(outputs):
 
 
 def test_dialect_table_with_runs_recomputes_deltas(outputs):
-    table = paper.table_with_runs("dialect_auto", paper.load_all_published(DATA), outputs)
+    table = paper_runs.table_with_runs("dialect_auto", paper.load_all_published(DATA), outputs)
     runs = table[table["source"] == "thai-eval run"].set_index(["model", "dialect"])
     assert runs.loc[("full-model", "Central"), "qa_rougeL"] == "40.00" and runs.loc[("full-model", "Central"), "qa_delta"] == ""
     isan = runs.loc[("full-model", "Isan")]
@@ -257,15 +261,15 @@ def test_dialect_table_with_runs_recomputes_deltas(outputs):
 
 def test_no_runs_and_runs_excluded(tmp_path, outputs):
     tables = paper.load_all_published(DATA)
-    empty = paper.table_with_runs("h6", tables, tmp_path / "nothing")
+    empty = paper_runs.table_with_runs("h6", tables, tmp_path / "nothing")
     assert empty["source"].eq("paper").all() and len(empty) == 6
-    assert paper.table_with_runs("h6", tables, outputs, include_runs=False)["source"].eq("paper").all()
-    overlap = paper.table_with_runs("dialect_overlap", tables, outputs)
+    assert paper_runs.table_with_runs("h6", tables, outputs, include_runs=False)["source"].eq("paper").all()
+    overlap = paper_runs.table_with_runs("dialect_overlap", tables, outputs)
     assert list(overlap.columns) == ["source", "dialect", "summarization", "qa", "translation"]
 
 
 def test_expected_sizes():
-    sizes = paper.expected_sizes(paper.load_all_published(DATA))
+    sizes = paper_runs.expected_sizes(paper.load_all_published(DATA))
     assert sizes["th_arc"] == 1222 and sizes["th_gsm8k"] == 1324 and sizes["th_winogrande"] == 1272
     assert sizes["thaicli/factoid"] == 1790 and sizes["thaicli/instruction"] == 100
     assert sizes["dialect/qa"] == 20 and sizes["dialect/translation_en_to_dialect"] == 20
@@ -329,7 +333,7 @@ def test_dialect_scores_from_the_notebooks_table(tmp_path):
         {"model": "Qwen/Qwen2.5-0.5B", "dialect": "south", "task": "qa", "table_task": "qa", "metric": "rougeL", "value": 20.5, "n": 2},
         {"model": "Qwen/Qwen2.5-0.5B", "dialect": "south", "task": "qa", "table_task": "qa", "metric": "chrf", "value": 50.0, "n": 2},
     ]).to_csv(out / "tables" / "dialect_scores_Qwen_Qwen2.5-0.5B.csv", index=False)  # fmt: skip
-    table = paper.table_with_runs("dialect_auto", paper.load_all_published(DATA), out)
+    table = paper_runs.table_with_runs("dialect_auto", paper.load_all_published(DATA), out)
     south = table[(table["source"] == "thai-eval run") & (table["dialect"] == "Dambro")].iloc[0]
     assert (south["model"], south["qa_rougeL"], south["qa_delta"]) == ("Qwen/Qwen2.5-0.5B", "20.50", "10.50")
     assert south["partial"] and south["samples"] == "qa_rougeL 2/20"
@@ -337,18 +341,14 @@ def test_dialect_scores_from_the_notebooks_table(tmp_path):
 
 def test_reads_a_real_h6_run(tmp_path):
     """Integration: a run written by h6.evaluate (fake model) lands in Kim et al. Table 4's layout."""
-    from thai_eval_utils import h6
+    from thai_eval_utils.h6 import evaluation as h6
 
-    class LengthModel:  # log-likelihood = -(characters of the continuation): acc picks the shortest choice
-        name, identity, add_bos_token = "length-lm", {"name": "length-lm", "source": "test"}, False
-
-        def loglikelihood(self, requests):
-            return [(-float(len(cont)), False) for _, cont in requests]
-
+    # log-likelihood = -(characters of the continuation): acc picks the shortest choice
+    length_lm = FakeModel("length-lm", score=lambda ctx, cont: (-float(len(cont)), False))
     # choices " ก" (ll -2, per char -2), " ขข" (-3, -1.5), " คคค" (-4, -1.33): acc_norm picks C, acc picks A
     docs = [{"question": f"q{i}", "choices": {"text": ["ก", "ขข", "คคค"], "label": ["A", "B", "C"]}, "answerKey": "C"} for i in range(4)]
-    h6.evaluate(LengthModel(), "th_arc", docs, num_fewshot=0, fewshot_pool=docs, limit=3, outputs=tmp_path, progress=False)
-    row = paper.table_with_runs("h6", paper.load_all_published(DATA), tmp_path).iloc[-1]
+    h6.evaluate(length_lm, "th_arc", docs, num_fewshot=0, fewshot_pool=docs, limit=3, outputs=tmp_path, progress=False)
+    row = paper_runs.table_with_runs("h6", paper.load_all_published(DATA), tmp_path).iloc[-1]
     assert (row["source"], row["model"], row["th_arc"], row["thai_h6_avg"]) == ("thai-eval run", "length-lm", "100.00", "")
     assert row["partial"] and row["samples"] == "th_arc 3/1222" and "num_fewshot=0" in row["options"]
 
@@ -356,9 +356,10 @@ def test_reads_a_real_h6_run(tmp_path):
 def test_reads_a_real_dialect_run(tmp_path):
     """Integration: a run written by dialect.run_generation lands in Limkonchotiwat et al. Table 1's layout with
     the summary's scores (no score table needed); ΔDiff = Central minus Isan as computed directly."""
-    from thai_eval_utils import dialect as D
-    from thai_eval_utils import metrics as M
-    from thai_eval_utils.data import load_dialect
+    from thai_eval_utils.dialect.data import load_dialect
+
+    from thai_eval_utils.dialect import generation as D
+    from thai_eval_utils.dialect import metrics as M
 
     class HalfReferenceModel:  # Central: the reference; Isan: its first half
         name, identity, tokenizer = "half-ref", {"name": "half-ref", "source": "test"}, None
@@ -380,28 +381,29 @@ def test_reads_a_real_dialect_run(tmp_path):
         part = out[(out["dialect"] == dialect) & (out["task"] == task)]
         return metric(list(part["output"]), list(part["text_2"]))
 
-    recs = paper.run_records(tmp_path, paper.load_all_published(DATA)).set_index(["dialect", "column"])
+    recs = paper_runs.run_records(tmp_path, paper.load_all_published(DATA)).set_index(["dialect", "column"])
     assert set(recs.index) == {(d, c) for d in ("Central", "Isan") for c in ("qa_rougeL", "translation_en_to_dialect_bleu")}
     assert recs.loc[("Isan", "qa_rougeL"), "value"] == pytest.approx(direct(M.rouge_l, "east", "qa"))
     assert recs.loc[("Isan", "translation_en_to_dialect_bleu"), "value"] == pytest.approx(direct(M.bleu, "east", "translation_eng_east"))
     assert recs.loc[("Central", "qa_rougeL"), "value"] == pytest.approx(100.0)
     assert (recs["n"] == 2).all() and (recs["expected_n"] == 20).all() and recs["partial"].all() and recs["finished"].all()
-    table = paper.table_with_runs("dialect_auto", paper.load_all_published(DATA), tmp_path)
+    table = paper_runs.table_with_runs("dialect_auto", paper.load_all_published(DATA), tmp_path)
     isan = table[(table["source"] == "thai-eval run") & (table["dialect"] == "Isan")].iloc[0]
     qa_delta = direct(M.rouge_l, "center", "qa") - direct(M.rouge_l, "east", "qa")
-    assert isan["qa_delta"] == str(paper.round_half_up(qa_delta, 2)) and qa_delta > 0
+    assert isan["qa_delta"] == str(round_half_up(qa_delta, 2)) and qa_delta > 0
     bleu_delta = direct(M.bleu, "center", "translation_eng_center") - direct(M.bleu, "east", "translation_eng_east")
-    assert isan["translation_en_to_dialect_delta"] == str(paper.round_half_up(bleu_delta, 2))
-    assert isan["qa_rougeL"] == str(paper.round_half_up(direct(M.rouge_l, "east", "qa"), 2)) and isan["qa_rougeL"] != ""
+    assert isan["translation_en_to_dialect_delta"] == str(round_half_up(bleu_delta, 2))
+    assert isan["qa_rougeL"] == str(round_half_up(direct(M.rouge_l, "east", "qa"), 2)) and isan["qa_rougeL"] != ""
 
 
-def test_run_functions_live_in_paper_runs_and_stay_importable_from_paper():
-    from thai_eval_utils import paper_runs
-    from thai_eval_utils.paper import run_records, table_with_runs
+def test_the_paper_package_exports_published_tables_and_own_runs():
+    from thai_eval_utils import paper
+    from thai_eval_utils.paper import own_runs, published
 
-    assert run_records is paper_runs.run_records and table_with_runs is paper_runs.table_with_runs
-    for name in ("expected_sizes", "h6_with_runs", "thaicli_with_runs", "dialect_with_runs", "WITH_RUNS", "RUN_ADAPTERS",
-                 "RUN_RECORD_COLUMNS", "DIALECT_DISPLAY"):  # fmt: skip
-        assert getattr(paper, name) is getattr(paper_runs, name) and name in dir(paper)
+    for name in ("run_records", "table_with_runs", "expected_sizes", "h6_with_runs", "thaicli_with_runs",
+                 "dialect_with_runs", "WITH_RUNS", "RUN_ADAPTERS", "RUN_RECORD_COLUMNS", "DIALECT_DISPLAY"):  # fmt: skip
+        assert getattr(paper, name) is getattr(own_runs, name) and name in paper.__all__
+    for name in ("check_published", "mismatches", "load_all_published", "numeric", "rank_agreement", "CENTRAL"):
+        assert getattr(paper, name) is getattr(published, name) and name in paper.__all__
     with pytest.raises(AttributeError):
         paper.no_such_name  # noqa: B018

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from thai_eval_utils.results import RunStore, Score, list_runs, redact, slugify
+from thai_eval_utils.core.provenance import Score, redact, slugify
+from thai_eval_utils.core.store import RunStore, list_runs
 
 CHILD = textwrap.dedent(
     """
     import os, signal, sys
-    from thai_eval_utils.results import RunStore
+    from thai_eval_utils.core.store import RunStore
     out, kill_after = sys.argv[1], int(sys.argv[2])
     store = RunStore.open("org/model", "thai_h6/th_arc", {"shots": 25}, outputs=out)
     done = store.completed()

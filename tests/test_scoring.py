@@ -1,4 +1,4 @@
-"""The log-likelihood engine (thai_eval_utils.scoring) against the straightforward full-forward reference."""
+"""The log-likelihood engine (thai_eval_utils.core.loglikelihood) against the straightforward full-forward reference."""
 
 from __future__ import annotations
 
@@ -8,10 +8,17 @@ import warnings
 import pytest
 import torch
 
-from thai_eval_utils import _prefix, scoring
-from thai_eval_utils._prefix import build_tree
-from thai_eval_utils.errors import ThaiEvalError
-from thai_eval_utils.scoring import _encode, _reference_loglikelihood, _reference_tokens, _score_tokens, loglikelihood
+from thai_eval_utils.core import loglikelihood as scoring
+from thai_eval_utils.core import prefix_tree as _prefix
+from thai_eval_utils.core.errors import ThaiEvalError
+from thai_eval_utils.core.loglikelihood import (
+    _encode,
+    _reference_loglikelihood,
+    _reference_tokens,
+    _score_tokens,
+    loglikelihood,
+)
+from thai_eval_utils.core.prefix_tree import build_tree
 
 WORDS = ["สวัสดี", "ครับ", " วันนี้", "อากาศ", "ดีมาก", " Question", ": What", " is", " Bangkok", "\n", " ",
          "ข้าว", "เหนียว", "มะม่วง", " the", " quick", " 12"]
@@ -260,9 +267,8 @@ def test_output_layer_chunks_rows(tiny_llama, monkeypatch):
 def test_mode_selection(tiny_tokenizer, tiny_gemma3, monkeypatch):
     """The self-check picks packed tree forwards for sdpa and eager attention, padded batches when masks cannot
     be expressed, and the chosen mode equals the reference."""
-    from transformers import Gemma3ForCausalLM
-
     from conftest import _tiny_gemma3
+    from transformers import Gemma3ForCausalLM
 
     model, tok = tiny_gemma3
     assert scoring._mode(model, 4096) == "tree"
@@ -321,9 +327,8 @@ def test_attention_implementation_restored(tiny_llama, monkeypatch):
 
 # --- other output layers -----------------------------------------------------------------------------------------
 def test_final_logit_softcapping(tiny_tokenizer):
-    from transformers import Gemma3ForCausalLM
-
     from conftest import _tiny_gemma3
+    from transformers import Gemma3ForCausalLM
 
     base = _tiny_gemma3(tiny_tokenizer)
     cfg = base.config.__class__.from_dict({**base.config.to_dict(), "final_logit_softcapping": 0.02})
@@ -342,9 +347,8 @@ def test_final_logit_softcapping(tiny_tokenizer):
 def test_unknown_output_layer_falls_back_to_reference(tiny_tokenizer):
     """A model whose logits are post-processed in a way the engine does not know fails the self-check: the
     engine warns and returns the reference numbers."""
-    from transformers import LlamaForCausalLM
-
     from conftest import _tiny_llama
+    from transformers import LlamaForCausalLM
 
     class Scaled(LlamaForCausalLM):
         def forward(self, *a, **k):

@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import pytest
 
-from thai_eval_utils.tables import read_table_csv, save_table
+from thai_eval_utils.core.tables import read_table_csv, save_table
 
 
 @pytest.fixture

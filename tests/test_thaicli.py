@@ -7,12 +7,8 @@ import json
 import pandas as pd
 import pytest
 
-from thai_eval_utils.thaicli import (
-    LL_CONTEXT_TEMPLATE,
-    generate_answers,
-    judge_free_scores,
-    loglikelihood_preferences,
-)
+from thai_eval_utils.thaicli.answers import generate_answers
+from thai_eval_utils.thaicli.judge_free import LL_CONTEXT_TEMPLATE, judge_free_scores, loglikelihood_preferences
 
 
 def items(n_factoid=2, n_instruction=1) -> pd.DataFrame:
@@ -143,7 +139,7 @@ def test_judge_free_variant_with_known_loglikelihoods(tmp_path):
 
 
 def test_judge_free_variant_matches_the_model_loglikelihood(tmp_path, tiny_local_model):
-    pytest.importorskip("thai_eval_utils.scoring", reason="LocalModel.loglikelihood needs thai_eval_utils.scoring (not landed yet)")
+    pytest.importorskip("thai_eval_utils.core.loglikelihood", reason="LocalModel.loglikelihood needs thai_eval_utils.core.loglikelihood (not landed yet)")
     df = items(1, 1)
     prefs = loglikelihood_preferences(tiny_local_model, df, outputs=tmp_path, progress=False)
     ctx = LL_CONTEXT_TEMPLATE.format(question=df["question"][0])

@@ -45,7 +45,7 @@ def test_parameters_cell():
 
 @pytest.mark.skipif(not (REPO / "data" / "thaicli").exists(), reason="the ThaiCLI samples are not in data/ yet")
 def test_runs_under_papermill_without_a_judge(tmp_path):
-    pytest.importorskip("thai_eval_utils.scoring", reason="LocalModel.loglikelihood needs thai_eval_utils.scoring (not landed yet)")
+    pytest.importorskip("thai_eval_utils.core.loglikelihood", reason="LocalModel.loglikelihood needs thai_eval_utils.core.loglikelihood (not landed yet)")
     out = tmp_path / "thaicli.ipynb"
     cmd = [sys.executable, "-m", "papermill", "--cwd", str(REPO / "notebooks"), str(NOTEBOOK), str(out),
            "-p", "limit", "1", "-p", "max_new_tokens", "8", "-p", "judge_model", "None", "-p", "outputs_dir", str(tmp_path / "outputs"),

@@ -16,33 +16,33 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-#: public name -> submodule that defines it
+#: Public names a researcher would guess, re-exported here: name -> module that defines it.
 _EXPORTS: dict[str, str] = {
     # errors
-    "ThaiEvalError": "errors", "ThaiEvalDataError": "errors", "ModelLoadError": "errors", "JudgeError": "errors",
-    # models and scoring
-    "load_model": "models", "embedded_model_dir": "models", "LocalModel": "local_model", "ApiModel": "api",
-    # data (thai_eval_utils.data re-exports these from one module per benchmark)
-    "H6TaskData": "data_h6", "load_h6_task": "data_h6", "load_thaicli": "data_thaicli", "load_dialect": "data_dialect",
-    "convert_dialect_pickle": "data_dialect", "read_records": "io",
+    "ThaiEvalError": "core.errors", "ThaiEvalDataError": "core.errors", "ModelLoadError": "core.errors",
+    "JudgeError": "core.errors",
+    # models
+    "load_model": "core.models", "embedded_model_dir": "core.model_sources", "LocalModel": "core.local_model",
+    "ApiModel": "core.openai_client", "read_records": "core.records",
     # results
-    "RunStore": "results", "Score": "results", "list_runs": "results",
+    "RunStore": "core.store", "list_runs": "core.store", "Score": "core.provenance", "save_table": "core.tables",
     # Thai-H6
-    "thai_h6_score": "h6",
+    "H6TaskData": "h6.data", "load_h6_task": "h6.data", "thai_h6_score": "h6.evaluation",
     # ThaiCLI
-    "build_messages": "judge", "parse_judgement": "judge", "judge_answers": "judge", "thaicli_scores": "judge",
-    "generate_answers": "thaicli", "judge_free_scores": "thaicli",
+    "load_thaicli": "thaicli.data", "build_messages": "thaicli.judge_prompt", "parse_judgement": "thaicli.judge_prompt",
+    "judge_answers": "thaicli.judge", "thaicli_scores": "thaicli.judge", "generate_answers": "thaicli.answers",
+    "judge_free_scores": "thaicli.judge_free",
     # dialects
-    "bleu": "metrics", "rouge_l": "metrics", "delta_diff": "metrics", "word_overlap": "metrics",
-    "run_generation": "dialect",
-    "preference_table": "human_eval", "generation_fluency": "human_eval", "cohen_kappa": "human_eval",
-    "judge_human_spearman": "human_eval",
+    "load_dialect": "dialect.data", "convert_dialect_pickle": "dialect.data", "run_generation": "dialect.generation",
+    "bleu": "dialect.metrics", "rouge_l": "dialect.metrics", "delta_diff": "dialect.metrics",
+    "word_overlap": "dialect.metrics", "preference_table": "dialect.human_eval",
+    "generation_fluency": "dialect.human_eval", "cohen_kappa": "dialect.human_eval",
+    "judge_human_spearman": "dialect.human_eval",
     # paper tables and batch runs
-    "check_published": "paper", "mismatches": "paper", "run_models": "batch", "save_table": "tables",
+    "check_published": "paper.published", "mismatches": "paper.published", "run_models": "batch",
 }
-_SUBMODULES = {"api", "batch", "data", "data_dialect", "data_h6", "data_thaicli", "dialect", "errors", "fewshot", "h6",
-               "h6_metrics", "h6_tasks", "human_eval", "io", "judge", "local_model", "metrics", "models", "paper",
-               "paper_runs", "plots", "results", "scoring", "serve", "tables", "thaicli"}
+#: Subpackages and modules reachable as attributes (``thai_eval_utils.h6.evaluate``).
+_SUBMODULES = {"batch", "core", "dialect", "h6", "paper", "plots", "thaicli"}
 
 __all__ = sorted(_EXPORTS) + sorted(_SUBMODULES)
 

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .results import redact, slugify
+from thai_eval_utils.core.provenance import redact, slugify
 
 #: The benchmark notebooks under ``notebooks/``, in the order they run.
 BENCHMARK_NOTEBOOKS = (
@@ -326,7 +326,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         limit = DEMO_LIMIT if limit is None else limit
         extra = dict(DEMO_PARAMETERS)
     if args.dtype is not None or args.device_map is not None:  # passed to the notebooks that declare them
-        from .models import model_options  # imported only here: it loads torch
+        from thai_eval_utils.core.models import (
+            model_options,  # imported only here: it loads torch
+        )
 
         try:  # a bad dtype fails now, not once per notebook
             extra.update(model_options(dtype=args.dtype, device_map=args.device_map))

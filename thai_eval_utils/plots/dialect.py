@@ -1,7 +1,7 @@
 """Figures of this toolkit's own dialect runs and annotations (arXiv 2504.05898 Tables 1-3, appendix B):
 ΔDiff heatmap, preference stacked bars, Generation/Fluency bars, judge-vs-human scatter.
 
-Each function takes the table that :mod:`thai_eval_utils.metrics` or :mod:`thai_eval_utils.human_eval`
+Each function takes the table that :mod:`thai_eval_utils.dialect.metrics` or :mod:`thai_eval_utils.dialect.human_eval`
 returns and gives back the matplotlib Figure (save it with :func:`thai_eval_utils.plots.save_figure`).
 """
 
@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from ..human_eval import PREFERENCE_CHOICES
-from ..metrics import DIALECT_NAMES, TABLE1_TASKS
+from thai_eval_utils.dialect.human_eval import PREFERENCE_CHOICES
+from thai_eval_utils.dialect.metrics import DIALECT_NAMES, TABLE1_TASKS
 
 #: Short labels of the Table 1 task families and their headline metric.
 TASK_LABELS = {
@@ -34,7 +34,7 @@ def delta_heatmap(deltas: pd.DataFrame) -> plt.Figure:
     """ΔDiff (Central minus dialect, > 0 = worse in the dialect) per model x task, one panel per dialect.
 
     Args:
-        deltas: :func:`thai_eval_utils.metrics.delta_diff` output; only each task's headline metric is drawn.
+        deltas: :func:`thai_eval_utils.dialect.metrics.delta_diff` output; only each task's headline metric is drawn.
     """
     primary = deltas[[TABLE1_TASKS.get(t, ("", ""))[0] == m for t, m in zip(deltas["task"], deltas["metric"])]]
     dialects = list(primary["dialect"].drop_duplicates())
@@ -60,7 +60,7 @@ def preference_bars(table: pd.DataFrame) -> plt.Figure:
     """Stacked bars of the annotator-averaged preference counts per dialect, one panel per model pair.
 
     Args:
-        table: :func:`thai_eval_utils.human_eval.preference_table` output (without ``by_task``).
+        table: :func:`thai_eval_utils.dialect.human_eval.preference_table` output (without ``by_task``).
     """
     pairs = list(table[["model_a", "model_b"]].drop_duplicates().itertuples(index=False, name=None))
     fig, axes = plt.subplots(1, len(pairs), figsize=(3.8 * len(pairs) + 1.2, 3.8), sharey=True, squeeze=False)
@@ -81,7 +81,7 @@ def generation_fluency_bars(table: pd.DataFrame) -> plt.Figure:
     """Generation and Fluency (0-100) per dialect, one panel per model.
 
     Args:
-        table: :func:`thai_eval_utils.human_eval.generation_fluency` output (without ``by_task``).
+        table: :func:`thai_eval_utils.dialect.human_eval.generation_fluency` output (without ``by_task``).
     """
     long = table.melt(id_vars=["dialect", "model"], value_vars=["generation", "fluency"], var_name="measure", value_name="score")
     long["dialect"] = long["dialect"].map(_name)
@@ -96,8 +96,8 @@ def judge_human_scatter(merged: pd.DataFrame, correlations: pd.DataFrame | None 
     """Judge score against human score per item, one panel per dialect, Spearman's rho in each title.
 
     Args:
-        merged: :func:`thai_eval_utils.human_eval.merge_judge_human` output (``judge_score``, ``human_score``).
-        correlations: :func:`thai_eval_utils.human_eval.judge_human_spearman` output (optional).
+        merged: :func:`thai_eval_utils.dialect.human_eval.merge_judge_human` output (``judge_score``, ``human_score``).
+        correlations: :func:`thai_eval_utils.dialect.human_eval.judge_human_spearman` output (optional).
     """
     dialects = list(merged["dialect"].drop_duplicates())
     fig, axes = plt.subplots(1, len(dialects), figsize=(3.2 * len(dialects), 3.4), sharex=True, sharey=True, squeeze=False)

@@ -10,8 +10,8 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.container import BarContainer
 
-from ..h6 import AVERAGE_COLUMN, TASKS, H6Score, thai_h6_score
-from ..results import Score
+from thai_eval_utils.core.provenance import Score
+from thai_eval_utils.h6.evaluation import AVERAGE_COLUMN, TASKS, H6Score, thai_h6_score
 
 
 def _scores_frame(scores: H6Score | Mapping[str, H6Score], average: bool) -> pd.DataFrame:

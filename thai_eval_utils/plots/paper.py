@@ -1,6 +1,6 @@
 """Figures of the two papers' published tables (Kim et al. Tables 4-5; Limkonchotiwat et al. Tables 1-3), own runs beside them.
 
-Each function takes a table as :mod:`thai_eval_utils.paper` returns it (printed strings or numbers;
+Each function takes a table as :mod:`thai_eval_utils.paper.published` returns it (printed strings or numbers;
 an optional ``source`` column marks this toolkit's runs, labelled ``<model> (thai-eval)`` or
 ``<model> (thai-eval, partial)``)
 and returns the matplotlib Figure; save it with :func:`thai_eval_utils.plots.save_figure`.
@@ -13,11 +13,17 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from ..metrics import TABLE1_TASKS
-from ..paper import CENTRAL, H6_TASKS, PAPER_SOURCE, numeric, rank_agreement
-from . import dialect as dialect_plots
+from thai_eval_utils.dialect.metrics import TABLE1_TASKS
+from thai_eval_utils.paper.published import (
+    CENTRAL,
+    H6_TASKS,
+    PAPER_SOURCE,
+    numeric,
+    rank_agreement,
+)
+from thai_eval_utils.plots import dialect as dialect_plots
 
-#: Preference columns of Limkonchotiwat et al. Table 2 -> the annotation labels of :mod:`thai_eval_utils.human_eval`.
+#: Preference columns of Limkonchotiwat et al. Table 2 -> the annotation labels of :mod:`thai_eval_utils.dialect.human_eval`.
 PREFERENCE_COLUMNS = {"prefer_a": "A", "prefer_b": "B", "both": "Both", "none": "None"}
 
 
@@ -89,7 +95,7 @@ def thaicli_factoid_vs_instruction(thaicli: pd.DataFrame) -> plt.Figure:
 def dialect_delta_heatmap(auto: pd.DataFrame) -> plt.Figure:
     """ΔDiff per model and task, one panel per dialect (Limkonchotiwat et al. Table 1 layout, runs marked).
 
-    The wide published layout is turned into :func:`thai_eval_utils.metrics.delta_diff`'s tidy form and drawn
+    The wide published layout is turned into :func:`thai_eval_utils.dialect.metrics.delta_diff`'s tidy form and drawn
     by :func:`thai_eval_utils.plots.dialect.delta_heatmap`, the same figure the dialect notebook draws.
     """
     df = _labelled(auto)

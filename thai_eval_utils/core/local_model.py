@@ -2,7 +2,7 @@
 
 Generation follows lm-evaluation-harness's ``generate_until`` (greedy by default, prompt encoded with BOS
 only when ``add_bos_token``, text cut before the first stop string); log-likelihoods are computed by
-:func:`thai_eval_utils.scoring.loglikelihood`.
+:func:`thai_eval_utils.core.loglikelihood.loglikelihood`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ import torch
 from tqdm.auto import tqdm
 from transformers import StoppingCriteria, StoppingCriteriaList
 
-from .errors import ThaiEvalError
-from .stops import cut_at_stop
+from thai_eval_utils.core.errors import ThaiEvalError
+from thai_eval_utils.core.loglikelihood import loglikelihood
+from thai_eval_utils.core.model_sources import check_dtype, resolve_spec
+from thai_eval_utils.core.stops import cut_at_stop
 
 
 def default_max_length(model: Any, tokenizer: Any) -> int:
@@ -118,10 +120,8 @@ class LocalModel:
         batch_size: int = 8,
         name: str | None = None,
     ) -> LocalModel:
-        """Load ``spec`` (see :func:`thai_eval_utils.models.load_model`) on CPU or GPU."""
+        """Load ``spec`` (see :func:`thai_eval_utils.core.models.load_model`) on CPU or GPU."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        from .models import check_dtype, resolve_spec
 
         check_dtype(dtype)
         if device is not None and device_map is not None:
@@ -154,8 +154,6 @@ class LocalModel:
     # --- log-likelihood -------------------------------------------------------------------------
     def loglikelihood(self, requests: Sequence[tuple[str, str]], *, progress: bool = True) -> list[tuple[float, bool]]:
         """lm-eval's contract: summed log-probability of each continuation and whether it is greedy."""
-        from .scoring import loglikelihood
-
         return loglikelihood(
             self.hf_model, self.tokenizer, list(requests),
             add_bos_token=self.add_bos_token, max_length=self.max_length, progress=progress,

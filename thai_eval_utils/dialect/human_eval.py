@@ -10,7 +10,7 @@ Annotation files are tidy CSV or JSONL, one row per (item, model or model pair, 
   in ``0`` / ``0.5`` / ``1``; two native-speaker annotators per dialect in the paper;
 - judge scores: ``dialect, task, item_id, model, judge, score`` (any numeric scale).
 
-Every problem raises :class:`~thai_eval_utils.errors.ThaiEvalDataError` naming the file, the 0-based row
+Every problem raises :class:`~thai_eval_utils.core.errors.ThaiEvalDataError` naming the file, the 0-based row
 and the field: unknown labels, empty keys, duplicate ratings, and items some annotator of the dialect
 did not rate. Files are validated completely before anything is returned.
 """
@@ -28,8 +28,8 @@ import pandas as pd
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
-from .errors import ThaiEvalDataError
-from .io import read_records
+from thai_eval_utils.core.errors import ThaiEvalDataError
+from thai_eval_utils.core.records import read_records
 
 PREFERENCE_COLUMNS = ("dialect", "task", "item_id", "model_a", "model_b", "annotator", "choice")
 #: Pairwise options (paper section 2.2): A better, B better, equally good, equally poor.

@@ -1,6 +1,6 @@
 """Record readers shared by every loader: JSONL, JSON, CSV and Parquet files as lists of plain dicts.
 
-Every bad input raises :class:`~thai_eval_utils.errors.ThaiEvalDataError` naming the file, the row
+Every bad input raises :class:`~thai_eval_utils.core.errors.ThaiEvalDataError` naming the file, the row
 (0-based record index) and the field; a file is validated completely before anything is returned.
 Text is decoded as UTF-8 and never Unicode-normalised (NFKC would decompose Thai SARA AM, U+0E33).
 """
@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .errors import ThaiEvalDataError
-from .results import sha256_file
+from thai_eval_utils.core.errors import ThaiEvalDataError
+from thai_eval_utils.core.provenance import sha256_file
 
 __all__ = [
     "SUPPORTED_SUFFIXES",

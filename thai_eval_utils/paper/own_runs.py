@@ -1,7 +1,7 @@
 """This toolkit's own runs beside the papers' published tables (Kim et al. Tables 4-5; Limkonchotiwat et al.
 Table 1): :func:`run_records` reads every run under ``<outputs>/runs`` into tidy score records through one
 small adapter per benchmark family, and :func:`table_with_runs` (with the ``*_with_runs`` functions) places
-them below the published rows of :mod:`thai_eval_utils.paper`, marked partial where a run is incomplete.
+them below the published rows of :mod:`thai_eval_utils.paper.published`, marked partial where a run is incomplete.
 """
 
 from __future__ import annotations
@@ -12,8 +12,19 @@ from typing import Any
 
 import pandas as pd
 
-from .paper import CENTRAL, DIALECT_METRICS, H6_TASKS, PAPER_SOURCE, RUN_SOURCE, load_all_published, to_decimal
-from .tables import round_half_up
+from thai_eval_utils.core.provenance import slugify
+from thai_eval_utils.core.store import list_runs
+from thai_eval_utils.core.tables import round_half_up
+from thai_eval_utils.dialect.metrics import TABLE1_TASKS, table_task
+from thai_eval_utils.paper.published import (
+    CENTRAL,
+    DIALECT_METRICS,
+    H6_TASKS,
+    PAPER_SOURCE,
+    RUN_SOURCE,
+    load_all_published,
+    to_decimal,
+)
 
 # This toolkit's runs beside the published rows. Each benchmark family has a small adapter that
 # turns one run (``results.list_runs()`` entry: dir, card, summary) into tidy records; the rest is
@@ -98,8 +109,6 @@ def _thaicli_records(run: Mapping[str, Any], sizes: Mapping[str, int]) -> list[d
 def _dialect_scores_file(run: Mapping[str, Any]) -> Path | None:
     """``<outputs>/tables/dialect_scores_<model-slug>.csv``, the scores the dialect notebook saves beside a run
     (read only for runs whose summary predates the scores in it)."""
-    from .results import slugify
-
     runs_dir = next((p for p in Path(run["dir"]).parents if p.name == "runs"), None)
     if runs_dir is None:
         return None
@@ -128,8 +137,6 @@ def _dialect_records(run: Mapping[str, Any], sizes: Mapping[str, int]) -> list[d
         scores = _dialect_summary_scores(summary["scores"] or {})
     elif summary is not None and (scores_file := _dialect_scores_file(run)) is not None:
         scores = pd.read_csv(scores_file).to_dict("records")  # a run from before summaries held scores
-    if scores:  # imported only when needed: metrics pulls in pythainlp and rouge-score (slow to import)
-        from .metrics import TABLE1_TASKS, table_task
     for rec in scores:
         family = table_task(str(rec.get("task", "")))
         metric, column = TABLE1_TASKS.get(family, (None, None))
@@ -159,8 +166,6 @@ def run_records(outputs: str | Path | None = None, tables: Mapping[str, pd.DataF
     paper's dataset (``expected_n``); ``options`` is the run's protocol configuration (JSON).
     """
     import json
-
-    from .results import list_runs
 
     sizes = expected_sizes(tables if tables is not None else load_all_published())
     rows = []

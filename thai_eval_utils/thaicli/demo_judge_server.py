@@ -24,8 +24,15 @@ from pathlib import Path
 
 import openai
 
-from .api import DEFAULT_CONCURRENCY, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, ApiError, ApiModel
-from .errors import JudgeError
+from thai_eval_utils.core.errors import JudgeError, ModelLoadError
+from thai_eval_utils.core.models import embedded_model_dir
+from thai_eval_utils.core.openai_client import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
+    ApiError,
+    ApiModel,
+)
 
 #: ``judge_model`` value meaning: start a local ``transformers serve`` of the embedded model.
 EMBEDDED_SERVE = "embedded-serve"
@@ -116,15 +123,11 @@ def open_judge(
             judge-free variant.
     """
     if judge_model == EMBEDDED_SERVE:
-        from .models import embedded_model_dir
-
         model_dir = embedded_model_dir()
         with serve_model(model_dir) as url:
             yield ApiModel(str(model_dir), base_url=url, concurrency=min(concurrency, LOCAL_CONCURRENCY),
                            timeout=max(timeout, LOCAL_TIMEOUT), max_retries=1)  # fmt: skip
         return
-    from .errors import ModelLoadError
-
     try:
         judge = ApiModel(judge_model, base_url=base_url, concurrency=concurrency, timeout=timeout, max_retries=max_retries)
     except ModelLoadError as exc:  # e.g. OpenAI's endpoint without OPENAI_API_KEY

@@ -15,8 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from .errors import ThaiEvalDataError
-from .io import find_data_file, read_records
+from thai_eval_utils.core.errors import ThaiEvalDataError
+from thai_eval_utils.core.records import find_data_file, read_records
 
 __all__ = ["THAICLI_FORMATS", "load_thaicli"]
 

@@ -10,147 +10,45 @@ settings never mixes with old results. No secret is ever written: see :func:`red
 
 from __future__ import annotations
 
-import datetime as _dt
 import fcntl
-import hashlib
-import importlib.metadata
 import json
 import os
 import platform
-import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import ThaiEvalDataError
-
-#: Packages whose versions go into every run card.
-RECORDED_PACKAGES = (
-    "thai-eval",
-    "torch",
-    "transformers",
-    "tokenizers",
-    "accelerate",
-    "gguf",
-    "pythainlp",
-    "sacrebleu",
-    "rouge-score",
-    "scikit-learn",
-    "scipy",
-    "numpy",
-    "pandas",
-    "openai",
+from thai_eval_utils.core.errors import ThaiEvalDataError
+from thai_eval_utils.core.provenance import (
+    canonical_json,
+    now_utc,
+    outputs_dir,
+    package_versions,
+    redact,
+    sha256_file,
+    sha256_text,
+    slugify,
 )
 
-#: Keys whose values are secrets and never land in a result file.
-_SECRET_KEY = re.compile(
-    r"^((.*[_-])?(api[_-]?key|secret|password|passwd|authori[sz]ation|bearer)"
-    r"|((.*[_-])?(access|auth|hf|api|bearer|refresh|session)[_-]?)?token)$",
-    re.I,
-)
-#: Values that look like API keys even under an innocent key.
-_SECRET_VALUE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{16,}|hf_[A-Za-z0-9]{20,}|AIza[0-9A-Za-z_\-]{20,})")
-_SLUG_BAD = re.compile(r"[^A-Za-z0-9._-]+")
+
+def _config_id(keyed: Mapping[str, Any]) -> str:
+    """The run folder name: the first 12 hex digits of the SHA-256 of everything that changes the numbers."""
+    return sha256_text(canonical_json(keyed))[:12]
 
 
-@dataclass(frozen=True)
-class Score:
-    """A score with its sample size, standard error and provenance signature.
-
-    Example: ``Score.mean("th_arc/acc_norm", [1, 0, 1, 1])`` prints as
-    ``th_arc/acc_norm = 0.7500 ± 0.2500 (n=4)``.
-    """
-
-    name: str
-    value: float
-    n: int
-    stderr: float | None = None
-    signature: str = ""
-
-    @classmethod
-    def mean(cls, name: str, values: Sequence[float], signature: str = "") -> Score:
-        """Mean of ``values`` with the sample standard error ``std(ddof=1) / sqrt(n)`` (lm-eval's)."""
-        vals = [float(v) for v in values]
-        n = len(vals)
-        if n == 0:
-            return cls(name, float("nan"), 0, None, signature)
-        mu = sum(vals) / n
-        se = (sum((v - mu) ** 2 for v in vals) / (n - 1)) ** 0.5 / n**0.5 if n > 1 else None
-        return cls(name, mu, n, se, signature)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "value": self.value, "n": self.n, "stderr": self.stderr, "signature": self.signature}
-
-    def __str__(self) -> str:
-        se = f" ± {self.stderr:.4f}" if self.stderr is not None else ""
-        sig = f" | {self.signature}" if self.signature else ""
-        return f"{self.name} = {self.value:.4f}{se} (n={self.n}){sig}"
-
-
-def outputs_dir() -> Path:
-    """The outputs folder: ``$THAI_EVAL_OUTPUTS`` or ``outputs`` under the current directory."""
-    return Path(os.environ.get("THAI_EVAL_OUTPUTS", "outputs"))
-
-
-def slugify(name: str, max_len: int = 80) -> str:
-    """A file-name-safe slug of a model name that can never escape its parent folder.
-
-    Path separators, ``..`` and leading dots cannot survive, e.g.
-    ``slugify("../../etc/passwd")`` -> ``"etc_passwd"``; long names keep a hash suffix.
-    """
-    slug = _SLUG_BAD.sub("_", name.strip()).strip("._-")
-    slug = re.sub(r"\.{2,}", "_", slug)
-    if not slug:
-        slug = "model"
-    if len(slug) > max_len:
-        slug = slug[: max_len - 9] + "-" + sha256_text(name)[:8]
-    return slug
-
-
-def sha256_text(text: str) -> str:
-    """Hex SHA-256 of a UTF-8 string (prompt templates, item keys)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
-    """Hex SHA-256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            h.update(block)
-    return h.hexdigest()
-
-
-def canonical_json(obj: Any) -> str:
-    """Deterministic JSON used for hashing configurations."""
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def package_versions(names: Iterable[str] = RECORDED_PACKAGES) -> dict[str, str | None]:
-    """Installed versions of ``names`` (None when not installed), plus Python's."""
-    out: dict[str, str | None] = {"python": platform.python_version()}
-    for name in names:
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            out[name] = None
-    return out
-
-
-def redact(obj: Any) -> Any:
-    """A copy of ``obj`` with secret-looking keys dropped and key-like strings masked."""
-    if isinstance(obj, Mapping):
-        return {k: redact(v) for k, v in obj.items() if not _SECRET_KEY.search(str(k))}
-    if isinstance(obj, (list, tuple)):
-        return [redact(v) for v in obj]
-    if isinstance(obj, str):
-        return _SECRET_VALUE.sub("<redacted>", obj)
-    return obj
-
-
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+def _migrate_legacy(parent: Path, root: Path, keyed: Mapping[str, Any], legacy: Sequence[Mapping[str, Any]]) -> str | None:
+    """Rename the first existing run folder of a legacy config to ``root``; its old config id, or None."""
+    for old in legacy:
+        old_id = _config_id({**keyed, "config": redact(dict(old))})
+        if (parent / old_id).is_dir():
+            try:
+                os.rename(parent / old_id, root)
+            except FileNotFoundError:  # another process migrated it first
+                if not root.exists():
+                    raise
+            return old_id
+    return None
 
 
 def _write_json_atomic(path: Path, obj: Any) -> None:
@@ -193,6 +91,7 @@ class RunStore:
         data_files: Sequence[str | Path] = (),
         prompt_templates: Mapping[str, str] | None = None,
         outputs: str | Path | None = None,
+        legacy_configs: Sequence[Mapping[str, Any]] = (),
     ) -> RunStore:
         """Open (create or resume) the run of ``model_name`` on ``benchmark`` with ``config``.
 
@@ -204,6 +103,9 @@ class RunStore:
             data_files: input files whose SHA-256 is recorded and part of the config id.
             prompt_templates: name -> template text; their hashes are recorded and part of the id.
             outputs: the outputs folder (default :func:`outputs_dir`).
+            legacy_configs: the same settings as older versions of thai-eval wrote them (e.g. under old key
+                names). When no run has ``config`` yet but one was stored under a legacy config, that run folder
+                is renamed to the new config id (its card records ``migrated_from``) and resumed.
         """
         bench_parts = [slugify(p) for p in benchmark.split("/") if p]
         data_hashes = {str(p): sha256_file(p) for p in data_files}
@@ -216,16 +118,19 @@ class RunStore:
             "data": sorted(data_hashes.values()),
             "templates": template_hashes,
         }
-        config_id = sha256_text(canonical_json(keyed))[:12]
-        root = Path(outputs or outputs_dir()) / "runs" / slugify(model_name)
+        config_id = _config_id(keyed)
+        parent = Path(outputs or outputs_dir()) / "runs" / slugify(model_name)
         for part in bench_parts:
-            root = root / part
-        root = root / config_id
+            parent = parent / part
+        root = parent / config_id
+        migrated_from = None if root.exists() else _migrate_legacy(parent, root, keyed, legacy_configs)
         root.mkdir(parents=True, exist_ok=True)
         card_path = root / "run_card.json"
         if card_path.exists():
             card = json.loads(card_path.read_text(encoding="utf-8"))
-            card["resumed_at"] = [*card.get("resumed_at", []), _now()]
+            card["resumed_at"] = [*card.get("resumed_at", []), now_utc()]
+            if migrated_from:
+                card.update(config_id=config_id, config=keyed["config"], migrated_from=migrated_from)
         else:
             card = {
                 "model_name": model_name,
@@ -235,7 +140,7 @@ class RunStore:
                 "config": keyed["config"],
                 "data_files": data_hashes,
                 "prompt_template_sha256": template_hashes,
-                "created_at": _now(),
+                "created_at": now_utc(),
             }
         card["package_versions"] = package_versions()
         card["platform"] = {"machine": platform.machine(), "system": platform.system()}
@@ -289,8 +194,8 @@ class RunStore:
 
     def write_summary(self, summary: Mapping[str, Any]) -> None:
         """Write ``summary.json`` (atomically) and stamp the run card's finish time."""
-        _write_json_atomic(self.summary_path, {"config_id": self.config_id, "written_at": _now(), **summary})
-        self.card["finished_at"] = _now()
+        _write_json_atomic(self.summary_path, {"config_id": self.config_id, "written_at": now_utc(), **summary})
+        self.card["finished_at"] = now_utc()
         _write_json_atomic(self.card_path, self.card)
 
     def read_summary(self) -> dict[str, Any] | None:

@@ -1,4 +1,5 @@
-"""ThaiCLI LLM-as-a-judge (Kim et al., arXiv 2410.04795, section 4): prompt, parser, judging loop, scores.
+"""ThaiCLI LLM-as-a-judge (Kim et al., arXiv 2410.04795, section 4): judging loop and scores (prompt and
+parser: :mod:`thai_eval_utils.thaicli.judge_prompt`).
 
 The judge sees the question, the chosen answer (a good example), the rejected answer (a bad example) and
 the model's answer, and replies ``<score>N</score><explanation>...</explanation>``. A reply that does not
@@ -13,13 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime as _dt
-import importlib.resources
 import json
 import math
 import os
-import re
-import string
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,77 +24,34 @@ from typing import Any
 import openai
 import pandas as pd
 
-from .api import FATAL_ERRORS, ApiModel, ApiSession, describe_error, estimate_cost, run_sync
-from .errors import JudgeError, ThaiEvalDataError
-from .judge_cache import CacheWriter, JudgementCache, judgement_key
-from . import tables
-from .results import RunStore, Score, outputs_dir, redact, sha256_text
-
-#: The versioned prompt template (a reconstruction of the paper's Figure 5; see the file's header).
-TEMPLATE_VERSION = "judge_v1"
-TEMPLATE_TEXT = (importlib.resources.files("thai_eval_utils") / "templates" / f"{TEMPLATE_VERSION}.txt").read_text(
-    encoding="utf-8"
+from thai_eval_utils.core import tables
+from thai_eval_utils.core.errors import JudgeError, ThaiEvalDataError
+from thai_eval_utils.core.openai_client import (
+    FATAL_ERRORS,
+    ApiModel,
+    ApiSession,
+    describe_error,
+    estimate_cost,
+    run_sync,
 )
-#: SHA-256 of the template file's text: part of every cache key, run config and result.
-TEMPLATE_SHA256 = sha256_text(TEMPLATE_TEXT)
+from thai_eval_utils.core.provenance import Score, outputs_dir, redact
+from thai_eval_utils.core.store import RunStore
+from thai_eval_utils.thaicli.judge_cache import (
+    CacheWriter,
+    JudgementCache,
+    judgement_key,
+)
+from thai_eval_utils.thaicli.judge_prompt import (
+    FALLBACK_SCORE,
+    MAX_JUDGE_CALLS,
+    TEMPLATE_SHA256,
+    TEMPLATE_TEXT,
+    TEMPLATE_VERSION,
+    build_messages,
+    parse_judgement,
+)
 
-#: Paper, section 4: at most 16 judge calls per item, then the item scores 0.
-MAX_JUDGE_CALLS = 16
-FALLBACK_SCORE = 0.0
-MIN_SCORE, MAX_SCORE = 1.0, 10.0
-
-#: A ``<score>...</score>`` pair whose content is a number: tags case-insensitive, whitespace allowed inside
-#: the tags and around the number, an optional sign (so "-3" is read, then refused as out of range) and an
-#: optional decimal part. Digits may be ASCII or Thai (U+0E50-U+0E59, e.g. "๗" = 7): a Thai judge may
-#: write Thai numerals and their value is unambiguous; they are mapped digit by digit (no NFKC). The
-#: first pair that matches decides; a pair with other content ("N/A", "7/10") is skipped.
-SCORE_PATTERN = re.compile(r"<\s*score\s*>\s*([+-]?[0-9\u0e50-\u0e59]+(?:\.[0-9\u0e50-\u0e59]+)?)\s*<\s*/\s*score\s*>", re.I)
-#: The text inside the first ``<explanation>`` tag, up to its closing tag or, when a reply was cut off,
-#: to the end of the reply.
-EXPLANATION_PATTERN = re.compile(r"<\s*explanation\s*>(.*?)(?:<\s*/\s*explanation\s*>|\Z)", re.I | re.S)
-_THAI_DIGITS = str.maketrans("๐๑๒๓๔๕๖๗๘๙", "0123456789")
 _ANSWER_COLUMNS = ("id", "format", "theme", "question", "chosen", "rejected", "answer")
-
-
-def _split_template(text: str) -> tuple[string.Template, string.Template]:
-    sections: dict[str, list[str]] = {}
-    current = None
-    for line in text.splitlines():
-        marker = re.fullmatch(r"\[\[(system|user)\]\]", line.strip())
-        if marker:
-            current = sections.setdefault(marker.group(1), [])
-        elif current is not None:
-            current.append(line)
-    return tuple(string.Template("\n".join(sections[k]).strip("\n")) for k in ("system", "user"))  # type: ignore[return-value]
-
-
-_SYSTEM, _USER = _split_template(TEMPLATE_TEXT)
-
-
-def build_messages(question: str, chosen: str, rejected: str, answer: str) -> list[dict[str, str]]:
-    """The judge's system and user messages for one item (texts inserted verbatim, never normalised)."""
-    user = _USER.substitute(question=question, chosen=chosen, rejected=rejected, answer=answer)
-    return [{"role": "system", "content": _SYSTEM.substitute()}, {"role": "user", "content": user}]
-
-
-def parse_judgement(text: str | None) -> tuple[float, str] | None:
-    """``(score, explanation)`` from a judge reply, or None when it holds no valid score.
-
-    The score is the number in the first ``<score>`` pair matching :data:`SCORE_PATTERN`; outside
-    [1, 10] the reply is invalid (no later pair is tried). The explanation is ``""`` when absent.
-
-    Example: ``parse_judgement("<score> 8 </score><explanation>ดี</explanation>")`` -> ``(8.0, "ดี")``.
-    """
-    if not text:
-        return None
-    m = SCORE_PATTERN.search(text)
-    if m is None:
-        return None
-    value = float(m.group(1).translate(_THAI_DIGITS))
-    if not MIN_SCORE <= value <= MAX_SCORE:
-        return None
-    e = EXPLANATION_PATTERN.search(text)
-    return value, (e.group(1).strip() if e else "")
 
 
 def round_half_up(value: float | None, ndigits: int = 2) -> float | None:

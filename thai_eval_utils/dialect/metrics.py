@@ -24,7 +24,7 @@ import pandas as pd
 from pythainlp import word_tokenize
 from rouge_score import rouge_scorer, scoring
 
-from .results import Score
+from thai_eval_utils.core.provenance import Score
 
 #: The pythainlp release the paper's code ran with (newmm output depends on it).
 PAPER_PYTHAINLP_VERSION = "5.0.4"
@@ -222,7 +222,7 @@ def _pretokenize(texts: Sequence[str], tok: NewmmTokenizer) -> list[str]:
 def sacrebleu_bleu(hypotheses: Sequence[str | None], references: Sequence[str | None], *, target_lang: str = "th") -> Score:
     """sacrebleu corpus BLEU: newmm-pretokenised with ``tokenize="none"`` for Thai targets, ``13a`` for English.
 
-    Returns a :class:`~thai_eval_utils.results.Score` whose signature is sacrebleu's plus the pretokenizer.
+    Returns a :class:`~thai_eval_utils.core.store.Score` whose signature is sacrebleu's plus the pretokenizer.
     """
     from sacrebleu.metrics import BLEU
 

@@ -13,8 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import ThaiEvalDataError
-from .io import SUPPORTED_SUFFIXES, find_data_file, read_records
+from thai_eval_utils.core.errors import ThaiEvalDataError
+from thai_eval_utils.core.records import (
+    SUPPORTED_SUFFIXES,
+    find_data_file,
+    read_records,
+)
 
 __all__ = ["H6_TASKS", "H6TaskData", "load_h6_task"]
 

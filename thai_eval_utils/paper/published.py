@@ -5,7 +5,7 @@ its printed components in exact decimal arithmetic on the CSV strings, rounded h
 of decimals printed in that cell, and compared with the printed value. :func:`check_published`
 returns one row per check; :func:`mismatches` keeps the cells that disagree. The published files
 are ``data/paper_results/*.csv`` (see its README for their origin). This toolkit's own runs are
-placed beside the published rows by :mod:`thai_eval_utils.paper_runs` (:func:`run_records`,
+placed beside the published rows by :mod:`thai_eval_utils.paper.own_runs` (:func:`run_records`,
 :func:`table_with_runs` and the ``*_with_runs`` functions, still importable from here).
 """
 
@@ -15,15 +15,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
-from .errors import ThaiEvalDataError
-from .tables import round_half_up
+from thai_eval_utils.core.errors import ThaiEvalDataError
+from thai_eval_utils.core.tables import round_half_up
 
 #: Default folder of the published tables (the repository's ``data/paper_results``).
-PAPER_RESULTS_DIR = Path(__file__).resolve().parent.parent / "data" / "paper_results"
+PAPER_RESULTS_DIR = Path(__file__).resolve().parents[2] / "data" / "paper_results"
 
 KIM = "Kim et al."  # arXiv 2410.04795: Thai-H6 and ThaiCLI
 LIMKONCHOTIWAT = "Limkonchotiwat et al."  # arXiv 2504.05898: Thai dialects
@@ -315,26 +314,3 @@ def rank_agreement(a: pd.Series, b: pd.Series) -> RankAgreement:
 def checks_for(checks: pd.DataFrame, key: str) -> pd.DataFrame:
     """The checks of one published table (by :data:`PUBLISHED_TABLES` key)."""
     return checks[checks["table"] == PUBLISHED_TABLES[key].label].reset_index(drop=True)
-
-
-#: Names defined in :mod:`thai_eval_utils.paper_runs` and still importable from this module. They are
-#: resolved lazily (PEP 562): ``paper_runs`` imports this module's constants, so a plain import here would
-#: be circular.
-_RUN_EXPORTS = frozenset({
-    "RUN_RECORD_COLUMNS", "DIALECT_DISPLAY", "RUN_ADAPTERS", "WITH_RUNS", "expected_sizes", "run_records",
-    "h6_with_runs", "thaicli_with_runs", "dialect_with_runs", "table_with_runs",
-})
-
-
-def __getattr__(name: str) -> Any:
-    if name in _RUN_EXPORTS:
-        from . import paper_runs
-
-        value = getattr(paper_runs, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | _RUN_EXPORTS)

@@ -1,4 +1,4 @@
-"""The prefix-sharing runner behind :mod:`thai_eval_utils.scoring` (Thai-H6 spec, "Where the reference
+"""The prefix-sharing runner behind :mod:`thai_eval_utils.core.loglikelihood` (Thai-H6 spec, "Where the reference
 implementation wastes compute"): a radix tree over the fed token sequences, each edge run once through the
 decoder body with a KV cache, the output layer applied only to scored positions.
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import pandas as pd
 
-from .errors import ThaiEvalDataError
-from .io import find_data_file, read_records, write_jsonl
+from thai_eval_utils.core.errors import ThaiEvalDataError
+from thai_eval_utils.core.records import find_data_file, read_records, write_jsonl
 
 __all__ = ["DIALECTS", "convert_dialect_pickle", "dialect_tasks", "load_dialect"]
 

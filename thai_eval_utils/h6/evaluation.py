@@ -3,7 +3,7 @@ of the paper's Table 4 (spec ``thai_h6.md``; protocol of the Open LLM Leaderboar
 
 ``evaluate`` builds every document's prompt with its few-shot draws, sends chunks of documents to the
 model in one call, appends each finished document to the results store (so an interrupted run resumes
-without recomputing) and returns a per-item table and the task's :class:`~thai_eval_utils.results.Score` objects.
+without recomputing) and returns a per-item table and the task's :class:`~thai_eval_utils.core.store.Score` objects.
 """
 
 from __future__ import annotations
@@ -17,11 +17,14 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
-from . import h6_metrics as M
-from . import h6_tasks as T
-from .errors import ThaiEvalDataError, ThaiEvalError
-from .fewshot import default_seed, draw_shots
-from .results import RunStore, Score, canonical_json, sha256_text
+from thai_eval_utils.core.errors import ThaiEvalDataError, ThaiEvalError
+from thai_eval_utils.core.protocols import LoglikelihoodModel, Model
+from thai_eval_utils.core.provenance import Score, canonical_json, sha256_text
+from thai_eval_utils.core.store import RunStore
+from thai_eval_utils.h6 import metrics as M
+from thai_eval_utils.h6 import tasks as T
+from thai_eval_utils.h6.data import load_h6_task
+from thai_eval_utils.h6.fewshot import default_seed, draw_shots
 
 TASKS = T.TASKS
 #: Table 4 column of the average.
@@ -70,8 +73,6 @@ def _x100(v: float | None) -> float | None:
 def _resolve_data(spec: T.TaskSpec, source_or_docs: Any, fewshot_pool: Any) -> tuple[list[dict], Any, list[Path], str]:
     """(docs, few-shot pool or subject -> pool, data files, source label) from any accepted input."""
     if isinstance(source_or_docs, (str, Path)):
-        from .data import load_h6_task
-
         source_or_docs = load_h6_task(source_or_docs, spec.name)
     if hasattr(source_or_docs, "docs"):
         data = source_or_docs
@@ -127,7 +128,7 @@ def _selected(spec: T.TaskSpec, docs: list[dict], limit: int | None) -> list[int
     return out
 
 
-def _set_bos(model: Any, add_bos_token: bool | None) -> bool | None:
+def _set_bos(model: Model, add_bos_token: bool | None) -> bool | None:
     """Apply ``add_bos_token`` to the model when given; returns the previous setting (to restore)."""
     current = getattr(model, "add_bos_token", None)
     if add_bos_token is not None and current != add_bos_token:
@@ -140,7 +141,7 @@ def _set_bos(model: Any, add_bos_token: bool | None) -> bool | None:
 
 
 def evaluate(
-    model: Any,
+    model: Model,
     task: str,
     source_or_docs: Any,
     num_fewshot: int | None = None,
@@ -193,7 +194,7 @@ def evaluate(
         raise ValueError(f"mmlu_average must be 'macro' or 'micro', not {mmlu_average!r}")
     if chunk_size < 1:
         raise ValueError("chunk_size must be at least 1")
-    if spec.kind != "generate" and not hasattr(model, "loglikelihood"):
+    if spec.kind != "generate" and not isinstance(model, LoglikelihoodModel):
         raise ThaiEvalError(f"{spec.name} scores answer choices by log-likelihood: {getattr(model, 'name', model)!r} "
                             "has none (API models can run th_gsm8k only)")
     tmpl = T.templates_for(spec, templates)
@@ -319,7 +320,7 @@ def _scores(spec, table: pd.DataFrame, config, mmlu_average: str, limited: bool)
 
 
 def evaluate_tasks(
-    model: Any,
+    model: Model,
     source: Any,
     tasks: Sequence[str] = TASKS,
     limit: int | None = None,

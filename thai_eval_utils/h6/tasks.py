@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import h6_metrics as M
+from thai_eval_utils import __version__
+from thai_eval_utils.h6 import metrics as M
 
 #: ARC and GSM8K query (LB ``arc.py`` ``_process_doc``; ``gsm8k.py`` ``doc_to_text``).
 QUESTION_ANSWER_TEMPLATE = "Question: {question}\nAnswer:"
@@ -353,8 +354,6 @@ def gsm8k_stops(option: str | Sequence[str]) -> tuple[str, ...]:
 def signature(spec: TaskSpec, config: Mapping[str, Any], limit: int | None = None) -> str:
     """A sacrebleu-style signature of the protocol options behind a score, e.g.
     ``th_arc|shots:25|sampler:lb|seed:42|bos:no|thai-eval:0.1.0`` (``limit:N`` when not the whole split)."""
-    from . import __version__  # here, not at import time: the package __init__ may import this module
-
     sig = f"{spec.name}|shots:{config['num_fewshot']}|sampler:{config['sampler']}"
     if config.get("fewshot_seed") is not None:
         sig += f"|seed:{config['fewshot_seed']}"

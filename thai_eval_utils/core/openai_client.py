@@ -11,9 +11,9 @@ the coroutine then runs in a worker thread with its own loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.resources
 import json
-import contextlib
 import os
 import threading
 import urllib.parse
@@ -24,9 +24,9 @@ from typing import Any, TypeVar
 import openai
 from openai import AsyncOpenAI
 
-from .errors import ModelLoadError, ThaiEvalError
-from .results import redact
-from .stops import cut_at_stop
+from thai_eval_utils.core.errors import ModelLoadError, ThaiEvalError
+from thai_eval_utils.core.provenance import redact
+from thai_eval_utils.core.stops import cut_at_stop
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_CONCURRENCY = 16

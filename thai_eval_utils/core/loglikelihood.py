@@ -7,7 +7,7 @@ Design (hand-written: no maintained library scores lm-eval requests with prefix/
 1. every request is encoded exactly as lm-eval 0.4.13 encodes it (joint encoding, trailing whitespace moved to
    the continuation, optional BOS, left truncation); each distinct string is tokenized once;
 2. the fed token sequences go into a radix tree and every edge runs once through the decoder body with a KV
-   cache (:mod:`thai_eval_utils._prefix`); an edge and its sibling leaves (typically one document's context and
+   cache (:mod:`thai_eval_utils.core.prefix_tree`); an edge and its sibling leaves (typically one document's context and
    answer choices) run as ONE packed forward with per-leaf position ids and masks, or, where such masks cannot
    be expressed, the leaves run as a padded batch over the repeated cache;
 3. only the hidden states of scored positions go through the output layer (plus final logit soft-capping),
@@ -30,8 +30,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from ._prefix import Runner, build_tree, tree_supported
-from .errors import ThaiEvalError
+from thai_eval_utils.core.errors import ThaiEvalError
+from thai_eval_utils.core.prefix_tree import Runner, build_tree, tree_supported
 
 __all__ = ["loglikelihood"]
 

@@ -3,7 +3,7 @@
 
 Every item becomes one zero-shot user turn (no system prompt) built from the benchmark's own prompt
 strings (``data/dialect/dialect_prompts.json``); each reply is appended to a
-:class:`~thai_eval_utils.results.RunStore` as soon as it arrives, so an interrupted run resumes. The run's
+:class:`~thai_eval_utils.core.store.RunStore` as soon as it arrives, so an interrupted run resumes. The run's
 ``summary.json`` holds its scores per dialect and task and the ΔDiff values (see :func:`summary_scores`).
 """
 
@@ -19,12 +19,20 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .errors import ThaiEvalDataError
-from .metrics import delta_diff, pythainlp_version, table_task, task_scores
-from .results import RunStore, Score
+from thai_eval_utils.core.errors import ThaiEvalDataError
+from thai_eval_utils.core.openai_client import stable_identity
+from thai_eval_utils.core.protocols import Model
+from thai_eval_utils.core.provenance import Score
+from thai_eval_utils.core.store import RunStore
+from thai_eval_utils.dialect.metrics import (
+    delta_diff,
+    pythainlp_version,
+    table_task,
+    task_scores,
+)
 
 #: The prompt file shipped with the toolkit (verbatim prompt strings of the benchmark, with their source).
-DEFAULT_PROMPTS_PATH = Path(__file__).resolve().parent.parent / "data" / "dialect" / "dialect_prompts.json"
+DEFAULT_PROMPTS_PATH = Path(__file__).resolve().parents[2] / "data" / "dialect" / "dialect_prompts.json"
 #: The benchmark name under which generations are stored.
 BENCHMARK = "dialect/generation"
 #: Tasks without a reference: they go to human evaluation, not to BLEU/ROUGE-L.
@@ -112,12 +120,12 @@ def build_messages(item: Mapping[str, Any], prompts: DialectPrompts) -> list[dic
     return [{"role": "user", "content": build_prompt(item, prompts)}]
 
 
-def is_api_model(model: Any) -> bool:
+def is_api_model(model: Model) -> bool:
     """True for models without a local tokenizer (``openai:`` models): they get the API settings."""
     return getattr(model, "tokenizer", None) is None
 
 
-def cap_prompt(model: Any, content: str, max_tokens: int | None) -> tuple[str, int | None, bool]:
+def cap_prompt(model: Model, content: str, max_tokens: int | None) -> tuple[str, int | None, bool]:
     """Cut the user message so the chat-formatted prompt has at most ``max_tokens`` tokens.
 
     The paper's code right-truncated the formatted prompt at 3000 tokens (which can cut the template's
@@ -162,7 +170,7 @@ def item_key(item: Mapping[str, Any]) -> str:
 
 
 def run_generation(
-    model: Any,
+    model: Model,
     df: pd.DataFrame,
     *,
     prompts: DialectPrompts | str | Path | None = None,
@@ -180,8 +188,8 @@ def run_generation(
 
     Args:
         model: an object with ``name``, ``identity`` and ``chat(messages_list, *, max_new_tokens,
-            temperature, top_p, seed)`` (see :func:`thai_eval_utils.models.load_model`).
-        df: items as returned by :func:`thai_eval_utils.data.load_dialect` (``dialect, task, id,
+            temperature, top_p, seed)`` (see :func:`thai_eval_utils.core.models.load_model`).
+        df: items as returned by :func:`thai_eval_utils.dialect.data.load_dialect` (``dialect, task, id,
             text_1, question, context``; ``df.attrs["files"]`` are hashed into the run's config id).
         prompts: a :class:`DialectPrompts` or a prompt file (default: the shipped one).
         outputs: the outputs folder (default ``$THAI_EVAL_OUTPUTS`` or ``outputs``).
@@ -213,8 +221,6 @@ def run_generation(
     }
     identity = dict(model.identity)
     if api:
-        from .api import stable_identity
-
         identity = stable_identity(identity)
     used = {f"{d}/{prompt_family(t)}" for d, t in zip(df["dialect"], df["task"])}
     templates = {k: prompts.prompts[k.split("/")[0]][k.split("/")[1]] for k in sorted(used) if k.split("/")[0] in prompts.prompts}
@@ -286,7 +292,7 @@ def summary_scores(scores: pd.DataFrame) -> tuple[dict[str, dict], dict[str, dic
     Returns:
         ``scores``: every metric per dialect and task (x100; keys :func:`score_key` with the benchmark's task
         name, e.g. ``center/qa/rougeL``); ``delta_diff``: ΔDiff = Central minus dialect
-        (:func:`thai_eval_utils.metrics.delta_diff`) per non-Central dialect, Table 1 task family and metric,
+        (:func:`thai_eval_utils.dialect.metrics.delta_diff`) per non-Central dialect, Table 1 task family and metric,
         with the dialect's item count as ``n`` (keys with the family, e.g. ``east/qa/rougeL``).
     """
     out: dict[str, dict] = {}

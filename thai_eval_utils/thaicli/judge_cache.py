@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from .results import canonical_json, redact, sha256_text
+from thai_eval_utils.core.provenance import canonical_json, redact, sha256_text
 
 #: Version of the record layout; part of every key so a layout change never reuses old records.
 CACHE_FORMAT = 1

@@ -2,7 +2,7 @@
 ``tasks/truthfulqa.py``, ``tasks/winogrande.py``, ``tasks/gsm8k.py``) with lm-eval 0.4.13's variants beside them.
 
 Every function takes one document's model outputs and returns plain numbers; aggregation into
-:class:`~thai_eval_utils.results.Score` objects is at the end of the module.
+:class:`~thai_eval_utils.core.store.Score` objects is at the end of the module.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .results import Score
+from thai_eval_utils.core.provenance import Score
 
 #: GSM8K strict answer pattern (LB ``tasks/gsm8k.py`` ANS_RE; lm-eval 0.4.13 "strict-match").
 GSM8K_ANSWER_RE = re.compile(r"#### (\-?[0-9\.\,]+)")

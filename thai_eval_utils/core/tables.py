@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+
 def round_half_up(value: Decimal | str | int | float, decimals: int) -> Decimal:
     """Round to ``decimals`` places, ties away from zero, as the papers print (``7.305`` -> ``7.31``;
     Python's ``round`` gives 7.3).

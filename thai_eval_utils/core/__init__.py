@@ -1,0 +1,15 @@
+"""The machinery every benchmark shares, with no benchmark logic in it.
+
+- ``errors``: the exception types (data errors name file, row and field).
+- ``records``: record readers for JSONL / JSON / CSV / Parquet.
+- ``provenance``: :class:`Score` (value, n, stderr, signature), content hashes, package versions, ``redact``.
+- ``store``: the results store (``RunStore``: items.jsonl, run card, summary) and ``list_runs``.
+- ``protocols``: what a model is (``Model``, ``LoglikelihoodModel``), as typing protocols.
+- ``model_sources``, ``local_model``, ``models``: where weights come from, the transformers model, ``load_model``.
+- ``openai_client``: the OpenAI-compatible client (chat models, judges, served models).
+- ``loglikelihood`` (the prefix-sharing log-likelihood engine) and ``prefix_tree`` (its radix tree and runner).
+- ``stops``: stop strings; ``tables``: CSV / Markdown / LaTeX tables and the papers' rounding.
+
+Submodules are imported where used (``from thai_eval_utils.core.store import RunStore``); importing this
+package loads nothing heavy.
+"""

@@ -1,0 +1,60 @@
+"""Model loading: ``load_model(spec)`` for the embedded Gemma 3 270M (offline), local HF directories, GGUF files,
+Hub ids and OpenAI-compatible endpoints.
+
+``load_model`` returns a :class:`~thai_eval_utils.core.protocols.Model` (``name``, ``identity``, ``generate``,
+``chat``); local models are also :class:`~thai_eval_utils.core.protocols.LoglikelihoodModel` (lm-evaluation-harness's
+``(context, continuation) -> (ll, is_greedy)`` contract, implemented in :mod:`thai_eval_utils.core.loglikelihood`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from thai_eval_utils.core.local_model import LocalModel
+from thai_eval_utils.core.model_sources import (
+    DTYPES,
+    EMBEDDED,
+    GEMMA3_CHAT_TEMPLATE,
+    cache_dir,
+    check_dtype,
+    convert_gguf,
+    embedded_gguf_path,
+    embedded_model_dir,
+    resolve_spec,
+)
+from thai_eval_utils.core.openai_client import ApiModel
+
+
+def model_options(dtype: Any = None, device_map: str | dict | None = None, **options: Any) -> dict[str, Any]:
+    """Keyword options for :func:`load_model` from notebook parameters: None values are dropped (load_model's
+    default applies) and ``dtype`` is checked against :data:`DTYPES`.
+
+    Example:
+        >>> model_options(dtype="bfloat16", device_map=None, add_bos_token=False)
+        {'dtype': 'bfloat16', 'add_bos_token': False}
+    """
+    check_dtype(dtype)
+    return {k: v for k, v in {"dtype": dtype, "device_map": device_map, **options}.items() if v is not None}
+
+
+def load_model(spec: str = EMBEDDED, **options: Any) -> LocalModel | ApiModel:
+    """Load a model by spec.
+
+    Args:
+        spec: ``"embedded"`` (Gemma 3 270M shipped on PyPI), a local HF model directory, a ``.gguf`` file,
+            a Hub id, or ``"openai:<model-id>"`` (any OpenAI-compatible endpoint, see :mod:`.api`).
+        **options: for local models ``dtype`` (one of :data:`DTYPES`; default float32 on CPU, bfloat16 on GPU),
+            ``device`` or ``device_map`` (e.g. ``"auto"`` for GPUs; not both), ``max_length``, ``add_bos_token``
+            (default False, as the leaderboard ran lm-eval), ``trust_remote_code`` (default False), ``batch_size``;
+            for API models see :class:`.api.ApiModel`. Notebooks build them with :func:`model_options`.
+
+    Returns:
+        A :class:`LocalModel` or an :class:`.api.ApiModel`.
+    """
+    if spec.startswith("openai:"):
+        return ApiModel(spec.split(":", 1)[1], **options)
+    return LocalModel.from_spec(spec, **options)
+
+
+__all__ = ["DTYPES", "EMBEDDED", "GEMMA3_CHAT_TEMPLATE", "LocalModel", "cache_dir", "check_dtype", "convert_gguf",
+           "embedded_gguf_path", "embedded_model_dir", "load_model", "model_options", "resolve_spec"]

@@ -1,0 +1,76 @@
+"""What a model is to thai-eval, as typing protocols (PEP 544): every benchmark takes one of these.
+
+- :class:`Model`: every model (local weights, a served model, a judge): ``name``, ``identity``, ``chat``
+  and ``generate``. ThaiCLI answers, the judge and dialect generation need only this.
+- :class:`LoglikelihoodModel`: a model that also scores ``(context, continuation)`` pairs with
+  lm-evaluation-harness's contract. Thai-H6's multiple-choice tasks and the judge-free ThaiCLI variant need it.
+
+Both are ``runtime_checkable``: ``isinstance(model, LoglikelihoodModel)`` is how a benchmark asks whether a
+model can do what it needs (it checks that the members exist, not their signatures).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+#: A JSON-serialisable description of a model (name, source, revision or weights hash, dtype, devices, ...),
+#: recorded in every run card and part of every config id.
+Identity = Mapping[str, object]
+#: One chat conversation: ``[{"role": "system" | "user" | "assistant", "content": str}, ...]``.
+Messages = list[dict[str, str]]
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Every model: a name, an identity for run cards, chat replies and raw completions."""
+
+    name: str
+
+    @property
+    def identity(self) -> Identity: ...
+
+    def chat(
+        self,
+        messages_list: list[Messages],
+        *,
+        max_new_tokens: int = 256,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        stop: Sequence[str] | str | None = None,
+    ) -> list[str]:
+        """One reply per conversation, in order, cut before the first stop string."""
+        ...
+
+    def generate(
+        self,
+        prompts: list[str],
+        *,
+        max_new_tokens: int = 256,
+        stop: Sequence[str] | str | None = None,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+    ) -> list[str]:
+        """The raw completion of each prompt, in order, cut before the first stop string."""
+        ...
+
+
+@runtime_checkable
+class LoglikelihoodModel(Model, Protocol):
+    """A model that scores answer choices: lm-evaluation-harness's ``loglikelihood`` contract.
+
+    ``add_bos_token`` says whether a BOS token precedes every context (the leaderboard ran without).
+    """
+
+    add_bos_token: bool
+
+    def loglikelihood(self, requests: Sequence[tuple[str, str]], *, progress: bool = True) -> list[tuple[float, bool]]:
+        """``(sum of log-probabilities of the continuation's tokens, whether each was the greedy argmax)``."""
+        ...
+
+
+def model_label(model: object) -> str:
+    """A model's name for messages (its ``name`` when it has one)."""
+    return str(getattr(model, "name", model))

@@ -1,0 +1,144 @@
+"""Provenance of every result: the :class:`Score` (value, n, standard error, signature), content hashes, the
+package versions recorded in run cards, and :func:`redact`, which keeps secrets out of every file written.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: Packages whose versions go into every run card.
+RECORDED_PACKAGES = (
+    "thai-eval",
+    "torch",
+    "transformers",
+    "tokenizers",
+    "accelerate",
+    "gguf",
+    "pythainlp",
+    "sacrebleu",
+    "rouge-score",
+    "scikit-learn",
+    "scipy",
+    "numpy",
+    "pandas",
+    "openai",
+)
+
+#: Keys whose values are secrets and never land in a result file.
+_SECRET_KEY = re.compile(
+    r"^((.*[_-])?(api[_-]?key|secret|password|passwd|authori[sz]ation|bearer)"
+    r"|((.*[_-])?(access|auth|hf|api|bearer|refresh|session)[_-]?)?token)$",
+    re.I,
+)
+#: Values that look like API keys even under an innocent key.
+_SECRET_VALUE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{16,}|hf_[A-Za-z0-9]{20,}|AIza[0-9A-Za-z_\-]{20,})")
+_SLUG_BAD = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class Score:
+    """A score with its sample size, standard error and provenance signature.
+
+    Example: ``Score.mean("th_arc/acc_norm", [1, 0, 1, 1])`` prints as
+    ``th_arc/acc_norm = 0.7500 ± 0.2500 (n=4)``.
+    """
+
+    name: str
+    value: float
+    n: int
+    stderr: float | None = None
+    signature: str = ""
+
+    @classmethod
+    def mean(cls, name: str, values: Sequence[float], signature: str = "") -> Score:
+        """Mean of ``values`` with the sample standard error ``std(ddof=1) / sqrt(n)`` (lm-eval's)."""
+        vals = [float(v) for v in values]
+        n = len(vals)
+        if n == 0:
+            return cls(name, float("nan"), 0, None, signature)
+        mu = sum(vals) / n
+        se = (sum((v - mu) ** 2 for v in vals) / (n - 1)) ** 0.5 / n**0.5 if n > 1 else None
+        return cls(name, mu, n, se, signature)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "value": self.value, "n": self.n, "stderr": self.stderr, "signature": self.signature}
+
+    def __str__(self) -> str:
+        se = f" ± {self.stderr:.4f}" if self.stderr is not None else ""
+        sig = f" | {self.signature}" if self.signature else ""
+        return f"{self.name} = {self.value:.4f}{se} (n={self.n}){sig}"
+
+
+def outputs_dir() -> Path:
+    """The outputs folder: ``$THAI_EVAL_OUTPUTS`` or ``outputs`` under the current directory."""
+    return Path(os.environ.get("THAI_EVAL_OUTPUTS", "outputs"))
+
+
+def slugify(name: str, max_len: int = 80) -> str:
+    """A file-name-safe slug of a model name that can never escape its parent folder.
+
+    Path separators, ``..`` and leading dots cannot survive, e.g.
+    ``slugify("../../etc/passwd")`` -> ``"etc_passwd"``; long names keep a hash suffix.
+    """
+    slug = _SLUG_BAD.sub("_", name.strip()).strip("._-")
+    slug = re.sub(r"\.{2,}", "_", slug)
+    if not slug:
+        slug = "model"
+    if len(slug) > max_len:
+        slug = slug[: max_len - 9] + "-" + sha256_text(name)[:8]
+    return slug
+
+
+def sha256_text(text: str) -> str:
+    """Hex SHA-256 of a UTF-8 string (prompt templates, item keys)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def canonical_json(obj: Any) -> str:
+    """Deterministic JSON used for hashing configurations."""
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def package_versions(names: Iterable[str] = RECORDED_PACKAGES) -> dict[str, str | None]:
+    """Installed versions of ``names`` (None when not installed), plus Python's."""
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for name in names:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def redact(obj: Any) -> Any:
+    """A copy of ``obj`` with secret-looking keys dropped and key-like strings masked."""
+    if isinstance(obj, Mapping):
+        return {k: redact(v) for k, v in obj.items() if not _SECRET_KEY.search(str(k))}
+    if isinstance(obj, (list, tuple)):
+        return [redact(v) for v in obj]
+    if isinstance(obj, str):
+        return _SECRET_VALUE.sub("<redacted>", obj)
+    return obj
+
+
+def now_utc() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")

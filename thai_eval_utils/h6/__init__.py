@@ -1,0 +1,24 @@
+"""Thai-H6 (Kim et al., arXiv 2410.04795, section 3): six tasks scored as the Open LLM Leaderboard ran
+lm-evaluation-harness.
+
+- ``tasks``: templates and doc -> (context, continuation) requests per task (``TaskSpec``).
+- ``metrics``: acc, acc_norm, mc1, mc2, GSM8K answer extraction, MMLU macro average.
+- ``fewshot``: the few-shot samplers (leaderboard replay, lm-eval 0.4.13, first-n).
+- ``evaluation``: ``evaluate`` one task with resume, ``evaluate_tasks``, the H6 average.
+- ``data``: loaders for the official parquet layout and flat files.
+"""
+
+from thai_eval_utils.h6.data import H6_TASKS, H6TaskData, load_h6_task
+from thai_eval_utils.h6.evaluation import (
+    AVERAGE_COLUMN,
+    TASKS,
+    H6Result,
+    H6Score,
+    evaluate,
+    evaluate_tasks,
+    scores_frame,
+    thai_h6_score,
+)
+
+__all__ = ["AVERAGE_COLUMN", "H6_TASKS", "TASKS", "H6Result", "H6Score", "H6TaskData", "evaluate", "evaluate_tasks",
+           "load_h6_task", "scores_frame", "thai_h6_score"]

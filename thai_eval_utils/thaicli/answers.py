@@ -1,0 +1,120 @@
+"""ThaiCLI answer generation (Kim et al., arXiv 2410.04795, section 4): the evaluated model answers every
+question through its chat interface; each answer is stored as it finishes, so a rerun generates only what is
+missing. The judge-free variant is in :mod:`thai_eval_utils.thaicli.judge_free`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from thai_eval_utils.core.errors import ThaiEvalDataError
+from thai_eval_utils.core.openai_client import stable_identity
+from thai_eval_utils.core.protocols import Model
+from thai_eval_utils.core.provenance import sha256_text
+from thai_eval_utils.core.store import RunStore
+
+_ITEM_COLUMNS = ("id", "format", "theme", "question", "chosen", "rejected")
+
+
+def _check(df: pd.DataFrame, columns: Sequence[str]) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ThaiEvalDataError(f"the ThaiCLI frame lacks columns {missing}", field=missing[0])
+
+
+def _item_key(item_id: Any, question: str) -> str:
+    """Stable per-item key: the id plus a hash of the question (an edited question is a new item)."""
+    return f"{item_id}:{sha256_text(question)[:8]}"
+
+
+def _batches(seq: list[int], size: int) -> list[list[int]]:
+    return [seq[i : i + size] for i in range(0, len(seq), max(1, size))]
+
+
+def select_items(df: pd.DataFrame, limit: int | None) -> pd.DataFrame:
+    """The first ``limit`` questions of each format, in file order (None: all). Both formats stay present,
+    since ThaiCLI averages the two."""
+    if limit is None:
+        return df.reset_index(drop=True)
+    out = df.groupby("format", sort=False).head(int(limit)).reset_index(drop=True)
+    out.attrs.update(df.attrs)
+    return out
+
+
+def chat_messages(question: str, system_prompt: str | None = None) -> list[dict[str, str]]:
+    """The conversation the evaluated model answers: an optional system message, then the question."""
+    messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    return [*messages, {"role": "user", "content": question}]
+
+
+def generate_answers(
+    model: Model,
+    df: pd.DataFrame,
+    *,
+    outputs: str | Path | None = None,
+    max_new_tokens: int = 512,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    seed: int | None = 1234,
+    system_prompt: str | None = None,
+    batch_size: int | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Answer every question with ``model.chat``; each batch is stored as it finishes and reused on rerun.
+
+    Args:
+        model: a ``LocalModel`` or ``ApiModel`` (anything with ``name``, ``identity`` and ``chat``).
+        df: ``data.load_thaicli`` output (id, format, theme, question, chosen, rejected).
+        outputs: the outputs folder (default ``results.outputs_dir()``).
+        max_new_tokens, temperature, top_p, seed: generation settings, recorded in the run config.
+        system_prompt: an optional system message (recorded; part of the config id).
+        batch_size: conversations per ``model.chat`` call (and per store flush); default: an API model's
+            ``concurrency`` (every connection busy), else 8.
+        progress: show a tqdm bar.
+
+    Returns:
+        ``df`` with an ``answer`` column; ``attrs`` hold model_name, model_identity, config_id, run_dir.
+    """
+    from tqdm.auto import tqdm
+
+    _check(df, _ITEM_COLUMNS)
+    batch_size = batch_size or getattr(model, "concurrency", None) or 8
+    settings = {"max_new_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p, "seed": seed}
+    identity = stable_identity(dict(model.identity))
+    store = RunStore.open(
+        model.name,
+        "thaicli/answers",
+        {"generation": settings, "chat": True, "system_prompt": system_prompt},
+        model_identity=identity,
+        prompt_templates={"system_prompt": system_prompt or ""},
+        outputs=outputs,
+    )
+    keys = [_item_key(i, q) for i, q in zip(df["id"], df["question"], strict=True)]
+    done = {k: r["answer"] for k, r in store.completed().items()}
+    todo = [i for i, k in enumerate(keys) if k not in done]
+    bar = tqdm(total=len(todo), desc=f"answers ({model.name})", disable=not progress)
+    for batch in _batches(todo, batch_size):
+        replies = model.chat(
+            [chat_messages(df["question"].iloc[i], system_prompt) for i in batch],
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
+        )
+        for i, text in zip(batch, replies, strict=True):
+            row = df.iloc[i]
+            store.append(keys[i], {"id": row["id"], "format": row["format"], "theme": row["theme"], "answer": text})
+            done[keys[i]] = text
+        bar.update(len(batch))
+    bar.close()
+    store.write_summary(
+        {"n_items": len(df), "n_generated_this_run": len(todo), "generation": settings, "model_identity": dict(model.identity)}
+    )
+    out = df.reset_index(drop=True).copy()
+    out["answer"] = [done[k] for k in keys]
+    out.attrs.update(model_name=model.name, model_identity=identity, config_id=store.config_id, run_dir=str(store.root))
+    return out
