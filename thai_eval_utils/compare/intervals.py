@@ -53,9 +53,18 @@ def kappa_interval(
     if len(x) != len(y):
         raise ValueError(f"annotators rated different numbers of items ({len(x)} vs {len(y)})")
 
+    # kappa depends on the resample only through its confusion matrix, i.e. the counts of each distinct
+    # (a, b) label pair: cohen_kappa is called once per distinct count vector (exact; sklearn is slow).
+    pairs = {p: i for i, p in enumerate(dict.fromkeys(zip(x, y)))}
+    pair_id = np.array([pairs[p] for p in zip(x, y)], dtype=int)
+    cache: dict[tuple[int, ...], tuple[float, str]] = {}
+
     def stat(idx: np.ndarray) -> tuple[float, str]:
-        r = cohen_kappa([x[i] for i in idx], [y[i] for i in idx], weights=weights, labels=labels)
-        return (r.value, "") if r.defined else (float("nan"), "one label only, chance agreement 1 (0/0)")
+        counts = tuple(np.bincount(pair_id[idx], minlength=len(pairs)).tolist())
+        if counts not in cache:
+            r = cohen_kappa([x[i] for i in idx], [y[i] for i in idx], weights=weights, labels=labels)
+            cache[counts] = (r.value, "") if r.defined else (float("nan"), "one label only, chance agreement 1 (0/0)")
+        return cache[counts]
 
     return _loop_bootstrap(name, len(x), stat, level=level, n_resamples=n_resamples, seed=seed)
 
