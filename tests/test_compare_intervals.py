@@ -101,7 +101,7 @@ def test_delta_diff_paired_vs_independent_is_stated():
     paired = delta_diff_interval(central, dialect, n_resamples=R, seed=1)
     assert paired.estimate == pytest.approx(46.8 - 39.4) and paired.design == "paired over 5 aligned items"
     c, d = list(central.values()), list(dialect.values())
-    stat = lambda x, y, axis: x.mean(axis) - y.mean(axis)  # noqa: E731
+    stat = lambda x, y, axis: x.mean(axis) - y.mean(axis)
     direct = stats.bootstrap((c, d), stat, paired=True, vectorized=True, n_resamples=R, rng=np.random.default_rng(1))
     assert (paired.low, paired.high) == (pytest.approx(direct.confidence_interval.low), pytest.approx(direct.confidence_interval.high))
     dialect_other = {0: 31.0, 1: 50.0, 2: 22.0, 7: 49.0}

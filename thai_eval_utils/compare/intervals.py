@@ -18,7 +18,14 @@ from scipy import stats
 from ..human_eval import PREFERENCE_CHOICES, cohen_kappa, human_item_scores
 from ..metrics import delta_diff
 from .align import RunValues, per_item, sort_key
-from .interval import DEFAULT_RESAMPLES, Interval, mean_diff, mean_stat, percentile_ci, scipy_bootstrap
+from .interval import (
+    DEFAULT_RESAMPLES,
+    Interval,
+    mean_diff,
+    mean_stat,
+    percentile_ci,
+    scipy_bootstrap,
+)
 
 
 def _loop_bootstrap(

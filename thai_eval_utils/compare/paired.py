@@ -5,7 +5,7 @@ and a paired sign-flip permutation test for other metrics (Fisher 1935; Good, *P
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
@@ -40,8 +40,8 @@ class PairedResult:
     test: str
     p_value: float
     p_holm: float = float("nan")
-    only_in_a: tuple = ()
-    only_in_b: tuple = ()
+    only_in_a: tuple[Hashable, ...] = ()
+    only_in_b: tuple[Hashable, ...] = ()
     note: str = ""
 
     @property
