@@ -1,0 +1,46 @@
+"""Honest model comparisons (issue 14): paired significance, bootstrap intervals, the judge's noise floor.
+
+See ``docs/statistics.md`` for each method, its scipy function (or why it is hand-written) and defaults.
+"""
+
+from .align import (
+    Aligned,
+    DataMismatchError,
+    align,
+    check_same_data,
+    data_hash,
+    per_item,
+)
+from .holm import holm
+from .interval import DEFAULT_RESAMPLES, Interval, signature
+from .intervals import (
+    delta_diff_interval,
+    generation_fluency_intervals,
+    kappa_interval,
+    kappa_intervals,
+    mean_interval,
+    preference_share_intervals,
+    spearman_interval,
+)
+from .noise import NoiseFloor, item_spread, noise_floor
+from .paired import (
+    PairedResult,
+    compare_paired,
+    mcnemar_exact,
+    results_table,
+    sign_flip_test,
+    with_holm,
+)
+from .resample import (
+    corpus_delta_diff_interval,
+    corpus_paired_bootstrap,
+    stratified_paired_bootstrap,
+)
+
+__all__ = [
+    "DEFAULT_RESAMPLES", "Aligned", "DataMismatchError", "Interval", "NoiseFloor", "PairedResult", "align",
+    "check_same_data", "compare_paired", "corpus_delta_diff_interval", "corpus_paired_bootstrap", "data_hash",
+    "delta_diff_interval", "generation_fluency_intervals", "holm", "item_spread", "kappa_interval",
+    "kappa_intervals", "mcnemar_exact", "mean_interval", "noise_floor", "per_item", "preference_share_intervals",
+    "results_table", "sign_flip_test", "signature", "spearman_interval", "stratified_paired_bootstrap", "with_holm",
+]

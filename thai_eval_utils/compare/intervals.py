@@ -1,0 +1,190 @@
+"""Bootstrap intervals for the dialect paper's analyses that print none (arXiv 2504.05898, Tables 2, 3 and 6,
+appendix B; issue 14): Cohen's kappa, judge-vs-human Spearman, ΔDiff, Generation/Fluency and preference shares.
+
+Kappa and Spearman are resampled by hand (a loop over ``numpy.random.default_rng(seed)`` index draws)
+because a resample can leave the statistic undefined (one label only; a constant side), and such resamples
+must be counted and dropped, which ``scipy.stats.bootstrap`` cannot do; their intervals are percentile
+intervals. Means and ΔDiff of per-item scores go through ``scipy.stats.bootstrap`` (percentile or BCa).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ..human_eval import PREFERENCE_CHOICES, cohen_kappa, human_item_scores
+from ..metrics import delta_diff
+from .align import RunValues, per_item, sort_key
+from .interval import (
+    DEFAULT_RESAMPLES,
+    Interval,
+    mean_diff,
+    mean_stat,
+    percentile_ci,
+    scipy_bootstrap,
+)
+
+
+def _loop_bootstrap(
+    name: str, n: int, stat: Callable[[np.ndarray], tuple[float, str]], *, level: float, n_resamples: int, seed: int,
+) -> Interval:
+    """Percentile bootstrap over items of a statistic that may be undefined (returns NaN and a reason)."""
+    estimate, why = stat(np.arange(n))
+    if np.isnan(estimate):
+        return Interval(name, float("nan"), float("nan"), float("nan"), level, "percentile", n_resamples, seed, n, 0,
+                        n_resamples, f"undefined on the full data: {why}", "bootstrap over items")
+    rng = np.random.default_rng(seed)
+    boot, reasons = [], {}
+    for _ in range(n_resamples):
+        value, why = stat(rng.integers(0, n, n))
+        if np.isnan(value):
+            reasons[why] = reasons.get(why, 0) + 1
+        else:
+            boot.append(value)
+    low, high = percentile_ci(np.asarray(boot), level)
+    reason = "; ".join(f"{k} ({v})" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1]))
+    return Interval(name, estimate, low, high, level, "percentile", n_resamples, seed, n, len(boot),
+                    n_resamples - len(boot), reason, "bootstrap over items")
+
+
+def kappa_interval(
+    a: Sequence[float | str], b: Sequence[float | str], *, weights: str | None = None, labels: Sequence[float | str] | None = None,
+    level: float = 0.95, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0, name: str = "kappa",
+) -> Interval:
+    """Cohen's kappa of two annotators (:func:`~thai_eval_utils.human_eval.cohen_kappa`) with a bootstrap
+    interval over items; undefined resamples (every rating one label: chance agreement 1) are counted and dropped."""
+    x, y = list(a), list(b)
+    if len(x) != len(y):
+        raise ValueError(f"annotators rated different numbers of items ({len(x)} vs {len(y)})")
+
+    # kappa depends on the resample only through its confusion matrix, i.e. the counts of each distinct
+    # (a, b) label pair: cohen_kappa is called once per distinct count vector (exact; sklearn is slow).
+    pairs = {p: i for i, p in enumerate(dict.fromkeys(zip(x, y)))}
+    pair_id = np.array([pairs[p] for p in zip(x, y)], dtype=int)
+    cache: dict[tuple[int, ...], tuple[float, str]] = {}
+
+    def stat(idx: np.ndarray) -> tuple[float, str]:
+        counts = tuple(np.bincount(pair_id[idx], minlength=len(pairs)).tolist())
+        if counts not in cache:
+            r = cohen_kappa([x[i] for i in idx], [y[i] for i in idx], weights=weights, labels=labels)
+            cache[counts] = (r.value, "") if r.defined else (float("nan"), "one label only, chance agreement 1 (0/0)")
+        return cache[counts]
+
+    return _loop_bootstrap(name, len(x), stat, level=level, n_resamples=n_resamples, seed=seed)
+
+
+def spearman_interval(
+    judge: Sequence[float], human: Sequence[float], *, level: float = 0.95, n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0, name: str = "spearman_rho",
+) -> Interval:
+    """Judge-vs-human Spearman's rho (``scipy.stats.spearmanr`` per resample) with a bootstrap interval over items.
+
+    rho is undefined, as in ``human_eval.judge_human_spearman``, with fewer than 3 items or a constant side.
+    """
+    x, y = np.asarray(judge, dtype=float), np.asarray(human, dtype=float)
+    if x.shape != y.shape:
+        raise ValueError(f"judge and human scores differ in length ({x.size} vs {y.size})")
+
+    def stat(idx: np.ndarray) -> tuple[float, str]:
+        xs, ys = x[idx], y[idx]
+        if len(idx) < 3:
+            return float("nan"), "fewer than 3 items"
+        if np.all(xs == xs[0]) or np.all(ys == ys[0]):
+            return float("nan"), "constant scores on one side"
+        return float(stats.spearmanr(xs, ys).statistic), ""
+
+    return _loop_bootstrap(name, len(x), stat, level=level, n_resamples=n_resamples, seed=seed)
+
+
+def delta_diff_interval(
+    central: RunValues, dialect: RunValues, *, name: str = "delta_diff", key: str = "key", value: str = "value",
+    method: str = "BCa", level: float = 0.95, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+) -> Interval:
+    """ΔDiff = Central minus dialect mean per-item score (e.g. ROUGE-L), with a ``scipy.stats.bootstrap`` interval.
+
+    When both sides have the same item ids the items are paired (the same resampled ids on both sides);
+    otherwise each side is resampled independently. ``Interval.design`` states which. The point estimate
+    is :func:`thai_eval_utils.metrics.delta_diff` of the two means.
+    """
+    vc, vd = per_item(central, key=key, value=value, name="Central"), per_item(dialect, key=key, value=value, name="dialect")
+    if vc.keys() == vd.keys():
+        ids = sorted(vc, key=sort_key)
+        c, d = np.array([vc[k] for k in ids]), np.array([vd[k] for k in ids])
+        paired, design = True, f"paired over {len(ids)} aligned items"
+    else:
+        c = np.array([vc[k] for k in sorted(vc, key=sort_key)])
+        d = np.array([vd[k] for k in sorted(vd, key=sort_key)])
+        shared = len(vc.keys() & vd.keys())
+        paired, design = False, f"independent resampling of Central ({c.size}) and dialect ({d.size}) items: ids do not align ({shared} shared)"
+    tidy = pd.DataFrame({"model": "m", "dialect": ["center", "dialect"], "task": name, "metric": name, "value": [c.mean(), d.mean()]})
+    estimate = float(delta_diff(tidy)["delta"].iloc[0])
+    low, high, used, note = scipy_bootstrap((c, d), mean_diff, paired=paired, method=method, level=level,
+                                            n_resamples=n_resamples, seed=seed)
+    return Interval(name, estimate, low, high, level, used, n_resamples, seed, max(c.size, d.size), n_resamples,
+                    design=design, note=note)
+
+
+def mean_interval(
+    values: Sequence[float], *, name: str = "mean", method: str = "BCa", level: float = 0.95,
+    n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0, scale: float = 1.0,
+) -> Interval:
+    """Mean of per-item values (times ``scale``) with a ``scipy.stats.bootstrap`` interval over items."""
+    x = np.asarray(values, dtype=float) * scale
+    if x.size < 2:
+        raise ValueError("a bootstrap interval needs at least 2 items")
+    low, high, used, note = scipy_bootstrap((x,), mean_stat, paired=False, method=method, level=level,
+                                            n_resamples=n_resamples, seed=seed)
+    return Interval(name, float(x.mean()), low, high, level, used, n_resamples, seed, x.size, n_resamples,
+                    design="bootstrap over items", note=note)
+
+
+def _table(rows: list[tuple[dict[str, object], Interval]]) -> pd.DataFrame:
+    return pd.DataFrame([{**keys, "estimate": iv.estimate, "ci_low": iv.low, "ci_high": iv.high, "n": iv.n,
+                          "n_undefined": iv.n_undefined, "signature": iv.signature, "interval": iv} for keys, iv in rows])
+
+
+def generation_fluency_intervals(df: pd.DataFrame, *, aspect: str = "avg", method: str = "BCa",
+                                 level: float = 0.95, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> pd.DataFrame:
+    """Paper Table 3 cells with intervals: per (dialect, model), 100 x mean over items of the annotators' mean
+    ``generation``, ``fluency`` or ``avg`` (``df`` from ``human_eval.load_generation_fluency``); bootstrap over items."""
+    items = human_item_scores(df, aspect=aspect)
+    rows = [({"dialect": d, "model": m, "aspect": aspect},
+             mean_interval(g["human_score"].to_numpy(), name=f"{aspect}:{d}/{m}", scale=100.0,
+                           method=method, level=level, n_resamples=n_resamples, seed=seed))
+            for (d, m), g in items.groupby(["dialect", "model"], sort=False)]
+    return _table(rows)
+
+
+def preference_share_intervals(df: pd.DataFrame, *, method: str = "BCa", level: float = 0.95,
+                               n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> pd.DataFrame:
+    """Paper Table 2 as shares with intervals: per (dialect, model pair, choice), the mean over items of the
+    fraction of annotators choosing it (``df`` from ``human_eval.load_preferences``); times n_items it is
+    Table 2's annotator-averaged count. Bootstrap over items."""
+    rows = []
+    for (d, ma, mb), g in df.groupby(["dialect", "model_a", "model_b"], sort=False):
+        for choice in PREFERENCE_CHOICES:
+            share = (g["choice"] == choice).groupby([g["task"], g["item_id"]], sort=True).mean()
+            rows.append(({"dialect": d, "model_a": ma, "model_b": mb, "choice": choice},
+                         mean_interval(share.to_numpy(), name=f"share:{choice}:{d}", method=method,
+                                       level=level, n_resamples=n_resamples, seed=seed)))
+    return _table(rows)
+
+
+def kappa_intervals(df: pd.DataFrame, *, weights: str | None = None, level: float = 0.95,
+                    n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> pd.DataFrame:
+    """Paper Table 6 with intervals: kappa per dialect for Generation and Fluency (two annotators, ratings paired
+    by task, item and model, as ``human_eval.agreement_table``), bootstrap over those rated units."""
+    rows = []
+    for dialect, g in df.groupby("dialect", sort=False):
+        names = sorted(g["annotator"].unique())
+        if len(names) != 2:
+            raise ValueError(f"dialect {dialect!r} has {len(names)} annotators; Cohen's kappa needs exactly 2")
+        for aspect in ("generation", "fluency"):
+            wide = g.pivot_table(index=["task", "item_id", "model"], columns="annotator", values=aspect, aggfunc="first")
+            iv = kappa_interval(list(wide[names[0]]), list(wide[names[1]]), weights=weights, seed=seed,
+                                name=f"kappa:{dialect}/{aspect}", level=level, n_resamples=n_resamples)
+            rows.append(({"dialect": dialect, "aspect": aspect}, iv))
+    return _table(rows)
