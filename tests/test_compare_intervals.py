@@ -10,7 +10,6 @@ import pytest
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
-from thai_eval_utils import human_eval as H
 from thai_eval_utils.compare import (
     delta_diff_interval,
     generation_fluency_intervals,
@@ -20,6 +19,7 @@ from thai_eval_utils.compare import (
     preference_share_intervals,
     spearman_interval,
 )
+from thai_eval_utils.dialect import human_eval as H
 
 HUMAN = Path(__file__).resolve().parents[1] / "data" / "human_eval"
 R = 2000

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from thai_eval_utils.compare import item_spread, noise_floor
-from thai_eval_utils.errors import ThaiEvalDataError
+from thai_eval_utils.core.errors import ThaiEvalDataError
 
 
 def test_noise_floor_hand_computed():

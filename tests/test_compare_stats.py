@@ -22,8 +22,8 @@ from thai_eval_utils.compare import (
     sign_flip_test,
     stratified_paired_bootstrap,
 )
-from thai_eval_utils.errors import ThaiEvalDataError
-from thai_eval_utils.metrics import bleu
+from thai_eval_utils.core.errors import ThaiEvalDataError
+from thai_eval_utils.dialect.metrics import bleu
 
 REPO = Path(__file__).resolve().parents[1]
 R = 2000  # resamples in tests (10,000 by default)

@@ -3,7 +3,7 @@
 See ``docs/statistics.md`` for each method, its scipy function (or why it is hand-written) and defaults.
 """
 
-from .align import (
+from thai_eval_utils.compare.align import (
     Aligned,
     DataMismatchError,
     align,
@@ -11,9 +11,9 @@ from .align import (
     data_hash,
     per_item,
 )
-from .holm import holm
-from .interval import DEFAULT_RESAMPLES, Interval, signature
-from .intervals import (
+from thai_eval_utils.compare.holm import holm
+from thai_eval_utils.compare.interval import DEFAULT_RESAMPLES, Interval, signature
+from thai_eval_utils.compare.intervals import (
     delta_diff_interval,
     generation_fluency_intervals,
     kappa_interval,
@@ -22,8 +22,8 @@ from .intervals import (
     preference_share_intervals,
     spearman_interval,
 )
-from .noise import NoiseFloor, item_spread, noise_floor
-from .paired import (
+from thai_eval_utils.compare.noise import NoiseFloor, item_spread, noise_floor
+from thai_eval_utils.compare.paired import (
     PairedResult,
     compare_paired,
     mcnemar_exact,
@@ -31,7 +31,7 @@ from .paired import (
     sign_flip_test,
     with_holm,
 )
-from .resample import (
+from thai_eval_utils.compare.resample import (
     corpus_delta_diff_interval,
     corpus_paired_bootstrap,
     stratified_paired_bootstrap,

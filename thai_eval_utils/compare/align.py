@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import ThaiEvalDataError
+from thai_eval_utils.core.errors import ThaiEvalDataError
 
 #: One run's per-item values: ``key -> value``, or a DataFrame with a key column and a value column.
 RunValues = Mapping[Hashable, float] | pd.DataFrame

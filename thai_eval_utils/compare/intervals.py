@@ -15,10 +15,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..human_eval import PREFERENCE_CHOICES, cohen_kappa, human_item_scores
-from ..metrics import delta_diff
-from .align import RunValues, per_item, sort_key
-from .interval import (
+from thai_eval_utils.compare.align import RunValues, per_item, sort_key
+from thai_eval_utils.compare.interval import (
     DEFAULT_RESAMPLES,
     Interval,
     mean_diff,
@@ -26,6 +24,12 @@ from .interval import (
     percentile_ci,
     scipy_bootstrap,
 )
+from thai_eval_utils.dialect.human_eval import (
+    PREFERENCE_CHOICES,
+    cohen_kappa,
+    human_item_scores,
+)
+from thai_eval_utils.dialect.metrics import delta_diff
 
 
 def _loop_bootstrap(
@@ -54,7 +58,7 @@ def kappa_interval(
     a: Sequence[float | str], b: Sequence[float | str], *, weights: str | None = None, labels: Sequence[float | str] | None = None,
     level: float = 0.95, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0, name: str = "kappa",
 ) -> Interval:
-    """Cohen's kappa of two annotators (:func:`~thai_eval_utils.human_eval.cohen_kappa`) with a bootstrap
+    """Cohen's kappa of two annotators (:func:`~thai_eval_utils.dialect.human_eval.cohen_kappa`) with a bootstrap
     interval over items; undefined resamples (every rating one label: chance agreement 1) are counted and dropped."""
     x, y = list(a), list(b)
     if len(x) != len(y):
@@ -107,7 +111,7 @@ def delta_diff_interval(
 
     When both sides have the same item ids the items are paired (the same resampled ids on both sides);
     otherwise each side is resampled independently. ``Interval.design`` states which. The point estimate
-    is :func:`thai_eval_utils.metrics.delta_diff` of the two means.
+    is :func:`thai_eval_utils.dialect.metrics.delta_diff` of the two means.
     """
     vc, vd = per_item(central, key=key, value=value, name="Central"), per_item(dialect, key=key, value=value, name="dialect")
     if vc.keys() == vd.keys():

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..errors import ThaiEvalDataError
+from thai_eval_utils.core.errors import ThaiEvalDataError
 
 
 def item_spread(df: pd.DataFrame, *, key: str = "key", repeat: str = "repeat", score: str = "score") -> pd.DataFrame:

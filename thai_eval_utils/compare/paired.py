@@ -13,9 +13,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .align import RunValues, align, check_same_data
-from .holm import holm
-from .interval import DEFAULT_RESAMPLES, mean_diff, scipy_bootstrap, signature
+from thai_eval_utils.compare.align import RunValues, align, check_same_data
+from thai_eval_utils.compare.holm import holm
+from thai_eval_utils.compare.interval import (
+    DEFAULT_RESAMPLES,
+    mean_diff,
+    scipy_bootstrap,
+    signature,
+)
 
 Test = Literal["auto", "mcnemar", "permutation"]
 

@@ -16,12 +16,12 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import ThaiEvalDataError
-from .align import RunValues, align, check_same_data, sort_key
-from .interval import DEFAULT_RESAMPLES, Interval, percentile_ci
-from .paired import PairedResult
+from thai_eval_utils.compare.align import RunValues, align, check_same_data, sort_key
+from thai_eval_utils.compare.interval import DEFAULT_RESAMPLES, Interval, percentile_ci
+from thai_eval_utils.compare.paired import PairedResult
+from thai_eval_utils.core.errors import ThaiEvalDataError
 
-#: A corpus metric: (hypotheses, references) -> score, e.g. ``thai_eval_utils.metrics.bleu``.
+#: A corpus metric: (hypotheses, references) -> score, e.g. ``thai_eval_utils.dialect.metrics.bleu``.
 CorpusMetric = Callable[[Sequence[str], Sequence[str]], float]
 _CHUNK = 2_000_000  # resample-by-item cells per batch (bounds memory of the stratified bootstrap)
 
