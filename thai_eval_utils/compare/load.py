@@ -127,7 +127,7 @@ def select_runs(
     """The runs of one side of a comparison.
 
     Args:
-        model: a model name (or its folder slug): its latest finished run of every benchmark under
+        model: a model name, its folder slug or the spec it was loaded from (``"embedded"``): its latest finished run of every benchmark under
             ``<outputs>/runs``; each choice and the runs passed over are written to ``notes``.
         folders: run folders instead, or folders holding runs (e.g. ``outputs/runs/<model>/thai_h6``); at
             most one run per benchmark may be found there.
@@ -157,7 +157,7 @@ def select_runs(
         label = label or str(folders[0])
     else:
         every = [RunRef(r["dir"], r["card"], r["summary"]) for r in list_runs(outputs)]
-        mine = [r for r in every if r.model_name == model or slugify(r.model_name) == model]
+        mine = [r for r in every if model in (r.model_name, slugify(r.model_name), (r.card.get("model") or {}).get("spec"))]
         runs = [r for r in mine if _wanted(r, benchmarks) and _matches(r.card.get("config") or {}, where)]
         chosen = {}
         for bench in sorted({r.benchmark for r in runs}):
