@@ -169,3 +169,16 @@ def test_side_by_side_and_forest_plot(outputs, tmp_path):
     paths = cmp.save(tmp_path / "cmp")
     assert [p.suffix for p in paths] == [".csv", ".md", ".tex"]
     assert "Holm" in paths[1].read_text(encoding="utf-8")
+
+
+def test_published_interval_availability_on_the_shipped_data(tmp_path):
+    from thai_eval_utils.compare.published import interval_availability
+    from thai_eval_utils.paper import PUBLISHED_TABLES
+
+    table = interval_availability(REPO / "data").set_index("table")
+    assert set(table.index) == set(PUBLISHED_TABLES)
+    assert not table["shipped"].any()  # the papers' per-item data is not in data/
+    (tmp_path / "paper_items" / "dialect").mkdir(parents=True)
+    (tmp_path / "paper_items" / "dialect" / "outputs.jsonl").write_text("{}\n", encoding="utf-8")
+    shipped = interval_availability(tmp_path).set_index("table")["shipped"]
+    assert shipped[shipped].index.tolist() == ["dialect_auto"]
