@@ -16,7 +16,7 @@ JUDGE ?=
 DTYPE ?=
 DEVICE_MAP ?=
 
-.PHONY: demo test lab tables model clean install
+.PHONY: demo test lab tables model clean install compare
 
 install: $(VENV)/.installed
 
@@ -39,6 +39,18 @@ demo: model
 tables: model
 	$(PY) -m thai_eval_utils.batch --models "$(MODELS)" $(if $(LIMIT),--limit $(LIMIT)) $(if $(DATA),--data $(DATA)) $(if $(JUDGE),--judge $(JUDGE)) \
 		$(if $(DTYPE),--dtype $(DTYPE)) $(if $(DEVICE_MAP),--device-map $(DEVICE_MAP))
+
+# Compare two models' stored runs: make compare A=<model> B=<model> [BENCHMARKS="thai_h6 dialect"] [RESAMPLES=10000]
+A ?=
+B ?=
+BENCHMARKS ?= thai_h6 thaicli dialect
+RESAMPLES ?= 10000
+compare: install
+	@test -n "$(A)" -a -n "$(B)" || { echo 'usage: make compare A=<model or spec> B=<model or spec>'; exit 1; }
+	mkdir -p outputs/notebooks
+	$(VENV)/bin/papermill --cwd notebooks notebooks/compare_runs.ipynb outputs/notebooks/compare_runs.ipynb \
+		-p model_a "$(A)" -p model_b "$(B)" -p n_resamples $(RESAMPLES) \
+		-y "benchmarks: [$(shell echo $(BENCHMARKS) | sed 's/ /, /g')]"
 
 test: install
 	$(PY) -m pytest -q

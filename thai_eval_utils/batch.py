@@ -45,6 +45,11 @@ DEMO_LIMIT = 2
 #: declare them). Greedy lets the dialect notebook batch its prompts; the paper's seeded sampling (its default)
 #: generates one prompt at a time so that every item is reproducible on its own.
 DEMO_PARAMETERS = {"max_new_tokens": 48, "gsm8k_max_new_tokens": 48, "greedy": True}
+#: ``--demo``: Thai-H6 run again with another few-shot seed on the same few items (the log-likelihood tasks whose
+#: draws depend on the seed), then ``compare_runs.ipynb`` compares the two runs: a difference that must not be significant.
+DEMO_COMPARE_TASKS = ("th_arc", "th_hellaswag", "th_winogrande")
+DEMO_COMPARE_SEEDS = (42, 7)  # LB's own seed, and another
+COMPARE_NOTEBOOK = "compare_runs.ipynb"
 #: Parameter names that hold secrets (narrower than ``results.redact``'s keys, which also catch ``max_new_tokens``).
 _SECRET_NAME = re.compile(r"api[_-]?key|secret|passw(or)?d|bearer|authori[sz]ation|(^|_)token$", re.I)
 
@@ -301,6 +306,28 @@ def run_models(
     return report
 
 
+def demo_comparison(model: str, *, limit: int | None, outputs: str | Path = "outputs", notebooks_dir: str | Path = "notebooks",
+                    extra_parameters: Mapping[str, Any] | None = None, verbose: bool = True) -> list[NotebookRun]:
+    """The demo's comparison: ``thai_h6.ipynb`` again with the second of :data:`DEMO_COMPARE_SEEDS` on
+    :data:`DEMO_COMPARE_TASKS` (into ``<outputs>/demo_compare``, so the first run's tables stay), then
+    ``compare_runs.ipynb`` on the two seeds' runs of the same model."""
+    nb_dir, out = Path(notebooks_dir).resolve(), Path(outputs).resolve()
+    seed_a, seed_b = DEMO_COMPARE_SEEDS
+    out_b = out / "demo_compare"
+    rerun = {"limit": limit, **(extra_parameters or {}), "model": model, "tasks": list(DEMO_COMPARE_TASKS),
+             "fewshot_seed": seed_b, "outputs_dir": _for_kernel(out_b, nb_dir)}
+    runs = [execute(nb_dir / "thai_h6.ipynb", out / "notebooks" / slugify(model) / f"thai_h6_fewshot_seed{seed_b}.ipynb",
+                    rerun, cwd=nb_dir, model=model)]
+    compare = {"outputs_dir": _for_kernel(out, nb_dir), "model_a": model, "where_a": {"fewshot_seed": seed_a},
+               "runs_b": [_for_kernel(out_b / "runs", nb_dir)], "benchmarks": ["thai_h6"],
+               "name": f"compare_{slugify(model)}_fewshot_seed{seed_a}_vs_{seed_b}"}
+    runs.append(execute(nb_dir / COMPARE_NOTEBOOK, out / "notebooks" / COMPARE_NOTEBOOK, compare, cwd=nb_dir))
+    if verbose:
+        for r in runs:
+            print(r, flush=True)
+    return runs
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line; returns the exit status (1 if any notebook failed)."""
     parser = argparse.ArgumentParser(prog="python -m thai_eval_utils.batch", description=__doc__.split("\n\n")[0])
@@ -341,7 +368,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         judge_base_url=args.judge_base_url, outputs=args.outputs, notebooks_dir=args.notebooks_dir, extra_parameters=extra,
         paper_notebook=None if args.no_paper else PAPER_NOTEBOOK,
     )
-    return 0 if report.ok else 1
+    h6_done = any(r.ok and r.notebook == "thai_h6.ipynb" for r in report.runs)  # the first seed's run to compare with
+    compared = demo_comparison(models[0], limit=limit, outputs=args.outputs, notebooks_dir=args.notebooks_dir,
+                               extra_parameters=extra) if args.demo and h6_done else []
+    return 0 if report.ok and all(r.ok for r in compared) else 1
 
 
 if __name__ == "__main__":

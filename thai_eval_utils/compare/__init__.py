@@ -1,6 +1,8 @@
 """Honest model comparisons (issue 14): paired significance, bootstrap intervals, the judge's noise floor.
 
 See ``docs/statistics.md`` for each method, its scipy function (or why it is hand-written) and defaults.
+Stored runs are compared with :func:`thai_eval_utils.compare.runs.compare_runs` (selection in
+:mod:`~thai_eval_utils.compare.load`; imported from their modules, as they read the benchmark subpackages).
 """
 
 from thai_eval_utils.compare.align import (

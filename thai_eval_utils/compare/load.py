@@ -1,0 +1,177 @@
+"""Select stored runs for a comparison (issue 14): from ``outputs/runs/<model-slug>/<benchmark>/<config-id>/``
+(:mod:`thai_eval_utils.core.store`), by model name (the latest finished run per benchmark) or by run folder.
+
+Runs are told apart by their run card only (``model_name``, ``benchmark``, ``config``, ``data_files``,
+``created_at``/``finished_at``), never by specific config key names, so renamed options never break it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from thai_eval_utils.compare.align import data_hash
+from thai_eval_utils.core.errors import ThaiEvalDataError
+from thai_eval_utils.core.provenance import slugify
+from thai_eval_utils.core.store import list_runs
+
+#: The benchmark families a comparison covers: the first part of a run card's ``benchmark``.
+BENCHMARKS = ("thai_h6", "thaicli", "dialect")
+#: The run benchmarks holding headline scores per family (ThaiCLI: the judged items, not the answers).
+_SCORED = {"thai_h6": None, "thaicli": "thaicli/judge", "dialect": "dialect/generation"}
+
+
+@dataclass(frozen=True)
+class RunRef:
+    """One stored run: its folder, run card and summary (None while unfinished)."""
+
+    dir: Path
+    card: dict[str, Any]
+    summary: dict[str, Any] | None
+
+    @property
+    def benchmark(self) -> str:
+        return str(self.card.get("benchmark", ""))
+
+    @property
+    def family(self) -> str:
+        return self.benchmark.split("/")[0]
+
+    @property
+    def model_name(self) -> str:
+        return str(self.card.get("model_name", ""))
+
+    @property
+    def when(self) -> str:
+        """When the run last finished (else was created): ISO time, sorts chronologically."""
+        return str(self.card.get("finished_at") or self.card.get("created_at") or "")
+
+    @property
+    def data_hash(self) -> str | None:
+        """The data hash (:func:`~thai_eval_utils.compare.align.data_hash`); documents passed in memory are
+        identified by the config's ``docs_sha256``; None when the card records no data."""
+        if self.card.get("data_files"):
+            return data_hash(self.card)
+        docs = (self.card.get("config") or {}).get("docs_sha256")
+        return str(docs) if docs else None
+
+    def records(self) -> list[dict[str, Any]]:
+        """The records of ``items.jsonl`` in file order, the last record of a key winning (as ``RunStore.completed``)."""
+        path = self.dir / "items.jsonl"
+        if not path.exists():
+            return []
+        out: dict[str, dict[str, Any]] = {}
+        with open(path, encoding="utf-8") as fh:
+            for row, line in enumerate(fh):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise ThaiEvalDataError(f"corrupt record ({exc.msg})", path=path, row=row) from None
+                if "key" not in rec:
+                    raise ThaiEvalDataError("record without a key", path=path, row=row, field="key")
+                out[rec["key"]] = rec
+        return list(out.values())
+
+    @classmethod
+    def from_dir(cls, folder: str | Path) -> RunRef:
+        folder = Path(folder)
+        card_path = folder / "run_card.json"
+        if not card_path.exists():
+            raise ThaiEvalDataError("no run_card.json: not a run folder", path=folder)
+        summary = folder / "summary.json"
+        return cls(folder, json.loads(card_path.read_text(encoding="utf-8")),
+                   json.loads(summary.read_text(encoding="utf-8")) if summary.exists() else None)
+
+    def __str__(self) -> str:
+        return f"{self.benchmark}: {self.dir} ({self.model_name}, {self.when})"
+
+
+@dataclass
+class RunSelection:
+    """One side of a comparison: benchmark -> run, and how each was chosen (``notes``)."""
+
+    label: str
+    runs: dict[str, RunRef]
+    notes: list[str] = field(default_factory=list)
+
+    def families(self) -> set[str]:
+        return {r.family for r in self.runs.values()}
+
+    def describe(self) -> str:
+        return "\n".join([f"{self.label}:", *(f"  {r}" for r in self.runs.values()), *(f"  note: {n}" for n in self.notes)])
+
+
+def _wanted(run: RunRef, benchmarks: Sequence[str]) -> bool:
+    scored = _SCORED.get(run.family, "")
+    return run.family in benchmarks and (scored is None or run.benchmark == scored)
+
+
+def _matches(config: Mapping[str, Any], where: Mapping[str, Any] | None) -> bool:
+    return all(config.get(k) == v for k, v in (where or {}).items())
+
+
+def select_runs(
+    model: str | None = None,
+    *,
+    folders: Sequence[str | Path] = (),
+    where: Mapping[str, Any] | None = None,
+    benchmarks: Sequence[str] = BENCHMARKS,
+    outputs: str | Path | None = None,
+    label: str | None = None,
+) -> RunSelection:
+    """The runs of one side of a comparison.
+
+    Args:
+        model: a model name, its folder slug or the spec it was loaded from (``"embedded"``): its latest finished run of every benchmark under
+            ``<outputs>/runs``; each choice and the runs passed over are written to ``notes``.
+        folders: run folders instead, or folders holding runs (e.g. ``outputs/runs/<model>/thai_h6``); at
+            most one run per benchmark may be found there.
+        where: only runs whose config has these values, e.g. ``{"fewshot_seed": 7}``.
+        benchmarks: families to take: ``thai_h6``, ``thaicli``, ``dialect``.
+        outputs: the outputs folder (default ``$THAI_EVAL_OUTPUTS`` or ``outputs``).
+        label: the side's name in tables (default: the model name or the first folder).
+
+    Raises:
+        ThaiEvalDataError: no run found, or several runs of one benchmark among ``folders``.
+    """
+    unknown = set(benchmarks) - set(BENCHMARKS)
+    if unknown:
+        raise ValueError(f"unknown benchmark(s) {sorted(unknown)}; choose from {', '.join(BENCHMARKS)}")
+    if bool(model) == bool(folders):
+        raise ValueError("give either a model name or run folders")
+    notes: list[str] = []
+    if folders:
+        found = [RunRef.from_dir(p.parent) for f in folders for p in sorted(Path(f).rglob("run_card.json"))]
+        runs = [r for r in found if _wanted(r, benchmarks) and _matches(r.card.get("config") or {}, where)]
+        chosen: dict[str, RunRef] = {}
+        for r in runs:
+            if r.benchmark in chosen:
+                raise ThaiEvalDataError(f"two runs of {r.benchmark} among the folders: {chosen[r.benchmark].dir} and {r.dir}; "
+                                        "name one run folder, or pass `where` to tell them apart", path=r.dir)
+            chosen[r.benchmark] = r
+        label = label or str(folders[0])
+    else:
+        every = [RunRef(r["dir"], r["card"], r["summary"]) for r in list_runs(outputs)]
+        mine = [r for r in every if model in (r.model_name, slugify(r.model_name), (r.card.get("model") or {}).get("spec"))]
+        runs = [r for r in mine if _wanted(r, benchmarks) and _matches(r.card.get("config") or {}, where)]
+        chosen = {}
+        for bench in sorted({r.benchmark for r in runs}):
+            cands = sorted((r for r in runs if r.benchmark == bench), key=lambda r: r.when)
+            done = [r for r in cands if r.summary is not None]
+            if not done:
+                notes.append(f"{bench}: {len(cands)} unfinished run(s) only, left out")
+                continue
+            chosen[bench] = done[-1]
+            if len(cands) > 1:
+                notes.append(f"{bench}: latest of {len(cands)} runs taken ({done[-1].dir.name}, {done[-1].when}); "
+                             f"passed over: {', '.join(r.dir.name for r in cands if r is not done[-1])}")
+        label = label or str(model)
+    if not chosen:
+        raise ThaiEvalDataError(f"no finished run of {list(benchmarks)} for {label!r}"
+                                + (f" with config {dict(where)}" if where else ""), path=outputs)
+    return RunSelection(label, dict(sorted(chosen.items())), notes)
