@@ -26,15 +26,16 @@ import shutil
 import sys
 import tempfile
 import time
+import traceback
 import warnings
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
-import h6_parity_speed as hps  # noqa: E402  (also puts the repo root on sys.path)
+import h6_parity_speed as hps  # (also puts the repo root on sys.path)
 
 REPO, DATA = hps.REPO, hps.DATA
 OUT_DEFAULT = hps.WORK / "gpu_bench"
@@ -65,36 +66,35 @@ class Shape:
     dtype: str
 
 
+_LLAMA3_ROPE = {"rope_type": "llama3", "rope_theta": 500000.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 8192}
 SHAPES = {  # published config.json dimensions (rope scaling included; it changes no cost)
-    "llama-3.1-8b": Shape("llama", dict(
-        hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
-        num_key_value_heads=8, rms_norm_eps=1e-5, max_position_embeddings=131072, tie_word_embeddings=False,
-        rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
-                         "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}), "bfloat16"),
-    "qwen2-7b": Shape("qwen2", dict(
-        hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
-        num_key_value_heads=4, rms_norm_eps=1e-6, max_position_embeddings=131072, tie_word_embeddings=False,
-        use_sliding_window=False, sliding_window=131072, max_window_layers=28,
-        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}), "bfloat16"),
-    "llama-3.2-1b": Shape("llama", dict(
-        hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
-        num_key_value_heads=8, head_dim=64, rms_norm_eps=1e-5, max_position_embeddings=131072,
-        tie_word_embeddings=True,
-        rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0, "low_freq_factor": 1.0,
-                         "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}), "float32"),
-    "tiny-llama": Shape("llama", dict(
-        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-        max_position_embeddings=8192), "float32"),
-    "tiny-qwen2": Shape("qwen2", dict(
-        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-        max_position_embeddings=8192, use_sliding_window=False), "float32"),
+    "llama-3.1-8b": Shape("llama", {
+        "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "rms_norm_eps": 1e-5, "max_position_embeddings": 131072,
+        "tie_word_embeddings": False, "rope_parameters": {**_LLAMA3_ROPE, "factor": 8.0}}, "bfloat16"),
+    "qwen2-7b": Shape("qwen2", {
+        "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28, "num_attention_heads": 28,
+        "num_key_value_heads": 4, "rms_norm_eps": 1e-6, "max_position_embeddings": 131072,
+        "tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 131072, "max_window_layers": 28,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0}}, "bfloat16"),
+    "llama-3.2-1b": Shape("llama", {
+        "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "head_dim": 64, "rms_norm_eps": 1e-5, "max_position_embeddings": 131072,
+        "tie_word_embeddings": True, "rope_parameters": {**_LLAMA3_ROPE, "factor": 32.0}}, "float32"),
+    "tiny-llama": Shape("llama", {
+        "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "max_position_embeddings": 8192}, "float32"),
+    "tiny-qwen2": Shape("qwen2", {
+        "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "max_position_embeddings": 8192, "use_sliding_window": False}, "float32"),
 }
 
 
 @dataclass(frozen=True)
 class Step:
-    """One model of the plan: its documents per task, lm-eval's batch sizes, and how many requests of each task
-    the direct full-forward reference scores (-1: all)."""
+    """One model of the plan: its documents per task, lm-eval's batch sizes, and on how many documents of each
+    task the direct full-forward reference runs (-1: all)."""
     shape: str
     role: str  # "parity" (float32: exact comparison) or "speed"
     docs: dict
@@ -321,7 +321,8 @@ def _sync(device: str) -> None:
 
 
 def timed(fn, device: str) -> dict:
-    """Run ``fn()``: wall seconds (CUDA-synchronised), peak GPU memory, its result; or the error it raised."""
+    """Run ``fn()``: wall seconds (CUDA-synchronised), peak GPU memory, its result; or the error it raised (the
+    one-shot GPU run records a failure and goes on)."""
     import torch
 
     if device.startswith("cuda"):  # free what the last run left (collecting takes a second: GPU only)
@@ -335,6 +336,9 @@ def timed(fn, device: str) -> dict:
         _sync(device)
     except torch.OutOfMemoryError:
         return {"error": "out of memory", "seconds": round(time.perf_counter() - t0, 3)}
+    except Exception as exc:  # noqa: BLE001
+        traceback.print_exc()
+        return {"error": f"{type(exc).__name__}: {str(exc)[:300]}", "seconds": round(time.perf_counter() - t0, 3)}
     res = {"seconds": time.perf_counter() - t0, "result": out}
     if device.startswith("cuda"):
         res["peak_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
@@ -408,8 +412,9 @@ def rates(res: dict, reqs: TaskRequests, counts: dict) -> dict:
     if "error" in res:
         return {k: v for k, v in res.items() if k != "result"}
     s = res["seconds"]
-    return {"seconds": round(s, 3), "requests_per_s": round(len(reqs.requests) / s, 1),
-            "tokens_per_s": round(counts["request_tokens"] / s), **({"peak_gib": res["peak_gib"]} if "peak_gib" in res else {})}
+    out = {"seconds": round(s, 3), "requests_per_s": round(len(reqs.requests) / s, 1),
+           "tokens_per_s": round(counts["request_tokens"] / s)}
+    return {**out, "peak_gib": res["peak_gib"]} if "peak_gib" in res else out
 
 
 # --- the run --------------------------------------------------------------------------------------------------
@@ -452,7 +457,7 @@ def run_task(ctx: Ctx, step: Step, lm, task: str) -> dict:
         if ctx.over():
             trials.append({"batch_size": bs, "skipped": "time budget"})
             continue
-        res = timed(lambda: run_lmeval(hflm, inst, lm.hf_model, ctx.tok, reqs.requests, bs), ctx.device)
+        res = timed(lambda bs=bs: run_lmeval(hflm, inst, lm.hf_model, ctx.tok, reqs.requests, bs), ctx.device)
         trials.append({"batch_size": bs, **rates(res, reqs, counts), "result": res.get("result")})
         log(f"    lm-eval batch {bs}: {({k: v for k, v in trials[-1].items() if k != 'result'})}")
     ok = [t for t in trials if t.get("result")]
@@ -465,10 +470,14 @@ def run_task(ctx: Ctx, step: Step, lm, task: str) -> dict:
                                            default=0.0)
     if step.reference and "result" in thai:
         sub = reqs if step.reference < 0 else reqs.first(step.reference)
-        ref = reference(lm.hf_model, sub.encoded, lm.max_length)
-        rec["reference"] = {"docs": len(sub.docs), "thai_eval": compare(sub, thai["result"][:len(ref)], ref)}
-        if ok:
-            rec["reference"]["lmeval"] = compare(sub, best["result"][:len(ref)], ref)
+        ref = timed(lambda: reference(lm.hf_model, sub.encoded, lm.max_length), ctx.device)
+        if "error" in ref:
+            rec["reference"] = {"docs": len(sub.docs), "error": ref["error"]}
+        else:
+            ref = ref["result"]
+            rec["reference"] = {"docs": len(sub.docs), "thai_eval": compare(sub, thai["result"][:len(ref)], ref)}
+            if ok:
+                rec["reference"]["lmeval"] = compare(sub, best["result"][:len(ref)], ref)
     return rec
 
 
@@ -487,7 +496,8 @@ def run_step(ctx: Ctx, step: Step) -> None:
     entry["build_seconds"] = round(time.perf_counter() - t0, 1)
     entry["params"] = sum(p.numel() for p in model.parameters())
     entry["attn_implementation"] = model.config._attn_implementation
-    lm = LocalModel(model, ctx.tok, name=step.shape, identity={"name": step.shape, "source": f"random, seed {ctx.seed}"})
+    lm = LocalModel(model, ctx.tok, name=step.shape,
+                    identity={"name": step.shape, "source": f"random weights, seed {ctx.seed}"})
     log(f"{step.shape} ({entry['params'] / 1e9:.2f} B params, {entry['dtype']}) built in {entry['build_seconds']} s")
     warm = ctx.tasks["arc"].first(1).requests
     t0 = time.perf_counter()
@@ -525,19 +535,22 @@ def _fmt_side(r: dict) -> str:
 def markdown(results: dict) -> str:
     """The results as Markdown: provenance, the subsampling, one row per model and task, the goal."""
     m = results["meta"]
-    lines = [f"Measured {m['date']} on {m['device']}; torch {m['torch']}, transformers {m['transformers']}, "
-             f"lm-eval {m['lm_eval']}, Python {m['python']}. Command: `{m['command']}`. Status: {results['status']}.",
-             "", f"Requests: {m['requests_note']} Tokenizer: {m['tokenizer']}. Tokens/s counts request tokens "
-             "(context + continuation as lm-eval encodes them; the same numerator on both sides). Wall time is "
-             "CUDA-synchronised and includes tokenization; peak memory is `torch.cuda.max_memory_allocated` "
-             "(weights included), reset before each run. Each side ran once per setting after a warm-up.", "",
-             "| model | task | docs (of) / requests | tokens (mean context) | thai-eval | lm-eval by batch size "
-             "| lm-eval best | speed-up | max abs delta | acc, acc_norm equal (docs differing) |",
+    lines = [(f"Measured {m['date']} on {m['device']}; torch {m['torch']}, transformers {m['transformers']}, "
+              f"lm-eval {m['lm_eval']}, Python {m['python']}. Command: `{m['command']}`. "
+              f"Status: {results['status']}."), "",
+             (f"Requests: {m['requests_note']} Tokenizer: {m['tokenizer']}. Tokens/s counts request tokens "
+              "(context + continuation as lm-eval encodes them; the same numerator on both sides). Wall time is "
+              "CUDA-synchronised and includes tokenization; peak memory is `torch.cuda.max_memory_allocated` "
+              "(weights included), reset before each run. Each side ran once per setting after a warm-up."), "",
+             ("| model | task | docs (of) / requests | tokens (mean context) | thai-eval | lm-eval by batch size "
+              "| lm-eval best | speed-up | max abs delta | acc, acc_norm equal (docs differing) |"),
              "|---|---|---|---|---|---|---|---|---|---|"]
     for name, e in results["models"].items():
-        if "skipped" in e:
-            lines.append(f"| {name} ({e['dtype']}) | all | skipped: {e['skipped']} | | | | | | | |")
-            continue
+        if "skipped" in e or "error" in e:
+            why = f"skipped: {e['skipped']}" if "skipped" in e else f"error: {e['error']}"
+            lines.append(f"| {name} ({e.get('dtype', '')}) | all | {why} | | | | | | | |")
+            if not e.get("tasks"):
+                continue
         for task, r in e["tasks"].items():
             if "skipped" in r:
                 lines.append(f"| {name} ({e['dtype']}) | {task} | skipped: {r['skipped']} | | | | | | | |")
@@ -560,8 +573,8 @@ def markdown(results: dict) -> str:
     for name, e in results["models"].items():
         lines += [f"- {name}: thai-eval warned: {w}" for w in e.get("thai_eval_warnings", [])]
     if m["tiny"]:
-        lines += ["", "Tiny run (random 2-layer models on the CPU): a check of the script, not a benchmark; its "
-                  "timings say nothing about the GPU."]
+        lines += ["", ("Tiny run (random 2-layer models on the CPU): a check of the script, not a benchmark; its "
+                       "timings say nothing about the GPU.")]
     return "\n".join(lines)
 
 
@@ -579,7 +592,9 @@ def reference_lines(results: dict) -> list[str]:
     for name, e in results["models"].items():
         for task, r in e.get("tasks", {}).items():
             ref = r.get("reference")
-            if ref:
+            if ref and "error" in ref:
+                out.append(f"- {name} {task}, full-forward reference: {ref['error']}.")
+            elif ref:
                 lm = ref.get("lmeval")
                 out.append(f"- {name} {task}, full-forward reference on {ref['docs']} docs "
                            f"({ref['thai_eval']['requests']} requests): thai-eval max abs delta "
@@ -634,7 +649,7 @@ def print_plan(p: dict) -> None:
             print(f"  {t:<10} {r['docs']:>4} ({r['of_real']:>6,}) {r['requests']:>6} {r['request_tokens']:>11,} "
                   f"{r['mean_context_tokens']:>9} {r['lmeval_fed_tokens']:>12,} {r['tree_tokens']:>12,} "
                   f"{r['scored_rows']:>12,} {r['cross_doc_shared_tokens']:>17,} {r['work_ratio']:>10}x  "
-                  f"{str(r['batch_sizes']):<12} {r['est_seconds']:>6}")
+                  f"{r['batch_sizes']!s:<12} {r['est_seconds']:>6}")
         print(f"  estimated {s['est_seconds']} s at an assumed {ASSUMED_TFLOPS[s['dtype']]:g} TFLOP/s "
               "(lm-eval once per batch size + thai-eval once; not a measurement)")
     print(f"\nestimated total {sum(s['est_seconds'] for s in p.values()):.0f} s of scoring, plus model builds, "
@@ -689,9 +704,9 @@ def main(argv: list[str] | None = None) -> int:
     lmeval = lmeval_import()
     device = "cpu" if tiny else "cuda"
     results = {"status": "running", "models": {}, "meta": {
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "device": (f"{torch.cuda.get_device_name()} ({torch.cuda.get_device_properties(0).total_memory / 2**30:.0f} GiB)"
-                   if device == "cuda" else f"CPU ({platform.processor() or platform.machine()})"),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "device": (f"{torch.cuda.get_device_name()} ({torch.cuda.get_device_properties(0).total_memory / 2**30:.0f}"
+                   " GiB)" if device == "cuda" else f"CPU ({platform.processor() or platform.machine()})"),
         "torch": torch.__version__, "transformers": transformers.__version__,
         "lm_eval": metadata.version("lm_eval") if lmeval[0] else lmeval[2], "python": platform.python_version(),
         "tf32_matmul": torch.backends.cuda.matmul.allow_tf32, "command": "python benchmarks/gpu_bench.py "
@@ -703,11 +718,17 @@ def main(argv: list[str] | None = None) -> int:
               results)
     write_results(args.out, results)
     for step in steps:
-        run_step(ctx, step)
+        try:
+            run_step(ctx, step)
+        except Exception as exc:  # noqa: BLE001 - record it and go on to the next model
+            traceback.print_exc()
+            results["models"].setdefault(step.shape, {"tasks": {}})["error"] = f"{type(exc).__name__}: {exc}"[:500]
         write_results(args.out, results)
     skipped = any("skipped" in e or any("skipped" in r for r in e["tasks"].values())
                   for e in results["models"].values())
-    results["status"] = "partial: time budget reached" if skipped else "complete"
+    failed = [name for name, e in results["models"].items() if "error" in e]
+    results["status"] = (f"failed on {', '.join(failed)}" if failed else
+                         "partial: time budget reached" if skipped else "complete")
     results["meta"]["total_seconds"] = round(time.monotonic() - start, 1)
     write_results(args.out, results)
     print("\n" + markdown(results))
