@@ -22,34 +22,41 @@ echo "lm_eval's requirements (Requires-Dist without extras):"
 unzip -p .whl/lm_eval-0.4.13-*.whl '*/METADATA' | grep '^Requires-Dist' | grep -v 'extra ==' | sed 's/^/  /'
 
 # The import check: a clean --target install of the wheels (as on the GPU machine), then the benchmark's
-# imports with only that folder added to the path; every third-party module it pulls in must be lm_eval's own
-# or among the GPU machine's packages (/work/.library/device/KINDS.md, read 2026-11-17).
+# imports (gpu_bench, thai_eval_utils' LocalModel and h6.tasks, lm-eval's HFLM) with only that folder added to
+# the path; every third-party module they pull in beyond torch, transformers and huggingface_hub (the machine's
+# own) must be lm_eval's or among the GPU machine's packages (/work/.library/device/KINDS.md, read 2026-11-17).
 target=$(mktemp -d)
 trap 'rm -rf "$target"' EXIT
 "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$target" .whl/*.whl
-PYTHONPATH="$target" "$PYTHON" - "$target" <<'EOF'
+PYTHONPATH="$target:$PWD/benchmarks" "$PYTHON" - "$target" "$PWD" <<'PY'
 import sys
-import torch, transformers  # on the GPU machine: torch 2.11, transformers 5.17
-target = sys.argv[1]
+import huggingface_hub, torch, transformers  # noqa: E401,F401  the GPU machine's own, with their own dependencies
+target, repo = sys.argv[1], sys.argv[2]
 before = set(sys.modules)
+import gpu_bench  # noqa: F401  (puts the repo on sys.path)
 from lm_eval.api.instance import Instance  # noqa: F401
 from lm_eval.models.huggingface import HFLM  # noqa: F401
-device = {"accelerate", "certifi", "charset_normalizer", "filelock", "fsspec", "huggingface_hub", "idna", "jinja2",
-          "markupsafe", "numpy", "packaging", "requests", "safetensors", "tokenizers", "torch", "tqdm",
-          "transformers", "urllib3", "yaml", "regex", "typing_extensions", "peft", "psutil", "hf_xet"}
+from thai_eval_utils.core.local_model import LocalModel  # noqa: F401
+from thai_eval_utils.h6 import tasks  # noqa: F401
+device = {"PIL", "accelerate", "certifi", "charset_normalizer", "cloudpickle", "colorama", "dateutil", "filelock",
+          "fsspec", "hf_xet", "huggingface_hub", "idna", "jinja2", "joblib", "markupsafe", "mpmath", "networkx",
+          "numpy", "packaging", "pandas", "peft", "psutil", "pyarrow", "regex", "requests", "safetensors", "scipy",
+          "six", "sklearn", "sympy", "threadpoolctl", "tokenizers", "torch", "tqdm", "transformers",
+          "typing_extensions", "urllib3", "yaml"}
 new = {}
 for name in set(sys.modules) - before:
     top = name.split(".")[0]
-    if top in sys.stdlib_module_names or top in sys.builtin_module_names:
-        continue
+    if top in sys.stdlib_module_names or top in sys.builtin_module_names or top.startswith("_"):
+        continue  # the standard library, and compiled helpers of packages (torch's, scipy's)
     f = getattr(sys.modules.get(top), "__file__", None) or ""
-    new[top] = "wheel" if f.startswith(target) else ("on the GPU machine" if top in device else "MISSING there")
+    new[top] = ("wheel" if f.startswith(target) else "the repo" if f.startswith(repo) else
+                "on the GPU machine" if top in device else "MISSING there")
 for top in sorted(new):
     print(f"  imports {top}: {new[top]}")
 missing = [t for t, w in new.items() if w.startswith("MISSING")]
 sys.exit(f"modules the GPU machine lacks: {missing}" if missing else 0)
-EOF
-echo "import lm_eval.models.huggingface with only the wheels added: ok"
+PY
+echo "the benchmark's imports with only the wheels added: ok"
 du -cb .whl/*.whl | awk '{printf "  %s: %.1f MiB\n", $2, $1 / 1048576}'
 
 "$PYTHON" benchmarks/gpu_bench.py --prepare-tokenizer
