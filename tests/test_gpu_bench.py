@@ -16,7 +16,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
-import gpu_bench as gb  # noqa: E402
+import gpu_bench as gb
 
 DATA = REPO / "data" / "thai_h6" / "h6"
 HAS_LMEVAL = importlib.util.find_spec("lm_eval") is not None
