@@ -1,0 +1,136 @@
+"""benchmarks/gpu_bench.py (issue 12's GPU benchmark): its tiny CPU run, its request building and token counts.
+
+The tiny run scores real Thai-H6-shaped requests on random 2-layer Llama and Qwen2 models; thai-eval must match
+a direct transformers full forward within 1e-4 per request; the lm-eval side runs when lm-eval is importable
+and is skipped with its reason otherwise (a clean clone has no lm-eval).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+import gpu_bench as gb
+
+DATA = REPO / "data" / "thai_h6" / "h6"
+HAS_LMEVAL = importlib.util.find_spec("lm_eval") is not None
+
+
+def _n_choices(task: str, n_docs: int) -> int:
+    """Requests of the first n tiled documents, counted from the data files: ARC cycles its 12 test items
+    (4-5 choices each); HellaSwag has 4 endings; MMLU 4 choices."""
+    if task == "arc":
+        docs = [json.loads(x) for x in (DATA / gb.TASKS["arc"][1]).read_text(encoding="utf-8").splitlines()]
+        return sum(len(docs[k % len(docs)]["choices"]["text"]) for k in range(n_docs))
+    return 4 * n_docs
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gpu_bench")
+    assert gb.main(["--tiny", "--out", str(out)]) == 0
+    return json.loads((out / "gpu_bench.json").read_text(encoding="utf-8")), (out / "gpu_bench.md").read_text()
+
+
+def test_tiny_run_records_what_it_measured(tiny_run):
+    res, md = tiny_run
+    meta = res["meta"]
+    assert res["status"] == "complete" and meta["tiny"] is True
+    for key in ("date", "device", "torch", "transformers", "python", "lm_eval", "tokenizer", "requests_note"):
+        assert meta[key], key
+    assert meta["device"].startswith("CPU")
+    assert [s["shape"] for s in meta["plan"]] == ["tiny-llama", "tiny-qwen2"]
+    assert "1,222" in meta["requests_note"] and "14,585" in meta["requests_note"]
+    for step in gb.PLANS["tiny"]:
+        entry = res["models"][step.shape]
+        assert entry["dtype"] == "float32" and entry["thai_eval_warnings"] == []
+        for task, (_, _, _, _, real) in gb.TASKS.items():
+            r = entry["tasks"][task]
+            assert (r["docs"], r["of_real"], r["shots"]) == (step.docs[task], real, gb.TINY_SHOTS[task])
+            assert r["requests"] == _n_choices(task, step.docs[task])
+            # counted work: lm-eval feeds no more than the requests hold; the tree no more than lm-eval feeds
+            assert r["continuation_tokens"] < r["tree_tokens"] <= r["lmeval_fed_tokens"] <= r["request_tokens"]
+            assert r["thai_eval"]["seconds"] > 0 and r["thai_eval"]["requests_per_s"] > 0
+    # MMLU's few-shot block is shared by both documents; a single ARC document shares nothing with another
+    assert res["models"]["tiny-llama"]["tasks"]["mmlu"]["cross_doc_shared_tokens"] > 0
+    assert res["models"]["tiny-llama"]["tasks"]["arc"]["cross_doc_shared_tokens"] == 0
+    assert md.count("| tiny-") == 6 and "not a benchmark" in md
+    assert "Goal (>= 4x lm-eval's HF backend on llama-3.1-8b, each task): arc: not measured" in md
+
+
+def test_tiny_run_thai_eval_matches_a_full_forward(tiny_run):
+    res, _ = tiny_run
+    for entry in res["models"].values():
+        for r in entry["tasks"].values():
+            ref = r["reference"]["thai_eval"]
+            assert ref["requests"] == r["requests"]
+            assert ref["max_abs_delta"] <= 1e-4, ref
+            assert ref["greedy_equal"] == r["requests"] and ref["metrics_equal"] and ref["docs_differ"] == []
+
+
+def test_tiny_run_lmeval_side(tiny_run):
+    res, md = tiny_run
+    for entry in res["models"].values():
+        for r in entry["tasks"].values():
+            if not HAS_LMEVAL:
+                assert r["lmeval"]["skipped"].startswith("lm-eval not importable: ModuleNotFoundError")
+                assert "speedup" not in r and "vs_lmeval" not in r
+                continue
+            assert r["vs_lmeval"]["max_abs_delta"] <= 1e-4 and r["vs_lmeval"]["metrics_equal"]
+            assert r["reference"]["lmeval"]["max_abs_delta"] <= 1e-4
+            best = min((t for t in r["lmeval"] if "seconds" in t), key=lambda t: t["seconds"])
+            assert r["best_batch"] == best["batch_size"]
+            assert r["speedup"] == pytest.approx(best["seconds"] / r["thai_eval"]["seconds"], rel=0.01)
+    if not HAS_LMEVAL:
+        assert "lm-eval not importable" in md
+
+
+def test_tiled_documents_share_no_whole_prompt():
+    """60 ARC documents from 12 samples: every context distinct, the first shot numbered 1..60."""
+    tiled = gb.tiled_docs("arc", 60, seed=1, shots=25)
+    assert [shots[0]["question"].split(". ", 1)[0] for _, shots in tiled] == [f"ข้อ {k}" for k in range(1, 61)]
+    reqs = gb.build_requests("arc", 60, seed=1, shots=25)
+    contexts = {c for c, _ in reqs.requests}
+    assert len(contexts) == 60 and reqs.doc_of[-1] == 59 and len(reqs.requests) == _n_choices("arc", 60)
+    assert all(c.startswith("Question: ข้อ ") and c.endswith("\nAnswer:") for c in contexts)
+    # MMLU: the first 256 documents are one subject: description and first-5 shots shared, questions numbered
+    mmlu = gb.build_requests("mmlu", 300, seed=1, shots=5)
+    heads = {c.rsplit("\n\n", 1)[0] for c, _ in mmlu.requests}
+    assert len(heads) == 2 and {d["subject"] for d in mmlu.docs} == {"derivatives_markets", "investment_fundamentals"}
+    assert mmlu.docs[255]["question"].startswith("ข้อ 256. ") and mmlu.docs[256]["subject"] == "investment_fundamentals"
+
+
+def test_token_counts_by_hand():
+    """Requests (ctx, cont): ([1,2],[3]) and ([1,2],[4]) in doc 0, ([1,5],[6,7]) in doc 1."""
+    reqs = gb.TaskRequests("arc", [{}, {}], [("a", " b")] * 3, [0, 0, 1],
+                           [([1, 2], [3]), ([1, 2], [4]), ([1, 5], [6, 7])])
+    c = gb.token_counts(reqs, max_length=100)
+    assert c["request_tokens"] == 10 and c["continuation_tokens"] == 4
+    assert c["lmeval_fed_tokens"] == 5  # (1,2) once for both one-token continuations, then (1,5,6)
+    assert c["tree_tokens"] == 4  # 1, 2, 5, 6
+    assert c["scored_rows"] == 3  # after (1,2); after (1,5) and (1,5,6)
+    assert c["cross_doc_shared_tokens"] == 1  # token 1, the common root of both documents
+    assert gb._trie_tokens([(1, 2, 3), (1, 2, 4), (5,), (1, 2, 3)]) == 5
+
+
+def test_encode_moves_trailing_space_like_lmeval():
+    tok, _ = gb.load_tokenizer(tiny=True, path=None)
+    a = gb.encode(tok, [("คำถาม: น้ำเดือดที่อุณหภูมิเท่าไร ", "หนึ่งร้อย")])
+    b = gb.encode(tok, [("คำถาม: น้ำเดือดที่อุณหภูมิเท่าไร", " หนึ่งร้อย")])
+    whole = tok("คำถาม: น้ำเดือดที่อุณหภูมิเท่าไร หนึ่งร้อย", add_special_tokens=False).input_ids
+    assert a == b and a[0][0] + a[0][1] == whole and a[0][1]
+
+
+def test_dry_run_prints_the_plan(capsys):
+    assert gb.main(["--tiny", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "plan: tiny" in out and "tiny-llama (float32)" in out and "tiny-qwen2 (float32)" in out
+    row = next(line for line in out.splitlines() if line.strip().startswith("arc"))
+    assert row.split()[1:4] == ["1", "(", "1,222)"] and row.split()[4] == str(_n_choices("arc", 1))
+    assert "not a measurement" in out
