@@ -8,13 +8,12 @@ import math
 
 import pandas as pd
 import pytest
+from fakes import FakeModel, _refuse
 
 from thai_eval_utils.core.provenance import Score
 from thai_eval_utils.h6 import evaluation as h6
 from thai_eval_utils.h6.fewshot import lb_draws
-from thai_eval_utils.h6.protocol import LEADERBOARD, LM_EVAL, H6Protocol
-
-from fakes import FakeModel, _refuse
+from thai_eval_utils.h6.protocol import LEADERBOARD, H6Protocol
 
 
 def fake(score=None, reply=None, **kwargs) -> FakeModel:

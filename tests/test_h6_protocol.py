@@ -12,7 +12,14 @@ from fakes import FakeModel
 
 from thai_eval_utils.core.provenance import redact
 from thai_eval_utils.h6 import evaluation as h6
-from thai_eval_utils.h6.protocol import GSM8K_STOPS_H, GSM8K_STOPS_LB, LEADERBOARD, LM_EVAL, H6Protocol, protocol_from
+from thai_eval_utils.h6.protocol import (
+    GSM8K_STOPS_H,
+    GSM8K_STOPS_LB,
+    LEADERBOARD,
+    LM_EVAL,
+    H6Protocol,
+    protocol_from,
+)
 
 LEGACY = Path(__file__).parent / "data" / "h6_legacy_runs"
 

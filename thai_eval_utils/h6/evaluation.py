@@ -173,9 +173,11 @@ def evaluate(
             raise ThaiEvalDataError(f"{spec.name} doc {i} (or one of its few-shot examples): {exc}", row=i,
                                     field=exc.field) from None
 
+    call = spec.model_call(model, protocol)  # model.loglikelihood, or model.generate with the protocol's options
+
     def compute(batch: list[int]) -> list[dict[str, Any]]:
         reqs = [requests(i) for i in batch]
-        outs = spec.answer(model, reqs, protocol)
+        outs = spec.outputs(reqs, call(spec.model_inputs(reqs)))  # one model call per batch of documents
         return [_record(spec, docs, i, shots[i], r.sha256, out, protocol) for i, r, out in zip(batch, reqs, outs)]
 
     keys = {i: f"{i}-{requests(i).sha256[:16]}" for i in selected}

@@ -15,6 +15,7 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, ClassVar, cast
 
 import pandas as pd
@@ -162,12 +163,19 @@ class TaskSpec:
         """The protocol options, beyond shots, sampler and BOS, that change this task's numbers."""
         return {"mmlu_average": protocol.mmlu_average} if self.by_subject else {}
 
-    def answer(self, model: Model, batch: Sequence[DocRequests], protocol: H6Protocol) -> list[dict[str, Any]]:
-        """One model call for a batch of documents: per-document ``lls`` and ``is_greedy``, in order."""
-        flat = [pair for r in batch for pair in r.requests]
-        results = cast(LoglikelihoodModel, model).loglikelihood(flat)  # evaluate() checked the capability
-        if len(results) != len(flat):
-            raise RuntimeError(f"model returned {len(results)} log-likelihoods for {len(flat)} requests")
+    def model_call(self, model: Model, protocol: H6Protocol) -> Callable[[list[Any]], list[Any]]:
+        """The model method that answers :meth:`model_inputs` (``loglikelihood``; GSM8K: ``generate``)."""
+        return cast(LoglikelihoodModel, model).loglikelihood  # evaluate() checked the capability
+
+    def model_inputs(self, batch: Sequence[DocRequests]) -> list[Any]:
+        """What one model call gets for a batch of documents: every ``(context, continuation)`` pair, in order."""
+        return [pair for r in batch for pair in r.requests]
+
+    def outputs(self, batch: Sequence[DocRequests], results: Sequence[Any]) -> list[dict[str, Any]]:
+        """The model's answers to :meth:`model_inputs` split per document: ``lls`` and ``is_greedy``."""
+        if len(results) != sum(len(r.requests) for r in batch):
+            raise RuntimeError(f"model returned {len(results)} log-likelihoods for "
+                               f"{sum(len(r.requests) for r in batch)} requests")
         out, pos = [], 0
         for r in batch:
             part = results[pos : pos + len(r.requests)]
@@ -277,12 +285,17 @@ class GenerationTask(TaskSpec):
     def requests(self, doc, shots, templates) -> DocRequests:
         return DocRequests(self.context(doc, shots, templates))
 
-    def answer(self, model: Model, batch: Sequence[DocRequests], protocol: H6Protocol) -> list[dict[str, Any]]:
-        texts = model.generate([r.prompt for r in batch], max_new_tokens=protocol.max_new_tokens,
-                               stop=list(protocol.gsm8k_stops), temperature=0.0)
-        if len(texts) != len(batch):
-            raise RuntimeError(f"model returned {len(texts)} generations for {len(batch)} prompts")
-        return [{"generation": t} for t in texts]
+    def model_call(self, model: Model, protocol: H6Protocol) -> Callable[[list[Any]], list[Any]]:
+        return partial(model.generate, max_new_tokens=protocol.max_new_tokens, stop=list(protocol.gsm8k_stops),
+                       temperature=0.0)
+
+    def model_inputs(self, batch: Sequence[DocRequests]) -> list[Any]:
+        return [r.prompt for r in batch]
+
+    def outputs(self, batch: Sequence[DocRequests], results: Sequence[Any]) -> list[dict[str, Any]]:
+        if len(results) != len(batch):
+            raise RuntimeError(f"model returned {len(results)} generations for {len(batch)} prompts")
+        return [{"generation": t} for t in results]
 
     def score(self, doc, output, protocol) -> dict[str, Any]:
         try:
