@@ -302,3 +302,20 @@ def test_bos_option_is_recorded_and_restored(tmp_path):
     assert res.config["add_bos_token"] is True and "bos:yes" in res.headline.signature
     off = h6.evaluate(model, "th_arc", ARC_DOCS, shots(0), outputs=tmp_path, progress=False)
     assert off.run_dir != res.run_dir and seen == [True, False]
+
+
+def test_calls_from_evaluate_to_the_decoder_forward(tmp_path, tiny_local_model):
+    """The frames between h6.evaluate and the decoder's forward: the run loop, the batch's compute, the model's
+    loglikelihood and the engine's driver loop (the runner plans in generators that are suspended meanwhile)."""
+    import traceback
+
+    stacks = []
+    handle = tiny_local_model.hf_model.base_model.register_forward_pre_hook(
+        lambda module, args: stacks.append(traceback.extract_stack()))
+    try:
+        h6.evaluate(tiny_local_model, "th_arc", ARC_DOCS, shots(0), outputs=tmp_path, progress=False)
+    finally:
+        handle.remove()
+    names = [f.name for f in stacks[-1]]
+    path = names[len(names) - 1 - names[::-1].index("evaluate"):names.index("_wrapped_call_impl")]
+    assert path == ["evaluate", "run_items", "compute", "loglikelihood", "drive"]  # 5 calls down to forward

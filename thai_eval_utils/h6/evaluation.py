@@ -10,7 +10,7 @@ recomputing). It returns a per-item table and the task's :class:`~thai_eval_util
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,24 +165,10 @@ def evaluate(
     config = _config(spec, model, protocol, k, docs, pool, in_memory=not files)
     store = RunStore.open(model.name, f"thai_h6/{spec.name}", config, model_identity=getattr(model, "identity", None),
                           data_files=files, prompt_templates=tmpl, outputs=outputs, legacy_configs=[legacy_config(config)])
-
-    def requests(i: int) -> T.DocRequests:
-        try:
-            return spec.requests(docs[i], [spec.pool_for(pool, docs[i])[j] for j in shots[i]], tmpl)
-        except T.DocError as exc:
-            raise ThaiEvalDataError(f"{spec.name} doc {i} (or one of its few-shot examples): {exc}", row=i,
-                                    field=exc.field) from None
-
-    call = spec.model_call(model, protocol)  # model.loglikelihood, or model.generate with the protocol's options
-
-    def compute(batch: list[int]) -> list[dict[str, Any]]:
-        reqs = [requests(i) for i in batch]
-        outs = spec.outputs(reqs, call(spec.model_inputs(reqs)))  # one model call per batch of documents
-        return [_record(spec, docs, i, shots[i], r.sha256, out, protocol) for i, r, out in zip(batch, reqs, outs)]
-
-    keys = {i: f"{i}-{requests(i).sha256[:16]}" for i in selected}
+    docs_run = _DocRun(spec, docs, pool, shots, tmpl, protocol, spec.model_call(model, protocol))
+    keys = {i: f"{i}-{docs_run.requests(i).sha256[:16]}" for i in selected}
     with _bos(model, protocol.add_bos_token):
-        outcome = run_items(store, selected, keys.__getitem__, compute, batch_size=chunk_size, desc=spec.name,
+        outcome = run_items(store, selected, keys.__getitem__, docs_run.compute, batch_size=chunk_size, desc=spec.name,
                             progress=progress)
     table = _table(spec, outcome.in_order())
     limited = limit is not None and len(selected) < len(docs)
@@ -195,17 +181,42 @@ def evaluate(
     return H6Result(spec.name, table, scores, config, store.root, subjects)
 
 
-def _record(spec: T.TaskSpec, docs: list[dict], i: int, shots: list[int], sha: str, output: dict[str, Any],
-            protocol: H6Protocol) -> dict[str, Any]:
-    """The stored record of document ``i``: what was asked, the model's output and the document's metrics."""
-    rec: dict[str, Any] = {"doc": i, "prompt_sha256": sha, "shots": shots, **output}
-    if "subject" in docs[i]:
-        rec["subject"] = docs[i]["subject"]
-    try:
-        rec.update(spec.score(docs[i], output, protocol))
-    except T.DocError as exc:
-        raise ThaiEvalDataError(f"{spec.name} doc {i}: {exc}", row=i, field=exc.field) from None
-    return rec
+@dataclass
+class _DocRun:
+    """The documents of one run and how a batch of them becomes stored records (``compute`` of ``run_items``)."""
+
+    spec: T.TaskSpec
+    docs: list[dict]
+    pool: T.Pool
+    shots: list[list[int]]
+    templates: dict[str, str]
+    protocol: H6Protocol
+    call: Callable[[list[Any]], list[Any]]  # model.loglikelihood, or model.generate with the protocol's options
+
+    def requests(self, i: int) -> T.DocRequests:
+        """Document ``i``'s requests with its few-shot examples."""
+        doc = self.docs[i]
+        try:
+            return self.spec.requests(doc, [self.spec.pool_for(self.pool, doc)[j] for j in self.shots[i]], self.templates)
+        except T.DocError as exc:
+            raise ThaiEvalDataError(f"{self.spec.name} doc {i} (or one of its few-shot examples): {exc}", row=i,
+                                    field=exc.field) from None
+
+    def compute(self, batch: list[int]) -> list[dict[str, Any]]:
+        """One model call for the batch; per document: what was asked, the model's output and its metrics."""
+        reqs = [self.requests(i) for i in batch]
+        outs = self.spec.outputs(reqs, self.call(self.spec.model_inputs(reqs)))
+        return [self._record(i, r.sha256, out) for i, r, out in zip(batch, reqs, outs)]
+
+    def _record(self, i: int, sha: str, output: dict[str, Any]) -> dict[str, Any]:
+        rec: dict[str, Any] = {"doc": i, "prompt_sha256": sha, "shots": self.shots[i], **output}
+        if "subject" in self.docs[i]:
+            rec["subject"] = self.docs[i]["subject"]
+        try:
+            rec.update(self.spec.score(self.docs[i], output, self.protocol))
+        except T.DocError as exc:
+            raise ThaiEvalDataError(f"{self.spec.name} doc {i}: {exc}", row=i, field=exc.field) from None
+        return rec
 
 
 def _table(spec: T.TaskSpec, records: list[dict[str, Any]]) -> pd.DataFrame:
