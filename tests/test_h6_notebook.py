@@ -29,9 +29,8 @@ def test_committed_without_outputs_and_parameters_parse():
     assert [p.name for p in params] == PARAMETERS
     assert all(p.help for p in params)
     defaults = {p.name: p.default for p in params}
-    assert defaults["protocol_preset"] == '"lb"' and defaults["limit"] == "None"
-    overrides = ["num_fewshot", "sampler", "fewshot_seed", "add_bos_token", "gsm8k_stops", "gsm8k_max_new_tokens", "mc2",
-                 "mmlu_average"]
+    assert defaults["protocol_preset"] == '"lb"' and defaults["limit"] == "None" and defaults["add_bos_token"] == "False"
+    overrides = ["num_fewshot", "sampler", "fewshot_seed", "gsm8k_stops", "gsm8k_max_new_tokens", "mc2", "mmlu_average"]
     assert all(defaults[name] == "None" for name in overrides)  # None: the preset's value
 
 
