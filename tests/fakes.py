@@ -21,12 +21,17 @@ class FakeModel:
         score: (context, continuation) -> (log-likelihood, is_greedy), for ``loglikelihood``.
         add_bos_token: the model's BOS setting (changeable, as a local model's).
         identity: extra identity fields.
+        fail_on_call: raise ``RuntimeError("simulated crash")`` on that (1-based) call of any kind, as a model
+            that dies mid-run (the call is recorded, its requests are not).
+
+    ``requests`` collects every ``(context, continuation)`` pair scored, in order.
     """
 
     def __init__(self, name: str = "fake-model", *, reply: Callable[[list[dict[str, str]]], str] = _refuse,
                  complete: Callable[[str], str] | None = None,
                  score: Callable[[str, str], tuple[float, bool]] = _refuse,
-                 add_bos_token: bool = False, identity: dict[str, Any] | None = None, tokenizer: Any = None) -> None:
+                 add_bos_token: bool = False, identity: dict[str, Any] | None = None, tokenizer: Any = None,
+                 fail_on_call: int | None = None) -> None:
         self.name = name
         self._identity = {"name": name, "source": "test double", **(identity or {})}
         self._reply, self._score = reply, score
@@ -34,19 +39,27 @@ class FakeModel:
         self.add_bos_token = add_bos_token
         self.tokenizer = tokenizer
         self.calls: list[tuple[str, Any]] = []
+        self.requests: list[tuple[str, str]] = []
+        self.fail_on_call = fail_on_call
+
+    def _called(self, kind: str, info: dict[str, Any]) -> None:
+        self.calls.append((kind, info))
+        if self.fail_on_call == len(self.calls):
+            raise RuntimeError("simulated crash")
 
     @property
     def identity(self) -> dict[str, Any]:
         return dict(self._identity)
 
     def chat(self, messages_list: list[list[dict[str, str]]], **kwargs: Any) -> list[str]:
-        self.calls.append(("chat", {"n": len(messages_list), **kwargs}))
+        self._called("chat", {"n": len(messages_list), **kwargs})
         return [self._reply(m) for m in messages_list]
 
     def generate(self, prompts: list[str], **kwargs: Any) -> list[str]:
-        self.calls.append(("generate", {"n": len(prompts), **kwargs}))
+        self._called("generate", {"n": len(prompts), **kwargs})
         return [self._complete(p) for p in prompts]
 
     def loglikelihood(self, requests: Sequence[tuple[str, str]], *, progress: bool = True) -> list[tuple[float, bool]]:
-        self.calls.append(("loglikelihood", {"n": len(requests)}))
+        self._called("loglikelihood", {"n": len(requests)})
+        self.requests.extend(requests)
         return [self._score(c, x) for c, x in requests]

@@ -8,43 +8,27 @@ import math
 
 import pandas as pd
 import pytest
+from fakes import FakeModel, _refuse
 
 from thai_eval_utils.core.provenance import Score
 from thai_eval_utils.h6 import evaluation as h6
 from thai_eval_utils.h6.fewshot import lb_draws
+from thai_eval_utils.h6.protocol import LEADERBOARD, H6Protocol
 
 
-class FakeModel:
-    """The model contract with scripted outputs: ``score(context, continuation) -> ll``, ``reply(prompt) -> text``.
+def fake(score=None, reply=None, **kwargs) -> FakeModel:
+    """The shared fake model with ``score(context, continuation) -> ll`` (never greedy) and ``reply(prompt)``."""
+    return FakeModel(score=(lambda c, x: (float(score(c, x)), False)) if score else _refuse,
+                     complete=reply, **kwargs)
 
-    Counts calls and requests; ``fail_on_call`` raises on that (1-based) loglikelihood call.
-    """
 
-    def __init__(self, score=None, reply=None, fail_on_call=None, name="fake-model"):
-        self.name = name
-        self.identity = {"name": name, "source": "test"}
-        self.add_bos_token = False
-        self.max_length = 2048
-        self._score, self._reply = score, reply
-        self.fail_on_call = fail_on_call
-        self.calls = 0
-        self.requests: list[tuple[str, str]] = []
-        self.generate_kwargs: list[dict] = []
+def shots(k, **options) -> H6Protocol:
+    """The leaderboard protocol with ``k`` shots (and ``options``)."""
+    return LEADERBOARD.replace(num_fewshot=k, **options)
 
-    def loglikelihood(self, requests):
-        self.calls += 1
-        if self.fail_on_call == self.calls:
-            raise RuntimeError("simulated crash")
-        self.requests.extend(requests)
-        return [(float(self._score(c, x)), False) for c, x in requests]
 
-    def generate(self, prompts, *, max_new_tokens=256, stop=None, temperature=0.0, seed=None):
-        self.calls += 1
-        self.generate_kwargs.append({"max_new_tokens": max_new_tokens, "stop": stop, "temperature": temperature})
-        return [self._reply(p) for p in prompts]
-
-    def chat(self, messages_list, **kwargs):
-        return self.generate([m[-1]["content"] for m in messages_list])
+def n_calls(model) -> int:
+    return len(model.calls)
 
 
 def _arc(q, texts, key):
@@ -61,9 +45,9 @@ ARC_LLS = {" ก": -2.0, " ขขข": -3.0, " ค": -1.0, " งง": -3.0, " �
 
 
 def test_arc_zero_shot_hand_computed(tmp_path):
-    model = FakeModel(score=lambda c, x: ARC_LLS[x])
-    res = h6.evaluate(model, "th_arc", ARC_DOCS, num_fewshot=0, outputs=tmp_path, progress=False)
-    assert model.calls == 1 and len(model.requests) == 6  # every doc in one call
+    model = fake(score=lambda c, x: ARC_LLS[x])
+    res = h6.evaluate(model, "th_arc", ARC_DOCS, shots(0), outputs=tmp_path, progress=False)
+    assert n_calls(model) == 1 and len(model.requests) == 6  # every doc in one call
     assert res.table["acc"].tolist() == [1.0, 0.0, 1.0]
     assert res.table["acc_norm"].tolist() == [0.0, 0.0, 1.0]
     assert res.table["gold"].tolist() == [0, 1, 0]
@@ -75,7 +59,7 @@ def test_arc_zero_shot_hand_computed(tmp_path):
     assert list(res.scores)[0] == "acc_norm"
     assert "shots:0" in res.headline.signature and "bos:no" in res.headline.signature
     card = json.loads((res.run_dir / "run_card.json").read_text(encoding="utf-8"))
-    assert card["config"]["sampler"] == "lb" and card["config"]["add_bos"] is False
+    assert card["config"]["sampler"] == "lb" and card["config"]["add_bos_token"] is False
     assert card["benchmark"] == "thai_h6/th_arc"
     summary = json.loads((res.run_dir / "summary.json").read_text(encoding="utf-8"))
     assert summary["scores"]["acc_norm"]["value"] == pytest.approx(1 / 3)
@@ -94,51 +78,51 @@ def _hash_score(context, continuation):
 def test_resume_after_crash_does_not_recompute(tmp_path):
     docs = _numbered_arc(5)
     pool = _numbered_arc(8)
-    crashing = FakeModel(score=_hash_score, fail_on_call=2)
+    crashing = fake(score=_hash_score, fail_on_call=2)
     with pytest.raises(RuntimeError, match="simulated crash"):
-        h6.evaluate(crashing, "th_arc", docs, 2, fewshot_pool=pool, chunk_size=2, outputs=tmp_path, progress=False)
-    assert crashing.calls == 2  # docs 0-1 finished, the chunk of docs 2-3 crashed
-    resumed = FakeModel(score=_hash_score)
-    res = h6.evaluate(resumed, "th_arc", docs, 2, fewshot_pool=pool, chunk_size=2, outputs=tmp_path, progress=False)
-    assert resumed.calls == 2  # docs 2-3 and doc 4 only
+        h6.evaluate(crashing, "th_arc", docs, shots(2), fewshot_pool=pool, chunk_size=2, outputs=tmp_path, progress=False)
+    assert n_calls(crashing) == 2  # docs 0-1 finished, the chunk of docs 2-3 crashed
+    resumed = fake(score=_hash_score)
+    res = h6.evaluate(resumed, "th_arc", docs, shots(2), fewshot_pool=pool, chunk_size=2, outputs=tmp_path, progress=False)
+    assert n_calls(resumed) == 2  # docs 2-3 and doc 4 only
     assert len(resumed.requests) == 6
     assert all("คำถามที่ 0\n" not in c.rsplit("\n\n", 1)[-1] for c, _ in resumed.requests)
-    fresh = FakeModel(score=_hash_score)
-    full = h6.evaluate(fresh, "th_arc", docs, 2, fewshot_pool=pool, chunk_size=2, outputs=tmp_path / "other", progress=False)
-    assert fresh.calls == 3
+    fresh = fake(score=_hash_score)
+    full = h6.evaluate(fresh, "th_arc", docs, shots(2), fewshot_pool=pool, chunk_size=2, outputs=tmp_path / "other", progress=False)
+    assert n_calls(fresh) == 3
     pd.testing.assert_frame_equal(res.table.drop(columns="key"), full.table.drop(columns="key"))
-    again = FakeModel(score=_hash_score)
-    h6.evaluate(again, "th_arc", docs, 2, fewshot_pool=pool, chunk_size=2, outputs=tmp_path, progress=False)
-    assert again.calls == 0
+    again = fake(score=_hash_score)
+    h6.evaluate(again, "th_arc", docs, shots(2), fewshot_pool=pool, chunk_size=2, outputs=tmp_path, progress=False)
+    assert n_calls(again) == 0
 
 
 def test_limit_keeps_full_run_shots(tmp_path):
     docs, pool = _numbered_arc(9), _numbered_arc(12)
-    full = h6.evaluate(FakeModel(score=_hash_score), "th_arc", docs, 3, fewshot_pool=pool, outputs=tmp_path / "a", progress=False)
-    part = h6.evaluate(FakeModel(score=_hash_score), "th_arc", docs, 3, limit=4, fewshot_pool=pool, outputs=tmp_path / "b", progress=False)
+    full = h6.evaluate(fake(score=_hash_score), "th_arc", docs, shots(3), fewshot_pool=pool, outputs=tmp_path / "a", progress=False)
+    part = h6.evaluate(fake(score=_hash_score), "th_arc", docs, shots(3), limit=4, fewshot_pool=pool, outputs=tmp_path / "b", progress=False)
     assert part.table["shots"].tolist() == full.table["shots"].tolist()[:4] == lb_draws(9, 12, 3)[:4]
     assert part.table["prompt_sha256"].tolist() == full.table["prompt_sha256"].tolist()[:4]
     assert "limit:4" in part.headline.signature and "limit" not in full.headline.signature
     # the first shot of doc 0 is the pool item LB draws for it
     first = pool[lb_draws(9, 12, 3)[0][0]]["question"]
-    model = FakeModel(score=_hash_score)
-    h6.evaluate(model, "th_arc", docs, 3, limit=1, fewshot_pool=pool, outputs=tmp_path / "c", progress=False)
+    model = fake(score=_hash_score)
+    h6.evaluate(model, "th_arc", docs, shots(3), limit=1, fewshot_pool=pool, outputs=tmp_path / "c", progress=False)
     assert model.requests[0][0].startswith(f"Question: {first}\nAnswer: ")
     # a limited run shares the store with the full run: the full run reuses its items
-    reuse = FakeModel(score=_hash_score)
-    h6.evaluate(reuse, "th_arc", docs, 3, fewshot_pool=pool, outputs=tmp_path / "b", progress=False, chunk_size=4)
+    reuse = fake(score=_hash_score)
+    h6.evaluate(reuse, "th_arc", docs, shots(3), fewshot_pool=pool, outputs=tmp_path / "b", progress=False, chunk_size=4)
     assert len(reuse.requests) == 2 * 5
 
 
 def test_h_sampler_and_options_change_the_run(tmp_path):
     docs, pool = _numbered_arc(4), _numbered_arc(6)
-    lb = h6.evaluate(FakeModel(score=_hash_score), "th_arc", docs, 2, fewshot_pool=pool, outputs=tmp_path, progress=False)
-    h = h6.evaluate(FakeModel(score=_hash_score), "th_arc", docs, 2, fewshot_pool=pool, sampler="h", outputs=tmp_path, progress=False)
+    lb = h6.evaluate(fake(score=_hash_score), "th_arc", docs, shots(2), fewshot_pool=pool, outputs=tmp_path, progress=False)
+    h = h6.evaluate(fake(score=_hash_score), "th_arc", docs, shots(2, sampler="h"), fewshot_pool=pool, outputs=tmp_path, progress=False)
     assert lb.run_dir != h.run_dir
     assert h.config["sampler"] == "h" and h.config["fewshot_seed"] == 1234
     assert lb.config["fewshot_seed"] == 42
     with pytest.raises(ValueError, match="mc2 must be"):
-        h6.evaluate(FakeModel(score=_hash_score), "th_arc", docs, 0, mc2="x", outputs=tmp_path, progress=False)
+        shots(0, mc2="x")
 
 
 def test_truthfulqa_mc2_variants(tmp_path):
@@ -146,14 +130,14 @@ def test_truthfulqa_mc2_variants(tmp_path):
            "mc1_targets": {"choices": ["จริง", "เท็จ"], "labels": [1, 0]},
            "mc2_targets": {"choices": ["จริงหนึ่ง", "เท็จหนึ่ง", "จริงสอง"], "labels": [1, 0, 1]}}
     lls = {" จริง": -1.0, " เท็จ": -0.5, " จริงหนึ่ง": math.log(0.2), " เท็จหนึ่ง": math.log(0.5), " จริงสอง": math.log(0.3)}
-    res = h6.evaluate(FakeModel(score=lambda c, x: lls[x]), "th_truthfulqa", [doc], outputs=tmp_path, progress=False)
+    res = h6.evaluate(fake(score=lambda c, x: lls[x]), "th_truthfulqa", [doc], outputs=tmp_path, progress=False)
     assert res.scores["mc1"].value == 0.0
     assert res.headline.name == "th_truthfulqa/mc2" and res.headline.value == pytest.approx(0.2)
     assert res.scores["mc2_mask"].value == pytest.approx(0.5)
-    masked = h6.evaluate(FakeModel(score=lambda c, x: lls[x]), "th_truthfulqa", [doc], mc2="mask", outputs=tmp_path, progress=False)
+    masked = h6.evaluate(fake(score=lambda c, x: lls[x]), "th_truthfulqa", [doc], LEADERBOARD.replace(mc2="mask"), outputs=tmp_path, progress=False)
     assert masked.headline.value == pytest.approx(0.5) and "mc2:mask" in masked.headline.signature
     with pytest.raises(ValueError, match="zero-shot only"):
-        h6.evaluate(FakeModel(score=lambda c, x: 0.0), "th_truthfulqa", [doc], 1, outputs=tmp_path, progress=False)
+        h6.evaluate(fake(score=lambda c, x: 0.0), "th_truthfulqa", [doc], shots(1), outputs=tmp_path, progress=False)
 
 
 def test_mmlu_macro_micro_and_per_subject_limit(tmp_path):
@@ -162,8 +146,8 @@ def test_mmlu_macro_micro_and_per_subject_limit(tmp_path):
 
     docs = [mmlu("anatomy", 0, 0), mmlu("anatomy", 1, 1)] + [mmlu("virology", i, "A") for i in range(3)]
     pools = {"anatomy": [mmlu("anatomy", 9, 2)], "virology": [mmlu("virology", 9, 3)]}
-    always_a = FakeModel(score=lambda c, x: 0.0 if x == " A" else -1.0)
-    res = h6.evaluate(always_a, "th_mmlu", docs, 1, fewshot_pool=pools, outputs=tmp_path, progress=False)
+    always_a = fake(score=lambda c, x: 0.0 if x == " A" else -1.0)
+    res = h6.evaluate(always_a, "th_mmlu", docs, shots(1), fewshot_pool=pools, outputs=tmp_path, progress=False)
     # anatomy 1/2 (se 0.5), virology 3/3 (se 0): macro 0.75, se sqrt(0.25)/2; micro 4/5
     assert res.headline.value == pytest.approx(0.75) and res.headline.stderr == pytest.approx(0.25)
     assert res.scores["acc_micro"].value == pytest.approx(0.8)
@@ -172,10 +156,10 @@ def test_mmlu_macro_micro_and_per_subject_limit(tmp_path):
     assert always_a.requests[0][0].startswith(
         "The following are multiple choice questions (with answers) about anatomy.\n\nanatomy ข้อ 9\nA. w"
     )
-    micro = h6.evaluate(FakeModel(score=lambda c, x: 0.0 if x == " A" else -1.0), "th_mmlu", docs, 1,
-                        fewshot_pool=pools, mmlu_average="micro", outputs=tmp_path, progress=False)
+    micro = h6.evaluate(fake(score=lambda c, x: 0.0 if x == " A" else -1.0), "th_mmlu", docs, shots(1, mmlu_average="micro"),
+                        fewshot_pool=pools, outputs=tmp_path, progress=False)
     assert micro.headline.value == pytest.approx(0.8)
-    limited = h6.evaluate(FakeModel(score=lambda c, x: 0.0), "th_mmlu", docs, 1, limit=1, fewshot_pool=pools,
+    limited = h6.evaluate(fake(score=lambda c, x: 0.0), "th_mmlu", docs, shots(1), limit=1, fewshot_pool=pools,
                           outputs=tmp_path, progress=False)
     assert limited.table["doc"].tolist() == [0, 2]  # the first of each subject
 
@@ -183,8 +167,8 @@ def test_mmlu_macro_micro_and_per_subject_limit(tmp_path):
 def test_winogrande_blank_at_end_runs(tmp_path):
     docs = [{"sentence": "ฉันชอบ_", "option1": "แมว", "option2": "หมา", "answer": "2"},
             {"sentence": "_ วิ่งเร็วกว่าเต่า", "option1": "กระต่าย", "option2": "เต่า", "answer": "1"}]
-    model = FakeModel(score=lambda c, x: -1.0 if x == " " else (-2.0 if c.endswith("กระต่าย") else -5.0))
-    res = h6.evaluate(model, "th_winogrande", docs, 0, outputs=tmp_path, progress=False)
+    model = fake(score=lambda c, x: -1.0 if x == " " else (-2.0 if c.endswith("กระต่าย") else -5.0))
+    res = h6.evaluate(model, "th_winogrande", docs, shots(0), outputs=tmp_path, progress=False)
     assert model.requests[:2] == [("ฉันชอบแมว", " "), ("ฉันชอบหมา", " ")]
     assert res.table["pred"].tolist() == [0, 0]  # tie -> first option
     assert res.headline.value == pytest.approx(0.5)
@@ -194,16 +178,16 @@ def test_gsm8k_generation_strict_and_flexible(tmp_path):
     docs = [{"question": "ไข่ 10 ฟอง แตก 4", "answer": "10-4=<<10-4=6>>6\n#### 6"},
             {"question": "เงิน 500 บาท ได้เพิ่ม 500", "answer": "#### 1,000"}]
     replies = {"ไข่ 10 ฟอง แตก 4": " เหลือ 6 ฟอง #### 6", "เงิน 500 บาท ได้เพิ่ม 500": " รวม 1,000 บาท"}
-    model = FakeModel(reply=lambda p: replies[p.rsplit("Question: ", 1)[1].split("\n")[0]])
-    res = h6.evaluate(model, "th_gsm8k", docs, 0, outputs=tmp_path, progress=False)
-    assert model.generate_kwargs == [{"max_new_tokens": 256, "stop": [":", "Question:", "Question"], "temperature": 0.0}]
+    model = fake(reply=lambda p: replies[p.rsplit("Question: ", 1)[1].split("\n")[0]])
+    res = h6.evaluate(model, "th_gsm8k", docs, shots(0), outputs=tmp_path, progress=False)
+    assert model.calls == [("generate", {"n": 2, "max_new_tokens": 256, "stop": [":", "Question:", "Question"], "temperature": 0.0})]
     assert res.table["strict"].tolist() == ["6", "[invalid]"]
     assert res.table["flexible"].tolist() == ["6", "1000"]
     assert res.headline.value == pytest.approx(0.5) and res.scores["flexible_match"].value == pytest.approx(1.0)
-    h_model = FakeModel(reply=lambda p: "")
-    h_res = h6.evaluate(h_model, "th_gsm8k", docs, 0, gsm8k_stops="h", max_new_tokens=32, outputs=tmp_path, progress=False)
-    assert h_model.generate_kwargs[0]["stop"] == ["Question:", "</s>", "<|im_end|>"]
-    assert h_res.config["max_new"] == 32 and "stops:Question:+</s>+<|im_end|>" in h_res.headline.signature
+    h_model = fake(reply=lambda p: "")
+    h_res = h6.evaluate(h_model, "th_gsm8k", docs, shots(0, gsm8k_stops="h", max_new_tokens=32), outputs=tmp_path, progress=False)
+    assert h_model.calls[0][1]["stop"] == ["Question:", "</s>", "<|im_end|>"]
+    assert h_res.config["max_new_tokens"] == 32 and "stops:Question:+</s>+<|im_end|>" in h_res.headline.signature
 
 
 def test_bad_doc_names_row_and_field(tmp_path):
@@ -211,9 +195,9 @@ def test_bad_doc_names_row_and_field(tmp_path):
 
     docs = ARC_DOCS + [{"question": "x", "choices": {"text": ["a"], "label": ["A"]}, "answerKey": "Z"}]
     with pytest.raises(ThaiEvalDataError, match="row 3, field 'answerKey'"):
-        h6.evaluate(FakeModel(score=lambda c, x: 0.0), "th_arc", docs, 0, outputs=tmp_path, progress=False)
+        h6.evaluate(fake(score=lambda c, x: 0.0), "th_arc", docs, shots(0), outputs=tmp_path, progress=False)
     with pytest.raises(ThaiEvalDataError, match="25 shots requested from a few-shot pool of 0"):
-        h6.evaluate(FakeModel(score=lambda c, x: 0.0), "th_arc", ARC_DOCS, outputs=tmp_path, progress=False)
+        h6.evaluate(fake(score=lambda c, x: 0.0), "th_arc", ARC_DOCS, outputs=tmp_path, progress=False)
 
 
 def test_thai_h6_average_full_and_partial():
@@ -236,7 +220,7 @@ def test_thai_h6_average_full_and_partial():
 
 
 def test_thai_h6_average_from_results(tmp_path):
-    res = h6.evaluate(FakeModel(score=lambda c, x: ARC_LLS[x]), "th_arc", ARC_DOCS, 0, outputs=tmp_path, progress=False)
+    res = h6.evaluate(fake(score=lambda c, x: ARC_LLS[x]), "th_arc", ARC_DOCS, shots(0), outputs=tmp_path, progress=False)
     score = h6.thai_h6_score([res])
     assert score.value == pytest.approx(100 / 3) and score.missing == h6.TASKS[1:]
 
@@ -257,8 +241,8 @@ def test_evaluate_tasks_and_scores_frame(tmp_path):
     wino = [{"sentence": f"ฉันเห็น_ตัวที่ {i}", "option1": "แมว", "option2": "หมา", "answer": "1"} for i in range(3)]
     write(root / "th_winogrande" / "th_winogrande_validation.jsonl", wino)
     write(root / "th_winogrande" / "th_winogrande_train.jsonl", wino)
-    model = FakeModel(score=lambda c, x: ARC_LLS.get(x, -2.0 if c.endswith("แมว") else -3.0))
-    res = h6.evaluate_tasks(model, tmp_path, ["th_winogrande", "arc"], limits={"th_winogrande": 2}, num_fewshot=0,
+    model = fake(score=lambda c, x: ARC_LLS.get(x, -2.0 if c.endswith("แมว") else -3.0))
+    res = h6.evaluate_tasks(model, tmp_path, ["th_winogrande", "arc"], shots(0), limits={"th_winogrande": 2},
                             outputs=tmp_path / "out", progress=False)
     assert list(res) == ["th_arc", "th_winogrande"]
     assert len(res["th_arc"].table) == 3 and len(res["th_winogrande"].table) == 2
@@ -277,13 +261,13 @@ def test_tiny_model_chunking_does_not_change_lls(tmp_path, tiny_local_model):
     from thai_eval_utils.h6 import tasks as T
 
     docs, pool = _numbered_arc(4), _numbered_arc(6)
-    one = h6.evaluate(tiny_local_model, "th_arc", docs, 2, fewshot_pool=pool, chunk_size=1, outputs=tmp_path / "a", progress=False)
-    many = h6.evaluate(tiny_local_model, "th_arc", docs, 2, fewshot_pool=pool, chunk_size=32, outputs=tmp_path / "b", progress=False)
+    one = h6.evaluate(tiny_local_model, "th_arc", docs, shots(2), fewshot_pool=pool, chunk_size=1, outputs=tmp_path / "a", progress=False)
+    many = h6.evaluate(tiny_local_model, "th_arc", docs, shots(2), fewshot_pool=pool, chunk_size=32, outputs=tmp_path / "b", progress=False)
     for a, b in zip(one.table["lls"], many.table["lls"]):
         assert a == pytest.approx(b, abs=1e-4)
     spec = T.get_task("th_arc")
-    shots = lb_draws(4, 6, 2)
-    alone = T.build_requests(spec, docs[3], [pool[j] for j in shots[3]], spec.templates)
+    draws = lb_draws(4, 6, 2)
+    alone = T.build_requests(spec, docs[3], [pool[j] for j in draws[3]], spec.templates)
     direct = [ll for ll, _ in tiny_local_model.loglikelihood(list(alone.requests))]
     assert many.table["lls"].iloc[3] == pytest.approx(direct, abs=1e-4)
     assert many.table["prompt_sha256"].iloc[3] == alone.sha256
@@ -299,8 +283,8 @@ def test_model_without_loglikelihood_is_refused(tmp_path):
             return [" #### 6" for _ in prompts]
 
     with pytest.raises(ThaiEvalError, match="has none"):
-        h6.evaluate(ApiLike(), "th_arc", ARC_DOCS, 0, outputs=tmp_path, progress=False)
-    res = h6.evaluate(ApiLike(), "th_gsm8k", [{"question": "q", "answer": "#### 6"}], 0, outputs=tmp_path, progress=False)
+        h6.evaluate(ApiLike(), "th_arc", ARC_DOCS, shots(0), outputs=tmp_path, progress=False)
+    res = h6.evaluate(ApiLike(), "th_gsm8k", [{"question": "q", "answer": "#### 6"}], shots(0), outputs=tmp_path, progress=False)
     assert res.headline.value == 1.0
 
 
@@ -312,9 +296,26 @@ def test_bos_option_is_recorded_and_restored(tmp_path):
             seen.append(self.add_bos_token)
             return super().loglikelihood(requests)
 
-    model = BosModel(score=lambda c, x: ARC_LLS[x])
-    res = h6.evaluate(model, "th_arc", ARC_DOCS, 0, add_bos_token=True, outputs=tmp_path, progress=False)
+    model = BosModel(score=lambda c, x: (ARC_LLS[x], False))
+    res = h6.evaluate(model, "th_arc", ARC_DOCS, shots(0, add_bos_token=True), outputs=tmp_path, progress=False)
     assert seen == [True] and model.add_bos_token is False
-    assert res.config["add_bos"] is True and "bos:yes" in res.headline.signature
-    off = h6.evaluate(model, "th_arc", ARC_DOCS, 0, outputs=tmp_path, progress=False)
+    assert res.config["add_bos_token"] is True and "bos:yes" in res.headline.signature
+    off = h6.evaluate(model, "th_arc", ARC_DOCS, shots(0), outputs=tmp_path, progress=False)
     assert off.run_dir != res.run_dir and seen == [True, False]
+
+
+def test_calls_from_evaluate_to_the_decoder_forward(tmp_path, tiny_local_model):
+    """The frames between h6.evaluate and the decoder's forward: the run loop, the batch's compute, the model's
+    loglikelihood and the engine's driver loop (the runner plans in generators that are suspended meanwhile)."""
+    import traceback
+
+    stacks = []
+    handle = tiny_local_model.hf_model.base_model.register_forward_pre_hook(
+        lambda module, args: stacks.append(traceback.extract_stack()))
+    try:
+        h6.evaluate(tiny_local_model, "th_arc", ARC_DOCS, shots(0), outputs=tmp_path, progress=False)
+    finally:
+        handle.remove()
+    names = [f.name for f in stacks[-1]]
+    path = names[len(names) - 1 - names[::-1].index("evaluate"):names.index("_wrapped_call_impl")]
+    assert path == ["evaluate", "run_items", "compute", "loglikelihood", "drive"]  # 5 calls down to forward

@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO
 
 NOTEBOOK = REPO / "notebooks" / "thai_h6.ipynb"
-PARAMETERS = ["model", "dtype", "device_map", "data_source", "tasks", "limit", "gsm8k_limit", "num_fewshot", "batch_size",
+PARAMETERS = ["model", "dtype", "device_map", "data_source", "tasks", "limit", "gsm8k_limit", "protocol_preset", "num_fewshot", "batch_size",
               "chunk_size", "sampler", "fewshot_seed", "add_bos_token", "gsm8k_stops", "gsm8k_max_new_tokens", "mc2",
               "mmlu_average", "outputs_dir", "paper_table4"]  # fmt: skip
 
@@ -29,8 +29,9 @@ def test_committed_without_outputs_and_parameters_parse():
     assert [p.name for p in params] == PARAMETERS
     assert all(p.help for p in params)
     defaults = {p.name: p.default for p in params}
-    assert defaults["sampler"] == '"lb"' and defaults["add_bos_token"] == "False" and defaults["mc2"] == '"lb"'
-    assert defaults["gsm8k_stops"] == '"lb"' and defaults["mmlu_average"] == '"macro"' and defaults["limit"] == "None"
+    assert defaults["protocol_preset"] == '"lb"' and defaults["limit"] == "None" and defaults["add_bos_token"] == "False"
+    overrides = ["num_fewshot", "sampler", "fewshot_seed", "gsm8k_stops", "gsm8k_max_new_tokens", "mc2", "mmlu_average"]
+    assert all(defaults[name] == "None" for name in overrides)  # None: the preset's value
 
 
 def test_notebook_smoke_run(tmp_path, tiny_model_dir):
@@ -57,9 +58,9 @@ def test_notebook_smoke_run(tmp_path, tiny_model_dir):
     assert len(list((out / "figures").glob("thai_h6_*.png"))) == 1
     cards = [json.loads(p.read_text(encoding="utf-8")) for p in (out / "runs").rglob("run_card.json")]
     gsm = next(c for c in cards if c["benchmark"] == "thai_h6/th_gsm8k")
-    assert gsm["config"]["gsm8k_stops"] == [":", "Question:", "Question"] and gsm["config"]["max_new"] == 4
+    assert gsm["config"]["gsm8k_stops"] == [":", "Question:", "Question"] and gsm["config"]["max_new_tokens"] == 4
     arc = next(c for c in cards if c["benchmark"] == "thai_h6/th_arc")
-    assert arc["config"]["num_fewshot"] == 25 and arc["config"]["sampler"] == "lb" and arc["config"]["add_bos"] is False
+    assert arc["config"]["num_fewshot"] == 25 and arc["config"]["sampler"] == "lb" and arc["config"]["add_bos_token"] is False
     # the load options reach the model and every run card records what the weights ended up as
     assert {(c["model"]["dtype"], c["model"]["device"], c["model"]["add_bos_token"]) for c in cards} == {
         ("bfloat16", "cpu", False)}

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from thai_eval_utils.h6 import prompts as P
 from thai_eval_utils.h6 import tasks as T
+from thai_eval_utils.h6.protocol import LM_EVAL, gsm8k_stops
 
 
 def _arc(q, texts, key):
@@ -65,10 +67,10 @@ def test_truthfulqa_preamble_and_targets():
            "mc1_targets": {"choices": ["ไม่งอก", "งอก"], "labels": [1, 0]},
            "mc2_targets": {"choices": ["ไม่งอก", "งอก", "ไม่มีอะไรเกิดขึ้น"], "labels": [1, 0, 1]}}
     r = T.build_requests(spec, doc, [], spec.templates)
-    assert T.TRUTHFULQA_QA_PROMPT.startswith("Q: What is human life expectancy in the United States?\nA: ")
-    assert T.TRUTHFULQA_QA_PROMPT.endswith("A: The 1992 Olympics were held in Barcelona, Spain.")
-    assert T.TRUTHFULQA_QA_PROMPT.count("\n\nQ: ") == 5
-    assert r.prompt == T.TRUTHFULQA_QA_PROMPT + "\n\nQ: แตงโมงอกในท้องไหม\nA:"
+    assert P.TRUTHFULQA_QA_PROMPT.startswith("Q: What is human life expectancy in the United States?\nA: ")
+    assert P.TRUTHFULQA_QA_PROMPT.endswith("A: The 1992 Olympics were held in Barcelona, Spain.")
+    assert P.TRUTHFULQA_QA_PROMPT.count("\n\nQ: ") == 5
+    assert r.prompt == P.TRUTHFULQA_QA_PROMPT + "\n\nQ: แตงโมงอกในท้องไหม\nA:"
     assert [c for _, c in r.requests] == [" ไม่งอก", " งอก", " ไม่งอก", " งอก", " ไม่มีอะไรเกิดขึ้น"]
     assert r.n_mc1 == 2
     import math
@@ -76,7 +78,7 @@ def test_truthfulqa_preamble_and_targets():
     lls = [-1.0, -2.0, math.log(0.2), math.log(0.5), math.log(0.3)]
     out = T.process_results(spec, doc, lls)
     assert out["mc1"] == 1.0 and out["mc2"] == pytest.approx(0.2) and out["mc2_mask"] == pytest.approx(0.5)
-    assert T.process_results(spec, doc, lls, mc2="mask")["mc2"] == pytest.approx(0.5)
+    assert T.process_results(spec, doc, lls, protocol=LM_EVAL)["mc2"] == pytest.approx(0.5)
 
 
 def test_winogrande_partial_scoring_with_shot():
@@ -113,9 +115,9 @@ def test_gsm8k_prompt_and_stops():
     assert r.prompt == ("Question: มีส้ม 3 ผล กินไป 1 ผล เหลือกี่ผล\nAnswer: 3-1 = <<3-1=2>>2\n#### 2\n\n"
                         "Question: มีไข่ 12 ฟอง ใช้ไป 5 ฟอง\nAnswer:")
     assert r.requests == ()
-    assert T.gsm8k_stops("lb") == (":", "Question:", "Question")
-    assert T.gsm8k_stops("h") == ("Question:", "</s>", "<|im_end|>")
-    assert T.gsm8k_stops(["\n\n"]) == ("\n\n",)
+    assert gsm8k_stops("lb") == (":", "Question:", "Question")
+    assert gsm8k_stops("h") == ("Question:", "</s>", "<|im_end|>")
+    assert gsm8k_stops(["\n\n"]) == ("\n\n",)
     assert T.process_results(spec, doc, " ใช้ไป 5 เหลือ 7 #### 7")["exact_match"] == 1.0
 
 
@@ -137,3 +139,24 @@ def test_prompt_hash_changes_with_any_request():
     a = T.build_requests(spec, _arc("q", ["x", "y"], "A"), [], spec.templates)
     b = T.build_requests(spec, _arc("q", ["x", "z"], "A"), [], spec.templates)
     assert a.sha256 != b.sha256 and len(a.sha256) == 64
+
+
+def test_specs_carry_their_behaviour():
+    """Limit, few-shot pool, config keys and headline come from the spec (MMLU: per subject)."""
+    from thai_eval_utils.h6.protocol import LEADERBOARD
+
+    mmlu, arc, tqa, gsm = (T.get_task(t) for t in ("th_mmlu", "th_arc", "th_truthfulqa", "th_gsm8k"))
+    docs = [{"subject": s} for s in ("a", "a", "b", "b", "b", "c")]
+    assert mmlu.select(docs, 1) == [0, 2, 5] and mmlu.select(docs, 2) == [0, 1, 2, 3, 5]
+    assert arc.select(docs, 2) == [0, 1] and arc.select(docs, None) == list(range(6))
+    pools = {"a": [{"q": 1}], "b": [{"q": 2}, {"q": 3}]}
+    assert mmlu.pool_for(pools, docs[3]) == [{"q": 2}, {"q": 3}] and mmlu.pool_for(pools, docs[5]) == []
+    assert arc.pool_for([{"q": 1}], docs[0]) == [{"q": 1}] and arc.pool_for(None, docs[0]) == []
+    assert mmlu.config(LM_EVAL) == {"mmlu_average": "micro"} and arc.config(LM_EVAL) == {}
+    assert tqa.config(LM_EVAL) == {"mc2": "mask"}
+    assert gsm.config(LEADERBOARD) == {"gsm8k_stops": [":", "Question:", "Question"], "max_new_tokens": 256,
+                                       "decoding": "greedy"}
+    assert mmlu.sampler(LM_EVAL) == ("first_n", None) and tqa.sampler(LEADERBOARD) == ("none", None)
+    assert arc.sampler(LM_EVAL) == ("h", 1234) and arc.sampler(LEADERBOARD.replace(fewshot_seed=3)) == ("lb", 3)
+    assert [T.get_task(t).headline for t in T.TASKS] == ["acc_norm", "acc_norm", "acc", "mc2", "acc", "exact_match"]
+    assert not gsm.uses_loglikelihood and arc.uses_loglikelihood

@@ -347,7 +347,8 @@ def test_reads_a_real_h6_run(tmp_path):
     length_lm = FakeModel("length-lm", score=lambda ctx, cont: (-float(len(cont)), False))
     # choices " ก" (ll -2, per char -2), " ขข" (-3, -1.5), " คคค" (-4, -1.33): acc_norm picks C, acc picks A
     docs = [{"question": f"q{i}", "choices": {"text": ["ก", "ขข", "คคค"], "label": ["A", "B", "C"]}, "answerKey": "C"} for i in range(4)]
-    h6.evaluate(length_lm, "th_arc", docs, num_fewshot=0, fewshot_pool=docs, limit=3, outputs=tmp_path, progress=False)
+    h6.evaluate(length_lm, "th_arc", docs, h6.LEADERBOARD.replace(num_fewshot=0), fewshot_pool=docs, limit=3,
+                outputs=tmp_path, progress=False)
     row = paper_runs.table_with_runs("h6", paper.load_all_published(DATA), tmp_path).iloc[-1]
     assert (row["source"], row["model"], row["th_arc"], row["thai_h6_avg"]) == ("thai-eval run", "length-lm", "100.00", "")
     assert row["partial"] and row["samples"] == "th_arc 3/1222" and "num_fewshot=0" in row["options"]

@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 from transformers import StoppingCriteria, StoppingCriteriaList
 
 from thai_eval_utils.core.errors import ThaiEvalError
-from thai_eval_utils.core.loglikelihood import loglikelihood
+from thai_eval_utils.core.loglikelihood import drive, plan
 from thai_eval_utils.core.model_sources import check_dtype, resolve_spec
 from thai_eval_utils.core.stops import cut_at_stop
 
@@ -153,11 +153,10 @@ class LocalModel:
 
     # --- log-likelihood -------------------------------------------------------------------------
     def loglikelihood(self, requests: Sequence[tuple[str, str]], *, progress: bool = True) -> list[tuple[float, bool]]:
-        """lm-eval's contract: summed log-probability of each continuation and whether it is greedy."""
-        return loglikelihood(
-            self.hf_model, self.tokenizer, list(requests),
-            add_bos_token=self.add_bos_token, max_length=self.max_length, progress=progress,
-        )
+        """lm-eval's contract: summed log-probability of each continuation and whether it is greedy
+        (:func:`thai_eval_utils.core.loglikelihood.loglikelihood`; ``drive`` makes the decoder's forward calls)."""
+        return drive(plan(self.hf_model, self.tokenizer, requests, add_bos_token=self.add_bos_token,
+                          max_length=self.max_length, progress=progress))
 
     # --- generation -----------------------------------------------------------------------------
     def _encode_prompts(self, prompts: Sequence[str], add_special_tokens: bool, room: int) -> list[list[int]]:

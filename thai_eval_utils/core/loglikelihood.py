@@ -25,15 +25,16 @@ from __future__ import annotations
 import warnings
 import weakref
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 from thai_eval_utils.core.errors import ThaiEvalError
-from thai_eval_utils.core.prefix_tree import Runner, build_tree, tree_supported
+from thai_eval_utils.core.prefix_tree import Plan, Runner, build_tree, tree_supported
 
-__all__ = ["loglikelihood"]
+__all__ = ["drive", "loglikelihood", "plan"]
 
 _KV_BYTES = 1 << 30  # default token budget: about 1 GiB of key/value cache per forward
 _SELF_CHECK_TOL = {torch.float32: 1e-3, torch.float64: 1e-6}  # other dtypes: 0.1 (structural errors are > 1 nat)
@@ -99,11 +100,11 @@ def _fed(encoded, max_length: int) -> tuple[list[tuple[int, ...] | None], list[l
         targets.append(cont)
     if cut:
         warnings.warn(f"{len(cut)} of {len(encoded)} requests exceed max_length {max_length} (+1) and were "
-                      f"left-truncated (longest: {max(cut)} tokens); continuations are kept whole", stacklevel=3)
+                      f"left-truncated (longest: {max(cut)} tokens); continuations are kept whole", stacklevel=5)
     n_empty = sum(1 for c in targets if not c)
     if n_empty:
         warnings.warn(f"{n_empty} continuation(s) encode to no tokens; scored (0.0, True): the log-probability "
-                      "of an empty string (lm-eval 0.4.13 fails an assertion instead)", stacklevel=3)
+                      "of an empty string (lm-eval 0.4.13 fails an assertion instead)", stacklevel=5)
     return seqs, targets
 
 
@@ -119,8 +120,9 @@ def _auto_budget(model) -> int:
 
 
 def _score_tokens(model, seqs, targets, budget: int, mode: str, progress: bool = False,
-                  desc: str = "loglikelihood") -> list[tuple[float, bool]]:
-    """Score continuation tokens ``targets[i]`` after the fed sequence ``seqs[i]`` (None: empty continuation)."""
+                  desc: str = "loglikelihood") -> Plan:
+    """Score continuation tokens ``targets[i]`` after the fed sequence ``seqs[i]`` (None: empty continuation);
+    a plan returning ``(log_likelihood, is_greedy)`` per sequence."""
     live = [i for i, s in enumerate(seqs) if s is not None]
     offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
     offsets[1:] = np.cumsum([len(t) for t in targets])
@@ -136,8 +138,7 @@ def _score_tokens(model, seqs, targets, budget: int, mode: str, progress: bool =
     pbar = tqdm(total=len(seqs), desc=desc, unit="req", disable=not progress)
     pbar.update(len(seqs) - len(live))
     runner = Runner(model, budget, int(offsets[-1]), mode, pbar)
-    with torch.inference_mode():
-        runner.run(root)
+    yield from runner.run(root)
     pbar.close()
     out = []
     for i in range(len(seqs)):  # float32 sum over the continuation, like lm-eval's logits.sum()
@@ -146,7 +147,7 @@ def _score_tokens(model, seqs, targets, budget: int, mode: str, progress: bool =
     return out
 
 
-def _mode(model, budget: int) -> str | None:
+def _mode(model, budget: int) -> Plan:
     """Once per model/dtype/device: the first runner mode ("tree", then "batch") that equals a full forward on
     short branching sequences (packed leaves, shared trunks, nested prefixes); None: use the reference path."""
     key = (model.dtype, str(model.device))
@@ -160,11 +161,11 @@ def _mode(model, budget: int) -> str | None:
         seqs = [tuple(base[:12]), tuple(base[:8] + [(b + 5) % vocab for b in base[8:12]]), tuple(base[:5]),
                 tuple(base), tuple(base[20:30])]
         targets = [[base[3], base[5]], [base[1], base[2], base[0]], [base[6]], [base[9]] * 6, [base[1], base[2]]]
-        slow = _reference_tokens(model, seqs, targets)
+        slow = yield from _reference_tokens(model, seqs, targets)
         tol = _SELF_CHECK_TOL.get(model.dtype, 0.1)
         for mode in (["tree"] if tree_supported(model) else []) + ["batch"]:
             try:
-                fast = _score_tokens(model, seqs, targets, budget, mode)
+                fast = yield from _score_tokens(model, seqs, targets, budget, mode)
             except Exception as exc:  # noqa: BLE001 - an unsupported model: try the next mode
                 why = f"{type(exc).__name__}: {exc}"
                 continue
@@ -174,9 +175,33 @@ def _mode(model, budget: int) -> str | None:
     except Exception as exc:  # noqa: BLE001 - an unsupported architecture: fall back rather than fail
         why = f"{type(exc).__name__}: {exc}"
     warnings.warn(f"log-likelihood engine self-check failed for {type(model).__name__} ({why}); "
-                  "using the full-forward reference path", stacklevel=3)
+                  "using the full-forward reference path", stacklevel=5)
     seen[key] = None
     return None
+
+
+def drive(plan: Plan) -> Any:
+    """Make the forward calls ``plan`` yields (without autograd), send each output back, return its result.
+
+    The one loop between a caller and the model: the runner and the self-check only plan (generators), so the
+    decoder is called from here, one frame below ``loglikelihood``. An error of a forward call is thrown into
+    the plan (the self-check catches those of an unsupported runner mode).
+    """
+    with torch.inference_mode():
+        try:
+            step = next(plan)
+            while True:
+                module, inputs = step
+                try:
+                    out = module(**inputs)
+                except Exception as exc:  # noqa: BLE001 - handed to the plan, which re-raises what it cannot handle
+                    step = plan.throw(exc)
+                    continue
+                step = plan.send(out)
+        except StopIteration as done:
+            return done.value
+        finally:
+            plan.close()
 
 
 def loglikelihood(model, tokenizer, requests: list[tuple[str, str]], *, add_bos_token: bool = False,
@@ -213,34 +238,41 @@ def loglikelihood(model, tokenizer, requests: list[tuple[str, str]], *, add_bos_
     Raises:
         ThaiEvalError: a non-empty context that encodes to no tokens, or a continuation longer than max_length.
     """
+    return drive(plan(model, tokenizer, requests, add_bos_token=add_bos_token, max_length=max_length,
+                      batch_tokens=batch_tokens, progress=progress))
+
+
+def plan(model, tokenizer, requests: Sequence[tuple[str, str]], *, add_bos_token: bool = False, max_length: int,
+         batch_tokens: int | None = None, progress: bool = True) -> Plan:
+    """:func:`loglikelihood` as a plan for :func:`drive` (``LocalModel.loglikelihood`` drives it itself)."""
     requests = [(str(c), str(x)) for c, x in requests]
     if not requests:
         return []
     if model.training:
         warnings.warn("the model is in training mode (dropout is active); call model.eval() for lm-eval's numbers",
-                      stacklevel=2)
+                      stacklevel=4)
     seqs, targets = _fed(_encode(tokenizer, requests, add_bos_token), max_length)
     budget = batch_tokens or _auto_budget(model)
-    mode = _mode(model, budget)
+    mode = yield from _mode(model, budget)
     if mode is None:
-        return _reference_tokens(model, seqs, targets, progress=progress)
-    return _score_tokens(model, seqs, targets, budget, mode, progress)
+        return (yield from _reference_tokens(model, seqs, targets, progress=progress))
+    return (yield from _score_tokens(model, seqs, targets, budget, mode, progress))
 
 
 # --- reference: one full forward per request, like lm-eval (used by the tests and as the fallback) ---------------
-def _reference_tokens(model, seqs, targets, *, progress: bool = False) -> list[tuple[float, bool]]:
+def _reference_tokens(model, seqs, targets, *, progress: bool = False) -> Plan:
     """One full forward per fed sequence (the output layer at every position, as lm-eval), then a float32
     log_softmax of the continuation positions."""
     out = []
-    with torch.inference_mode():
-        for seq, tgt in tqdm(list(zip(seqs, targets)), desc="loglikelihood (reference)", disable=not progress):
-            if not tgt:
-                out.append((0.0, True))
-                continue
-            logits = model(torch.tensor([list(seq)], device=model.device)).logits[0, -len(tgt):]
-            logp = torch.log_softmax(logits.float(), dim=-1)
-            t = torch.tensor(tgt, device=logp.device)
-            out.append((float(logp.gather(1, t[:, None]).sum()), bool((logp.argmax(-1) == t).all())))
+    for seq, tgt in tqdm(list(zip(seqs, targets)), desc="loglikelihood (reference)", disable=not progress):
+        if not tgt:
+            out.append((0.0, True))
+            continue
+        ids = torch.tensor([list(seq)], device=model.device)  # [1, length]
+        logits = (yield model, {"input_ids": ids}).logits[0, -len(tgt):]  # [continuation, vocab]
+        logp = torch.log_softmax(logits.float(), dim=-1)
+        t = torch.tensor(tgt, device=logp.device)
+        out.append((float(logp.gather(1, t[:, None]).sum()), bool((logp.argmax(-1) == t).all())))
     return out
 
 
@@ -265,4 +297,4 @@ def _reference_loglikelihood(model, tokenizer, requests, *, add_bos_token: bool 
             cont_ids = whole[len(ctx_ids):]
         seqs.append(tuple((ctx_ids + cont_ids)[-(max_length + 1):][:-1]))
         targets.append(cont_ids)
-    return _reference_tokens(model, seqs, targets)
+    return drive(_reference_tokens(model, seqs, targets))

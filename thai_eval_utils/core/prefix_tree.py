@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import inspect
 import time
+from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -30,7 +32,13 @@ from transformers import AttentionInterface, DynamicCache
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-__all__ = ["Node", "build_tree", "Runner", "tree_supported"]
+__all__ = ["Forward", "Node", "Plan", "build_tree", "Runner", "tree_supported"]
+
+#: One forward call the runner asks its driver to make: ``(module, keyword arguments)``; the driver sends back
+#: the module's output (see :func:`thai_eval_utils.core.loglikelihood.drive`).
+Forward = tuple[Callable[..., Any], dict[str, Any]]
+#: A runner plan: a generator that yields forward calls, receives their outputs and returns its result.
+Plan = Generator[Forward, Any, Any]
 
 HEAD_BYTES = 1 << 27  # at most 128 MiB of float32 logits per output-layer call (a bound independent of length)
 EDGE_TOKENS = 8192  # at most this many tokens of a long context per plain forward call (bounds HF's own masks)
@@ -155,7 +163,8 @@ def tree_supported(model) -> bool:
 
 
 class Body:
-    """The decoder body (final norm included) called on token ids, with a KV cache and optional packed masks."""
+    """The decoder body (final norm included): the inputs of its forward on token ids, with a KV cache and
+    optional packed masks (``self.net(**body.inputs(...)).last_hidden_state`` is [rows, length, hidden])."""
 
     def __init__(self, model):
         self.net = model.base_model
@@ -168,30 +177,30 @@ class Body:
         self.window = getattr(cfg, "sliding_window", None)
         self.eager = getattr(model.config, "_attn_implementation", None) == "eager"
 
-    def __call__(self, ids: list[list[int]], cache: DynamicCache | None, positions=None, branch=None):
-        """Hidden states [rows, length, d]. With ``positions``/``branch`` (one packed row): query i sees key j
-        iff pos[j] <= pos[i] and j is on i's branch or on the shared trunk (branch 0), within the window on
-        sliding-window layers; the cache holds trunk positions ``0..past-1``."""
-        x = torch.tensor(ids, dtype=torch.long, device=self.device)
+    def forward(self, ids: list[list[int]], cache: DynamicCache | None, positions=None, branch=None) -> Forward:
+        """The forward call on ``ids`` [rows, length]. With ``positions``/``branch`` (one packed row): query i
+        sees key j iff pos[j] <= pos[i] and j is on i's branch or on the shared trunk (branch 0), within the
+        window on sliding-window layers; the cache holds trunk positions ``0..past-1``."""
+        x = torch.tensor(ids, dtype=torch.long, device=self.device)  # [rows, length]
         if positions is None:
             kwargs = {self.cache_kw: cache, "use_cache": True} if cache is not None else {"use_cache": False}
-            return self.net(input_ids=x, **kwargs).last_hidden_state
+            return self.net, {"input_ids": x, **kwargs}
         past = cache.get_seq_length()
-        pos = torch.tensor(positions, dtype=torch.long, device=self.device)
-        br = torch.tensor(branch, dtype=torch.long, device=self.device)
-        kpos = torch.cat([torch.arange(past, device=self.device), pos])
-        kbr = torch.cat([torch.zeros(past, dtype=torch.long, device=self.device), br])
-        allowed = (kpos[None, :] <= pos[:, None]) & ((kbr[None, :] == 0) | (kbr[None, :] == br[:, None]))
+        pos = torch.tensor(positions, dtype=torch.long, device=self.device)  # [tokens] query positions
+        br = torch.tensor(branch, dtype=torch.long, device=self.device)  # [tokens] 0 = trunk, b = leaf b
+        kpos = torch.cat([torch.arange(past, device=self.device), pos])  # [keys] = [past + tokens]
+        kbr = torch.cat([torch.zeros(past, dtype=torch.long, device=self.device), br])  # [keys]
+        allowed = (kpos[None, :] <= pos[:, None]) & ((kbr[None, :] == 0) | (kbr[None, :] == br[:, None]))  # [tokens, keys]
         masks = {}
         for kind in self.types or ["full_attention"]:
             m = allowed if kind == "full_attention" else allowed & (pos[:, None] - kpos[None, :] < self.window)
             if self.eager:  # eager attention adds the mask to the scores
                 m = torch.zeros(m.shape, dtype=self.dtype, device=self.device).masked_fill(
                     ~m, torch.finfo(self.dtype).min)
-            masks[kind] = m[None, None]
+            masks[kind] = m[None, None]  # [1, 1, tokens, keys]
         mask = masks if len(masks) > 1 else next(iter(masks.values()))  # a dict only for mixed layer types
-        return self.net(input_ids=x, attention_mask=mask, position_ids=pos[None], use_cache=True,
-                        **{self.cache_kw: cache}).last_hidden_state
+        return self.net, {"input_ids": x, "attention_mask": mask, "position_ids": pos[None], "use_cache": True,
+                          self.cache_kw: cache}
 
 
 def _block_sdpa(module, query, key, value, attention_mask, **kwargs):
@@ -240,7 +249,12 @@ def _repeat_cache(cache: DynamicCache, rows: int) -> DynamicCache:
 
 # --- the runner -------------------------------------------------------------------------------------------------
 class Runner:
-    """Runs a radix tree of fed sequences and writes each scored token's log-prob and greedy flag to slots."""
+    """Runs a radix tree of fed sequences and writes each scored token's log-prob and greedy flag to slots.
+
+    The runner plans and never calls the decoder itself: :meth:`run` is a generator that yields each forward
+    call (:data:`Forward`) and receives its output, so the one driver loop that makes the calls is the only
+    frame between the caller and the model (:func:`thai_eval_utils.core.loglikelihood.drive`).
+    """
 
     def __init__(self, model, budget: int, n_slots: int, mode: str, pbar=None):
         self.model = model
@@ -288,20 +302,21 @@ class Runner:
             self.pbar.update(sum(n.finishing for n in nodes))
 
     # forwards ----------------------------------------------------------------------------------------------
-    def _run_edge(self, node: Node, cache: DynamicCache, upto: int | None = None) -> None:
+    def _run_edge(self, node: Node, cache: DynamicCache, upto: int | None = None) -> Plan:
         """Extend ``cache`` (holding ``node.start`` tokens) by the node's tokens before absolute position
         ``upto`` (default: all), in chunks, scoring the entries there."""
         end = node.end if upto is None else upto
         for lo in range(node.start, end, self.chunk):
             hi = min(lo + self.chunk, end)
-            hidden = self.body([list(node.seq[lo:hi])], cache)[0]
+            hidden = (yield self.body.forward([list(node.seq[lo:hi])], cache)).last_hidden_state[0]  # [length, hidden]
             entries = [e for e in node.entries if lo <= e[0] < hi]
             self._score(hidden, entries, [p - lo for p, _, _ in entries])
         self._progress([node] if end == node.end else [], end - node.start)
 
-    def _run_packed(self, trunk: Node | None, lo: int, leaves: list[Node], cache: DynamicCache) -> None:
+    def _run_packed(self, trunk: Node | None, lo: int, leaves: list[Node], cache: DynamicCache) -> Plan:
         """One forward over ``trunk.seq[lo:trunk.end]`` followed by every leaf, each leaf seeing the cache, the
         trunk and itself (see :class:`Body`); the leaves' keys are dropped from the cache afterwards."""
+        # one packed row [tokens]: the trunk's tail, then each leaf; pos/branch give each token's position and leaf
         ids, pos, branch, entries, rows = [], [], [], [], []
         if trunk is not None and lo < trunk.end:
             ids += trunk.seq[lo:trunk.end]
@@ -317,7 +332,7 @@ class Runner:
             branch += [b] * (leaf.end - leaf.start)
             entries += leaf.entries
             rows += [off + p - leaf.start for p, _, _ in leaf.entries]
-        hidden = self.body([ids], cache, positions=pos, branch=branch)[0]
+        hidden = (yield self.body.forward([ids], cache, positions=pos, branch=branch)).last_hidden_state[0]  # [tokens, hidden]
         n_leaf = sum(len(n.tokens) for n in leaves)
         if n_leaf:
             cache.crop(-n_leaf)
@@ -325,13 +340,13 @@ class Runner:
         done = ([trunk] if trunk is not None and trunk.end > lo else []) + leaves
         self._progress(done, len(ids))
 
-    def _run_batch(self, leaves: list[Node], cache: DynamicCache | None, cached: int) -> None:
+    def _run_batch(self, leaves: list[Node], cache: DynamicCache | None, cached: int) -> Plan:
         """Sibling leaves as right-padded rows over the parent's cache repeated per row (padding never reaches
         a real token: attention is causal)."""
         width = max(len(n.tokens) for n in leaves)
-        rows = [list(n.tokens) + [0] * (width - len(n.tokens)) for n in leaves]
-        hidden = self.body(rows, _repeat_cache(cache, len(rows)) if cached else None)
-        hidden = hidden.reshape(len(rows) * width, -1)
+        rows = [list(n.tokens) + [0] * (width - len(n.tokens)) for n in leaves]  # [leaves, width]
+        hidden = (yield self.body.forward(rows, _repeat_cache(cache, len(rows)) if cached else None)).last_hidden_state
+        hidden = hidden.reshape(len(rows) * width, -1)  # [leaves * width, hidden]
         entries, where = [], []
         for r, n in enumerate(leaves):
             entries += n.entries
@@ -356,22 +371,22 @@ class Runner:
                 cur.append(leaf)
         return groups
 
-    def _expand(self, node: Node, cache: DynamicCache) -> list[Node]:
+    def _expand(self, node: Node, cache: DynamicCache) -> Plan:
         """Run ``node`` (whose parent's tokens are cached) and its short leaves; return the children still to
         run one by one (inner nodes and long leaves). Afterwards the cache holds exactly ``node.end`` tokens."""
         if self.mode == "batch":
             leaves = [c for c in node.children if not c.children and node.end + len(c.tokens) <= self.budget]
             if node.end > node.start:
-                self._run_edge(node, cache)
+                yield from self._run_edge(node, cache)
             for group in self._groups(leaves, node.end):
-                self._run_batch(group, cache, node.end)
+                yield from self._run_batch(group, cache, node.end)
             return [c for c in node.children if c not in leaves]
         cap = min(self.tree_cap, _mask_fit(node.end))  # leaf tokens per packed call over this node's cache
         leaves = [c for c in node.children if not c.children and len(c.tokens) <= cap]
         rest = [c for c in node.children if c not in leaves]
         if not leaves:
             if node.end > node.start:
-                self._run_edge(node, cache)
+                yield from self._run_edge(node, cache)
             return rest
         groups = self._groups(leaves, node.end, cap)
         first = sum(len(n.tokens) for n in groups[0])
@@ -379,27 +394,25 @@ class Runner:
         tail = max(0, min(node.end - node.start, self.tree_cap - first, MASK_ELEMENTS // (node.end + first) - first))
         lo = node.end - tail
         if lo > node.start:
-            self._run_edge(node, cache, upto=lo)
-        self._run_packed(node if tail else None, lo, groups[0], cache)
+            yield from self._run_edge(node, cache, upto=lo)
+        yield from self._run_packed(node if tail else None, lo, groups[0], cache)
         for group in groups[1:]:
-            self._run_packed(None, node.end, group, cache)
+            yield from self._run_packed(None, node.end, group, cache)
         return rest
 
-    def run(self, root: Node) -> None:
-        """Depth-first over the tree with one growing cache, cropped back when a subtree is done."""
+    def run(self, root: Node) -> Plan:
+        """Depth-first over the tree with one growing cache, cropped back when a subtree is done (a plan: the
+        forward calls are yielded; block attention is on while they are made)."""
         with _block_attention(self.model):
-            self._walk(root)
+            cache = DynamicCache()
+            stack = [(root, iter((yield from self._expand(root, cache))))]
+            while stack:
+                node, todo = stack[-1]
+                child = next(todo, None)
+                if child is None:
+                    stack.pop()
+                    if stack and node.end > stack[-1][0].end:
+                        cache.crop(-(node.end - stack[-1][0].end))
+                    continue
+                stack.append((child, iter((yield from self._expand(child, cache)))))
         self.flush()
-
-    def _walk(self, root: Node) -> None:
-        cache = DynamicCache()
-        stack = [(root, iter(self._expand(root, cache)))]
-        while stack:
-            node, todo = stack[-1]
-            child = next(todo, None)
-            if child is None:
-                stack.pop()
-                if stack and node.end > stack[-1][0].end:
-                    cache.crop(-(node.end - stack[-1][0].end))
-                continue
-            stack.append((child, iter(self._expand(child, cache))))

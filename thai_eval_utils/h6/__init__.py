@@ -1,7 +1,9 @@
 """Thai-H6 (Kim et al., arXiv 2410.04795, section 3): six tasks scored as the Open LLM Leaderboard ran
 lm-evaluation-harness.
 
-- ``tasks``: templates and doc -> (context, continuation) requests per task (``TaskSpec``).
+- ``protocol``: every option that changes a number as one object (``H6Protocol``; ``LEADERBOARD``, ``LM_EVAL``).
+- ``prompts``: the templates and each task's query text, answer choices and gold index.
+- ``tasks``: ``TaskSpec`` per task: few-shot pools, requests, the model call, per-document scoring.
 - ``metrics``: acc, acc_norm, mc1, mc2, GSM8K answer extraction, MMLU macro average.
 - ``fewshot``: the few-shot samplers (leaderboard replay, lm-eval 0.4.13, first-n).
 - ``evaluation``: ``evaluate`` one task with resume, ``evaluate_tasks``, the H6 average.
@@ -19,6 +21,7 @@ from thai_eval_utils.h6.evaluation import (
     scores_frame,
     thai_h6_score,
 )
+from thai_eval_utils.h6.protocol import LEADERBOARD, LM_EVAL, H6Protocol, protocol_from
 
-__all__ = ["AVERAGE_COLUMN", "H6_TASKS", "TASKS", "H6Result", "H6Score", "H6TaskData", "evaluate", "evaluate_tasks",
-           "load_h6_task", "scores_frame", "thai_h6_score"]
+__all__ = ["AVERAGE_COLUMN", "H6_TASKS", "LEADERBOARD", "LM_EVAL", "TASKS", "H6Protocol", "H6Result", "H6Score",
+           "H6TaskData", "evaluate", "evaluate_tasks", "load_h6_task", "protocol_from", "scores_frame", "thai_h6_score"]

@@ -1,34 +1,39 @@
 """Thai-H6 runs (Kim et al., arXiv 2410.04795, section 3): evaluate one task with resume, and the H6 average
 of the paper's Table 4 (spec ``thai_h6.md``; protocol of the Open LLM Leaderboard's harness, "LB").
 
-``evaluate`` builds every document's prompt with its few-shot draws, sends chunks of documents to the
-model in one call, appends each finished document to the results store (so an interrupted run resumes
-without recomputing) and returns a per-item table and the task's :class:`~thai_eval_utils.core.store.Score` objects.
+``evaluate`` builds every document's prompt with its few-shot draws and hands the documents to the one run loop
+(:func:`thai_eval_utils.core.runloop.run_items`): chunks of documents go to the model in one call and each
+finished document is appended to the results store with its metrics (so an interrupted run resumes without
+recomputing). It returns a per-item table and the task's :class:`~thai_eval_utils.core.provenance.Score` objects.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tqdm import tqdm
 
 from thai_eval_utils.core.errors import ThaiEvalDataError, ThaiEvalError
-from thai_eval_utils.core.protocols import LoglikelihoodModel, Model
+from thai_eval_utils.core.protocols import LoglikelihoodModel, Model, model_label
 from thai_eval_utils.core.provenance import Score, canonical_json, sha256_text
+from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
-from thai_eval_utils.h6 import metrics as M
 from thai_eval_utils.h6 import tasks as T
-from thai_eval_utils.h6.data import load_h6_task
-from thai_eval_utils.h6.fewshot import default_seed, draw_shots
+from thai_eval_utils.h6.data import H6TaskData, load_h6_task
+from thai_eval_utils.h6.protocol import LEADERBOARD, H6Protocol
 
 TASKS = T.TASKS
 #: Table 4 column of the average.
 AVERAGE_COLUMN = "thai_h6_avg"
+#: Config keys as thai-eval before 0.2 wrote them (runs stored under them are found and resumed).
+_LEGACY_KEYS = {"add_bos_token": "add_bos", "max_new_tokens": "max_new"}
+#: What ``evaluate`` reads documents from: a data folder, loaded task data, or a list of docs.
+H6Source = str | Path | H6TaskData | Sequence[Mapping[str, Any]]
 
 
 @dataclass
@@ -50,7 +55,7 @@ class H6Result:
     @property
     def headline(self) -> Score:
         """The score that enters the Thai-H6 average."""
-        return self.scores[T.TASK_METRICS[self.task][0]]
+        return self.scores[T.get_task(self.task).headline]
 
     @property
     def items_path(self) -> Path | None:
@@ -70,116 +75,75 @@ def _x100(v: float | None) -> float | None:
     return None if v is None else 100 * v
 
 
-def _resolve_data(spec: T.TaskSpec, source_or_docs: Any, fewshot_pool: Any) -> tuple[list[dict], Any, list[Path], str]:
+def _resolve_data(spec: T.TaskSpec, data: H6Source, fewshot_pool: T.Pool) -> tuple[list[dict], T.Pool, list[Path], str]:
     """(docs, few-shot pool or subject -> pool, data files, source label) from any accepted input."""
-    if isinstance(source_or_docs, (str, Path)):
-        source_or_docs = load_h6_task(source_or_docs, spec.name)
-    if hasattr(source_or_docs, "docs"):
-        data = source_or_docs
-        pool = data.fewshot_by_subject if spec.name == "th_mmlu" else data.fewshot_pool
-        if fewshot_pool is not None:
-            pool = fewshot_pool
+    if isinstance(data, (str, Path)):
+        data = load_h6_task(data, spec.name)
+    if isinstance(data, H6TaskData):
+        pool = spec.pool_of(data) if fewshot_pool is None else fewshot_pool
         return list(data.docs), pool, [Path(p) for p in data.files], str(data.source)
-    return list(source_or_docs), fewshot_pool, [], "docs"
+    return [dict(d) for d in data], fewshot_pool, [], "docs"
 
 
-def _subject_pool(pool: Any, subject: str) -> list[dict]:
-    if pool is None:
-        return []
-    if isinstance(pool, Mapping):
-        return list(pool.get(subject, []))
-    return list(pool)
-
-
-def _draw(spec: T.TaskSpec, docs: list[dict], pool: Any, k: int, sampler: str, seed: int | None) -> list[list[int]]:
-    """Few-shot pool indices of every document (of the whole split: ``limit`` never changes them)."""
-    if spec.fewshot == "none":
-        if k:
-            raise ValueError(f"{spec.name} is zero-shot only (the QA preamble is fixed); got num_fewshot={k}")
-        return [[] for _ in docs]
-    if spec.fewshot == "first_n":
-        shots = []
-        for i, doc in enumerate(docs):
-            n_pool = len(_subject_pool(pool, doc.get("subject", "")))
-            if n_pool < k:
-                raise ThaiEvalDataError(f"{k} shots requested, the few-shot pool of subject {doc.get('subject')!r} has {n_pool}",
-                                        row=i, field="subject")
-            shots.append(list(range(k)))
-        return shots
-    n_pool = len(pool or [])
-    if n_pool < k:
-        raise ThaiEvalDataError(f"{spec.name}: {k} shots requested from a few-shot pool of {n_pool} (pass num_fewshot)")
-    return draw_shots(sampler, len(docs), n_pool, k, seed)
-
-
-def _selected(spec: T.TaskSpec, docs: list[dict], limit: int | None) -> list[int]:
-    """The first ``limit`` documents (MMLU: the first ``limit`` of each subject, as LB's per-subject tasks)."""
-    if limit is None:
-        return list(range(len(docs)))
-    if spec.name != "th_mmlu":
-        return list(range(min(limit, len(docs))))
-    seen: dict[str, int] = {}
-    out = []
-    for i, doc in enumerate(docs):
-        s = doc.get("subject", "")
-        if seen.get(s, 0) < limit:
-            seen[s] = seen.get(s, 0) + 1
-            out.append(i)
-    return out
-
-
-def _set_bos(model: Model, add_bos_token: bool | None) -> bool | None:
-    """Apply ``add_bos_token`` to the model when given; returns the previous setting (to restore)."""
+@contextmanager
+def _bos(model: Model, add_bos_token: bool | None) -> Iterator[None]:
+    """Apply ``add_bos_token`` to the model while the run lasts (None: keep its setting), then restore it."""
     current = getattr(model, "add_bos_token", None)
-    if add_bos_token is not None and current != add_bos_token:
-        try:
-            model.add_bos_token = add_bos_token
-        except AttributeError:
-            raise ValueError(f"model has add_bos_token={current!r} and it cannot be changed; load it with "
-                             f"add_bos_token={add_bos_token}") from None
-    return current
+    if add_bos_token is None or current == add_bos_token:
+        yield
+        return
+    try:
+        model.add_bos_token = add_bos_token  # type: ignore[attr-defined]
+    except AttributeError:
+        raise ValueError(f"model has add_bos_token={current!r} and it cannot be changed; load it with "
+                         f"add_bos_token={add_bos_token}") from None
+    try:
+        yield
+    finally:
+        if current is not None:
+            model.add_bos_token = current  # type: ignore[attr-defined]
+
+
+def _config(spec: T.TaskSpec, model: Model, protocol: H6Protocol, k: int, docs: list[dict], pool: T.Pool,
+            in_memory: bool) -> dict[str, Any]:
+    """The run's config: every option that changes this task's numbers (the run folder hashes it)."""
+    sampler, seed = spec.sampler(protocol)
+    bos = protocol.add_bos_token if protocol.add_bos_token is not None else getattr(model, "add_bos_token", False)
+    config: dict[str, Any] = {"task": spec.name, "num_fewshot": k, "sampler": sampler, "fewshot_seed": seed,
+                              "add_bos_token": bool(bos), "acc_norm": "unicode code points", **spec.config(protocol)}
+    if in_memory:  # docs passed in memory: their content identifies the run
+        config["docs_sha256"] = sha256_text(canonical_json([docs, pool]))
+    return config
+
+
+def legacy_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` under the key names thai-eval wrote before (``add_bos``, ``max_new``), to find old runs."""
+    return {_LEGACY_KEYS.get(k, k): v for k, v in config.items()}
 
 
 def evaluate(
     model: Model,
     task: str,
-    source_or_docs: Any,
-    num_fewshot: int | None = None,
-    limit: int | None = None,
+    data: H6Source,
+    protocol: H6Protocol = LEADERBOARD,
     *,
-    fewshot_pool: Sequence[dict] | Mapping[str, Sequence[dict]] | None = None,
-    sampler: str = "lb",
-    fewshot_seed: int | None = None,
-    add_bos_token: bool | None = None,
-    gsm8k_stops: str | Sequence[str] = "lb",
-    max_new_tokens: int = T.GSM8K_MAX_NEW_TOKENS,
-    mc2: str = "lb",
-    mmlu_average: str = "macro",
-    templates: Mapping[str, str] | None = None,
+    fewshot_pool: T.Pool = None,
+    limit: int | None = None,
     chunk_size: int = 32,
     outputs: str | Path | None = None,
     progress: bool = True,
 ) -> H6Result:
-    """Evaluate ``model`` on one Thai-H6 task; defaults reproduce the leaderboard protocol (LB).
+    """Evaluate ``model`` on one Thai-H6 task under ``protocol`` (default: the leaderboard's, LB).
 
     Args:
-        model: a model object (``name``, ``identity``, ``loglikelihood`` / ``generate``, ``add_bos_token``).
+        model: a model; every task but ``th_gsm8k`` needs a :class:`LoglikelihoodModel`.
         task: ``th_arc``, ``th_hellaswag``, ``th_mmlu``, ``th_truthfulqa``, ``th_winogrande`` or ``th_gsm8k``.
-        source_or_docs: a data folder for ``data.load_h6_task``, an ``H6TaskData``, or a list of docs
-            (then pass ``fewshot_pool``: a list, or subject -> list for MMLU).
-        num_fewshot: shots (default: the task's LB count: 25, 10, 5, 0, 5, 5).
+        data: a data folder for ``data.load_h6_task``, an ``H6TaskData``, or a list of docs (then pass
+            ``fewshot_pool``: a list, or subject -> list for MMLU).
+        protocol: the options that change numbers (:class:`H6Protocol`; presets ``LEADERBOARD``, ``LM_EVAL``).
+        fewshot_pool: overrides the loaded data's few-shot pool.
         limit: evaluate only the first ``limit`` documents (MMLU: of each subject), with the few-shot
             draws they get in a full run.
-        sampler: "lb" (seed 42, shuffled order), "h" (lm-eval 0.4.13: seed 1234, dataset order) or
-            "first_n". MMLU always uses the first 5 of the subject's dev split.
-        fewshot_seed: overrides the sampler's seed.
-        add_bos_token: BOS before every context (LB: False); None keeps the model's setting. The model's
-            own setting is restored afterwards.
-        gsm8k_stops: "lb" (``:``, ``Question:``, ``Question``), "h" (``Question:``, ``</s>``, ``<|im_end|>``) or a list.
-        max_new_tokens: GSM8K generation budget (256).
-        mc2: TruthfulQA headline MC2, "lb" (split at the first label 0) or "mask" (lm-eval's label mask).
-        mmlu_average: "macro" (LB: mean of subject accuracies) or "micro" (lm-eval group: all questions).
-        templates: template overrides by name (see ``h6_tasks.TASK_SPECS[task].templates``).
         chunk_size: documents sent to the model per call; a crash loses at most one chunk.
         outputs: outputs folder of the results store (default ``$THAI_EVAL_OUTPUTS`` or ``outputs``).
         progress: show a tqdm bar over documents.
@@ -188,49 +152,27 @@ def evaluate(
         The :class:`H6Result`.
     """
     spec = T.get_task(task)
-    if mc2 not in ("lb", "mask"):
-        raise ValueError(f"mc2 must be 'lb' or 'mask', not {mc2!r}")
-    if mmlu_average not in ("macro", "micro"):
-        raise ValueError(f"mmlu_average must be 'macro' or 'micro', not {mmlu_average!r}")
     if chunk_size < 1:
         raise ValueError("chunk_size must be at least 1")
-    if spec.kind != "generate" and not isinstance(model, LoglikelihoodModel):
-        raise ThaiEvalError(f"{spec.name} scores answer choices by log-likelihood: {getattr(model, 'name', model)!r} "
+    if spec.uses_loglikelihood and not isinstance(model, LoglikelihoodModel):
+        raise ThaiEvalError(f"{spec.name} scores answer choices by log-likelihood: {model_label(model)!r} "
                             "has none (API models can run th_gsm8k only)")
-    tmpl = T.templates_for(spec, templates)
-    docs, pool, files, source = _resolve_data(spec, source_or_docs, fewshot_pool)
-    k = spec.num_fewshot if num_fewshot is None else int(num_fewshot)
-    eff_sampler = {"none": "none", "first_n": "first_n"}.get(spec.fewshot, sampler)
-    seed = fewshot_seed if fewshot_seed is not None or eff_sampler not in ("lb", "h") else default_seed(eff_sampler)
-    shots = _draw(spec, docs, pool, k, eff_sampler, seed)
-    selected = _selected(spec, docs, limit)
-
-    # Key names avoid "token": results.redact() drops such keys from run cards as if they were secrets.
-    config: dict[str, Any] = {
-        "task": spec.name, "num_fewshot": k, "sampler": eff_sampler, "fewshot_seed": seed,
-        "add_bos": bool(add_bos_token if add_bos_token is not None else getattr(model, "add_bos_token", False)),
-        "acc_norm": "unicode code points",
-    }
-    if spec.kind == "generate":
-        config.update(gsm8k_stops=list(T.gsm8k_stops(gsm8k_stops)), max_new=max_new_tokens, decoding="greedy")
-    if spec.kind == "truthfulqa":
-        config["mc2"] = mc2
-    if spec.name == "th_mmlu":
-        config["mmlu_average"] = mmlu_average
-    if not files:  # docs passed in memory: their content identifies the run
-        config["docs_sha256"] = sha256_text(canonical_json([docs, pool]))
-    store = RunStore.open(
-        model.name, f"thai_h6/{spec.name}", config, model_identity=getattr(model, "identity", None),
-        data_files=files, prompt_templates=tmpl, outputs=outputs,
-    )
-    previous = _set_bos(model, add_bos_token)
-    try:
-        records = _run(model, spec, docs, pool, shots, selected, tmpl, config, store, chunk_size, progress, mc2)
-    finally:
-        if add_bos_token is not None and previous is not None:
-            model.add_bos_token = previous
-    table = _table(spec, docs, records, mc2)
-    scores, subjects = _scores(spec, table, config, mmlu_average, limit is not None and len(selected) < len(docs))
+    tmpl = T.templates_for(spec, protocol.templates)
+    docs, pool, files, source = _resolve_data(spec, data, fewshot_pool)
+    k = spec.num_fewshot if protocol.num_fewshot is None else protocol.num_fewshot
+    shots = spec.draw(docs, pool, k, protocol)
+    selected = spec.select(docs, limit)
+    config = _config(spec, model, protocol, k, docs, pool, in_memory=not files)
+    store = RunStore.open(model.name, f"thai_h6/{spec.name}", config, model_identity=getattr(model, "identity", None),
+                          data_files=files, prompt_templates=tmpl, outputs=outputs, legacy_configs=[legacy_config(config)])
+    docs_run = _DocRun(spec, docs, pool, shots, tmpl, protocol, spec.model_call(model, protocol))
+    keys = {i: f"{i}-{docs_run.requests(i).sha256[:16]}" for i in selected}
+    with _bos(model, protocol.add_bos_token):
+        outcome = run_items(store, selected, keys.__getitem__, docs_run.compute, batch_size=chunk_size, desc=spec.name,
+                            progress=progress)
+    table = _table(spec, outcome.in_order())
+    limited = limit is not None and len(selected) < len(docs)
+    scores, subjects = spec.scores(table, spec.signature(config, limit=len(table) if limited else None), protocol)
     store.write_summary({
         "task": spec.name, "source": source, "n": len(table), "n_docs": len(docs), "limit": limit,
         "scores": {name: s.to_dict() for name, s in scores.items()},
@@ -239,102 +181,69 @@ def evaluate(
     return H6Result(spec.name, table, scores, config, store.root, subjects)
 
 
-def _requests(spec, docs, pool, shots, i, tmpl) -> T.DocRequests:
-    doc = docs[i]
-    src = _subject_pool(pool, doc.get("subject", "")) if spec.name == "th_mmlu" else (pool or [])
-    try:
-        return T.build_requests(spec, doc, [src[j] for j in shots[i]], tmpl)
-    except T.DocError as exc:
-        raise ThaiEvalDataError(f"{spec.name} doc {i} (or one of its few-shot examples): {exc}", row=i, field=exc.field) from None
+@dataclass
+class _DocRun:
+    """The documents of one run and how a batch of them becomes stored records (``compute`` of ``run_items``)."""
+
+    spec: T.TaskSpec
+    docs: list[dict]
+    pool: T.Pool
+    shots: list[list[int]]
+    templates: dict[str, str]
+    protocol: H6Protocol
+    call: Callable[[list[Any]], list[Any]]  # model.loglikelihood, or model.generate with the protocol's options
+
+    def requests(self, i: int) -> T.DocRequests:
+        """Document ``i``'s requests with its few-shot examples."""
+        doc = self.docs[i]
+        try:
+            return self.spec.requests(doc, [self.spec.pool_for(self.pool, doc)[j] for j in self.shots[i]], self.templates)
+        except T.DocError as exc:
+            raise ThaiEvalDataError(f"{self.spec.name} doc {i} (or one of its few-shot examples): {exc}", row=i,
+                                    field=exc.field) from None
+
+    def compute(self, batch: list[int]) -> list[dict[str, Any]]:
+        """One model call for the batch; per document: what was asked, the model's output and its metrics."""
+        reqs = [self.requests(i) for i in batch]
+        outs = self.spec.outputs(reqs, self.call(self.spec.model_inputs(reqs)))
+        return [self._record(i, r.sha256, out) for i, r, out in zip(batch, reqs, outs)]
+
+    def _record(self, i: int, sha: str, output: dict[str, Any]) -> dict[str, Any]:
+        rec: dict[str, Any] = {"doc": i, "prompt_sha256": sha, "shots": self.shots[i], **output}
+        if "subject" in self.docs[i]:
+            rec["subject"] = self.docs[i]["subject"]
+        try:
+            rec.update(self.spec.score(self.docs[i], output, self.protocol))
+        except T.DocError as exc:
+            raise ThaiEvalDataError(f"{self.spec.name} doc {i}: {exc}", row=i, field=exc.field) from None
+        return rec
 
 
-def _run(model, spec, docs, pool, shots, selected, tmpl, config, store, chunk_size, progress, mc2) -> list[dict]:
-    """Records of the selected documents, computing only those the store lacks, chunk by chunk."""
-    done = store.completed()
-    records: list[dict] = []
-    bar = tqdm(total=len(selected), desc=spec.name, unit="doc", disable=not progress)
-    try:
-        for start in range(0, len(selected), chunk_size):
-            chunk = selected[start : start + chunk_size]
-            reqs = {i: _requests(spec, docs, pool, shots, i, tmpl) for i in chunk}
-            keys = {i: f"{i}-{reqs[i].sha256[:16]}" for i in chunk}
-            todo = [i for i in chunk if keys[i] not in done]
-            fresh = _call_model(model, spec, [reqs[i] for i in todo], config) if todo else []
-            for i, out in zip(todo, fresh):
-                rec = {"doc": i, "prompt_sha256": reqs[i].sha256, "shots": shots[i], **out}
-                if "subject" in docs[i]:
-                    rec["subject"] = docs[i]["subject"]
-                rec.update(_metrics(spec, docs, i, rec, mc2))
-                store.append(keys[i], rec)
-                done[keys[i]] = {"key": keys[i], **rec}
-            records.extend(done[keys[i]] for i in chunk)
-            bar.update(len(chunk))
-    finally:
-        bar.close()
-    return records
-
-
-def _call_model(model, spec, reqs: list[T.DocRequests], config) -> list[dict]:
-    """One model call for a chunk of documents; per-document outputs in order."""
-    if spec.kind == "generate":
-        texts = model.generate([r.prompt for r in reqs], max_new_tokens=config["max_new"],
-                               stop=list(config["gsm8k_stops"]), temperature=0.0)
-        if len(texts) != len(reqs):
-            raise RuntimeError(f"model returned {len(texts)} generations for {len(reqs)} prompts")
-        return [{"generation": t} for t in texts]
-    flat = [pair for r in reqs for pair in r.requests]
-    results = model.loglikelihood(flat)
-    if len(results) != len(flat):
-        raise RuntimeError(f"model returned {len(results)} log-likelihoods for {len(flat)} requests")
-    out, pos = [], 0
-    for r in reqs:
-        part = results[pos : pos + len(r.requests)]
-        pos += len(r.requests)
-        out.append({"lls": [float(ll) for ll, _ in part], "is_greedy": [bool(g) for _, g in part]})
-    return out
-
-
-def _metrics(spec, docs, i, rec, mc2) -> dict[str, Any]:
-    output = rec["generation"] if spec.kind == "generate" else rec["lls"]
-    try:
-        return T.process_results(spec, docs[i], output, mc2=mc2)
-    except T.DocError as exc:
-        raise ThaiEvalDataError(f"{spec.name} doc {i}: {exc}", row=i, field=exc.field) from None
-
-
-def _table(spec, docs, records: list[dict], mc2: str) -> pd.DataFrame:
-    """Per-item table; metrics are recomputed from the stored model outputs (the store keeps them raw)."""
-    rows = []
-    for rec in records:
-        row = {k: v for k, v in rec.items() if k not in T.TASK_METRICS[spec.name]}
-        row.update(_metrics(spec, docs, rec["doc"], rec, mc2))
-        rows.append(row)
+def _table(spec: T.TaskSpec, records: list[dict[str, Any]]) -> pd.DataFrame:
+    """Per-item table of the stored records (computed once, when each document finished), metric columns last."""
+    rows = [{**{k: v for k, v in rec.items() if k not in spec.metrics},
+             **{k: v for k, v in rec.items() if k in spec.metrics}} for rec in records]
     return pd.DataFrame(rows)
-
-
-def _scores(spec, table: pd.DataFrame, config, mmlu_average: str, limited: bool):
-    """Task scores (headline first) and, for MMLU, per-subject accuracies."""
-    sig = T.signature(spec, config, limit=len(table) if limited else None)
-    return M.task_scores(spec.name, T.TASK_METRICS[spec.name], table, sig,
-                         by_subject=spec.name == "th_mmlu", average=mmlu_average)
 
 
 def evaluate_tasks(
     model: Model,
-    source: Any,
-    tasks: Sequence[str] = TASKS,
-    limit: int | None = None,
+    source: str | Path,
+    tasks: Sequence[str] | str = TASKS,
+    protocol: H6Protocol = LEADERBOARD,
     *,
+    limit: int | None = None,
     limits: Mapping[str, int | None] | None = None,
-    **options: Any,
+    chunk_size: int = 32,
+    outputs: str | Path | None = None,
+    progress: bool = True,
 ) -> dict[str, H6Result]:
-    """:func:`evaluate` each task in ``tasks`` on the data folder ``source``, in the paper's order.
+    """:func:`evaluate` each task in ``tasks`` on the data folder ``source`` under ``protocol``, in the paper's order.
 
     Args:
         tasks: task names (a comma- or space-separated string works too).
         limit: documents per task (None = all); ``limits`` overrides it per task, e.g.
             ``{"th_gsm8k": 1}`` (generation is slow on a CPU).
-        **options: passed to every :func:`evaluate` call (``num_fewshot``, ``sampler``, ``mc2`` ...).
 
     Returns:
         task -> :class:`H6Result`.
@@ -345,7 +254,8 @@ def evaluate_tasks(
     out = {}
     for name in [t for t in TASKS if t in names]:
         task_limit = (limits or {}).get(name, limit)
-        out[name] = evaluate(model, name, source, limit=task_limit, **options)
+        out[name] = evaluate(model, name, source, protocol, limit=task_limit, chunk_size=chunk_size, outputs=outputs,
+                             progress=progress)
     return out
 
 
@@ -354,7 +264,7 @@ def scores_frame(results: Mapping[str, H6Result] | Iterable[H6Result]) -> pd.Dat
     items = results.values() if isinstance(results, Mapping) else results
     rows = []
     for res in items:
-        head = T.TASK_METRICS[res.task][0]
+        head = T.get_task(res.task).headline
         for metric, s in res.scores.items():
             rows.append({"task": res.task, "metric": metric, "value": 100 * s.value, "stderr": _x100(s.stderr),
                          "n": s.n, "headline": metric == head, "signature": s.signature})
