@@ -21,7 +21,6 @@ import contextlib
 import importlib.resources
 import json
 import os
-import re
 import threading
 import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -33,7 +32,7 @@ import openai
 from openai import AsyncOpenAI
 
 from thai_eval_utils.core.errors import ModelLoadError, ThaiEvalError
-from thai_eval_utils.core.provenance import redact, register_secret
+from thai_eval_utils.core.provenance import redact, register_secret, split_credentials
 from thai_eval_utils.core.stops import cut_at_stop
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -58,8 +57,6 @@ IGNORED_OPTIONS = ("batch_size",)
 
 #: Identity keys filled in by the server's answers (they change after calls): leave them out of config ids.
 OBSERVED_IDENTITY_KEYS = ("served_models", "system_fingerprints")
-#: Query parameters of a base URL that carry credentials (Azure ``api-key``, ``token``, signed URLs' ``sig``).
-_CREDENTIAL_PARAM = re.compile(r"key|token|secret|passw|sig|auth|credential", re.I)
 #: The request paths whose 200 replies :func:`reply_problem` checks, and the shape each must have.
 CHECKED_PATHS = {"/chat/completions": "chat", "/completions": "completions"}
 #: Status and header of the stand-in response for a malformed 200 (a 5xx, so the openai client retries it).
@@ -157,24 +154,6 @@ class ReplyCheckingClient(openai.DefaultAsyncHttpxClient):
         await response.aclose()
         error = {"error": {"message": f"malformed reply: {problem}", "type": "malformed_reply", "code": MALFORMED_STATUS}}
         return httpx2.Response(MALFORMED_STATUS, json=error, headers={MALFORMED_HEADER: "1"}, request=request)
-
-
-def split_credentials(url: str) -> tuple[str, str | None]:
-    """``url`` without its userinfo, and the URL's password (None if it has none).
-
-    Every credential in the URL (user name, password, credential-looking query values) is registered as a
-    secret. Example: ``split_credentials("http://u:pw@h:8/v1")`` -> ``("http://h:8/v1", "pw")``.
-    """
-    parts = urllib.parse.urlsplit(url)
-    password = urllib.parse.unquote(parts.password) if parts.password else None
-    register_secret(password)
-    if parts.username:
-        register_secret(urllib.parse.unquote(parts.username))
-    for name, value in urllib.parse.parse_qsl(parts.query):
-        if _CREDENTIAL_PARAM.search(name):
-            register_secret(value)
-    netloc = parts.netloc.rsplit("@", 1)[-1]
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)), password
 
 
 def public_base_url(url: str) -> str:

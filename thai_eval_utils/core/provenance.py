@@ -46,6 +46,8 @@ _SECRET_VALUE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{16,}|hf_[A-Za-z0-9]{20,}|AIza[
 _SLUG_BAD = re.compile(r"[^A-Za-z0-9._-]+")
 #: Environment variables whose values are secrets (``OPENAI_API_KEY``, ``HF_TOKEN``, ``DB_PASSWORD``, ...).
 _SECRET_ENV = re.compile(r"(API[_-]?KEY|TOKEN|SECRET|PASSWORD|PASSWD)$", re.I)
+#: Query parameters of a URL that carry credentials (Azure ``api-key``, ``token``, signed URLs' ``sig``).
+_CREDENTIAL_PARAM = re.compile(r"key|token|secret|passw|sig|auth|credential", re.I)
 #: Shorter registered values are not masked inside text (masking "abc" everywhere would corrupt data).
 MIN_SECRET_LENGTH = 6
 #: The secret values in use in this process (API keys, URL passwords): masked wherever they appear.
@@ -148,6 +150,24 @@ def register_secret(value: str | None) -> None:
         quoted = urllib.parse.quote(value, safe="")
         if quoted != value:  # the form it takes inside a URL
             _SECRETS.add(quoted)
+
+
+def split_credentials(url: str) -> tuple[str, str | None]:
+    """``url`` without its userinfo, and the URL's password (None if it has none).
+
+    Every credential in the URL (user name, password, credential-looking query values) is registered as a
+    secret. Example: ``split_credentials("http://u:pw@h:8/v1")`` -> ``("http://h:8/v1", "pw")``.
+    """
+    parts = urllib.parse.urlsplit(url)
+    password = urllib.parse.unquote(parts.password) if parts.password else None
+    register_secret(password)
+    if parts.username:
+        register_secret(urllib.parse.unquote(parts.username))
+    for name, value in urllib.parse.parse_qsl(parts.query):
+        if _CREDENTIAL_PARAM.search(name):
+            register_secret(value)
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)), password
 
 
 def _secrets_in_use() -> list[str]:
