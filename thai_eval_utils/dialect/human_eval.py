@@ -238,7 +238,7 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any], *, weights: str | None = Non
     index in ``labels`` (default the Generation/Fluency scale 0 / 0.5 / 1 -> 0 / 1 / 2) and passed with
     ``labels=[0, 1, ...]``, which also keeps the label order for ``weights="linear"``/``"quadratic"``.
 
-    Example: ``cohen_kappa([1, 0.5, 0], [1, 0.5, 0.5])`` -> kappa = 0.571 (p_o = 0.667, p_e = 0.222, n=3).
+    Example: ``cohen_kappa([1, 0.5, 0], [1, 0.5, 0.5])`` -> kappa = 0.500 (p_o = 0.667, p_e = 0.333, n=3).
     """
     labels = list(GF_LABELS if labels is None else labels)
     if len(a) != len(b):
