@@ -438,3 +438,20 @@ def test_nan_hypothesis_and_duplicate_central_rows_are_named():
     with pytest.raises(ThaiEvalDataError, match="unknown dialect 'centre'"):
         M.delta_diff(scores.drop(index=1).replace("center", "centre"))
 
+
+
+def test_a_run_keyed_with_its_address_before_is_migrated_and_resumed(tmp_path, monkeypatch):
+    """A run keyed with its address (before) is found under the same address, renamed, then survives a move."""
+    from thai_eval_utils.core import store as S
+
+    identity = {"name": "fake-model", "source": "openai-compatible", "base_url": "http://10.0.0.1:8000/v1"}
+    monkeypatch.setattr(S, "UNKEYED_IDENTITY_KEYS", S._OLD_UNKEYED_IDENTITY_KEYS)  # how runs were keyed before
+    with RunStore.open("m", "thaicli/answers", {"t": 0}, model_identity=identity, outputs=tmp_path) as old:
+        old.append("q1", {"answer": "คำตอบ"})
+    monkeypatch.undo()
+    with RunStore.open("m", "thaicli/answers", {"t": 0}, model_identity=identity, outputs=tmp_path) as new:
+        assert new.card["migrated_from"] == old.config_id != new.config_id and not old.root.exists()
+    moved = {**identity, "base_url": "http://10.0.0.2:9000/v1"}
+    with RunStore.open("m", "thaicli/answers", {"t": 0}, model_identity=moved, outputs=tmp_path) as again:
+        assert again.root == new.root and again.completed()["q1"]["answer"] == "คำตอบ"
+        assert again.card["model"]["base_url"] == moved["base_url"]
