@@ -2,8 +2,10 @@
 
 Speaks ``POST /v1/chat/completions`` and ``GET /v1/models``. Each chat request is answered by
 ``responder(body) -> action``; the actions are :class:`Reply`, :class:`Fail` (an HTTP error with headers,
-e.g. 429 with ``retry-after-ms``) and :class:`Slow` (sleep, then act: a client timeout). The server counts
-every request it receives and keeps the bodies and the ``Authorization`` headers it saw.
+e.g. 429 with ``retry-after-ms``; ``{authorization}`` in its message or in a Reply's text echoes the request's Authorization
+header, as careless servers do), :class:`Raw` (any status, content type and body: malformed replies) and
+:class:`Slow` (sleep, then act: a client timeout). The server counts every request it receives and keeps
+the bodies and the ``Authorization`` headers it saw.
 
 :class:`PerAnswerScript` scripts a judge per item: it finds the text inside ``<model_answer>`` in the last
 message and plays that answer's list of actions in order (a judge asks about one item sequentially, so the
@@ -44,14 +46,42 @@ class Fail:
 
 
 @dataclass(frozen=True)
+class Raw:
+    """Exactly this response: ``Raw(b"<html>busy</html>", content_type="text/html")`` or a JSON list."""
+
+    body: bytes
+    status: int = 200
+    content_type: str = "application/json"
+
+    @classmethod
+    def json(cls, payload: Any, status: int = 200) -> Raw:
+        return cls(json.dumps(payload).encode("utf-8"), status)
+
+
+#: Malformed 200 replies a real server has been seen to send, by name (each is a failed call, never a reply).
+MALFORMED_REPLIES: dict[str, Raw] = {
+    "not_json": Raw(b"upstream busy, try again", content_type="application/json"),
+    "html_page": Raw(b"<!doctype html><html><body>502 Bad Gateway</body></html>", content_type="text/html"),
+    "json_list": Raw.json([{"message": {"content": "<score>7</score>"}}]),
+    "message_null": Raw.json({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                              "choices": [{"index": 0, "message": None, "finish_reason": "stop"}]}),
+    "choices_empty": Raw.json({"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []}),
+    "choices_missing": Raw.json({"id": "x", "object": "chat.completion", "created": 0, "model": "m"}),
+    "content_null": Raw.json({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                              "choices": [{"index": 0, "message": {"role": "assistant", "content": None},
+                                           "finish_reason": "stop"}]}),
+}
+
+
+@dataclass(frozen=True)
 class Slow:
     """Sleep ``seconds`` before acting (the client may time out and retry meanwhile)."""
 
     seconds: float
-    then: Reply | Fail = Reply("<score>5</score>")
+    then: Reply | Fail | Raw = Reply("<score>5</score>")
 
 
-Action = Union[Reply, Fail, Slow]
+Action = Union[Reply, Fail, Raw, Slow]
 _ANSWER = re.compile(r"<model_answer>\s*(.*?)\s*</model_answer>", re.S)
 
 
@@ -136,6 +166,16 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
             self.close_connection = True
 
+    def _send_raw(self, status: int, data: bytes, content_type: str) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
             model = {"id": self.server.fake.served_model, "object": "model", "created": 0, "owned_by": "fake"}
@@ -158,9 +198,14 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(action.seconds)
             action = action.then
         if isinstance(action, Fail):
-            err = {"error": {"message": action.message, "type": "server_error", "code": str(action.status)}}
+            message = action.message.replace("{authorization}", self.headers.get("Authorization") or "")
+            err = {"error": {"message": message, "type": "server_error", "code": str(action.status)}}
             self._send(action.status, err, action.headers)
             return
+        if isinstance(action, Raw):
+            self._send_raw(action.status, action.body, action.content_type)
+            return
+        text = action.text.replace("{authorization}", self.headers.get("Authorization") or "")
         self._send(
             200,
             {
@@ -170,7 +215,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "model": action.model or self.server.fake.served_model,
                 "system_fingerprint": action.fingerprint,
                 "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": action.text}, "finish_reason": "stop"}
+                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
                 ],
                 "usage": {
                     "prompt_tokens": action.prompt_tokens,

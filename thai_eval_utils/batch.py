@@ -3,7 +3,10 @@
 Executed copies go to ``<outputs>/notebooks/<model-slug>/<notebook>.ipynb`` (notebooks that declare no
 ``model`` parameter run once, to ``<outputs>/notebooks/<notebook>.ipynb``). A rerun resumes: the
 notebooks skip finished items through the results store, so re-executing them is all it takes. One
-failing model or notebook is recorded and the others still run. Command line::
+failing model or notebook is recorded and the others still run. No secret reaches a file: a judge URL's
+credentials are stripped from the ``judge_base_url`` parameter (its password goes to the kernels as
+``$THAI_EVAL_JUDGE_API_KEY``, the judge's Bearer key), and every secret in use is masked in the executed notebooks
+and ``batch_report.json``. Command line::
 
     python -m thai_eval_utils.batch --models "embedded /models/qwen" --limit 20
     python -m thai_eval_utils.batch --models /models/llama-70b --dtype bfloat16 --device-map auto
@@ -26,7 +29,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from thai_eval_utils.core.provenance import redact, slugify
+from thai_eval_utils.core.provenance import (
+    redact,
+    scrub,
+    scrub_strings,
+    slugify,
+    split_credentials,
+)
+
+#: The kernels' environment variable for a judge key (read by ``thaicli.demo_judge_server.open_judge``).
+JUDGE_KEY_ENV = "THAI_EVAL_JUDGE_API_KEY"
 
 #: The benchmark notebooks under ``notebooks/``, in the order they run.
 BENCHMARK_NOTEBOOKS = (
@@ -153,18 +165,38 @@ def filter_parameters(declared: Mapping[str, Any], parameters: Mapping[str, Any]
 
 
 @contextlib.contextmanager
-def _kernel_env() -> Iterator[None]:
-    """Kernels import the same ``thai_eval_utils`` as this process: its parent folder goes first on PYTHONPATH."""
+def _kernel_env(extra: Mapping[str, str] | None = None) -> Iterator[None]:
+    """Kernels import the same ``thai_eval_utils`` as this process (its parent folder goes first on PYTHONPATH)
+    and see ``extra`` (e.g. the judge key) in their environment; this process's environment is restored after."""
     root = str(Path(__file__).resolve().parent.parent)
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join([root, *([old] if old else [])])
+    pythonpath = os.environ.get("PYTHONPATH")
+    changes = {"PYTHONPATH": os.pathsep.join([root, *([pythonpath] if pythonpath else [])]), **(extra or {})}
+    old = {k: os.environ.get(k) for k in changes}
+    os.environ.update(changes)
     try:
         yield
     finally:
-        if old is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = old
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def scrub_notebook(path: str | Path) -> bool:
+    """Mask every secret in use (:func:`~thai_eval_utils.core.provenance.scrub`) in an executed notebook's
+    sources, outputs and metadata; rewrites the file only if something was masked. Returns whether it was."""
+    path = Path(path)
+    if not path.is_file():
+        return False
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    clean = scrub_strings(nb)
+    if clean == nb:
+        return False
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(clean, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return True
 
 
 def execute(
@@ -175,8 +207,13 @@ def execute(
     cwd: str | Path,
     model: str | None = None,
     kernel_name: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> NotebookRun:
-    """Execute one notebook with papermill, passing only the parameters it declares; never raises on failure."""
+    """Execute one notebook with papermill, passing only the parameters it declares; never raises on failure.
+
+    ``env`` is added to the kernel's environment (secrets go there, never into parameters). Every secret in
+    use is masked in the executed copy and in the returned error text.
+    """
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
@@ -189,13 +226,18 @@ def execute(
     try:
         run.parameters, run.dropped_parameters = filter_parameters(notebook_parameters(notebook), parameters)
         output.parent.mkdir(parents=True, exist_ok=True)
-        with _kernel_env():
+        with _kernel_env(env):
             papermill.execute_notebook(str(notebook), str(output), parameters=run.parameters, cwd=str(cwd),
                                        kernel_name=kernel_name, progress_bar=False)
     except PapermillExecutionError as exc:
-        run.status, run.error = "failed", f"cell {exc.exec_count}: {exc.ename}: {exc.evalue}"
+        run.status, run.error = "failed", scrub(f"cell {exc.exec_count}: {exc.ename}: {exc.evalue}")
     except Exception as exc:  # noqa: BLE001 - a broken notebook or kernel must not stop the batch
-        run.status, run.error = "failed", f"{type(exc).__name__}: {exc}"
+        run.status, run.error = "failed", scrub(f"{type(exc).__name__}: {exc}")
+    try:
+        with _kernel_env(env):  # the kernel's secrets too
+            scrub_notebook(output)
+    except (OSError, ValueError) as exc:  # an unreadable executed copy: say so, it may hold a secret
+        run.status, run.error = "failed", f"could not mask secrets in {output}: {type(exc).__name__}"
     run.seconds = time.perf_counter() - start
     return run
 
@@ -261,7 +303,9 @@ def run_models(
         notebooks: notebook file names under ``notebooks_dir``.
         limit: items per task (``limit`` parameter); None = all.
         data: data folder (``data_source`` parameter); None keeps each notebook's default (the shipped samples).
-        judge: ThaiCLI judge model (``judge_model``); ``judge_base_url`` its OpenAI-compatible endpoint.
+        judge: ThaiCLI judge model (``judge_model``); ``judge_base_url`` its OpenAI-compatible endpoint. Credentials
+            in that URL are stripped from the parameter; its password reaches the kernels as ``$THAI_EVAL_JUDGE_API_KEY``
+            (the judge's Bearer key) unless that variable is already set.
         outputs: the outputs folder; passed to the notebooks as ``outputs_dir`` relative to ``notebooks_dir``.
         extra_parameters: more parameters, each passed to the notebooks that declare it.
         notebooks_dir: folder of the notebooks; also the kernels' working directory.
@@ -273,6 +317,11 @@ def run_models(
         The :class:`BatchReport` (also written to ``<outputs>/notebooks/batch_report.json``).
     """
     nb_dir, out = Path(notebooks_dir).resolve(), Path(outputs).resolve()
+    env: dict[str, str] = {}
+    if judge_base_url is not None:
+        judge_base_url, password = split_credentials(judge_base_url)
+        if password and not os.environ.get(JUDGE_KEY_ENV):
+            env[JUDGE_KEY_ENV] = password
     shared = {"limit": limit, "data_source": None if data is None else _for_kernel(data, nb_dir), "judge_model": judge,
               "judge_base_url": judge_base_url, "outputs_dir": _for_kernel(out, nb_dir), **(extra_parameters or {})}
     runs: list[NotebookRun] = []
@@ -288,11 +337,11 @@ def run_models(
         for model in models if per_model else [None]:
             folder = out / "notebooks" / (slugify(model) if model else "")
             params = {**shared, **({"model": model} if model else {})}
-            record(execute(path, folder / name, params, cwd=nb_dir, model=model, kernel_name=kernel_name))
+            record(execute(path, folder / name, params, cwd=nb_dir, model=model, kernel_name=kernel_name, env=env))
     report = BatchReport(runs, str(out))
     if paper_notebook:
         executed = out / "notebooks" / paper_notebook
-        paper_run = execute(nb_dir / paper_notebook, executed, shared, cwd=nb_dir, kernel_name=kernel_name)
+        paper_run = execute(nb_dir / paper_notebook, executed, shared, cwd=nb_dir, kernel_name=kernel_name, env=env)
         record(paper_run)
         if executed.exists():
             try:
@@ -300,7 +349,8 @@ def run_models(
             except Exception as exc:  # noqa: BLE001
                 paper_run.status, paper_run.error = "failed", f"HTML export: {type(exc).__name__}: {exc}"
     (out / "notebooks").mkdir(parents=True, exist_ok=True)
-    (out / "notebooks" / "batch_report.json").write_text(json.dumps(report.to_dict(), indent=2, default=str) + "\n")
+    report_json = json.dumps(scrub_strings(report.to_dict()), indent=2, default=str)
+    (out / "notebooks" / "batch_report.json").write_text(report_json + "\n")
     if verbose:
         print(report.summary(), flush=True)
     return report

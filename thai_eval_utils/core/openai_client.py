@@ -3,7 +3,13 @@
 One ``AsyncOpenAI`` client per event loop, an ``asyncio.Semaphore`` bounding the requests in flight,
 ``temperature``/``top_p``/``max_tokens``/``seed`` sent explicitly, and transport errors (429 honouring
 ``retry-after-ms``, 5xx, timeouts, connection errors) retried with backoff by the openai client itself
-(``max_retries``). Works against OpenAI and any OpenAI-compatible server (vLLM, ``transformers serve``,
+(``max_retries``). A 200 whose body is not a well-formed chat or completions object (not JSON, an HTML page,
+a list, no or empty ``choices``, a null message or content) is turned into a 502 before the openai client
+sees it (:class:`ReplyCheckingClient`), so it is retried like any 5xx and, once the retries are spent, fails
+the call: it never reaches a parser as an empty reply. Credentials go only where the server expects them:
+the key as the Bearer token, never as userinfo in the URL; every secret in use is registered with
+:func:`~thai_eval_utils.core.provenance.register_secret`, so no file or message the toolkit writes holds it.
+Works against OpenAI and any OpenAI-compatible server (vLLM, ``transformers serve``,
 llama.cpp) through ``base_url``. The synchronous methods also work inside a running event loop (Jupyter):
 the coroutine then runs in a worker thread with its own loop.
 """
@@ -17,15 +23,16 @@ import json
 import os
 import threading
 import urllib.parse
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import httpx2
 import openai
 from openai import AsyncOpenAI
 
 from thai_eval_utils.core.errors import ModelLoadError, ThaiEvalError
-from thai_eval_utils.core.provenance import redact
+from thai_eval_utils.core.provenance import redact, register_secret, split_credentials
 from thai_eval_utils.core.stops import cut_at_stop
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -50,6 +57,11 @@ IGNORED_OPTIONS = ("batch_size",)
 
 #: Identity keys filled in by the server's answers (they change after calls): leave them out of config ids.
 OBSERVED_IDENTITY_KEYS = ("served_models", "system_fingerprints")
+#: The request paths whose 200 replies :func:`reply_problem` checks, and the shape each must have.
+CHECKED_PATHS = {"/chat/completions": "chat", "/completions": "completions"}
+#: Status and header of the stand-in response for a malformed 200 (a 5xx, so the openai client retries it).
+MALFORMED_STATUS = 502
+MALFORMED_HEADER = "x-thai-eval-malformed-reply"
 
 #: Errors after which no later request can succeed (bad key, no access, unknown model): stop the run.
 FATAL_ERRORS: tuple[type[BaseException], ...] = (
@@ -65,7 +77,15 @@ T = TypeVar("T")
 
 
 class ApiError(ThaiEvalError, ConnectionError):
-    """A request still failed after the client's own retries (or failed in a way no retry can fix)."""
+    """A request still failed after the client's own retries (or failed in a way no retry can fix).
+
+    The message is secret-free; ``cause`` is the openai error (not chained as ``__cause__``, whose text a
+    traceback would print: it may echo the key).
+    """
+
+    def __init__(self, message: str, *, cause: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
 
 
 @dataclass(frozen=True)
@@ -78,6 +98,62 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str | None
+
+
+class MalformedReplyError(ApiError):
+    """A 200 reply that is not a well-formed chat or completions object (see :func:`reply_problem`)."""
+
+
+def reply_problem(kind: str, content_type: str, body: bytes) -> str | None:
+    """Why a 200 reply to a ``kind`` request (``"chat"`` or ``"completions"``) is unusable, or None if it is fine.
+
+    Well-formed: a JSON object (``application/json``) whose ``choices`` is a non-empty list whose first
+    element holds ``message.content`` (chat) or ``text`` (completions) as a string. An empty string is a
+    reply (the judge asks again); null is not.
+    """
+    if "json" not in content_type.lower():
+        return f"content type {content_type or '(none)'!r}, not JSON"
+    try:
+        payload = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return f"body is not JSON ({type(exc).__name__}: {str(exc)[:80]})"
+    if not isinstance(payload, Mapping):
+        return f"body is a JSON {type(payload).__name__}, not an object"
+    choices = payload.get("choices")
+    if not isinstance(choices, list) or not choices:
+        return "no choices" if choices is None else f"choices is {json.dumps(choices)[:40]}, not a non-empty list"
+    first = choices[0]
+    if not isinstance(first, Mapping):
+        return f"choices[0] is a JSON {type(first).__name__}, not an object"
+    if kind == "chat":
+        message = first.get("message")
+        if not isinstance(message, Mapping):
+            return f"choices[0].message is {json.dumps(message)[:40]}, not an object"
+        content = message.get("content")
+        return None if isinstance(content, str) else f"choices[0].message.content is {json.dumps(content)[:40]}, not text"
+    text = first.get("text")
+    return None if isinstance(text, str) else f"choices[0].text is {json.dumps(text)[:40]}, not text"
+
+
+class ReplyCheckingClient(openai.DefaultAsyncHttpxClient):
+    """The openai client's HTTP client, with every 200 reply to a chat or completions request checked by
+    :func:`reply_problem` before the openai client parses it; a malformed one is replaced by a
+    :data:`MALFORMED_STATUS` response naming the problem, which the openai client retries like any 5xx
+    (``max_retries``, same backoff) and finally raises as ``openai.InternalServerError``."""
+
+    async def send(self, request: httpx2.Request, **kwargs: Any) -> httpx2.Response:
+        response = await super().send(request, **kwargs)
+        path = request.url.path.rstrip("/")
+        kind = next((k for suffix, k in CHECKED_PATHS.items() if path.endswith(suffix)), None)
+        if kind is None or response.status_code != 200 or b'"stream":true' in request.content.replace(b" ", b""):
+            return response
+        body = await response.aread()
+        problem = reply_problem(kind, response.headers.get("content-type", ""), body)
+        if problem is None:
+            return response
+        await response.aclose()
+        error = {"error": {"message": f"malformed reply: {problem}", "type": "malformed_reply", "code": MALFORMED_STATUS}}
+        return httpx2.Response(MALFORMED_STATUS, json=error, headers={MALFORMED_HEADER: "1"}, request=request)
 
 
 def public_base_url(url: str) -> str:
@@ -155,10 +231,10 @@ def estimate_cost(model_ids: list[str | None], prompt_tokens: int, completion_to
 
 
 def describe_error(exc: BaseException) -> str:
-    """A one-line, secret-free description of an API error for records and messages."""
+    """A one-line, secret-free description of an API error for records and messages (masked before cut)."""
     status = getattr(exc, "status_code", None)
     text = f"{type(exc).__name__}" + (f" (HTTP {status})" if status else "") + f": {exc}"
-    return redact(text.replace("\n", " ")[:500])
+    return redact(text.replace("\n", " "))[:500]
 
 
 class ApiSession:
@@ -174,7 +250,8 @@ class ApiSession:
 
     async def __aenter__(self) -> ApiSession:
         m = self.model
-        self._client = AsyncOpenAI(base_url=m.base_url, api_key=m._api_key, max_retries=m.max_retries, timeout=m.timeout)
+        self._client = AsyncOpenAI(base_url=m.base_url, api_key=m._api_key, max_retries=m.max_retries, timeout=m.timeout,
+                                   http_client=ReplyCheckingClient(timeout=m.timeout))
         self._semaphore = asyncio.Semaphore(m.concurrency)
         return self
 
@@ -208,15 +285,18 @@ class ApiSession:
                 top_p=top_p,
                 **extra,
             )
-        choice = resp.choices[0] if resp.choices else None
+        choices = getattr(resp, "choices", None)
+        message = getattr(choices[0], "message", None) if choices else None
+        if not isinstance(getattr(message, "content", None), str):  # ReplyCheckingClient lets none through
+            raise MalformedReplyError(f"{self.model.model_id}: malformed reply ({type(resp).__name__} without text)")
         usage = resp.usage
         completion = Completion(
-            text=(choice.message.content or "") if choice is not None else "",
+            text=message.content,
             model=resp.model,
             system_fingerprint=getattr(resp, "system_fingerprint", None),
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            finish_reason=choice.finish_reason if choice is not None else None,
+            finish_reason=choices[0].finish_reason,
         )
         self.model._observe(completion)
         return completion
@@ -227,8 +307,12 @@ class ApiModel:
 
     Args:
         model_id: the model name the endpoint knows (dated ids such as ``gpt-4o-2024-05-13`` pin a model).
-        base_url: the endpoint (default ``$OPENAI_BASE_URL`` or OpenAI's).
-        api_key: the key (default ``$OPENAI_API_KEY``); never recorded anywhere.
+        base_url: the endpoint (default ``$OPENAI_BASE_URL`` or OpenAI's). Userinfo is never sent as such
+            (httpx would turn it into HTTP Basic auth): it is stripped, and its password is the key when no
+            ``api_key`` is given.
+        api_key: the key, sent as the Bearer token. Default: the base URL's password, else ``$OPENAI_API_KEY``
+            (a URL naming its own credential does not get the environment's key, which may be OpenAI's), else a
+            placeholder for servers that need none. Registered as a secret: never recorded anywhere.
         concurrency: requests in flight at once.
         timeout: seconds per request before the client retries it.
         max_retries: the openai client's retries of transport errors (429, 5xx, timeouts, connection).
@@ -259,8 +343,9 @@ class ApiModel:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
         self.model_id = model_id
         self.name = model_id
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-        key = api_key or os.environ.get("OPENAI_API_KEY")
+        self.base_url, password = split_credentials(base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)
+        key = api_key or password or os.environ.get("OPENAI_API_KEY")
+        register_secret(key)
         if not key and public_base_url(self.base_url) == public_base_url(DEFAULT_BASE_URL):
             raise ModelLoadError("OpenAI's API needs a key: set OPENAI_API_KEY in the environment")
         self._api_key = key or PLACEHOLDER_API_KEY
@@ -310,8 +395,8 @@ class ApiModel:
 
         try:
             return run_sync(go)
-        except openai.APIError as exc:
-            raise ApiError(f"{public_base_url(self.base_url)}: {describe_error(exc)}") from exc
+        except openai.APIError as exc:  # "from None": the chained original would print the server's raw text
+            raise ApiError(f"{public_base_url(self.base_url)}: {describe_error(exc)}", cause=exc) from None
 
     def chat(
         self,
@@ -336,8 +421,8 @@ class ApiModel:
 
         try:
             completions = run_sync(go)
-        except openai.APIError as exc:
-            raise ApiError(f"{self.model_id} at {public_base_url(self.base_url)}: {describe_error(exc)}") from exc
+        except openai.APIError as exc:  # "from None": the chained original would print the server's raw text
+            raise ApiError(f"{self.model_id} at {public_base_url(self.base_url)}: {describe_error(exc)}", cause=exc) from None
         return [cut_at_stop(c.text, stop) for c in completions]
 
     def generate(

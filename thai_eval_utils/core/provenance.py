@@ -11,6 +11,7 @@ import json
 import os
 import platform
 import re
+import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,14 @@ _SECRET_KEY = re.compile(
 #: Values that look like API keys even under an innocent key.
 _SECRET_VALUE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{16,}|hf_[A-Za-z0-9]{20,}|AIza[0-9A-Za-z_\-]{20,})")
 _SLUG_BAD = re.compile(r"[^A-Za-z0-9._-]+")
+#: Environment variables whose values are secrets (``OPENAI_API_KEY``, ``HF_TOKEN``, ``DB_PASSWORD``, ...).
+_SECRET_ENV = re.compile(r"(API[_-]?KEY|TOKEN|SECRET|PASSWORD|PASSWD)$", re.I)
+#: Query parameters of a URL that carry credentials (Azure ``api-key``, ``token``, signed URLs' ``sig``).
+_CREDENTIAL_PARAM = re.compile(r"key|token|secret|passw|sig|auth|credential", re.I)
+#: Shorter registered values are not masked inside text (masking "abc" everywhere would corrupt data).
+MIN_SECRET_LENGTH = 6
+#: The secret values in use in this process (API keys, URL passwords): masked wherever they appear.
+_SECRETS: set[str] = set()
 
 
 @dataclass(frozen=True)
@@ -129,14 +138,68 @@ def package_versions(names: Iterable[str] = RECORDED_PACKAGES) -> dict[str, str 
     return out
 
 
+def register_secret(value: str | None) -> None:
+    """Mask ``value`` (an API key, a URL password) in everything :func:`redact` and :func:`scrub` return.
+
+    ``ApiModel`` registers the key and the base-URL credentials it uses; secret-named environment variables
+    (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD``) are picked up at every call. Values shorter
+    than :data:`MIN_SECRET_LENGTH` characters are not masked inside text (a secret that short is no secret).
+    """
+    if value and len(value) >= MIN_SECRET_LENGTH:
+        _SECRETS.add(value)
+        quoted = urllib.parse.quote(value, safe="")
+        if quoted != value:  # the form it takes inside a URL
+            _SECRETS.add(quoted)
+
+
+def split_credentials(url: str) -> tuple[str, str | None]:
+    """``url`` without its userinfo, and the URL's password (None if it has none).
+
+    Every credential in the URL (user name, password, credential-looking query values) is registered as a
+    secret. Example: ``split_credentials("http://u:pw@h:8/v1")`` -> ``("http://h:8/v1", "pw")``.
+    """
+    parts = urllib.parse.urlsplit(url)
+    password = urllib.parse.unquote(parts.password) if parts.password else None
+    register_secret(password)
+    if parts.username:
+        register_secret(urllib.parse.unquote(parts.username))
+    for name, value in urllib.parse.parse_qsl(parts.query):
+        if _CREDENTIAL_PARAM.search(name):
+            register_secret(value)
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)), password
+
+
+def _secrets_in_use() -> list[str]:
+    env = {v for k, v in os.environ.items() if _SECRET_ENV.search(k) and v and len(v) >= MIN_SECRET_LENGTH}
+    return sorted(_SECRETS | env, key=len, reverse=True)  # longest first: a secret containing another
+
+
+def scrub(text: str) -> str:
+    """``text`` with every secret in use (see :func:`register_secret`) and every key-shaped string masked."""
+    for secret in _secrets_in_use():
+        if secret in text:
+            text = text.replace(secret, "<redacted>")
+    return _SECRET_VALUE.sub("<redacted>", text)
+
+
+def scrub_strings(obj: Any) -> Any:
+    """A copy of ``obj`` (JSON-like) with :func:`scrub` applied to every string; keys are kept (a notebook)."""
+    if isinstance(obj, Mapping):
+        return {k: scrub_strings(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [scrub_strings(v) for v in obj]
+    return scrub(obj) if isinstance(obj, str) else obj
+
+
 def redact(obj: Any) -> Any:
-    """A copy of ``obj`` with secret-looking keys dropped and key-like strings masked."""
+    """A copy of ``obj`` with secret-looking keys dropped and secrets in strings masked (:func:`scrub`)."""
     if isinstance(obj, Mapping):
         return {k: redact(v) for k, v in obj.items() if not _SECRET_KEY.search(str(k))}
     if isinstance(obj, (list, tuple)):
         return [redact(v) for v in obj]
     if isinstance(obj, str):
-        return _SECRET_VALUE.sub("<redacted>", obj)
+        return scrub(obj)
     return obj
 
 

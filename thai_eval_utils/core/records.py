@@ -10,9 +10,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
+import numbers
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +25,17 @@ __all__ = [
     "SUPPORTED_SUFFIXES",
     "find_data_file",
     "read_records",
+    "require_finite",
+    "require_text",
+    "require_texts",
+    "require_unique",
     "sha256_file",
     "to_plain",
     "write_jsonl",
 ]
+
+#: Text that is a missing value written out (pandas' ``str(nan)``, ``str(None)``, JSON's null), never real text.
+MISSING_SPELLINGS = ("nan", "none", "null", "<na>")
 
 #: File suffixes :func:`read_records` understands, in the order :func:`find_data_file` tries them.
 SUPPORTED_SUFFIXES = (".parquet", ".jsonl", ".json", ".csv")
@@ -273,6 +282,56 @@ def read_records(
         raise ThaiEvalDataError("file is empty (no records)", path=path)
     _check(path, records, required or {}, json_fields, suffix == ".csv")
     return records
+
+
+def require_finite(value: Any, *, path: str | Path | None = None, row: int | None = None, field: str | None = None) -> float:
+    """``value`` as a finite float: a number or numeric text; bools, NaN, ±inf and overflowing text (``1e400``)
+    raise :class:`ThaiEvalDataError` naming the file, row and field.
+
+    Example: ``require_finite("7.5")`` -> ``7.5``; ``require_finite("-Infinity", row=2, field="score")`` raises.
+    """
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):
+        raise ThaiEvalDataError(f"expected a number, got {type(value).__name__} {value!r:.60}", path=path, row=row, field=field)
+    try:
+        x = float(value.strip() if isinstance(value, str) else value)
+    except ValueError:
+        raise ThaiEvalDataError(f"not a number: {value!r:.60}", path=path, row=row, field=field) from None
+    if not math.isfinite(x):
+        raise ThaiEvalDataError(f"not a finite number: {value!r:.60}", path=path, row=row, field=field)
+    return x
+
+
+def require_text(
+    value: Any, *, path: str | Path | None = None, row: int | None = None, field: str | None = None, allow_empty: bool = False
+) -> str:
+    """``value`` if it is real text: a string, not blank (unless ``allow_empty``), and not a missing value
+    written as text (:data:`MISSING_SPELLINGS`, e.g. ``"NaN"``); else :class:`ThaiEvalDataError`."""
+    if not isinstance(value, str):
+        raise ThaiEvalDataError(f"expected text, got {type(value).__name__} {value!r:.60}", path=path, row=row, field=field)
+    if not value.strip() and not allow_empty:
+        raise ThaiEvalDataError("empty text", path=path, row=row, field=field)
+    if value.strip().lower() in MISSING_SPELLINGS:
+        raise ThaiEvalDataError(f"{value!r} is a missing value written as text, not text", path=path, row=row, field=field)
+    return value
+
+
+def require_texts(values: Sequence[Any], *, field: str, path: str | Path | None = None) -> None:
+    """Every value is a string or None (None means empty, as the papers' code reads it); a float (pandas' NaN
+    for a missing cell) or any other type raises :class:`ThaiEvalDataError` naming the 0-based row."""
+    for i, value in enumerate(values):
+        if value is not None and not isinstance(value, str):
+            raise ThaiEvalDataError(f"expected text or None, got {type(value).__name__} {value!r:.60}", path=path, row=i, field=field)
+
+
+def require_unique(records: Sequence[Mapping[str, Any]], keys: Sequence[str], *, path: str | Path | None = None) -> None:
+    """No two records share the values of ``keys``; else :class:`ThaiEvalDataError` naming both rows."""
+    seen: dict[tuple[Any, ...], int] = {}
+    for i, rec in enumerate(records):
+        key = tuple(rec[k] for k in keys)
+        if key in seen:
+            shown = ", ".join(f"{k}={v!r}" for k, v in zip(keys, key))
+            raise ThaiEvalDataError(f"duplicate row ({shown}; also row {seen[key]})", path=path, row=i, field=keys[0])
+        seen[key] = i
 
 
 def find_data_file(directory: str | Path, stem: str, suffixes: Iterable[str] = SUPPORTED_SUFFIXES) -> Path | None:

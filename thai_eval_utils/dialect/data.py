@@ -18,14 +18,38 @@ from typing import Any
 import pandas as pd
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.core.records import find_data_file, read_records, write_jsonl
+from thai_eval_utils.core.records import (
+    find_data_file,
+    read_records,
+    require_finite,
+    require_text,
+    require_unique,
+    write_jsonl,
+)
 
-__all__ = ["DIALECTS", "convert_dialect_pickle", "dialect_tasks", "load_dialect"]
+__all__ = ["DIALECTS", "check_dialect", "check_score_rows", "convert_dialect_pickle", "dialect_tasks", "load_dialect"]
 
 
 DIALECTS = ("center", "east", "north", "south")
 _DIALECT_COLUMNS = ["dialect", "task", "id", "text_1", "text_2", "question", "context"]
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+def check_dialect(name: Any, *, path: str | Path | None = None, row: int | None = None, field: str = "dialect") -> str:
+    """``name`` if it is one of :data:`DIALECTS`; else :class:`ThaiEvalDataError` (a ``ValueError``) listing them."""
+    if name not in DIALECTS:
+        raise ThaiEvalDataError(f"unknown dialect {name!r}; expected one of {', '.join(DIALECTS)}", path=path, row=row, field=field)
+    return name
+
+
+def check_score_rows(scores: pd.DataFrame) -> None:
+    """A tidy score table (``model, dialect, task, metric, value``) fit for ΔDiff: known dialects, finite values,
+    one row per (model, dialect, task, metric) (a duplicate would make ΔDiff pick one of two numbers)."""
+    records = scores.reset_index(drop=True).to_dict("records")
+    for i, rec in enumerate(records):
+        check_dialect(rec["dialect"], row=i)
+        require_finite(rec["value"], row=i, field="value")
+    require_unique(records, ("model", "dialect", "task", "metric"))
 
 
 def dialect_tasks(dialect: str) -> list[str]:
@@ -52,8 +76,10 @@ def _dialect_rows(dialect: str, task: str, path: Path) -> list[dict[str, Any]]:
             raise ThaiEvalDataError(f"duplicate id {rid!r} (also row {seen[str(rid)]})", path=path, row=i, field="id")
         seen[str(rid)] = i
         gold = rec.get("text_2", ".") if kind in ("conversation", "food") else rec["text_2"]
-        if gold is not None and not isinstance(gold, str):
-            raise ThaiEvalDataError(f"expected str or None, got {type(gold).__name__}", path=path, row=i, field="text_2")
+        if gold is not None:  # null means "no gold" (""); "NaN" is a missing value written as text: refused
+            require_text(gold, path=path, row=i, field="text_2", allow_empty=True)
+        for name in ("question", "context") if kind == "qa" else ("text_1",):
+            require_text(rec[name], path=path, row=i, field=name)
         rows.append({"dialect": dialect, "task": task, "id": str(rid), "text_1": rec.get("text_1") if kind != "qa" else None,
                      "text_2": gold or "", "question": rec["question"] if kind == "qa" else None,
                      "context": rec["context"] if kind == "qa" else None})
@@ -79,8 +105,7 @@ def load_dialect(source: str | Path, dialects: Iterable[str] | None = None) -> p
         raise ThaiEvalDataError("folder not found", path=source)
     wanted = list(dialects) if dialects is not None else [d for d in DIALECTS if (source / d).is_dir()]
     for d in wanted:
-        if d not in DIALECTS:
-            raise ValueError(f"unknown dialect {d!r}; expected one of {', '.join(DIALECTS)}")
+        check_dialect(d)
         if not (source / d).is_dir():
             raise ThaiEvalDataError("dialect folder not found", path=source / d)
     rows, files = [], []

@@ -29,7 +29,8 @@ from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.core.records import read_records
+from thai_eval_utils.core.records import read_records, require_finite
+from thai_eval_utils.dialect.data import check_dialect
 
 PREFERENCE_COLUMNS = ("dialect", "task", "item_id", "model_a", "model_b", "annotator", "choice")
 #: Pairwise options (paper section 2.2): A better, B better, equally good, equally poor.
@@ -57,13 +58,14 @@ def _records(source: str | Path | pd.DataFrame, columns: Sequence[str], label_fi
 
 
 def _keys(recs: list[dict], key_fields: Sequence[str], path: str | None) -> None:
-    """Key fields as stripped, non-empty text (ids from JSON ints become "3")."""
+    """Key fields as stripped, non-empty text (ids from JSON ints become "3"); ``dialect`` one of the four."""
     for i, rec in enumerate(recs):
         for f in key_fields:
             value = rec[f]
             if value is None or (isinstance(value, float) and math.isnan(value)) or isinstance(value, bool) or not str(value).strip():
                 raise ThaiEvalDataError("empty value", path=path, row=i, field=f)
             rec[f] = str(value).strip()
+        check_dialect(rec["dialect"], path=path, row=i)
 
 
 def _parse_gf(value: Any, path: str | None, row: int, field: str) -> float:
@@ -146,12 +148,9 @@ def load_judge_scores(source: str | Path | pd.DataFrame) -> pd.DataFrame:
     _keys(recs, JUDGE_COLUMNS[:-1], path)
     seen: dict[tuple, int] = {}
     for i, rec in enumerate(recs):
-        try:
-            rec["score"] = float(str(rec["score"]).strip())
-        except ValueError:
-            raise ThaiEvalDataError(f"not a number: {rec['score']!r}", path=path, row=i, field="score") from None
-        if math.isnan(rec["score"]):
+        if rec["score"] is None or (isinstance(rec["score"], float) and math.isnan(rec["score"])):
             raise ThaiEvalDataError("missing score", path=path, row=i, field="score")
+        rec["score"] = require_finite(rec["score"], path=path, row=i, field="score")  # no inf, -Infinity, 1e400
         key = tuple(rec[f] for f in JUDGE_COLUMNS[:-1])
         if key in seen:
             raise ThaiEvalDataError(f"duplicate row (also row {seen[key]})", path=path, row=i, field="item_id")
@@ -239,11 +238,15 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any], *, weights: str | None = Non
     index in ``labels`` (default the Generation/Fluency scale 0 / 0.5 / 1 -> 0 / 1 / 2) and passed with
     ``labels=[0, 1, ...]``, which also keeps the label order for ``weights="linear"``/``"quadratic"``.
 
-    Example: ``cohen_kappa([1, 0.5, 0], [1, 0.5, 0.5])`` -> kappa = 0.571 (p_o = 0.667, p_e = 0.222, n=3).
+    Example: ``cohen_kappa([1, 0.5, 0], [1, 0.5, 0.5])`` -> kappa = 0.500 (p_o = 0.667, p_e = 0.333, n=3).
     """
     labels = list(GF_LABELS if labels is None else labels)
     if len(a) != len(b):
         raise ValueError(f"annotators rated different numbers of items ({len(a)} vs {len(b)})")
+    for who, ratings in (("a", a), ("b", b)):  # True == 1 and hash(True) == hash(1.0): it would count as label 1
+        for i, v in enumerate(ratings):
+            if isinstance(v, (bool, np.bool_)) or (isinstance(v, float) and not math.isfinite(v)):
+                raise ValueError(f"annotator {who}, item {i}: {v!r} is not a label (labels: {labels})")
     index = {lab: i for i, lab in enumerate(labels)}
     try:
         x = np.array([index[v] for v in a], dtype=int)

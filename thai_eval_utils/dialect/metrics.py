@@ -25,6 +25,8 @@ from pythainlp import word_tokenize
 from rouge_score import rouge_scorer, scoring
 
 from thai_eval_utils.core.provenance import Score
+from thai_eval_utils.core.records import require_texts
+from thai_eval_utils.dialect.data import check_score_rows
 
 #: The pythainlp release the paper's code ran with (newmm output depends on it).
 PAPER_PYTHAINLP_VERSION = "5.0.4"
@@ -96,6 +98,7 @@ def _check_pair(hypotheses: Sequence[str | None], references: Sequence[str | Non
     """Non-empty, equal-length lists with None as "" (the paper's code does the same)."""
     if len(hypotheses) == 0 or len(hypotheses) != len(references):
         raise ValueError(f"need equal, non-zero numbers of hypotheses and references (got {len(hypotheses)}, {len(references)})")
+    require_texts(hypotheses, field="hypothesis"), require_texts(references, field="reference")  # NaN is no text
     return ["" if h is None else str(h) for h in hypotheses], ["" if r is None else str(r) for r in references]
 
 
@@ -274,6 +277,7 @@ def delta_diff(scores: pd.DataFrame) -> pd.DataFrame:
         that has a Central counterpart (positive delta = worse in the dialect).
     """
     df = scores.assign(task=scores["task"].map(table_task))[["model", "dialect", "task", "metric", "value"]]
+    check_score_rows(df)  # known dialects, finite values, no duplicate (one Central value per model/task/metric)
     central = df[df["dialect"] == "center"].drop(columns="dialect").rename(columns={"value": "central"})
     other = df[df["dialect"] != "center"]
     out = other.merge(central, on=["model", "task", "metric"], how="inner")

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.core.records import find_data_file, read_records
+from thai_eval_utils.core.records import find_data_file, read_records, require_text
 
 __all__ = ["THAICLI_FORMATS", "load_thaicli"]
 
@@ -98,6 +98,9 @@ def _read_thaicli_file(path: Path) -> list[dict[str, Any]]:
                     why = f"missing field {name!r}; fields found: {found}" if name not in rec else f"expected str, got {type(rec[name]).__name__}"
                     raise ThaiEvalDataError(why, path=path, row=i, field=name)
             pair = (rec["chosen"], rec["rejected"])
+        require_text(question, path=path, row=i, field="question")  # not empty, not "NaN"
+        for name, text in zip(("chosen", "rejected"), pair):
+            require_text(text, path=path, row=i, field="answers" if official else name)
         rid = rec.get("id")
         if rid is None:  # flat files may lack ids: derive a stable 32-hex one
             rid = hashlib.md5(f"{fmt}\n{question}".encode()).hexdigest()

@@ -40,6 +40,9 @@ EMBEDDED_SERVE = "embedded-serve"
 #: calls and reply length to keep the demo to minutes (a real judge keeps the paper's 16 calls).
 EMBEDDED_JUDGE_MAX_CALLS = 2
 EMBEDDED_JUDGE_MAX_TOKENS = 8
+#: The environment variable holding a key for the judge only (``batch`` sets it in the kernels from a judge URL's
+#: password, so neither the password nor the key is ever a notebook parameter). Default: ``ApiModel``'s choice.
+JUDGE_KEY_ENV = "THAI_EVAL_JUDGE_API_KEY"
 #: CPU generation is slow: a local server gets long request timeouts and few requests at a time.
 LOCAL_TIMEOUT = 900.0
 LOCAL_CONCURRENCY = 2
@@ -116,7 +119,8 @@ def open_judge(
 ) -> Iterator[ApiModel]:
     """A judge ready to call: ``"embedded-serve"`` (local demo server) or a model id at ``base_url``.
 
-    The API key comes from ``$OPENAI_API_KEY`` only (never a parameter, so it never lands in a notebook).
+    The API key is never a parameter (so it never lands in a notebook): ``$THAI_EVAL_JUDGE_API_KEY`` if set
+    (:data:`JUDGE_KEY_ENV`), else ``ApiModel``'s default (the base URL's password, else ``$OPENAI_API_KEY``).
 
     Raises:
         JudgeError: the endpoint cannot be reached or refuses the key; the caller can fall back to the
@@ -129,13 +133,14 @@ def open_judge(
                            timeout=max(timeout, LOCAL_TIMEOUT), max_retries=1)  # fmt: skip
         return
     try:
-        judge = ApiModel(judge_model, base_url=base_url, concurrency=concurrency, timeout=timeout, max_retries=max_retries)
+        judge = ApiModel(judge_model, base_url=base_url, api_key=os.environ.get(JUDGE_KEY_ENV) or None,
+                         concurrency=concurrency, timeout=timeout, max_retries=max_retries)
     except ModelLoadError as exc:  # e.g. OpenAI's endpoint without OPENAI_API_KEY
-        raise JudgeError(str(exc)) from exc
+        raise JudgeError(str(exc)) from None
     probe = ApiModel(judge_model, base_url=judge.base_url, api_key=judge._api_key, timeout=15.0, max_retries=1)
     try:
         probe.list_models()
     except ApiError as exc:
-        if not isinstance(exc.__cause__, openai.NotFoundError):  # a server without /models is still reachable
-            raise JudgeError(f"judge endpoint not usable: {exc}") from exc
+        if not isinstance(exc.cause, openai.NotFoundError):  # a server without /models is still reachable
+            raise JudgeError(f"judge endpoint not usable: {exc}") from None
     yield judge

@@ -6,7 +6,10 @@ the model's answer, and replies ``<score>N</score><explanation>...</explanation>
 parse is asked for again, at most :data:`MAX_JUDGE_CALLS` calls per item in all; then the item scores 0
 (flagged ``fallback_zero``; the 0 counts in the mean). Transport errors (429, 5xx, timeouts) are retried by
 the openai client, never count as one of those calls and never become a score: an item whose requests keep
-failing stays unjudged and is reported (``n_unjudged``), and a rerun judges it. Final judgements go to an
+failing stays unjudged and is reported (``n_unjudged``), and a rerun judges it. A malformed 200 reply (not
+JSON, no choices, null content: see :func:`~thai_eval_utils.core.openai_client.reply_problem`) is such a
+failed request. No failure aborts the run except a refused key, access or model (:data:`FATAL_ERRORS`), and
+even then the items already judged are written with the summary before :class:`JudgeError` is raised. Final judgements go to an
 append-only cache keyed by the texts, judge model, prompt hash and parameters, so a resumed run repeats none.
 """
 
@@ -16,6 +19,7 @@ import asyncio
 import datetime as _dt
 import json
 import math
+import numbers
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +32,7 @@ from thai_eval_utils.core import tables
 from thai_eval_utils.core.errors import JudgeError, ThaiEvalDataError
 from thai_eval_utils.core.openai_client import (
     FATAL_ERRORS,
+    ApiError,
     ApiModel,
     ApiSession,
     describe_error,
@@ -52,6 +57,8 @@ from thai_eval_utils.thaicli.judge_prompt import (
 )
 
 _ANSWER_COLUMNS = ("id", "format", "theme", "question", "chosen", "rejected", "answer")
+#: Columns :func:`thaicli_scores` needs; ``status`` (default ``"scored"``) and ``attempts`` (default 1) are optional.
+SCORE_COLUMNS = ("format", "theme", "score")
 
 
 def round_half_up(value: float | None, ndigits: int = 2) -> float | None:
@@ -122,6 +129,8 @@ class JudgeRun:
 
 
 def _check_answers(answers: pd.DataFrame) -> None:
+    """Every column present, every text a string; question, chosen and rejected not empty (an empty answer is
+    an answer: the judge scores it)."""
     missing = [c for c in _ANSWER_COLUMNS if c not in answers.columns]
     if missing:
         raise ThaiEvalDataError(f"answers lack columns {missing}", field=missing[0])
@@ -129,6 +138,10 @@ def _check_answers(answers: pd.DataFrame) -> None:
         bad = [i for i, v in enumerate(answers[col]) if not isinstance(v, str)]
         if bad:
             raise ThaiEvalDataError(f"not a string: {answers[col].iloc[bad[0]]!r}", row=bad[0], field=col)
+        if col != "answer":
+            empty = [i for i, v in enumerate(answers[col]) if not v.strip()]
+            if empty:
+                raise ThaiEvalDataError("empty text", row=empty[0], field=col)
 
 
 def judge_answers(
@@ -156,7 +169,9 @@ def judge_answers(
         A :class:`JudgeRun`; ``summary["n_unjudged"]`` counts items whose requests kept failing.
 
     Raises:
-        JudgeError: the endpoint refused the key, the access or the model (no later call could succeed).
+        JudgeError: the endpoint refused the key, the access or the model (no later call could succeed); the
+            items judged before it are written with the summary first.
+        RunLockedError: another process is judging the same run (nothing is called twice).
     """
     _check_answers(answers)
     params = params or JudgeParams()
@@ -184,13 +199,24 @@ def judge_answers(
             todo[k] = i
     errors: dict[str, str] = {}
     usage_before = dict(judge.usage)
-    if todo:
-        _run_loop(answers, judge, params, cache, todo, errors, progress)
-    items = _items_frame(answers, keys, cache, errors)
-    scores = thaicli_scores(items, signature=_signature(judge, params))
-    summary = _summary(items, keys, cache, judge, usage_before, len(todo), scores)
-    _write_items(store, items)
-    store.write_summary(summary)
+    fatal: JudgeError | None = None
+    try:
+        if todo:
+            try:
+                _run_loop(answers, judge, params, cache, todo, errors, progress)
+            except JudgeError as exc:  # write what finished, then raise
+                fatal = exc
+        items = _items_frame(answers, keys, cache, errors)
+        scores = thaicli_scores(items, signature=_signature(judge, params))
+        summary = _summary(items, keys, cache, judge, usage_before, len(todo), scores)
+        if fatal is not None:
+            summary["fatal_error"] = str(fatal)
+        _write_items(store, items)
+        store.write_summary(summary)
+    finally:
+        store.close()
+    if fatal is not None:
+        raise fatal
     return JudgeRun(items=items, summary=summary, scores=scores, store=store)
 
 
@@ -203,10 +229,14 @@ def _run_loop(answers, judge, params, cache, todo, errors, progress) -> None:  #
         messages = build_messages(row["question"], row["chosen"], row["rejected"], row["answer"])
         try:
             rec = await judge_one(session, messages, params)
-        except FATAL_ERRORS as exc:
-            raise JudgeError(f"judge {judge.model_id}: {describe_error(exc)}") from exc
-        except openai.APIError as exc:  # spent the client's retries: leave unjudged, never a score
+        except FATAL_ERRORS as exc:  # "from None": the chained original would print the server's raw text
+            raise JudgeError(f"judge {judge.model_id}: {describe_error(exc)}") from None
+        except (openai.APIError, ApiError) as exc:  # spent the client's retries: leave unjudged, never a score
             errors[key] = describe_error(exc)
+            bar.update(1)
+            return
+        except Exception as exc:  # noqa: BLE001 - any other failure of one item leaves it unjudged, never the run
+            errors[key] = f"unexpected {describe_error(exc)}"
             bar.update(1)
             return
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -337,12 +367,36 @@ class ThaiCLIScores:
         return "\n".join(str(s) for s in (self.thaicli, self.factoid, self.instruction))
 
 
+def _score_table(items: pd.DataFrame) -> pd.DataFrame:
+    """``items`` with ``status`` and ``attempts`` filled in where absent, every judged score checked finite."""
+    missing = [c for c in SCORE_COLUMNS if c not in items.columns]
+    if missing:
+        raise ThaiEvalDataError(f"the judged items lack column(s) {missing}; found {list(items.columns)}", field=missing[0])
+    items = items.reset_index(drop=True)
+    if "status" not in items.columns:
+        items = items.assign(status="scored")
+    if "attempts" not in items.columns:
+        items = items.assign(attempts=1)
+    for i, (status, score) in enumerate(zip(items["status"], items["score"])):
+        if status == "unjudged":
+            continue
+        ok = isinstance(score, numbers.Real) and not isinstance(score, bool) and math.isfinite(score)
+        if not ok:
+            raise ThaiEvalDataError(f"a judged item's score must be a finite number, got {score!r}", row=i, field="score")
+    return items
+
+
 def thaicli_scores(items: pd.DataFrame, signature: str = "") -> ThaiCLIScores:
-    """Aggregate judged items (columns format, theme, score, status, attempts; unjudged rows are excluded).
+    """Aggregate judged items (unjudged rows are excluded).
+
+    ``items`` needs columns ``format, theme, score``; ``status`` is optional (absent: every row is judged,
+    ``"scored"``) and so is ``attempts`` (absent: 1 call each). A judged row whose score is not a finite
+    number (NaN, inf, a string) raises :class:`ThaiEvalDataError` naming the row.
 
     Per format: n, mean, stderr (``std(ddof=1)/sqrt(n)``), the 0 fallbacks, the parse retries
     (``attempts - 1`` summed) and the unjudged count. ThaiCLI's stderr is ``sqrt(se_f² + se_i²) / 2``.
     """
+    items = _score_table(items)
     judged = items[items["status"] != "unjudged"]
     fmt_rows, per = [], {}
     for fmt in ("factoid", "instruction"):

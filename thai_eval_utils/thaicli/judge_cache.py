@@ -4,13 +4,15 @@ One JSON object per line. Appends take an exclusive ``fcntl`` lock and write the
 ``os.write`` on an ``O_APPEND`` descriptor, so concurrent writer processes never interleave. A line torn by
 a crash is tolerated: readers skip lines that are not valid JSON (and count them), and the next writer first
 ends the torn line with a newline so its own record stays intact. Only final judgements (a valid score, or
-the 0 fallback after the last allowed call) belong here; transport failures never do.
+the 0 fallback after the last allowed call) belong here; transport failures never do. A record whose score is
+not a finite number (NaN, inf, text) is refused on append and skipped (counted as bad) on read.
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import queue
 import threading
@@ -24,6 +26,14 @@ from thai_eval_utils.core.provenance import canonical_json, redact, sha256_text
 CACHE_FORMAT = 1
 #: The statuses a cached judgement may have.
 FINAL_STATUSES = ("scored", "fallback_zero")
+
+
+def is_final(record: object) -> bool:
+    """A final judgement: a ``key``, a status in :data:`FINAL_STATUSES` and a finite numeric ``score``."""
+    if not isinstance(record, Mapping) or "key" not in record or record.get("status") not in FINAL_STATUSES:
+        return False
+    score = record.get("score")
+    return isinstance(score, (int, float)) and not isinstance(score, bool) and math.isfinite(score)
 
 
 def judgement_key(
@@ -81,7 +91,7 @@ class JudgementCache:
             except (json.JSONDecodeError, UnicodeDecodeError):
                 self.n_bad_lines += 1
                 continue
-            if not isinstance(rec, dict) or "key" not in rec or rec.get("status") not in FINAL_STATUSES:
+            if not is_final(rec):
                 self.n_bad_lines += 1
                 continue
             if rec["key"] not in self._records:
@@ -108,8 +118,9 @@ class JudgementCache:
     def append_many(self, records: list[Mapping[str, Any]]) -> None:
         """Append final judgements under one lock, one write and one fsync (a group commit)."""
         for record in records:
-            if "key" not in record or record.get("status") not in FINAL_STATUSES:
-                raise ValueError(f"only final judgements are cached, got status {record.get('status')!r}")
+            if not is_final(record):
+                raise ValueError(f"only final judgements (finite score) are cached, got status {record.get('status')!r}, "
+                                 f"score {record.get('score')!r}")
         if not records:
             return
         data = "".join(json.dumps(redact(dict(r)), ensure_ascii=False, default=str) + "\n" for r in records).encode("utf-8")
