@@ -34,8 +34,8 @@ def test_notebook_runs_on_two_few_shot_seeds(tmp_path):
 
     out = tmp_path / "outputs"
     for seed in (42, 7):
-        h6.evaluate_tasks(FakeModel("fake", score=_score), str(REPO / "data" / "thai_h6"), ["th_arc", "th_winogrande"], 5,
-                          fewshot_seed=seed, outputs=out, progress=False)
+        h6.evaluate_tasks(FakeModel("fake", score=_score), str(REPO / "data" / "thai_h6"), ["th_arc", "th_winogrande"],
+                          h6.LEADERBOARD.replace(fewshot_seed=seed), limit=5, outputs=out, progress=False)
     executed = tmp_path / "compare_runs.ipynb"
     papermill.execute_notebook(str(NOTEBOOK), str(executed), cwd=str(REPO / "notebooks"), progress_bar=False, parameters={
         "model_a": "fake", "model_b": "fake", "where_a": {"fewshot_seed": 42}, "where_b": {"fewshot_seed": 7},
@@ -55,7 +55,7 @@ def test_demo_comparison_reruns_thai_h6_with_another_seed_and_compares(tmp_path,
     from thai_eval_utils.core.models import load_model
 
     out = tmp_path / "outputs"
-    h6.evaluate_tasks(load_model(str(tiny_model_dir)), str(REPO / "data" / "thai_h6"), DEMO_COMPARE_TASKS, 1,
+    h6.evaluate_tasks(load_model(str(tiny_model_dir)), str(REPO / "data" / "thai_h6"), DEMO_COMPARE_TASKS, limit=1,
                       outputs=out, progress=False)  # the demo's first Thai-H6 run (LB seed 42)
     runs = demo_comparison(str(tiny_model_dir), limit=1, outputs=out, notebooks_dir=REPO / "notebooks", verbose=False)
     assert [r.status for r in runs] == ["ok", "ok"], [r.error for r in runs]

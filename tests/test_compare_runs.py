@@ -46,7 +46,7 @@ def _score_b(context: str, continuation: str) -> tuple[float, bool]:
 def outputs(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("outputs")
     for name, score in (("model-a", _score_a), ("model-b", _score_b)):
-        h6.evaluate_tasks(FakeModel(name, score=score), str(H6_DATA), ["th_arc", "th_winogrande"], 6, outputs=out, progress=False)
+        h6.evaluate_tasks(FakeModel(name, score=score), str(H6_DATA), ["th_arc", "th_winogrande"], limit=6, outputs=out, progress=False)
     items = load_dialect(REPO / "data" / "dialect", dialects=["center"])
     items = D.select_items(items, tasks=["qa", "translation_en_to_dialect"], limit=4)
     D.run_generation(FakeModel("model-a", reply=lambda m: m[0]["content"][-30:]), items, outputs=out, greedy=True, progress=False)

@@ -41,9 +41,9 @@ def _h6_docs(h: Headline, source: str | Path | None) -> list[dict[str, Any]] | N
 
 def _choices(spec: T.TaskSpec, doc: dict[str, Any]) -> list[str]:
     """Answer options to show: the task's choices (Winogrande: its two options; TruthfulQA: the MC1 list)."""
-    if spec.kind == "winogrande":
+    if isinstance(spec, T.WinograndeTask):
         return [str(doc.get("option1", "")), str(doc.get("option2", ""))]
-    if spec.kind == "truthfulqa":
+    if isinstance(spec, T.TruthfulQATask):
         return [str(c) for c in doc["mc1_targets"]["choices"]]
     return T.choices(spec, doc)
 
@@ -54,10 +54,10 @@ def _h6_side(h: Headline, row: pd.Series, docs: list[dict[str, Any]] | None) -> 
     spec = T.get_task(h.stratum)
     doc = docs[int(row.name)]
     text = next((str(doc[f]) for f in _QUESTION_FIELDS if doc.get(f)), "")
-    if spec.kind == "generate":
+    if not spec.uses_loglikelihood:  # GSM8K: the reference answer
         return {"input": text, "reference": str(doc.get("answer", ""))}
     opts = _choices(spec, doc)
-    gold = 0 if spec.kind == "truthfulqa" else row.get("gold")  # MC1 lists the true answer first
+    gold = 0 if isinstance(spec, T.TruthfulQATask) else row.get("gold")  # MC1 lists the true answer first
     ref = opts[int(gold)] if gold is not None and not pd.isna(gold) and 0 <= int(gold) < len(opts) else ""
     return {"input": text + "\n" + " | ".join(f"{i}: {c}" for i, c in enumerate(opts)), "reference": ref}
 
