@@ -455,3 +455,21 @@ def test_a_run_keyed_with_its_address_before_is_migrated_and_resumed(tmp_path, m
     with RunStore.open("m", "thaicli/answers", {"t": 0}, model_identity=moved, outputs=tmp_path) as again:
         assert again.root == new.root and again.completed()["q1"]["answer"] == "คำตอบ"
         assert again.card["model"]["base_url"] == moved["base_url"]
+
+
+def test_h6_with_a_bad_document_in_the_middle_writes_nothing(tmp_path):
+    """In-memory docs are all checked before the run folder exists: a bad middle document is named and no
+    half-run (records without a summary) is left behind."""
+    from fakes import FakeModel
+
+    from thai_eval_utils import h6
+
+    def arc(q, key):
+        return {"question": q, "choices": {"text": ["ก", "ข"], "label": ["A", "B"]}, "answerKey": key}
+
+    docs = [arc("ข้อหนึ่ง", "A"), {"question": "ข้อสอง", "answerKey": "A"}, arc("ข้อสาม", "B")]  # doc 1 has no choices
+    model = FakeModel("careful", score=lambda ctx, cont: (-1.0, False))
+    with pytest.raises(ThaiEvalDataError, match="doc 1") as err:
+        h6.evaluate(model, "th_arc", docs, h6.LEADERBOARD.replace(num_fewshot=0), outputs=tmp_path, progress=False)
+    assert err.value.row == 1
+    assert not (tmp_path / "runs").exists() and model.calls == []

@@ -163,21 +163,22 @@ def evaluate(
     shots = spec.draw(docs, pool, k, protocol)
     selected = spec.select(docs, limit)
     config = _config(spec, model, protocol, k, docs, pool, in_memory=not files)
-    store = RunStore.open(model.name, f"thai_h6/{spec.name}", config, model_identity=getattr(model, "identity", None),
-                          data_files=files, prompt_templates=tmpl, outputs=outputs, legacy_configs=[legacy_config(config)])
     docs_run = _DocRun(spec, docs, pool, shots, tmpl, protocol, spec.model_call(model, protocol))
+    # every selected document's requests are built (and so checked) before the run folder exists
     keys = {i: f"{i}-{docs_run.requests(i).sha256[:16]}" for i in selected}
-    with _bos(model, protocol.add_bos_token):
+    with RunStore.open(model.name, f"thai_h6/{spec.name}", config, model_identity=getattr(model, "identity", None),
+                       data_files=files, prompt_templates=tmpl, outputs=outputs,
+                       legacy_configs=[legacy_config(config)]) as store, _bos(model, protocol.add_bos_token):
         outcome = run_items(store, selected, keys.__getitem__, docs_run.compute, batch_size=chunk_size, desc=spec.name,
                             progress=progress)
-    table = _table(spec, outcome.in_order())
-    limited = limit is not None and len(selected) < len(docs)
-    scores, subjects = spec.scores(table, spec.signature(config, limit=len(table) if limited else None), protocol)
-    store.write_summary({
-        "task": spec.name, "source": source, "n": len(table), "n_docs": len(docs), "limit": limit,
-        "scores": {name: s.to_dict() for name, s in scores.items()},
-        "subjects": {name: s.to_dict() for name, s in subjects.items()},
-    })
+        table = _table(spec, outcome.in_order())
+        limited = limit is not None and len(selected) < len(docs)
+        scores, subjects = spec.scores(table, spec.signature(config, limit=len(table) if limited else None), protocol)
+        store.write_summary({
+            "task": spec.name, "source": source, "n": len(table), "n_docs": len(docs), "limit": limit,
+            "scores": {name: s.to_dict() for name, s in scores.items()},
+            "subjects": {name: s.to_dict() for name, s in subjects.items()},
+        })
     return H6Result(spec.name, table, scores, config, store.root, subjects)
 
 
