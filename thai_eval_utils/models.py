@@ -239,7 +239,10 @@ def load_model(spec: str = EMBEDDED, **options: Any):
 
     Args:
         spec: ``"embedded"`` (Gemma 3 270M shipped on PyPI), a local HF model directory, a ``.gguf`` file,
-            a Hub id, or ``"openai:<model-id>"`` (any OpenAI-compatible endpoint, see :mod:`.api`).
+            a Hub id, ``"openai:<model-id>"`` (any OpenAI-compatible endpoint, chat only, see :mod:`.api`) or
+            ``"completions:<model-id>"`` (vLLM / SGLang / llama-cpp-python servers with ``/v1/completions``:
+            log-likelihoods and raw completions too, see :class:`.served.ServedModel`; options ``base_url``
+            (one URL or several replicas), ``tokenizer``, ``prompt``, ``max_length``, ``add_bos_token``...).
         **options: for local models ``dtype`` (one of :data:`DTYPES`; default float32 on CPU, bfloat16 on GPU),
             ``device`` or ``device_map`` (e.g. ``"auto"`` for GPUs; not both), ``max_length``, ``add_bos_token``
             (default False, as the leaderboard ran lm-eval), ``trust_remote_code`` (default False), ``batch_size``;
@@ -252,6 +255,10 @@ def load_model(spec: str = EMBEDDED, **options: Any):
         from .api import ApiModel
 
         return ApiModel(spec.split(":", 1)[1], **options)
+    if spec.startswith("completions:"):  # a served model with log-likelihoods (thai_eval_utils.served)
+        from .served import ServedModel
+
+        return ServedModel(spec.split(":", 1)[1], **options)
     return LocalModel.from_spec(spec, **options)
 
 
