@@ -37,7 +37,8 @@ from .replicas import MalformedReply, Pool, split_base_urls
 SPEC_PREFIX = "completions:"
 PROMPT_FORMS = ("auto", "tokens", "text")
 #: Probe text: Thai with spaces, digits and a line break (what Thai-H6 prompts contain); written for this check.
-PROBE_TEXT = "คำถาม: น้ำเดือดที่อุณหภูมิเท่าไร\nคำตอบ: 100 องศาเซลเซียส"
+#: Kept short: llama-cpp-python spends ~0.6 s per echoed token on Gemma 3's 262k vocabulary (2 CPU cores).
+PROBE_TEXT = "ถาม: น้ำเดือด\nตอบ: 100 องศา"
 DEFAULT_CONCURRENCY = 8
 DEFAULT_TIMEOUT = 600.0  # a long prompt's echo on a CPU server takes minutes
 DEFAULT_MAX_RETRIES = 3
@@ -77,14 +78,16 @@ class ServedModel:
         add_bos_token: token ids: prepend BOS (default False, as the leaderboard ran lm-eval). Text: the server
             decides; None accepts its choice, True/False refuses a server that does otherwise.
         batch_size: prompts per scoring request on the token-id path (a document's choices go together).
-        concurrency: requests in flight per replica.
+        concurrency: requests in flight per replica (default 8 for token-id servers; 1 for text-only servers:
+            llama-cpp-python runs one request at a time, and sending a document's choices in order keeps its
+            reuse of the previous prompt's KV cache, and so its numbers, independent of timing).
         timeout, max_retries: the openai client's, per request; malformed replies are retried ``max_retries`` times.
         api_key: default ``$OPENAI_API_KEY`` or a placeholder; never recorded.
     """
 
     def __init__(self, model_id: str, *, base_url: str | Sequence[str] | None = None, api_key: str | None = None,
                  tokenizer: str | Path | None = None, prompt: str = "auto", max_length: int | None = None,
-                 add_bos_token: bool | None = None, batch_size: int = 16, concurrency: int = DEFAULT_CONCURRENCY,
+                 add_bos_token: bool | None = None, batch_size: int = 16, concurrency: int | None = None,
                  timeout: float = DEFAULT_TIMEOUT, max_retries: int = DEFAULT_MAX_RETRIES, name: str | None = None,
                  **options: Any) -> None:
         for key, value in options.items():
@@ -103,13 +106,14 @@ class ServedModel:
         url = base_url or os.environ.get("OPENAI_BASE_URL")
         if not url:
             raise ModelLoadError(f"served model {model_id!r} needs base_url (the server's URL, e.g. http://127.0.0.1:8000/v1)")
-        if min(batch_size, concurrency) < 1:
+        if batch_size < 1 or (concurrency is not None and concurrency < 1):
             raise ValueError("batch_size and concurrency must be >= 1")
         self.model_id, self.name = model_id, name or model_id
         self.base_urls = split_base_urls(url)
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY
         self.prompt, self.batch_size = prompt, int(batch_size)
-        self.concurrency, self.timeout, self.max_retries = int(concurrency), float(timeout), int(max_retries)
+        self._concurrency = concurrency
+        self.timeout, self.max_retries = float(timeout), int(max_retries)
         self._tokenizer_spec = tokenizer
         self._tokenizer: Any = None
         self._tokenizer_id: dict[str, Any] = {}
@@ -204,6 +208,14 @@ class ServedModel:
             self._probe = run_sync(lambda: self._probe_async(tok))
         return self._probe
 
+    @property
+    def concurrency(self) -> int:
+        """Requests in flight per replica: as given, else 8 (token ids) or 1 (text prompts, see the class doc)."""
+        if self._concurrency is not None:
+            return int(self._concurrency)
+        p = self._probe
+        return 1 if p is not None and p.prompt_form == "text" else DEFAULT_CONCURRENCY
+
     def _pool(self) -> Pool:
         return Pool(self.base_urls, self._api_key, self.concurrency, self.timeout, self.max_retries)
 
@@ -223,8 +235,9 @@ class ServedModel:
         """Raw probe replies of one replica: ``ids`` (token-id prompt), ``text`` (text prompt), errors."""
         out: dict[str, Any] = {}
 
-        async def call(payload: Any) -> Any:
-            return await client.completions.create(model=self.model_id, prompt=payload, **SCORING_PARAMS)
+        async def call(payload: Any, retries: int | None = None) -> Any:
+            c = client if retries is None else client.with_options(max_retries=retries)
+            return await c.completions.create(model=self.model_id, prompt=payload, **SCORING_PARAMS)
 
         try:
             out["text"] = await call(PROBE_TEXT)
@@ -236,9 +249,9 @@ class ServedModel:
         if tok is not None:
             out["local"] = tok(PROBE_TEXT, add_special_tokens=False)["input_ids"]
         if tok is not None and self.prompt in ("auto", "tokens"):
-            try:
-                out["ids"] = await call(list(out["local"]))
-            except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+            try:  # a server that takes only text answers 400/422 (llama-cpp-python: 500 with validation errors)
+                out["ids"] = await call(list(out["local"]), retries=0)
+            except openai.APIStatusError as exc:
                 out["ids_refused"] = describe_error(exc)
             except openai.APIError as exc:
                 raise ModelLoadError(f"probe of {where} failed: {describe_error(exc)}") from exc
@@ -296,10 +309,10 @@ class ServedModel:
                 raise ModelLoadError(f"{where} tokenizes the probe text into {len(pieces)} tokens {pieces[:8]}..., the local "
                                      f"tokenizer ({self._tokenizer_spec}) into {len(mine)} {mine[:8]}...: wrong tokenizer "
                                      "for this server; refusing to score")
-        if offsets:  # the echoed pieces must sit at their offsets in the prompt text
+        if offsets:  # the echoed pieces must sit at their offsets (a byte-level piece may start 1-2 characters on)
             for piece, o in zip(lp["tokens"][:n_prompt], offsets):
                 if piece and "\ufffd" not in piece and not (visible_bos and o == 0 and piece == self.tokenizer.bos_token) \
-                        and PROBE_TEXT[o:o + len(piece)] != piece:
+                        and PROBE_TEXT.find(piece, o, o + len(piece) + 2) == -1:
                     raise ModelLoadError(f"{where}: echoed token {piece!r} is not at text_offset {o} of the prompt")
         return "text", visible_bos or hidden_bos
 
@@ -330,7 +343,7 @@ class ServedModel:
             size = self.batch_size
         else:
             prompts = text_prompts(requests)
-            size = 1  # llama-cpp-python takes one text prompt per request
+            size = 0  # one document per job, its prompts sent one after the other (one text prompt per request)
         jobs, groups = self._jobs(requests, prompts, size)
         results: list[tuple[float, bool]] = [(0.0, True)] * len(requests)
         pool = self._pool()
@@ -357,7 +370,7 @@ class ServedModel:
 
     def _jobs(self, requests: list[tuple[str, str]], prompts: list[Prompt | None], size: int):
         """Jobs of at most ``size`` prompts; a document's choices (consecutive requests with one context) share a
-        job when they fit, documents are packed whole into jobs."""
+        job when they fit, documents are packed whole into jobs. ``size`` 0: one job per document."""
         docs: list[list[int]] = []
         for i, pr in enumerate(prompts):
             if pr is None:
@@ -366,6 +379,8 @@ class ServedModel:
                 docs[-1].append(i)
             else:
                 docs.append([i])
+        if size == 0:
+            return [self._job([prompts[i] for i in g]) for g in docs], docs  # type: ignore[misc]
         groups: list[list[int]] = []
         for doc in docs:
             for part in (doc[k:k + size] for k in range(0, len(doc), size)):
@@ -377,17 +392,21 @@ class ServedModel:
         return jobs, groups
 
     def _job(self, batch: list[Prompt]):
+        """Token ids: one request holding every prompt of ``batch``. Text: one request per prompt, in order."""
+        if batch[0].ids is None:
+            async def text_job(client: Any) -> list[tuple[float, bool, bool]]:
+                out = []
+                for p in batch:
+                    resp = await client.completions.create(model=self.model_id, prompt=p.text, **SCORING_PARAMS)
+                    out.append(parse_text_choice(choices_in_order(resp, 1)[0], p))
+                return out
+
+            return text_job
         payload = batch[0].payload if len(batch) == 1 else [p.payload for p in batch]
 
         async def job(client: Any) -> list[tuple[float, bool, bool]]:
             resp = await client.completions.create(model=self.model_id, prompt=payload, **SCORING_PARAMS)
-            out = []
-            for choice, p in zip(choices_in_order(resp, len(batch)), batch):
-                if p.ids is not None:
-                    out.append((*parse_token_choice(choice, p), False))
-                else:
-                    out.append(parse_text_choice(choice, p))
-            return out
+            return [(*parse_token_choice(c, p), False) for c, p in zip(choices_in_order(resp, len(batch)), batch)]
 
         return job
 
