@@ -5,7 +5,7 @@ shapes real servers use: token-id prompts and lists of prompts (vLLM / SGLang: e
 only if the ids do) and text prompts (llama-cpp-python: the server prepends BOS, hides it from the echo, puts
 ``None`` for the first echoed token and reports character ``text_offset``). ``style="generated_only"``
 imitates llama.cpp's llama-server (log-probabilities for generated tokens only); ``ids=False`` refuses token
-ids like llama-cpp-python (HTTP 422). Without ``echo`` the reply is a scripted generation
+ids (HTTP ``ids_status``: 422, or 500 as llama-cpp-python 0.3.36 answers). Without ``echo`` the reply is a scripted generation
 (``generation(prompt) -> text``). ``fault(body, n) -> None | "no_choices" | "no_logprobs" | "die" | int``
 injects malformed replies, a dead replica (connection dropped) or an HTTP status. ``GET /v1/models`` lists
 ``served_model``; ``POST /v1/chat/completions`` answers "แชท: <last message>".
@@ -24,11 +24,11 @@ class FakeCompletionsServer:
     """``with FakeCompletionsServer(model, tokenizer) as srv: srv.base_url, srv.bodies, srv.n_completions``."""
 
     def __init__(self, model: Any, tokenizer: Any, *, served_model: str = "tiny", ids: bool = True,
-                 lists: bool = True, style: str = "echo", text_bos: bool = True,
+                 lists: bool = True, style: str = "echo", text_bos: bool = True, ids_status: int = 422,
                  fault: Callable[[dict, int], Any] | None = None,
                  generation: Callable[[Any], str] | None = None) -> None:
         self.model, self.tok, self.served_model = model, tokenizer, served_model
-        self.ids, self.lists, self.style, self.text_bos = ids, lists, style, text_bos
+        self.ids, self.lists, self.style, self.text_bos, self.ids_status = ids, lists, style, text_bos, ids_status
         self.fault = fault
         self.generation = generation or (lambda prompt: "ตอบ 42\n\nคำถาม: ต่อไป")
         self.bodies: list[dict] = []
@@ -90,7 +90,7 @@ class FakeCompletionsServer:
         prompt = body.get("prompt")
         batch = prompt if isinstance(prompt, list) and prompt and isinstance(prompt[0], (list, str)) else [prompt]
         if any(isinstance(p, list) for p in batch) and not self.ids:
-            return 422, {"detail": [{"msg": "Input should be a valid string", "loc": ["body", "prompt"]}]}
+            return self.ids_status, {"detail": [{"msg": "Input should be a valid string", "loc": ["body", "prompt"]}]}
         if len(batch) > 1 and not self.lists:
             return 400, {"error": {"message": "one prompt per request"}}
         choices, n_prompt = [], 0

@@ -70,12 +70,13 @@ def test_left_truncation_matches_the_local_engine(tiny_llama, tiny_model_dir, ti
     assert max(len(b["prompt"][0]) for b in srv.bodies[2:] if isinstance(b["prompt"][0], list)) == 13
 
 
-def test_text_prompts_find_the_boundary_from_text_offset(tiny_llama, tiny_model_dir, tiny_local_model):
-    """A text-only server (llama-cpp-python: 422 on ids, one prompt per request, hidden BOS): same numbers as
+@pytest.mark.parametrize("ids_status", [422, 500])
+def test_text_prompts_find_the_boundary_from_text_offset(tiny_llama, tiny_model_dir, tiny_local_model, ids_status):
+    """A text-only server (llama-cpp-python: 500 on ids, one prompt per request, hidden BOS): same numbers as
     the local engine with BOS, since these continuations start at token boundaries."""
     model, tok = tiny_llama
     spaced = [r for r in REQUESTS if r[1].startswith(" ") or r[0].endswith(" ")]  # no token crosses the boundary
-    with FakeCompletionsServer(model, tok, ids=False, lists=False) as srv:
+    with FakeCompletionsServer(model, tok, ids=False, lists=False, ids_status=ids_status) as srv:
         m = served(srv, tiny_model_dir)
         got = m.loglikelihood(spaced, progress=False)
         assert m.add_bos_token is True  # the server's choice, found by the probe
@@ -93,7 +94,8 @@ def test_text_prompts_find_the_boundary_from_text_offset(tiny_llama, tiny_model_
     assert_close(got, want)
     assert ident["loglikelihood"] == "/v1/completions echo, prompt as text" and ident["add_bos_token"] is True
     assert "straddling" in ident["boundary"]
-    assert all(isinstance(b["prompt"], str) for b in srv.bodies[2:])  # after the probe (text; ids refused)
+    assert all(isinstance(b["prompt"], str) for b in srv.bodies[2:])  # after the probe (text; ids refused, once)
+    assert m.concurrency == 1 and sum(isinstance(b["prompt"], list) for b in srv.bodies) == 1
 
 
 def test_a_straddling_token_is_scored_with_the_continuation(tiny_llama, tiny_model_dir):
