@@ -17,10 +17,10 @@ import pytest
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install -e '.[serve]')")
 
-from thai_eval_utils import h6  # noqa: E402
-from thai_eval_utils.models import embedded_gguf_path, load_model  # noqa: E402
-from thai_eval_utils.served import ServedModel  # noqa: E402
-from thai_eval_utils.served.llamacpp import LlamaCppServer  # noqa: E402
+from thai_eval_utils import h6
+from thai_eval_utils.models import embedded_gguf_path, load_model
+from thai_eval_utils.served import ServedModel
+from thai_eval_utils.served.llamacpp import LlamaCppServer
 
 DATA = "data/thai_h6/h6"
 #: Measured on this machine (see docs/benchmarks.md): largest |delta| per continuation token and in total.

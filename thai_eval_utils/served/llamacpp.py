@@ -61,7 +61,7 @@ class LlamaCppServer:
     def __enter__(self) -> LlamaCppServer:
         if not self.gguf.is_file():
             raise ModelLoadError(f"GGUF file not found: {self.gguf}")
-        out = open(self.log, "ab") if self.log else subprocess.DEVNULL  # noqa: SIM115 - closed with the process
+        out = open(self.log, "ab") if self.log else subprocess.DEVNULL
         self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:

@@ -24,13 +24,25 @@ from typing import Any
 import openai
 
 from ..api import (
-    IGNORED_OPTIONS, LOCAL_ONLY_OPTIONS, PLACEHOLDER_API_KEY, ApiError, describe_error, public_base_url, run_sync,
+    IGNORED_OPTIONS,
+    LOCAL_ONLY_OPTIONS,
+    PLACEHOLDER_API_KEY,
+    ApiError,
+    describe_error,
+    public_base_url,
+    run_sync,
 )
 from ..errors import ModelLoadError, ThaiEvalError
 from ..stops import cut_at_stop
 from .completions import (
-    SCORING_PARAMS, TEXT_BOUNDARY_RULE, Prompt, choices_in_order, parse_text_choice, parse_token_choice,
-    text_prompts, token_prompts,
+    SCORING_PARAMS,
+    TEXT_BOUNDARY_RULE,
+    Prompt,
+    choices_in_order,
+    parse_text_choice,
+    parse_token_choice,
+    text_prompts,
+    token_prompts,
 )
 from .replicas import MalformedReply, Pool, split_base_urls
 
