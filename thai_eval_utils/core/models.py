@@ -23,6 +23,7 @@ from thai_eval_utils.core.model_sources import (
     resolve_spec,
 )
 from thai_eval_utils.core.openai_client import ApiModel
+from thai_eval_utils.core.served import ServedModel
 
 
 def model_options(dtype: Any = None, device_map: str | dict | None = None, **options: Any) -> dict[str, Any]:
@@ -37,12 +38,15 @@ def model_options(dtype: Any = None, device_map: str | dict | None = None, **opt
     return {k: v for k, v in {"dtype": dtype, "device_map": device_map, **options}.items() if v is not None}
 
 
-def load_model(spec: str = EMBEDDED, **options: Any) -> LocalModel | ApiModel:
+def load_model(spec: str = EMBEDDED, **options: Any) -> LocalModel | ApiModel | ServedModel:
     """Load a model by spec.
 
     Args:
         spec: ``"embedded"`` (Gemma 3 270M shipped on PyPI), a local HF model directory, a ``.gguf`` file,
-            a Hub id, or ``"openai:<model-id>"`` (any OpenAI-compatible endpoint, see :mod:`.api`).
+            a Hub id, ``"openai:<model-id>"`` (any OpenAI-compatible endpoint, chat only, see
+            :mod:`.openai_client`) or ``"completions:<model-id>"`` (vLLM / SGLang / llama-cpp-python servers with
+            ``/v1/completions``: log-likelihoods and raw completions too, see :class:`.served.ServedModel`; options
+            ``base_url`` (one URL or several replicas), ``tokenizer``, ``prompt``, ``max_length``, ``add_bos_token``...).
         **options: for local models ``dtype`` (one of :data:`DTYPES`; default float32 on CPU, bfloat16 on GPU),
             ``device`` or ``device_map`` (e.g. ``"auto"`` for GPUs; not both), ``max_length``, ``add_bos_token``
             (default False, as the leaderboard ran lm-eval), ``trust_remote_code`` (default False), ``batch_size``;
@@ -53,6 +57,8 @@ def load_model(spec: str = EMBEDDED, **options: Any) -> LocalModel | ApiModel:
     """
     if spec.startswith("openai:"):
         return ApiModel(spec.split(":", 1)[1], **options)
+    if spec.startswith("completions:"):  # a served model with log-likelihoods (thai_eval_utils.core.served)
+        return ServedModel(spec.split(":", 1)[1], **options)
     return LocalModel.from_spec(spec, **options)
 
 

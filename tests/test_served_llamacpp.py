@@ -1,0 +1,157 @@
+"""The embedded Gemma 3 270M GGUF served by a real llama-cpp-python server: Thai-H6 through ``completions:``
+against the local engine on the same requests.
+
+Two references. (1) llama.cpp itself, in this process through llama-cpp-python's ``Llama`` (tokenize with BOS,
+``eval`` in the batches the server decodes, log-softmax of the continuation rows; see
+:class:`LlamaCppReference`): the same arithmetic as the server, so the served numbers must agree to float noise;
+this checks the client's parsing (echo, text_offset boundary, hidden BOS) exactly.
+(2) The local engine on the same requests: it runs the Q4_K_M weights dequantised to float32, while llama.cpp
+multiplies the quantised weights with 8-bit-quantised activations, so the deltas are not float noise (measured:
+up to 1.7 nats on a 13-token ARC continuation, 0.13 per token); the bounds below leave headroom over the measured
+values and the ranking of choices is compared only where the local margin exceeds the bound.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install -e '.[serve]')")
+
+from thai_eval_utils import h6
+from thai_eval_utils.h6 import tasks as T
+from thai_eval_utils.core.models import embedded_gguf_path, load_model
+from thai_eval_utils.core.served import ServedModel
+from thai_eval_utils.core.served.llamacpp import LlamaCppServer
+
+DATA = "data/thai_h6/h6"
+#: Measured on this machine (see docs/benchmarks.md): largest |delta| per continuation token and in total.
+PER_TOKEN_TOL = 0.3
+TOTAL_TOL = 3.0
+SAME_ARITHMETIC_TOL = 1e-3  # served vs llama.cpp in process
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    log = tmp_path_factory.mktemp("llamacpp") / "server.log"
+    with LlamaCppServer(embedded_gguf_path(), alias="gemma-3-270m", n_ctx=4096, n_threads=2, log=log) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def llama_ref():
+    from llama_cpp import Llama
+
+    return Llama(str(embedded_gguf_path()), logits_all=True, n_ctx=1024, n_threads=2, verbose=False)
+
+
+class LlamaCppReference:
+    """(ll, greedy) from llama.cpp's own logits, computed here (not by the server's echo code): BOS + tokens of
+    ctx + cont, the continuation = the tokens after those of the context (trailing whitespace moved first), a
+    float64 log-softmax of the rows that predict them.
+
+    llama.cpp's numbers depend on how a prompt is split into decode batches (its CPU kernels quantise activations
+    differently for small batches: 0.39 nats on a 6-token suffix measured here), and llama-cpp-python keeps the
+    previous prompt's KV cache and decodes only the new suffix. This reference does the same (same longest common
+    prefix with the previous prompt, cache truncated there, suffix decoded as one batch), so it sees the batches
+    the server sees; ``fresh=True`` decodes every prompt whole instead.
+    """
+
+    def __init__(self, llm, fresh=False):
+        self.llm, self.fresh, self.prev = llm, fresh, []
+
+    def __call__(self, ctx, cont):
+        import numpy as np
+
+        llm = self.llm
+        n = len(ctx) - len(ctx.rstrip())
+        if n:
+            ctx, cont = ctx[:-n], ctx[-n:] + cont
+        ids_ctx = llm.tokenize(ctx.encode(), add_bos=True, special=True)
+        whole = llm.tokenize((ctx + cont).encode(), add_bos=True, special=True)
+        assert whole[:len(ids_ctx)] == ids_ctx
+        common = 0
+        while not self.fresh and common < min(len(whole) - 1, len(self.prev)) and whole[common] == self.prev[common]:
+            common += 1
+        if common:
+            llm._ctx.kv_cache_seq_rm(-1, common, -1)
+            llm.n_tokens = common
+        else:
+            llm.reset()
+        llm.eval(whole[common:])
+        self.prev = whole
+        logits = np.asarray(llm.scores[len(ids_ctx) - 1:len(whole) - 1], dtype=np.float64)
+        logp = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
+        cont_ids = whole[len(ids_ctx):]
+        return (float(sum(logp[i, t] for i, t in enumerate(cont_ids))),
+                bool(all(logp[i].argmax() == t for i, t in enumerate(cont_ids))))
+
+
+@pytest.fixture(scope="module")
+def local():
+    return load_model("embedded", add_bos_token=True)
+
+
+def test_probe_of_llama_cpp_python(server):
+    m = ServedModel("gemma-3-270m", base_url=server.base_url, tokenizer="embedded")
+    ident = m.identity
+    assert ident["loglikelihood"] == "/v1/completions echo, prompt as text"  # it refuses token-id prompts
+    assert ident["add_bos_token"] is True  # the GGUF asks for BOS and the server prepends it to text
+    assert ident["generate_endpoint"] == "/v1/completions"
+    with pytest.raises(Exception, match="does not serve 'other'"):
+        ServedModel("other", base_url=server.base_url, tokenizer="embedded").probe()
+
+
+#: Documents scored per task: the shortest prompts of the samples (0-shot). llama-cpp-python sorts Gemma 3's
+#: 262,144-entry vocabulary in Python for every echoed token (~0.3 s per prompt token on 2 cores, whatever the
+#: client), so MMLU (~150 tokens x 4 choices per doc) and TruthfulQA (~1,300 echoed tokens per doc) are left
+#: to the benchmark, and each task here scores one or two short documents.
+DOCS = {"th_arc": [6], "th_hellaswag": [9], "th_winogrande": [0, 7], "th_gsm8k": [2]}
+
+
+def _docs(task):
+    from thai_eval_utils.h6.data import load_h6_task
+
+    data = load_h6_task(DATA, task)
+    return [data.docs[i] for i in DOCS[task]]
+
+
+@pytest.mark.parametrize("task", ["th_arc", "th_hellaswag", "th_winogrande"])
+def test_h6_tasks_on_the_served_gguf(server, llama_ref, local, task, tmp_path):
+    m = ServedModel("gemma-3-270m", base_url=server.base_url, tokenizer="embedded")
+    kw = dict(fewshot_pool=[], outputs=tmp_path, progress=False)
+    zero_shot = h6.LEADERBOARD.replace(num_fewshot=0)
+    got = h6.evaluate(m, task, _docs(task), zero_shot, **kw)
+    want = h6.evaluate(local, task, _docs(task), zero_shot, **kw)
+    assert got.config["add_bos_token"] is want.config["add_bos_token"] is True
+    deltas, per_token = [], []
+    spec = T.get_task(task)
+    reqs = [r for d in _docs(task) for r in T.build_requests(spec, d, [], T.templates_for(spec)).requests]
+    n_cont = [len(local.tokenizer(c + x)["input_ids"]) - len(local.tokenizer(c)["input_ids"]) for c, x in reqs]
+    flat_g = [v for lls in got.table["lls"] for v in lls]
+    flat_w = [v for lls in want.table["lls"] for v in lls]
+    greedy_g = [v for g in got.table["is_greedy"] for v in g]
+    reference = LlamaCppReference(llama_ref)
+    ref = [reference(c, x) for c, x in reqs]
+    fresh = [LlamaCppReference(llama_ref, fresh=True)(c, x)[0] for c, x in reqs]
+    same = max(abs(a - r[0]) for a, r in zip(flat_g, ref))
+    assert same <= SAME_ARITHMETIC_TOL and greedy_g == [r[1] for r in ref]
+    for a, b, n in zip(flat_g, flat_w, n_cont):
+        deltas.append(abs(a - b))
+        per_token.append(abs(a - b) / max(n, 1))
+    for lg, lw in zip(got.table["lls"], want.table["lls"]):
+        top2 = sorted(lw)[-2:]
+        if top2[1] - top2[0] > 2 * TOTAL_TOL:  # a clear local winner must win on the server too
+            assert lg.index(max(lg)) == lw.index(max(lw))
+    print(f"\n{task}: {len(deltas)} requests, served vs llama.cpp in process max {same:.2e} (vs whole-prompt "
+          f"decodes {max(abs(a - b) for a, b in zip(flat_g, fresh)):.4f}); vs local engine |delta| max {max(deltas):.4f} mean {sum(deltas) / len(deltas):.4f}, "
+          f"per continuation token max {max(per_token):.4f}; served lls {flat_g}; local {flat_w}")
+    assert max(deltas) <= TOTAL_TOL and max(per_token) <= PER_TOKEN_TOL
+
+
+def test_gsm8k_generates_through_completions(server, tmp_path):
+    m = ServedModel("gemma-3-270m", base_url=server.base_url, tokenizer="embedded")
+    res = h6.evaluate(m, "th_gsm8k", _docs("th_gsm8k"), h6.LEADERBOARD.replace(num_fewshot=0, max_new_tokens=24),
+                      fewshot_pool=[], outputs=tmp_path, progress=False)
+    assert m.identity["generate_endpoint"] == "/v1/completions"
+    assert isinstance(res.table["generation"][0], str) and len(res.table) == 1
+    print(f"\nth_gsm8k generation: {res.table['generation'][0]!r}")
