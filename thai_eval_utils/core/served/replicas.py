@@ -18,8 +18,13 @@ import openai
 from openai import AsyncOpenAI
 from tqdm.auto import tqdm
 
-from thai_eval_utils.core.openai_client import FATAL_ERRORS, ApiError, describe_error, public_base_url
 from thai_eval_utils.core.errors import ModelLoadError
+from thai_eval_utils.core.openai_client import (
+    FATAL_ERRORS,
+    ApiError,
+    describe_error,
+    public_base_url,
+)
 
 T = TypeVar("T")
 
