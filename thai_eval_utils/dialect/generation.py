@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.openai_client import stable_identity
-from thai_eval_utils.core.protocols import Model
+from thai_eval_utils.core.protocols import Model, TokenizingModel
 from thai_eval_utils.core.provenance import Score
+from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.dialect.metrics import (
     delta_diff,
@@ -121,8 +121,10 @@ def build_messages(item: Mapping[str, Any], prompts: DialectPrompts) -> list[dic
 
 
 def is_api_model(model: Model) -> bool:
-    """True for models without a local tokenizer (``openai:`` models): they get the API settings."""
-    return getattr(model, "tokenizer", None) is None
+    """True for models whose tokenizer is not at hand (not a
+    :class:`~thai_eval_utils.core.protocols.TokenizingModel`: ``openai:`` models): they get the API settings
+    (temperature 0, no prompt cap), as the paper's code ran its API models."""
+    return not isinstance(model, TokenizingModel)
 
 
 def cap_prompt(model: Model, content: str, max_tokens: int | None) -> tuple[str, int | None, bool]:
@@ -132,12 +134,10 @@ def cap_prompt(model: Model, content: str, max_tokens: int | None) -> tuple[str,
     generation prompt); here the message content is cut instead so the template stays intact.
     Returns ``(content, formatted token count before cutting, truncated?)``; API models are not capped.
     """
-    tok = getattr(model, "tokenizer", None)
-    if tok is None or not max_tokens:
+    if not isinstance(model, TokenizingModel) or not max_tokens:
         return content, None, False
-    render = getattr(model, "render_chat", None)
-    text = render([{"role": "user", "content": content}]) if render else content
-    n_total = len(tok(text, add_special_tokens=False).input_ids)
+    tok = model.tokenizer
+    n_total = len(tok(model.render_chat([{"role": "user", "content": content}]), add_special_tokens=False).input_ids)
     if n_total <= max_tokens:
         return content, n_total, False
     ids = tok(content, add_special_tokens=False).input_ids
@@ -211,47 +211,52 @@ def run_generation(
         temperature = PAPER_API_TEMPERATURE if api else PAPER_LOCAL_TEMPERATURE
     if greedy:
         temperature, top_p = 0.0, 1.0
-    # Key names avoid "token": results.redact() drops such keys as if they were secrets.
     config = {
         "decoding": "greedy" if temperature == 0 else "sampling",
         "temperature": float(temperature), "top_p": float(top_p), "seed": seed,
-        "max_new": int(max_new_tokens), "prompt_cap": None if api else max_prompt_tokens,
+        "max_new_tokens": int(max_new_tokens), "max_prompt_tokens": None if api else max_prompt_tokens,
         "model_kind": "api" if api else "local", "system_prompt": None, "n_shot": 0,
         "prompt_source": prompts.source,
-    }
-    identity = dict(model.identity)
-    if api:
-        identity = stable_identity(identity)
-    used = {f"{d}/{prompt_family(t)}" for d, t in zip(df["dialect"], df["task"])}
-    templates = {k: prompts.prompts[k.split("/")[0]][k.split("/")[1]] for k in sorted(used) if k.split("/")[0] in prompts.prompts}
+    }  # fmt: skip
+    identity = stable_identity(dict(model.identity)) if api else dict(model.identity)
     store = RunStore.open(model.name, BENCHMARK, config, model_identity=identity,
-                          data_files=[str(p) for p in df.attrs.get("files", [])], prompt_templates=templates, outputs=outputs)
-    done = store.completed()
-    items = df.to_dict("records")
-    todo = [it for it in items if item_key(it) not in done]
-    bar = tqdm(total=len(items), initial=len(items) - len(todo), desc=f"dialect {model.name}", disable=not progress)
-    for start in range(0, len(todo), batch_size):
-        chunk = todo[start : start + batch_size]
+                          data_files=[str(p) for p in df.attrs.get("files", [])], prompt_templates=_templates(df, prompts),
+                          outputs=outputs, legacy_configs=[legacy_config(config)])  # fmt: skip
+
+    def generate(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
         capped = [cap_prompt(model, build_prompt(it, prompts), max_prompt_tokens) for it in chunk]
         replies = model.chat([[{"role": "user", "content": c[0]}] for c in capped], max_new_tokens=max_new_tokens,
-                             temperature=temperature, top_p=top_p, seed=seed)
-        for it, (content, n_tokens, cut), reply in zip(chunk, capped, replies):
-            record = {"dialect": it["dialect"], "task": it["task"], "id": str(it["id"]), "prompt": content,
-                      "prompt_len": n_tokens, "prompt_truncated": cut, "output": reply}
-            store.append(item_key(it), record)
-            done[item_key(it)] = record
-        bar.update(len(chunk))
-    bar.close()
+                             temperature=temperature, top_p=top_p, seed=seed)  # fmt: skip
+        return [{"dialect": it["dialect"], "task": it["task"], "id": str(it["id"]), "prompt": content,
+                 "prompt_len": n_tokens, "prompt_truncated": cut, "output": reply}
+                for it, (content, n_tokens, cut), reply in zip(chunk, capped, replies)]  # fmt: skip
+
+    items = df.to_dict("records")
+    run = run_items(store, items, item_key, generate, batch_size=batch_size, desc=f"dialect {model.name}", progress=progress)
+    done = run.in_order()
     out = df.copy()
     out["model"] = model.name
-    out["prompt"] = [done[item_key(it)]["prompt"] for it in items]
-    out["output"] = [done[item_key(it)]["output"] for it in items]
-    out["prompt_truncated"] = [bool(done[item_key(it)].get("prompt_truncated")) for it in items]
+    out["prompt"] = [rec["prompt"] for rec in done]
+    out["output"] = [rec["output"] for rec in done]
+    out["prompt_truncated"] = [bool(rec.get("prompt_truncated")) for rec in done]
     scores, deltas = summary_scores(score_generations(out)) if "text_2" in out.columns else ({}, {})
-    store.write_summary({"n_items": len(items), "n_generated": len(todo), "config": config,
-                         "scores": scores, "delta_diff": deltas})
+    store.write_summary({"n_items": len(items), "n_generated": run.computed, "config": config,
+                         "scores": scores, "delta_diff": deltas})  # fmt: skip
     out.attrs.update({"run_dir": str(store.root), "config": config})
     return out
+
+
+def legacy_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` as thai-eval wrote it before the keys were named for what they are (``max_new`` for
+    ``max_new_tokens``, ``prompt_cap`` for ``max_prompt_tokens``): runs stored under it are found and resumed."""
+    renamed = {"max_new_tokens": "max_new", "max_prompt_tokens": "prompt_cap"}
+    return {renamed.get(k, k): v for k, v in config.items()}
+
+
+def _templates(df: pd.DataFrame, prompts: DialectPrompts) -> dict[str, str]:
+    """The prompt templates the run uses, ``{"<dialect>/<family>": template}`` (their hashes key the run)."""
+    used = sorted({f"{d}/{prompt_family(t)}" for d, t in zip(df["dialect"], df["task"])})
+    return {k: prompts.prompts[k.split("/")[0]][k.split("/")[1]] for k in used if k.split("/")[0] in prompts.prompts}
 
 
 def score_generations(df: pd.DataFrame) -> pd.DataFrame:

@@ -15,6 +15,7 @@ from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.openai_client import stable_identity
 from thai_eval_utils.core.protocols import Model
 from thai_eval_utils.core.provenance import sha256_text
+from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
 
 _ITEM_COLUMNS = ("id", "format", "theme", "question", "chosen", "rejected")
@@ -29,10 +30,6 @@ def _check(df: pd.DataFrame, columns: Sequence[str]) -> None:
 def _item_key(item_id: Any, question: str) -> str:
     """Stable per-item key: the id plus a hash of the question (an edited question is a new item)."""
     return f"{item_id}:{sha256_text(question)[:8]}"
-
-
-def _batches(seq: list[int], size: int) -> list[list[int]]:
-    return [seq[i : i + size] for i in range(0, len(seq), max(1, size))]
 
 
 def select_items(df: pd.DataFrame, limit: int | None) -> pd.DataFrame:
@@ -67,7 +64,7 @@ def generate_answers(
     """Answer every question with ``model.chat``; each batch is stored as it finishes and reused on rerun.
 
     Args:
-        model: a ``LocalModel`` or ``ApiModel`` (anything with ``name``, ``identity`` and ``chat``).
+        model: a ``LocalModel`` or ``ApiModel`` (any :class:`~thai_eval_utils.core.protocols.Model`).
         df: ``data.load_thaicli`` output (id, format, theme, question, chosen, rejected).
         outputs: the outputs folder (default ``results.outputs_dir()``).
         max_new_tokens, temperature, top_p, seed: generation settings, recorded in the run config.
@@ -79,8 +76,6 @@ def generate_answers(
     Returns:
         ``df`` with an ``answer`` column; ``attrs`` hold model_name, model_identity, config_id, run_dir.
     """
-    from tqdm.auto import tqdm
-
     _check(df, _ITEM_COLUMNS)
     batch_size = batch_size or getattr(model, "concurrency", None) or 8
     settings = {"max_new_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p, "seed": seed}
@@ -94,27 +89,18 @@ def generate_answers(
         outputs=outputs,
     )
     keys = [_item_key(i, q) for i, q in zip(df["id"], df["question"], strict=True)]
-    done = {k: r["answer"] for k, r in store.completed().items()}
-    todo = [i for i, k in enumerate(keys) if k not in done]
-    bar = tqdm(total=len(todo), desc=f"answers ({model.name})", disable=not progress)
-    for batch in _batches(todo, batch_size):
-        replies = model.chat(
-            [chat_messages(df["question"].iloc[i], system_prompt) for i in batch],
-            max_new_tokens=max_new_tokens,
-            temperature=temperature,
-            top_p=top_p,
-            seed=seed,
-        )
-        for i, text in zip(batch, replies, strict=True):
-            row = df.iloc[i]
-            store.append(keys[i], {"id": row["id"], "format": row["format"], "theme": row["theme"], "answer": text})
-            done[keys[i]] = text
-        bar.update(len(batch))
-    bar.close()
+
+    def answer(rows: list[int]) -> list[dict[str, Any]]:
+        replies = model.chat([chat_messages(df["question"].iloc[i], system_prompt) for i in rows], **settings)
+        return [{"id": df["id"].iloc[i], "format": df["format"].iloc[i], "theme": df["theme"].iloc[i], "answer": text}
+                for i, text in zip(rows, replies, strict=True)]  # fmt: skip
+
+    run = run_items(store, range(len(df)), keys.__getitem__, answer, batch_size=batch_size,
+                    desc=f"answers ({model.name})", progress=progress)  # fmt: skip
     store.write_summary(
-        {"n_items": len(df), "n_generated_this_run": len(todo), "generation": settings, "model_identity": dict(model.identity)}
+        {"n_items": len(df), "n_generated_this_run": run.computed, "generation": settings, "model_identity": dict(model.identity)}
     )
     out = df.reset_index(drop=True).copy()
-    out["answer"] = [done[k] for k in keys]
+    out["answer"] = [rec["answer"] for rec in run.in_order()]
     out.attrs.update(model_name=model.name, model_identity=identity, config_id=store.config_id, run_dir=str(store.root))
     return out
