@@ -24,12 +24,8 @@ from thai_eval_utils.core.protocols import Model, TokenizingModel
 from thai_eval_utils.core.provenance import Score
 from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
-from thai_eval_utils.dialect.metrics import (
-    delta_diff,
-    pythainlp_version,
-    table_task,
-    task_scores,
-)
+from thai_eval_utils.dialect.metrics import delta_diff, table_task, task_scores
+from thai_eval_utils.dialect.tokenizers import DEFAULT_TOKENIZER, pythainlp_version
 
 #: The prompt file shipped with the toolkit (verbatim prompt strings of the benchmark, with their source).
 DEFAULT_PROMPTS_PATH = Path(__file__).resolve().parents[2] / "data" / "dialect" / "dialect_prompts.json"
@@ -259,12 +255,14 @@ def _templates(df: pd.DataFrame, prompts: DialectPrompts) -> dict[str, str]:
     return {k: prompts.prompts[k.split("/")[0]][k.split("/")[1]] for k in used if k.split("/")[0] in prompts.prompts}
 
 
-def score_generations(df: pd.DataFrame) -> pd.DataFrame:
+def score_generations(df: pd.DataFrame, *, tokenizer: str = DEFAULT_TOKENIZER) -> pd.DataFrame:
     """BLEU, ROUGE-L, sacrebleu BLEU and chrF per (model, dialect, task) of generated outputs.
 
     Args:
         df: rows with ``model, dialect, task, output`` and the reference ``text_2`` (as returned by
             :func:`run_generation`); conversation and food rows are skipped (no reference).
+        tokenizer: the word tokenizer of BLEU, ROUGE-L and sacrebleu's pretokenisation (a name of
+            :mod:`~thai_eval_utils.dialect.tokenizers`; default newmm, the paper's).
 
     Returns:
         Tidy rows ``model, dialect, task, table_task, metric, value, n, stderr, signature, pythainlp`` where
@@ -274,7 +272,7 @@ def score_generations(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     scored = df[~df["task"].isin(UNSCORED_TASKS)]
     for (model, dialect, task), group in scored.groupby(["model", "dialect", "task"], sort=False):
-        for score in task_scores(task, list(group["output"]), list(group["text_2"])):
+        for score in task_scores(task, list(group["output"]), list(group["text_2"]), tokenizer=tokenizer):
             rows.append({"model": model, "dialect": dialect, "task": task, "table_task": table_task(task),
                          "metric": score.name, "value": score.value, "n": score.n, "stderr": score.stderr,
                          "signature": score.signature, "pythainlp": pythainlp_version()})
