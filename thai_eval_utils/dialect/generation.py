@@ -183,8 +183,8 @@ def run_generation(
     """Generate one reply per item with the paper's settings and store each as it finishes; reruns resume.
 
     Args:
-        model: an object with ``name``, ``identity`` and ``chat(messages_list, *, max_new_tokens,
-            temperature, top_p, seed)`` (see :func:`thai_eval_utils.core.models.load_model`).
+        model: any :class:`~thai_eval_utils.core.protocols.Model` (:func:`~thai_eval_utils.core.models.load_model`);
+            a :class:`~thai_eval_utils.core.protocols.TokenizingModel` is local (its prompts are capped).
         df: items as returned by :func:`thai_eval_utils.dialect.data.load_dialect` (``dialect, task, id,
             text_1, question, context``; ``df.attrs["files"]`` are hashed into the run's config id).
         prompts: a :class:`DialectPrompts` or a prompt file (default: the shipped one).
@@ -203,17 +203,11 @@ def run_generation(
     if not isinstance(prompts, DialectPrompts):
         prompts = load_prompts(prompts or DEFAULT_PROMPTS_PATH)
     api = is_api_model(model)
-    if temperature is None:
-        temperature = PAPER_API_TEMPERATURE if api else PAPER_LOCAL_TEMPERATURE
-    if greedy:
-        temperature, top_p = 0.0, 1.0
-    config = {
-        "decoding": "greedy" if temperature == 0 else "sampling",
-        "temperature": float(temperature), "top_p": float(top_p), "seed": seed,
-        "max_new_tokens": int(max_new_tokens), "max_prompt_tokens": None if api else max_prompt_tokens,
-        "model_kind": "api" if api else "local", "system_prompt": None, "n_shot": 0,
-        "prompt_source": prompts.source,
-    }  # fmt: skip
+    temperature, top_p = _decoding(api, temperature, top_p, greedy)
+    config = {"decoding": "greedy" if temperature == 0 else "sampling", "temperature": float(temperature),
+              "top_p": float(top_p), "seed": seed, "max_new_tokens": int(max_new_tokens),
+              "max_prompt_tokens": None if api else max_prompt_tokens, "model_kind": "api" if api else "local",
+              "system_prompt": None, "n_shot": 0, "prompt_source": prompts.source}  # fmt: skip
     identity = stable_identity(dict(model.identity)) if api else dict(model.identity)
     store = RunStore.open(model.name, BENCHMARK, config, model_identity=identity,
                           data_files=[str(p) for p in df.attrs.get("files", [])], prompt_templates=_templates(df, prompts),
@@ -227,19 +221,24 @@ def run_generation(
                  "prompt_len": n_tokens, "prompt_truncated": cut, "output": reply}
                 for it, (content, n_tokens, cut), reply in zip(chunk, capped, replies)]  # fmt: skip
 
-    items = df.to_dict("records")
-    run = run_items(store, items, item_key, generate, batch_size=batch_size, desc=f"dialect {model.name}", progress=progress)
+    run = run_items(store, df.to_dict("records"), item_key, generate, batch_size=batch_size, desc=f"dialect {model.name}",
+                    progress=progress)  # fmt: skip
     done = run.in_order()
-    out = df.copy()
-    out["model"] = model.name
-    out["prompt"] = [rec["prompt"] for rec in done]
-    out["output"] = [rec["output"] for rec in done]
-    out["prompt_truncated"] = [bool(rec.get("prompt_truncated")) for rec in done]
+    out = df.assign(model=model.name, prompt=[r["prompt"] for r in done], output=[r["output"] for r in done],
+                    prompt_truncated=[bool(r.get("prompt_truncated")) for r in done])  # fmt: skip
     scores, deltas = summary_scores(score_generations(out)) if "text_2" in out.columns else ({}, {})
-    store.write_summary({"n_items": len(items), "n_generated": run.computed, "config": config,
-                         "scores": scores, "delta_diff": deltas})  # fmt: skip
+    store.write_summary({"n_items": len(done), "n_generated": run.computed, "config": config, "scores": scores, "delta_diff": deltas})
     out.attrs.update({"run_dir": str(store.root), "config": config})
     return out
+
+
+def _decoding(api: bool, temperature: float | None, top_p: float, greedy: bool) -> tuple[float, float]:
+    """``(temperature, top_p)`` of a run: None = the paper's temperature (0.2 local, 0 API); greedy = (0, 1)."""
+    if greedy:
+        return 0.0, 1.0
+    if temperature is None:
+        return (PAPER_API_TEMPERATURE if api else PAPER_LOCAL_TEMPERATURE), top_p
+    return temperature, top_p
 
 
 def legacy_config(config: Mapping[str, Any]) -> dict[str, Any]:
