@@ -218,6 +218,18 @@ def test_a_run_stored_under_the_old_config_keys_is_resumed(items, tmp_path):
     assert D.legacy_config(out.attrs["config"]) == old_config
 
 
+def test_local_and_api_models_by_protocol(tiny_local_model):
+    """A model is local to the dialect benchmark when it is a TokenizingModel (tokenizer + chat template)."""
+    from thai_eval_utils.core.openai_client import ApiModel
+    from thai_eval_utils.core.protocols import LoglikelihoodModel, Model, TokenizingModel
+
+    api = ApiModel("gpt-4o-2024-05-13", base_url="http://127.0.0.1:9/v1", api_key="sk-test")
+    assert isinstance(tiny_local_model, TokenizingModel) and not D.is_api_model(tiny_local_model)
+    assert isinstance(api, Model) and not isinstance(api, TokenizingModel) and D.is_api_model(api)
+    assert isinstance(chat_model(), TokenizingModel) and D.is_api_model(chat_model(local=False))
+    assert isinstance(chat_model(local=False), LoglikelihoodModel)  # the one fake satisfies every protocol it can
+
+
 def test_prompt_cap_keeps_the_template(items, tmp_path):
     model = chat_model()
     content = "ก" * 30
