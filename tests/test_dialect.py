@@ -9,9 +9,10 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
-from thai_eval_utils.dialect.data import load_dialect
+from fakes import FakeModel
 
 from thai_eval_utils.dialect import generation as D
+from thai_eval_utils.dialect.data import load_dialect
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "data" / "dialect"
@@ -112,26 +113,18 @@ class CharTokenizer:
         return "".join(chr(i) for i in ids)
 
 
-class FakeChatModel:
-    """Scripted chat model: records every call; can fail on a given call to simulate a crash."""
+def chat_model(name="fake-local", *, local=True, fail_on_call=None, reply=None) -> FakeModel:
+    """A scripted chat model; ``local``: with a character tokenizer and a 10-character chat template."""
+    reply = reply or (lambda messages: "ตอบ " + messages[-1]["content"][-6:])
+    if not local:
+        return FakeModel(name, reply=reply, fail_on_call=fail_on_call)
+    return FakeModel(name, reply=reply, fail_on_call=fail_on_call, tokenizer=CharTokenizer(),
+                     render_chat=lambda messages: "<u>" + messages[0]["content"] + "</u><m>")  # fmt: skip
 
-    def __init__(self, name="fake-local", *, local=True, fail_on_call=None):
-        self.name = name
-        self.identity = {"name": name, "source": "test"}
-        if local:
-            self.tokenizer = CharTokenizer()
-        self.calls: list[dict] = []
-        self.fail_on_call = fail_on_call
 
-    def render_chat(self, messages):
-        return "<u>" + messages[0]["content"] + "</u><m>"  # 10 characters of template
-
-    def chat(self, messages_list, *, max_new_tokens=256, temperature=0.0, top_p=1.0, seed=None, stop=None):
-        self.calls.append({"n": len(messages_list), "messages": messages_list, "max_new_tokens": max_new_tokens,
-                           "temperature": temperature, "top_p": top_p, "seed": seed})
-        if self.fail_on_call == len(self.calls):
-            raise RuntimeError("simulated crash")
-        return ["ตอบ " + m[-1]["content"][-6:] for m in messages_list]
+def chats(model: FakeModel) -> list[dict]:
+    """The model's chat calls: batch size, settings and the conversations sent."""
+    return [{**settings, "messages": batch} for (kind, settings), batch in zip(model.calls, model.inputs) if kind == "chat"]
 
 
 @pytest.fixture()
@@ -141,56 +134,111 @@ def items() -> pd.DataFrame:
 
 
 def test_run_generation_paper_settings_and_resume(items, tmp_path):
-    model = FakeChatModel()
+    model = chat_model()
     out = D.run_generation(model, items, outputs=tmp_path, batch_size=5, progress=False)
-    assert [c["n"] for c in model.calls] == [5, 5, 2]
-    assert {(c["temperature"], c["seed"], c["max_new_tokens"], c["top_p"]) for c in model.calls} == {(0.2, 42, 3000, 1.0)}
-    first = model.calls[0]["messages"][0]
+    assert [c["n"] for c in chats(model)] == [5, 5, 2]
+    assert {(c["temperature"], c["seed"], c["max_new_tokens"], c["top_p"]) for c in chats(model)} == {(0.2, 42, 3000, 1.0)}
+    first = chats(model)[0]["messages"][0]
     assert len(first) == 1 and first[0]["role"] == "user"
     assert list(out["output"]) == ["ตอบ " + p[-6:] for p in out["prompt"]]
     card = json.loads((Path(out.attrs["run_dir"]) / "run_card.json").read_text(encoding="utf-8"))
     assert card["config"]["decoding"] == "sampling" and card["config"]["temperature"] == 0.2
-    assert card["config"]["seed"] == 42 and card["config"]["max_new"] == 3000 and card["config"]["prompt_cap"] == 3000
+    assert card["config"]["seed"] == 42 and card["config"]["max_new_tokens"] == 3000 and card["config"]["max_prompt_tokens"] == 3000
     assert card["package_versions"]["pythainlp"] == "5.0.4"
-    again = FakeChatModel()
+    again = chat_model()
     out2 = D.run_generation(again, items, outputs=tmp_path, batch_size=5, progress=False)
     assert again.calls == [] and list(out2["output"]) == list(out["output"])
 
 
 def test_run_generation_resumes_after_a_crash(items, tmp_path):
-    crashing = FakeChatModel(fail_on_call=2)
+    crashing = chat_model(fail_on_call=2)
     with pytest.raises(RuntimeError):
         D.run_generation(crashing, items, outputs=tmp_path / "a", batch_size=4, progress=False)
-    resumed = FakeChatModel()
+    resumed = chat_model()
     out = D.run_generation(resumed, items, outputs=tmp_path / "a", batch_size=4, progress=False)
-    assert sum(c["n"] for c in resumed.calls) == 8  # only the items the crash lost
-    clean = D.run_generation(FakeChatModel(), items, outputs=tmp_path / "b", batch_size=4, progress=False)
+    assert sum(c["n"] for c in chats(resumed)) == 8  # only the items the crash lost
+    clean = D.run_generation(chat_model(), items, outputs=tmp_path / "b", batch_size=4, progress=False)
     assert list(out["output"]) == list(clean["output"])
     lines = (Path(out.attrs["run_dir"]) / "items.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(lines) == 12 and json.loads(lines[0])["key"] == "center/qa/0"
 
 
 def test_greedy_and_api_settings_are_recorded(items, tmp_path):
-    sampled = D.run_generation(FakeChatModel(), items, outputs=tmp_path, progress=False)
-    greedy_model = FakeChatModel()
+    sampled = D.run_generation(chat_model(), items, outputs=tmp_path, progress=False)
+    greedy_model = chat_model()
     greedy = D.run_generation(greedy_model, items, outputs=tmp_path, greedy=True, max_new_tokens=48, progress=False)
-    assert {c["temperature"] for c in greedy_model.calls} == {0.0} and {c["max_new_tokens"] for c in greedy_model.calls} == {48}
+    assert {c["temperature"] for c in chats(greedy_model)} == {0.0} and {c["max_new_tokens"] for c in chats(greedy_model)} == {48}
     assert greedy.attrs["run_dir"] != sampled.attrs["run_dir"] and greedy.attrs["config"]["decoding"] == "greedy"
-    api = FakeChatModel("fake-api", local=False)
+    api = chat_model("fake-api", local=False)
     out = D.run_generation(api, items, outputs=tmp_path, progress=False)
-    assert {(c["temperature"], c["seed"], c["max_new_tokens"]) for c in api.calls} == {(0.0, 42, 3000)}
-    assert out.attrs["config"]["model_kind"] == "api" and out.attrs["config"]["prompt_cap"] is None
+    assert {(c["temperature"], c["seed"], c["max_new_tokens"]) for c in chats(api)} == {(0.0, 42, 3000)}
+    assert out.attrs["config"]["model_kind"] == "api" and out.attrs["config"]["max_prompt_tokens"] is None
+
+
+def test_token_named_settings_survive_in_the_run_card(items, tmp_path):
+    """redact() drops secret-looking keys (``token``, ``hf_token``), not ``max_new_tokens``/``max_prompt_tokens``."""
+    from thai_eval_utils.core.provenance import redact
+
+    assert redact({"max_new_tokens": 7, "max_prompt_tokens": 9, "hf_token": "x", "token": "y"}) == {"max_new_tokens": 7, "max_prompt_tokens": 9}
+    out = D.run_generation(chat_model(), items.head(1), outputs=tmp_path, max_new_tokens=7, max_prompt_tokens=90, progress=False)
+    run_dir = Path(out.attrs["run_dir"])
+    card = json.loads((run_dir / "run_card.json").read_text(encoding="utf-8"))
+    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    assert (card["config"]["max_new_tokens"], card["config"]["max_prompt_tokens"]) == (7, 90)
+    assert (summary["config"]["max_new_tokens"], summary["config"]["max_prompt_tokens"]) == (7, 90)
+
+
+def test_a_run_stored_under_the_old_config_keys_is_resumed(items, tmp_path):
+    """A run folder as thai-eval wrote it before ``max_new``/``prompt_cap`` were renamed: the config dict of that
+    version, written through RunStore.open with the same identity, data files and templates. The new run finds it,
+    calls the model for the unfinished items only and records ``migrated_from`` in the card."""
+    from thai_eval_utils.core.store import RunStore
+
+    prompts = D.load_prompts()
+    old_config = {"decoding": "sampling", "temperature": 0.2, "top_p": 1.0, "seed": 42, "max_new": 3000,
+                  "prompt_cap": 3000, "model_kind": "local", "system_prompt": None, "n_shot": 0,
+                  "prompt_source": prompts.source}  # fmt: skip
+    templates = {f"{d}/{t}": prompts.prompts[d][t] for d in ("center", "east") for t in ("food", "qa")}
+    old = RunStore.open("fake-local", "dialect/generation", old_config, model_identity={"name": "fake-local", "source": "test double"},
+                        data_files=[str(p) for p in items.attrs["files"]], prompt_templates=templates, outputs=tmp_path)  # fmt: skip
+    finished = items.head(5).to_dict("records")
+    for it in finished:
+        old.append(D.item_key(it), {"dialect": it["dialect"], "task": it["task"], "id": str(it["id"]), "prompt": "p",
+                                    "prompt_len": 1, "prompt_truncated": False, "output": f"old {it['id']}"})  # fmt: skip
+    model = chat_model()
+    out = D.run_generation(model, items, outputs=tmp_path, progress=False)
+    sent = [m[0]["content"] for c in chats(model) for m in c["messages"]]
+    assert len(sent) == 7 and sent == [D.build_prompt(it, prompts) for it in items.to_dict("records")[5:]]
+    assert list(out["output"][:5]) == [f"old {it['id']}" for it in finished]
+    run_dir = Path(out.attrs["run_dir"])
+    card = json.loads((run_dir / "run_card.json").read_text(encoding="utf-8"))
+    assert card["migrated_from"] == old.config_id and run_dir.name == card["config_id"] != old.config_id
+    assert not old.root.exists() and card["config"]["max_new_tokens"] == 3000 and "max_new" not in card["config"]
+    assert len((run_dir / "items.jsonl").read_text(encoding="utf-8").splitlines()) == 12
+    assert D.legacy_config(out.attrs["config"]) == old_config
+
+
+def test_local_and_api_models_by_protocol(tiny_local_model):
+    """A model is local to the dialect benchmark when it is a TokenizingModel (tokenizer + chat template)."""
+    from thai_eval_utils.core.openai_client import ApiModel
+    from thai_eval_utils.core.protocols import LoglikelihoodModel, Model, TokenizingModel
+
+    api = ApiModel("gpt-4o-2024-05-13", base_url="http://127.0.0.1:9/v1", api_key="sk-test")
+    assert isinstance(tiny_local_model, TokenizingModel) and not D.is_api_model(tiny_local_model)
+    assert isinstance(api, Model) and not isinstance(api, TokenizingModel) and D.is_api_model(api)
+    assert isinstance(chat_model(), TokenizingModel) and D.is_api_model(chat_model(local=False))
+    assert isinstance(chat_model(local=False), LoglikelihoodModel)  # the one fake satisfies every protocol it can
 
 
 def test_prompt_cap_keeps_the_template(items, tmp_path):
-    model = FakeChatModel()
+    model = chat_model()
     content = "ก" * 30
     assert D.cap_prompt(model, content, 20) == ("ก" * 10, 40, True)  # 40 formatted chars -> cut 20 from the message
     assert D.cap_prompt(model, content, 40) == (content, 40, False)
-    assert D.cap_prompt(FakeChatModel(local=False), content, 20) == (content, None, False)
+    assert D.cap_prompt(chat_model(local=False), content, 20) == (content, None, False)
     out = D.run_generation(model, items.head(2), outputs=tmp_path, max_prompt_tokens=60, progress=False)
     assert list(out["prompt_truncated"]) == [True, True]
-    assert all(len(m[0]["content"]) == 50 for m in model.calls[0]["messages"])
+    assert all(len(m[0]["content"]) == 50 for m in chats(model)[0]["messages"])
 
 
 def test_score_generations_perfect_outputs():
@@ -261,25 +309,19 @@ def test_run_summary_holds_the_scores_of_a_tiny_model(tiny_local_model, scored_i
     assert summary["n_items"] == 12 and summary["n_generated"] == 12
 
 
-class ReferenceChatModel(FakeChatModel):
+def reference_model(items: pd.DataFrame) -> FakeModel:
     """Answers every item with its reference (Central) or the first half of it (other dialects)."""
-
-    def __init__(self, items: pd.DataFrame):
-        super().__init__("reference-echo")
-        prompts = D.load_prompts()
-        self.answers = {D.build_prompt(it, prompts): (it["text_2"] if it["dialect"] == "center" else it["text_2"][: len(it["text_2"]) // 2])
-                        for it in items.to_dict("records")}  # fmt: skip
-
-    def chat(self, messages_list, **kwargs):
-        super().chat(messages_list, **kwargs)
-        return [self.answers[m[-1]["content"]] for m in messages_list]
+    prompts = D.load_prompts()
+    answers = {D.build_prompt(it, prompts): (it["text_2"] if it["dialect"] == "center" else it["text_2"][: len(it["text_2"]) // 2])
+               for it in items.to_dict("records")}  # fmt: skip
+    return chat_model("reference-echo", reply=lambda messages: answers[messages[-1]["content"]])
 
 
 def test_run_summary_scores_and_deltas_with_known_outputs(scored_items, tmp_path):
     """Central answers = references (100), Isan answers = half references: positive ΔDiff, as computed directly."""
     from thai_eval_utils.dialect import metrics as M
 
-    out = D.run_generation(ReferenceChatModel(scored_items), scored_items, outputs=tmp_path, progress=False)
+    out = D.run_generation(reference_model(scored_items), scored_items, outputs=tmp_path, progress=False)
     scores, deltas = _summary(out)["scores"], _summary(out)["delta_diff"]
     assert scores["center/qa/rougeL"]["value"] == pytest.approx(100.0)
     assert scores["center/translation_eng_center/bleu"]["value"] == pytest.approx(100.0)
@@ -297,5 +339,5 @@ def test_run_summary_scores_and_deltas_with_known_outputs(scored_items, tmp_path
     row = expected[(expected["task"] == "qa") & (expected["metric"] == "rougeL")].iloc[0]
     assert deltas["east/qa/rougeL"]["value"] == pytest.approx(row["delta"])
     # a rerun (nothing left to generate) writes the same scores
-    again = D.run_generation(ReferenceChatModel(scored_items), scored_items, outputs=tmp_path, progress=False)
+    again = D.run_generation(reference_model(scored_items), scored_items, outputs=tmp_path, progress=False)
     assert _summary(again)["scores"] == scores and _summary(again)["n_generated"] == 0

@@ -13,12 +13,13 @@ import pytest
 from rouge_score import rouge_scorer
 
 from thai_eval_utils.dialect import metrics as M
+from thai_eval_utils.dialect import tokenizers as T
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def test_newmm_tokenizer_keeps_whitespace_runs_as_tokens():
-    tok = M.NewmmTokenizer()
+    tok = T.get_tokenizer("newmm")
     assert tok.tokenize("ฉัน กิน ข้าว") == ["ฉัน", " ", "กิน", " ", "ข้าว"]
     assert tok.tokenize("สวัสดี  ครับ") == ["สวัสดี", "  ", "ครับ"]  # a run stays one token
     assert tok.tokenize(None) == []
@@ -26,7 +27,87 @@ def test_newmm_tokenizer_keeps_whitespace_runs_as_tokens():
 
 
 def test_pythainlp_is_the_papers_version():
-    assert M.pythainlp_version() == M.PAPER_PYTHAINLP_VERSION == "5.0.4"
+    assert T.pythainlp_version() == T.PAPER_PYTHAINLP_VERSION == "5.0.4"
+
+
+def test_tokenizer_registry_names_and_one_instance_each():
+    assert T.tokenizer_names() == ["longest", "newmm", "whitespace"] and T.DEFAULT_TOKENIZER == "newmm"
+    assert T.get_tokenizer() is T.get_tokenizer("newmm")  # built once
+    assert T.get_tokenizer("longest").tokenize("สวัสดี  ครับ") == ["สวัสดี", " ", " ", "ครับ"]  # one token per space
+    assert T.get_tokenizer("whitespace").tokenize(" แมวกินปลา  ตอนเช้า ") == ["แมวกินปลา", "ตอนเช้า"]
+    assert T.get_tokenizer("longest").signature == "tok:longest|keep_ws:yes|pythainlp:5.0.4"
+    assert T.get_tokenizer("whitespace").signature == "tok:whitespace|keep_ws:no"
+
+
+def test_unknown_tokenizer_names_the_registered_ones():
+    message = "unknown word tokenizer 'deepcut'; registered: longest, newmm, whitespace"
+    for call in (lambda: T.get_tokenizer("deepcut"), lambda: M.bleu(["ก"], ["ก"], tokenizer="deepcut"),
+                 lambda: M.rouge_l(["ก"], ["ก"], tokenizer="deepcut")):  # fmt: skip
+        with pytest.raises(ValueError) as err:
+            call()
+        assert str(err.value) == message
+
+
+def test_register_a_tokenizer(monkeypatch):
+    monkeypatch.setattr(T, "_REGISTRY", dict(T._REGISTRY))
+    T.register_tokenizer("chars-test", lambda: T.WordTokenizer("chars-test", list, True, False))
+    assert M.bleu_details(["กา"], ["กา"], max_order=2, tokenizer="chars-test").signature.endswith("|tok:chars-test|keep_ws:yes")
+    with pytest.raises(ValueError, match="'newmm' is already registered"):
+        T.register_tokenizer("newmm", lambda: T.get_tokenizer("whitespace"))
+
+
+def test_a_pythainlp_tokenizer_warns_under_another_version(monkeypatch):
+    monkeypatch.setattr(T, "pythainlp_version", lambda: "5.4.0")
+    with pytest.warns(UserWarning, match="pythainlp 5.4.0 is installed; the paper's scores used 5.0.4"):
+        tok = T._pythainlp("newmm", "newmm")()
+    assert tok.signature == "tok:newmm|keep_ws:yes|pythainlp:5.4.0"
+
+
+def _references(df: pd.DataFrame, dialect: str, task: str) -> list[str]:
+    return list(df[(df["dialect"] == dialect) & (df["task"] == task)].sort_values("id")["text_2"])
+
+
+def test_default_tokenizer_reproduces_the_scores_before_the_registry():
+    """On data/dialect, Central references scored against each dialect's parallel references: the values the code
+    before the tokenizer registry (commit 2dce311, NewmmTokenizer built per call) gave, to the last bit; and every
+    text of the samples tokenises as pythainlp.word_tokenize(engine="newmm") does."""
+    from pythainlp import word_tokenize
+
+    from thai_eval_utils.dialect.data import load_dialect
+
+    df = load_dialect(REPO / "data" / "dialect")
+    before = {"east": (65.85478351435798, 12.146614460392835), "north": (58.754623502663826, 8.903254989974647),
+              "south": (70.21821164889253, 12.365744378941685)}  # fmt: skip
+    for dialect, (summary_rouge, translation_bleu) in before.items():
+        assert M.rouge_l(_references(df, "center", "summarization"), _references(df, dialect, "summarization")) == summary_rouge
+        hyps, refs = _references(df, "center", "translation_eng_center"), _references(df, dialect, f"translation_eng_{dialect}")
+        assert M.bleu(hyps, refs) == translation_bleu
+        assert M.bleu(hyps, refs, tokenizer="newmm") == translation_bleu
+    tok = T.get_tokenizer()
+    texts = [t for col in ("text_1", "text_2", "question", "context") for t in df[col] if isinstance(t, str)]
+    assert len(texts) > 100 and all(tok.tokenize(t) == word_tokenize(t, engine="newmm", keep_whitespace=True) for t in texts)
+
+
+def test_other_tokenizers_give_other_hand_checked_scores():
+    # whitespace: ไป กิน ข้าว กับ แม่ (c=5) vs ... ที่ บ้าน (r=7): every n-gram matches, BP = exp(1 - 7/5).
+    # newmm counts the 4 and 6 spaces too: c=9, r=13, BP = exp(1 - 13/9).
+    hyp, ref = ["ไป กิน ข้าว กับ แม่"], ["ไป กิน ข้าว กับ แม่ ที่ บ้าน"]
+    ws = M.bleu_details(hyp, ref, tokenizer="whitespace")
+    assert (ws.hyp_len, ws.ref_len, ws.score) == (5, 7, pytest.approx(100 * math.exp(-0.4)))
+    assert ws.signature == "bleu|nmt|max_order:4|smooth:none|tok:whitespace|keep_ws:no"
+    assert M.bleu(hyp, ref) == pytest.approx(100 * math.exp(1 - 13 / 9))
+    # ROUGE-L, newmm: สวัสดี _ ครับ vs สวัสดี __ ครับ (a run of two spaces is one token): LCS 2 of 3 and 3 -> F = 2/3.
+    # longest: สวัสดี _ ครับ vs สวัสดี _ _ ครับ: LCS 3, P = 1, R = 3/4 -> F = 6/7.
+    assert M.rouge_l(["สวัสดี ครับ"], ["สวัสดี  ครับ"]) == pytest.approx(100 * 2 / 3)
+    assert M.rouge_l(["สวัสดี ครับ"], ["สวัสดี  ครับ"], tokenizer="longest") == pytest.approx(100 * 6 / 7)
+    # whitespace: แมวกินปลา is one word, no match with แมว กิน ปลา; newmm: LCS 3, P = 1, R = 3/5 -> F = 0.75.
+    assert M.rouge_l(["แมวกินปลา"], ["แมว กิน ปลา"], tokenizer="whitespace") == 0.0
+    assert M.rouge_l(["แมวกินปลา"], ["แมว กิน ปลา"]) == pytest.approx(75.0)
+    scores = {s.name: s for s in M.task_scores("qa", ["สวัสดี ครับ"], ["สวัสดี  ครับ"], tokenizer="longest")}
+    assert scores["rougeL"].value == pytest.approx(100 * 6 / 7)
+    assert scores["rougeL"].signature == "rougeL|rouge-score|f1-mean|tok:longest|keep_ws:yes|pythainlp:5.0.4"
+    assert scores["bleu"].signature.endswith("|tok:longest|keep_ws:yes|pythainlp:5.0.4")
+    assert scores["sacrebleu"].signature.endswith("|pretok:longest-nows|pythainlp:5.0.4")
 
 
 def test_bleu_whitespace_tokens_count_and_brevity_penalty():
@@ -87,10 +168,10 @@ def test_bleu_matches_nltk_corpus_bleu_on_thai_tokens():
         for line in (REPO / "data" / "dialect" / dialect / "summarization.jsonl").read_text(encoding="utf-8").splitlines():
             ref = json.loads(line)["text_2"]
             refs.append(ref)
-            tokens = M.NewmmTokenizer().tokenize(ref)
+            tokens = T.get_tokenizer("newmm").tokenize(ref)
             hyps.append("".join(tokens[: max(4, len(tokens) * 2 // 3)]) + " เด้อ")  # a shortened, altered copy
     ours = M.bleu(hyps, refs)
-    tok = M.NewmmTokenizer()
+    tok = T.get_tokenizer("newmm")
     # nltk counts at least one possible n-gram per sentence; every hypothesis here has >= 4 tokens, so both agree.
     theirs = 100 * corpus_bleu([[tok.tokenize(r)] for r in refs], [tok.tokenize(h) for h in hyps])
     assert 0 < ours < 100

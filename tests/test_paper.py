@@ -362,20 +362,13 @@ def test_reads_a_real_dialect_run(tmp_path):
     from thai_eval_utils.dialect import generation as D
     from thai_eval_utils.dialect import metrics as M
 
-    class HalfReferenceModel:  # Central: the reference; Isan: its first half
-        name, identity, tokenizer = "half-ref", {"name": "half-ref", "source": "test"}, None
-
-        def __init__(self, items):
-            prompts = D.load_prompts()
-            self.answers = {D.build_prompt(it, prompts): it["text_2"] if it["dialect"] == "center" else it["text_2"][: len(it["text_2"]) // 2]
-                            for it in items.to_dict("records")}  # fmt: skip
-
-        def chat(self, messages_list, **kwargs):
-            return [self.answers[m[-1]["content"]] for m in messages_list]
-
     items = D.select_items(load_dialect(DATA.parent / "dialect", dialects=["center", "east"]),
                            tasks=["qa", "translation_en_to_dialect"], limit=2)
-    out = D.run_generation(HalfReferenceModel(items), items, outputs=tmp_path, progress=False)
+    prompts = D.load_prompts()  # Central answers: the reference; Isan: its first half
+    answers = {D.build_prompt(it, prompts): it["text_2"] if it["dialect"] == "center" else it["text_2"][: len(it["text_2"]) // 2]
+               for it in items.to_dict("records")}  # fmt: skip
+    half_ref = FakeModel("half-ref", reply=lambda messages: answers[messages[-1]["content"]])
+    out = D.run_generation(half_ref, items, outputs=tmp_path, progress=False)
     assert not (tmp_path / "tables").exists()
 
     def direct(metric, dialect, task):

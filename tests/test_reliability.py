@@ -473,3 +473,45 @@ def test_h6_with_a_bad_document_in_the_middle_writes_nothing(tmp_path):
         h6.evaluate(model, "th_arc", docs, h6.LEADERBOARD.replace(num_fewshot=0), outputs=tmp_path, progress=False)
     assert err.value.row == 1
     assert not (tmp_path / "runs").exists() and model.calls == []
+
+
+def test_answers_and_dialect_generation_survive_a_failing_server(tmp_path):
+    """A request that keeps failing (a malformed reply) leaves its item ungenerated and reported; the others are
+    generated and stored, the summary is written, the run is not aborted, and a rerun asks only for what is missing."""
+    from thai_eval_utils.dialect import generation as D
+
+    bad = next(iter(MALFORMED_REPLIES.values()))
+    failing: set[str] = set()
+    seen: list[str] = []
+
+    def responder(body):
+        text = body["messages"][-1]["content"]
+        seen.append(text)
+        return bad if text in failing else Reply("ตอบแล้ว")
+
+    questions = pd.DataFrame([{"id": f"q{i}", "format": "factoid", "theme": "Culture", "question": q,
+                               "chosen": "ดี", "rejected": "ไม่ดี"} for i, q in enumerate(["ข้อดีคืออะไร", "ข้อเสียคืออะไร"])])
+    items = D.select_items(load_dialect(Path(__file__).resolve().parents[1] / "data" / "dialect", dialects=["center"]),
+                           tasks=["qa"], limit=2)
+    second_prompt = D.build_prompt(items.iloc[1].to_dict(), D.load_prompts())
+    failing.update({"ข้อเสียคืออะไร", second_prompt})
+    with FakeOpenAIServer(responder) as srv:
+        model = ApiModel("fake-judge-2024-01-01", base_url=srv.base_url, api_key="k", concurrency=1, max_retries=1)
+        with pytest.warns(UserWarning, match="1 of 2 answers not generated"):
+            out = generate_answers(model, questions, outputs=tmp_path, batch_size=1, progress=False)
+        summary = json.loads((Path(out.attrs["run_dir"]) / "summary.json").read_text(encoding="utf-8"))
+        with pytest.warns(UserWarning, match="1 of 2 dialect items not generated"):
+            gen = D.run_generation(model, items, outputs=tmp_path, batch_size=1, progress=False)
+        gen_summary = json.loads((Path(gen.attrs["run_dir"]) / "summary.json").read_text(encoding="utf-8"))
+        failing.clear()
+        n_seen = len(seen)
+        again = generate_answers(model, questions, outputs=tmp_path, batch_size=1, progress=False)
+        regen = D.run_generation(model, items, outputs=tmp_path, batch_size=1, progress=False)
+    assert out["answer"].iloc[0] == "ตอบแล้ว" and out["answer"].isna().tolist() == [False, True]
+    assert len(out.attrs["ungenerated"]) == 1
+    assert summary["n_ungenerated"] == 1 and "malformed reply" in next(iter(summary["ungenerated"].values()))
+    assert gen["output"].tolist()[0] == "ตอบแล้ว" and gen["output"].isna().tolist() == [False, True]
+    assert gen_summary["n_ungenerated"] == 1 and gen_summary["n_items"] == 1
+    # the rerun asked only for the two missing items, and now every item has its text
+    assert len(seen) == n_seen + 2 and seen[-2:] == ["ข้อเสียคืออะไร", second_prompt]
+    assert list(again["answer"]) == ["ตอบแล้ว", "ตอบแล้ว"] and regen["output"].notna().all()

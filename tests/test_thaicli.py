@@ -6,9 +6,14 @@ import json
 
 import pandas as pd
 import pytest
+from fakes import FakeModel
 
 from thai_eval_utils.thaicli.answers import generate_answers
-from thai_eval_utils.thaicli.judge_free import LL_CONTEXT_TEMPLATE, judge_free_scores, loglikelihood_preferences
+from thai_eval_utils.thaicli.judge_free import (
+    LL_CONTEXT_TEMPLATE,
+    judge_free_scores,
+    loglikelihood_preferences,
+)
 
 
 def items(n_factoid=2, n_instruction=1) -> pd.DataFrame:
@@ -20,54 +25,41 @@ def items(n_factoid=2, n_instruction=1) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-class EchoChat:
-    """A chat model that answers "ตอบ: <question>" and records every call; fails on call ``fail_on``."""
-
-    name = "echo-chat"
-    identity = {"name": "echo-chat", "source": "test double"}
-
-    def __init__(self, fail_on: int | None = None) -> None:
-        self.calls: list[dict] = []
-        self.fail_on = fail_on
-
-    def chat(self, messages_list, *, max_new_tokens=256, temperature=0.0, top_p=1.0, seed=None, stop=None):
-        self.calls.append({"messages": messages_list, "max_new_tokens": max_new_tokens, "temperature": temperature,
-                           "seed": seed})  # fmt: skip
-        if self.fail_on is not None and len(self.calls) == self.fail_on:
-            raise RuntimeError("the model crashed")
-        return [f"ตอบ: {m[-1]['content']}" for m in messages_list]
+def echo(fail_on_call: int | None = None) -> FakeModel:
+    """A chat model that answers "ตอบ: <question>"; call ``fail_on_call`` crashes."""
+    return FakeModel("echo-chat", reply=lambda messages: f"ตอบ: {messages[-1]['content']}", fail_on_call=fail_on_call)
 
 
 def test_generate_answers_stores_and_resumes(tmp_path):
     df = items(2, 2)
-    crashing = EchoChat(fail_on=2)
-    with pytest.raises(RuntimeError, match="crashed"):
+    crashing = echo(fail_on_call=2)
+    with pytest.raises(RuntimeError, match="simulated crash"):
         generate_answers(crashing, df, outputs=tmp_path, batch_size=2, max_new_tokens=64, seed=7, progress=False)
-    model = EchoChat()
+    model = echo()
     out = generate_answers(model, df, outputs=tmp_path, batch_size=2, max_new_tokens=64, seed=7, progress=False)
     assert len(model.calls) == 1  # the first batch survived the crash; only the second was generated
-    assert [m[-1]["content"] for m in model.calls[0]["messages"]] == df["question"].tolist()[2:]
+    assert [m[-1]["content"] for m in model.inputs[0]] == df["question"].tolist()[2:]
     assert out["answer"].tolist() == [f"ตอบ: {q}" for q in df["question"]]
     assert out[["id", "format", "question"]].equals(df[["id", "format", "question"]])
-    assert model.calls[0]["max_new_tokens"] == 64 and model.calls[0]["seed"] == 7 and model.calls[0]["temperature"] == 0.0
+    assert model.calls[0] == ("chat", {"n": 2, "max_new_tokens": 64, "temperature": 0.0, "top_p": 1.0, "seed": 7})
     run_dir = tmp_path / "runs" / "echo-chat" / "thaicli" / "answers" / out.attrs["config_id"]
     assert out.attrs["run_dir"] == str(run_dir) and out.attrs["model_name"] == "echo-chat"
     card = json.loads((run_dir / "run_card.json").read_text())
     assert card["config"]["generation"] == {"max_new_tokens": 64, "temperature": 0.0, "top_p": 1.0, "seed": 7}
     assert json.loads((run_dir / "summary.json").read_text())["n_generated_this_run"] == 2
     # a rerun generates nothing; a different setting is a different run
-    again = EchoChat()
+    again = echo()
     generate_answers(again, df, outputs=tmp_path, batch_size=2, max_new_tokens=64, seed=7, progress=False)
     assert again.calls == []
-    other = EchoChat()
+    other = echo()
     out2 = generate_answers(other, df, outputs=tmp_path, batch_size=8, max_new_tokens=32, seed=7, progress=False)
     assert len(other.calls) == 1 and out2.attrs["config_id"] != out.attrs["config_id"]
 
 
 def test_generate_answers_system_prompt(tmp_path):
-    model = EchoChat()
+    model = echo()
     generate_answers(model, items(1, 0), outputs=tmp_path, system_prompt="ตอบเป็นภาษาไทย", progress=False)
-    assert model.calls[0]["messages"][0] == [
+    assert model.inputs[0][0] == [
         {"role": "system", "content": "ตอบเป็นภาษาไทย"},
         {"role": "user", "content": "คำถาม factoid ข้อ 0 คืออะไร"},
     ]
@@ -81,21 +73,6 @@ def test_generate_answers_with_a_local_model(tmp_path, tiny_local_model):
     assert again["answer"].tolist() == out["answer"].tolist()
     summary = json.loads((tmp_path / "runs" / "tiny-llama" / "thaicli" / "answers" / out.attrs["config_id"] / "summary.json").read_text())
     assert summary["n_generated_this_run"] == 0
-
-
-class TableModel:
-    """Log-likelihoods looked up by continuation (a fake model with known values)."""
-
-    name = "table-model"
-    identity = {"name": "table-model", "source": "test double"}
-
-    def __init__(self, table: dict[str, float]) -> None:
-        self.table = table
-        self.requests: list[tuple[str, str]] = []
-
-    def loglikelihood(self, requests):
-        self.requests += requests
-        return [(self.table[cont], False) for _, cont in requests]
 
 
 # id, format, theme, chosen, ll(chosen), rejected, ll(rejected)
@@ -112,9 +89,10 @@ def test_judge_free_variant_with_known_loglikelihoods(tmp_path):
     df = pd.DataFrame([{"id": i, "format": f, "theme": t, "question": f"คำถาม {i}", "chosen": c, "rejected": r}
                        for i, f, t, c, _, r, _ in PREFS])  # fmt: skip
     table = {" " + c: lc for *_, c, lc, _, _ in PREFS} | {" " + r: lr for *_, r, lr in PREFS}
-    model = TableModel(table)
+    model = FakeModel("table-model", score=lambda ctx, cont: (table[cont], False))  # log-likelihoods looked up by continuation
     prefs = loglikelihood_preferences(model, df, outputs=tmp_path, batch_size=2, progress=False)
-    assert model.requests[:2] == [("คำถาม: คำถาม f1\nคำตอบ:", " ดี"), ("คำถาม: คำถาม f1\nคำตอบ:", " ไม่ดีเลย")]
+    assert [c for c, _ in model.calls] == ["loglikelihood"] * 3 and [len(r) for r in model.inputs] == [4, 4, 2]
+    assert model.inputs[0][:2] == [("คำถาม: คำถาม f1\nคำตอบ:", " ดี"), ("คำถาม: คำถาม f1\nคำตอบ:", " ไม่ดีเลย")]
     assert LL_CONTEXT_TEMPLATE.format(question="q") == "คำถาม: q\nคำตอบ:"
     assert prefs["win_raw"].tolist() == [1.0, 0.5, 1.0, 0.0, 1.0]
     assert prefs["win_norm"].tolist() == [0.0, 0.0, 1.0, 0.0, 1.0]
@@ -131,9 +109,9 @@ def test_judge_free_variant_with_known_loglikelihoods(tmp_path):
     theme = s.by_theme.set_index(["format", "theme"])
     assert theme.loc[("factoid", "Religion"), "win_raw"] == 0.75 and theme.loc[("factoid", "Religion"), "win_norm"] == 0.5
     # resumed: nothing recomputed
-    model2 = TableModel(table)
+    model2 = FakeModel("table-model", score=lambda ctx, cont: (table[cont], False))
     again = loglikelihood_preferences(model2, df, outputs=tmp_path, progress=False)
-    assert model2.requests == [] and again["win_raw"].tolist() == prefs["win_raw"].tolist()
+    assert model2.calls == [] and again["win_raw"].tolist() == prefs["win_raw"].tolist()
     summary = json.loads((tmp_path / "runs" / "table-model" / "thaicli" / "loglik" / prefs.attrs["config_id"] / "summary.json").read_text())
     assert summary["scores"]["win_raw"]["value"] == pytest.approx(s.win_raw.value)
 

@@ -4,6 +4,9 @@
   and ``generate``. ThaiCLI answers, the judge and dialect generation need only this.
 - :class:`LoglikelihoodModel`: a model that also scores ``(context, continuation)`` pairs with
   lm-evaluation-harness's contract. Thai-H6's multiple-choice tasks and the judge-free ThaiCLI variant need it.
+- :class:`TokenizingModel`: a model whose tokenizer and chat template are at hand (local weights), so a prompt's
+  length in tokens is known before it is sent. The dialect benchmark caps prompts with it; a model without
+  (a served model) gets the API settings.
 
 Both are ``runtime_checkable``: ``isinstance(model, LoglikelihoodModel)`` is how a benchmark asks whether a
 model can do what it needs (it checks that the members exist, not their signatures).
@@ -68,6 +71,31 @@ class LoglikelihoodModel(Model, Protocol):
 
     def loglikelihood(self, requests: Sequence[tuple[str, str]], *, progress: bool = True) -> list[tuple[float, bool]]:
         """``(sum of log-probabilities of the continuation's tokens, whether each was the greedy argmax)``."""
+        ...
+
+
+class Encoding(Protocol):
+    """What a tokenizer call returns (a transformers ``BatchEncoding`` of one text)."""
+
+    input_ids: list[int]
+
+
+class Tokenizer(Protocol):
+    """The part of a transformers tokenizer thai-eval uses: encode one text, decode token ids."""
+
+    def __call__(self, text: str, *, add_special_tokens: bool = ...) -> Encoding: ...
+
+    def decode(self, ids: Sequence[int], *, skip_special_tokens: bool = ...) -> str: ...
+
+
+@runtime_checkable
+class TokenizingModel(Model, Protocol):
+    """A model with its tokenizer and chat template at hand (``LocalModel``): prompts can be measured in tokens."""
+
+    tokenizer: Tokenizer
+
+    def render_chat(self, messages: Messages) -> str:
+        """The prompt text of one conversation under the chat template (generation prompt added)."""
         ...
 
 

@@ -11,25 +11,22 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.core.openai_client import stable_identity
-from thai_eval_utils.core.protocols import Model
-from thai_eval_utils.core.provenance import Score
+from thai_eval_utils.core.openai_client import ApiError, stable_identity
+from thai_eval_utils.core.protocols import Model, TokenizingModel
+from thai_eval_utils.core.provenance import Score, scrub
+from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
-from thai_eval_utils.dialect.metrics import (
-    delta_diff,
-    pythainlp_version,
-    table_task,
-    task_scores,
-)
+from thai_eval_utils.dialect.metrics import delta_diff, table_task, task_scores
+from thai_eval_utils.dialect.tokenizers import DEFAULT_TOKENIZER, pythainlp_version
 
 #: The prompt file shipped with the toolkit (verbatim prompt strings of the benchmark, with their source).
 DEFAULT_PROMPTS_PATH = Path(__file__).resolve().parents[2] / "data" / "dialect" / "dialect_prompts.json"
@@ -121,8 +118,10 @@ def build_messages(item: Mapping[str, Any], prompts: DialectPrompts) -> list[dic
 
 
 def is_api_model(model: Model) -> bool:
-    """True for models without a local tokenizer (``openai:`` models): they get the API settings."""
-    return getattr(model, "tokenizer", None) is None
+    """True for models whose tokenizer is not at hand (not a
+    :class:`~thai_eval_utils.core.protocols.TokenizingModel`: ``openai:`` models): they get the API settings
+    (temperature 0, no prompt cap), as the paper's code ran its API models."""
+    return not isinstance(model, TokenizingModel)
 
 
 def cap_prompt(model: Model, content: str, max_tokens: int | None) -> tuple[str, int | None, bool]:
@@ -132,12 +131,10 @@ def cap_prompt(model: Model, content: str, max_tokens: int | None) -> tuple[str,
     generation prompt); here the message content is cut instead so the template stays intact.
     Returns ``(content, formatted token count before cutting, truncated?)``; API models are not capped.
     """
-    tok = getattr(model, "tokenizer", None)
-    if tok is None or not max_tokens:
+    if not isinstance(model, TokenizingModel) or not max_tokens:
         return content, None, False
-    render = getattr(model, "render_chat", None)
-    text = render([{"role": "user", "content": content}]) if render else content
-    n_total = len(tok(text, add_special_tokens=False).input_ids)
+    tok = model.tokenizer
+    n_total = len(tok(model.render_chat([{"role": "user", "content": content}]), add_special_tokens=False).input_ids)
     if n_total <= max_tokens:
         return content, n_total, False
     ids = tok(content, add_special_tokens=False).input_ids
@@ -187,8 +184,8 @@ def run_generation(
     """Generate one reply per item with the paper's settings and store each as it finishes; reruns resume.
 
     Args:
-        model: an object with ``name``, ``identity`` and ``chat(messages_list, *, max_new_tokens,
-            temperature, top_p, seed)`` (see :func:`thai_eval_utils.core.models.load_model`).
+        model: any :class:`~thai_eval_utils.core.protocols.Model` (:func:`~thai_eval_utils.core.models.load_model`);
+            a :class:`~thai_eval_utils.core.protocols.TokenizingModel` is local (its prompts are capped).
         df: items as returned by :func:`thai_eval_utils.dialect.data.load_dialect` (``dialect, task, id,
             text_1, question, context``; ``df.attrs["files"]`` are hashed into the run's config id).
         prompts: a :class:`DialectPrompts` or a prompt file (default: the shipped one).
@@ -207,59 +204,81 @@ def run_generation(
     if not isinstance(prompts, DialectPrompts):
         prompts = load_prompts(prompts or DEFAULT_PROMPTS_PATH)
     api = is_api_model(model)
-    if temperature is None:
-        temperature = PAPER_API_TEMPERATURE if api else PAPER_LOCAL_TEMPERATURE
-    if greedy:
-        temperature, top_p = 0.0, 1.0
-    # Key names avoid "token": results.redact() drops such keys as if they were secrets.
-    config = {
-        "decoding": "greedy" if temperature == 0 else "sampling",
-        "temperature": float(temperature), "top_p": float(top_p), "seed": seed,
-        "max_new": int(max_new_tokens), "prompt_cap": None if api else max_prompt_tokens,
-        "model_kind": "api" if api else "local", "system_prompt": None, "n_shot": 0,
-        "prompt_source": prompts.source,
-    }
-    identity = dict(model.identity)
-    if api:
-        identity = stable_identity(identity)
-    used = {f"{d}/{prompt_family(t)}" for d, t in zip(df["dialect"], df["task"])}
-    templates = {k: prompts.prompts[k.split("/")[0]][k.split("/")[1]] for k in sorted(used) if k.split("/")[0] in prompts.prompts}
-    store = RunStore.open(model.name, BENCHMARK, config, model_identity=identity,
-                          data_files=[str(p) for p in df.attrs.get("files", [])], prompt_templates=templates, outputs=outputs)
-    done = store.completed()
-    items = df.to_dict("records")
-    todo = [it for it in items if item_key(it) not in done]
-    bar = tqdm(total=len(items), initial=len(items) - len(todo), desc=f"dialect {model.name}", disable=not progress)
-    for start in range(0, len(todo), batch_size):
-        chunk = todo[start : start + batch_size]
+    temperature, top_p = _decoding(api, temperature, top_p, greedy)
+    config = {"decoding": "greedy" if temperature == 0 else "sampling", "temperature": float(temperature),
+              "top_p": float(top_p), "seed": seed, "max_new_tokens": int(max_new_tokens),
+              "max_prompt_tokens": None if api else max_prompt_tokens, "model_kind": "api" if api else "local",
+              "system_prompt": None, "n_shot": 0, "prompt_source": prompts.source}  # fmt: skip
+    identity = stable_identity(dict(model.identity)) if api else dict(model.identity)
+    with RunStore.open(model.name, BENCHMARK, config, model_identity=identity,
+                       data_files=[str(p) for p in df.attrs.get("files", [])], prompt_templates=_templates(df, prompts),
+                       outputs=outputs, legacy_configs=[legacy_config(config)]) as store:  # fmt: skip
+        return _generate_all(model, df, store, config, prompts, batch_size, progress)
+
+
+def _generate_all(model: Model, df: pd.DataFrame, store: RunStore, config: dict[str, Any], prompts: DialectPrompts,
+                  batch_size: int, progress: bool) -> pd.DataFrame:
+    """The run of :func:`run_generation` in its open store. A batch whose request fails after the client's retries
+    (an :class:`ApiError`) stays ungenerated (``output`` None, listed in the summary) and the run goes on; scores
+    and ΔDiff are computed on the generated items, with their n (a rerun generates what is missing)."""
+    max_new_tokens, max_prompt_tokens = config["max_new_tokens"], config["max_prompt_tokens"]
+    temperature, top_p, seed = config["temperature"], config["top_p"], config["seed"]
+
+    def generate(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
         capped = [cap_prompt(model, build_prompt(it, prompts), max_prompt_tokens) for it in chunk]
         replies = model.chat([[{"role": "user", "content": c[0]}] for c in capped], max_new_tokens=max_new_tokens,
-                             temperature=temperature, top_p=top_p, seed=seed)
-        for it, (content, n_tokens, cut), reply in zip(chunk, capped, replies):
-            record = {"dialect": it["dialect"], "task": it["task"], "id": str(it["id"]), "prompt": content,
-                      "prompt_len": n_tokens, "prompt_truncated": cut, "output": reply}
-            store.append(item_key(it), record)
-            done[item_key(it)] = record
-        bar.update(len(chunk))
-    bar.close()
-    out = df.copy()
-    out["model"] = model.name
-    out["prompt"] = [done[item_key(it)]["prompt"] for it in items]
-    out["output"] = [done[item_key(it)]["output"] for it in items]
-    out["prompt_truncated"] = [bool(done[item_key(it)].get("prompt_truncated")) for it in items]
-    scores, deltas = summary_scores(score_generations(out)) if "text_2" in out.columns else ({}, {})
-    store.write_summary({"n_items": len(items), "n_generated": len(todo), "config": config,
-                         "scores": scores, "delta_diff": deltas})
+                             temperature=temperature, top_p=top_p, seed=seed)  # fmt: skip
+        return [{"dialect": it["dialect"], "task": it["task"], "id": str(it["id"]), "prompt": content,
+                 "prompt_len": n_tokens, "prompt_truncated": cut, "output": reply}
+                for it, (content, n_tokens, cut), reply in zip(chunk, capped, replies)]  # fmt: skip
+
+    items = df.to_dict("records")
+    run = run_items(store, items, item_key, generate, batch_size=batch_size, desc=f"dialect {model.name}",
+                    progress=progress, tolerate=(ApiError,), describe=lambda exc: scrub(str(exc)))  # fmt: skip
+    done = [run.records.get(item_key(it), {}) for it in items]
+    out = df.assign(model=model.name, prompt=[r.get("prompt") for r in done], output=[r.get("output") for r in done],
+                    prompt_truncated=[bool(r.get("prompt_truncated")) for r in done])  # fmt: skip
+    generated = out[out["output"].notna()]
+    if run.failed:
+        warnings.warn(f"{len(run.failed)} of {len(out)} dialect items not generated (the server failed; rerun to "
+                      f"retry); scores use the {len(generated)} generated: {next(iter(run.failed.values()))}", stacklevel=3)
+    scores, deltas = summary_scores(score_generations(generated)) if "text_2" in out.columns and len(generated) else ({}, {})
+    store.write_summary({"n_items": len(generated), "n_generated": run.computed, "n_ungenerated": len(run.failed),
+                         "ungenerated": run.failed, "config": config, "scores": scores, "delta_diff": deltas})
     out.attrs.update({"run_dir": str(store.root), "config": config})
     return out
 
 
-def score_generations(df: pd.DataFrame) -> pd.DataFrame:
+def _decoding(api: bool, temperature: float | None, top_p: float, greedy: bool) -> tuple[float, float]:
+    """``(temperature, top_p)`` of a run: None = the paper's temperature (0.2 local, 0 API); greedy = (0, 1)."""
+    if greedy:
+        return 0.0, 1.0
+    if temperature is None:
+        return (PAPER_API_TEMPERATURE if api else PAPER_LOCAL_TEMPERATURE), top_p
+    return temperature, top_p
+
+
+def legacy_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` as thai-eval wrote it before the keys were named for what they are (``max_new`` for
+    ``max_new_tokens``, ``prompt_cap`` for ``max_prompt_tokens``): runs stored under it are found and resumed."""
+    renamed = {"max_new_tokens": "max_new", "max_prompt_tokens": "prompt_cap"}
+    return {renamed.get(k, k): v for k, v in config.items()}
+
+
+def _templates(df: pd.DataFrame, prompts: DialectPrompts) -> dict[str, str]:
+    """The prompt templates the run uses, ``{"<dialect>/<family>": template}`` (their hashes key the run)."""
+    used = sorted({f"{d}/{prompt_family(t)}" for d, t in zip(df["dialect"], df["task"])})
+    return {k: prompts.prompts[k.split("/")[0]][k.split("/")[1]] for k in used if k.split("/")[0] in prompts.prompts}
+
+
+def score_generations(df: pd.DataFrame, *, tokenizer: str = DEFAULT_TOKENIZER) -> pd.DataFrame:
     """BLEU, ROUGE-L, sacrebleu BLEU and chrF per (model, dialect, task) of generated outputs.
 
     Args:
         df: rows with ``model, dialect, task, output`` and the reference ``text_2`` (as returned by
             :func:`run_generation`); conversation and food rows are skipped (no reference).
+        tokenizer: the word tokenizer of BLEU, ROUGE-L and sacrebleu's pretokenisation (a name of
+            :mod:`~thai_eval_utils.dialect.tokenizers`; default newmm, the paper's).
 
     Returns:
         Tidy rows ``model, dialect, task, table_task, metric, value, n, stderr, signature, pythainlp`` where
@@ -269,7 +288,7 @@ def score_generations(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     scored = df[~df["task"].isin(UNSCORED_TASKS)]
     for (model, dialect, task), group in scored.groupby(["model", "dialect", "task"], sort=False):
-        for score in task_scores(task, list(group["output"]), list(group["text_2"])):
+        for score in task_scores(task, list(group["output"]), list(group["text_2"]), tokenizer=tokenizer):
             rows.append({"model": model, "dialect": dialect, "task": task, "table_task": table_task(task),
                          "metric": score.name, "value": score.value, "n": score.n, "stderr": score.stderr,
                          "signature": score.signature, "pythainlp": pythainlp_version()})

@@ -2,34 +2,32 @@
 ``evaluation/metrics_utils.py``): BLEU and ROUGE-L on pythainlp newmm tokens, sacrebleu BLEU/chrF
 beside them, ΔDiff, the Table 1 layout and a parameterised Central/dialect word overlap.
 
-Tokenizer. The paper's code tokenises every text (Thai and English) with
-``pythainlp.word_tokenize(text, engine="newmm")`` and its default ``keep_whitespace=True``: each run of
-whitespace is one token holding that run (``"a  b"`` -> ``["a", "  ", "b"]``), so spaces count as words
-in BLEU and ROUGE-L. The paper's environment pinned pythainlp 5.0.4 and so does this project: newmm's
-dictionary changes between releases (5.4.0 tokenises 42 of the benchmark's 3,419 texts differently; BLEU
-moves by at most 0.043), so the version is part of every signature and a different one triggers a warning.
+Tokenizer. BLEU and ROUGE-L take a ``tokenizer`` name from :mod:`thai_eval_utils.dialect.tokenizers`; the
+default ``newmm`` (whitespace runs kept as tokens, pythainlp 5.0.4) is the paper's, and the name and the
+pythainlp version are part of every signature.
 """
 
 from __future__ import annotations
 
-import importlib.metadata
 import math
-import warnings
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from pythainlp import word_tokenize
 from rouge_score import rouge_scorer, scoring
 
 from thai_eval_utils.core.provenance import Score
 from thai_eval_utils.core.records import require_texts
 from thai_eval_utils.dialect.data import check_score_rows
+from thai_eval_utils.dialect.tokenizers import (
+    DEFAULT_TOKENIZER,
+    WordTokenizer,
+    get_tokenizer,
+    pythainlp_version,
+)
 
-#: The pythainlp release the paper's code ran with (newmm output depends on it).
-PAPER_PYTHAINLP_VERSION = "5.0.4"
 #: Dialect keys and the names the paper's Table 1 prints.
 DIALECT_NAMES = {"center": "Central", "east": "Isan", "north": "Lanna", "south": "Dambro"}
 #: Paper Table 1: task family -> (headline metric, column prefix). QA/summarisation: ROUGE-L; translation: BLEU.
@@ -39,13 +37,6 @@ TABLE1_TASKS = {
     "translation_en_to_dialect": ("bleu", "translation_en_to_dialect_bleu"),
     "translation_dialect_to_en": ("bleu", "translation_dialect_to_en_bleu"),
 }
-
-_warned_version = False
-
-
-def pythainlp_version() -> str:
-    """The installed pythainlp version (recorded with every dialect score)."""
-    return importlib.metadata.version("pythainlp")
 
 
 def table_task(task: str) -> str:
@@ -60,38 +51,6 @@ def table_task(task: str) -> str:
 def target_language(task: str) -> str:
     """``"en"`` for dialect->English translation (English references), else ``"th"``."""
     return "en" if table_task(task) == "translation_dialect_to_en" else "th"
-
-
-@dataclass(frozen=True)
-class NewmmTokenizer:
-    """pythainlp newmm word tokenizer with a signature; usable as a rouge-score tokenizer (``.tokenize``).
-
-    Example: ``NewmmTokenizer().tokenize("กินข้าว  แล้ว")`` -> ``["กินข้าว", "  ", "แล้ว"]``.
-    """
-
-    keep_whitespace: bool = True
-    name: str = "newmm"
-
-    def __post_init__(self) -> None:
-        global _warned_version
-        if not _warned_version and pythainlp_version() != PAPER_PYTHAINLP_VERSION:
-            _warned_version = True
-            warnings.warn(
-                f"pythainlp {pythainlp_version()} is installed; the paper's scores used {PAPER_PYTHAINLP_VERSION} "
-                "(newmm output, and so BLEU/ROUGE-L, can differ slightly)",
-                stacklevel=3,
-            )
-
-    def tokenize(self, text: str | None) -> list[str]:
-        """newmm tokens of ``text`` (None counts as ""); never Unicode-normalised."""
-        return word_tokenize(text or "", engine="newmm", keep_whitespace=self.keep_whitespace)
-
-    __call__ = tokenize
-
-    @property
-    def signature(self) -> str:
-        ws = "yes" if self.keep_whitespace else "no"
-        return f"tok:{self.name}|keep_ws:{ws}|pythainlp:{pythainlp_version()}"
 
 
 def _check_pair(hypotheses: Sequence[str | None], references: Sequence[str | None]) -> tuple[list[str], list[str]]:
@@ -142,11 +101,12 @@ def _ngrams(tokens: Sequence[str], max_order: int) -> Counter:
 
 
 def bleu_details(
-    hypotheses: Sequence[str | None], references: Sequence[str | None], *, max_order: int = 4, tokenizer: NewmmTokenizer | None = None
+    hypotheses: Sequence[str | None], references: Sequence[str | None], *, max_order: int = 4, tokenizer: str = DEFAULT_TOKENIZER
 ) -> BleuResult:
-    """Corpus BLEU of the paper (see the comment above) with all its parts."""
+    """Corpus BLEU of the paper (see the comment above) with all its parts, on the words of ``tokenizer``
+    (a name of :mod:`~thai_eval_utils.dialect.tokenizers`; its signature ends the BLEU signature)."""
     hyps, refs = _check_pair(hypotheses, references)
-    tok = tokenizer or NewmmTokenizer()
+    tok = get_tokenizer(tokenizer)
     matches, possible = [0] * max_order, [0] * max_order
     c = r = 0
     for hyp, ref in zip(hyps, refs):
@@ -168,33 +128,40 @@ def bleu_details(
     return BleuResult(100.0 * geo_mean * bp, precisions, bp, ratio, c, r, tuple(matches), tuple(possible), sig)
 
 
-def bleu(hypotheses: Sequence[str | None], references: Sequence[str | None]) -> float:
-    """Corpus BLEU x100 on newmm tokens, exactly as the paper's code (one reference per hypothesis).
+def bleu(hypotheses: Sequence[str | None], references: Sequence[str | None], *, tokenizer: str = DEFAULT_TOKENIZER) -> float:
+    """Corpus BLEU x100 on ``tokenizer``'s words (default newmm: exactly as the paper's code), one reference each.
 
     Example: ``bleu(["แมว กิน ปลา"], ["แมว กิน ปลา"])`` -> ``100.0``.
     """
-    return bleu_details(hypotheses, references).score
+    return bleu_details(hypotheses, references, tokenizer=tokenizer).score
 
 
 # ---------------------------------------------------------------------------------------- ROUGE-L
 
 
-def rouge_l_scores(hypotheses: Sequence[str | None], references: Sequence[str | None]) -> list[float]:
-    """Per-item ROUGE-L F1 x100 from rouge-score with newmm tokens (never its default tokenizer on
-    Thai: that one lowercases and deletes every character outside ``[a-z0-9]``)."""
+def rouge_l_scores(
+    hypotheses: Sequence[str | None], references: Sequence[str | None], *, tokenizer: str = DEFAULT_TOKENIZER
+) -> list[float]:
+    """Per-item ROUGE-L F1 x100 from rouge-score on ``tokenizer``'s words (default newmm, the paper's; never
+    rouge-score's own tokenizer on Thai: that one lowercases and deletes every character outside ``[a-z0-9]``)."""
     hyps, refs = _check_pair(hypotheses, references)
-    scorer = rouge_scorer.RougeScorer(["rougeL"], tokenizer=NewmmTokenizer())
+    scorer = rouge_scorer.RougeScorer(["rougeL"], tokenizer=get_tokenizer(tokenizer))
     return [100.0 * scorer.score(ref, hyp)["rougeL"].fmeasure for hyp, ref in zip(hyps, refs)]
 
 
-def rouge_l(hypotheses: Sequence[str | None], references: Sequence[str | None]) -> float:
+def rouge_l(hypotheses: Sequence[str | None], references: Sequence[str | None], *, tokenizer: str = DEFAULT_TOKENIZER) -> float:
     """Mean ROUGE-L F1 x100 over items (the headline; deterministic)."""
-    scores = rouge_l_scores(hypotheses, references)
+    scores = rouge_l_scores(hypotheses, references, tokenizer=tokenizer)
     return sum(scores) / len(scores)
 
 
 def rouge_l_bootstrap_mid(
-    hypotheses: Sequence[str | None], references: Sequence[str | None], *, n_resamples: int = 1000, seed: int = 42
+    hypotheses: Sequence[str | None],
+    references: Sequence[str | None],
+    *,
+    n_resamples: int = 1000,
+    seed: int = 42,
+    tokenizer: str = DEFAULT_TOKENIZER,
 ) -> float:
     """ROUGE-L "mid" of rouge-score's BootstrapAggregator (what the paper's code reported), x100.
 
@@ -203,7 +170,7 @@ def rouge_l_bootstrap_mid(
     median of ``n_resamples`` bootstrap means (close to, but not equal to, :func:`rouge_l`).
     """
     hyps, refs = _check_pair(hypotheses, references)
-    scorer = rouge_scorer.RougeScorer(["rougeL"], tokenizer=NewmmTokenizer())
+    scorer = rouge_scorer.RougeScorer(["rougeL"], tokenizer=get_tokenizer(tokenizer))
     agg = scoring.BootstrapAggregator(n_samples=n_resamples)
     for hyp, ref in zip(hyps, refs):
         agg.add_scores(scorer.score(ref, hyp))
@@ -217,13 +184,16 @@ def rouge_l_bootstrap_mid(
 
 
 # --------------------------------------------------------------------------------- sacrebleu
-def _pretokenize(texts: Sequence[str], tok: NewmmTokenizer) -> list[str]:
-    """newmm tokens joined by single spaces, whitespace tokens dropped (input for ``tokenize="none"``)."""
+def _pretokenize(texts: Sequence[str], tok: WordTokenizer) -> list[str]:
+    """``tok``'s tokens joined by single spaces, whitespace tokens dropped (input for ``tokenize="none"``)."""
     return [" ".join(t for t in tok.tokenize(x) if t.strip()) for x in texts]
 
 
-def sacrebleu_bleu(hypotheses: Sequence[str | None], references: Sequence[str | None], *, target_lang: str = "th") -> Score:
-    """sacrebleu corpus BLEU: newmm-pretokenised with ``tokenize="none"`` for Thai targets, ``13a`` for English.
+def sacrebleu_bleu(
+    hypotheses: Sequence[str | None], references: Sequence[str | None], *, target_lang: str = "th", tokenizer: str = DEFAULT_TOKENIZER
+) -> Score:
+    """sacrebleu corpus BLEU: pretokenised by ``tokenizer`` (whitespace tokens dropped) with ``tokenize="none"``
+    for Thai targets, ``13a`` for English.
 
     Returns a :class:`~thai_eval_utils.core.store.Score` whose signature is sacrebleu's plus the pretokenizer.
     """
@@ -233,9 +203,10 @@ def sacrebleu_bleu(hypotheses: Sequence[str | None], references: Sequence[str | 
     if target_lang == "en":
         metric, sig_extra = BLEU(tokenize="13a"), ""
     else:
-        tok = NewmmTokenizer()
+        tok = get_tokenizer(tokenizer)
         hyps, refs = _pretokenize(hyps, tok), _pretokenize(refs, tok)
-        metric, sig_extra = BLEU(tokenize="none"), f"|pretok:newmm-nows|pythainlp:{pythainlp_version()}"
+        version = f"|pythainlp:{pythainlp_version()}" if tok.uses_pythainlp else ""
+        metric, sig_extra = BLEU(tokenize="none"), f"|pretok:{tok.name}-nows{version}"
     result = metric.corpus_score(hyps, [refs])
     return Score("sacrebleu", float(result.score), len(hyps), None, f"BLEU|{metric.get_signature()}{sig_extra}")
 
@@ -250,16 +221,18 @@ def sacrebleu_chrf(hypotheses: Sequence[str | None], references: Sequence[str | 
     return Score("chrf", float(result.score), len(hyps), None, f"chrF|{metric.get_signature()}")
 
 
-def task_scores(task: str, hypotheses: Sequence[str | None], references: Sequence[str | None]) -> list[Score]:
-    """All metrics for one task's outputs: ``rougeL``, ``bleu`` (paper), ``sacrebleu``, ``chrf``."""
-    tok = NewmmTokenizer()
-    per_item = rouge_l_scores(hypotheses, references)
-    rouge = Score.mean("rougeL", per_item, signature=f"rougeL|rouge-score|f1-mean|{tok.signature}")
-    details = bleu_details(hypotheses, references)
+def task_scores(
+    task: str, hypotheses: Sequence[str | None], references: Sequence[str | None], *, tokenizer: str = DEFAULT_TOKENIZER
+) -> list[Score]:
+    """All metrics for one task's outputs: ``rougeL``, ``bleu`` (paper), ``sacrebleu``, ``chrf``; the word-based
+    ones on ``tokenizer``'s words (default newmm, the paper's)."""
+    per_item = rouge_l_scores(hypotheses, references, tokenizer=tokenizer)
+    signature = f"rougeL|rouge-score|f1-mean|{get_tokenizer(tokenizer).signature}"
+    details = bleu_details(hypotheses, references, tokenizer=tokenizer)
     return [
-        rouge,
+        Score.mean("rougeL", per_item, signature=signature),
         Score("bleu", details.score, len(per_item), None, details.signature),
-        sacrebleu_bleu(hypotheses, references, target_lang=target_language(task)),
+        sacrebleu_bleu(hypotheses, references, target_lang=target_language(task), tokenizer=tokenizer),
         sacrebleu_chrf(hypotheses, references),
     ]
 
@@ -320,8 +293,10 @@ def word_overlap(
     unit: str = "type",
     level: str = "sentence",
     denominator: str = "dialect",
+    tokenizer: str = DEFAULT_TOKENIZER,
 ) -> float:
-    """Share of dialect newmm words (whitespace tokens dropped) found in the parallel Central text.
+    """Share of dialect words (``tokenizer``'s, default newmm; whitespace tokens dropped) found in the parallel
+    Central text.
 
     The paper's Table 5 reports 0.90-0.98 without defining the measure; this is our definition.
     For each parallel pair, ``unit="type"`` counts distinct dialect words present among the Central
@@ -336,7 +311,7 @@ def word_overlap(
         raise ValueError(f"unit must be type|token, level sentence|corpus, denominator dialect|central (got {unit}, {level}, {denominator})")
     if len(dialect_texts) != len(central_texts) or not dialect_texts:
         raise ValueError("need equal, non-zero numbers of dialect and Central texts")
-    tok = NewmmTokenizer()
+    tok = get_tokenizer(tokenizer)
     matched_total, unit_total, shares = 0, 0, []
     for d_text, c_text in zip(dialect_texts, central_texts):
         d_words = [t for t in tok.tokenize(d_text) if t.strip()]

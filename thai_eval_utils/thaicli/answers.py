@@ -5,6 +5,7 @@ missing. The judge-free variant is in :mod:`thai_eval_utils.thaicli.judge_free`.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,9 +13,10 @@ from typing import Any
 import pandas as pd
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.core.openai_client import stable_identity
+from thai_eval_utils.core.openai_client import ApiError, stable_identity
 from thai_eval_utils.core.protocols import Model
-from thai_eval_utils.core.provenance import sha256_text
+from thai_eval_utils.core.provenance import scrub, sha256_text
+from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
 
 _ITEM_COLUMNS = ("id", "format", "theme", "question", "chosen", "rejected")
@@ -29,10 +31,6 @@ def _check(df: pd.DataFrame, columns: Sequence[str]) -> None:
 def _item_key(item_id: Any, question: str) -> str:
     """Stable per-item key: the id plus a hash of the question (an edited question is a new item)."""
     return f"{item_id}:{sha256_text(question)[:8]}"
-
-
-def _batches(seq: list[int], size: int) -> list[list[int]]:
-    return [seq[i : i + size] for i in range(0, len(seq), max(1, size))]
 
 
 def select_items(df: pd.DataFrame, limit: int | None) -> pd.DataFrame:
@@ -67,7 +65,7 @@ def generate_answers(
     """Answer every question with ``model.chat``; each batch is stored as it finishes and reused on rerun.
 
     Args:
-        model: a ``LocalModel`` or ``ApiModel`` (anything with ``name``, ``identity`` and ``chat``).
+        model: a ``LocalModel`` or ``ApiModel`` (any :class:`~thai_eval_utils.core.protocols.Model`).
         df: ``data.load_thaicli`` output (id, format, theme, question, chosen, rejected).
         outputs: the outputs folder (default ``results.outputs_dir()``).
         max_new_tokens, temperature, top_p, seed: generation settings, recorded in the run config.
@@ -79,8 +77,6 @@ def generate_answers(
     Returns:
         ``df`` with an ``answer`` column; ``attrs`` hold model_name, model_identity, config_id, run_dir.
     """
-    from tqdm.auto import tqdm
-
     _check(df, _ITEM_COLUMNS)
     batch_size = batch_size or getattr(model, "concurrency", None) or 8
     settings = {"max_new_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p, "seed": seed}
@@ -93,28 +89,34 @@ def generate_answers(
         prompt_templates={"system_prompt": system_prompt or ""},
         outputs=outputs,
     )
+    with store:
+        return _answer_all(model, df, store, settings, system_prompt, batch_size, identity, progress)
+
+
+def _answer_all(model: Model, df: pd.DataFrame, store: RunStore, settings: dict[str, Any], system_prompt: str | None,
+                batch_size: int, identity: dict[str, Any], progress: bool) -> pd.DataFrame:
+    """The run of :func:`generate_answers` in its open store: a batch whose request fails after the client's
+    retries (an :class:`ApiError`) stays ungenerated (``answer`` None, listed in ``attrs["ungenerated"]`` and the
+    summary) and the run goes on; a rerun generates what is missing."""
     keys = [_item_key(i, q) for i, q in zip(df["id"], df["question"], strict=True)]
-    done = {k: r["answer"] for k, r in store.completed().items()}
-    todo = [i for i, k in enumerate(keys) if k not in done]
-    bar = tqdm(total=len(todo), desc=f"answers ({model.name})", disable=not progress)
-    for batch in _batches(todo, batch_size):
-        replies = model.chat(
-            [chat_messages(df["question"].iloc[i], system_prompt) for i in batch],
-            max_new_tokens=max_new_tokens,
-            temperature=temperature,
-            top_p=top_p,
-            seed=seed,
-        )
-        for i, text in zip(batch, replies, strict=True):
-            row = df.iloc[i]
-            store.append(keys[i], {"id": row["id"], "format": row["format"], "theme": row["theme"], "answer": text})
-            done[keys[i]] = text
-        bar.update(len(batch))
-    bar.close()
+
+    def answer(rows: list[int]) -> list[dict[str, Any]]:
+        replies = model.chat([chat_messages(df["question"].iloc[i], system_prompt) for i in rows], **settings)
+        return [{"id": df["id"].iloc[i], "format": df["format"].iloc[i], "theme": df["theme"].iloc[i], "answer": text}
+                for i, text in zip(rows, replies, strict=True)]  # fmt: skip
+
+    run = run_items(store, range(len(df)), keys.__getitem__, answer, batch_size=batch_size,
+                    desc=f"answers ({model.name})", progress=progress, tolerate=(ApiError,),
+                    describe=lambda exc: scrub(str(exc)))  # fmt: skip
+    if run.failed:
+        warnings.warn(f"{len(run.failed)} of {len(df)} answers not generated (the server failed; rerun to retry): "
+                      f"{next(iter(run.failed.values()))}", stacklevel=3)
     store.write_summary(
-        {"n_items": len(df), "n_generated_this_run": len(todo), "generation": settings, "model_identity": dict(model.identity)}
+        {"n_items": len(df), "n_generated_this_run": run.computed, "n_ungenerated": len(run.failed),
+         "ungenerated": run.failed, "generation": settings, "model_identity": dict(model.identity)}
     )
     out = df.reset_index(drop=True).copy()
-    out["answer"] = [done[k] for k in keys]
-    out.attrs.update(model_name=model.name, model_identity=identity, config_id=store.config_id, run_dir=str(store.root))
+    out["answer"] = [run.records[k]["answer"] if k in run.records else None for k in keys]
+    out.attrs.update(model_name=model.name, model_identity=identity, config_id=store.config_id, run_dir=str(store.root),
+                     ungenerated=sorted(run.failed))
     return out

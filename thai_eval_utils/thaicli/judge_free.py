@@ -17,8 +17,9 @@ import pandas as pd
 from thai_eval_utils.core.openai_client import stable_identity
 from thai_eval_utils.core.protocols import LoglikelihoodModel
 from thai_eval_utils.core.provenance import Score, sha256_text
+from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
-from thai_eval_utils.thaicli.answers import _ITEM_COLUMNS, _batches, _check, _item_key
+from thai_eval_utils.thaicli.answers import _ITEM_COLUMNS, _check, _item_key
 
 #: Judge-free variant: the context is the question under a Thai "Question:/Answer:" frame (คำถาม = question,
 #: คำตอบ = answer), the lm-evaluation-harness pattern of a question/answer prompt; the continuation is
@@ -46,8 +47,6 @@ def loglikelihood_preferences(
         One row per item: id, format, theme, ll_chosen, ll_rejected, chars_chosen, chars_rejected,
         win_raw, win_norm.
     """
-    from tqdm.auto import tqdm
-
     _check(df, _ITEM_COLUMNS)
     store = RunStore.open(
         model.name,
@@ -58,32 +57,27 @@ def loglikelihood_preferences(
         outputs=outputs,
     )
     keys = [_item_key(i, q + "\x00" + c + "\x00" + r) for i, q, c, r in zip(df["id"], df["question"], df["chosen"], df["rejected"], strict=True)]
-    done = store.completed()
-    todo = [i for i, k in enumerate(keys) if k not in done]
-    bar = tqdm(total=len(todo), desc=f"log-likelihoods ({model.name})", disable=not progress)
-    for batch in _batches(todo, batch_size):
+
+    def score(rows: list[int]) -> list[dict[str, Any]]:
         requests = []
-        for i in batch:
+        for i in rows:
             ctx = LL_CONTEXT_TEMPLATE.format(question=df["question"].iloc[i])
             requests += [(ctx, LL_TARGET_DELIMITER + df["chosen"].iloc[i]), (ctx, LL_TARGET_DELIMITER + df["rejected"].iloc[i])]
         results = model.loglikelihood(requests)
-        for j, i in enumerate(batch):
-            (ll_c, _), (ll_r, _) = results[2 * j], results[2 * j + 1]
-            rec = {"ll_chosen": float(ll_c), "ll_rejected": float(ll_r), "chars_chosen": len(requests[2 * j][1]),
-                   "chars_rejected": len(requests[2 * j + 1][1])}  # fmt: skip
-            store.append(keys[i], rec)
-            done[keys[i]] = rec
-        bar.update(len(batch))
-    bar.close()
+        return [{"ll_chosen": float(results[2 * j][0]), "ll_rejected": float(results[2 * j + 1][0]),
+                 "chars_chosen": len(requests[2 * j][1]), "chars_rejected": len(requests[2 * j + 1][1])}
+                for j in range(len(rows))]  # fmt: skip
+
+    run = run_items(store, range(len(df)), keys.__getitem__, score, batch_size=batch_size,
+                    desc=f"log-likelihoods ({model.name})", progress=progress)  # fmt: skip
     rows = []
-    for (_, row), key in zip(df.iterrows(), keys, strict=True):
-        rec = done[key]
+    for (_, row), rec in zip(df.iterrows(), run.in_order(), strict=True):
         norm_c, norm_r = rec["ll_chosen"] / rec["chars_chosen"], rec["ll_rejected"] / rec["chars_rejected"]
         rows.append({"id": row["id"], "format": row["format"], "theme": row["theme"],
                      **{k: rec[k] for k in ("ll_chosen", "ll_rejected", "chars_chosen", "chars_rejected")},
                      "win_raw": _win(rec["ll_chosen"], rec["ll_rejected"]), "win_norm": _win(norm_c, norm_r)})  # fmt: skip
     out = pd.DataFrame(rows)
-    store.write_summary({"n_items": len(out), "n_computed_this_run": len(todo), "scores": judge_free_scores(out).to_dict()})
+    store.write_summary({"n_items": len(out), "n_computed_this_run": run.computed, "scores": judge_free_scores(out).to_dict()})
     out.attrs.update(model_name=model.name, config_id=store.config_id, run_dir=str(store.root))
     return out
 
