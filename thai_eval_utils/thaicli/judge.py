@@ -468,7 +468,7 @@ def item_means(items: pd.DataFrame) -> pd.DataFrame:
     dup = items.duplicated(["id", "repeat"]).to_numpy().nonzero()[0]
     if dup.size:
         row = items.iloc[dup[0]]
-        raise ThaiEvalDataError(f"id {row['id']!r} appears twice in repeat {row['repeat']!r}", row=int(dup[0]), field="id")
+        raise ThaiEvalDataError(f"id {row['id']!r} appears twice in repeat {row['repeat']}", row=int(dup[0]), field="id")
     judged = items[items["status"] != "unjudged"]
     out = items.drop_duplicates("id")[["id", "format", "theme"]].reset_index(drop=True)
     out["score"] = out["id"].map(judged.groupby("id", sort=False)["score"].mean())
