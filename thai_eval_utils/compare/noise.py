@@ -8,6 +8,8 @@ difference smaller than ``z * sqrt(2) * s`` (z = 1.96 at level 0.95) is within t
 With few repeats s is rough (k - 1 degrees of freedom); ``basis="pooled"`` uses instead
 s = sqrt(mean_i var_i / n), the within-item variances (ddof=1) pooled over all n items: the same
 quantity if items are judged independently, with n (k - 1) degrees of freedom.
+With ``stratum`` (ThaiCLI: ``format``), a repeat's mean is the unweighted mean of its S strata means (ThaiCLI =
+(factoid + instruction) / 2) and the pooled sd is sqrt(sum_s mean_{i in s} var_i / n_s) / S.
 """
 
 from __future__ import annotations
@@ -70,10 +72,12 @@ class NoiseFloor:
     basis: str
     sd_of_mean: float
     min_detectable_diff: float
+    stratum: str | None = None
 
     @property
     def signature(self) -> str:
-        return f"noise:{self.basis}|level:{self.level:g}|repeats:{self.n_repeats}|items:{self.n_items}"
+        strata = f"|strata:{self.stratum}" if self.stratum else ""
+        return f"noise:{self.basis}|level:{self.level:g}|repeats:{self.n_repeats}|items:{self.n_items}{strata}"
 
     def exceeds(self, diff: float) -> bool:
         """True when a difference of two models' means is larger than the judge's noise floor."""
@@ -91,9 +95,12 @@ class NoiseFloor:
 
 def noise_floor(
     df: pd.DataFrame, *, key: str = "key", repeat: str = "repeat", score: str = "score", level: float = 0.95,
-    basis: Literal["repeats", "pooled"] = "repeats",
+    basis: Literal["repeats", "pooled"] = "repeats", stratum: str | None = None,
 ) -> NoiseFloor:
     """The judge's noise floor from a DataFrame of ``key, repeat, score`` (k >= 2 repeats of every item).
+
+    ``stratum`` names a column giving each item's stratum: the mean is then the unweighted mean of the strata
+    means, as ThaiCLI averages its two formats (see the module docstring).
 
     Example: two items judged (7, 9) and (5, 5): repeat means 6 and 7, sd of the mean 0.707,
     min_detectable_diff = 1.96 * sqrt(2) * 0.707 = 1.96.
@@ -109,11 +116,31 @@ def noise_floor(
     n = len(spread)
     sd_rep = float(repeat_means.std(ddof=1))
     sd_pool = math.sqrt(float((spread["std"] ** 2).mean()) / n)
+    mean = float(scores.mean())
+    if stratum is not None:
+        repeat_means, sd_pool = _stratified(df, spread, key, repeat, stratum, scores)
+        sd_rep, mean = float(repeat_means.std(ddof=1)), float(repeat_means.mean())
     sd = sd_rep if basis == "repeats" else sd_pool
     z = float(stats.norm.ppf(0.5 + level / 2))
     return NoiseFloor(
-        n_items=n, n_repeats=k, mean=float(scores.mean()), repeat_means=tuple(float(m) for m in repeat_means),
+        n_items=n, n_repeats=k, mean=mean, repeat_means=tuple(float(m) for m in repeat_means),
         sd_of_mean_repeats=sd_rep, sd_of_mean_pooled=sd_pool, mean_item_std=float(spread["std"].mean()),
         mean_item_range=float(spread["range"].mean()), max_item_range=float(spread["range"].max()),
-        level=level, basis=basis, sd_of_mean=sd, min_detectable_diff=z * math.sqrt(2) * sd,
+        level=level, basis=basis, sd_of_mean=sd, min_detectable_diff=z * math.sqrt(2) * sd, stratum=stratum,
     )
+
+
+def _stratified(
+    df: pd.DataFrame, spread: pd.DataFrame, key: str, repeat: str, stratum: str, scores: pd.Series
+) -> tuple[pd.Series, float]:
+    """Per repeat, the unweighted mean of the strata means; the pooled sd of that mean (module docstring)."""
+    if stratum not in df.columns:
+        raise ThaiEvalDataError(f"no column {stratum!r}", field=stratum)
+    per_key = df.groupby(key, sort=True)[stratum].nunique()
+    if (per_key > 1).any():
+        bad = per_key[per_key > 1].index[0]
+        raise ThaiEvalDataError(f"item {bad!r} is in more than one {stratum}", field=stratum)
+    means = scores.groupby([df[repeat], df[stratum]], sort=True).mean().groupby(level=0).mean()
+    strata = df.drop_duplicates(key).set_index(key)[stratum]
+    var = (spread.set_index(key)["std"] ** 2).groupby(strata).agg(["mean", "size"])
+    return means, math.sqrt(float((var["mean"] / var["size"]).sum())) / len(var)

@@ -2,8 +2,10 @@
 
 - ``answers``: the evaluated model answers every question (resumable).
 - ``judge_prompt``: the versioned judge prompt and the reply parser (``SCORE_PATTERN``, ``parse_judgement``).
-- ``judge``: the judging loop (16 attempts, then 0) and the factoid / instruction scores.
+- ``judge``: the judging loop (16 attempts, then 0); ``scores``: the factoid / instruction / ThaiCLI scores.
 - ``judge_cache``: the append-only judgement cache.
+- ``judge_noise``: the judge's noise floor from repeated judgements (``judge_answers(..., repeats=k)``).
+- ``judge_order``: the effect of the order of the two references in the prompt (``judge_both_orders``).
 - ``judge_free``: the offline, judge-free log-likelihood variant.
 - ``demo_judge_server``: a local ``transformers serve`` judge for the offline demo.
 - ``data``: the ThaiCLI loader.
@@ -15,6 +17,7 @@ from thai_eval_utils.thaicli.judge import (
            JudgeParams,
            JudgeRun,
            ThaiCLIScores,
+           item_means,
            judge_answers,
            thaicli_scores,
 )
@@ -23,8 +26,18 @@ from thai_eval_utils.thaicli.judge_free import (
            judge_vs_loglik,
            loglikelihood_preferences,
 )
-from thai_eval_utils.thaicli.judge_prompt import build_messages, parse_judgement
+from thai_eval_utils.thaicli.judge_order import (
+           OrderEffect,
+           judge_both_orders,
+           order_effect,
+)
+from thai_eval_utils.thaicli.judge_prompt import (
+           build_messages,
+           judge_template,
+           parse_judgement,
+)
 
-__all__ = ["THAICLI_FORMATS", "JudgeParams", "JudgeRun", "ThaiCLIScores", "build_messages", "generate_answers",
-           "judge_answers", "judge_free_scores", "judge_vs_loglik", "load_thaicli", "loglikelihood_preferences",
-           "parse_judgement", "select_items", "thaicli_scores"]
+__all__ = ["THAICLI_FORMATS", "JudgeParams", "JudgeRun", "OrderEffect", "ThaiCLIScores", "build_messages",
+           "generate_answers", "item_means", "judge_answers", "judge_both_orders", "judge_free_scores", "judge_template",
+           "judge_vs_loglik", "load_thaicli", "loglikelihood_preferences", "order_effect", "parse_judgement",
+           "select_items", "thaicli_scores"]

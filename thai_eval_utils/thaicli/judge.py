@@ -1,5 +1,5 @@
-"""ThaiCLI LLM-as-a-judge (Kim et al., arXiv 2410.04795, section 4): judging loop and scores (prompt and
-parser: :mod:`thai_eval_utils.thaicli.judge_prompt`).
+"""ThaiCLI LLM-as-a-judge (Kim et al., arXiv 2410.04795, section 4): the judging loop (prompt and parser:
+:mod:`thai_eval_utils.thaicli.judge_prompt`; scores: :mod:`thai_eval_utils.thaicli.scores`).
 
 The judge sees the question, the chosen answer (a good example), the rejected answer (a bad example) and
 the model's answer, and replies ``<score>N</score><explanation>...</explanation>``. A reply that does not
@@ -11,6 +11,11 @@ JSON, no choices, null content: see :func:`~thai_eval_utils.core.openai_client.r
 failed request. No failure aborts the run except a refused key, access or model (:data:`FATAL_ERRORS`), and
 even then the items already judged are written with the summary before :class:`JudgeError` is raised. Final judgements go to an
 append-only cache keyed by the texts, judge model, prompt hash and parameters, so a resumed run repeats none.
+
+Issue 14: ``repeats=k`` judges every answer k times, repeat r with seed ``params.seed + r`` and its own cache key
+(repeat 0 keeps the key it always had), and the summary gains the judge's noise floor
+(:mod:`~thai_eval_utils.thaicli.judge_noise`); ``reference_order="rejected_first"`` swaps the two references
+in the prompt (its own template hash; the effect of the order: :mod:`~thai_eval_utils.thaicli.judge_order`).
 """
 
 from __future__ import annotations
@@ -19,16 +24,14 @@ import asyncio
 import datetime as _dt
 import json
 import math
-import numbers
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import openai
 import pandas as pd
 
-from thai_eval_utils.core import tables
 from thai_eval_utils.core.errors import JudgeError, ThaiEvalDataError
 from thai_eval_utils.core.openai_client import (
     FATAL_ERRORS,
@@ -39,33 +42,35 @@ from thai_eval_utils.core.openai_client import (
     estimate_cost,
     run_sync,
 )
-from thai_eval_utils.core.provenance import Score, outputs_dir, redact
+from thai_eval_utils.core.provenance import outputs_dir, redact
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.thaicli.judge_cache import (
     CacheWriter,
     JudgementCache,
     judgement_key,
 )
+from thai_eval_utils.thaicli.judge_noise import judge_noise
 from thai_eval_utils.thaicli.judge_prompt import (
     FALLBACK_SCORE,
     MAX_JUDGE_CALLS,
-    TEMPLATE_SHA256,
-    TEMPLATE_TEXT,
-    TEMPLATE_VERSION,
-    build_messages,
+    TEMPLATE_SHA256,  # noqa: F401 - re-exported: notebooks and tests read the prompt's hash here
+    TEMPLATE_TEXT,  # noqa: F401
+    TEMPLATE_VERSION,  # noqa: F401
+    JudgeTemplate,
+    ReferenceOrder,
+    build_messages,  # noqa: F401 - re-exported
+    judge_template,
     parse_judgement,
+)
+from thai_eval_utils.thaicli.scores import (  # noqa: F401 - SCORE_COLUMNS and round_half_up re-exported
+    SCORE_COLUMNS,
+    ThaiCLIScores,
+    item_means,
+    round_half_up,
+    thaicli_scores,
 )
 
 _ANSWER_COLUMNS = ("id", "format", "theme", "question", "chosen", "rejected", "answer")
-#: Columns :func:`thaicli_scores` needs; ``status`` (default ``"scored"``) and ``attempts`` (default 1) are optional.
-SCORE_COLUMNS = ("format", "theme", "score")
-
-
-def round_half_up(value: float | None, ndigits: int = 2) -> float | None:
-    """The paper's display rounding of a score (7.305 -> 7.31, not 7.3), as a float; None and NaN pass through."""
-    if value is None or not math.isfinite(value):
-        return value
-    return float(tables.round_half_up(value, ndigits))
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,10 @@ class JudgeParams:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+    def for_repeat(self, repeat: int) -> JudgeParams:
+        """The settings of repeat ``repeat``: seed ``seed + repeat`` (None stays None), all else the same."""
+        return replace(self, seed=None if self.seed is None else self.seed + repeat)
 
 
 async def judge_one(session: ApiSession, messages: list[dict[str, str]], params: JudgeParams) -> dict[str, Any]:
@@ -116,7 +125,8 @@ async def judge_one(session: ApiSession, messages: list[dict[str, str]], params:
 
 @dataclass
 class JudgeRun:
-    """A judging run: one row per item (``score`` NaN where unjudged), the summary, the scores, the store."""
+    """A judging run: one row per (item, repeat) (``score`` NaN where unjudged), the summary, the scores (item
+    means over the repeats), the store."""
 
     items: pd.DataFrame
     summary: dict[str, Any]
@@ -144,6 +154,17 @@ def _check_answers(answers: pd.DataFrame) -> None:
                 raise ThaiEvalDataError("empty text", row=empty[0], field=col)
 
 
+def _check_repeats(answers: pd.DataFrame, repeats: int) -> None:
+    """``repeats`` a positive int; with more than one, every ``id`` unique (the repeats of an item are found by id)."""
+    if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
+        raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
+    if repeats > 1:
+        dup = answers["id"].duplicated()
+        if dup.any():
+            row = int(dup.to_numpy().nonzero()[0][0])
+            raise ThaiEvalDataError(f"id {answers['id'].iloc[row]!r} appears twice; repeats need unique ids", row=row, field="id")
+
+
 def judge_answers(
     answers: pd.DataFrame,
     judge: ApiModel,
@@ -153,6 +174,8 @@ def judge_answers(
     outputs: str | Path | None = None,
     cache_path: str | Path | None = None,
     progress: bool = True,
+    repeats: int = 1,
+    reference_order: ReferenceOrder = "chosen_first",
 ) -> JudgeRun:
     """Judge every answer, reusing cached judgements; record items, run card and summary.
 
@@ -164,9 +187,16 @@ def judge_answers(
         outputs: the outputs folder (default ``results.outputs_dir()``).
         cache_path: the judgement cache (default ``<outputs>/cache/thaicli_judgements.jsonl``).
         progress: show a tqdm bar.
+        repeats: judge every answer this many times, repeat r with seed ``params.seed + r`` (issue 14). The
+            items table has one row per (item, repeat) (columns ``repeat``, ``seed``); the scores average each
+            item over its judged repeats; ``summary["judge_noise"]`` holds the spread (k >= 2). More than 1 needs
+            unique ids. With temperature 0 a deterministic judge repeats itself; the spread then measures only
+            what the seed changes.
+        reference_order: ``"chosen_first"`` (the template as written) or ``"rejected_first"`` (the two references
+            swapped: another prompt, another hash, another run).
 
     Returns:
-        A :class:`JudgeRun`; ``summary["n_unjudged"]`` counts items whose requests kept failing.
+        A :class:`JudgeRun`; ``summary["n_unjudged"]`` counts judgements (item x repeat) whose requests kept failing.
 
     Raises:
         JudgeError: the endpoint refused the key, the access or the model (no later call could succeed); the
@@ -174,41 +204,49 @@ def judge_answers(
         RunLockedError: another process is judging the same run (nothing is called twice).
     """
     _check_answers(answers)
+    _check_repeats(answers, repeats)
+    template = judge_template(reference_order)
     params = params or JudgeParams()
     model_name = model_name or answers.attrs.get("model_name") or "unknown-model"
     out = Path(outputs) if outputs is not None else outputs_dir()
     cache = JudgementCache(cache_path or out / "cache" / "thaicli_judgements.jsonl")
+    plan = [(i, r) for i in range(len(answers)) for r in range(repeats)]  # one row per (item, repeat)
+    texts = list(answers[["question", "chosen", "rejected", "answer"]].itertuples(index=False, name=None))
     keys = [
-        judgement_key(
-            r.question, r.chosen, r.rejected, r.answer,
-            judge_model=judge.model_id, template_sha256=TEMPLATE_SHA256, params=params.to_dict(),
-        )
-        for r in answers.itertuples(index=False)
+        judgement_key(*texts[i], judge_model=judge.model_id, template_sha256=template.sha256,
+                      params=params.for_repeat(r).to_dict(), repeat=r)
+        for i, r in plan
     ]  # fmt: skip
+    config = {"judge_model": judge.model_id, "judge_params": params.to_dict(), "answers_run": answers.attrs.get("config_id")}
+    if repeats != 1:  # the defaults add nothing, so runs made before repeats and orders existed keep resuming
+        config["repeats"] = repeats
+    if reference_order != "chosen_first":
+        config["reference_order"] = reference_order
     store = RunStore.open(
         model_name,
         "thaicli/judge",
-        {"judge_model": judge.model_id, "judge_params": params.to_dict(), "answers_run": answers.attrs.get("config_id")},
+        config,
         model_identity=answers.attrs.get("model_identity") or {"name": model_name},
-        prompt_templates={TEMPLATE_VERSION: TEMPLATE_TEXT},
+        prompt_templates={template.version: template.text},
         outputs=out,
     )
-    todo: dict[str, int] = {}  # key -> its first row, in row order
-    for i, k in enumerate(keys):
+    todo: dict[str, tuple[int, int]] = {}  # key -> its first (row, repeat), in row order
+    for (i, r), k in zip(plan, keys):
         if k not in cache and k not in todo:
-            todo[k] = i
+            todo[k] = (i, r)
     errors: dict[str, str] = {}
     usage_before = dict(judge.usage)
     fatal: JudgeError | None = None
     try:
         if todo:
             try:
-                _run_loop(answers, judge, params, cache, todo, errors, progress)
+                _run_loop(answers, judge, params, template, cache, todo, errors, progress)
             except JudgeError as exc:  # write what finished, then raise
                 fatal = exc
-        items = _items_frame(answers, keys, cache, errors)
-        scores = thaicli_scores(items, signature=_signature(judge, params))
+        items = _items_frame(answers, plan, keys, params, template, cache, errors)
+        scores = thaicli_scores(items, signature=_signature(judge, params, template, repeats))
         summary = _summary(items, keys, cache, judge, usage_before, len(todo), scores)
+        summary.update(redact(_repeat_summary(answers, items, params, template, repeats)))
         if fatal is not None:
             summary["fatal_error"] = str(fatal)
         _write_items(store, items)
@@ -220,15 +258,16 @@ def judge_answers(
     return JudgeRun(items=items, summary=summary, scores=scores, store=store)
 
 
-def _run_loop(answers, judge, params, cache, todo, errors, progress) -> None:  # type: ignore[no-untyped-def]
+def _run_loop(answers, judge, params, template, cache, todo, errors, progress) -> None:  # type: ignore[no-untyped-def]
     from tqdm.auto import tqdm
 
     bar = tqdm(total=len(todo), desc=f"judging ({judge.model_id})", disable=not progress)
 
-    async def one(session: ApiSession, key: str, row: Any) -> None:
-        messages = build_messages(row["question"], row["chosen"], row["rejected"], row["answer"])
+    async def one(session: ApiSession, key: str, row: Any, repeat: int) -> None:
+        messages = template.messages(row["question"], row["chosen"], row["rejected"], row["answer"])
+        call_params = params.for_repeat(repeat)
         try:
-            rec = await judge_one(session, messages, params)
+            rec = await judge_one(session, messages, call_params)
         except FATAL_ERRORS as exc:  # "from None": the chained original would print the server's raw text
             raise JudgeError(f"judge {judge.model_id}: {describe_error(exc)}") from None
         except (openai.APIError, ApiError) as exc:  # spent the client's retries: leave unjudged, never a score
@@ -240,15 +279,16 @@ def _run_loop(answers, judge, params, cache, todo, errors, progress) -> None:  #
             bar.update(1)
             return
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        rec = {"key": key, **rec, "judge_model": judge.model_id, "template": TEMPLATE_VERSION,
-               "template_sha256": TEMPLATE_SHA256, "params": params.to_dict(), "judged_at": now}  # fmt: skip
+        rec = {"key": key, **rec, "judge_model": judge.model_id, "template": template.version,
+               "template_sha256": template.sha256, "params": call_params.to_dict(), "repeat": repeat,
+               "reference_order": template.reference_order, "judged_at": now}  # fmt: skip
         writer.put(rec)
         bar.update(1)
 
     async def main() -> None:
         async with judge.session() as session, asyncio.TaskGroup() as group:
-            for key, i in todo.items():
-                group.create_task(one(session, key, answers.iloc[i]))
+            for key, (i, r) in todo.items():
+                group.create_task(one(session, key, answers.iloc[i], r))
 
     writer = CacheWriter(cache)
     try:
@@ -261,12 +301,17 @@ def _run_loop(answers, judge, params, cache, todo, errors, progress) -> None:  #
         bar.close()
 
 
-def _items_frame(answers: pd.DataFrame, keys: list[str], cache: JudgementCache, errors: dict[str, str]) -> pd.DataFrame:
+def _items_frame(answers: pd.DataFrame, plan: list[tuple[int, int]], keys: list[str], params: JudgeParams,
+                 template: JudgeTemplate, cache: JudgementCache, errors: dict[str, str]) -> pd.DataFrame:  # fmt: skip
     rows = []
-    for (_, row), key in zip(answers.iterrows(), keys, strict=True):
+    for (i, r), key in zip(plan, keys, strict=True):
+        row = answers.iloc[i]
         rec = cache.get(key) or {}
         rows.append({
             **{c: row[c] for c in _ANSWER_COLUMNS},
+            "repeat": r,
+            "seed": params.for_repeat(r).seed,
+            "reference_order": template.reference_order,
             "score": rec.get("score", math.nan),
             "status": rec.get("status", "unjudged"),
             "attempts": rec.get("attempts", 0),
@@ -284,11 +329,12 @@ def _items_frame(answers: pd.DataFrame, keys: list[str], cache: JudgementCache, 
 def _write_items(store: RunStore, items: pd.DataFrame) -> None:
     """The run's ``items.jsonl``, rewritten whole (atomically) at the end of every run: the judgement cache,
     appended as each item finishes, is the durable per-item log; this is the run's snapshot of it."""
-    cols = ["id", "format", "theme", "score", "status", "attempts", "parse_failures", "explanation",
-            "served_model", "system_fingerprint", "error", "judgement_key"]  # fmt: skip
+    cols = ["id", "format", "theme", "repeat", "seed", "reference_order", "score", "status", "attempts",
+            "parse_failures", "explanation", "served_model", "system_fingerprint", "error", "judgement_key"]  # fmt: skip
     lines = []
     for rec in items[cols].to_dict(orient="records"):
         rec["score"] = None if pd.isna(rec["score"]) else rec["score"]
+        rec["seed"] = None if pd.isna(rec["seed"]) else int(rec["seed"])
         key = f"{rec['id']}:{rec['judgement_key'][:16]}"
         lines.append(json.dumps(redact({"key": key, **rec}), ensure_ascii=False, default=str) + "\n")
     tmp = store.items_path.with_name(f"items.jsonl.tmp{os.getpid()}")
@@ -296,11 +342,28 @@ def _write_items(store: RunStore, items: pd.DataFrame) -> None:
     os.replace(tmp, store.items_path)
 
 
-def _signature(judge: ApiModel, params: JudgeParams) -> str:
+def _signature(judge: ApiModel, params: JudgeParams, template: JudgeTemplate, repeats: int) -> str:
     return (
-        f"judge:{judge.model_id}|prompt:{TEMPLATE_VERSION}@{TEMPLATE_SHA256[:8]}|max_calls:{params.max_calls}"
+        f"judge:{judge.model_id}|prompt:{template.version}@{template.sha256[:8]}|max_calls:{params.max_calls}"
         f"|temp:{params.temperature}|seed:{params.seed}|max_tokens:{params.max_tokens}"
+        + (f"|repeats:{repeats}" if repeats != 1 else "")
     )
+
+
+def _repeat_summary(answers: pd.DataFrame, items: pd.DataFrame, params: JudgeParams, template: JudgeTemplate,
+                    repeats: int) -> dict[str, Any]:  # fmt: skip
+    """The summary's prompt, order and repeat entries: counts per item and per judgement, seeds, noise floor."""
+    return {
+        "n_items": len(answers),
+        "n_judgements": len(items),
+        "unjudged_ids": list(dict.fromkeys(items.loc[items["status"] == "unjudged", "id"])),
+        "n_repeats": repeats,
+        "seeds": [params.for_repeat(r).seed for r in range(repeats)],
+        "reference_order": template.reference_order,
+        "template": template.version,
+        "template_sha256": template.sha256,
+        "judge_noise": judge_noise(items),
+    }
 
 
 def _summary(items, keys, cache, judge, usage_before, n_todo, scores) -> dict[str, Any]:  # type: ignore[no-untyped-def]
@@ -333,87 +396,3 @@ def _summary(items, keys, cache, judge, usage_before, n_todo, scores) -> dict[st
         "template_sha256": TEMPLATE_SHA256,
         "scores": scores.to_dict(),
     })  # fmt: skip
-
-
-@dataclass
-class ThaiCLIScores:
-    """ThaiCLI = (factoid mean + instruction mean) / 2, with per-format and per-theme tables."""
-
-    thaicli: Score
-    factoid: Score
-    instruction: Score
-    by_format: pd.DataFrame
-    by_theme: pd.DataFrame
-
-    def table5_row(self) -> dict[str, float]:
-        """The paper's Table 5 columns, rounded half-up to 2 decimals, with standard errors."""
-        row = {}
-        for s in (self.thaicli, self.factoid, self.instruction):
-            row[s.name] = round_half_up(s.value)
-            row[f"{s.name}_stderr"] = round_half_up(s.stderr) if s.stderr is not None else None
-        return row
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "thaicli": self.thaicli.to_dict(),
-            "factoid": self.factoid.to_dict(),
-            "instruction": self.instruction.to_dict(),
-            "table5_row": self.table5_row(),
-            "by_format": self.by_format.to_dict(orient="records"),
-            "by_theme": self.by_theme.to_dict(orient="records"),
-        }
-
-    def __str__(self) -> str:
-        return "\n".join(str(s) for s in (self.thaicli, self.factoid, self.instruction))
-
-
-def _score_table(items: pd.DataFrame) -> pd.DataFrame:
-    """``items`` with ``status`` and ``attempts`` filled in where absent, every judged score checked finite."""
-    missing = [c for c in SCORE_COLUMNS if c not in items.columns]
-    if missing:
-        raise ThaiEvalDataError(f"the judged items lack column(s) {missing}; found {list(items.columns)}", field=missing[0])
-    items = items.reset_index(drop=True)
-    if "status" not in items.columns:
-        items = items.assign(status="scored")
-    if "attempts" not in items.columns:
-        items = items.assign(attempts=1)
-    for i, (status, score) in enumerate(zip(items["status"], items["score"])):
-        if status == "unjudged":
-            continue
-        ok = isinstance(score, numbers.Real) and not isinstance(score, bool) and math.isfinite(score)
-        if not ok:
-            raise ThaiEvalDataError(f"a judged item's score must be a finite number, got {score!r}", row=i, field="score")
-    return items
-
-
-def thaicli_scores(items: pd.DataFrame, signature: str = "") -> ThaiCLIScores:
-    """Aggregate judged items (unjudged rows are excluded).
-
-    ``items`` needs columns ``format, theme, score``; ``status`` is optional (absent: every row is judged,
-    ``"scored"``) and so is ``attempts`` (absent: 1 call each). A judged row whose score is not a finite
-    number (NaN, inf, a string) raises :class:`ThaiEvalDataError` naming the row.
-
-    Per format: n, mean, stderr (``std(ddof=1)/sqrt(n)``), the 0 fallbacks, the parse retries
-    (``attempts - 1`` summed) and the unjudged count. ThaiCLI's stderr is ``sqrt(se_f² + se_i²) / 2``.
-    """
-    items = _score_table(items)
-    judged = items[items["status"] != "unjudged"]
-    fmt_rows, per = [], {}
-    for fmt in ("factoid", "instruction"):
-        part = judged[judged["format"] == fmt]
-        per[fmt] = Score.mean(fmt, part["score"].tolist(), signature)
-        fmt_rows.append({
-            "format": fmt, "n": per[fmt].n, "mean": per[fmt].value, "stderr": per[fmt].stderr,
-            "n_zero_fallback": int((part["status"] == "fallback_zero").sum()),
-            "n_parse_retries": int((part["attempts"] - 1).clip(lower=0).sum()),
-            "n_unjudged": int(((items["format"] == fmt) & (items["status"] == "unjudged")).sum()),
-        })  # fmt: skip
-    f, i = per["factoid"], per["instruction"]
-    se = math.sqrt(f.stderr**2 + i.stderr**2) / 2 if f.stderr is not None and i.stderr is not None else None
-    thaicli = Score("thaicli", (f.value + i.value) / 2, f.n + i.n, se, signature)
-    theme_rows = []
-    for (fmt, theme), part in judged.groupby(["format", "theme"], sort=True):
-        s = Score.mean(f"{fmt}/{theme}", part["score"].tolist())
-        theme_rows.append({"format": fmt, "theme": theme, "n": s.n, "mean": s.value, "stderr": s.stderr})
-    by_theme = pd.DataFrame(theme_rows, columns=["format", "theme", "n", "mean", "stderr"])
-    return ThaiCLIScores(thaicli, f, i, pd.DataFrame(fmt_rows), by_theme)

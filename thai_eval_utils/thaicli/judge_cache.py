@@ -45,22 +45,24 @@ def judgement_key(
     judge_model: str,
     template_sha256: str,
     params: Mapping[str, Any],
+    repeat: int = 0,
 ) -> str:
-    """SHA-256 of everything that decides a judgement: the texts, judge model, prompt hash and parameters."""
-    return sha256_text(
-        canonical_json(
-            {
-                "cache_format": CACHE_FORMAT,
-                "question": question,
-                "chosen": chosen,
-                "rejected": rejected,
-                "answer": answer,
-                "judge_model": judge_model,
-                "template_sha256": template_sha256,
-                "params": dict(params),
-            }
-        )
-    )
+    """SHA-256 of everything that decides a judgement: the texts, judge model, prompt hash and parameters, and
+    for a repeated judgement (issue 14) its repeat index. Repeat 0 hashes no index, so its key is the key
+    judgements had before repeats existed and old caches keep resuming."""
+    fields: dict[str, Any] = {
+        "cache_format": CACHE_FORMAT,
+        "question": question,
+        "chosen": chosen,
+        "rejected": rejected,
+        "answer": answer,
+        "judge_model": judge_model,
+        "template_sha256": template_sha256,
+        "params": dict(params),
+    }
+    if repeat:
+        fields["repeat"] = repeat
+    return sha256_text(canonical_json(fields))
 
 
 class JudgementCache:

@@ -1,7 +1,9 @@
 """ThaiCLI judge prompt and reply parser (Kim et al., arXiv 2410.04795, section 4, Figure 5).
 
 The prompt is the versioned template ``templates/judge_v1.txt`` (a reconstruction: the paper prints its
-prompt only as an image); its SHA-256 goes into every judgement's cache key. A reply must hold
+prompt only as an image); its SHA-256 goes into every judgement's cache key. :func:`judge_template` gives it with
+the two references in either order (issue 14: the judge's position bias); the swapped text has its own hash. A
+reply must hold
 ``<score>N</score>`` with N in [1, 10] (:data:`SCORE_PATTERN`) and may hold ``<explanation>``.
 """
 
@@ -10,6 +12,8 @@ from __future__ import annotations
 import importlib.resources
 import re
 import string
+from dataclasses import dataclass
+from typing import Literal
 
 from thai_eval_utils.core.provenance import sha256_text
 
@@ -53,10 +57,55 @@ def _split_template(text: str) -> tuple[string.Template, string.Template]:
 _SYSTEM, _USER = _split_template(TEMPLATE_TEXT)
 
 
-def build_messages(question: str, chosen: str, rejected: str, answer: str) -> list[dict[str, str]]:
+ReferenceOrder = Literal["chosen_first", "rejected_first"]
+#: The orders of the two references in the user message; ``chosen_first`` is the template file as written.
+REFERENCE_ORDERS: tuple[ReferenceOrder, ...] = ("chosen_first", "rejected_first")
+#: The two reference sections of ``judge_v1.txt`` as written (chosen first); ``rejected_first`` swaps them.
+_REFERENCES = "<chosen_answer>\n${chosen}\n</chosen_answer>\n\n<rejected_answer>\n${rejected}\n</rejected_answer>"
+_REFERENCES_SWAPPED = "<rejected_answer>\n${rejected}\n</rejected_answer>\n\n<chosen_answer>\n${chosen}\n</chosen_answer>"
+
+
+@dataclass(frozen=True)
+class JudgeTemplate:
+    """One judge prompt: its version label (``judge_v1``; ``judge_v1+rejected_first`` when the references are
+    swapped), the reference order, the full template text and its SHA-256 (part of every cache key and result)."""
+
+    version: str
+    reference_order: ReferenceOrder
+    text: str
+    sha256: str
+
+    def messages(self, question: str, chosen: str, rejected: str, answer: str) -> list[dict[str, str]]:
+        """The judge's system and user messages for one item (texts inserted verbatim, never normalised)."""
+        system, user = _split_template(self.text)
+        filled = user.substitute(question=question, chosen=chosen, rejected=rejected, answer=answer)
+        return [{"role": "system", "content": system.substitute()}, {"role": "user", "content": filled}]
+
+
+def judge_template(reference_order: ReferenceOrder = "chosen_first") -> JudgeTemplate:
+    """The versioned judge template with the chosen reference first (the file as written) or the rejected first.
+
+    Raises:
+        ValueError: an unknown order, or a template file whose reference sections are not laid out as expected.
+    """
+    if reference_order not in REFERENCE_ORDERS:
+        raise ValueError(f"reference_order must be one of {REFERENCE_ORDERS}, got {reference_order!r}")
+    if reference_order == "chosen_first":
+        return JudgeTemplate(TEMPLATE_VERSION, reference_order, TEMPLATE_TEXT, TEMPLATE_SHA256)
+    if TEMPLATE_TEXT.count(_REFERENCES) != 1:
+        raise ValueError(f"{TEMPLATE_VERSION}.txt does not hold the chosen and rejected sections once, in that order")
+    text = TEMPLATE_TEXT.replace(_REFERENCES, _REFERENCES_SWAPPED)
+    return JudgeTemplate(f"{TEMPLATE_VERSION}+{reference_order}", reference_order, text, sha256_text(text))
+
+
+def build_messages(
+    question: str, chosen: str, rejected: str, answer: str, *, reference_order: ReferenceOrder = "chosen_first"
+) -> list[dict[str, str]]:
     """The judge's system and user messages for one item (texts inserted verbatim, never normalised)."""
-    user = _USER.substitute(question=question, chosen=chosen, rejected=rejected, answer=answer)
-    return [{"role": "system", "content": _SYSTEM.substitute()}, {"role": "user", "content": user}]
+    if reference_order == "chosen_first":
+        user = _USER.substitute(question=question, chosen=chosen, rejected=rejected, answer=answer)
+        return [{"role": "system", "content": _SYSTEM.substitute()}, {"role": "user", "content": user}]
+    return judge_template(reference_order).messages(question, chosen, rejected, answer)
 
 
 def parse_judgement(text: str | None) -> tuple[float, str] | None:
