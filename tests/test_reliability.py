@@ -486,6 +486,8 @@ def test_answers_and_dialect_generation_survive_a_failing_server(tmp_path):
 
     def responder(body):
         text = body["messages"][-1]["content"]
+        if "<model_answer>" in text:  # the judge
+            return Reply("<score>7</score>")
         seen.append(text)
         return bad if text in failing else Reply("ตอบแล้ว")
 
@@ -500,6 +502,7 @@ def test_answers_and_dialect_generation_survive_a_failing_server(tmp_path):
         with pytest.warns(UserWarning, match="1 of 2 answers not generated"):
             out = generate_answers(model, questions, outputs=tmp_path, batch_size=1, progress=False)
         summary = json.loads((Path(out.attrs["run_dir"]) / "summary.json").read_text(encoding="utf-8"))
+        judged = judge_answers(out, model, model_name="m", outputs=tmp_path, progress=False).items
         with pytest.warns(UserWarning, match="1 of 2 dialect items not generated"):
             gen = D.run_generation(model, items, outputs=tmp_path, batch_size=1, progress=False)
         gen_summary = json.loads((Path(gen.attrs["run_dir"]) / "summary.json").read_text(encoding="utf-8"))
@@ -509,6 +512,9 @@ def test_answers_and_dialect_generation_survive_a_failing_server(tmp_path):
         regen = D.run_generation(model, items, outputs=tmp_path, batch_size=1, progress=False)
     assert out["answer"].iloc[0] == "ตอบแล้ว" and out["answer"].isna().tolist() == [False, True]
     assert len(out.attrs["ungenerated"]) == 1
+    # the ungenerated answer is never judged nor scored: unjudged, with the reason
+    assert judged["status"].tolist() == ["scored", "unjudged"] and judged["score"].iloc[0] == 7.0
+    assert judged["score"].isna().tolist() == [False, True] and "not generated" in judged["error"].iloc[1]
     assert summary["n_ungenerated"] == 1 and "malformed reply" in next(iter(summary["ungenerated"].values()))
     assert gen["output"].tolist()[0] == "ตอบแล้ว" and gen["output"].isna().tolist() == [False, True]
     assert gen_summary["n_ungenerated"] == 1 and gen_summary["n_items"] == 1

@@ -70,6 +70,8 @@ from thai_eval_utils.thaicli.scores import (  # noqa: F401 - SCORE_COLUMNS and r
     thaicli_scores,
 )
 
+#: Why an item whose answer is missing stays unjudged (never scored: the judge never saw an answer).
+NO_ANSWER = "no answer: the evaluated model's answer was not generated (rerun generate_answers)"
 _ANSWER_COLUMNS = ("id", "format", "theme", "question", "chosen", "rejected", "answer")
 
 
@@ -138,14 +140,20 @@ class JudgeRun:
         return int(self.summary["n_unjudged"])
 
 
+def _not_generated(answers: pd.DataFrame) -> set[int]:
+    """Rows whose answer is missing (None or NaN): ``generate_answers`` could not get them from the server."""
+    return {i for i, v in enumerate(answers["answer"]) if v is None or (isinstance(v, float) and math.isnan(v))}
+
+
 def _check_answers(answers: pd.DataFrame) -> None:
     """Every column present, every text a string; question, chosen and rejected not empty (an empty answer is
-    an answer: the judge scores it)."""
+    an answer: the judge scores it; a missing one, None or NaN, was not generated and stays unjudged)."""
     missing = [c for c in _ANSWER_COLUMNS if c not in answers.columns]
     if missing:
         raise ThaiEvalDataError(f"answers lack columns {missing}", field=missing[0])
+    skip = {"answer": _not_generated(answers)}
     for col in ("question", "chosen", "rejected", "answer"):
-        bad = [i for i, v in enumerate(answers[col]) if not isinstance(v, str)]
+        bad = [i for i, v in enumerate(answers[col]) if not isinstance(v, str) and i not in skip.get(col, ())]
         if bad:
             raise ThaiEvalDataError(f"not a string: {answers[col].iloc[bad[0]]!r}", row=bad[0], field=col)
         if col != "answer":
@@ -231,10 +239,13 @@ def judge_answers(
         outputs=out,
     )
     todo: dict[str, tuple[int, int]] = {}  # key -> its first (row, repeat), in row order
-    for (i, r), k in zip(plan, keys):
-        if k not in cache and k not in todo:
-            todo[k] = (i, r)
     errors: dict[str, str] = {}
+    ungenerated = _not_generated(answers)
+    for (i, r), k in zip(plan, keys):
+        if i in ungenerated:
+            errors[k] = NO_ANSWER
+        elif k not in cache and k not in todo:
+            todo[k] = (i, r)
     usage_before = dict(judge.usage)
     fatal: JudgeError | None = None
     try:
