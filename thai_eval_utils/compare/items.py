@@ -68,16 +68,23 @@ def h6_headline(run: RunRef) -> Headline:
 
 
 def thaicli_headlines(run: RunRef) -> list[Headline]:
-    """Factoid and instruction judge scores per question id; unjudged items are left out and counted."""
+    """Factoid and instruction judge scores per question id; unjudged judgements are left out and counted.
+
+    A run judged ``repeats`` times holds one record per (item, repeat): an item's value is the mean of its judged
+    repeats, as :func:`thai_eval_utils.thaicli.scores.thaicli_scores` scores it.
+    """
     recs = run.records()
     unjudged = sum(1 for r in recs if r.get("status") == "unjudged" or r.get("score") is None)
     out = []
     for fmt in ("factoid", "instruction"):
-        rows = [{"key": str(r["id"]), "value": float(r["score"]), "status": r.get("status"), "explanation": r.get("explanation", ""),
-                 "theme": r.get("theme")}
-                for r in recs if r.get("format") == fmt and r.get("status") != "unjudged" and r.get("score") is not None]
-        note = f"{unjudged} unjudged item(s) left out of the run" if unjudged else ""
-        out.append(Headline(f"thaicli/{fmt}", "thaicli", fmt, "mean", 1.0, pd.DataFrame(rows, columns=["key", "value", "status", "explanation", "theme"]), run, note))
+        judged = [r for r in recs if r.get("format") == fmt and r.get("status") != "unjudged" and r.get("score") is not None]
+        rows = pd.DataFrame([{"key": str(r["id"]), "value": float(r["score"]), "status": r.get("status"),
+                              "explanation": r.get("explanation", ""), "theme": r.get("theme")} for r in judged],
+                            columns=["key", "value", "status", "explanation", "theme"])  # fmt: skip
+        rows = rows.groupby("key", sort=False, as_index=False).agg(
+            value=("value", "mean"), status=("status", "first"), explanation=("explanation", "first"), theme=("theme", "first"))
+        note = f"{unjudged} unjudged judgement(s) left out of the run" if unjudged else ""
+        out.append(Headline(f"thaicli/{fmt}", "thaicli", fmt, "mean", 1.0, rows, run, note))
     return out
 
 

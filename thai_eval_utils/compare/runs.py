@@ -6,7 +6,6 @@ Methods and defaults: ``docs/statistics.md``.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,7 +22,7 @@ from thai_eval_utils.compare.resample import (
     stratified_paired_bootstrap,
 )
 from thai_eval_utils.core.tables import save_table
-from thai_eval_utils.dialect.metrics import NewmmTokenizer, bleu_details
+from thai_eval_utils.dialect.metrics import bleu_details
 from thai_eval_utils.h6.tasks import TASKS
 
 #: Names of the average rows.
@@ -31,22 +30,10 @@ H6_AVERAGE = "thai_h6/average"
 THAICLI_OVERALL = "thaicli/thaicli"
 
 
-@functools.lru_cache(maxsize=500_000)
-def _newmm(text: str, keep_whitespace: bool) -> tuple[str, ...]:
-    return tuple(NewmmTokenizer(keep_whitespace).tokenize(text))
-
-
-class CachedNewmm(NewmmTokenizer):
-    """The paper's newmm tokenizer, each distinct text tokenised once (the bootstrap rescores the same
-    sentences 2 (R + 1) times)."""
-
-    def tokenize(self, text: str | None) -> list[str]:
-        return list(_newmm(text or "", self.keep_whitespace))
-
-
 def paper_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
-    """``dialect.metrics.bleu`` (the paper's corpus BLEU x100, same code) with cached tokenisation."""
-    return bleu_details(hypotheses, references, tokenizer=CachedNewmm()).score
+    """``dialect.metrics.bleu`` (the paper's corpus BLEU x100 on newmm words; the registry's tokenizers tokenise each
+    distinct text once, so the bootstrap's many rescorings of the same sentences stay cheap)."""
+    return bleu_details(hypotheses, references).score
 
 
 @dataclass

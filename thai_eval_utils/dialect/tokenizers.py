@@ -60,6 +60,13 @@ class WordTokenizer:
         return sig + (f"|pythainlp:{pythainlp_version()}" if self.uses_pythainlp else "")
 
 
+def _cached(split: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
+    """``split`` with each distinct text tokenised once (a bootstrap rescores the same sentences thousands of
+    times); a fresh list is returned every call, so callers may change it."""
+    memo = functools.lru_cache(maxsize=200_000)(lambda text: tuple(split(text)))
+    return lambda text: list(memo(text))
+
+
 def _pythainlp(name: str, engine: str) -> Callable[[], WordTokenizer]:
     def build() -> WordTokenizer:
         if pythainlp_version() != PAPER_PYTHAINLP_VERSION:
@@ -68,7 +75,7 @@ def _pythainlp(name: str, engine: str) -> Callable[[], WordTokenizer]:
                 f"({engine} output, and so BLEU/ROUGE-L, can differ slightly)",
                 stacklevel=3,
             )
-        return WordTokenizer(name, functools.partial(word_tokenize, engine=engine, keep_whitespace=True), True, True)
+        return WordTokenizer(name, _cached(functools.partial(word_tokenize, engine=engine, keep_whitespace=True)), True, True)
 
     return build
 
