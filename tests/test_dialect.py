@@ -205,6 +205,7 @@ def test_a_run_stored_under_the_old_config_keys_is_resumed(items, tmp_path):
     for it in finished:
         old.append(D.item_key(it), {"dialect": it["dialect"], "task": it["task"], "id": str(it["id"]), "prompt": "p",
                                     "prompt_len": 1, "prompt_truncated": False, "output": f"old {it['id']}"})  # fmt: skip
+    old.close()  # that run ended (its process let go of the run)
     model = chat_model()
     out = D.run_generation(model, items, outputs=tmp_path, progress=False)
     sent = [m[0]["content"] for c in chats(model) for m in c["messages"]]

@@ -121,3 +121,13 @@ def test_score_mean_and_stderr():
     assert str(s) == "th_arc/acc_norm = 0.7500 ± 0.2500 (n=4)"
     assert json.loads(json.dumps(s.to_dict()))["n"] == 4
     assert Score.mean("x", [3.0]).stderr is None
+
+
+def test_a_short_registered_secret_does_not_unmask_a_longer_key():
+    """Found by test order: with ``sk-test`` registered, a longer ``sk-test-...`` key must still be masked whole."""
+    from thai_eval_utils.core.provenance import register_secret, scrub
+
+    short, long_key = "sk-" + "test", "sk-" + "test-SECRET0123456789abcdef"
+    register_secret(short)
+    masked = scrub(f"keys {long_key} and {short}")
+    assert "SECRET" not in masked and "sk-test" not in masked and masked == "keys <redacted> and <redacted>"

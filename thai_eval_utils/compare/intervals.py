@@ -123,7 +123,7 @@ def delta_diff_interval(
         d = np.array([vd[k] for k in sorted(vd, key=sort_key)])
         shared = len(vc.keys() & vd.keys())
         paired, design = False, f"independent resampling of Central ({c.size}) and dialect ({d.size}) items: ids do not align ({shared} shared)"
-    tidy = pd.DataFrame({"model": "m", "dialect": ["center", "dialect"], "task": name, "metric": name, "value": [c.mean(), d.mean()]})
+    tidy = pd.DataFrame({"model": "m", "dialect": ["center", "east"], "task": name, "metric": name, "value": [c.mean(), d.mean()]})
     estimate = float(delta_diff(tidy)["delta"].iloc[0])
     low, high, used, note = scipy_bootstrap((c, d), mean_diff, paired=paired, method=method, level=level,
                                             n_resamples=n_resamples, seed=seed)

@@ -176,11 +176,15 @@ def _secrets_in_use() -> list[str]:
 
 
 def scrub(text: str) -> str:
-    """``text`` with every secret in use (see :func:`register_secret`) and every key-shaped string masked."""
+    """``text`` with every key-shaped string and every secret in use (see :func:`register_secret`) masked.
+
+    Key shapes first: masking a short registered secret first could cut a longer key out of its shape
+    (``sk-test`` inside ``sk-test-...``) and leave the rest of it readable."""
+    text = _SECRET_VALUE.sub("<redacted>", text)
     for secret in _secrets_in_use():
         if secret in text:
             text = text.replace(secret, "<redacted>")
-    return _SECRET_VALUE.sub("<redacted>", text)
+    return text
 
 
 def scrub_strings(obj: Any) -> Any:
