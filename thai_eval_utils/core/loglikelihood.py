@@ -34,9 +34,11 @@ from tqdm.auto import tqdm
 from thai_eval_utils.core.errors import ThaiEvalError
 from thai_eval_utils.core.prefix_tree import Plan, Runner, build_tree, tree_supported
 
-__all__ = ["drive", "loglikelihood", "plan"]
+__all__ = ["default_budget", "drive", "loglikelihood", "plan"]
 
-_KV_BYTES = 1 << 30  # default token budget: about 1 GiB of key/value cache per forward
+_KV_BYTES = 1 << 30  # padded-batch fallback: about 1 GiB of repeated key/value cache per forward
+CPU_TOKENS = 2048  # default tokens per forward call on the CPU (measured: docs/benchmarks.md)
+CUDA_TOKENS = 4096  # default tokens per forward call on a GPU (not measured yet)
 _SELF_CHECK_TOL = {torch.float32: 1e-3, torch.float64: 1e-6}  # other dtypes: 0.1 (structural errors are > 1 nat)
 _checked: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {(dtype, device): runner mode}
 
@@ -109,8 +111,15 @@ def _fed(encoded, max_length: int) -> tuple[list[tuple[int, ...] | None], list[l
 
 
 # --- running ------------------------------------------------------------------------------------------------
-def _auto_budget(model) -> int:
-    """Tokens per forward (rows x (cached + new)) keeping the repeated KV cache near 1 GiB."""
+def default_budget(model) -> int:
+    """Tokens per forward call when ``batch_tokens`` is not given: ``CUDA_TOKENS`` when the input embeddings are
+    on a GPU, else ``CPU_TOKENS`` (see docs/benchmarks.md for how they were chosen)."""
+    return CUDA_TOKENS if model.get_input_embeddings().weight.device.type == "cuda" else CPU_TOKENS
+
+
+def _kv_budget(model) -> int:
+    """Padded-batch (fallback mode) tokens per call, rows x (cached + new), keeping the repeated KV cache near
+    1 GiB."""
     cfg = model.config.get_text_config()
     heads = getattr(cfg, "num_attention_heads", 1)
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
@@ -252,10 +261,12 @@ def plan(model, tokenizer, requests: Sequence[tuple[str, str]], *, add_bos_token
         warnings.warn("the model is in training mode (dropout is active); call model.eval() for lm-eval's numbers",
                       stacklevel=4)
     seqs, targets = _fed(_encode(tokenizer, requests, add_bos_token), max_length)
-    budget = batch_tokens or _auto_budget(model)
+    budget = batch_tokens or default_budget(model)
     mode = yield from _mode(model, budget)
     if mode is None:
         return (yield from _reference_tokens(model, seqs, targets, progress=progress))
+    if mode == "batch" and not batch_tokens:
+        budget = max(budget, _kv_budget(model))
     return (yield from _score_tokens(model, seqs, targets, budget, mode, progress))
 
 
@@ -268,7 +279,7 @@ def _reference_tokens(model, seqs, targets, *, progress: bool = False) -> Plan:
         if not tgt:
             out.append((0.0, True))
             continue
-        ids = torch.tensor([list(seq)], device=model.device)  # [1, length]
+        ids = torch.tensor([list(seq)], device=model.get_input_embeddings().weight.device)  # [1, length]
         logits = (yield model, {"input_ids": ids}).logits[0, -len(tgt):]  # [continuation, vocab]
         logp = torch.log_softmax(logits.float(), dim=-1)
         t = torch.tensor(tgt, device=logp.device)
