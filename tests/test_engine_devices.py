@@ -185,6 +185,28 @@ def test_long_context_runs_in_bounded_calls(tiny_tokenizer):
     _check(got, _quiet(_reference_loglikelihood, model, tok, reqs, max_length=1024), torch.float32, n_tokens)
 
 
+def test_local_model_passes_its_token_budget(tiny_tokenizer):
+    """``LocalModel.batch_tokens`` bounds the engine's calls the same way (None: the device default)."""
+    from thai_eval_utils.core.local_model import LocalModel
+
+    model = _self_checked(_tiny_llama(tiny_tokenizer))
+    local = LocalModel(model, tiny_tokenizer, name="tiny")
+    reqs = _requests(seed=17)
+    calls = []
+    hook = model.model.register_forward_pre_hook(lambda m, a, k: calls.append(k["input_ids"].numel()),
+                                                 with_kwargs=True)
+    try:
+        default = local.loglikelihood(reqs, progress=False)
+        n_default, calls[:] = len(calls), []
+        local.batch_tokens = 16
+        small = local.loglikelihood(reqs, progress=False)
+    finally:
+        hook.remove()
+    assert local.batch_tokens == 16 and max(calls) <= 16 and len(calls) > 3 * n_default
+    n_tokens = [max(1, len(t)) for _, t in _encode(tiny_tokenizer, reqs, False)]
+    _check(small, default, torch.float32, n_tokens)
+
+
 def test_packed_calls_hold_many_documents(tiny_tokenizer):
     """With the default budget the documents' prefix trees share forward calls (far fewer calls than
     documents); with a budget below one document, each runs alone. Same numbers either way."""

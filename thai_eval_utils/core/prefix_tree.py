@@ -4,17 +4,26 @@ decoder body with a KV cache, the output layer applied only to scored positions.
 
 Hand-written: no maintained library scores lm-eval requests with prefix and KV reuse.
 
-Two ways of running an edge's sibling leaves (typically the answer choices of one document):
+Two ways of running the tree:
 
-* ``"tree"``: the edge's tokens and its leaves go into ONE forward call as one packed row; each leaf gets the
-  position ids it has in its own sequence and an attention mask that lets it see the cached ancestors, the
-  edge and itself only (causal, and windowed for sliding-window layers). No padding, no copy of the cache.
-  Needs per-layer-type masks (``config.layer_types``) and the ``sdpa`` or ``eager`` attention;
+* ``"tree"``: whole subtrees (typically one document's context and answer choices; many documents at once) go
+  into ONE forward call as one packed row of at most ``budget`` tokens, after the tail of their parent's edge;
+  each token gets the position id it has in its own sequence and an attention mask that lets it see the cached
+  common ancestors, its own segment and its ancestors' segments only (causal, and windowed for sliding-window
+  layers). No padding, no copy of the cache. A subtree larger than the budget has its edge run in chunks of at
+  most ``budget`` tokens (and ``MASK_ELEMENTS`` mask entries) and its children packed in turn. Needs
+  per-layer-type masks (``config.layer_types``) and the ``sdpa`` or ``eager`` attention;
 * ``"batch"``: the edge runs first; its leaves then run as right-padded rows over the cache repeated per row.
 
 Both keep every key in the cache (``DynamicCache()`` without a config), so sliding-window layers stay exact:
 the window is applied by the mask over absolute positions. While the runner works, an sdpa model computes
 masked attention in blocks of query rows, each against the keys its rows can see (:func:`_block_sdpa`).
+
+Devices and dtypes: inputs and masks go to the input embeddings' device; the output layer runs on its own
+device in the model's dtype, at most ``HEAD_BYTES`` of float32 logits at a time, and its float32
+``log_softmax`` results are gathered on the CPU. Peak memory beyond the weights: the KV cache of one root-to-leaf
+path (at most ``max_length`` tokens) and of one packed call, the activations of ``budget`` tokens, one mask of
+``budget`` x (cached + ``budget``) entries per layer type (at most ``MASK_ELEMENTS``) and ``HEAD_BYTES``.
 """
 
 from __future__ import annotations
