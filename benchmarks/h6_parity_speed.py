@@ -383,15 +383,16 @@ def report(results: dict, model_name: str, command: str) -> str:
              f"lm-eval 0.4.13, transformers {metadata.version('transformers')}, torch {metadata.version('torch')}, "
              f"Python {platform.python_version()}. Load average (1 min) before each lm-eval run: {results['load']}; "
              f"thai-eval token budget per forward call: {results['budget']}.",
-             "", f"Command: `{command}`", "",
-             "| setting | docs / requests | lm-eval s, batch " + " / ".join(str(b) for b in results["batch_sizes"])
-             + " | thai-eval `loglikelihood` s (runs; median) | `h6.evaluate` s (inside loglikelihood) | evaluate over bare "
+             "", "Command" + ("s" if len(results["commands"]) > 1 else "") + ": "
+             + "; then ".join(f"`{c}`" for c in results["commands"]), "",
+             "| setting | docs / requests | lm-eval s, batch size: s | thai-eval `loglikelihood` s (runs; median) | `h6.evaluate` s (inside loglikelihood) | evaluate over bare "
              "| speed-up, wall (CPU) | matmul work ratio | % of work ratio | max abs delta (per token) "
              "| requests over 1e-4 | KV-cache yardstick: max delta | lm-eval vs itself | greedy equal "
              "| metrics identical | headline, lm-eval / thai-eval |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in results["settings"].items():
-        lm = " / ".join(f"{x['seconds']:.1f}" if "seconds" in x else x["error"] for x in r["lmeval"])
+        lm = ", ".join(f"{x['batch_size']}: " + (f"{x['seconds']:.1f}" if "seconds" in x else x["error"])
+                       for x in r["lmeval"])
         eng = ", ".join(f"{s:.1f}" for s in r["engine_seconds"]) + f"; {r['engine_median']:.1f}"
         ev = statistics.median(r["evaluate_seconds"])
         evll = statistics.median(r["evaluate_ll_seconds"])
@@ -452,6 +453,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budgets", default="", help="also time loglikelihood at these token budgets (e.g. 512,2048)")
     ap.add_argument("--threads", type=int, help="torch threads on both sides (default: torch's, one per core)")
     ap.add_argument("--mem-fraction", type=float, default=0.7, help="lm-eval's address-space cap, of MemAvailable")
+    ap.add_argument("--append", action="store_true", help="keep the settings of the last results.json not run again")
     ap.add_argument("--write-doc", action="store_true", help=f"update the results block of {DOC.relative_to(REPO)}")
     args = ap.parse_args(argv)
     command = ".venv/bin/python benchmarks/h6_parity_speed.py " + " ".join(argv if argv is not None else sys.argv[1:])
@@ -474,6 +476,12 @@ def main(argv: list[str] | None = None) -> int:
     results = {"settings": {}, "threads": torch.get_num_threads(), "load": [], "batch_sizes": sizes,
                "budget": default_budget(model), "budgets": {}}
     run_dir = WORK / ("runs-quick" if args.quick else "runs")
+    if args.append and (run_dir / "results.json").exists():  # an earlier run's settings (their own batch sizes)
+        old = json.loads((run_dir / "results.json").read_text())
+        results["settings"] = {k: v for k, v in old["settings"].items() if k not in args.settings.split(",")}
+        results["load"] = old["load"]
+        results["commands"] = old.get("commands", [])
+    results["commands"] = [*results.get("commands", []), command]
     block = ""
     for setting in args.settings.split(","):
         ev = evaluate_setting(local, setting, run_dir / setting / "store")  # also the engine's self-check
