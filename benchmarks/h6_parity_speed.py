@@ -1,8 +1,11 @@
 """Parity and speed of thai-eval's log-likelihood engine against lm-evaluation-harness 0.4.13 (Thai-H6 spec,
-"Running lm-eval as the side-by-side peer"): ARC-style 5-shot and 25-shot and HellaSwag-style 10-shot over the
-repo's samples, lm-eval at batch sizes 1, 4 and 8, then thai-eval on the exact (context, continuation) strings that
-lm-eval logged, with transformers' own KV-cache scoring as a parity yardstick and the matrix-multiply work of both
-sides counted. Run with the project's Python:
+"Running lm-eval as the side-by-side peer") on every leaderboard setting of the log-likelihood tasks: ARC 25-shot
+and 5-shot, HellaSwag 10-shot, MMLU 5-shot, TruthfulQA 0-shot (mc1 and mc2 requests), Winogrande 5-shot, over the
+repo's samples. ``h6.evaluate`` builds each setting's requests (leaderboard protocol, timed end to end); lm-eval's
+HFLM scores exactly those (context, continuation) strings at each batch size (a raw-request task: context as
+``doc_to_text``, continuations as choices, no target delimiter); thai-eval's ``loglikelihood`` scores them bare.
+Per-document metrics come from thai-eval's metric code on each side's log-likelihoods; the matrix-multiply work of
+both sides is counted. Run with the project's Python:
 
     .venv/bin/python benchmarks/h6_parity_speed.py            # the embedded Gemma 3 270M (slow: tens of minutes)
     .venv/bin/python benchmarks/h6_parity_speed.py --quick    # a tiny random Gemma 3 (a few minutes)
@@ -21,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 
@@ -36,30 +40,25 @@ TORCH = "torch==2.13.0"  # first, so pip takes the on-disk CPU wheel
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "TOKENIZERS_PARALLELISM": "false"}
 
-# (benchmark task, thai-eval task, scored split file, few-shot split file, shots)
-TASKS = {
-    "arc5": ("th_arc", "th_arc_challenge/th_arc_challenge_test.jsonl",
-             "th_arc_challenge/th_arc_challenge_validation.jsonl", 5),
-    "arc": ("th_arc", "th_arc_challenge/th_arc_challenge_test.jsonl",
-            "th_arc_challenge/th_arc_challenge_validation.jsonl", 25),
-    "hellaswag": ("th_hellaswag", "th_hellaswag/th_hellaswag_validation.jsonl",
-                  "th_hellaswag/th_hellaswag_train.jsonl", 10),
+# setting -> (thai-eval task, shots)
+SETTINGS = {
+    "arc25": ("th_arc", 25), "arc5": ("th_arc", 5), "hellaswag10": ("th_hellaswag", 10), "mmlu5": ("th_mmlu", 5),
+    "truthfulqa0": ("th_truthfulqa", 0), "winogrande5": ("th_winogrande", 5),
 }
 YAML = """task: {name}
 dataset_path: json
 dataset_name: null
 dataset_kwargs:
-  data_files: {{fewshot: {fewshot}, scored: {scored}}}
+  data_files: {{scored: {scored}}}
 output_type: multiple_choice
-fewshot_split: fewshot
 test_split: scored
-num_fewshot: {shots}
-doc_to_text: "{{{{query}}}}"
-doc_to_target: "{{{{gold}}}}"
-doc_to_choice: "{{{{choices}}}}"
+num_fewshot: 0
+target_delimiter: ""
+doc_to_text: context
+doc_to_target: 0
+doc_to_choice: continuations
 metric_list:
   - {{metric: acc, aggregation: mean, higher_is_better: true}}
-  - {{metric: acc_norm, aggregation: mean, higher_is_better: true}}
 metadata: {{version: 1.0}}
 """
 
@@ -108,7 +107,7 @@ def tiny_model_dir() -> Path:
         PreTrainedTokenizerFast,
     )
 
-    text = [line for spec in TASKS.values() for f in spec[1:3] for line in (DATA / f).read_text().splitlines()]
+    text = [line for f in sorted(DATA.rglob("*.jsonl")) for line in f.read_text(encoding="utf-8").splitlines()]
     tk = Tokenizer(models.BPE())
     tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tk.decoder = decoders.ByteLevel()
@@ -128,24 +127,58 @@ def tiny_model_dir() -> Path:
     return out
 
 
-def write_tasks(task_dir: Path) -> None:
-    """One lm-eval YAML per task over JSONL files holding each document's query, choices and gold, built by
-    thai_eval_utils.h6.tasks from the repo's samples (so both sides see the thai-eval prompt format)."""
-    from thai_eval_utils.h6 import tasks as h6_tasks
+# --- requests -----------------------------------------------------------------------------------------------
+class _Recording:
+    """Wraps a LocalModel: records every ``loglikelihood`` request and the seconds spent inside the calls."""
 
+    def __init__(self, model):
+        self._model, self.requests, self.seconds = model, [], 0.0
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    def loglikelihood(self, requests, **kwargs):
+        self.requests += list(requests)
+        t0 = time.perf_counter()
+        out = self._model.loglikelihood(requests, **kwargs)
+        self.seconds += time.perf_counter() - t0
+        return out
+
+
+def evaluate_setting(local, setting: str, outputs: Path) -> dict:
+    """``h6.evaluate`` on one setting (leaderboard protocol, the setting's shots, one model call for all
+    documents, a fresh results store): its wall time, the time inside ``loglikelihood``, the requests in call
+    order and each document's log-likelihoods and metrics."""
+    import shutil
+
+    from thai_eval_utils.h6 import evaluate
+    from thai_eval_utils.h6.protocol import LEADERBOARD
+
+    task, shots = SETTINGS[setting]
+    shutil.rmtree(outputs, ignore_errors=True)
+    rec = _Recording(local)
+    t0 = time.perf_counter()
+    res = evaluate(rec, task, DATA.parent, replace(LEADERBOARD, num_fewshot=shots), chunk_size=1_000_000,
+                   outputs=outputs, progress=False)
+    wall = time.perf_counter() - t0
+    table = res.table.sort_values("doc")
+    return {"wall": wall, "ll_seconds": rec.seconds, "requests": rec.requests,
+            "doc_lls": [list(x) for x in table["lls"]], "docs": [int(d) for d in table["doc"]]}
+
+
+def write_task(task_dir: Path, setting: str, requests: list[tuple[str, str]]) -> None:
+    """lm-eval's raw-request task for ``setting``: one row per run of consecutive requests sharing a context
+    (the choices of a document; Winogrande's two contexts are two rows), continuations as its choices."""
     task_dir.mkdir(parents=True, exist_ok=True)
-    for name, (spec_name, scored, fewshot, shots) in TASKS.items():
-        spec = h6_tasks.get_task(spec_name)
-        templates = h6_tasks.templates_for(spec)
-        paths = {}
-        for split, rel in (("scored", scored), ("fewshot", fewshot)):
-            docs = [json.loads(x) for x in (DATA / rel).read_text(encoding="utf-8").splitlines() if x.strip()]
-            rows = [{"query": h6_tasks.doc_to_text(spec, d, templates), "choices": h6_tasks.choices(spec, d),
-                     "gold": h6_tasks.gold(spec, d)} for d in docs]
-            paths[split] = task_dir / f"{name}_{split}.jsonl"
-            paths[split].write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-        (task_dir / f"h6bench_{name}.yaml").write_text(
-            YAML.format(name=f"h6bench_{name}", fewshot=paths["fewshot"], scored=paths["scored"], shots=shots))
+    rows: list[dict] = []
+    for ctx, cont in requests:
+        if rows and rows[-1]["context"] == ctx:
+            rows[-1]["continuations"].append(cont)
+        else:
+            rows.append({"context": ctx, "continuations": [cont]})
+    data = task_dir / f"{setting}_scored.jsonl"
+    data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    (task_dir / f"h6bench_{setting}.yaml").write_text(YAML.format(name=f"h6bench_{setting}", scored=data))
 
 
 # --- the two sides --------------------------------------------------------------------------------------------
@@ -156,16 +189,17 @@ def mem_available() -> int:
     return 8 << 30
 
 
-def run_lmeval(py: Path, model_dir: Path, task: str, bs: int, out: Path, mem_limit: int,
-               threads: int | None) -> dict:
-    """One lm-eval run; returns its per-request results and the timed loglikelihood seconds (or the failure)."""
+def run_lmeval(py: Path, model_dir: Path, setting: str, bs: int, out: Path, mem_limit: int,
+               threads: int | None, task_dir: Path) -> dict:
+    """One lm-eval run; returns its per-request results in request order and the timed loglikelihood seconds
+    (or the failure)."""
     out.mkdir(parents=True, exist_ok=True)
     timing = out / "timing.jsonl"
     timing.unlink(missing_ok=True)
     cmd = [str(py), str(REPO / "benchmarks" / "lmeval_timed.py"), "--model", "hf",
            "--model_args", f"pretrained={model_dir},dtype=float32,add_bos_token=False",
-           "--device", "cpu", "--batch_size", str(bs), "--include_path", str(WORK / "tasks"),
-           "--tasks", f"h6bench_{task}", "--output_path", str(out), "--log_samples"]
+           "--device", "cpu", "--batch_size", str(bs), "--include_path", str(task_dir),
+           "--tasks", f"h6bench_{setting}", "--output_path", str(out), "--log_samples"]
     env = {**os.environ, **OFFLINE, "H6_TIMING_FILE": str(timing), "HF_HOME": str(WORK / "hf-home")}
     if threads:
         env["H6_THREADS"] = str(threads)
@@ -173,7 +207,7 @@ def run_lmeval(py: Path, model_dir: Path, task: str, bs: int, out: Path, mem_lim
     def cap():  # a failed allocation inside lm-eval rather than the machine's OOM killer
         resource.setrlimit(resource.RLIMIT_AS, (mem_limit, mem_limit))
 
-    log(f"lm-eval {task} batch {bs} (memory cap {mem_limit / 2**30:.1f} GiB)")
+    log(f"lm-eval {setting} batch {bs} (memory cap {mem_limit / 2**30:.1f} GiB, load {os.getloadavg()[0]:.1f})")
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, preexec_fn=cap, capture_output=True, text=True)
     wall = time.perf_counter() - t0
@@ -183,31 +217,28 @@ def run_lmeval(py: Path, model_dir: Path, task: str, bs: int, out: Path, mem_lim
         why = "out of memory" if oom or proc.returncode == -9 else f"failed (exit {proc.returncode})"
         log(f"  {why}; see {out / 'stderr.txt'}")
         return {"batch_size": bs, "error": why, "wall": wall}
-    samples = sorted(out.rglob(f"samples_h6bench_{task}_*.jsonl"), key=lambda p: p.stat().st_mtime)[-1]
-    reqs, docs = [], []
-    for line in samples.read_text(encoding="utf-8").splitlines():
+    samples = sorted(out.rglob(f"samples_h6bench_{setting}_*.jsonl"), key=lambda p: p.stat().st_mtime)[-1]
+    reqs = []
+    for line in sorted(samples.read_text(encoding="utf-8").splitlines(), key=lambda x: json.loads(x)["doc_id"]):
         s = json.loads(line)
         args = [s["arguments"][k] for k in sorted(s["arguments"], key=lambda k: int(k.rsplit("_", 1)[1]))]
-        for i, (a, r) in enumerate(zip(args, s["resps"])):
-            reqs.append({"doc": s["doc_id"], "choice": i, "context": a["arg_0"], "continuation": a["arg_1"],
-                         "ll": float(r[0][0]), "greedy": str(r[0][1]) == "True"})
-        docs.append({"doc": s["doc_id"], "gold": int(s["target"]), "acc": float(s["acc"]),
-                     "acc_norm": float(s["acc_norm"]), "choices": s["doc"]["choices"]})
-    seconds = sum(json.loads(x)["seconds"] for x in timing.read_text().splitlines())
-    cpu = sum(json.loads(x)["cpu_seconds"] for x in timing.read_text().splitlines())
-    threads = json.loads(timing.read_text().splitlines()[0])["torch_threads"]
+        reqs += [{"context": a["arg_0"], "continuation": a["arg_1"], "ll": float(r[0][0]),
+                  "greedy": str(r[0][1]) == "True"} for a, r in zip(args, s["resps"])]
+    lines = [json.loads(x) for x in timing.read_text().splitlines()]
+    seconds, cpu = sum(x["seconds"] for x in lines), sum(x["cpu_seconds"] for x in lines)
     log(f"  {len(reqs)} requests, loglikelihood {seconds:.1f} s (process {wall:.1f} s)")
-    return {"batch_size": bs, "seconds": seconds, "cpu_seconds": cpu, "wall": wall, "threads": threads,
-            "requests": sorted(reqs, key=lambda r: (r["doc"], r["choice"])), "docs": sorted(docs, key=lambda d: d["doc"])}
+    return {"batch_size": bs, "seconds": seconds, "cpu_seconds": cpu, "wall": wall, "threads": lines[0]["torch_threads"],
+            "requests": reqs}
 
 
-def run_engine(model, tok, requests: list[dict]) -> tuple[float, float, list[tuple[float, bool]]]:
-    """thai-eval's engine on lm-eval's exact strings; timed like lm-eval (tokenization in, model load out)."""
+def run_engine(model, tok, pairs: list[tuple[str, str]], budget: int | None = None
+               ) -> tuple[float, float, list[tuple[float, bool]]]:
+    """thai-eval's engine on the setting's requests; timed like lm-eval (tokenization in, model load out)."""
     from thai_eval_utils.core.loglikelihood import loglikelihood
 
-    pairs = [(r["context"], r["continuation"]) for r in requests]
     t0, c0 = time.perf_counter(), time.process_time()
-    out = loglikelihood(model, tok, pairs, add_bos_token=False, max_length=max_length(model, tok), progress=False)
+    out = loglikelihood(model, tok, pairs, add_bos_token=False, max_length=max_length(model, tok), progress=False,
+                        batch_tokens=budget)
     return time.perf_counter() - t0, time.process_time() - c0, out
 
 
@@ -274,78 +305,115 @@ def max_length(model, tok) -> int:
     return 2048
 
 
-def metrics(lls: list[float], docs: list[dict], requests: list[dict]) -> list[tuple[float, float]]:
-    """(acc, acc_norm) per document from per-choice log-likelihoods: argmax of ll and of ll / len(choice) in
-    characters (ties: first choice)."""
-    by_doc: dict[int, list[float]] = {}
-    for r, ll in zip(requests, lls):
-        by_doc.setdefault(r["doc"], []).append(ll)
-    out = []
-    for d in docs:
-        ll = by_doc[d["doc"]]
-        norm = [x / len(c) for x, c in zip(ll, d["choices"])]
-        out.append((float(ll.index(max(ll)) == d["gold"]), float(norm.index(max(norm)) == d["gold"])))
-    return out
+def doc_metrics(setting: str, docs: list[int], doc_lls: list[list[float]]) -> list[dict]:
+    """thai-eval's per-document metrics (``h6.tasks.process_results``) from per-document log-likelihoods."""
+    from thai_eval_utils.h6 import tasks as h6_tasks
+    from thai_eval_utils.h6.data import load_h6_task
+
+    spec = h6_tasks.get_task(SETTINGS[setting][0])
+    data = load_h6_task(DATA.parent, spec.name)
+    return [{k: float(v) for k, v in h6_tasks.process_results(spec, data.docs[d], lls).items() if k in spec.metrics}
+            for d, lls in zip(docs, doc_lls)]
+
+
+def metric_deltas(ours: list[dict], theirs: list[dict]) -> tuple[bool, float]:
+    """(every discrete metric (acc, acc_norm, acc_bytes, mc1) equal per document, largest per-document difference
+    of a continuous one (TruthfulQA's mc2 variants: probability mass, moves with float32 noise))."""
+    same, delta = True, 0.0
+    for a, b in zip(ours, theirs):
+        for k in a:
+            if k.startswith("mc2"):
+                delta = max(delta, abs(a[k] - b[k]))
+            else:
+                same = same and a[k] == b[k]
+    return same, delta
 
 
 # --- report ---------------------------------------------------------------------------------------------------
-def summarise(runs: list[dict], engine: list[tuple[float, float]], out, encoded, yardstick: list[float]) -> dict:
-    """Parity and speed of one task: thai-eval against every lm-eval batch size that finished (``encoded``: the
-    requests' (context, continuation) tokens as lm-eval encodes them)."""
+def summarise(setting: str, runs: list[dict], engine: list[tuple[float, float]], out, ev: dict, encoded,
+              yardstick: list[float]) -> dict:
+    """Parity and speed of one setting: thai-eval against every lm-eval batch size that finished (``encoded``:
+    the requests' (context, continuation) tokens as lm-eval encodes them)."""
     ok = [r for r in runs if "requests" in r]
-    ref = ok[0]
-    for r in ok[1:]:
-        assert [(x["context"], x["continuation"]) for x in r["requests"]] == \
-            [(x["context"], x["continuation"]) for x in ref["requests"]], "lm-eval requests differ by batch size"
+    pairs = ev["requests"]
+    for r in ok:
+        assert [(x["context"], x["continuation"]) for x in r["requests"]] == pairs, "lm-eval scored other strings"
     n_tok = [max(len(c), 1) for _, c in encoded]
     lls = [ll for ll, _ in out]
+    assert lls == [x for d in ev["doc_lls"] for x in d], "bare loglikelihood differs from h6.evaluate's"
     deltas = [abs(ll - x["ll"]) for r in ok for ll, x in zip(lls, r["requests"])]
     per_tok = [abs(ll - x["ll"]) / n for r in ok for ll, x, n in zip(lls, r["requests"], n_tok)]
-    own = [abs(a["ll"] - b["ll"]) for r in ok[1:] for a, b in zip(ref["requests"], r["requests"])]
-    hf = [abs(y - x["ll"]) for y, x in zip(yardstick, ref["requests"])]
+    own = [abs(a["ll"] - b["ll"]) for r in ok[1:] for a, b in zip(ok[0]["requests"], r["requests"])]
+    hf = [abs(y - x["ll"]) for y, x in zip(yardstick, ok[0]["requests"])]
     tol = [max(1e-4, 1e-5 * n) for n in n_tok]
-    ours = metrics(lls, ref["docs"], ref["requests"])
+    sizes = [len(d) for d in ev["doc_lls"]]
+
+    def per_doc(values):
+        it = iter(values)
+        return [[next(it) for _ in range(k)] for k in sizes]
+
+    ours = doc_metrics(setting, ev["docs"], ev["doc_lls"])
+    theirs = [doc_metrics(setting, ev["docs"], per_doc([x["ll"] for x in r["requests"]])) for r in ok]
+    from thai_eval_utils.h6 import tasks as h6_tasks
+
+    headline = h6_tasks.get_task(SETTINGS[setting][0]).metrics[0]
+    compared = [metric_deltas(ours, t) for t in theirs]
     best = min(ok, key=lambda r: r["seconds"])
     wall, cpu = statistics.median(w for w, _ in engine), statistics.median(c for _, c in engine)
     return {
-        "docs": len(ref["docs"]), "requests": len(ref["requests"]), "scored_tokens": sum(n_tok),
-        "lmeval": [{k: v for k, v in r.items() if k not in ("requests", "docs")} for r in runs],
+        "docs": len(ev["docs"]), "requests": len(pairs), "scored_tokens": sum(n_tok),
+        "lmeval": [{k: v for k, v in r.items() if k != "requests"} for r in runs],
         "engine_seconds": [w for w, _ in engine], "engine_cpu_seconds": [c for _, c in engine],
-        "best_batch": best["batch_size"], "speedup": best["seconds"] / wall,
-        "cpu_speedup": min(r["cpu_seconds"] for r in ok) / cpu,
+        "evaluate_seconds": ev["wall_runs"], "evaluate_ll_seconds": ev["ll_runs"],
+        "best_batch": best["batch_size"], "lmeval_seconds": best["seconds"], "engine_median": wall,
+        "speedup": best["seconds"] / wall, "cpu_speedup": min(r["cpu_seconds"] for r in ok) / cpu,
         "max_delta": max(deltas), "max_delta_per_token": max(per_tok), "lmeval_own_max_delta": max(own, default=None),
         "hf_cache_max_delta": max(hf), "hf_cache_over_1e-4": sum(d > 1e-4 for d in hf),
-        "over_1e-4": sum(abs(ll - x["ll"]) > 1e-4 for ll, x in zip(lls, ref["requests"])),
+        "over_1e-4": sum(abs(ll - x["ll"]) > 1e-4 for ll, x in zip(lls, ok[0]["requests"])),
         "within_token_tolerance": all(abs(ll - x["ll"]) <= t for r in ok for ll, x, t in zip(lls, r["requests"], tol)),
         "greedy_equal": all(g == x["greedy"] for r in ok for (_, g), x in zip(out, r["requests"])),
-        "metrics_equal": all(o == (d["acc"], d["acc_norm"]) for r in ok for o, d in zip(ours, r["docs"])),
-        "acc": (statistics.mean(d["acc"] for d in ref["docs"]), statistics.mean(o[0] for o in ours)),
-        "acc_norm": (statistics.mean(d["acc_norm"] for d in ref["docs"]), statistics.mean(o[1] for o in ours)),
+        "metrics_equal": all(same for same, _ in compared), "mc2_max_delta": max(d for _, d in compared),
+        "headline": headline, "headline_values": (statistics.mean(m[headline] for m in theirs[0]),
+                                                  statistics.mean(m[headline] for m in ours)),
     }
 
 
 def report(results: dict, model_name: str, command: str) -> str:
     lines = [f"Model: {model_name}, float32, CPU ({os.cpu_count()} cores, torch threads {results['threads']}); "
              f"lm-eval 0.4.13, transformers {metadata.version('transformers')}, torch {metadata.version('torch')}, "
-             f"Python {platform.python_version()}. Load average (1 min) before each lm-eval run: {results['load']}.",
-             "", f"Command: `{command}`", "",
-             "| task | docs / requests | lm-eval s, batch " + " / ".join(str(b) for b in results["batch_sizes"])
-             + " | thai-eval s (each run; median) | speed-up, wall (CPU) | matmul work ratio | max abs delta (per token) "
-             "| requests over 1e-4 | transformers KV cache: max delta, over 1e-4 "
-             "| lm-eval vs itself | greedy equal | acc, lm-eval / thai-eval | acc_norm, lm-eval / thai-eval |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for task, r in results["tasks"].items():
-        lm = " / ".join(f"{x['seconds']:.1f}" if "seconds" in x else x["error"] for x in r["lmeval"])
-        eng = ", ".join(f"{s:.1f}" for s in r["engine_seconds"]) + f"; {statistics.median(r['engine_seconds']):.1f}"
+             f"Python {platform.python_version()}. Load average (1 min) before each lm-eval run: {results['load']}; "
+             f"thai-eval token budget per forward call: {results['budget']}.",
+             "", "Command" + ("s" if len(results["commands"]) > 1 else "") + ": "
+             + "; then ".join(f"`{c}`" for c in results["commands"]), "",
+             "| setting | docs / requests | lm-eval s, batch size: s | thai-eval `loglikelihood` s (runs; median) | `h6.evaluate` s (inside loglikelihood) | evaluate over bare "
+             "| speed-up, wall (CPU) | matmul work ratio | % of work ratio | max abs delta (per token) "
+             "| requests over 1e-4 | KV-cache yardstick: max delta | lm-eval vs itself | greedy equal "
+             "| metrics identical | headline, lm-eval / thai-eval |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, r in results["settings"].items():
+        lm = ", ".join(f"{x['batch_size']}: " + (f"{x['seconds']:.1f}" if "seconds" in x else x["error"])
+                       for x in r["lmeval"])
+        eng = ", ".join(f"{s:.1f}" for s in r["engine_seconds"]) + f"; {r['engine_median']:.1f}"
+        ev = statistics.median(r["evaluate_seconds"])
+        evll = statistics.median(r["evaluate_ll_seconds"])
         own = f"{r['lmeval_own_max_delta']:.1e}" if r["lmeval_own_max_delta"] is not None else "-"
+        head = f"{r['headline']} {r['headline_values'][0]:.4f} / {r['headline_values'][1]:.4f}"
+        same = "yes" if r["metrics_equal"] else "NO"
+        if r["headline"].startswith("mc2") or r.get("mc2_max_delta"):
+            same += f" (mc1; mc2 max delta {r['mc2_max_delta']:.1e})"
         lines.append(
-            f"| {task} ({TASKS[task][3]}-shot) | {r['docs']} / {r['requests']} | {lm} | {eng} | "
+            f"| {name} | {r['docs']} / {r['requests']} | {lm} | {eng} | {ev:.1f} ({evll:.1f}) | "
+            f"{100 * statistics.median((w - x) / x for w, x in zip(r['evaluate_seconds'], r['evaluate_ll_seconds'])):+.1f}% | "
             f"**{r['speedup']:.1f}x** ({r['cpu_speedup']:.1f}x) vs batch {r['best_batch']} | "
             f"{r['work']['work_ratio']:.1f}x ({r['work']['lmeval_gflop']:,.0f} / {r['work']['thai_eval_gflop']:,.0f} GFLOP) | "
+            f"{100 * r['speedup'] / r['work']['work_ratio']:.0f}% | "
             f"{r['max_delta']:.1e} ({r['max_delta_per_token']:.1e}) | {r['over_1e-4']} of {r['requests']} | "
-            f"{r['hf_cache_max_delta']:.1e}, {r['hf_cache_over_1e-4']} | {own} | {'yes' if r['greedy_equal'] else 'NO'} | "
-            f"{r['acc'][0]:.3f} / {r['acc'][1]:.3f} | {r['acc_norm'][0]:.3f} / {r['acc_norm'][1]:.3f} |")
-    lines += ["", f"Per-document acc and acc_norm identical to every lm-eval batch size: "
+            f"{r['hf_cache_max_delta']:.1e} | {own} | {'yes' if r['greedy_equal'] else 'NO'} | "
+            f"{same} | {head} |")
+    if results.get("budgets"):
+        lines += ["", "thai-eval `loglikelihood` seconds by token budget per forward call: " + "; ".join(
+            f"{name}: " + ", ".join(f"{b} -> {t:.1f}" for b, t in res.items()) for name, res in results["budgets"].items())]
+    lines += ["", f"Per-document acc / acc_norm / acc_bytes / mc1 identical to every lm-eval batch size: "
               f"{'yes' if results['metrics_equal'] else 'NO'}; every |delta| <= 1e-4: "
               f"{'yes' if results['parity_strict'] else 'NO'}; every |delta| <= max(1e-4, 1e-5 x continuation tokens): "
               f"{'yes' if results['parity'] else 'NO'}."]
@@ -360,66 +428,101 @@ def update_doc(block: str) -> None:
     DOC.write_text(f"{head}{BEGIN}\n{block}\n{END}{rest.split(END, 1)[1]}", encoding="utf-8")
 
 
+def finish(results: dict, args, command: str, run_dir: Path) -> str:
+    """Overall verdicts, results.json and (with --write-doc) the doc block for the settings measured so far."""
+    results["metrics_equal"] = all(t["metrics_equal"] and t["greedy_equal"] for t in results["settings"].values())
+    results["parity_strict"] = all(t["max_delta"] <= 1e-4 for t in results["settings"].values())
+    results["parity"] = all(t["within_token_tolerance"] for t in results["settings"].values())
+    name = "tiny random Gemma 3 (--quick)" if args.quick else (
+        "embedded Gemma 3 270M (Q4_K_M GGUF dequantised to float32)" if not args.model_dir else str(args.model_dir))
+    block = report(results, name, command)
+    (run_dir / "results.json").write_text(json.dumps(results, indent=1))
+    if args.write_doc:
+        update_doc(block)
+        log(f"updated {DOC}")
+    return block
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="a tiny random Gemma 3 instead of the embedded model")
     ap.add_argument("--model-dir", type=Path, help="a local HF model directory (default: the embedded model)")
-    ap.add_argument("--tasks", default="arc5,hellaswag,arc")
-    ap.add_argument("--batch-sizes", default="1,4,8")
+    ap.add_argument("--settings", default=",".join(SETTINGS))
+    ap.add_argument("--batch-sizes", default="1,4")
     ap.add_argument("--engine-runs", type=int, default=2, help="thai-eval runs after each lm-eval run")
+    ap.add_argument("--budgets", default="", help="also time loglikelihood at these token budgets (e.g. 512,2048)")
     ap.add_argument("--threads", type=int, help="torch threads on both sides (default: torch's, one per core)")
     ap.add_argument("--mem-fraction", type=float, default=0.7, help="lm-eval's address-space cap, of MemAvailable")
+    ap.add_argument("--report-only", action="store_true", help="only rewrite the report from the last results.json")
+    ap.add_argument("--append", action="store_true", help="keep the settings of the last results.json not run again")
     ap.add_argument("--write-doc", action="store_true", help=f"update the results block of {DOC.relative_to(REPO)}")
     args = ap.parse_args(argv)
     command = ".venv/bin/python benchmarks/h6_parity_speed.py " + " ".join(argv if argv is not None else sys.argv[1:])
 
+    if args.report_only:
+        run_dir = WORK / ("runs-quick" if args.quick else "runs")
+        results = json.loads((run_dir / "results.json").read_text())
+        print("\n" + finish(results, args, command, run_dir))
+        return 0 if results["parity"] and results["metrics_equal"] else 1
+
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from thai_eval_utils.core.loglikelihood import _encode
+    from thai_eval_utils.core.local_model import LocalModel
+    from thai_eval_utils.core.loglikelihood import _encode, default_budget
     from thai_eval_utils.core.models import embedded_model_dir
 
     if args.threads:
         torch.set_num_threads(args.threads)
     py = ensure_venv()
     model_dir = (args.model_dir or (tiny_model_dir() if args.quick else embedded_model_dir())).resolve()
-    write_tasks(WORK / "tasks")
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
     tok = AutoTokenizer.from_pretrained(model_dir)
+    local = LocalModel(model, tok, name="h6bench", max_length=max_length(model, tok))
     sizes = [int(b) for b in args.batch_sizes.split(",")]
-    results = {"tasks": {}, "threads": torch.get_num_threads(), "load": [], "batch_sizes": sizes}
+    results = {"settings": {}, "threads": torch.get_num_threads(), "load": [], "batch_sizes": sizes,
+               "budget": default_budget(model), "budgets": {}}
     run_dir = WORK / ("runs-quick" if args.quick else "runs")
-    for task in args.tasks.split(","):
+    if args.append and (run_dir / "results.json").exists():  # an earlier run's settings (their own batch sizes)
+        old = json.loads((run_dir / "results.json").read_text())
+        results["settings"] = {k: v for k, v in old["settings"].items() if k not in args.settings.split(",")}
+        results["load"] = old["load"]
+        results["commands"] = old.get("commands", [])
+    results["commands"] = [*results.get("commands", []), command]
+    block = ""
+    for setting in args.settings.split(","):
+        ev = evaluate_setting(local, setting, run_dir / setting / "store")  # also the engine's self-check
+        ev["wall_runs"], ev["ll_runs"] = [], []
+        pairs = ev["requests"]
+        log(f"{setting}: {len(ev['docs'])} documents, {len(pairs)} requests")
+        task_dir = WORK / ("tasks-quick" if args.quick else "tasks")
+        write_task(task_dir, setting, pairs)
         runs, engine, out = [], [], None
         for bs in sizes:
             results["load"].append(round(os.getloadavg()[0], 1))
-            runs.append(run_lmeval(py, model_dir, task, bs, run_dir / task / f"bs{bs}",
-                                   int(args.mem_fraction * mem_available()), args.threads))
-            ok = [r for r in runs if "requests" in r]
-            for _ in range(args.engine_runs if ok else 0):  # after each lm-eval run: both see similar load
-                wall, cpu, res = run_engine(model, tok, ok[0]["requests"])
+            runs.append(run_lmeval(py, model_dir, setting, bs, run_dir / setting / f"bs{bs}",
+                                   int(args.mem_fraction * mem_available()), args.threads, task_dir))
+            for _ in range(args.engine_runs):  # after each lm-eval run: both see similar load
+                wall, cpu, res = run_engine(model, tok, pairs)
                 assert out is None or res == out, "engine results differ between runs"
                 engine.append((wall, cpu))
                 out = res
-                log(f"  thai-eval {task}: {wall:.1f} s (CPU {cpu:.1f} s)")
-        if out is None:
-            raise SystemExit(f"lm-eval failed on {task} at every batch size")
-        log(f"  transformers KV-cache yardstick on {task}")
-        requests = [r for r in runs if "requests" in r][0]["requests"]  # the same strings at every batch size
-        encoded = _encode(tok, [(r["context"], r["continuation"]) for r in requests], False)  # lm-eval's tokens, once
-        results["tasks"][task] = summarise(runs, engine, out, encoded, hf_cache_path(model, encoded))
-        results["tasks"][task]["work"] = work_ratio(model, tok, encoded)
-    results["metrics_equal"] = all(t["metrics_equal"] and t["greedy_equal"] for t in results["tasks"].values())
-    results["parity_strict"] = all(t["max_delta"] <= 1e-4 for t in results["tasks"].values())
-    results["parity"] = all(t["within_token_tolerance"] for t in results["tasks"].values())
-    name = "tiny random Gemma 3 (--quick)" if args.quick else (
-        "embedded Gemma 3 270M (Q4_K_M GGUF dequantised to float32)" if not args.model_dir else str(args.model_dir))
-    block = report(results, name, command)
-    (run_dir / "results.json").write_text(json.dumps(results, indent=1))
+                again = evaluate_setting(local, setting, run_dir / setting / "store")
+                ev["wall_runs"].append(again["wall"])
+                ev["ll_runs"].append(again["ll_seconds"])
+                log(f"  thai-eval {setting}: loglikelihood {wall:.1f} s (CPU {cpu:.1f} s); h6.evaluate "
+                    f"{again['wall']:.1f} s ({again['ll_seconds']:.1f} s inside loglikelihood)")
+        if not any("requests" in r for r in runs):
+            raise SystemExit(f"lm-eval failed on {setting} at every batch size")
+        if args.budgets:
+            results["budgets"][setting] = {int(b): run_engine(model, tok, pairs, int(b))[0]
+                                           for b in args.budgets.split(",")}
+        log(f"  transformers KV-cache yardstick on {setting}")
+        encoded = _encode(tok, pairs, False)  # lm-eval's tokens, once
+        results["settings"][setting] = summarise(setting, runs, engine, out, ev, encoded, hf_cache_path(model, encoded))
+        results["settings"][setting]["work"] = work_ratio(model, tok, encoded)
+        block = finish(results, args, command, run_dir)  # after every setting: a partial run still reports
     print("\n" + block)
-    if args.write_doc:
-        update_doc(block)
-        log(f"updated {DOC}")
     return 0 if results["parity"] and results["metrics_equal"] else 1
 
 

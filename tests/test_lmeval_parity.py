@@ -2,8 +2,8 @@
 
 lm-eval never goes into the project's environment: ``benchmarks/h6_parity_speed.py`` installs it into
 ``benchmarks/.work/lmeval-venv``. When that environment exists (it does after one run of the script), this test runs
-the script's ``--quick`` mode (a tiny random Gemma 3 with sliding-window layers, ARC-style 5-shot and HellaSwag-style
-10-shot on the repo's samples, lm-eval at batch size 1) and checks lm-eval's logged per-request log-likelihoods
+the script's ``--quick`` mode (a tiny random Gemma 3 with sliding-window layers; ARC 5-shot, HellaSwag 10-shot and
+Winogrande 5-shot requests built by ``h6.evaluate`` from the repo's samples; lm-eval at batch size 1) and checks lm-eval's logged per-request log-likelihoods
 against the engine's. Otherwise it is skipped (a clean clone in CI has no lm-eval; installing it would need the
 network). Only parity is checked here; the speed comparison is the script's job (docs/benchmarks.md).
 """
@@ -35,13 +35,14 @@ def _lm_eval_installed() -> bool:
 def test_quick_parity_with_lm_eval():
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     proc = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "h6_parity_speed.py"), "--quick", "--tasks", "arc5,hellaswag",
+        [sys.executable, str(REPO / "benchmarks" / "h6_parity_speed.py"), "--quick", "--settings", "arc5,hellaswag10,winogrande5",
          "--batch-sizes", "1", "--engine-runs", "1"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = json.loads((REPO / "benchmarks" / ".work" / "runs-quick" / "results.json").read_text())
-    for name in ("arc5", "hellaswag"):
-        task = results["tasks"][name]
-        assert task["requests"] == {"arc5": 60, "hellaswag": 40}[name]  # every document of the samples, every choice
+    for name in ("arc5", "hellaswag10", "winogrande5"):
+        task = results["settings"][name]
+        # every document of the samples, every choice
+        assert task["requests"] == {"arc5": 60, "hellaswag10": 40, "winogrande5": 20}[name]
         assert task["metrics_equal"] and task["greedy_equal"]
         assert task["max_delta"] <= 1e-4, task["max_delta"]

@@ -168,10 +168,10 @@ def test_packing_limits_split_calls(tiny_gemma3, monkeypatch):
     model, tok = tiny_gemma3
     reqs = _requests(seed=9)
     want = _quiet(_reference_loglikelihood, model, tok, reqs, max_length=1024)
-    for tokens, elements in ((12, 10_000), (4096, 300), (6, 60)):
-        monkeypatch.setattr(_prefix, "TREE_TOKENS", tokens)
+    for tokens, elements in ((12, 10_000), (4096, 300), (6, 60), (4096, 1 << 25)):
         monkeypatch.setattr(_prefix, "MASK_ELEMENTS", elements)
-        _assert_same(_quiet(loglikelihood, model, tok, reqs, max_length=1024, progress=False), want)
+        _assert_same(_quiet(loglikelihood, model, tok, reqs, max_length=1024, batch_tokens=tokens,
+                            progress=False), want)
 
 
 def test_left_truncation_warns_and_matches(tiny_llama, mode):

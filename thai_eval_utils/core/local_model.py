@@ -96,6 +96,8 @@ class LocalModel:
         self.max_length = int(max_length or default_max_length(hf_model, tokenizer))
         self.add_bos_token = bool(add_bos_token)
         self.batch_size = int(batch_size)
+        #: tokens per forward call of ``loglikelihood`` (None: the engine's default for the device)
+        self.batch_tokens: int | None = None
         self.identity = {
             **(identity or {"name": name}),
             "class": type(hf_model).__name__,
@@ -156,7 +158,7 @@ class LocalModel:
         """lm-eval's contract: summed log-probability of each continuation and whether it is greedy
         (:func:`thai_eval_utils.core.loglikelihood.loglikelihood`; ``drive`` makes the decoder's forward calls)."""
         return drive(plan(self.hf_model, self.tokenizer, requests, add_bos_token=self.add_bos_token,
-                          max_length=self.max_length, progress=progress))
+                          max_length=self.max_length, batch_tokens=self.batch_tokens, progress=progress))
 
     # --- generation -----------------------------------------------------------------------------
     def _encode_prompts(self, prompts: Sequence[str], add_special_tokens: bool, room: int) -> list[list[int]]:

@@ -7,11 +7,15 @@ Design (hand-written: no maintained library scores lm-eval requests with prefix/
 1. every request is encoded exactly as lm-eval 0.4.13 encodes it (joint encoding, trailing whitespace moved to
    the continuation, optional BOS, left truncation); each distinct string is tokenized once;
 2. the fed token sequences go into a radix tree and every edge runs once through the decoder body with a KV
-   cache (:mod:`thai_eval_utils.core.prefix_tree`); an edge and its sibling leaves (typically one document's context and
-   answer choices) run as ONE packed forward with per-leaf position ids and masks, or, where such masks cannot
-   be expressed, the leaves run as a padded batch over the repeated cache;
-3. only the hidden states of scored positions go through the output layer (plus final logit soft-capping),
-   at most 128 MiB of logits at a time, normalised with a float32 ``log_softmax``.
+   cache (:mod:`thai_eval_utils.core.prefix_tree`); whole subtrees (a document's context and answer choices,
+   many documents per call) run as ONE packed forward of at most ``batch_tokens`` tokens with per-token
+   position ids and ancestor masks, or, where such masks cannot be expressed, the leaves run as a padded batch
+   over the repeated cache;
+3. only the hidden states of scored positions go through the output layer (in the model's dtype, plus final
+   logit soft-capping), at most 128 MiB of logits at a time, normalised with a float32 ``log_softmax``.
+
+Any device and dtype (float32, bfloat16, float16), models spread with ``device_map`` included: inputs go to the
+input embeddings' device, the scored rows to the output layer's, results come back to the CPU.
 
 Sliding-window layers (Gemma 2/3) stay exact: the cache keeps every key and the masks apply the window over
 absolute positions. A one-off self-check per model compares each runner mode with a full forward on short
@@ -34,9 +38,11 @@ from tqdm.auto import tqdm
 from thai_eval_utils.core.errors import ThaiEvalError
 from thai_eval_utils.core.prefix_tree import Plan, Runner, build_tree, tree_supported
 
-__all__ = ["drive", "loglikelihood", "plan"]
+__all__ = ["default_budget", "drive", "loglikelihood", "plan"]
 
-_KV_BYTES = 1 << 30  # default token budget: about 1 GiB of key/value cache per forward
+_KV_BYTES = 1 << 30  # padded-batch fallback: about 1 GiB of repeated key/value cache per forward
+CPU_TOKENS = 2048  # default tokens per forward call on the CPU (measured: docs/benchmarks.md)
+CUDA_TOKENS = 4096  # default tokens per forward call on a GPU (not measured yet)
 _SELF_CHECK_TOL = {torch.float32: 1e-3, torch.float64: 1e-6}  # other dtypes: 0.1 (structural errors are > 1 nat)
 _checked: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {(dtype, device): runner mode}
 
@@ -109,8 +115,15 @@ def _fed(encoded, max_length: int) -> tuple[list[tuple[int, ...] | None], list[l
 
 
 # --- running ------------------------------------------------------------------------------------------------
-def _auto_budget(model) -> int:
-    """Tokens per forward (rows x (cached + new)) keeping the repeated KV cache near 1 GiB."""
+def default_budget(model) -> int:
+    """Tokens per forward call when ``batch_tokens`` is not given: ``CUDA_TOKENS`` when the input embeddings are
+    on a GPU, else ``CPU_TOKENS`` (see docs/benchmarks.md for how they were chosen)."""
+    return CUDA_TOKENS if model.get_input_embeddings().weight.device.type == "cuda" else CPU_TOKENS
+
+
+def _kv_budget(model) -> int:
+    """Padded-batch (fallback mode) tokens per call, rows x (cached + new), keeping the repeated KV cache near
+    1 GiB."""
     cfg = model.config.get_text_config()
     heads = getattr(cfg, "num_attention_heads", 1)
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
@@ -222,14 +235,18 @@ def loglikelihood(model, tokenizer, requests: list[tuple[str, str]], *, add_bos_
     ``(0.0, True)``, the log-probability of the empty string, with a warning (lm-eval fails an assertion).
 
     Args:
-        model: a transformers causal LM in eval mode (any device and dtype).
+        model: a transformers causal LM in eval mode (any device and dtype; a ``device_map`` too).
         tokenizer: its tokenizer.
         requests: ``(context, continuation)`` pairs.
         add_bos_token: add the tokenizer's BOS (lm-eval ``add_bos_token``; default off, as the leaderboard ran).
         max_length: the model's context length used for truncation.
-        batch_tokens: bounds the work of one forward call: long contexts run in chunks of at most this many
-            tokens, and padded choice batches (the fallback mode) hold at most this many rows x (cached + new)
-            tokens. Default: about 1 GiB of key/value cache (2,048 to 65,536 tokens), chunks of at most 8,192.
+        batch_tokens: the token budget of one forward call: packed calls hold at most this many tokens (the
+            prefix trees of as many documents as fit), long contexts run in chunks of at most this many (and of
+            at most 8,192), padded choice batches (the fallback mode) hold at most this many rows x (cached +
+            new). Default :func:`default_budget`: ``CPU_TOKENS`` on the CPU, ``CUDA_TOKENS`` on a GPU (the
+            fallback mode at least about 1 GiB of repeated key/value cache). Peak memory is the weights plus
+            what this budget, ``max_length`` and the 128 MiB logit bound allow (see
+            :mod:`thai_eval_utils.core.prefix_tree`).
         progress: show a tqdm bar with requests and tokens per second.
 
     Returns:
@@ -252,10 +269,12 @@ def plan(model, tokenizer, requests: Sequence[tuple[str, str]], *, add_bos_token
         warnings.warn("the model is in training mode (dropout is active); call model.eval() for lm-eval's numbers",
                       stacklevel=4)
     seqs, targets = _fed(_encode(tokenizer, requests, add_bos_token), max_length)
-    budget = batch_tokens or _auto_budget(model)
+    budget = batch_tokens or default_budget(model)
     mode = yield from _mode(model, budget)
     if mode is None:
         return (yield from _reference_tokens(model, seqs, targets, progress=progress))
+    if mode == "batch" and not batch_tokens:
+        budget = max(budget, _kv_budget(model))
     return (yield from _score_tokens(model, seqs, targets, budget, mode, progress))
 
 
@@ -268,7 +287,7 @@ def _reference_tokens(model, seqs, targets, *, progress: bool = False) -> Plan:
         if not tgt:
             out.append((0.0, True))
             continue
-        ids = torch.tensor([list(seq)], device=model.device)  # [1, length]
+        ids = torch.tensor([list(seq)], device=model.get_input_embeddings().weight.device)  # [1, length]
         logits = (yield model, {"input_ids": ids}).logits[0, -len(tgt):]  # [continuation, vocab]
         logp = torch.log_softmax(logits.float(), dim=-1)
         t = torch.tensor(tgt, device=logp.device)

@@ -4,17 +4,26 @@ decoder body with a KV cache, the output layer applied only to scored positions.
 
 Hand-written: no maintained library scores lm-eval requests with prefix and KV reuse.
 
-Two ways of running an edge's sibling leaves (typically the answer choices of one document):
+Two ways of running the tree:
 
-* ``"tree"``: the edge's tokens and its leaves go into ONE forward call as one packed row; each leaf gets the
-  position ids it has in its own sequence and an attention mask that lets it see the cached ancestors, the
-  edge and itself only (causal, and windowed for sliding-window layers). No padding, no copy of the cache.
-  Needs per-layer-type masks (``config.layer_types``) and the ``sdpa`` or ``eager`` attention;
+* ``"tree"``: whole subtrees (typically one document's context and answer choices; many documents at once) go
+  into ONE forward call as one packed row of at most ``budget`` tokens, after the tail of their parent's edge;
+  each token gets the position id it has in its own sequence and an attention mask that lets it see the cached
+  common ancestors, its own segment and its ancestors' segments only (causal, and windowed for sliding-window
+  layers). No padding, no copy of the cache. A subtree larger than the budget has its edge run in chunks of at
+  most ``budget`` tokens (and ``MASK_ELEMENTS`` mask entries) and its children packed in turn. Needs
+  per-layer-type masks (``config.layer_types``) and the ``sdpa`` or ``eager`` attention;
 * ``"batch"``: the edge runs first; its leaves then run as right-padded rows over the cache repeated per row.
 
 Both keep every key in the cache (``DynamicCache()`` without a config), so sliding-window layers stay exact:
 the window is applied by the mask over absolute positions. While the runner works, an sdpa model computes
 masked attention in blocks of query rows, each against the keys its rows can see (:func:`_block_sdpa`).
+
+Devices and dtypes: inputs and masks go to the input embeddings' device; the output layer runs on its own
+device in the model's dtype, at most ``HEAD_BYTES`` of float32 logits at a time, and its float32
+``log_softmax`` results are gathered on the CPU. Peak memory beyond the weights: the KV cache of one root-to-leaf
+path (at most ``max_length`` tokens) and of one packed call, the activations of ``budget`` tokens, one mask of
+``budget`` x (cached + ``budget``) entries per layer type (at most ``MASK_ELEMENTS``) and ``HEAD_BYTES``.
 """
 
 from __future__ import annotations
@@ -42,15 +51,15 @@ Plan = Generator[Forward, Any, Any]
 
 HEAD_BYTES = 1 << 27  # at most 128 MiB of float32 logits per output-layer call (a bound independent of length)
 EDGE_TOKENS = 8192  # at most this many tokens of a long context per plain forward call (bounds HF's own masks)
-TREE_TOKENS = 4096  # at most this many tokens in one packed (tree) forward call
-MASK_ELEMENTS = 1 << 24  # and at most this many (query, key) mask entries per layer type (64 MiB as float32)
-BLOCK_ROWS = 256  # query rows per attention call when an sdpa model gets an explicit mask (see _block_sdpa)
+MASK_ELEMENTS = 1 << 25  # at most this many (query, key) mask entries per layer type and call (32 MiB as bool)
+BLOCK_ROWS = 256  # query rows per attention call when an sdpa model gets an explicit mask on the CPU
+CUDA_BLOCK_ROWS = 1024  # the same on a GPU (fewer, larger kernels; see _block_sdpa)
 _BLOCK_IMPL = "thai_eval_block_sdpa"
 
 
 def _mask_fit(past: int) -> int:
-    """The most tokens T one packed call can take over ``past`` cached ones: T x (past + T) <= MASK_ELEMENTS."""
-    return int((-past + (past * past + 4 * MASK_ELEMENTS) ** 0.5) / 2)
+    """The most tokens T one call can take over ``past`` cached ones: T x (past + T) <= MASK_ELEMENTS."""
+    return max(1, int((-past + (past * past + 4 * MASK_ELEMENTS) ** 0.5) / 2))
 
 
 @dataclass(eq=False)
@@ -69,6 +78,8 @@ class Node:
     children: list[Node] = field(default_factory=list)
     entries: list[tuple[int, int, int]] = field(default_factory=list)
     finishing: int = 0
+    size: int = 0  # tokens of the whole subtree (this edge and every descendant), set by the runner
+
 
     @property
     def tokens(self) -> tuple[int, ...]:
@@ -164,60 +175,87 @@ def tree_supported(model) -> bool:
 
 class Body:
     """The decoder body (final norm included): the inputs of its forward on token ids, with a KV cache and
-    optional packed masks (``self.net(**body.inputs(...)).last_hidden_state`` is [rows, length, hidden])."""
+    optional packed masks (``self.net(**body.inputs(...)).last_hidden_state`` is [rows, length, hidden]).
+
+    Inputs go to the device of the input embeddings (with a ``device_map`` the model's hooks move activations
+    between devices); masks are built there once per call and shared by every layer of a type.
+    """
 
     def __init__(self, model):
         self.net = model.base_model
         params = inspect.signature(self.net.forward).parameters
         self.cache_kw = "cache" if "cache" in params else "past_key_values"  # renamed in transformers 5
-        self.device = model.device
+        self.device = model.get_input_embeddings().weight.device
         self.dtype = model.dtype
         cfg = model.config.get_text_config()
         self.types = sorted(set(getattr(cfg, "layer_types", None) or []))
         self.window = getattr(cfg, "sliding_window", None)
         self.eager = getattr(model.config, "_attn_implementation", None) == "eager"
 
-    def forward(self, ids: list[list[int]], cache: DynamicCache | None, positions=None, branch=None) -> Forward:
-        """The forward call on ``ids`` [rows, length]. With ``positions``/``branch`` (one packed row): query i
-        sees key j iff pos[j] <= pos[i] and j is on i's branch or on the shared trunk (branch 0), within the
-        window on sliding-window layers; the cache holds trunk positions ``0..past-1``."""
-        x = torch.tensor(ids, dtype=torch.long, device=self.device)  # [rows, length]
+    def forward(self, ids: list[list[int]], cache: DynamicCache | None, positions=None, segment=None,
+                ancestors=None) -> Forward:
+        """The forward call on ``ids`` [rows, length]. With ``positions``/``segment``/``ancestors`` (one packed
+        row of tree segments): query i sees key j iff pos[j] <= pos[i] and j's segment is i's or one of its
+        ancestors (``ancestors[a, b]``: segment b is an ancestor of a, or a itself), within the window on
+        sliding-window layers; every query sees the cache, which holds the common ancestors ``0..past-1``."""
+        dev = self.device
+        _SPANS.clear()  # masks of earlier calls are gone (their memory may be reused)
+        x = torch.tensor(ids, dtype=torch.long, device=dev)  # [rows, length]
         if positions is None:
             kwargs = {self.cache_kw: cache, "use_cache": True} if cache is not None else {"use_cache": False}
             return self.net, {"input_ids": x, **kwargs}
         past = cache.get_seq_length()
-        pos = torch.tensor(positions, dtype=torch.long, device=self.device)  # [tokens] query positions
-        br = torch.tensor(branch, dtype=torch.long, device=self.device)  # [tokens] 0 = trunk, b = leaf b
-        kpos = torch.cat([torch.arange(past, device=self.device), pos])  # [keys] = [past + tokens]
-        kbr = torch.cat([torch.zeros(past, dtype=torch.long, device=self.device), br])  # [keys]
-        allowed = (kpos[None, :] <= pos[:, None]) & ((kbr[None, :] == 0) | (kbr[None, :] == br[:, None]))  # [tokens, keys]
+        pos = torch.tensor(positions, dtype=torch.long, device=dev)  # [tokens] query positions
+        seg = torch.tensor(segment, dtype=torch.long, device=dev)  # [tokens] segment of each token
+        anc = torch.tensor(ancestors, dtype=torch.bool, device=dev)  # [segments, segments]
+        kpos = torch.cat([torch.arange(past, device=dev), pos])  # [keys] = [past + tokens]
+        packed = anc[seg][:, seg] & (pos[None, :] <= pos[:, None])  # [tokens, tokens]
+        allowed = torch.cat([torch.ones(len(pos), past, dtype=torch.bool, device=dev), packed], 1)  # [tokens, keys]
         masks = {}
         for kind in self.types or ["full_attention"]:
             m = allowed if kind == "full_attention" else allowed & (pos[:, None] - kpos[None, :] < self.window)
             if self.eager:  # eager attention adds the mask to the scores
-                m = torch.zeros(m.shape, dtype=self.dtype, device=self.device).masked_fill(
-                    ~m, torch.finfo(self.dtype).min)
+                m = torch.zeros(m.shape, dtype=self.dtype, device=dev).masked_fill(~m, torch.finfo(self.dtype).min)
             masks[kind] = m[None, None]  # [1, 1, tokens, keys]
         mask = masks if len(masks) > 1 else next(iter(masks.values()))  # a dict only for mixed layer types
         return self.net, {"input_ids": x, "attention_mask": mask, "position_ids": pos[None], "use_cache": True,
                           self.cache_kw: cache}
 
 
+#: Per mask (data pointer, shape): the key span ``(q0, k0, k1)`` of each block of query rows; computed on the
+#: first layer of a call (one device sync per mask) and reused by the others; cleared before each call.
+_SPANS: dict[tuple, list[tuple[int, int, int]]] = {}
+
+
+def _spans(mask: torch.Tensor, rows: int) -> list[tuple[int, int, int]]:
+    """``(q0, k0, k1)`` per block of ``rows`` query rows of ``mask`` [..., queries, keys]: the keys it can see."""
+    key = (mask.data_ptr(), tuple(mask.shape), rows)
+    if key not in _SPANS:
+        q = mask.shape[-2]
+        seen = mask.reshape(-1, q, mask.shape[-1]).any(0)  # [queries, keys]
+        blocks = torch.nn.functional.pad(seen, (0, 0, 0, (-q) % rows)).reshape(-1, rows, seen.shape[-1]).any(1)
+        idx = torch.arange(seen.shape[-1], device=mask.device)
+        first = torch.where(blocks, idx, seen.shape[-1]).amin(1).tolist()  # [blocks]
+        last = torch.where(blocks, idx, -1).amax(1).tolist()
+        _SPANS[key] = [(b * rows, f, max(f, e + 1)) for b, (f, e) in enumerate(zip(first, last))]
+    return _SPANS[key]
+
+
 def _block_sdpa(module, query, key, value, attention_mask, **kwargs):
-    """transformers' sdpa attention over blocks of ``BLOCK_ROWS`` query rows, each block against only the span
-    of keys that its mask rows can see. Same result as one call (up to float32 summation order), without the
-    scores of keys every row of the block masks: the far past on sliding-window layers, the future of causal
-    ones, the other answer choices of a packed call. Hand-written: torch's CPU sdpa scores every key."""
+    """transformers' sdpa attention over blocks of query rows (``BLOCK_ROWS`` on the CPU, ``CUDA_BLOCK_ROWS`` on
+    a GPU), each block against only the span of keys that its mask rows can see. Same result as one call (up to
+    float32 summation order), without the scores of keys every row of the block masks: the far past on
+    sliding-window layers, the future of causal ones, the other documents and answer choices of a packed call.
+    Hand-written: torch's CPU sdpa scores every key, and a packed call holds many documents."""
     rows = query.shape[2]
-    if attention_mask is None or attention_mask.dtype != torch.bool or rows < 2 * BLOCK_ROWS:
+    block = CUDA_BLOCK_ROWS if query.device.type == "cuda" else BLOCK_ROWS
+    if attention_mask is None or attention_mask.dtype != torch.bool or rows < 2 * block:
         return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+    mask = attention_mask[..., :key.shape[2]]  # [batch or 1, 1, queries, keys]
     out = []
-    for q0 in range(0, rows, BLOCK_ROWS):
-        m = attention_mask[..., q0:q0 + BLOCK_ROWS, :key.shape[2]]
-        seen = m.reshape(-1, m.shape[-1]).any(0).nonzero()
-        k0, k1 = int(seen[0]), int(seen[-1]) + 1
-        o, _ = sdpa_attention_forward(module, query[:, :, q0:q0 + BLOCK_ROWS], key[:, :, k0:k1],
-                                      value[:, :, k0:k1], m[..., k0:k1], **kwargs)
+    for q0, k0, k1 in _spans(mask, block):
+        o, _ = sdpa_attention_forward(module, query[:, :, q0:q0 + block], key[:, :, k0:k1],
+                                      value[:, :, k0:k1], mask[..., q0:q0 + block, k0:k1], **kwargs)
         out.append(o)  # [batch, rows, heads, head_dim]
     return torch.cat(out, dim=1), None
 
@@ -259,7 +297,7 @@ class Runner:
     def __init__(self, model, budget: int, n_slots: int, mode: str, pbar=None):
         self.model = model
         self.body, self.head, self.budget, self.mode, self.pbar = Body(model), Head(model), budget, mode, pbar
-        self.tree_cap = min(budget, TREE_TOKENS)
+        self.tree_cap = budget  # tokens per packed (tree) call
         self.chunk = min(budget, EDGE_TOKENS)
         self.lp = torch.zeros(n_slots, dtype=torch.float32)
         self.greedy = torch.zeros(n_slots, dtype=torch.bool)
@@ -274,7 +312,7 @@ class Runner:
         if not entries:
             return
         uniq, inv = np.unique(rows, return_inverse=True)  # one output-layer row per distinct position
-        self.queue.append((hidden[torch.from_numpy(uniq)].clone(), inv.reshape(-1), entries))
+        self.queue.append((hidden[torch.from_numpy(uniq).to(hidden.device)].clone(), inv.reshape(-1), entries))
         self.queued += len(uniq)
         if self.queued >= self.head.rows:
             self.flush()
@@ -306,38 +344,57 @@ class Runner:
         """Extend ``cache`` (holding ``node.start`` tokens) by the node's tokens before absolute position
         ``upto`` (default: all), in chunks, scoring the entries there."""
         end = node.end if upto is None else upto
-        for lo in range(node.start, end, self.chunk):
-            hi = min(lo + self.chunk, end)
+        lo = node.start
+        while lo < end:  # chunks of at most `chunk` tokens and MASK_ELEMENTS mask entries over the cache
+            hi = min(lo + min(self.chunk, _mask_fit(lo)), end)
             hidden = (yield self.body.forward([list(node.seq[lo:hi])], cache)).last_hidden_state[0]  # [length, hidden]
             entries = [e for e in node.entries if lo <= e[0] < hi]
             self._score(hidden, entries, [p - lo for p, _, _ in entries])
+            lo = hi
         self._progress([node] if end == node.end else [], end - node.start)
 
-    def _run_packed(self, trunk: Node | None, lo: int, leaves: list[Node], cache: DynamicCache) -> Plan:
-        """One forward over ``trunk.seq[lo:trunk.end]`` followed by every leaf, each leaf seeing the cache, the
-        trunk and itself (see :class:`Body`); the leaves' keys are dropped from the cache afterwards."""
-        # one packed row [tokens]: the trunk's tail, then each leaf; pos/branch give each token's position and leaf
-        ids, pos, branch, entries, rows = [], [], [], [], []
+    def _run_packed(self, trunk: Node | None, lo: int, subtrees: list[Node], cache: DynamicCache) -> Plan:
+        """One forward over ``trunk.seq[lo:trunk.end]`` followed by every node of each subtree in ``subtrees``
+        (children of ``trunk``, or of the cached path), each token seeing the cache, its own segment and its
+        ancestors' (see :class:`Body`); the subtrees' keys are dropped from the cache afterwards. Subtrees of
+        many documents share one call: this is what fills the device."""
+        # one packed row [tokens]: the trunk's tail, then each subtree in preorder; a segment per node
+        ids, pos, segment, entries, rows, done = [], [], [], [], [], []
+        index, parent = {}, []  # node -> segment id; parent segment id per segment (-1: the cache only)
+
+        def add(node: Node, a: int, parent_seg: int) -> None:
+            off, k = len(ids), len(parent)
+            index[id(node)] = k
+            parent.append(parent_seg)
+            ids.extend(node.seq[a:node.end])
+            pos.extend(range(a, node.end))
+            segment.extend([k] * (node.end - a))
+            own = [e for e in node.entries if e[0] >= a]
+            entries.extend(own)
+            rows.extend(off + p - a for p, _, _ in own)
+            done.append(node)
+
+        top = -1
         if trunk is not None and lo < trunk.end:
-            ids += trunk.seq[lo:trunk.end]
-            pos += range(lo, trunk.end)
-            branch += [0] * (trunk.end - lo)
-            own = [e for e in trunk.entries if e[0] >= lo]
-            entries += own
-            rows += [p - lo for p, _, _ in own]
-        for b, leaf in enumerate(leaves, start=1):
-            off = len(ids)
-            ids += leaf.tokens
-            pos += range(leaf.start, leaf.end)
-            branch += [b] * (leaf.end - leaf.start)
-            entries += leaf.entries
-            rows += [off + p - leaf.start for p, _, _ in leaf.entries]
-        hidden = (yield self.body.forward([ids], cache, positions=pos, branch=branch)).last_hidden_state[0]  # [tokens, hidden]
-        n_leaf = sum(len(n.tokens) for n in leaves)
-        if n_leaf:
-            cache.crop(-n_leaf)
+            add(trunk, lo, -1)
+            top = 0
+        n_trunk = len(ids)
+        for sub in subtrees:
+            stack = [(sub, top)]
+            while stack:
+                node, par = stack.pop()
+                add(node, node.start, par)
+                stack += [(c, index[id(node)]) for c in reversed(node.children)]
+        ancestors = np.zeros((len(parent), len(parent)), dtype=bool)  # [segments, segments]
+        for k, par in enumerate(parent):  # preorder: a parent's row is complete before its children's
+            if par >= 0:
+                ancestors[k] = ancestors[par]
+            ancestors[k, k] = True
+        out = yield self.body.forward([ids], cache, positions=pos, segment=segment, ancestors=ancestors)
+        hidden = out.last_hidden_state[0]  # [tokens, hidden]
+        if len(ids) > n_trunk:
+            cache.crop(-(len(ids) - n_trunk))
         self._score(hidden, entries, rows)
-        done = ([trunk] if trunk is not None and trunk.end > lo else []) + leaves
         self._progress(done, len(ids))
 
     def _run_batch(self, leaves: list[Node], cache: DynamicCache | None, cached: int) -> Plan:
@@ -355,25 +412,26 @@ class Runner:
         self._progress(leaves, sum(len(n.tokens) for n in leaves))
 
     # traversal ---------------------------------------------------------------------------------------------
-    def _groups(self, leaves: list[Node], cached: int, cap: int = 0) -> list[list[Node]]:
-        """Pack leaves, longest first, into groups for one forward call each: at most ``cap`` tokens (tree
-        mode), or rows x (cached + widest) within the budget (batch mode)."""
+    def _groups(self, nodes: list[Node], cached: int, cap: int = 0) -> list[list[Node]]:
+        """Pack nodes, largest first, into groups for one forward call each: at most ``cap`` subtree tokens
+        (tree mode), or rows x (cached + widest) within the budget (batch mode: leaves)."""
         groups: list[list[Node]] = []
-        for leaf in sorted(leaves, key=lambda n: -len(n.tokens)):
+        for node in sorted(nodes, key=lambda n: -n.size):
             cur = groups[-1] if groups else None
             if cur is not None and self.mode == "tree":
-                fits = sum(len(n.tokens) for n in cur) + len(leaf.tokens) <= cap
+                fits = sum(n.size for n in cur) + node.size <= cap
             elif cur is not None:
                 fits = (len(cur) + 1) * (cached + len(cur[0].tokens)) <= self.budget
             if cur is None or not fits:
-                groups.append([leaf])
+                groups.append([node])
             else:
-                cur.append(leaf)
+                cur.append(node)
         return groups
 
     def _expand(self, node: Node, cache: DynamicCache) -> Plan:
-        """Run ``node`` (whose parent's tokens are cached) and its short leaves; return the children still to
-        run one by one (inner nodes and long leaves). Afterwards the cache holds exactly ``node.end`` tokens."""
+        """Run ``node`` (whose parent's tokens are cached) and those of its children's subtrees that fit in a
+        packed call; return the children still to expand one by one. Afterwards the cache holds exactly
+        ``node.end`` tokens."""
         if self.mode == "batch":
             leaves = [c for c in node.children if not c.children and node.end + len(c.tokens) <= self.budget]
             if node.end > node.start:
@@ -381,15 +439,15 @@ class Runner:
             for group in self._groups(leaves, node.end):
                 yield from self._run_batch(group, cache, node.end)
             return [c for c in node.children if c not in leaves]
-        cap = min(self.tree_cap, _mask_fit(node.end))  # leaf tokens per packed call over this node's cache
-        leaves = [c for c in node.children if not c.children and len(c.tokens) <= cap]
-        rest = [c for c in node.children if c not in leaves]
-        if not leaves:
+        cap = min(self.tree_cap, _mask_fit(node.end))  # subtree tokens per packed call over this node's cache
+        small = [c for c in node.children if c.size <= cap]
+        rest = [c for c in node.children if c.size > cap]
+        if not small:
             if node.end > node.start:
                 yield from self._run_edge(node, cache)
             return rest
-        groups = self._groups(leaves, node.end, cap)
-        first = sum(len(n.tokens) for n in groups[0])
+        groups = self._groups(small, node.end, cap)
+        first = sum(n.size for n in groups[0])
         # the end of the node's own tokens goes into the first packed call, as far as the call's size allows
         tail = max(0, min(node.end - node.start, self.tree_cap - first, MASK_ELEMENTS // (node.end + first) - first))
         lo = node.end - tail
@@ -403,6 +461,12 @@ class Runner:
     def run(self, root: Node) -> Plan:
         """Depth-first over the tree with one growing cache, cropped back when a subtree is done (a plan: the
         forward calls are yielded; block attention is on while they are made)."""
+        order, stack = [], [root]  # subtree sizes, children before parents
+        while stack:
+            order.append(stack.pop())
+            stack += order[-1].children
+        for node in reversed(order):
+            node.size = node.end - node.start + sum(c.size for c in node.children)
         with _block_attention(self.model):
             cache = DynamicCache()
             stack = [(root, iter((yield from self._expand(root, cache))))]
