@@ -56,6 +56,8 @@ def run_items(
     progress: bool = True,
     tolerate: tuple[type[BaseException], ...] = (),
     describe: Callable[[BaseException], str] = str,
+    prepare: Callable[[list[Item]], Any] | None = None,
+    finish: Callable[[list[Item], Any], Sequence[Mapping[str, Any]]] | None = None,
 ) -> RunOutcome[Item]:
     """Compute the records of the items the store lacks, batch by batch, and append each as it finishes.
 
@@ -63,12 +65,16 @@ def run_items(
         store: the run's results store (its finished records are skipped).
         items: the items of the run, in order.
         key: the store key of an item (stable across reruns; duplicate keys are computed once).
-        compute: one batch of items -> one record per item, in order.
+        compute: one batch of items -> one record per item, in order. With ``prepare`` and ``finish``, the loop
+            calls ``finish(batch, compute(prepare(batch)))`` instead, so ``compute`` can be the model's own method
+            (e.g. ``model.loglikelihood``: a benchmark's batch code then sits beside the model call, not above it).
         batch_size: items per ``compute`` call (and per store flush).
         desc: the progress bar's label.
         progress: show a tqdm bar over the items (finished ones count as done from the start).
         tolerate: errors of ``compute`` that leave the batch's items unfinished instead of ending the run.
         describe: the text recorded for a tolerated error (never a secret: pass a redacting function).
+        prepare: a batch of items -> the model call's input (default: the batch itself).
+        finish: (batch, the model call's output) -> one record per item (default: the output itself).
 
     Returns:
         The :class:`RunOutcome`.
@@ -84,8 +90,10 @@ def run_items(
     bar = tqdm(total=len(keys), initial=len(keys) - len(todo), desc=desc, unit="item", disable=not progress)
     try:
         for batch in batches(todo, batch_size):
+            chunk = [items[i] for i in batch]
             try:
-                fresh = list(compute([items[i] for i in batch]))
+                output = compute(prepare(chunk) if prepare else chunk)
+                fresh = list(finish(chunk, output) if finish else output)
             except tolerate as exc:
                 outcome.failed.update({keys[i]: describe(exc) for i in batch})
                 continue

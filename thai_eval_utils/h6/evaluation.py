@@ -169,8 +169,8 @@ def evaluate(
     with RunStore.open(model.name, f"thai_h6/{spec.name}", config, model_identity=getattr(model, "identity", None),
                        data_files=files, prompt_templates=tmpl, outputs=outputs,
                        legacy_configs=[legacy_config(config)]) as store, _bos(model, protocol.add_bos_token):
-        outcome = run_items(store, selected, keys.__getitem__, docs_run.compute, batch_size=chunk_size, desc=spec.name,
-                            progress=progress)
+        outcome = run_items(store, selected, keys.__getitem__, docs_run.call, batch_size=chunk_size, desc=spec.name,
+                            progress=progress, prepare=docs_run.inputs, finish=docs_run.records)
         table = _table(spec, outcome.in_order())
         limited = limit is not None and len(selected) < len(docs)
         scores, subjects = spec.scores(table, spec.signature(config, limit=len(table) if limited else None), protocol)
@@ -184,7 +184,7 @@ def evaluate(
 
 @dataclass
 class _DocRun:
-    """The documents of one run and how a batch of them becomes stored records (``compute`` of ``run_items``)."""
+    """The documents of one run: the model call's input for a batch of them, and the stored records from its output."""
 
     spec: T.TaskSpec
     docs: list[dict]
@@ -194,19 +194,29 @@ class _DocRun:
     protocol: H6Protocol
     call: Callable[[list[Any]], list[Any]]  # model.loglikelihood, or model.generate with the protocol's options
 
+    built: dict[int, T.DocRequests] = field(default_factory=dict, repr=False)  # requests built so far, by doc
+
     def requests(self, i: int) -> T.DocRequests:
-        """Document ``i``'s requests with its few-shot examples."""
+        """Document ``i``'s requests with its few-shot examples (built once)."""
+        if i in self.built:
+            return self.built[i]
         doc = self.docs[i]
         try:
-            return self.spec.requests(doc, [self.spec.pool_for(self.pool, doc)[j] for j in self.shots[i]], self.templates)
+            self.built[i] = self.spec.requests(doc, [self.spec.pool_for(self.pool, doc)[j] for j in self.shots[i]],
+                                               self.templates)
+            return self.built[i]
         except T.DocError as exc:
             raise ThaiEvalDataError(f"{self.spec.name} doc {i} (or one of its few-shot examples): {exc}", row=i,
                                     field=exc.field) from None
 
-    def compute(self, batch: list[int]) -> list[dict[str, Any]]:
-        """One model call for the batch; per document: what was asked, the model's output and its metrics."""
+    def inputs(self, batch: list[int]) -> list[Any]:
+        """What one model call gets for the batch (``prepare`` of ``run_items``; the run loop makes the call)."""
+        return self.spec.model_inputs([self.requests(i) for i in batch])
+
+    def records(self, batch: list[int], results: Sequence[Any]) -> list[dict[str, Any]]:
+        """Per document of the batch (``finish`` of ``run_items``): what was asked, the model's output, its metrics."""
         reqs = [self.requests(i) for i in batch]
-        outs = self.spec.outputs(reqs, self.call(self.spec.model_inputs(reqs)))
+        outs = self.spec.outputs(reqs, results)
         return [self._record(i, r.sha256, out) for i, r, out in zip(batch, reqs, outs)]
 
     def _record(self, i: int, sha: str, output: dict[str, Any]) -> dict[str, Any]:
