@@ -388,7 +388,7 @@ def report(results: dict, model_name: str, command: str) -> str:
              f"thai-eval token budget per forward call: {results['budget']}.",
              "", "Command" + ("s" if len(results["commands"]) > 1 else "") + ": "
              + "; then ".join(f"`{c}`" for c in results["commands"]), "",
-             "| setting | docs / requests | lm-eval s, batch size: s | thai-eval `loglikelihood` s (runs; median) | `h6.evaluate` s (inside loglikelihood) | evaluate over bare "
+             "| setting | docs / requests | lm-eval s, batch size: s | thai-eval `loglikelihood` s (runs; median) | `h6.evaluate` s (inside loglikelihood) | evaluate outside loglikelihood "
              "| speed-up, wall (CPU) | matmul work ratio | % of work ratio | max abs delta (per token) "
              "| requests over 1e-4 | KV-cache yardstick: max delta | lm-eval vs itself | greedy equal "
              "| metrics identical | headline, lm-eval / thai-eval |",
