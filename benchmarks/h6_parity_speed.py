@@ -273,7 +273,8 @@ def work_ratio(model, tok, encoded: list[tuple[list[int], list[int]]]) -> dict:
     """Matrix-multiply work of both sides, counted (not timed): lm-eval runs every fed token through the decoder
     body and the output layer; thai-eval runs each distinct tree token through the body once and each distinct
     scored position through the output layer. Per token, a linear layer costs 2 x its weights in FLOPs (attention
-    scores and lm-eval's full-vocabulary log_softmax come on top and are not counted). The ratio is the speed-up an
+    scores and lm-eval's full-vocabulary log_softmax come on top and are not counted). lm-eval runs a fed sequence
+    shared by several requests once (its logits cache), so distinct fed sequences are counted. The ratio is the speed-up an
     exact method reaches when both sides run at the same FLOP rate."""
     import torch
 
@@ -283,7 +284,9 @@ def work_ratio(model, tok, encoded: list[tuple[list[int], list[int]]]) -> dict:
     head = model.get_output_embeddings().weight
     body = sum(m.weight.numel() for m in model.base_model.modules() if isinstance(m, torch.nn.Linear))
     seqs, targets = _fed(encoded, max_length(model, tok))
-    fed = sum(len(s) for s in seqs if s)
+    # lm-eval's logits cache (HFLM, group_by="contexts"): requests with the same fed sequence (one-token
+    # continuations after one context, e.g. MMLU's " A".." D") share one forward; so count each distinct one once
+    fed = sum(len(s) for s in set(seqs) if s)
     root, _ = build_tree([s for s in seqs if s])
     tree, stack = 0, [root]
     while stack:
@@ -385,7 +388,7 @@ def report(results: dict, model_name: str, command: str) -> str:
              f"thai-eval token budget per forward call: {results['budget']}.",
              "", "Command" + ("s" if len(results["commands"]) > 1 else "") + ": "
              + "; then ".join(f"`{c}`" for c in results["commands"]), "",
-             "| setting | docs / requests | lm-eval s, batch size: s | thai-eval `loglikelihood` s (runs; median) | `h6.evaluate` s (inside loglikelihood) | evaluate over bare "
+             "| setting | docs / requests | lm-eval s, batch size: s | thai-eval `loglikelihood` s (runs; median) | `h6.evaluate` s (inside loglikelihood) | evaluate outside loglikelihood "
              "| speed-up, wall (CPU) | matmul work ratio | % of work ratio | max abs delta (per token) "
              "| requests over 1e-4 | KV-cache yardstick: max delta | lm-eval vs itself | greedy equal "
              "| metrics identical | headline, lm-eval / thai-eval |",
