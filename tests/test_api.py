@@ -148,9 +148,12 @@ def test_interrupt_inside_a_running_loop_cancels_the_work():
         return run_sync(slow)
 
     loop = asyncio.new_event_loop()  # like ipykernel: a loop without asyncio.run's own SIGINT handling
+    # Python's own handler, as in a kernel: a shell that starts pytest in the background has SIGINT ignored
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
             loop.run_until_complete(cell())
     finally:
+        signal.signal(signal.SIGINT, previous)
         loop.close()
     assert cancelled.is_set()
