@@ -26,6 +26,7 @@ from thai_eval_utils.compare.interval import (
 )
 from thai_eval_utils.dialect.human_eval import (
     PREFERENCE_CHOICES,
+    annotator_pairs,
     cohen_kappa,
     human_item_scores,
 )
@@ -182,13 +183,8 @@ def kappa_intervals(df: pd.DataFrame, *, weights: str | None = None, level: floa
     """Paper Table 6 with intervals: kappa per dialect for Generation and Fluency (two annotators, ratings paired
     by task, item and model, as ``human_eval.agreement_table``), bootstrap over those rated units."""
     rows = []
-    for dialect, g in df.groupby("dialect", sort=False):
-        names = sorted(g["annotator"].unique())
-        if len(names) != 2:
-            raise ValueError(f"dialect {dialect!r} has {len(names)} annotators; Cohen's kappa needs exactly 2")
-        for aspect in ("generation", "fluency"):
-            wide = g.pivot_table(index=["task", "item_id", "model"], columns="annotator", values=aspect, aggfunc="first")
-            iv = kappa_interval(list(wide[names[0]]), list(wide[names[1]]), weights=weights, seed=seed,
-                                name=f"kappa:{dialect}/{aspect}", level=level, n_resamples=n_resamples)
-            rows.append(({"dialect": dialect, "aspect": aspect}, iv))
+    for dialect, aspect, names, a, b in annotator_pairs(df):
+        iv = kappa_interval(a, b, weights=weights, seed=seed, name=f"kappa:{dialect}/{aspect}", level=level,
+                            n_resamples=n_resamples)
+        rows.append(({"dialect": dialect, "aspect": aspect}, iv))
     return _table(rows)

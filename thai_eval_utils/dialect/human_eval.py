@@ -18,7 +18,7 @@ did not rate. Files are validated completely before anything is returned.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -271,6 +271,22 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any], *, weights: str | None = Non
     return KappaResult(value, True, p_o, p_e, n, weights)
 
 
+def annotator_pairs(df: pd.DataFrame) -> Iterator[tuple[str, str, list[str], list[Any], list[Any]]]:
+    """Per dialect and aspect (Generation, Fluency): the two annotators' names and their ratings paired by task,
+    item and model (the units Table 6's kappa is computed over).
+
+    Raises:
+        ValueError: a dialect without exactly two annotators.
+    """
+    for dialect, g in df.groupby("dialect", sort=False):
+        names = sorted(g["annotator"].unique())
+        if len(names) != 2:
+            raise ValueError(f"dialect {dialect!r} has {len(names)} annotators; Cohen's kappa needs exactly 2")
+        for aspect in ("generation", "fluency"):
+            wide = g.pivot_table(index=["task", "item_id", "model"], columns="annotator", values=aspect, aggfunc="first")
+            yield dialect, aspect, names, list(wide[names[0]]), list(wide[names[1]])
+
+
 def agreement_table(df: pd.DataFrame, *, weights: str | None = None) -> pd.DataFrame:
     """Paper Table 6: kappa between the two annotators per dialect, for Generation and for Fluency.
 
@@ -279,14 +295,9 @@ def agreement_table(df: pd.DataFrame, *, weights: str | None = None) -> pd.DataF
     (the :class:`KappaResult`).
     """
     rows = []
-    for dialect, g in df.groupby("dialect", sort=False):
-        names = sorted(g["annotator"].unique())
-        if len(names) != 2:
-            raise ValueError(f"dialect {dialect!r} has {len(names)} annotators; Cohen's kappa needs exactly 2")
-        for aspect in ("generation", "fluency"):
-            wide = g.pivot_table(index=["task", "item_id", "model"], columns="annotator", values=aspect, aggfunc="first")
-            r = cohen_kappa(list(wide[names[0]]), list(wide[names[1]]), weights=weights)
-            rows.append({"dialect": dialect, "aspect": aspect, "annotators": " vs ".join(names), "kappa": r.value,
+    for dialect, aspect, names, a, b in annotator_pairs(df):
+        r = cohen_kappa(a, b, weights=weights)
+        rows.append({"dialect": dialect, "aspect": aspect, "annotators": " vs ".join(names), "kappa": r.value,
                          "defined": r.defined, "display": r.display(), "p_o": r.p_o, "p_e": r.p_e, "n": r.n, "result": r})
     return pd.DataFrame(rows)
 
