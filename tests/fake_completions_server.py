@@ -21,13 +21,15 @@ from typing import Any
 
 
 class FakeCompletionsServer:
-    """``with FakeCompletionsServer(model, tokenizer) as srv: srv.base_url, srv.bodies, srv.n_completions``."""
+    """``with FakeCompletionsServer(model, tokenizer) as srv: srv.base_url, srv.bodies, srv.n_completions``.
+
+    ``bodies``: every POST body (completions and chat) in arrival order; ``n_completions`` counts completions."""
 
     def __init__(self, model: Any, tokenizer: Any, *, served_model: str = "tiny", ids: bool = True,
                  lists: bool = True, style: str = "echo", text_bos: bool = True, ids_status: int = 422,
                  fault: Callable[[dict, int], Any] | None = None,
-                 generation: Callable[[Any], str] | None = None) -> None:
-        self.model, self.tok, self.served_model = model, tokenizer, served_model
+                 generation: Callable[[Any], str] | None = None, owned_by: str = "fake") -> None:
+        self.model, self.tok, self.served_model, self.owned_by = model, tokenizer, served_model, owned_by
         self.ids, self.lists, self.style, self.text_bos, self.ids_status = ids, lists, style, text_bos, ids_status
         self.fault = fault
         self.generation = generation or (lambda prompt: "ตอบ 42\n\nคำถาม: ต่อไป")
@@ -141,7 +143,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.fake.authorizations.append(self.headers.get("Authorization"))
         if self.path.rstrip("/") == "/v1/models":
             self._send(200, {"object": "list", "data": [{"id": self.server.fake.served_model, "object": "model",
-                                                          "created": 0, "owned_by": "fake"}]})
+                                                          "created": 0, "owned_by": self.server.fake.owned_by}]})
         else:
             self._send(404, {"error": {"message": "not found"}})
 
@@ -151,6 +153,8 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
         path = self.path.rstrip("/")
         if path == "/v1/chat/completions":
+            with fake._lock:
+                fake.bodies.append(body)
             text = "แชท: " + body["messages"][-1]["content"]
             self._send(200, {"id": "c", "object": "chat.completion", "created": 0, "model": fake.served_model,
                              "choices": [{"index": 0, "message": {"role": "assistant", "content": text},

@@ -190,10 +190,28 @@ def test_generate_uses_completions_and_chat_uses_chat(tiny_llama, tiny_model_dir
         out = m.generate(["คำถาม: 6 x 7\nคำตอบ:"], max_new_tokens=10, stop=["\n\n"])
         assert m.chat([[{"role": "user", "content": "สวัสดี"}]]) == ["แชท: สวัสดี"]
     assert out == ["ตอบ 42"]
-    body = srv.bodies[-1]
+    body = [b for b in srv.bodies if "prompt" in b][-1]
     assert body["prompt"] == tok("คำถาม: 6 x 7\nคำตอบ:", add_special_tokens=False)["input_ids"]
     assert body["max_tokens"] == 10 and body["stop"] == ["\n\n"] and "echo" not in body
     assert m.identity["generate_endpoint"] == "/v1/completions"
+
+
+@pytest.mark.parametrize("owner, server, sent", [("me", "llama-cpp-python", {"repeat_penalty": 1.0}),
+                                                  ("vllm", "vLLM", {}), ("fake", None, {})])
+def test_generation_undoes_the_servers_sampling_defaults(tiny_llama, tiny_model_dir, owner, server, sent):
+    """llama-cpp-python's server defaults repeat_penalty to 1.1 (not greedy at temperature 0): it gets 1.0 with
+    every completion and chat request; other servers get no extra field (docs/protocol_notes.md)."""
+    model, tok = tiny_llama
+    with FakeCompletionsServer(model, tok, owned_by=owner) as srv:
+        m = load_model("completions:tiny", base_url=srv.base_url, tokenizer=str(tiny_model_dir))
+        m.generate(["คำถาม: 6 x 7\nคำตอบ:"], max_new_tokens=10)
+        m.chat([[{"role": "user", "content": "สวัสดี"}]])
+        ident = m.identity
+    gen, chat = srv.bodies[-2:]
+    assert "messages" in chat and "prompt" in gen
+    for body in (gen, chat):
+        assert {k: body[k] for k in ("repeat_penalty",) if k in body} == sent
+    assert ident.get("server") == server and ident.get("sampling_overrides", {}) == sent
 
 
 def test_h6_evaluate_through_a_served_model(tiny_llama, tiny_model_dir, tiny_local_model, tmp_path):

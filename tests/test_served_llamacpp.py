@@ -23,6 +23,8 @@ from thai_eval_utils.core.models import embedded_gguf_path, load_model
 from thai_eval_utils.core.served import ServedModel
 from thai_eval_utils.core.served.llamacpp import LlamaCppServer
 
+from llamacpp_reference import LlamaCppReference
+
 DATA = "data/thai_h6/h6"
 #: Measured on this machine (see docs/benchmarks.md): largest |delta| per continuation token and in total.
 PER_TOKEN_TOL = 0.3
@@ -42,48 +44,6 @@ def llama_ref():
     from llama_cpp import Llama
 
     return Llama(str(embedded_gguf_path()), logits_all=True, n_ctx=1024, n_threads=2, verbose=False)
-
-
-class LlamaCppReference:
-    """(ll, greedy) from llama.cpp's own logits, computed here (not by the server's echo code): BOS + tokens of
-    ctx + cont, the continuation = the tokens after those of the context (trailing whitespace moved first), a
-    float64 log-softmax of the rows that predict them.
-
-    llama.cpp's numbers depend on how a prompt is split into decode batches (its CPU kernels quantise activations
-    differently for small batches: 0.39 nats on a 6-token suffix measured here), and llama-cpp-python keeps the
-    previous prompt's KV cache and decodes only the new suffix. This reference does the same (same longest common
-    prefix with the previous prompt, cache truncated there, suffix decoded as one batch), so it sees the batches
-    the server sees; ``fresh=True`` decodes every prompt whole instead.
-    """
-
-    def __init__(self, llm, fresh=False):
-        self.llm, self.fresh, self.prev = llm, fresh, []
-
-    def __call__(self, ctx, cont):
-        import numpy as np
-
-        llm = self.llm
-        n = len(ctx) - len(ctx.rstrip())
-        if n:
-            ctx, cont = ctx[:-n], ctx[-n:] + cont
-        ids_ctx = llm.tokenize(ctx.encode(), add_bos=True, special=True)
-        whole = llm.tokenize((ctx + cont).encode(), add_bos=True, special=True)
-        assert whole[:len(ids_ctx)] == ids_ctx
-        common = 0
-        while not self.fresh and common < min(len(whole) - 1, len(self.prev)) and whole[common] == self.prev[common]:
-            common += 1
-        if common:
-            llm._ctx.kv_cache_seq_rm(-1, common, -1)
-            llm.n_tokens = common
-        else:
-            llm.reset()
-        llm.eval(whole[common:])
-        self.prev = whole
-        logits = np.asarray(llm.scores[len(ids_ctx) - 1:len(whole) - 1], dtype=np.float64)
-        logp = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
-        cont_ids = whole[len(ids_ctx):]
-        return (float(sum(logp[i, t] for i, t in enumerate(cont_ids))),
-                bool(all(logp[i].argmax() == t for i, t in enumerate(cont_ids))))
 
 
 @pytest.fixture(scope="module")

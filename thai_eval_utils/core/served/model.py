@@ -66,6 +66,15 @@ class ProbeResult:
     served_models: list[str] = field(default_factory=list)
     completions: bool = True
     refusal: str | None = None
+    server: str | None = None  # the server software, when its /v1/models entries name it (SERVER_BY_OWNER)
+
+
+#: ``owned_by`` of a server's ``/v1/models`` entries -> the server software.
+SERVER_BY_OWNER = {"me": "llama-cpp-python", "vllm": "vLLM", "sglang": "SGLang", "llamacpp": "llama.cpp"}
+#: Sampling defaults a server applies unless told otherwise, set back to plain decoding with every generation
+#: request. llama-cpp-python's server defaults ``repeat_penalty`` to 1.1 (``llama_cpp/server/types.py``), so its
+#: "temperature 0" is not greedy decoding; the leaderboard's GSM8K is greedy (HF ``generate``, no penalty).
+NEUTRAL_SAMPLING: dict[str, dict[str, float]] = {"llama-cpp-python": {"repeat_penalty": 1.0}}
 
 
 def _pieces_agree(server: list[str], local: list[str]) -> bool:
@@ -209,11 +218,21 @@ class ServedModel:
             "chat_endpoint": "/v1/chat/completions",
             **self._tokenizer_id,
         }
+        if p.server:
+            ident["server"] = p.server
+        if self.sampling_overrides:
+            ident["sampling_overrides"] = self.sampling_overrides
         if p.prompt_form == "token ids":
             ident.update(add_bos_token=self._bos, max_length=self.max_length)
         elif p.prompt_form == "text":
             ident.update(add_bos_token=bool(p.text_bos), boundary=TEXT_BOUNDARY_RULE)
         return ident
+
+    @property
+    def sampling_overrides(self) -> dict[str, float]:
+        """Extra fields sent with every generation request to undo the server's sampling defaults
+        (:data:`NEUTRAL_SAMPLING`)."""
+        return dict(NEUTRAL_SAMPLING.get(self.probe().server or "", {}))
 
     def __repr__(self) -> str:
         return f"ServedModel({self.model_id!r}, base_url={self._where()!r})"
@@ -241,6 +260,8 @@ class ServedModel:
         result = ProbeResult()
         async with self._pool() as pool:
             result.served_models = await pool.check_model(self.model_id)
+            owners = {o for r in pool.replicas for o in r.owned_by}
+            result.server = SERVER_BY_OWNER.get(next(iter(owners))) if len(owners) == 1 else None
             for r in pool.replicas:
                 self._probe_replica(result, r.public, await self._probe_calls(r.client, tok, r.public))
         if result.prompt_form == "text" and self._bos_wanted is not None and bool(self._bos_wanted) != result.text_bos:
@@ -441,9 +462,7 @@ class ServedModel:
         if p.prompt_form == "token ids":
             room = max(1, self.max_length - max_new_tokens)
             payloads = [self.tokenizer(x, add_special_tokens=self._bos)["input_ids"][-room:] for x in prompts]
-        extra: dict[str, Any] = {"seed": seed} if seed is not None else {}
-        if stop:
-            extra["stop"] = [stop] if isinstance(stop, str) else list(stop)
+        extra = self._sampling_extra(seed, stop)
 
         def job_for(payload: Any):
             async def job(client: Any) -> str:
@@ -459,13 +478,21 @@ class ServedModel:
         texts = self._run([job_for(x) for x in payloads], "generate")
         return [cut_at_stop(t, stop) for t in texts]
 
+    def _sampling_extra(self, seed: int | None, stop: Sequence[str] | str | None) -> dict[str, Any]:
+        """Keyword arguments of a generation request beyond the prompt: seed, stop strings, and the server's
+        sampling defaults set back to plain decoding (``extra_body``, :data:`NEUTRAL_SAMPLING`)."""
+        extra: dict[str, Any] = {"seed": seed} if seed is not None else {}
+        if stop:
+            extra["stop"] = [stop] if isinstance(stop, str) else list(stop)
+        if self.sampling_overrides:
+            extra["extra_body"] = self.sampling_overrides
+        return extra
+
     def chat(self, messages_list: Sequence[list[dict[str, str]]], *, max_new_tokens: int = 256,
              temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
              stop: Sequence[str] | str | None = None) -> list[str]:
         """One reply per conversation through ``/v1/chat/completions`` (the server's chat template)."""
-        extra: dict[str, Any] = {"seed": seed} if seed is not None else {}
-        if stop:
-            extra["stop"] = [stop] if isinstance(stop, str) else list(stop)
+        extra = self._sampling_extra(seed, stop)
 
         def job_for(messages: list[dict[str, str]]):
             async def job(client: Any) -> str:

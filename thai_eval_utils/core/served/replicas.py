@@ -60,6 +60,7 @@ class Replica:
     alive: bool = True
     served: int = 0
     error: str | None = None
+    owned_by: tuple[str, ...] = ()  # the ``owned_by`` fields of its ``/v1/models`` entries (names the server kind)
 
     @property
     def public(self) -> str:
@@ -109,6 +110,7 @@ class Pool:
                 page = await r.client.models.list()
             except openai.APIError as exc:
                 raise ModelLoadError(f"server {r.public} cannot be reached: {describe_error(exc)}") from exc
+            r.owned_by = tuple(sorted({str(getattr(m, "owned_by", "") or "") for m in page.data}))
             return sorted(m.id for m in page.data)
 
         found = await asyncio.gather(*(one(r) for r in self.replicas))
