@@ -57,6 +57,11 @@ def _card(result):
     return json.loads((result.run_dir / "run_card.json").read_text(encoding="utf-8"))
 
 
+def _rebuilt(spec, doc, pool, shots, tmpl):
+    """A stored document's requests, rebuilt from its few-shot draw (the run's ``shots`` column)."""
+    return spec.requests(doc, [spec.pool_for(pool, doc)[j] for j in shots], tmpl)
+
+
 def _served(server):
     return ServedModel("tiny-thai", base_url=server.base_url, tokenizer=None)
 
@@ -79,9 +84,9 @@ def test_loglikelihood_tasks_at_leaderboard_shots(server, llama_ref, task, tmp_p
     n = 0
     for _, row in got.table.iterrows():
         doc = docs[row["doc"]]
-        reqs = spec.requests(doc, [spec.pool_for(pool, doc)[j] for j in row["shots"]], tmpl).requests
-        assert row["prompt_sha256"] == spec.requests(doc, [spec.pool_for(pool, doc)[j] for j in row["shots"]],
-                                                     tmpl).sha256
+        built = _rebuilt(spec, doc, pool, row["shots"], tmpl)
+        reqs = built.requests
+        assert row["prompt_sha256"] == built.sha256
         ref = [reference(c, x) for c, x in reqs]
         delta = max(abs(a - r[0]) for a, r in zip(row["lls"], ref))
         assert delta <= 1e-3, (row["doc"], delta)
@@ -113,7 +118,7 @@ def test_gsm8k_raw_completions_at_five_shots(server, llama_ref, tmp_path):
     client, penalised = openai.OpenAI(base_url=server.base_url, api_key="none"), []
     for _, row in got.table.iterrows():
         doc = docs[row["doc"]]
-        prompt = spec.requests(doc, [spec.pool_for(pool, doc)[j] for j in row["shots"]], tmpl).prompt
+        prompt = _rebuilt(spec, doc, pool, row["shots"], tmpl).prompt
         llama_ref.reset()
         want = llama_ref.create_completion(prompt, max_tokens=p.max_new_tokens, temperature=0.0,
                                            stop=list(p.gsm8k_stops))["choices"][0]["text"]
