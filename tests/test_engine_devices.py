@@ -265,3 +265,34 @@ def test_device_map_spread_over_gpu_and_cpu(tiny_tokenizer, tmp_path):
     got = loglikelihood(spread, tiny_tokenizer, reqs, max_length=1024, progress=False)
     _check(got, _quiet(_reference_loglikelihood, single, tiny_tokenizer, reqs, max_length=1024), torch.float32,
            n_tokens)
+
+
+def test_block_attention_gathers_the_keys_each_block_sees():
+    """A packed call: a 3-token trunk every row sees, then two documents of 8 tokens (causal within each).
+    Blocks of 4 query rows in the second document see the trunk and their own document only, so their keys are
+    gathered (an index), not the span from key 0; the result equals one sdpa call on the whole mask."""
+    torch.manual_seed(0)
+    n = 3 + 8 + 8
+    doc = torch.tensor([0] * 3 + [1] * 8 + [2] * 8)
+    pos = torch.arange(n)
+    mask = (pos[None, :] <= pos[:, None]) & ((doc[None, :] == doc[:, None]) | (doc[None, :] == 0))
+    mask = mask[None, None]  # [1, 1, queries, keys]
+    _prefix._SPANS.clear()
+    blocks = dict(_prefix._spans(mask, 4))
+    assert blocks[0] == slice(0, 4) and blocks[4] == slice(0, 8)  # trunk and first document: contiguous
+    assert blocks[12].tolist() == [0, 1, 2, 11, 12, 13, 14, 15]  # trunk + its own document, not keys 3..10
+    assert blocks[16].tolist() == [0, 1, 2, 11, 12, 13, 14, 15, 16, 17, 18]
+
+    class Attn(torch.nn.Module):  # what transformers' sdpa_attention_forward reads from the attention module
+        is_causal, num_key_value_groups = False, 2
+
+    q, k, v = torch.randn(1, 4, n, 8), torch.randn(1, 2, n, 8), torch.randn(1, 2, n, 8)
+    _prefix._SPANS.clear()
+    old, _prefix.BLOCK_ROWS = _prefix.BLOCK_ROWS, 4
+    try:
+        blocked, _ = _prefix._block_sdpa(Attn(), q, k, v, mask)
+    finally:
+        _prefix.BLOCK_ROWS = old
+    whole, _ = _prefix.sdpa_attention_forward(Attn(), q, k, v, mask)
+    assert blocked.shape == whole.shape == (1, n, 4, 8)
+    assert torch.allclose(blocked, whole, atol=1e-6)

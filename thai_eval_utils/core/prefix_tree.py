@@ -222,40 +222,54 @@ class Body:
                           self.cache_kw: cache}
 
 
-#: Per mask (data pointer, shape): the key span ``(q0, k0, k1)`` of each block of query rows; computed on the
+#: Per mask (data pointer, shape): the keys each block of query rows can see, ``(q0, keys)``; computed on the
 #: first layer of a call (one device sync per mask) and reused by the others; cleared before each call.
-_SPANS: dict[tuple, list[tuple[int, int, int]]] = {}
+_SPANS: dict[tuple, list[tuple[int, slice | torch.Tensor]]] = {}
+GATHER_FILL = 0.75  # a block's keys are gathered when fewer than this share of its key span is visible
 
 
-def _spans(mask: torch.Tensor, rows: int) -> list[tuple[int, int, int]]:
-    """``(q0, k0, k1)`` per block of ``rows`` query rows of ``mask`` [..., queries, keys]: the keys it can see."""
+def _spans(mask: torch.Tensor, rows: int) -> list[tuple[int, slice | torch.Tensor]]:
+    """``(q0, keys)`` per block of ``rows`` query rows of ``mask`` [..., queries, keys]: the keys some row of the
+    block can see, as a slice when they (nearly) fill their span, else as an index tensor. A packed call's rows
+    all see the common ancestors at its start, and each document's rows its own keys: a span from the first to
+    the last visible key would also hold every document in between."""
     key = (mask.data_ptr(), tuple(mask.shape), rows)
     if key not in _SPANS:
         q = mask.shape[-2]
         seen = mask.reshape(-1, q, mask.shape[-1]).any(0)  # [queries, keys]
         blocks = torch.nn.functional.pad(seen, (0, 0, 0, (-q) % rows)).reshape(-1, rows, seen.shape[-1]).any(1)
-        idx = torch.arange(seen.shape[-1], device=mask.device)
-        first = torch.where(blocks, idx, seen.shape[-1]).amin(1).tolist()  # [blocks]
-        last = torch.where(blocks, idx, -1).amax(1).tolist()
-        _SPANS[key] = [(b * rows, f, max(f, e + 1)) for b, (f, e) in enumerate(zip(first, last))]
+        out = []
+        for b, visible in enumerate(blocks.cpu().numpy()):  # [keys] per block
+            idx = np.flatnonzero(visible)
+            k0, k1 = (int(idx[0]), int(idx[-1]) + 1) if idx.size else (0, 0)
+            if idx.size >= GATHER_FILL * (k1 - k0):
+                out.append((b * rows, slice(k0, k1)))
+            else:
+                out.append((b * rows, torch.from_numpy(idx).to(mask.device)))
+        _SPANS[key] = out
     return _SPANS[key]
 
 
 def _block_sdpa(module, query, key, value, attention_mask, **kwargs):
     """transformers' sdpa attention over blocks of query rows (``BLOCK_ROWS`` on the CPU, ``CUDA_BLOCK_ROWS`` on
-    a GPU), each block against only the span of keys that its mask rows can see. Same result as one call (up to
-    float32 summation order), without the scores of keys every row of the block masks: the far past on
-    sliding-window layers, the future of causal ones, the other documents and answer choices of a packed call.
-    Hand-written: torch's CPU sdpa scores every key, and a packed call holds many documents."""
+    a GPU), each block against only the keys that its mask rows can see (see :func:`_spans`). Same result as one
+    call (up to float32 summation order: masked keys add exactly zero), without the scores of keys every row of
+    the block masks: the far past on sliding-window layers, the future of causal ones, the other documents and
+    answer choices of a packed call. Hand-written: torch's CPU sdpa scores every key, and a packed call holds
+    many documents."""
     rows = query.shape[2]
     block = CUDA_BLOCK_ROWS if query.device.type == "cuda" else BLOCK_ROWS
     if attention_mask is None or attention_mask.dtype != torch.bool or rows < 2 * block:
         return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
     mask = attention_mask[..., :key.shape[2]]  # [batch or 1, 1, queries, keys]
     out = []
-    for q0, k0, k1 in _spans(mask, block):
-        o, _ = sdpa_attention_forward(module, query[:, :, q0:q0 + block], key[:, :, k0:k1],
-                                      value[:, :, k0:k1], mask[..., q0:q0 + block, k0:k1], **kwargs)
+    for q0, keys in _spans(mask, block):
+        m = mask[..., q0:q0 + block, :]
+        if isinstance(keys, slice):
+            k, v, m = key[:, :, keys], value[:, :, keys], m[..., keys]
+        else:  # gathered keys: [batch, kv heads, visible keys, head_dim]
+            k, v, m = key.index_select(2, keys), value.index_select(2, keys), m.index_select(-1, keys)
+        o, _ = sdpa_attention_forward(module, query[:, :, q0:q0 + block], k, v, m, **kwargs)
         out.append(o)  # [batch, rows, heads, head_dim]
     return torch.cat(out, dim=1), None
 
