@@ -106,9 +106,12 @@ class PerAnswerScript:
 class FakeOpenAIServer:
     """``with FakeOpenAIServer(responder) as srv: ... srv.base_url ... srv.n_chat_calls``."""
 
-    def __init__(self, responder: Callable[[dict[str, Any]], Action] | None = None, served_model: str = "fake-judge-2024-01-01") -> None:
+    def __init__(self, responder: Callable[[dict[str, Any]], Action] | None = None, served_model: str = "fake-judge-2024-01-01",
+                 owned_by: str = "fake") -> None:
         self.responder = responder or PerAnswerScript()
         self.served_model = served_model
+        self.owned_by = owned_by  # ``owned_by`` of its /v1/models entry ("me" is llama-cpp-python's)
+        self.n_model_lists = 0
         self.n_chat_calls = 0
         self.bodies: list[dict[str, Any]] = []
         self.auth_headers: set[str] = set()
@@ -178,7 +181,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
-            model = {"id": self.server.fake.served_model, "object": "model", "created": 0, "owned_by": "fake"}
+            self.server.fake.n_model_lists += 1
+            model = {"id": self.server.fake.served_model, "object": "model", "created": 0,
+                     "owned_by": self.server.fake.owned_by}
             self._send(200, {"object": "list", "data": [model]})
         else:
             self._send(404, {"error": {"message": "not found", "type": "invalid_request_error"}})

@@ -157,3 +157,28 @@ def test_interrupt_inside_a_running_loop_cancels_the_work():
         signal.signal(signal.SIGINT, previous)
         loop.close()
     assert cancelled.is_set()
+
+
+@pytest.mark.parametrize("owner, sent", [("me", {"repeat_penalty": 1.0}), ("vllm", None), ("fake", None)])
+def test_chat_undoes_the_servers_sampling_defaults(owner, sent):
+    """llama-cpp-python's server (``owned_by: "me"``) defaults repeat_penalty to 1.1, so temperature 0 would not
+    be greedy: every chat request then carries repeat_penalty 1.0, and the identity (the config id) says so from
+    the start. Other servers get nothing extra. /v1/models is asked once per model, not per request."""
+    with FakeOpenAIServer(lambda body: Reply("ok"), owned_by=owner) as srv:
+        m = model(srv)
+        before = m.identity  # asks the server before any chat request
+        m.chat([[{"role": "user", "content": "ก"}]] * 3)
+        m.generate(["ข"])
+    assert srv.n_model_lists == 1 and len(srv.bodies) == 4
+    assert {b.get("repeat_penalty") for b in srv.bodies} == {sent["repeat_penalty"] if sent else None}
+    assert before.get("sampling_overrides") == sent and stable_identity(m.identity) == stable_identity(before)
+    assert before.get("server") == {"me": "llama-cpp-python", "vllm": "vLLM", "fake": None}[owner]
+
+
+def test_an_endpoint_without_models_list_still_chats(monkeypatch):
+    """A server whose /v1/models fails (here: nothing listens there for GET) is simply not named."""
+    with FakeOpenAIServer(lambda body: Reply("ok")) as srv:
+        monkeypatch.setattr(srv._httpd.RequestHandlerClass, "do_GET", lambda self: self._send(404, {"error": {}}))
+        m = model(srv)
+        assert m.chat([[{"role": "user", "content": "ก"}]]) == ["ok"]
+    assert m.server is None and "server" not in m.identity and "repeat_penalty" not in srv.bodies[0]

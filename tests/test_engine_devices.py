@@ -296,3 +296,26 @@ def test_block_attention_gathers_the_keys_each_block_sees():
     whole, _ = _prefix.sdpa_attention_forward(Attn(), q, k, v, mask)
     assert blocked.shape == whole.shape == (1, n, 4, 8)
     assert torch.allclose(blocked, whole, atol=1e-6)
+
+
+def test_self_check_keeps_the_engine_for_the_embedded_model_in_bfloat16(monkeypatch):
+    """On a real model in bfloat16 the packed path differs from the full forward by bfloat16 noise (up to 0.66 nat
+    on Gemma 3 270M), so the self-check must keep the engine (a 0.1-nat tolerance sent every bfloat16 run to the
+    slow reference path); masks that let the answer choices see each other must still fail the packed ("tree")
+    mode, which leaves the padded-batch mode (it builds no such masks)."""
+    import numpy as np
+
+    from thai_eval_utils.core.models import load_model
+
+    hf = load_model("embedded").hf_model.to(torch.bfloat16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a failed self-check warns
+        assert drive(scoring._mode(hf, 2048)) == "tree"
+    body_forward = _prefix.Body.forward
+
+    def siblings_visible(self, ids, cache, positions=None, segment=None, ancestors=None):
+        return body_forward(self, ids, cache, positions, segment, None if ancestors is None else np.ones_like(ancestors))
+
+    monkeypatch.setattr(_prefix.Body, "forward", siblings_visible)
+    scoring._checked.pop(hf, None)
+    assert drive(scoring._mode(hf, 2048)) == "batch"

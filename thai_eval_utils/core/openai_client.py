@@ -183,11 +183,12 @@ def run_sync(make_coro: Callable[[], Awaitable[T]]) -> T:
     except RuntimeError:
         return asyncio.run(make_coro())  # type: ignore[arg-type]
     box: dict[str, Any] = {}
-    started, finished = threading.Event(), threading.Event()
+    finished, abandoned = threading.Event(), threading.Event()
 
     async def main() -> T:
         box["loop"], box["task"] = asyncio.get_running_loop(), asyncio.current_task()
-        started.set()
+        if abandoned.is_set():  # interrupted before the loop existed: do none of the work
+            raise asyncio.CancelledError
         return await make_coro()
 
     def worker() -> None:
@@ -196,19 +197,21 @@ def run_sync(make_coro: Callable[[], Awaitable[T]]) -> T:
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             box["error"] = exc
         finally:
-            started.set()
             finished.set()
 
-    # Waiting on an Event rather than Thread.join: an interrupted join (3.11) marks the thread finished.
-    threading.Thread(target=worker, name="thai-eval-api", daemon=True).start()
+    # Waiting on an Event rather than Thread.join: an interrupted join (3.11) marks the thread finished. The
+    # thread starts inside the try, so an interrupt arriving as soon as it runs is still handled here.
+    thread = threading.Thread(target=worker, name="thai-eval-api", daemon=True)
     try:
+        thread.start()
         finished.wait()
     except BaseException:  # an interrupt (Jupyter's stop button): cancel the work, wait for it to unwind
-        started.wait()
-        if "loop" in box:
+        abandoned.set()  # a worker that has no loop yet sees this and stops before the work
+        if "loop" in box:  # a worker that has one: cancel its task
             with contextlib.suppress(RuntimeError):  # the loop already closed: nothing left to cancel
                 box["loop"].call_soon_threadsafe(box["task"].cancel)
-        finished.wait()
+        if thread.is_alive():
+            finished.wait()
         raise
     if "error" in box:
         raise box["error"]
@@ -237,6 +240,14 @@ def describe_error(exc: BaseException) -> str:
     return redact(text.replace("\n", " "))[:500]
 
 
+#: ``owned_by`` of a server's ``/v1/models`` entries -> the server software.
+SERVER_BY_OWNER = {"me": "llama-cpp-python", "vllm": "vLLM", "sglang": "SGLang", "llamacpp": "llama.cpp"}
+#: Sampling defaults a server applies unless told otherwise, set back to plain decoding with every generation
+#: request. llama-cpp-python's server defaults ``repeat_penalty`` to 1.1 (``llama_cpp/server/types.py``), so its
+#: "temperature 0" is not greedy decoding; the leaderboard's GSM8K is greedy (HF ``generate``, no penalty).
+NEUTRAL_SAMPLING: dict[str, dict[str, float]] = {"llama-cpp-python": {"repeat_penalty": 1.0}}
+
+
 class ApiSession:
     """One event loop's connection to the endpoint: an ``AsyncOpenAI`` client and the request semaphore.
 
@@ -253,7 +264,24 @@ class ApiSession:
         self._client = AsyncOpenAI(base_url=m.base_url, api_key=m._api_key, max_retries=m.max_retries, timeout=m.timeout,
                                    http_client=ReplyCheckingClient(timeout=m.timeout))
         self._semaphore = asyncio.Semaphore(m.concurrency)
+        if not m._server_probed:
+            m.server, m._server_probed = await self._server_kind(), True
         return self
+
+    async def _server_kind(self) -> str | None:
+        """The server software, from the ``owned_by`` of the ``/v1/models`` entry serving this model id (else of
+        every entry, when they agree); None when the endpoint does not say (OpenAI's API) or does not answer (the
+        chat requests then report the endpoint's error themselves)."""
+        assert self._client is not None
+        try:
+            quick = self._client.with_options(max_retries=0, timeout=min(self.model.timeout, 10.0))
+            page = await quick.models.list()
+        except (openai.APIError, ValueError):  # no /models, an error, or an unreadable reply: nothing to learn
+            return None
+        data = list(getattr(page, "data", None) or [])
+        entries = [e for e in data if getattr(e, "id", None) == self.model.model_id] or data
+        owners = {str(getattr(e, "owned_by", "") or "") for e in entries}
+        return SERVER_BY_OWNER.get(owners.pop()) if len(owners) == 1 else None
 
     async def __aexit__(self, *exc_info: object) -> None:
         if self._client is not None:
@@ -276,6 +304,8 @@ class ApiSession:
             extra["seed"] = seed
         if stop:
             extra["stop"] = [stop] if isinstance(stop, str) else list(stop)
+        if self.model.sampling_overrides:
+            extra["extra_body"] = self.model.sampling_overrides
         async with self._semaphore:
             resp = await self._client.chat.completions.create(
                 model=self.model.model_id,
@@ -355,13 +385,20 @@ class ApiModel:
         self.usage = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
         self._served_models: set[str] = set()
         self._fingerprints: set[str] = set()
+        #: the server software named by ``/v1/models`` (``SERVER_BY_OWNER``), found before the first request
+        self.server: str | None = None
+        self._server_probed = False
 
     def __repr__(self) -> str:
         return f"ApiModel({self.model_id!r}, base_url={public_base_url(self.base_url)!r}, concurrency={self.concurrency})"
 
     @property
     def identity(self) -> dict[str, Any]:
-        """Model id and endpoint (no credentials); after calls also the served model ids and fingerprints."""
+        """Model id and endpoint (no credentials), the server software when the endpoint names it (asked once,
+        before the first request, so a run's config id never changes); after calls also the served model ids and
+        fingerprints."""
+        if not self._server_probed:
+            run_sync(self._probe_server)
         return {
             "name": self.model_id,
             "source": "openai-compatible",
@@ -369,7 +406,19 @@ class ApiModel:
             "base_url": public_base_url(self.base_url),
             "served_models": sorted(self._served_models),
             "system_fingerprints": sorted(self._fingerprints),
+            **({"server": self.server} if self.server else {}),
+            **({"sampling_overrides": self.sampling_overrides} if self.sampling_overrides else {}),
         }
+
+    async def _probe_server(self) -> None:
+        async with self.session():  # opening a session asks /v1/models once (ApiSession._server_kind)
+            pass
+
+    @property
+    def sampling_overrides(self) -> dict[str, float]:
+        """Sampling parameters sent with every request to undo the server's non-neutral defaults
+        (:data:`NEUTRAL_SAMPLING`: llama-cpp-python's ``repeat_penalty`` 1.1); empty for other servers."""
+        return dict(NEUTRAL_SAMPLING.get(self.server or "", {}))
 
     def _observe(self, completion: Completion) -> None:
         self.usage["requests"] += 1

@@ -25,6 +25,8 @@ import openai
 
 from thai_eval_utils.core.errors import ModelLoadError, ThaiEvalError
 from thai_eval_utils.core.openai_client import (
+    NEUTRAL_SAMPLING,
+    SERVER_BY_OWNER,
     IGNORED_OPTIONS,
     LOCAL_ONLY_OPTIONS,
     PLACEHOLDER_API_KEY,
@@ -67,14 +69,6 @@ class ProbeResult:
     completions: bool = True
     refusal: str | None = None
     server: str | None = None  # the server software, when its /v1/models entries name it (SERVER_BY_OWNER)
-
-
-#: ``owned_by`` of a server's ``/v1/models`` entries -> the server software.
-SERVER_BY_OWNER = {"me": "llama-cpp-python", "vllm": "vLLM", "sglang": "SGLang", "llamacpp": "llama.cpp"}
-#: Sampling defaults a server applies unless told otherwise, set back to plain decoding with every generation
-#: request. llama-cpp-python's server defaults ``repeat_penalty`` to 1.1 (``llama_cpp/server/types.py``), so its
-#: "temperature 0" is not greedy decoding; the leaderboard's GSM8K is greedy (HF ``generate``, no penalty).
-NEUTRAL_SAMPLING: dict[str, dict[str, float]] = {"llama-cpp-python": {"repeat_penalty": 1.0}}
 
 
 def _pieces_agree(server: list[str], local: list[str]) -> bool:
