@@ -70,10 +70,11 @@ def task_documents(task: str, n_docs: int, shots: int | None) -> list[tuple[dict
     built as ``h6.evaluate`` builds them under the leaderboard protocol (``shots``: None = the task's count)."""
     from thai_eval_utils.h6 import LEADERBOARD
     from thai_eval_utils.h6 import tasks as T
-    from thai_eval_utils.h6.evaluation import _resolve_data
+    from thai_eval_utils.h6.data import load_h6_task
 
     spec = T.get_task(task)
-    docs, pool, _, _ = _resolve_data(spec, str(DATA), None)
+    data = load_h6_task(DATA, spec.name)
+    docs, pool = list(data.docs), spec.pool_of(data)
     k = spec.num_fewshot if shots is None else shots
     draws = spec.draw(docs, pool, k, LEADERBOARD)
     tmpl = T.templates_for(spec)

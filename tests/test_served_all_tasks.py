@@ -20,7 +20,7 @@ pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip 
 
 from thai_eval_utils import h6
 from thai_eval_utils.h6 import tasks as T
-from thai_eval_utils.h6.evaluation import _resolve_data
+from thai_eval_utils.h6.data import load_h6_task
 from thai_eval_utils.core.served import TEXT_BOUNDARY_RULE, ServedModel
 from thai_eval_utils.core.served.llamacpp import LlamaCppServer
 
@@ -78,7 +78,8 @@ def test_loglikelihood_tasks_at_leaderboard_shots(server, llama_ref, task, tmp_p
     m = _served(server)
     got = h6.evaluate(m, task, DATA, h6.LEADERBOARD, limit=LIMIT, outputs=tmp_path, progress=False)
     spec = T.get_task(task)
-    docs, pool, _, _ = _resolve_data(spec, DATA, None)
+    data = load_h6_task(DATA, spec.name)
+    docs, pool = list(data.docs), spec.pool_of(data)
     tmpl = T.templates_for(spec)
     reference = LlamaCppReference(llama_ref)
     n = 0
@@ -112,7 +113,8 @@ def test_gsm8k_raw_completions_at_five_shots(server, llama_ref, tmp_path):
     card = _card(got)["model"]
     assert card["generate_endpoint"] == "/v1/completions"
     assert card["server"] == "llama-cpp-python" and card["sampling_overrides"] == {"repeat_penalty": 1.0}
-    docs, pool, _, _ = _resolve_data(spec, DATA, None)
+    data = load_h6_task(DATA, spec.name)
+    docs, pool = list(data.docs), spec.pool_of(data)
     tmpl = T.templates_for(spec)
     p = h6.LEADERBOARD
     client, penalised = openai.OpenAI(base_url=server.base_url, api_key="none"), []
