@@ -16,11 +16,13 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from local_http_server import LocalHTTPServer, ServerWithFake
 
-class FakeCompletionsServer:
+
+class FakeCompletionsServer(LocalHTTPServer):
     """``with FakeCompletionsServer(model, tokenizer) as srv: srv.base_url, srv.bodies, srv.n_completions``.
 
     ``bodies``: every POST body (completions and chat) in arrival order; ``n_completions`` counts completions."""
@@ -37,23 +39,8 @@ class FakeCompletionsServer:
         self.authorizations: list[str | None] = []  # the Authorization header of every request
         self.n_completions = 0
         self._lock = threading.Lock()
-        self._httpd = _Server(("127.0.0.1", 0), _Handler)
-        self._httpd.fake = self
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        super().__init__(_Handler)
 
-    @property
-    def base_url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    def __enter__(self) -> FakeCompletionsServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=10)
 
     # --- the model side ---------------------------------------------------------------------------------
     def _piece(self, tid: int) -> str:
@@ -115,15 +102,9 @@ class FakeCompletionsServer:
                                                    "total_tokens": n_prompt + len(batch)}}
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 256
-    fake: FakeCompletionsServer
-
-
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: _Server
+    server: ServerWithFake
 
     def log_message(self, *args: Any) -> None:
         pass

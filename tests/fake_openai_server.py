@@ -21,8 +21,10 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Union
+
+from local_http_server import LocalHTTPServer, ServerWithFake
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,7 @@ class PerAnswerScript:
             return queue.pop(0) if queue else self.default
 
 
-class FakeOpenAIServer:
+class FakeOpenAIServer(LocalHTTPServer):
     """``with FakeOpenAIServer(responder) as srv: ... srv.base_url ... srv.n_chat_calls``."""
 
     def __init__(self, responder: Callable[[dict[str, Any]], Action] | None = None, served_model: str = "fake-judge-2024-01-01",
@@ -116,23 +118,8 @@ class FakeOpenAIServer:
         self.bodies: list[dict[str, Any]] = []
         self.auth_headers: set[str] = set()
         self._lock = threading.Lock()
-        self._httpd = _Server(("127.0.0.1", 0), _Handler)
-        self._httpd.fake = self
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        super().__init__(_Handler)
 
-    @property
-    def base_url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    def __enter__(self) -> FakeOpenAIServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=10)
 
     def _next(self, body: dict[str, Any], auth: str | None) -> Action:
         with self._lock:
@@ -143,15 +130,9 @@ class FakeOpenAIServer:
         return self.responder(body)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 256  # the load test opens up to 64 connections at once
-    fake: FakeOpenAIServer
-
-
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as the openai client expects
-    server: _Server
+    server: ServerWithFake
 
     def log_message(self, *args: Any) -> None:  # keep test output quiet
         pass
