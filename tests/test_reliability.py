@@ -11,6 +11,8 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
+import time
 import traceback
 import urllib.parse
 from pathlib import Path
@@ -186,8 +188,18 @@ ANSWER_PROC = """
 def test_two_processes_on_the_same_run_make_each_call_once(tmp_path, script):
     df = frame([f"คำตอบ {i}" for i in range(6)])
     df.to_json(tmp_path / "items.json", orient="records", force_ascii=False)
-    with FakeOpenAIServer(lambda body: Slow(0.3, Reply("<score>7</score>"))) as srv:
+    release = threading.Event()  # the server answers nothing until the second process has been refused
+
+    def held(body):
+        release.wait(60)
+        return Reply("<score>7</score>")
+
+    with FakeOpenAIServer(held) as srv:
         procs = [spawn(script, srv.base_url, str(tmp_path / "items.json"), str(tmp_path / "out")) for _ in range(2)]
+        deadline = time.monotonic() + 120
+        while all(p.poll() is None for p in procs) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the lock holder waits on its first reply; the other one is refused and exits
+        release.set()
         outs = sorted(p.communicate(timeout=120)[0].strip() for p in procs)
     assert outs[0].split()[:2] in (["generated", "6"], ["judged", "6"]), outs
     assert outs[1].startswith("refused") and "being written by another process (pid" in outs[1]
