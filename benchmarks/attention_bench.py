@@ -31,9 +31,8 @@ def packed_row(tok, pairs: list[tuple[str, str]], budget: int):
     """The first packed row the tree runner would build for these requests: the common prefix of every fed
     sequence as the trunk, then whole documents (context segment, one child segment per continuation) in order,
     up to ``budget`` tokens. Returns ``(ids, positions, segments, ancestors, n_docs)``."""
-    import numpy as np
-
     from thai_eval_utils.core.loglikelihood import _encode
+    from thai_eval_utils.core.prefix_tree import ancestor_matrix
 
     docs: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
     for ctx, cont in _encode(tok, pairs, False):
@@ -60,12 +59,7 @@ def packed_row(tok, pairs: list[tuple[str, str]], budget: int):
             pos += range(len(ctx), len(ctx) + len(c))
             seg += [len(parent) - 1] * len(c)
         n_docs += 1
-    anc = np.zeros((len(parent), len(parent)), dtype=bool)
-    for k, p in enumerate(parent):
-        if p >= 0:
-            anc[k] = anc[p]
-        anc[k, k] = True
-    return ids, pos, seg, anc, n_docs
+    return ids, pos, seg, ancestor_matrix(parent), n_docs
 
 
 def timed(fn, repeats: int) -> tuple[float, object]:

@@ -30,19 +30,14 @@ BEGIN, END = "<!-- dtype-spread:begin -->", "<!-- dtype-spread:end -->"
 DTYPES = ("float32", "bfloat16")
 
 
-def _per_doc(values: list, sizes: list[int]) -> list[list]:
-    it = iter(values)
-    return [[next(it) for _ in range(k)] for k in sizes]
-
-
 def spread(setting: str, docs: list[int], sizes: list[int], n_tokens: list[int],
            base: list[tuple[float, bool]], other: list[tuple[float, bool]]) -> dict:
     """How ``other`` (bfloat16) departs from ``base`` (float32) on one setting's requests: log-likelihood deltas,
     greedy flags that change, and per metric the documents whose value moves and both means."""
     deltas = [abs(a - b) for (a, _), (b, _) in zip(base, other)]
     per_tok = [d / n for d, n in zip(deltas, n_tokens)]
-    m_base = bench.doc_metrics(setting, docs, _per_doc([x for x, _ in base], sizes))
-    m_other = bench.doc_metrics(setting, docs, _per_doc([x for x, _ in other], sizes))
+    m_base = bench.doc_metrics(setting, docs, bench.per_doc([x for x, _ in base], sizes))
+    m_other = bench.doc_metrics(setting, docs, bench.per_doc([x for x, _ in other], sizes))
     metrics = {}
     for k in m_base[0]:
         moved = [d for d, a, b in zip(docs, m_base, m_other) if abs(a[k] - b[k]) > 1e-12]
@@ -72,14 +67,6 @@ def report(results: dict, model_name: str, command: str) -> str:
              if m["docs_moved"] and not k.startswith("mc2")]
     lines += ["", "Accuracies that move in bfloat16: " + (", ".join(moved) if moved else "none") + "."]
     return "\n".join(lines)
-
-
-def update_doc(block: str) -> None:
-    text = bench.DOC.read_text(encoding="utf-8")
-    if BEGIN not in text:
-        raise SystemExit(f"{bench.DOC}: no {BEGIN} marker")
-    head, rest = text.split(BEGIN, 1)
-    bench.DOC.write_text(f"{head}{BEGIN}\n{block}\n{END}{rest.split(END, 1)[1]}", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1), encoding="utf-8")
     if args.write_doc:
-        update_doc(block)
+        bench.update_doc(block, BEGIN, END)
     print(block)
     return 0
 

@@ -351,12 +351,8 @@ def summarise(setting: str, runs: list[dict], engine: list[tuple[float, float]],
     tol = [max(1e-4, 1e-5 * n) for n in n_tok]
     sizes = [len(d) for d in ev["doc_lls"]]
 
-    def per_doc(values):
-        it = iter(values)
-        return [[next(it) for _ in range(k)] for k in sizes]
-
     ours = doc_metrics(setting, ev["docs"], ev["doc_lls"])
-    theirs = [doc_metrics(setting, ev["docs"], per_doc([x["ll"] for x in r["requests"]])) for r in ok]
+    theirs = [doc_metrics(setting, ev["docs"], per_doc([x["ll"] for x in r["requests"]], sizes)) for r in ok]
     from thai_eval_utils.h6 import tasks as h6_tasks
 
     headline = h6_tasks.get_task(SETTINGS[setting][0]).metrics[0]
@@ -423,12 +419,19 @@ def report(results: dict, model_name: str, command: str) -> str:
     return "\n".join(lines)
 
 
-def update_doc(block: str) -> None:
-    text = DOC.read_text(encoding="utf-8") if DOC.exists() else f"# Benchmarks\n\n{BEGIN}\n{END}\n"
-    if BEGIN not in text:
-        text += f"\n{BEGIN}\n{END}\n"
-    head, rest = text.split(BEGIN, 1)
-    DOC.write_text(f"{head}{BEGIN}\n{block}\n{END}{rest.split(END, 1)[1]}", encoding="utf-8")
+def update_doc(block: str, begin: str = BEGIN, end: str = END) -> None:
+    """Replace the text between the ``begin`` and ``end`` markers of docs/benchmarks.md (added if missing)."""
+    text = DOC.read_text(encoding="utf-8") if DOC.exists() else f"# Benchmarks\n\n{begin}\n{end}\n"
+    if begin not in text:
+        text += f"\n{begin}\n{end}\n"
+    head, rest = text.split(begin, 1)
+    DOC.write_text(f"{head}{begin}\n{block}\n{end}{rest.split(end, 1)[1]}", encoding="utf-8")
+
+
+def per_doc(values: list, sizes: list[int]) -> list[list]:
+    """Split per-request ``values`` (in request order) into one list per document of ``sizes`` requests."""
+    it = iter(values)
+    return [[next(it) for _ in range(k)] for k in sizes]
 
 
 def finish(results: dict, args, command: str, run_dir: Path) -> str:

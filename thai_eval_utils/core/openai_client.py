@@ -248,6 +248,11 @@ SERVER_BY_OWNER = {"me": "llama-cpp-python", "vllm": "vLLM", "sglang": "SGLang",
 NEUTRAL_SAMPLING: dict[str, dict[str, float]] = {"llama-cpp-python": {"repeat_penalty": 1.0}}
 
 
+def server_from_owners(owners: set[str]) -> str | None:
+    """The server software named by the ``owned_by`` fields of ``/v1/models`` entries, when they agree."""
+    return SERVER_BY_OWNER.get(next(iter(owners))) if len(owners) == 1 else None
+
+
 class ApiSession:
     """One event loop's connection to the endpoint: an ``AsyncOpenAI`` client and the request semaphore.
 
@@ -280,8 +285,7 @@ class ApiSession:
             return None
         data = list(getattr(page, "data", None) or [])
         entries = [e for e in data if getattr(e, "id", None) == self.model.model_id] or data
-        owners = {str(getattr(e, "owned_by", "") or "") for e in entries}
-        return SERVER_BY_OWNER.get(owners.pop()) if len(owners) == 1 else None
+        return server_from_owners({str(getattr(e, "owned_by", "") or "") for e in entries})
 
     async def __aexit__(self, *exc_info: object) -> None:
         if self._client is not None:

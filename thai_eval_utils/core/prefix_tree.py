@@ -41,7 +41,7 @@ from transformers import AttentionInterface, DynamicCache
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-__all__ = ["Forward", "Node", "Plan", "build_tree", "Runner", "tree_supported"]
+__all__ = ["Forward", "Node", "Plan", "ancestor_matrix", "build_tree", "Runner", "tree_supported"]
 
 #: One forward call the runner asks its driver to make: ``(module, keyword arguments)``; the driver sends back
 #: the module's output (see :func:`thai_eval_utils.core.loglikelihood.drive`).
@@ -299,6 +299,17 @@ def _repeat_cache(cache: DynamicCache, rows: int) -> DynamicCache:
     return out
 
 
+def ancestor_matrix(parent: list[int]) -> np.ndarray:
+    """``[segments, segments]`` bool: ``[a, b]`` when segment b is a or one of its ancestors, from each segment's
+    parent (-1: none; segments in preorder, so a parent's row is complete before its children's)."""
+    ancestors = np.zeros((len(parent), len(parent)), dtype=bool)
+    for k, par in enumerate(parent):
+        if par >= 0:
+            ancestors[k] = ancestors[par]
+        ancestors[k, k] = True
+    return ancestors
+
+
 # --- the runner -------------------------------------------------------------------------------------------------
 class Runner:
     """Runs a radix tree of fed sequences and writes each scored token's log-prob and greedy flag to slots.
@@ -399,12 +410,7 @@ class Runner:
                 node, par = stack.pop()
                 add(node, node.start, par)
                 stack += [(c, index[id(node)]) for c in reversed(node.children)]
-        ancestors = np.zeros((len(parent), len(parent)), dtype=bool)  # [segments, segments]
-        for k, par in enumerate(parent):  # preorder: a parent's row is complete before its children's
-            if par >= 0:
-                ancestors[k] = ancestors[par]
-            ancestors[k, k] = True
-        out = yield self.body.forward([ids], cache, positions=pos, segment=segment, ancestors=ancestors)
+        out = yield self.body.forward([ids], cache, positions=pos, segment=segment, ancestors=ancestor_matrix(parent))
         hidden = out.last_hidden_state[0]  # [tokens, hidden]
         if len(ids) > n_trunk:
             cache.crop(-(len(ids) - n_trunk))

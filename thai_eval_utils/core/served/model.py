@@ -26,7 +26,6 @@ import openai
 from thai_eval_utils.core.errors import ModelLoadError, ThaiEvalError
 from thai_eval_utils.core.openai_client import (
     NEUTRAL_SAMPLING,
-    SERVER_BY_OWNER,
     IGNORED_OPTIONS,
     LOCAL_ONLY_OPTIONS,
     PLACEHOLDER_API_KEY,
@@ -34,6 +33,7 @@ from thai_eval_utils.core.openai_client import (
     describe_error,
     public_base_url,
     run_sync,
+    server_from_owners,
 )
 from thai_eval_utils.core.provenance import register_secret, split_credentials
 from thai_eval_utils.core.served.completions import (
@@ -255,7 +255,7 @@ class ServedModel:
         async with self._pool() as pool:
             result.served_models = await pool.check_model(self.model_id)
             owners = {o for r in pool.replicas for o in r.owned_by}
-            result.server = SERVER_BY_OWNER.get(next(iter(owners))) if len(owners) == 1 else None
+            result.server = server_from_owners(owners)
             for r in pool.replicas:
                 self._probe_replica(result, r.public, await self._probe_calls(r.client, tok, r.public))
         if result.prompt_form == "text" and self._bos_wanted is not None and bool(self._bos_wanted) != result.text_bos:
