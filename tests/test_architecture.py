@@ -1,15 +1,29 @@
-"""The layering DEVELOPERS.md promises, checked on the source: core imports no benchmark, benchmarks import no
-other benchmark, no import cycles, and no imports of the package inside functions (except batch's torch)."""
+"""The layering DEVELOPERS.md promises, checked on the source (issue 23): ``core`` imports nothing above it,
+``stats`` imports only ``core``, a benchmark subpackage imports ``core`` and ``stats`` and nothing of another
+benchmark or of the layers above (``compare``, ``paper``, ``plots``, ``batch``); no import cycles between
+modules or between packages; no imports of the package inside functions (except batch's torch).
+
+Every import is read: absolute and relative (``from ..models import x``), at module level and inside functions.
+The last tests plant each kind of leak in a temporary package and show that the checks report it.
+"""
 
 from __future__ import annotations
 
 import ast
+import importlib.util
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "thai_eval_utils"
 BENCHMARKS = ("h6", "thaicli", "dialect")
-#: (module, imported module) pairs allowed inside functions: optional heavy dependencies only.
-FUNCTION_LEVEL_ALLOWED = {("thai_eval_utils.batch", "thai_eval_utils.core.models")}
+#: What each layer may import besides itself (the package root ``thai_eval_utils`` only re-exports lazily).
+ALLOWED = {"core": {"core"}, "stats": {"core", "stats"}, **{b: {"core", "stats", b} for b in BENCHMARKS}}
+#: (module, imported module) pairs allowed inside functions: optional heavy dependencies only, and the two
+#: imports in core/served/model.py that another branch of issue 23 (the core/served hardening) removes.
+FUNCTION_LEVEL_ALLOWED = {
+    ("thai_eval_utils.batch", "thai_eval_utils.core.models"),
+    ("thai_eval_utils.core.served.model", "thai_eval_utils.core.models"),
+    ("thai_eval_utils.core.served.model", "thai_eval_utils.core.local_model"),
+}
 
 
 def _module_name(path: Path, root: Path = PACKAGE) -> str:
@@ -17,42 +31,47 @@ def _module_name(path: Path, root: Path = PACKAGE) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path, root: Path = PACKAGE) -> tuple[set[str], set[str]]:
-    """(module-level, function-level) imports of ``thai_eval_utils`` modules in one file."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    top: set[str] = set()
-    inner: set[str] = set()
-    known = _all_modules(root)
-
-    def targets(node: ast.ImportFrom | ast.Import) -> set[str]:
-        if isinstance(node, ast.Import):
-            return {a.name for a in node.names if a.name.startswith("thai_eval_utils")}
-        base = node.module or ""
-        if not base.startswith("thai_eval_utils"):
-            return set()
-        out = set()
-        for alias in node.names:  # `from pkg import module` imports the module, `from mod import name` the module
-            full = f"{base}.{alias.name}"
-            out.add(full if full in known else base)
-        return out
-
-    for node in tree.body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            top |= targets(node)
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for sub in ast.walk(node):
-                if isinstance(sub, (ast.Import, ast.ImportFrom)):
-                    inner |= targets(sub)
-    return top, inner
-
-
 def _all_modules(root: Path = PACKAGE) -> set[str]:
     return {_module_name(p, root) for p in root.rglob("*.py")}
 
 
+def _targets(node: ast.Import | ast.ImportFrom, module: str, is_package: bool, known: set[str]) -> set[str]:
+    """The package's modules one import statement loads; relative imports resolved against ``module``."""
+    top = next(iter(known)).split(".")[0]
+    if isinstance(node, ast.Import):
+        return {a.name for a in node.names if a.name.split(".")[0] == top}
+    if node.level:
+        anchor = module if is_package else module.rpartition(".")[0]
+        base = importlib.util.resolve_name("." * node.level + (node.module or ""), anchor)
+    else:
+        base = node.module or ""
+    if base.split(".")[0] != top:
+        return set()
+    out = set()
+    for alias in node.names:  # `from pkg import module` imports the module, `from mod import name` the module
+        full = f"{base}.{alias.name}"
+        out.add(full if full in known else base)
+    return out
+
+
+def _imports(path: Path, root: Path = PACKAGE) -> tuple[set[str], set[str]]:
+    """(module-level, function-level) imports of the package's modules in one file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    module, known = _module_name(path, root), _all_modules(root)
+    is_package = path.name == "__init__.py"
+    inner_nodes = {id(sub) for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   for sub in ast.walk(node) if isinstance(sub, (ast.Import, ast.ImportFrom))}
+    top: set[str] = set()
+    inner: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            (inner if id(node) in inner_nodes else top).update(_targets(node, module, is_package, known))
+    return top, inner
+
+
 def _graph(root: Path = PACKAGE) -> dict[str, set[str]]:
-    return {_module_name(p, root): _imports(p, root)[0] for p in root.rglob("*.py")}
+    """Module -> every module of the package it imports (module level and inside functions)."""
+    return {_module_name(p, root): set.union(*_imports(p, root)) for p in root.rglob("*.py")}
 
 
 def _package_of(module: str) -> str:
@@ -60,17 +79,19 @@ def _package_of(module: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
-def test_core_imports_no_benchmark_and_benchmarks_import_no_other_benchmark():
-    bad = []
-    for module, deps in _graph().items():
+def _package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Subpackage -> subpackages it imports (``thai_eval_utils.core.served.model`` belongs to ``core``)."""
+    out: dict[str, set[str]] = {}
+    for module, deps in graph.items():
         pkg = _package_of(module)
-        for dep in deps:
-            dep_pkg = _package_of(dep)
-            if pkg == "core" and dep_pkg not in ("core", ""):
-                bad.append((module, dep))
-            if pkg in BENCHMARKS and dep_pkg in BENCHMARKS and dep_pkg != pkg:
-                bad.append((module, dep))
-    assert bad == []
+        if pkg:
+            out.setdefault(pkg, set()).update(p for p in map(_package_of, deps) if p and p != pkg)
+    return out
+
+
+def _layer_leaks(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    return sorted((m, d) for m, deps in graph.items() for d in deps
+                  if _package_of(m) in ALLOWED and _package_of(d) and _package_of(d) not in ALLOWED[_package_of(m)])
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -97,26 +118,76 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return cycles
 
 
+def _function_level(root: Path = PACKAGE) -> set[tuple[str, str]]:
+    return {(_module_name(p, root), dep) for p in root.rglob("*.py") for dep in _imports(p, root)[1]}
+
+
+def test_each_layer_imports_only_the_layers_below_it():
+    assert _layer_leaks(_graph()) == []
+
+
 def test_no_import_cycles_between_modules():
-    assert _cycles(_graph()) == []
+    allowed = {dep for _, dep in FUNCTION_LEVEL_ALLOWED}  # the served/ pair, until its branch lands
+    graph = {m: deps - (allowed if m.startswith("thai_eval_utils.core.served") else set()) for m, deps in _graph().items()}
+    assert _cycles(graph) == []
+
+
+def test_no_import_cycles_between_packages():
+    assert _cycles(_package_graph(_graph())) == []
 
 
 def test_no_package_imports_inside_functions_except_heavy_optional_ones():
-    found = set()
-    for path in PACKAGE.rglob("*.py"):
-        module = _module_name(path)
-        found |= {(module, dep) for dep in _imports(path)[1]}
-    assert found <= FUNCTION_LEVEL_ALLOWED
+    assert _function_level() <= FUNCTION_LEVEL_ALLOWED
 
 
-def test_the_checker_sees_a_cycle_and_a_function_level_import(tmp_path):
-    """The checks can fail: two modules importing each other, and an import inside a function, are reported."""
+# ------------------------------------------------------------------------------- the checks can fail
+
+
+def _plant(tmp_path: Path, files: dict[str, str]) -> Path:
+    """A throwaway ``thai_eval_utils`` package with the given files (every folder gets an ``__init__``)."""
     pkg = tmp_path / "thai_eval_utils"
-    (pkg / "core").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "core" / "__init__.py").write_text("")
-    (pkg / "core" / "a.py").write_text("from thai_eval_utils.core.b import x\n")
-    (pkg / "core" / "b.py").write_text("from thai_eval_utils.core.a import y\nx = 1\n\ndef f():\n    from thai_eval_utils.core import a\n")
+    for rel, text in {"__init__.py": "", **files}.items():
+        path = pkg / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for folder in path.relative_to(pkg).parents:
+            (pkg / folder / "__init__.py").touch()
+        path.write_text(text)
+    return pkg
+
+
+def test_a_planted_module_cycle_is_found_absolute_and_relative(tmp_path):
+    pkg = _plant(tmp_path, {"core/a.py": "from thai_eval_utils.core.b import x\n",
+                            "core/b.py": "x = 1\n\ndef f():\n    from .a import y\n"})
     cycles = _cycles(_graph(pkg))
     assert cycles and set(cycles[0]) == {"thai_eval_utils.core.a", "thai_eval_utils.core.b"}
-    assert _imports(pkg / "core" / "b.py", pkg)[1] == {"thai_eval_utils.core.a"}
+
+
+def test_a_planted_relative_function_level_import_is_found(tmp_path):
+    pkg = _plant(tmp_path, {"core/models.py": "", "core/served/model.py": "def f():\n    from ..models import x\n"})
+    assert _function_level(pkg) == {("thai_eval_utils.core.served.model", "thai_eval_utils.core.models")}
+    assert _imports(pkg / "core" / "served" / "model.py", pkg)[0] == set()
+
+
+def test_a_planted_benchmark_importing_compare_is_a_leak_and_a_package_cycle(tmp_path):
+    pkg = _plant(tmp_path, {"compare/noise.py": "x = 1\n", "compare/differ.py": "from ..thaicli import judge\n",
+                            "thaicli/judge.py": "from thai_eval_utils.compare.noise import x\n"})
+    graph = _graph(pkg)
+    assert _layer_leaks(graph) == [("thai_eval_utils.thaicli.judge", "thai_eval_utils.compare.noise")]
+    assert _cycles(graph) == []  # no module cycle: differ -> judge -> noise
+    assert [set(c) for c in _cycles(_package_graph(graph))] == [{"compare", "thaicli"}]
+
+
+def test_planted_layer_leaks_of_each_kind_are_found(tmp_path):
+    pkg = _plant(tmp_path, {
+        "core/a.py": "import thai_eval_utils.h6.tasks\n",           # core importing a benchmark
+        "stats/s.py": "from thai_eval_utils.dialect import m\n",    # stats importing a benchmark
+        "h6/tasks.py": "from ..dialect.m import y\n",               # a benchmark importing another, relatively
+        "dialect/m.py": "def f():\n    from thai_eval_utils.paper import t\n",  # ... and a layer above, in a function
+        "paper/t.py": "",
+    })
+    assert _layer_leaks(_graph(pkg)) == [
+        ("thai_eval_utils.core.a", "thai_eval_utils.h6.tasks"),
+        ("thai_eval_utils.dialect.m", "thai_eval_utils.paper.t"),
+        ("thai_eval_utils.h6.tasks", "thai_eval_utils.dialect.m"),
+        ("thai_eval_utils.stats.s", "thai_eval_utils.dialect.m"),
+    ]

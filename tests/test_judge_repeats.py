@@ -18,8 +18,8 @@ from fake_openai_server import (
 )
 from test_judge import FAKE_KEY, frame, run
 
-from thai_eval_utils.compare.noise import noise_floor
-from thai_eval_utils.compare.paired import compare_paired
+from thai_eval_utils.stats.noise_floor import noise_floor
+from thai_eval_utils.stats.paired import compare_paired
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.openai_client import ApiModel
 from thai_eval_utils.core.provenance import sha256_text

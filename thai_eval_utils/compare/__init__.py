@@ -1,21 +1,14 @@
-"""Honest model comparisons (issue 14): paired significance, bootstrap intervals, the judge's noise floor.
+"""Compare two models' stored runs (issue 14): :func:`thai_eval_utils.compare.runs.compare_runs` (selection in
+:mod:`~thai_eval_utils.compare.load`, per-item tables in :mod:`~thai_eval_utils.compare.items`, the items that
+differ most in :mod:`~thai_eval_utils.compare.differ`; imported from their modules, as they read the benchmark
+subpackages).
 
-See ``docs/statistics.md`` for each method, its scipy function (or why it is hand-written) and defaults.
-Stored runs are compared with :func:`thai_eval_utils.compare.runs.compare_runs` (selection in
-:mod:`~thai_eval_utils.compare.load`; imported from their modules, as they read the benchmark subpackages).
+The statistics live one layer down, in :mod:`thai_eval_utils.stats` (so the benchmarks may use them too), and the
+dialect paper's intervals in :mod:`thai_eval_utils.dialect.intervals`; their names are re-exported here, so
+``from thai_eval_utils.compare import compare_paired`` keeps working. Methods: ``docs/statistics.md``.
 """
 
-from thai_eval_utils.compare.align import (
-    Aligned,
-    DataMismatchError,
-    align,
-    check_same_data,
-    data_hash,
-    per_item,
-)
-from thai_eval_utils.compare.holm import holm
-from thai_eval_utils.compare.interval import DEFAULT_RESAMPLES, Interval, signature
-from thai_eval_utils.compare.intervals import (
+from thai_eval_utils.dialect.intervals import (
     delta_diff_interval,
     generation_fluency_intervals,
     kappa_interval,
@@ -24,25 +17,8 @@ from thai_eval_utils.compare.intervals import (
     preference_share_intervals,
     spearman_interval,
 )
-from thai_eval_utils.compare.noise import NoiseFloor, item_spread, noise_floor
-from thai_eval_utils.compare.paired import (
-    PairedResult,
-    compare_paired,
-    mcnemar_exact,
-    results_table,
-    sign_flip_test,
-    with_holm,
-)
-from thai_eval_utils.compare.resample import (
-    corpus_delta_diff_interval,
-    corpus_paired_bootstrap,
-    stratified_paired_bootstrap,
-)
+from thai_eval_utils.stats import *  # noqa: F403 - the statistics' names, as before issue 23
+from thai_eval_utils.stats import __all__ as _STATS
 
-__all__ = [
-    "DEFAULT_RESAMPLES", "Aligned", "DataMismatchError", "Interval", "NoiseFloor", "PairedResult", "align",
-    "check_same_data", "compare_paired", "corpus_delta_diff_interval", "corpus_paired_bootstrap", "data_hash",
-    "delta_diff_interval", "generation_fluency_intervals", "holm", "item_spread", "kappa_interval",
-    "kappa_intervals", "mcnemar_exact", "mean_interval", "noise_floor", "per_item", "preference_share_intervals",
-    "results_table", "sign_flip_test", "signature", "spearman_interval", "stratified_paired_bootstrap", "with_holm",
-]
+__all__ = [*_STATS, "delta_diff_interval", "generation_fluency_intervals", "kappa_interval", "kappa_intervals",
+           "mean_interval", "preference_share_intervals", "spearman_interval"]

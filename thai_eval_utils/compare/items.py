@@ -17,7 +17,7 @@ from typing import Literal
 
 import pandas as pd
 
-from thai_eval_utils.compare.align import DataMismatchError
+from thai_eval_utils.stats.align import DataMismatchError
 from thai_eval_utils.compare.load import RunRef
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.provenance import sha256_file

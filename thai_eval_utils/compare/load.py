@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from thai_eval_utils.compare.align import data_hash
+from thai_eval_utils.stats.align import data_hash
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.provenance import slugify
 from thai_eval_utils.core.store import list_runs
@@ -51,7 +51,7 @@ class RunRef:
 
     @property
     def data_hash(self) -> str | None:
-        """The data hash (:func:`~thai_eval_utils.compare.align.data_hash`); documents passed in memory are
+        """The data hash (:func:`~thai_eval_utils.stats.align.data_hash`); documents passed in memory are
         identified by the config's ``docs_sha256``; None when the card records no data."""
         if self.card.get("data_files"):
             return data_hash(self.card)

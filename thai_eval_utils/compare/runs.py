@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from thai_eval_utils.compare.align import check_same_data
-from thai_eval_utils.compare.interval import DEFAULT_RESAMPLES, signature
+from thai_eval_utils.stats.align import check_same_data
+from thai_eval_utils.stats.bootstrap import DEFAULT_RESAMPLES, signature
 from thai_eval_utils.compare.items import Headline, headlines
 from thai_eval_utils.compare.load import BENCHMARKS, RunSelection, select_runs
-from thai_eval_utils.compare.paired import PairedResult, compare_paired, with_holm
-from thai_eval_utils.compare.resample import (
+from thai_eval_utils.stats.paired import PairedResult, compare_paired, with_holm
+from thai_eval_utils.stats.corpus import (
     corpus_paired_bootstrap,
     stratified_paired_bootstrap,
 )

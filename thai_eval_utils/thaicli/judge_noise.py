@@ -1,6 +1,6 @@
 """The ThaiCLI judge's noise floor from repeated judgements (arXiv 2410.04795 section 4; issue 14): per-item
 spread and the spread of the ThaiCLI score over k repeats, with seeds ``seed + r`` (method:
-:mod:`thai_eval_utils.compare.noise`, docs/statistics.md).
+:mod:`thai_eval_utils.stats.noise_floor`, docs/statistics.md).
 
 Only items judged in every repeat enter (an item with an unjudged repeat is counted and left out). The
 ThaiCLI spread uses ``stratum="format"``: each repeat's ThaiCLI is (factoid mean + instruction mean) / 2.
@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from thai_eval_utils.compare.noise import item_spread, noise_floor
+from thai_eval_utils.stats.noise_floor import item_spread, noise_floor
 
 
 def complete_repeats(items: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:

@@ -1,7 +1,7 @@
 """The effect of the order of the two references in the ThaiCLI judge prompt (arXiv 2410.04795 section 4;
 issue 14): the same answers judged with the chosen reference first and with the rejected reference first, and
 the paired difference of their item scores with a bootstrap interval
-(:func:`thai_eval_utils.compare.paired.compare_paired`; docs/statistics.md).
+(:func:`thai_eval_utils.stats.paired.compare_paired`; docs/statistics.md).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from thai_eval_utils.compare.paired import PairedResult, compare_paired
+from thai_eval_utils.stats.paired import PairedResult, compare_paired
 from thai_eval_utils.core.openai_client import ApiModel
 from thai_eval_utils.thaicli.judge import JudgeRun, item_means, judge_answers
 

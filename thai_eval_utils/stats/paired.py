@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from thai_eval_utils.compare.align import RunValues, align, check_same_data
-from thai_eval_utils.compare.holm import holm
-from thai_eval_utils.compare.interval import (
+from thai_eval_utils.stats.align import RunValues, align, check_same_data
+from thai_eval_utils.stats.holm import holm
+from thai_eval_utils.stats.bootstrap import (
     DEFAULT_RESAMPLES,
     mean_diff,
     scipy_bootstrap,

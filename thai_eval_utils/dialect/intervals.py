@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from thai_eval_utils.compare.align import RunValues, per_item, sort_key
-from thai_eval_utils.compare.interval import (
+from thai_eval_utils.stats.align import RunValues, per_item, sort_key
+from thai_eval_utils.stats.bootstrap import (
     DEFAULT_RESAMPLES,
     Interval,
     mean_diff,

@@ -16,9 +16,9 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from thai_eval_utils.compare.align import RunValues, align, check_same_data, sort_key
-from thai_eval_utils.compare.interval import DEFAULT_RESAMPLES, Interval, percentile_ci
-from thai_eval_utils.compare.paired import PairedResult
+from thai_eval_utils.stats.align import RunValues, align, check_same_data, sort_key
+from thai_eval_utils.stats.bootstrap import DEFAULT_RESAMPLES, Interval, percentile_ci
+from thai_eval_utils.stats.paired import PairedResult
 from thai_eval_utils.core.errors import ThaiEvalDataError
 
 #: A corpus metric: (hypotheses, references) -> score, e.g. ``thai_eval_utils.dialect.metrics.bleu``.
