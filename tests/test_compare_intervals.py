@@ -90,7 +90,7 @@ def test_spearman_interval_on_example_judge_scores(gf):
     merged = H.merge_judge_human(H.load_judge_scores(HUMAN / "example_judge_scores.csv"), gf)
     east = merged[merged["dialect"] == "east"]
     iv = spearman_interval(east["judge_score"], east["human_score"], n_resamples=300)
-    ref = H.judge_human_spearman(merged, n_boot=10)
+    ref = H.judge_human_spearman(merged, n_resamples=10)
     assert iv.estimate == pytest.approx(float(ref.loc[ref["dialect"] == "east", "rho"].iloc[0]))
     assert iv.low < iv.estimate < iv.high and iv.n == 12
 

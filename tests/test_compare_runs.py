@@ -5,6 +5,7 @@ side-by-side items."""
 from __future__ import annotations
 
 import json
+import math
 import random
 import shutil
 from pathlib import Path
@@ -19,11 +20,11 @@ from thai_eval_utils import h6
 from thai_eval_utils.compare import DataMismatchError, mcnemar_exact
 from thai_eval_utils.compare.differ import largest_differences
 from thai_eval_utils.compare.load import select_runs
-from thai_eval_utils.compare.runs import compare_runs, paper_bleu
+from thai_eval_utils.compare.runs import compare_runs
 from thai_eval_utils.core.openai_client import ApiModel
 from thai_eval_utils.dialect import generation as D
 from thai_eval_utils.dialect.data import load_dialect
-from thai_eval_utils.dialect.metrics import bleu
+from thai_eval_utils.dialect.metrics import PAPER_BLEU, bleu
 from thai_eval_utils.plots.compare import forest_plot
 from thai_eval_utils.thaicli.answers import generate_answers
 from thai_eval_utils.thaicli.data import load_thaicli
@@ -105,9 +106,17 @@ def test_table_matches_the_runs_own_scores(outputs):
     assert "Holm-adjusted across the 8 rows" in cmp.caption
 
 
-def test_paper_bleu_is_the_papers_bleu():
-    hyps, refs = ["แมว กิน ปลา ทุก วัน", "ฉัน ไป โรงเรียน"], ["แมว กิน ปลา", "ฉัน ไป ตลาด เช้า นี้"]
-    assert paper_bleu(hyps, refs) == bleu(hyps, refs)
+def test_the_bleu_rows_sufficient_statistics_by_hand():
+    """compare_runs resamples PAPER_BLEU's per-sentence statistics: newmm keeps spaces as tokens, so
+    "แมว กิน ปลา" is 5 tokens (3 words, 2 spaces)."""
+    stats = PAPER_BLEU.statistics(["แมว กิน ปลา", "แมว กิน ปลา"], ["แมว กิน", "แมว กิน ปลา ทุก วัน"])
+    # lengths 5 / 3 and 5 / 9; clipped matches 3, 2, 1, 0 and 5, 4, 3, 2 of possible 5, 4, 3, 2
+    assert stats.tolist() == [[5, 3, 3, 2, 1, 0, 5, 4, 3, 2], [5, 9, 5, 4, 3, 2, 5, 4, 3, 2]]
+    assert PAPER_BLEU.score(stats[0]) == 0.0  # no 4-gram match
+    assert PAPER_BLEU.score(stats[1]) == pytest.approx(100 * math.exp(1 - 9 / 5))  # precisions 1, brevity penalty
+    # c = 10, r = 12: BP = exp(1 - 12/10); precisions 8/10, 6/8, 4/6, 2/4
+    both = 100 * math.exp(1 - 1.2) * (0.8 * 0.75 * (4 / 6) * 0.5) ** 0.25
+    assert PAPER_BLEU.score(stats.sum(axis=0)) == pytest.approx(both) == bleu(["แมว กิน ปลา"] * 2, ["แมว กิน", "แมว กิน ปลา ทุก วัน"])
 
 
 def _shuffle_items(run_dir: Path, seed: int) -> None:

@@ -23,7 +23,9 @@ from thai_eval_utils.compare import (
     stratified_paired_bootstrap,
 )
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.dialect.metrics import bleu
+from thai_eval_utils.dialect.metrics import PAPER_BLEU, bleu
+from thai_eval_utils.stats.bootstrap import bootstrap_indices, percentile_ci
+from thai_eval_utils.stats.corpus import _shifted_p
 
 REPO = Path(__file__).resolve().parents[1]
 R = 2000  # resamples in tests (10,000 by default)
@@ -162,25 +164,77 @@ def test_corpus_bleu_bootstrap_on_thai_dialect_sentences():
     central = rows("data/dialect/center/translation_eng_center.jsonl")
     isan = rows("data/dialect/east/translation_eng_east.jsonl")
     # system A repeats the Central reference (BLEU 100), system B answers in Isan
-    r = corpus_paired_bootstrap(central, isan, central, bleu, name="bleu", n_resamples=60, seed=1)
+    r = corpus_paired_bootstrap(central, isan, central, PAPER_BLEU, name="bleu", n_resamples=60, seed=1)
     assert (r.mean_a, r.mean_b) == (pytest.approx(100.0), pytest.approx(bleu([isan[k] for k in sorted(isan)], [central[k] for k in sorted(central)])))
     assert r.diff == pytest.approx(100.0 - r.mean_b) and 0 <= r.ci_low <= r.diff <= r.ci_high <= 100
-    reordered = corpus_paired_bootstrap(dict(reversed(central.items())), isan, central, bleu, name="bleu", n_resamples=60, seed=1)
+    reordered = corpus_paired_bootstrap(dict(reversed(central.items())), isan, central, PAPER_BLEU, name="bleu", n_resamples=60, seed=1)
     assert reordered.to_dict() == r.to_dict()
-    iv = corpus_delta_diff_interval((central, central), (isan, central), bleu, n_resamples=30)
+    iv = corpus_delta_diff_interval((central, central), (isan, central), PAPER_BLEU, n_resamples=30)
     assert iv.estimate == pytest.approx(r.diff) and iv.design.startswith("paired over 3")
 
 
-def test_corpus_resampling_calls_metric_on_resamples():
-    calls = []
+class _MeanLength:
+    """A corpus metric by sufficient statistics: the mean hypothesis length (statistics: length, 1)."""
 
-    def metric(h: list[str], r: list[str]) -> float:  # A always beats B by exactly 1 per sentence
-        calls.append(len(h))
-        return float(np.mean([len(x) for x in h]))
+    def __init__(self) -> None:
+        self.calls: list[int] = []
 
+    def statistics(self, hyps: list[str], refs: list[str]) -> np.ndarray:
+        self.calls.append(len(hyps))
+        return np.array([[len(h), 1] for h in hyps], dtype=np.int64)
+
+    def score(self, totals: np.ndarray) -> float:
+        return float(totals[0] / totals[1])
+
+
+def test_corpus_resampling_scores_each_system_once_and_sums_resampled_rows():
+    metric = _MeanLength()  # A always beats B by exactly 1 per sentence
     r = corpus_paired_bootstrap({i: "xx" * i + "x" for i in range(5)}, {i: "xx" * i for i in range(5)},
                                 {i: "" for i in range(5)}, metric, name="len", n_resamples=50)
-    assert len(calls) == 2 * 51 and set(calls) == {5}
+    assert metric.calls == [5, 5]
     assert (r.diff, r.ci_low, r.ci_high) == (1.0, pytest.approx(1.0), pytest.approx(1.0))
     ind = corpus_delta_diff_interval(({1: "a", 2: "b"}, {1: "", 2: ""}), ({7: "a"}, {7: ""}), metric, n_resamples=20)
     assert ind.design.startswith("independent") and ind.estimate == 0.0
+
+
+def test_bootstrap_indices_are_the_draws_of_one_call_per_resample():
+    rng, ref = np.random.default_rng(4), np.random.default_rng(4)
+    blocks = list(bootstrap_indices(rng, 7, 10, max_cells=21))  # blocks of 3 rows
+    assert [len(b) for b in blocks] == [3, 3, 3, 1]
+    assert np.array_equal(np.concatenate(blocks), np.stack([ref.integers(0, 7, 7) for _ in range(10)]))
+
+
+def _dialect_corpus() -> tuple[dict, dict, dict]:
+    """Nine real sentences: Isan/Lanna/Southern translations (A) and half of each Central one (B) against Central."""
+    def rows(path: str) -> dict[int, str]:
+        return {d["id"]: d["text_2"] for d in map(json.loads, (REPO / path).read_text(encoding="utf-8").splitlines())}
+
+    central = rows("data/dialect/center/translation_eng_center.jsonl")
+    a, b, refs = {}, {}, {}
+    for d in ("east", "north", "south"):
+        for k, text in rows(f"data/dialect/{d}/translation_eng_{d}.jsonl").items():
+            a[(d, k)], b[(d, k)], refs[(d, k)] = text, central[k][: len(central[k]) // 2], central[k]
+    return a, b, refs
+
+
+def test_corpus_bleu_from_statistics_equals_rescoring_the_texts_to_the_last_digit():
+    """The sufficient-statistics bootstrap gives exactly the numbers of the text-rescoring one it replaced."""
+    a, b, refs = _dialect_corpus()
+    keys = sorted(a, key=lambda k: ("tuple", str(k)))
+    ha, hb, rr = [a[k] for k in keys], [b[k] for k in keys], [refs[k] for k in keys]
+    rng, boot = np.random.default_rng(3), np.empty(300)
+    for i in range(300):  # the former implementation: BLEU of the resampled texts
+        idx = rng.integers(0, len(keys), len(keys))
+        boot[i] = bleu([ha[j] for j in idx], [rr[j] for j in idx]) - bleu([hb[j] for j in idx], [rr[j] for j in idx])
+    r = corpus_paired_bootstrap(a, b, refs, PAPER_BLEU, n_resamples=300, seed=3)
+    assert (r.mean_a, r.mean_b) == (bleu(ha, rr), bleu(hb, rr)) and 0 < r.mean_a < r.mean_b
+    assert (r.ci_low, r.ci_high) == percentile_ci(boot, 0.95) and r.ci_low < r.ci_high
+    assert r.p_value == _shifted_p(boot, r.diff)
+    six = keys[:6]
+    iv = corpus_delta_diff_interval((a, refs), ({k: b[k] for k in six}, {k: refs[k] for k in six}), PAPER_BLEU,
+                                    n_resamples=100, seed=2)
+    rng, boot = np.random.default_rng(2), np.empty(100)
+    for i in range(100):
+        i_c, i_d = rng.integers(0, 9, 9), rng.integers(0, 6, 6)
+        boot[i] = bleu([ha[j] for j in i_c], [rr[j] for j in i_c]) - bleu([hb[j] for j in i_d], [rr[j] for j in i_d])
+    assert iv.design.startswith("independent") and (iv.low, iv.high) == percentile_ci(boot, 0.95)

@@ -43,9 +43,9 @@ def test_human_eval_notebook(tmp_path):
 
 
 def test_judge_vs_human_notebook(tmp_path):
-    tables, figures = _run("judge_vs_human", tmp_path, n_boot=50)
+    tables, figures = _run("judge_vs_human", tmp_path, n_resamples=50)
     corr = pd.read_csv(tables / "dialect_judge_vs_human_spearman.csv")
-    assert list(corr.columns) == ["dialect", "rho", "p_value", "n", "ci_low", "ci_high", "n_boot_used"]
+    assert list(corr.columns) == ["dialect", "rho", "p_value", "n", "ci_low", "ci_high", "n_used"]
     assert (corr["n"] == 12).all() and (figures / "dialect_judge_vs_human.png").exists()
 
 

@@ -42,7 +42,7 @@ def test_human_figures():
     assert _titles(fig) == ["demo-model-1", "demo-model-2"]
     plt.close(fig)
     merged = H.merge_judge_human(H.load_judge_scores(HUMAN / "example_judge_scores.csv"), gf)
-    corr = H.judge_human_spearman(merged, n_boot=50)
+    corr = H.judge_human_spearman(merged, n_resamples=50)
     fig = P.judge_human_scatter(merged, corr)
     titles = _titles(fig)
     assert len(titles) == 4 and titles[1].startswith("Isan\nρ = ") and f"n = {int(corr['n'].iloc[1])}" in titles[1]

@@ -165,11 +165,11 @@ def test_spearman_with_ties_matches_hand_computation():
     rho = 7.25 / 9.5
     t = rho * math.sqrt(3 / (1 - rho**2))
     df = pd.DataFrame({"dialect": "north", "judge_score": x, "human_score": y})
-    r = H.judge_human_spearman(df, n_boot=200, seed=1).iloc[0]
+    r = H.judge_human_spearman(df, n_resamples=200, seed=1).iloc[0]
     assert r["rho"] == pytest.approx(rho) and r["n"] == 5
     assert r["p_value"] == pytest.approx(2 * stats.t.sf(t, 3))
-    assert r["ci_low"] <= r["ci_high"] and 0 < r["n_boot_used"] <= 200
-    again = H.judge_human_spearman(df, n_boot=200, seed=1).iloc[0]
+    assert r["ci_low"] <= r["ci_high"] and 0 < r["n_used"] <= 200
+    again = H.judge_human_spearman(df, n_resamples=200, seed=1).iloc[0]
     assert (again["ci_low"], again["ci_high"]) == (r["ci_low"], r["ci_high"])
     const = pd.DataFrame({"dialect": "east", "judge_score": [5, 5, 5], "human_score": [0, 0.5, 1]})
     assert math.isnan(H.judge_human_spearman(const).iloc[0]["rho"])

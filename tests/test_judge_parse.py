@@ -9,11 +9,11 @@ import pytest
 
 from thai_eval_utils.core.openai_client import estimate_cost
 from thai_eval_utils.core.provenance import sha256_text
+from thai_eval_utils.core.tables import round_half_up
 from thai_eval_utils.thaicli import judge
 from thai_eval_utils.thaicli.judge import (
     build_messages,
     parse_judgement,
-    round_half_up,
     thaicli_scores,
 )
 
@@ -97,8 +97,8 @@ def test_template_hash_is_the_file_hash():
     "value, expected",
     [(7.305, 7.31), ((7.56 + 7.05) / 2, 7.31), (56.105, 56.11), (2.675, 2.68), (7.3049, 7.3), (8.39, 8.39), (-1.005, -1.01)],
 )
-def test_round_half_up(value, expected):
-    assert round_half_up(value) == expected
+def test_round_half_up_as_table5_prints(value, expected):
+    assert float(round_half_up(value, 2)) == expected
 
 
 def _items(rows):

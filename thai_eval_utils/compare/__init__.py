@@ -13,12 +13,10 @@ from thai_eval_utils.dialect.intervals import (
     generation_fluency_intervals,
     kappa_interval,
     kappa_intervals,
-    mean_interval,
     preference_share_intervals,
-    spearman_interval,
 )
 from thai_eval_utils.stats import *  # noqa: F403 - the statistics' names, as before issue 23
 from thai_eval_utils.stats import __all__ as _STATS
 
 __all__ = [*_STATS, "delta_diff_interval", "generation_fluency_intervals", "kappa_interval", "kappa_intervals",
-           "mean_interval", "preference_share_intervals", "spearman_interval"]
+           "preference_share_intervals"]

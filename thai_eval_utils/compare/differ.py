@@ -10,8 +10,9 @@ from typing import Any
 import pandas as pd
 
 from thai_eval_utils.compare.items import Headline
-from thai_eval_utils.compare.runs import Comparison, paper_bleu
+from thai_eval_utils.compare.runs import Comparison
 from thai_eval_utils.core.provenance import sha256_file
+from thai_eval_utils.dialect.metrics import bleu
 from thai_eval_utils.h6 import tasks as T
 from thai_eval_utils.h6.data import load_h6_task
 from thai_eval_utils.thaicli.data import load_thaicli
@@ -25,7 +26,7 @@ def _values(h: Headline) -> pd.DataFrame:
     """Per-item values; a corpus metric is ranked by each sentence's own score (ranking only)."""
     items = h.items.copy()
     if h.kind == "corpus":
-        items["value"] = [paper_bleu([x], [r]) for x, r in zip(items["hyp"], items["ref"])]
+        items["value"] = [bleu([x], [r]) for x, r in zip(items["hyp"], items["ref"])]
     return items.set_index("key")
 
 

@@ -17,7 +17,6 @@ from typing import Literal
 
 import pandas as pd
 
-from thai_eval_utils.stats.align import DataMismatchError
 from thai_eval_utils.compare.load import RunRef
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.provenance import sha256_file
@@ -25,6 +24,7 @@ from thai_eval_utils.dialect.data import load_dialect
 from thai_eval_utils.dialect.generation import UNSCORED_TASKS, item_key
 from thai_eval_utils.dialect.metrics import TABLE1_TASKS, rouge_l_scores, table_task
 from thai_eval_utils.h6.tasks import TASK_METRICS
+from thai_eval_utils.stats.align import DataMismatchError
 
 Kind = Literal["binary", "mean", "corpus"]
 #: Thai-H6 headline metrics that are 0/1 per document (tested with exact McNemar); mc2 is a probability mass.

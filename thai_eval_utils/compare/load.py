@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from thai_eval_utils.stats.align import data_hash
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.provenance import slugify
 from thai_eval_utils.core.store import list_runs
+from thai_eval_utils.stats.align import data_hash
 
 #: The benchmark families a comparison covers: the first part of a run card's ``benchmark``.
 BENCHMARKS = ("thai_h6", "thaicli", "dialect")

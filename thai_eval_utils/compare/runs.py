@@ -12,28 +12,20 @@ from pathlib import Path
 
 import pandas as pd
 
-from thai_eval_utils.stats.align import check_same_data
-from thai_eval_utils.stats.bootstrap import DEFAULT_RESAMPLES, signature
 from thai_eval_utils.compare.items import Headline, headlines
 from thai_eval_utils.compare.load import BENCHMARKS, RunSelection, select_runs
-from thai_eval_utils.stats.paired import PairedResult, compare_paired, with_holm
-from thai_eval_utils.stats.corpus import (
-    corpus_paired_bootstrap,
-    stratified_paired_bootstrap,
-)
 from thai_eval_utils.core.tables import save_table
-from thai_eval_utils.dialect.metrics import bleu_details
+from thai_eval_utils.dialect.metrics import PAPER_BLEU
 from thai_eval_utils.h6.tasks import TASKS
+from thai_eval_utils.stats.align import check_same_data
+from thai_eval_utils.stats.bootstrap import DEFAULT_RESAMPLES, signature
+from thai_eval_utils.stats.corpus import corpus_paired_bootstrap
+from thai_eval_utils.stats.paired import PairedResult, compare_paired, with_holm
+from thai_eval_utils.stats.stratified import stratified_paired_bootstrap
 
 #: Names of the average rows.
 H6_AVERAGE = "thai_h6/average"
 THAICLI_OVERALL = "thaicli/thaicli"
-
-
-def paper_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
-    """``dialect.metrics.bleu`` (the paper's corpus BLEU x100 on newmm words; the registry's tokenizers tokenise each
-    distinct text once, so the bootstrap's many rescorings of the same sentences stay cheap)."""
-    return bleu_details(hypotheses, references).score
 
 
 @dataclass
@@ -143,7 +135,7 @@ def compare_runs(
         if x.kind == "corpus":
             r = corpus_paired_bootstrap(dict(zip(x.items["key"], x.items["hyp"])), dict(zip(y.items["key"], y.items["hyp"])),
                                         {**dict(zip(y.items["key"], y.items["ref"])), **dict(zip(x.items["key"], x.items["ref"]))},
-                                        paper_bleu, name=name, **opts)
+                                        PAPER_BLEU, name=name, **opts)
         else:
             r = compare_paired(x.items, y.items, metric=name, test="mcnemar" if x.kind == "binary" else "permutation",
                                method=method, **opts)

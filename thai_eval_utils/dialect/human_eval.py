@@ -25,12 +25,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.records import read_records, require_finite
 from thai_eval_utils.dialect.data import check_dialect
+from thai_eval_utils.stats.bootstrap import spearman, spearman_interval
 
 PREFERENCE_COLUMNS = ("dialect", "task", "item_id", "model_a", "model_b", "annotator", "choice")
 #: Pairwise options (paper section 2.2): A better, B better, equally good, equally poor.
@@ -324,36 +324,22 @@ def merge_judge_human(judge: pd.DataFrame, human: pd.DataFrame, *, aspect: str =
     return judge.rename(columns={"score": "judge_score"}).merge(human_item_scores(human, aspect=aspect), on=keys, how="inner")
 
 
-def _spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    if len(x) < 3 or np.all(x == x[0]) or np.all(y == y[0]):
-        return float("nan"), float("nan")
-    res = stats.spearmanr(x, y)
-    return float(res.statistic), float(res.pvalue)
+def judge_human_spearman(df: pd.DataFrame, *, n_resamples: int = 1000, level: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """Spearman's rho (``scipy.stats.spearmanr``, ties get average ranks) between ``judge_score`` and
+    ``human_score`` (:func:`merge_judge_human`) per dialect.
 
+    The confidence interval is :func:`thai_eval_utils.stats.bootstrap.spearman_interval`: a percentile bootstrap
+    over items (``n_resamples`` resamples drawn by ``numpy.random.default_rng(seed)``; resamples where one side is
+    constant are dropped, and ``n_used`` counts the others). rho is NaN when undefined (fewer than 3 items or
+    constant scores).
 
-def judge_human_spearman(
-    df: pd.DataFrame, *, judge_col: str = "judge_score", human_col: str = "human_score", by: str = "dialect",
-    n_boot: int = 1000, ci: float = 0.95, seed: int = 0,
-) -> pd.DataFrame:
-    """Spearman's rho (``scipy.stats.spearmanr``, ties get average ranks) between judge and human scores per group.
-
-    The confidence interval is a percentile bootstrap over items (``n_boot`` resamples drawn by
-    ``numpy.random.default_rng(seed)``; resamples where one side is constant are skipped and counted
-    in ``n_boot_used``). rho is NaN when undefined (fewer than 3 items or constant scores).
-
-    Returns: ``<by>, rho, p_value, n, ci_low, ci_high, n_boot_used``.
+    Returns: ``dialect, rho, p_value, n, ci_low, ci_high, n_used``.
     """
     rows = []
-    for key, g in df.groupby(by, sort=False):
-        x, y = g[judge_col].to_numpy(float), g[human_col].to_numpy(float)
-        rho, p = _spearman(x, y)
-        rng = np.random.default_rng(seed)
-        boots = []
-        for _ in range(0 if math.isnan(rho) else n_boot):
-            idx = rng.integers(0, len(x), len(x))
-            r, _p = _spearman(x[idx], y[idx])
-            if not math.isnan(r):
-                boots.append(r)
-        lo, hi = (np.percentile(boots, [50 * (1 - ci), 50 * (1 + ci)]) if boots else (float("nan"), float("nan")))
-        rows.append({by: key, "rho": rho, "p_value": p, "n": len(x), "ci_low": float(lo), "ci_high": float(hi), "n_boot_used": len(boots)})
-    return pd.DataFrame(rows, columns=[by, "rho", "p_value", "n", "ci_low", "ci_high", "n_boot_used"])
+    for dialect, g in df.groupby("dialect", sort=False):
+        x, y = g["judge_score"].to_numpy(float), g["human_score"].to_numpy(float)
+        rho, p, _ = spearman(x, y)
+        iv = spearman_interval(x, y, level=level, n_resamples=n_resamples, seed=seed)
+        rows.append({"dialect": dialect, "rho": rho, "p_value": p, "n": len(x), "ci_low": iv.low, "ci_high": iv.high,
+                     "n_used": iv.n_used})
+    return pd.DataFrame(rows, columns=["dialect", "rho", "p_value", "n", "ci_low", "ci_high", "n_used"])

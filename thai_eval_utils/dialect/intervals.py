@@ -1,29 +1,20 @@
-"""Bootstrap intervals for the dialect paper's analyses that print none (arXiv 2504.05898, Tables 2, 3 and 6,
-appendix B; issue 14): Cohen's kappa, judge-vs-human Spearman, ΔDiff, Generation/Fluency and preference shares.
+"""Bootstrap intervals for the dialect paper's analyses that print none (arXiv 2504.05898, Tables 2, 3 and 6;
+issue 14): Cohen's kappa, ΔDiff, Generation/Fluency and preference shares (the judge-vs-human Spearman interval
+is :func:`thai_eval_utils.stats.bootstrap.spearman_interval`, which ``human_eval.judge_human_spearman`` uses).
 
-Kappa and Spearman are resampled by hand (a loop over ``numpy.random.default_rng(seed)`` index draws)
-because a resample can leave the statistic undefined (one label only; a constant side), and such resamples
-must be counted and dropped, which ``scipy.stats.bootstrap`` cannot do; their intervals are percentile
-intervals. Means and ΔDiff of per-item scores go through ``scipy.stats.bootstrap`` (percentile or BCa).
+Kappa is resampled by :func:`~thai_eval_utils.stats.bootstrap.loop_bootstrap` because a resample can leave it
+undefined (one label only), and such resamples must be counted and dropped, which ``scipy.stats.bootstrap``
+cannot do; its intervals are percentile intervals. Means and ΔDiff of per-item scores go through
+``scipy.stats.bootstrap`` (percentile or BCa).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from thai_eval_utils.stats.align import RunValues, per_item, sort_key
-from thai_eval_utils.stats.bootstrap import (
-    DEFAULT_RESAMPLES,
-    Interval,
-    mean_diff,
-    mean_stat,
-    percentile_ci,
-    scipy_bootstrap,
-)
 from thai_eval_utils.dialect.human_eval import (
     PREFERENCE_CHOICES,
     annotator_pairs,
@@ -31,28 +22,15 @@ from thai_eval_utils.dialect.human_eval import (
     human_item_scores,
 )
 from thai_eval_utils.dialect.metrics import delta_diff
-
-
-def _loop_bootstrap(
-    name: str, n: int, stat: Callable[[np.ndarray], tuple[float, str]], *, level: float, n_resamples: int, seed: int,
-) -> Interval:
-    """Percentile bootstrap over items of a statistic that may be undefined (returns NaN and a reason)."""
-    estimate, why = stat(np.arange(n))
-    if np.isnan(estimate):
-        return Interval(name, float("nan"), float("nan"), float("nan"), level, "percentile", n_resamples, seed, n, 0,
-                        n_resamples, f"undefined on the full data: {why}", "bootstrap over items")
-    rng = np.random.default_rng(seed)
-    boot, reasons = [], {}
-    for _ in range(n_resamples):
-        value, why = stat(rng.integers(0, n, n))
-        if np.isnan(value):
-            reasons[why] = reasons.get(why, 0) + 1
-        else:
-            boot.append(value)
-    low, high = percentile_ci(np.asarray(boot), level)
-    reason = "; ".join(f"{k} ({v})" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1]))
-    return Interval(name, estimate, low, high, level, "percentile", n_resamples, seed, n, len(boot),
-                    n_resamples - len(boot), reason, "bootstrap over items")
+from thai_eval_utils.stats.align import RunValues, per_item, sort_key
+from thai_eval_utils.stats.bootstrap import (
+    DEFAULT_RESAMPLES,
+    Interval,
+    loop_bootstrap,
+    mean_diff,
+    mean_interval,
+    scipy_bootstrap,
+)
 
 
 def kappa_interval(
@@ -78,30 +56,7 @@ def kappa_interval(
             cache[counts] = (r.value, "") if r.defined else (float("nan"), "one label only, chance agreement 1 (0/0)")
         return cache[counts]
 
-    return _loop_bootstrap(name, len(x), stat, level=level, n_resamples=n_resamples, seed=seed)
-
-
-def spearman_interval(
-    judge: Sequence[float], human: Sequence[float], *, level: float = 0.95, n_resamples: int = DEFAULT_RESAMPLES,
-    seed: int = 0, name: str = "spearman_rho",
-) -> Interval:
-    """Judge-vs-human Spearman's rho (``scipy.stats.spearmanr`` per resample) with a bootstrap interval over items.
-
-    rho is undefined, as in ``human_eval.judge_human_spearman``, with fewer than 3 items or a constant side.
-    """
-    x, y = np.asarray(judge, dtype=float), np.asarray(human, dtype=float)
-    if x.shape != y.shape:
-        raise ValueError(f"judge and human scores differ in length ({x.size} vs {y.size})")
-
-    def stat(idx: np.ndarray) -> tuple[float, str]:
-        xs, ys = x[idx], y[idx]
-        if len(idx) < 3:
-            return float("nan"), "fewer than 3 items"
-        if np.all(xs == xs[0]) or np.all(ys == ys[0]):
-            return float("nan"), "constant scores on one side"
-        return float(stats.spearmanr(xs, ys).statistic), ""
-
-    return _loop_bootstrap(name, len(x), stat, level=level, n_resamples=n_resamples, seed=seed)
+    return loop_bootstrap(name, len(x), stat, level=level, n_resamples=n_resamples, seed=seed)
 
 
 def delta_diff_interval(
@@ -130,20 +85,6 @@ def delta_diff_interval(
                                             n_resamples=n_resamples, seed=seed)
     return Interval(name, estimate, low, high, level, used, n_resamples, seed, max(c.size, d.size), n_resamples,
                     design=design, note=note)
-
-
-def mean_interval(
-    values: Sequence[float], *, name: str = "mean", method: str = "BCa", level: float = 0.95,
-    n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0, scale: float = 1.0,
-) -> Interval:
-    """Mean of per-item values (times ``scale``) with a ``scipy.stats.bootstrap`` interval over items."""
-    x = np.asarray(values, dtype=float) * scale
-    if x.size < 2:
-        raise ValueError("a bootstrap interval needs at least 2 items")
-    low, high, used, note = scipy_bootstrap((x,), mean_stat, paired=False, method=method, level=level,
-                                            n_resamples=n_resamples, seed=seed)
-    return Interval(name, float(x.mean()), low, high, level, used, n_resamples, seed, x.size, n_resamples,
-                    design="bootstrap over items", note=note)
 
 
 def _table(rows: list[tuple[dict[str, object], Interval]]) -> pd.DataFrame:

@@ -100,23 +100,32 @@ def _ngrams(tokens: Sequence[str], max_order: int) -> Counter:
     return counts
 
 
-def bleu_details(
+def bleu_statistics(
     hypotheses: Sequence[str | None], references: Sequence[str | None], *, max_order: int = 4, tokenizer: str = DEFAULT_TOKENIZER
-) -> BleuResult:
-    """Corpus BLEU of the paper (see the comment above) with all its parts, on the words of ``tokenizer``
-    (a name of :mod:`~thai_eval_utils.dialect.tokenizers`; its signature ends the BLEU signature)."""
+) -> np.ndarray:
+    """Per sentence, the sufficient statistics of corpus BLEU (sacrebleu's design): an int64 array of shape
+    ``(n, 2 + 2 * max_order)`` holding hypothesis length, reference length, the clipped n-gram matches for
+    n = 1..max_order, then the possible n-grams for n = 1..max_order. Corpus BLEU depends on the sentences only
+    through the column sums (:func:`bleu_from_statistics`), so a bootstrap resamples rows, not texts."""
     hyps, refs = _check_pair(hypotheses, references)
     tok = get_tokenizer(tokenizer)
-    matches, possible = [0] * max_order, [0] * max_order
-    c = r = 0
-    for hyp, ref in zip(hyps, refs):
+    out = np.zeros((len(hyps), 2 + 2 * max_order), dtype=np.int64)
+    for i, (hyp, ref) in enumerate(zip(hyps, refs)):
         h_tokens, r_tokens = tok.tokenize(hyp), tok.tokenize(ref)
-        c, r = c + len(h_tokens), r + len(r_tokens)
+        out[i, 0], out[i, 1] = len(h_tokens), len(r_tokens)
         overlap = _ngrams(h_tokens, max_order) & _ngrams(r_tokens, max_order)  # clipped counts
         for ngram, count in overlap.items():
-            matches[len(ngram) - 1] += count
+            out[i, 1 + len(ngram)] += count
         for n in range(1, max_order + 1):
-            possible[n - 1] += max(len(h_tokens) - n + 1, 0)
+            out[i, 1 + max_order + n] = max(len(h_tokens) - n + 1, 0)
+    return out
+
+
+def bleu_from_statistics(totals: Sequence[int] | np.ndarray, *, signature: str = "") -> BleuResult:
+    """Corpus BLEU (the formula in the comment above) from the column sums of :func:`bleu_statistics`."""
+    counts = [int(v) for v in totals]  # Python ints: the same arithmetic whether summed by numpy or by hand
+    max_order = (len(counts) - 2) // 2
+    c, r, matches, possible = counts[0], counts[1], counts[2:2 + max_order], counts[2 + max_order:]
     precisions = tuple(m / p if p > 0 else 0.0 for m, p in zip(matches, possible))
     geo_mean = math.exp(sum(math.log(p) for p in precisions) / max_order) if min(precisions) > 0 else 0.0
     ratio = c / r if r > 0 else float("inf")
@@ -124,8 +133,36 @@ def bleu_details(
         bp = 0.0
     else:
         bp = 1.0 if ratio > 1.0 else math.exp(1.0 - 1.0 / ratio)
-    sig = f"bleu|nmt|max_order:{max_order}|smooth:none|{tok.signature}"
-    return BleuResult(100.0 * geo_mean * bp, precisions, bp, ratio, c, r, tuple(matches), tuple(possible), sig)
+    return BleuResult(100.0 * geo_mean * bp, precisions, bp, ratio, c, r, tuple(matches), tuple(possible), signature)
+
+
+def bleu_details(
+    hypotheses: Sequence[str | None], references: Sequence[str | None], *, max_order: int = 4, tokenizer: str = DEFAULT_TOKENIZER
+) -> BleuResult:
+    """Corpus BLEU of the paper (see the comment above) with all its parts, on the words of ``tokenizer``
+    (a name of :mod:`~thai_eval_utils.dialect.tokenizers`; its signature ends the BLEU signature)."""
+    totals = bleu_statistics(hypotheses, references, max_order=max_order, tokenizer=tokenizer).sum(axis=0)
+    sig = f"bleu|nmt|max_order:{max_order}|smooth:none|{get_tokenizer(tokenizer).signature}"
+    return bleu_from_statistics(totals, signature=sig)
+
+
+@dataclass(frozen=True)
+class PaperBleu:
+    """The paper's corpus BLEU as a :class:`thai_eval_utils.stats.corpus.CorpusMetric`: per-sentence statistics
+    and the score (x100) from their sums, so the paired bootstrap sums resampled rows instead of re-tokenising."""
+
+    tokenizer: str = DEFAULT_TOKENIZER
+    max_order: int = 4
+
+    def statistics(self, hypotheses: Sequence[str | None], references: Sequence[str | None]) -> np.ndarray:
+        return bleu_statistics(hypotheses, references, max_order=self.max_order, tokenizer=self.tokenizer)
+
+    def score(self, totals: np.ndarray) -> float:
+        return bleu_from_statistics(totals).score
+
+
+#: The paper's BLEU (newmm words, up to 4-grams) for the corpus bootstraps of ``compare`` and ``stats``.
+PAPER_BLEU = PaperBleu()
 
 
 def bleu(hypotheses: Sequence[str | None], references: Sequence[str | None], *, tokenizer: str = DEFAULT_TOKENIZER) -> float:

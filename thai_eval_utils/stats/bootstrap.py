@@ -1,10 +1,12 @@
-"""Bootstrap intervals with a printed signature, and the one wrapper around ``scipy.stats.bootstrap``
-(Efron and Tibshirani, *An Introduction to the Bootstrap*, 1993, ch. 13-14: percentile and BCa)."""
+"""Bootstrap intervals with a printed signature (Efron and Tibshirani, *An Introduction to the Bootstrap*, 1993,
+ch. 13-14: percentile and BCa): the one wrapper around ``scipy.stats.bootstrap``, the one source of resampled
+item indices for the hand-written resamplings (:func:`bootstrap_indices`), and the intervals of one sample's
+mean and of a Spearman correlation. Every interval speaks of ``n_resamples`` and ``level``."""
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -14,6 +16,8 @@ from scipy import stats
 DEFAULT_RESAMPLES = 10_000
 #: Interval methods this package offers through scipy (hand-written resampling offers percentile only).
 METHODS = ("percentile", "BCa")
+#: Resampled index cells (rows x items) drawn per block: bounds the memory of a vectorised resampling.
+MAX_CELLS = 2_000_000
 
 
 def signature(method: str, level: float, n_resamples: int, seed: int | None) -> str:
@@ -120,3 +124,81 @@ def mean_diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
 def mean_stat(x: np.ndarray, axis: int = -1) -> np.ndarray:
     """Vectorised mean along ``axis``."""
     return np.mean(x, axis=axis)
+
+
+def bootstrap_indices(rng: np.random.Generator, n: int, n_resamples: int, *, max_cells: int = MAX_CELLS) -> Iterator[np.ndarray]:
+    """Resampled item indices (with replacement) as blocks of rows, shape ``(r, n)``, ``n_resamples`` rows in all.
+
+    Hand-written resamplings (statistics that may be undefined, corpus metrics, strata) draw here. The rows are the
+    draws of ``n_resamples`` calls of ``rng.integers(0, n, n)`` in order (numpy draws a block row by row), whatever
+    ``max_cells``; a caller may draw from ``rng`` between blocks (the stratified sign flips do).
+    """
+    step = max(1, max_cells // max(n, 1))
+    for start in range(0, n_resamples, step):
+        yield rng.integers(0, n, (min(step, n_resamples - start), n))
+
+
+def loop_bootstrap(
+    name: str, n: int, stat: Callable[[np.ndarray], tuple[float, str]], *, level: float, n_resamples: int, seed: int | None,
+) -> Interval:
+    """Percentile bootstrap over ``n`` items of a statistic that may be undefined: ``stat(indices)`` returns
+    ``(value, "")`` or ``(NaN, reason)``; undefined resamples are counted by reason and dropped, which
+    ``scipy.stats.bootstrap`` cannot do (kappa with one label, Spearman with a constant side)."""
+    estimate, why = stat(np.arange(n))
+    if np.isnan(estimate):
+        return Interval(name, float("nan"), float("nan"), float("nan"), level, "percentile", n_resamples, seed, n, 0,
+                        n_resamples, f"undefined on the full data: {why}", "bootstrap over items")
+    boot, reasons = [], {}
+    for block in bootstrap_indices(np.random.default_rng(seed), n, n_resamples):
+        for idx in block:
+            value, why = stat(idx)
+            if np.isnan(value):
+                reasons[why] = reasons.get(why, 0) + 1
+            else:
+                boot.append(value)
+    low, high = percentile_ci(np.asarray(boot), level)
+    reason = "; ".join(f"{k} ({v})" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1]))
+    return Interval(name, estimate, low, high, level, "percentile", n_resamples, seed, n, len(boot),
+                    n_resamples - len(boot), reason, "bootstrap over items")
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float, str]:
+    """Spearman's rho and its p-value (``scipy.stats.spearmanr``, ties get average ranks), or NaN, NaN and why:
+    rho is undefined with fewer than 3 items or a constant side."""
+    if len(x) < 3:
+        return float("nan"), float("nan"), "fewer than 3 items"
+    if np.all(x == x[0]) or np.all(y == y[0]):
+        return float("nan"), float("nan"), "constant scores on one side"
+    res = stats.spearmanr(x, y)
+    return float(res.statistic), float(res.pvalue), ""
+
+
+def spearman_interval(
+    judge: Sequence[float], human: Sequence[float], *, level: float = 0.95, n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int | None = 0, name: str = "spearman_rho",
+) -> Interval:
+    """Judge-vs-human Spearman's rho (:func:`spearman`) with a percentile bootstrap interval over items
+    (:func:`loop_bootstrap`: undefined resamples are counted and dropped)."""
+    x, y = np.asarray(judge, dtype=float), np.asarray(human, dtype=float)
+    if x.shape != y.shape:
+        raise ValueError(f"judge and human scores differ in length ({x.size} vs {y.size})")
+
+    def stat(idx: np.ndarray) -> tuple[float, str]:
+        rho, _, why = spearman(x[idx], y[idx])
+        return rho, why
+
+    return loop_bootstrap(name, len(x), stat, level=level, n_resamples=n_resamples, seed=seed)
+
+
+def mean_interval(
+    values: Sequence[float], *, name: str = "mean", method: str = "BCa", level: float = 0.95,
+    n_resamples: int = DEFAULT_RESAMPLES, seed: int | None = 0, scale: float = 1.0,
+) -> Interval:
+    """Mean of per-item values (times ``scale``) with a ``scipy.stats.bootstrap`` interval over items."""
+    x = np.asarray(values, dtype=float) * scale
+    if x.size < 2:
+        raise ValueError("a bootstrap interval needs at least 2 items")
+    low, high, used, note = scipy_bootstrap((x,), mean_stat, paired=False, method=method, level=level,
+                                            n_resamples=n_resamples, seed=seed)
+    return Interval(name, float(x.mean()), low, high, level, used, n_resamples, seed, x.size, n_resamples,
+                    design="bootstrap over items", note=note)

@@ -1,29 +1,50 @@
-"""Hand-written paired resampling for statistics ``scipy.stats.bootstrap`` cannot vectorise (issue 14):
-corpus-level metrics such as BLEU, recomputed on every resample of sentences (Koehn 2004, "Statistical
-significance tests for machine translation evaluation"), and averages over tasks such as the Thai-H6 average,
-resampled within each task (a stratified bootstrap, Davison and Hinkley 1997, section 3.2).
-
-Why by hand: scipy's bootstrap needs a statistic of per-observation values it can vectorise or call per
-resample on one array; a corpus metric takes lists of texts, and a stratified average needs resampling
-within strata, which scipy does not do. Indices come from ``numpy.random.default_rng(seed)``; items are put
-in canonical key order first, so the input order never changes a result. Intervals are percentile intervals.
+"""Hand-written resampling of corpus metrics (issue 14; docs/statistics.md): the paired bootstrap of a corpus
+metric (BLEU) and the ΔDiff of a corpus metric with a percentile interval. ``scipy.stats.bootstrap`` cannot do
+these: a corpus metric is not a mean of per-item values. Following sacrebleu's design, a metric gives each
+sentence's sufficient statistics (BLEU: lengths, n-gram matches and totals) and scores their sums, so a resample
+sums rows of an array instead of scoring texts again (same numbers, to the last digit, as rescoring the texts).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Protocol
 
 import numpy as np
-import pandas as pd
 
-from thai_eval_utils.stats.align import RunValues, align, check_same_data, sort_key
-from thai_eval_utils.stats.bootstrap import DEFAULT_RESAMPLES, Interval, percentile_ci
-from thai_eval_utils.stats.paired import PairedResult
 from thai_eval_utils.core.errors import ThaiEvalDataError
+from thai_eval_utils.stats.align import check_same_data, sort_key
+from thai_eval_utils.stats.bootstrap import (
+    DEFAULT_RESAMPLES,
+    Interval,
+    bootstrap_indices,
+    percentile_ci,
+)
+from thai_eval_utils.stats.paired import PairedResult
 
-#: A corpus metric: (hypotheses, references) -> score, e.g. ``thai_eval_utils.dialect.metrics.bleu``.
-CorpusMetric = Callable[[Sequence[str], Sequence[str]], float]
-_CHUNK = 2_000_000  # resample-by-item cells per batch (bounds memory of the stratified bootstrap)
+#: Resampled statistic cells (rows x sentences x statistics) summed per block: bounds the memory.
+_MAX_CELLS = 4_000_000
+
+
+class CorpusMetric(Protocol):
+    """A corpus metric by sufficient statistics, e.g. ``thai_eval_utils.dialect.metrics.PAPER_BLEU``."""
+
+    def statistics(self, hypotheses: Sequence[str], references: Sequence[str]) -> np.ndarray:
+        """Per sentence, a row of integer statistics: shape ``(n, d)``."""
+        ...
+
+    def score(self, totals: np.ndarray) -> float:
+        """The corpus score from the column sums of :meth:`statistics` (shape ``(d,)``)."""
+        ...
+
+
+def _resampled_scores(metric: CorpusMetric, stats: np.ndarray, blocks: list[np.ndarray]) -> np.ndarray:
+    """The metric of each resample (one row of indices per resample) from summed per-sentence statistics."""
+    return np.array([metric.score(t) for idx in blocks for t in stats[idx].sum(axis=1)], dtype=float)
+
+
+def _blocks(rng: np.random.Generator, n: int, n_resamples: int, d: int) -> list[np.ndarray]:
+    return list(bootstrap_indices(rng, n, n_resamples, max_cells=max(1, _MAX_CELLS // d)))
 
 
 def _shifted_p(boot: np.ndarray, observed: float) -> float:
@@ -50,9 +71,9 @@ def corpus_paired_bootstrap(
 ) -> PairedResult:
     """Paired bootstrap over sentences of a corpus metric: both systems scored on the same resampled sentences.
 
-    ``metric`` is called ``2 * (n_resamples + 1)`` times (e.g. ``metrics.bleu``, the paper-exact dialect BLEU;
-    wrap it with a tokenisation cache if that is slow). The p-value is the shifted-bootstrap p (see
-    :func:`_shifted_p`). Sentences are matched by key; keys with a hypothesis in one system only are listed.
+    ``metric`` (e.g. ``dialect.metrics.PAPER_BLEU``, the paper-exact dialect BLEU) scores each system's sentences
+    once; each resample sums their statistics. The p-value is the shifted-bootstrap p (see :func:`_shifted_p`).
+    Sentences are matched by key; keys with a hypothesis in one system only are listed.
     """
     note = check_same_data(data_hash_a, data_hash_b, allow_different_data=allow_different_data)
     shared = sorted(hyps_a.keys() & hyps_b.keys(), key=sort_key)
@@ -62,14 +83,11 @@ def corpus_paired_bootstrap(
     if missing:
         raise ThaiEvalDataError(f"no reference for sentence key(s) {', '.join(map(repr, missing[:5]))}", field="key")
     ha, hb, rr = [hyps_a[k] for k in shared], [hyps_b[k] for k in shared], [refs[k] for k in shared]
-    score_a, score_b = float(metric(ha, rr)), float(metric(hb, rr))
-    rng = np.random.default_rng(seed)
-    boot = np.empty(n_resamples)
+    stats_a, stats_b = metric.statistics(ha, rr), metric.statistics(hb, rr)
+    score_a, score_b = float(metric.score(stats_a.sum(axis=0))), float(metric.score(stats_b.sum(axis=0)))
     n = len(shared)
-    for r in range(n_resamples):
-        idx = rng.integers(0, n, n)
-        refs_r = [rr[i] for i in idx]
-        boot[r] = metric([ha[i] for i in idx], refs_r) - metric([hb[i] for i in idx], refs_r)
+    blocks = _blocks(np.random.default_rng(seed), n, n_resamples, stats_a.shape[1])
+    boot = _resampled_scores(metric, stats_a, blocks) - _resampled_scores(metric, stats_b, blocks)
     low, high = percentile_ci(boot, level)
     return PairedResult(
         metric=name, n_paired=n, n_only_a=len(hyps_a.keys() - hyps_b.keys()), n_only_b=len(hyps_b.keys() - hyps_a.keys()),
@@ -79,70 +97,6 @@ def corpus_paired_bootstrap(
         only_in_a=tuple(sorted(hyps_a.keys() - hyps_b.keys(), key=sort_key)),
         only_in_b=tuple(sorted(hyps_b.keys() - hyps_a.keys(), key=sort_key)),
         note="; ".join(filter(None, [note, "corpus metric recomputed per resample (hand-written)"])),
-    )
-
-
-def _by_task(run: pd.DataFrame | Mapping[str, RunValues], task: str) -> dict[str, RunValues]:
-    if isinstance(run, pd.DataFrame):
-        if task not in run.columns:
-            raise ThaiEvalDataError(f"no column {task!r}", field=task)
-        return {str(t): g for t, g in run.groupby(task, sort=True)}
-    return {str(t): v for t, v in run.items()}
-
-
-def stratified_paired_bootstrap(
-    run_a: pd.DataFrame | Mapping[str, RunValues],
-    run_b: pd.DataFrame | Mapping[str, RunValues],
-    *,
-    name: str = "average",
-    task: str = "task",
-    key: str = "key",
-    value: str = "value",
-    level: float = 0.95,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    seed: int = 0,
-    data_hash_a: str | None = None,
-    data_hash_b: str | None = None,
-    allow_different_data: bool = False,
-) -> PairedResult:
-    """Difference of two models' unweighted average over tasks (e.g. the Thai-H6 average of six task
-    scores), each task's items resampled within the task, paired by key.
-
-    ``run_a``/``run_b``: a DataFrame with ``task``, ``key``, ``value`` columns, or ``task -> per-item values``.
-    Each task's score is the mean of its item values (MMLU's macro average over subjects is not modelled).
-    The p-value is a stratified paired sign-flip test: each item's difference flips sign with probability
-    1/2, ``p = (1 + #{|T*| >= |T|}) / (R + 1)``.
-    """
-    note = check_same_data(data_hash_a, data_hash_b, allow_different_data=allow_different_data)
-    ta, tb = _by_task(run_a, task), _by_task(run_b, task)
-    if set(ta) != set(tb):
-        raise ThaiEvalDataError(f"the runs cover different tasks: only A {sorted(set(ta) - set(tb))}, only B {sorted(set(tb) - set(ta))}", field=task)
-    names = sorted(ta)
-    aligned = [align(ta[t], tb[t], key=key, value=value) for t in names]
-    diffs = [al.a - al.b for al in aligned]
-    observed = float(np.mean([d.mean() for d in diffs]))
-    rng = np.random.default_rng(seed)
-    boot, flips = np.zeros(n_resamples), np.zeros(n_resamples)
-    for d in diffs:  # tasks in sorted order, each drawing its own indices: same seed -> same numbers
-        n = d.size
-        step = max(1, _CHUNK // n)
-        for start in range(0, n_resamples, step):
-            r = min(step, n_resamples - start)
-            boot[start:start + r] += d[rng.integers(0, n, (r, n))].mean(axis=1) / len(diffs)
-            signs = rng.choice(np.array([-1.0, 1.0]), size=(r, n))
-            flips[start:start + r] += (signs * d).mean(axis=1) / len(diffs)
-    low, high = percentile_ci(boot, level)
-    mean_a = float(np.mean([al.a.mean() for al in aligned]))
-    mean_b = float(np.mean([al.b.mean() for al in aligned]))
-    only_a = tuple((t, k) for t, al in zip(names, aligned) for k in al.only_in_a)
-    only_b = tuple((t, k) for t, al in zip(names, aligned) for k in al.only_in_b)
-    p = 1.0 if all(np.all(d == 0) for d in diffs) else float((1 + np.sum(np.abs(flips) >= abs(observed) - 1e-12)) / (n_resamples + 1))
-    return PairedResult(
-        metric=name, n_paired=sum(d.size for d in diffs), n_only_a=len(only_a), n_only_b=len(only_b),
-        mean_a=mean_a, mean_b=mean_b, diff=mean_a - mean_b, ci_low=low, ci_high=high, level=level,
-        method="percentile", n_resamples=n_resamples, seed=seed, test="stratified-sign-flip",
-        p_value=p, only_in_a=only_a, only_in_b=only_b,
-        note="; ".join(filter(None, [note, f"resampled within {len(names)} tasks: {', '.join(names)} (hand-written)"])),
     )
 
 
@@ -172,13 +126,18 @@ def corpus_delta_diff_interval(
     paired = ic == idd
     design = (f"paired over {len(ic)} aligned items" if paired else
               f"independent resampling of Central ({len(ic)}) and dialect ({len(idd)}) items: ids do not align")
-    estimate = float(metric(hc, rc)) - float(metric(hd, rd))
+    sc, sd = metric.statistics(hc, rc), metric.statistics(hd, rd)
+    estimate = float(metric.score(sc.sum(axis=0))) - float(metric.score(sd.sum(axis=0)))
     rng = np.random.default_rng(seed)
-    boot = np.empty(n_resamples)
-    for r in range(n_resamples):
-        i_c = rng.integers(0, len(ic), len(ic))
-        i_d = i_c if paired else rng.integers(0, len(idd), len(idd))
-        boot[r] = metric([hc[i] for i in i_c], [rc[i] for i in i_c]) - metric([hd[i] for i in i_d], [rd[i] for i in i_d])
+    if paired:
+        blocks = _blocks(rng, len(ic), n_resamples, sc.shape[1])
+        boot = _resampled_scores(metric, sc, blocks) - _resampled_scores(metric, sd, blocks)
+    else:  # each resample draws Central's indices, then the dialect's
+        i_c, i_d = [], []
+        for _ in range(n_resamples):
+            i_c.append(next(bootstrap_indices(rng, len(ic), 1)))
+            i_d.append(next(bootstrap_indices(rng, len(idd), 1)))
+        boot = _resampled_scores(metric, sc, i_c) - _resampled_scores(metric, sd, i_d)
     low, high = percentile_ci(boot, level)
     return Interval(name, estimate, low, high, level, "percentile", n_resamples, seed, max(len(ic), len(idd)),
                     n_resamples, design=design, note="corpus metric recomputed per resample (hand-written)")

@@ -14,13 +14,13 @@ import pandas as pd
 from scipy import stats
 
 from thai_eval_utils.stats.align import RunValues, align, check_same_data
-from thai_eval_utils.stats.holm import holm
 from thai_eval_utils.stats.bootstrap import (
     DEFAULT_RESAMPLES,
     mean_diff,
     scipy_bootstrap,
     signature,
 )
+from thai_eval_utils.stats.holm import holm
 
 Test = Literal["auto", "mcnemar", "permutation"]
 

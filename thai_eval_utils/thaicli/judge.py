@@ -62,11 +62,10 @@ from thai_eval_utils.thaicli.judge_prompt import (
     judge_template,
     parse_judgement,
 )
-from thai_eval_utils.thaicli.scores import (  # noqa: F401 - SCORE_COLUMNS and round_half_up re-exported
+from thai_eval_utils.thaicli.scores import (  # noqa: F401 - SCORE_COLUMNS re-exported
     SCORE_COLUMNS,
     ThaiCLIScores,
     item_means,
-    round_half_up,
     thaicli_scores,
 )
 

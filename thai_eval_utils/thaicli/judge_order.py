@@ -11,8 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-from thai_eval_utils.stats.paired import PairedResult, compare_paired
 from thai_eval_utils.core.openai_client import ApiModel
+from thai_eval_utils.stats.paired import PairedResult, compare_paired
 from thai_eval_utils.thaicli.judge import JudgeRun, item_means, judge_answers
 
 #: The row name of the order effect: ``diff`` = mean(rejected first) - mean(chosen first).

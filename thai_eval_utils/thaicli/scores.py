@@ -19,13 +19,6 @@ from thai_eval_utils.core.provenance import Score
 SCORE_COLUMNS = ("format", "theme", "score")
 
 
-def round_half_up(value: float | None, ndigits: int = 2) -> float | None:
-    """The paper's display rounding of a score (7.305 -> 7.31, not 7.3), as a float; None and NaN pass through."""
-    if value is None or not math.isfinite(value):
-        return value
-    return float(tables.round_half_up(value, ndigits))
-
-
 @dataclass
 class ThaiCLIScores:
     """ThaiCLI = (factoid mean + instruction mean) / 2, with per-format and per-theme tables."""
@@ -40,8 +33,8 @@ class ThaiCLIScores:
         """The paper's Table 5 columns, rounded half-up to 2 decimals, with standard errors."""
         row = {}
         for s in (self.thaicli, self.factoid, self.instruction):
-            row[s.name] = round_half_up(s.value)
-            row[f"{s.name}_stderr"] = round_half_up(s.stderr) if s.stderr is not None else None
+            for key, value in ((s.name, s.value), (f"{s.name}_stderr", s.stderr)):  # 7.305 -> 7.31; None, NaN kept
+                row[key] = float(tables.round_half_up(value, 2)) if value is not None and math.isfinite(value) else value
         return row
 
     def to_dict(self) -> dict[str, Any]:
