@@ -27,7 +27,7 @@ from thai_eval_utils.dialect.data import load_dialect  # noqa: E402
 from thai_eval_utils.dialect.metrics import bleu  # noqa: E402
 from thai_eval_utils.stats.align import sort_key  # noqa: E402
 from thai_eval_utils.stats.bootstrap import percentile_ci  # noqa: E402
-from thai_eval_utils.stats.corpus import _shifted_p  # noqa: E402
+from thai_eval_utils.stats.corpus import shifted_p  # noqa: E402
 
 
 def rescoring_texts(ha: dict, hb: dict, refs: dict, n_resamples: int, seed: int) -> tuple[float, float, float]:
@@ -40,7 +40,7 @@ def rescoring_texts(ha: dict, hb: dict, refs: dict, n_resamples: int, seed: int)
         rr = [r[j] for j in idx]
         boot[i] = bleu([a[j] for j in idx], rr) - bleu([b[j] for j in idx], rr)
     low, high = percentile_ci(boot, 0.95)
-    return low, high, _shifted_p(boot, bleu(a, r) - bleu(b, r))
+    return low, high, shifted_p(boot, bleu(a, r) - bleu(b, r))
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ from thai_eval_utils.compare import (
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.dialect.metrics import PAPER_BLEU, bleu
 from thai_eval_utils.stats.bootstrap import bootstrap_indices, percentile_ci
-from thai_eval_utils.stats.corpus import _shifted_p
+from thai_eval_utils.stats.corpus import shifted_p
 
 REPO = Path(__file__).resolve().parents[1]
 R = 2000  # resamples in tests (10,000 by default)
@@ -229,7 +229,7 @@ def test_corpus_bleu_from_statistics_equals_rescoring_the_texts_to_the_last_digi
     r = corpus_paired_bootstrap(a, b, refs, PAPER_BLEU, n_resamples=300, seed=3)
     assert (r.mean_a, r.mean_b) == (bleu(ha, rr), bleu(hb, rr)) and 0 < r.mean_a < r.mean_b
     assert (r.ci_low, r.ci_high) == percentile_ci(boot, 0.95) and r.ci_low < r.ci_high
-    assert r.p_value == _shifted_p(boot, r.diff)
+    assert r.p_value == shifted_p(boot, r.diff)
     six = keys[:6]
     iv = corpus_delta_diff_interval((a, refs), ({k: b[k] for k in six}, {k: refs[k] for k in six}), PAPER_BLEU,
                                     n_resamples=100, seed=2)

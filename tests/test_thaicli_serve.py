@@ -7,9 +7,8 @@ completions, parsing, the call budget, the cache, server stop). Few tokens per c
 from __future__ import annotations
 
 import pandas as pd
-import pytest
 
-from thai_eval_utils.core import models
+from thai_eval_utils.core.model_sources import embedded_model_dir
 from thai_eval_utils.core.openai_client import ApiModel
 from thai_eval_utils.thaicli.answers import generate_answers
 from thai_eval_utils.thaicli.demo_judge_server import _models_answer, serve_model
@@ -17,9 +16,7 @@ from thai_eval_utils.thaicli.judge import JudgeParams, judge_answers
 
 
 def test_answer_and_judge_through_transformers_serve(tmp_path):
-    if not hasattr(models, "embedded_model_dir"):
-        pytest.skip("thai_eval_utils.core.models.embedded_model_dir() does not exist yet")
-    model_dir = models.embedded_model_dir()
+    model_dir = embedded_model_dir()
     df = pd.DataFrame([{"id": "0" * 32, "format": "factoid", "theme": "Culture", "question": "เมืองหลวงของประเทศไทยคือเมืองใด",
                         "chosen": "กรุงเทพมหานคร", "rejected": "เชียงใหม่"}])  # fmt: skip
     with serve_model(model_dir) as url:

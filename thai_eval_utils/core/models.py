@@ -50,10 +50,10 @@ def load_model(spec: str = EMBEDDED, **options: Any) -> LocalModel | ApiModel | 
         **options: for local models ``dtype`` (one of :data:`DTYPES`; default float32 on CPU, bfloat16 on GPU),
             ``device`` or ``device_map`` (e.g. ``"auto"`` for GPUs; not both), ``max_length``, ``add_bos_token``
             (default False, as the leaderboard ran lm-eval), ``trust_remote_code`` (default False), ``batch_size``;
-            for API models see :class:`.api.ApiModel`. Notebooks build them with :func:`model_options`.
+            for API models see :class:`.openai_client.ApiModel`. Notebooks build them with :func:`model_options`.
 
     Returns:
-        A :class:`LocalModel` or an :class:`.api.ApiModel`.
+        A :class:`LocalModel` or an :class:`.openai_client.ApiModel`.
     """
     if spec.startswith("openai:"):
         return ApiModel(spec.split(":", 1)[1], **options)

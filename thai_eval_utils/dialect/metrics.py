@@ -232,7 +232,7 @@ def sacrebleu_bleu(
     """sacrebleu corpus BLEU: pretokenised by ``tokenizer`` (whitespace tokens dropped) with ``tokenize="none"``
     for Thai targets, ``13a`` for English.
 
-    Returns a :class:`~thai_eval_utils.core.store.Score` whose signature is sacrebleu's plus the pretokenizer.
+    Returns a :class:`~thai_eval_utils.core.provenance.Score` whose signature is sacrebleu's plus the pretokenizer.
     """
     from sacrebleu.metrics import BLEU
 
@@ -295,13 +295,13 @@ def delta_diff(scores: pd.DataFrame) -> pd.DataFrame:
     return out[["model", "dialect", "task", "metric", "central", "value", "delta"]].reset_index(drop=True)
 
 
-def table1_layout(scores: pd.DataFrame, *, display_names: bool = True) -> pd.DataFrame:
+def table1_layout(scores: pd.DataFrame) -> pd.DataFrame:
     """Scores and ΔDiff in the paper's Table 1 layout: one row per (model, dialect).
 
     Columns: ``model, dialect, qa_rougeL, qa_delta, summarization_rougeL, summarization_delta,
     translation_en_to_dialect_bleu, translation_en_to_dialect_delta, translation_dialect_to_en_bleu,
     translation_dialect_to_en_delta``; Central rows have no delta (NaN). Dialects are printed as
-    Central/Isan/Lanna/Dambro when ``display_names``.
+    Central/Isan/Lanna/Dambro.
     """
     df = scores.assign(task=scores["task"].map(table_task))
     deltas = delta_diff(scores)
@@ -317,8 +317,7 @@ def table1_layout(scores: pd.DataFrame, *, display_names: bool = True) -> pd.Dat
     out = pd.DataFrame(rows)
     order = {d: i for i, d in enumerate(DIALECT_NAMES)}
     out = out.sort_values(["model", "dialect"], key=lambda s: s.map(order) if s.name == "dialect" else s, kind="stable")
-    if display_names:
-        out["dialect"] = out["dialect"].map(lambda d: DIALECT_NAMES.get(d, d))
+    out["dialect"] = out["dialect"].map(lambda d: DIALECT_NAMES.get(d, d))
     return out.reset_index(drop=True)
 
 

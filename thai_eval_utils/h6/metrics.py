@@ -2,7 +2,7 @@
 ``tasks/truthfulqa.py``, ``tasks/winogrande.py``, ``tasks/gsm8k.py``) with lm-eval 0.4.13's variants beside them.
 
 Every function takes one document's model outputs and returns plain numbers; aggregation into
-:class:`~thai_eval_utils.core.store.Score` objects is at the end of the module.
+:class:`~thai_eval_utils.core.provenance.Score` objects is at the end of the module.
 """
 
 from __future__ import annotations

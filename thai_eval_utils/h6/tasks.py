@@ -374,11 +374,6 @@ def gold(spec: TaskSpec, doc: Mapping[str, Any]) -> int:
     raise ValueError(f"{spec.name} has no gold index")
 
 
-def doc_to_text(spec: TaskSpec, doc: Mapping[str, Any], templates: Mapping[str, str]) -> str:
-    """The query part of a document's prompt (for Winogrande: filled in with the correct option)."""
-    return spec.text(doc, templates)
-
-
 def fewshot_context(spec: TaskSpec, doc: Mapping[str, Any], shots: Sequence[Mapping[str, Any]],
                     templates: Mapping[str, str]) -> str:
     """See :meth:`TaskSpec.context`."""

@@ -47,7 +47,7 @@ def _blocks(rng: np.random.Generator, n: int, n_resamples: int, d: int) -> list[
     return list(bootstrap_indices(rng, n, n_resamples, max_cells=max(1, _MAX_CELLS // d)))
 
 
-def _shifted_p(boot: np.ndarray, observed: float) -> float:
+def shifted_p(boot: np.ndarray, observed: float) -> float:
     """Two-sided p of H0 "no difference" from the bootstrap distribution shifted to mean 0:
     ``(1 + #{|d*_r - mean(d*)| >= |d|}) / (R + 1)`` (Efron and Tibshirani 1993, section 16.4; the
     paired-bootstrap p of sacrebleu's ``--paired-bs``)."""
@@ -72,7 +72,7 @@ def corpus_paired_bootstrap(
     """Paired bootstrap over sentences of a corpus metric: both systems scored on the same resampled sentences.
 
     ``metric`` (e.g. ``dialect.metrics.PAPER_BLEU``, the paper-exact dialect BLEU) scores each system's sentences
-    once; each resample sums their statistics. The p-value is the shifted-bootstrap p (see :func:`_shifted_p`).
+    once; each resample sums their statistics. The p-value is the shifted-bootstrap p (see :func:`shifted_p`).
     Sentences are matched by key; keys with a hypothesis in one system only are listed.
     """
     note = check_same_data(data_hash_a, data_hash_b, allow_different_data=allow_different_data)
@@ -93,7 +93,7 @@ def corpus_paired_bootstrap(
         metric=name, n_paired=n, n_only_a=len(hyps_a.keys() - hyps_b.keys()), n_only_b=len(hyps_b.keys() - hyps_a.keys()),
         mean_a=score_a, mean_b=score_b, diff=score_a - score_b, ci_low=low, ci_high=high, level=level,
         method="percentile", n_resamples=n_resamples, seed=seed, test="paired-bootstrap-shifted",
-        p_value=_shifted_p(boot, score_a - score_b),
+        p_value=shifted_p(boot, score_a - score_b),
         only_in_a=tuple(sorted(hyps_a.keys() - hyps_b.keys(), key=sort_key)),
         only_in_b=tuple(sorted(hyps_b.keys() - hyps_a.keys(), key=sort_key)),
         note="; ".join(filter(None, [note, "corpus metric recomputed per resample (hand-written)"])),

@@ -161,11 +161,10 @@ def with_holm(rows: Sequence[PairedResult]) -> list[PairedResult]:
     return [replace(r, p_holm=float(p)) for r, p in zip(rows, adjusted)]
 
 
-def results_table(rows: Sequence[PairedResult], *, adjust: bool = True) -> pd.DataFrame:
-    """One table row per comparison (Holm-adjusted across these rows when ``adjust``); key lists omitted."""
-    rows = with_holm(rows) if adjust else list(rows)
+def results_table(rows: Sequence[PairedResult]) -> pd.DataFrame:
+    """One table row per comparison, Holm-adjusted across these rows; key lists omitted."""
     records = []
-    for r in rows:
+    for r in with_holm(rows):
         d = r.to_dict()
         del d["only_in_a"], d["only_in_b"]
         records.append(d)

@@ -19,16 +19,18 @@ from thai_eval_utils.core.provenance import scrub, sha256_text
 from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
 
-_ITEM_COLUMNS = ("id", "format", "theme", "question", "chosen", "rejected")
+#: The columns of a ThaiCLI item frame (``load_thaicli``) that answering and the judge-free variant need.
+ITEM_COLUMNS = ("id", "format", "theme", "question", "chosen", "rejected")
 
 
-def _check(df: pd.DataFrame, columns: Sequence[str]) -> None:
+def check_columns(df: pd.DataFrame, columns: Sequence[str]) -> None:
+    """Raise ThaiEvalDataError naming the first of ``columns`` the frame lacks."""
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise ThaiEvalDataError(f"the ThaiCLI frame lacks columns {missing}", field=missing[0])
 
 
-def _item_key(item_id: Any, question: str) -> str:
+def item_key(item_id: Any, question: str) -> str:
     """Stable per-item key: the id plus a hash of the question (an edited question is a new item)."""
     return f"{item_id}:{sha256_text(question)[:8]}"
 
@@ -77,7 +79,7 @@ def generate_answers(
     Returns:
         ``df`` with an ``answer`` column; ``attrs`` hold model_name, model_identity, config_id, run_dir.
     """
-    _check(df, _ITEM_COLUMNS)
+    check_columns(df, ITEM_COLUMNS)
     batch_size = batch_size or getattr(model, "concurrency", None) or 8
     settings = {"max_new_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p, "seed": seed}
     identity = stable_identity(dict(model.identity))
@@ -98,7 +100,7 @@ def _answer_all(model: Model, df: pd.DataFrame, store: RunStore, settings: dict[
     """The run of :func:`generate_answers` in its open store: a batch whose request fails after the client's
     retries (an :class:`ApiError`) stays ungenerated (``answer`` None, listed in ``attrs["ungenerated"]`` and the
     summary) and the run goes on; a rerun generates what is missing."""
-    keys = [_item_key(i, q) for i, q in zip(df["id"], df["question"], strict=True)]
+    keys = [item_key(i, q) for i, q in zip(df["id"], df["question"], strict=True)]
 
     def answer(rows: list[int]) -> list[dict[str, Any]]:
         replies = model.chat([chat_messages(df["question"].iloc[i], system_prompt) for i in rows], **settings)

@@ -71,7 +71,6 @@ def serve_model(
     port: int | None = None,
     device: str = "cpu",
     startup_timeout: float = 600.0,
-    log_path: str | Path | None = None,
 ) -> Iterator[str]:
     """Serve ``model_dir`` with ``transformers serve`` until the block ends; yields ``http://host:port/v1``.
 
@@ -83,7 +82,7 @@ def serve_model(
     """
     port = port or free_port(host)
     base_url = f"http://{host}:{port}/v1"
-    log = Path(log_path) if log_path else Path(tempfile.mkstemp(prefix="thai-eval-serve-", suffix=".log")[1])
+    log = Path(tempfile.mkstemp(prefix="thai-eval-serve-", suffix=".log")[1])
     cmd = [sys.executable, "-m", "transformers.cli.transformers", "serve", str(model_dir), "--host", host,
            "--port", str(port), "--device", device, "--default-seed", "0", "--log-level", "warning"]  # fmt: skip
     env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"), "TRANSFORMERS_OFFLINE": "1"}

@@ -19,7 +19,7 @@ from thai_eval_utils.core.protocols import LoglikelihoodModel
 from thai_eval_utils.core.provenance import Score, sha256_text
 from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
-from thai_eval_utils.thaicli.answers import _ITEM_COLUMNS, _check, _item_key
+from thai_eval_utils.thaicli.answers import ITEM_COLUMNS, check_columns, item_key
 
 #: Judge-free variant: the context is the question under a Thai "Question:/Answer:" frame (คำถาม = question,
 #: คำตอบ = answer), the lm-evaluation-harness pattern of a question/answer prompt; the continuation is
@@ -47,7 +47,7 @@ def loglikelihood_preferences(
         One row per item: id, format, theme, ll_chosen, ll_rejected, chars_chosen, chars_rejected,
         win_raw, win_norm.
     """
-    _check(df, _ITEM_COLUMNS)
+    check_columns(df, ITEM_COLUMNS)
     store = RunStore.open(
         model.name,
         "thaicli/loglik",
@@ -56,7 +56,7 @@ def loglikelihood_preferences(
         prompt_templates={"context": LL_CONTEXT_TEMPLATE},
         outputs=outputs,
     )
-    keys = [_item_key(i, q + "\x00" + c + "\x00" + r) for i, q, c, r in zip(df["id"], df["question"], df["chosen"], df["rejected"], strict=True)]
+    keys = [item_key(i, q + "\x00" + c + "\x00" + r) for i, q, c, r in zip(df["id"], df["question"], df["chosen"], df["rejected"], strict=True)]
 
     def score(rows: list[int]) -> list[dict[str, Any]]:
         requests = []
