@@ -15,6 +15,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.dialect import human_eval as H
+from thai_eval_utils.stats.bootstrap import spearman_interval
 
 REPO = Path(__file__).resolve().parents[1]
 HUMAN = REPO / "data" / "human_eval"
@@ -169,6 +170,8 @@ def test_spearman_with_ties_matches_hand_computation():
     assert r["rho"] == pytest.approx(rho) and r["n"] == 5
     assert r["p_value"] == pytest.approx(2 * stats.t.sf(t, 3))
     assert r["ci_low"] <= r["ci_high"] and 0 < r["n_used"] <= 200
+    iv = spearman_interval(x, y, n_resamples=200, seed=1)  # the one Spearman interval (parity-tested by hand)
+    assert (r["ci_low"], r["ci_high"], r["n_used"]) == (iv.low, iv.high, iv.n_used)
     again = H.judge_human_spearman(df, n_resamples=200, seed=1).iloc[0]
     assert (again["ci_low"], again["ci_high"]) == (r["ci_low"], r["ci_high"])
     const = pd.DataFrame({"dialect": "east", "judge_score": [5, 5, 5], "human_score": [0, 0.5, 1]})
