@@ -234,7 +234,8 @@ def _generate_all(model: Model, df: pd.DataFrame, store: RunStore, config: dict[
 
     items = df.to_dict("records")
     run = run_items(store, items, item_key, generate, batch_size=batch_size, desc=f"dialect {model.name}",
-                    progress=progress, tolerate=(ApiError,), describe=lambda exc: scrub(str(exc)))  # fmt: skip
+                    progress=progress, tolerate=(ApiError,), describe=lambda exc: scrub(str(exc)),
+                    fields={"output": str})  # fmt: skip
     done = [run.records.get(item_key(it), {}) for it in items]
     out = df.assign(model=model.name, prompt=[r.get("prompt") for r in done], output=[r.get("output") for r in done],
                     prompt_truncated=[bool(r.get("prompt_truncated")) for r in done])  # fmt: skip
