@@ -127,6 +127,7 @@ class FakeCompletionsServer(LocalHTTPServer):
         self.generation = generation or (lambda prompt: "ตอบ 42\n\nคำถาม: ต่อไป")
         self.bodies: list[dict] = []
         self.authorizations: list[str | None] = []  # the Authorization header of every request
+        self.targets: list[tuple[str, str | None]] = []  # every request's target (path and query), api-key header
         self.n_completions = 0
         self._lock = threading.Lock()
         super().__init__(_Handler)
@@ -212,7 +213,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.server.fake.authorizations.append(self.headers.get("Authorization"))
-        if self.path.rstrip("/") == "/v1/models":
+        self.server.fake.targets.append((self.path, self.headers.get("api-key")))
+        if self.path.split("?")[0].rstrip("/") == "/v1/models":
             self._send(200, {"object": "list", "data": [{"id": self.server.fake.served_model, "object": "model",
                                                           "created": 0, "owned_by": self.server.fake.owned_by}]})
         else:
@@ -221,8 +223,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         fake = self.server.fake
         fake.authorizations.append(self.headers.get("Authorization"))
+        fake.targets.append((self.path, self.headers.get("api-key")))
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
-        path = self.path.rstrip("/")
+        path = self.path.split("?")[0].rstrip("/")
         if path == "/v1/chat/completions":
             with fake._lock:
                 fake.bodies.append(body)

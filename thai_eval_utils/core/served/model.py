@@ -35,7 +35,7 @@ from thai_eval_utils.core.openai_client import (
     run_sync,
     server_from_owners,
 )
-from thai_eval_utils.core.provenance import register_secret, split_credentials
+from thai_eval_utils.core.provenance import register_secret, split_endpoint
 from thai_eval_utils.core.served.completions import (
     SCORING_PARAMS,
     TEXT_BOUNDARY_RULE,
@@ -135,11 +135,16 @@ class ServedModel:
         if batch_size < 1 or (concurrency is not None and concurrency < 1):
             raise ValueError("batch_size and concurrency must be >= 1")
         self.model_id, self.name = model_id, name or model_id
-        # credentials never stay in a URL: each replica's userinfo is removed and registered as a secret, and a
-        # URL password is the Bearer key when no api_key is given (as ApiModel does)
-        split = [split_credentials(u) for u in split_base_urls(url)]
-        self.base_urls = [u for u, _ in split]
-        key = api_key or next((pw for _, pw in split if pw), None) or os.environ.get("OPENAI_API_KEY")
+        # credentials never stay in a URL: each replica's userinfo and credential query parameters (Azure style
+        # ?api-key=) are removed and registered as secrets, and the URL's credential is the Bearer key when no
+        # api_key is given (as ApiModel does); other query parameters are sent with every request
+        try:
+            endpoints = [split_endpoint(u) for u in split_base_urls(url)]
+        except ValueError as exc:
+            raise ModelLoadError(str(exc)) from None
+        self.base_urls, self._queries = [e.url for e in endpoints], [e.query for e in endpoints]
+        self._key_header = next((e.key_header for e in endpoints if e.key_header), None)
+        key = api_key or next((e.key for e in endpoints if e.key), None) or os.environ.get("OPENAI_API_KEY")
         register_secret(key)
         self._api_key = key or PLACEHOLDER_API_KEY
         self.prompt, self.batch_size = prompt, int(batch_size)
@@ -261,7 +266,8 @@ class ServedModel:
         return 1 if p is not None and p.prompt_form == "text" else DEFAULT_CONCURRENCY
 
     def _pool(self) -> Pool:
-        return Pool(self.base_urls, self._api_key, self.concurrency, self.timeout, self.max_retries, self.deadline)
+        return Pool(self.base_urls, self._api_key, self.concurrency, self.timeout, self.max_retries, self.deadline,
+                    self._queries, self._key_header)
 
     async def _probe_async(self, tok: Any) -> ProbeResult:
         result = ProbeResult()

@@ -26,6 +26,7 @@ from thai_eval_utils.core.openai_client import (
     FATAL_ERRORS,
     ApiError,
     describe_error,
+    endpoint_options,
     public_base_url,
 )
 from thai_eval_utils.core.provenance import scrub
@@ -83,6 +84,7 @@ class Replica:
     """One server of the pool, for one event loop (its client lives only inside :meth:`Pool.session`)."""
 
     base_url: str
+    query: dict[str, str] = field(default_factory=dict)  # plain query parameters sent with every request
     client: AsyncOpenAI | None = None
     alive: bool = True
     served: int = 0
@@ -109,10 +111,13 @@ class Pool:
     max_retries: int = 6
     #: overall seconds per request, retries included (None: ``timeout * (max_retries + 1)`` plus backoff)
     deadline: float | None = None
+    #: per replica, the query parameters its URL had (``api-version``), and a header the key also goes in
+    queries: Sequence[dict[str, str]] | None = None
+    key_header: str | None = None
     replicas: list[Replica] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.replicas = [Replica(u) for u in self.base_urls]
+        self.replicas = [Replica(u, dict(q)) for u, q in zip(self.base_urls, self.queries or [{}] * len(self.base_urls))]
         if self.deadline is None:
             self.deadline = default_deadline(self.timeout, self.max_retries)
 
@@ -126,7 +131,7 @@ class Pool:
     async def __aenter__(self) -> Pool:
         for r in self.replicas:
             r.client = AsyncOpenAI(base_url=r.base_url, api_key=self.api_key, max_retries=self.max_retries,
-                                   timeout=self.timeout)
+                                   timeout=self.timeout, **endpoint_options(r.query, self.key_header, self.api_key))
             r.alive, r.error = True, None
         return self
 
