@@ -9,6 +9,8 @@ settings never mixes with old results. No secret is ever written: see :func:`red
 JSON and read defensively (:mod:`.run_files`): a non-finite number is never stored in a record (refused, naming
 the field) and is null in a summary or card; a damaged or foreign line, card or summary is a
 :class:`ThaiEvalDataError` naming the file and line and saying what to do; a failed write names its file.
+(Over 400 lines: opening, locking, migrating and reading one run folder stay together; the file formats are in
+:mod:`.run_files`.)
 
 One writer per run: :meth:`RunStore.open` takes an exclusive ``flock`` on ``<run>/.writer.lock`` for as long
 as the store is open (until :meth:`RunStore.close`, the end of a ``with`` block, or the store object being
