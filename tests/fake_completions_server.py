@@ -200,14 +200,26 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:
         pass
 
-    def _send(self, status: int, payload: dict) -> None:
+    def _send(self, status: int, payload: dict, *, trickle: bool = False) -> None:
+        """The JSON reply; ``trickle``: headers at once, then the body one byte per 0.25 s, for at most
+        ``hold_s`` seconds (the ``trickle`` fault)."""
         data = json.dumps(payload).encode("utf-8")
+        fake = self.server.fake
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
-            self.wfile.write(data)
+            if not trickle:
+                self.wfile.write(data)
+                return
+            self.wfile.flush()
+            for k in range(min(len(data), int(fake.hold_s / 0.25))):
+                if fake.stopping.wait(0.25):
+                    break
+                self.wfile.write(data[k:k + 1])
+                self.wfile.flush()
+            self.close_connection = True
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
@@ -257,26 +269,4 @@ class _Handler(BaseHTTPRequestHandler):
         status, payload = fake.complete(body)
         if action in REPLY_FAULTS:
             REPLY_FAULTS[action](payload)
-        if action == "trickle":
-            self._trickle(status, payload)
-            return
-        self._send(status, payload)
-
-    def _trickle(self, status: int, payload: dict) -> None:
-        """Headers at once, then the body one byte per 0.25 s, for at most ``hold_s`` seconds."""
-        fake = self.server.fake
-        data = json.dumps(payload).encode("utf-8")
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.flush()
-            for k in range(min(len(data), int(fake.hold_s / 0.25))):
-                if fake.stopping.wait(0.25):
-                    break
-                self.wfile.write(data[k:k + 1])
-                self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        self.close_connection = True
+        self._send(status, payload, trickle=action == "trickle")

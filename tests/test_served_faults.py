@@ -119,26 +119,18 @@ def test_token_id_prompts_refuse_the_same_faults(fault, tiny_llama, tiny_model_d
     assert m.identity["loglikelihood"] == "/v1/completions echo, prompt as token ids"
 
 
-def test_a_reply_held_back_ends_at_the_client_timeout(tiny_llama, tiny_model_dir):
-    """A server that accepts the request and never answers: the read timeout, no retry left, the replica is
-    dropped and the call fails naming the server."""
+@pytest.mark.parametrize("fault, timeout, deadline, words", [
+    # a server that accepts the request and never answers: the read timeout, no retry left, the replica dropped
+    ("hold", 1.0, 30.0, r"every server failed \(http://127\.0\.0\.1:\d+/v1: APITimeoutError"),
+    # one byte every 0.25 s never trips a 5 s read timeout: the per-request deadline ends it
+    ("trickle", 5.0, 1.5, r"every server failed .*no complete reply within the 1\.5 s deadline per request"),
+])
+def test_a_reply_held_back_or_trickled_ends_by_itself(tiny_llama, tiny_model_dir, fault, timeout, deadline, words):
     model, tok = tiny_llama
-    with FakeCompletionsServer(model, tok, ids=False, lists=False, hold_s=20, fault=switch("hold", after=2)) as srv:
-        m = ServedModel("tiny", base_url=srv.base_url, tokenizer=tiny_model_dir, timeout=1.0, max_retries=0,
-                        deadline=30.0)
-        with must_end_within(60), pytest.raises(ApiError, match=r"every server failed \(http://127\.0\.0\.1:\d+/v1: "
-                                                                r"APITimeoutError"):
-            m.loglikelihood([("คำถาม: เมืองหลวงของไทย\nคำตอบ:", " กรุงเทพ")], progress=False)
-
-
-def test_a_trickled_reply_ends_at_the_deadline(tiny_llama, tiny_model_dir):
-    """One byte every 0.25 s never trips a 5 s read timeout; the per-request deadline ends it."""
-    model, tok = tiny_llama
-    with FakeCompletionsServer(model, tok, ids=False, lists=False, hold_s=20, fault=switch("trickle", after=2)) as srv:
-        m = ServedModel("tiny", base_url=srv.base_url, tokenizer=tiny_model_dir, timeout=5.0, max_retries=0,
-                        deadline=1.5)
-        with must_end_within(60), pytest.raises(ApiError, match=r"every server failed .*no complete reply within the "
-                                                                r"1\.5 s deadline per request"):
+    with FakeCompletionsServer(model, tok, ids=False, lists=False, hold_s=20, fault=switch(fault, after=2)) as srv:
+        m = ServedModel("tiny", base_url=srv.base_url, tokenizer=tiny_model_dir, timeout=timeout, max_retries=0,
+                        deadline=deadline)
+        with must_end_within(60), pytest.raises(ApiError, match=words):
             m.loglikelihood([("คำถาม: เมืองหลวงของไทย\nคำตอบ:", " กรุงเทพ")], progress=False)
     assert srv.n_completions == PROBE_REQUESTS + 1
 
