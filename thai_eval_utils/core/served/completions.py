@@ -112,7 +112,7 @@ def check_logprobs(values: list[Any], tops: list[Any], n: int) -> None:
     if len(values) < n or len(tops) < n:
         raise MalformedReply(f"{min(len(values), len(tops))} echoed log-probabilities for a prompt of {n} tokens")
     for j in range(n):
-        if j == 0 and values[0] is None and tops[0] is None:
+        if j == 0 and values[0] is None:  # nothing predicts the first token (its top_logprobs null or not)
             continue
         _logprob(values[j], f"token_logprobs[{j}]")
         top = tops[j]
