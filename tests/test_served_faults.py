@@ -74,33 +74,36 @@ def run_dir(outputs: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def clean_run(tiny_llama, tiny_model_dir, tmp_path_factory):
-    """The clean text-prompt run of two ARC documents, one per chunk (its records are what a faulty run may keep)."""
+def text_server(tiny_llama, tiny_model_dir, tmp_path_factory):
+    """One text-only fault server and its probed model for every attack (each test sets the server's fault), and
+    the clean run of two ARC documents, one per chunk (its records are what a faulty run may keep)."""
     model, tok = tiny_llama
     out = tmp_path_factory.mktemp("clean")
-    with FakeCompletionsServer(model, tok, ids=False, lists=False) as srv:
-        res = h6.evaluate(ServedModel("tiny", base_url=srv.base_url, tokenizer=tiny_model_dir), "th_arc", DATA,
-                          PROTOCOL, limit=2, chunk_size=1, outputs=out, progress=False)
-    return strict_records(res.run_dir)
+    with FakeCompletionsServer(model, tok, ids=False, lists=False, max_requests=400) as srv:
+        m = ServedModel("tiny", base_url=srv.base_url, tokenizer=tiny_model_dir, max_retries=1)
+        res = h6.evaluate(m, "th_arc", DATA, PROTOCOL, limit=2, chunk_size=1, outputs=out, progress=False)
+        assert srv.n_completions == PROBE_REQUESTS + sum(len(r["lls"]) for r in strict_records(res.run_dir))
+        yield srv, m, strict_records(res.run_dir)
 
 
 @pytest.mark.parametrize("fault", sorted(ATTACKS))
-def test_a_malformed_echo_ends_in_a_named_error_and_stores_nothing_wrong(fault, tiny_llama, tiny_model_dir, clean_run,
-                                                                         tmp_path):
+def test_a_malformed_echo_ends_in_a_named_error_and_stores_nothing_wrong(fault, text_server, tmp_path):
     """The first document is answered cleanly, then every reply carries the fault: the run ends with a named
     error after the retries, the first document's record is the clean run's, the second is not stored."""
-    model, tok = tiny_llama
-    first = len(clean_run[0]["lls"])  # the first document's requests (one text prompt per request)
-    with FakeCompletionsServer(model, tok, ids=False, lists=False, max_requests=40,
-                               fault=switch(fault, after=PROBE_REQUESTS + first)) as srv:
-        m = ServedModel("tiny", base_url=srv.base_url, tokenizer=tiny_model_dir, max_retries=1)
+    srv, m, clean = text_server
+    first = len(clean[0]["lls"])  # the first document's requests (one text prompt per request)
+    start = srv.n_completions
+    srv.fault = switch(fault, after=start + first)
+    try:
         with must_end_within(60), pytest.raises(ApiError, match=r"malformed reply after 2 attempts: .*" + ATTACKS[fault]):
             h6.evaluate(m, "th_arc", DATA, PROTOCOL, limit=2, chunk_size=1, outputs=tmp_path, progress=False)
-        assert srv.n_completions == PROBE_REQUESTS + first + 2  # two attempts at the second document's first prompt
+    finally:
+        srv.fault = None
+    assert srv.n_completions == start + first + 2  # two attempts at the second document's first prompt
     stored = strict_records(run_dir(tmp_path))
-    assert [r["key"] for r in stored] == [clean_run[0]["key"]]
-    assert stored[0]["lls"] == pytest.approx(clean_run[0]["lls"], abs=1e-9)
-    assert stored[0]["acc_norm"] == clean_run[0]["acc_norm"]
+    assert [r["key"] for r in stored] == [clean[0]["key"]]
+    assert stored[0]["lls"] == pytest.approx(clean[0]["lls"], abs=1e-9)
+    assert stored[0]["acc_norm"] == clean[0]["acc_norm"]
 
 
 def test_all_reply_faults_are_attacked():
