@@ -149,6 +149,8 @@ def test_a_damaged_summary_is_named(tmp_path):
             store.read_summary()
         with pytest.raises(ThaiEvalDataError, match=r"summary\.json: the run's summary is damaged"):
             list_runs(tmp_path)
+        store.summary_path.write_text('{"n": 0, "acc": NaN}')  # as earlier versions wrote an undefined score
+        assert store.read_summary() == {"n": 0, "acc": None}
         store.summary_path.write_text("[1, 2]")
         with pytest.raises(ThaiEvalDataError, match=r"summary is a JSON list, not an object"):
             store.read_summary()

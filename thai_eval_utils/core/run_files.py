@@ -128,14 +128,15 @@ def append_line(path: Path, line: str) -> None:
 
 
 def read_json_file(path: Path, what: str, fix: str) -> Any:
-    """The standard JSON in ``path``; a :class:`ThaiEvalDataError` naming the file and saying what to do when it
-    cannot be read, is not UTF-8, or is not (standard) JSON."""
+    """The JSON in ``path``; a :class:`ThaiEvalDataError` naming the file and saying what to do when it cannot be
+    read, is not UTF-8, or is not JSON. A ``NaN``/``Infinity`` (summaries of earlier versions held NaN for an
+    undefined score) is read as None, as this version writes it."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise ThaiEvalDataError(f"{what} cannot be read ({exc.strerror or exc}); {fix}", path=path) from None
     try:
-        return loads_standard(data.decode("utf-8"))
+        return json.loads(data.decode("utf-8"), parse_constant=lambda name: None)
     except (UnicodeDecodeError, ValueError) as exc:
         raise ThaiEvalDataError(f"{what} is damaged ({type(exc).__name__}: {str(exc)[:120]}); {fix}", path=path) from None
 
