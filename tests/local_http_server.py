@@ -1,6 +1,6 @@
 """The scaffold both fake OpenAI-compatible servers share: a stdlib ``ThreadingHTTPServer`` on 127.0.0.1 (a free
-port) served from a daemon thread while the ``with`` block lasts; the request handler reaches the fake through
-``self.server.fake``."""
+port; loopback only) served from a daemon thread while the ``with`` block lasts; the request handler reaches the
+fake through ``self.server.fake``."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ class LocalHTTPServer:
         self._httpd = ServerWithFake(("127.0.0.1", 0), handler)
         self._httpd.fake = self
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        #: set when the ``with`` block ends: a handler holding a reply back (a fault) gives up at once
+        self.stopping = threading.Event()
 
     @property
     def base_url(self) -> str:
@@ -33,6 +35,7 @@ class LocalHTTPServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.stopping.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=10)

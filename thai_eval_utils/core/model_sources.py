@@ -217,3 +217,41 @@ def check_dtype(dtype: Any) -> Any:
         raise ValueError(f"dtype {dtype!r} is not supported; use one of {', '.join(map(repr, DTYPES))} or None "
                          "(float32 on CPU, bfloat16 on GPU)")
     return dtype
+
+
+def available_devices() -> list[str]:
+    """The torch devices this machine has: ``cpu``, then ``cuda:0``.., ``mps``, ``xpu:0``.. where present."""
+    import torch  # heavy: imported only when a local model is loaded
+
+    out = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count() if torch.cuda.is_available() else 0)]
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        out.append("mps")
+    xpu = getattr(torch, "xpu", None)
+    if xpu is not None and xpu.is_available():
+        out += [f"xpu:{i}" for i in range(xpu.device_count())]
+    return out
+
+
+def check_device(device: Any = None, device_map: Any = None) -> None:
+    """Refuse a ``device`` (or a one-device ``device_map`` such as ``"cuda"``) this machine does not have with a
+    :class:`ModelLoadError` naming the devices it has (torch would fail later with a bare ``AssertionError``
+    "Torch not compiled with CUDA enabled", or load onto a missing GPU index)."""
+    import torch
+
+    places = [device] if device is not None else []
+    if isinstance(device_map, str) and device_map not in ("auto", "balanced", "balanced_low_0", "sequential"):
+        places.append(device_map)
+    elif isinstance(device_map, dict):
+        places += [v for v in device_map.values() if isinstance(v, (str, torch.device))]
+    have = available_devices()
+    for place in places:
+        try:
+            dev = torch.device(place)
+        except (RuntimeError, TypeError, ValueError):
+            raise ModelLoadError(f"device {place!r} is not a torch device; this machine has: {', '.join(have)}") from None
+        if dev.type in ("cpu", "meta", "disk"):
+            continue
+        name = f"{dev.type}:{dev.index or 0}" if dev.type != "mps" else "mps"
+        if name not in have:
+            raise ModelLoadError(f"device {place!r} is not available on this machine; it has: {', '.join(have)}")

@@ -16,6 +16,7 @@ from thai_eval_utils.core.model_sources import (
     EMBEDDED,
     GEMMA3_CHAT_TEMPLATE,
     cache_dir,
+    check_device,
     check_dtype,
     convert_gguf,
     embedded_gguf_path,
@@ -59,8 +60,9 @@ def load_model(spec: str = EMBEDDED, **options: Any) -> LocalModel | ApiModel | 
         return ApiModel(spec.split(":", 1)[1], **options)
     if spec.startswith("completions:"):  # a served model with log-likelihoods (thai_eval_utils.core.served)
         return ServedModel(spec.split(":", 1)[1], **options)
+    check_device(options.get("device"), options.get("device_map"))  # before any weights are read
     return LocalModel.from_spec(spec, **options)
 
 
-__all__ = ["DTYPES", "EMBEDDED", "GEMMA3_CHAT_TEMPLATE", "LocalModel", "cache_dir", "check_dtype", "convert_gguf",
+__all__ = ["DTYPES", "EMBEDDED", "GEMMA3_CHAT_TEMPLATE", "LocalModel", "cache_dir", "check_device", "check_dtype", "convert_gguf",
            "embedded_gguf_path", "embedded_model_dir", "load_model", "model_options", "resolve_spec"]

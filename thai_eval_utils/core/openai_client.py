@@ -22,7 +22,6 @@ import importlib.resources
 import json
 import os
 import threading
-import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -32,7 +31,7 @@ import openai
 from openai import AsyncOpenAI
 
 from thai_eval_utils.core.errors import ModelLoadError, ThaiEvalError
-from thai_eval_utils.core.provenance import redact, register_secret, split_credentials
+from thai_eval_utils.core.provenance import public_url, redact, register_secret, split_endpoint
 from thai_eval_utils.core.stops import cut_at_stop
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -156,14 +155,8 @@ class ReplyCheckingClient(openai.DefaultAsyncHttpxClient):
         return httpx2.Response(MALFORMED_STATUS, json=error, headers={MALFORMED_HEADER: "1"}, request=request)
 
 
-def public_base_url(url: str) -> str:
-    """``url`` without credentials, query or fragment, e.g. ``https://u:p@h:8/v1?k=x`` -> ``https://h:8/v1``."""
-    parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:  # IPv6 literal
-        host = f"[{host}]"
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+#: ``url`` without credentials, query or fragment (the one rule: :func:`~thai_eval_utils.core.provenance.public_url`).
+public_base_url = public_url
 
 
 def stable_identity(identity: dict[str, Any]) -> dict[str, Any]:
@@ -253,6 +246,17 @@ def server_from_owners(owners: set[str]) -> str | None:
     return SERVER_BY_OWNER.get(next(iter(owners))) if len(owners) == 1 else None
 
 
+def endpoint_options(query: Mapping[str, str], key_header: str | None, key: str) -> dict[str, Any]:
+    """``AsyncOpenAI`` keyword arguments for an endpoint's plain query (``default_query``) and the header its key
+    is also sent in (``default_headers``; see :func:`~thai_eval_utils.core.provenance.split_endpoint`)."""
+    out: dict[str, Any] = {}
+    if query:
+        out["default_query"] = dict(query)
+    if key_header:
+        out["default_headers"] = {key_header: key}
+    return out
+
+
 class ApiSession:
     """One event loop's connection to the endpoint: an ``AsyncOpenAI`` client and the request semaphore.
 
@@ -267,7 +271,8 @@ class ApiSession:
     async def __aenter__(self) -> ApiSession:
         m = self.model
         self._client = AsyncOpenAI(base_url=m.base_url, api_key=m._api_key, max_retries=m.max_retries, timeout=m.timeout,
-                                   http_client=ReplyCheckingClient(timeout=m.timeout))
+                                   http_client=ReplyCheckingClient(timeout=m.timeout),
+                                   **endpoint_options(m._query, m._key_header, m._api_key))
         self._semaphore = asyncio.Semaphore(m.concurrency)
         if not m._server_probed:
             m.server, m._server_probed = await self._server_kind(), True
@@ -343,7 +348,9 @@ class ApiModel:
         model_id: the model name the endpoint knows (dated ids such as ``gpt-4o-2024-05-13`` pin a model).
         base_url: the endpoint (default ``$OPENAI_BASE_URL`` or OpenAI's). Userinfo is never sent as such
             (httpx would turn it into HTTP Basic auth): it is stripped, and its password is the key when no
-            ``api_key`` is given.
+            ``api_key`` is given. A credential query parameter (Azure style ``?api-key=...``) is taken out of the
+            URL the same way (and also sent as the ``api-key`` header); other parameters (``api-version``) are
+            sent with every request.
         api_key: the key, sent as the Bearer token. Default: the base URL's password, else ``$OPENAI_API_KEY``
             (a URL naming its own credential does not get the environment's key, which may be OpenAI's), else a
             placeholder for servers that need none. Registered as a secret: never recorded anywhere.
@@ -377,8 +384,12 @@ class ApiModel:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
         self.model_id = model_id
         self.name = model_id
-        self.base_url, password = split_credentials(base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)
-        key = api_key or password or os.environ.get("OPENAI_API_KEY")
+        try:
+            endpoint = split_endpoint(base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)
+        except ValueError as exc:
+            raise ModelLoadError(str(exc)) from None
+        self.base_url, self._query, self._key_header = endpoint.url, endpoint.query, endpoint.key_header
+        key = api_key or endpoint.key or os.environ.get("OPENAI_API_KEY")
         register_secret(key)
         if not key and public_base_url(self.base_url) == public_base_url(DEFAULT_BASE_URL):
             raise ModelLoadError("OpenAI's API needs a key: set OPENAI_API_KEY in the environment")

@@ -170,6 +170,49 @@ def split_credentials(url: str) -> tuple[str, str | None]:
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)), password
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """An endpoint URL taken apart (:func:`split_endpoint`): where to send requests and with which credential."""
+
+    url: str  # scheme, host, port and path: no userinfo, no query
+    key: str | None  # the URL's credential: its password, else a credential query value (Azure ``?api-key=``)
+    query: dict[str, str]  # the other query parameters (``api-version``), sent with every request
+    key_header: str | None  # a header the key is also sent in: ``api-key`` when the URL carried it so (Azure)
+
+
+def split_endpoint(url: str) -> Endpoint:
+    """``url`` split into where requests go, its credential and its plain query (every credential registered).
+
+    The openai client appends request paths to ``base_url`` as text, so a query left in it would build paths
+    such as ``/v1/?api-key=...completions`` and send the key in the URL: the credential goes to the caller (sent
+    as the key), the rest of the query is sent as ``default_query``. Raises ValueError when the URL holds two
+    different credentials (which one is meant cannot be guessed).
+    """
+    bare, password = split_credentials(url)
+    parts = urllib.parse.urlsplit(bare)
+    query: dict[str, str] = {}
+    found: dict[str, str] = {}
+    for name, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True):
+        (found if _CREDENTIAL_PARAM.search(name) else query)[name] = value
+    keys = {v for v in [password, *found.values()] if v}
+    if len(keys) > 1:
+        raise ValueError(f"{public_url(bare)} carries {len(keys)} different credentials (password and/or query "
+                         f"parameters {', '.join(sorted(found))}); pass the key as api_key and a URL without them")
+    key = next(iter(keys), None)
+    header = "api-key" if key and any(n.lower().replace("_", "-") == "api-key" for n in found) else None
+    return Endpoint(public_url(bare), key, query, header)
+
+
+def public_url(url: str) -> str:
+    """``url`` without credentials, query or fragment, e.g. ``https://u:p@h:8/v1?k=x`` -> ``https://h:8/v1``."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
 def _secrets_in_use() -> list[str]:
     env = {v for k, v in os.environ.items() if _SECRET_ENV.search(k) and v and len(v) >= MIN_SECRET_LENGTH}
     return sorted(_SECRETS | env, key=len, reverse=True)  # longest first: a secret containing another

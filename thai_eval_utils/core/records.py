@@ -14,6 +14,7 @@ import math
 import numbers
 import os
 import tempfile
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ __all__ = [
     "find_data_file",
     "read_records",
     "require_finite",
+    "is_blank",
     "require_text",
     "require_texts",
     "require_unique",
@@ -301,6 +303,13 @@ def require_finite(value: Any, *, path: str | Path | None = None, row: int | Non
     return x
 
 
+def is_blank(value: str) -> bool:
+    """True when ``value`` shows nothing: only whitespace, format characters (Unicode category Cf: zero-width
+    space U+200B, joiners U+200C/U+200D, word joiner U+2060, BOM U+FEFF, soft hyphen) or control characters.
+    ``str.strip`` keeps the zero-width ones, so a question of zero-width spaces would pass as text."""
+    return all(ch.isspace() or unicodedata.category(ch) in ("Cf", "Cc") for ch in value)
+
+
 def require_text(
     value: Any, *, path: str | Path | None = None, row: int | None = None, field: str | None = None, allow_empty: bool = False
 ) -> str:
@@ -308,8 +317,9 @@ def require_text(
     written as text (:data:`MISSING_SPELLINGS`, e.g. ``"NaN"``); else :class:`ThaiEvalDataError`."""
     if not isinstance(value, str):
         raise ThaiEvalDataError(f"expected text, got {type(value).__name__} {value!r:.60}", path=path, row=row, field=field)
-    if not value.strip() and not allow_empty:
-        raise ThaiEvalDataError("empty text", path=path, row=row, field=field)
+    if is_blank(value) and not allow_empty:
+        shown = "" if not value.strip() else f" (only invisible characters: {', '.join(f'U+{ord(c):04X}' for c in dict.fromkeys(value))})"
+        raise ThaiEvalDataError(f"empty text{shown[:120]}", path=path, row=row, field=field)
     if value.strip().lower() in MISSING_SPELLINGS:
         raise ThaiEvalDataError(f"{value!r} is a missing value written as text, not text", path=path, row=row, field=field)
     return value

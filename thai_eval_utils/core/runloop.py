@@ -58,6 +58,7 @@ def run_items(
     describe: Callable[[BaseException], str] = str,
     prepare: Callable[[list[Item]], Any] | None = None,
     finish: Callable[[list[Item], Any], Sequence[Mapping[str, Any]]] | None = None,
+    fields: Mapping[str, type | tuple[type, ...]] | None = None,
 ) -> RunOutcome[Item]:
     """Compute the records of the items the store lacks, batch by batch, and append each as it finishes.
 
@@ -75,12 +76,14 @@ def run_items(
         describe: the text recorded for a tolerated error (never a secret: pass a redacting function).
         prepare: a batch of items -> the model call's input (default: the batch itself).
         finish: (batch, the model call's output) -> one record per item (default: the output itself).
+        fields: field -> type(s) every stored record must have to be reused (an edited or foreign record is a
+            ``ThaiEvalDataError`` naming ``items.jsonl``, its line and the field, not a wrong result later).
 
     Returns:
         The :class:`RunOutcome`.
     """
     keys = [key(item) for item in items]
-    records = dict(store.completed())
+    records = dict(store.completed(fields))
     todo, queued = [], set()
     for i, k in enumerate(keys):
         if k not in records and k not in queued:

@@ -5,7 +5,12 @@ record per finished item, flushed and fsynced as it is written), ``run_card.json
 results were made: model identity, data file hashes, prompt template hashes, protocol options,
 package versions, times) and ``summary.json``. ``config-id`` hashes everything that changes the
 numbers, so a rerun with the same settings resumes in the same folder and a run with different
-settings never mixes with old results. No secret is ever written: see :func:`redact`.
+settings never mixes with old results. No secret is ever written: see :func:`redact`. Every file is standard
+JSON and read defensively (:mod:`.run_files`): a non-finite number is never stored in a record (refused, naming
+the field) and is null in a summary or card; a damaged or foreign line, card or summary is a
+:class:`ThaiEvalDataError` naming the file and line and saying what to do; a failed write names its file.
+(Over 400 lines: opening, locking, migrating and reading one run folder stay together; the file formats are in
+:mod:`.run_files`.)
 
 One writer per run: :meth:`RunStore.open` takes an exclusive ``flock`` on ``<run>/.writer.lock`` for as long
 as the store is open (until :meth:`RunStore.close`, the end of a ``with`` block, or the store object being
@@ -39,11 +44,26 @@ from thai_eval_utils.core.provenance import (
     sha256_text,
     slugify,
 )
+from thai_eval_utils.core.run_files import (
+    FIX_CARD,
+    FIX_SUMMARY,
+    StoreWriteError,
+    append_line,
+    check_card,
+    check_record_fields,
+    dumps_standard,
+    first_non_finite,
+    parse_record,
+    read_json_file,
+    write_json_atomic,
+)
 
 #: Identity keys that say where or when a model ran, not what it is: recorded in the run card, never part of
 #: the config id (moving a server to another host or port resumes the same runs; served model ids and
 #: fingerprints are filled in by the server's answers and would change the id after the first call).
-UNKEYED_IDENTITY_KEYS = ("loaded_at", "load_seconds", "base_url", "served_models", "system_fingerprints")
+UNKEYED_IDENTITY_KEYS = ("loaded_at", "load_seconds", "base_url", "base_urls", "served_models", "system_fingerprints")
+#: The unkeyed identity keys that say where the model is served: updated in the card when a run resumes.
+ADDRESS_KEYS = ("base_url", "base_urls")
 #: The identity keys left out of config ids before version 0.3 (runs keyed that way are migrated).
 _OLD_UNKEYED_IDENTITY_KEYS = ("loaded_at", "load_seconds")
 LOCK_NAME = ".writer.lock"
@@ -51,6 +71,11 @@ LOCK_NAME = ".writer.lock"
 
 class RunLockedError(ThaiEvalError, RuntimeError):
     """Another process is writing this run (see :meth:`RunStore.open`)."""
+
+
+class NonFiniteRecordError(ThaiEvalError, ValueError):
+    """A record to store holds NaN or an infinity (not standard JSON, and never a valid score)."""
+
 
 
 _held: dict[str, list[int]] = {}  # run folder -> [lock fd, open stores in this process, owner pid]
@@ -112,9 +137,46 @@ def _migrate_legacy(parent: Path, root: Path, legacy: Sequence[Mapping[str, Any]
 
 
 def _write_json_atomic(path: Path, obj: Any) -> None:
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(redact(obj), ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_json_atomic(path, redact(obj))
+
+
+def _keyed_from_card(card: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What a stored run card says was keyed, recomputed under today's :data:`UNKEYED_IDENTITY_KEYS` (None when
+    the card is not a well-formed card)."""
+    try:
+        return {
+            "benchmark": card["benchmark"],
+            "config": card["config"],
+            "model": {k: v for k, v in card["model"].items() if k not in UNKEYED_IDENTITY_KEYS},
+            "data": sorted(card["data_files"].values()),
+            "templates": card["prompt_template_sha256"],
+        }
+    except (KeyError, TypeError, AttributeError):
+        return None
+
+
+def _migrate_same_settings(parent: Path, root: Path, config_id: str) -> str | None:
+    """Rename a sibling run folder whose card, keyed as today, has ``config_id`` (a run keyed with a key that is
+    no longer keyed, e.g. a served model's ``base_urls``, at any address) to ``root``; its old id, or None."""
+    if not parent.is_dir():
+        return None
+    for folder in sorted(parent.iterdir()):
+        card_path = folder / "run_card.json"
+        if folder == root or not card_path.is_file():
+            continue
+        try:
+            card = json.loads(card_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # a damaged card of another run: that run reports it when it is opened
+            continue
+        keyed = _keyed_from_card(card) if isinstance(card, dict) else None
+        if keyed is not None and _config_id(keyed) == config_id:
+            try:
+                os.rename(folder, root)
+            except FileNotFoundError:  # another process migrated it first
+                if not root.exists():
+                    raise
+            return folder.name
+    return None
 
 
 @dataclass
@@ -204,7 +266,13 @@ class RunStore:
         if old_model != keyed["model"]:  # the same run keyed with its address (before 0.3)
             legacy += [{**k, "model": old_model} for k in [keyed, *legacy]]
         migrated_from = None if root.exists() else _migrate_legacy(parent, root, legacy)
-        root.mkdir(parents=True, exist_ok=True)
+        if migrated_from is None and not root.exists():
+            migrated_from = _migrate_same_settings(parent, root, config_id)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreWriteError(f"{root}: cannot create the run folder ({exc.strerror or exc}); check the outputs "
+                                  "folder's permissions and free space") from None
         lock_key = _acquire(root)
         try:
             card = cls._card(root, model_name, keyed, config_id, identity, data_hashes, template_hashes, migrated_from)
@@ -222,7 +290,8 @@ class RunStore:
         """Read (resume) or create the run card, stamp it and write it."""
         card_path = root / "run_card.json"
         if card_path.exists():
-            card = json.loads(card_path.read_text(encoding="utf-8"))
+            card = check_card(card_path, read_json_file(card_path, "the run card", FIX_CARD),
+                              migrated_from or config_id)
             card["resumed_at"] = [*card.get("resumed_at", []), now_utc()]
             if migrated_from:
                 card.update(config_id=config_id, config=keyed["config"], migrated_from=migrated_from)
@@ -237,8 +306,9 @@ class RunStore:
                 "prompt_template_sha256": template_hashes,
                 "created_at": now_utc(),
             }
-        if "base_url" in identity:  # the server may have moved (the address is not part of the id)
-            card["model"] = {**card.get("model", {}), "base_url": identity["base_url"]}
+        for key in ADDRESS_KEYS:  # the server may have moved (the address is not part of the id)
+            if key in identity:
+                card["model"] = {**card["model"], key: identity[key]}
         card["package_versions"] = package_versions()
         card["platform"] = {"machine": platform.machine(), "system": platform.system()}
         _write_json_atomic(card_path, card)
@@ -273,34 +343,44 @@ class RunStore:
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
-    def iter_records(self) -> Iterator[dict[str, Any]]:
-        """Every stored record in file order."""
+    def _numbered_records(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(0-based line number, record) of every stored record (:func:`~.run_files.parse_record`)."""
         if not self.items_path.exists():
             return
-        with open(self.items_path, encoding="utf-8") as fh:
+        with open(self.items_path, "rb") as fh:
             for lineno, line in enumerate(fh):
-                if not line.strip():
-                    continue
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ThaiEvalDataError(f"corrupt record ({exc})", path=self.items_path, row=lineno) from exc
+                if line.strip():
+                    yield lineno, parse_record(self.items_path, lineno, line)
 
-    def completed(self) -> dict[str, dict[str, Any]]:
-        """Finished items keyed by their ``key`` (the last record wins)."""
-        return {rec["key"]: rec for rec in self.iter_records()}
+    def iter_records(self) -> Iterator[dict[str, Any]]:
+        """Every stored record in file order (a damaged or foreign line: ThaiEvalDataError naming it)."""
+        for _, rec in self._numbered_records():
+            yield rec
+
+    def completed(self, fields: Mapping[str, type | tuple[type, ...]] | None = None) -> dict[str, dict[str, Any]]:
+        """Finished items keyed by their ``key`` (the last record wins); with ``fields`` (name -> type), each
+        record must hold them with those types (an edited record: ThaiEvalDataError naming file, line, field)."""
+        out = {}
+        for lineno, rec in self._numbered_records():
+            if fields:
+                check_record_fields(self.items_path, lineno, rec, fields)
+            out[rec["key"]] = rec
+        return out
 
     def append(self, key: str, record: Mapping[str, Any]) -> None:
-        """Append one finished item, flushed and fsynced so a crash never loses it."""
-        line = json.dumps(redact({"key": key, **record}), ensure_ascii=False, default=str) + "\n"
-        with open(self.items_path, "a", encoding="utf-8") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                fh.write(line)
-                fh.flush()
-                os.fsync(fh.fileno())
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        """Append one finished item as standard JSON, flushed and fsynced so a crash never loses it.
+
+        Raises:
+            NonFiniteRecordError: the record holds NaN or an infinity (nothing is written).
+            StoreWriteError: the write failed (the message names the file).
+        """
+        rec = redact({"key": key, **record})
+        bad = first_non_finite(rec)
+        if bad is not None:
+            raise NonFiniteRecordError(f"{self.items_path}: item {key!r}: field {bad} is not a finite number; a "
+                                       "non-finite value is never stored (it is no valid score): the model call "
+                                       "returned it, so nothing of this item was written")
+        append_line(self.items_path, dumps_standard(rec) + "\n")
 
     def write_summary(self, summary: Mapping[str, Any]) -> None:
         """Write ``summary.json`` (atomically) and stamp the run card's finish time."""
@@ -312,7 +392,7 @@ class RunStore:
         """The summary, or None when the run has not finished."""
         if not self.summary_path.exists():
             return None
-        return json.loads(self.summary_path.read_text(encoding="utf-8"))
+        return _read_summary(self.summary_path)
 
 
 def list_runs(outputs: str | Path | None = None) -> list[dict[str, Any]]:
@@ -321,11 +401,20 @@ def list_runs(outputs: str | Path | None = None) -> list[dict[str, Any]]:
     runs = []
     for card_path in sorted(base.rglob("run_card.json")):
         summary_path = card_path.with_name("summary.json")
+        card = check_card(card_path, read_json_file(card_path, "the run card", FIX_CARD), None)
         runs.append(
             {
                 "dir": card_path.parent,
-                "card": json.loads(card_path.read_text(encoding="utf-8")),
-                "summary": json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.exists() else None,
+                "card": card,
+                "summary": _read_summary(summary_path) if summary_path.exists() else None,
             }
         )
     return runs
+
+
+def _read_summary(path: Path) -> dict[str, Any]:
+    summary = read_json_file(path, "the run's summary", FIX_SUMMARY)
+    if not isinstance(summary, dict):
+        raise ThaiEvalDataError(f"the run's summary is a JSON {type(summary).__name__}, not an object; {FIX_SUMMARY}",
+                                path=path)
+    return summary

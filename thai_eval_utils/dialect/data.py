@@ -99,10 +99,19 @@ def load_dialect(source: str | Path, dialects: Iterable[str] | None = None) -> p
         context`` (None where a task lacks the field; a null gold becomes ""; ``id`` as text, the row
         index for translation files without ids). Missing task files are skipped; files with other
         names are ignored. ``df.attrs["files"]`` lists the files read.
+
+    Raises:
+        ThaiEvalDataError: a subfolder that is no dialect (hidden ``.x`` and ``_x`` folders aside), a dialect
+            folder missing, or a bad row (file, row and field named).
     """
     source = Path(source)
     if not source.is_dir():
         raise ThaiEvalDataError("folder not found", path=source)
+    for folder in sorted(p for p in source.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+        if folder.name not in DIALECTS:  # e.g. "isan/": skipping it would drop a dialect without a word
+            raise ThaiEvalDataError(f"unknown dialect folder {folder.name!r}; the dialect folders are "
+                                    f"{', '.join(DIALECTS)} (Isan is 'east', Lanna 'north', Dambro 'south'): rename it "
+                                    "or move it out of the folder", path=folder)
     wanted = list(dialects) if dialects is not None else [d for d in DIALECTS if (source / d).is_dir()]
     for d in wanted:
         check_dialect(d)

@@ -25,6 +25,7 @@ from thai_eval_utils.core.protocols import Model, TokenizingModel
 from thai_eval_utils.core.provenance import Score, scrub
 from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
+from thai_eval_utils.dialect.data import check_dialect, dialect_tasks
 from thai_eval_utils.dialect.metrics import delta_diff, table_task, task_scores
 from thai_eval_utils.dialect.tokenizers import DEFAULT_TOKENIZER, pythainlp_version
 
@@ -234,7 +235,8 @@ def _generate_all(model: Model, df: pd.DataFrame, store: RunStore, config: dict[
 
     items = df.to_dict("records")
     run = run_items(store, items, item_key, generate, batch_size=batch_size, desc=f"dialect {model.name}",
-                    progress=progress, tolerate=(ApiError,), describe=lambda exc: scrub(str(exc)))  # fmt: skip
+                    progress=progress, tolerate=(ApiError,), describe=lambda exc: scrub(str(exc)),
+                    fields={"output": str})  # fmt: skip
     done = [run.records.get(item_key(it), {}) for it in items]
     out = df.assign(model=model.name, prompt=[r.get("prompt") for r in done], output=[r.get("output") for r in done],
                     prompt_truncated=[bool(r.get("prompt_truncated")) for r in done])  # fmt: skip
@@ -280,11 +282,17 @@ def score_generations(df: pd.DataFrame, *, tokenizer: str = DEFAULT_TOKENIZER) -
         tokenizer: the word tokenizer of BLEU, ROUGE-L and sacrebleu's pretokenisation (a name of
             :mod:`~thai_eval_utils.dialect.tokenizers`; default newmm, the paper's).
 
+    Raises:
+        ThaiEvalDataError: before anything is scored (:func:`check_generations`), naming the row and the column
+            of ``df``: a missing column, an unknown dialect or task (the valid names listed), an output or
+            reference cell that is not text (an empty cell).
+
     Returns:
         Tidy rows ``model, dialect, task, table_task, metric, value, n, stderr, signature, pythainlp`` where
         ``metric`` is ``rougeL`` / ``bleu`` (the paper's, x100), ``sacrebleu`` or ``chrf`` (``stderr``: only
         ROUGE-L, the mean of per-item scores, has one).
     """
+    check_generations(df)
     rows = []
     scored = df[~df["task"].isin(UNSCORED_TASKS)]
     for (model, dialect, task), group in scored.groupby(["model", "dialect", "task"], sort=False):
@@ -294,6 +302,35 @@ def score_generations(df: pd.DataFrame, *, tokenizer: str = DEFAULT_TOKENIZER) -
                          "signature": score.signature, "pythainlp": pythainlp_version()})
     cols = ["model", "dialect", "task", "table_task", "metric", "value", "n", "stderr", "signature", "pythainlp"]
     return pd.DataFrame(rows, columns=cols)
+
+
+#: The columns :func:`score_generations` reads.
+GENERATION_COLUMNS = ("model", "dialect", "task", "output", "text_2")
+
+
+def check_generations(df: pd.DataFrame) -> None:
+    """Refuse a generations table :func:`score_generations` cannot score honestly, naming the row (0-based
+    position in ``df``) and the user's own column: a missing column, an unknown dialect, a task that is not one
+    of the dialect's (:func:`~thai_eval_utils.dialect.data.dialect_tasks`), an ``output`` or ``text_2`` cell
+    that is not text (an empty cell is NaN: it is no generation, and an empty string is scored as one)."""
+    missing = [c for c in GENERATION_COLUMNS if c not in df.columns]
+    if missing:
+        raise ThaiEvalDataError(f"missing column{'s' * (len(missing) > 1)} {', '.join(map(repr, missing))}; the table "
+                                f"needs {', '.join(GENERATION_COLUMNS)} (text_2: the reference); columns found: "
+                                f"{', '.join(map(str, df.columns))}", field=missing[0])
+    for i, (dialect, task, output, ref) in enumerate(zip(df["dialect"], df["task"], df["output"], df["text_2"])):
+        check_dialect(dialect, row=i)
+        if task not in dialect_tasks(dialect):
+            raise ThaiEvalDataError(f"unknown task {task!r} for dialect {dialect!r}; its tasks are "
+                                    f"{', '.join(dialect_tasks(dialect))}", row=i, field="task")
+        if task in UNSCORED_TASKS:
+            continue
+        for column, value in (("output", output), ("text_2", ref)):
+            if not isinstance(value, str):
+                what = "an empty cell" if value is None or (isinstance(value, float) and math.isnan(value)) \
+                    else f"{type(value).__name__} {value!r:.40}"
+                raise ThaiEvalDataError(f"{what}, not text ({'the generation' if column == 'output' else 'the reference'} "
+                                        f"of {dialect}/{task})", row=i, field=column)
 
 
 def score_key(dialect: str, task: str, metric: str) -> str:

@@ -170,7 +170,8 @@ def evaluate(
                        data_files=files, prompt_templates=tmpl, outputs=outputs,
                        legacy_configs=[legacy_config(config)]) as store, _bos(model, protocol.add_bos_token):
         outcome = run_items(store, selected, keys.__getitem__, docs_run.call, batch_size=chunk_size, desc=spec.name,
-                            progress=progress, prepare=docs_run.inputs, finish=docs_run.records)
+                            progress=progress, prepare=docs_run.inputs, finish=docs_run.records,
+                            fields=_record_fields(spec))
         table = _table(spec, outcome.in_order())
         limited = limit is not None and len(selected) < len(docs)
         scores, subjects = spec.scores(table, spec.signature(config, limit=len(table) if limited else None), protocol)
@@ -180,6 +181,13 @@ def evaluate(
             "subjects": {name: s.to_dict() for name, s in subjects.items()},
         })
     return H6Result(spec.name, table, scores, config, store.root, subjects)
+
+
+def _record_fields(spec: T.TaskSpec) -> dict[str, type | tuple[type, ...]]:
+    """The fields (and types) a stored record must have to be reused: the model's output and the metrics."""
+    output: dict[str, type | tuple[type, ...]] = {"lls": list, "is_greedy": list} if spec.uses_loglikelihood \
+        else {"generation": str}
+    return {**output, **{m: (int, float) for m in spec.metrics}}
 
 
 @dataclass

@@ -109,7 +109,7 @@ def _answer_all(model: Model, df: pd.DataFrame, store: RunStore, settings: dict[
 
     run = run_items(store, range(len(df)), keys.__getitem__, answer, batch_size=batch_size,
                     desc=f"answers ({model.name})", progress=progress, tolerate=(ApiError,),
-                    describe=lambda exc: scrub(str(exc)))  # fmt: skip
+                    describe=lambda exc: scrub(str(exc)), fields={"answer": str})  # fmt: skip
     if run.failed:
         warnings.warn(f"{len(run.failed)} of {len(df)} answers not generated (the server failed; rerun to retry): "
                       f"{next(iter(run.failed.values()))}", stacklevel=3)

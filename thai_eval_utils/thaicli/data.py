@@ -23,6 +23,8 @@ __all__ = ["THAICLI_FORMATS", "load_thaicli"]
 
 THAICLI_FORMATS = ("factoid", "instruction")
 _THAICLI_COLUMNS = ["id", "format", "theme", "question", "chosen", "rejected"]
+#: The seven ThaiCLI themes (Kim et al. 2024, section 4; the official files' ``theme`` values).
+THAICLI_THEMES = ("Royal Family", "Religion", "Culture", "Economy", "Humanity", "Lifestyle", "Politics")
 
 
 def _question_text(value: Any) -> str | None:
@@ -92,6 +94,9 @@ def _read_thaicli_file(path: Path) -> list[dict[str, Any]]:
             if isinstance(pair, str):
                 raise ThaiEvalDataError(pair, path=path, row=i, field="answers")
         else:
+            if rec["theme"] not in THAICLI_THEMES:
+                raise ThaiEvalDataError(f"unknown theme {rec['theme']!r}; the themes are {', '.join(THAICLI_THEMES)}",
+                                        path=path, row=i, field="theme")
             for name in ("chosen", "rejected"):
                 if not isinstance(rec.get(name), str):
                     found = ", ".join(rec)
@@ -121,7 +126,8 @@ def load_thaicli(source: str | Path) -> pd.DataFrame:
         source: the repository root, its ``cli/`` folder, or one file. Official rows have ``id``,
             ``question`` (a ``{"content", "role"}`` message or a string), ``answers`` (a list of
             ``{"content", "score": 1|0}``) and ``theme``; flat rows have ``question, chosen, rejected,
-            theme`` (``id`` optional). The format comes from the file name or a ``format`` column.
+            theme`` (``id`` optional; ``theme`` one of :data:`THAICLI_THEMES`). The format comes from the file
+            name or a ``format`` column.
 
     Returns:
         DataFrame with columns ``id, format, theme, question, chosen, rejected`` in file order

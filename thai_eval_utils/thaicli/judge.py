@@ -43,6 +43,7 @@ from thai_eval_utils.core.openai_client import (
     run_sync,
 )
 from thai_eval_utils.core.provenance import outputs_dir, redact
+from thai_eval_utils.core.records import is_blank
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.thaicli.judge_cache import (
     CacheWriter,
@@ -156,7 +157,7 @@ def _check_answers(answers: pd.DataFrame) -> None:
         if bad:
             raise ThaiEvalDataError(f"not a string: {answers[col].iloc[bad[0]]!r}", row=bad[0], field=col)
         if col != "answer":
-            empty = [i for i, v in enumerate(answers[col]) if not v.strip()]
+            empty = [i for i, v in enumerate(answers[col]) if is_blank(v)]  # zero-width-only text is empty too
             if empty:
                 raise ThaiEvalDataError("empty text", row=empty[0], field=col)
 

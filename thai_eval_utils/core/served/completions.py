@@ -17,6 +17,11 @@ Two prompt forms:
 
 ``is_greedy``: every continuation token's log-probability is at least the top log-probability at its position
 (lm-eval's ``openai_completions.parse_logprobs`` compares the values too).
+
+Nothing of a reply is used before the whole echo is checked (:func:`check_logprobs`, :func:`text_split`,
+:func:`check_model`): every prompt token echoed, every log-probability (``top_logprobs`` included) a finite
+number <= 0, text offsets covering the prompt. A reply that fails is a :class:`MalformedReply`: retried, then a
+named error; never a score.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ from thai_eval_utils.core.served.replicas import MalformedReply
 TEXT_BOUNDARY_RULE = "text_offset; a token straddling the boundary is scored with the continuation"
 #: Sent with every scoring request (never max_tokens=0: llama-cpp-python reads 0 as "no limit").
 SCORING_PARAMS: dict[str, Any] = {"echo": True, "logprobs": 1, "max_tokens": 1, "temperature": 0.0}
+#: Largest log-probability accepted: a tiny positive value is rounding (a float16 softmax); more is a bad reply.
+LOGPROB_TOLERANCE = 1e-3
 
 
 @dataclass(frozen=True)
@@ -79,7 +86,7 @@ def text_prompts(requests: Sequence[tuple[str, str]]) -> list[Prompt | None]:
 
 
 def _logprobs(choice: Any) -> dict[str, Any]:
-    """The choice's ``logprobs`` as a dict with the four OpenAI fields; MalformedReply if absent."""
+    """The choice's ``logprobs`` as a dict with the OpenAI list fields; MalformedReply if absent."""
     lp = getattr(choice, "logprobs", None) if not isinstance(choice, dict) else choice.get("logprobs")
     if lp is None:
         raise MalformedReply("the reply has no logprobs")
@@ -91,13 +98,41 @@ def _logprobs(choice: Any) -> dict[str, Any]:
     return lp
 
 
-def _score(values: list[Any], tops: list[Any], where: str) -> tuple[float, bool]:
+def _logprob(value: Any, what: str) -> float:
+    """``value`` as a log-probability: a finite number <= :data:`LOGPROB_TOLERANCE`; MalformedReply otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value > LOGPROB_TOLERANCE:
+        raise MalformedReply(f"{what} is {value!r}, not a finite log-probability <= 0")
+    return float(value)
+
+
+def check_logprobs(values: list[Any], tops: list[Any], n: int) -> None:
+    """Every echoed position ``1 .. n-1`` has a log-probability and a non-empty ``top_logprobs`` mapping whose
+    values are log-probabilities (:func:`_logprob`); position 0 may be null (nothing predicts it)."""
+    if len(values) < n or len(tops) < n:
+        raise MalformedReply(f"{min(len(values), len(tops))} echoed log-probabilities for a prompt of {n} tokens")
+    for j in range(n):
+        if j == 0 and values[0] is None:  # nothing predicts the first token (its top_logprobs null or not)
+            continue
+        _logprob(values[j], f"token_logprobs[{j}]")
+        top = tops[j]
+        if not isinstance(top, dict) or not top:
+            raise MalformedReply(f"top_logprobs[{j}] is {top!r}, not a non-empty mapping")
+        for piece, x in top.items():
+            _logprob(x, f"top_logprobs[{j}][{piece!r}]")
+
+
+def check_model(resp: Any, model_id: str) -> None:
+    """The reply names the model asked for (a server behind a router may answer with another); MalformedReply."""
+    got = getattr(resp, "model", None) if not isinstance(resp, dict) else resp.get("model")
+    if got != model_id:
+        raise MalformedReply(f"the reply is from model {got!r}, not {model_id!r}")
+
+
+def _score(values: list[Any], tops: list[Any]) -> tuple[float, bool]:
+    """(sum, is_greedy) of already checked (:func:`check_logprobs`) continuation positions."""
     ll, greedy = 0.0, True
     for v, top in zip(values, tops):
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or math.isnan(v) or v > 1e-3:
-            raise MalformedReply(f"{where}: a continuation token has log-probability {v!r}")
-        if not isinstance(top, dict) or not top:
-            raise MalformedReply(f"{where}: a continuation token has no top_logprobs")
         ll += float(v)
         greedy = greedy and float(v) >= max(float(x) for x in top.values())
     return ll, greedy
@@ -107,23 +142,48 @@ def parse_token_choice(choice: Any, prompt: Prompt) -> tuple[float, bool]:
     """(ll, is_greedy) of an id prompt from its echoed choice: positions ``n_ctx .. len(ids)-1``."""
     lp = _logprobs(choice)
     values, tops, n = lp["token_logprobs"], lp["top_logprobs"], len(prompt.ids or ())
-    if len(values) < n or len(tops) < n:
-        raise MalformedReply(f"{len(values)} echoed log-probabilities for a prompt of {n} tokens")
-    return _score(values[prompt.n_ctx:n], tops[prompt.n_ctx:n], "token prompt")
+    tokens = lp.get("tokens")
+    if isinstance(tokens, list) and len(tokens) < n:
+        raise MalformedReply(f"{len(tokens)} echoed tokens for a prompt of {n} tokens")
+    check_logprobs(values, tops, n)
+    return _score(values[prompt.n_ctx:n], tops[prompt.n_ctx:n])
 
 
-def text_split(offsets: list[int], text_len: int, boundary: int) -> tuple[int, int, bool]:
+def text_split(offsets: list[Any], tokens: list[Any], text: str, boundary: int) -> tuple[int, int, bool]:
     """(first continuation token, number of prompt tokens, whether the first straddles the boundary).
 
-    Prompt tokens are those starting before ``text_len`` (the generated token starts at ``text_len``); a token
-    belongs to the continuation when it starts at or after ``boundary`` or ends after it.
+    Prompt tokens are those starting before ``len(text)`` (a generated token starts at ``len(text)``); a token
+    belongs to the continuation when it starts at or after ``boundary`` or ends after it. The echo must cover
+    the text (MalformedReply otherwise): offsets are character offsets, non-decreasing, the first 0, strictly
+    increasing after a token with text; each token's text sits at its offset and reaches the next token's
+    offset (the last prompt token's, the end of the text). The tolerance of 2 characters is llama-cpp-python's:
+    it decodes each token alone, dropping the bytes of a character split over two tokens.
     """
-    n_prompt = sum(1 for o in offsets if o < text_len)
-    if any(b < a for a, b in zip(offsets, offsets[1:])) or (offsets and offsets[0] < 0):
+    text_len = len(text)
+    for j, o in enumerate(offsets):
+        if isinstance(o, bool) or not isinstance(o, int) or o < 0:
+            raise MalformedReply(f"text_offset[{j}] is {o!r}, not a character offset")
+        if not isinstance(tokens[j], str):
+            raise MalformedReply(f"tokens[{j}] is {tokens[j]!r}, not text")
+    if any(b < a for a, b in zip(offsets, offsets[1:])):
         raise MalformedReply("text_offset is not increasing")
-    ends = offsets[1:n_prompt] + [text_len]
+    n_prompt = sum(1 for o in offsets if o < text_len)
+    if n_prompt == 0 or offsets[0] != 0:
+        raise MalformedReply("the echo does not start at the prompt's first character")
+    for j in range(n_prompt):
+        piece, o = tokens[j], offsets[j]
+        nxt = offsets[j + 1] if j + 1 < n_prompt else text_len
+        special = j == 0 and piece and not text.startswith(piece)  # a visible BOS: no text of its own
+        if special:
+            continue
+        if piece and nxt <= o:
+            raise MalformedReply(f"text_offset repeats after token {j} ({piece!r} at {o}): the echo does not cover the text")
+        if nxt > o + len(piece) + 2 or (piece and "\ufffd" not in piece and text.find(piece, o, o + len(piece) + 2) < 0):
+            raise MalformedReply(f"echoed token {j} ({piece!r} at text_offset {o}) does not match the prompt text "
+                                 f"(next offset {nxt} of {text_len}): the echo does not cover the text")
     for i in range(n_prompt):
-        if offsets[i] >= boundary or ends[i] > boundary:
+        end = offsets[i + 1] if i + 1 < n_prompt else text_len
+        if offsets[i] >= boundary or end > boundary:
             return i, n_prompt, offsets[i] < boundary
     raise MalformedReply(f"no echoed token covers the continuation (boundary at character {boundary} of {text_len})")
 
@@ -131,11 +191,14 @@ def text_split(offsets: list[int], text_len: int, boundary: int) -> tuple[int, i
 def parse_text_choice(choice: Any, prompt: Prompt) -> tuple[float, bool, bool]:
     """(ll, is_greedy, straddled) of a text prompt from its echoed choice (boundary from ``text_offset``)."""
     lp = _logprobs(choice)
-    offsets = lp.get("text_offset")
-    if not isinstance(offsets, list) or len(offsets) != len(lp["token_logprobs"]) or not offsets:
-        raise MalformedReply("logprobs.text_offset is missing or does not match token_logprobs")
-    start, n_prompt, straddled = text_split([int(o) for o in offsets], len(prompt.text or ""), prompt.boundary)
-    ll, greedy = _score(lp["token_logprobs"][start:n_prompt], lp["top_logprobs"][start:n_prompt], "text prompt")
+    offsets, tokens = lp.get("text_offset"), lp.get("tokens")
+    n = len(lp["token_logprobs"])
+    if not isinstance(offsets, list) or not offsets or len(offsets) != n or not isinstance(tokens, list) \
+            or len(tokens) != n or len(lp["top_logprobs"]) != n:
+        raise MalformedReply("logprobs.text_offset, tokens, token_logprobs and top_logprobs are not lists of one length")
+    start, n_prompt, straddled = text_split(offsets, tokens, prompt.text or "", prompt.boundary)
+    check_logprobs(lp["token_logprobs"], lp["top_logprobs"], n_prompt)
+    ll, greedy = _score(lp["token_logprobs"][start:n_prompt], lp["top_logprobs"][start:n_prompt])
     return ll, greedy, straddled
 
 

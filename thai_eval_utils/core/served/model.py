@@ -35,18 +35,26 @@ from thai_eval_utils.core.openai_client import (
     run_sync,
     server_from_owners,
 )
-from thai_eval_utils.core.provenance import register_secret, split_credentials
+from thai_eval_utils.core.provenance import register_secret, split_endpoint
 from thai_eval_utils.core.served.completions import (
     SCORING_PARAMS,
     TEXT_BOUNDARY_RULE,
     Prompt,
+    check_model,
     choices_in_order,
     parse_text_choice,
     parse_token_choice,
     text_prompts,
     token_prompts,
 )
-from thai_eval_utils.core.served.replicas import MalformedReply, Pool, split_base_urls
+from thai_eval_utils.core.served.replicas import (
+    MalformedReply,
+    Pool,
+    RequestDeadline,
+    default_deadline,
+    split_base_urls,
+    within_deadline,
+)
 from thai_eval_utils.core.stops import cut_at_stop
 
 SPEC_PREFIX = "completions:"
@@ -98,6 +106,8 @@ class ServedModel:
             llama-cpp-python runs one request at a time, and sending a document's choices in order keeps its
             reuse of the previous prompt's KV cache, and so its numbers, independent of timing).
         timeout, max_retries: the openai client's, per request; malformed replies are retried ``max_retries`` times.
+        deadline: overall seconds per request, retries included (default ``timeout * (max_retries + 1)`` plus the
+            client's backoff); a replica that gives no complete reply in time is dropped like a failing one.
         api_key: default ``$OPENAI_API_KEY`` or a placeholder; never recorded.
     """
 
@@ -105,7 +115,7 @@ class ServedModel:
                  tokenizer: str | Path | None = None, prompt: str = "auto", max_length: int | None = None,
                  add_bos_token: bool | None = None, batch_size: int = 16, concurrency: int | None = None,
                  timeout: float = DEFAULT_TIMEOUT, max_retries: int = DEFAULT_MAX_RETRIES, name: str | None = None,
-                 **options: Any) -> None:
+                 deadline: float | None = None, **options: Any) -> None:
         for key, value in options.items():
             if key in IGNORED_OPTIONS:
                 continue
@@ -125,16 +135,24 @@ class ServedModel:
         if batch_size < 1 or (concurrency is not None and concurrency < 1):
             raise ValueError("batch_size and concurrency must be >= 1")
         self.model_id, self.name = model_id, name or model_id
-        # credentials never stay in a URL: each replica's userinfo is removed and registered as a secret, and a
-        # URL password is the Bearer key when no api_key is given (as ApiModel does)
-        split = [split_credentials(u) for u in split_base_urls(url)]
-        self.base_urls = [u for u, _ in split]
-        key = api_key or next((pw for _, pw in split if pw), None) or os.environ.get("OPENAI_API_KEY")
+        # credentials never stay in a URL: each replica's userinfo and credential query parameters (Azure style
+        # ?api-key=) are removed and registered as secrets, and the URL's credential is the Bearer key when no
+        # api_key is given (as ApiModel does); other query parameters are sent with every request
+        try:
+            endpoints = [split_endpoint(u) for u in split_base_urls(url)]
+        except ValueError as exc:
+            raise ModelLoadError(str(exc)) from None
+        self.base_urls, self._queries = [e.url for e in endpoints], [e.query for e in endpoints]
+        self._key_header = next((e.key_header for e in endpoints if e.key_header), None)
+        key = api_key or next((e.key for e in endpoints if e.key), None) or os.environ.get("OPENAI_API_KEY")
         register_secret(key)
         self._api_key = key or PLACEHOLDER_API_KEY
         self.prompt, self.batch_size = prompt, int(batch_size)
         self._concurrency = concurrency
         self.timeout, self.max_retries = float(timeout), int(max_retries)
+        if deadline is not None and not deadline > 0:
+            raise ValueError(f"deadline must be > 0 seconds, got {deadline!r}")
+        self.deadline = None if deadline is None else float(deadline)
         self._tokenizer_spec = tokenizer
         self._tokenizer: Any = None
         self._tokenizer_id: dict[str, Any] = {}
@@ -248,7 +266,8 @@ class ServedModel:
         return 1 if p is not None and p.prompt_form == "text" else DEFAULT_CONCURRENCY
 
     def _pool(self) -> Pool:
-        return Pool(self.base_urls, self._api_key, self.concurrency, self.timeout, self.max_retries)
+        return Pool(self.base_urls, self._api_key, self.concurrency, self.timeout, self.max_retries, self.deadline,
+                    self._queries, self._key_header)
 
     async def _probe_async(self, tok: Any) -> ProbeResult:
         result = ProbeResult()
@@ -257,20 +276,30 @@ class ServedModel:
             owners = {o for r in pool.replicas for o in r.owned_by}
             result.server = server_from_owners(owners)
             for r in pool.replicas:
-                self._probe_replica(result, r.public, await self._probe_calls(r.client, tok, r.public))
+                got = await self._probe_calls(r.client, tok, r.public, pool.deadline)
+                try:
+                    self._probe_replica(result, r.public, got)
+                except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:  # odd types in the echo
+                    raise ModelLoadError(f"{r.public}: malformed probe reply ({type(exc).__name__}: {exc})"[:600]) from None
         if result.prompt_form == "text" and self._bos_wanted is not None and bool(self._bos_wanted) != result.text_bos:
             raise ModelLoadError(f"{self._where()} {'prepends' if result.text_bos else 'does not prepend'} BOS to text "
                                  f"prompts, so add_bos_token={self._bos_wanted} cannot be honoured; pass "
                                  f"add_bos_token=None to accept the server's choice, or serve with vLLM/SGLang (token ids)")
         return result
 
-    async def _probe_calls(self, client: Any, tok: Any, where: str) -> dict[str, Any]:
+    async def _probe_calls(self, client: Any, tok: Any, where: str, deadline: float | None) -> dict[str, Any]:
         """Raw probe replies of one replica: ``ids`` (token-id prompt), ``text`` (text prompt), errors."""
         out: dict[str, Any] = {}
 
         async def call(payload: Any, retries: int | None = None) -> Any:
             c = client if retries is None else client.with_options(max_retries=retries)
-            return await c.completions.create(model=self.model_id, prompt=payload, **SCORING_PARAMS)
+            try:
+                resp = await within_deadline(c.completions.create(model=self.model_id, prompt=payload, **SCORING_PARAMS),
+                                             deadline)
+                check_model(resp, self.model_id)
+            except (RequestDeadline, MalformedReply) as exc:
+                raise ModelLoadError(f"probe of {where} failed: {exc}") from None
+            return resp
 
         try:
             out["text"] = await call(PROBE_TEXT)
@@ -430,7 +459,7 @@ class ServedModel:
             async def text_job(client: Any) -> list[tuple[float, bool, bool]]:
                 out = []
                 for p in batch:
-                    resp = await client.completions.create(model=self.model_id, prompt=p.text, **SCORING_PARAMS)
+                    resp = await self._complete(client, prompt=p.text, **SCORING_PARAMS)
                     out.append(parse_text_choice(choices_in_order(resp, 1)[0], p))
                 return out
 
@@ -438,10 +467,20 @@ class ServedModel:
         payload = batch[0].payload if len(batch) == 1 else [p.payload for p in batch]
 
         async def job(client: Any) -> list[tuple[float, bool, bool]]:
-            resp = await client.completions.create(model=self.model_id, prompt=payload, **SCORING_PARAMS)
+            resp = await self._complete(client, prompt=payload, **SCORING_PARAMS)
             return [(*parse_token_choice(c, p), False) for c, p in zip(choices_in_order(resp, len(batch)), batch)]
 
         return job
+
+    @property
+    def _pool_deadline(self) -> float:
+        return self.deadline if self.deadline is not None else default_deadline(self.timeout, self.max_retries)
+
+    async def _complete(self, client: Any, **kwargs: Any) -> Any:
+        """One ``/v1/completions`` request within the deadline, its reply from the model asked for."""
+        resp = await within_deadline(client.completions.create(model=self.model_id, **kwargs), self._pool_deadline)
+        check_model(resp, self.model_id)
+        return resp
 
     # --- generation -------------------------------------------------------------------------------------
     def generate(self, prompts: Sequence[str], *, max_new_tokens: int = 256, stop: Sequence[str] | str | None = None,
@@ -460,8 +499,8 @@ class ServedModel:
 
         def job_for(payload: Any):
             async def job(client: Any) -> str:
-                resp = await client.completions.create(model=self.model_id, prompt=payload, max_tokens=max_new_tokens,
-                                                       temperature=temperature, top_p=top_p, **extra)
+                resp = await self._complete(client, prompt=payload, max_tokens=max_new_tokens,
+                                            temperature=temperature, top_p=top_p, **extra)
                 text = getattr(choices_in_order(resp, 1)[0], "text", None)
                 if not isinstance(text, str):
                     raise MalformedReply("the completion has no text")
@@ -490,9 +529,9 @@ class ServedModel:
 
         def job_for(messages: list[dict[str, str]]):
             async def job(client: Any) -> str:
-                resp = await client.chat.completions.create(model=self.model_id, messages=messages,
-                                                            max_tokens=max_new_tokens, temperature=temperature,
-                                                            top_p=top_p, **extra)
+                resp = await within_deadline(client.chat.completions.create(
+                    model=self.model_id, messages=messages, max_tokens=max_new_tokens, temperature=temperature,
+                    top_p=top_p, **extra), self._pool_deadline)
                 choices = getattr(resp, "choices", None)
                 if not choices or choices[0].message is None:
                     raise MalformedReply("the chat completion has no choices")

@@ -1,7 +1,10 @@
 """Several OpenAI-compatible servers of one model used as one pool (Thai-H6 spec, "Client practice"):
 requests are sharded over the replicas through one shared queue (a faster replica takes more), a replica that
-still fails after the openai client's own retries is dropped and its requests go back to the queue for the
-others, and replicas that report different model ids are refused before a run.
+still fails after the openai client's own retries (or gives no reply within the per-request deadline) is dropped
+and its requests go back to the queue for the others, and replicas that report different model ids are refused
+before a run. A request whose worker fails for any other reason (a malformed reply, an unexpected exception while
+parsing it) is re-queued up to ``max_retries`` times and then fails the run with a named :class:`ApiError`; a run
+never waits on a request no worker holds.
 
 Hand-written on ``AsyncOpenAI`` (the pinned client): the client retries one request against one server; no
 maintained library re-queues work over several OpenAI-compatible servers.
@@ -23,8 +26,10 @@ from thai_eval_utils.core.openai_client import (
     FATAL_ERRORS,
     ApiError,
     describe_error,
+    endpoint_options,
     public_base_url,
 )
+from thai_eval_utils.core.provenance import scrub
 
 T = TypeVar("T")
 
@@ -37,6 +42,29 @@ REPLICA_DOWN: tuple[type[BaseException], ...] = (openai.APIConnectionError, open
 
 class MalformedReply(ValueError):
     """A 200 reply without what was asked for (no choices, no log-probabilities...): never scored; retried."""
+
+
+class RequestDeadline(TimeoutError):
+    """A request got no complete reply within the pool's overall per-request deadline (all retries included)."""
+
+
+async def within_deadline(awaitable: Awaitable[T], deadline: float | None) -> T:
+    """``await awaitable``, raising :class:`RequestDeadline` after ``deadline`` seconds (None: no deadline).
+
+    The openai client's ``timeout`` bounds each read, not a whole reply: a server trickling one byte at a time
+    would never time out without this."""
+    if deadline is None:
+        return await awaitable
+    try:
+        return await asyncio.wait_for(awaitable, deadline)
+    except asyncio.TimeoutError:
+        raise RequestDeadline(f"no complete reply within the {deadline:g} s deadline per request") from None
+
+
+def default_deadline(timeout: float, max_retries: int) -> float:
+    """Overall seconds per request: every attempt may use its ``timeout``, plus the openai client's backoff
+    between attempts (at most 8 s each)."""
+    return timeout * (max_retries + 1) + 8.0 * max_retries
 
 
 def split_base_urls(base_url: str | Sequence[str]) -> list[str]:
@@ -56,6 +84,7 @@ class Replica:
     """One server of the pool, for one event loop (its client lives only inside :meth:`Pool.session`)."""
 
     base_url: str
+    query: dict[str, str] = field(default_factory=dict)  # plain query parameters sent with every request
     client: AsyncOpenAI | None = None
     alive: bool = True
     served: int = 0
@@ -80,10 +109,21 @@ class Pool:
     concurrency: int = 16
     timeout: float = 60.0
     max_retries: int = 6
+    #: overall seconds per request, retries included (None: ``timeout * (max_retries + 1)`` plus backoff)
+    deadline: float | None = None
+    #: per replica, the query parameters its URL had (``api-version``), and a header the key also goes in
+    queries: Sequence[dict[str, str]] | None = None
+    key_header: str | None = None
     replicas: list[Replica] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.replicas = [Replica(u) for u in self.base_urls]
+        self.replicas = [Replica(u, dict(q)) for u, q in zip(self.base_urls, self.queries or [{}] * len(self.base_urls))]
+        if self.deadline is None:
+            self.deadline = default_deadline(self.timeout, self.max_retries)
+
+    async def request(self, awaitable: Awaitable[T]) -> T:
+        """One request of a job, bounded by :attr:`deadline` (:class:`RequestDeadline`, a replica failure)."""
+        return await within_deadline(awaitable, self.deadline)
 
     def describe(self) -> str:
         return ", ".join(r.public for r in self.replicas)
@@ -91,7 +131,7 @@ class Pool:
     async def __aenter__(self) -> Pool:
         for r in self.replicas:
             r.client = AsyncOpenAI(base_url=r.base_url, api_key=self.api_key, max_retries=self.max_retries,
-                                   timeout=self.timeout)
+                                   timeout=self.timeout, **endpoint_options(r.query, self.key_header, self.api_key))
             r.alive, r.error = True, None
         return self
 
@@ -133,10 +173,12 @@ class Pool:
                   progress: bool = False, weights: Sequence[int] | None = None) -> list[T]:
         """Results of ``jobs`` in order; each replica runs up to ``concurrency`` jobs at a time.
 
-        A job whose replica still fails after the client's retries (connection error, 5xx, timeout) goes back
-        to the queue and that replica takes no more work; :class:`MalformedReply` re-queues the job (any replica)
-        up to ``max_retries`` times; :data:`FATAL` errors stop the run. Raises :class:`ApiError` when every
-        replica failed or a job's retries are spent.
+        A job whose replica still fails after the client's retries (connection error, 5xx, timeout, no reply
+        within :attr:`deadline`) goes back to the queue and that replica takes no more work; a job failing for
+        any other reason (:class:`MalformedReply`, or any exception while parsing the reply) is re-queued (any
+        replica) up to ``max_retries`` times; :data:`FATAL` errors stop the run. Raises :class:`ApiError` when
+        every replica failed, a job's retries are spent, or every worker stopped with jobs left (never waits on a
+        job no worker holds).
         """
         n = len(jobs)
         results: list[Any] = [None] * n
@@ -155,7 +197,17 @@ class Pool:
                 state["error"] = exc
             finished.set()
 
-        async def worker(r: Replica) -> None:
+        def retry(r: Replica, i: int, exc: BaseException) -> bool:
+            """Re-queue job ``i`` after an unusable reply; False (and the run failed) once its retries are spent."""
+            attempts[i] += 1
+            if attempts[i] > self.max_retries:
+                what = str(exc) if isinstance(exc, MalformedReply) else f"{type(exc).__name__}: {exc}"
+                fail(ApiError(scrub(f"{r.public}: malformed reply after {attempts[i]} attempts: {what}")[:800]))
+                return False
+            queue.put_nowait(i)
+            return True
+
+        async def serve(r: Replica) -> None:
             while r.alive and not finished.is_set():
                 i = await queue.get()
                 if not r.alive:  # dropped while waiting: leave the job to the others
@@ -166,20 +218,18 @@ class Pool:
                 except FATAL as exc:
                     fail(ApiError(f"{r.public}: {describe_error(exc)}"))
                     return
-                except MalformedReply as exc:
-                    attempts[i] += 1
-                    if attempts[i] > self.max_retries:
-                        fail(ApiError(f"{r.public}: malformed reply after {attempts[i]} attempts: {exc}"))
-                        return
-                    queue.put_nowait(i)
-                except REPLICA_DOWN as exc:
+                except (*REPLICA_DOWN, RequestDeadline) as exc:
                     queue.put_nowait(i)
                     if r.alive:
-                        r.alive, r.error = False, describe_error(exc)
+                        r.alive = False
+                        r.error = str(exc) if isinstance(exc, RequestDeadline) else describe_error(exc)
                     if not any(x.alive for x in self.replicas):
                         lines = "; ".join(f"{x.public}: {x.error}" for x in self.replicas)
                         fail(ApiError(f"every server failed ({lines})"))
                     return
+                except Exception as exc:  # noqa: BLE001 - MalformedReply, or a reply no parser foresaw
+                    if not retry(r, i, exc):
+                        return
                 else:
                     r.served += 1
                     bar.update(weights[i] if weights else 1)
@@ -187,13 +237,27 @@ class Pool:
                     if state["left"] == 0:
                         finished.set()
 
+        async def worker(r: Replica) -> None:
+            try:
+                await serve(r)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - a bug in this loop must end the run, not hang it
+                fail(ApiError(scrub(f"{r.public}: worker failed: {type(exc).__name__}: {exc}")[:800]))
+
         tasks = [asyncio.create_task(worker(r)) for r in self.replicas for _ in range(self.concurrency)]
+        done_waiter = asyncio.create_task(finished.wait())
         try:
-            await finished.wait()
+            pending = {done_waiter, *tasks}
+            while not finished.is_set():
+                _, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                if not finished.is_set() and pending == {done_waiter}:  # every worker returned, jobs left
+                    lines = "; ".join(f"{x.public}: {x.error or 'no error'}" for x in self.replicas)
+                    fail(ApiError(f"every worker stopped with {state['left']} of {n} requests unanswered ({lines})"))
         finally:
-            for t in tasks:
+            for t in (*tasks, done_waiter):
                 t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*tasks, done_waiter, return_exceptions=True)
             bar.close()
         if state["error"] is not None:
             raise state["error"]
