@@ -4,8 +4,9 @@
 
 Task names (documented in README "Export"):
 
-- ``th_arc``, ``th_hellaswag``, ``th_mmlu``, ``th_truthfulqa``, ``th_winogrande``, ``th_gsm8k``: every metric of the
-  task on a 0-1 scale (``acc_norm``, ``acc``, ``acc_bytes``, ``mc1``, ``mc2``, ``exact_match``, ``flexible_match``...);
+- ``th_arc``, ``th_hellaswag``, ``th_mmlu``, ``th_truthfulqa``, ``th_winogrande``, ``th_gsm8k``: every stored score of
+  the task on a 0-1 scale (``acc_norm``, ``acc``, ``acc_bytes``, MMLU's ``acc_macro``/``acc_micro``, ``mc1``, ``mc2``,
+  ``mc2_lb``, ``mc2_mask``, ``exact_match``, ``flexible_match``);
 - ``thai_h6``: ``{"average": ...}``, the Thai-H6 average (0-100), only when all six tasks are present;
 - ``thaicli``: ``thaicli``, ``factoid``, ``instruction`` (the judge's 1-10 means);
 - ``thaicli_loglik``: ``win_raw``, ``win_norm`` (0-1);
@@ -38,7 +39,7 @@ def leaderboard_tasks(run: StoredRun) -> dict[str, dict[str, float]]:
     family = run.benchmark.split("/")[0]
     if family == "thai_h6":
         spec = T.get_task(run.task)
-        return {spec.name: {m: v for m in spec.metrics if (v := _value(scores.get(m))) is not None}}
+        return {spec.name: {m: v for m, e in scores.items() if (v := _value(e)) is not None}}  # MMLU: acc_macro/micro too
     if run.benchmark == "thaicli/judge":
         return {"thaicli": {m: v for m in ("thaicli", "factoid", "instruction") if (v := _value(scores.get(m))) is not None}}
     if run.benchmark == "thaicli/loglik":

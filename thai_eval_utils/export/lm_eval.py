@@ -179,8 +179,8 @@ def task_results(run: StoredRun) -> dict[str, Any]:
     scores (the headline first), ``sample_len``."""
     spec = T.get_task(run.task)
     entry: dict[str, Any] = {"alias": spec.name}
-    for metric, score in (run.summary.get("scores") or {}).items():
-        if metric not in spec.metrics:
+    for metric, score in (run.summary.get("scores") or {}).items():  # MMLU's acc_macro / acc_micro too
+        if isinstance(spec, T.GenerationTask) and metric not in GSM8K_METRICS:
             continue
         name, filt = _metric_key(spec, metric)
         entry[f"{name},{filt}"] = score["value"]
@@ -205,7 +205,7 @@ def results_document(runs: Sequence[StoredRun], task_samples: Mapping[str, list[
                                      "metadata": {"version": __version__, "thai_eval_protocol": cfg}})
         versions[spec.name] = __version__
         nshot[spec.name] = int(cfg.get("num_fewshot") or 0)
-        better[spec.name] = {_metric_key(spec, m)[0]: True for m in spec.metrics}
+        better[spec.name] = {k.split(",")[0]: True for k in results[spec.name] if "," in k and "_stderr," not in k}
         nsamples[spec.name] = {"original": int(run.summary.get("n_docs", run.summary.get("n", 0))),
                                "effective": int(run.summary.get("n", 0))}
     limits = {r.summary.get("limit") for r in runs} - {None}
