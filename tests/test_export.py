@@ -192,12 +192,13 @@ LMEVAL_CHECK = r"""
 import json, sys, glob
 from lm_eval import utils
 from lm_eval.api import metrics as M
+from lm_eval.api.task import ConfigurableTask
 folder = sys.argv[1]
 files = sorted(glob.glob(folder + "/*"))
 results_file = utils.get_latest_filename(utils.get_results_filenames(files))
 doc = json.load(open(results_file, encoding="utf-8"))
 table = utils.make_table(doc)  # lm-eval's own results table
-out = {"table_rows": [t for t in doc["results"] if t in table], "tasks": {}}
+out = {"table_rows": [t for t in doc["results"] if t in table], "tasks": {}, "process_results": {}}
 for path in utils.get_sample_results_filenames(files):
     task = utils.get_file_task_name(path.rsplit("/", 1)[1])
     lines = [json.loads(x) for x in open(path, encoding="utf-8")]
@@ -207,6 +208,18 @@ for path in utils.get_sample_results_filenames(files):
             per.setdefault(f"{m},{s['filter']}", []).append(s[m])
     # lm-eval's own aggregation and standard error of the per-sample values
     out["tasks"][task] = {k: [M.mean(v), M.mean_stderr(v) if len(v) > 1 else None] for k, v in per.items()}
+    if task in ("th_arc", "th_mmlu"):  # lm-eval's multiple_choice process_results on the exported items
+        rows = [{"context": s["arguments"]["gen_args_0"]["arg_0"], "gold": int(s["target"]),
+                 "choices": [a["arg_1"][1:] for a in s["arguments"].values()]} for s in lines]
+        data = path + ".mc.jsonl"
+        open(data, "w", encoding="utf-8").write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+        mc = ConfigurableTask(config={"task": "mc_" + task, "dataset_path": "json", "dataset_kwargs": {"data_files": {"test": data}},
+                                      "test_split": "test", "output_type": "multiple_choice", "doc_to_text": "context",
+                                      "doc_to_choice": "choices", "doc_to_target": "gold", "target_delimiter": " ",
+                                      "metric_list": [{"metric": m} for m in ("acc", "acc_norm", "acc_bytes")]})
+        out["process_results"][task] = [
+            {**mc.process_results(r, [(float(ll), g == "True") for ll, g in s["filtered_resps"]]),
+             "ours": {m: s[m] for m in ("acc", "acc_norm", "acc_bytes")}} for r, s in zip(rows, lines)]
 print(json.dumps(out))
 """
 
@@ -222,15 +235,23 @@ def test_lmeval_reads_export(outputs, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert sorted(got["table_rows"]) == sorted(results)
+    # lm-eval's own multiple-choice scoring of the exported items gives thai-eval's per-item metrics
+    assert [len(got["process_results"][t]) for t in ("th_arc", "th_mmlu")] == [2, 3]
+    for task in ("th_arc", "th_mmlu"):
+        for item in got["process_results"][task]:
+            assert {m: item[m] for m in ("acc", "acc_norm", "acc_bytes")} == item["ours"], task
+    checked = 0
     doc = json.loads(next((tmp_path / "tiny-llama").glob("results_*.json")).read_text(encoding="utf-8"))
     for task in results:
         for key, (mean, se) in got["tasks"][task].items():
             if key in doc["results"][task]:
                 assert doc["results"][task][key] == pytest.approx(mean, abs=1e-12), (task, key)
+                checked += 1
                 if task == "th_mmlu":  # its stderr is the macro average's (over subjects), not a sample stderr
                     continue
                 stderr = doc["results"][task][key.replace(",", "_stderr,", 1)]
                 assert (se is None and stderr == "N/A") or stderr == pytest.approx(se, abs=1e-12), (task, key)
+    assert checked == 3 + 3 + 4 + 2  # ARC and MMLU acc/acc_norm/acc_bytes, TruthfulQA mc1/mc2/mc2_lb/mc2_mask, GSM8K 2
 
 
 def test_python_api_matches_cli_help():
