@@ -92,12 +92,15 @@ def test_run_runs_export_end_to_end(tiny_model_dir, tmp_path):
     """thai-eval run on the tiny model (Thai-H6, limit 1, no paper notebook), then runs and export read its store."""
     out = tmp_path / "outputs"
     proc = _thai_eval("run", "--model", str(tiny_model_dir), "--benchmarks", "thai_h6", "--limit", "1", "--no-paper",
-                      "--outputs", str(out), "--dtype", "float32")
+                      "--outputs", str(out), "--dtype", "float32", "--max-new-tokens", "4")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "1/1 notebook runs succeeded." in proc.stdout and "runs written or resumed by this command" in proc.stdout
     assert "benchmarks: 100%" in proc.stderr  # the progress bar
     summary = proc.stdout.split("runs written or resumed by this command")[1]
     assert all(t in summary for t in h6.TASKS)
+
+    gsm8k = json.loads(next((out / "runs").rglob("th_gsm8k/*/run_card.json")).read_text(encoding="utf-8"))
+    assert gsm8k["config"]["max_new_tokens"] == 4 and gsm8k["model"]["dtype"] == "float32"  # the options reached it
 
     proc = _thai_eval("runs", "--outputs", str(out), "--csv", str(tmp_path / "runs.csv"))
     assert proc.returncode == 0 and "6 runs under" in proc.stdout

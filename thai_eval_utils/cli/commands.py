@@ -99,6 +99,11 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--base-url", default=None, help="served models: the server URL (comma-separated replicas)")
     p.add_argument("--tokenizer", default=None, help='served models: "embedded" or a tokenizer folder (token-id '
                    "prompts); --dry-run counts tokens with it")
+    p.add_argument("--max-new-tokens", type=int, default=None, metavar="N", help="cap every generation (ThaiCLI answers, "
+                   "dialect outputs, GSM8K) at N tokens; default: each protocol's own (512, 3000, 256). A quick look, "
+                   "not the papers' protocol: the run configs record it")
+    p.add_argument("--greedy", action="store_true", help="greedy dialect generation instead of the paper's sampling "
+                   "(lets it batch prompts)")
     _add_outputs(p)
     p.add_argument("--notebooks-dir", default=str(REPO / "notebooks"), metavar="DIR", help="the notebooks' folder")
     p.add_argument("--no-paper", action="store_true", help="skip the paper-tables notebook at the end")
@@ -113,7 +118,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _dry_run(args, models)
     out = _outputs(args)
     check_dtype(args.dtype)  # a bad dtype fails here, once, not in every notebook
-    extra = {"base_url": args.base_url, "tokenizer": args.tokenizer, "dtype": args.dtype, "device_map": args.device_map}
+    extra = {"base_url": args.base_url, "tokenizer": args.tokenizer, "dtype": args.dtype, "device_map": args.device_map,
+             "max_new_tokens": args.max_new_tokens, "gsm8k_max_new_tokens": args.max_new_tokens,
+             "greedy": True if args.greedy else None}  # None: the notebook's default (batch drops it)
     start = now_utc()
     runs: list[batch.NotebookRun] = []
     for bench in tqdm(args.benchmarks, desc="benchmarks", unit="benchmark"):
@@ -139,7 +146,7 @@ def _dry_run(args: argparse.Namespace, models: Sequence[str]) -> int:
     data = {b: Path(_data_for(args.data, b) or REPO / "data" / b) for b in BENCHMARK_FAMILIES}
     for model in models:
         tok = load_tokenizer(model, args.tokenizer)
-        rows = dry_run_rows(args.benchmarks, data, tok, limit=args.limit, judge=True)
+        rows = dry_run_rows(args.benchmarks, data, tok, limit=args.limit, judge=True, max_new_tokens=args.max_new_tokens)
         frame = pd.DataFrame(rows, columns=DRY_RUN_COLUMNS)
         print_table(frame, f"dry run for {model} (tokenizer: {tok.source}; limit: {args.limit or 'none'}); nothing "
                     "was computed or written:")

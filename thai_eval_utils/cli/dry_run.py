@@ -69,9 +69,9 @@ def _max_length(tok: Tokenizer) -> int:
 
 
 def h6_rows(data: str | Path, tok: Tokenizer, *, limit: int | None = None, tasks: Sequence[str] = TASKS,
-            protocol_preset: str = "lb", add_bos_token: bool = False) -> list[dict[str, Any]]:
+            protocol_preset: str = "lb", add_bos_token: bool = False, max_new_tokens: int | None = None) -> list[dict[str, Any]]:
     """One row per Thai-H6 task (the notebook's defaults: LB protocol, no BOS)."""
-    protocol = protocol_from(protocol_preset, add_bos_token=add_bos_token)
+    protocol = protocol_from(protocol_preset, add_bos_token=add_bos_token, max_new_tokens=max_new_tokens)
     rows = []
     for task in tasks:
         spec = get_task(task)
@@ -90,12 +90,13 @@ def h6_rows(data: str | Path, tok: Tokenizer, *, limit: int | None = None, tasks
     return rows
 
 
-def thaicli_rows(data: str | Path, tok: Tokenizer, *, limit: int | None = None, judge: bool = True) -> list[dict[str, Any]]:
+def thaicli_rows(data: str | Path, tok: Tokenizer, *, limit: int | None = None, judge: bool = True,
+                 max_new_tokens: int | None = None) -> list[dict[str, Any]]:
     """ThaiCLI: answers to generate, the judge-free log-likelihood pairs, the judge calls."""
     items = select_thaicli_items(load_thaicli(data), limit)
     n = len(items)
     answers = {"benchmark": "thaicli", "task": "answers", "documents": n, "generations": n,
-               "max_new_tokens": THAICLI_MAX_NEW_TOKENS, "fed_tokens": tok.count(list(items["question"]))}
+               "max_new_tokens": max_new_tokens or THAICLI_MAX_NEW_TOKENS, "fed_tokens": tok.count(list(items["question"]))}
     requests = [(LL_CONTEXT_TEMPLATE.format(question=q), LL_TARGET_DELIMITER + a)
                 for q, c, r in zip(items["question"], items["chosen"], items["rejected"]) for a in (c, r)]
     loglik: dict[str, Any] = {"benchmark": "thaicli", "task": "loglik", "documents": n, "requests": len(requests)}
@@ -108,7 +109,8 @@ def thaicli_rows(data: str | Path, tok: Tokenizer, *, limit: int | None = None, 
     return rows
 
 
-def dialect_rows(data: str | Path, tok: Tokenizer, *, limit: int | None = None) -> list[dict[str, Any]]:
+def dialect_rows(data: str | Path, tok: Tokenizer, *, limit: int | None = None,
+                 max_new_tokens: int | None = None) -> list[dict[str, Any]]:
     """The dialect benchmark: one generation per item, per task (all dialects together)."""
     items = select_dialect_items(load_dialect(data), limit=limit)
     prompts = load_prompts()
@@ -116,16 +118,16 @@ def dialect_rows(data: str | Path, tok: Tokenizer, *, limit: int | None = None) 
     for task, group in items.groupby("task", sort=False):
         texts = [build_prompt(item, prompts) for item in group.to_dict("records")]
         rows.append({"benchmark": "dialect", "task": str(task), "documents": len(group), "generations": len(group),
-                     "max_new_tokens": PAPER_MAX_NEW_TOKENS, "fed_tokens": tok.count(texts)})
+                     "max_new_tokens": max_new_tokens or PAPER_MAX_NEW_TOKENS, "fed_tokens": tok.count(texts)})
     return rows
 
 
 def dry_run_rows(benchmarks: Sequence[str], data: dict[str, Path], tok: Tokenizer, *, limit: int | None = None,
-                 judge: bool = True) -> list[dict[str, Any]]:
-    """Every benchmark's rows, with a total row."""
-    builders = {"thai_h6": lambda: h6_rows(data["thai_h6"], tok, limit=limit),
-                "thaicli": lambda: thaicli_rows(data["thaicli"], tok, limit=limit, judge=judge),
-                "dialect": lambda: dialect_rows(data["dialect"], tok, limit=limit)}
+                 judge: bool = True, max_new_tokens: int | None = None) -> list[dict[str, Any]]:
+    """Every benchmark's rows, with a total row (``max_new_tokens``: ``run --max-new-tokens``)."""
+    builders = {"thai_h6": lambda: h6_rows(data["thai_h6"], tok, limit=limit, max_new_tokens=max_new_tokens),
+                "thaicli": lambda: thaicli_rows(data["thaicli"], tok, limit=limit, judge=judge, max_new_tokens=max_new_tokens),
+                "dialect": lambda: dialect_rows(data["dialect"], tok, limit=limit, max_new_tokens=max_new_tokens)}
     rows = [row for b in benchmarks for row in builders[b]()]
     total: dict[str, Any] = {"benchmark": "total", "task": ""}
     for col in ("documents", "requests", "fed_tokens", "tree_tokens", "generations"):
