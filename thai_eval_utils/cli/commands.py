@@ -127,7 +127,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         report = batch.run_models(models, notebooks=BENCHMARK_FAMILIES[bench], limit=args.limit,
                                   data=_data_for(args.data, bench), judge=args.judge, judge_base_url=args.judge_base_url,
                                   outputs=out, extra_parameters=extra, notebooks_dir=args.notebooks_dir,
-                                  paper_notebook=None, verbose=True)
+                                  paper_notebook=None, verbose=False)
+        for run in report.runs:
+            tqdm.write(str(run))
         runs += report.runs
     html = None
     if not args.no_paper:

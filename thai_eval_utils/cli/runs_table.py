@@ -1,7 +1,7 @@
 """``thai-eval runs``: the stored runs under ``<outputs>/runs`` as one table (the store's
 :func:`~thai_eval_utils.core.store.list_runs`), one row per run folder: model, benchmark, task, config id, items
-done / total, limit, partial, finished, date and folder. ``total`` is what the run set out to score when its summary
-says (Thai-H6: the documents of the split, ``n_docs``; ThaiCLI and dialects: ``n_items``), else empty.
+done / total, limit, partial, finished, date and folder. ``total`` is the split's documents for Thai-H6 runs
+(``n_docs``), else empty; ``partial`` is also the paper tables' verdict (fewer items than the paper's dataset).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from thai_eval_utils.core.store import list_runs
-from thai_eval_utils.paper.own_runs import run_setting
+from thai_eval_utils.paper.own_runs import run_records, run_setting
 
 COLUMNS = ["model", "benchmark", "task", "config_id", "setting", "items", "total", "limit", "partial", "finished",
            "date", "where"]
@@ -26,14 +26,16 @@ def _count_lines(path: Path) -> int:
         return sum(1 for line in fh if line.strip())
 
 
-def _run_row(run: dict[str, Any]) -> dict[str, Any]:
+def _run_row(run: dict[str, Any], paper_partial: dict[str, bool]) -> dict[str, Any]:
     card, summary = run["card"], run["summary"]
     bench = str(card.get("benchmark", ""))
     family, _, task = bench.partition("/")
     done = _count_lines(Path(run["dir"]) / "items.jsonl")
-    total = None if summary is None else summary.get("n_docs", summary.get("n_items"))
+    total = None if summary is None else summary.get("n_docs")  # Thai-H6: the split's documents
     limit = None if summary is None else summary.get("limit")
     partial = summary is None or bool(summary.get("n_unjudged")) or (total is not None and done < int(total))
+    # the paper tables' verdict too: fewer items than the paper's dataset (ThaiCLI, dialects) is partial
+    partial = partial or paper_partial.get(str(run["dir"]), False)
     when = (summary or {}).get("written_at") or (card.get("resumed_at") or [card.get("created_at")])[-1]
     return {"model": card.get("model_name"), "benchmark": family, "task": task, "config_id": card.get("config_id"),
             "setting": run_setting(card), "items": done, "total": total, "limit": limit, "partial": partial,
@@ -43,6 +45,8 @@ def _run_row(run: dict[str, Any]) -> dict[str, Any]:
 def runs_table(outputs: str | Path | None = None, *, models: Sequence[str] = (), since: str | None = None) -> pd.DataFrame:
     """Every stored run as a row (see the module docstring); ``models`` keeps runs whose model name or folder slug
     contains one of them; ``since`` (an ISO time) keeps runs created, resumed or finished at or after it."""
+    records = run_records(outputs)
+    paper_partial = records.groupby("run_dir")["partial"].any().to_dict() if len(records) else {}
     rows = []
     for run in list_runs(outputs):
         card = run["card"]
@@ -52,5 +56,5 @@ def runs_table(outputs: str | Path | None = None, *, models: Sequence[str] = (),
         stamps = [card.get("created_at"), card.get("finished_at"), *(card.get("resumed_at") or [])]
         if since is not None and not any(s and str(s) >= since for s in stamps):
             continue
-        rows.append(_run_row(run))
+        rows.append(_run_row(run, paper_partial))
     return pd.DataFrame(rows, columns=COLUMNS)
