@@ -44,7 +44,9 @@ def test_help_version_and_an_example_per_subcommand(capsys):
             build_parser().parse_args([command, "--help"])
         assert exit_.value.code == 0
         assert f"thai-eval {command}" in capsys.readouterr().out.split("examples:")[1]
-    assert _thai_eval("run").returncode == 2  # --model is required: a usage error
+    with pytest.raises(SystemExit) as exit_:  # --model is required: a usage error
+        main(["run"])
+    assert exit_.value.code == 2
 
 
 class CharTokenizer:
