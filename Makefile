@@ -15,8 +15,12 @@ DATA ?=
 JUDGE ?=
 DTYPE ?=
 DEVICE_MAP ?=
+# Where every target writes (runs, tables, figures, executed notebooks, exports): OUTPUTS=/data/thai-eval make ...
+OUTPUTS ?= $(or $(THAI_EVAL_OUTPUTS),outputs)
+FORMAT ?= lm-eval
+THAI_EVAL := $(VENV)/bin/thai-eval
 
-.PHONY: demo test lab tables model clean install compare
+.PHONY: demo test lab tables model clean install compare runs export
 
 install: $(VENV)/.installed
 
@@ -40,11 +44,20 @@ model: install
 	$(PY) -c "from thai_eval_utils.core.model_sources import embedded_model_dir; print('embedded model:', embedded_model_dir())"
 
 demo: model
-	$(PY) -m thai_eval_utils.batch --demo
+	$(PY) -m thai_eval_utils.batch --demo --outputs $(OUTPUTS)
 
+# Every benchmark for every model in MODELS, then the paper tables (thai-eval run; a rerun resumes).
 tables: model
-	$(PY) -m thai_eval_utils.batch --models "$(MODELS)" $(if $(LIMIT),--limit $(LIMIT)) $(if $(DATA),--data $(DATA)) $(if $(JUDGE),--judge $(JUDGE)) \
-		$(if $(DTYPE),--dtype $(DTYPE)) $(if $(DEVICE_MAP),--device-map $(DEVICE_MAP))
+	$(THAI_EVAL) run $(foreach m,$(MODELS),--model $(m)) $(if $(LIMIT),--limit $(LIMIT)) $(if $(DATA),--data $(DATA)) \
+		$(if $(JUDGE),--judge $(JUDGE)) $(if $(DTYPE),--dtype $(DTYPE)) $(if $(DEVICE_MAP),--device-map $(DEVICE_MAP)) --outputs $(OUTPUTS)
+
+# The stored runs as a table; exports: make export FORMAT=lm-eval|thai-llm-leaderboard|parquet [TO=dir]
+runs: install
+	$(THAI_EVAL) runs --outputs $(OUTPUTS)
+
+TO ?=
+export: install
+	$(THAI_EVAL) export --format $(FORMAT) --outputs $(OUTPUTS) $(if $(TO),--to $(TO))
 
 # Compare two models' stored runs: make compare A=<model> B=<model> [BENCHMARKS="thai_h6 dialect"] [RESAMPLES=10000]
 A ?=
@@ -53,10 +66,7 @@ BENCHMARKS ?= thai_h6 thaicli dialect
 RESAMPLES ?= 10000
 compare: install
 	@test -n "$(A)" -a -n "$(B)" || { echo 'usage: make compare A=<model or spec> B=<model or spec>'; exit 1; }
-	mkdir -p outputs/notebooks
-	$(VENV)/bin/papermill --cwd notebooks notebooks/compare_runs.ipynb outputs/notebooks/compare_runs.ipynb \
-		-p model_a "$(A)" -p model_b "$(B)" -p n_resamples $(RESAMPLES) \
-		-y "benchmarks: [$(shell echo $(BENCHMARKS) | sed 's/ /, /g')]"
+	$(THAI_EVAL) compare "$(A)" "$(B)" --benchmarks "$(BENCHMARKS)" --resamples $(RESAMPLES) --outputs $(OUTPUTS)
 
 test: $(VENV)/.installed-serve
 	$(PY) -m pytest -q
@@ -65,5 +75,5 @@ lab: install
 	$(VENV)/bin/jupyter lab --notebook-dir=.
 
 clean:
-	rm -rf outputs/runs outputs/notebooks outputs/tables outputs/figures outputs/*.html .pytest_cache
+	rm -rf $(OUTPUTS)/runs $(OUTPUTS)/notebooks $(OUTPUTS)/tables $(OUTPUTS)/figures $(OUTPUTS)/exports $(OUTPUTS)/*.html .pytest_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -161,6 +161,7 @@ from thai_eval_utils.core.store import RunStore  # noqa: E402
 
 H6_HEADLINES = {"th_arc": "acc_norm", "th_hellaswag": "acc_norm", "th_mmlu": "acc", "th_truthfulqa": "mc2",
                 "th_winogrande": "acc", "th_gsm8k": "exact_match"}  # fmt: skip
+LB_SHOTS = {"th_arc": 25, "th_hellaswag": 10, "th_mmlu": 5, "th_truthfulqa": 0, "th_winogrande": 5, "th_gsm8k": 5}
 FULL_SIZES = {"th_arc": 1222, "th_hellaswag": 10052, "th_mmlu": 14585, "th_truthfulqa": 817, "th_winogrande": 1272, "th_gsm8k": 1324}
 
 
@@ -179,7 +180,7 @@ def outputs(tmp_path):
     out = tmp_path / "outputs"
     # a full Thai-H6 run: six tasks, each at the paper's size; scores 0.40 .. 0.65 -> mean 52.5
     for i, task in enumerate(H6_HEADLINES):
-        _h6_run(out, "full-model", task, 0.40 + 0.05 * i, FULL_SIZES[task])
+        _h6_run(out, "full-model", task, 0.40 + 0.05 * i, FULL_SIZES[task], shots=LB_SHOTS[task])
     # a partial one: ARC limited to 2 items, GSM8K unfinished (no summary)
     _h6_run(out, "demo-model", "th_arc", 0.5, 2, limit=2, shots=25)
     _h6_run(out, "demo-model", "th_gsm8k", 0.0, 0, finished=False)
@@ -216,7 +217,7 @@ def test_run_records_read_full_and_partial_summaries(outputs):
     assert pd.isna(gsm["value"]) and gsm["n"] == 1 and gsm["partial"] and not gsm["finished"]
     full = recs[(recs["model"] == "full-model") & (recs["table"] == "h6")]
     assert not full["partial"].any() and len(full) == 6
-    assert '"num_fewshot": 5' in full["options"].iloc[0]
+    assert '"num_fewshot": 25' in full["options"].iloc[0] and set(full["setting"]) == {""}
     unjudged = recs[(recs["model"] == "demo-model") & (recs["column"] == "factoid")].iloc[0]
     assert unjudged["partial"] and unjudged["expected_n"] == 1790
     # only the paper's headline metrics of the dialect table are read (sacrebleu is not a Table 1 column)
@@ -235,6 +236,19 @@ def test_h6_table_with_runs(outputs):
     assert demo["options"] == "num_fewshot=5/25, sampler=\"lb\""  # the unfinished GSM8K run (5 shots) first
     paper_rows = table[table["source"] == "paper"]
     assert paper_rows["thai_h6_avg"].tolist() == paper.load_published("h6", DATA)["thai_h6_avg"].tolist()
+
+
+def test_differently_configured_runs_are_separate_rows(outputs):
+    """Issue 21: a 0-shot ARC run of a model does not replace (or merge into) its 25-shot run's row; each row says
+    its setting and config ids."""
+    _h6_run(outputs, "full-model", "th_arc", 0.9, 3, limit=3, shots=0)
+    table = paper_runs.table_with_runs("h6", paper.load_all_published(DATA), outputs)
+    rows = table[table["model"] == "full-model"].set_index("setting")
+    assert sorted(rows.index) == ["", "shots:0"]
+    assert rows.loc["", "th_arc"] == "40.00" and not rows.loc["", "partial"] and len(rows.loc["", "config_ids"].split()) == 6
+    zero = rows.loc["shots:0"]
+    assert zero["th_arc"] == "90.00" and zero["partial"] and zero["samples"] == "th_arc 3/1222"
+    assert len(zero["config_ids"]) == 12
 
 
 def test_thaicli_table_with_runs(outputs):

@@ -42,7 +42,7 @@ _EXPORTS: dict[str, str] = {
     "check_published": "paper.published", "mismatches": "paper.published", "run_models": "batch",
 }
 #: Subpackages and modules reachable as attributes (``thai_eval_utils.h6.evaluate``).
-_SUBMODULES = {"batch", "core", "dialect", "h6", "paper", "plots", "thaicli"}
+_SUBMODULES = {"batch", "cli", "core", "dialect", "export", "h6", "paper", "plots", "thaicli"}
 
 __all__ = sorted(_EXPORTS) + sorted(_SUBMODULES)
 

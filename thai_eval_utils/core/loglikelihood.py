@@ -38,7 +38,7 @@ from tqdm.auto import tqdm
 from thai_eval_utils.core.errors import ThaiEvalError
 from thai_eval_utils.core.prefix_tree import Plan, Runner, build_tree, tree_supported
 
-__all__ = ["default_budget", "drive", "loglikelihood", "plan"]
+__all__ = ["count_tokens", "default_budget", "drive", "loglikelihood", "plan"]
 
 _KV_BYTES = 1 << 30  # padded-batch fallback: about 1 GiB of repeated key/value cache per forward
 CPU_TOKENS = 2048  # default tokens per forward call on the CPU (measured: docs/benchmarks.md)
@@ -285,6 +285,31 @@ def plan(model, tokenizer, requests: Sequence[tuple[str, str]], *, add_bos_token
     if mode == "batch" and not batch_tokens:
         budget = max(budget, _kv_budget(model))
     return (yield from _score_tokens(model, seqs, targets, budget, mode, progress))
+
+
+def count_tokens(tokenizer, requests: Sequence[tuple[str, str]], *, add_bos_token: bool = False,
+                 max_length: int = 1 << 30) -> dict[str, int]:
+    """What :func:`loglikelihood` would compute for ``requests``, without a model (``thai-eval run --dry-run``):
+    ``requests``; ``fed`` tokens as lm-eval feeds them (one forward per request, the sum of every fed sequence's
+    length); ``tree`` tokens this engine runs through the decoder body (the edges of the prefix tree over the
+    distinct fed sequences, each run once); ``scored`` continuation tokens."""
+    requests = [(str(c), str(x)) for c, x in requests]
+    if not requests:
+        return {"requests": 0, "fed": 0, "tree": 0, "scored": 0}
+    with warnings.catch_warnings():  # truncation and empty continuations are the real run's to report
+        warnings.simplefilter("ignore")
+        seqs, targets = _fed(_encode(tokenizer, requests, add_bos_token), max_length)
+    distinct = sorted({s for s in seqs if s})
+    tree = 0
+    if distinct:
+        root, _ = build_tree(distinct)
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            tree += node.end - node.start
+            stack.extend(node.children)
+    return {"requests": len(requests), "fed": sum(len(s) for s in seqs if s), "tree": tree,
+            "scored": sum(len(t) for t in targets)}
 
 
 # --- reference: one full forward per request, like lm-eval (used by the tests and as the fallback) ---------------

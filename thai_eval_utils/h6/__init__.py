@@ -15,13 +15,18 @@ from thai_eval_utils.h6.evaluation import (
     AVERAGE_COLUMN,
     TASKS,
     H6Result,
+    DocumentRequests,
     H6Score,
+    document_requests,
     evaluate,
     evaluate_tasks,
+    run_row,
+    run_tag,
     scores_frame,
     thai_h6_score,
 )
 from thai_eval_utils.h6.protocol import LEADERBOARD, LM_EVAL, H6Protocol, protocol_from
 
-__all__ = ["AVERAGE_COLUMN", "H6_TASKS", "LEADERBOARD", "LM_EVAL", "TASKS", "H6Protocol", "H6Result", "H6Score",
-           "H6TaskData", "evaluate", "evaluate_tasks", "load_h6_task", "protocol_from", "scores_frame", "thai_h6_score"]
+__all__ = ["AVERAGE_COLUMN", "H6_TASKS", "LEADERBOARD", "LM_EVAL", "TASKS", "DocumentRequests", "H6Protocol", "H6Result",
+           "H6Score", "H6TaskData", "document_requests", "evaluate", "evaluate_tasks", "load_h6_task", "protocol_from", "run_row", "run_tag", "scores_frame",
+           "thai_h6_score"]

@@ -51,6 +51,8 @@ class H6Result:
     config: dict[str, Any]
     run_dir: Path | None = None
     subject_scores: dict[str, Score] = field(default_factory=dict)
+    #: the ``limit`` when it cut the split short (None: every document was scored); a limited run is partial.
+    limit: int | None = None
 
     @property
     def headline(self) -> Score:
@@ -157,10 +159,7 @@ def evaluate(
     if spec.uses_loglikelihood and not isinstance(model, LoglikelihoodModel):
         raise ThaiEvalError(f"{spec.name} scores answer choices by log-likelihood: {model_label(model)!r} "
                             "has none (API models can run th_gsm8k only)")
-    tmpl = T.templates_for(spec, protocol.templates)
-    docs, pool, files, source = _resolve_data(spec, data, fewshot_pool)
-    k = spec.num_fewshot if protocol.num_fewshot is None else protocol.num_fewshot
-    shots = spec.draw(docs, pool, k, protocol)
+    tmpl, docs, pool, files, source, k, shots = _prepare(spec, data, protocol, fewshot_pool)
     selected = spec.select(docs, limit)
     config = _config(spec, model, protocol, k, docs, pool, in_memory=not files)
     docs_run = _DocRun(spec, docs, pool, shots, tmpl, protocol, spec.model_call(model, protocol))
@@ -180,7 +179,42 @@ def evaluate(
             "scores": {name: s.to_dict() for name, s in scores.items()},
             "subjects": {name: s.to_dict() for name, s in subjects.items()},
         })
-    return H6Result(spec.name, table, scores, config, store.root, subjects)
+    return H6Result(spec.name, table, scores, config, store.root, subjects, limit=limit if limited else None)
+
+
+def _prepare(spec: T.TaskSpec, data: H6Source, protocol: H6Protocol,
+             fewshot_pool: T.Pool) -> tuple[dict[str, str], list[dict], T.Pool, list[Path], str, int, list[list[int]]]:
+    """(templates, docs, pool, data files, source label, shots k, every document's few-shot indices) of a task."""
+    tmpl = T.templates_for(spec, protocol.templates)
+    docs, pool, files, source = _resolve_data(spec, data, fewshot_pool)
+    k = spec.num_fewshot if protocol.num_fewshot is None else protocol.num_fewshot
+    return tmpl, docs, pool, files, source, k, spec.draw(docs, pool, k, protocol)
+
+
+@dataclass(frozen=True)
+class DocumentRequests:
+    """One document as :func:`evaluate` sends it: its index in the split, the document, its few-shot pool indices
+    and its :class:`~thai_eval_utils.h6.tasks.DocRequests` (``sha256`` is the stored ``prompt_sha256``)."""
+
+    index: int
+    doc: dict[str, Any]
+    shots: list[int]
+    requests: T.DocRequests
+
+
+def document_requests(task: str, data: H6Source, protocol: H6Protocol = LEADERBOARD, *, fewshot_pool: T.Pool = None,
+                      limit: int | None = None) -> list[DocumentRequests]:
+    """Every selected document's requests exactly as :func:`evaluate` builds them (same few-shot draws, templates
+    and ``limit`` selection), without a model: for cost estimates (``thai-eval run --dry-run``) and for
+    rebuilding what a stored run asked (the lm-eval export's ``arguments``)."""
+    spec = T.get_task(task)
+    tmpl, docs, pool, _, _, _, shots = _prepare(spec, data, protocol, fewshot_pool)
+    built = _DocRun(spec, docs, pool, shots, tmpl, protocol, call=_no_model)
+    return [DocumentRequests(i, docs[i], list(shots[i]), built.requests(i)) for i in spec.select(docs, limit)]
+
+
+def _no_model(inputs: list[Any]) -> list[Any]:
+    raise ThaiEvalError("document_requests builds requests only; no model is called")
 
 
 def _record_fields(spec: T.TaskSpec) -> dict[str, type | tuple[type, ...]]:
@@ -361,3 +395,26 @@ def thai_h6_score(results_or_scores: Mapping[str, H6Result | Score] | Iterable[H
     stderr = None if any(se is None for se in ses) else 100 * math.sqrt(sum(se * se for se in ses)) / len(tasks)
     value = 100 * sum(s.value for s in tasks.values()) / len(tasks)
     return H6Score(value, stderr, tasks, tuple(t for t in TASKS if t not in tasks))
+
+
+def run_tag(results: Mapping[str, H6Result]) -> str:
+    """A file-name tag that tells differently configured runs apart: ``full`` or ``limit<N>``, then ``cfg`` and
+    8 hex digits of the tasks' configs (shots, sampler, seed, BOS, options), e.g. ``limit2-cfg1a2b3c4d``. Tables
+    saved under it never overwrite another configuration's, and a cut-down run never looks like a full one."""
+    limits = sorted({r.limit for r in results.values() if r.limit is not None})
+    head = f"limit{'-'.join(map(str, limits))}" if limits else "full"
+    configs = {task: results[task].config for task in sorted(results)}
+    return f"{head}-cfg{sha256_text(canonical_json(configs))[:8]}"
+
+
+def run_row(results: Mapping[str, H6Result], model: str | None = None) -> pd.DataFrame:
+    """:meth:`H6Score.row` of ``results`` plus what makes it comparable: ``limit`` (documents per task when cut
+    short, else empty), ``shots`` (per task, Table 4 order), ``run`` (:func:`run_tag`); ``partial`` is also True
+    when any task was limited (a cut-down run is never a paper row)."""
+    row = thai_h6_score(results).row(model)
+    limits = sorted({r.limit for r in results.values() if r.limit is not None})
+    row["limit"] = "/".join(map(str, limits))
+    row["shots"] = "/".join(str(results[t].config.get("num_fewshot")) for t in TASKS if t in results)
+    row["run"] = run_tag(results)
+    row["partial"] = bool(row["partial"].iloc[0]) or bool(limits)
+    return row

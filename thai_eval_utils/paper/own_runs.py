@@ -16,6 +16,8 @@ from thai_eval_utils.core.provenance import slugify
 from thai_eval_utils.core.store import list_runs
 from thai_eval_utils.core.tables import round_half_up
 from thai_eval_utils.dialect.metrics import TABLE1_TASKS, table_task
+from thai_eval_utils.h6.fewshot import default_seed
+from thai_eval_utils.h6.tasks import TASK_SPECS
 from thai_eval_utils.paper.published import (
     CENTRAL,
     DIALECT_METRICS,
@@ -41,7 +43,7 @@ from thai_eval_utils.paper.published import (
 # A run whose summary is missing (unfinished) or that has fewer items than the paper's dataset is partial.
 
 RUN_RECORD_COLUMNS = ["model", "benchmark", "table", "dialect", "column", "value", "n", "expected_n", "partial",
-                      "finished", "options", "config_id", "run_dir", "written_at"]
+                      "finished", "setting", "options", "config_id", "run_dir", "written_at"]
 #: Dialect keys of the benchmark and the names the paper prints (Limkonchotiwat et al. Table 1).
 DIALECT_DISPLAY = {"center": "Central", "east": "Isan", "north": "Lanna", "south": "Dambro"}
 
@@ -151,6 +153,27 @@ def _dialect_records(run: Mapping[str, Any], sizes: Mapping[str, int]) -> list[d
     return out
 
 
+def run_setting(card: Mapping[str, Any]) -> str:
+    """How a run's protocol departs from the paper's, in a few words (``""`` when it does not): Thai-H6 shots other
+    than the task's, a non-default few-shot seed or sampler, BOS. Runs with different settings are different table
+    rows (never merged into one); the limit is not a setting (a limited run is ``partial``, its samples say how many)."""
+    config, bench = card.get("config") or {}, str(card.get("benchmark", ""))
+    spec = TASK_SPECS.get(bench.split("/")[-1]) if bench.startswith("thai_h6/") else None
+    if spec is None:
+        return ""
+    parts = []
+    if config.get("num_fewshot") is not None and config["num_fewshot"] != spec.num_fewshot:
+        parts.append(f"shots:{config['num_fewshot']}")
+    sampler = config.get("sampler")
+    if sampler == "h":
+        parts.append("sampler:h")
+    if sampler in ("lb", "h") and config.get("fewshot_seed") not in (None, default_seed(sampler)):
+        parts.append(f"seed:{config['fewshot_seed']}")
+    if config.get("add_bos_token"):
+        parts.append("bos")
+    return " ".join(parts)
+
+
 #: Benchmark family (first part of the run's benchmark) -> adapter(run, expected sizes) -> records.
 RUN_ADAPTERS: dict[str, Callable[[Mapping[str, Any], Mapping[str, int]], list[dict]]] = {
     "thai_h6": _h6_records,
@@ -180,7 +203,7 @@ def run_records(outputs: str | Path | None = None, tables: Mapping[str, pd.DataF
             rows.append({
                 "model": card.get("model_name"), "benchmark": card.get("benchmark"), "dialect": None, **rec,
                 "partial": run["summary"] is None or reason is not None or (expected is not None and (n or 0) < expected),
-                "finished": run["summary"] is not None,
+                "finished": run["summary"] is not None, "setting": run_setting(card),
                 "options": json.dumps(card.get("config", {}), ensure_ascii=False, sort_keys=True, default=str),
                 "config_id": card.get("config_id"), "run_dir": str(run["dir"]),
                 "written_at": (run["summary"] or {}).get("written_at") or card.get("created_at"),
@@ -211,11 +234,13 @@ def _options_text(options: pd.Series) -> str:
 def _run_rows(records: pd.DataFrame, table: str, keys: list[str]) -> list[dict]:
     """One row per model (and dialect) of ``table``'s records: latest finished run per cell, values as raw floats."""
     recs = records[records["table"] == table].sort_values(["finished", "written_at"], na_position="first", kind="stable")
+    keys = [*keys, "setting"]  # differently configured runs are different rows, never merged
     recs = recs.drop_duplicates([*keys, "column"], keep="last")
     rows = []
     for key_values, group in recs.groupby(keys, sort=False, dropna=False):
         key_values = key_values if isinstance(key_values, tuple) else (key_values,)
         row: dict[str, Any] = {"source": RUN_SOURCE, **dict(zip(keys, key_values))}
+        row["config_ids"] = " ".join(sorted({str(c) for c in group["config_id"].dropna()}))
         scored = group.dropna(subset=["column"])
         row.update(dict(zip(scored["column"], scored["value"])))
         row["partial"] = bool(group["partial"].any())
@@ -228,14 +253,15 @@ def _run_rows(records: pd.DataFrame, table: str, keys: list[str]) -> list[dict]:
 
 
 def _combine(published: pd.DataFrame, run_rows: list[dict], value_cols: list[str]) -> pd.DataFrame:
-    paper_part = published.assign(source=PAPER_SOURCE, partial=False, samples="", options="")
+    marks = ["partial", "samples", "setting", "options", "config_ids"]  # what tells a run row from a paper row
+    paper_part = published.assign(source=PAPER_SOURCE, partial=False, samples="", setting="", options="", config_ids="")
     runs = pd.DataFrame(run_rows)
     if runs.empty:
-        return paper_part[["source", *published.columns, "partial", "samples", "options"]].reset_index(drop=True)
+        return paper_part[["source", *published.columns, *marks]].reset_index(drop=True)
     for col in value_cols:
         runs[col] = runs[col].map(_text) if col in runs else ""
     extra = [c for c in value_cols if c not in published.columns]
-    cols = ["source", *published.columns, *extra, "partial", "samples", "options"]
+    cols = ["source", *published.columns, *extra, *marks]
     out = pd.concat([paper_part, runs], ignore_index=True).reindex(columns=cols)
     text_cols = [c for c in cols if c != "partial"]
     out[text_cols] = out[text_cols].astype(object).where(out[text_cols].notna(), "")

@@ -1,0 +1,61 @@
+"""The ``thai-eval`` command (``pyproject.toml`` ``[project.scripts]``; also ``python -m thai_eval_utils``).
+
+Subcommands: ``run`` (papermill runs of the benchmark notebooks, then the paper tables; ``--dry-run`` prints what a
+run would compute), ``runs`` (the stored runs), ``compare A B``, ``tables``, ``export``. Each exits 0 on success,
+1 when a run or notebook failed, 2 on a usage error, and ends with a summary table.
+
+Built on the standard library's ``argparse``: subcommands, help texts and exit codes are all this command needs, and
+it adds no dependency to a pinned environment (click or typer would be one more pin for no feature used here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from thai_eval_utils import __version__
+from thai_eval_utils.cli import commands
+from thai_eval_utils.core.errors import ThaiEvalError
+from thai_eval_utils.core.provenance import scrub
+
+EPILOG = """examples:
+  thai-eval run --model embedded --limit 2
+  thai-eval run --model embedded --dry-run
+  thai-eval runs
+  thai-eval compare embedded /models/qwen
+  thai-eval export --format lm-eval --to exports/lm-eval
+
+Results go to --outputs, else $THAI_EVAL_OUTPUTS, else ./outputs (runs/, tables/, figures/, notebooks/)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: one sub-parser per subcommand, each with its own help and example."""
+    parser = argparse.ArgumentParser(prog="thai-eval", description="Evaluate large language models in Thai: Thai-H6, "
+                                     "ThaiCLI and the Thai dialect benchmark.", epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"thai-eval {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    commands.add_run(sub)
+    commands.add_runs(sub)
+    commands.add_compare(sub)
+    commands.add_tables(sub)
+    commands.add_export(sub)
+    # --- report: RESERVED for `thai-eval report` (thai_eval_utils/report/, being built in parallel). The lead
+    # registers its sub-parser here at merge (the subcommand calls report's HTML writer); nothing else to change.
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; returns the exit status (0 ok, 1 failure, 2 usage error). Errors print without a traceback
+    and with every secret in use masked."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except (ThaiEvalError, ValueError, OSError, KeyError) as exc:
+        print(f"thai-eval {args.command}: error: {scrub(f'{type(exc).__name__}: {exc}')}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"thai-eval {args.command}: interrupted (stored items are kept; rerun to resume)", file=sys.stderr)
+        return 130

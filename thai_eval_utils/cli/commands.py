@@ -1,0 +1,265 @@
+"""The ``thai-eval`` subcommands: each has an ``add_<name>(subparsers)`` that declares its options (with an
+example in its help) and a handler that returns the exit status and ends with a summary table.
+
+``run`` is what ``make tables`` did with ``python -m thai_eval_utils.batch``: the benchmark notebooks for every
+model through papermill (:func:`thai_eval_utils.batch.run_models`), then the paper-tables notebook. A rerun resumes:
+the notebooks skip every item the results store already holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+from tabulate import tabulate
+from tqdm.auto import tqdm
+
+from thai_eval_utils import batch
+from thai_eval_utils.cli.dry_run import COLUMNS as DRY_RUN_COLUMNS
+from thai_eval_utils.cli.dry_run import dry_run_rows, load_tokenizer
+from thai_eval_utils.cli.runs_table import runs_table
+from thai_eval_utils.core.model_sources import check_dtype
+from thai_eval_utils.core.provenance import now_utc, outputs_dir, scrub_strings, slugify
+from thai_eval_utils.export import FORMATS, export
+
+#: The repository this package sits in (an editable install): its notebooks and shipped data.
+REPO = Path(__file__).resolve().parents[2]
+#: Benchmark families and the notebooks that run them (``batch.BENCHMARK_NOTEBOOKS``, grouped).
+BENCHMARK_FAMILIES = {
+    "thai_h6": ("thai_h6.ipynb",),
+    "thaicli": ("thaicli.ipynb",),
+    "dialect": ("dialect_benchmark.ipynb", "dialect_human_eval.ipynb", "judge_vs_human.ipynb"),
+}
+_FORMATTER = argparse.RawDescriptionHelpFormatter
+
+
+def _outputs(args: argparse.Namespace) -> Path:
+    """``--outputs``, else ``$THAI_EVAL_OUTPUTS``, else ``./outputs``."""
+    return Path(args.outputs) if args.outputs else outputs_dir()
+
+
+def _add_outputs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--outputs", default=None, metavar="DIR",
+                   help="outputs folder (default: $THAI_EVAL_OUTPUTS, else ./outputs)")
+
+
+def _benchmarks(text: str) -> list[str]:
+    names = [b for b in text.replace(",", " ").split() if b]
+    unknown = [b for b in names if b not in BENCHMARK_FAMILIES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown benchmark(s) {unknown}; choose from {', '.join(BENCHMARK_FAMILIES)}")
+    return names
+
+
+def _data_for(root: str | None, benchmark: str) -> str | None:
+    """``--data DIR``: ``DIR/<benchmark>`` when that folder exists (a data root like ``data/``), else ``DIR`` itself
+    (one benchmark's folder); None keeps the notebook's default (the shipped samples)."""
+    if root is None:
+        return None
+    sub = Path(root) / benchmark
+    return str(sub) if sub.is_dir() else root
+
+
+def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
+    """A summary table on stdout (``tabulate``'s plain grid; empty cells for missing values)."""
+    if title:
+        print(f"\n{title}")
+    if frame.empty:
+        print("(none)")
+        return
+    print(tabulate(frame.astype(object).where(frame.notna(), ""), headers="keys", tablefmt="simple", showindex=False))
+
+
+# ---------------------------------------------------------------------------------------------------------- run
+def add_run(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run benchmarks on models (the notebooks via papermill), then the paper tables",
+                       description="Run the benchmark notebooks for every --model, then the paper tables. A rerun "
+                       "resumes: finished items are read back from the results store.", formatter_class=_FORMATTER,
+                       epilog="examples:\n  thai-eval run --model embedded --limit 2\n"
+                       "  thai-eval run --model embedded --benchmarks thai_h6 --dry-run\n"
+                       "  thai-eval run --model /models/llama --model /models/qwen --dtype bfloat16 --device-map auto\n"
+                       "  thai-eval run --model completions:llama --base-url http://gpu:8000/v1 --tokenizer /models/llama")
+    p.add_argument("--model", action="append", default=[], metavar="SPEC", required=True,
+                   help='model spec (repeatable): "embedded", a local HF folder, a .gguf file, "openai:<id>", '
+                   '"completions:<id>"')
+    p.add_argument("--benchmarks", type=_benchmarks, default=list(BENCHMARK_FAMILIES), metavar="LIST",
+                   help="comma-separated: thai_h6,thaicli,dialect (default: all)")
+    p.add_argument("--limit", type=int, default=None, help="first N items per task (default: all); a limited run is "
+                   "marked partial in every table")
+    p.add_argument("--data", default=None, metavar="DIR", help="data root holding thai_h6/, thaicli/, dialect/ (or one "
+                   "benchmark's folder); default: the shipped samples in data/")
+    p.add_argument("--judge", default=None, help="ThaiCLI judge model id (default: the notebook's local demo judge)")
+    p.add_argument("--judge-base-url", default=None, help="the judge's OpenAI-compatible base URL")
+    p.add_argument("--dtype", default=None, help="weights dtype of local models: float32, bfloat16, float16 or auto")
+    p.add_argument("--device-map", default=None, help='weight placement of local models, e.g. "auto" over all GPUs')
+    p.add_argument("--base-url", default=None, help="served models: the server URL (comma-separated replicas)")
+    p.add_argument("--tokenizer", default=None, help='served models: "embedded" or a tokenizer folder (token-id '
+                   "prompts); --dry-run counts tokens with it")
+    p.add_argument("--max-new-tokens", type=int, default=None, metavar="N", help="cap every generation (ThaiCLI answers, "
+                   "dialect outputs, GSM8K) at N tokens; default: each protocol's own (512, 3000, 256). A quick look, "
+                   "not the papers' protocol: the run configs record it")
+    p.add_argument("--greedy", action="store_true", help="greedy dialect generation instead of the paper's sampling "
+                   "(lets it batch prompts)")
+    _add_outputs(p)
+    p.add_argument("--notebooks-dir", default=str(REPO / "notebooks"), metavar="DIR", help="the notebooks' folder")
+    p.add_argument("--no-paper", action="store_true", help="skip the paper-tables notebook at the end")
+    p.add_argument("--dry-run", action="store_true", help="print per task the documents, requests and tokens the run "
+                   "would compute (only the tokenizer is loaded, no weights), then exit")
+    p.set_defaults(handler=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    models = [m for spec in args.model for m in spec.split()]
+    if args.dry_run:
+        return _dry_run(args, models)
+    out = _outputs(args)
+    check_dtype(args.dtype)  # a bad dtype fails here, once, not in every notebook
+    extra = {"base_url": args.base_url, "tokenizer": args.tokenizer, "dtype": args.dtype, "device_map": args.device_map,
+             "max_new_tokens": args.max_new_tokens, "gsm8k_max_new_tokens": args.max_new_tokens,
+             "greedy": True if args.greedy else None}  # None: the notebook's default (batch drops it)
+    start = now_utc()
+    runs: list[batch.NotebookRun] = []
+    for bench in tqdm(args.benchmarks, desc="benchmarks", unit="benchmark"):
+        report = batch.run_models(models, notebooks=BENCHMARK_FAMILIES[bench], limit=args.limit,
+                                  data=_data_for(args.data, bench), judge=args.judge, judge_base_url=args.judge_base_url,
+                                  outputs=out, extra_parameters=extra, notebooks_dir=args.notebooks_dir,
+                                  paper_notebook=None, verbose=False)
+        for run in report.runs:
+            tqdm.write(str(run))
+        runs += report.runs
+    html = None
+    if not args.no_paper:
+        paper = batch.run_models([], notebooks=(), outputs=out, notebooks_dir=args.notebooks_dir, verbose=False)
+        runs += paper.runs
+        html = paper.html
+    final = batch.BatchReport(runs, str(out.resolve()), html)
+    (out / "notebooks").mkdir(parents=True, exist_ok=True)
+    (out / "notebooks" / "batch_report.json").write_text(json.dumps(scrub_strings(final.to_dict()), indent=2) + "\n")
+    print("\n" + final.summary())
+    print_table(runs_table(out, since=start), f"runs written or resumed by this command (under {out / 'runs'}):")
+    return 0 if final.ok else 1
+
+
+def _dry_run(args: argparse.Namespace, models: Sequence[str]) -> int:
+    data = {b: Path(_data_for(args.data, b) or REPO / "data" / b) for b in BENCHMARK_FAMILIES}
+    for model in models:
+        tok = load_tokenizer(model, args.tokenizer)
+        rows = dry_run_rows(args.benchmarks, data, tok, limit=args.limit, judge=True, max_new_tokens=args.max_new_tokens)
+        frame = pd.DataFrame(rows, columns=DRY_RUN_COLUMNS)
+        print_table(frame, f"dry run for {model} (tokenizer: {tok.source}; limit: {args.limit or 'none'}); nothing "
+                    "was computed or written:")
+    print("\nfed_tokens: what lm-eval would feed (one forward per request); tree_tokens: what thai-eval's engine runs "
+          "(shared prefixes once). Generations add up to max_new_tokens each.")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------------------- runs
+def add_runs(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("runs", help="list the stored runs", formatter_class=_FORMATTER,
+                       description="The stored runs under <outputs>/runs: model, benchmark, task, config id, setting, "
+                       "items done / total, limit, partial, finished, date, folder.",
+                       epilog="examples:\n  thai-eval runs\n  thai-eval runs --model gemma --outputs /data/thai-eval")
+    p.add_argument("--model", action="append", default=[], help="only runs whose model name or folder contains this")
+    p.add_argument("--csv", default=None, metavar="FILE", help="also write the table as CSV")
+    _add_outputs(p)
+    p.set_defaults(handler=cmd_runs)
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    out = _outputs(args)
+    table = runs_table(out, models=args.model)
+    print_table(table.drop(columns=["where"]), f"{len(table)} runs under {out / 'runs'}:")
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+        print(f"written: {args.csv}")
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------------ compare
+def add_compare(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="compare two models' stored runs (paired bootstrap, Holm)",
+                       formatter_class=_FORMATTER,
+                       description="Run notebooks/compare_runs.ipynb on two models' latest stored runs: one row per "
+                       "headline score with the paired difference, its interval and Holm-adjusted p-value.",
+                       epilog="examples:\n  thai-eval compare embedded /models/qwen\n"
+                       "  thai-eval compare embedded /models/qwen --benchmarks thai_h6 --resamples 2000")
+    p.add_argument("a", help="model A (name or spec as stored)")
+    p.add_argument("b", help="model B")
+    p.add_argument("--benchmarks", type=_benchmarks, default=list(BENCHMARK_FAMILIES), metavar="LIST",
+                   help="comma-separated: thai_h6,thaicli,dialect (default: all)")
+    p.add_argument("--resamples", type=int, default=10000, help="bootstrap resamples (default 10000)")
+    _add_outputs(p)
+    p.add_argument("--notebooks-dir", default=str(REPO / "notebooks"), metavar="DIR", help="the notebooks' folder")
+    p.set_defaults(handler=cmd_compare)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    out = _outputs(args).resolve()
+    nb_dir = Path(args.notebooks_dir).resolve()
+    stem = slugify(f"compare_{args.a}_vs_{args.b}")
+    params = {"model_a": args.a, "model_b": args.b, "n_resamples": args.resamples, "benchmarks": args.benchmarks,
+              "outputs_dir": str(out), "name": stem}
+    with tqdm(total=1, desc="compare_runs.ipynb") as bar:
+        run = batch.execute(nb_dir / batch.COMPARE_NOTEBOOK, out / "notebooks" / f"{stem}.ipynb", params, cwd=nb_dir)
+        bar.update()
+    print(run)
+    table = out / "tables" / f"{stem}.csv"
+    if run.ok and table.exists():
+        print_table(pd.read_csv(table), f"{table}:")
+    return 0 if run.ok else 1
+
+
+# ------------------------------------------------------------------------------------------------------- tables
+def add_tables(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("tables", help="rebuild the papers' tables with the stored runs beside them",
+                       formatter_class=_FORMATTER,
+                       description="Run notebooks/paper_tables.ipynb: the published tables re-checked, this toolkit's "
+                       "runs below them (partial runs marked), CSV/Markdown/LaTeX, figures and an HTML export.",
+                       epilog="examples:\n  thai-eval tables\n  thai-eval tables --outputs /data/thai-eval")
+    _add_outputs(p)
+    p.add_argument("--notebooks-dir", default=str(REPO / "notebooks"), metavar="DIR", help="the notebooks' folder")
+    p.set_defaults(handler=cmd_tables)
+
+
+def cmd_tables(args: argparse.Namespace) -> int:
+    out = _outputs(args)
+    with tqdm(total=1, desc=batch.PAPER_NOTEBOOK) as bar:
+        report = batch.run_models([], notebooks=(), outputs=out, notebooks_dir=args.notebooks_dir, verbose=False)
+        bar.update()
+    print(report.summary())
+    written = sorted((out / "tables").glob("paper_*.csv")) if (out / "tables").is_dir() else []
+    print_table(pd.DataFrame({"table": [p.name for p in written], "rows": [len(pd.read_csv(p)) for p in written]}),
+                f"tables in {out / 'tables'}:")
+    return 0 if report.ok else 1
+
+
+# ------------------------------------------------------------------------------------------------------- export
+def add_export(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("export", help="export stored runs for lm-eval's tools, the Thai LLM Leaderboard or Parquet",
+                       formatter_class=_FORMATTER,
+                       description="Write stored runs in another tool's format: lm-eval (results_<time>.json and "
+                       "samples_<task>_<time>.jsonl per Thai-H6 task, lm-evaluation-harness 0.4.13's schema), "
+                       "thai-llm-leaderboard (one results JSON per model), parquet (one details table per benchmark).",
+                       epilog="examples:\n  thai-eval export --format lm-eval\n"
+                       "  thai-eval export --format thai-llm-leaderboard --model gemma --to exports/leaderboard\n"
+                       "  thai-eval export --format parquet --to exports/parquet")
+    p.add_argument("--format", required=True, choices=FORMATS)
+    p.add_argument("--model", action="append", default=[], help="only runs whose model name or folder contains this")
+    p.add_argument("--to", default=None, metavar="DIR", help="target folder (default: <outputs>/exports/<format>)")
+    p.add_argument("--data", default=None, metavar="DIR", help="Thai-H6 data to rebuild lm-eval's documents and "
+                   "arguments from (default: the folder the run card names, else data/thai_h6)")
+    _add_outputs(p)
+    p.set_defaults(handler=cmd_export)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    out = _outputs(args)
+    to = Path(args.to) if args.to else out / "exports" / args.format
+    files = export(args.format, to, outputs=out, models=args.model, data=args.data, progress=True)
+    rows = [{"file": str(f), "bytes": os.path.getsize(f)} for f in files]
+    print_table(pd.DataFrame(rows, columns=["file", "bytes"]), f"{len(files)} files written ({args.format}):")
+    return 0 if files else 1
