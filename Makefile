@@ -16,7 +16,7 @@ JUDGE ?=
 DTYPE ?=
 DEVICE_MAP ?=
 
-.PHONY: demo test lab tables model clean install compare
+.PHONY: demo test lab tables model clean install compare report browser
 
 install: $(VENV)/.installed
 
@@ -58,7 +58,16 @@ compare: install
 		-p model_a "$(A)" -p model_b "$(B)" -p n_resamples $(RESAMPLES) \
 		-y "benchmarks: [$(shell echo $(BENCHMARKS) | sed 's/ /, /g')]"
 
-test: $(VENV)/.installed-serve
+# The report's browser tests (tests/test_report_browser.py) drive the system Chromium (Debian's `chromium`; Thai
+# fonts for readable screenshots) through playwright (dev extra), never a downloaded browser. Installed once where
+# this runs as root with apt-get; elsewhere those tests skip and say why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium fonts-tlwg-loma-otf; \
+		else echo "chromium is not installed and cannot be here (needs root and apt-get): the browser tests will skip"; fi; }
+
+test: $(VENV)/.installed-serve browser
 	$(PY) -m pytest -q
 
 lab: install
