@@ -41,6 +41,14 @@ model: install
 
 demo: model
 	$(PY) -m thai_eval_utils.batch --demo
+	$(PY) -m thai_eval_utils.report --outputs outputs --out outputs/report.html --screenshots outputs/report_screenshots
+
+# The HTML report of the stored runs (opens offline): make report [REPORT_MODELS="a b"] [PAIR="a b"]
+REPORT_MODELS ?=
+PAIR ?=
+report: install
+	$(PY) -m thai_eval_utils.report --outputs outputs --out outputs/report.html \
+		$(if $(REPORT_MODELS),--models "$(REPORT_MODELS)") $(if $(PAIR),--pair "$(PAIR)")
 
 tables: model
 	$(PY) -m thai_eval_utils.batch --models "$(MODELS)" $(if $(LIMIT),--limit $(LIMIT)) $(if $(DATA),--data $(DATA)) $(if $(JUDGE),--judge $(JUDGE)) \
@@ -74,5 +82,5 @@ lab: install
 	$(VENV)/bin/jupyter lab --notebook-dir=.
 
 clean:
-	rm -rf outputs/runs outputs/notebooks outputs/tables outputs/figures outputs/*.html .pytest_cache
+	rm -rf outputs/runs outputs/notebooks outputs/tables outputs/figures outputs/*.html outputs/report_screenshots .pytest_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -38,7 +38,7 @@ def make_store(out: Path, *, limit: int = 5) -> Path:
     for name, score, gen in (("model-a", score_a, "คำตอบคือ 42"), ("model-b", score_b, "ไม่ทราบ")):
         h6.evaluate_tasks(FakeModel(name, score=score, complete=lambda p, g=gen: g), str(H6_DATA), H6_TASKS,
                           limit=limit, outputs=out, progress=False)
-    items = D.select_items(load_dialect(REPO / "data" / "dialect", dialects=["center"]),
+    items = D.select_items(load_dialect(REPO / "data" / "dialect", dialects=["center", "east"]),
                            tasks=["qa", "translation_en_to_dialect"], limit=3)
     D.run_generation(FakeModel("model-a", reply=lambda m: m[0]["content"][-30:]), items, outputs=out, greedy=True, progress=False)
     D.run_generation(FakeModel("model-b", reply=lambda m: m[0]["content"][:30]), items, outputs=out, greedy=True, progress=False)
