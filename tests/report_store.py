@@ -51,3 +51,13 @@ def make_store(out: Path, *, limit: int = 5) -> Path:
             answers = generate_answers(FakeModel(name, reply=lambda m, a=answer: a), cli, outputs=out, progress=False)
             judge_answers(answers, judge, outputs=out, progress=False)
     return out
+
+
+_SHARED: dict[str, Path] = {}
+
+
+def shared_store(tmp_path_factory) -> Path:
+    """One store per test session for every report test module (made on first use)."""
+    if "store" not in _SHARED:
+        _SHARED["store"] = make_store(tmp_path_factory.mktemp("report_store"))
+    return _SHARED["store"]

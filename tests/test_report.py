@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fakes import FakeModel
-from report_store import H6_DATA, JUDGE_KEY, REPO, make_store
+from report_store import H6_DATA, JUDGE_KEY, REPO, shared_store
 
 from thai_eval_utils import h6
 from thai_eval_utils.compare.load import RunRef
@@ -27,7 +27,7 @@ from thai_eval_utils.report.runs import collect_runs
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> Path:
-    return make_store(tmp_path_factory.mktemp("report_store"))
+    return shared_store(tmp_path_factory)
 
 
 def _run(store: Path, model: str, bench: str) -> RunRef:

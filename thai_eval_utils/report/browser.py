@@ -60,20 +60,24 @@ def open_report(ctx: Any, report: str | Path, view: str = "leaderboard", timeout
     return page
 
 
-def screenshots(report: str | Path, folder: str | Path) -> list[Path]:
-    """One PNG per view of ``report`` in ``folder`` (the side by side with its first pair opened)."""
+def screenshots(report: str | Path, folder: str | Path, ctx: Any = None) -> list[Path]:
+    """One PNG per view of ``report`` in ``folder`` (the item browser and the side by side with their first item
+    opened), in ``ctx`` (a browser context; default: a fresh headless Chromium)."""
+    if ctx is None:
+        with open_browser() as fresh:
+            return screenshots(report, folder, fresh)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     out = []
-    with open_browser() as ctx:
-        page = open_report(ctx, report)
-        for view in VIEWS:
-            page.evaluate(f"location.hash = '#{view}'")
-            if view == "items" and page.locator("#items-table tbody tr").count():
-                page.locator("#items-table tbody tr").first.click()
-            if view == "compare" and page.locator("#pairs-table tbody tr").count():
-                page.locator("#pairs-table tbody tr").first.click()
-            path = folder / f"report_{view}.png"
-            page.screenshot(path=str(path), full_page=view != "items")
-            out.append(path)
+    page = open_report(ctx, report)
+    for view in VIEWS:
+        page.evaluate(f"location.hash = '#{view}'")
+        if view == "items" and page.locator("#items-table tbody tr").count():
+            page.locator("#items-table tbody tr").first.click()
+        if view == "compare" and page.locator("#pairs-table tbody tr").count():
+            page.locator("#pairs-table tbody tr").first.click()
+        path = folder / f"report_{view}.png"
+        page.screenshot(path=str(path), full_page=True)
+        out.append(path)
+    page.close()
     return out
