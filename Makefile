@@ -41,13 +41,16 @@ model: install
 
 demo: model
 	$(PY) -m thai_eval_utils.batch --demo
-	$(PY) -m thai_eval_utils.report --outputs outputs --out outputs/report.html --screenshots outputs/report_screenshots
+	$(PY) -m thai_eval_utils.report --outputs outputs $$(test -d outputs/demo_compare && echo outputs/demo_compare) \
+		--out outputs/report.html --screenshots outputs/report_screenshots
 
-# The HTML report of the stored runs (opens offline): make report [REPORT_MODELS="a b"] [PAIR="a b"]
+# The HTML report of the stored runs (opens offline): make report [REPORT_MODELS="a b"] [PAIR="a b"]. The demo's
+# second few-shot seed (outputs/demo_compare) shows as a second model, "embedded (fewshot_seed=7)".
+REPORT_OUTPUTS ?= outputs $(wildcard outputs/demo_compare)
 REPORT_MODELS ?=
 PAIR ?=
 report: install
-	$(PY) -m thai_eval_utils.report --outputs outputs --out outputs/report.html \
+	$(PY) -m thai_eval_utils.report --outputs $(REPORT_OUTPUTS) --out outputs/report.html \
 		$(if $(REPORT_MODELS),--models "$(REPORT_MODELS)") $(if $(PAIR),--pair "$(PAIR)")
 
 tables: model

@@ -170,3 +170,19 @@ def test_report_file_is_offline_scrubbed_and_labelled_by_model_name(store, tmp_p
     assert re.findall(r'<(?:script|link|img|iframe)[^>]+(?:src|href)=', html) == []  # nothing to fetch
     assert {it["m"] for it in payload["items"]} == {"model-a", "model-b"}
     assert html.count("<svg") >= 4  # Thai-H6 scores, two ThaiCLI distributions, ΔDiff, forest plot
+
+
+def test_one_model_in_two_outputs_folders_is_labelled_by_what_differs(store, tmp_path):
+    # the demo's comparison: the same model again with another few-shot seed, in another outputs folder
+    from dataclasses import replace
+
+    from report_store import score_a
+
+    from thai_eval_utils.h6.protocol import LEADERBOARD
+    other = tmp_path / "demo_compare"
+    h6.evaluate_tasks(FakeModel("model-a", score=score_a), str(H6_DATA), ["th_arc"], replace(LEADERBOARD, fewshot_seed=7),
+                      limit=5, outputs=other, progress=False)
+    runs = collect_runs([store, other], ["model-a"])
+    assert runs.models == ["model-a (fewshot_seed=42)", "model-a (fewshot_seed=7)"]
+    assert [s.label for s in runs.selections.values()] == runs.models
+    assert list(runs.selections["model-a (fewshot_seed=7)"].runs) == ["thai_h6/th_arc"]

@@ -24,7 +24,7 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2] / "data"
 
 
 def write_report(
-    outputs_dir: str | Path,
+    outputs_dir: str | Path | Sequence[str | Path],
     path: str | Path,
     models: Sequence[str] | None = None,
     *,
@@ -36,7 +36,9 @@ def write_report(
     """Write the report of the runs under ``<outputs_dir>/runs`` to ``path`` (one HTML file that opens offline).
 
     Args:
-        outputs_dir: the outputs folder (``outputs``), holding ``runs/``.
+        outputs_dir: the outputs folder (``outputs``), holding ``runs/``; or several (e.g. ``["outputs",
+            "outputs/demo_compare"]``): a model stored in two appears twice, labelled by the config values that
+            differ (``embedded (fewshot_seed=7)``).
         path: the HTML file to write (its folder is created).
         models: model names (or folder slugs, or specs such as ``embedded``) to show; default every stored model.
             Each model's latest finished run per benchmark is shown (as ``compare`` selects them).

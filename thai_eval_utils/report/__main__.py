@@ -15,7 +15,8 @@ from thai_eval_utils.report.browser import screenshots, why_no_browser
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m thai_eval_utils.report", description=__doc__)
-    ap.add_argument("--outputs", default=None, help="outputs folder holding runs/ (default $THAI_EVAL_OUTPUTS or outputs)")
+    ap.add_argument("--outputs", nargs="+", default=None,
+                    help="outputs folder(s) holding runs/ (default $THAI_EVAL_OUTPUTS or outputs)")
     ap.add_argument("--out", default=None, help="the HTML file (default <outputs>/report.html)")
     ap.add_argument("--models", default="", help="models to show, comma- or space-separated (default: all stored)")
     ap.add_argument("--pair", default="", help="the two models side by side (default: the first two)")
@@ -23,10 +24,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for the intervals")
     ap.add_argument("--screenshots", default=None, help="also save a PNG of each view in this folder (needs Chromium)")
     args = ap.parse_args(argv)
-    outputs = Path(args.outputs) if args.outputs else outputs_dir()
+    folders = [Path(o) for o in args.outputs] if args.outputs else [outputs_dir()]
+    outputs = folders[0]
     split = lambda s: s.replace(",", " ").split()  # noqa: E731
     try:
-        path = write_report(outputs, args.out or outputs / "report.html", split(args.models) or None,
+        path = write_report(folders, args.out or outputs / "report.html", split(args.models) or None,
                             pair=split(args.pair) or None, data_dir=args.data, n_resamples=args.resamples)
     except ThaiEvalError as exc:
         print(f"error: {scrub(str(exc))}", file=sys.stderr)

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from thai_eval_utils.compare.load import BENCHMARKS, RunRef, RunSelection, select_runs
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.core.provenance import slugify
 from thai_eval_utils.core.store import list_runs
 
 
@@ -36,30 +35,56 @@ def stored_models(outputs: str | Path) -> list[str]:
     return sorted({str(r["card"].get("model_name", "")) for r in list_runs(outputs)} - {""})
 
 
-def collect_runs(outputs: str | Path, models: Sequence[str] | None = None,
+def _differences(a: RunSelection, b: RunSelection) -> list[str]:
+    """``key=value`` of ``b``'s config where it differs from ``a``'s on a benchmark both ran (sorted)."""
+    out = set()
+    for bench in set(a.runs) & set(b.runs):
+        ca, cb = a.runs[bench].card.get("config") or {}, b.runs[bench].card.get("config") or {}
+        out |= {f"{k}={cb.get(k)}" for k in set(ca) | set(cb) if ca.get(k) != cb.get(k)}
+    return sorted(out)
+
+
+def _distinct_label(name: str, first: RunSelection, other: RunSelection, folder: Path) -> tuple[str, str]:
+    """Labels for two selections of one model name: the config values that tell them apart (e.g.
+    ``embedded (fewshot_seed=7)``), else the outputs folder's name."""
+    da, db = _differences(other, first), _differences(first, other)
+    if db:
+        return f"{name} ({', '.join(da)})", f"{name} ({', '.join(db)})"
+    return name, f"{name} ({folder.name})"
+
+
+def collect_runs(outputs: str | Path | Sequence[str | Path], models: Sequence[str] | None = None,
                  benchmarks: Sequence[str] = BENCHMARKS) -> ReportRuns:
     """The runs of ``models`` (names, folder slugs or specs such as ``embedded``; default: every stored model).
+
+    ``outputs`` may list several outputs folders (e.g. ``outputs`` and ``outputs/demo_compare``); a model stored in
+    two of them appears twice, labelled by the config values that differ (``embedded (fewshot_seed=7)``).
 
     Raises:
         ThaiEvalDataError: no run at all, or a model named that has no finished run.
     """
-    outputs = Path(outputs)
-    names = list(models) if models else stored_models(outputs)
-    if not names:
-        raise ThaiEvalDataError("no stored run: run a benchmark first (make demo)", path=outputs / "runs")
+    folders = [Path(outputs)] if isinstance(outputs, (str, Path)) else [Path(o) for o in outputs]
     selections: dict[str, RunSelection] = {}
     notes: list[str] = []
-    for name in names:
-        try:
-            sel = select_runs(name, benchmarks=benchmarks, outputs=outputs)
-        except ThaiEvalDataError:
-            if models:  # asked for by name: say so
-                raise
-            notes.append(f"{name}: no finished run, left out")
-            continue
-        label = next(iter(sel.runs.values())).model_name or name  # the stored model name, not the spec or slug
-        if label in selections:
-            raise ThaiEvalDataError(f"{name!r} and another name select the same model {label!r}", path=outputs / "runs" / slugify(label))
-        selections[label] = sel
-        notes += [f"{label}: {n}" for n in sel.notes]
-    return ReportRuns(outputs, selections, notes)
+    for folder in folders:
+        names = list(models) if models else stored_models(folder)
+        for name in names:
+            try:
+                sel = select_runs(name, benchmarks=benchmarks, outputs=folder)
+            except ThaiEvalDataError:
+                if models and len(folders) == 1:  # asked for by name: say so
+                    raise
+                notes.append(f"{name}: no finished run in {folder.name}, left out")
+                continue
+            label = next(iter(sel.runs.values())).model_name or name  # the stored model name, not the spec or slug
+            if label in selections:  # the same model in another outputs folder: tell the two apart
+                first_label, label = _distinct_label(label, selections[label], sel, folder)
+                selections = {(first_label if k == sel.runs[next(iter(sel.runs))].model_name else k): v
+                              for k, v in selections.items()}
+                selections[first_label].label = first_label
+            sel.label = label
+            selections[label] = sel
+            notes += [f"{label}: {n}" for n in sel.notes]
+    if not selections:
+        raise ThaiEvalDataError("no finished run: run a benchmark first (make demo)", path=folders[0] / "runs")
+    return ReportRuns(folders[0], selections, notes)
