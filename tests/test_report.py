@@ -186,3 +186,18 @@ def test_one_model_in_two_outputs_folders_is_labelled_by_what_differs(store, tmp
     assert runs.models == ["model-a (fewshot_seed=42)", "model-a (fewshot_seed=7)"]
     assert [s.label for s in runs.selections.values()] == runs.models
     assert list(runs.selections["model-a (fewshot_seed=7)"].runs) == ["thai_h6/th_arc"]
+
+
+def test_sentence_stats_bleu_is_the_papers_bleu():
+    from thai_eval_utils.dialect.data import load_dialect
+    from thai_eval_utils.dialect.metrics import bleu
+    from thai_eval_utils.report.leaderboard import SentenceStatsBleu, corpus_interval
+
+    df = load_dialect(REPO / "data" / "dialect", dialects=["east"])
+    refs = df["text_2"].fillna("").tolist()
+    hyps = [r[: len(r) // 2] + "ครับ" for r in refs]  # partial overlaps: every n-gram order and the brevity penalty
+    metric = SentenceStatsBleu()
+    assert metric(hyps, refs) == pytest.approx(bleu(hyps, refs), abs=1e-9)
+    assert metric(refs, refs) == pytest.approx(100.0) and metric(["x"], ["ไม่ตรง"]) == bleu(["x"], ["ไม่ตรง"]) == 0.0
+    low, high = corpus_interval(hyps, refs, Bootstrap(n_resamples=300), metric)
+    assert low < metric(hyps, refs) < high

@@ -60,7 +60,7 @@ def write_report(
     heads, notes = model_headlines(runs, dialect_data=None if data_dir is None else data_dir / "dialect")
     cells = leaderboard(heads, boot=boot, published=published)
     items, pools, item_notes = collect_items(runs, heads, data_dir=data_dir)
-    sbs = side_by_side(runs, pair, n_resamples=max(n_resamples, 1000))
+    sbs = side_by_side(runs, pair, n_resamples=n_resamples)
     figures = report_figures(runs, heads, sbs.comparison if sbs else None)
     html = render_html(cells=cells, items=items, pools=pools, figures=figures, pair=sbs, models=runs.models,
                        notes=runs.notes + notes + item_notes, interval_caption=boot.caption)

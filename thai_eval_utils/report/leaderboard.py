@@ -9,7 +9,7 @@ bootstrap, corpus BLEU recomputed per resample, ΔDiff with ``compare``'s ΔDiff
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,10 +21,9 @@ from thai_eval_utils.compare.interval import percentile_ci
 from thai_eval_utils.compare.intervals import delta_diff_interval, mean_interval
 from thai_eval_utils.compare.items import Headline, headlines
 from thai_eval_utils.compare.resample import corpus_delta_diff_interval, stratified_paired_bootstrap
-from thai_eval_utils.compare.runs import paper_bleu
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.provenance import scrub
-from thai_eval_utils.dialect.metrics import TABLE1_TASKS, table_task
+from thai_eval_utils.dialect.metrics import TABLE1_TASKS, bleu_details, table_task
 from thai_eval_utils.h6.tasks import TASKS
 from thai_eval_utils.paper.own_runs import DIALECT_DISPLAY
 from thai_eval_utils.paper.published import PUBLISHED_TABLES, load_all_published
@@ -92,22 +91,51 @@ def _average_ci(parts: Sequence[Headline], boot: Bootstrap) -> tuple[float | Non
     return r.ci_low, r.ci_high
 
 
-def corpus_interval(hyps: Sequence[str], refs: Sequence[str], metric: Callable[[Sequence[str], Sequence[str]], float],
-                    boot: Bootstrap) -> tuple[float | None, float | None]:
-    """Percentile bootstrap of a corpus metric (BLEU) over sentences, the metric recomputed per resample.
+class SentenceStatsBleu:
+    """The paper's corpus BLEU (``dialect.metrics.bleu_details``: nmt, max order 4, no smoothing, newmm words)
+    from per-sentence sufficient statistics, so a bootstrap resample sums rows instead of re-tokenising and
+    re-counting n-grams. Hand-written because ``bleu_details`` has no per-sentence form; each sentence's counts
+    come from ``bleu_details`` itself and the tests check the corpus score equals ``bleu`` exactly."""
 
-    Hand-written: ``compare.resample`` resamples corpus metrics for paired differences and ΔDiff only, and
-    ``scipy.stats.bootstrap`` needs a vectorised statistic over numbers, not a corpus of texts.
-    """
+    def __init__(self) -> None:
+        self._stats: dict[tuple[str, str], np.ndarray] = {}
+
+    def stats(self, hyps: Sequence[str], refs: Sequence[str]) -> np.ndarray:
+        """Rows of (matches 1-4, possible 1-4, hypothesis length, reference length), one per sentence."""
+        rows = []
+        for h, r in zip(hyps, refs):
+            if (h, r) not in self._stats:
+                d = bleu_details([h], [r])
+                self._stats[(h, r)] = np.array([*d.matches, *d.possible, d.hyp_len, d.ref_len], dtype=float)
+            rows.append(self._stats[(h, r)])
+        return np.array(rows).reshape(-1, 10)
+
+    @staticmethod
+    def score(totals: np.ndarray) -> np.ndarray:
+        """BLEU x100 of summed statistics (``totals[..., 10]``), as ``bleu_details`` computes it."""
+        m, p, c, r = totals[..., :4], totals[..., 4:8], totals[..., 8], totals[..., 9]
+        prec = np.divide(m, p, out=np.zeros_like(m), where=p > 0)
+        with np.errstate(divide="ignore"):
+            geo = np.where(prec.min(axis=-1) > 0, np.exp(np.log(np.where(prec > 0, prec, 1.0)).mean(axis=-1)), 0.0)
+        ratio = np.divide(c, r, out=np.full_like(c, np.inf), where=r > 0)
+        with np.errstate(divide="ignore", over="ignore"):
+            bp = np.where(c == 0, 0.0, np.where(ratio > 1.0, 1.0, np.exp(1.0 - 1.0 / np.where(ratio > 0, ratio, 1.0))))
+        return 100.0 * geo * bp
+
+    def __call__(self, hyps: Sequence[str], refs: Sequence[str]) -> float:
+        return float(self.score(self.stats(hyps, refs).sum(axis=0)))
+
+
+def corpus_interval(hyps: Sequence[str], refs: Sequence[str], boot: Bootstrap,
+                    metric: SentenceStatsBleu | None = None) -> tuple[float | None, float | None]:
+    """Percentile bootstrap of the paper's corpus BLEU over sentences (each resample's BLEU from summed
+    per-sentence statistics; ``compare.resample`` resamples corpus metrics for paired differences and ΔDiff only)."""
     n = len(hyps)
     if n < 2:
         return None, None
-    rng = np.random.default_rng(boot.seed)
-    stats = np.empty(boot.n_resamples)
-    for r in range(boot.n_resamples):
-        idx = rng.integers(0, n, n)
-        stats[r] = metric([hyps[i] for i in idx], [refs[i] for i in idx])
-    return percentile_ci(stats, boot.level)
+    stats = (metric or SentenceStatsBleu()).stats(hyps, refs)
+    idx = np.random.default_rng(boot.seed).integers(0, n, (boot.n_resamples, n))
+    return percentile_ci(SentenceStatsBleu.score(stats[idx].sum(axis=1)), boot.level)
 
 
 def _h6_cells(model: str, heads: list[Headline], boot: Bootstrap) -> list[dict[str, Any]]:
@@ -143,6 +171,7 @@ def _thaicli_cells(model: str, heads: list[Headline], boot: Bootstrap) -> list[d
 
 def _dialect_cells(model: str, heads: list[Headline], boot: Bootstrap) -> list[dict[str, Any]]:
     out = []
+    bleu = SentenceStatsBleu()  # shared: ΔDiff resamples the same sentences again
     by = {}  # (table task, dialect) -> headline
     for h in (h for h in heads if h.family == "dialect"):
         dialect, task = h.stratum.split("/", 1)
@@ -150,7 +179,7 @@ def _dialect_cells(model: str, heads: list[Headline], boot: Bootstrap) -> list[d
         metric, column = TABLE1_TASKS[fam]
         value, n = _summary_value(h.run.summary, f"{dialect}/{task}/{metric}")
         if h.kind == "corpus":
-            low, high = corpus_interval(h.items["hyp"].tolist(), h.items["ref"].tolist(), paper_bleu, boot)
+            low, high = corpus_interval(h.items["hyp"].tolist(), h.items["ref"].tolist(), boot, bleu)
         else:
             low, high = _mean_ci(h, boot)
         name = DIALECT_DISPLAY.get(dialect, dialect)
@@ -164,7 +193,7 @@ def _dialect_cells(model: str, heads: list[Headline], boot: Bootstrap) -> list[d
         if h.kind == "corpus":
             iv = corpus_delta_diff_interval((dict(zip(central.items["key"], central.items["hyp"])), dict(zip(central.items["key"], central.items["ref"]))),
                                             (dict(zip(h.items["key"], h.items["hyp"])), dict(zip(h.items["key"], h.items["ref"]))),
-                                            paper_bleu, **opts)
+                                            bleu, **opts)
         else:
             iv = delta_diff_interval(central.items.assign(value=_values(central)), h.items.assign(value=_values(h)),
                                      method="percentile", **opts)

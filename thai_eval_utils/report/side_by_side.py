@@ -27,9 +27,12 @@ class SideBySide:
     notes: list[str] = field(default_factory=list)
 
 
-def side_by_side(runs: ReportRuns, pair: Sequence[str] | None = None, *, n_resamples: int = 2000,
+def side_by_side(runs: ReportRuns, pair: Sequence[str] | None = None, *, n_resamples: int = 1000,
                  seed: int = 0) -> SideBySide | None:
-    """Compare ``pair`` (default: the first two models) with ``compare_runs``; None with fewer than two models."""
+    """Compare ``pair`` (default: the first two models) with ``compare_runs``; None with fewer than two models.
+
+    Percentile intervals: BCa's jackknife holds an n x n array (14k MMLU items: 1.7 GB); ``make compare``
+    (``compare_runs.ipynb``) gives BCa and 10,000 resamples."""
     models = list(pair) if pair else runs.models[:2]
     if len(models) < 2:
         return None
@@ -38,9 +41,9 @@ def side_by_side(runs: ReportRuns, pair: Sequence[str] | None = None, *, n_resam
         raise ValueError(f"side by side: {a!r} and {b!r} must be among the report's models {runs.models}")
     try:
         cmp = compare_runs(runs.selections[a], runs.selections[b], n_resamples=n_resamples, seed=seed,
-                           outputs=runs.outputs)
+                           method="percentile", outputs=runs.outputs)
     except (ThaiEvalDataError, ValueError) as exc:
         return SideBySide(a, b, pd.DataFrame(), notes=[scrub(f"not compared: {exc}")])
-    table = cmp.table(digits=3)[["score", "n_paired", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "test",
+    table = cmp.table(digits=3)[["score", "n_paired", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "method", "test",
                                  "p_value", "p_holm", "note"]]
     return SideBySide(a, b, table, cmp.caption, cmp, [scrub(n) for n in cmp.notes])
