@@ -201,3 +201,17 @@ def test_sentence_stats_bleu_is_the_papers_bleu():
     assert metric(refs, refs) == pytest.approx(100.0) and metric(["x"], ["ไม่ตรง"]) == bleu(["x"], ["ไม่ตรง"]) == 0.0
     low, high = corpus_interval(hyps, refs, Bootstrap(n_resamples=300), metric)
     assert low < metric(hyps, refs) < high
+
+
+def test_explore_notebook_shows_the_runs_and_writes_the_report(store, tmp_path):
+    import nbformat
+    import papermill
+
+    executed = tmp_path / "explore_runs.ipynb"
+    papermill.execute_notebook(str(REPO / "notebooks" / "explore_runs.ipynb"), str(executed), cwd=str(REPO / "notebooks"),
+                               progress_bar=False, parameters={"outputs_dir": str(store), "n_resamples": 200,
+                                                               "report_path": str(tmp_path / "report.html")})
+    text = "".join(str(o) for c in nbformat.read(executed, 4).cells for o in c.get("outputs", []))
+    thai = "ข้าวเหนียว".encode("ascii", "backslashreplace").decode().replace("\\", "\\\\\\\\")  # as itables' JSON escapes it
+    assert "['model-a', 'model-b']" in text and "Meta-Llama-3.1-8B-Instruct" in text and thai in text
+    assert (tmp_path / "report.html").stat().st_size > 100_000

@@ -121,11 +121,12 @@ def collect_items(runs: ReportRuns, heads: dict[str, list[Headline]], *, data_di
 
 
 def items_frame(items: list[dict[str, Any]]) -> pd.DataFrame:
-    """The items as a DataFrame with readable column names (for notebooks and tests)."""
+    """The items as a DataFrame with readable column names, every field a column (for notebooks and tests)."""
     names = {"m": "model", "b": "benchmark", "t": "task", "k": "key", "v": "value", "c": "correct", "q": "question",
              "ch": "choices", "ll": "loglikelihoods", "p": "pred", "g": "gold", "o": "output", "ref": "reference",
              "j": "judge_reply", "js": "judge_status", "r": "repeat", "sub": "subject", "fs": "fewshot", "note": "note"}
-    return pd.DataFrame(items).rename(columns=names)
+    frame = pd.DataFrame(items).rename(columns=names)
+    return frame.reindex(columns=["id", *names.values(), *[c for c in frame.columns if c not in names.values() and c != "id"]])
 
 
 def to_json(obj: Any) -> str:

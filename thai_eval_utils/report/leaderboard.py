@@ -243,3 +243,4 @@ def leaderboard(heads: dict[str, list[Headline]], *, boot: Bootstrap = Bootstrap
     if published:
         rows += _published_cells()
     return pd.DataFrame(rows, columns=CELL_COLUMNS)
+

@@ -51,6 +51,26 @@ def leaderboard_tables(cells: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+def _cell_text(c: dict[str, Any] | None, digits: int) -> str:
+    if c is None or c.get("value") is None:
+        return ""
+    out = f"{c['value']:.{digits}f}"
+    if c.get("ci_low") is not None:
+        out += f" [{c['ci_low']:.{digits}f}, {c['ci_high']:.{digits}f}]"
+    return out + (f" n={int(c['n'])}" if c.get("n") is not None else "")
+
+
+def wide(cells: pd.DataFrame, table: str, digits: int = 2) -> pd.DataFrame:
+    """One leaderboard table as the report prints it, for notebooks: a row per model (and dialect) and source,
+    each cell ``value [low, high] n=N`` (published rows: the printed value)."""
+    t = next((t for t in leaderboard_tables(cells) if t["key"] == table), None)
+    if t is None:
+        return pd.DataFrame()
+    rows = [{"model": r["model"], **({"dialect": r["dialect"]} if t["dialect"] else {}), "source": r["source"],
+             **{col: _cell_text(c, digits) for col, c in zip(t["columns"], r["cells"])}} for r in t["rows"]]
+    return pd.DataFrame(rows)
+
+
 def render_html(*, cells: pd.DataFrame, items: list[dict[str, Any]], pools: dict[str, list[str]],
                 figures: list[tuple[str, str]], pair: SideBySide | None, models: list[str], notes: list[str],
                 interval_caption: str, title: str = "thai-eval report") -> str:
