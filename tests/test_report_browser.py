@@ -12,7 +12,7 @@ import pytest
 from report_store import shared_store
 
 from thai_eval_utils.report import write_report
-from thai_eval_utils.report.browser import VIEWS, open_browser, open_report, screenshots, why_no_browser
+from thai_eval_utils.report.browser import VIEWS, open_browser, screenshots, why_no_browser
 from thai_eval_utils.report.items import collect_items
 from thai_eval_utils.report.leaderboard import model_headlines
 from thai_eval_utils.report.runs import collect_runs
