@@ -65,8 +65,10 @@ function renderItem(box, it, pools) {
   if (it.hash) box.append(el("p", { class: "caption" }, `prompt sha256 ${it.hash}…`));
 }
 
-function searchText(it) {
-  return [it.q, (it.ch || []).join("\n"), it.o, it.ref, it.j, it.g, it.k, it.sub].filter((x) => x !== undefined && x !== null).join("\n");
+function searchText(it) {  // what the search matches; it starts with the item's own question (the snippet shown)
+  const q = it.q || "";
+  const own = q.includes("\n\n") ? q.slice(q.lastIndexOf("\n\n") + 2) : "";  // after a preamble or description
+  return [own, q, (it.ch || []).join("\n"), it.o, it.ref, it.j, it.sub].filter((x) => x !== undefined && x !== null && x !== "").join("\n");
 }
 
 function showView(name) {
