@@ -99,6 +99,8 @@ def test_leaderboard_cell_opens_its_items(page):
     page.locator("#items-table tbody tr").first.click()
     detail = page.locator("#item-detail").inner_text()
     assert "few-shot examples (25)" in detail and "choices" in detail
+    pred = page.locator("#item-detail table.choices td:has-text('▶')").all_inner_texts()
+    assert len(pred) == 1  # the model's choice is marked
 
 
 def test_side_by_side_shows_both_outputs(page):

@@ -52,7 +52,8 @@ function renderItem(box, it, pools) {
     const table = el("table", { class: "choices" }, el("tr", {}, el("th", {}, "#"), el("th", {}, "choice"), el("th", {}, "log-likelihood")));
     it.ch.forEach((c, i) => {
       const cls = [i === it.g ? "gold" : "", i === it.p ? "pred" : ""].join(" ").trim();
-      table.append(el("tr", { class: cls }, el("td", {}, i), el("td", {}, c), el("td", {}, it.ll ? fmt(it.ll[i], 4) : "")));
+      table.append(el("tr", { class: cls }, el("td", {}, (i === it.p ? "▶ " : "") + i), el("td", {}, c),
+        el("td", {}, it.ll ? fmt(it.ll[i], 4) : "")));
     });
     box.append(el("h4", {}, "choices (green: gold, ▶: the model's choice)"), table);
   } else if (it.ll) {
