@@ -20,7 +20,7 @@ OUTPUTS ?= $(or $(THAI_EVAL_OUTPUTS),outputs)
 FORMAT ?= lm-eval
 THAI_EVAL := $(VENV)/bin/thai-eval
 
-.PHONY: demo test lab tables model clean install compare runs export
+.PHONY: demo test lab tables model clean install compare runs export report browser
 
 install: $(VENV)/.installed
 
@@ -45,6 +45,17 @@ model: install
 
 demo: model
 	$(PY) -m thai_eval_utils.batch --demo --outputs $(OUTPUTS)
+	$(THAI_EVAL) report --outputs $(OUTPUTS) $$(test -d $(OUTPUTS)/demo_compare && echo $(OUTPUTS)/demo_compare) \
+		--out $(OUTPUTS)/report.html --screenshots $(OUTPUTS)/report_screenshots
+
+# The HTML report of the stored runs (opens offline): make report [REPORT_MODELS="a b"] [PAIR="a b"]. The demo's
+# second few-shot seed ($(OUTPUTS)/demo_compare) shows as a second model, "embedded (fewshot_seed=7)".
+REPORT_OUTPUTS ?= $(OUTPUTS) $(wildcard $(OUTPUTS)/demo_compare)
+REPORT_MODELS ?=
+PAIR ?=
+report: install
+	$(THAI_EVAL) report --outputs $(REPORT_OUTPUTS) --out $(OUTPUTS)/report.html \
+		$(if $(REPORT_MODELS),--models "$(REPORT_MODELS)") $(if $(PAIR),--pair "$(PAIR)")
 
 # Every benchmark for every model in MODELS, then the paper tables (thai-eval run; a rerun resumes).
 tables: model
@@ -68,12 +79,21 @@ compare: install
 	@test -n "$(A)" -a -n "$(B)" || { echo 'usage: make compare A=<model or spec> B=<model or spec>'; exit 1; }
 	$(THAI_EVAL) compare "$(A)" "$(B)" --benchmarks "$(BENCHMARKS)" --resamples $(RESAMPLES) --outputs $(OUTPUTS)
 
-test: $(VENV)/.installed-serve
+# The report's browser tests (tests/test_report_browser.py) drive the system Chromium (Debian's `chromium`; Thai
+# fonts for readable screenshots) through playwright (dev extra), never a downloaded browser. Installed once where
+# this runs as root with apt-get; elsewhere those tests skip and say why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium fonts-tlwg-loma-otf; \
+		else echo "chromium is not installed and cannot be here (needs root and apt-get): the browser tests will skip"; fi; }
+
+test: $(VENV)/.installed-serve browser
 	$(PY) -m pytest -q
 
 lab: install
 	$(VENV)/bin/jupyter lab --notebook-dir=.
 
 clean:
-	rm -rf $(OUTPUTS)/runs $(OUTPUTS)/notebooks $(OUTPUTS)/tables $(OUTPUTS)/figures $(OUTPUTS)/exports $(OUTPUTS)/*.html .pytest_cache
+	rm -rf $(OUTPUTS)/runs $(OUTPUTS)/notebooks $(OUTPUTS)/tables $(OUTPUTS)/figures $(OUTPUTS)/exports $(OUTPUTS)/*.html $(OUTPUTS)/report_screenshots .pytest_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,7 +1,7 @@
 """The ``thai-eval`` command (``pyproject.toml`` ``[project.scripts]``; also ``python -m thai_eval_utils``).
 
 Subcommands: ``run`` (papermill runs of the benchmark notebooks, then the paper tables; ``--dry-run`` prints what a
-run would compute), ``runs`` (the stored runs), ``compare A B``, ``tables``, ``export``. Each exits 0 on success,
+run would compute), ``runs`` (the stored runs), ``compare A B``, ``tables``, ``export``, ``report`` (the offline HTML report). Each exits 0 on success,
 1 when a run or notebook failed, 2 on a usage error, and ends with a summary table.
 
 Built on the standard library's ``argparse``: subcommands, help texts and exit codes are all this command needs, and
@@ -25,6 +25,7 @@ EPILOG = """examples:
   thai-eval runs
   thai-eval compare embedded /models/qwen
   thai-eval export --format lm-eval --to exports/lm-eval
+  thai-eval report --out outputs/report.html
 
 Results go to --outputs, else $THAI_EVAL_OUTPUTS, else ./outputs (runs/, tables/, figures/, notebooks/)."""
 
@@ -41,8 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_compare(sub)
     commands.add_tables(sub)
     commands.add_export(sub)
-    # --- report: RESERVED for `thai-eval report` (thai_eval_utils/report/, being built in parallel). The lead
-    # registers its sub-parser here at merge (the subcommand calls report's HTML writer); nothing else to change.
+    commands.add_report(sub)
     return parser
 
 

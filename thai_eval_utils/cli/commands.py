@@ -25,6 +25,7 @@ from thai_eval_utils.cli.runs_table import runs_table
 from thai_eval_utils.core.model_sources import check_dtype
 from thai_eval_utils.core.provenance import now_utc, outputs_dir, scrub_strings, slugify
 from thai_eval_utils.export import FORMATS, export
+from thai_eval_utils.report.command import add_report_arguments, report_command
 
 #: The repository this package sits in (an editable install): its notebooks and shipped data.
 REPO = Path(__file__).resolve().parents[2]
@@ -263,3 +264,16 @@ def cmd_export(args: argparse.Namespace) -> int:
     rows = [{"file": str(f), "bytes": os.path.getsize(f)} for f in files]
     print_table(pd.DataFrame(rows, columns=["file", "bytes"]), f"{len(files)} files written ({args.format}):")
     return 0 if files else 1
+
+
+def add_report(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="write the offline HTML report: leaderboard, figures, item browser, side by side",
+                       formatter_class=_FORMATTER,
+                       description="One self-contained HTML file of the stored runs (opens from disk, fetches nothing): "
+                       "a leaderboard with n and intervals beside the papers' rows, the figures, an item browser with "
+                       "Thai search, and two models side by side.",
+                       epilog="examples:\n  thai-eval report\n"
+                       "  thai-eval report --outputs outputs outputs/demo_compare --pair \"embedded,embedded "
+                       "(fewshot_seed=7)\" --screenshots outputs/report_screenshots")
+    add_report_arguments(p)
+    p.set_defaults(handler=report_command)

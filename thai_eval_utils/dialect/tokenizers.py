@@ -30,6 +30,7 @@ PAPER_PYTHAINLP_VERSION = "5.0.4"
 DEFAULT_TOKENIZER = "newmm"
 
 
+@functools.lru_cache(maxsize=1)  # read once: bootstraps recompute BLEU (and this signature) thousands of times
 def pythainlp_version() -> str:
     """The installed pythainlp version (recorded with every dialect score)."""
     return importlib.metadata.version("pythainlp")

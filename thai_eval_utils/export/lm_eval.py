@@ -132,7 +132,7 @@ def doc_index(rec: Mapping[str, Any]) -> int:
 
 def stored_doc(rec: Mapping[str, Any]) -> dict[str, Any] | None:
     """The document a record carries (newer records store it for reports), else None."""
-    for field in ("document", "doc"):
+    for field in ("doc_row",):  # h6.evaluation stores the document as loaded (``doc`` is its index)
         if isinstance(rec.get(field), dict):
             return dict(rec[field])
     return None

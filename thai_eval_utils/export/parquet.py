@@ -24,7 +24,7 @@ COLUMNS = ["model", "benchmark", "task", "key", "prompt_hash", "inputs", "output
 #: Per-item metric fields (Thai-H6 metrics, the ThaiCLI judge's score, the judge-free wins).
 METRIC_FIELDS = {m for ms in TASK_METRICS.values() for m in ms} | {"score", "win_raw", "win_norm"}
 #: Fields that say what was asked (the rest of a record is what the model answered and how it was read).
-INPUT_FIELDS = {"doc", "document", "shots", "subject", "id", "format", "theme", "question", "prompt", "messages",
+INPUT_FIELDS = {"doc", "doc_row", "shots", "subject", "id", "format", "theme", "question", "prompt", "messages",
                 "dialect", "task", "gold", "chosen", "rejected", "reference"}
 
 

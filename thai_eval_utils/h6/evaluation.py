@@ -23,6 +23,7 @@ from thai_eval_utils.core.protocols import LoglikelihoodModel, Model, model_labe
 from thai_eval_utils.core.provenance import Score, canonical_json, sha256_text
 from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
+from thai_eval_utils.h6 import prompts as P
 from thai_eval_utils.h6 import tasks as T
 from thai_eval_utils.h6.data import H6TaskData, load_h6_task
 from thai_eval_utils.h6.protocol import LEADERBOARD, H6Protocol
@@ -267,14 +268,32 @@ class _DocRun:
             rec["subject"] = self.docs[i]["subject"]
         try:
             rec.update(self.spec.score(self.docs[i], output, self.protocol))
+            rec.setdefault("gold", record_gold(self.spec, self.docs[i]))
         except T.DocError as exc:
             raise ThaiEvalDataError(f"{self.spec.name} doc {i}: {exc}", row=i, field=exc.field) from None
+        # the scored row as loaded, so a record reads on its own (issue 22); a record field only: the config id,
+        # the key and resuming are unchanged, and records stored before it are resolved from the data instead
+        rec["doc_row"] = self.docs[i]
         return rec
 
 
+def record_gold(spec: T.TaskSpec, doc: Mapping[str, Any]) -> int | str:
+    """The gold answer a record stores: the correct choice's index (TruthfulQA: MC1's true target, as
+    ``mc1_targets.labels`` marks it), GSM8K's reference answer text."""
+    if isinstance(spec, T.TruthfulQATask):
+        labels = list(P.get(P.get(doc, "mc1_targets"), "labels"))
+        if 1 not in labels:
+            raise T.DocError("mc1_targets.labels has no true (1) target", "mc1_targets")
+        return labels.index(1)
+    if isinstance(spec, T.GenerationTask):
+        return str(P.get(doc, "answer"))
+    return T.gold(spec, doc)
+
+
 def _table(spec: T.TaskSpec, records: list[dict[str, Any]]) -> pd.DataFrame:
-    """Per-item table of the stored records (computed once, when each document finished), metric columns last."""
-    rows = [{**{k: v for k, v in rec.items() if k not in spec.metrics},
+    """Per-item table of the stored records (computed once, when each document finished), metric columns last;
+    the stored document row (``doc_row``) stays in ``items.jsonl`` (``doc`` indexes the data)."""
+    rows = [{**{k: v for k, v in rec.items() if k not in spec.metrics and k != "doc_row"},
              **{k: v for k, v in rec.items() if k in spec.metrics}} for rec in records]
     return pd.DataFrame(rows)
 

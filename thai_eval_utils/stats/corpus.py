@@ -141,3 +141,23 @@ def corpus_delta_diff_interval(
     low, high = percentile_ci(boot, level)
     return Interval(name, estimate, low, high, level, "percentile", n_resamples, seed, max(len(ic), len(idd)),
                     n_resamples, design=design, note="corpus metric recomputed per resample (hand-written)")
+
+
+def corpus_interval(
+    hypotheses: Sequence[str],
+    references: Sequence[str],
+    metric: CorpusMetric,
+    *,
+    name: str = "corpus",
+    level: float = 0.95,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> Interval:
+    """A corpus metric of one run (e.g. the paper's BLEU) with a percentile bootstrap interval over sentences,
+    each resample scored from its summed per-sentence statistics (the same draws as the paired bootstrap)."""
+    stats = metric.statistics(hypotheses, references)
+    estimate = float(metric.score(stats.sum(axis=0)))
+    boot = _resampled_scores(metric, stats, _blocks(np.random.default_rng(seed), len(stats), n_resamples, stats.shape[1]))
+    low, high = percentile_ci(boot, level)
+    return Interval(name, estimate, low, high, level, "percentile", n_resamples, seed, len(stats), n_resamples,
+                    design=f"{len(stats)} sentences", note="corpus metric recomputed per resample (hand-written)")

@@ -1,0 +1,94 @@
+"""The report's one self-contained HTML file (issue 22), rendered with jinja2 from ``report/templates/``: the
+DataTables bundle that itables ships (loaded offline, as itables' own offline mode does), the figures as inline
+SVG, and the items as gzip-compressed JSON that the page decompresses with the browser's ``DecompressionStream``
+(a full run's ~40k Thai-H6 items stay a few MB). Nothing is fetched when the file is opened.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+from pathlib import Path
+from typing import Any
+
+import itables.options
+import jinja2
+import pandas as pd
+
+from thai_eval_utils import __version__
+from thai_eval_utils.core.provenance import now_utc, scrub
+from thai_eval_utils.report.items import to_json
+from thai_eval_utils.report.leaderboard import PUBLISHED, TABLES
+from thai_eval_utils.report.side_by_side import SideBySide
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _cell(c: dict[str, Any]) -> dict[str, Any]:
+    return {k: (None if isinstance(v, float) and pd.isna(v) else v) for k, v in c.items()}
+
+
+def leaderboard_tables(cells: pd.DataFrame) -> list[dict[str, Any]]:
+    """The leaderboard frame as the template's tables: per table, rows (runs first, then published rows) of cells
+    in the table's column order (None where a row has no such cell)."""
+    out = []
+    for key, (title, columns) in TABLES.items():
+        part = cells[cells["table"] == key]
+        if part.empty:
+            continue
+        dialect = key == "dialect_auto"
+        rows = []
+        for (model, dia, source), group in part.groupby(["model", "dialect", "source"], sort=False, dropna=False):
+            by_col = {c["column"]: _cell(c) for c in group.to_dict("records")}
+            rows.append({"model": model, "dialect": None if pd.isna(dia) else dia, "source": source,
+                         "published": str(source).startswith(PUBLISHED), "cells": [by_col.get(c) for c in columns]})
+        rows.sort(key=lambda r: r["published"])  # stable: our runs first, in model order
+        out.append({"key": key, "title": title, "columns": columns, "rows": rows, "dialect": dialect})
+    return out
+
+
+def _cell_text(c: dict[str, Any] | None, digits: int) -> str:
+    if c is None or c.get("value") is None:
+        return ""
+    out = f"{c['value']:.{digits}f}"
+    if c.get("ci_low") is not None:
+        out += f" [{c['ci_low']:.{digits}f}, {c['ci_high']:.{digits}f}]"
+    return out + (f" n={int(c['n'])}" if c.get("n") is not None else "")
+
+
+def wide(cells: pd.DataFrame, table: str, digits: int = 2) -> pd.DataFrame:
+    """One leaderboard table as the report prints it, for notebooks: a row per model (and dialect) and source,
+    each cell ``value [low, high] n=N`` (published rows: the printed value)."""
+    t = next((t for t in leaderboard_tables(cells) if t["key"] == table), None)
+    if t is None:
+        return pd.DataFrame()
+    rows = [{"model": r["model"], **({"dialect": r["dialect"]} if t["dialect"] else {}), "source": r["source"],
+             **{col: _cell_text(c, digits) for col, c in zip(t["columns"], r["cells"])}} for r in t["rows"]]
+    return pd.DataFrame(rows)
+
+
+def render_html(*, cells: pd.DataFrame, items: list[dict[str, Any]], pools: dict[str, list[str]],
+                figures: list[tuple[str, str]], pair: SideBySide | None, models: list[str], notes: list[str],
+                interval_caption: str, title: str = "thai-eval report") -> str:
+    """The report's HTML text, every string scrubbed of secrets (``core.provenance.scrub``)."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=jinja2.select_autoescape(["j2"]))
+    bundle = Path(itables.options.dt_bundle)
+    payload = scrub(to_json({"items": items, "pools": pools}))  # scrubbed before it is compressed out of sight
+    pair_ctx = None
+    if pair is not None:
+        pair_ctx = {"model_a": pair.model_a, "model_b": pair.model_b, "caption": pair.caption, "notes": pair.notes,
+                    "rows": pair.table.to_dict("records")}
+    meta = {"models": models, "pair": None if pair is None else {"model_a": pair.model_a, "model_b": pair.model_b}}
+    html = env.get_template("report.html.j2").render(
+        title=title, models=models, n_items=len(items), written_at=now_utc(), version=__version__,
+        tables=leaderboard_tables(cells), notes=notes, interval_caption=interval_caption, figures=figures,
+        pair=pair_ctx, meta_json=to_json(meta).replace("</", "<\\/"),
+        items_b64=_b64(gzip.compress(payload.encode("utf-8"), compresslevel=6, mtime=0)),
+        dt_bundle_b64=_b64(bundle.read_bytes()), dt_css=bundle.with_suffix(".css").read_text(encoding="utf-8"),
+        css=(TEMPLATES / "report.css").read_text(encoding="utf-8"), js=(TEMPLATES / "report.js").read_text(encoding="utf-8"),
+    )
+    return scrub(html)
