@@ -20,8 +20,8 @@ import pandas as pd
 
 from thai_eval_utils.compare.items import Headline
 from thai_eval_utils.compare.load import RunRef
-from thai_eval_utils.compare.runs import paper_bleu
 from thai_eval_utils.core.errors import ThaiEvalDataError
+from thai_eval_utils.dialect.metrics import bleu
 from thai_eval_utils.h6.tasks import TASK_METRICS
 from thai_eval_utils.report.h6_items import h6_items, load_run_data
 from thai_eval_utils.report.runs import ReportRuns
@@ -70,7 +70,7 @@ def dialect_items(h: Headline) -> list[dict[str, Any]]:
     """One item per generated sentence of a (dialect, task): prompt, output, reference and its score (ROUGE-L;
     translation: the sentence's own BLEU, for ranking: the task's BLEU is a corpus score)."""
     items = h.items
-    values = items["value"] if "value" in items else [paper_bleu([x], [r]) for x, r in zip(items["hyp"], items["ref"])]
+    values = items["value"] if "value" in items else [bleu([x], [r]) for x, r in zip(items["hyp"], items["ref"])]
     return [{"b": "dialect", "t": h.stratum, "k": str(k), "v": float(v), "q": str(q or ""), "o": str(x), "ref": str(r)}
             for k, v, q, x, r in zip(items["key"], values, items["input"] if "input" in items else [""] * len(items),
                                      items["hyp"], items["ref"])]
