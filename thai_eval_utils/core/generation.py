@@ -190,7 +190,7 @@ class Engine:
         if self.sampler is not None and self.seed is not None:
             row.generator = torch.Generator(device=self.device).manual_seed(int(self.seed))
         cache = DynamicCache(config=self.model.config)
-        out = self.model(input_ids=torch.tensor([ids], device=self.device), past_key_values=cache, use_cache=True,
+        out = self.model(input_ids=torch.tensor([ids], device=self.device), cache=cache, use_cache=True,
                          logits_to_keep=1)  # fmt: skip
         row.tokens.append(self._choose(out.logits[:, -1, :].float(), [row])[0])
         self.stats.prompt_tokens += len(ids)
@@ -237,7 +237,7 @@ class Engine:
         self.mask = F.pad(self.mask, (0, 1), value=1)
         last = torch.tensor([[r.tokens[-1]] for r in self.rows], device=self.device)
         out = self.model(input_ids=last, attention_mask=self.mask, position_ids=self.pos[:, None],
-                         past_key_values=self.cache, use_cache=True, logits_to_keep=1)  # fmt: skip
+                         cache=self.cache, use_cache=True, logits_to_keep=1)  # fmt: skip
         self.pos = self.pos + 1
         self.stats.steps += 1
         self.stats.decode_row_steps += len(self.rows)

@@ -16,7 +16,7 @@ import torch
 from thai_eval_utils.core.errors import ThaiEvalError
 from thai_eval_utils.core.loglikelihood import drive, plan
 from thai_eval_utils.core.model_sources import check_dtype, resolve_spec
-from thai_eval_utils.core.generation import GenerationStats, encode_prompts, generate
+from thai_eval_utils.core.generation import GenerationStats, default_budget, encode_prompts, generate
 from thai_eval_utils.core.stops import cut_at_stop  # noqa: F401  (re-exported: tests import it from here)
 
 
@@ -135,6 +135,11 @@ class LocalModel:
             identity={"spec": spec, **identity}, max_length=max_length, add_bos_token=add_bos_token,
             batch_size=batch_size,
         )
+
+    @property
+    def concurrency(self) -> int:
+        """Prompts the run loops hand ``generate`` / ``chat`` per call: the rows the engine decodes together."""
+        return self.max_rows or default_budget(self.device)[1]
 
     @property
     def device(self) -> torch.device:

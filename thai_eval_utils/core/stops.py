@@ -27,7 +27,8 @@ class StopScanner:
     (every token that is not skipped adds at least one byte), so decoding a window of ``b + 4`` tokens finds it
     across token boundaries; the window's first characters may be a cut multi-byte character (decoded as U+FFFD,
     never part of a stop string). A hit in the window is confirmed on the whole decoded text, so a row never stops
-    early; a missed hit only costs more tokens, since the text is cut with :func:`cut_at_stop` at the end anyway.
+    early (a stop that has slid out of the window is not reported again: the engine stops at the first hit); a
+    missed hit only costs more tokens, since the text is cut with :func:`cut_at_stop` at the end anyway.
     Hand-written because transformers' ``StopStringCriteria`` preprocesses the whole vocabulary (262k tokens for
     Gemma 3) for every new set of stop strings.
     """
