@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import TRAINING_TEXT
 from transformers import set_seed
 
 from thai_eval_utils.core.generation import Engine, generate
@@ -22,14 +23,7 @@ from thai_eval_utils.core.local_model import LocalModel
 from thai_eval_utils.core.stops import StopScanner, cut_at_stop
 
 REPO = Path(__file__).resolve().parents[1]
-PROMPTS = [
-    "คำถาม: น้ำเดือดที่อุณหภูมิเท่าไร\nคำตอบ:",
-    "สวัสดี",
-    "Question: What is the capital of Thailand?\nAnswer:",
-    "แม่ซื้อส้มมาสามผล แล้วแบ่งให้ลูกหนึ่งผล เหลือส้มกี่ผล กรุงเทพมหานครเป็นเมืองหลวงของประเทศไทย",
-    "บ่เป็นหยัง",
-    "The quick brown fox",
-]
+PROMPTS = [TRAINING_TEXT[i][: 12 + 7 * i] for i in (2, 0, 3, 4, 8, 6)]  # six lengths, Thai and English
 
 
 def encode(tok, prompts):
