@@ -279,15 +279,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-new-tokens", type=int, help="ThaiCLI/dialects: this budget instead of the notebooks'")
     ap.add_argument("--gsm8k-old", action="store_true", help="GSM8K: also the engine before issue 19")
     ap.add_argument("--append", action="store_true", help="keep the parts of the last results.json not run again")
+    ap.add_argument("--run-name", default="genbench", help="results folder under benchmarks/.work/")
+    ap.add_argument("--merge", nargs="+", type=Path, help="only report: the parts of these results.json files")
     ap.add_argument("--write-doc", action="store_true", help="update the generation block of docs/benchmarks.md")
     args = ap.parse_args(argv)
     command = ".venv/bin/python benchmarks/generation_speed.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    if args.merge:  # runs made apart (e.g. at the same time, each noting its load) reported as one
+        runs = [json.loads(p.read_text()) for p in args.merge]
+        results = {**runs[0], "parts": {k: v for r in runs for k, v in r["parts"].items()},
+                   "command": "; and ".join(r["command"] for r in runs),
+                   "uptime_before": "; ".join(r["uptime_before"] for r in runs),
+                   "uptime_after": "; ".join(r["uptime_after"] for r in runs)}  # fmt: skip
+        block = report(results)
+        if args.write_doc:
+            update_doc(block, BEGIN, END)
+        print(block)
+        return 0
     model_dir = (tiny_model_dir() if args.quick else embedded_model_dir()).resolve()
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     results = {"model": "tiny random Gemma 3 (--quick)" if args.quick else
                "embedded Gemma 3 270M (Q4_K_M GGUF dequantised to float32)", "threads": torch.get_num_threads(),
                "command": command, "uptime_before": uptime, "parts": {}}  # fmt: skip
-    run_dir = WORK / ("genbench-quick" if args.quick else "genbench")
+    run_dir = WORK / (args.run_name + ("-quick" if args.quick else ""))
     run_dir.mkdir(parents=True, exist_ok=True)
     if args.append and (run_dir / "results.json").exists():  # an earlier run's parts, with its command and load
         old = json.loads((run_dir / "results.json").read_text())
