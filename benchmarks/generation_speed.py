@@ -37,10 +37,16 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import torch  # noqa: E402
 from h6_parity_speed import OFFLINE, VENV, WORK, log, tiny_model_dir, update_doc  # noqa: E402
-from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed  # noqa: E402
+from transformers import (  # noqa: E402
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    StoppingCriteria,
+    StoppingCriteriaList,
+    set_seed,
+)
 
 from thai_eval_utils import dialect  # noqa: E402
-from thai_eval_utils.core.generation import GenerationStats  # noqa: E402
+from thai_eval_utils.core.generation import GenerationStats, encode_prompts  # noqa: E402
 from thai_eval_utils.core.local_model import LocalModel  # noqa: E402
 from thai_eval_utils.core.models import GEMMA3_CHAT_TEMPLATE, embedded_model_dir  # noqa: E402
 from thai_eval_utils.core.stops import cut_at_stop  # noqa: E402
@@ -86,10 +92,6 @@ class OldEngine(LocalModel):
 
     @torch.inference_mode()
     def _generate_ids(self, prompts, add_special_tokens, *, max_new_tokens, stop, temperature, top_p, seed, desc):
-        from transformers import StoppingCriteria, StoppingCriteriaList
-
-        from thai_eval_utils.core.generation import encode_prompts
-
         tok, pad = self.tokenizer, self.tokenizer.pad_token_id
 
         class Stops(StoppingCriteria):
