@@ -1,6 +1,6 @@
 """A local transformers causal LM behind the toolkit's model interface (generate, chat, loglikelihood).
 
-Generation follows lm-evaluation-harness's ``generate_until`` (greedy by default, prompt encoded with BOS
+Generation (:mod:`thai_eval_utils.core.generation`, continuous batching) follows lm-evaluation-harness's ``generate_until`` (greedy by default, prompt encoded with BOS
 only when ``add_bos_token``, text cut before the first stop string); log-likelihoods are computed by
 :func:`thai_eval_utils.core.loglikelihood.loglikelihood`.
 """
@@ -8,18 +8,16 @@ only when ``add_bos_token``, text cut before the first stop string); log-likelih
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import torch
-from tqdm.auto import tqdm
-from transformers import StoppingCriteria, StoppingCriteriaList
 
 from thai_eval_utils.core.errors import ThaiEvalError
 from thai_eval_utils.core.loglikelihood import drive, plan
 from thai_eval_utils.core.model_sources import check_dtype, resolve_spec
-from thai_eval_utils.core.stops import cut_at_stop
+from thai_eval_utils.core.generation import GenerationStats, default_budget, encode_prompts, generate
+from thai_eval_utils.core.stops import cut_at_stop  # noqa: F401  (re-exported: tests import it from here)
 
 
 def default_max_length(model: Any, tokenizer: Any) -> int:
@@ -40,22 +38,6 @@ def _on_cpu(device: Any, device_map: Any) -> bool:
         places = device_map.values() if isinstance(device_map, dict) else [device_map]
         return all(str(p).startswith("cpu") for p in places)
     return device is not None and str(device).startswith("cpu")
-
-
-class _StopOnStrings(StoppingCriteria):
-    """Marks a row done once its generated text contains a stop string.
-
-    Written here because transformers' StopStringCriteria preprocesses the whole vocabulary (262k tokens for
-    Gemma 3) for every new set of stop strings; decoding each row's new tokens is cheaper at our batch sizes.
-    """
-
-    def __init__(self, tokenizer: Any, stop: Sequence[str], prompt_len: int) -> None:
-        self.tokenizer, self.stop, self.prompt_len = tokenizer, [s for s in stop if s], prompt_len
-
-    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: Any) -> torch.Tensor:
-        texts = self.tokenizer.batch_decode(input_ids[:, self.prompt_len :], skip_special_tokens=True)
-        done = [any(s in t for s in self.stop) for t in texts]
-        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
 
 def _spread(hf_model: Any) -> dict[str, list[str]]:
@@ -98,6 +80,11 @@ class LocalModel:
         self.batch_size = int(batch_size)
         #: tokens per forward call of ``loglikelihood`` (None: the engine's default for the device)
         self.batch_tokens: int | None = None
+        #: KV-cache bytes and rows of ``generate`` / ``chat`` (None: the engine's default for the device)
+        self.kv_budget: int | None = None
+        self.max_rows: int | None = None
+        #: the work of the last ``generate`` / ``chat`` call (prompt and generated tokens, decode steps)
+        self.last_generation: GenerationStats | None = None
         self.identity = {
             **(identity or {"name": name}),
             "class": type(hf_model).__name__,
@@ -150,6 +137,11 @@ class LocalModel:
         )
 
     @property
+    def concurrency(self) -> int:
+        """Prompts the run loops hand ``generate`` / ``chat`` per call: the rows the engine decodes together."""
+        return self.max_rows or default_budget(self.device)[1]
+
+    @property
     def device(self) -> torch.device:
         return next(self.hf_model.parameters()).device
 
@@ -161,63 +153,25 @@ class LocalModel:
                           max_length=self.max_length, batch_tokens=self.batch_tokens, progress=progress))
 
     # --- generation -----------------------------------------------------------------------------
-    def _encode_prompts(self, prompts: Sequence[str], add_special_tokens: bool, room: int) -> list[list[int]]:
-        encoded = []
-        for p in prompts:
-            ids = self.tokenizer(p, add_special_tokens=add_special_tokens).input_ids
-            if len(ids) > room:
-                warnings.warn(f"prompt of {len(ids)} tokens left-truncated to {room} (max_length {self.max_length})", stacklevel=3)
-                ids = ids[-room:]
-            encoded.append(ids)
-        return encoded
-
-    @torch.inference_mode()
-    def _generate_batch(self, batch: list[list[int]], max_new_tokens: int, stop: Sequence[str] | None,
-                        sample: dict[str, Any]) -> list[str]:
-        width = max(len(ids) for ids in batch)
-        pad = self.tokenizer.pad_token_id
-        input_ids = torch.tensor([[pad] * (width - len(ids)) + ids for ids in batch], device=self.device)  # (B, T)
-        attention = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in batch], device=self.device)
-        criteria = StoppingCriteriaList([_StopOnStrings(self.tokenizer, stop, width)]) if stop else None
-        out = self.hf_model.generate(
-            input_ids=input_ids, attention_mask=attention, max_new_tokens=max_new_tokens,
-            stopping_criteria=criteria, pad_token_id=pad, **sample,
+    def _generate_ids(self, prompts: Sequence[str], add_special_tokens: bool, *, max_new_tokens: int,
+                      stop: Sequence[str] | None, temperature: float, top_p: float, seed: int | None,
+                      desc: str) -> list[str]:
+        """Encode (left-truncated to ``max_length - max_new_tokens``) and run the engine
+        (:func:`thai_eval_utils.core.generation.generate`); its work is kept in ``last_generation``."""
+        room = max(1, self.max_length - max_new_tokens)
+        encoded = encode_prompts(self.tokenizer, prompts, add_special_tokens=add_special_tokens, room=room,
+                                 max_length=self.max_length)
+        texts, self.last_generation = generate(
+            self.hf_model, self.tokenizer, encoded, max_new_tokens=max_new_tokens, stop=stop, temperature=temperature,
+            top_p=top_p, seed=seed, kv_budget=self.kv_budget, max_rows=self.max_rows, desc=desc,
         )
-        texts = self.tokenizer.batch_decode(out[:, width:], skip_special_tokens=True)
-        return [cut_at_stop(t, stop) for t in texts]
-
-    def _generate_ids(self, encoded: list[list[int]], *, max_new_tokens: int, stop: Sequence[str] | None,
-                      temperature: float, top_p: float, seed: int | None, desc: str) -> list[str]:
-        if temperature and temperature > 0:
-            sample = {"do_sample": True, "temperature": float(temperature), "top_p": float(top_p)}
-            # Sampled outputs would depend on which prompts share a batch; seeding each prompt alone keeps
-            # every item reproducible and a resumed run identical to an uninterrupted one.
-            batch_size = 1 if seed is not None else self.batch_size
-        else:
-            sample = {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
-            batch_size = self.batch_size
-        order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i]))  # similar lengths share a batch
-        results: list[str] = [""] * len(encoded)
-        bar = tqdm(total=len(encoded), desc=desc, unit="prompt", disable=len(encoded) < 2)
-        for start in range(0, len(order), batch_size):
-            idx = order[start : start + batch_size]
-            if seed is not None:
-                from transformers import set_seed
-
-                set_seed(seed)
-            for i, text in zip(idx, self._generate_batch([encoded[i] for i in idx], max_new_tokens, stop, sample)):
-                results[i] = text
-            bar.update(len(idx))
-        bar.close()
-        return results
+        return texts
 
     def generate(self, prompts: Sequence[str], *, max_new_tokens: int = 256, stop: Sequence[str] | None = None,
                  temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None) -> list[str]:
         """Complete each prompt (greedy unless ``temperature`` > 0); text is cut before the first stop string."""
-        room = max(1, self.max_length - max_new_tokens)
-        encoded = self._encode_prompts(prompts, self.add_bos_token, room)
-        return self._generate_ids(encoded, max_new_tokens=max_new_tokens, stop=stop, temperature=temperature,
-                                  top_p=top_p, seed=seed, desc="generate")
+        return self._generate_ids(prompts, self.add_bos_token, max_new_tokens=max_new_tokens, stop=stop,
+                                  temperature=temperature, top_p=top_p, seed=seed, desc="generate")
 
     def render_chat(self, messages: list[dict[str, str]]) -> str:
         """The prompt text of one conversation under the tokenizer's chat template (generation prompt added)."""
@@ -229,11 +183,9 @@ class LocalModel:
              temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
              stop: Sequence[str] | None = None) -> list[str]:
         """One assistant reply per conversation, through the tokenizer's chat template."""
-        room = max(1, self.max_length - max_new_tokens)
         # The rendered template already starts with BOS where the model wants one.
-        encoded = self._encode_prompts([self.render_chat(m) for m in messages_list], False, room)
-        return self._generate_ids(encoded, max_new_tokens=max_new_tokens, stop=stop, temperature=temperature,
-                                  top_p=top_p, seed=seed, desc="chat")
+        return self._generate_ids([self.render_chat(m) for m in messages_list], False, max_new_tokens=max_new_tokens,
+                                  stop=stop, temperature=temperature, top_p=top_p, seed=seed, desc="chat")
 
     def __repr__(self) -> str:
         return (f"LocalModel({self.name!r}, dtype={self.identity['dtype']}, device={self.device}, "

@@ -1,8 +1,12 @@
-"""Stop strings, as lm-evaluation-harness's ``generate_until`` applies them: keep the text before the first stop."""
+"""Stop strings, as lm-evaluation-harness's ``generate_until`` applies them: keep the text before the first stop.
+
+``cut_at_stop`` cuts a finished text (every engine, local or served, uses it last); ``StopScanner`` tells the local
+engine, token by token, when a row's text has reached a stop string, decoding only the newest tokens.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 
 def cut_at_stop(text: str, stop: Sequence[str] | str | None) -> str:
@@ -14,3 +18,32 @@ def cut_at_stop(text: str, stop: Sequence[str] | str | None) -> str:
         return text
     stops = [stop] if isinstance(stop, str) else list(stop)
     return text[: min((i for i in (text.find(s) for s in stops if s) if i >= 0), default=len(text))]
+
+
+class StopScanner:
+    """Whether the text of a growing token list contains a stop string, checked on the newest tokens only.
+
+    A stop string of ``b`` UTF-8 bytes that is completed by the newest token lies within the last ``b`` tokens
+    (every token that is not skipped adds at least one byte), so decoding a window of ``b + 4`` tokens finds it
+    across token boundaries; the window's first characters may be a cut multi-byte character (decoded as U+FFFD,
+    never part of a stop string). A hit in the window is confirmed on the whole decoded text, so a row never stops
+    early (a stop that has slid out of the window is not reported again: the engine stops at the first hit); a
+    missed hit only costs more tokens, since the text is cut with :func:`cut_at_stop` at the end anyway.
+    Hand-written because transformers' ``StopStringCriteria`` preprocesses the whole vocabulary (262k tokens for
+    Gemma 3) for every new set of stop strings.
+    """
+
+    def __init__(self, decode: Callable[[list[int]], str], stop: Sequence[str] | str | None) -> None:
+        self.decode = decode
+        self.stops = [s for s in ([stop] if isinstance(stop, str) else list(stop or [])) if s]
+        self.window = max((len(s.encode("utf-8")) for s in self.stops), default=0) + 4
+
+    def hit(self, tokens: list[int]) -> bool:
+        """Whether ``tokens`` (the generated tokens so far) decode to a text holding a stop string."""
+        if not self.stops:
+            return False
+        tail = self.decode(tokens[-self.window :])
+        if not any(s in tail for s in self.stops):
+            return False
+        text = self.decode(tokens)
+        return any(s in text for s in self.stops)

@@ -179,7 +179,7 @@ def run_generation(
     max_new_tokens: int = PAPER_MAX_NEW_TOKENS,
     max_prompt_tokens: int | None = PAPER_MAX_PROMPT_TOKENS,
     greedy: bool = False,
-    batch_size: int = 8,
+    batch_size: int | None = None,
     progress: bool = True,
 ) -> pd.DataFrame:
     """Generate one reply per item with the paper's settings and store each as it finishes; reruns resume.
@@ -195,7 +195,8 @@ def run_generation(
         top_p, seed, max_new_tokens: sampling settings (paper: 1.0, 42, 3000).
         max_prompt_tokens: cap of the chat-formatted prompt for local models (paper: 3000; None: no cap).
         greedy: decode greedily (temperature 0) instead of the paper's sampling.
-        batch_size: conversations per ``chat`` call; results are stored after each call.
+        batch_size: conversations per ``chat`` call; results are stored after each call (None: the model's
+            ``concurrency``, the rows a local model decodes together or an API model's requests in flight, else 8).
         progress: show a tqdm bar.
 
     Returns:
@@ -214,6 +215,7 @@ def run_generation(
     with RunStore.open(model.name, BENCHMARK, config, model_identity=identity,
                        data_files=[str(p) for p in df.attrs.get("files", [])], prompt_templates=_templates(df, prompts),
                        outputs=outputs, legacy_configs=[legacy_config(config)]) as store:  # fmt: skip
+        batch_size = batch_size or getattr(model, "concurrency", None) or 8
         return _generate_all(model, df, store, config, prompts, batch_size, progress)
 
 

@@ -1,0 +1,43 @@
+"""lm-evaluation-harness 0.4.13's ``HFLM.generate_until`` on given prompts, timed (run inside the lm-eval venv).
+
+Usage: ``python lmeval_generate.py MODEL_DIR BATCH_SIZE IN.json OUT.json``. IN holds ``{"prompts": [...],
+"until": [...], "max_gen_toks": N}``; OUT gets the texts in prompt order, the seconds inside ``generate_until``
+(tokenization included, model loading excluded) and the token positions each ``model.generate`` call computed
+(rows x (context width + new tokens - 1): padding and finished rows included).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from lm_eval.api.instance import Instance
+from lm_eval.models.huggingface import HFLM
+
+
+def main() -> None:
+    model_dir, bs, src, dst = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    spec = json.loads(open(src, encoding="utf-8").read())
+    lm = HFLM(pretrained=model_dir, dtype="float32", device="cpu", batch_size=bs, add_bos_token=False)
+    computed = []
+    original = lm._model_generate
+
+    def counted(context, *args, **kwargs):
+        out = original(context, *args, **kwargs)
+        computed.append(int(out.shape[0]) * (int(out.shape[1]) - 1))
+        return out
+
+    lm._model_generate = counted
+    gen = {"until": list(spec["until"]), "max_gen_toks": int(spec["max_gen_toks"]), "do_sample": False}
+    reqs = [Instance(request_type="generate_until", doc={}, arguments=(p, dict(gen)), idx=0)
+            for p in spec["prompts"]]  # fmt: skip
+    t0 = time.perf_counter()
+    texts = lm.generate_until(reqs, disable_tqdm=True)
+    seconds = time.perf_counter() - t0
+    json.dump({"texts": texts, "seconds": seconds, "computed_positions": sum(computed), "batch_size": bs},
+              open(dst, "w", encoding="utf-8"), ensure_ascii=False)
+
+
+if __name__ == "__main__":
+    main()
