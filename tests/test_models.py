@@ -91,12 +91,16 @@ def test_gemma_chat_template_renders_turns(tiny_local_model):
     assert len(replies) == 1 and isinstance(replies[0], str)
 
 
-def test_generation_bos_follows_add_bos_token(tiny_llama):
+def test_generation_bos_follows_add_bos_token(tiny_llama, monkeypatch):
+    import thai_eval_utils.core.local_model as local_model
+
     model, tok = tiny_llama
-    with_bos = LocalModel(model, tok, name="t", add_bos_token=True)
-    without = LocalModel(model, tok, name="t", add_bos_token=False)
-    assert with_bos._encode_prompts(["สวัสดี"], True, 100)[0][0] == tok.bos_token_id
-    assert without._encode_prompts(["สวัสดี"], False, 100)[0][0] != tok.bos_token_id
+    fed = []  # the token ids LocalModel.generate hands the engine
+    monkeypatch.setattr(local_model, "generate", lambda hf, t, encoded, **kw: (fed.append(encoded), ([""] * len(encoded), None))[1])
+    LocalModel(model, tok, name="t", add_bos_token=True).generate(["สวัสดี"], max_new_tokens=4)
+    LocalModel(model, tok, name="t", add_bos_token=False).generate(["สวัสดี"], max_new_tokens=4)
+    assert fed[0][0][0] == tok.bos_token_id
+    assert fed[1][0][0] != tok.bos_token_id and fed[1][0] == fed[0][0][1:]
 
 
 def _fake_gguf_env(monkeypatch, tmp_path, tiny_gemma3, fail_on_save=False):
