@@ -40,11 +40,12 @@ TORCH = "torch==2.13.0"  # first, so pip takes the on-disk CPU wheel
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "TOKENIZERS_PARALLELISM": "false"}
 
-# setting -> (thai-eval task, shots)
+# setting -> (thai-eval task, shots); "longanswer0" runs on generated data (see long_answer_root)
 SETTINGS = {
     "arc25": ("th_arc", 25), "arc5": ("th_arc", 5), "hellaswag10": ("th_hellaswag", 10), "mmlu5": ("th_mmlu", 5),
-    "truthfulqa0": ("th_truthfulqa", 0), "winogrande5": ("th_winogrande", 5),
+    "truthfulqa0": ("th_truthfulqa", 0), "winogrande5": ("th_winogrande", 5), "longanswer0": ("th_arc", 0),
 }
+LONG_ANSWER = WORK / "long-answer"  # the generated data of the "longanswer0" setting
 YAML = """task: {name}
 dataset_path: json
 dataset_name: null
@@ -128,6 +129,44 @@ def tiny_model_dir() -> Path:
 
 
 # --- requests -----------------------------------------------------------------------------------------------
+def long_answer_root() -> Path:
+    """The data of the "longanswer0" setting (issue 24: short contexts, long answers), generated from the shipped
+    samples: the 12 Thai ARC test questions, 0-shot (contexts of a few dozen tokens), each with 5 choices cut
+    from other shipped Thai texts (HellaSwag contexts and endings, TruthfulQA answers, ARC questions) to 25-90
+    characters (about 8-30 Gemma 3 tokens). The answer key is kept as is: the setting measures speed and parity,
+    its accuracy means nothing. Deterministic (seed 0); rewritten on every call."""
+    import random
+
+    def rows(path: Path) -> list[dict]:
+        return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+    arc = DATA / "th_arc_challenge"
+    pool = [r["question"] for r in rows(arc / "th_arc_challenge_validation.jsonl")]
+    for r in rows(DATA / "th_hellaswag" / "th_hellaswag_validation.jsonl"):
+        pool += [r["ctx"], *r["endings"]]
+    for r in rows(DATA / "th_truthfulqa" / "th_truthfulqa_validation.jsonl"):
+        pool += r["mc2_targets"]["choices"]
+    pool = sorted({" ".join(t.split()) for t in pool if len(t.strip()) >= 25})
+    rng = random.Random(0)
+    out = LONG_ANSWER / "h6" / "th_arc_challenge"
+    out.mkdir(parents=True, exist_ok=True)
+    docs = []
+    for r in rows(arc / "th_arc_challenge_test.jsonl"):
+        texts = [t[:rng.randint(25, 90)].strip() for t in rng.sample(pool, 5)]
+        docs.append({**r, "choices": {"text": texts, "label": list("ABCDE")},
+                     "answerKey": r["answerKey"] if r["answerKey"] in "ABCDE" else "A"})
+    (out / "th_arc_challenge_test.jsonl").write_text(
+        "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
+    (out / "th_arc_challenge_validation.jsonl").write_text(
+        (arc / "th_arc_challenge_validation.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
+    return LONG_ANSWER
+
+
+def data_root(setting: str) -> Path:
+    """The data folder (holding ``h6/``) of a setting: the shipped samples, or generated data."""
+    return long_answer_root() if setting == "longanswer0" else DATA.parent
+
+
 class _Recording:
     """Wraps a LocalModel: records every ``loglikelihood`` request and the seconds spent inside the calls."""
 
@@ -158,7 +197,7 @@ def evaluate_setting(local, setting: str, outputs: Path) -> dict:
     shutil.rmtree(outputs, ignore_errors=True)
     rec = _Recording(local)
     t0 = time.perf_counter()
-    res = evaluate(rec, task, DATA.parent, replace(LEADERBOARD, num_fewshot=shots), chunk_size=1_000_000,
+    res = evaluate(rec, task, data_root(setting), replace(LEADERBOARD, num_fewshot=shots), chunk_size=1_000_000,
                    outputs=outputs, progress=False)
     wall = time.perf_counter() - t0
     table = res.table.sort_values("doc")
@@ -314,7 +353,7 @@ def doc_metrics(setting: str, docs: list[int], doc_lls: list[list[float]]) -> li
     from thai_eval_utils.h6.data import load_h6_task
 
     spec = h6_tasks.get_task(SETTINGS[setting][0])
-    data = load_h6_task(DATA.parent, spec.name)
+    data = load_h6_task(data_root(setting), spec.name)
     return [{k: float(v) for k, v in h6_tasks.process_results(spec, data.docs[d], lls).items() if k in spec.metrics}
             for d, lls in zip(docs, doc_lls)]
 

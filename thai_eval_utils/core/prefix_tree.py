@@ -137,12 +137,40 @@ def build_tree(seqs: list[tuple[int, ...]]) -> tuple[Node, list[Node]]:
 
 # --- model pieces -----------------------------------------------------------------------------------------------
 class Head:
-    """The output layer on selected hidden states: lm_head, final logit soft-capping, float32 log_softmax."""
+    """The output layer on selected hidden states: lm_head, final logit soft-capping, float32 log_softmax.
+
+    One output-layer matmul and one ``log_softmax`` per ``self.rows`` scored rows, written into two buffers
+    allocated once per engine call: on the CPU a fresh 128 MiB tensor per chunk costs as much as the
+    ``log_softmax`` itself (its pages are mapped and zeroed anew; measured: docs/benchmarks.md, issue 24).
+    """
 
     def __init__(self, model):
         self.proj = model.get_output_embeddings()
         self.softcap = getattr(model.config.get_text_config(), "final_logit_softcapping", None)
         self.rows = max(1, HEAD_BYTES // (4 * self.proj.weight.shape[0]))
+        # a plain bias-free Linear without accelerate hooks can write its logits into a reused buffer
+        self.plain = (type(self.proj) is torch.nn.Linear and self.proj.bias is None
+                      and not hasattr(self.proj, "_hf_hook"))
+        self.buffers: dict[str, torch.Tensor] = {}
+
+    def _buffer(self, name: str, rows: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        """A [rows, vocab] view of a buffer kept for the next chunks (grown when a call needs more rows)."""
+        buf = self.buffers.get(name)
+        if buf is None or buf.shape[0] < rows or buf.dtype != dtype or buf.device != device:
+            buf = self.buffers[name] = torch.empty(rows, self.proj.weight.shape[0], dtype=dtype, device=device)
+        return buf[:rows]
+
+    def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Soft-capped logits [rows, vocab] of ``hidden`` [rows, hidden] in the model's dtype (a buffer view)."""
+        w = self.proj.weight
+        hooked = self.proj._forward_hooks or self.proj._forward_pre_hooks  # e.g. tests counting its rows
+        if self.plain and not hooked:
+            logits = torch.mm(hidden.to(w.device), w.t(), out=self._buffer("logits", len(hidden), w.dtype, w.device))
+        else:
+            logits = self.proj(hidden.to(w.device))
+        if self.softcap:  # in place: the same operations as tanh(logits / cap) * cap
+            logits.div_(self.softcap).tanh_().mul_(self.softcap)
+        return logits
 
     def __call__(self, hidden: torch.Tensor, rows: torch.Tensor, targets: torch.Tensor):
         """Log-probability of ``targets[k]`` and whether it is the argmax, at ``hidden[rows[k]]``; each row of
@@ -150,10 +178,9 @@ class Head:
         lp = torch.empty(len(rows), dtype=torch.float32)
         greedy = torch.empty(len(rows), dtype=torch.bool)
         for s in range(0, len(hidden), self.rows):
-            logits = self.proj(hidden[s:s + self.rows].to(self.proj.weight.device))
-            if self.softcap:
-                logits = torch.tanh(logits / self.softcap) * self.softcap
-            logp = torch.log_softmax(logits.float(), dim=-1)
+            logits = self._logits(hidden[s:s + self.rows])
+            out = self._buffer("logp", len(logits), torch.float32, logits.device)
+            logp = torch.log_softmax(logits.float(), dim=-1, out=out)
             sel = ((rows >= s) & (rows < s + self.rows)).nonzero()[:, 0]
             r, t = (rows[sel] - s).to(logp.device), targets[sel].to(logp.device)
             lp[sel] = logp[r, t].cpu()
