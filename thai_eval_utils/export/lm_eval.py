@@ -28,9 +28,10 @@ from typing import Any
 
 from thai_eval_utils import __version__
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.core.provenance import redact, sha256_file
+from thai_eval_utils.core.provenance import redact
 from thai_eval_utils.export.stored import StoredRun
-from thai_eval_utils.h6 import H6Protocol, document_requests, load_h6_task
+from thai_eval_utils.h6 import H6Protocol, document_requests
+from thai_eval_utils.h6.data import H6TaskData, find_run_data, run_data_roots
 from thai_eval_utils.h6 import tasks as T
 
 #: thai-eval metric -> (lm-eval metric, filter) per task kind; GSM8K's two matches are lm-eval's two filters.
@@ -38,7 +39,6 @@ GSM8K_METRICS = {"exact_match": ("exact_match", "strict-match"), "flexible_match
 #: GSM8K filter -> the stored field holding the filtered answer.
 GSM8K_FILTERED = {"strict-match": "strict", "flexible-extract": "flexible"}
 #: Where the notebooks run (relative data paths in run cards are relative to it).
-_REPO = Path(__file__).resolve().parents[2]
 
 
 def hash_string(text: str) -> str:
@@ -69,35 +69,15 @@ def protocol_of(card: Mapping[str, Any]) -> H6Protocol:
     return H6Protocol(**options)
 
 
-def _data_roots(card: Mapping[str, Any], data: str | Path | None) -> list[Path]:
-    """Candidate Thai-H6 data folders: ``data``, the folder the card's data paths name (as given, from the repo
-    root, from the notebooks' folder), and the shipped samples."""
-    roots: list[Path] = [Path(data)] if data else []
-    for name in card.get("data_files") or {}:
-        parts = Path(name).parts
-        if "h6" in parts:
-            root = Path(*parts[: parts.index("h6")]) if parts.index("h6") else Path(".")
-            roots += [root, _REPO / root, _REPO / "notebooks" / root]
-    return [*roots, _REPO / "data" / "thai_h6"]
-
-
-def _task_data(run: StoredRun, data: str | Path | None):
+def _task_data(run: StoredRun, data: str | Path | None) -> H6TaskData:
     """The task's data whose file hashes are the run card's (the data the run scored), else an error."""
-    want = sorted(set((run.card.get("data_files") or {}).values()))
-    tried = []
-    for root in _data_roots(run.card, data):
-        if not root.is_dir() or root in tried:
-            continue
-        tried.append(root)
-        try:
-            loaded = load_h6_task(root, run.task)
-        except (ThaiEvalDataError, FileNotFoundError, ValueError):
-            continue
-        if not want or sorted(sha256_file(p) for p in loaded.files) == want:
-            return loaded
-    raise ThaiEvalDataError(f"no data with the hashes recorded for {run.benchmark} (tried {[str(t) for t in tried]}); "
-                            "pass --data with the Thai-H6 folder the run scored", path=run.dir / "run_card.json",
-                            field="data_files")
+    loaded = find_run_data(run.card, run.task, [data] if data else [])
+    if loaded is None:
+        tried = [str(t) for t in run_data_roots(run.card, [data] if data else [])]
+        raise ThaiEvalDataError(f"no data with the hashes recorded for {run.benchmark} (tried {tried}); pass --data "
+                                "with the Thai-H6 folder the run scored", path=run.dir / "run_card.json",
+                                field="data_files")
+    return loaded
 
 
 def _documents(run: StoredRun, data: str | Path | None) -> dict[int, Any]:

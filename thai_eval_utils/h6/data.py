@@ -8,12 +8,13 @@ before anything is returned. Thai text is returned exactly as stored (never Unic
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
+from thai_eval_utils.core.provenance import sha256_file
 from thai_eval_utils.core.records import (
     SUPPORTED_SUFFIXES,
     find_data_file,
@@ -245,3 +246,34 @@ def load_h6_task(source: str | Path, task: str) -> H6TaskData:
         pool += by_subject[subject]
         files += [doc_path, pool_path]
     return H6TaskData(task, docs, pool, by_subject, files, str(source))
+
+
+_REPO = Path(__file__).resolve().parents[2]
+
+
+def run_data_roots(card: Mapping[str, Any], roots: Sequence[str | Path] = ()) -> list[Path]:
+    """Folders that may hold the Thai-H6 data a run card names: ``roots`` first, then the folder above each data
+    path's ``h6/`` (as written, from the repository root, from ``notebooks/``), then the shipped samples."""
+    found: list[Path] = [Path(r) for r in roots]
+    for name in card.get("data_files") or {}:
+        parts = Path(name).parts
+        if "h6" in parts:
+            root = Path(*parts[: parts.index("h6")]) if parts.index("h6") else Path(".")
+            found += [root, _REPO / root, _REPO / "notebooks" / root]
+    found.append(_REPO / "data" / "thai_h6")
+    return list(dict.fromkeys(p for p in found if p.is_dir()))
+
+
+def find_run_data(card: Mapping[str, Any], task: str, roots: Sequence[str | Path] = ()) -> H6TaskData | None:
+    """The task's data whose files hash as the run card records (the data the run scored), from the first of
+    :func:`run_data_roots` that holds it; None when no folder does. A card that records no files accepts the first
+    loadable folder."""
+    want = sorted(set((card.get("data_files") or {}).values()))
+    for root in run_data_roots(card, roots):
+        try:
+            loaded = load_h6_task(root, task)
+        except (ThaiEvalDataError, FileNotFoundError, ValueError):
+            continue
+        if not want or sorted(sha256_file(p) for p in loaded.files) == want:
+            return loaded
+    return None

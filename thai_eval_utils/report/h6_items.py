@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from thai_eval_utils.compare.load import RunRef
-from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.core.provenance import sha256_file, sha256_text
+from thai_eval_utils.core.provenance import sha256_text
 from thai_eval_utils.h6 import tasks as T
-from thai_eval_utils.h6.data import H6TaskData, load_h6_task
+from thai_eval_utils.h6.data import find_run_data
 from thai_eval_utils.h6.evaluation import record_gold
 
 #: Per-record fields that pick the model's choice for each headline metric.
@@ -38,35 +37,17 @@ class H6Data:
     exact_templates: bool = True
 
 
-def _candidate_folders(run: RunRef, data_dir: Path | None) -> list[Path]:
-    """Where the run's data may be: the folder the run card's files were read from, then ``data_dir/thai_h6``."""
-    out = []
-    for p in (run.card.get("data_files") or {}):
-        path = Path(p)
-        for parent in path.parents:
-            if (parent / "h6").is_dir():
-                out.append(parent)
-                break
-    if data_dir is not None:
-        out.append(Path(data_dir) / "thai_h6")
-    return list(dict.fromkeys(p for p in out if p.is_dir()))
-
-
 def load_run_data(run: RunRef, data_dir: Path | None) -> H6Data:
     """The data a Thai-H6 run was made on, when some folder holds exactly its files (by SHA-256)."""
     spec = T.get_task(run.benchmark.split("/")[-1])
     wanted = sorted((run.card.get("data_files") or {}).values())
     if not wanted:
         return H6Data(None, missing="the run was made on documents passed in memory: no data files to read")
-    for folder in _candidate_folders(run, data_dir):
-        try:
-            data: H6TaskData = load_h6_task(folder, spec.name)
-        except (ThaiEvalDataError, FileNotFoundError):
-            continue
-        if sorted(sha256_file(p) for p in data.files) == wanted:
-            templates = T.templates_for(spec, (run.card.get("config") or {}).get("templates"))
-            exact = {k: sha256_text(v) for k, v in templates.items()} == (run.card.get("prompt_template_sha256") or {})
-            return H6Data(list(data.docs), spec.pool_of(data), templates, exact_templates=exact)
+    data = find_run_data(run.card, spec.name, [Path(data_dir) / "thai_h6"] if data_dir is not None else [])
+    if data is not None:
+        templates = T.templates_for(spec, (run.card.get("config") or {}).get("templates"))
+        exact = {k: sha256_text(v) for k, v in templates.items()} == (run.card.get("prompt_template_sha256") or {})
+        return H6Data(list(data.docs), spec.pool_of(data), templates, exact_templates=exact)
     return H6Data(None, missing="the run's data files are not at hand (no folder with files of the hashes in its "
                                 "run card): question, choices and gold come from the records only")
 
