@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 from transformers import DynamicCache, LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
+from thai_eval_utils.core.prompt_lookup import PromptLookup
 from thai_eval_utils.core.stops import StopScanner, cut_at_stop
 
 #: KV-cache budget on a CPU (bytes): the cache of the rows in flight, worst case (every row reaching max_new_tokens)
@@ -36,6 +37,8 @@ CPU_KV_BUDGET = 2 * 1024**3
 GPU_KV_SHARE = 0.5
 #: rows decoded together at most (CPU: past ~16 rows a decode step's matmuls gain little on a few cores)
 CPU_MAX_ROWS, GPU_MAX_ROWS = 16, 128
+#: draft tokens a greedy row may verify in one decode step (prompt lookup); 0 turns drafting off
+DRAFT_TOKENS = 4
 #: top_k transformers applies when sampling and the model's generation config sets none (its documented default)
 HF_DEFAULT_TOP_K = 50
 
@@ -44,11 +47,15 @@ HF_DEFAULT_TOP_K = 50
 class GenerationStats:
     """Work one engine call did, in tokens: ``prompt_tokens`` prefilled, ``generated_tokens`` kept (EOS included),
     ``decode_row_steps`` rows computed by decode steps (each a token fed), ``steps`` decode forward calls,
-    ``peak_rows`` the widest decode batch, ``peak_kv_bytes`` the largest KV cache held."""
+    ``peak_rows`` the widest decode batch, ``peak_kv_bytes`` the largest KV cache held; with prompt-lookup drafts,
+    ``draft_positions`` the positions decode steps fed beyond each row's last token (drafts and their padding) and
+    ``draft_accepted`` the drafted tokens that equalled the greedy choice."""
 
     prompt_tokens: int = 0
     generated_tokens: int = 0
     decode_row_steps: int = 0
+    draft_positions: int = 0
+    draft_accepted: int = 0
     steps: int = 0
     peak_rows: int = 0
     peak_kv_bytes: int = 0
@@ -61,6 +68,7 @@ class _Row:
     index: int
     tokens: list[int] = field(default_factory=list)
     generator: torch.Generator | None = None
+    lookup: PromptLookup | None = None
 
 
 def encode_prompts(tokenizer: Any, prompts: Sequence[str], *, add_special_tokens: bool, room: int,
@@ -92,9 +100,14 @@ def _fit(t: torch.Tensor, length: int) -> torch.Tensor:
     return t[..., have - length :, :] if have >= length else F.pad(t, (0, 0, length - have, 0))
 
 
+def _sliding(layer: Any) -> bool:
+    """Whether a cache layer keeps only a sliding window of columns."""
+    return bool(getattr(layer, "is_sliding", False))
+
+
 def _span(layer: Any, frame: int) -> int:
     """Columns a cache layer holds for a frame of ``frame`` columns (a sliding layer keeps its window - 1)."""
-    return min(frame, layer.sliding_window - 1) if getattr(layer, "is_sliding", False) else frame
+    return min(frame, layer.sliding_window - 1) if _sliding(layer) else frame
 
 
 def _reframe(cache: DynamicCache, frame: int, other: DynamicCache | None = None) -> None:
@@ -147,13 +160,18 @@ class Engine:
 
     def __init__(self, hf_model: Any, tokenizer: Any, *, max_new_tokens: int, stop: Sequence[str] | None,
                  temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
-                 kv_budget: int | None = None, max_rows: int | None = None) -> None:
+                 kv_budget: int | None = None, max_rows: int | None = None,
+                 draft_tokens: int = DRAFT_TOKENS) -> None:
         self.model, self.tokenizer = hf_model, tokenizer
         self.device = next(hf_model.parameters()).device
         budget, rows = default_budget(self.device)
         self.kv_budget, self.max_rows = kv_budget or budget, max_rows or rows
         self.max_new_tokens, self.stop = int(max_new_tokens), stop
         self.sampler, self.seed = _sampler(hf_model, temperature, top_p), seed
+        self.draft_tokens = int(draft_tokens) if self.sampler is None else 0  # drafts keep greedy text only
+        # a step's positions must fit a sliding layer's kept window (window - 1), from which _realign rebuilds it
+        windows = [w - 1 for w in (getattr(self.model.config, "sliding_window", None),) if w]
+        self.draft_tokens = max(0, min([self.draft_tokens, *[w - 1 for w in windows]]))
         self.eos = eos_ids(hf_model, tokenizer)
         decode: Callable[[list[int]], str] = lambda ids: tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
         self.scanner = StopScanner(decode, stop)
@@ -179,22 +197,29 @@ class Engine:
             out.append(int(torch.multinomial(probs, 1, generator=row.generator)))
         return out
 
-    def _done(self, row: _Row) -> bool:
-        """Whether ``row`` ends after its newest token (EOS, ``max_new_tokens``, or a stop string)."""
-        return (row.tokens[-1] in self.eos or len(row.tokens) >= self.max_new_tokens
-                or self.scanner.hit(row.tokens))  # fmt: skip
+    def _accept(self, row: _Row, tokens: Sequence[int]) -> bool:
+        """Append ``tokens`` to ``row`` one at a time until it ends (EOS, ``max_new_tokens``, or a stop string:
+        the tokens after that are dropped, as one-token steps would never have made them); whether it ended."""
+        for token in tokens:
+            row.tokens.append(token)
+            if token in self.eos or len(row.tokens) >= self.max_new_tokens or self.scanner.hit(row.tokens):
+                return True
+        if row.lookup is not None:
+            row.lookup.extend(tokens)
+        return False
 
-    def _prefill(self, index: int, ids: list[int]) -> tuple[_Row, DynamicCache]:
-        """Prefill one prompt alone; its row holds the first generated token."""
+    def _prefill(self, index: int, ids: list[int]) -> tuple[_Row, DynamicCache, bool]:
+        """Prefill one prompt alone; its row holds the first generated token (and whether that ended it)."""
         row = _Row(index)
         if self.sampler is not None and self.seed is not None:
             row.generator = torch.Generator(device=self.device).manual_seed(int(self.seed))
+        if self.draft_tokens:
+            row.lookup = PromptLookup(ids)
         cache = DynamicCache(config=self.model.config)
         out = self.model(input_ids=torch.tensor([ids], device=self.device), cache=cache, use_cache=True,
                          logits_to_keep=1)  # fmt: skip
-        row.tokens.append(self._choose(out.logits[:, -1, :].float(), [row])[0])
         self.stats.prompt_tokens += len(ids)
-        return row, cache
+        return row, cache, self._accept(row, self._choose(out.logits[:, -1, :].float(), [row]))
 
     def _admit(self, row: _Row, cache: DynamicCache, length: int) -> None:
         """Add a prefilled row to the decode batch (the frame widens when the row is longer than it)."""
@@ -232,17 +257,64 @@ class Engine:
         worst = max(self.frame, length) + self.max_new_tokens
         return len(self.rows) < self.max_rows and _kv_bytes(self.cache, len(self.rows) + 1, worst) <= self.kv_budget
 
-    def _step(self) -> None:
-        """One decode step of every row in the batch; finished rows leave it."""
-        self.mask = F.pad(self.mask, (0, 1), value=1)
-        last = torch.tensor([[r.tokens[-1]] for r in self.rows], device=self.device)
-        out = self.model(input_ids=last, attention_mask=self.mask, position_ids=self.pos[:, None],
-                         cache=self.cache, use_cache=True, logits_to_keep=1)  # fmt: skip
-        self.pos = self.pos + 1
+    def _drafts(self) -> list[list[int]]:
+        """Each row's prompt-lookup draft, no longer than its remaining new tokens allow."""
+        if not self.draft_tokens:
+            return [[] for _ in self.rows]
+        return [r.lookup.draft(min(self.draft_tokens, self.max_new_tokens - len(r.tokens) - 1)) for r in self.rows]
+
+    def _step(self) -> list[bool]:
+        """One decode step of every row: its last token and its draft (padded to the widest draft) in one forward
+        call; a row keeps the greedy token after its last one and, while the draft equals the greedy choice, the
+        tokens after those. Whether each row ended."""
+        drafts = self._drafts()
+        width = 1 + max(map(len, drafts))  # positions fed per row
+        fed = [[r.tokens[-1], *d, *[r.tokens[-1]] * (width - 1 - len(d))] for r, d in zip(self.rows, drafts)]
+        real = torch.tensor([[1] * (1 + len(d)) + [0] * (width - 1 - len(d)) for d in drafts], device=self.device)
+        self.mask = torch.cat([self.mask, real], dim=1)  # (rows, frame + width); a row's padding positions masked
+        before = [(layer.keys, layer.values) for layer in self.cache.layers] if width > 1 else []
+        out = self.model(input_ids=torch.tensor(fed, device=self.device), attention_mask=self.mask,
+                         position_ids=self.pos[:, None] + torch.arange(width, device=self.device),
+                         cache=self.cache, use_cache=True, logits_to_keep=width)  # fmt: skip
         self.stats.steps += 1
         self.stats.decode_row_steps += len(self.rows)
-        for row, token in zip(self.rows, self._choose(out.logits[:, -1, :].float(), self.rows)):
-            row.tokens.append(token)
+        self.stats.draft_positions += len(self.rows) * (width - 1)
+        if width == 1:
+            self.pos = self.pos + 1
+            return [self._accept(r, [t]) for r, t in zip(self.rows, self._choose(out.logits[:, -1, :].float(), self.rows))]
+        greedy = out.logits.argmax(-1).tolist()  # (rows, width): the greedy token after each fed position
+        ended, kept = [], []
+        for row, draft, choice in zip(self.rows, drafts, greedy):
+            n = 0  # draft tokens that equal the greedy choice before them
+            while n < len(draft) and draft[n] == choice[n]:
+                n += 1
+            self.stats.draft_accepted += n
+            kept.append(n)
+            ended.append(self._accept(row, choice[: n + 1]))
+        self._realign(before, width, kept)
+        return ended
+
+    def _realign(self, before: list[tuple[torch.Tensor, torch.Tensor]], width: int, kept: list[int]) -> None:
+        """After a step that fed ``width`` positions per row, keep each row's last token and its ``kept`` right
+        draft tokens in the cache, right-aligned again: a row shifts right by the positions it drops (the frame's
+        new leading columns are padding), so every row stays contiguous and sliding windows stay exact."""
+        shift = torch.tensor([width - 1 - n for n in kept], device=self.device)
+        self.pos = self.pos + 1 + torch.tensor(kept, device=self.device)
+        columns = self.mask.shape[1]
+        source = torch.arange(columns, device=self.device)[None, :] - shift[:, None]  # (rows, columns)
+        self.mask = torch.where(source >= 0, self.mask.gather(1, source.clamp(min=0)), 0)
+        for layer, (keys, values) in zip(self.cache.layers, before):
+            # the layer's states over the whole frame: a sliding layer kept only its window, so rebuild from before
+            full_k = torch.cat([keys, layer.keys[..., -width:, :]], dim=-2) if _sliding(layer) else layer.keys
+            full_v = torch.cat([values, layer.values[..., -width:, :]], dim=-2) if _sliding(layer) else layer.values
+            index = (source.clamp(min=0) - (columns - full_k.shape[-2])).clamp(min=0)  # frame column -> tensor column
+            index = index[:, None, :, None].expand(-1, full_k.shape[1], -1, full_k.shape[-1])
+            layer.keys, layer.values = full_k.gather(2, index), full_v.gather(2, index)
+        _reframe(self.cache, columns)
+        lead = int(self.mask.any(0).long().argmax())
+        if lead:
+            self.mask = self.mask[:, lead:]
+            _reframe(self.cache, self.frame)
 
     @torch.inference_mode()
     def run(self, prompts: Sequence[list[int]], *, progress: bool = True, desc: str = "generate") -> list[str]:
@@ -262,8 +334,8 @@ class Engine:
         while queue or self.rows:
             while queue and self._fits(len(prompts[queue[0]])):
                 i = queue.pop(0)
-                row, cache = self._prefill(i, prompts[i])
-                if self._done(row):
+                row, cache, ended = self._prefill(i, prompts[i])
+                if ended:
                     finish(row)
                 else:
                     self._admit(row, cache, len(prompts[i]))
@@ -271,10 +343,9 @@ class Engine:
                 continue
             self.stats.peak_rows = max(self.stats.peak_rows, len(self.rows))
             self.stats.peak_kv_bytes = max(self.stats.peak_kv_bytes, _kv_bytes(self.cache, len(self.rows), self.frame))
-            self._step()
             keep = []
-            for i, row in enumerate(self.rows):
-                if self._done(row):
+            for i, (row, ended) in enumerate(zip(self.rows, self._step())):
+                if ended:
                     finish(row)
                 else:
                     keep.append(i)
@@ -286,9 +357,10 @@ class Engine:
 
 def generate(hf_model: Any, tokenizer: Any, prompts: Sequence[list[int]], *, max_new_tokens: int,
              stop: Sequence[str] | None = None, temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
-             kv_budget: int | None = None, max_rows: int | None = None, progress: bool = True,
-             desc: str = "generate") -> tuple[list[str], GenerationStats]:
+             kv_budget: int | None = None, max_rows: int | None = None, draft_tokens: int = DRAFT_TOKENS,
+             progress: bool = True, desc: str = "generate") -> tuple[list[str], GenerationStats]:
     """Generate from token-id prompts with :class:`Engine`; (texts in order, the work done)."""
     engine = Engine(hf_model, tokenizer, max_new_tokens=max_new_tokens, stop=stop, temperature=temperature,
-                    top_p=top_p, seed=seed, kv_budget=kv_budget, max_rows=max_rows)  # fmt: skip
+                    top_p=top_p, seed=seed, kv_budget=kv_budget, max_rows=max_rows,
+                    draft_tokens=draft_tokens)  # fmt: skip
     return engine.run(prompts, progress=progress, desc=desc), engine.stats
