@@ -125,7 +125,8 @@ def readme(command: str) -> str:
             f"--model_args pretrained=<embedded Gemma 3 270M>,dtype=float32,add_bos_token=False --device cpu "
             f"--batch_size 1 --limit {LIMIT} --seed 0,1234,1234,1234 --log_samples --output_path ...`) on "
             f"lm-eval's own task files pointed at `data/thai_h6/h6`: {shots}, the first {LIMIT} documents each. "
-            "Only machine-specific values (paths, environment dump, timings) were replaced by `<...>` placeholders. "
+            "Only machine-specific values (local paths, torch's environment dump `pretty_env_info`) were replaced by `<...>` "
+            "placeholders; every key and every other value is as lm-eval wrote it. "
             "`tests/test_export_lmeval_parity.py` compares thai-eval's `export --format lm-eval` of the same items "
             "against these files.\n")
 
