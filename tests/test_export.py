@@ -84,7 +84,7 @@ def test_lm_eval_schema_and_numbers(outputs, tmp_path):
     built = {d.index: d for d in h6.document_requests("th_arc", DATA, limit=2)}
     assert [s["doc_id"] for s in lines] == [0, 1]
     for s in lines:
-        assert SAMPLE_KEYS <= set(s) and s["filter"] == "none" and s["metrics"] == ["acc_norm", "acc", "acc_bytes"]
+        assert SAMPLE_KEYS <= set(s) and s["filter"] == "none" and s["metrics"] == ["acc", "acc_norm", "acc_bytes"]
         rec, req = stored[s["doc_id"]], built[s["doc_id"]].requests
         assert s["arguments"] == {f"gen_args_{i}": {"arg_0": c, "arg_1": x} for i, (c, x) in enumerate(req.requests)}
         assert s["resps"] == [[[str(ll), str(g)]] for ll, g in zip(rec["lls"], rec["is_greedy"])]

@@ -14,6 +14,13 @@ and ``exact_match,flexible-extract`` (lm-eval's gsm8k filter names), each with i
 standard error). Task names are thai-eval's (``th_arc`` ... ``th_gsm8k``): lm-eval 0.4.13 ships no Thai-H6 task.
 ``arguments`` are rebuilt from the data and the run's protocol (:func:`thai_eval_utils.h6.document_requests`) and
 checked against the stored ``prompt_sha256``; ``doc`` is the stored one when the record has it, else the data's.
+
+Checked against files lm-eval 0.4.13 itself wrote for the same items (``tests/data/lmeval_written/``, made by
+``benchmarks/lmeval_results_fixture.py``; ``tests/test_export_lmeval_parity.py``): the same keys, targets,
+arguments and hashes, log-likelihoods and metrics to float32 noise. Where lm-eval's task defines them so, this
+module follows it: Winogrande's ``target`` is the text after the blank (lm-eval's ``doc_to_target``), HellaSwag's
+``doc`` carries ``query``/``choices``/``gold`` (lm-eval's ``process_docs``), so ``doc_hash`` and ``task_hashes``
+equal lm-eval's for the same items.
 """
 
 from __future__ import annotations
@@ -31,14 +38,19 @@ from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.provenance import redact
 from thai_eval_utils.export.stored import StoredRun
 from thai_eval_utils.h6 import H6Protocol, document_requests
-from thai_eval_utils.h6.data import H6TaskData, find_run_data, run_data_roots
+from thai_eval_utils.h6.data import H6_TASKS, H6TaskData, find_run_data, run_data_roots
 from thai_eval_utils.h6 import tasks as T
 
 #: thai-eval metric -> (lm-eval metric, filter) per task kind; GSM8K's two matches are lm-eval's two filters.
 GSM8K_METRICS = {"exact_match": ("exact_match", "strict-match"), "flexible_match": ("exact_match", "flexible-extract")}
 #: GSM8K filter -> the stored field holding the filtered answer.
 GSM8K_FILTERED = {"strict-match": "strict", "flexible-extract": "flexible"}
-#: Where the notebooks run (relative data paths in run cards are relative to it).
+#: lm-eval's order of multiple-choice metrics (``ConfigurableTask.process_results``); others keep thai-eval's order.
+METRIC_ORDER = ("acc", "f1", "mcc", "acc_norm", "acc_bytes", "exact_match")
+#: Results keys of an lm-eval run that thai-eval's Thai-H6 runs set the same way: no system instruction, no chat
+#: template (Thai-H6 prompts are sent as plain text; a chat-only API model's server template is not seen).
+PLAIN_PROMPT_KEYS = ("system_instruction", "system_instruction_sha", "fewshot_as_multiturn", "chat_template",
+                     "chat_template_sha")
 
 
 def hash_string(text: str) -> str:
@@ -93,12 +105,28 @@ def _documents(run: StoredRun, data: str | Path | None) -> dict[int, Any]:
 
 def _target(spec: T.TaskSpec, doc: Mapping[str, Any]) -> str:
     """lm-eval's ``doc_to_target`` as text: the gold choice index, TruthfulQA's 0 (the MC1 target first), GSM8K's
-    answer."""
+    answer, Winogrande's sentence after the blank (lm-eval's ``preprocess_winogrande.doc_to_target``)."""
     if isinstance(spec, T.GenerationTask):
         return str(doc.get("answer", ""))
     if isinstance(spec, T.TruthfulQATask):
         return "0"
+    if isinstance(spec, T.WinograndeTask):
+        return spec.target(doc)
     return str(T.gold(spec, doc))
+
+
+def lm_eval_doc(spec: T.TaskSpec, doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The document as lm-eval logs it: HellaSwag's with the ``query``, ``choices`` and ``gold`` columns its
+    ``process_docs`` adds (built by thai-eval's own HellaSwag prompt code, the same text), others as loaded."""
+    if spec.name != "th_hellaswag" or not isinstance(spec, T.ChoiceTask):
+        return dict(doc)
+    return {**doc, "query": spec.text(doc, T.templates_for(spec)), "choices": spec.choices(doc), "gold": spec.gold(doc)}
+
+
+def ordered_metrics(names: Sequence[str]) -> list[str]:
+    """``names`` in lm-eval's order (:data:`METRIC_ORDER` first), the rest in their own order after."""
+    known = [m for m in METRIC_ORDER if m in names]
+    return known + [m for m in names if m not in known]
 
 
 def _metric_key(spec: T.TaskSpec, metric: str) -> tuple[str, str]:
@@ -131,42 +159,81 @@ def samples(run: StoredRun, data: str | Path | None = None) -> list[dict[str, An
         if built is None or built.requests.sha256 != rec.get("prompt_sha256"):
             raise ThaiEvalDataError(f"{run.benchmark} doc {doc_index(rec)}: the rebuilt prompt differs from the stored "
                                     "one (other data or protocol)", path=run.dir / "items.jsonl", field="prompt_sha256")
-        doc = stored_doc(rec) or built.doc
+        doc = lm_eval_doc(spec, stored_doc(rec) or built.doc)
         target = _target(spec, doc)
         common = {"doc_id": doc_index(rec), "doc": doc, "target": target}
-        hashes = {"doc_hash": hash_string(json.dumps(doc, indent=2, ensure_ascii=False, default=str)),
-                  "target_hash": hash_string(target)}
+        doc_hash = hash_string(json.dumps(doc, indent=2, ensure_ascii=False, default=str))
         if isinstance(spec, T.GenerationTask):
             gen_kwargs = {"until": list(protocol.gsm8k_stops), "max_gen_toks": protocol.max_new_tokens,
                           "do_sample": False, "temperature": 0.0}
             for metric, (name, filt) in GSM8K_METRICS.items():
                 out.append({**common, "arguments": {"gen_args_0": {"arg_0": built.requests.prompt, "arg_1": gen_kwargs}},
                             "resps": [[str(rec.get("generation", ""))]], "filtered_resps": [str(rec.get(GSM8K_FILTERED[filt]))],
-                            "filter": filt, "metrics": [name], **hashes, "prompt_hash": hash_string(built.requests.prompt),
+                            "filter": filt, "metrics": [name], "doc_hash": doc_hash,
+                            "prompt_hash": hash_string(built.requests.prompt), "target_hash": hash_string(target),
                             name: float(rec[metric]), "thai_eval": stamp})  # fmt: skip
             continue
         pairs = built.requests.requests
         resps = [[[str(float(ll)), str(bool(g))]] for ll, g in zip(rec["lls"], rec["is_greedy"])]
-        metrics = {m: float(rec[m]) for m in spec.metrics if m in rec}
+        metrics = {m: float(rec[m]) for m in ordered_metrics(spec.metrics) if m in rec}
         out.append({**common, "arguments": {f"gen_args_{i}": {"arg_0": c, "arg_1": x} for i, (c, x) in enumerate(pairs)},
                     "resps": resps, "filtered_resps": [r[0] for r in resps], "filter": "none", "metrics": list(metrics),
-                    **hashes, "prompt_hash": hash_string(pairs[0][0]), **metrics, "thai_eval": stamp})  # fmt: skip
+                    "doc_hash": doc_hash, "prompt_hash": hash_string(pairs[0][0]), "target_hash": hash_string(target),
+                    **metrics, "thai_eval": stamp})  # fmt: skip
     return out
 
 
 def task_results(run: StoredRun) -> dict[str, Any]:
-    """The task's ``results`` entry: alias, ``<metric>,<filter>`` and ``<metric>_stderr,<filter>`` from the stored
-    scores (the headline first), ``sample_len``."""
+    """The task's ``results`` entry as lm-eval orders it: name, alias, ``sample_len``, then ``<metric>,<filter>``
+    and ``<metric>_stderr,<filter>`` from the stored scores (MMLU's acc_macro / acc_micro too)."""
     spec = T.get_task(run.task)
-    entry: dict[str, Any] = {"alias": spec.name}
-    for metric, score in (run.summary.get("scores") or {}).items():  # MMLU's acc_macro / acc_micro too
+    entry: dict[str, Any] = {"name": spec.name, "alias": spec.name, "sample_len": int(run.summary.get("n", 0))}
+    scores = run.summary.get("scores") or {}
+    for metric in ordered_metrics(list(scores)):
         if isinstance(spec, T.GenerationTask) and metric not in GSM8K_METRICS:
             continue
         name, filt = _metric_key(spec, metric)
-        entry[f"{name},{filt}"] = score["value"]
-        entry[f"{name}_stderr,{filt}"] = "N/A" if score.get("stderr") is None else score["stderr"]
-    entry["sample_len"] = int(run.summary.get("n", 0))
+        entry[f"{name},{filt}"] = scores[metric]["value"]
+        entry[f"{name}_stderr,{filt}"] = "N/A" if scores[metric].get("stderr") is None else scores[metric]["stderr"]
     return entry
+
+
+def fewshot_split(run: StoredRun) -> str | None:
+    """The split the run's few-shot examples came from (the first of the task's candidates among its data files)."""
+    *_, candidates = H6_TASKS[T.get_task(run.task).name]
+    stems = [Path(str(f)).stem for f in (run.card.get("data_files") or {})]
+    return next((c for c in candidates if any(s.endswith(f"_{c}") or s == c for s in stems)), None)
+
+
+def task_config(run: StoredRun) -> dict[str, Any]:
+    """The task's ``configs`` entry: lm-eval's fields that mean the same for a Thai-H6 run (splits, shots,
+    delimiters, sampler, metrics), plus the protocol under ``metadata``."""
+    spec = T.get_task(run.task)
+    cfg = run.card.get("config") or {}
+    split = fewshot_split(run)
+    metrics = [k.split(",")[0] for k in task_results(run) if "," in k and "_stderr," not in k]
+    return redact({
+        "task": spec.name, "dataset_path": run.summary.get("source"), "test_split": H6_TASKS[spec.name][1],
+        "fewshot_split": split, "description": T.templates_for(spec).get("description", ""),
+        "target_delimiter": " ", "fewshot_delimiter": "\n\n",
+        "fewshot_config": {"sampler": "first_n" if spec.shots == "first_n" else "default", "split": split},
+        "num_fewshot": cfg.get("num_fewshot"),
+        "metric_list": [{"metric": m, "aggregation": "mean", "higher_is_better": True} for m in metrics],
+        "output_type": "generate_until" if isinstance(spec, T.GenerationTask) else "multiple_choice", "repeats": 1,
+        "metadata": {"version": __version__, "thai_eval_protocol": cfg},
+    })  # fmt: skip
+
+
+def evaluation_seconds(runs: Sequence[StoredRun]) -> str | None:
+    """lm-eval's ``total_evaluation_time_seconds`` (a string): the runs' summed time from run card creation to
+    finish (a resumed run counts its pauses), None when a card lacks the times."""
+    total = 0.0
+    for run in runs:
+        start, end = run.card.get("created_at"), run.card.get("finished_at")
+        if not (start and end):
+            return None
+        total += (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+    return str(total)
 
 
 def results_document(runs: Sequence[StoredRun], task_samples: Mapping[str, list[dict[str, Any]]], when: datetime) -> dict[str, Any]:
@@ -179,10 +246,7 @@ def results_document(runs: Sequence[StoredRun], task_samples: Mapping[str, list[
         cfg = run.card.get("config") or {}
         results[spec.name] = task_results(run)
         signatures[spec.name] = run.signature()
-        configs[spec.name] = redact({"task": spec.name, "output_type": "generate_until" if isinstance(spec, T.GenerationTask)
-                                     else "multiple_choice", "num_fewshot": cfg.get("num_fewshot"),
-                                     "target_delimiter": " ", "fewshot_delimiter": "\n\n",
-                                     "metadata": {"version": __version__, "thai_eval_protocol": cfg}})
+        configs[spec.name] = task_config(run)
         versions[spec.name] = __version__
         nshot[spec.name] = int(cfg.get("num_fewshot") or 0)
         better[spec.name] = {k.split(",")[0]: True for k in results[spec.name] if "," in k and "_stderr," not in k}
@@ -193,17 +257,24 @@ def results_document(runs: Sequence[StoredRun], task_samples: Mapping[str, list[
     task_hashes = {t: hash_string("".join(s["doc_hash"] + s["prompt_hash"] + s["target_hash"] for s in lines
                                           if s.get("filter") in ("none", "strict-match")))
                    for t, lines in task_samples.items()}
+    dtype = identity.get("dtype")
     return {
-        "results": results, "group_subtasks": {t: [] for t in results}, "configs": configs, "versions": versions,
+        # group_subtasks: lm-eval 0.4.13 lists groups only, and the exported Thai-H6 tasks form none
+        "results": results, "group_subtasks": {}, "configs": configs, "versions": versions,
         "n-shot": nshot, "higher_is_better": better, "n-samples": nsamples,
-        "config": {"model": "thai-eval", "model_args": identity, "batch_size": None, "batch_sizes": [],
-                   "device": identity.get("device"), "use_cache": None, "limit": max(limits) if limits else None,
-                   "bootstrap_iters": 0, "gen_kwargs": None,
+        "config": {"model": "thai-eval", "model_args": identity, "model_dtype": f"torch.{dtype}" if dtype else None,
+                   "batch_size": None, "batch_sizes": [], "device": identity.get("device"), "use_cache": None,
+                   "limit": max(limits) if limits else None, "bootstrap_iters": 0, "gen_kwargs": None,
+                   # Thai-H6 seeds no global generator (greedy, no sampling): lm-eval's None means "left unset"
+                   "random_seed": None, "numpy_seed": None, "torch_seed": None,
                    "fewshot_seed": next((r.card.get("config", {}).get("fewshot_seed") for r in runs), None)},
-        "git_hash": None, "date": when.replace(tzinfo=timezone.utc).timestamp() if when.tzinfo is None else when.timestamp(),
+        "git_hash": None, "upper_git_hash": None,
+        "date": when.replace(tzinfo=timezone.utc).timestamp() if when.tzinfo is None else when.timestamp(),
         "lm_eval_version": None, "transformers_version": (runs[0].card.get("package_versions") or {}).get("transformers"),
+        "max_length": identity.get("max_length"), "task_hashes": task_hashes,
         "model_source": "thai-eval", "model_name": model, "model_name_sanitized": sanitize_model_name(model),
-        "task_hashes": task_hashes, "thai_eval": {"producer": f"thai-eval {__version__}", "tasks": signatures},
+        **dict.fromkeys(PLAIN_PROMPT_KEYS), "total_evaluation_time_seconds": evaluation_seconds(runs),
+        "thai_eval": {"producer": f"thai-eval {__version__}", "tasks": signatures},
     }  # fmt: skip
 
 
