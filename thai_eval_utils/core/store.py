@@ -245,10 +245,8 @@ class RunStore:
             legacy_configs: the same settings as older versions of thai-eval wrote them (e.g. under old key
                 names). When no run has ``config`` yet but one was stored under a legacy config, that run folder
                 is renamed to the new config id (its card records ``migrated_from``) and resumed.
-            legacy_nan_fields: record fields in which an older version wrote NaN for "none" (the ThaiCLI judge
-                wrote its ``items.jsonl`` past the store until issue 23, with NaN for the served model of an
-                unjudged item): such records are rewritten once, with null there, when the run is opened
-                (:meth:`migrate_legacy_nan`); a NaN anywhere else still makes the line a damaged one.
+            legacy_nan_fields: fields where an older version wrote NaN for "none" (the ThaiCLI judge before
+                issue 23): null there from the run's opening on (:meth:`migrate_legacy_nan`).
 
         Raises:
             RunLockedError: another process has this run open (the message names the folder and its pid).
