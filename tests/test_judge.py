@@ -151,6 +151,12 @@ judge_answers(frame([f"k{{i}}" for i in range(40)]), judge, model_name="m", outp
 """
 
 
+def stored_lines(tmp_path: Path) -> list[dict]:
+    """The records of the judging run's ``items.jsonl`` (the one run under ``tmp_path``), in file order."""
+    paths = list((tmp_path / "runs").rglob("items.jsonl")) if (tmp_path / "runs").exists() else []
+    return [json.loads(x) for p in paths for x in p.read_bytes().splitlines() if x.endswith(b"}")]
+
+
 def test_killed_run_resumes_without_losing_or_repeating(tmp_path):
     cache_path = tmp_path / "cache" / "thaicli_judgements.jsonl"
     first = PerAnswerScript(default=Slow(0.05, Reply("<score>3</score>")))
@@ -160,7 +166,7 @@ def test_killed_run_resumes_without_losing_or_repeating(tmp_path):
         try:
             deadline = time.monotonic() + 120  # wait for progress, not a timing assertion
             while time.monotonic() < deadline and child.poll() is None:
-                if cache_path.exists() and cache_path.read_bytes().count(b"\n") >= 6:
+                if len(stored_lines(tmp_path)) >= 6:  # judgements reach the run's store as they finish
                     break
                 time.sleep(0.02)
             assert child.poll() is None, child.stderr.read().decode()
@@ -168,16 +174,20 @@ def test_killed_run_resumes_without_losing_or_repeating(tmp_path):
         finally:
             child.wait()
             child.stderr.close()
-    cached = {r["key"] for r in JudgementCache(cache_path)}
-    assert 6 <= len(cached) < 40
+    stored = [r["judgement_key"] for r in stored_lines(tmp_path)]
+    assert 6 <= len(stored) < 40 and len(set(stored)) == len(stored)  # each judgement stored once
+    assert not cache_path.exists()  # the shared cache is filled when a run finishes: resume reads the store
     second = PerAnswerScript(default=Reply("<score>3</score>"))
     df = frame([f"k{i}" for i in range(40)])
     with FakeOpenAIServer(second) as srv2:
         res = run(df, srv2, tmp_path)
-    assert srv2.n_chat_calls == 40 - len(cached)  # none repeated
-    judged_before = set(res.items.loc[res.items["judgement_key"].isin(cached), "answer"])
+    assert srv2.n_chat_calls == 40 - len(stored)  # none repeated
+    judged_before = set(res.items.loc[res.items["judgement_key"].isin(stored), "answer"])
     assert judged_before.isdisjoint(second.calls)  # nothing judged twice
     assert res.n_unjudged == 0 and res.items["score"].tolist() == [3.0] * 40  # nothing lost
+    lines = stored_lines(tmp_path)  # the store holds each judgement once, in item order, and so does the cache
+    assert [r["id"] for r in lines] == df["id"].tolist() and len({r["key"] for r in lines}) == 40
+    assert {r["key"] for r in JudgementCache(cache_path)} == set(res.items["judgement_key"])
 
 
 WRITER = """

@@ -9,7 +9,7 @@ import fcntl
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -93,10 +93,16 @@ def _write_failed(path: Path, exc: OSError) -> StoreWriteError:
 def write_json_atomic(path: Path, obj: Any) -> None:
     """Write ``obj`` to ``path`` as standard JSON through a temporary file and a rename (never half a file);
     non-finite numbers become null (:func:`finite_or_null`)."""
+    write_text_atomic(path, dumps_standard(finite_or_null(obj), indent=2) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file, an fsync and a rename: a crash at any point leaves the
+    old file or the new one whole, never half of one; a failure names the file."""
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(dumps_standard(finite_or_null(obj), indent=2) + "\n")
+            fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -109,7 +115,8 @@ def write_json_atomic(path: Path, obj: Any) -> None:
 
 
 def append_line(path: Path, line: str) -> None:
-    """Append one whole line under the file's exclusive ``flock``, flushed and fsynced; a failure names the file."""
+    """Append whole lines (``line``: one or more, each ending in a newline) under the file's exclusive ``flock``
+    with one write loop and one fsync; a failure names the file."""
     data = line.encode("utf-8")
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -139,6 +146,25 @@ def read_json_file(path: Path, what: str, fix: str) -> Any:
         return json.loads(data.decode("utf-8"), parse_constant=lambda name: None)
     except (UnicodeDecodeError, ValueError) as exc:
         raise ThaiEvalDataError(f"{what} is damaged ({type(exc).__name__}: {str(exc)[:120]}); {fix}", path=path) from None
+
+
+def null_legacy_non_finite(line: bytes, fields: Sequence[str]) -> bytes | None:
+    """``line`` (a record of ``items.jsonl``) rewritten as standard JSON with the NaN or infinity of its top-level
+    ``fields`` as null, when those were its only non-standard values (as an earlier version wrote "none" there);
+    None when the line needs no change or is not such a record (it is then reported when read)."""
+    try:
+        loads_standard(line.decode("utf-8"))
+        return None
+    except (UnicodeDecodeError, ValueError):
+        pass
+    try:
+        rec = json.loads(line.decode("utf-8"), parse_constant=lambda name: math.nan)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(rec, dict):
+        return None
+    fixed = {k: None if k in fields and isinstance(v, float) and not math.isfinite(v) else v for k, v in rec.items()}
+    return None if first_non_finite(fixed) is not None else (dumps_standard(fixed) + "\n").encode("utf-8")
 
 
 def parse_record(path: Path, lineno: int, line: bytes) -> dict[str, Any]:

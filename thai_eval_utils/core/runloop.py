@@ -4,11 +4,19 @@ A benchmark passes only what differs: its items, a key per item (stable across r
 turns a batch of items into one record per item. The loop appends every record to the :class:`RunStore`
 (flushed and fsynced) before it starts the next batch, so a run killed at any point loses at most the batch
 in flight and a rerun computes only what is missing.
+
+:func:`run_items_async` is the same loop for a call made per item on an event loop (the ThaiCLI judge: many
+requests in flight, each item finishing on its own): every item is prepared, called and finished as a task, and
+its record is appended as soon as it finishes (in group commits on a writer thread, so the event loop never
+waits on the disk); a run killed at any point loses only the calls in flight.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import asyncio
+import queue
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -27,12 +35,14 @@ class RunOutcome(Generic[Item]):
     ``records`` maps every item's key to its stored record (old and new; items whose batch failed are absent),
     ``computed`` counts the items computed in this pass, and ``failed`` maps the key of each item whose batch
     raised one of the ``tolerate`` errors to the error's text (those items stay unfinished; a rerun retries them).
+    ``fatal`` is the error that ended a :func:`run_items_async` pass early (None when it ran to the end).
     """
 
     keys: list[str]
     records: dict[str, Record]
     computed: int = 0
     failed: dict[str, str] = field(default_factory=dict)
+    fatal: BaseException | None = None
 
     def in_order(self) -> list[Record]:
         """The records of the finished items, in item order."""
@@ -43,6 +53,21 @@ def batches(indices: Sequence[int], size: int) -> list[list[int]]:
     """``indices`` cut into consecutive batches of at most ``size`` (at least 1)."""
     size = max(1, int(size))
     return [list(indices[i : i + size]) for i in range(0, len(indices), size)]
+
+
+def _pending(store: RunStore, items: Sequence[Item], key: Callable[[Item], str],
+             fields: Mapping[str, type | tuple[type, ...]] | None,
+             done: Callable[[Record], bool] | None = None) -> tuple[list[str], dict[str, Record], list[int]]:
+    """The items' keys, the stored records that count as finished (``done``, default all) and the indices of the
+    items to compute (the first item of each key without a finished record)."""
+    keys = [key(item) for item in items]
+    records = {k: r for k, r in store.completed(fields).items() if done is None or done(r)}
+    todo, queued = [], set()
+    for i, k in enumerate(keys):
+        if k not in records and k not in queued:
+            queued.add(k)
+            todo.append(i)
+    return keys, records, todo
 
 
 def run_items(
@@ -82,13 +107,7 @@ def run_items(
     Returns:
         The :class:`RunOutcome`.
     """
-    keys = [key(item) for item in items]
-    records = dict(store.completed(fields))
-    todo, queued = [], set()
-    for i, k in enumerate(keys):
-        if k not in records and k not in queued:
-            queued.add(k)
-            todo.append(i)
+    keys, records, todo = _pending(store, items, key, fields)
     outcome: RunOutcome[Item] = RunOutcome(keys, records)
     bar = tqdm(total=len(keys), initial=len(keys) - len(todo), desc=desc, unit="item", disable=not progress)
     try:
@@ -110,3 +129,116 @@ def run_items(
     finally:
         bar.close()
     return outcome
+
+
+class StoreWriter:
+    """Appends records to a store on a background thread, in group commits (:meth:`RunStore.append_many`: one
+    fsync per batch), so an event loop never blocks on the disk. :meth:`close` writes everything put before it
+    and re-raises the first write error (a failed write stops the writing: what follows it is not appended)."""
+
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
+        self.queue: queue.SimpleQueue[tuple[str, Mapping[str, Any]] | None] = queue.SimpleQueue()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._loop, name="thai-eval-store-writer", daemon=True)
+        self.thread.start()
+
+    def put(self, key: str, record: Mapping[str, Any]) -> None:
+        """Queue one finished item's record."""
+        self.queue.put((key, record))
+
+    def _loop(self) -> None:
+        done = False
+        while not done:
+            batch = [self.queue.get()]
+            while not self.queue.empty():
+                batch.append(self.queue.get())
+            done = None in batch
+            try:
+                if self.error is None:
+                    self.store.append_many([entry for entry in batch if entry is not None])
+            except BaseException as exc:  # noqa: BLE001 - re-raised by close()
+                self.error = exc
+
+    def close(self) -> None:
+        """Write every queued record, stop the thread, re-raise a write error."""
+        self.queue.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+
+async def run_items_async(
+    store: RunStore,
+    items: Sequence[Item],
+    key: Callable[[Item], str],
+    call: Callable[[Any], Awaitable[Any]],
+    *,
+    prepare: Callable[[Item], Any] | None = None,
+    finish: Callable[[Item, Any], Mapping[str, Any]] | None = None,
+    done: Callable[[Record], bool] | None = None,
+    desc: str,
+    progress: bool = True,
+    tolerate: tuple[type[BaseException], ...] = (),
+    fatal: tuple[type[BaseException], ...] = (),
+    describe: Callable[[BaseException], str] = str,
+) -> RunOutcome[Item]:
+    """:func:`run_items` for one awaited call per item: the items the store lacks are prepared, called and
+    finished concurrently (``finish(item, await call(prepare(item)))``, all started at once: ``call`` bounds what
+    is in flight, e.g. through a client's semaphore), and each record is appended as soon as its item finishes.
+
+    Args:
+        call: the model call of one prepared item (a coroutine function).
+        prepare: an item -> the call's input (default: the item).
+        finish: (item, the call's output) -> the item's record (default: the output).
+        done: which stored records count as finished (default: all; e.g. not a record of a failed item).
+        tolerate: errors of one item that leave it unfinished (recorded in ``failed``) while the others go on.
+        fatal: errors that end the run (checked before ``tolerate``): the items in flight are cancelled, every
+            finished record is written, and the first such error is returned as ``outcome.fatal`` (the caller
+            writes what it must, e.g. a summary, then raises it).
+        store, items, key, desc, progress, describe: as for :func:`run_items` (duplicate keys are called once).
+
+    Returns:
+        The :class:`RunOutcome`.
+    """
+    keys, records, todo = _pending(store, items, key, None, done)
+    outcome: RunOutcome[Item] = RunOutcome(keys, records)
+    bar = tqdm(total=len(keys), initial=len(keys) - len(todo), desc=desc, unit="item", disable=not progress)
+
+    async def one(i: int) -> None:
+        item = items[i]
+        try:
+            output = await call(prepare(item) if prepare else item)
+            rec = dict(finish(item, output) if finish else output)
+        except fatal:
+            raise
+        except tolerate as exc:
+            outcome.failed[keys[i]] = describe(exc)
+        else:
+            writer.put(keys[i], rec)
+            records[keys[i]] = {"key": keys[i], **rec}
+            outcome.computed += 1
+        bar.update(1)
+
+    writer = StoreWriter(store)
+    try:
+        outcome.fatal = await _gather([one(i) for i in todo], fatal)
+    finally:
+        writer.close()  # every finished record is on disk before returning or raising
+        bar.close()
+    return outcome
+
+
+async def _gather(coros: list[Coroutine[Any, Any, None]], fatal: tuple[type[BaseException], ...]) -> BaseException | None:
+    """Run ``coros`` together; on the first ``fatal`` error cancel the others and return it (None when all ended);
+    any other error is raised."""
+    try:
+        async with asyncio.TaskGroup() as group:
+            for coro in coros:
+                group.create_task(coro)
+    except BaseExceptionGroup as errors:  # the TaskGroup wraps the first fatal error
+        first = errors.subgroup(fatal) if fatal else None
+        if first is None:
+            raise
+        return first.exceptions[0]
+    return None

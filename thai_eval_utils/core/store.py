@@ -53,9 +53,11 @@ from thai_eval_utils.core.run_files import (
     check_record_fields,
     dumps_standard,
     first_non_finite,
+    null_legacy_non_finite,
     parse_record,
     read_json_file,
     write_json_atomic,
+    write_text_atomic,
 )
 
 #: Identity keys that say where or when a model ran, not what it is: recorded in the run card, never part of
@@ -182,7 +184,8 @@ def _migrate_same_settings(parent: Path, root: Path, config_id: str) -> str | No
 @dataclass
 class RunStore:
     """One run's folder. Use :meth:`open` (or ``with RunStore.open(...) as store``); then :meth:`completed`,
-    :meth:`append`, :meth:`write_summary`; :meth:`close` lets other processes write the run."""
+    :meth:`append` (:meth:`append_many`: a group commit), :meth:`write_summary`; :meth:`compact` rewrites the
+    items in a given order; :meth:`close` lets other processes write the run."""
 
     root: Path
     card: dict[str, Any]
@@ -227,6 +230,7 @@ class RunStore:
         prompt_templates: Mapping[str, str] | None = None,
         outputs: str | Path | None = None,
         legacy_configs: Sequence[Mapping[str, Any]] = (),
+        legacy_nan_fields: Sequence[str] = (),
     ) -> RunStore:
         """Open (create or resume) the run of ``model_name`` on ``benchmark`` with ``config``, as its one writer.
 
@@ -241,6 +245,8 @@ class RunStore:
             legacy_configs: the same settings as older versions of thai-eval wrote them (e.g. under old key
                 names). When no run has ``config`` yet but one was stored under a legacy config, that run folder
                 is renamed to the new config id (its card records ``migrated_from``) and resumed.
+            legacy_nan_fields: fields where an older version wrote NaN for "none" (the ThaiCLI judge before
+                issue 23): null there from the run's opening on (:meth:`migrate_legacy_nan`).
 
         Raises:
             RunLockedError: another process has this run open (the message names the folder and its pid).
@@ -278,6 +284,7 @@ class RunStore:
             card = cls._card(root, model_name, keyed, config_id, identity, data_hashes, template_hashes, migrated_from)
             store = cls(root=root, card=card)
             store.repair_tail()
+            store.migrate_legacy_nan(legacy_nan_fields)
         except BaseException:
             _release(lock_key)
             raise
@@ -343,6 +350,19 @@ class RunStore:
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
+    def migrate_legacy_nan(self, fields: Sequence[str]) -> int:
+        """Rewrite (atomically) the records of ``items.jsonl`` whose only non-standard values are NaN or
+        infinities in ``fields``, with null there (:func:`~.run_files.null_legacy_non_finite`); how many."""
+        if not fields or not self.items_path.exists():
+            return 0
+        lines = self.items_path.read_bytes().splitlines(keepends=True)
+        fixed = [null_legacy_non_finite(line, fields) for line in lines]
+        if not any(fixed):
+            return 0
+        text = b"".join(new or old for old, new in zip(lines, fixed)).decode("utf-8")
+        write_text_atomic(self.items_path, text)
+        return sum(1 for new in fixed if new)
+
     def _numbered_records(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """(0-based line number, record) of every stored record (:func:`~.run_files.parse_record`)."""
         if not self.items_path.exists():
@@ -374,13 +394,39 @@ class RunStore:
             NonFiniteRecordError: the record holds NaN or an infinity (nothing is written).
             StoreWriteError: the write failed (the message names the file).
         """
+        self.append_many([(key, record)])
+
+    def append_many(self, records: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """Append finished items, each as :meth:`append` does, under one lock, one write and one fsync (a group
+        commit: a crash keeps a whole prefix of them). A non-finite record refuses the lot before anything is
+        written (:class:`NonFiniteRecordError`)."""
+        lines = [self._line(key, record) for key, record in records]
+        if lines:
+            append_line(self.items_path, "".join(lines))
+
+    def _line(self, key: str, record: Mapping[str, Any]) -> str:
+        """The stored line of one item: redacted standard JSON, ``key`` first; NonFiniteRecordError otherwise."""
         rec = redact({"key": key, **record})
         bad = first_non_finite(rec)
         if bad is not None:
             raise NonFiniteRecordError(f"{self.items_path}: item {key!r}: field {bad} is not a finite number; a "
                                        "non-finite value is never stored (it is no valid score): the model call "
                                        "returned it, so nothing of this item was written")
-        append_line(self.items_path, dumps_standard(rec) + "\n")
+        return dumps_standard(rec) + "\n"
+
+    def compact(self, keys: Sequence[str]) -> None:
+        """Rewrite ``items.jsonl`` as the last stored record of each of ``keys``, in that order, atomically (a
+        crash leaves the old file or the new one): records superseded by a later one of the same key, and
+        records of keys not given, are dropped. For the run's one writer when no append is in flight (the
+        ThaiCLI judge calls it at the end of a run: its records are appended as they finish, in any order)."""
+        records = self.completed()
+        kept = [records[k] for k in dict.fromkeys(keys) if k in records]
+        write_text_atomic(self.items_path, "".join(dumps_standard(rec) + "\n" for rec in kept))
+
+    def shared_file(self, name: str) -> Path:
+        """``<outputs>/cache/<name>``: a file shared by every run of this run's outputs folder (the ThaiCLI
+        judgement cache, so that a judgement made for one run is reused by any run with the same texts)."""
+        return self.root.parents[len(self.card["benchmark"].split("/")) + 2] / "cache" / name
 
     def write_summary(self, summary: Mapping[str, Any]) -> None:
         """Write ``summary.json`` (atomically) and stamp the run card's finish time."""

@@ -2,8 +2,9 @@
 
 - ``answers``: the evaluated model answers every question (resumable).
 - ``judge_prompt``: the versioned judge prompt and the reply parser (``SCORE_PATTERN``, ``parse_judgement``).
-- ``judge``: the judging loop (16 attempts, then 0); ``scores``: the factoid / instruction / ThaiCLI scores.
-- ``judge_cache``: the append-only judgement cache.
+- ``judge``: judging as prepare, call, finish on the run loop and the store (16 attempts, then 0); ``scores``: the
+  factoid / instruction / ThaiCLI scores; ``judge_summary``: the judging run's summary and items table.
+- ``judge_cache``: the append-only judgement cache shared by the runs of an outputs folder.
 - ``judge_noise``: the judge's noise floor from repeated judgements (``judge_answers(..., repeats=k)``).
 - ``judge_order``: the effect of the order of the two references in the prompt (``judge_both_orders``).
 - ``judge_free``: the offline, judge-free log-likelihood variant.

@@ -9,8 +9,15 @@ the openai client, never count as one of those calls and never become a score: a
 failing stays unjudged and is reported (``n_unjudged``), and a rerun judges it. A malformed 200 reply (not
 JSON, no choices, null content: see :func:`~thai_eval_utils.core.openai_client.reply_problem`) is such a
 failed request. No failure aborts the run except a refused key, access or model (:data:`FATAL_ERRORS`), and
-even then the items already judged are written with the summary before :class:`JudgeError` is raised. Final judgements go to an
-append-only cache keyed by the texts, judge model, prompt hash and parameters, so a resumed run repeats none.
+even then the items already judged are written with the summary before :class:`JudgeError` is raised.
+
+Judging runs as every run does (:func:`judge_answers`): prepare (the judgements the run's store or the shared cache
+already hold are not asked for again), call (:func:`~thai_eval_utils.core.runloop.run_items_async`: requests in
+flight together, each final judgement appended to the run's ``items.jsonl`` through its
+:class:`~thai_eval_utils.core.store.RunStore` as it finishes, so a run killed at any point loses only the requests in
+flight and a rerun repeats none), finish (a record for every judgement, unjudged ones with the reason; the new
+judgements added to the append-only judgement cache in ``<outputs>/cache/``, keyed by the texts, judge model, prompt
+hash and parameters, which other runs with the same texts reuse; ``items.jsonl`` rewritten in item order).
 
 Issue 14: ``repeats=k`` judges every answer k times, repeat r with seed ``params.seed + r`` and its own cache key
 (repeat 0 keeps the key it always had), and the summary gains the judge's noise floor
@@ -20,11 +27,9 @@ in the prompt (its own template hash; the effect of the order: :mod:`~thai_eval_
 
 from __future__ import annotations
 
-import asyncio
 import datetime as _dt
-import json
 import math
-import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -39,18 +44,13 @@ from thai_eval_utils.core.openai_client import (
     ApiModel,
     ApiSession,
     describe_error,
-    estimate_cost,
     run_sync,
 )
 from thai_eval_utils.core.provenance import outputs_dir, redact
 from thai_eval_utils.core.records import is_blank
+from thai_eval_utils.core.runloop import RunOutcome, run_items_async
 from thai_eval_utils.core.store import RunStore
-from thai_eval_utils.thaicli.judge_cache import (
-    CacheWriter,
-    JudgementCache,
-    judgement_key,
-)
-from thai_eval_utils.thaicli.judge_noise import judge_noise
+from thai_eval_utils.thaicli.judge_cache import JudgementCache, is_final, judgement_key
 from thai_eval_utils.thaicli.judge_prompt import (
     FALLBACK_SCORE,
     MAX_JUDGE_CALLS,
@@ -63,6 +63,13 @@ from thai_eval_utils.thaicli.judge_prompt import (
     judge_template,
     parse_judgement,
 )
+from thai_eval_utils.thaicli.judge_summary import (
+    ANSWER_COLUMNS,
+    item_row,
+    judgement_part,
+    repeat_summary,
+    run_summary,
+)
 from thai_eval_utils.thaicli.scores import (  # noqa: F401 - SCORE_COLUMNS re-exported
     SCORE_COLUMNS,
     ThaiCLIScores,
@@ -72,7 +79,8 @@ from thai_eval_utils.thaicli.scores import (  # noqa: F401 - SCORE_COLUMNS re-ex
 
 #: Why an item whose answer is missing stays unjudged (never scored: the judge never saw an answer).
 NO_ANSWER = "no answer: the evaluated model's answer was not generated (rerun generate_answers)"
-_ANSWER_COLUMNS = ("id", "format", "theme", "question", "chosen", "rejected", "answer")
+#: The judgement cache's file in ``<outputs>/cache/`` (:meth:`RunStore.shared_file`).
+CACHE_NAME = "thaicli_judgements.jsonl"
 
 
 @dataclass(frozen=True)
@@ -148,7 +156,7 @@ def _not_generated(answers: pd.DataFrame) -> set[int]:
 def _check_answers(answers: pd.DataFrame) -> None:
     """Every column present, every text a string; question, chosen and rejected not empty (an empty answer is
     an answer: the judge scores it; a missing one, None or NaN, was not generated and stays unjudged)."""
-    missing = [c for c in _ANSWER_COLUMNS if c not in answers.columns]
+    missing = [c for c in ANSWER_COLUMNS if c not in answers.columns]
     if missing:
         raise ThaiEvalDataError(f"answers lack columns {missing}", field=missing[0])
     skip = {"answer": _not_generated(answers)}
@@ -173,19 +181,11 @@ def _check_repeats(answers: pd.DataFrame, repeats: int) -> None:
             raise ThaiEvalDataError(f"id {answers['id'].iloc[row]!r} appears twice; repeats need unique ids", row=row, field="id")
 
 
-def judge_answers(
-    answers: pd.DataFrame,
-    judge: ApiModel,
-    *,
-    model_name: str | None = None,
-    params: JudgeParams | None = None,
-    outputs: str | Path | None = None,
-    cache_path: str | Path | None = None,
-    progress: bool = True,
-    repeats: int = 1,
-    reference_order: ReferenceOrder = "chosen_first",
-) -> JudgeRun:
-    """Judge every answer, reusing cached judgements; record items, run card and summary.
+def judge_answers(answers: pd.DataFrame, judge: ApiModel, *, model_name: str | None = None,
+                  params: JudgeParams | None = None, outputs: str | Path | None = None,
+                  cache_path: str | Path | None = None, progress: bool = True, repeats: int = 1,
+                  reference_order: ReferenceOrder = "chosen_first") -> JudgeRun:  # fmt: skip
+    """Judge every answer (prepare, call, finish: see the module's docstring); record items, run card and summary.
 
     Args:
         answers: columns id, format, theme, question, chosen, rejected, answer (``generate_answers``).
@@ -195,215 +195,188 @@ def judge_answers(
         outputs: the outputs folder (default ``results.outputs_dir()``).
         cache_path: the judgement cache (default ``<outputs>/cache/thaicli_judgements.jsonl``).
         progress: show a tqdm bar.
-        repeats: judge every answer this many times, repeat r with seed ``params.seed + r`` (issue 14). The
-            items table has one row per (item, repeat) (columns ``repeat``, ``seed``); the scores average each
-            item over its judged repeats; ``summary["judge_noise"]`` holds the spread (k >= 2). More than 1 needs
-            unique ids. With temperature 0 a deterministic judge repeats itself; the spread then measures only
-            what the seed changes.
-        reference_order: ``"chosen_first"`` (the template as written) or ``"rejected_first"`` (the two references
-            swapped: another prompt, another hash, another run).
+        repeats: judge every answer this many times (issue 14: seeds, one row per (item, repeat), item means over
+            the judged repeats, ``summary["judge_noise"]``); more than 1 needs unique ids.
+        reference_order: ``"chosen_first"`` (the template as written) or ``"rejected_first"`` (swapped references:
+            another prompt, another hash, another run).
 
     Returns:
         A :class:`JudgeRun`; ``summary["n_unjudged"]`` counts judgements (item x repeat) whose requests kept failing.
 
     Raises:
-        JudgeError: the endpoint refused the key, the access or the model (no later call could succeed); the
-            items judged before it are written with the summary first.
+        JudgeError: the endpoint refused the key, the access or the model; what was judged before is written first.
         RunLockedError: another process is judging the same run (nothing is called twice).
     """
-    _check_answers(answers)
-    _check_repeats(answers, repeats)
-    template = judge_template(reference_order)
-    params = params or JudgeParams()
-    model_name = model_name or answers.attrs.get("model_name") or "unknown-model"
-    out = Path(outputs) if outputs is not None else outputs_dir()
-    cache = JudgementCache(cache_path or out / "cache" / "thaicli_judgements.jsonl")
-    plan = [(i, r) for i in range(len(answers)) for r in range(repeats)]  # one row per (item, repeat)
-    texts = list(answers[["question", "chosen", "rejected", "answer"]].itertuples(index=False, name=None))
-    keys = [
-        judgement_key(*texts[i], judge_model=judge.model_id, template_sha256=template.sha256,
-                      params=params.for_repeat(r).to_dict(), repeat=r)
-        for i, r in plan
-    ]  # fmt: skip
-    config = {"judge_model": judge.model_id, "judge_params": params.to_dict(), "answers_run": answers.attrs.get("config_id")}
-    if repeats != 1:  # the defaults add nothing, so runs made before repeats and orders existed keep resuming
-        config["repeats"] = repeats
-    if reference_order != "chosen_first":
-        config["reference_order"] = reference_order
-    store = RunStore.open(
-        model_name,
-        "thaicli/judge",
-        config,
-        model_identity=answers.attrs.get("model_identity") or {"name": model_name},
-        prompt_templates={template.version: template.text},
-        outputs=out,
-    )
-    todo: dict[str, tuple[int, int]] = {}  # key -> its first (row, repeat), in row order
-    errors: dict[str, str] = {}
-    ungenerated = _not_generated(answers)
-    for (i, r), k in zip(plan, keys):
-        if i in ungenerated:
-            errors[k] = NO_ANSWER
-        elif k not in cache and k not in todo:
-            todo[k] = (i, r)
-    usage_before = dict(judge.usage)
-    fatal: JudgeError | None = None
-    try:
-        if todo:
-            try:
-                _run_loop(answers, judge, params, template, cache, todo, errors, progress)
-            except JudgeError as exc:  # write what finished, then raise
-                fatal = exc
-        items = _items_frame(answers, plan, keys, params, template, cache, errors)
-        scores = thaicli_scores(items, signature=_signature(judge, params, template, repeats))
-        summary = _summary(items, keys, cache, judge, usage_before, len(todo), scores)
-        summary.update(redact(_repeat_summary(answers, items, params, template, repeats)))
-        if fatal is not None:
-            summary["fatal_error"] = str(fatal)
-        _write_items(store, items)
+    job = _job(answers, judge, params or JudgeParams(), judge_template(reference_order), repeats)
+    store = _open_run(job, model_name or answers.attrs.get("model_name") or "unknown-model", outputs)
+    try:  # prepare, call, finish: as every run, through the run's store
+        usage_before, cache = dict(judge.usage), JudgementCache(cache_path or store.shared_file(CACHE_NAME))
+        known, todo = _prepare(job, store, cache)
+        outcome = _call(job, store, todo, progress)
+        items = _finish(job, store, cache, known, outcome)
+        scores, summary = _summarise(job, items, known, usage_before, len(todo), outcome)
         store.write_summary(summary)
     finally:
         store.close()
-    if fatal is not None:
-        raise fatal
+    if outcome.fatal is not None:
+        raise outcome.fatal
     return JudgeRun(items=items, summary=summary, scores=scores, store=store)
 
 
-def _run_loop(answers, judge, params, template, cache, todo, errors, progress) -> None:  # type: ignore[no-untyped-def]
-    from tqdm.auto import tqdm
+@dataclass(frozen=True)
+class Judgement:
+    """One judgement of a run: answer row ``row``, repeat ``repeat``; ``key`` hashes what decides it
+    (:func:`~thai_eval_utils.thaicli.judge_cache.judgement_key`, the cache's key) and ``store_key`` is its key in
+    the run's ``items.jsonl`` (``<id>:<first 16 hex digits of key>``)."""
 
-    bar = tqdm(total=len(todo), desc=f"judging ({judge.model_id})", disable=not progress)
+    row: int
+    repeat: int
+    key: str
+    store_key: str
 
-    async def one(session: ApiSession, key: str, row: Any, repeat: int) -> None:
-        messages = template.messages(row["question"], row["chosen"], row["rejected"], row["answer"])
-        call_params = params.for_repeat(repeat)
-        try:
-            rec = await judge_one(session, messages, call_params)
-        except FATAL_ERRORS as exc:  # "from None": the chained original would print the server's raw text
-            raise JudgeError(f"judge {judge.model_id}: {describe_error(exc)}") from None
-        except (openai.APIError, ApiError) as exc:  # spent the client's retries: leave unjudged, never a score
-            errors[key] = describe_error(exc)
-            bar.update(1)
-            return
-        except Exception as exc:  # noqa: BLE001 - any other failure of one item leaves it unjudged, never the run
-            errors[key] = f"unexpected {describe_error(exc)}"
-            bar.update(1)
-            return
+
+@dataclass(frozen=True, eq=False)
+class _Job:
+    """What a judging run is: the checked answers, the judge, its settings and prompt, the repeats and the plan
+    (every judgement, one per (answer row, repeat), in row order)."""
+
+    answers: pd.DataFrame
+    judge: ApiModel
+    params: JudgeParams
+    template: JudgeTemplate
+    repeats: int
+    plan: list[Judgement]
+
+
+def _job(answers: pd.DataFrame, judge: ApiModel, params: JudgeParams, template: JudgeTemplate, repeats: int) -> _Job:
+    """Check the answers and repeats (before anything is opened or called) and plan the judgements."""
+    _check_answers(answers)
+    _check_repeats(answers, repeats)
+    texts = list(answers[["question", "chosen", "rejected", "answer"]].itertuples(index=False, name=None))
+    plan = []
+    for i, ident in enumerate(answers["id"]):
+        for r in range(repeats):
+            key = judgement_key(*texts[i], judge_model=judge.model_id, template_sha256=template.sha256,
+                                params=params.for_repeat(r).to_dict(), repeat=r)  # fmt: skip
+            plan.append(Judgement(i, r, key, f"{ident}:{key[:16]}"))
+    return _Job(answers, judge, params, template, repeats, plan)
+
+
+def _open_run(job: _Job, model_name: str, outputs: str | Path | None) -> RunStore:
+    """The judging run's store (its one writer: a second process is refused before any call)."""
+    config = {"judge_model": job.judge.model_id, "judge_params": job.params.to_dict(),
+              "answers_run": job.answers.attrs.get("config_id")}  # fmt: skip
+    if job.repeats != 1:  # the defaults add nothing, so runs made before repeats and orders existed keep resuming
+        config["repeats"] = job.repeats
+    if job.template.reference_order != "chosen_first":
+        config["reference_order"] = job.template.reference_order
+    return RunStore.open(model_name, "thaicli/judge", config, prompt_templates={job.template.version: job.template.text},
+                         model_identity=job.answers.attrs.get("model_identity") or {"name": model_name},
+                         outputs=Path(outputs) if outputs is not None else outputs_dir(),
+                         legacy_nan_fields=("served_model", "system_fingerprint"))  # fmt: skip
+
+
+def _merge(known: dict[str, dict[str, Any]], records: Iterable[Mapping[str, Any]]) -> None:
+    """Add the final ones of stored ``records`` to ``known`` (judgement key -> record), over what it holds (a record
+    stored by an older version lacks the reply and its tokens: the cache's record supplies them)."""
+    for rec in records:
+        if is_final(rec) and isinstance(rec.get("judgement_key"), str):
+            known[rec["judgement_key"]] = {**known.get(rec["judgement_key"], {}), **rec}
+
+
+def _prepare(job: _Job, store: RunStore, cache: JudgementCache) -> tuple[dict[str, dict[str, Any]], list[Judgement]]:
+    """The judgements made before (judgement key -> record, from the run's store and the shared cache) and the
+    judgements to ask for: the first of each key that neither holds, whose answer was generated."""
+    known = {r["key"]: dict(r) for r in cache}
+    _merge(known, store.completed().values())
+    ungenerated, todo, queued = _not_generated(job.answers), [], set()
+    for j in job.plan:
+        if j.key not in known and j.key not in queued and j.row not in ungenerated:
+            queued.add(j.key)
+            todo.append(j)
+    return known, todo
+
+
+def _call(job: _Job, store: RunStore, todo: list[Judgement], progress: bool) -> RunOutcome[Judgement]:
+    """Ask the judge for every judgement of ``todo`` (:func:`run_items_async`: each record stored as it finishes).
+    A failed request leaves its judgement unjudged (``outcome.failed``); a refused key, access or model ends the
+    run (``outcome.fatal``, a :class:`JudgeError`)."""
+    judge, template = job.judge, job.template
+
+    def prepare(j: Judgement) -> tuple[list[dict[str, str]], JudgeParams]:
+        row = job.answers.iloc[j.row]
+        return template.messages(row["question"], row["chosen"], row["rejected"], row["answer"]), job.params.for_repeat(j.repeat)
+
+    def finish(j: Judgement, rec: dict[str, Any]) -> dict[str, Any]:
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        rec = {"key": key, **rec, "judge_model": judge.model_id, "template": template.version,
-               "template_sha256": template.sha256, "params": call_params.to_dict(), "repeat": repeat,
-               "reference_order": template.reference_order, "judged_at": now}  # fmt: skip
-        writer.put(rec)
-        bar.update(1)
+        return _record(job, j, {**rec, "judge_model": judge.model_id, "template": template.version,
+                                "template_sha256": template.sha256, "params": job.params.for_repeat(j.repeat).to_dict(),
+                                "judged_at": now})  # fmt: skip
 
-    async def main() -> None:
-        async with judge.session() as session, asyncio.TaskGroup() as group:
-            for key, (i, r) in todo.items():
-                group.create_task(one(session, key, answers.iloc[i], r))
+    async def main() -> RunOutcome[Judgement]:
+        async with judge.session() as session:
 
-    writer = CacheWriter(cache)
-    try:
-        run_sync(main)
-    except BaseExceptionGroup as group:  # TaskGroup wraps the first fatal error
-        fatal = group.subgroup(JudgeError)
-        raise (fatal.exceptions[0] if fatal else group) from None
-    finally:
-        writer.close()  # every finished judgement is on disk before returning or raising
-        bar.close()
+            async def call(prepared: tuple[list[dict[str, str]], JudgeParams]) -> dict[str, Any]:
+                try:
+                    return await judge_one(session, *prepared)
+                except FATAL_ERRORS as exc:  # "from None": the chained original would print the server's raw text
+                    raise JudgeError(f"judge {judge.model_id}: {describe_error(exc)}") from None
+
+            return await run_items_async(store, todo, lambda j: j.store_key, call, prepare=prepare, finish=finish,
+                                         done=is_final, desc=f"judging ({judge.model_id})", progress=progress,
+                                         tolerate=(Exception,), fatal=(JudgeError,), describe=_describe)  # fmt: skip
+
+    return run_sync(main)
 
 
-def _items_frame(answers: pd.DataFrame, plan: list[tuple[int, int]], keys: list[str], params: JudgeParams,
-                 template: JudgeTemplate, cache: JudgementCache, errors: dict[str, str]) -> pd.DataFrame:  # fmt: skip
-    rows = []
-    for (i, r), key in zip(plan, keys, strict=True):
-        row = answers.iloc[i]
-        rec = cache.get(key) or {}
-        rows.append({
-            **{c: row[c] for c in _ANSWER_COLUMNS},
-            "repeat": r,
-            "seed": params.for_repeat(r).seed,
-            "reference_order": template.reference_order,
-            "score": rec.get("score", math.nan),
-            "status": rec.get("status", "unjudged"),
-            "attempts": rec.get("attempts", 0),
-            "parse_failures": rec.get("parse_failures", 0),
-            "explanation": rec.get("explanation", ""),
-            "last_judgement": (rec.get("raw_judgements") or [""])[-1],
-            "served_model": rec.get("served_model"),
-            "system_fingerprint": rec.get("system_fingerprint"),
-            "error": errors.get(key, "" if rec else "not judged"),
-            "judgement_key": key,
-        })  # fmt: skip
-    return pd.DataFrame(rows)
+def _describe(exc: BaseException) -> str:
+    """Why a judgement stays unjudged: a request that failed after the client's retries, or another error."""
+    return describe_error(exc) if isinstance(exc, (openai.APIError, ApiError)) else f"unexpected {describe_error(exc)}"
 
 
-def _write_items(store: RunStore, items: pd.DataFrame) -> None:
-    """The run's ``items.jsonl``, rewritten whole (atomically) at the end of every run: the judgement cache,
-    appended as each item finishes, is the durable per-item log; this is the run's snapshot of it."""
-    cols = ["id", "format", "theme", "repeat", "seed", "reference_order", "score", "status", "attempts",
-            "parse_failures", "explanation", "served_model", "system_fingerprint", "error", "judgement_key"]  # fmt: skip
-    lines = []
-    for rec in items[cols].to_dict(orient="records"):
-        rec["score"] = None if pd.isna(rec["score"]) else rec["score"]
-        rec["seed"] = None if pd.isna(rec["seed"]) else int(rec["seed"])
-        key = f"{rec['id']}:{rec['judgement_key'][:16]}"
-        lines.append(json.dumps(redact({"key": key, **rec}), ensure_ascii=False, default=str) + "\n")
-    tmp = store.items_path.with_name(f"items.jsonl.tmp{os.getpid()}")
-    tmp.write_text("".join(lines), encoding="utf-8")
-    os.replace(tmp, store.items_path)
+def _record(job: _Job, j: Judgement, judgement: Mapping[str, Any]) -> dict[str, Any]:
+    """The stored record of judgement ``j``: its answer row's id, format and theme, its repeat, seed and order,
+    and the judgement (the judge's reply and its accounting; status ``unjudged`` and an ``error`` when none)."""
+    row = job.answers.iloc[j.row]
+    return {"id": row["id"], "format": row["format"], "theme": row["theme"], **judgement_part(judgement),
+            "repeat": j.repeat, "seed": job.params.for_repeat(j.repeat).seed,
+            "reference_order": job.template.reference_order, "error": judgement.get("error", ""),
+            "judgement_key": j.key}  # fmt: skip
 
 
-def _signature(judge: ApiModel, params: JudgeParams, template: JudgeTemplate, repeats: int) -> str:
-    return (
-        f"judge:{judge.model_id}|prompt:{template.version}@{template.sha256[:8]}|max_calls:{params.max_calls}"
-        f"|temp:{params.temperature}|seed:{params.seed}|max_tokens:{params.max_tokens}"
-        + (f"|repeats:{repeats}" if repeats != 1 else "")
-    )
+def _finish(job: _Job, store: RunStore, cache: JudgementCache, known: dict[str, dict[str, Any]],
+            outcome: RunOutcome[Judgement]) -> pd.DataFrame:  # fmt: skip
+    """Store a record for every judgement of the plan that has none (made before, or unjudged with the reason),
+    add the new final judgements to the shared cache, rewrite ``items.jsonl`` in plan order; the items table."""
+    _merge(known, outcome.records.values())
+    stored, ungenerated = store.completed(), _not_generated(job.answers)
+    asked = {j.key: j.store_key for j in reversed(job.plan)}  # key -> the store key it was asked for under (its first)
+    missing = []
+    for j in job.plan:
+        if not is_final(stored.get(j.store_key)):
+            reason = NO_ANSWER if j.row in ungenerated else outcome.failed.get(asked[j.key], "not judged")
+            missing.append((j.store_key, _record(job, j, known.get(j.key, {"status": "unjudged", "score": None,
+                                                                            "error": reason}))))  # fmt: skip
+    store.append_many(missing)
+    cache.append_many([{**judgement_part(r), "key": k} for k, r in known.items() if k not in cache])
+    store.compact([j.store_key for j in job.plan])
+    records = store.completed()
+    return pd.DataFrame([item_row(job.answers.iloc[j.row], j.repeat, j.key, {**known.get(j.key, {}), **records[j.store_key]})
+                         for j in job.plan])  # fmt: skip
 
 
-def _repeat_summary(answers: pd.DataFrame, items: pd.DataFrame, params: JudgeParams, template: JudgeTemplate,
-                    repeats: int) -> dict[str, Any]:  # fmt: skip
-    """The summary's prompt, order and repeat entries: counts per item and per judgement, seeds, noise floor."""
-    return {
-        "n_items": len(answers),
-        "n_judgements": len(items),
-        "unjudged_ids": list(dict.fromkeys(items.loc[items["status"] == "unjudged", "id"])),
-        "n_repeats": repeats,
-        "seeds": [params.for_repeat(r).seed for r in range(repeats)],
-        "reference_order": template.reference_order,
-        "template": template.version,
-        "template_sha256": template.sha256,
-        "judge_noise": judge_noise(items),
-    }
-
-
-def _summary(items, keys, cache, judge, usage_before, n_todo, scores) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    unique = {k: cache.get(k) for k in dict.fromkeys(keys) if k in cache}
-    served = sorted({r.get("served_model") for r in unique.values() if r.get("served_model")})
-    run_tokens = (judge.usage["prompt_tokens"] - usage_before["prompt_tokens"],
-                  judge.usage["completion_tokens"] - usage_before["completion_tokens"])  # fmt: skip
-    all_tokens = (sum(r["token_usage"]["prompt"] for r in unique.values()),
-                  sum(r["token_usage"]["completion"] for r in unique.values()))  # fmt: skip
-    price_ids = [*served, judge.model_id]
-    unjudged = items[items["status"] == "unjudged"]
-    return redact({
-        "n_items": len(items),
-        "n_judged": int((items["status"] != "unjudged").sum()),
-        "n_unjudged": len(unjudged),
-        "unjudged_ids": unjudged["id"].tolist(),
-        "unjudged_errors": sorted(set(unjudged["error"])),
-        "n_judged_this_run": n_todo - len(unjudged.drop_duplicates("judgement_key")),
-        "n_from_cache": len(keys) - n_todo,
-        "judge_calls_this_run": judge.usage["requests"] - usage_before["requests"],
-        "token_usage_this_run": {"prompt": run_tokens[0], "completion": run_tokens[1]},
-        "token_usage_all_judgements": {"prompt": all_tokens[0], "completion": all_tokens[1]},
-        "cost_usd_this_run": estimate_cost(price_ids, *run_tokens),
-        "cost_usd_all_judgements": estimate_cost(price_ids, *all_tokens),
-        "judge_model": judge.model_id,
-        "judge_identity": judge.identity,
-        "served_models": served,
-        "system_fingerprints": sorted({r.get("system_fingerprint") for r in unique.values() if r.get("system_fingerprint")}),
-        "template": TEMPLATE_VERSION,
-        "template_sha256": TEMPLATE_SHA256,
-        "scores": scores.to_dict(),
-    })  # fmt: skip
+def _summarise(job: _Job, items: pd.DataFrame, known: Mapping[str, Mapping[str, Any]], usage_before: dict[str, int],
+               n_asked: int, outcome: RunOutcome[Judgement]) -> tuple[ThaiCLIScores, dict[str, Any]]:  # fmt: skip
+    """The scores and the summary (a fatal error named in it)."""
+    params, template = job.params, job.template
+    signature = (f"judge:{job.judge.model_id}|prompt:{template.version}@{template.sha256[:8]}|max_calls:{params.max_calls}"
+                 f"|temp:{params.temperature}|seed:{params.seed}|max_tokens:{params.max_tokens}"
+                 + (f"|repeats:{job.repeats}" if job.repeats != 1 else ""))  # fmt: skip
+    scores = thaicli_scores(items, signature=signature)
+    judged = {j.key: known[j.key] for j in job.plan if j.key in known}
+    summary = run_summary(items, judged, job.judge, usage_before, len(job.plan) - n_asked, outcome.computed, scores)
+    summary.update(redact(repeat_summary(len(job.answers), items, [params.for_repeat(r).seed for r in range(job.repeats)],
+                                         template)))  # fmt: skip
+    if outcome.fatal is not None:
+        summary["fatal_error"] = str(outcome.fatal)
+    return scores, summary

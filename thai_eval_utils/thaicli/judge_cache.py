@@ -1,5 +1,10 @@
 """Append-only JSONL cache of final ThaiCLI judgements (ThaiCLI spec: resume, no failure cached as final).
 
+The cache (``<outputs>/cache/thaicli_judgements.jsonl``, :meth:`~thai_eval_utils.core.store.RunStore.shared_file`)
+is shared by the judging runs of an outputs folder: a run reads it before calling the judge and adds its new
+judgements when it finishes (a run resumes from its own ``items.jsonl``, where each judgement is stored as it
+finishes: :func:`~thai_eval_utils.thaicli.judge.judge_answers`).
+
 One JSON object per line. Appends take an exclusive ``fcntl`` lock and write the whole line with one
 ``os.write`` on an ``O_APPEND`` descriptor, so concurrent writer processes never interleave. A line torn by
 a crash is tolerated: readers skip lines that are not valid JSON (and count them), and the next writer first
@@ -14,8 +19,6 @@ import fcntl
 import json
 import math
 import os
-import queue
-import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -141,37 +144,3 @@ class JudgementCache:
             os.close(fd)  # releases the lock
         for record in records:
             self._records.setdefault(record["key"], dict(record))
-
-
-class CacheWriter:
-    """Appends finished judgements on a background thread, in group commits (one fsync per batch), so
-    the event loop never blocks on the disk. ``close()`` flushes everything and re-raises a write error."""
-
-    def __init__(self, cache: JudgementCache) -> None:
-        self.cache = cache
-        self.queue: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._loop, name="thai-eval-judge-writer", daemon=True)
-        self.thread.start()
-
-    def put(self, record: dict[str, Any]) -> None:
-        self.queue.put(record)
-
-    def _loop(self) -> None:
-        done = False
-        while not done:
-            batch = [self.queue.get()]
-            while not self.queue.empty():
-                batch.append(self.queue.get())
-            done = None in batch
-            try:
-                if self.error is None:
-                    self.cache.append_many([r for r in batch if r is not None])
-            except BaseException as exc:  # noqa: BLE001 - reported by close()
-                self.error = exc
-
-    def close(self) -> None:
-        self.queue.put(None)
-        self.thread.join()
-        if self.error is not None:
-            raise self.error
