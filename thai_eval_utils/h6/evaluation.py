@@ -31,8 +31,6 @@ from thai_eval_utils.h6.protocol import LEADERBOARD, H6Protocol
 TASKS = T.TASKS
 #: Table 4 column of the average.
 AVERAGE_COLUMN = "thai_h6_avg"
-#: Config keys as thai-eval before 0.2 wrote them (runs stored under them are found and resumed).
-_LEGACY_KEYS = {"add_bos_token": "add_bos", "max_new_tokens": "max_new"}
 #: What ``evaluate`` reads documents from: a data folder, loaded task data, or a list of docs.
 H6Source = str | Path | H6TaskData | Sequence[Mapping[str, Any]]
 
@@ -119,11 +117,6 @@ def _config(spec: T.TaskSpec, model: Model, protocol: H6Protocol, k: int, docs: 
     return config
 
 
-def legacy_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """``config`` under the key names thai-eval wrote before (``add_bos``, ``max_new``), to find old runs."""
-    return {_LEGACY_KEYS.get(k, k): v for k, v in config.items()}
-
-
 def evaluate(
     model: Model,
     task: str,
@@ -167,8 +160,7 @@ def evaluate(
     # every selected document's requests are built (and so checked) before the run folder exists
     keys = {i: f"{i}-{docs_run.requests(i).sha256[:16]}" for i in selected}
     with RunStore.open(model.name, f"thai_h6/{spec.name}", config, model_identity=getattr(model, "identity", None),
-                       data_files=files, prompt_templates=tmpl, outputs=outputs,
-                       legacy_configs=[legacy_config(config)]) as store, _bos(model, protocol.add_bos_token):
+                       data_files=files, prompt_templates=tmpl, outputs=outputs) as store, _bos(model, protocol.add_bos_token):
         outcome = run_items(store, selected, keys.__getitem__, docs_run.call, batch_size=chunk_size, desc=spec.name,
                             progress=progress, prepare=docs_run.inputs, finish=docs_run.records,
                             fields=_record_fields(spec))
