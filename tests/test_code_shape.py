@@ -39,6 +39,7 @@ FILES = {
     "stats/__init__.py": "from thai_eval_utils.stats.bootstrap import draws\n",
     "stats/bootstrap.py": "from thai_eval_utils import stats\n\n\ndef draws(rng, n_resamples):\n    return [rng.integers(0, 2, 2) for _ in range(n_resamples)]\n",
     "core/tables.py": "def round_half_up(v, d):\n    return v\n" + "\n" * 400,
+    "core/store.py": "# Over 400 lines: one run folder's code stays together.\n" + "x = 1\n" * 400,
 }
 
 
@@ -67,14 +68,16 @@ def test_cycles_are_found_by_both_readings_alike(shape):
 
 def test_sizes_and_duplicated_statistics_helpers_are_listed(shape):
     assert shape.places == {
-        "long modules": ["thai_eval_utils/core/tables.py (402)"],
+        "long modules": ["thai_eval_utils/core/store.py (401, says why)", "thai_eval_utils/core/tables.py (402)"],
         "long functions": ["thai_eval_utils/thaicli/judge.py:4 judge_answers (62)"],
         "resampling loops": ["thai_eval_utils/dialect/human_eval.py:7"],
         "round_half_up": ["thai_eval_utils/core/tables.py:1", "thai_eval_utils/dialect/human_eval.py:12"],
         "old vocabulary": ["thai_eval_utils/dialect/human_eval.py:5 spearman (ci, n_boot)"],
         "scipy resamplers": ["thai_eval_utils/dialect/human_eval.py:9"],
     }
-    assert "| hand-written resampling loops outside stats/ | 1 |" in C.table([shape])
+    table = C.table([shape])
+    assert "| hand-written resampling loops outside stats/ | 1 |" in table
+    assert "| modules over 400 lines (of them with no comment saying why) | 2 (1) |" in table
 
 
 def test_the_script_reads_a_git_revision(tmp_path):

@@ -11,8 +11,6 @@ the field) and is null in a summary or card; a damaged or foreign line, card or 
 :class:`ThaiEvalDataError` naming the file and line and saying what to do; a failed write names its file. The
 card records the store format it was written in; runs of an earlier format are migrated when opened
 (:mod:`.migrate`).
-(Over 400 lines: opening, locking, migrating and reading one run folder stay together; the file formats are in
-:mod:`.run_files`.)
 
 One writer per run: :meth:`RunStore.open` takes an exclusive ``flock`` on ``<run>/.writer.lock`` for as long
 as the store is open (until :meth:`RunStore.close`, the end of a ``with`` block, or the store object being
