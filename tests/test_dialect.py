@@ -190,8 +190,10 @@ def test_token_named_settings_survive_in_the_run_card(items, tmp_path):
 
 def test_a_run_stored_under_the_old_config_keys_is_resumed(items, tmp_path):
     """A run folder as thai-eval wrote it before ``max_new``/``prompt_cap`` were renamed: the config dict of that
-    version, written through RunStore.open with the same identity, data files and templates. The new run finds it,
-    calls the model for the unfinished items only and records ``migrated_from`` in the card."""
+    version, written through RunStore.open with the same identity, data files and templates, in store format 1 (no
+    ``store_format`` in the card). The new run finds it, calls the model for the unfinished items only and records
+    ``migrated_from`` in the card."""
+    from thai_eval_utils.core.migrate import migrate_card
     from thai_eval_utils.core.store import RunStore
 
     prompts = D.load_prompts()
@@ -206,6 +208,9 @@ def test_a_run_stored_under_the_old_config_keys_is_resumed(items, tmp_path):
         old.append(D.item_key(it), {"dialect": it["dialect"], "task": it["task"], "id": str(it["id"]), "prompt": "p",
                                     "prompt_len": 1, "prompt_truncated": False, "output": f"old {it['id']}"})  # fmt: skip
     old.close()  # that run ended (its process let go of the run)
+    card = json.loads(old.card_path.read_text(encoding="utf-8"))
+    del card["store_format"]  # format 1 cards did not record it
+    old.card_path.write_text(json.dumps(card), encoding="utf-8")
     model = chat_model()
     out = D.run_generation(model, items, outputs=tmp_path, progress=False)
     sent = [m[0]["content"] for c in chats(model) for m in c["messages"]]
@@ -216,7 +221,7 @@ def test_a_run_stored_under_the_old_config_keys_is_resumed(items, tmp_path):
     assert card["migrated_from"] == old.config_id and run_dir.name == card["config_id"] != old.config_id
     assert not old.root.exists() and card["config"]["max_new_tokens"] == 3000 and "max_new" not in card["config"]
     assert len((run_dir / "items.jsonl").read_text(encoding="utf-8").splitlines()) == 12
-    assert D.legacy_config(out.attrs["config"]) == old_config
+    assert migrate_card({"config": old_config})["config"] == out.attrs["config"] and card["store_format"] == 2
 
 
 def test_local_and_api_models_by_protocol(tiny_local_model):

@@ -12,6 +12,7 @@ from fakes import FakeModel, _refuse
 
 from thai_eval_utils.core.provenance import Score
 from thai_eval_utils.h6 import evaluation as h6
+from thai_eval_utils.h6.average import thai_h6_score
 from thai_eval_utils.h6.fewshot import lb_draws
 from thai_eval_utils.h6.protocol import LEADERBOARD, H6Protocol
 
@@ -202,7 +203,7 @@ def test_bad_doc_names_row_and_field(tmp_path):
 
 def test_thai_h6_average_full_and_partial():
     s = {t: Score(f"{t}/x", v, 100, 0.01 * (i + 1)) for i, (t, v) in enumerate(zip(h6.TASKS, [0.4, 0.5, 0.6, 0.3, 0.7, 0.2]))}
-    full = h6.thai_h6_score(s)
+    full = thai_h6_score(s)
     assert full.value == pytest.approx(45.0) and not full.partial
     # 100 * sqrt(0.01^2 (1+4+9+16+25+36)) / 6
     assert full.stderr == pytest.approx(100 * 0.01 * math.sqrt(91) / 6)
@@ -210,18 +211,18 @@ def test_thai_h6_average_full_and_partial():
     assert list(row.columns[:8]) == ["model", "thai_h6_avg", "th_arc", "th_hellaswag", "th_mmlu", "th_truthfulqa",
                                      "th_winogrande", "th_gsm8k"]
     assert row.loc[0, "th_mmlu"] == pytest.approx(60.0) and row.loc[0, "th_gsm8k_stderr"] == pytest.approx(6.0)
-    part = h6.thai_h6_score({"th_arc": s["th_arc"], "gsm8k": s["th_gsm8k"]})
+    part = thai_h6_score({"th_arc": s["th_arc"], "gsm8k": s["th_gsm8k"]})
     assert part.partial and part.missing == ("th_hellaswag", "th_mmlu", "th_truthfulqa", "th_winogrande")
     assert part.value == pytest.approx(30.0)
     assert math.isnan(part.row()["th_mmlu"].iloc[0]) and bool(part.row()["partial"].iloc[0])
-    no_se = h6.thai_h6_score({"th_arc": Score("a", 0.5, 1)})  # one document: no stderr
+    no_se = thai_h6_score({"th_arc": Score("a", 0.5, 1)})  # one document: no stderr
     assert no_se.stderr is None and math.isnan(no_se.row()["thai_h6_avg_stderr"].iloc[0])
     assert "partial" in str(part) and "partial" in part.to_score().signature
 
 
 def test_thai_h6_average_from_results(tmp_path):
     res = h6.evaluate(fake(score=lambda c, x: ARC_LLS[x]), "th_arc", ARC_DOCS, shots(0), outputs=tmp_path, progress=False)
-    score = h6.thai_h6_score([res])
+    score = thai_h6_score([res])
     assert score.value == pytest.approx(100 / 3) and score.missing == h6.TASKS[1:]
 
 

@@ -11,6 +11,7 @@ from matplotlib.container import BarContainer, ErrorbarContainer  # noqa: E402
 
 from thai_eval_utils.core.provenance import Score  # noqa: E402
 from thai_eval_utils.h6 import evaluation as h6  # noqa: E402
+from thai_eval_utils.h6.average import thai_h6_score  # noqa: E402
 from thai_eval_utils.plots.h6 import task_scores_figure  # noqa: E402
 
 
@@ -46,7 +47,7 @@ def test_single_model_bars_and_errorbars(tmp_path):
 
 def test_grouped_partial_models():
     s = _scores()
-    fig = task_scores_figure({"a": h6.thai_h6_score(s), "b": h6.thai_h6_score({k: s[k] for k in h6.TASKS[:2]})})
+    fig = task_scores_figure({"a": thai_h6_score(s), "b": thai_h6_score({k: s[k] for k in h6.TASKS[:2]})})
     ax = fig.axes[0]
     assert ax.get_title() == "Thai-H6 (partial)"
     errs = _errorbars(ax)

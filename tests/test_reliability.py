@@ -457,7 +457,7 @@ def test_a_run_keyed_with_its_address_before_is_migrated_and_resumed(tmp_path, m
     from thai_eval_utils.core import store as S
 
     identity = {"name": "fake-model", "source": "openai-compatible", "base_url": "http://10.0.0.1:8000/v1"}
-    monkeypatch.setattr(S, "UNKEYED_IDENTITY_KEYS", S._OLD_UNKEYED_IDENTITY_KEYS)  # how runs were keyed before
+    monkeypatch.setattr(S, "UNKEYED_IDENTITY_KEYS", ("loaded_at", "load_seconds"))  # how runs were keyed before
     with RunStore.open("m", "thaicli/answers", {"t": 0}, model_identity=identity, outputs=tmp_path) as old:
         old.append("q1", {"answer": "คำตอบ"})
     monkeypatch.undo()

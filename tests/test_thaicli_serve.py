@@ -11,7 +11,7 @@ import pandas as pd
 from thai_eval_utils.core.model_sources import embedded_model_dir
 from thai_eval_utils.core.openai_client import ApiModel
 from thai_eval_utils.thaicli.answers import generate_answers
-from thai_eval_utils.thaicli.demo_judge_server import _models_answer, serve_model
+from thai_eval_utils.thaicli.demo_judge_server import serve_model, served_model_ids
 from thai_eval_utils.thaicli.judge import JudgeParams, judge_answers
 
 
@@ -21,7 +21,7 @@ def test_answer_and_judge_through_transformers_serve(tmp_path):
                         "chosen": "กรุงเทพมหานคร", "rejected": "เชียงใหม่"}])  # fmt: skip
     with serve_model(model_dir) as url:
         served = ApiModel(str(model_dir), base_url=url, concurrency=1, timeout=900.0, max_retries=0)
-        assert served.list_models() == [str(model_dir)]
+        assert served.list_models() == [str(model_dir)] == served_model_ids(url)
         answers = generate_answers(served, df, outputs=tmp_path, max_new_tokens=4, progress=False)
         assert isinstance(answers["answer"][0], str)
         params = JudgeParams(max_tokens=4, max_calls=2)
@@ -39,4 +39,4 @@ def test_answer_and_judge_through_transformers_serve(tmp_path):
         before = served.usage["requests"]
         again = judge_answers(answers, served, outputs=tmp_path, params=params, progress=False)
         assert served.usage["requests"] == before and again.items["score"][0] == item["score"]
-    assert _models_answer(url) is None  # the server is gone
+    assert served_model_ids(url) is None  # the server is gone

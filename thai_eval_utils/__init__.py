@@ -27,7 +27,7 @@ _EXPORTS: dict[str, str] = {
     # results
     "RunStore": "core.store", "list_runs": "core.store", "Score": "core.provenance", "save_table": "core.tables",
     # Thai-H6
-    "H6TaskData": "h6.data", "load_h6_task": "h6.data", "thai_h6_score": "h6.evaluation",
+    "H6TaskData": "h6.data", "load_h6_task": "h6.data", "thai_h6_score": "h6.average",
     # ThaiCLI
     "load_thaicli": "thaicli.data", "build_messages": "thaicli.judge_prompt", "parse_judgement": "thaicli.judge_prompt",
     "judge_answers": "thaicli.judge", "thaicli_scores": "thaicli.judge", "generate_answers": "thaicli.answers",

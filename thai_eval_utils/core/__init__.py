@@ -3,7 +3,8 @@
 - ``errors``: the exception types (data errors name file, row and field).
 - ``records``: record readers for JSONL / JSON / CSV / Parquet.
 - ``provenance``: :class:`Score` (value, n, stderr, signature), content hashes, package versions, ``redact``.
-- ``store``: the results store (``RunStore``: items.jsonl, run card, summary) and ``list_runs``.
+- ``store``: the results store (``RunStore``: items.jsonl, run card, summary) and ``list_runs``; ``run_files``: its
+  file formats, read defensively; ``migrate``: the store format version and the one migration of older run cards.
 - ``protocols``: what a model is (``Model``, ``LoglikelihoodModel``), as typing protocols.
 - ``model_sources``, ``local_model``, ``models``: where weights come from, the transformers model, ``load_model``.
 - ``openai_client``: the OpenAI-compatible client (chat models, judges, served models).

@@ -344,14 +344,14 @@ def require_unique(records: Sequence[Mapping[str, Any]], keys: Sequence[str], *,
         seen[key] = i
 
 
-def find_data_file(directory: str | Path, stem: str, suffixes: Iterable[str] = SUPPORTED_SUFFIXES) -> Path | None:
-    """The file ``<directory>/<stem><suffix>`` for one supported suffix, or None if there is none.
+def find_data_file(directory: str | Path, stem: str) -> Path | None:
+    """The file ``<directory>/<stem><suffix>`` for one of :data:`SUPPORTED_SUFFIXES`, or None if there is none.
 
     Raises:
         ThaiEvalDataError: more than one suffix exists (which one to read would be a guess).
     """
     directory = Path(directory)
-    found = [directory / f"{stem}{s}" for s in suffixes if (directory / f"{stem}{s}").is_file()]
+    found = [directory / f"{stem}{s}" for s in SUPPORTED_SUFFIXES if (directory / f"{stem}{s}").is_file()]
     if len(found) > 1:
         names = ", ".join(p.name for p in found)
         raise ThaiEvalDataError(f"ambiguous: several files for {stem!r} ({names}); keep one", path=directory)

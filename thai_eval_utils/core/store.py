@@ -8,15 +8,18 @@ numbers, so a rerun with the same settings resumes in the same folder and a run 
 settings never mixes with old results. No secret is ever written: see :func:`redact`. Every file is standard
 JSON and read defensively (:mod:`.run_files`): a non-finite number is never stored in a record (refused, naming
 the field) and is null in a summary or card; a damaged or foreign line, card or summary is a
-:class:`ThaiEvalDataError` naming the file and line and saying what to do; a failed write names its file.
-(Over 400 lines: opening, locking, migrating and reading one run folder stay together; the file formats are in
-:mod:`.run_files`.)
+:class:`ThaiEvalDataError` naming the file and line and saying what to do; a failed write names its file. The
+card records the store format it was written in; runs of an earlier format are migrated when opened
+(:mod:`.migrate`).
 
 One writer per run: :meth:`RunStore.open` takes an exclusive ``flock`` on ``<run>/.writer.lock`` for as long
 as the store is open (until :meth:`RunStore.close`, the end of a ``with`` block, or the store object being
 freed); a second process opening the same run gets a :class:`RunLockedError` at once, naming the run folder
 and the holding process id, before it computes (or pays for) anything. Stores opened again by the process that
 holds the lock share it. Appends and the repair of a torn last line take the ``flock`` of ``items.jsonl``.
+
+Over 400 lines on purpose: every write to a run folder (open, resume, append, compact, summary, the lock) is here, so
+the one-writer and crash-safety rules can be read in one place; the file formats are in :mod:`.run_files`.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from thai_eval_utils.core.errors import ThaiEvalDataError, ThaiEvalError
+from thai_eval_utils.core.migrate import STORE_FORMAT, migrate_card
 from thai_eval_utils.core.provenance import (
     canonical_json,
     now_utc,
@@ -66,8 +70,6 @@ from thai_eval_utils.core.run_files import (
 UNKEYED_IDENTITY_KEYS = ("loaded_at", "load_seconds", "base_url", "base_urls", "served_models", "system_fingerprints")
 #: The unkeyed identity keys that say where the model is served: updated in the card when a run resumes.
 ADDRESS_KEYS = ("base_url", "base_urls")
-#: The identity keys left out of config ids before version 0.3 (runs keyed that way are migrated).
-_OLD_UNKEYED_IDENTITY_KEYS = ("loaded_at", "load_seconds")
 LOCK_NAME = ".writer.lock"
 
 
@@ -124,28 +126,15 @@ def _config_id(keyed: Mapping[str, Any]) -> str:
     return sha256_text(canonical_json(keyed))[:12]
 
 
-def _migrate_legacy(parent: Path, root: Path, legacy: Sequence[Mapping[str, Any]]) -> str | None:
-    """Rename the first existing run folder keyed as one of ``legacy`` to ``root``; its old config id, or None."""
-    for old in legacy:
-        old_id = _config_id(old)
-        if (parent / old_id).is_dir():
-            try:
-                os.rename(parent / old_id, root)
-            except FileNotFoundError:  # another process migrated it first
-                if not root.exists():
-                    raise
-            return old_id
-    return None
-
-
 def _write_json_atomic(path: Path, obj: Any) -> None:
     write_json_atomic(path, redact(obj))
 
 
 def _keyed_from_card(card: Mapping[str, Any]) -> dict[str, Any] | None:
-    """What a stored run card says was keyed, recomputed under today's :data:`UNKEYED_IDENTITY_KEYS` (None when
-    the card is not a well-formed card)."""
+    """What a stored run card (of any store format, :func:`~.migrate.migrate_card`) says was keyed, recomputed
+    under today's :data:`UNKEYED_IDENTITY_KEYS` (None when the card is not a well-formed card of a known format)."""
     try:
+        card = migrate_card(card)
         return {
             "benchmark": card["benchmark"],
             "config": card["config"],
@@ -153,13 +142,14 @@ def _keyed_from_card(card: Mapping[str, Any]) -> dict[str, Any] | None:
             "data": sorted(card["data_files"].values()),
             "templates": card["prompt_template_sha256"],
         }
-    except (KeyError, TypeError, AttributeError):
+    except (KeyError, TypeError, AttributeError, ThaiEvalDataError):
         return None
 
 
 def _migrate_same_settings(parent: Path, root: Path, config_id: str) -> str | None:
-    """Rename a sibling run folder whose card, keyed as today, has ``config_id`` (a run keyed with a key that is
-    no longer keyed, e.g. a served model's ``base_urls``, at any address) to ``root``; its old id, or None."""
+    """Rename a sibling run folder whose card, migrated to today's format and keyed as today, has ``config_id``
+    (a run stored under old config key names, or keyed with a key that is no longer keyed, e.g. a served model's
+    ``base_urls``, at any address) to ``root``; its old id, or None."""
     if not parent.is_dir():
         return None
     for folder in sorted(parent.iterdir()):
@@ -229,7 +219,6 @@ class RunStore:
         data_files: Sequence[str | Path] = (),
         prompt_templates: Mapping[str, str] | None = None,
         outputs: str | Path | None = None,
-        legacy_configs: Sequence[Mapping[str, Any]] = (),
         legacy_nan_fields: Sequence[str] = (),
     ) -> RunStore:
         """Open (create or resume) the run of ``model_name`` on ``benchmark`` with ``config``, as its one writer.
@@ -241,10 +230,9 @@ class RunStore:
             model_identity: name, source, revision or weights hash (see ``models``).
             data_files: input files whose SHA-256 is recorded and part of the config id.
             prompt_templates: name -> template text; their hashes are recorded and part of the id.
-            outputs: the outputs folder (default :func:`outputs_dir`).
-            legacy_configs: the same settings as older versions of thai-eval wrote them (e.g. under old key
-                names). When no run has ``config`` yet but one was stored under a legacy config, that run folder
-                is renamed to the new config id (its card records ``migrated_from``) and resumed.
+            outputs: the outputs folder (default :func:`outputs_dir`). When no run has these settings yet but
+                one was stored with them by an earlier format (:mod:`.migrate`), that run folder is renamed to the
+                new config id (its card records ``migrated_from``) and resumed.
             legacy_nan_fields: fields where an older version wrote NaN for "none" (the ThaiCLI judge before
                 issue 23): null there from the run's opening on (:meth:`migrate_legacy_nan`).
 
@@ -267,13 +255,7 @@ class RunStore:
         for part in bench_parts:
             parent = parent / part
         root = parent / config_id
-        old_model = {k: v for k, v in identity.items() if k not in _OLD_UNKEYED_IDENTITY_KEYS}
-        legacy = [{**keyed, "config": redact(dict(c))} for c in legacy_configs]
-        if old_model != keyed["model"]:  # the same run keyed with its address (before 0.3)
-            legacy += [{**k, "model": old_model} for k in [keyed, *legacy]]
-        migrated_from = None if root.exists() else _migrate_legacy(parent, root, legacy)
-        if migrated_from is None and not root.exists():
-            migrated_from = _migrate_same_settings(parent, root, config_id)
+        migrated_from = None if root.exists() else _migrate_same_settings(parent, root, config_id)
         try:
             root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -297,8 +279,8 @@ class RunStore:
         """Read (resume) or create the run card, stamp it and write it."""
         card_path = root / "run_card.json"
         if card_path.exists():
-            card = check_card(card_path, read_json_file(card_path, "the run card", FIX_CARD),
-                              migrated_from or config_id)
+            card = migrate_card(check_card(card_path, read_json_file(card_path, "the run card", FIX_CARD),
+                                           migrated_from or config_id), card_path)
             card["resumed_at"] = [*card.get("resumed_at", []), now_utc()]
             if migrated_from:
                 card.update(config_id=config_id, config=keyed["config"], migrated_from=migrated_from)
@@ -312,6 +294,7 @@ class RunStore:
                 "data_files": data_hashes,
                 "prompt_template_sha256": template_hashes,
                 "created_at": now_utc(),
+                "store_format": STORE_FORMAT,
             }
         for key in ADDRESS_KEYS:  # the server may have moved (the address is not part of the id)
             if key in identity:
@@ -433,12 +416,6 @@ class RunStore:
         _write_json_atomic(self.summary_path, {"config_id": self.config_id, "written_at": now_utc(), **summary})
         self.card["finished_at"] = now_utc()
         _write_json_atomic(self.card_path, self.card)
-
-    def read_summary(self) -> dict[str, Any] | None:
-        """The summary, or None when the run has not finished."""
-        if not self.summary_path.exists():
-            return None
-        return _read_summary(self.summary_path)
 
 
 def list_runs(outputs: str | Path | None = None) -> list[dict[str, Any]]:

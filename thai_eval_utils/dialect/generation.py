@@ -214,7 +214,7 @@ def run_generation(
     identity = stable_identity(dict(model.identity)) if api else dict(model.identity)
     with RunStore.open(model.name, BENCHMARK, config, model_identity=identity,
                        data_files=[str(p) for p in df.attrs.get("files", [])], prompt_templates=_templates(df, prompts),
-                       outputs=outputs, legacy_configs=[legacy_config(config)]) as store:  # fmt: skip
+                       outputs=outputs) as store:  # fmt: skip
         batch_size = batch_size or getattr(model, "concurrency", None) or 8
         return _generate_all(model, df, store, config, prompts, batch_size, progress)
 
@@ -260,13 +260,6 @@ def _decoding(api: bool, temperature: float | None, top_p: float, greedy: bool) 
     if temperature is None:
         return (PAPER_API_TEMPERATURE if api else PAPER_LOCAL_TEMPERATURE), top_p
     return temperature, top_p
-
-
-def legacy_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """``config`` as thai-eval wrote it before the keys were named for what they are (``max_new`` for
-    ``max_new_tokens``, ``prompt_cap`` for ``max_prompt_tokens``): runs stored under it are found and resumed."""
-    renamed = {"max_new_tokens": "max_new", "max_prompt_tokens": "prompt_cap"}
-    return {renamed.get(k, k): v for k, v in config.items()}
 
 
 def _templates(df: pd.DataFrame, prompts: DialectPrompts) -> dict[str, str]:

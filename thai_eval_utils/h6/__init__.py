@@ -6,24 +6,19 @@ lm-evaluation-harness.
 - ``tasks``: ``TaskSpec`` per task: few-shot pools, requests, the model call, per-document scoring.
 - ``metrics``: acc, acc_norm, mc1, mc2, GSM8K answer extraction, MMLU macro average.
 - ``fewshot``: the few-shot samplers (leaderboard replay, lm-eval 0.4.13, first-n).
-- ``evaluation``: ``evaluate`` one task with resume, ``evaluate_tasks``, the H6 average.
+- ``evaluation``: ``evaluate`` one task with resume, ``evaluate_tasks``; ``average``: the H6 average (Table 4).
 - ``data``: loaders for the official parquet layout and flat files.
 """
 
+from thai_eval_utils.h6.average import AVERAGE_COLUMN, TASKS, H6Score, run_row, run_tag, thai_h6_score
 from thai_eval_utils.h6.data import H6_TASKS, H6TaskData, load_h6_task
 from thai_eval_utils.h6.evaluation import (
-    AVERAGE_COLUMN,
-    TASKS,
-    H6Result,
     DocumentRequests,
-    H6Score,
+    H6Result,
     document_requests,
     evaluate,
     evaluate_tasks,
-    run_row,
-    run_tag,
     scores_frame,
-    thai_h6_score,
 )
 from thai_eval_utils.h6.protocol import LEADERBOARD, LM_EVAL, H6Protocol, protocol_from
 

@@ -11,7 +11,7 @@ import seaborn as sns
 from matplotlib.container import BarContainer
 
 from thai_eval_utils.core.provenance import Score
-from thai_eval_utils.h6.evaluation import AVERAGE_COLUMN, TASKS, H6Score, thai_h6_score
+from thai_eval_utils.h6.average import AVERAGE_COLUMN, TASKS, H6Score, thai_h6_score
 
 
 def _scores_frame(scores: H6Score | Mapping[str, H6Score], average: bool) -> pd.DataFrame:

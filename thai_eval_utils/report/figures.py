@@ -17,7 +17,7 @@ from thai_eval_utils.compare.items import Headline
 from thai_eval_utils.compare.runs import Comparison
 from thai_eval_utils.core.provenance import Score
 from thai_eval_utils.dialect.metrics import delta_diff
-from thai_eval_utils.h6.evaluation import thai_h6_score
+from thai_eval_utils.h6.average import thai_h6_score
 from thai_eval_utils.plots import compare as compare_plots
 from thai_eval_utils.plots import dialect as dialect_plots
 from thai_eval_utils.plots import h6 as h6_plots

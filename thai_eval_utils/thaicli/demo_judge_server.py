@@ -55,7 +55,8 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-def _models_answer(base_url: str) -> list[str] | None:
+def served_model_ids(base_url: str) -> list[str] | None:
+    """The model ids ``GET <base_url>/models`` lists, or None when nothing answers there (within 5 s)."""
     try:
         with urllib.request.urlopen(f"{base_url}/models", timeout=5) as resp:
             return [m["id"] for m in json.load(resp).get("data", [])]
@@ -90,7 +91,7 @@ def serve_model(
         proc = subprocess.Popen(cmd, stdout=log_fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + startup_timeout
-        while _models_answer(base_url) is None:
+        while served_model_ids(base_url) is None:
             if proc.poll() is not None or time.monotonic() > deadline:
                 tail = log.read_text(encoding="utf-8", errors="replace")[-2000:]
                 why = f"exited with code {proc.returncode}" if proc.returncode is not None else "did not start in time"
