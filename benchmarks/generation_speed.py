@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from importlib import metadata
 from pathlib import Path
 
@@ -63,23 +63,25 @@ class NewEngine(LocalModel):
     """The toolkit's LocalModel, its generation work summed over calls."""
 
     work = GenerationStats()
+    rows_done = 0
 
     def _generate_ids(self, prompts, add_special_tokens, **kw):
         texts = super()._generate_ids(prompts, add_special_tokens, **kw)
         g, w = self.last_generation, self.work
-        self.work = replace(w, prompt_tokens=w.prompt_tokens + g.prompt_tokens, steps=w.steps + g.steps,
-                            generated_tokens=w.generated_tokens + g.generated_tokens,
-                            decode_row_steps=w.decode_row_steps + g.decode_row_steps)  # fmt: skip
+        self.work = replace(w, **{f.name: getattr(w, f.name) + getattr(g, f.name) for f in fields(GenerationStats)
+                                  if not f.name.startswith("peak")})
+        self.rows_done += len(prompts)
         return texts
 
     def computed(self) -> int:
-        return self.work.prompt_tokens + self.work.decode_row_steps
+        """Token positions fed to the decoder: prompts, each decode step's row, and the draft positions (drafts and
+        their padding) that the greedy rows verified."""
+        return self.work.prompt_tokens + self.work.decode_row_steps + self.work.draft_positions
 
     def perfect(self) -> int:
         """What a perfect scheduler computes for the same texts: every prompt token and every generated token but
-        each row's last (this engine feeds exactly that, so it equals :meth:`computed`; the attention over the
-        frame's padding columns is not counted)."""
-        return self.work.prompt_tokens + self.work.decode_row_steps
+        each row's last (the attention over the frame's padding columns is not counted)."""
+        return self.work.prompt_tokens + self.work.generated_tokens - self.rows_done
 
 
 class OldEngine(LocalModel):
@@ -192,6 +194,15 @@ def gsm8k(model_dir: Path, args) -> dict:
     ours, sec, load1 = timed(new.generate, prompts, **kw)
     log(f"  thai-eval {sec:.1f} s")
     rows = [{"engine": "thai-eval (new)", "seconds": sec, "load": load1, "computed": new.computed(), "equal": len(prompts)}]
+    generated, perfect = new.work.generated_tokens, new.perfect()
+    if args.drafts:
+        new.draft_tokens, new.work, new.rows_done = args.drafts, GenerationStats(), 0
+        drafted, dsec, dload = timed(new.generate, prompts, **kw)
+        log(f"  thai-eval with prompt-lookup drafts of {args.drafts}: {dsec:.1f} s")
+        rows.append({"engine": f"thai-eval, prompt-lookup drafts of {args.drafts}", "seconds": dsec, "load": dload,
+                     "computed": new.computed(), "equal": sum(a == b for a, b in zip(ours, drafted)),
+                     "differ": diff(ours, drafted), "steps": new.work.steps})
+        new.draft_tokens = 0
     if args.gsm8k_old:
         theirs, osec, oload = timed(old.generate, prompts, **kw)
         log(f"  old engine {osec:.1f} s")
@@ -206,7 +217,7 @@ def gsm8k(model_dir: Path, args) -> dict:
                              "differ": diff(ours, r["texts"])})  # fmt: skip
             else:
                 rows.append({"engine": f"lm-eval 0.4.13 HF, batch {bs}", "error": r["error"], "load": r["load"]})
-    return {"items": len(prompts), "generated": new.work.generated_tokens, "perfect": new.perfect(), "rows": rows}
+    return {"items": len(prompts), "generated": generated, "perfect": perfect, "rows": rows}
 
 
 def diff(a: Sequence[str], b: Sequence[str]) -> list[int]:
@@ -279,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-sizes", default="1,8,16", help="lm-eval's batch sizes on GSM8K")
     ap.add_argument("--limit", type=int, help="GSM8K: the first N documents; ThaiCLI/dialects: N per format/task")
     ap.add_argument("--max-new-tokens", type=int, help="ThaiCLI/dialects: this budget instead of the notebooks'")
+    ap.add_argument("--drafts", type=int, default=0, help="GSM8K: also thai-eval with prompt-lookup drafts of N")
     ap.add_argument("--gsm8k-old", action="store_true", help="GSM8K: also the engine before issue 19")
     ap.add_argument("--append", action="store_true", help="keep the parts of the last results.json not run again")
     ap.add_argument("--run-name", default="genbench", help="results folder under benchmarks/.work/")

@@ -8,6 +8,12 @@ joins the decode batch, one padded ``DynamicCache`` whose rows are right-aligned
 next prompt is prefilled into its slot, so no step computes a finished row and no prefill computes padding. The
 frame's leading all-padding columns are cut whenever rows leave. A KV-memory budget bounds the rows admitted.
 
+With ``draft_tokens`` > 0 (off by default), greedy rows verify prompt-lookup drafts (:mod:`.prompt_lookup`): a
+step feeds each row's last token and up to ``draft_tokens`` tokens that followed the latest earlier occurrence of
+its last n-gram, and keeps the drafted tokens while they equal the greedy choice, so a right guess gives several
+tokens for one forward call. The rows' caches are then re-aligned (a row that kept fewer shifts right), so every
+row stays contiguous on the frame and a sliding-window layer still holds each row's own last tokens. Sampled rows never draft.
+
 Why not transformers' own continuous batching (``generate_batch`` / ``ContinuousBatchingManager``, paged attention):
 tried with transformers 5.24 on this CPU and the embedded Gemma 3 270M (4 Thai prompts, 40 greedy tokens), one of
 the four texts differed from ``hf_model.generate`` at batch size 1, it took 64 s against 88 s for batch-1
@@ -37,8 +43,9 @@ CPU_KV_BUDGET = 2 * 1024**3
 GPU_KV_SHARE = 0.5
 #: rows decoded together at most (CPU: past ~16 rows a decode step's matmuls gain little on a few cores)
 CPU_MAX_ROWS, GPU_MAX_ROWS = 16, 128
-#: draft tokens a greedy row may verify in one decode step (prompt lookup); 0 turns drafting off
-DRAFT_TOKENS = 4
+#: draft tokens a greedy row verifies per decode step (prompt lookup); off by default: on the CPU with the embedded
+#: model a step of 16 rows x 4 positions costs about as much as the steps it saves (docs/benchmarks.md)
+DRAFT_TOKENS = 0
 #: top_k transformers applies when sampling and the model's generation config sets none (its documented default)
 HF_DEFAULT_TOP_K = 50
 

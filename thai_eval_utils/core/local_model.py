@@ -83,6 +83,9 @@ class LocalModel:
         #: KV-cache bytes and rows of ``generate`` / ``chat`` (None: the engine's default for the device)
         self.kv_budget: int | None = None
         self.max_rows: int | None = None
+        #: prompt-lookup draft tokens a greedy row verifies per decode step (0: off, the default; see
+        #: :mod:`thai_eval_utils.core.prompt_lookup` and docs/benchmarks.md for when it pays)
+        self.draft_tokens = 0
         #: the work of the last ``generate`` / ``chat`` call (prompt and generated tokens, decode steps)
         self.last_generation: GenerationStats | None = None
         self.identity = {
@@ -164,6 +167,7 @@ class LocalModel:
         texts, self.last_generation = generate(
             self.hf_model, self.tokenizer, encoded, max_new_tokens=max_new_tokens, stop=stop, temperature=temperature,
             top_p=top_p, seed=seed, kv_budget=self.kv_budget, max_rows=self.max_rows, desc=desc,
+            draft_tokens=self.draft_tokens,
         )
         return texts
 
