@@ -7,7 +7,6 @@ Runs are told apart by their run card only (``model_name``, ``benchmark``, ``con
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +14,8 @@ from typing import Any
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.provenance import slugify
-from thai_eval_utils.core.store import list_runs
+from thai_eval_utils.core.run_files import latest_records
+from thai_eval_utils.core.store import list_runs, read_run
 from thai_eval_utils.stats.align import data_hash
 
 #: The benchmark families a comparison covers: the first part of a run card's ``benchmark``.
@@ -60,32 +60,13 @@ class RunRef:
 
     def records(self) -> list[dict[str, Any]]:
         """The records of ``items.jsonl`` in file order, the last record of a key winning (as ``RunStore.completed``)."""
-        path = self.dir / "items.jsonl"
-        if not path.exists():
-            return []
-        out: dict[str, dict[str, Any]] = {}
-        with open(path, encoding="utf-8") as fh:
-            for row, line in enumerate(fh):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ThaiEvalDataError(f"corrupt record ({exc.msg})", path=path, row=row) from None
-                if "key" not in rec:
-                    raise ThaiEvalDataError("record without a key", path=path, row=row, field="key")
-                out[rec["key"]] = rec
-        return list(out.values())
+        return latest_records(self.dir / "items.jsonl")
 
     @classmethod
     def from_dir(cls, folder: str | Path) -> RunRef:
-        folder = Path(folder)
-        card_path = folder / "run_card.json"
-        if not card_path.exists():
-            raise ThaiEvalDataError("no run_card.json: not a run folder", path=folder)
-        summary = folder / "summary.json"
-        return cls(folder, json.loads(card_path.read_text(encoding="utf-8")),
-                   json.loads(summary.read_text(encoding="utf-8")) if summary.exists() else None)
+        """The run in ``folder`` (:func:`~thai_eval_utils.core.store.read_run`: card checked and migrated)."""
+        run = read_run(folder)
+        return cls(run["dir"], run["card"], run["summary"])
 
     def __str__(self) -> str:
         return f"{self.benchmark}: {self.dir} ({self.model_name}, {self.when})"

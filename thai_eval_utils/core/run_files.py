@@ -184,6 +184,20 @@ def parse_record(path: Path, lineno: int, line: bytes) -> dict[str, Any]:
     return rec
 
 
+def latest_records(path: Path) -> list[dict[str, Any]]:
+    """The records of an ``items.jsonl`` in file order, the last record of a key winning (as a resumed run reads
+    them); [] when there is no file; a damaged line is a :class:`ThaiEvalDataError` naming the file and line."""
+    if not path.exists():
+        return []
+    latest: dict[str, dict[str, Any]] = {}
+    with open(path, "rb") as fh:
+        for lineno, line in enumerate(fh):
+            if line.strip():
+                rec = parse_record(path, lineno, line)
+                latest[rec["key"]] = rec
+    return list(latest.values())
+
+
 def check_record_fields(path: Path, lineno: int, rec: Mapping[str, Any],
                         fields: Mapping[str, type | tuple[type, ...]]) -> None:
     """The stored record has each of ``fields`` with its type (a resumed run uses it as the item's result)."""

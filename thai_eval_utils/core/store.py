@@ -419,20 +419,22 @@ class RunStore:
 
 
 def list_runs(outputs: str | Path | None = None) -> list[dict[str, Any]]:
-    """Every run under ``<outputs>/runs``: its folder, run card and summary (None if unfinished)."""
+    """Every run under ``<outputs>/runs`` (:func:`read_run` of each folder holding a run card)."""
     base = Path(outputs or outputs_dir()) / "runs"
-    runs = []
-    for card_path in sorted(base.rglob("run_card.json")):
-        summary_path = card_path.with_name("summary.json")
-        card = check_card(card_path, read_json_file(card_path, "the run card", FIX_CARD), None)
-        runs.append(
-            {
-                "dir": card_path.parent,
-                "card": card,
-                "summary": _read_summary(summary_path) if summary_path.exists() else None,
-            }
-        )
-    return runs
+    return [read_run(card_path.parent) for card_path in sorted(base.rglob("run_card.json"))]
+
+
+def read_run(folder: str | Path) -> dict[str, Any]:
+    """One run folder as readers see it: ``dir``, ``card`` (checked, and of an earlier store format migrated as
+    :func:`~.migrate.migrate_card` does, so its config keys have today's names) and ``summary`` (None while the
+    run is unfinished); a :class:`ThaiEvalDataError` naming the file when either is missing or damaged."""
+    folder = Path(folder)
+    card_path, summary_path = folder / "run_card.json", folder / "summary.json"
+    if not card_path.exists():
+        raise ThaiEvalDataError("no run_card.json: not a run folder", path=folder)
+    card = check_card(card_path, read_json_file(card_path, "the run card", FIX_CARD), None)
+    return {"dir": folder, "card": migrate_card(card, card_path),
+            "summary": _read_summary(summary_path) if summary_path.exists() else None}
 
 
 def _read_summary(path: Path) -> dict[str, Any]:

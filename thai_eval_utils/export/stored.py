@@ -4,15 +4,14 @@ signature of how its numbers were made (protocol options, template and data hash
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from thai_eval_utils import __version__
-from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.provenance import redact
+from thai_eval_utils.core.run_files import latest_records
 from thai_eval_utils.core.store import list_runs
 
 
@@ -39,18 +38,7 @@ class StoredRun:
 
     def items(self) -> Iterator[dict[str, Any]]:
         """Every stored record, the last one per key (as the store's ``completed``), in file order."""
-        path = self.dir / "items.jsonl"
-        latest: dict[str, dict[str, Any]] = {}
-        if path.exists():
-            with open(path, encoding="utf-8") as fh:
-                for row, line in enumerate(fh):
-                    if line.strip():
-                        try:
-                            rec = json.loads(line)
-                        except json.JSONDecodeError as exc:
-                            raise ThaiEvalDataError(f"corrupt record ({exc})", path=path, row=row) from exc
-                        latest[rec["key"]] = rec
-        yield from latest.values()
+        yield from latest_records(self.dir / "items.jsonl")
 
     def signature(self) -> dict[str, Any]:
         """thai-eval's signature of the numbers: benchmark, config id, protocol options, prompt template and data
