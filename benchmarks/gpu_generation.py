@@ -22,6 +22,7 @@ import time
 from dataclasses import asdict, dataclass
 
 import gpu_bench as gb
+from lmeval_generate import count_positions
 from thai_eval_utils.h6.protocol import GSM8K_MAX_NEW_TOKENS, GSM8K_STOPS_H
 
 GSM8K = gb.DATA / "th_gsm8k"
@@ -81,15 +82,7 @@ def run_lmeval(hflm_cls, instance_cls, model, tok, prompts: list[str], max_new_t
     """lm-eval's ``generate_until`` on the in-memory model (greedy, the GSM8K stops, add_bos_token False);
     (texts, token positions its ``model.generate`` calls computed: rows x (padded width + new tokens - 1))."""
     lm = hflm_cls(pretrained=model, tokenizer=tok, batch_size=batch_size, add_bos_token=False)
-    computed = []
-    original = lm._model_generate
-
-    def counted(context, *args, **kwargs):
-        out = original(context, *args, **kwargs)
-        computed.append(int(out.shape[0]) * (int(out.shape[1]) - 1))
-        return out
-
-    lm._model_generate = counted
+    computed = count_positions(lm)
     gen = {"until": list(STOPS), "max_gen_toks": max_new_tokens, "do_sample": False}
     reqs = [instance_cls("generate_until", {}, (p, dict(gen)), i) for i, p in enumerate(prompts)]
     return list(lm.generate_until(reqs, disable_tqdm=True)), sum(computed)
