@@ -5,13 +5,15 @@ The 8B shape of ``gpu_bench.SHAPES`` (Llama-3.1-8B, bfloat16, random weights, th
 from GSM8K-shaped prompts: 5-shot Thai prompts built by ``thai_eval_utils.h6.tasks`` from the shipped samples (the
 12 test questions cycled, 5 of the 6 train examples drawn per prompt, the first numbered as ``gpu_bench`` numbers
 its tiled documents), greedy, 256 new tokens, lm-eval 0.4.13's GSM8K stops. Both sides run on the same model
-object: thai-eval (prompt-lookup drafts on, its default; and once with drafts off, since random weights repeat
-themselves and make drafts unusually cheap), and ``HFLM(pretrained=model, tokenizer=tok, batch_size=B)`` at a few
-batch sizes, largest first (a smaller one is skipped when its estimate would pass the time budget). Recorded per
-side: wall time, generated tokens/s, peak GPU memory, texts equal to thai-eval's. Random weights give garbage, but
-deterministic greedy garbage: in bfloat16 a batch's shapes can flip a near-tie token, so differing texts are
-reported, not failed. The tiny configuration (``--tiny``: a 2-layer model on the CPU, float32) also checks
-thai-eval's texts against transformers' ``generate`` at batch size 1.
+object: thai-eval as configured by default (prompt-lookup drafts off) and with ``DRAFTS`` draft tokens (a GPU
+decode step is bound by reading the weights, so verifying drafts may pay there as it does not on the CPU; random
+weights repeat themselves, though, which makes drafts right more often than on a trained model), and
+``HFLM(pretrained=model, tokenizer=tok, batch_size=B)`` at a few batch sizes, largest first (a smaller one is
+skipped when its estimate would pass the time budget). Recorded per side: wall time, generated tokens/s, peak GPU
+memory, texts equal to thai-eval's. Random weights give garbage, but deterministic greedy garbage: in bfloat16 a
+batch's shapes can flip a near-tie token, so differing texts are reported, not failed. The tiny configuration
+(``--tiny``: a 2-layer model on the CPU, float32) also checks thai-eval's texts against transformers' ``generate``
+at batch size 1.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from thai_eval_utils.h6.protocol import GSM8K_MAX_NEW_TOKENS, GSM8K_STOPS_H
 
 GSM8K = gb.DATA / "th_gsm8k"
 STOPS = GSM8K_STOPS_H  # lm-eval 0.4.13's gsm8k.yaml: "Question:", "</s>", "<|im_end|>"
+DRAFTS = 4  # prompt-lookup draft tokens of thai-eval's second run (LocalModel.draft_tokens; 0, off, by default)
 
 
 @dataclass(frozen=True)
@@ -62,19 +65,15 @@ def gsm8k_prompts(n: int, seed: int, shots: int) -> list[str]:
 
 
 # --- the sides ------------------------------------------------------------------------------------------------
-def run_thai_eval(lm, prompts: list[str], plan: GenPlan, drafts: bool) -> tuple[list[str], dict]:
-    """thai-eval's engine: ``LocalModel.generate`` (drafts on, the default), or the engine function with
-    ``draft_tokens=0``; (texts, the engine's work counts)."""
-    from thai_eval_utils.core.generation import encode_prompts, generate
-
-    if drafts:
+def run_thai_eval(lm, prompts: list[str], plan: GenPlan, drafts: int) -> tuple[list[str], dict]:
+    """thai-eval's ``LocalModel.generate`` with ``drafts`` prompt-lookup draft tokens (``LocalModel.draft_tokens``;
+    restored afterwards); (texts, the engine's work counts)."""
+    default, lm.draft_tokens = lm.draft_tokens, drafts
+    try:
         texts = lm.generate(prompts, max_new_tokens=plan.max_new_tokens, stop=list(STOPS))
-        return texts, asdict(lm.last_generation)
-    ids = encode_prompts(lm.tokenizer, prompts, add_special_tokens=lm.add_bos_token,
-                         room=max(1, lm.max_length - plan.max_new_tokens), max_length=lm.max_length)
-    texts, stats = generate(lm.hf_model, lm.tokenizer, ids, max_new_tokens=plan.max_new_tokens, stop=list(STOPS),
-                            kv_budget=lm.kv_budget, max_rows=lm.max_rows, draft_tokens=0, progress=False)
-    return texts, asdict(stats)
+    finally:
+        lm.draft_tokens = default
+    return texts, asdict(lm.last_generation)
 
 
 def run_lmeval(hflm_cls, instance_cls, model, tok, prompts: list[str], max_new_tokens: int,
@@ -134,8 +133,8 @@ def _side(res: dict, generated: int, base: list[str] | None) -> dict:
 
 # --- the run --------------------------------------------------------------------------------------------------
 def run(ctx: gb.Ctx, plan: GenPlan, budget_s: float) -> dict:
-    """Build the model, warm both sides up, time thai-eval (drafts on, then off) and lm-eval at each batch size
-    (largest first; skipped once the deadline is passed or its estimate from the last batch size would pass it),
+    """Build the model, warm both sides up, time thai-eval (its default, then with drafts) and lm-eval at each batch
+    size (largest first; skipped once the deadline is passed or its estimate from the last batch size would pass it),
     within ``budget_s`` seconds from the start of this part. The record is kept in ``ctx.results["generation"]``
     and written after every measurement."""
     from thai_eval_utils.core.local_model import LocalModel
@@ -160,11 +159,12 @@ def run(ctx: gb.Ctx, plan: GenPlan, budget_s: float) -> dict:
     hflm, inst, why = ctx.lmeval
     t0 = time.perf_counter()
     warm = GenPlan(plan.shape, 1, 4, (1,), 0)
-    run_thai_eval(lm, prompts[:1], warm, drafts=True)
+    run_thai_eval(lm, prompts[:1], warm, lm.draft_tokens)
     if hflm:
         run_lmeval(hflm, inst, model, ctx.tok, prompts[:1], 4, 1)
     rec["warmup_seconds"] = round(time.perf_counter() - t0, 1)
-    ours = gb.timed(lambda: run_thai_eval(lm, prompts, plan, drafts=True), ctx.device)
+    rec["thai_eval_drafts"] = lm.draft_tokens
+    ours = gb.timed(lambda: run_thai_eval(lm, prompts, plan, lm.draft_tokens), ctx.device)
     if "error" in ours:
         rec["thai_eval"] = _side(ours, 0, None)
         return rec
@@ -174,11 +174,12 @@ def run(ctx: gb.Ctx, plan: GenPlan, budget_s: float) -> dict:
     gb.log(f"  thai-eval {rec['thai_eval']}")
     gb.write_results(ctx.out, ctx.results)
     if time.monotonic() < deadline:
-        plain = gb.timed(lambda: run_thai_eval(lm, prompts, plan, drafts=False), ctx.device)
-        rec["thai_eval_no_drafts"] = _side(plain, generated, texts)
-        if "result" in plain:
-            rec["thai_eval_no_drafts"]["computed_positions"] = computed(plain["result"][1])
-        gb.log(f"  thai-eval, drafts off {rec['thai_eval_no_drafts']}")
+        drafted = gb.timed(lambda: run_thai_eval(lm, prompts, plan, DRAFTS), ctx.device)
+        rec["thai_eval_with_drafts"] = _side(drafted, generated, texts)
+        if "result" in drafted:
+            rec["thai_eval_with_drafts"].update(computed_positions=computed(drafted["result"][1]),
+                                                drafts=DRAFTS, work=drafted["result"][1])
+        gb.log(f"  thai-eval, {DRAFTS} draft tokens {rec['thai_eval_with_drafts']}")
     rec["lmeval"] = lmeval_trials(ctx, plan, model, prompts, texts, generated, deadline) if hflm else {"skipped": why}
     ok = [t for t in rec["lmeval"] if "texts_equal" in t] if hflm else []
     if ok:
@@ -242,9 +243,12 @@ def markdown(rec: dict) -> list[str]:
                   "failed). Positions computed: prompt tokens plus fed decode positions (lm-eval: rows x (padded "
                   "width + new tokens - 1) per batch, padding and finished rows included)."),
              "", "| side | seconds | generated tokens/s | peak GiB | texts equal | positions computed |",
-             "|---|---|---|---|---|---|", _row("thai-eval (prompt-lookup drafts on)", te, n)]
-    if "thai_eval_no_drafts" in rec:
-        lines.append(_row("thai-eval, drafts off", rec["thai_eval_no_drafts"], n))
+             "|---|---|---|---|---|---|", _row(f"thai-eval (draft tokens {rec['thai_eval_drafts']}, its default)", te,
+                                                n)]
+    if "thai_eval_with_drafts" in rec:
+        td = rec["thai_eval_with_drafts"]
+        lines.append(_row(f"thai-eval, prompt-lookup drafts of {DRAFTS} tokens"
+                          + (f" ({td['work']['draft_accepted']:,} accepted)" if "work" in td else ""), td, n))
     lm = rec.get("lmeval", {})
     if isinstance(lm, dict):
         lines.append(f"| lm-eval | {lm.get('skipped', '-')} | | | | |")
@@ -252,9 +256,8 @@ def markdown(rec: dict) -> list[str]:
         lines += [_row(f"lm-eval 0.4.13 HF, batch {t['batch_size']}", t, n) for t in lm]
     w = te.get("work", {})
     lines += ["", (f"thai-eval's engine: {w.get('prompt_tokens', 0):,} prompt tokens, {w.get('decode_row_steps', 0):,} "
-                   f"decode rows in {w.get('steps', 0):,} steps, {w.get('draft_accepted', 0):,} drafted tokens "
-                   f"accepted, widest batch {w.get('peak_rows', 0)} rows; a perfect scheduler computes "
-                   f"{perfect(w, n):,} positions. Speed-up over lm-eval's best batch: "
+                   f"decode rows in {w.get('steps', 0):,} steps, widest batch {w.get('peak_rows', 0)} rows; a "
+                   f"perfect scheduler computes {perfect(w, n):,} positions. Speed-up over lm-eval's best batch: "
                    + (f"**{rec['speedup']}x** (batch {rec['best_batch']})." if "speedup" in rec else "not measured."))]
     if "reference" in rec:
         ref = rec["reference"]

@@ -143,7 +143,8 @@ def test_dry_run_prints_the_plan(capsys):
 
 def test_tiny_run_generation(tiny_run):
     """The generation part on the tiny model: thai-eval's texts equal transformers' batch-1 greedy ``generate``
-    and its own with drafts off; counts and rates are consistent; lm-eval runs or is skipped with its reason."""
+    and its own with prompt-lookup drafts; counts and rates are consistent; lm-eval runs or is skipped with its
+    reason."""
     res, md = tiny_run
     gen, plan = res["generation"], gg.GEN_PLANS["tiny"]
     assert (gen["shape"], gen["prompts"], gen["max_new_tokens"]) == ("tiny-llama", plan.prompts, plan.max_new_tokens)
@@ -152,10 +153,13 @@ def test_tiny_run_generation(tiny_run):
     assert work["prompt_tokens"] == gen["prompt_tokens"] > 1000  # 5-shot prompts of a few hundred tokens each
     assert 0 < work["generated_tokens"] <= plan.prompts * plan.max_new_tokens
     assert te["tokens_per_s"] == pytest.approx(work["generated_tokens"] / te["seconds"], rel=0.01)
-    assert te["computed_positions"] >= gg.perfect(work, plan.prompts)
     assert gen["reference"] == {"prompts": plan.prompts, "thai_eval_equal": plan.prompts, "differ": []}
-    assert gen["thai_eval_no_drafts"]["texts_equal"] == plan.prompts
-    assert gen["thai_eval_no_drafts"]["computed_positions"] >= gg.perfect(work, plan.prompts)
+    assert gen["thai_eval_drafts"] == 0 and work["draft_positions"] == 0  # LocalModel's default: drafts off
+    assert te["computed_positions"] == gg.perfect(work, plan.prompts)  # no padding, no finished row computed
+    drafted = gen["thai_eval_with_drafts"]
+    assert drafted["texts_equal"] == plan.prompts and drafted["drafts"] == gg.DRAFTS
+    assert drafted["work"]["draft_positions"] > 0 and drafted["work"]["generated_tokens"] == work["generated_tokens"]
+    assert drafted["computed_positions"] >= gg.perfect(work, plan.prompts)
     assert "**Generation** (issue 19): tiny-llama (float32), 3 GSM8K 5-shot" in md
     if not HAS_LMEVAL:
         assert gen["lmeval"]["skipped"].startswith("lm-eval not importable") and "speedup" not in gen
