@@ -682,7 +682,8 @@ def requests_note(steps: list[Step], tasks: dict) -> str:
             "task; MMLU's 5-shot block is shared by every document of a subject (about 256 in the full task).")
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line (see the module docstring)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=OUT_DEFAULT, help="folder for gpu_bench.md and gpu_bench.json")
     ap.add_argument("--tiny", action="store_true", help="tiny random models on the CPU (automatic without CUDA)")
@@ -697,7 +698,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tokenizer", type=Path, help="a tokenizer directory (default: see load_tokenizer)")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--prepare-tokenizer", action="store_true", help=f"write {CARRIED_TOKENIZER.name}/ and exit")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def run_status(results: dict) -> str:
+    """'complete', 'partial: time budget reached' (a measurement skipped) or 'failed on ...' (a model or the
+    generation part raised)."""
+    gen = results.get("generation", {})
+    lmeval_gen = gen.get("lmeval") if isinstance(gen.get("lmeval"), list) else []
+    skipped = any("skipped" in e or any("skipped" in r for r in e["tasks"].values())
+                  for e in results["models"].values()) or any("skipped" in t for t in lmeval_gen)
+    failed = [name for name, e in results["models"].items() if "error" in e]
+    failed += ["generation"] if "error" in gen else []
+    return f"failed on {', '.join(failed)}" if failed else "partial: time budget reached" if skipped else "complete"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     start = time.monotonic()
     import gpu_generation  # (it imports this module as gpu_bench: a second copy when this runs as a script)
 
@@ -757,14 +774,7 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
             results.setdefault("generation", {})["error"] = f"{type(exc).__name__}: {exc}"[:500]
         write_results(args.out, results)
-    gen = results.get("generation", {})
-    skipped = any("skipped" in e or any("skipped" in r for r in e["tasks"].values())
-                  for e in results["models"].values()) or any("skipped" in t for t in gen.get("lmeval") or []
-                                                              if isinstance(t, dict))
-    failed = [name for name, e in results["models"].items() if "error" in e]
-    failed += ["generation"] if "error" in gen else []
-    results["status"] = (f"failed on {', '.join(failed)}" if failed else
-                         "partial: time budget reached" if skipped else "complete")
+    results["status"] = run_status(results)
     results["meta"]["total_seconds"] = round(time.monotonic() - start, 1)
     write_results(args.out, results)
     print("\n" + markdown(results))

@@ -22,10 +22,14 @@ import math
 import random
 import time
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import gpu_bench as gb
 from lmeval_generate import count_positions
 from thai_eval_utils.h6.protocol import GSM8K_MAX_NEW_TOKENS, GSM8K_STOPS_H
+
+if TYPE_CHECKING:
+    from thai_eval_utils.core.local_model import LocalModel
 
 GSM8K = gb.DATA / "th_gsm8k"
 STOPS = GSM8K_STOPS_H  # lm-eval 0.4.13's gsm8k.yaml: "Question:", "</s>", "<|im_end|>"
@@ -65,7 +69,7 @@ def gsm8k_prompts(n: int, seed: int, shots: int) -> list[str]:
 
 
 # --- the sides ------------------------------------------------------------------------------------------------
-def run_thai_eval(lm, prompts: list[str], plan: GenPlan, drafts: int) -> tuple[list[str], dict]:
+def run_thai_eval(lm: LocalModel, prompts: list[str], plan: GenPlan, drafts: int) -> tuple[list[str], dict]:
     """thai-eval's ``LocalModel.generate`` with ``drafts`` prompt-lookup draft tokens (``LocalModel.draft_tokens``;
     restored afterwards); (texts, the engine's work counts)."""
     default, lm.draft_tokens = lm.draft_tokens, drafts
@@ -137,25 +141,12 @@ def run(ctx: gb.Ctx, plan: GenPlan, budget_s: float) -> dict:
     size (largest first; skipped once the deadline is passed or its estimate from the last batch size would pass it),
     within ``budget_s`` seconds from the start of this part. The record is kept in ``ctx.results["generation"]``
     and written after every measurement."""
-    from thai_eval_utils.core.local_model import LocalModel
-
     deadline = time.monotonic() + budget_s
-    shape = gb.SHAPES[plan.shape]
     rec = ctx.results.setdefault("generation", {})
-    rec.update({"shape": plan.shape, "dtype": shape.dtype, "prompts": plan.prompts, "shots": plan.shots,
-                "max_new_tokens": plan.max_new_tokens, "stops": list(STOPS), "budget_s": budget_s})
-    prompts = gsm8k_prompts(plan.prompts, ctx.seed, plan.shots)
-    lens = [len(x) for x in ctx.tok(prompts, add_special_tokens=False)["input_ids"]]
-    rec.update({"prompt_tokens": sum(lens), "mean_prompt_tokens": round(sum(lens) / len(lens), 1)})
-    t0 = time.perf_counter()
-    model = gb.build_model(plan.shape, ctx.tok, ctx.device, ctx.seed)
-    gb._sync(ctx.device)
-    rec["build_seconds"] = round(time.perf_counter() - t0, 1)
-    rec["params"] = sum(p.numel() for p in model.parameters())
-    lm = LocalModel(model, ctx.tok, name=plan.shape,
-                    identity={"name": plan.shape, "source": f"random weights, seed {ctx.seed}"})
-    gb.log(f"generation: {plan.shape} built in {rec['build_seconds']} s; {len(prompts)} prompts, "
-           f"{rec['prompt_tokens']:,} prompt tokens, {plan.max_new_tokens} new tokens")
+    rec.update({"shape": plan.shape, "dtype": gb.SHAPES[plan.shape].dtype, "prompts": plan.prompts,
+                "shots": plan.shots, "max_new_tokens": plan.max_new_tokens, "stops": list(STOPS), "budget_s": budget_s})
+    prompts, lm = prepare(ctx, plan, rec)
+    model = lm.hf_model
     hflm, inst, why = ctx.lmeval
     t0 = time.perf_counter()
     warm = GenPlan(plan.shape, 1, 4, (1,), 0)
@@ -192,6 +183,26 @@ def run(ctx: gb.Ctx, plan: GenPlan, budget_s: float) -> dict:
     del lm, model
     gb.free(ctx.device)
     return rec
+
+
+def prepare(ctx: gb.Ctx, plan: GenPlan, rec: dict) -> tuple[list[str], LocalModel]:
+    """The plan's prompts (their token counts into ``rec``) and a ``LocalModel`` on the freshly built random-weight
+    model (build time and parameter count into ``rec``)."""
+    from thai_eval_utils.core.local_model import LocalModel
+
+    prompts = gsm8k_prompts(plan.prompts, ctx.seed, plan.shots)
+    lens = [len(x) for x in ctx.tok(prompts, add_special_tokens=False)["input_ids"]]
+    rec.update({"prompt_tokens": sum(lens), "mean_prompt_tokens": round(sum(lens) / len(lens), 1)})
+    t0 = time.perf_counter()
+    model = gb.build_model(plan.shape, ctx.tok, ctx.device, ctx.seed)
+    gb._sync(ctx.device)
+    rec["build_seconds"] = round(time.perf_counter() - t0, 1)
+    rec["params"] = sum(p.numel() for p in model.parameters())
+    lm = LocalModel(model, ctx.tok, name=plan.shape,
+                    identity={"name": plan.shape, "source": f"random weights, seed {ctx.seed}"})
+    gb.log(f"generation: {plan.shape} built in {rec['build_seconds']} s; {len(prompts)} prompts, "
+           f"{rec['prompt_tokens']:,} prompt tokens, {plan.max_new_tokens} new tokens")
+    return prompts, lm
 
 
 def lmeval_trials(ctx: gb.Ctx, plan: GenPlan, model, prompts: list[str], texts: list[str], generated: int,

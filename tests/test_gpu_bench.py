@@ -178,3 +178,12 @@ def test_gsm8k_prompts_are_five_shot_and_distinct():
     assert [p.split(". ", 1)[0] for p in prompts] == [f"Question: ข้อ {k}" for k in range(1, 15)]
     test = [json.loads(x)["question"] for x in (DATA / "th_gsm8k" / "th_gsm8k_test.jsonl").read_text().splitlines()]
     assert prompts[12].rsplit("Question: ", 1)[1] == test[0] + "\nAnswer:"  # the 12 test questions cycle
+
+
+def test_run_status_counts_the_generation_part():
+    done = {"models": {"m": {"tasks": {"arc": {"docs": 1}}}}}
+    assert gb.run_status(done) == "complete"
+    assert gb.run_status({**done, "generation": {"lmeval": {"skipped": "lm-eval not importable"}}}) == "complete"
+    skipped = {"lmeval": [{"batch_size": 64, "seconds": 1.0}, {"batch_size": 1, "skipped": "time budget"}]}
+    assert gb.run_status({**done, "generation": skipped}) == "partial: time budget reached"
+    assert gb.run_status({**done, "generation": {"error": "OutOfMemoryError"}}) == "failed on generation"
