@@ -87,7 +87,8 @@ def test_tiny_run_lmeval_side(tiny_run):
             assert r["reference"]["lmeval"]["max_abs_delta"] <= 1e-4
             best = min((t for t in r["lmeval"] if "seconds" in t), key=lambda t: t["seconds"])
             assert r["best_batch"] == best["batch_size"]
-            assert r["speedup"] == pytest.approx(best["seconds"] / r["thai_eval"]["seconds"], rel=0.01)
+            # the speed-up is rounded to 2 decimals: more than 1% of a speed-up under 1 (0.4 for 0.404)
+            assert r["speedup"] == pytest.approx(best["seconds"] / r["thai_eval"]["seconds"], rel=0.01, abs=0.01)
     if not HAS_LMEVAL:
         assert "lm-eval not importable" in md
 
