@@ -7,7 +7,8 @@ to the published document counts (spec thai_h6.md: th-ARC 1,222, th-HellaSwag 10
 leaderboard's shot counts (25, 10, 5), then subsampled to fit the time budget. Both sides score the same
 requests on the same model object: ``HFLM(pretrained=model, tokenizer=tok, batch_size=B).loglikelihood`` at a
 few batch sizes, and ``LocalModel(model, tok).loglikelihood``. Results go to ``--out`` (Markdown + JSON),
-rewritten after every measurement.
+rewritten after every measurement. The generation part (issue 19, ``gpu_generation.py``: lm-eval's
+``generate_until`` against thai-eval's ``LocalModel.generate`` on the 8B shape) runs after it (``--parts``).
 
     python benchmarks/gpu_bench.py --dry-run          # the plan and its token counts (no model runs)
     python benchmarks/gpu_bench.py --out DIR          # the GPU run (needs CUDA; see benchmarks/README.md)
@@ -344,6 +345,15 @@ def timed(fn, device: str) -> dict:
     return res
 
 
+def free(device: str) -> None:
+    """Return the memory of dropped models to the GPU (collecting takes a second: GPU only)."""
+    import torch
+
+    if device.startswith("cuda"):
+        gc.collect()
+        torch.cuda.empty_cache()
+
+
 def lmeval_import() -> tuple[type | None, type | None, str]:
     """(HFLM, Instance, '') or (None, None, why lm-eval is not importable)."""
     try:
@@ -516,11 +526,7 @@ def run_step(ctx: Ctx, step: Step) -> None:
             entry["tasks"][task] = run_task(ctx, step, lm, task)
         write_results(ctx.out, ctx.results)
     del lm, model
-    if ctx.device.startswith("cuda"):
-        import torch
-
-        gc.collect()
-        torch.cuda.empty_cache()
+    free(ctx.device)
 
 
 # --- report ---------------------------------------------------------------------------------------------------
@@ -545,7 +551,7 @@ def markdown(results: dict) -> str:
               "thai-eval's in float32, so their deltas and metric differences are not a parity measure."), "",
              ("| model | task | docs (of) / requests | tokens (mean context) | thai-eval | lm-eval by batch size "
               "| lm-eval best | speed-up | max abs delta | acc, acc_norm equal (docs differing) |"),
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|"] if results["models"] else []
     for name, e in results["models"].items():
         if "skipped" in e or "error" in e:
             why = f"skipped: {e['skipped']}" if "skipped" in e else f"error: {e['error']}"
@@ -570,9 +576,14 @@ def markdown(results: dict) -> str:
                 f"| {by_bs} | {('batch ' + str(r['best_batch']) + ': ' + _fmt_side(best)) if best else '-'} "
                 f"| {('**' + str(r['speedup']) + 'x**') if 'speedup' in r else '-'} "
                 f"| {delta} | {equal} |")
-    lines += ["", goal_line(results)] + reference_lines(results)
+    if results["models"]:
+        lines += ["", goal_line(results)] + reference_lines(results)
     for name, e in results["models"].items():
         lines += [f"- {name}: thai-eval warned: {w}" for w in e.get("thai_eval_warnings", [])]
+    if "generation" in results:
+        import gpu_generation  # (it imports this module: imported here, not at the top)
+
+        lines += gpu_generation.markdown(results["generation"])
     if m["tiny"]:
         lines += ["", ("Tiny run (random 2-layer models on the CPU): a check of the script, not a benchmark; its "
                        "timings say nothing about the GPU.")]
@@ -660,6 +671,8 @@ def print_plan(p: dict) -> None:
 # --- main -----------------------------------------------------------------------------------------------------
 def requests_note(steps: list[Step], tasks: dict) -> str:
     """The subsampling, stated."""
+    if not steps:
+        return "no log-likelihood part (--parts)."
     most = {t: max(s.docs[t] for s in steps) for t in TASKS}
     parts = [f"{t} {most[t]} of {TASKS[t][4]:,} documents ({tasks[t].shots}-shot)" for t in TASKS]
     return ("the repo's Thai samples (data/thai_h6) built by thai_eval_utils.h6.tasks and tiled to the published "
@@ -669,7 +682,8 @@ def requests_note(steps: list[Step], tasks: dict) -> str:
             "task; MMLU's 5-shot block is shared by every document of a subject (about 256 in the full task).")
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line (see the module docstring)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=OUT_DEFAULT, help="folder for gpu_bench.md and gpu_bench.json")
     ap.add_argument("--tiny", action="store_true", help="tiny random models on the CPU (automatic without CUDA)")
@@ -677,11 +691,33 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", help="comma-separated subset of the plan's models")
     ap.add_argument("--budget-s", type=float, default=400.0,
                     help="start no measurement after this many seconds (GPU run; the tiny run has none)")
+    ap.add_argument("--parts", default="loglikelihood,generation",
+                    help="comma-separated: loglikelihood (the Thai-H6 tasks), generation (gpu_generation.py)")
+    ap.add_argument("--gen-budget-s", type=float, default=240.0,
+                    help="generation part: start no lm-eval batch size past this many seconds from its start")
     ap.add_argument("--tokenizer", type=Path, help="a tokenizer directory (default: see load_tokenizer)")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--prepare-tokenizer", action="store_true", help=f"write {CARRIED_TOKENIZER.name}/ and exit")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def run_status(results: dict) -> str:
+    """'complete', 'partial: time budget reached' (a measurement skipped) or 'failed on ...' (a model or the
+    generation part raised)."""
+    gen = results.get("generation", {})
+    lmeval_gen = gen.get("lmeval") if isinstance(gen.get("lmeval"), list) else []
+    skipped = any("skipped" in e or any("skipped" in r for r in e["tasks"].values())
+                  for e in results["models"].values()) or any("skipped" in t for t in lmeval_gen)
+    failed = [name for name, e in results["models"].items() if "error" in e]
+    failed += ["generation"] if "error" in gen else []
+    return f"failed on {', '.join(failed)}" if failed else "partial: time budget reached" if skipped else "complete"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     start = time.monotonic()
+    import gpu_generation  # (it imports this module as gpu_bench: a second copy when this runs as a script)
+
     if args.prepare_tokenizer:
         prepare_tokenizer()
         return 0
@@ -691,15 +727,21 @@ def main(argv: list[str] | None = None) -> int:
     tiny = args.tiny or (not args.dry_run and not torch.cuda.is_available())
     if tiny and not args.tiny:
         log("no CUDA device: running the tiny configuration on the CPU (--tiny)")
-    steps = [s for s in PLANS["tiny" if tiny else "gpu"] if not args.models or s.shape in args.models.split(",")]
+    parts = args.parts.split(",")
+    steps = [s for s in PLANS["tiny" if tiny else "gpu"]
+             if "loglikelihood" in parts and (not args.models or s.shape in args.models.split(","))]
+    gen_plan = gpu_generation.GEN_PLANS["tiny" if tiny else "gpu"] if "generation" in parts else None
     tok, tok_note = load_tokenizer(tiny, args.tokenizer)
-    most = {t: max(s.docs[t] for s in steps) for t in TASKS}
+    most = {t: max((s.docs[t] for s in steps), default=0) for t in TASKS}
     tasks = {t: build_requests(t, most[t], args.seed, TINY_SHOTS[t] if tiny else TASKS[t][3]) for t in TASKS}
     for t in tasks.values():
-        t.encoded = encode(tok, t.requests)
+        t.encoded = encode(tok, t.requests) if t.requests else []
     if args.dry_run:
         print(f"plan: {'tiny' if tiny else 'gpu'}; tokenizer: {tok_note} ({len(tok):,} tokens)")
-        print_plan(plan(steps, tasks, tok))
+        if steps:
+            print_plan(plan(steps, tasks, tok))
+        if gen_plan:
+            gpu_generation.print_plan(gen_plan, tok, args.seed)
         return 0
     before = {m.split(".")[0] for m in sys.modules}
     lmeval = lmeval_import()
@@ -714,7 +756,7 @@ def main(argv: list[str] | None = None) -> int:
         + " ".join(argv if argv is not None else sys.argv[1:]), "tiny": tiny, "seed": args.seed,
         "tokenizer": f"{tok_note}, {len(tok):,} tokens", "requests_note": requests_note(steps, tasks),
         "lmeval_import_modules": sorted({m.split(".")[0] for m in sys.modules} - before),
-        "plan": [asdict(s) for s in steps], "budget_s": None if tiny else args.budget_s}}
+        "plan": [asdict(s) for s in steps], "parts": parts, "budget_s": None if tiny else args.budget_s}}
     ctx = Ctx(tok, device, tasks, lmeval, start + (float("inf") if tiny else args.budget_s), args.out, args.seed,
               results)
     write_results(args.out, results)
@@ -725,11 +767,14 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
             results["models"].setdefault(step.shape, {"tasks": {}})["error"] = f"{type(exc).__name__}: {exc}"[:500]
         write_results(args.out, results)
-    skipped = any("skipped" in e or any("skipped" in r for r in e["tasks"].values())
-                  for e in results["models"].values())
-    failed = [name for name, e in results["models"].items() if "error" in e]
-    results["status"] = (f"failed on {', '.join(failed)}" if failed else
-                         "partial: time budget reached" if skipped else "complete")
+    if gen_plan:
+        try:
+            gpu_generation.run(ctx, gen_plan, float("inf") if tiny else args.gen_budget_s)
+        except Exception as exc:  # noqa: BLE001 - recorded like a model's failure
+            traceback.print_exc()
+            results.setdefault("generation", {})["error"] = f"{type(exc).__name__}: {exc}"[:500]
+        write_results(args.out, results)
+    results["status"] = run_status(results)
     results["meta"]["total_seconds"] = round(time.monotonic() - start, 1)
     write_results(args.out, results)
     print("\n" + markdown(results))

@@ -6,7 +6,7 @@
 # huggingface-hub, jinja2, pyyaml, requests, numpy, tqdm and packaging: everything `import
 # lm_eval.models.huggingface` imports besides lm_eval itself (checked below), so only lm_eval travels.
 # Its other Requires-Dist (datasets, evaluate, sqlitedict, pytablewriter, ...) serve lm-eval's task and
-# evaluator machinery, which the benchmark does not use (it calls HFLM.loglikelihood directly).
+# evaluator machinery, which the benchmark does not use (it calls HFLM.loglikelihood and HFLM.generate_until directly).
 #
 #   benchmarks/gpu_wheels.sh            # PYTHON=... picks the interpreter for the import check (default .venv)
 set -euo pipefail
@@ -22,9 +22,10 @@ echo "lm_eval's requirements (Requires-Dist without extras):"
 unzip -p .whl/lm_eval-0.4.13-*.whl '*/METADATA' | grep '^Requires-Dist' | grep -v 'extra ==' | sed 's/^/  /'
 
 # The import check: a clean --target install of the wheels (as on the GPU machine), then the benchmark's
-# imports (gpu_bench, thai_eval_utils' LocalModel and h6.tasks, lm-eval's HFLM) with only that folder added to
-# the path; every third-party module they pull in beyond torch, transformers and huggingface_hub (the machine's
-# own) must be lm_eval's or among the GPU machine's packages (/work/.library/device/KINDS.md, read 2026-11-17).
+# imports (gpu_bench, gpu_generation, thai_eval_utils' LocalModel, generation engine and h6.tasks, lm-eval's
+# HFLM) with only that folder added to the path; every third-party module they pull in beyond torch, transformers
+# and huggingface_hub (the machine's own) must be lm_eval's or among the GPU machine's packages
+# (/work/.library/device/KINDS.md, read 2026-11-17).
 target=$(mktemp -d)
 trap 'rm -rf "$target"' EXIT
 "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$target" .whl/*.whl
@@ -34,6 +35,9 @@ import huggingface_hub, torch, transformers  # noqa: E401,F401  the GPU machine'
 target, repo = sys.argv[1], sys.argv[2]
 before = set(sys.modules)
 import gpu_bench  # noqa: F401  (puts the repo on sys.path)
+import gpu_generation  # noqa: F401  (the generation part)
+from thai_eval_utils.core.generation import generate  # noqa: F401
+from thai_eval_utils.core.stops import cut_at_stop  # noqa: F401
 from lm_eval.api.instance import Instance  # noqa: F401
 from lm_eval.models.huggingface import HFLM  # noqa: F401
 from thai_eval_utils.core.local_model import LocalModel  # noqa: F401

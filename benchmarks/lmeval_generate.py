@@ -12,15 +12,11 @@ import json
 import sys
 import time
 
-from lm_eval.api.instance import Instance
-from lm_eval.models.huggingface import HFLM
 
-
-def main() -> None:
-    model_dir, bs, src, dst = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-    spec = json.loads(open(src, encoding="utf-8").read())
-    lm = HFLM(pretrained=model_dir, dtype="float32", device="cpu", batch_size=bs, add_bos_token=False)
-    computed = []
+def count_positions(lm) -> list[int]:
+    """Wrap ``lm._model_generate`` (an ``HFLM``) so that each call appends the token positions it computed,
+    rows x (padded width + new tokens - 1), to the returned list (also used by ``gpu_generation.py``)."""
+    computed: list[int] = []
     original = lm._model_generate
 
     def counted(context, *args, **kwargs):
@@ -29,6 +25,17 @@ def main() -> None:
         return out
 
     lm._model_generate = counted
+    return computed
+
+
+def main() -> None:
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+
+    model_dir, bs, src, dst = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    spec = json.loads(open(src, encoding="utf-8").read())
+    lm = HFLM(pretrained=model_dir, dtype="float32", device="cpu", batch_size=bs, add_bos_token=False)
+    computed = count_positions(lm)
     gen = {"until": list(spec["until"]), "max_gen_toks": int(spec["max_gen_toks"]), "do_sample": False}
     reqs = [Instance(request_type="generate_until", doc={}, arguments=(p, dict(gen)), idx=0)
             for p in spec["prompts"]]  # fmt: skip
