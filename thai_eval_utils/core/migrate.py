@@ -14,6 +14,10 @@ recomputes its config id under today's rules and, on a match, renames that folde
 ``migrated_from``). A change of *what is keyed* needs no step here, since the id is recomputed from the card: served
 runs keyed with their ``base_url``/``base_urls`` (early format 1) are found from any address that way.
 
+Records are not migrated except in one case: the ThaiCLI judge of format 1 wrote ``NaN`` (not standard JSON) for an
+unjudged item's ``served_model``; the judge opens its runs with ``legacy_nan_fields`` and
+:meth:`~thai_eval_utils.core.store.RunStore.migrate_legacy_nan` rewrites those values as null once.
+
 To change the format: raise :data:`STORE_FORMAT` and add one ``if version < N:`` step to :func:`migrate_card`
 that brings a card of format ``N - 1`` to ``N``, with a run folder of the old format under ``tests/data``.
 """
