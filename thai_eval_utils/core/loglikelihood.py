@@ -42,7 +42,7 @@ from transformers import DynamicCache
 from thai_eval_utils.core.decoder import Decoder, Head, Scores, repeat_cache, tree_supported
 from thai_eval_utils.core.errors import ThaiEvalError
 from thai_eval_utils.core.packed_attention import block_attention
-from thai_eval_utils.core.prefix_tree import build_tree, schedule
+from thai_eval_utils.core.prefix_tree import Node, build_tree, schedule
 
 __all__ = ["count_tokens", "default_budget", "loglikelihood"]
 
@@ -138,14 +138,10 @@ def _kv_budget(model) -> int:
     return int(min(1 << 16, max(2048, _KV_BYTES // per_token)))
 
 
-def _score_tokens(model, seqs, targets, budget: int, mode: str, progress: bool = False,
-                  desc: str = "loglikelihood") -> list[tuple[float, bool]]:
-    """``(log_likelihood, is_greedy)`` of continuation tokens ``targets[i]`` after the fed sequence ``seqs[i]``
-    (None: an empty continuation): the prefix tree's calls (:func:`~thai_eval_utils.core.prefix_tree.schedule`,
-    runner ``mode`` "tree" or "batch", ``budget`` tokens per call) made one after the other over one cache."""
+def _scored_tree(seqs, targets, offsets: np.ndarray) -> Node:
+    """The prefix tree of the fed sequences (None: skipped), each scored position ``(position, target token,
+    slot)`` in the node that holds it, and each request counted in the node where it finishes."""
     live = [i for i, s in enumerate(seqs) if s is not None]
-    offsets = np.zeros(len(seqs) + 1, dtype=np.int64)  # request i's tokens are slots offsets[i]..offsets[i+1]-1
-    offsets[1:] = np.cumsum([len(t) for t in targets])
     root, terminal = build_tree([seqs[i] for i in live])
     for i, node in zip(live, terminal):
         node.finishing += 1
@@ -155,8 +151,19 @@ def _score_tokens(model, seqs, targets, budget: int, mode: str, progress: bool =
             while p < node.start:
                 node = node.parent
             node.entries.append((p, targets[i][j], int(offsets[i]) + j))
+    return root
+
+
+def _score_tokens(model, seqs, targets, budget: int, mode: str, progress: bool = False,
+                  desc: str = "loglikelihood") -> list[tuple[float, bool]]:
+    """``(log_likelihood, is_greedy)`` of continuation tokens ``targets[i]`` after the fed sequence ``seqs[i]``
+    (None: an empty continuation): the prefix tree's calls (:func:`~thai_eval_utils.core.prefix_tree.schedule`,
+    runner ``mode`` "tree" or "batch", ``budget`` tokens per call) made one after the other over one cache."""
+    offsets = np.zeros(len(seqs) + 1, dtype=np.int64)  # request i's tokens are slots offsets[i]..offsets[i+1]-1
+    offsets[1:] = np.cumsum([len(t) for t in targets])
+    root = _scored_tree(seqs, targets, offsets)
     pbar = tqdm(total=len(seqs), desc=desc, unit="req", disable=not progress)
-    pbar.update(len(seqs) - len(live))
+    pbar.update(sum(1 for s in seqs if s is None))
     decoder, scores = Decoder(model), Scores(Head(model), int(offsets[-1]))
     cache, tokens, t0 = DynamicCache(), 0, time.perf_counter()  # the cache holds one path from the root
     with torch.inference_mode(), block_attention(model):
@@ -165,7 +172,9 @@ def _score_tokens(model, seqs, targets, budget: int, mode: str, progress: bool =
             extra = cache.get_seq_length() - call.past
             if extra:  # the keys of a finished subtree (or of the last packed call's subtrees)
                 cache.crop(-extra)
-            kv = cache if call.kind != "batch" else repeat_cache(cache, len(x.ids)) if call.past else None
+            kv = cache
+            if call.kind == "batch":  # leaves over the cache repeated per row (none at the root); cache unchanged
+                kv = repeat_cache(cache, len(x.ids)) if call.past else None
             hidden = decoder.model_call(x.ids, kv, x.positions, x.segment, x.ancestors)  # [rows, length, hidden]
             scores.add(hidden.reshape(-1, hidden.shape[-1]), x.entries, x.rows)  # [rows * length, hidden]
             tokens += x.tokens
