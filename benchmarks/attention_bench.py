@@ -1,9 +1,9 @@
 """Masked attention for packed prefix-tree calls: torch's sdpa with the explicit mask, thai-eval's block sdpa
-(``prefix_tree._block_sdpa``: blocks of query rows against the keys they can see) and torch's ``flex_attention``
+(``packed_attention._block_sdpa``: blocks of query rows against the keys they can see) and torch's ``flex_attention``
 with a block mask (issue 12: "use flex_attention block masks or sdpa with explicit masks, whichever measures
 faster"). The packed rows are the ones the engine builds for a real setting: ``h6.evaluate``'s requests on the
 repo's samples, tokenized, laid out as the runner lays them out (a shared trunk, each document's context and its
-answer choices as child segments) by the engine's own ``Body.forward``, so the masks are the engine's masks
+answer choices as child segments) by the engine's own ``packed_masks``, so the masks are the engine's masks
 (Gemma 3's sliding-window and full layers). Queries, keys and values are random with the model's attention shape;
 each method runs one call's worth of layers (Gemma 3 270M: 15 sliding-window, 3 full) and the outputs are
 compared.
@@ -81,10 +81,11 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
-    from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
+    from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    from thai_eval_utils.core import prefix_tree as pt
+    from thai_eval_utils.core import packed_attention as pt
+    from thai_eval_utils.core.decoder import Decoder
     from thai_eval_utils.core.local_model import LocalModel
     from thai_eval_utils.core.models import embedded_model_dir
 
@@ -95,8 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     local = LocalModel(model, tok, name="attn", max_length=bench.max_length(model, tok))
     pairs = bench.evaluate_setting(local, args.setting, bench.WORK / "attn-store" / args.setting)["requests"]
     ids, pos, seg, anc, n_docs = packed_row(tok, pairs, args.budget)
-    _, kw = pt.Body(model).forward([ids], DynamicCache(), positions=pos, segment=seg, ancestors=anc)
-    masks = kw["attention_mask"]  # layer type -> [1, 1, T, T] bool: the engine's own masks
+    dec = Decoder(model)
+    masks = pt.packed_masks(torch.tensor(pos), torch.tensor(seg), torch.from_numpy(anc), 0, dec.kinds, dec.window,
+                            None)  # layer type -> [1, 1, T, T] bool: the engine's own masks
     layers = list(cfg.layer_types)
     T, H, KV, D = len(ids), cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
     torch.manual_seed(0)
@@ -115,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         return [sdpa_attention_forward(attn, q, k, v, masks[t], scaling=scale)[0] for t in layers]
 
     def block():
-        pt._SPANS.clear()  # as at the start of each forward call: spans once per mask, reused by the layers
+        pt.new_call()  # as at the start of each forward call: spans once per mask, reused by the layers
         return [pt._block_sdpa(attn, q, k, v, masks[t], scaling=scale)[0] for t in layers]
 
     rows = {}

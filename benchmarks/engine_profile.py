@@ -33,7 +33,7 @@ def requests_of(local, setting: str) -> tuple[list[tuple[str, str]], float, floa
 
 
 def labelled(fn, name: str):
-    """``fn`` inside a torch.profiler record_function range ``name`` (generators: each resumption)."""
+    """``fn`` inside a torch.profiler record_function range ``name``."""
     import torch
 
     def wrapper(*a, **k):
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from thai_eval_utils.core import prefix_tree
+    from thai_eval_utils.core import decoder
     from thai_eval_utils.core.local_model import LocalModel
     from thai_eval_utils.core.loglikelihood import _encode, _fed, loglikelihood
     from thai_eval_utils.core.models import embedded_model_dir
@@ -93,8 +93,8 @@ def main(argv: list[str] | None = None) -> int:
                                                                    for w, i in evs))
     if args.no_profile:
         return 0
-    prefix_tree.Head.__call__ = labelled(prefix_tree.Head.__call__, "phase: output layer + log_softmax")
-    prefix_tree.Body.forward = labelled(prefix_tree.Body.forward, "phase: inputs and masks")
+    decoder.Head.__call__ = labelled(decoder.Head.__call__, "phase: output layer + log_softmax")
+    decoder.Decoder.model_call = labelled(decoder.Decoder.model_call, "phase: model call (masks and body)")
     net = model.base_model
     net.forward = labelled(net.forward, "phase: decoder body")
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:

@@ -1,5 +1,6 @@
-"""The output layer's cost before and after issue 24's buffer reuse: ``prefix_tree.Head`` of a given git revision
-against the working tree's, on the embedded Gemma 3 270M's output layer (262,144 x 640, float32, CPU), random
+"""The output layer's cost before and after issue 24's buffer reuse: ``Head`` of a given git revision (in
+``core/decoder.py``, or in ``core/prefix_tree.py`` before issue 23 split it) against the working tree's
+(``core.decoder.Head``), on the embedded Gemma 3 270M's output layer (262,144 x 640, float32, CPU), random
 hidden states of ``--rows`` scored rows, alternating, CPU time (``time.process_time``) per call; the results must
 be identical. ``--rows 876`` is the number of scored rows of the "longanswer0" setting of h6_parity_speed.py:
 
@@ -24,7 +25,7 @@ sys.path.insert(0, str(REPO))
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--base", required=True, help="git revision holding the previous prefix_tree.py")
+    ap.add_argument("--base", required=True, help="git revision holding the previous Head")
     ap.add_argument("--rows", type=int, default=876)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--reps", type=int, default=3)
@@ -33,12 +34,16 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from thai_eval_utils.core import prefix_tree
+    from thai_eval_utils.core import decoder
     from thai_eval_utils.core.models import embedded_model_dir
 
     torch.set_num_threads(args.threads)
-    old_src = subprocess.run(["git", "-C", str(REPO), "show", f"{args.base}:thai_eval_utils/core/prefix_tree.py"],
-                             check=True, capture_output=True, text=True).stdout
+    def show(path: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "-C", str(REPO), "show", f"{args.base}:thai_eval_utils/core/{path}"],
+                              capture_output=True, text=True)
+
+    found = show("decoder.py")
+    old_src = (found if found.returncode == 0 else show("prefix_tree.py")).stdout
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(old_src)
     spec = importlib.util.spec_from_file_location("old_prefix_tree", f.name)
@@ -56,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     results = {}
     with torch.inference_mode():
         for _ in range(args.reps):
-            for name, mod in (("before", old), ("after", prefix_tree)):
+            for name, mod in (("before", old), ("after", decoder)):
                 head = mod.Head(model)
                 load = os.getloadavg()[0]
                 c0 = time.process_time()

@@ -23,13 +23,14 @@ from conftest import _tiny_gemma3, _tiny_llama
 from test_scoring import _fixed_mode, _requests
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from thai_eval_utils.core import decoder as _decoder
 from thai_eval_utils.core import loglikelihood as scoring
+from thai_eval_utils.core import packed_attention as _attention
 from thai_eval_utils.core import prefix_tree as _prefix
 from thai_eval_utils.core.loglikelihood import (
     _encode,
     _fed,
     _reference_loglikelihood,
-    drive,
     loglikelihood,
 )
 
@@ -64,7 +65,7 @@ def _margins(model, tok, reqs) -> list[float]:
 
 def _self_checked(model):
     """``model`` after the engine's one-off self-check (so that hooks count only the calls of the run itself)."""
-    assert drive(scoring._mode(model, 4096)) == "tree"
+    assert scoring._mode(model, 4096) == "tree"
     return model
 
 
@@ -84,7 +85,7 @@ def test_every_dtype_and_path_equals_full_forward(tiny_tokenizer, monkeypatch, d
     7-token calls (with 60-entry masks), on Llama and on Gemma 3's sliding-window layers (window 6)."""
     model, tok = BUILD[which](tiny_tokenizer).to(dtype), tiny_tokenizer
     monkeypatch.setattr(scoring, "_mode", _fixed_mode("batch" if path == "batch" else "tree"))
-    monkeypatch.setattr(_prefix, "BLOCK_ROWS", 5)  # the block-sparse attention on these short prompts
+    monkeypatch.setattr(_attention, "BLOCK_ROWS", 5)  # the block-sparse attention on these short prompts
     if path == "chunked":
         monkeypatch.setattr(_prefix, "MASK_ELEMENTS", 60)
     reqs = _requests(seed=11)
@@ -139,7 +140,7 @@ def test_output_layer_rows_and_vocab_tensors_are_bounded(tiny_tokenizer, monkeyp
     materialises [1, length, vocab] logits, is caught by the same probe)."""
     model, tok = _self_checked(_tiny_gemma3(tiny_tokenizer).to(dtype)), tiny_tokenizer
     vocab = model.config.vocab_size
-    monkeypatch.setattr(_prefix, "HEAD_BYTES", 4 * vocab * 3)  # three rows per output-layer call
+    monkeypatch.setattr(_decoder, "HEAD_BYTES", 4 * vocab * 3)  # three rows per output-layer call
     reqs = _requests(seed=13)
     seqs, targets = _fed(_encode(tok, reqs, False), 1024)
     scored = {s[:len(s) - len(t) + j + 1] for s, t in zip(seqs, targets) if s for j in range(len(t))}
@@ -277,8 +278,8 @@ def test_block_attention_gathers_the_keys_each_block_sees():
     pos = torch.arange(n)
     mask = (pos[None, :] <= pos[:, None]) & ((doc[None, :] == doc[:, None]) | (doc[None, :] == 0))
     mask = mask[None, None]  # [1, 1, queries, keys]
-    _prefix._SPANS.clear()
-    blocks = dict(_prefix._spans(mask, 4))
+    _attention.new_call()
+    blocks = dict(_attention._spans(mask, 4))
     assert blocks[0] == slice(0, 4) and blocks[4] == slice(0, 8)  # trunk and first document: contiguous
     assert blocks[12].tolist() == [0, 1, 2, 11, 12, 13, 14, 15]  # trunk + its own document, not keys 3..10
     assert blocks[16].tolist() == [0, 1, 2, 11, 12, 13, 14, 15, 16, 17, 18]
@@ -287,13 +288,13 @@ def test_block_attention_gathers_the_keys_each_block_sees():
         is_causal, num_key_value_groups = False, 2
 
     q, k, v = torch.randn(1, 4, n, 8), torch.randn(1, 2, n, 8), torch.randn(1, 2, n, 8)
-    _prefix._SPANS.clear()
-    old, _prefix.BLOCK_ROWS = _prefix.BLOCK_ROWS, 4
+    _attention.new_call()
+    old, _attention.BLOCK_ROWS = _attention.BLOCK_ROWS, 4
     try:
-        blocked, _ = _prefix._block_sdpa(Attn(), q, k, v, mask)
+        blocked, _ = _attention._block_sdpa(Attn(), q, k, v, mask)
     finally:
-        _prefix.BLOCK_ROWS = old
-    whole, _ = _prefix.sdpa_attention_forward(Attn(), q, k, v, mask)
+        _attention.BLOCK_ROWS = old
+    whole, _ = _attention.sdpa_attention_forward(Attn(), q, k, v, mask)
     assert blocked.shape == whole.shape == (1, n, 4, 8)
     assert torch.allclose(blocked, whole, atol=1e-6)
 
@@ -310,12 +311,12 @@ def test_self_check_keeps_the_engine_for_the_embedded_model_in_bfloat16(monkeypa
     hf = load_model("embedded").hf_model.to(torch.bfloat16)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a failed self-check warns
-        assert drive(scoring._mode(hf, 2048)) == "tree"
-    body_forward = _prefix.Body.forward
+        assert scoring._mode(hf, 2048) == "tree"
+    model_call = _decoder.Decoder.model_call
 
     def siblings_visible(self, ids, cache, positions=None, segment=None, ancestors=None):
-        return body_forward(self, ids, cache, positions, segment, None if ancestors is None else np.ones_like(ancestors))
+        return model_call(self, ids, cache, positions, segment, None if ancestors is None else np.ones_like(ancestors))
 
-    monkeypatch.setattr(_prefix.Body, "forward", siblings_visible)
+    monkeypatch.setattr(_decoder.Decoder, "model_call", siblings_visible)
     scoring._checked.pop(hf, None)
-    assert drive(scoring._mode(hf, 2048)) == "batch"
+    assert scoring._mode(hf, 2048) == "batch"

@@ -8,7 +8,9 @@ import warnings
 import pytest
 import torch
 
+from thai_eval_utils.core import decoder as _decoder
 from thai_eval_utils.core import loglikelihood as scoring
+from thai_eval_utils.core import packed_attention as _attention
 from thai_eval_utils.core import prefix_tree as _prefix
 from thai_eval_utils.core.errors import ThaiEvalError
 from thai_eval_utils.core.loglikelihood import (
@@ -16,7 +18,6 @@ from thai_eval_utils.core.loglikelihood import (
     _reference_loglikelihood,
     _reference_tokens,
     _score_tokens,
-    drive,
     loglikelihood,
 )
 from thai_eval_utils.core.prefix_tree import build_tree
@@ -52,12 +53,11 @@ def _assert_same(got, want, tol=TOL):
 
 
 def _fixed_mode(name):
-    """A stand-in for the engine's self-check (a plan without forward calls) that picks runner mode ``name``."""
-    def plan(model, budget):
+    """A stand-in for the engine's self-check (no forward calls) that picks runner mode ``name``."""
+    def mode(model, budget):
         return name
-        yield  # a generator, as the self-check is
 
-    return plan
+    return mode
 
 
 @pytest.fixture(params=["tree", "batch"])
@@ -65,7 +65,7 @@ def mode(request, monkeypatch):
     """Run the engine in one runner mode: packed tree forwards, or padded leaf batches over a repeated cache;
     sdpa attention over blocks of 5 query rows (so the tiny prompts use the block-sparse path)."""
     monkeypatch.setattr(scoring, "_mode", _fixed_mode(request.param))
-    monkeypatch.setattr(_prefix, "BLOCK_ROWS", 5)
+    monkeypatch.setattr(_attention, "BLOCK_ROWS", 5)
     return request.param
 
 
@@ -185,7 +185,7 @@ def test_left_truncation_warns_and_matches(tiny_llama, mode):
     ctx, cont = "".join(WORDS) * 2, " Bangkok"
     (c_ids, t_ids), = _encode(tok, [(ctx, cont)], False)
     fed = tuple((c_ids + t_ids)[-13:][:-1])
-    want = drive(_reference_tokens(model, [fed], [t_ids]))
+    want = _reference_tokens(model, [fed], [t_ids])
     with pytest.warns(UserWarning, match=r"1 of 1 requests exceed max_length 12"):
         got = loglikelihood(model, tok, [(ctx, cont)], max_length=12, progress=False)
     _assert_same(got, want)
@@ -206,7 +206,7 @@ def test_empty_and_whitespace_continuations(tiny_gemma3, mode):
     # empty context: log p(continuation | BOS)
     (c_ids, t_ids), = _encode(tok, [("", " Bangkok")], False)
     assert c_ids == [tok.bos_token_id]
-    _assert_same([got[3]], drive(_reference_tokens(model, [tuple(c_ids + t_ids[:-1])], [t_ids])))
+    _assert_same([got[3]], _reference_tokens(model, [tuple(c_ids + t_ids[:-1])], [t_ids]))
     _assert_same(got[1:4], _quiet(_reference_loglikelihood, model, tok, reqs[1:4], max_length=1024))
 
 
@@ -224,9 +224,9 @@ def test_greedy_flags(request, which):
         seqs += [tuple(ids[:-1])] * 2
         bad = (ids[-1] + 1) % model.config.vocab_size
         targets += [ids[len(p):], ids[len(p):-1] + [bad]]
-    got = drive(_score_tokens(model, seqs, targets, 4096, "tree"))
+    got = _score_tokens(model, seqs, targets, 4096, "tree")
     assert [g for _, g in got] == [True, False] * 3
-    _assert_same(got, drive(_reference_tokens(model, seqs, targets)))
+    _assert_same(got, _reference_tokens(model, seqs, targets))
 
 
 # --- work avoided -----------------------------------------------------------------------------------------------
@@ -262,7 +262,7 @@ def test_output_layer_chunks_rows(tiny_llama, monkeypatch):
     """At most ``_HEAD_BYTES`` of float32 logits exist at once, however many positions are scored."""
     model, tok = tiny_llama
     vocab = model.config.vocab_size
-    monkeypatch.setattr(_prefix, "HEAD_BYTES", 4 * vocab * 3)  # three rows per output-layer call
+    monkeypatch.setattr(_decoder, "HEAD_BYTES", 4 * vocab * 3)  # three rows per output-layer call
     rows = []
     hook = model.lm_head.register_forward_hook(lambda m, a, o: rows.append(o.shape[0]))
     reqs = [("สวัสดี", " Question: What is the quick Bangkok"), ("ข้าว", "เหนียวมะม่วง วันนี้อากาศดีมาก")]
@@ -281,19 +281,19 @@ def test_mode_selection(tiny_tokenizer, tiny_gemma3, monkeypatch):
     from transformers import Gemma3ForCausalLM
 
     model, tok = tiny_gemma3
-    assert drive(scoring._mode(model, 4096)) == "tree"
+    assert scoring._mode(model, 4096) == "tree"
     base = _tiny_gemma3(tiny_tokenizer)
     cfg = base.config.__class__.from_dict(base.config.to_dict())
     cfg._attn_implementation = "eager"
     eager = Gemma3ForCausalLM(cfg).eval()
     eager.load_state_dict(base.state_dict())
-    assert eager.config._attn_implementation == "eager" and drive(scoring._mode(eager, 4096)) == "tree"
+    assert eager.config._attn_implementation == "eager" and scoring._mode(eager, 4096) == "tree"
     reqs = _requests(seed=8, docs=3)
     _assert_same(loglikelihood(eager, tok, reqs, max_length=1024, progress=False),
                  _reference_loglikelihood(eager, tok, reqs, max_length=1024))
     monkeypatch.setattr(scoring, "tree_supported", lambda m: False)
     fresh = _tiny_gemma3(tiny_tokenizer)
-    assert drive(scoring._mode(fresh, 4096)) == "batch"
+    assert scoring._mode(fresh, 4096) == "batch"
 
 
 def test_progress_bar_shows_requests_and_tokens(tiny_llama, capsys):
@@ -320,21 +320,20 @@ def test_attention_implementation_restored(tiny_llama, monkeypatch):
     """The block-sparse sdpa is swapped in only while the engine runs, also when it fails."""
     model, tok = tiny_llama
     seen = []
-    real_expand = _prefix.Runner._expand
+    real_call = _decoder.Decoder.model_call
 
-    def spy(self, node, cache):
+    def spy(self, *args):
         seen.append(model.config._attn_implementation)
-        return (yield from real_expand(self, node, cache))
+        return real_call(self, *args)
 
-    monkeypatch.setattr(_prefix.Runner, "_expand", spy)
+    monkeypatch.setattr(_decoder.Decoder, "model_call", spy)
     loglikelihood(model, tok, [("สวัสดี", "ครับ")], max_length=1024, progress=False)
     assert seen[-1] == "thai_eval_block_sdpa" and model.config._attn_implementation == "sdpa"
 
-    def boom(self, node, cache):
+    def boom(self, *args):
         raise RuntimeError("boom")
-        yield
 
-    monkeypatch.setattr(_prefix.Runner, "_expand", boom)
+    monkeypatch.setattr(_decoder.Decoder, "model_call", boom)
     with pytest.raises(RuntimeError, match="boom"):
         loglikelihood(model, tok, [("สวัสดี", "ครับ")], max_length=1024, progress=False)
     assert model.config._attn_implementation == "sdpa"

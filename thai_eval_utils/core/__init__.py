@@ -8,7 +8,8 @@
 - ``protocols``: what a model is (``Model``, ``LoglikelihoodModel``), as typing protocols.
 - ``model_sources``, ``local_model``, ``models``: where weights come from, the transformers model, ``load_model``.
 - ``openai_client``: the OpenAI-compatible client (chat models, judges, served models).
-- ``loglikelihood`` (the prefix-sharing log-likelihood engine) and ``prefix_tree`` (its radix tree and runner).
+- ``loglikelihood`` (the prefix-sharing log-likelihood engine and its loop), ``prefix_tree`` (its radix tree and
+  schedule of forward calls), ``decoder`` (the decoder call and the output layer), ``packed_attention``.
 - ``stops``: stop strings; ``tables``: CSV / Markdown / LaTeX tables and the papers' rounding.
 
 Submodules are imported where used (``from thai_eval_utils.core.store import RunStore``); importing this

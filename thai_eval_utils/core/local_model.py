@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from thai_eval_utils.core.errors import ThaiEvalError
-from thai_eval_utils.core.loglikelihood import drive, plan
+from thai_eval_utils.core.loglikelihood import loglikelihood
 from thai_eval_utils.core.model_sources import check_dtype, resolve_spec
 from thai_eval_utils.core.generation import GenerationStats, default_budget, encode_prompts, generate
 from thai_eval_utils.core.stops import cut_at_stop  # noqa: F401  (re-exported: tests import it from here)
@@ -151,9 +151,9 @@ class LocalModel:
     # --- log-likelihood -------------------------------------------------------------------------
     def loglikelihood(self, requests: Sequence[tuple[str, str]], *, progress: bool = True) -> list[tuple[float, bool]]:
         """lm-eval's contract: summed log-probability of each continuation and whether it is greedy
-        (:func:`thai_eval_utils.core.loglikelihood.loglikelihood`; ``drive`` makes the decoder's forward calls)."""
-        return drive(plan(self.hf_model, self.tokenizer, requests, add_bos_token=self.add_bos_token,
-                          max_length=self.max_length, batch_tokens=self.batch_tokens, progress=progress))
+        (:func:`thai_eval_utils.core.loglikelihood.loglikelihood`)."""
+        return loglikelihood(self.hf_model, self.tokenizer, requests, add_bos_token=self.add_bos_token,
+                             max_length=self.max_length, batch_tokens=self.batch_tokens, progress=progress)
 
     # --- generation -----------------------------------------------------------------------------
     def _generate_ids(self, prompts: Sequence[str], add_special_tokens: bool, *, max_new_tokens: int,

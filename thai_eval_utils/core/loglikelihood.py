@@ -6,13 +6,16 @@ Design (hand-written: no maintained library scores lm-eval requests with prefix/
 
 1. every request is encoded exactly as lm-eval 0.4.13 encodes it (joint encoding, trailing whitespace moved to
    the continuation, optional BOS, left truncation); each distinct string is tokenized once;
-2. the fed token sequences go into a radix tree and every edge runs once through the decoder body with a KV
-   cache (:mod:`thai_eval_utils.core.prefix_tree`); whole subtrees (a document's context and answer choices,
-   many documents per call) run as ONE packed forward of at most ``batch_tokens`` tokens with per-token
-   position ids and ancestor masks, or, where such masks cannot be expressed, the leaves run as a padded batch
-   over the repeated cache;
-3. only the hidden states of scored positions go through the output layer (in the model's dtype, plus final
-   logit soft-capping), at most 128 MiB of logits at a time, normalised with a float32 ``log_softmax``.
+2. the fed token sequences go into a radix tree (:mod:`thai_eval_utils.core.prefix_tree`), whose
+   ``schedule`` lists the forward calls that run every edge once with a KV cache: whole subtrees (a
+   document's context and answer choices, many documents per call) as ONE packed forward of at most
+   ``batch_tokens`` tokens with per-token position ids and ancestor masks
+   (:mod:`thai_eval_utils.core.packed_attention`), or, where such masks cannot be expressed, the leaves as a
+   padded batch over the repeated cache;
+3. :func:`_score_tokens` makes those calls in one loop, each through ``Decoder.model_call`` (the decoder body,
+   :mod:`thai_eval_utils.core.decoder`); only the hidden states of scored positions go through the output
+   layer (in the model's dtype, plus final logit soft-capping), at most 128 MiB of logits at a time,
+   normalised with a float32 ``log_softmax``.
 
 Any device and dtype (float32, bfloat16, float16), models spread with ``device_map`` included: inputs go to the
 input embeddings' device, the scored rows to the output layer's, results come back to the CPU.
@@ -26,19 +29,22 @@ matrix shapes than lm-eval's one forward per request): ~1e-5 per token on Gemma 
 
 from __future__ import annotations
 
+import time
 import warnings
 import weakref
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
+from transformers import DynamicCache
 
+from thai_eval_utils.core.decoder import Decoder, Head, Scores, repeat_cache, tree_supported
 from thai_eval_utils.core.errors import ThaiEvalError
-from thai_eval_utils.core.prefix_tree import Plan, Runner, build_tree, tree_supported
+from thai_eval_utils.core.packed_attention import block_attention
+from thai_eval_utils.core.prefix_tree import Node, build_tree, schedule
 
-__all__ = ["count_tokens", "default_budget", "drive", "loglikelihood", "plan"]
+__all__ = ["count_tokens", "default_budget", "loglikelihood"]
 
 _KV_BYTES = 1 << 30  # padded-batch fallback: about 1 GiB of repeated key/value cache per forward
 CPU_TOKENS = 2048  # default tokens per forward call on the CPU (measured: docs/benchmarks.md)
@@ -106,11 +112,11 @@ def _fed(encoded, max_length: int) -> tuple[list[tuple[int, ...] | None], list[l
         targets.append(cont)
     if cut:
         warnings.warn(f"{len(cut)} of {len(encoded)} requests exceed max_length {max_length} (+1) and were "
-                      f"left-truncated (longest: {max(cut)} tokens); continuations are kept whole", stacklevel=5)
+                      f"left-truncated (longest: {max(cut)} tokens); continuations are kept whole", stacklevel=3)
     n_empty = sum(1 for c in targets if not c)
     if n_empty:
         warnings.warn(f"{n_empty} continuation(s) encode to no tokens; scored (0.0, True): the log-probability "
-                      "of an empty string (lm-eval 0.4.13 fails an assertion instead)", stacklevel=5)
+                      "of an empty string (lm-eval 0.4.13 fails an assertion instead)", stacklevel=3)
     return seqs, targets
 
 
@@ -132,13 +138,10 @@ def _kv_budget(model) -> int:
     return int(min(1 << 16, max(2048, _KV_BYTES // per_token)))
 
 
-def _score_tokens(model, seqs, targets, budget: int, mode: str, progress: bool = False,
-                  desc: str = "loglikelihood") -> Plan:
-    """Score continuation tokens ``targets[i]`` after the fed sequence ``seqs[i]`` (None: empty continuation);
-    a plan returning ``(log_likelihood, is_greedy)`` per sequence."""
+def _scored_tree(seqs, targets, offsets: np.ndarray) -> Node:
+    """The prefix tree of the fed sequences (None: skipped), each scored position ``(position, target token,
+    slot)`` in the node that holds it, and each request counted in the node where it finishes."""
     live = [i for i, s in enumerate(seqs) if s is not None]
-    offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
-    offsets[1:] = np.cumsum([len(t) for t in targets])
     root, terminal = build_tree([seqs[i] for i in live])
     for i, node in zip(live, terminal):
         node.finishing += 1
@@ -148,15 +151,41 @@ def _score_tokens(model, seqs, targets, budget: int, mode: str, progress: bool =
             while p < node.start:
                 node = node.parent
             node.entries.append((p, targets[i][j], int(offsets[i]) + j))
+    return root
+
+
+def _score_tokens(model, seqs, targets, budget: int, mode: str, progress: bool = False,
+                  desc: str = "loglikelihood") -> list[tuple[float, bool]]:
+    """``(log_likelihood, is_greedy)`` of continuation tokens ``targets[i]`` after the fed sequence ``seqs[i]``
+    (None: an empty continuation): the prefix tree's calls (:func:`~thai_eval_utils.core.prefix_tree.schedule`,
+    runner ``mode`` "tree" or "batch", ``budget`` tokens per call) made one after the other over one cache."""
+    offsets = np.zeros(len(seqs) + 1, dtype=np.int64)  # request i's tokens are slots offsets[i]..offsets[i+1]-1
+    offsets[1:] = np.cumsum([len(t) for t in targets])
+    root = _scored_tree(seqs, targets, offsets)
     pbar = tqdm(total=len(seqs), desc=desc, unit="req", disable=not progress)
-    pbar.update(len(seqs) - len(live))
-    runner = Runner(model, budget, int(offsets[-1]), mode, pbar)
-    yield from runner.run(root)
+    pbar.update(sum(1 for s in seqs if s is None))
+    decoder, scores = Decoder(model), Scores(Head(model), int(offsets[-1]))
+    cache, tokens, t0 = DynamicCache(), 0, time.perf_counter()  # the cache holds one path from the root
+    with torch.inference_mode(), block_attention(model):
+        for call in schedule(root, budget, mode):
+            x = call.inputs()  # ids [rows, length]; scored entries and their rows of the flattened output
+            extra = cache.get_seq_length() - call.past
+            if extra:  # the keys of a finished subtree (or of the last packed call's subtrees)
+                cache.crop(-extra)
+            kv = cache
+            if call.kind == "batch":  # leaves over the cache repeated per row (none at the root); cache unchanged
+                kv = repeat_cache(cache, len(x.ids)) if call.past else None
+            hidden = decoder.model_call(x.ids, kv, x.positions, x.segment, x.ancestors)  # [rows, length, hidden]
+            scores.add(hidden.reshape(-1, hidden.shape[-1]), x.entries, x.rows)  # [rows * length, hidden]
+            tokens += x.tokens
+            pbar.set_postfix_str(f"{tokens / max(time.perf_counter() - t0, 1e-9):,.0f} tok/s", refresh=False)
+            pbar.update(sum(n.finishing for n in x.done))
+        scores.flush()
     pbar.close()
     out = []
     for i in range(len(seqs)):  # float32 sum over the continuation, like lm-eval's logits.sum()
         a, b = int(offsets[i]), int(offsets[i + 1])
-        out.append((float(runner.lp[a:b].sum()), bool(runner.greedy[a:b].all())) if b > a else (0.0, True))
+        out.append((float(scores.lp[a:b].sum()), bool(scores.greedy[a:b].all())) if b > a else (0.0, True))
     return out
 
 
@@ -169,7 +198,7 @@ def _self_check_tol(dtype: torch.dtype) -> float:
     return _SELF_CHECK_TOL.get(dtype, 512 * torch.finfo(dtype).eps)
 
 
-def _mode(model, budget: int) -> Plan:
+def _mode(model, budget: int) -> str | None:
     """Once per model/dtype/device: the first runner mode ("tree", then "batch") that equals a full forward on
     short branching sequences (packed leaves, shared trunks, nested prefixes); None: use the reference path."""
     key = (model.dtype, str(model.device))
@@ -183,11 +212,11 @@ def _mode(model, budget: int) -> Plan:
         seqs = [tuple(base[:12]), tuple(base[:8] + [(b + 5) % vocab for b in base[8:12]]), tuple(base[:5]),
                 tuple(base), tuple(base[20:30])]
         targets = [[base[3], base[5]], [base[1], base[2], base[0]], [base[6]], [base[9]] * 6, [base[1], base[2]]]
-        slow = yield from _reference_tokens(model, seqs, targets)
+        slow = _reference_tokens(model, seqs, targets)
         tol = _self_check_tol(model.dtype)
         for mode in (["tree"] if tree_supported(model) else []) + ["batch"]:
             try:
-                fast = yield from _score_tokens(model, seqs, targets, budget, mode)
+                fast = _score_tokens(model, seqs, targets, budget, mode)
             except Exception as exc:  # noqa: BLE001 - an unsupported model: try the next mode
                 why = f"{type(exc).__name__}: {exc}"
                 continue
@@ -197,33 +226,9 @@ def _mode(model, budget: int) -> Plan:
     except Exception as exc:  # noqa: BLE001 - an unsupported architecture: fall back rather than fail
         why = f"{type(exc).__name__}: {exc}"
     warnings.warn(f"log-likelihood engine self-check failed for {type(model).__name__} ({why}); "
-                  "using the full-forward reference path", stacklevel=5)
+                  "using the full-forward reference path", stacklevel=3)
     seen[key] = None
     return None
-
-
-def drive(plan: Plan) -> Any:
-    """Make the forward calls ``plan`` yields (without autograd), send each output back, return its result.
-
-    The one loop between a caller and the model: the runner and the self-check only plan (generators), so the
-    decoder is called from here, one frame below ``loglikelihood``. An error of a forward call is thrown into
-    the plan (the self-check catches those of an unsupported runner mode).
-    """
-    with torch.inference_mode():
-        try:
-            step = next(plan)
-            while True:
-                module, inputs = step
-                try:
-                    out = module(**inputs)
-                except Exception as exc:  # noqa: BLE001 - handed to the plan, which re-raises what it cannot handle
-                    step = plan.throw(exc)
-                    continue
-                step = plan.send(out)
-        except StopIteration as done:
-            return done.value
-        finally:
-            plan.close()
 
 
 def loglikelihood(model, tokenizer, requests: list[tuple[str, str]], *, add_bos_token: bool = False,
@@ -255,7 +260,7 @@ def loglikelihood(model, tokenizer, requests: list[tuple[str, str]], *, add_bos_
             new). Default :func:`default_budget`: ``CPU_TOKENS`` on the CPU, ``CUDA_TOKENS`` on a GPU (the
             fallback mode at least about 1 GiB of repeated key/value cache). Peak memory is the weights plus
             what this budget, ``max_length`` and the 128 MiB logit bound allow (see
-            :mod:`thai_eval_utils.core.prefix_tree`).
+            :mod:`thai_eval_utils.core.decoder`).
         progress: show a tqdm bar with requests and tokens per second.
 
     Returns:
@@ -264,27 +269,20 @@ def loglikelihood(model, tokenizer, requests: list[tuple[str, str]], *, add_bos_
     Raises:
         ThaiEvalError: a non-empty context that encodes to no tokens, or a continuation longer than max_length.
     """
-    return drive(plan(model, tokenizer, requests, add_bos_token=add_bos_token, max_length=max_length,
-                      batch_tokens=batch_tokens, progress=progress))
-
-
-def plan(model, tokenizer, requests: Sequence[tuple[str, str]], *, add_bos_token: bool = False, max_length: int,
-         batch_tokens: int | None = None, progress: bool = True) -> Plan:
-    """:func:`loglikelihood` as a plan for :func:`drive` (``LocalModel.loglikelihood`` drives it itself)."""
     requests = [(str(c), str(x)) for c, x in requests]
     if not requests:
         return []
     if model.training:
         warnings.warn("the model is in training mode (dropout is active); call model.eval() for lm-eval's numbers",
-                      stacklevel=4)
+                      stacklevel=2)
     seqs, targets = _fed(_encode(tokenizer, requests, add_bos_token), max_length)
     budget = batch_tokens or default_budget(model)
-    mode = yield from _mode(model, budget)
+    mode = _mode(model, budget)
     if mode is None:
-        return (yield from _reference_tokens(model, seqs, targets, progress=progress))
+        return _reference_tokens(model, seqs, targets, progress=progress)
     if mode == "batch" and not batch_tokens:
         budget = max(budget, _kv_budget(model))
-    return (yield from _score_tokens(model, seqs, targets, budget, mode, progress))
+    return _score_tokens(model, seqs, targets, budget, mode, progress)
 
 
 def count_tokens(tokenizer, requests: Sequence[tuple[str, str]], *, add_bos_token: bool = False,
@@ -313,7 +311,7 @@ def count_tokens(tokenizer, requests: Sequence[tuple[str, str]], *, add_bos_toke
 
 
 # --- reference: one full forward per request, like lm-eval (used by the tests and as the fallback) ---------------
-def _reference_tokens(model, seqs, targets, *, progress: bool = False) -> Plan:
+def _reference_tokens(model, seqs, targets, *, progress: bool = False) -> list[tuple[float, bool]]:
     """One full forward per fed sequence (the output layer at every position, as lm-eval), then a float32
     log_softmax of the continuation positions."""
     out = []
@@ -322,10 +320,11 @@ def _reference_tokens(model, seqs, targets, *, progress: bool = False) -> Plan:
             out.append((0.0, True))
             continue
         ids = torch.tensor([list(seq)], device=model.get_input_embeddings().weight.device)  # [1, length]
-        logits = (yield model, {"input_ids": ids}).logits[0, -len(tgt):]  # [continuation, vocab]
-        logp = torch.log_softmax(logits.float(), dim=-1)
-        t = torch.tensor(tgt, device=logp.device)
-        out.append((float(logp.gather(1, t[:, None]).sum()), bool((logp.argmax(-1) == t).all())))
+        with torch.inference_mode():
+            logits = model(input_ids=ids).logits[0, -len(tgt):]  # [continuation, vocab]
+            logp = torch.log_softmax(logits.float(), dim=-1)
+            t = torch.tensor(tgt, device=logp.device)
+            out.append((float(logp.gather(1, t[:, None]).sum()), bool((logp.argmax(-1) == t).all())))
     return out
 
 
@@ -350,4 +349,4 @@ def _reference_loglikelihood(model, tokenizer, requests, *, add_bos_token: bool 
             cont_ids = whole[len(ctx_ids):]
         seqs.append(tuple((ctx_ids + cont_ids)[-(max_length + 1):][:-1]))
         targets.append(cont_ids)
-    return drive(_reference_tokens(model, seqs, targets))
+    return _reference_tokens(model, seqs, targets)
