@@ -6,7 +6,9 @@
 - ``store``: the results store (``RunStore``: items.jsonl, run card, summary) and ``list_runs``.
 - ``protocols``: what a model is (``Model``, ``LoglikelihoodModel``), as typing protocols.
 - ``model_sources``, ``local_model``, ``models``: where weights come from, the transformers model, ``load_model``.
-- ``openai_client``: the OpenAI-compatible client (chat models, judges, served models).
+- ``openai_client``: the OpenAI-compatible chat client and ``ApiModel`` (chat models, judges); ``client_options``
+  (endpoint, key, timeout, retries: shared with ``served``), ``api_replies`` (usable replies, API errors),
+  ``async_bridge`` (``run_sync``); ``served``: ``ServedModel`` on vLLM / SGLang / llama-cpp-python servers.
 - ``loglikelihood`` (the prefix-sharing log-likelihood engine) and ``prefix_tree`` (its radix tree and runner).
 - ``stops``: stop strings; ``tables``: CSV / Markdown / LaTeX tables and the papers' rounding.
 
