@@ -142,3 +142,19 @@ class ClientOptions:
         if self.key_header:
             out["default_headers"] = {self.key_header: key}
         return out
+
+
+class HasClientOptions:
+    """What ``ApiModel`` and ``ServedModel`` share of their options: ``options`` and its read-only views."""
+
+    options: ClientOptions
+
+    @property
+    def timeout(self) -> float:
+        """Seconds per request attempt before the openai client retries it."""
+        return self.options.timeout
+
+    @property
+    def max_retries(self) -> int:
+        """The openai client's retries of transport errors (ServedModel: also the re-queues of a malformed reply)."""
+        return self.options.max_retries

@@ -39,6 +39,7 @@ from thai_eval_utils.core.client_options import (
     LOCAL_ONLY_OPTIONS,
     PLACEHOLDER_API_KEY,
     ClientOptions,
+    HasClientOptions,
     base_url_or_env,
     check_local_only_options,
 )
@@ -181,7 +182,7 @@ class ApiSession:
         return completion
 
 
-class ApiModel:
+class ApiModel(HasClientOptions):
     """A chat model behind an OpenAI-compatible endpoint, with the same interface as ``LocalModel``.
 
     Args:
@@ -214,11 +215,23 @@ class ApiModel:
         check_local_only_options("ApiModel", model_id, options)
         if not model_id:
             raise ModelLoadError("ApiModel needs a model id, e.g. 'openai:gpt-4o-2024-05-13'")
-        self.model_id = self.name = model_id
-        self.options = ClientOptions.resolve([base_url_or_env(base_url, DEFAULT_BASE_URL)], api_key, timeout=timeout,
-                                             max_retries=max_retries, concurrency=concurrency)
-        if not self.options.has_key and self.base_url == public_base_url(DEFAULT_BASE_URL):
+        resolved = ClientOptions.resolve([base_url_or_env(base_url, DEFAULT_BASE_URL)], api_key, timeout=timeout,
+                                         max_retries=max_retries, concurrency=concurrency)
+        if not resolved.has_key and resolved.urls[0] == public_base_url(DEFAULT_BASE_URL):
             raise ModelLoadError("OpenAI's API needs a key: set OPENAI_API_KEY in the environment")
+        self._start(model_id, resolved)
+
+    @classmethod
+    def from_options(cls, model_id: str, options: ClientOptions) -> ApiModel:
+        """A model on the endpoint, key and limits ``options`` hold (e.g. another model's, with a shorter timeout)."""
+        model = cls.__new__(cls)
+        model._start(model_id, options)
+        return model
+
+    def _start(self, model_id: str, options: ClientOptions) -> None:
+        """Set the options and empty counters (what ``__init__`` and :meth:`from_options` share)."""
+        self.model_id = self.name = model_id
+        self.options = options
         self.usage = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
         self._served_models: set[str] = set()
         self._fingerprints: set[str] = set()
@@ -239,16 +252,6 @@ class ApiModel:
     def concurrency(self) -> int:
         """Requests in flight at once."""
         return int(self.options.concurrency or DEFAULT_CONCURRENCY)
-
-    @property
-    def timeout(self) -> float:
-        """Seconds per request before the client retries it."""
-        return self.options.timeout
-
-    @property
-    def max_retries(self) -> int:
-        """The openai client's retries of transport errors."""
-        return self.options.max_retries
 
     def __repr__(self) -> str:
         return f"ApiModel({self.model_id!r}, base_url={public_base_url(self.base_url)!r}, concurrency={self.concurrency})"
@@ -272,7 +275,8 @@ class ApiModel:
         }
 
     async def _probe_server(self) -> None:
-        async with self.session():  # opening a session asks /v1/models once (ApiSession._server_kind)
+        """Open and close one session: opening it asks ``/v1/models`` once (``ApiSession._server_kind``)."""
+        async with self.session():
             pass
 
     @property
@@ -282,6 +286,7 @@ class ApiModel:
         return dict(NEUTRAL_SAMPLING.get(self.server or "", {}))
 
     def _observe(self, completion: Completion) -> None:
+        """Count a completion's tokens and note the model id and fingerprint the server reported."""
         self.usage["requests"] += 1
         self.usage["prompt_tokens"] += completion.prompt_tokens
         self.usage["completion_tokens"] += completion.completion_tokens

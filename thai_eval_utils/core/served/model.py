@@ -20,7 +20,12 @@ import openai
 
 from thai_eval_utils.core.api_replies import ApiError, describe_error
 from thai_eval_utils.core.async_bridge import run_sync
-from thai_eval_utils.core.client_options import ClientOptions, base_url_or_env, check_local_only_options
+from thai_eval_utils.core.client_options import (
+    ClientOptions,
+    HasClientOptions,
+    base_url_or_env,
+    check_local_only_options,
+)
 from thai_eval_utils.core.errors import ModelLoadError, ThaiEvalError
 from thai_eval_utils.core.openai_client import NEUTRAL_SAMPLING
 from thai_eval_utils.core.served.completions import (
@@ -46,7 +51,7 @@ DEFAULT_TIMEOUT = 600.0  # a long prompt's echo on a CPU server takes minutes
 DEFAULT_MAX_RETRIES = 3
 
 
-class ServedModel:
+class ServedModel(HasClientOptions):
     """A model behind OpenAI-compatible completions servers (``load_model("completions:<model-id>", ...)``).
 
     Args:
@@ -126,11 +131,13 @@ class ServedModel:
     # --- BOS: settable on the token-id path, the server's choice on the text path ------------------------------
     @property
     def add_bos_token(self) -> bool:
+        """Whether prompts start with BOS: as set on the token-id path, the server's choice on the text path."""
         p = self.probe()
         return bool(p.text_bos) if p.prompt_form == "text" else self._bos
 
     @add_bos_token.setter
     def add_bos_token(self, value: bool) -> None:
+        """Set BOS for token-id prompts; AttributeError when a text-prompt server does otherwise."""
         p = self.probe()
         if p.prompt_form == "text" and bool(value) != bool(p.text_bos):
             raise AttributeError(f"{self._where()} {'prepends' if p.text_bos else 'does not prepend'} BOS to text prompts")
@@ -142,17 +149,8 @@ class ServedModel:
         """The servers' URLs (no credentials, no query)."""
         return list(self.options.urls)
 
-    @property
-    def timeout(self) -> float:
-        """The openai client's seconds per request attempt."""
-        return self.options.timeout
-
-    @property
-    def max_retries(self) -> int:
-        """The openai client's retries per request (and the re-queues of a malformed reply)."""
-        return self.options.max_retries
-
     def _where(self) -> str:
+        """The servers for messages: public URLs, comma-separated."""
         return ", ".join(self.options.public_urls)
 
     @property
@@ -209,6 +207,7 @@ class ServedModel:
         return 1 if p is not None and p.prompt_form == "text" else DEFAULT_CONCURRENCY
 
     def _pool(self) -> Pool:
+        """A fresh pool of this model's servers (entered inside one event loop)."""
         return Pool(self.options, self.concurrency, self.deadline)
 
     # --- scoring ----------------------------------------------------------------------------------------
@@ -294,6 +293,7 @@ class ServedModel:
 
     @property
     def _pool_deadline(self) -> float:
+        """Overall seconds per request, retries included (as given, else from timeout and retries)."""
         return self.deadline if self.deadline is not None else default_deadline(self.timeout, self.max_retries)
 
     async def _complete(self, client: Any, **kwargs: Any) -> Any:
@@ -363,6 +363,7 @@ class ServedModel:
         return [cut_at_stop(t, stop) for t in texts]
 
     def _run(self, jobs: list[Any], desc: str) -> list[Any]:
+        """Results of ``jobs`` over a fresh pool, in order (a progress bar when there is more than one)."""
         pool = self._pool()
 
         async def go() -> list[Any]:
@@ -372,4 +373,4 @@ class ServedModel:
         try:
             return run_sync(go)
         except openai.APIError as exc:  # pragma: no cover - the pool converts these
-            raise ApiError(f"{self.model_id} at {self._where()}: {describe_error(exc)}") from exc
+            raise ApiError(f"{self.model_id} at {self._where()}: {describe_error(exc)}", cause=exc) from None

@@ -91,7 +91,7 @@ class Prober:
             out["no_completions"] = describe_error(exc)
             return out
         except openai.APIError as exc:
-            raise ModelLoadError(f"probe of {where} failed: {describe_error(exc)}") from exc
+            raise ModelLoadError(f"probe of {where} failed: {describe_error(exc)}") from None  # no raw server text
         tok = self.tokenizer
         if tok is not None:
             out["local"] = tok(PROBE_TEXT, add_special_tokens=False)["input_ids"]
@@ -101,7 +101,7 @@ class Prober:
             except openai.APIStatusError as exc:
                 out["ids_refused"] = describe_error(exc)
             except openai.APIError as exc:
-                raise ModelLoadError(f"probe of {where} failed: {describe_error(exc)}") from exc
+                raise ModelLoadError(f"probe of {where} failed: {describe_error(exc)}") from None  # no raw server text
         return out
 
     def _probe_replica(self, result: ProbeResult, where: str, got: dict[str, Any]) -> None:

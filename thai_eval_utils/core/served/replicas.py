@@ -142,7 +142,7 @@ class Pool:
             try:
                 page = await r.client.models.list()
             except openai.APIError as exc:
-                raise ModelLoadError(f"server {r.public} cannot be reached: {describe_error(exc)}") from exc
+                raise ModelLoadError(f"server {r.public} cannot be reached: {describe_error(exc)}") from None
             r.owned_by = tuple(sorted({str(getattr(m, "owned_by", "") or "") for m in page.data}))
             return sorted(m.id for m in page.data)
 
