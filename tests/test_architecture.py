@@ -4,8 +4,8 @@ benchmark or of the layers above (``compare``, ``paper``, ``plots``, ``batch``);
 modules or between packages; no imports of the package inside functions, with no exceptions.
 
 Every import is read: absolute and relative (``from ..models import x``), at module level and inside functions.
-The cycles are counted twice: by this file's own reading of the source, and independently by ``grimp``
-(import-linter's engine: its own parser, its own graph search). The last tests plant each kind of leak in a
+The cycles are counted twice and the layers checked twice: by this file's own reading of the source, and
+independently by ``grimp`` (import-linter's engine: its own parser, its own graph search). The last tests plant each kind of leak in a
 temporary package and show that each check reports it.
 """
 
@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 
 import grimp
+from grimp import Layer
 
 PACKAGE = Path(__file__).resolve().parents[1] / "thai_eval_utils"
 BENCHMARKS = ("h6", "thaicli", "dialect")
@@ -140,6 +141,16 @@ def _grimp_package_cycles(package: str) -> list[tuple[str, str]]:
     return found
 
 
+def _grimp_layer_leaks(package: str) -> list[tuple[str, str]]:
+    """grimp's check of :data:`ALLOWED` (``find_illegal_dependencies_for_layers``): (importer, imported) subpackages
+    where ``core`` or ``stats`` imports a layer above it or a benchmark imports another benchmark or a layer above."""
+    graph = grimp.build_graph(package, cache_dir=None)
+    upper = sorted({c.rpartition(".")[2] for c in graph.find_children(package)} - set(ALLOWED))
+    layers = (Layer(*upper, independent=False), Layer(*BENCHMARKS, independent=True), "stats", "core")
+    found = graph.find_illegal_dependencies_for_layers(layers=layers, containers={package})
+    return sorted((d.importer, d.imported) for d in found)
+
+
 def test_each_layer_imports_only_the_layers_below_it():
     assert _layer_leaks(_graph()) == []
 
@@ -156,9 +167,10 @@ def test_no_package_imports_inside_functions():
     assert _function_level() == set()
 
 
-def test_grimp_counts_no_import_cycle_between_modules_or_packages():
+def test_grimp_counts_no_import_cycle_and_no_layer_leak():
     assert _grimp_cycle_imports("thai_eval_utils") == []
     assert _grimp_package_cycles("thai_eval_utils") == []
+    assert _grimp_layer_leaks("thai_eval_utils") == []
 
 
 # ------------------------------------------------------------------------------- the checks can fail
@@ -228,3 +240,18 @@ def test_grimp_counts_a_planted_module_cycle_and_package_cycle(tmp_path, monkeyp
                                           (f"{name}.core.served.model", f"{name}.core.models")]
     assert _grimp_package_cycles(name) == [(f"{name}.compare", f"{name}.thaicli"),
                                            (f"{name}.core.models", f"{name}.core.served")]
+
+
+def test_grimp_finds_planted_layer_leaks_of_each_kind(tmp_path, monkeypatch):
+    name = f"planted_{uuid.uuid4().hex[:8]}"
+    _plant(tmp_path, {
+        "core/a.py": f"import {name}.h6.tasks\n",                           # core importing a benchmark
+        "stats/s.py": f"from {name}.dialect import m\n",                    # stats importing a benchmark
+        "h6/tasks.py": "from ..dialect.m import y\n",                       # a benchmark importing another
+        "dialect/m.py": f"def f():\n    from {name}.paper import t\n",     # ... and a layer above, in a function
+        "paper/t.py": "",
+        "thaicli/ok.py": f"from {name}.core import a\nfrom {name}.stats import s\n",  # allowed: downward only
+    }, name=name)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert _grimp_layer_leaks(name) == [(f"{name}.core", f"{name}.h6"), (f"{name}.dialect", f"{name}.paper"),
+                                        (f"{name}.h6", f"{name}.dialect"), (f"{name}.stats", f"{name}.dialect")]

@@ -35,9 +35,6 @@ from thai_eval_utils.core.api_replies import (
 )
 from thai_eval_utils.core.async_bridge import run_sync
 from thai_eval_utils.core.client_options import (
-    IGNORED_OPTIONS,
-    LOCAL_ONLY_OPTIONS,
-    PLACEHOLDER_API_KEY,
     ClientOptions,
     HasClientOptions,
     base_url_or_env,
@@ -47,12 +44,12 @@ from thai_eval_utils.core.errors import ModelLoadError
 from thai_eval_utils.core.provenance import public_url
 from thai_eval_utils.core.stops import cut_at_stop
 
-#: Names this module held before reply checking, the sync bridge and the options got modules of their own
-#: (``thaicli``, tests and notebooks import them from here).
+#: The public names; ``ApiError``, ``FATAL_ERRORS``, ``describe_error``, ``reply_problem`` (from :mod:`.api_replies`)
+#: and ``run_sync`` (from :mod:`.async_bridge`) are re-exported, as ``thaicli`` and the tests import them from here.
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_CONCURRENCY", "DEFAULT_MAX_RETRIES", "DEFAULT_TIMEOUT", "FATAL_ERRORS",
-           "IGNORED_OPTIONS", "LOCAL_ONLY_OPTIONS", "NEUTRAL_SAMPLING", "PLACEHOLDER_API_KEY", "ApiError", "ApiModel",
-           "ApiSession", "Completion", "MalformedReplyError", "cut_at_stop", "describe_error", "estimate_cost",
-           "load_prices", "public_base_url", "reply_problem", "run_sync", "server_from_owners", "stable_identity"]
+           "NEUTRAL_SAMPLING", "OBSERVED_IDENTITY_KEYS", "PRICES_FILE", "SERVER_BY_OWNER", "ApiError", "ApiModel",
+           "ApiSession", "cut_at_stop", "describe_error", "estimate_cost", "load_prices", "public_base_url",
+           "reply_problem", "run_sync", "server_from_owners", "stable_identity"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_CONCURRENCY = 16
