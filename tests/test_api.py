@@ -114,7 +114,7 @@ def test_options_and_keys(monkeypatch):
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     env = ApiModel("m")
-    assert env.base_url == "http://127.0.0.1:9/v1" and env._api_key == KEY
+    assert env.base_url == "http://127.0.0.1:9/v1" and env.options.api_key.reveal() == KEY
 
 
 def test_public_base_url_and_cut_at_stop():

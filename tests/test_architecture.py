@@ -1,29 +1,28 @@
 """The layering DEVELOPERS.md promises, checked on the source (issue 23): ``core`` imports nothing above it,
 ``stats`` imports only ``core``, a benchmark subpackage imports ``core`` and ``stats`` and nothing of another
 benchmark or of the layers above (``compare``, ``paper``, ``plots``, ``batch``); no import cycles between
-modules or between packages; no imports of the package inside functions (except batch's torch).
+modules or between packages; no imports of the package inside functions, with no exceptions.
 
 Every import is read: absolute and relative (``from ..models import x``), at module level and inside functions.
-The last tests plant each kind of leak in a temporary package and show that the checks report it.
+The cycles are counted twice and the layers checked twice: by this file's own reading of the source, and
+independently by ``grimp`` (import-linter's engine: its own parser, its own graph search). The last tests plant each kind of leak in a
+temporary package and show that each check reports it.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib.util
+import uuid
 from pathlib import Path
+
+import grimp
+from grimp import Layer
 
 PACKAGE = Path(__file__).resolve().parents[1] / "thai_eval_utils"
 BENCHMARKS = ("h6", "thaicli", "dialect")
 #: What each layer may import besides itself (the package root ``thai_eval_utils`` only re-exports lazily).
 ALLOWED = {"core": {"core"}, "stats": {"core", "stats"}, **{b: {"core", "stats", b} for b in BENCHMARKS}}
-#: (module, imported module) pairs allowed inside functions: optional heavy dependencies only, and the two
-#: imports in core/served/model.py that another branch of issue 23 (the core/served hardening) removes.
-FUNCTION_LEVEL_ALLOWED = {
-    ("thai_eval_utils.batch", "thai_eval_utils.core.models"),
-    ("thai_eval_utils.core.served.model", "thai_eval_utils.core.models"),
-    ("thai_eval_utils.core.served.model", "thai_eval_utils.core.local_model"),
-}
 
 
 def _module_name(path: Path, root: Path = PACKAGE) -> str:
@@ -122,30 +121,64 @@ def _function_level(root: Path = PACKAGE) -> set[tuple[str, str]]:
     return {(_module_name(p, root), dep) for p in root.rglob("*.py") for dep in _imports(p, root)[1]}
 
 
+def _grimp_cycle_imports(package: str) -> list[tuple[str, str]]:
+    """grimp's count: every import ``a -> b`` of ``package`` such that grimp finds a chain of imports back from
+    ``b`` to ``a`` (each such import lies on an import cycle; none means no cycle)."""
+    graph = grimp.build_graph(package, cache_dir=None)
+    return sorted((a, b) for a in graph.modules for b in graph.find_modules_directly_imported_by(a)
+                  if graph.chain_exists(b, a))
+
+
+def _grimp_package_cycles(package: str) -> list[tuple[str, str]]:
+    """grimp's count: pairs of sibling subpackages or modules (children of one package, at every depth: ``h6`` and
+    ``compare``, ``core.models`` and ``core.served``) each of which imports the other, directly or through others."""
+    graph = grimp.build_graph(package, cache_dir=None)
+    found = []
+    for parent in sorted(m for m in graph.modules if graph.find_children(m)):
+        children = sorted(graph.find_children(parent))
+        found += [(a, b) for i, a in enumerate(children) for b in children[i + 1:]
+                  if graph.chain_exists(a, b, as_packages=True) and graph.chain_exists(b, a, as_packages=True)]
+    return found
+
+
+def _grimp_layer_leaks(package: str) -> list[tuple[str, str]]:
+    """grimp's check of :data:`ALLOWED` (``find_illegal_dependencies_for_layers``): (importer, imported) subpackages
+    where ``core`` or ``stats`` imports a layer above it or a benchmark imports another benchmark or a layer above."""
+    graph = grimp.build_graph(package, cache_dir=None)
+    upper = sorted({c.rpartition(".")[2] for c in graph.find_children(package)} - set(ALLOWED))
+    layers = (Layer(*upper, independent=False), Layer(*BENCHMARKS, independent=True), "stats", "core")
+    found = graph.find_illegal_dependencies_for_layers(layers=layers, containers={package})
+    return sorted((d.importer, d.imported) for d in found)
+
+
 def test_each_layer_imports_only_the_layers_below_it():
     assert _layer_leaks(_graph()) == []
 
 
 def test_no_import_cycles_between_modules():
-    allowed = {dep for _, dep in FUNCTION_LEVEL_ALLOWED}  # the served/ pair, until its branch lands
-    graph = {m: deps - (allowed if m.startswith("thai_eval_utils.core.served") else set()) for m, deps in _graph().items()}
-    assert _cycles(graph) == []
+    assert _cycles(_graph()) == []
 
 
 def test_no_import_cycles_between_packages():
     assert _cycles(_package_graph(_graph())) == []
 
 
-def test_no_package_imports_inside_functions_except_heavy_optional_ones():
-    assert _function_level() <= FUNCTION_LEVEL_ALLOWED
+def test_no_package_imports_inside_functions():
+    assert _function_level() == set()
+
+
+def test_grimp_counts_no_import_cycle_and_no_layer_leak():
+    assert _grimp_cycle_imports("thai_eval_utils") == []
+    assert _grimp_package_cycles("thai_eval_utils") == []
+    assert _grimp_layer_leaks("thai_eval_utils") == []
 
 
 # ------------------------------------------------------------------------------- the checks can fail
 
 
-def _plant(tmp_path: Path, files: dict[str, str]) -> Path:
-    """A throwaway ``thai_eval_utils`` package with the given files (every folder gets an ``__init__``)."""
-    pkg = tmp_path / "thai_eval_utils"
+def _plant(tmp_path: Path, files: dict[str, str], name: str = "thai_eval_utils") -> Path:
+    """A throwaway package ``name`` with the given files (every folder gets an ``__init__``)."""
+    pkg = tmp_path / name
     for rel, text in {"__init__.py": "", **files}.items():
         path = pkg / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -191,3 +224,34 @@ def test_planted_layer_leaks_of_each_kind_are_found(tmp_path):
         ("thai_eval_utils.h6.tasks", "thai_eval_utils.dialect.m"),
         ("thai_eval_utils.stats.s", "thai_eval_utils.dialect.m"),
     ]
+
+
+def test_grimp_counts_a_planted_module_cycle_and_package_cycle(tmp_path, monkeypatch):
+    name = f"planted_{uuid.uuid4().hex[:8]}"  # not thai_eval_utils: grimp would find the imported real one
+    _plant(tmp_path, {
+        "core/models.py": "from .served import model\n",                     # the circle issue 23 found, hidden
+        "core/served/model.py": "def f():\n    from ..models import x\n",  # in a function, relatively
+        "compare/differ.py": f"from {name}.thaicli import judge\n",          # and a package circle without a
+        "thaicli/judge.py": "from ..compare import noise\n",                 # module circle (differ -> judge -> noise)
+        "compare/noise.py": "",
+    }, name=name)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert _grimp_cycle_imports(name) == [(f"{name}.core.models", f"{name}.core.served.model"),
+                                          (f"{name}.core.served.model", f"{name}.core.models")]
+    assert _grimp_package_cycles(name) == [(f"{name}.compare", f"{name}.thaicli"),
+                                           (f"{name}.core.models", f"{name}.core.served")]
+
+
+def test_grimp_finds_planted_layer_leaks_of_each_kind(tmp_path, monkeypatch):
+    name = f"planted_{uuid.uuid4().hex[:8]}"
+    _plant(tmp_path, {
+        "core/a.py": f"import {name}.h6.tasks\n",                           # core importing a benchmark
+        "stats/s.py": f"from {name}.dialect import m\n",                    # stats importing a benchmark
+        "h6/tasks.py": "from ..dialect.m import y\n",                       # a benchmark importing another
+        "dialect/m.py": f"def f():\n    from {name}.paper import t\n",     # ... and a layer above, in a function
+        "paper/t.py": "",
+        "thaicli/ok.py": f"from {name}.core import a\nfrom {name}.stats import s\n",  # allowed: downward only
+    }, name=name)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert _grimp_layer_leaks(name) == [(f"{name}.core", f"{name}.h6"), (f"{name}.dialect", f"{name}.paper"),
+                                        (f"{name}.h6", f"{name}.dialect"), (f"{name}.stats", f"{name}.dialect")]

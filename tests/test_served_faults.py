@@ -15,6 +15,7 @@ import pytest
 from fake_completions_server import REPLY_FAULTS, FakeCompletionsServer, switch
 
 from thai_eval_utils import h6
+from thai_eval_utils.core.client_options import ClientOptions
 from thai_eval_utils.core.openai_client import ApiError
 from thai_eval_utils.core.served import ServedModel
 from thai_eval_utils.core.served.replicas import Pool
@@ -156,7 +157,8 @@ def test_a_worker_failing_for_any_reason_requeues_its_request_then_names_the_err
         return "fine"
 
     async def go(jobs):
-        async with Pool(["http://127.0.0.1:9/v1"], "not-needed", concurrency=2, max_retries=2) as pool:
+        options = ClientOptions.resolve(["http://127.0.0.1:9/v1"], timeout=60.0, max_retries=2)
+        async with Pool(options, concurrency=2) as pool:
             return await pool.run(jobs)
 
     assert asyncio.run(go([flaky, fine, fine])) == ["ok", "fine", "fine"] and calls["flaky"] == 2

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from thai_eval_utils.core.model_sources import model_options  # torch-free (core.models loads torch)
 from thai_eval_utils.core.provenance import (
     redact,
     scrub,
@@ -403,10 +404,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         limit = DEMO_LIMIT if limit is None else limit
         extra = dict(DEMO_PARAMETERS)
     if args.dtype is not None or args.device_map is not None:  # passed to the notebooks that declare them
-        from thai_eval_utils.core.models import (
-            model_options,  # imported only here: it loads torch
-        )
-
         try:  # a bad dtype fails now, not once per notebook
             extra.update(model_options(dtype=args.dtype, device_map=args.device_map))
         except ValueError as exc:

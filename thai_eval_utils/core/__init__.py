@@ -7,7 +7,9 @@
   file formats, read defensively; ``migrate``: the store format version and the one migration of older run cards.
 - ``protocols``: what a model is (``Model``, ``LoglikelihoodModel``), as typing protocols.
 - ``model_sources``, ``local_model``, ``models``: where weights come from, the transformers model, ``load_model``.
-- ``openai_client``: the OpenAI-compatible client (chat models, judges, served models).
+- ``openai_client``: the OpenAI-compatible chat client and ``ApiModel`` (chat models, judges); ``client_options``
+  (endpoint, key, timeout, retries: shared with ``served``), ``api_replies`` (usable replies, API errors),
+  ``async_bridge`` (``run_sync``); ``served``: ``ServedModel`` on vLLM / SGLang / llama-cpp-python servers.
 - ``loglikelihood`` (the prefix-sharing log-likelihood engine and its loop), ``prefix_tree`` (its radix tree and
   schedule of forward calls), ``decoder`` (the decoder call and the output layer), ``packed_attention``.
 - ``stops``: stop strings; ``tables``: CSV / Markdown / LaTeX tables and the papers' rounding.

@@ -15,21 +15,9 @@ import torch
 
 from thai_eval_utils.core.errors import ThaiEvalError
 from thai_eval_utils.core.loglikelihood import loglikelihood
-from thai_eval_utils.core.model_sources import check_dtype, resolve_spec
+from thai_eval_utils.core.model_sources import check_dtype, default_max_length, resolve_spec
 from thai_eval_utils.core.generation import GenerationStats, default_budget, encode_prompts, generate
 from thai_eval_utils.core.stops import cut_at_stop  # noqa: F401  (re-exported: tests import it from here)
-
-
-def default_max_length(model: Any, tokenizer: Any) -> int:
-    """The context length lm-eval's HF model would use: the model config's, else the tokenizer's, else 2048."""
-    for attr in ("n_positions", "max_position_embeddings", "n_ctx"):
-        value = getattr(model.config, attr, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    tok_max = getattr(tokenizer, "model_max_length", None)
-    if isinstance(tok_max, int) and 0 < tok_max < 1_000_000:
-        return tok_max
-    return 2048
 
 
 def _on_cpu(device: Any, device_map: Any) -> bool:
@@ -75,7 +63,7 @@ class LocalModel:
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         self.name = name
-        self.max_length = int(max_length or default_max_length(hf_model, tokenizer))
+        self.max_length = int(max_length or default_max_length(hf_model.config, tokenizer))
         self.add_bos_token = bool(add_bos_token)
         self.batch_size = int(batch_size)
         #: tokens per forward call of ``loglikelihood`` (None: the engine's default for the device)

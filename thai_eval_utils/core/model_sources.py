@@ -204,6 +204,19 @@ def resolve_spec(spec: str) -> tuple[Path | str, dict[str, Any]]:
     return path, {"name": spec, "source": f"hf:{spec}", "revision": path.name}
 
 
+def default_max_length(config: Any, tokenizer: Any) -> int:
+    """The context length lm-eval's HF model would use: the model config's (``n_positions``,
+    ``max_position_embeddings`` or ``n_ctx``), else the tokenizer's, else 2048."""
+    for attr in ("n_positions", "max_position_embeddings", "n_ctx"):
+        value = getattr(config, attr, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    tok_max = getattr(tokenizer, "model_max_length", None)
+    if isinstance(tok_max, int) and 0 < tok_max < 1_000_000:
+        return tok_max
+    return 2048
+
+
 #: Weight dtypes a notebook parameter may name (papermill passes strings). None is load_model's default
 #: (float32 on CPU, bfloat16 on GPU); "auto" is transformers' meaning: the checkpoint's own dtype.
 DTYPES = ("float32", "bfloat16", "float16", "auto")
@@ -217,6 +230,18 @@ def check_dtype(dtype: Any) -> Any:
         raise ValueError(f"dtype {dtype!r} is not supported; use one of {', '.join(map(repr, DTYPES))} or None "
                          "(float32 on CPU, bfloat16 on GPU)")
     return dtype
+
+
+def model_options(dtype: Any = None, device_map: str | dict | None = None, **options: Any) -> dict[str, Any]:
+    """Keyword options for ``load_model`` from notebook parameters: None values are dropped (load_model's
+    default applies) and ``dtype`` is checked against :data:`DTYPES`.
+
+    Example:
+        >>> model_options(dtype="bfloat16", device_map=None, add_bos_token=False)
+        {'dtype': 'bfloat16', 'add_bos_token': False}
+    """
+    check_dtype(dtype)
+    return {k: v for k, v in {"dtype": dtype, "device_map": device_map, **options}.items() if v is not None}
 
 
 def available_devices() -> list[str]:

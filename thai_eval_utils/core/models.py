@@ -21,22 +21,11 @@ from thai_eval_utils.core.model_sources import (
     convert_gguf,
     embedded_gguf_path,
     embedded_model_dir,
+    model_options,
     resolve_spec,
 )
 from thai_eval_utils.core.openai_client import ApiModel
 from thai_eval_utils.core.served import ServedModel
-
-
-def model_options(dtype: Any = None, device_map: str | dict | None = None, **options: Any) -> dict[str, Any]:
-    """Keyword options for :func:`load_model` from notebook parameters: None values are dropped (load_model's
-    default applies) and ``dtype`` is checked against :data:`DTYPES`.
-
-    Example:
-        >>> model_options(dtype="bfloat16", device_map=None, add_bos_token=False)
-        {'dtype': 'bfloat16', 'add_bos_token': False}
-    """
-    check_dtype(dtype)
-    return {k: v for k, v in {"dtype": dtype, "device_map": device_map, **options}.items() if v is not None}
 
 
 def load_model(spec: str = EMBEDDED, **options: Any) -> LocalModel | ApiModel | ServedModel:

@@ -3,157 +3,62 @@
 One ``AsyncOpenAI`` client per event loop, an ``asyncio.Semaphore`` bounding the requests in flight,
 ``temperature``/``top_p``/``max_tokens``/``seed`` sent explicitly, and transport errors (429 honouring
 ``retry-after-ms``, 5xx, timeouts, connection errors) retried with backoff by the openai client itself
-(``max_retries``). A 200 whose body is not a well-formed chat or completions object (not JSON, an HTML page,
-a list, no or empty ``choices``, a null message or content) is turned into a 502 before the openai client
-sees it (:class:`ReplyCheckingClient`), so it is retried like any 5xx and, once the retries are spent, fails
-the call: it never reaches a parser as an empty reply. Credentials go only where the server expects them:
-the key as the Bearer token, never as userinfo in the URL; every secret in use is registered with
-:func:`~thai_eval_utils.core.provenance.register_secret`, so no file or message the toolkit writes holds it.
-Works against OpenAI and any OpenAI-compatible server (vLLM, ``transformers serve``,
-llama.cpp) through ``base_url``. The synchronous methods also work inside a running event loop (Jupyter):
-the coroutine then runs in a worker thread with its own loop.
+(``max_retries``). Works against OpenAI and any OpenAI-compatible server (vLLM, ``transformers serve``,
+llama.cpp) through ``base_url``. The parts a reader may look for elsewhere:
+
+- :mod:`.api_replies`: what a usable reply is (a malformed 200 becomes a retried 502), the errors and their
+  secret-free messages;
+- :mod:`.client_options`: the endpoint, the key (never in a URL, a ``repr`` or a file), timeout and retries,
+  shared with ``ServedModel``;
+- :mod:`.async_bridge`: the synchronous methods also work inside a running event loop (Jupyter).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib.resources
 import json
-import os
-import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
-import httpx2
 import openai
 from openai import AsyncOpenAI
 
-from thai_eval_utils.core.errors import ModelLoadError, ThaiEvalError
-from thai_eval_utils.core.provenance import public_url, redact, register_secret, split_endpoint
+from thai_eval_utils.core.api_replies import (
+    FATAL_ERRORS,
+    ApiError,
+    Completion,
+    MalformedReplyError,
+    ReplyCheckingClient,
+    describe_error,
+    reply_problem,
+)
+from thai_eval_utils.core.async_bridge import run_sync
+from thai_eval_utils.core.client_options import (
+    ClientOptions,
+    HasClientOptions,
+    base_url_or_env,
+    check_local_only_options,
+)
+from thai_eval_utils.core.errors import ModelLoadError
+from thai_eval_utils.core.provenance import public_url
 from thai_eval_utils.core.stops import cut_at_stop
+
+#: The public names; ``ApiError``, ``FATAL_ERRORS``, ``describe_error``, ``reply_problem`` (from :mod:`.api_replies`)
+#: and ``run_sync`` (from :mod:`.async_bridge`) are re-exported, as ``thaicli`` and the tests import them from here.
+__all__ = ["DEFAULT_BASE_URL", "DEFAULT_CONCURRENCY", "DEFAULT_MAX_RETRIES", "DEFAULT_TIMEOUT", "FATAL_ERRORS",
+           "NEUTRAL_SAMPLING", "OBSERVED_IDENTITY_KEYS", "PRICES_FILE", "SERVER_BY_OWNER", "ApiError", "ApiModel",
+           "ApiSession", "cut_at_stop", "describe_error", "estimate_cost", "load_prices", "public_base_url",
+           "reply_problem", "run_sync", "server_from_owners", "stable_identity"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_CONCURRENCY = 16
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MAX_RETRIES = 6
-#: Sent as the key to servers that need none (a local ``transformers serve``, vLLM without --api-key).
-PLACEHOLDER_API_KEY = "not-needed"
-
-#: ``load_model`` options that only mean something for local weights, with the value that means "unset".
-#: Unset values are ignored; a set one is refused (it would silently do nothing for an API model).
-LOCAL_ONLY_OPTIONS: dict[str, Any] = {
-    "dtype": None,
-    "device": None,
-    "device_map": None,
-    "max_length": None,
-    "add_bos_token": False,
-    "trust_remote_code": False,
-}
-#: Options accepted and ignored: ``batch_size`` has its API counterpart in ``concurrency``.
-IGNORED_OPTIONS = ("batch_size",)
-
 #: Identity keys filled in by the server's answers (they change after calls): leave them out of config ids.
 OBSERVED_IDENTITY_KEYS = ("served_models", "system_fingerprints")
-#: The request paths whose 200 replies :func:`reply_problem` checks, and the shape each must have.
-CHECKED_PATHS = {"/chat/completions": "chat", "/completions": "completions"}
-#: Status and header of the stand-in response for a malformed 200 (a 5xx, so the openai client retries it).
-MALFORMED_STATUS = 502
-MALFORMED_HEADER = "x-thai-eval-malformed-reply"
-
-#: Errors after which no later request can succeed (bad key, no access, unknown model): stop the run.
-FATAL_ERRORS: tuple[type[BaseException], ...] = (
-    openai.AuthenticationError,
-    openai.PermissionDeniedError,
-    openai.NotFoundError,
-)
-
 #: US dollars per 1M input and output tokens of a few judge models (estimates of a run's cost only).
 PRICES_FILE = importlib.resources.files("thai_eval_utils") / "templates" / "prices.json"
-
-T = TypeVar("T")
-
-
-class ApiError(ThaiEvalError, ConnectionError):
-    """A request still failed after the client's own retries (or failed in a way no retry can fix).
-
-    The message is secret-free; ``cause`` is the openai error (not chained as ``__cause__``, whose text a
-    traceback would print: it may echo the key).
-    """
-
-    def __init__(self, message: str, *, cause: BaseException | None = None) -> None:
-        super().__init__(message)
-        self.cause = cause
-
-
-@dataclass(frozen=True)
-class Completion:
-    """One chat completion: the reply text, what the server says it ran, and the tokens it counted."""
-
-    text: str
-    model: str | None
-    system_fingerprint: str | None
-    prompt_tokens: int
-    completion_tokens: int
-    finish_reason: str | None
-
-
-class MalformedReplyError(ApiError):
-    """A 200 reply that is not a well-formed chat or completions object (see :func:`reply_problem`)."""
-
-
-def reply_problem(kind: str, content_type: str, body: bytes) -> str | None:
-    """Why a 200 reply to a ``kind`` request (``"chat"`` or ``"completions"``) is unusable, or None if it is fine.
-
-    Well-formed: a JSON object (``application/json``) whose ``choices`` is a non-empty list whose first
-    element holds ``message.content`` (chat) or ``text`` (completions) as a string. An empty string is a
-    reply (the judge asks again); null is not.
-    """
-    if "json" not in content_type.lower():
-        return f"content type {content_type or '(none)'!r}, not JSON"
-    try:
-        payload = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        return f"body is not JSON ({type(exc).__name__}: {str(exc)[:80]})"
-    if not isinstance(payload, Mapping):
-        return f"body is a JSON {type(payload).__name__}, not an object"
-    choices = payload.get("choices")
-    if not isinstance(choices, list) or not choices:
-        return "no choices" if choices is None else f"choices is {json.dumps(choices)[:40]}, not a non-empty list"
-    first = choices[0]
-    if not isinstance(first, Mapping):
-        return f"choices[0] is a JSON {type(first).__name__}, not an object"
-    if kind == "chat":
-        message = first.get("message")
-        if not isinstance(message, Mapping):
-            return f"choices[0].message is {json.dumps(message)[:40]}, not an object"
-        content = message.get("content")
-        return None if isinstance(content, str) else f"choices[0].message.content is {json.dumps(content)[:40]}, not text"
-    text = first.get("text")
-    return None if isinstance(text, str) else f"choices[0].text is {json.dumps(text)[:40]}, not text"
-
-
-class ReplyCheckingClient(openai.DefaultAsyncHttpxClient):
-    """The openai client's HTTP client, with every 200 reply to a chat or completions request checked by
-    :func:`reply_problem` before the openai client parses it; a malformed one is replaced by a
-    :data:`MALFORMED_STATUS` response naming the problem, which the openai client retries like any 5xx
-    (``max_retries``, same backoff) and finally raises as ``openai.InternalServerError``."""
-
-    async def send(self, request: httpx2.Request, **kwargs: Any) -> httpx2.Response:
-        response = await super().send(request, **kwargs)
-        path = request.url.path.rstrip("/")
-        kind = next((k for suffix, k in CHECKED_PATHS.items() if path.endswith(suffix)), None)
-        if kind is None or response.status_code != 200 or b'"stream":true' in request.content.replace(b" ", b""):
-            return response
-        body = await response.aread()
-        problem = reply_problem(kind, response.headers.get("content-type", ""), body)
-        if problem is None:
-            return response
-        await response.aclose()
-        error = {"error": {"message": f"malformed reply: {problem}", "type": "malformed_reply", "code": MALFORMED_STATUS}}
-        return httpx2.Response(MALFORMED_STATUS, json=error, headers={MALFORMED_HEADER: "1"}, request=request)
-
 
 #: ``url`` without credentials, query or fragment (the one rule: :func:`~thai_eval_utils.core.provenance.public_url`).
 public_base_url = public_url
@@ -162,53 +67,6 @@ public_base_url = public_url
 def stable_identity(identity: dict[str, Any]) -> dict[str, Any]:
     """``identity`` without the keys the server's answers fill in (for config ids that must not drift)."""
     return {k: v for k, v in identity.items() if k not in OBSERVED_IDENTITY_KEYS}
-
-
-def run_sync(make_coro: Callable[[], Awaitable[T]]) -> T:
-    """Run the coroutine ``make_coro()`` to completion from synchronous code.
-
-    With no event loop running this is ``asyncio.run``; inside a running loop (a Jupyter cell) the
-    coroutine runs on a fresh loop in a worker thread, since a running loop cannot be re-entered; an
-    interrupt of the caller (Jupyter's stop button) cancels that coroutine before it propagates.
-    """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(make_coro())  # type: ignore[arg-type]
-    box: dict[str, Any] = {}
-    finished, abandoned = threading.Event(), threading.Event()
-
-    async def main() -> T:
-        box["loop"], box["task"] = asyncio.get_running_loop(), asyncio.current_task()
-        if abandoned.is_set():  # interrupted before the loop existed: do none of the work
-            raise asyncio.CancelledError
-        return await make_coro()
-
-    def worker() -> None:
-        try:
-            box["value"] = asyncio.run(main())
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = exc
-        finally:
-            finished.set()
-
-    # Waiting on an Event rather than Thread.join: an interrupted join (3.11) marks the thread finished. The
-    # thread starts inside the try, so an interrupt arriving as soon as it runs is still handled here.
-    thread = threading.Thread(target=worker, name="thai-eval-api", daemon=True)
-    try:
-        thread.start()
-        finished.wait()
-    except BaseException:  # an interrupt (Jupyter's stop button): cancel the work, wait for it to unwind
-        abandoned.set()  # a worker that has no loop yet sees this and stops before the work
-        if "loop" in box:  # a worker that has one: cancel its task
-            with contextlib.suppress(RuntimeError):  # the loop already closed: nothing left to cancel
-                box["loop"].call_soon_threadsafe(box["task"].cancel)
-        if thread.is_alive():
-            finished.wait()
-        raise
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 def load_prices() -> dict[str, dict[str, float]]:
@@ -226,13 +84,6 @@ def estimate_cost(model_ids: list[str | None], prompt_tokens: int, completion_to
     return None
 
 
-def describe_error(exc: BaseException) -> str:
-    """A one-line, secret-free description of an API error for records and messages (masked before cut)."""
-    status = getattr(exc, "status_code", None)
-    text = f"{type(exc).__name__}" + (f" (HTTP {status})" if status else "") + f": {exc}"
-    return redact(text.replace("\n", " "))[:500]
-
-
 #: ``owned_by`` of a server's ``/v1/models`` entries -> the server software.
 SERVER_BY_OWNER = {"me": "llama-cpp-python", "vllm": "vLLM", "sglang": "SGLang", "llamacpp": "llama.cpp"}
 #: Sampling defaults a server applies unless told otherwise, set back to plain decoding with every generation
@@ -244,17 +95,6 @@ NEUTRAL_SAMPLING: dict[str, dict[str, float]] = {"llama-cpp-python": {"repeat_pe
 def server_from_owners(owners: set[str]) -> str | None:
     """The server software named by the ``owned_by`` fields of ``/v1/models`` entries, when they agree."""
     return SERVER_BY_OWNER.get(next(iter(owners))) if len(owners) == 1 else None
-
-
-def endpoint_options(query: Mapping[str, str], key_header: str | None, key: str) -> dict[str, Any]:
-    """``AsyncOpenAI`` keyword arguments for an endpoint's plain query (``default_query``) and the header its key
-    is also sent in (``default_headers``; see :func:`~thai_eval_utils.core.provenance.split_endpoint`)."""
-    out: dict[str, Any] = {}
-    if query:
-        out["default_query"] = dict(query)
-    if key_header:
-        out["default_headers"] = {key_header: key}
-    return out
 
 
 class ApiSession:
@@ -270,9 +110,7 @@ class ApiSession:
 
     async def __aenter__(self) -> ApiSession:
         m = self.model
-        self._client = AsyncOpenAI(base_url=m.base_url, api_key=m._api_key, max_retries=m.max_retries, timeout=m.timeout,
-                                   http_client=ReplyCheckingClient(timeout=m.timeout),
-                                   **endpoint_options(m._query, m._key_header, m._api_key))
+        self._client = AsyncOpenAI(http_client=ReplyCheckingClient(timeout=m.timeout), **m.options.client_kwargs())
         self._semaphore = asyncio.Semaphore(m.concurrency)
         if not m._server_probed:
             m.server, m._server_probed = await self._server_kind(), True
@@ -341,7 +179,7 @@ class ApiSession:
         return completion
 
 
-class ApiModel:
+class ApiModel(HasClientOptions):
     """A chat model behind an OpenAI-compatible endpoint, with the same interface as ``LocalModel``.
 
     Args:
@@ -371,38 +209,46 @@ class ApiModel:
         max_retries: int = DEFAULT_MAX_RETRIES,
         **options: Any,
     ) -> None:
-        for key, value in options.items():
-            if key in IGNORED_OPTIONS:
-                continue
-            if key not in LOCAL_ONLY_OPTIONS:
-                raise TypeError(f"ApiModel got an unknown option {key!r}")
-            if value != LOCAL_ONLY_OPTIONS[key]:
-                raise ModelLoadError(f"option {key}={value!r} applies to local weights only, not to the API model {model_id!r}")
+        check_local_only_options("ApiModel", model_id, options)
         if not model_id:
             raise ModelLoadError("ApiModel needs a model id, e.g. 'openai:gpt-4o-2024-05-13'")
-        if concurrency < 1:
-            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
-        self.model_id = model_id
-        self.name = model_id
-        try:
-            endpoint = split_endpoint(base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)
-        except ValueError as exc:
-            raise ModelLoadError(str(exc)) from None
-        self.base_url, self._query, self._key_header = endpoint.url, endpoint.query, endpoint.key_header
-        key = api_key or endpoint.key or os.environ.get("OPENAI_API_KEY")
-        register_secret(key)
-        if not key and public_base_url(self.base_url) == public_base_url(DEFAULT_BASE_URL):
+        resolved = ClientOptions.resolve([base_url_or_env(base_url, DEFAULT_BASE_URL)], api_key, timeout=timeout,
+                                         max_retries=max_retries, concurrency=concurrency)
+        if not resolved.has_key and resolved.urls[0] == public_base_url(DEFAULT_BASE_URL):
             raise ModelLoadError("OpenAI's API needs a key: set OPENAI_API_KEY in the environment")
-        self._api_key = key or PLACEHOLDER_API_KEY
-        self.concurrency = concurrency
-        self.timeout = float(timeout)
-        self.max_retries = int(max_retries)
+        self._start(model_id, resolved)
+
+    @classmethod
+    def from_options(cls, model_id: str, options: ClientOptions) -> ApiModel:
+        """A model on the endpoint, key and limits ``options`` hold (e.g. another model's, with a shorter timeout)."""
+        model = cls.__new__(cls)
+        model._start(model_id, options)
+        return model
+
+    def _start(self, model_id: str, options: ClientOptions) -> None:
+        """Set the options and empty counters (what ``__init__`` and :meth:`from_options` share)."""
+        self.model_id = self.name = model_id
+        self.options = options
         self.usage = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
         self._served_models: set[str] = set()
         self._fingerprints: set[str] = set()
         #: the server software named by ``/v1/models`` (``SERVER_BY_OWNER``), found before the first request
         self.server: str | None = None
         self._server_probed = False
+
+    @property
+    def base_url(self) -> str:
+        """The endpoint's URL (no credentials, no query); setting it moves the model to another endpoint."""
+        return self.options.urls[0]
+
+    @base_url.setter
+    def base_url(self, url: str) -> None:
+        self.options = self.options.with_url(url)
+
+    @property
+    def concurrency(self) -> int:
+        """Requests in flight at once."""
+        return int(self.options.concurrency or DEFAULT_CONCURRENCY)
 
     def __repr__(self) -> str:
         return f"ApiModel({self.model_id!r}, base_url={public_base_url(self.base_url)!r}, concurrency={self.concurrency})"
@@ -426,7 +272,8 @@ class ApiModel:
         }
 
     async def _probe_server(self) -> None:
-        async with self.session():  # opening a session asks /v1/models once (ApiSession._server_kind)
+        """Open and close one session: opening it asks ``/v1/models`` once (``ApiSession._server_kind``)."""
+        async with self.session():
             pass
 
     @property
@@ -436,6 +283,7 @@ class ApiModel:
         return dict(NEUTRAL_SAMPLING.get(self.server or "", {}))
 
     def _observe(self, completion: Completion) -> None:
+        """Count a completion's tokens and note the model id and fingerprint the server reported."""
         self.usage["requests"] += 1
         self.usage["prompt_tokens"] += completion.prompt_tokens
         self.usage["completion_tokens"] += completion.completion_tokens

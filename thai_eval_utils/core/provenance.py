@@ -13,7 +13,7 @@ import platform
 import re
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -175,7 +175,8 @@ class Endpoint:
     """An endpoint URL taken apart (:func:`split_endpoint`): where to send requests and with which credential."""
 
     url: str  # scheme, host, port and path: no userinfo, no query
-    key: str | None  # the URL's credential: its password, else a credential query value (Azure ``?api-key=``)
+    #: the URL's credential: its password, else a credential query value (Azure ``?api-key=``); not in the repr
+    key: str | None = field(repr=False)
     query: dict[str, str]  # the other query parameters (``api-version``), sent with every request
     key_header: str | None  # a header the key is also sent in: ``api-key`` when the URL carried it so (Azure)
 

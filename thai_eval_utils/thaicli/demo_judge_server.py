@@ -20,6 +20,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import openai
@@ -137,7 +138,7 @@ def open_judge(
                          concurrency=concurrency, timeout=timeout, max_retries=max_retries)
     except ModelLoadError as exc:  # e.g. OpenAI's endpoint without OPENAI_API_KEY
         raise JudgeError(str(exc)) from None
-    probe = ApiModel(judge_model, base_url=judge.base_url, api_key=judge._api_key, timeout=15.0, max_retries=1)
+    probe = ApiModel.from_options(judge_model, replace(judge.options, timeout=15.0, max_retries=1))
     try:
         probe.list_models()
     except ApiError as exc:

@@ -3,39 +3,31 @@ the toolkit's model interface, including Thai-H6's ``loglikelihood`` through ``/
 (see :mod:`.completions`) and raw ``generate`` through ``/v1/completions`` (GSM8K, as lm-eval's
 ``local-completions``); ``chat`` uses ``/v1/chat/completions``.
 
-Before the first request the servers are probed once (:meth:`ServedModel.probe`): every replica must serve the
-same model ids including ``model_id``; a scoring request on a short Thai text must echo a log-probability for
-every prompt token (llama.cpp's C++ ``llama-server`` returns them only for generated tokens and is refused), and
-the echoed tokens must agree with the local tokenizer. The probe also decides the prompt form (token ids where
-the server takes them, else text) and, for text, whether the server prepends BOS.
+Before the first request the servers are probed once (:meth:`ServedModel.probe`, checks in :mod:`.probe`);
+the local tokenizer is loaded by :mod:`.tokenizer`, the endpoint options and credentials are
+:class:`~thai_eval_utils.core.client_options.ClientOptions` (shared with ``ApiModel``), and the requests go
+through a :class:`~.replicas.Pool` of one or more servers.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import openai
 
-from thai_eval_utils.core.errors import ModelLoadError, ThaiEvalError
-from thai_eval_utils.core.openai_client import (
-    NEUTRAL_SAMPLING,
-    IGNORED_OPTIONS,
-    LOCAL_ONLY_OPTIONS,
-    PLACEHOLDER_API_KEY,
-    ApiError,
-    describe_error,
-    public_base_url,
-    run_sync,
-    server_from_owners,
+from thai_eval_utils.core.api_replies import ApiError, describe_error
+from thai_eval_utils.core.async_bridge import run_sync
+from thai_eval_utils.core.client_options import (
+    ClientOptions,
+    HasClientOptions,
+    base_url_or_env,
+    check_local_only_options,
 )
-from thai_eval_utils.core.provenance import register_secret, split_endpoint
+from thai_eval_utils.core.errors import ModelLoadError, ThaiEvalError
+from thai_eval_utils.core.openai_client import NEUTRAL_SAMPLING
 from thai_eval_utils.core.served.completions import (
     SCORING_PARAMS,
     TEXT_BOUNDARY_RULE,
@@ -47,46 +39,19 @@ from thai_eval_utils.core.served.completions import (
     text_prompts,
     token_prompts,
 )
-from thai_eval_utils.core.served.replicas import (
-    MalformedReply,
-    Pool,
-    RequestDeadline,
-    default_deadline,
-    split_base_urls,
-    within_deadline,
-)
+from thai_eval_utils.core.served.probe import Prober, ProbeResult
+from thai_eval_utils.core.served.replicas import MalformedReply, Pool, default_deadline, split_base_urls, within_deadline
+from thai_eval_utils.core.served.tokenizer import load_tokenizer
 from thai_eval_utils.core.stops import cut_at_stop
 
 SPEC_PREFIX = "completions:"
 PROMPT_FORMS = ("auto", "tokens", "text")
-#: Probe text: Thai with spaces, digits and a line break (what Thai-H6 prompts contain); written for this check.
-#: Kept short: llama-cpp-python spends ~0.6 s per echoed token on Gemma 3's 262k vocabulary (2 CPU cores).
-PROBE_TEXT = "ถาม: น้ำเดือด\nตอบ: 100 องศา"
 DEFAULT_CONCURRENCY = 8
 DEFAULT_TIMEOUT = 600.0  # a long prompt's echo on a CPU server takes minutes
 DEFAULT_MAX_RETRIES = 3
 
 
-@dataclass
-class ProbeResult:
-    """What the probe found: the prompt form, the server's BOS on text prompts, served ids, completions."""
-
-    prompt_form: str | None = None  # "token ids" / "text" / None (no usable echo: loglikelihood refused)
-    text_bos: bool | None = None
-    served_models: list[str] = field(default_factory=list)
-    completions: bool = True
-    refusal: str | None = None
-    server: str | None = None  # the server software, when its /v1/models entries name it (SERVER_BY_OWNER)
-
-
-def _pieces_agree(server: list[str], local: list[str]) -> bool:
-    """Echoed token strings against local ones: same count, and equal (stripped) wherever both are whole text."""
-    if len(server) != len(local):
-        return False
-    return all(s.strip() == t.strip() for s, t in zip(server, local) if s and t and "\ufffd" not in s + t)
-
-
-class ServedModel:
+class ServedModel(HasClientOptions):
     """A model behind OpenAI-compatible completions servers (``load_model("completions:<model-id>", ...)``).
 
     Args:
@@ -108,7 +73,8 @@ class ServedModel:
         timeout, max_retries: the openai client's, per request; malformed replies are retried ``max_retries`` times.
         deadline: overall seconds per request, retries included (default ``timeout * (max_retries + 1)`` plus the
             client's backoff); a replica that gives no complete reply in time is dropped like a failing one.
-        api_key: default ``$OPENAI_API_KEY`` or a placeholder; never recorded.
+        api_key: default the URL's own credential, else ``$OPENAI_API_KEY``, else a placeholder; never recorded
+            (see :mod:`~thai_eval_utils.core.client_options`).
     """
 
     def __init__(self, model_id: str, *, base_url: str | Sequence[str] | None = None, api_key: str | None = None,
@@ -116,40 +82,22 @@ class ServedModel:
                  add_bos_token: bool | None = None, batch_size: int = 16, concurrency: int | None = None,
                  timeout: float = DEFAULT_TIMEOUT, max_retries: int = DEFAULT_MAX_RETRIES, name: str | None = None,
                  deadline: float | None = None, **options: Any) -> None:
-        for key, value in options.items():
-            if key in IGNORED_OPTIONS:
-                continue
-            if key not in LOCAL_ONLY_OPTIONS:
-                raise TypeError(f"ServedModel got an unknown option {key!r}")
-            if value != LOCAL_ONLY_OPTIONS[key]:
-                raise ModelLoadError(f"option {key}={value!r} applies to local weights only, not to the served model {model_id!r}")
+        check_local_only_options("ServedModel", model_id, options)
         if not model_id:
             raise ModelLoadError("a served model needs its id, e.g. 'completions:google/gemma-3-270m'")
         if prompt not in PROMPT_FORMS:
             raise ValueError(f"prompt must be one of {PROMPT_FORMS}, not {prompt!r}")
         if prompt == "tokens" and tokenizer is None:
             raise ModelLoadError("prompt='tokens' needs a tokenizer (tokenizer='embedded' or a local HF directory)")
-        url = base_url or os.environ.get("OPENAI_BASE_URL")
+        url = base_url_or_env(base_url)
         if not url:
             raise ModelLoadError(f"served model {model_id!r} needs base_url (the server's URL, e.g. http://127.0.0.1:8000/v1)")
-        if batch_size < 1 or (concurrency is not None and concurrency < 1):
-            raise ValueError("batch_size and concurrency must be >= 1")
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
         self.model_id, self.name = model_id, name or model_id
-        # credentials never stay in a URL: each replica's userinfo and credential query parameters (Azure style
-        # ?api-key=) are removed and registered as secrets, and the URL's credential is the Bearer key when no
-        # api_key is given (as ApiModel does); other query parameters are sent with every request
-        try:
-            endpoints = [split_endpoint(u) for u in split_base_urls(url)]
-        except ValueError as exc:
-            raise ModelLoadError(str(exc)) from None
-        self.base_urls, self._queries = [e.url for e in endpoints], [e.query for e in endpoints]
-        self._key_header = next((e.key_header for e in endpoints if e.key_header), None)
-        key = api_key or next((e.key for e in endpoints if e.key), None) or os.environ.get("OPENAI_API_KEY")
-        register_secret(key)
-        self._api_key = key or PLACEHOLDER_API_KEY
+        self.options = ClientOptions.resolve(split_base_urls(url), api_key, timeout=timeout, max_retries=max_retries,
+                                             concurrency=concurrency)
         self.prompt, self.batch_size = prompt, int(batch_size)
-        self._concurrency = concurrency
-        self.timeout, self.max_retries = float(timeout), int(max_retries)
         if deadline is not None and not deadline > 0:
             raise ValueError(f"deadline must be > 0 seconds, got {deadline!r}")
         self.deadline = None if deadline is None else float(deadline)
@@ -168,55 +116,42 @@ class ServedModel:
     def tokenizer(self) -> Any:
         """The local tokenizer (loaded on first use), or None."""
         if self._tokenizer is None and self._tokenizer_spec is not None:
-            from transformers import AutoTokenizer
-
-            spec = str(self._tokenizer_spec)
-            if spec == "embedded":
-                from ..models import embedded_model_dir
-
-                path = embedded_model_dir()
-            else:
-                path = Path(spec).expanduser()
-                if not path.is_dir():
-                    raise ModelLoadError(f"tokenizer directory not found: {path}")
-            self._tokenizer = AutoTokenizer.from_pretrained(path)
-            files = sorted(p for p in path.iterdir() if p.name.startswith("tokenizer") or p.name == "config.json")
-            h = hashlib.sha256(b"".join(p.name.encode() + p.read_bytes() for p in files))
-            self._tokenizer_id = {"tokenizer": spec if spec == "embedded" else str(path.resolve()),
-                                  "tokenizer_sha256": h.hexdigest()[:16]}
+            loaded = load_tokenizer(self._tokenizer_spec)
+            self._tokenizer, self._tokenizer_id = loaded.tokenizer, loaded.identity
             if self._max_length is None:
-                from transformers import AutoConfig
-
-                from ..local_model import default_max_length
-
-                try:
-                    cfg = AutoConfig.from_pretrained(path)
-                except (OSError, ValueError):
-                    cfg = None
-                self._max_length = default_max_length(SimpleNamespace(config=cfg), self._tokenizer) if cfg else 2048
+                self._max_length = loaded.max_length
         return self._tokenizer
 
     @property
     def max_length(self) -> int | None:
+        """Left-truncation length of token-id prompts (as given, else the tokenizer directory's; None: no tokenizer)."""
         self.tokenizer  # noqa: B018 - sets the default from the tokenizer directory
         return self._max_length
 
     # --- BOS: settable on the token-id path, the server's choice on the text path ------------------------------
     @property
     def add_bos_token(self) -> bool:
+        """Whether prompts start with BOS: as set on the token-id path, the server's choice on the text path."""
         p = self.probe()
         return bool(p.text_bos) if p.prompt_form == "text" else self._bos
 
     @add_bos_token.setter
     def add_bos_token(self, value: bool) -> None:
+        """Set BOS for token-id prompts; AttributeError when a text-prompt server does otherwise."""
         p = self.probe()
         if p.prompt_form == "text" and bool(value) != bool(p.text_bos):
             raise AttributeError(f"{self._where()} {'prepends' if p.text_bos else 'does not prepend'} BOS to text prompts")
         self._bos = bool(value)
 
     # --- identity -----------------------------------------------------------------------------------------
+    @property
+    def base_urls(self) -> list[str]:
+        """The servers' URLs (no credentials, no query)."""
+        return list(self.options.urls)
+
     def _where(self) -> str:
-        return ", ".join(public_base_url(u) for u in self.base_urls)
+        """The servers for messages: public URLs, comma-separated."""
+        return ", ".join(self.options.public_urls)
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -224,7 +159,7 @@ class ServedModel:
         p = self.probe()
         ident: dict[str, Any] = {
             "name": self.name, "source": "openai-compatible completions", "model_id": self.model_id,
-            "base_urls": [public_base_url(u) for u in self.base_urls],
+            "base_urls": self.options.public_urls,
             "loglikelihood": f"/v1/completions echo, prompt as {p.prompt_form}" if p.prompt_form else f"refused: {p.refusal}",
             "generate_endpoint": "/v1/completions" if p.completions else "/v1/chat/completions",
             "chat_endpoint": "/v1/chat/completions",
@@ -253,143 +188,27 @@ class ServedModel:
     def probe(self) -> ProbeResult:
         """Probe the servers once (model ids, echo log-probabilities, tokenizer agreement, prompt form)."""
         if self._probe is None:
-            tok = self.tokenizer
-            self._probe = run_sync(lambda: self._probe_async(tok))
+            prober = Prober(self.model_id, self.tokenizer, self._tokenizer_spec, self.prompt, self._bos_wanted)
+            pool = self._pool()
+
+            async def go() -> ProbeResult:
+                async with pool:
+                    return await prober.run(pool)
+
+            self._probe = run_sync(go)
         return self._probe
 
     @property
     def concurrency(self) -> int:
         """Requests in flight per replica: as given, else 8 (token ids) or 1 (text prompts, see the class doc)."""
-        if self._concurrency is not None:
-            return int(self._concurrency)
+        if self.options.concurrency is not None:
+            return int(self.options.concurrency)
         p = self._probe
         return 1 if p is not None and p.prompt_form == "text" else DEFAULT_CONCURRENCY
 
     def _pool(self) -> Pool:
-        return Pool(self.base_urls, self._api_key, self.concurrency, self.timeout, self.max_retries, self.deadline,
-                    self._queries, self._key_header)
-
-    async def _probe_async(self, tok: Any) -> ProbeResult:
-        result = ProbeResult()
-        async with self._pool() as pool:
-            result.served_models = await pool.check_model(self.model_id)
-            owners = {o for r in pool.replicas for o in r.owned_by}
-            result.server = server_from_owners(owners)
-            for r in pool.replicas:
-                got = await self._probe_calls(r.client, tok, r.public, pool.deadline)
-                try:
-                    self._probe_replica(result, r.public, got)
-                except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:  # odd types in the echo
-                    raise ModelLoadError(f"{r.public}: malformed probe reply ({type(exc).__name__}: {exc})"[:600]) from None
-        if result.prompt_form == "text" and self._bos_wanted is not None and bool(self._bos_wanted) != result.text_bos:
-            raise ModelLoadError(f"{self._where()} {'prepends' if result.text_bos else 'does not prepend'} BOS to text "
-                                 f"prompts, so add_bos_token={self._bos_wanted} cannot be honoured; pass "
-                                 f"add_bos_token=None to accept the server's choice, or serve with vLLM/SGLang (token ids)")
-        return result
-
-    async def _probe_calls(self, client: Any, tok: Any, where: str, deadline: float | None) -> dict[str, Any]:
-        """Raw probe replies of one replica: ``ids`` (token-id prompt), ``text`` (text prompt), errors."""
-        out: dict[str, Any] = {}
-
-        async def call(payload: Any, retries: int | None = None) -> Any:
-            c = client if retries is None else client.with_options(max_retries=retries)
-            try:
-                resp = await within_deadline(c.completions.create(model=self.model_id, prompt=payload, **SCORING_PARAMS),
-                                             deadline)
-                check_model(resp, self.model_id)
-            except (RequestDeadline, MalformedReply) as exc:
-                raise ModelLoadError(f"probe of {where} failed: {exc}") from None
-            return resp
-
-        try:
-            out["text"] = await call(PROBE_TEXT)
-        except openai.NotFoundError as exc:
-            out["no_completions"] = describe_error(exc)
-            return out
-        except openai.APIError as exc:
-            raise ModelLoadError(f"probe of {where} failed: {describe_error(exc)}") from exc
-        if tok is not None:
-            out["local"] = tok(PROBE_TEXT, add_special_tokens=False)["input_ids"]
-        if tok is not None and self.prompt in ("auto", "tokens"):
-            try:  # a server that takes only text answers 400/422 (llama-cpp-python: 500 with validation errors)
-                out["ids"] = await call(list(out["local"]), retries=0)
-            except openai.APIStatusError as exc:
-                out["ids_refused"] = describe_error(exc)
-            except openai.APIError as exc:
-                raise ModelLoadError(f"probe of {where} failed: {describe_error(exc)}") from exc
-        return out
-
-    def _probe_replica(self, result: ProbeResult, where: str, got: dict[str, Any]) -> None:
-        if "no_completions" in got:
-            result.completions = False
-            result.refusal = f"{where} has no /v1/completions endpoint ({got['no_completions']})"
-            return
-        form, bos = self._check_text_echo(where, got["text"], got.get("local"))
-        if "ids" in got:
-            self._check_id_echo(where, got["ids"], got["text"], len(got["local"]))
-            form = "token ids"
-        elif self.prompt == "tokens":
-            raise ModelLoadError(f"{where} does not take token ids as the prompt ({got.get('ids_refused')}); use prompt='text'")
-        if result.prompt_form not in (None, form) or (result.text_bos is not None and result.text_bos != bos):
-            raise ModelLoadError(f"replicas behave differently ({where}: prompt as {form}, BOS {bos}); refusing to mix them")
-        result.prompt_form, result.text_bos = form, bos
-
-    def _echo_fields(self, where: str, resp: Any) -> dict[str, Any]:
-        try:
-            choice = choices_in_order(resp, 1)[0]
-            lp = choice.logprobs
-            lp = lp if isinstance(lp, dict) else (lp.model_dump() if lp is not None else {})
-        except MalformedReply as exc:
-            raise ModelLoadError(f"{where}: malformed probe reply ({exc})") from None
-        missing = [k for k in ("tokens", "token_logprobs", "top_logprobs") if not isinstance(lp.get(k), list)]
-        if missing:
-            raise ModelLoadError(f"{where} returned no {', '.join('logprobs.' + m for m in missing)} for an echoed prompt "
-                                 "(echo=true, logprobs=1): it cannot score answer choices. llama.cpp's llama-server gives "
-                                 "log-probabilities only for generated tokens; serve the model with vLLM, SGLang or "
-                                 "llama-cpp-python instead")
-        return lp
-
-    def _check_text_echo(self, where: str, resp: Any, local: list[int] | None) -> tuple[str, bool]:
-        lp = self._echo_fields(where, resp)
-        offsets, values = lp.get("text_offset") or [], lp["token_logprobs"]
-        n_prompt = sum(1 for o in offsets if o < len(PROBE_TEXT)) if offsets else len(values) - 1
-        scored = [v for v in values[1:n_prompt] if isinstance(v, (int, float))]
-        if n_prompt < 2 or len(scored) < n_prompt - 1:
-            raise ModelLoadError(f"{where} echoed log-probabilities for {len(scored)} of {n_prompt} prompt tokens "
-                                 "(only generated tokens are scored): it cannot score answer choices. llama.cpp's "
-                                 "llama-server does this; serve the model with vLLM, SGLang or llama-cpp-python instead")
-        pieces = lp["tokens"][:n_prompt]
-        visible_bos = bool(self.tokenizer is not None and pieces and self.tokenizer.bos_token
-                           and pieces[0] == self.tokenizer.bos_token)
-        if visible_bos:
-            pieces = pieces[1:]
-        usage = getattr(resp, "usage", None)
-        hidden_bos = bool(usage is not None and getattr(usage, "prompt_tokens", 0) == n_prompt + 1)
-        if local is not None:
-            mine = [self.tokenizer.decode([t]) for t in local]
-            if not _pieces_agree(pieces, mine):
-                raise ModelLoadError(f"{where} tokenizes the probe text into {len(pieces)} tokens {pieces[:8]}..., the local "
-                                     f"tokenizer ({self._tokenizer_spec}) into {len(mine)} {mine[:8]}...: wrong tokenizer "
-                                     "for this server; refusing to score")
-        if offsets:  # the echoed pieces must sit at their offsets (a byte-level piece may start 1-2 characters on)
-            for piece, o in zip(lp["tokens"][:n_prompt], offsets):
-                if piece and "\ufffd" not in piece and not (visible_bos and o == 0 and piece == self.tokenizer.bos_token) \
-                        and PROBE_TEXT.find(piece, o, o + len(piece) + 2) == -1:
-                    raise ModelLoadError(f"{where}: echoed token {piece!r} is not at text_offset {o} of the prompt")
-        return "text", visible_bos or hidden_bos
-
-    def _check_id_echo(self, where: str, resp: Any, text_resp: Any, n: int) -> None:
-        lp, lp_text = self._echo_fields(where, resp), self._echo_fields(where, text_resp)
-        values = lp["token_logprobs"]
-        if len(values) < n or any(not isinstance(v, (int, float)) for v in values[1:n]):
-            raise ModelLoadError(f"{where} echoed {len(values)} log-probabilities for a prompt of {n} token ids: "
-                                 "it cannot score answer choices")
-        ids_pieces, text_pieces = lp["tokens"][:n], lp_text["tokens"]
-        if self.tokenizer.bos_token and text_pieces and text_pieces[0] == self.tokenizer.bos_token:
-            text_pieces = text_pieces[1:]
-        if ids_pieces != text_pieces[:n] or len(text_pieces) < n:
-            raise ModelLoadError(f"{where}: the local tokenizer's ids of the probe text echo as {ids_pieces[:8]}..., the "
-                                 f"server's own tokens are {text_pieces[:8]}...: wrong tokenizer for this server")
+        """A fresh pool of this model's servers (entered inside one event loop)."""
+        return Pool(self.options, self.concurrency, self.deadline)
 
     # --- scoring ----------------------------------------------------------------------------------------
     def loglikelihood(self, requests: Sequence[tuple[str, str]], *, progress: bool = True) -> list[tuple[float, bool]]:
@@ -474,6 +293,7 @@ class ServedModel:
 
     @property
     def _pool_deadline(self) -> float:
+        """Overall seconds per request, retries included (as given, else from timeout and retries)."""
         return self.deadline if self.deadline is not None else default_deadline(self.timeout, self.max_retries)
 
     async def _complete(self, client: Any, **kwargs: Any) -> Any:
@@ -543,6 +363,7 @@ class ServedModel:
         return [cut_at_stop(t, stop) for t in texts]
 
     def _run(self, jobs: list[Any], desc: str) -> list[Any]:
+        """Results of ``jobs`` over a fresh pool, in order (a progress bar when there is more than one)."""
         pool = self._pool()
 
         async def go() -> list[Any]:
@@ -552,4 +373,4 @@ class ServedModel:
         try:
             return run_sync(go)
         except openai.APIError as exc:  # pragma: no cover - the pool converts these
-            raise ApiError(f"{self.model_id} at {self._where()}: {describe_error(exc)}") from exc
+            raise ApiError(f"{self.model_id} at {self._where()}: {describe_error(exc)}", cause=exc) from None

@@ -21,15 +21,10 @@ import openai
 from openai import AsyncOpenAI
 from tqdm.auto import tqdm
 
+from thai_eval_utils.core.api_replies import FATAL_ERRORS, ApiError, describe_error
+from thai_eval_utils.core.client_options import ClientOptions
 from thai_eval_utils.core.errors import ModelLoadError
-from thai_eval_utils.core.openai_client import (
-    FATAL_ERRORS,
-    ApiError,
-    describe_error,
-    endpoint_options,
-    public_base_url,
-)
-from thai_eval_utils.core.provenance import scrub
+from thai_eval_utils.core.provenance import public_url, scrub
 
 T = TypeVar("T")
 
@@ -84,7 +79,6 @@ class Replica:
     """One server of the pool, for one event loop (its client lives only inside :meth:`Pool.session`)."""
 
     base_url: str
-    query: dict[str, str] = field(default_factory=dict)  # plain query parameters sent with every request
     client: AsyncOpenAI | None = None
     alive: bool = True
     served: int = 0
@@ -93,33 +87,33 @@ class Replica:
 
     @property
     def public(self) -> str:
-        return public_base_url(self.base_url)
+        return public_url(self.base_url)
 
 
 @dataclass
 class Pool:
-    """The replicas with the client settings; :meth:`run` does a list of jobs over them.
+    """The replicas (one per URL of ``options``, with its key, timeout and retries); :meth:`run` does a list of
+    jobs over them, ``concurrency`` at a time per replica.
 
     A job is ``job(client) -> awaitable``: it makes its request(s) with the replica's ``AsyncOpenAI``
     client and parses the reply (raising :class:`MalformedReply` for a reply it cannot use).
     """
 
-    base_urls: list[str]
-    api_key: str
+    options: ClientOptions
     concurrency: int = 16
-    timeout: float = 60.0
-    max_retries: int = 6
     #: overall seconds per request, retries included (None: ``timeout * (max_retries + 1)`` plus backoff)
     deadline: float | None = None
-    #: per replica, the query parameters its URL had (``api-version``), and a header the key also goes in
-    queries: Sequence[dict[str, str]] | None = None
-    key_header: str | None = None
     replicas: list[Replica] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.replicas = [Replica(u, dict(q)) for u, q in zip(self.base_urls, self.queries or [{}] * len(self.base_urls))]
+        self.replicas = [Replica(u) for u in self.options.urls]
         if self.deadline is None:
-            self.deadline = default_deadline(self.timeout, self.max_retries)
+            self.deadline = default_deadline(self.options.timeout, self.options.max_retries)
+
+    @property
+    def max_retries(self) -> int:
+        """Re-queues of a job whose reply is unusable (the openai client's retries per request, too)."""
+        return self.options.max_retries
 
     async def request(self, awaitable: Awaitable[T]) -> T:
         """One request of a job, bounded by :attr:`deadline` (:class:`RequestDeadline`, a replica failure)."""
@@ -129,9 +123,8 @@ class Pool:
         return ", ".join(r.public for r in self.replicas)
 
     async def __aenter__(self) -> Pool:
-        for r in self.replicas:
-            r.client = AsyncOpenAI(base_url=r.base_url, api_key=self.api_key, max_retries=self.max_retries,
-                                   timeout=self.timeout, **endpoint_options(r.query, self.key_header, self.api_key))
+        for i, r in enumerate(self.replicas):
+            r.client = AsyncOpenAI(**self.options.client_kwargs(i))
             r.alive, r.error = True, None
         return self
 
@@ -149,7 +142,7 @@ class Pool:
             try:
                 page = await r.client.models.list()
             except openai.APIError as exc:
-                raise ModelLoadError(f"server {r.public} cannot be reached: {describe_error(exc)}") from exc
+                raise ModelLoadError(f"server {r.public} cannot be reached: {describe_error(exc)}") from None
             r.owned_by = tuple(sorted({str(getattr(m, "owned_by", "") or "") for m in page.data}))
             return sorted(m.id for m in page.data)
 
