@@ -11,6 +11,10 @@ and ``batch_report.json``. Command line::
     python -m thai_eval_utils.batch --models "embedded /models/qwen" --limit 20
     python -m thai_eval_utils.batch --models /models/llama-70b --dtype bfloat16 --device-map auto
     python -m thai_eval_utils.batch --demo
+
+Over 400 lines on purpose: the parameters each notebook is given, the secret handling of those parameters and of
+the executed copies, and the order of the runs are one flow that reads best in one file; the tables it ends with
+are built in :mod:`thai_eval_utils.paper`.
 """
 
 from __future__ import annotations
