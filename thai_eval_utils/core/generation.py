@@ -12,7 +12,8 @@ With ``draft_tokens`` > 0 (off by default), greedy rows verify prompt-lookup dra
 step feeds each row's last token and up to ``draft_tokens`` tokens that followed the latest earlier occurrence of
 its last n-gram, and keeps the drafted tokens while they equal the greedy choice, so a right guess gives several
 tokens for one forward call. The rows' caches are then re-aligned (a row that kept fewer shifts right), so every
-row stays contiguous on the frame and a sliding-window layer still holds each row's own last tokens. Sampled rows never draft.
+row stays contiguous on the frame and a sliding-window layer still holds each row's own last tokens. Sampled rows
+never draft.
 
 Why not transformers' own continuous batching (``generate_batch`` / ``ContinuousBatchingManager``, paged attention):
 tried with transformers 5.24 on this CPU and the embedded Gemma 3 270M (4 Thai prompts, 40 greedy tokens), one of
@@ -176,9 +177,11 @@ class Engine:
         self.max_new_tokens, self.stop = int(max_new_tokens), stop
         self.sampler, self.seed = _sampler(hf_model, temperature, top_p), seed
         self.draft_tokens = int(draft_tokens) if self.sampler is None else 0  # drafts keep greedy text only
-        # a step's positions must fit a sliding layer's kept window (window - 1), from which _realign rebuilds it
-        windows = [w - 1 for w in (getattr(self.model.config, "sliding_window", None),) if w]
-        self.draft_tokens = max(0, min([self.draft_tokens, *[w - 1 for w in windows]]))
+        # a step's 1 + draft positions must fit the window - 1 columns a sliding layer keeps (_realign rebuilds
+        # the layer from them), so drafts are at most window - 2 tokens
+        window = getattr(self.model.config, "sliding_window", None)
+        if window:
+            self.draft_tokens = max(0, min(self.draft_tokens, window - 2))
         self.eos = eos_ids(hf_model, tokenizer)
         decode: Callable[[list[int]], str] = lambda ids: tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
         self.scanner = StopScanner(decode, stop)
@@ -251,6 +254,10 @@ class Engine:
         self.mask, self.pos = self.mask[index], self.pos[index]
         for layer in self.cache.layers:
             layer.keys, layer.values = layer.keys[index], layer.values[index]
+        self._cut_lead()
+
+    def _cut_lead(self) -> None:
+        """Cut the frame's leading columns that are padding in every row."""
         lead = int(self.mask.any(0).long().argmax())
         if lead:
             self.mask = self.mask[:, lead:]
@@ -288,7 +295,8 @@ class Engine:
         self.stats.draft_positions += len(self.rows) * (width - 1)
         if width == 1:
             self.pos = self.pos + 1
-            return [self._accept(r, [t]) for r, t in zip(self.rows, self._choose(out.logits[:, -1, :].float(), self.rows))]
+            chosen = self._choose(out.logits[:, -1, :].float(), self.rows)
+            return [self._accept(row, [token]) for row, token in zip(self.rows, chosen)]
         greedy = out.logits.argmax(-1).tolist()  # (rows, width): the greedy token after each fed position
         ended, kept = [], []
         for row, draft, choice in zip(self.rows, drafts, greedy):
@@ -318,10 +326,7 @@ class Engine:
             index = index[:, None, :, None].expand(-1, full_k.shape[1], -1, full_k.shape[-1])
             layer.keys, layer.values = full_k.gather(2, index), full_v.gather(2, index)
         _reframe(self.cache, columns)
-        lead = int(self.mask.any(0).long().argmax())
-        if lead:
-            self.mask = self.mask[:, lead:]
-            _reframe(self.cache, self.frame)
+        self._cut_lead()
 
     @torch.inference_mode()
     def run(self, prompts: Sequence[list[int]], *, progress: bool = True, desc: str = "generate") -> list[str]:
