@@ -8,8 +8,9 @@ exactly those prompts with the leaderboard's stops and 256 new tokens (``benchma
 lm-eval venv that ``h6_parity_speed.py`` builds). ThaiCLI and dialects: ``generate_answers`` / ``run_generation`` end
 to end (store included) with the notebooks' settings, once with the old engine and once with the new one.
 
-Work is counted in token positions the decoder computed: a perfect scheduler computes each prompt token once and
-each generated token but the last once (the last is never fed back); the old engine and lm-eval compute rows x
+Work is counted in token positions the decoder computed: a perfect scheduler computes each distinct prompt position
+once (a call's prompts in a prefix tree: a shared few-shot block or instruction once) and each generated token but
+the last once (the last is never fed back); the old engine and lm-eval compute rows x
 (padded width + steps of the batch's longest row - 1) per batch; the new engine counts what it fed. Run with the
 project's Python (nothing else should load the CPU; the load average is recorded):
 
@@ -49,6 +50,8 @@ from thai_eval_utils import dialect  # noqa: E402
 from thai_eval_utils.core.generation import GenerationStats, encode_prompts  # noqa: E402
 from thai_eval_utils.core.local_model import LocalModel  # noqa: E402
 from thai_eval_utils.core.models import GEMMA3_CHAT_TEMPLATE, embedded_model_dir  # noqa: E402
+from thai_eval_utils.core.prefill_plan import MIN_SHARED_TOKENS  # noqa: E402
+from thai_eval_utils.core.prefix_tree import build_tree  # noqa: E402
 from thai_eval_utils.core.stops import cut_at_stop  # noqa: E402
 from thai_eval_utils.h6 import evaluate  # noqa: E402
 from thai_eval_utils.h6.data import load_h6_task  # noqa: E402
@@ -64,9 +67,14 @@ class NewEngine(LocalModel):
 
     work = GenerationStats()
     rows_done = 0
+    distinct_prompt_tokens = 0
 
     def _generate_ids(self, prompts, add_special_tokens, **kw):
         texts = super()._generate_ids(prompts, add_special_tokens, **kw)
+        room = max(1, self.max_length - kw["max_new_tokens"])
+        encoded = encode_prompts(self.tokenizer, prompts, add_special_tokens=add_special_tokens, room=room,
+                                 max_length=self.max_length)
+        self.distinct_prompt_tokens += tree_positions(encoded)
         g, w = self.last_generation, self.work
         self.work = replace(w, **{f.name: getattr(w, f.name) + getattr(g, f.name) for f in fields(GenerationStats)
                                   if not f.name.startswith("peak")})
@@ -79,9 +87,21 @@ class NewEngine(LocalModel):
         return self.work.prompt_tokens + self.work.decode_row_steps + self.work.draft_positions
 
     def perfect(self) -> int:
-        """What a perfect scheduler computes for the same texts: every prompt token and every generated token but
-        each row's last (the attention over the frame's padding columns is not counted)."""
-        return self.work.prompt_tokens + self.work.generated_tokens - self.rows_done
+        """What a perfect scheduler computes for the same texts: every distinct prompt position (the prompts of one
+        call in a prefix tree, so a shared prefix once) and every generated token but each row's last (the
+        attention over the frame's padding columns is not counted)."""
+        return self.distinct_prompt_tokens + self.work.generated_tokens - self.rows_done
+
+
+def tree_positions(prompts: Sequence[Sequence[int]]) -> int:
+    """Token positions of the prompts' prefix tree: each distinct prefix once."""
+    root, _ = build_tree([tuple(p) for p in prompts])
+    total, stack = 0, list(root.children)
+    while stack:
+        node = stack.pop()
+        total += node.end - node.start
+        stack.extend(node.children)
+    return total
 
 
 class OldEngine(LocalModel):
@@ -196,13 +216,21 @@ def gsm8k(model_dir: Path, args) -> dict:
     rows = [{"engine": "thai-eval (new)", "seconds": sec, "load": load1, "computed": new.computed(), "equal": len(prompts)}]
     generated, perfect = new.work.generated_tokens, new.perfect()
     if args.drafts:
-        new.draft_tokens, new.work, new.rows_done = args.drafts, GenerationStats(), 0
+        new.draft_tokens, new.work, new.rows_done, new.distinct_prompt_tokens = args.drafts, GenerationStats(), 0, 0
         drafted, dsec, dload = timed(new.generate, prompts, **kw)
         log(f"  thai-eval with prompt-lookup drafts of {args.drafts}: {dsec:.1f} s")
         rows.append({"engine": f"thai-eval, prompt-lookup drafts of {args.drafts}", "seconds": dsec, "load": dload,
                      "computed": new.computed(), "equal": sum(a == b for a, b in zip(ours, drafted)),
                      "differ": diff(ours, drafted), "steps": new.work.steps})
         new.draft_tokens = 0
+    if args.whole_prefill:
+        new.min_shared, new.work, new.rows_done, new.distinct_prompt_tokens = 0, GenerationStats(), 0, 0
+        whole, wsec, wload = timed(new.generate, prompts, **kw)
+        log(f"  thai-eval, every prompt prefilled whole: {wsec:.1f} s")
+        rows.append({"engine": "thai-eval, every prompt prefilled whole (min_shared=0)", "seconds": wsec,
+                     "load": wload, "computed": new.computed(), "equal": sum(a == b for a, b in zip(ours, whole)),
+                     "differ": diff(ours, whole)})
+        new.min_shared = MIN_SHARED_TOKENS
     if args.gsm8k_old:
         theirs, osec, oload = timed(old.generate, prompts, **kw)
         log(f"  old engine {osec:.1f} s")
@@ -259,7 +287,7 @@ def _side_by_side(model_dir: Path, label: str, n: int, run) -> dict:
 def table(name: str, res: dict) -> list[str]:
     base = next(r for r in res["rows"] if r["engine"] == "thai-eval (new)")["seconds"]
     lines = [f"**{name}** ({res['items']} items; {res['generated']} tokens generated; a perfect scheduler computes "
-             f"{res['perfect']:,} token positions)", "",
+             f"{res['perfect']:,} token positions, each distinct prompt prefix once)", "",
              "| engine | seconds | generated tokens/s | new engine's speed-up | texts equal to the new engine's "
              "| positions computed | perfect / computed | load (1 min) |", "|---|---|---|---|---|---|---|---|"]
     for r in res["rows"]:
@@ -291,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, help="GSM8K: the first N documents; ThaiCLI/dialects: N per format/task")
     ap.add_argument("--max-new-tokens", type=int, help="ThaiCLI/dialects: this budget instead of the notebooks'")
     ap.add_argument("--drafts", type=int, default=0, help="GSM8K: also thai-eval with prompt-lookup drafts of N")
+    ap.add_argument("--whole-prefill", action="store_true",
+                    help="GSM8K: also thai-eval prefilling every prompt whole (no shared prefixes)")
     ap.add_argument("--gsm8k-old", action="store_true", help="GSM8K: also the engine before issue 19")
     ap.add_argument("--append", action="store_true", help="keep the parts of the last results.json not run again")
     ap.add_argument("--run-name", default="genbench", help="results folder under benchmarks/.work/")

@@ -8,6 +8,11 @@ joins the decode batch, one padded ``DynamicCache`` whose rows are right-aligned
 next prompt is prefilled into its slot, so no step computes a finished row and no prefill computes padding. The
 frame's leading all-padding columns are cut whenever rows leave. A KV-memory budget bounds the rows admitted.
 
+Prompts that share a prefix of at least ``min_shared`` tokens (a few-shot block, a task instruction) compute it
+once (:mod:`.prefill_plan`): the prefix's cache is kept while the prompts under it are prefilled, each on a copy,
+one after another; only the current chain of shared prefixes is held (outside the KV budget: at most one prompt's
+cache). ``min_shared=0`` prefills every prompt whole, exactly as lm-eval at batch size 1.
+
 With ``draft_tokens`` > 0 (off by default), greedy rows verify prompt-lookup drafts (:mod:`.prompt_lookup`): a
 step feeds each row's last token and up to ``draft_tokens`` tokens that followed the latest earlier occurrence of
 its last n-gram, and keeps the drafted tokens while they equal the greedy choice, so a right guess gives several
@@ -25,6 +30,7 @@ and HF's logits warpers; only the scheduling is written here.
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +41,8 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 from transformers import DynamicCache, LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
+from thai_eval_utils.core.prefill_plan import MIN_SHARED_TOKENS, plan_prefill
+from thai_eval_utils.core.prefix_tree import Node
 from thai_eval_utils.core.prompt_lookup import PromptLookup
 from thai_eval_utils.core.stops import StopScanner, cut_at_stop
 
@@ -53,13 +61,15 @@ HF_DEFAULT_TOP_K = 50
 
 @dataclass
 class GenerationStats:
-    """Work one engine call did, in tokens: ``prompt_tokens`` prefilled, ``generated_tokens`` kept (EOS included),
+    """Work one engine call did, in tokens: ``prompt_tokens`` prefilled (a shared prefix once), ``shared_tokens``
+    prompt tokens taken from a shared prefix's cache instead, ``generated_tokens`` kept (EOS included),
     ``decode_row_steps`` rows computed by decode steps (each a token fed), ``steps`` decode forward calls,
     ``peak_rows`` the widest decode batch, ``peak_kv_bytes`` the largest KV cache held; with prompt-lookup drafts,
     ``draft_positions`` the positions decode steps fed beyond each row's last token (drafts and their padding) and
     ``draft_accepted`` the drafted tokens that equalled the greedy choice."""
 
     prompt_tokens: int = 0
+    shared_tokens: int = 0
     generated_tokens: int = 0
     decode_row_steps: int = 0
     draft_positions: int = 0
@@ -169,7 +179,7 @@ class Engine:
     def __init__(self, hf_model: Any, tokenizer: Any, *, max_new_tokens: int, stop: Sequence[str] | None,
                  temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
                  kv_budget: int | None = None, max_rows: int | None = None,
-                 draft_tokens: int = DRAFT_TOKENS) -> None:
+                 draft_tokens: int = DRAFT_TOKENS, min_shared: int = MIN_SHARED_TOKENS) -> None:
         self.model, self.tokenizer = hf_model, tokenizer
         self.device = next(hf_model.parameters()).device
         budget, rows = default_budget(self.device)
@@ -186,6 +196,8 @@ class Engine:
         decode: Callable[[list[int]], str] = lambda ids: tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
         self.scanner = StopScanner(decode, stop)
         self.stats = GenerationStats()
+        self.min_shared = int(min_shared)
+        self.prefixes: list[tuple[Node, DynamicCache]] = []  # the shared prefixes' caches of the current chain
         # the decode batch: cache (rows right-aligned on `frame` columns), mask (rows, frame), next positions
         self.cache: DynamicCache | None = None
         self.mask = torch.zeros((0, 0), dtype=torch.long, device=self.device)
@@ -218,18 +230,43 @@ class Engine:
             row.lookup.extend(tokens)
         return False
 
-    def _prefill(self, index: int, ids: list[int]) -> tuple[_Row, DynamicCache, bool]:
-        """Prefill one prompt alone; its row holds the first generated token (and whether that ended it)."""
+    def _forward(self, tokens: Sequence[int], cache: DynamicCache) -> torch.Tensor:
+        """Prefill ``tokens`` after what ``cache`` holds (one row); the last position's logits."""
+        out = self.model(input_ids=torch.tensor([list(tokens)], device=self.device), cache=cache, use_cache=True,
+                         logits_to_keep=1)  # fmt: skip
+        self.stats.prompt_tokens += len(tokens)
+        return out.logits[:, -1, :]
+
+    def _after_prefixes(self, chain: list[Node]) -> tuple[DynamicCache, int]:
+        """A cache of its own holding the deepest prefix of ``chain`` and that prefix's length: the held chain is
+        cut back to the part ``chain`` shares, and its missing prefixes are computed, each after its parent."""
+        while self.prefixes and not any(self.prefixes[-1][0] is node for node in chain):
+            self.prefixes.pop()
+        for node in chain[len(self.prefixes) :]:
+            cache, done = self._copy_of_last_prefix()
+            self._forward(node.seq[done : node.end], cache)
+            self.prefixes.append((node, cache))
+        return self._copy_of_last_prefix()
+
+    def _copy_of_last_prefix(self) -> tuple[DynamicCache, int]:
+        """A copy of the deepest held prefix's cache and its length (an empty cache and 0 when none is held)."""
+        if not self.prefixes:
+            return DynamicCache(config=self.model.config), 0
+        node, cache = self.prefixes[-1]
+        return copy.deepcopy(cache), node.end
+
+    def _prefill(self, index: int, ids: list[int], chain: list[Node]) -> tuple[_Row, DynamicCache, bool]:
+        """Prefill one prompt alone, after the shared prefixes in ``chain``; its row holds the first generated
+        token (and whether that ended it)."""
         row = _Row(index)
         if self.sampler is not None and self.seed is not None:
             row.generator = torch.Generator(device=self.device).manual_seed(int(self.seed))
         if self.draft_tokens:
             row.lookup = PromptLookup(ids)
-        cache = DynamicCache(config=self.model.config)
-        out = self.model(input_ids=torch.tensor([ids], device=self.device), cache=cache, use_cache=True,
-                         logits_to_keep=1)  # fmt: skip
-        self.stats.prompt_tokens += len(ids)
-        return row, cache, self._accept(row, self._choose(out.logits[:, -1, :].float(), [row]))
+        cache, done = self._after_prefixes(chain)
+        self.stats.shared_tokens += done
+        logits = self._forward(ids[done:], cache)
+        return row, cache, self._accept(row, self._choose(logits.float(), [row]))
 
     def _admit(self, row: _Row, cache: DynamicCache, length: int) -> None:
         """Add a prefilled row to the decode batch (the frame widens when the row is longer than it)."""
@@ -335,7 +372,8 @@ class Engine:
         texts: list[str] = [""] * len(prompts)
         if self.max_new_tokens < 1 or not prompts:
             return texts
-        queue = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))  # longest first: the frame only shrinks
+        plan = plan_prefill(prompts, self.min_shared)
+        queue = plan.order
         bar = tqdm(total=len(prompts), desc=desc, unit="prompt", disable=not progress or len(prompts) < 2)
 
         def finish(row: _Row) -> None:
@@ -346,7 +384,7 @@ class Engine:
         while queue or self.rows:
             while queue and self._fits(len(prompts[queue[0]])):
                 i = queue.pop(0)
-                row, cache, ended = self._prefill(i, prompts[i])
+                row, cache, ended = self._prefill(i, prompts[i], plan.chains[i])
                 if ended:
                     finish(row)
                 else:
@@ -363,6 +401,7 @@ class Engine:
                     keep.append(i)
             if len(keep) < len(self.rows):
                 self._drop(keep)
+        self.prefixes = []
         bar.close()
         return texts
 
@@ -370,9 +409,10 @@ class Engine:
 def generate(hf_model: Any, tokenizer: Any, prompts: Sequence[list[int]], *, max_new_tokens: int,
              stop: Sequence[str] | None = None, temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
              kv_budget: int | None = None, max_rows: int | None = None, draft_tokens: int = DRAFT_TOKENS,
-             progress: bool = True, desc: str = "generate") -> tuple[list[str], GenerationStats]:
+             min_shared: int = MIN_SHARED_TOKENS, progress: bool = True,
+             desc: str = "generate") -> tuple[list[str], GenerationStats]:
     """Generate from token-id prompts with :class:`Engine`; (texts in order, the work done)."""
     engine = Engine(hf_model, tokenizer, max_new_tokens=max_new_tokens, stop=stop, temperature=temperature,
-                    top_p=top_p, seed=seed, kv_budget=kv_budget, max_rows=max_rows,
-                    draft_tokens=draft_tokens)  # fmt: skip
+                    top_p=top_p, seed=seed, kv_budget=kv_budget, max_rows=max_rows, draft_tokens=draft_tokens,
+                    min_shared=min_shared)  # fmt: skip
     return engine.run(prompts, progress=progress, desc=desc), engine.stats

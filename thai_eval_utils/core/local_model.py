@@ -17,6 +17,7 @@ from thai_eval_utils.core.errors import ThaiEvalError
 from thai_eval_utils.core.loglikelihood import loglikelihood
 from thai_eval_utils.core.model_sources import check_dtype, default_max_length, resolve_spec
 from thai_eval_utils.core.generation import GenerationStats, default_budget, encode_prompts, generate
+from thai_eval_utils.core.prefill_plan import MIN_SHARED_TOKENS
 from thai_eval_utils.core.stops import cut_at_stop  # noqa: F401  (re-exported: tests import it from here)
 
 
@@ -74,6 +75,9 @@ class LocalModel:
         #: prompt-lookup draft tokens a greedy row verifies per decode step (0: off, the default; see
         #: :mod:`thai_eval_utils.core.prompt_lookup` and docs/benchmarks.md for when it pays)
         self.draft_tokens = 0
+        #: shared prompt prefixes of at least this many tokens are prefilled once per call (0: every prompt whole,
+        #: exactly lm-eval's batch-1 prefill; see :mod:`thai_eval_utils.core.prefill_plan`)
+        self.min_shared = MIN_SHARED_TOKENS
         #: the work of the last ``generate`` / ``chat`` call (prompt and generated tokens, decode steps)
         self.last_generation: GenerationStats | None = None
         self.identity = {
@@ -155,7 +159,7 @@ class LocalModel:
         texts, self.last_generation = generate(
             self.hf_model, self.tokenizer, encoded, max_new_tokens=max_new_tokens, stop=stop, temperature=temperature,
             top_p=top_p, seed=seed, kv_budget=self.kv_budget, max_rows=self.max_rows, desc=desc,
-            draft_tokens=self.draft_tokens,
+            draft_tokens=self.draft_tokens, min_shared=self.min_shared,
         )
         return texts
 
