@@ -47,7 +47,7 @@ from transformers import (  # noqa: E402
 )
 
 from thai_eval_utils import dialect  # noqa: E402
-from thai_eval_utils.core.generation import GenerationStats, encode_prompts  # noqa: E402
+from thai_eval_utils.core.generation import Engine, GenerationStats, encode_prompts  # noqa: E402
 from thai_eval_utils.core.local_model import LocalModel  # noqa: E402
 from thai_eval_utils.core.models import GEMMA3_CHAT_TEMPLATE, embedded_model_dir  # noqa: E402
 from thai_eval_utils.core.prefill_plan import MIN_SHARED_TOKENS  # noqa: E402
@@ -283,8 +283,35 @@ def _side_by_side(model_dir: Path, label: str, n: int, run) -> dict:
          "equal": sum(a == b for a, b in zip(ours, theirs)), "differ": diff(ours, theirs)}]}
 
 
+def decode_rows(model_dir: Path, args) -> dict:
+    """What one decode step costs as the rows in it grow (the engine's ``CPU_MAX_ROWS``): prompts of ~240 tokens,
+    30 new tokens with EOS ignored, only the decode steps timed."""
+    model = load(model_dir, LocalModel)
+    base = model.tokenizer("อธิบายเรื่องการสังเคราะห์แสงของพืช และเขียนเรียงความเกี่ยวกับประเทศไทย " * 12).input_ids
+    out = []
+    for n in [int(r) for r in args.rows.split(",")]:
+        engine = Engine(model.hf_model, model.tokenizer, max_new_tokens=30, stop=None, max_rows=n)
+        engine.eos, step, spent = set(), engine._step, [0.0]
+
+        def timed_step(step=step, spent=spent):
+            t0 = time.perf_counter()
+            ended = step()
+            spent[0] += time.perf_counter() - t0
+            return ended
+
+        engine._step, load1 = timed_step, round(os.getloadavg()[0], 1)
+        engine.run([base[: 240 + i % 7] for i in range(n)], progress=False)
+        out.append({"rows": n, "ms_step": 1000 * spent[0] / engine.stats.steps,
+                    "ms_row_step": 1000 * spent[0] / engine.stats.decode_row_steps, "load": load1})
+        log(f"  {n} rows: {out[-1]['ms_step']:.0f} ms a step")
+    return {"label": "decode step cost by rows (~240-token prompts, 30 steps)", "kind": "rows", "rows": out}
+
+
 # --- report ---------------------------------------------------------------------------------------------------
 def table(name: str, res: dict) -> list[str]:
+    if res.get("kind") == "rows":
+        return [f"**{name}**", "", "| rows | ms a decode step | ms a row-step | load (1 min) |", "|---|---|---|---|",
+                *[f"| {r['rows']} | {r['ms_step']:.0f} | {r['ms_row_step']:.1f} | {r['load']} |" for r in res["rows"]]]
     base = next(r for r in res["rows"] if r["engine"] == "thai-eval (new)")["seconds"]
     lines = [f"**{name}** ({res['items']} items; {res['generated']} tokens generated; a perfect scheduler computes "
              f"{res['perfect']:,} token positions, each distinct prompt prefix once)", "",
@@ -322,6 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--whole-prefill", action="store_true",
                     help="GSM8K: also thai-eval prefilling every prompt whole (no shared prefixes)")
     ap.add_argument("--gsm8k-old", action="store_true", help="GSM8K: also the engine before issue 19")
+    ap.add_argument("--rows", default="1,8,16,32,48,64", help="part 'rows': the decode batch sizes to time")
     ap.add_argument("--append", action="store_true", help="keep the parts of the last results.json not run again")
     ap.add_argument("--run-name", default="genbench", help="results folder under benchmarks/.work/")
     ap.add_argument("--merge", nargs="+", type=Path, help="only report: the parts of these results.json files")
@@ -353,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
         results["uptime_before"] = f"{old['uptime_before']} (first run)"
     block = ""
     for part in args.parts.split(","):  # the report is rewritten after every part: a partial run still reports
-        results["parts"][part] = {"gsm8k": gsm8k, "thaicli": thaicli, "dialect": dialects}[part](model_dir, args)
+        results["parts"][part] = {"gsm8k": gsm8k, "thaicli": thaicli, "dialect": dialects, "rows": decode_rows}[part](model_dir, args)
         results["uptime_after"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
         (run_dir / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False))
         block = report(results)

@@ -152,7 +152,7 @@ def test_the_kv_budget_bounds_the_rows_in_flight(tiny_gemma3):
     narrow, small = generate(model, tok, ids, max_new_tokens=10, kv_budget=2 * one_row, progress=False)
     assert narrow == wide and 1 <= small.peak_rows < len(ids) and small.peak_kv_bytes <= 2 * one_row
     engine = Engine(model, tok, max_new_tokens=4, stop=None)
-    assert engine.kv_budget == 2 * 1024**3 and engine.max_rows == 16 and LocalModel(model, tok, name="t").concurrency == 16
+    assert engine.kv_budget == 2 * 1024**3 and engine.max_rows == 48 and LocalModel(model, tok, name="t").concurrency == 48
 
 
 def test_embedded_model_greedy_equals_batch_one_generate():

@@ -50,8 +50,10 @@ from thai_eval_utils.core.stops import StopScanner, cut_at_stop
 CPU_KV_BUDGET = 2 * 1024**3
 #: share of the free accelerator memory the KV cache may take when no budget is given
 GPU_KV_SHARE = 0.5
-#: rows decoded together at most (CPU: past ~16 rows a decode step's matmuls gain little on a few cores)
-CPU_MAX_ROWS, GPU_MAX_ROWS = 16, 128
+#: rows decoded together at most. CPU: a decode step reads every weight once whatever its rows (on 2 cores with the
+#: embedded model a step of 1 row took 127 ms, 16 rows 254 ms, 48 rows 387 ms: 8.1 ms a row against 15.9 at 16;
+#: 64 rows 9.1; `benchmarks/generation_speed.py --parts rows`, docs/benchmarks.md)
+CPU_MAX_ROWS, GPU_MAX_ROWS = 48, 128
 #: draft tokens a greedy row verifies per decode step (prompt lookup); off by default: on the CPU with the embedded
 #: model a step of 16 rows x 4 positions costs about as much as the steps it saves (docs/benchmarks.md)
 DRAFT_TOKENS = 0
@@ -104,7 +106,7 @@ def encode_prompts(tokenizer: Any, prompts: Sequence[str], *, add_special_tokens
 
 
 def default_budget(device: torch.device) -> tuple[int, int]:
-    """(KV budget in bytes, most rows) for ``device``: a fixed 2 GiB and 16 rows on a CPU; half the free memory
+    """(KV budget in bytes, most rows) for ``device``: a fixed 2 GiB and 48 rows on a CPU; half the free memory
     and 128 rows on an accelerator."""
     if device.type == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
