@@ -358,7 +358,11 @@ def main(argv: list[str] | None = None) -> int:
     command = ".venv/bin/python benchmarks/generation_speed.py " + " ".join(argv if argv is not None else sys.argv[1:])
     if args.merge:  # runs made apart (e.g. at the same time, each noting its load) reported as one
         runs = [json.loads(p.read_text()) for p in args.merge]
-        results = {**runs[0], "parts": {k: v for r in runs for k, v in r["parts"].items()},
+        parts: dict = {}
+        for r in runs:  # a part measured in several runs keeps each, numbered
+            for k, v in r["parts"].items():
+                parts[k if k not in parts else f"{k} ({sum(p.split(' (')[0] == k for p in parts) + 1})"] = v
+        results = {**runs[0], "parts": parts,
                    "command": "; and ".join(r["command"] for r in runs),
                    "uptime_before": "; ".join(r["uptime_before"] for r in runs),
                    "uptime_after": "; ".join(r["uptime_after"] for r in runs)}  # fmt: skip
