@@ -51,7 +51,7 @@ from thai_eval_utils.core.generation import Engine, GenerationStats, encode_prom
 from thai_eval_utils.core.local_model import LocalModel  # noqa: E402
 from thai_eval_utils.core.models import GEMMA3_CHAT_TEMPLATE, embedded_model_dir  # noqa: E402
 from thai_eval_utils.core.prefill_plan import MIN_SHARED_TOKENS  # noqa: E402
-from thai_eval_utils.core.prefix_tree import build_tree  # noqa: E402
+from thai_eval_utils.core.prefix_tree import tree_positions  # noqa: E402
 from thai_eval_utils.core.stops import cut_at_stop  # noqa: E402
 from thai_eval_utils.h6 import evaluate  # noqa: E402
 from thai_eval_utils.h6.data import load_h6_task  # noqa: E402
@@ -74,7 +74,7 @@ class NewEngine(LocalModel):
         room = max(1, self.max_length - kw["max_new_tokens"])
         encoded = encode_prompts(self.tokenizer, prompts, add_special_tokens=add_special_tokens, room=room,
                                  max_length=self.max_length)
-        self.distinct_prompt_tokens += tree_positions(encoded)
+        self.distinct_prompt_tokens += tree_positions([tuple(p) for p in encoded])
         g, w = self.last_generation, self.work
         self.work = replace(w, **{f.name: getattr(w, f.name) + getattr(g, f.name) for f in fields(GenerationStats)
                                   if not f.name.startswith("peak")})
@@ -92,16 +92,6 @@ class NewEngine(LocalModel):
         attention over the frame's padding columns is not counted)."""
         return self.distinct_prompt_tokens + self.work.generated_tokens - self.rows_done
 
-
-def tree_positions(prompts: Sequence[Sequence[int]]) -> int:
-    """Token positions of the prompts' prefix tree: each distinct prefix once."""
-    root, _ = build_tree([tuple(p) for p in prompts])
-    total, stack = 0, list(root.children)
-    while stack:
-        node = stack.pop()
-        total += node.end - node.start
-        stack.extend(node.children)
-    return total
 
 
 class OldEngine(LocalModel):

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import gpu_bench as gb
 from lmeval_generate import count_positions
+from thai_eval_utils.core.prefix_tree import tree_positions
 from thai_eval_utils.h6.protocol import GSM8K_MAX_NEW_TOKENS, GSM8K_STOPS_H
 
 if TYPE_CHECKING:
@@ -113,10 +114,10 @@ def computed(stats: dict) -> int:
     return stats["prompt_tokens"] + stats["decode_row_steps"] + stats["draft_positions"]
 
 
-def perfect(stats: dict, prompts: int) -> int:
-    """Positions a perfect scheduler computes for the same texts: every prompt token, every generated token but
-    each row's last (never fed back)."""
-    return stats.get("prompt_tokens", 0) + stats.get("generated_tokens", 0) - prompts
+def perfect(stats: dict, prompts: int, distinct_prompt_tokens: int) -> int:
+    """Positions a perfect scheduler computes for the same texts: every distinct prompt position (the prompts'
+    prefix tree: shared few-shot examples once), every generated token but each row's last (never fed back)."""
+    return distinct_prompt_tokens + stats.get("generated_tokens", 0) - prompts
 
 
 def _side(res: dict, generated: int, base: list[str] | None) -> dict:
@@ -191,8 +192,10 @@ def prepare(ctx: gb.Ctx, plan: GenPlan, rec: dict) -> tuple[list[str], LocalMode
     from thai_eval_utils.core.local_model import LocalModel
 
     prompts = gsm8k_prompts(plan.prompts, ctx.seed, plan.shots)
-    lens = [len(x) for x in ctx.tok(prompts, add_special_tokens=False)["input_ids"]]
-    rec.update({"prompt_tokens": sum(lens), "mean_prompt_tokens": round(sum(lens) / len(lens), 1)})
+    ids = ctx.tok(prompts, add_special_tokens=False)["input_ids"]
+    lens = [len(x) for x in ids]
+    rec.update({"prompt_tokens": sum(lens), "mean_prompt_tokens": round(sum(lens) / len(lens), 1),
+                "distinct_prompt_tokens": tree_positions([tuple(x) for x in ids])})
     t0 = time.perf_counter()
     model = gb.build_model(plan.shape, ctx.tok, ctx.device, ctx.seed)
     gb._sync(ctx.device)
@@ -268,7 +271,7 @@ def markdown(rec: dict) -> list[str]:
     w = te.get("work", {})
     lines += ["", (f"thai-eval's engine: {w.get('prompt_tokens', 0):,} prompt tokens, {w.get('decode_row_steps', 0):,} "
                    f"decode rows in {w.get('steps', 0):,} steps, widest batch {w.get('peak_rows', 0)} rows; a "
-                   f"perfect scheduler computes {perfect(w, n):,} positions. Speed-up over lm-eval's best batch: "
+                   f"perfect scheduler computes {perfect(w, n, rec.get('distinct_prompt_tokens', 0)):,} positions. Speed-up over lm-eval's best batch: "
                    + (f"**{rec['speedup']}x** (batch {rec['best_batch']})." if "speedup" in rec else "not measured."))]
     if "reference" in rec:
         ref = rec["reference"]

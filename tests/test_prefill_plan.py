@@ -1,6 +1,6 @@
-"""Issue 19, shared prefixes: which prompt prefixes the generation engine computes once (core.prefill_plan), hand
--built token lists; and the engine's texts with shared prefixes against transformers' ``generate`` at batch size 1
-(tests/test_generation.py checks the engine on prompts that share nothing)."""
+"""Issue 19, shared prefixes: which prompt prefixes the generation engine computes once (core.prefill_plan), on
+hand-built token lists; and the engine's texts with shared prefixes against transformers' ``generate`` at batch
+size 1 (tests/test_generation.py checks the engine on prompts that share nothing)."""
 
 from __future__ import annotations
 
@@ -83,3 +83,11 @@ def test_seeded_sampling_with_shared_prefixes_gives_each_prompt_its_text_alone(t
     alone = [generate(model, tok, [x], **kw)[0][0] for x in ids]
     texts, stats = generate(model, tok, ids, max_rows=3, **kw)
     assert texts == alone and stats.shared_tokens > 0 and len(set(alone)) > 1
+
+
+def test_tree_positions_counts_each_distinct_prefix_once():
+    from thai_eval_utils.core.prefix_tree import tree_positions
+
+    # 1..20 shared by A, B, C; 21..40 by A and B; then A's 2, B's 1, C's 30 and D's 2 own tokens
+    assert tree_positions([tuple(x) for x in (A, B, C, D)]) == 20 + 20 + 2 + 1 + 30 + 2
+    assert tree_positions([tuple(A), tuple(A), ()]) == len(A) and tree_positions([]) == 0

@@ -42,7 +42,7 @@ from transformers import DynamicCache
 from thai_eval_utils.core.decoder import Decoder, Head, Scores, repeat_cache, tree_supported
 from thai_eval_utils.core.errors import ThaiEvalError
 from thai_eval_utils.core.packed_attention import block_attention
-from thai_eval_utils.core.prefix_tree import Node, build_tree, schedule
+from thai_eval_utils.core.prefix_tree import Node, build_tree, schedule, tree_positions
 
 __all__ = ["count_tokens", "default_budget", "loglikelihood"]
 
@@ -297,16 +297,7 @@ def count_tokens(tokenizer, requests: Sequence[tuple[str, str]], *, add_bos_toke
     with warnings.catch_warnings():  # truncation and empty continuations are the real run's to report
         warnings.simplefilter("ignore")
         seqs, targets = _fed(_encode(tokenizer, requests, add_bos_token), max_length)
-    distinct = sorted({s for s in seqs if s})
-    tree = 0
-    if distinct:
-        root, _ = build_tree(distinct)
-        stack = [root]
-        while stack:
-            node = stack.pop()
-            tree += node.end - node.start
-            stack.extend(node.children)
-    return {"requests": len(requests), "fed": sum(len(s) for s in seqs if s), "tree": tree,
+    return {"requests": len(requests), "fed": sum(len(s) for s in seqs if s), "tree": tree_positions(seqs),
             "scored": sum(len(t) for t in targets)}
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Call", "Inputs", "Node", "ancestor_matrix", "build_tree", "schedule"]
+__all__ = ["Call", "Inputs", "Node", "ancestor_matrix", "build_tree", "schedule", "tree_positions"]
 
 EDGE_TOKENS = 8192  # at most this many tokens of a long context per plain forward call (bounds HF's own masks)
 MASK_ELEMENTS = 1 << 25  # at most this many (query, key) mask entries per layer type and call (32 MiB as bool)
@@ -110,6 +110,21 @@ def build_tree(seqs: list[tuple[int, ...]]) -> tuple[Node, list[Node]]:
         terminal[i] = leaf
         prev = s
     return root, terminal  # type: ignore[return-value]
+
+
+def tree_positions(seqs: list[tuple[int, ...]]) -> int:
+    """Token positions of the prefix tree over ``seqs`` (each distinct prefix once): what an engine that shares
+    every common prefix computes; 0 for no sequences (empty ones are ignored)."""
+    distinct = sorted({s for s in seqs if s})
+    if not distinct:
+        return 0
+    root, _ = build_tree(distinct)
+    total, stack = 0, [root]
+    while stack:
+        node = stack.pop()
+        total += node.end - node.start
+        stack.extend(node.children)
+    return total
 
 
 def ancestor_matrix(parent: list[int]) -> np.ndarray:
