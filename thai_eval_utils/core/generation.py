@@ -50,9 +50,10 @@ from thai_eval_utils.core.stops import StopScanner, cut_at_stop
 CPU_KV_BUDGET = 2 * 1024**3
 #: share of the free accelerator memory the KV cache may take when no budget is given
 GPU_KV_SHARE = 0.5
-#: rows decoded together at most. CPU: a decode step reads every weight once whatever its rows (on 2 cores with the
-#: embedded model a step of 1 row took 127 ms, 16 rows 254 ms, 48 rows 387 ms: 8.1 ms a row against 15.9 at 16;
-#: 64 rows 9.1; `benchmarks/generation_speed.py --parts rows`, docs/benchmarks.md)
+#: rows decoded together at most. CPU: a decode step reads every weight once whatever its rows (2 cores, embedded
+#: model, `benchmarks/generation_speed.py --parts rows` in docs/benchmarks.md: 1 row 112 ms a step, 16 rows 231 ms,
+#: 48 rows 454 ms, i.e. 9.5 ms a row against 14.4 at 16). 64 rows measured 8.3 and 9.1 ms a row in two runs: 48 keeps
+#: most of the gain with a smaller KV cache and fewer items per store flush (the run loops' batch is this many)
 CPU_MAX_ROWS, GPU_MAX_ROWS = 48, 128
 #: draft tokens a greedy row verifies per decode step (prompt lookup); off by default: on the CPU with the embedded
 #: model a step of 16 rows x 4 positions costs about as much as the steps it saves (docs/benchmarks.md)
