@@ -66,19 +66,18 @@ class NewEngine(LocalModel):
     """The toolkit's LocalModel, its generation work summed over calls."""
 
     work = GenerationStats()
-    rows_done = 0
-    distinct_prompt_tokens = 0
+    calls: list = []  # (prompts, add_special_tokens, max_new_tokens) of each call, counted after the timing
+
+    def reset(self) -> None:
+        """Forget the work of earlier calls (before another timed run)."""
+        self.work, self.calls = GenerationStats(), []
 
     def _generate_ids(self, prompts, add_special_tokens, **kw):
         texts = super()._generate_ids(prompts, add_special_tokens, **kw)
-        room = max(1, self.max_length - kw["max_new_tokens"])
-        encoded = encode_prompts(self.tokenizer, prompts, add_special_tokens=add_special_tokens, room=room,
-                                 max_length=self.max_length)
-        self.distinct_prompt_tokens += tree_positions([tuple(p) for p in encoded])
+        self.calls = [*self.calls, (list(prompts), add_special_tokens, kw["max_new_tokens"])]
         g, w = self.last_generation, self.work
         self.work = replace(w, **{f.name: getattr(w, f.name) + getattr(g, f.name) for f in fields(GenerationStats)
                                   if not f.name.startswith("peak")})
-        self.rows_done += len(prompts)
         return texts
 
     def computed(self) -> int:
@@ -90,8 +89,12 @@ class NewEngine(LocalModel):
         """What a perfect scheduler computes for the same texts: every distinct prompt position (the prompts of one
         call in a prefix tree, so a shared prefix once) and every generated token but each row's last (the
         attention over the frame's padding columns is not counted)."""
-        return self.distinct_prompt_tokens + self.work.generated_tokens - self.rows_done
-
+        distinct = rows = 0
+        for prompts, add_special_tokens, max_new_tokens in self.calls:  # tokenised again here, outside the timing
+            encoded = encode_prompts(self.tokenizer, prompts, add_special_tokens=add_special_tokens,
+                                     room=max(1, self.max_length - max_new_tokens), max_length=self.max_length)
+            distinct, rows = distinct + tree_positions([tuple(p) for p in encoded]), rows + len(prompts)
+        return distinct + self.work.generated_tokens - rows
 
 
 class OldEngine(LocalModel):
@@ -206,7 +209,8 @@ def gsm8k(model_dir: Path, args) -> dict:
     rows = [{"engine": "thai-eval (new)", "seconds": sec, "load": load1, "computed": new.computed(), "equal": len(prompts)}]
     generated, perfect = new.work.generated_tokens, new.perfect()
     if args.drafts:
-        new.draft_tokens, new.work, new.rows_done, new.distinct_prompt_tokens = args.drafts, GenerationStats(), 0, 0
+        new.draft_tokens = args.drafts
+        new.reset()
         drafted, dsec, dload = timed(new.generate, prompts, **kw)
         log(f"  thai-eval with prompt-lookup drafts of {args.drafts}: {dsec:.1f} s")
         rows.append({"engine": f"thai-eval, prompt-lookup drafts of {args.drafts}", "seconds": dsec, "load": dload,
@@ -214,7 +218,8 @@ def gsm8k(model_dir: Path, args) -> dict:
                      "differ": diff(ours, drafted), "steps": new.work.steps})
         new.draft_tokens = 0
     if args.whole_prefill:
-        new.min_shared, new.work, new.rows_done, new.distinct_prompt_tokens = 0, GenerationStats(), 0, 0
+        new.min_shared = 0
+        new.reset()
         whole, wsec, wload = timed(new.generate, prompts, **kw)
         log(f"  thai-eval, every prompt prefilled whole: {wsec:.1f} s")
         rows.append({"engine": "thai-eval, every prompt prefilled whole (min_shared=0)", "seconds": wsec,
