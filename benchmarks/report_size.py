@@ -100,7 +100,6 @@ def make_data(folder: Path, thaicli_items: int) -> Path:
             rows = [{**r, "id": i} for i, r in enumerate(_replicated(rows, n, ()))]
             (folder / "dialect" / dialect_dir.name / f.name).write_text(
                 "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    (folder / "dialect" / "dialect_prompts.json").write_text((REPO / "data" / "dialect" / "dialect_prompts.json").read_text(encoding="utf-8"), encoding="utf-8")
     if not (folder / "thai_h6").exists():
         (folder / "thai_h6").symlink_to(REPO / "data" / "thai_h6")
     return folder
