@@ -415,3 +415,11 @@ def test_the_paper_package_exports_published_tables_and_own_runs():
         assert getattr(paper, name) is getattr(published, name) and name in paper.__all__
     with pytest.raises(AttributeError):
         paper.no_such_name  # noqa: B018
+
+
+def test_the_dialect_names_are_written_once():
+    """The paper's dialect names are the dialect benchmark's own dict, not a second copy of it."""
+    from thai_eval_utils.dialect.metrics import DIALECT_NAMES
+    from thai_eval_utils.paper.own_runs import DIALECT_DISPLAY
+
+    assert DIALECT_DISPLAY is DIALECT_NAMES

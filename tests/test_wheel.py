@@ -34,7 +34,7 @@ REPO_READS = {
     "report/__init__.py": "data/: texts older run records lack (only when that folder exists; --data overrides)",
     "cli/commands.py": "notebooks/ and data/: the notebooks `thai-eval run` executes and their sample data (defaults "
                        "of --notebooks-dir and --data, which point elsewhere for an installed wheel)",
-    "batch.py": "no file: the package's parent folder goes first on the notebook kernels' PYTHONPATH",
+    "notebook_exec.py": "no file: the package's parent folder goes first on the notebook kernels' PYTHONPATH",
 }
 
 
