@@ -40,7 +40,7 @@ from thai_eval_utils.thaicli.answers import generate_answers  # noqa: E402
 from thai_eval_utils.thaicli.data import load_thaicli  # noqa: E402
 from thai_eval_utils.thaicli.judge import judge_answers  # noqa: E402
 
-#: Kim et al. Table 1 (data/paper_results/thai_h6_sizes_table1.csv).
+#: Kim et al. Table 1 (thai_eval_utils/paper/published_tables/thai_h6_sizes_table1.csv).
 H6_SIZES = {"th_arc": 1222, "th_hellaswag": 10052, "th_mmlu": 14585, "th_truthfulqa": 817, "th_gsm8k": 1324, "th_winogrande": 1272}
 #: Limkonchotiwat et al. Table 4 per dialect (translation: both directions).
 DIALECT_SIZES = {"qa": 20, "summarization": 20, "translation": 20, "conversation": 10, "food": 10}

@@ -1,6 +1,6 @@
 """A built wheel runs the benchmarks: it holds every file the package reads at run time (prompts, templates, the
-price table: package data declared in pyproject.toml), and, installed outside the repository, it runs a dialect
-generation run on the benchmark's own prompts.
+price table, the papers' published tables: package data declared in pyproject.toml), and, installed outside the
+repository, it runs a dialect generation run on the benchmark's own prompts and rechecks the published tables.
 
 The wheel is built from a copy of the files git tracks under ``thai_eval_utils/`` (with ``pyproject.toml`` and
 ``README.md``), not in the checkout: an in-place build would write ``build/`` and ``*.egg-info`` here, and a stale
@@ -29,8 +29,6 @@ REPO_READS = {
     "report/render.py": "its own templates/ (package data, in the wheel)",
     "h6/data.py": "data/thai_h6 and the folders a run card names, relative to the checkout: where run_data_roots "
                   "looks for a stored run's data (the caller's roots come first; missing folders are skipped)",
-    "paper/published.py": "data/paper_results: the papers' published tables (load_published takes any folder; the "
-                          "report's published rows and the paper notebook need them, the benchmarks do not)",
     "report/__init__.py": "data/: texts older run records lack (only when that folder exists; --data overrides)",
     "cli/commands.py": "notebooks/ and data/: the notebooks `thai-eval run` executes and their sample data (defaults "
                        "of --notebooks-dir and --data, which point elsewhere for an installed wheel)",
@@ -77,7 +75,8 @@ def test_the_wheel_holds_every_tracked_package_file(wheel):
     tracked = set(_tracked())
     data = {p for p in tracked if not p.endswith(".py")}
     assert data >= {"thai_eval_utils/dialect/prompts/dialect_prompts.json", "thai_eval_utils/templates/judge_v1.txt",
-                    "thai_eval_utils/templates/prices.json", "thai_eval_utils/report/templates/report.html.j2"}
+                    "thai_eval_utils/templates/prices.json", "thai_eval_utils/report/templates/report.html.j2",
+                    "thai_eval_utils/paper/published_tables/thai_h6_table4.csv"}
     assert sorted(data - names) == []  # package data not declared in pyproject's [tool.setuptools.package-data]
     assert sorted(tracked - names) == []
     assert sorted(names - tracked) == []  # nothing stale or untracked
@@ -94,13 +93,13 @@ def test_the_files_the_code_reads_are_package_data_or_named_here():
         text = path.read_text(encoding="utf-8")
         if re.search(r"Path\(__file__\)", text):
             by_location.add(rel)
-        for package, parts in re.findall(r'resources\.files\("([\w.]+)"\)((?:\s*/\s*(?:f?"[^"]*"))+)', text):
+        for package, parts in re.findall(r'\bfiles\("([\w.]+)"\)((?:\s*/\s*(?:f?"[^"]*"))+)', text):
             names = [re.sub(r"\{[^}]*\}", "*", p) for p in re.findall(r'f?"([^"]*)"', parts)]
             resources.append("/".join([package.replace(".", "/"), *names]))
     assert by_location == set(REPO_READS), "a module reads by its location: name it in REPO_READS or use package data"
-    assert len(resources) >= 3, resources  # the dialect prompts, the judge prompt, the price table
-    for pattern in resources:
-        hits = [p for p in tracked if re.fullmatch(re.escape(pattern).replace(r"\*", "[^/]*"), p)]
+    assert len(resources) >= 4, resources  # the dialect prompts, the judge prompt, the price table, the paper tables
+    for pattern in resources:  # a file, or a folder of files
+        hits = [p for p in tracked if re.fullmatch(re.escape(pattern).replace(r"\*", "[^/]*") + "(/.+)?", p)]
         assert hits, f"{pattern} is read at run time but git tracks no such file under thai_eval_utils/"
 
 
@@ -132,9 +131,12 @@ class Model:
 
 
 out = run_generation(Model(), items, outputs=outputs, progress=False)
+from thai_eval_utils.paper import check_published, mismatches  # the papers' tables (package data)
+checks = check_published()
 summary = json.loads((Path(out.attrs["run_dir"]) / "summary.json").read_text(encoding="utf-8"))
 print(json.dumps({"module": thai_eval_utils.__file__, "prompts": str(DEFAULT_PROMPTS_PATH), "first": first,
-                  "prompts_sent": list(out["prompt"]), "n_items": summary["n_items"], "scores": summary["scores"]}))
+                  "prompts_sent": list(out["prompt"]), "n_items": summary["n_items"], "scores": summary["scores"],
+                  "tables": sorted(set(checks["table"])), "checks": len(checks), "mismatches": len(mismatches(checks))}))
 """
 
 
@@ -160,6 +162,10 @@ def test_the_installed_wheel_runs_a_dialect_generation_run(site, tmp_path):
     assert got["first"] == expected and got["prompts_sent"][0] == expected  # the benchmark's prompt, as sent
     assert len(got["prompts_sent"]) == 2 and got["n_items"] == 2
     assert set(got["scores"]) and not (REPO / "outputs" / "runs" / "wheel-check").exists()
+    from thai_eval_utils.paper import check_published, mismatches
+
+    here = check_published()  # the same published tables, rechecked the same way, as from the checkout
+    assert (got["checks"], got["mismatches"]) == (len(here), len(mismatches(here))) and got["checks"] > 50
 
 
 def test_the_wheel_declares_the_command(wheel):
