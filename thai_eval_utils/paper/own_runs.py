@@ -15,7 +15,7 @@ import pandas as pd
 from thai_eval_utils.core.provenance import slugify
 from thai_eval_utils.core.runs import list_runs
 from thai_eval_utils.core.tables import round_half_up
-from thai_eval_utils.dialect.metrics import TABLE1_TASKS, table_task
+from thai_eval_utils.dialect.metrics import DIALECT_NAMES, TABLE1_TASKS, table_task
 from thai_eval_utils.h6.fewshot import default_seed
 from thai_eval_utils.h6.tasks import TASK_SPECS
 from thai_eval_utils.paper.published import (
@@ -29,7 +29,7 @@ from thai_eval_utils.paper.published import (
 )
 
 # This toolkit's runs beside the published rows. Each benchmark family has a small adapter that
-# turns one run (``core.runs.list_runs()`` entry: a ``StoredRun``) into tidy records; the rest is
+# turns one run (a ``core.runs.list_runs()`` entry: a ``StoredRun``) into tidy records; the rest is
 # shared. Summary keys read (written by h6.evaluate, judge.judge_answers, thaicli.loglikelihood_preferences
 # and dialect.run_generation):
 #   thai_h6/<task>:   {"task", "n", "n_docs", "limit", "scores": {<headline metric first>: Score dict (0-1)}}
@@ -44,8 +44,9 @@ from thai_eval_utils.paper.published import (
 
 RUN_RECORD_COLUMNS = ["model", "benchmark", "table", "dialect", "column", "value", "n", "expected_n", "partial",
                       "finished", "setting", "options", "config_id", "run_dir", "written_at"]
-#: Dialect keys of the benchmark and the names the paper prints (Limkonchotiwat et al. Table 1).
-DIALECT_DISPLAY = {"center": "Central", "east": "Isan", "north": "Lanna", "south": "Dambro"}
+#: Dialect keys of the benchmark and the names the paper prints (Limkonchotiwat et al. Table 1): the dialect
+#: benchmark's own dict (``dialect.metrics.DIALECT_NAMES``), under the name the paper tables and the report use.
+DIALECT_DISPLAY = DIALECT_NAMES
 
 
 def _score_value(entry: Any) -> tuple[float | None, int | None]:
