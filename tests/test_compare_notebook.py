@@ -51,7 +51,8 @@ def test_notebook_runs_on_two_few_shot_seeds(tmp_path):
 
 
 def test_demo_comparison_reruns_thai_h6_with_another_seed_and_compares(tmp_path, tiny_model_dir):
-    from thai_eval_utils.batch import DEMO_COMPARE_TASKS, demo_comparison
+    from thai_eval_utils.batch import demo_comparison
+    from thai_eval_utils.h6.exports import DEMO_COMPARE_TASKS
     from thai_eval_utils.core.models import load_model
 
     out = tmp_path / "outputs"

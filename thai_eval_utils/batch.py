@@ -12,7 +12,10 @@ and ``batch_report.json``. Command line::
     python -m thai_eval_utils.batch --models /models/llama-70b --dtype bfloat16 --device-map auto
     python -m thai_eval_utils.batch --demo
 
-This module is the order of the runs and the parameters each notebook is given; one notebook's execution (the
+The benchmark notebooks are the registry's suites' (:attr:`~thai_eval_utils.core.benchmark.Suite.notebooks`, in
+suite order), each given its suite's own parameters (``Suite.notebook_parameters``); the demo's comparisons are
+the suites' (``Suite.demo_comparison``). This module is the order of the runs and the parameters each notebook is
+given; one notebook's execution (the
 parameters it declares, the secret handling of those parameters and of the executed copy, the HTML export) is
 :mod:`thai_eval_utils.notebook_exec`, whose names are importable from here too. The tables it ends with are built
 in :mod:`thai_eval_utils.paper`.
@@ -29,6 +32,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from thai_eval_utils.core import registry
+from thai_eval_utils.core.benchmark import DemoComparison, Suite
 from thai_eval_utils.core.model_sources import model_options  # torch-free (core.models loads torch)
 from thai_eval_utils.core.provenance import scrub_strings, slugify, split_credentials
 from thai_eval_utils.notebook_exec import (  # noqa: F401 - one notebook's execution; its names are batch's too
@@ -43,14 +48,27 @@ from thai_eval_utils.notebook_exec import (  # noqa: F401 - one notebook's execu
 #: The kernels' environment variable for a judge key (read by ``thaicli.demo_judge_server.open_judge``).
 JUDGE_KEY_ENV = "THAI_EVAL_JUDGE_API_KEY"
 
-#: The benchmark notebooks under ``notebooks/``, in the order they run.
-BENCHMARK_NOTEBOOKS = (
-    "thai_h6.ipynb",
-    "thaicli.ipynb",
-    "dialect_benchmark.ipynb",
-    "dialect_human_eval.ipynb",
-    "judge_vs_human.ipynb",
-)
+
+
+def benchmark_notebooks() -> tuple[str, ...]:
+    """The benchmark notebooks under ``notebooks/``, in the order they run: every registered suite's, in suite
+    order (also ``batch.BENCHMARK_NOTEBOOKS``)."""
+    return tuple(dict.fromkeys(nb for suite in registry.suites().values() for nb in suite.notebooks))
+
+
+def suite_parameters(options: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """Notebook -> its suite's own parameters for a whole run (``Suite.notebook_parameters``) given the run's
+    common ``options``."""
+    return {nb: suite.notebook_parameters((), options) for suite in registry.suites().values()
+            for nb in suite.notebooks}
+
+
+def __getattr__(name: str) -> Any:
+    """``BENCHMARK_NOTEBOOKS``: :func:`benchmark_notebooks` (read when asked, so a user's suites count)."""
+    if name == "BENCHMARK_NOTEBOOKS":
+        return benchmark_notebooks()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 #: The notebook that rebuilds the papers' tables and places the runs beside them; runs last.
 PAPER_NOTEBOOK = "paper_tables.ipynb"
 #: ``--demo``: the embedded model (shipped with the toolkit) on a few items per task, no judge.
@@ -59,11 +77,10 @@ DEMO_LIMIT = 2
 #: ``--demo``: short, greedy generations, so a 2-core CPU finishes in minutes (passed only to notebooks that
 #: declare them). Greedy lets the dialect notebook batch its prompts; the paper's seeded sampling (its default)
 #: generates one prompt at a time so that every item is reproducible on its own.
-DEMO_PARAMETERS = {"max_new_tokens": 48, "gsm8k_max_new_tokens": 48, "greedy": True}
-#: ``--demo``: Thai-H6 run again with another few-shot seed on the same few items (the log-likelihood tasks whose
-#: draws depend on the seed), then ``compare_runs.ipynb`` compares the two runs: a difference that must not be significant.
-DEMO_COMPARE_TASKS = ("th_arc", "th_hellaswag", "th_winogrande")
-DEMO_COMPARE_SEEDS = (42, 7)  # LB's own seed, and another
+#: A suite whose notebooks name these otherwise maps them (``Suite.notebook_parameters``).
+DEMO_PARAMETERS = {"max_new_tokens": 48, "greedy": True}
+#: ``--demo``: a suite's notebook run again with other settings, then ``compare_runs.ipynb`` compares the two runs
+#: (``Suite.demo_comparison``).
 COMPARE_NOTEBOOK = "compare_runs.ipynb"
 
 
@@ -123,13 +140,14 @@ def _declares_model(path: Path) -> bool:
 def run_models(
     models: Sequence[str],
     *,
-    notebooks: Sequence[str] = BENCHMARK_NOTEBOOKS,
+    notebooks: Sequence[str] | None = None,
     limit: int | None = None,
     data: str | None = None,
     judge: str | None = None,
     judge_base_url: str | None = None,
     outputs: str | Path = "outputs",
     extra_parameters: Mapping[str, Any] | None = None,
+    per_notebook: Mapping[str, Mapping[str, Any]] | None = None,
     notebooks_dir: str | Path = "notebooks",
     paper_notebook: str | None = PAPER_NOTEBOOK,
     kernel_name: str | None = None,
@@ -139,7 +157,7 @@ def run_models(
 
     Args:
         models: model specs as ``models.load_model`` takes them (``"embedded"``, a folder, ``openai:<id>``).
-        notebooks: notebook file names under ``notebooks_dir``.
+        notebooks: notebook file names under ``notebooks_dir`` (None: :func:`benchmark_notebooks`).
         limit: items per task (``limit`` parameter); None = all.
         data: data folder (``data_source`` parameter); None keeps each notebook's default (the shipped samples).
         judge: ThaiCLI judge model (``judge_model``); ``judge_base_url`` its OpenAI-compatible endpoint. Credentials
@@ -147,6 +165,8 @@ def run_models(
             (the judge's Bearer key) unless that variable is already set.
         outputs: the outputs folder; passed to the notebooks as ``outputs_dir`` relative to ``notebooks_dir``.
         extra_parameters: more parameters, each passed to the notebooks that declare it.
+        per_notebook: notebook name -> parameters for that notebook only (a suite's own,
+            :func:`suite_parameters`), over ``extra_parameters``.
         notebooks_dir: folder of the notebooks; also the kernels' working directory.
         paper_notebook: run last, once (None to skip); exported to HTML.
         kernel_name: Jupyter kernel (default: the notebook's).
@@ -170,12 +190,12 @@ def run_models(
         if verbose:
             print(run, flush=True)
 
-    for name in notebooks:
+    for name in benchmark_notebooks() if notebooks is None else notebooks:
         path = nb_dir / name
         per_model = _declares_model(path)
         for model in models if per_model else [None]:
             folder = out / "notebooks" / (slugify(model) if model else "")
-            params = {**shared, **({"model": model} if model else {})}
+            params = {**shared, **(per_notebook or {}).get(name, {}), **({"model": model} if model else {})}
             record(execute(path, folder / name, params, cwd=nb_dir, model=model, kernel_name=kernel_name, env=env))
     report = BatchReport(runs, str(out))
     if paper_notebook:
@@ -195,22 +215,32 @@ def run_models(
     return report
 
 
+def demo_comparisons() -> list[tuple[Suite, DemoComparison]]:
+    """The registered suites' demo comparisons (``Suite.demo_comparison``), in suite order."""
+    return [(suite, plan) for suite in registry.suites().values() if (plan := suite.demo_comparison()) is not None]
+
+
 def demo_comparison(model: str, *, limit: int | None, outputs: str | Path = "outputs", notebooks_dir: str | Path = "notebooks",
-                    extra_parameters: Mapping[str, Any] | None = None, verbose: bool = True) -> list[NotebookRun]:
-    """The demo's comparison: ``thai_h6.ipynb`` again with the second of :data:`DEMO_COMPARE_SEEDS` on
-    :data:`DEMO_COMPARE_TASKS` (into ``<outputs>/demo_compare``, so the first run's tables stay), then
-    ``compare_runs.ipynb`` on the two seeds' runs of the same model."""
+                    extra_parameters: Mapping[str, Any] | None = None, verbose: bool = True,
+                    done: Sequence[str] | None = None) -> list[NotebookRun]:
+    """The demo's comparisons: for each suite's :class:`~thai_eval_utils.core.benchmark.DemoComparison` (whose
+    notebook is in ``done``, the notebooks that ran ok; None: every one), the notebook again with the plan's
+    parameters (into ``<outputs>/demo_compare``, so the first run's tables stay), then ``compare_runs.ipynb`` on
+    the two runs of the same model."""
     nb_dir, out = Path(notebooks_dir).resolve(), Path(outputs).resolve()
-    seed_a, seed_b = DEMO_COMPARE_SEEDS
     out_b = out / "demo_compare"
-    rerun = {"limit": limit, **(extra_parameters or {}), "model": model, "tasks": list(DEMO_COMPARE_TASKS),
-             "fewshot_seed": seed_b, "outputs_dir": _for_kernel(out_b, nb_dir)}
-    runs = [execute(nb_dir / "thai_h6.ipynb", out / "notebooks" / slugify(model) / f"thai_h6_fewshot_seed{seed_b}.ipynb",
-                    rerun, cwd=nb_dir, model=model)]
-    compare = {"outputs_dir": _for_kernel(out, nb_dir), "model_a": model, "where_a": {"fewshot_seed": seed_a},
-               "runs_b": [_for_kernel(out_b / "runs", nb_dir)], "benchmarks": ["thai_h6"],
-               "name": f"compare_{slugify(model)}_fewshot_seed{seed_a}_vs_{seed_b}"}
-    runs.append(execute(nb_dir / COMPARE_NOTEBOOK, out / "notebooks" / COMPARE_NOTEBOOK, compare, cwd=nb_dir))
+    runs: list[NotebookRun] = []
+    for suite, plan in demo_comparisons():
+        if done is not None and plan.notebook not in done:
+            continue
+        rerun = {"limit": limit, **(extra_parameters or {}), **suite.notebook_parameters((), extra_parameters),
+                 "model": model, **plan.parameters, "outputs_dir": _for_kernel(out_b, nb_dir)}
+        executed = out / "notebooks" / slugify(model) / f"{Path(plan.notebook).stem}_{plan.variant}.ipynb"
+        runs.append(execute(nb_dir / plan.notebook, executed, rerun, cwd=nb_dir, model=model))
+        compare = {"outputs_dir": _for_kernel(out, nb_dir), "model_a": model, "where_a": dict(plan.where_a),
+                   "runs_b": [_for_kernel(out_b / "runs", nb_dir)], "benchmarks": [suite.name],
+                   "name": f"compare_{slugify(model)}_{plan.name}"}
+        runs.append(execute(nb_dir / COMPARE_NOTEBOOK, out / "notebooks" / COMPARE_NOTEBOOK, compare, cwd=nb_dir))
     if verbose:
         for r in runs:
             print(r, flush=True)
@@ -223,7 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--models", nargs="+", default=[], help='model specs, e.g. --models "embedded /path/to/model"')
     parser.add_argument("--limit", type=int, default=None, help="items per task (default: all)")
     parser.add_argument("--data", default=None, help="data folder passed as data_source (default: each notebook's)")
-    parser.add_argument("--judge", default=None, help="ThaiCLI judge model id (judge_model)")
+    parser.add_argument("--judge", default=None, help="judge model id (judge_model) of the notebooks that judge")
     parser.add_argument("--judge-base-url", default=None, help="the judge's OpenAI-compatible base URL")
     parser.add_argument("--dtype", default=None, help="weights dtype of local models: float32, bfloat16, float16 or auto "
                         "(default: float32 on CPU, bfloat16 on GPU)")
@@ -249,13 +279,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not models:
         parser.error("give --models (or --demo)")
     report = run_models(
-        models, notebooks=args.notebooks or BENCHMARK_NOTEBOOKS, limit=limit, data=args.data, judge=args.judge,
+        models, notebooks=args.notebooks or benchmark_notebooks(), limit=limit, data=args.data, judge=args.judge,
         judge_base_url=args.judge_base_url, outputs=args.outputs, notebooks_dir=args.notebooks_dir, extra_parameters=extra,
-        paper_notebook=None if args.no_paper else PAPER_NOTEBOOK,
+        per_notebook=suite_parameters(extra), paper_notebook=None if args.no_paper else PAPER_NOTEBOOK,
     )
-    h6_done = any(r.ok and r.notebook == "thai_h6.ipynb" for r in report.runs)  # the first seed's run to compare with
+    done = [r.notebook for r in report.runs if r.ok]  # the first runs to compare with
     compared = demo_comparison(models[0], limit=limit, outputs=args.outputs, notebooks_dir=args.notebooks_dir,
-                               extra_parameters=extra) if args.demo and h6_done else []
+                               extra_parameters=extra, done=done) if args.demo else []
     return 0 if report.ok and all(r.ok for r in compared) else 1
 
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from thai_eval_utils import __version__
 from thai_eval_utils.cli import commands
+from thai_eval_utils.core import registry
 from thai_eval_utils.core.errors import ThaiEvalError
 from thai_eval_utils.core.provenance import scrub
 
@@ -32,9 +33,8 @@ Results go to --outputs, else $THAI_EVAL_OUTPUTS, else ./outputs (runs/, tables/
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line: one sub-parser per subcommand, each with its own help and example."""
-    parser = argparse.ArgumentParser(prog="thai-eval", description="Evaluate large language models in Thai: Thai-H6, "
-                                     "ThaiCLI and the Thai dialect benchmark.", epilog=EPILOG,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="thai-eval", description=f"Evaluate large language models in Thai: {_titles()}.",
+                                     epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"thai-eval {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     commands.add_run(sub)
@@ -46,12 +46,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _titles() -> str:
+    """The registered suites' short titles (the description)."""
+    try:
+        return ", ".join(s.label for s in registry.suites().values())
+    except ThaiEvalError:
+        return "benchmark suites"
+
+
+def _tasks_dirs(argv: Sequence[str] | None) -> list[str]:
+    """``--tasks-dir`` values, read before the command line is parsed (so help texts and ``--benchmarks`` see the
+    suites they declare)."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--tasks-dir", action="append", default=[])
+    return pre.parse_known_args(sys.argv[1:] if argv is None else list(argv))[0].tasks_dir
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status (0 ok, 1 failure, 2 usage error). Errors print without a traceback
-    and with every secret in use masked."""
+    and with every secret in use masked. ``--tasks-dir`` is read first: the user's suites are registered before
+    any benchmark name is."""
+    commands.use_tasks_dirs(_tasks_dirs(argv))
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if getattr(args, "benchmarks", None):
+            try:
+                registry.resolve(args.benchmarks)
+            except registry.UnknownBenchmarkError as exc:
+                parser.error(f"argument --benchmarks: {exc}")
         return int(args.handler(args))
     except (ThaiEvalError, ValueError, OSError, KeyError) as exc:
         print(f"thai-eval {args.command}: error: {scrub(f'{type(exc).__name__}: {exc}')}", file=sys.stderr)

@@ -4,6 +4,10 @@ example in its help) and a handler that returns the exit status and ends with a 
 ``run`` is what ``make tables`` did with ``python -m thai_eval_utils.batch``: the benchmark notebooks for every
 model through papermill (:func:`thai_eval_utils.batch.run_models`), then the paper-tables notebook. A rerun resumes:
 the notebooks skip every item the results store already holds.
+
+Benchmarks are the registry's suites (:mod:`thai_eval_utils.core.registry`): ``--benchmarks`` takes suite names or
+``<suite>/<task>``, and ``--tasks-dir DIR`` adds the user's own task files (``thai-eval``'s entry point includes
+them before any name is read, and the notebooks' kernels see them through ``$THAI_EVAL_TASKS``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ from thai_eval_utils import batch
 from thai_eval_utils.cli.dry_run import COLUMNS as DRY_RUN_COLUMNS
 from thai_eval_utils.cli.dry_run import dry_run_rows, load_tokenizer
 from thai_eval_utils.cli.runs_table import runs_table
+from thai_eval_utils.core import registry
+from thai_eval_utils.core.benchmark import Suite
+from thai_eval_utils.core.errors import ThaiEvalError
 from thai_eval_utils.core.model_sources import check_dtype
 from thai_eval_utils.core.provenance import now_utc, outputs_dir, scrub_strings, slugify
 from thai_eval_utils.export import FORMATS, export
@@ -29,12 +36,6 @@ from thai_eval_utils.report.command import add_report_arguments, report_command
 
 #: The repository this package sits in (an editable install): its notebooks and shipped data.
 REPO = Path(__file__).resolve().parents[2]
-#: Benchmark families and the notebooks that run them (``batch.BENCHMARK_NOTEBOOKS``, grouped).
-BENCHMARK_FAMILIES = {
-    "thai_h6": ("thai_h6.ipynb",),
-    "thaicli": ("thaicli.ipynb",),
-    "dialect": ("dialect_benchmark.ipynb", "dialect_human_eval.ipynb", "judge_vs_human.ipynb"),
-}
 _FORMATTER = argparse.RawDescriptionHelpFormatter
 
 
@@ -49,20 +50,55 @@ def _add_outputs(p: argparse.ArgumentParser) -> None:
 
 
 def _benchmarks(text: str) -> list[str]:
+    """``--benchmarks``: comma- or space-separated suite names or ``<suite>/<task>`` (checked against the registry
+    once ``--tasks-dir`` is read: :func:`check_benchmarks`)."""
     names = [b for b in text.replace(",", " ").split() if b]
-    unknown = [b for b in names if b not in BENCHMARK_FAMILIES]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(f"unknown benchmark(s) {unknown}; choose from {', '.join(BENCHMARK_FAMILIES)}")
+    if not names:
+        raise argparse.ArgumentTypeError(f"no benchmark given; choose from {_names()}")
     return names
 
 
-def _data_for(root: str | None, benchmark: str) -> str | None:
-    """``--data DIR``: ``DIR/<benchmark>`` when that folder exists (a data root like ``data/``), else ``DIR`` itself
-    (one benchmark's folder); None keeps the notebook's default (the shipped samples)."""
+def _names() -> str:
+    """The registered names for help texts (a broken task file shows as its error, reported again when used)."""
+    try:
+        return ", ".join(registry.names())
+    except ThaiEvalError as exc:
+        return f"(the registry could not load: {exc})"
+
+
+def _add_benchmarks(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--benchmarks", type=_benchmarks, default=None, metavar="LIST",
+                   help=f"comma-separated suites or <suite>/<task>: {_names()} (default: every suite)")
+
+
+def _add_tasks_dir(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tasks-dir", action="append", default=[], metavar="DIR", help="a folder of your own task files "
+                   "(*.py declaring SUITE, TASK or TASKS), or one such file; repeatable (also $THAI_EVAL_TASKS)")
+
+
+def use_tasks_dirs(dirs: Sequence[str]) -> None:
+    """``--tasks-dir``: register the user's task files in this process (:func:`registry.include_path`) and add them
+    to ``$THAI_EVAL_TASKS``, so the notebooks' kernels (which inherit the environment) see the same suites."""
+    if not dirs:
+        return
+    paths = [str(Path(d).expanduser().resolve()) for d in dirs]
+    registry.include_path(*paths)
+    current = [p for p in os.environ.get(registry.TASKS_ENV, "").split(os.pathsep) if p]
+    os.environ[registry.TASKS_ENV] = os.pathsep.join(dict.fromkeys([*current, *paths]))
+
+
+def selected(args: argparse.Namespace) -> list[tuple[Suite, tuple[str, ...]]]:
+    """The suites (and tasks) ``--benchmarks`` names; every suite when it is not given."""
+    return registry.resolve(args.benchmarks or registry.default_benchmarks())
+
+
+def _data_for(root: str | None, folder: str) -> str | None:
+    """``--data DIR``: ``DIR/<folder>`` (a suite's ``data_folder``) when that folder exists (a data root like
+    ``data/``), else ``DIR`` itself (one benchmark's folder); None keeps the notebook's default (the shipped samples)."""
     if root is None:
         return None
-    sub = Path(root) / benchmark
-    return str(sub) if sub.is_dir() else root
+    sub = Path(root) / folder
+    return str(sub) if folder and sub.is_dir() else root
 
 
 def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
@@ -81,30 +117,32 @@ def add_run(sub: argparse._SubParsersAction) -> None:
                        description="Run the benchmark notebooks for every --model, then the paper tables. A rerun "
                        "resumes: finished items are read back from the results store.", formatter_class=_FORMATTER,
                        epilog="examples:\n  thai-eval run --model embedded --limit 2\n"
-                       "  thai-eval run --model embedded --benchmarks thai_h6 --dry-run\n"
+                       f"  thai-eval run --model embedded --benchmarks {_first_suite()} --dry-run\n"
+                       "  thai-eval run --model embedded --tasks-dir my_tasks/ --benchmarks my_suite\n"
                        "  thai-eval run --model /models/llama --model /models/qwen --dtype bfloat16 --device-map auto\n"
                        "  thai-eval run --model completions:llama --base-url http://gpu:8000/v1 --tokenizer /models/llama")
     p.add_argument("--model", action="append", default=[], metavar="SPEC", required=True,
                    help='model spec (repeatable): "embedded", a local HF folder, a .gguf file, "openai:<id>", '
                    '"completions:<id>"')
-    p.add_argument("--benchmarks", type=_benchmarks, default=list(BENCHMARK_FAMILIES), metavar="LIST",
-                   help="comma-separated: thai_h6,thaicli,dialect (default: all)")
+    _add_benchmarks(p)
+    _add_tasks_dir(p)
     p.add_argument("--limit", type=int, default=None, help="first N items per task (default: all); a limited run is "
                    "marked partial in every table")
-    p.add_argument("--data", default=None, metavar="DIR", help="data root holding thai_h6/, thaicli/, dialect/ (or one "
-                   "benchmark's folder); default: the shipped samples in data/")
-    p.add_argument("--judge", default=None, help="ThaiCLI judge model id (default: the notebook's local demo judge)")
+    p.add_argument("--data", default=None, metavar="DIR", help="data root holding each suite's data folder ("
+                   f"{_data_folders()}), or one benchmark's folder; default: the shipped samples in data/")
+    p.add_argument("--judge", default=None, help="judge model id of the suites that judge (judge_model; default: the "
+                   "notebook's local demo judge)")
     p.add_argument("--judge-base-url", default=None, help="the judge's OpenAI-compatible base URL")
     p.add_argument("--dtype", default=None, help="weights dtype of local models: float32, bfloat16, float16 or auto")
     p.add_argument("--device-map", default=None, help='weight placement of local models, e.g. "auto" over all GPUs')
     p.add_argument("--base-url", default=None, help="served models: the server URL (comma-separated replicas)")
     p.add_argument("--tokenizer", default=None, help='served models: "embedded" or a tokenizer folder (token-id '
                    "prompts); --dry-run counts tokens with it")
-    p.add_argument("--max-new-tokens", type=int, default=None, metavar="N", help="cap every generation (ThaiCLI answers, "
-                   "dialect outputs, GSM8K) at N tokens; default: each protocol's own (512, 3000, 256). A quick look, "
-                   "not the papers' protocol: the run configs record it")
-    p.add_argument("--greedy", action="store_true", help="greedy dialect generation instead of the paper's sampling "
-                   "(lets it batch prompts)")
+    p.add_argument("--max-new-tokens", type=int, default=None, metavar="N", help="cap every generation of every suite "
+                   "at N tokens; default: each protocol's own. A quick look, not the papers' protocol: the run configs "
+                   "record it")
+    p.add_argument("--greedy", action="store_true", help="greedy generation where a protocol samples (lets it batch "
+                   "prompts)")
     _add_outputs(p)
     p.add_argument("--notebooks-dir", default=str(REPO / "notebooks"), metavar="DIR", help="the notebooks' folder")
     p.add_argument("--no-paper", action="store_true", help="skip the paper-tables notebook at the end")
@@ -120,14 +158,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = _outputs(args)
     check_dtype(args.dtype)  # a bad dtype fails here, once, not in every notebook
     extra = {"base_url": args.base_url, "tokenizer": args.tokenizer, "dtype": args.dtype, "device_map": args.device_map,
-             "max_new_tokens": args.max_new_tokens, "gsm8k_max_new_tokens": args.max_new_tokens,
+             "max_new_tokens": args.max_new_tokens,
              "greedy": True if args.greedy else None}  # None: the notebook's default (batch drops it)
     start = now_utc()
     runs: list[batch.NotebookRun] = []
-    for bench in tqdm(args.benchmarks, desc="benchmarks", unit="benchmark"):
-        report = batch.run_models(models, notebooks=BENCHMARK_FAMILIES[bench], limit=args.limit,
-                                  data=_data_for(args.data, bench), judge=args.judge, judge_base_url=args.judge_base_url,
-                                  outputs=out, extra_parameters=extra, notebooks_dir=args.notebooks_dir,
+    for suite, tasks in tqdm(selected(args), desc="benchmarks", unit="benchmark"):
+        own = suite.notebook_parameters(tasks, extra)
+        report = batch.run_models(models, notebooks=suite.notebooks, limit=args.limit,
+                                  data=_data_for(args.data, suite.data_folder), judge=args.judge,
+                                  judge_base_url=args.judge_base_url, outputs=out, extra_parameters=extra,
+                                  per_notebook={nb: own for nb in suite.notebooks}, notebooks_dir=args.notebooks_dir,
                                   paper_notebook=None, verbose=False)
         for run in report.runs:
             tqdm.write(str(run))
@@ -146,10 +186,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _dry_run(args: argparse.Namespace, models: Sequence[str]) -> int:
-    data = {b: Path(_data_for(args.data, b) or REPO / "data" / b) for b in BENCHMARK_FAMILIES}
+    suites = selected(args)
+    data = {s.name: Path(_data_for(args.data, s.data_folder) or REPO / "data" / s.data_folder) for s, _ in suites}
     for model in models:
         tok = load_tokenizer(model, args.tokenizer)
-        rows = dry_run_rows(args.benchmarks, data, tok, limit=args.limit, judge=True, max_new_tokens=args.max_new_tokens)
+        rows = dry_run_rows(suites, data, tok, limit=args.limit, max_new_tokens=args.max_new_tokens)
         frame = pd.DataFrame(rows, columns=DRY_RUN_COLUMNS)
         print_table(frame, f"dry run for {model} (tokenizer: {tok.source}; limit: {args.limit or 'none'}); nothing "
                     "was computed or written:")
@@ -166,6 +207,7 @@ def add_runs(sub: argparse._SubParsersAction) -> None:
                        epilog="examples:\n  thai-eval runs\n  thai-eval runs --model gemma --outputs /data/thai-eval")
     p.add_argument("--model", action="append", default=[], help="only runs whose model name or folder contains this")
     p.add_argument("--csv", default=None, metavar="FILE", help="also write the table as CSV")
+    _add_tasks_dir(p)
     _add_outputs(p)
     p.set_defaults(handler=cmd_runs)
 
@@ -187,11 +229,11 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
                        description="Run notebooks/compare_runs.ipynb on two models' latest stored runs: one row per "
                        "headline score with the paired difference, its interval and Holm-adjusted p-value.",
                        epilog="examples:\n  thai-eval compare embedded /models/qwen\n"
-                       "  thai-eval compare embedded /models/qwen --benchmarks thai_h6 --resamples 2000")
+                       f"  thai-eval compare embedded /models/qwen --benchmarks {_first_suite()} --resamples 2000")
     p.add_argument("a", help="model A (name or spec as stored)")
     p.add_argument("b", help="model B")
-    p.add_argument("--benchmarks", type=_benchmarks, default=list(BENCHMARK_FAMILIES), metavar="LIST",
-                   help="comma-separated: thai_h6,thaicli,dialect (default: all)")
+    _add_benchmarks(p)
+    _add_tasks_dir(p)
     p.add_argument("--resamples", type=int, default=10000, help="bootstrap resamples (default 10000)")
     _add_outputs(p)
     p.add_argument("--notebooks-dir", default=str(REPO / "notebooks"), metavar="DIR", help="the notebooks' folder")
@@ -202,7 +244,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     out = _outputs(args).resolve()
     nb_dir = Path(args.notebooks_dir).resolve()
     stem = slugify(f"compare_{args.a}_vs_{args.b}")
-    params = {"model_a": args.a, "model_b": args.b, "n_resamples": args.resamples, "benchmarks": args.benchmarks,
+    params = {"model_a": args.a, "model_b": args.b, "n_resamples": args.resamples,
+              "benchmarks": list(args.benchmarks or registry.default_benchmarks()),
               "outputs_dir": str(out), "name": stem}
     with tqdm(total=1, desc="compare_runs.ipynb") as bar:
         run = batch.execute(nb_dir / batch.COMPARE_NOTEBOOK, out / "notebooks" / f"{stem}.ipynb", params, cwd=nb_dir)
@@ -243,16 +286,18 @@ def add_export(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export", help="export stored runs for lm-eval's tools, the Thai LLM Leaderboard or Parquet",
                        formatter_class=_FORMATTER,
                        description="Write stored runs in another tool's format: lm-eval (results_<time>.json and "
-                       "samples_<task>_<time>.jsonl per Thai-H6 task, lm-evaluation-harness 0.4.13's schema), "
-                       "thai-llm-leaderboard (one results JSON per model), parquet (one details table per benchmark).",
+                       "samples_<task>_<time>.jsonl per task of the suites that export to it, lm-evaluation-harness "
+                       "0.4.13's schema), thai-llm-leaderboard (one results JSON per model), parquet (one details table "
+                       "per suite).",
                        epilog="examples:\n  thai-eval export --format lm-eval\n"
                        "  thai-eval export --format thai-llm-leaderboard --model gemma --to exports/leaderboard\n"
                        "  thai-eval export --format parquet --to exports/parquet")
     p.add_argument("--format", required=True, choices=FORMATS)
     p.add_argument("--model", action="append", default=[], help="only runs whose model name or folder contains this")
     p.add_argument("--to", default=None, metavar="DIR", help="target folder (default: <outputs>/exports/<format>)")
-    p.add_argument("--data", default=None, metavar="DIR", help="Thai-H6 data to rebuild lm-eval's documents and "
-                   "arguments from (default: the folder the run card names, else data/thai_h6)")
+    p.add_argument("--data", default=None, metavar="DIR", help="data to rebuild lm-eval's documents and arguments from "
+                   "(default: the folder the run card names, else the shipped samples)")
+    _add_tasks_dir(p)
     _add_outputs(p)
     p.set_defaults(handler=cmd_export)
 
@@ -276,4 +321,20 @@ def add_report(sub: argparse._SubParsersAction) -> None:
                        "  thai-eval report --outputs outputs outputs/demo_compare --pair \"embedded,embedded "
                        "(fewshot_seed=7)\" --screenshots outputs/report_screenshots")
     add_report_arguments(p)
+    _add_tasks_dir(p)
     p.set_defaults(handler=report_command)
+
+
+def _first_suite() -> str:
+    """A suite name for the help's examples."""
+    try:
+        return next(iter(registry.suites()), "SUITE")
+    except ThaiEvalError:
+        return "SUITE"
+
+
+def _data_folders() -> str:
+    try:
+        return ", ".join(f"{s.data_folder}/" for s in registry.suites().values() if s.data_folder)
+    except ThaiEvalError:
+        return "one folder per suite"

@@ -126,6 +126,49 @@ class Sides:
     explanation_b: str = ""
 
 
+#: Record fields that say what was asked, in the records of any benchmark (:attr:`Suite.detail_inputs`).
+DETAIL_INPUTS = frozenset({"doc", "doc_row", "shots", "subject", "id", "format", "theme", "question", "prompt",
+                           "messages", "task", "gold", "chosen", "rejected", "reference"})
+
+
+def score_value(entry: Any) -> float | None:
+    """A summary's stored score (``{"value": ...}``) as a float; None when it is missing or undefined."""
+    return float(entry["value"]) if isinstance(entry, dict) and entry.get("value") is not None else None
+
+
+@dataclass(frozen=True)
+class LmEvalTask:
+    """One run as an lm-evaluation-harness 0.4.13 task (:meth:`Suite.lm_eval_export`): its entries of
+    ``results_<date>.json`` and its ``samples_<task>_<date>.jsonl`` lines.
+
+    ``results``: the ``results`` entry (``name``, ``alias``, ``sample_len``, ``<metric>,<filter>`` and
+    ``<metric>_stderr,<filter>``); ``config``: the ``configs`` entry; ``num_fewshot``: the ``n-shot`` entry;
+    ``samples``: one line per document and filter (``doc_id``, ``doc``, ``target``, ``arguments``, ``resps``,
+    ``filtered_resps``, ``filter``, ``metrics``, ``doc_hash``, ``prompt_hash``, ``target_hash`` and the metric
+    values), the first filter of a document first (lm-eval's ``task_hashes`` read those lines).
+    """
+
+    name: str
+    results: dict[str, Any]
+    config: dict[str, Any]
+    num_fewshot: int
+    samples: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class DemoComparison:
+    """The demo's comparison of a suite's runs: ``notebook`` run again for the same model with ``parameters``
+    (into ``<outputs>/demo_compare``; the executed copy ``<notebook stem>_<variant>.ipynb``), then
+    ``compare_runs.ipynb`` on the first run (``where_a`` selects it) and the second, as ``compare_<model>_<name>``.
+    """
+
+    notebook: str
+    variant: str
+    parameters: Mapping[str, Any]
+    where_a: Mapping[str, Any]
+    name: str
+
+
 @dataclass(frozen=True)
 class LeaderboardTable:
     """One table of the report's leaderboard: its key, its title and its value columns in display order."""
@@ -133,7 +176,8 @@ class LeaderboardTable:
     key: str
     title: str
     columns: tuple[str, ...]
-    by_dialect: bool = False
+    #: Cells carry a group beside model and column (the dialect benchmark: one row per dialect).
+    by_group: bool = False
 
 
 @runtime_checkable
@@ -156,6 +200,8 @@ class Suite:
     name: ClassVar[str] = ""
     #: A title for tables and the report.
     title: ClassVar[str] = ""
+    #: A short name for messages and help texts (``Thai-H6``); empty: :attr:`name`.
+    short_title: ClassVar[str] = ""
     #: Where the suite sorts among suites (tables, compare rows, the report); ties by name.
     position: ClassVar[int] = 100
     #: The version of the suite's protocol (recorded in exports).
@@ -209,6 +255,16 @@ class Suite:
         return []
 
     # ------------------------------------------------------------------------------------------------ exports
+    #: Record fields that say what was asked (the Parquet details' ``inputs``; the rest is the answer).
+    detail_inputs: ClassVar[frozenset[str]] = DETAIL_INPUTS
+    #: Record fields that hold per-item metric values (the Parquet details' ``metrics``).
+    detail_metrics: ClassVar[frozenset[str]] = frozenset()
+
+    @property
+    def label(self) -> str:
+        """:attr:`short_title`, else :attr:`name` (messages and help texts)."""
+        return self.short_title or self.name
+
     def leaderboard_results(self, run: StoredRun) -> dict[str, dict[str, float]]:
         """The run's entries of the Thai LLM Leaderboard results JSON (task key -> metric -> value)."""
         return {}
@@ -218,23 +274,47 @@ class Suite:
         return {}
 
     def detail_rows(self, run: StoredRun) -> list[dict[str, Any]]:
-        """The run's rows of the Parquet details table (default: each record, flat, with the run's identity)."""
-        return [{"model": run.model_name, "benchmark": run.benchmark, "task": run.task, **rec} for rec in run.records()]
+        """The run's rows of the Parquet details table, one per item: ``key``, ``prompt_hash`` and the record's
+        other fields split into ``inputs`` (:attr:`detail_inputs`), ``metrics`` (:attr:`detail_metrics`) and
+        ``outputs`` (the rest), each a dict; the exporter adds the run's model, benchmark, task and signature."""
+        rows = []
+        for rec in run.records():
+            fields = {k: v for k, v in rec.items() if k not in ("key", "prompt_sha256")}
+            rows.append({
+                "key": str(rec["key"]), "prompt_hash": rec.get("prompt_sha256"),
+                "inputs": {k: v for k, v in fields.items() if k in self.detail_inputs},
+                "outputs": {k: v for k, v in fields.items() if k not in self.detail_inputs and k not in self.detail_metrics},
+                "metrics": {k: v for k, v in fields.items() if k in self.detail_metrics},
+            })  # fmt: skip
+        return rows
 
     def lm_eval_task(self, run: StoredRun) -> str | None:
-        """The lm-evaluation-harness task name the run exports as (None: the run is not in that format)."""
+        """The lm-evaluation-harness task name the run exports as (None: the run is not in that format). A suite
+        that overrides this exports to lm-eval and implements :meth:`lm_eval_export`."""
         return None
 
+    def lm_eval_export(self, run: StoredRun, data: Path | None) -> LmEvalTask:
+        """The run as one lm-evaluation-harness task (asked only when :meth:`lm_eval_task` names one); ``data``
+        is where to find the data the run scored when the run card's folder has moved."""
+        raise NotImplementedError(f"{self.name} does not export to lm-eval")
+
     # ---------------------------------------------------------------------------------------------------- run
-    def notebook_parameters(self, tasks: tuple[str, ...]) -> dict[str, Any]:
+    def notebook_parameters(self, tasks: tuple[str, ...], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Papermill parameters the suite's notebooks need besides the common ones (model, limit, data, outputs);
-        ``tasks``: the tasks asked for (empty: all)."""
+        ``tasks``: the tasks asked for (empty: all); ``options``: the run's common options (``max_new_tokens``,
+        ``greedy``, ...) for a suite whose notebooks take them under other names. Each notebook gets only the
+        parameters it declares."""
         return {}
 
-    def dry_run(self, data: Path, tokenizer: TokenCounter, *, limit: int | None, max_new_tokens: int | None
-                ) -> list[dict[str, Any]]:
-        """Rows of ``thai-eval run --dry-run`` (``cli.dry_run.COLUMNS``): what a run would compute, per task."""
+    def dry_run(self, data: Path, tokenizer: TokenCounter, *, tasks: tuple[str, ...] = (), limit: int | None,
+                max_new_tokens: int | None) -> list[dict[str, Any]]:
+        """Rows of ``thai-eval run --dry-run`` (``cli.dry_run.COLUMNS``): what a run would compute, per task;
+        ``tasks``: the tasks asked for (empty: all)."""
         return []
+
+    def demo_comparison(self) -> DemoComparison | None:
+        """The demo's comparison of two runs of this suite (``python -m thai_eval_utils.batch --demo``), if any."""
+        return None
 
     def __repr__(self) -> str:
         return f"<suite {self.name}: {', '.join(self.tasks) or 'no tasks'}>"
@@ -247,4 +327,12 @@ class TokenCounter(Protocol):
     tokenizer: Any
     source: str
 
-    def count(self, texts: Sequence[str]) -> int | None: ...
+    def count(self, texts: Sequence[str]) -> int | None:
+        """Tokens of ``texts`` together."""
+        ...
+
+    def count_requests(self, requests: Sequence[tuple[str, str]], *, add_bos_token: bool = False
+                       ) -> dict[str, int] | None:
+        """Log-likelihood requests' tokens: ``fed`` as lm-eval feeds them, ``tree`` as thai-eval's engine runs
+        them (``backend``/``core.loglikelihood.count_tokens``); None without a tokenizer."""
+        ...

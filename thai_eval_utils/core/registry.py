@@ -108,8 +108,8 @@ def _load() -> dict[str, Suite]:
         _add(table, suite, f"{_PACKAGE}/{suite.name}")
     for suite in _from_entry_points():
         _add(table, suite, f"entry point {ENTRY_POINT_GROUP}")
-    env = [Path(p) for p in os.environ.get(TASKS_ENV, "").split(os.pathsep) if p]
-    for folder in [*env, *_included]:
+    env = [Path(p).expanduser().resolve() for p in os.environ.get(TASKS_ENV, "").split(os.pathsep) if p]
+    for folder in dict.fromkeys([*env, *_included]):  # a folder both in $THAI_EVAL_TASKS and included loads once
         for path in _files(folder):
             for suite in _load_file(path):
                 _add(table, suite, str(path))

@@ -15,6 +15,7 @@ class DialectSuite(DialectViews, DialectExports, Suite):
 
     name: ClassVar[str] = "dialect"
     title: ClassVar[str] = "Thai dialects (Limkonchotiwat et al. 2025, Table 1)"
+    short_title: ClassVar[str] = "Thai dialects"
     position: ClassVar[int] = 30
     tasks: ClassVar[tuple[str, ...]] = ("generation",)
     notebooks: ClassVar[tuple[str, ...]] = ("dialect_benchmark.ipynb", "dialect_human_eval.ipynb", "judge_vs_human.ipynb")

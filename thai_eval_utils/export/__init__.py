@@ -1,10 +1,13 @@
 """Stored runs in the formats other tools read (issue 21), from Python or ``thai-eval export``:
 
 - ``lm-eval``: lm-evaluation-harness 0.4.13's ``results_<time>.json`` + ``samples_<task>_<time>.jsonl`` for the
-  Thai-H6 tasks (:mod:`.lm_eval`);
-- ``thai-llm-leaderboard``: ``{"config": {"model_name"}, "results": {task: {metric: value}}}`` for Thai-H6, ThaiCLI
-  and the dialects (:mod:`.leaderboard`);
-- ``parquet``: one per-item details table per benchmark family (:mod:`.parquet`).
+  runs whose suite exports to lm-eval (Thai-H6's tasks; :mod:`.lm_eval`);
+- ``thai-llm-leaderboard``: ``{"config": {"model_name"}, "results": {task: {metric: value}}}`` for every suite's
+  runs (:mod:`.leaderboard`);
+- ``parquet``: one per-item details table per suite (:mod:`.parquet`).
+
+What a benchmark's runs become in each format is its suite's (the export hooks of
+:class:`~thai_eval_utils.core.benchmark.Suite`); this package names none.
 
 Every file carries thai-eval's signature (protocol options, template and data hashes, versions, config ids) and no
 secret (:func:`~thai_eval_utils.core.provenance.redact`). Each export reads the latest finished run per model and
@@ -24,7 +27,7 @@ from tqdm.auto import tqdm
 
 from thai_eval_utils.core.errors import ThaiEvalError
 from thai_eval_utils.export.leaderboard import write_leaderboard
-from thai_eval_utils.export.lm_eval import write_lm_eval
+from thai_eval_utils.export.lm_eval import exports_lm_eval, lm_eval_suites, write_lm_eval
 from thai_eval_utils.export.parquet import write_parquet
 from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.export.stored import finished_runs
@@ -38,17 +41,22 @@ def export(fmt: str, to: str | Path, *, outputs: str | Path | None = None, model
            data: str | Path | None = None, progress: bool = False) -> list[Path]:
     """Write the stored runs under ``outputs`` (default ``$THAI_EVAL_OUTPUTS`` or ``outputs``) in format ``fmt``
     to the folder ``to``; ``models`` keeps runs whose model name or folder contains one of them; ``data`` is the
-    Thai-H6 data the lm-eval export rebuilds documents and arguments from. Returns the files written.
+    data the lm-eval export rebuilds documents and arguments from (when the run cards' folders moved). Returns the
+    files written.
 
     Raises:
         ThaiEvalError: an unknown format, or no finished run to export.
     """
     if fmt not in FORMATS:
         raise ThaiEvalError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
-    runs = finished_runs(outputs, models, family="thai_h6" if fmt == "lm-eval" else None)
+    runs = finished_runs(outputs, models)
+    if fmt == "lm-eval":
+        runs = [r for r in runs if exports_lm_eval(r)]
     if not runs:
         where = Path(outputs) if outputs else "the outputs folder"
-        raise ThaiEvalError(f"no finished {'Thai-H6 ' if fmt == 'lm-eval' else ''}run to export under {where}"
+        labels = [s.label for s in lm_eval_suites()] if fmt == "lm-eval" else []
+        which = " or ".join(labels) + " " if labels else ""
+        raise ThaiEvalError(f"no finished {which}run to export under {where}"
                             + (f" for models {list(models)}" if models else ""))
     with tqdm(total=1, desc=f"export {fmt}", disable=not progress) as bar:
         if fmt == "lm-eval":

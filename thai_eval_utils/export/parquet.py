@@ -1,6 +1,7 @@
-"""Per-item details as Parquet, one table per benchmark family (``<to>/details_<family>.parquet``; lighteval's
-"details" idea): one row per stored item with ``model, benchmark, task, key, prompt_hash, inputs, outputs,
-metrics, config_id, signature``. ``inputs``, ``outputs`` and ``metrics`` are JSON texts (every task's items have
+"""Per-item details as Parquet, one table per suite (``<to>/details_<suite>.parquet``; lighteval's "details"
+idea): one row per stored item with ``model, benchmark, task, key, prompt_hash, inputs, outputs, metrics,
+config_id, signature``; the suite splits its records into inputs, outputs and metrics
+(:meth:`~thai_eval_utils.core.benchmark.Suite.detail_rows`). ``inputs``, ``outputs`` and ``metrics`` are JSON texts (every task's items have
 other fields; JSON keeps one schema per file that ``pandas.read_parquet`` and ``datasets``' parquet loader read
 alike). The file's schema metadata holds ``thai_eval``: every run's signature.
 """
@@ -16,17 +17,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from thai_eval_utils.core import registry
+from thai_eval_utils.core.benchmark import Suite
 from thai_eval_utils.core.provenance import redact
 from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.export.stored import signature
-from thai_eval_utils.h6.tasks import TASK_METRICS
 
 COLUMNS = ["model", "benchmark", "task", "key", "prompt_hash", "inputs", "outputs", "metrics", "config_id", "signature"]
-#: Per-item metric fields (Thai-H6 metrics, the ThaiCLI judge's score, the judge-free wins).
-METRIC_FIELDS = {m for ms in TASK_METRICS.values() for m in ms} | {"score", "win_raw", "win_norm"}
-#: Fields that say what was asked (the rest of a record is what the model answered and how it was read).
-INPUT_FIELDS = {"doc", "doc_row", "shots", "subject", "id", "format", "theme", "question", "prompt", "messages",
-                "dialect", "task", "gold", "chosen", "rejected", "reference"}
+#: What reads a run no registered suite reads: the contract's defaults.
+_UNREGISTERED = Suite()
 
 
 def _json(obj: dict[str, Any]) -> str:
@@ -34,27 +33,20 @@ def _json(obj: dict[str, Any]) -> str:
 
 
 def detail_rows(run: StoredRun) -> list[dict[str, Any]]:
-    """One row per stored item of ``run``."""
+    """One row per stored item of ``run`` (:data:`COLUMNS`; inputs, outputs and metrics as JSON texts)."""
     made = _json({"config_id": run.card.get("config_id"), "scores": signature(run)["score_signatures"]})
-    rows = []
-    for rec in run.records():
-        fields = {k: v for k, v in rec.items() if k not in ("key", "prompt_sha256")}
-        rows.append({
-            "model": run.model_name, "benchmark": run.benchmark, "task": run.task, "key": str(rec["key"]),
-            "prompt_hash": rec.get("prompt_sha256"),
-            "inputs": _json({k: v for k, v in fields.items() if k in INPUT_FIELDS}),
-            "outputs": _json({k: v for k, v in fields.items() if k not in INPUT_FIELDS and k not in METRIC_FIELDS}),
-            "metrics": _json({k: v for k, v in fields.items() if k in METRIC_FIELDS}),
-            "config_id": run.card.get("config_id"), "signature": made,
-        })  # fmt: skip
-    return rows
+    suite = registry.suite_of(run.benchmark) or _UNREGISTERED
+    return [{"model": run.model_name, "benchmark": run.benchmark, "task": run.task, "key": str(row["key"]),
+             "prompt_hash": row.get("prompt_hash"), "inputs": _json(row.get("inputs") or {}),
+             "outputs": _json(row.get("outputs") or {}), "metrics": _json(row.get("metrics") or {}),
+             "config_id": run.card.get("config_id"), "signature": made} for row in suite.detail_rows(run)]
 
 
 def write_parquet(runs: Sequence[StoredRun], to: str | Path) -> list[Path]:
-    """``details_<family>.parquet`` per benchmark family under ``to``; returns the files written."""
+    """``details_<suite>.parquet`` per suite under ``to``; returns the files written."""
     families: dict[str, list[StoredRun]] = {}
     for run in runs:
-        families.setdefault(run.benchmark.split("/")[0], []).append(run)
+        families.setdefault(run.family, []).append(run)
     written = []
     Path(to).mkdir(parents=True, exist_ok=True)
     for family, family_runs in sorted(families.items()):

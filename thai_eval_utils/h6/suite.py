@@ -16,6 +16,7 @@ class H6Suite(H6Views, H6Exports, Suite):
 
     name: ClassVar[str] = "thai_h6"
     title: ClassVar[str] = "Thai-H6 (Kim et al. 2024, Table 4)"
+    short_title: ClassVar[str] = "Thai-H6"
     position: ClassVar[int] = 10
     tasks: ClassVar[tuple[str, ...]] = T.TASKS
     notebooks: ClassVar[tuple[str, ...]] = ("thai_h6.ipynb",)

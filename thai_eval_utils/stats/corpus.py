@@ -102,7 +102,7 @@ def corpus_paired_bootstrap(
 
 def corpus_delta_diff_interval(
     central: tuple[Mapping[Hashable, str], Mapping[Hashable, str]],
-    dialect: tuple[Mapping[Hashable, str], Mapping[Hashable, str]],
+    variety: tuple[Mapping[Hashable, str], Mapping[Hashable, str]],
     metric: CorpusMetric,
     *,
     name: str = "delta_diff",
@@ -110,14 +110,15 @@ def corpus_delta_diff_interval(
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
 ) -> Interval:
-    """ΔDiff of a corpus metric (Central minus dialect, e.g. paper BLEU) with a percentile bootstrap interval.
+    """ΔDiff of a corpus metric (Central minus another variety, e.g. a dialect's paper BLEU) with a percentile
+    bootstrap interval.
 
-    ``central`` and ``dialect`` are ``(hypotheses, references)``, each ``id -> text``. When both sides have
+    ``central`` and ``variety`` are ``(hypotheses, references)``, each ``id -> text``. When both sides have
     the same ids, each resample draws one set of ids for both (paired); otherwise each side is resampled on
     its own (independent). ``Interval.design`` states which.
     """
     sides = []
-    for label, (hyps, refs) in (("Central", central), ("dialect", dialect)):
+    for label, (hyps, refs) in (("Central", central), ("variety", variety)):
         if hyps.keys() != refs.keys():
             raise ThaiEvalDataError(f"{label}: hypotheses and references have different ids", field="key")
         ids = sorted(hyps, key=sort_key)
@@ -125,14 +126,14 @@ def corpus_delta_diff_interval(
     (hc, rc, ic), (hd, rd, idd) = sides
     paired = ic == idd
     design = (f"paired over {len(ic)} aligned items" if paired else
-              f"independent resampling of Central ({len(ic)}) and dialect ({len(idd)}) items: ids do not align")
+              f"independent resampling of Central ({len(ic)}) and variety ({len(idd)}) items: ids do not align")
     sc, sd = metric.statistics(hc, rc), metric.statistics(hd, rd)
     estimate = float(metric.score(sc.sum(axis=0))) - float(metric.score(sd.sum(axis=0)))
     rng = np.random.default_rng(seed)
     if paired:
         blocks = _blocks(rng, len(ic), n_resamples, sc.shape[1])
         boot = _resampled_scores(metric, sc, blocks) - _resampled_scores(metric, sd, blocks)
-    else:  # each resample draws Central's indices, then the dialect's
+    else:  # each resample draws Central's indices, then the other variety's
         i_c, i_d = [], []
         for _ in range(n_resamples):
             i_c.append(next(bootstrap_indices(rng, len(ic), 1)))

@@ -15,6 +15,7 @@ class ThaiCLISuite(ThaiCLIViews, ThaiCLIExports, Suite):
 
     name: ClassVar[str] = "thaicli"
     title: ClassVar[str] = "ThaiCLI (Kim et al. 2024, Table 5)"
+    short_title: ClassVar[str] = "ThaiCLI"
     position: ClassVar[int] = 20
     tasks: ClassVar[tuple[str, ...]] = ("answers", "judge", "loglik")
     notebooks: ClassVar[tuple[str, ...]] = ("thaicli.ipynb",)
