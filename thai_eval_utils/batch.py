@@ -41,6 +41,7 @@ from thai_eval_utils.core.provenance import (
     slugify,
     split_credentials,
 )
+from thai_eval_utils.notebook_kernel import IpcKernelManager
 
 #: The kernels' environment variable for a judge key (read by ``thaicli.demo_judge_server.open_judge``).
 JUDGE_KEY_ENV = "THAI_EVAL_JUDGE_API_KEY"
@@ -233,7 +234,8 @@ def execute(
         output.parent.mkdir(parents=True, exist_ok=True)
         with _kernel_env(env):
             papermill.execute_notebook(str(notebook), str(output), parameters=run.parameters, cwd=str(cwd),
-                                       kernel_name=kernel_name, progress_bar=False)
+                                       kernel_name=kernel_name, progress_bar=False,
+                                       kernel_manager_class=IpcKernelManager)  # no TCP warning per notebook
     except PapermillExecutionError as exc:
         run.status, run.error = "failed", scrub(f"cell {exc.exec_count}: {exc.ename}: {exc.evalue}")
     except Exception as exc:  # noqa: BLE001 - a broken notebook or kernel must not stop the batch
