@@ -1,6 +1,7 @@
-"""The Jupyter kernel manager the batch notebooks run under (issue 33): kernels talk to papermill over IPC (Unix
-domain sockets in Jupyter's private runtime folder) instead of loopback TCP, so ipykernel (7+) no longer prints
-``[IPKernelApp] WARNING | Kernel is running over TCP without encryption ...`` for every notebook of ``make demo``.
+"""The Jupyter kernel manager the batch notebooks run under (issue 33; ``notebook_exec.execute`` gives it to
+papermill): kernels talk to papermill over IPC (Unix domain sockets in Jupyter's private runtime folder) instead of
+loopback TCP, so ipykernel (7+) no longer prints ``[IPKernelApp] WARNING | Kernel is running over TCP without
+encryption ...`` for every notebook of ``make demo``.
 
 The warning is ipykernel's (``ipykernel/kernelapp.py``, ``init_sockets``), printed by the kernel process on its
 own stderr, so no logger or filter of this process can drop it; giving the kernel the transport it recommends
