@@ -17,11 +17,10 @@ import pytest
 import torch
 from conftest import REPO, _train_tiny_tokenizer
 
-from thai_eval_utils.core.models import load_model
 from thai_eval_utils.core.openai_client import ApiModel
 from thai_eval_utils.judging.sessions import SessionModel
 from thai_eval_utils.thaicli.data import load_thaicli
-from thai_eval_utils.thaicli.demo_judge_server import serve_model
+from thai_eval_utils.thaicli.demo_judge_server import open_judge, serve_model
 from thai_eval_utils.thaicli.judge import JudgeParams, judge_answers
 
 #: Renders only the text between the judge prompt's <model_answer> tags (no BOS, no generation prompt).
@@ -75,8 +74,8 @@ def test_a_local_model_judges_in_process_as_through_the_demo_server(tmp_path):
     answers = _answers()
     model_dir, expected = _wired_judge(tmp_path / "judge", answers["answer"].tolist())
     params = JudgeParams(max_tokens=4, max_calls=2)
-    local = load_model(str(model_dir), dtype="float32", device="cpu")
-    assert not isinstance(local, SessionModel)  # judged through chat batches in this process
+    with open_judge(f"local:{model_dir}") as local:  # the notebook's judge_model="local:<spec>": load_model(spec)
+        assert not isinstance(local, SessionModel) and local.identity["dtype"] == "float32"  # chat batches in-process
     calls = []
     chat = local.chat
     local.chat = lambda messages_list, **kw: calls.append(len(messages_list)) or chat(messages_list, **kw)
