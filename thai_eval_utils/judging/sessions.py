@@ -116,8 +116,11 @@ class BatchingSession:
 
 @contextlib.asynccontextmanager
 async def open_session(model: ChatModel, *, batch_size: int | None = None) -> AsyncIterator[ChatSession]:
-    """The model's own session when it has one (``ApiModel``), else a :class:`BatchingSession` in-process."""
-    if isinstance(model, SessionModel):
+    """The model's own session when it has one (``ApiModel``), else a :class:`BatchingSession` in-process.
+
+    The test is ``callable(model.session)``, not ``isinstance(model, SessionModel)``, which could evaluate properties
+    (an ``ApiModel``'s ``identity`` asks its server)."""
+    if callable(getattr(model, "session", None)):
         async with model.session() as session:
             yield session
     else:
