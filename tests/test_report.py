@@ -17,7 +17,7 @@ from fakes import FakeModel
 from report_store import H6_DATA, JUDGE_KEY, REPO, shared_store
 
 from thai_eval_utils import h6
-from thai_eval_utils.compare.load import RunRef
+from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.h6.data import load_h6_task
 from thai_eval_utils.report import write_report
 from thai_eval_utils.report.items import collect_items
@@ -30,7 +30,7 @@ def store(tmp_path_factory) -> Path:
     return shared_store(tmp_path_factory)
 
 
-def _run(store: Path, model: str, bench: str) -> RunRef:
+def _run(store: Path, model: str, bench: str) -> StoredRun:
     return collect_runs(store, [model]).selections[model].runs[bench]
 
 

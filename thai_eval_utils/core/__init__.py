@@ -3,7 +3,7 @@
 - ``errors``: the exception types (data errors name file, row and field).
 - ``records``: record readers for JSONL / JSON / CSV / Parquet.
 - ``provenance``: :class:`Score` (value, n, stderr, signature), content hashes, package versions, ``redact``.
-- ``store``: the results store (``RunStore``: items.jsonl, run card, summary) and ``list_runs``; ``run_files``: its
+- ``store``: the results store (``RunStore``: items.jsonl, run card, summary) ; ``runs``: stored runs as readers see them (``StoredRun``, ``list_runs``, ``latest_finished``); ``benchmark``: the suite contract; ``registry``: names -> suites; ``run_files``: its
   file formats, read defensively; ``migrate``: the store format version and the one migration of older run cards.
 - ``protocols``: what a model is (``Model``, ``LoglikelihoodModel``), as typing protocols.
 - ``model_sources``, ``local_model``, ``models``: where weights come from, the transformers model, ``load_model``.
