@@ -51,7 +51,7 @@ def _add_outputs(p: argparse.ArgumentParser) -> None:
 
 def _benchmarks(text: str) -> list[str]:
     """``--benchmarks``: comma- or space-separated suite names or ``<suite>/<task>`` (checked against the registry
-    once ``--tasks-dir`` is read: :func:`check_benchmarks`)."""
+    by :func:`thai_eval_utils.cli.main`, after ``--tasks-dir`` has registered the user's suites)."""
     names = [b for b in text.replace(",", " ").split() if b]
     if not names:
         raise argparse.ArgumentTypeError(f"no benchmark given; choose from {_names()}")
