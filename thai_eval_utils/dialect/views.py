@@ -91,7 +91,7 @@ class DialectViews:
     scale_note: ClassVar[str] = "ROUGE-L/BLEU 0-100"
     leaderboard_tables: ClassVar[tuple[LeaderboardTable, ...]] = (
         LeaderboardTable(TABLE, "Thai dialects (ROUGE-L, BLEU x100 and ΔDiff; Limkonchotiwat et al. Table 1)",
-                         tuple(c for fam, (_, col) in TABLE1_TASKS.items() for c in (col, f"{fam}_delta")), by_dialect=True),)
+                         tuple(c for fam, (_, col) in TABLE1_TASKS.items() for c in (col, f"{fam}_delta")), by_group=True),)
 
     def holds_headlines(self, run: StoredRun) -> bool:
         """The generation runs."""

@@ -66,7 +66,7 @@ def leaderboard_tables(cells: pd.DataFrame) -> list[dict[str, Any]]:
         part = cells[cells["table"] == key]
         if part.empty:
             continue
-        dialect = spec.by_dialect
+        dialect = spec.by_group
         rows = []
         for (model, dia, source), group in part.groupby(["model", "dialect", "source"], sort=False, dropna=False):
             by_col = {c["column"]: _cell(c) for c in group.to_dict("records")}

@@ -40,7 +40,7 @@ class Bootstrap:
 def cell(table: str, model: str, column: str, value: Any, n: Any, items: str, *, dialect: str | None = None,
          low: float | None = None, high: float | None = None, source: str = RUN, note: str = "") -> dict[str, Any]:
     """One cell (:data:`CELL_COLUMNS`); ``dialect`` labels a row within a table whose rows are split by it
-    (``LeaderboardTable.by_dialect``); ``items`` is the item browser's filter (``<suite>|<task>``)."""
+    (``LeaderboardTable.by_group``); ``items`` is the item browser's filter (``<suite>|<task>``)."""
     return {"table": table, "model": model, "dialect": dialect, "source": source, "column": column,
             "value": None if value is None or pd.isna(value) else float(value), "n": None if n is None or pd.isna(n) else int(n),
             "ci_low": low, "ci_high": high, "items": items, "note": note}
