@@ -81,9 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from thai_eval_utils.core.local_model import LocalModel
-    from thai_eval_utils.core.loglikelihood import _encode
-    from thai_eval_utils.core.models import embedded_model_dir
+    from thai_eval_utils.backend.local_model import LocalModel
+    from thai_eval_utils.backend.loglikelihood import _encode
+    from thai_eval_utils.backend.models import embedded_model_dir
 
     model_dir = bench.tiny_model_dir() if args.quick else embedded_model_dir()
     tok = AutoTokenizer.from_pretrained(model_dir)

@@ -52,10 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from thai_eval_utils.core import decoder
-    from thai_eval_utils.core.local_model import LocalModel
-    from thai_eval_utils.core.loglikelihood import _encode, _fed, loglikelihood
-    from thai_eval_utils.core.models import embedded_model_dir
+    from thai_eval_utils.backend import decoder
+    from thai_eval_utils.backend.local_model import LocalModel
+    from thai_eval_utils.backend.loglikelihood import _encode, _fed, loglikelihood
+    from thai_eval_utils.backend.models import embedded_model_dir
 
     model_dir = embedded_model_dir()
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()

@@ -47,12 +47,12 @@ from transformers import (  # noqa: E402
 )
 
 from thai_eval_utils import dialect  # noqa: E402
-from thai_eval_utils.core.generation import Engine, GenerationStats, encode_prompts  # noqa: E402
-from thai_eval_utils.core.local_model import LocalModel  # noqa: E402
-from thai_eval_utils.core.models import GEMMA3_CHAT_TEMPLATE, embedded_model_dir  # noqa: E402
-from thai_eval_utils.core.prefill_plan import MIN_SHARED_TOKENS  # noqa: E402
-from thai_eval_utils.core.prefix_tree import tree_positions  # noqa: E402
-from thai_eval_utils.core.stops import cut_at_stop  # noqa: E402
+from thai_eval_utils.backend.generation import Engine, GenerationStats, encode_prompts  # noqa: E402
+from thai_eval_utils.backend.local_model import LocalModel  # noqa: E402
+from thai_eval_utils.backend.models import GEMMA3_CHAT_TEMPLATE, embedded_model_dir  # noqa: E402
+from thai_eval_utils.backend.prefill_plan import MIN_SHARED_TOKENS  # noqa: E402
+from thai_eval_utils.backend.prefix_tree import tree_positions  # noqa: E402
+from thai_eval_utils.backend.stops import cut_at_stop  # noqa: E402
 from thai_eval_utils.h6 import evaluate  # noqa: E402
 from thai_eval_utils.h6.data import load_h6_task  # noqa: E402
 from thai_eval_utils.h6.protocol import LEADERBOARD  # noqa: E402

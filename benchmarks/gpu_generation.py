@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING
 
 import gpu_bench as gb
 from lmeval_generate import count_positions
-from thai_eval_utils.core.prefix_tree import tree_positions
+from thai_eval_utils.backend.prefix_tree import tree_positions
 from thai_eval_utils.h6.protocol import GSM8K_MAX_NEW_TOKENS, GSM8K_STOPS_H
 
 if TYPE_CHECKING:
-    from thai_eval_utils.core.local_model import LocalModel
+    from thai_eval_utils.backend.local_model import LocalModel
 
 GSM8K = gb.DATA / "th_gsm8k"
 STOPS = GSM8K_STOPS_H  # lm-eval 0.4.13's gsm8k.yaml: "Question:", "</s>", "<|im_end|>"
@@ -97,7 +97,7 @@ def reference(model, tok, prompts: list[str], max_new_tokens: int) -> list[str]:
     cut before the first stop string: what lm-eval's batch size 1 does."""
     import torch
 
-    from thai_eval_utils.core.stops import cut_at_stop
+    from thai_eval_utils.backend.stops import cut_at_stop
 
     out = []
     with torch.inference_mode():
@@ -189,7 +189,7 @@ def run(ctx: gb.Ctx, plan: GenPlan, budget_s: float) -> dict:
 def prepare(ctx: gb.Ctx, plan: GenPlan, rec: dict) -> tuple[list[str], LocalModel]:
     """The plan's prompts (their token counts into ``rec``) and a ``LocalModel`` on the freshly built random-weight
     model (build time and parameter count into ``rec``)."""
-    from thai_eval_utils.core.local_model import LocalModel
+    from thai_eval_utils.backend.local_model import LocalModel
 
     prompts = gsm8k_prompts(plan.prompts, ctx.seed, plan.shots)
     ids = ctx.tok(prompts, add_special_tokens=False)["input_ids"]

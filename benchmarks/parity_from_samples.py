@@ -30,8 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from thai_eval_utils.core.loglikelihood import _encode, loglikelihood
-    from thai_eval_utils.core.models import embedded_model_dir
+    from thai_eval_utils.backend.loglikelihood import _encode, loglikelihood
+    from thai_eval_utils.backend.models import embedded_model_dir
 
     samples = sorted(args.run.rglob(f"samples_h6bench_{args.setting}_*.jsonl"), key=lambda p: p.stat().st_mtime)[-1]
     docs, theirs = [], []

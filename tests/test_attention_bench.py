@@ -11,7 +11,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import attention_bench as ab
 
-from thai_eval_utils.core.loglikelihood import _encode
+from thai_eval_utils.backend.loglikelihood import _encode
 
 
 def test_packed_row_layout(tiny_tokenizer):

@@ -23,11 +23,11 @@ from conftest import _tiny_gemma3, _tiny_llama
 from test_scoring import _fixed_mode, _requests
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from thai_eval_utils.core import decoder as _decoder
-from thai_eval_utils.core import loglikelihood as scoring
-from thai_eval_utils.core import packed_attention as _attention
-from thai_eval_utils.core import prefix_tree as _prefix
-from thai_eval_utils.core.loglikelihood import (
+from thai_eval_utils.backend import decoder as _decoder
+from thai_eval_utils.backend import loglikelihood as scoring
+from thai_eval_utils.backend import packed_attention as _attention
+from thai_eval_utils.backend import prefix_tree as _prefix
+from thai_eval_utils.backend.loglikelihood import (
     _encode,
     _fed,
     _reference_loglikelihood,
@@ -188,7 +188,7 @@ def test_long_context_runs_in_bounded_calls(tiny_tokenizer):
 
 def test_local_model_passes_its_token_budget(tiny_tokenizer):
     """``LocalModel.batch_tokens`` bounds the engine's calls the same way (None: the device default)."""
-    from thai_eval_utils.core.local_model import LocalModel
+    from thai_eval_utils.backend.local_model import LocalModel
 
     model = _self_checked(_tiny_llama(tiny_tokenizer))
     local = LocalModel(model, tiny_tokenizer, name="tiny")
@@ -306,7 +306,7 @@ def test_self_check_keeps_the_engine_for_the_embedded_model_in_bfloat16(monkeypa
     mode, which leaves the padded-batch mode (it builds no such masks)."""
     import numpy as np
 
-    from thai_eval_utils.core.models import load_model
+    from thai_eval_utils.backend.models import load_model
 
     hf = load_model("embedded").hf_model.to(torch.bfloat16)
     with warnings.catch_warnings():

@@ -1,4 +1,4 @@
-"""Issue 19: the continuous-batching generation engine (core.generation) against transformers' own ``generate`` at
+"""Issue 19: the continuous-batching generation engine (backend.generation) against transformers' own ``generate`` at
 batch size 1 (lm-eval's ``generate_until`` path), stop strings across token boundaries, rows that stop at once,
 over-long prompts, seeded sampling independent of the batch, the KV budget, and kill -9 / resume of a run."""
 
@@ -18,9 +18,9 @@ import torch
 from conftest import TRAINING_TEXT
 from transformers import set_seed
 
-from thai_eval_utils.core.generation import Engine, generate
-from thai_eval_utils.core.local_model import LocalModel
-from thai_eval_utils.core.stops import StopScanner, cut_at_stop
+from thai_eval_utils.backend.generation import Engine, generate
+from thai_eval_utils.backend.local_model import LocalModel
+from thai_eval_utils.backend.stops import StopScanner, cut_at_stop
 
 REPO = Path(__file__).resolve().parents[1]
 PROMPTS = [TRAINING_TEXT[i][: 12 + 7 * i] for i in (2, 0, 3, 4, 8, 6)]  # six lengths, Thai and English
@@ -156,7 +156,7 @@ def test_the_kv_budget_bounds_the_rows_in_flight(tiny_gemma3):
 
 
 def test_embedded_model_greedy_equals_batch_one_generate():
-    from thai_eval_utils.core.models import load_model
+    from thai_eval_utils.backend.models import load_model
 
     m = load_model("embedded")
     prompts = ["คำถาม: แม่มีส้ม 5 ผล ให้ลูก 2 ผล เหลือกี่ผล\nคำตอบ:", "1, 2, 3, 4,", "Question: 2 + 3 = ?\nAnswer:"]
@@ -169,7 +169,7 @@ def test_embedded_model_greedy_equals_batch_one_generate():
 
 CHILD = """
     import sys, time, pandas as pd
-    from thai_eval_utils.core.models import GEMMA3_CHAT_TEMPLATE, load_model
+    from thai_eval_utils.backend.models import GEMMA3_CHAT_TEMPLATE, load_model
     from thai_eval_utils.thaicli import generate_answers
     m = load_model(sys.argv[1])
     m.tokenizer.chat_template = GEMMA3_CHAT_TEMPLATE
@@ -212,7 +212,7 @@ def test_kill_9_mid_generation_then_resume_gives_the_uninterrupted_texts(tiny_mo
     os.kill(killed.pid, signal.SIGKILL)
     killed.wait()
     assert store is not None and store.read_text().count("\n") == 2  # one batch of two stored, then killed
-    from thai_eval_utils.core.models import GEMMA3_CHAT_TEMPLATE, load_model
+    from thai_eval_utils.backend.models import GEMMA3_CHAT_TEMPLATE, load_model
     from thai_eval_utils.thaicli import generate_answers
 
     m = load_model(str(tiny_model_dir))

@@ -1,4 +1,4 @@
-"""The log-likelihood engine (thai_eval_utils.core.loglikelihood) against the straightforward full-forward reference."""
+"""The log-likelihood engine (thai_eval_utils.backend.loglikelihood) against the straightforward full-forward reference."""
 
 from __future__ import annotations
 
@@ -8,19 +8,19 @@ import warnings
 import pytest
 import torch
 
-from thai_eval_utils.core import decoder as _decoder
-from thai_eval_utils.core import loglikelihood as scoring
-from thai_eval_utils.core import packed_attention as _attention
-from thai_eval_utils.core import prefix_tree as _prefix
+from thai_eval_utils.backend import decoder as _decoder
+from thai_eval_utils.backend import loglikelihood as scoring
+from thai_eval_utils.backend import packed_attention as _attention
+from thai_eval_utils.backend import prefix_tree as _prefix
 from thai_eval_utils.core.errors import ThaiEvalError
-from thai_eval_utils.core.loglikelihood import (
+from thai_eval_utils.backend.loglikelihood import (
     _encode,
     _reference_loglikelihood,
     _reference_tokens,
     _score_tokens,
     loglikelihood,
 )
-from thai_eval_utils.core.prefix_tree import build_tree
+from thai_eval_utils.backend.prefix_tree import build_tree
 
 WORDS = ["สวัสดี", "ครับ", " วันนี้", "อากาศ", "ดีมาก", " Question", ": What", " is", " Bangkok", "\n", " ",
          "ข้าว", "เหนียว", "มะม่วง", " the", " quick", " 12"]

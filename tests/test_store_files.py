@@ -15,7 +15,7 @@ from fakes import FakeModel
 from thai_eval_utils import h6
 from thai_eval_utils.core import store as S
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.core.served import ServedModel
+from thai_eval_utils.backend.served import ServedModel
 from thai_eval_utils.core.store import NonFiniteRecordError, RunStore, StoreWriteError, list_runs
 
 DATA = "data/thai_h6/h6"

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from thai_eval_utils.core.model_sources import model_options  # torch-free (core.models loads torch)
+from thai_eval_utils.backend.model_sources import model_options  # torch-free (backend.models loads torch)
 from thai_eval_utils.core.provenance import (
     redact,
     scrub,

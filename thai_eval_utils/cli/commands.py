@@ -22,7 +22,7 @@ from thai_eval_utils import batch
 from thai_eval_utils.cli.dry_run import COLUMNS as DRY_RUN_COLUMNS
 from thai_eval_utils.cli.dry_run import dry_run_rows, load_tokenizer
 from thai_eval_utils.cli.runs_table import runs_table
-from thai_eval_utils.core.model_sources import check_dtype
+from thai_eval_utils.backend.model_sources import check_dtype
 from thai_eval_utils.core.provenance import now_utc, outputs_dir, scrub_strings, slugify
 from thai_eval_utils.export import FORMATS, export
 from thai_eval_utils.report.command import add_report_arguments, report_command

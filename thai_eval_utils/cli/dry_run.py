@@ -2,7 +2,7 @@
 
 Thai-H6: the documents, their log-likelihood requests (built by :func:`thai_eval_utils.h6.document_requests`
 exactly as the run builds them) and the tokens: ``fed`` as lm-eval feeds them (one forward per request), ``tree``
-as this engine runs them (shared prefixes once; :func:`thai_eval_utils.core.loglikelihood.count_tokens`), GSM8K's
+as this engine runs them (shared prefixes once; :func:`thai_eval_utils.backend.loglikelihood.count_tokens`), GSM8K's
 prompt tokens and its generation budget. ThaiCLI and the dialects: the questions, the generations and their prompt
 tokens, the judge calls (at least one, at most ``max_calls`` per answer). Only the tokenizer is loaded (the model
 folder's, or ``--tokenizer``); without one, token columns are empty.
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from thai_eval_utils.core.loglikelihood import count_tokens
-from thai_eval_utils.core.model_sources import EMBEDDED, embedded_model_dir
+from thai_eval_utils.backend.loglikelihood import count_tokens
+from thai_eval_utils.backend.model_sources import EMBEDDED, embedded_model_dir
 from thai_eval_utils.dialect.data import load_dialect
 from thai_eval_utils.dialect.generation import PAPER_MAX_NEW_TOKENS, build_prompt, load_prompts
 from thai_eval_utils.dialect.generation import select_items as select_dialect_items

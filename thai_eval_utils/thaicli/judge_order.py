@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from thai_eval_utils.core.openai_client import ApiModel
+from thai_eval_utils.backend.openai_client import ApiModel
 from thai_eval_utils.stats.paired import PairedResult, compare_paired
 from thai_eval_utils.thaicli.judge import JudgeRun, item_means, judge_answers
 

@@ -6,14 +6,14 @@ Design (hand-written: no maintained library scores lm-eval requests with prefix/
 
 1. every request is encoded exactly as lm-eval 0.4.13 encodes it (joint encoding, trailing whitespace moved to
    the continuation, optional BOS, left truncation); each distinct string is tokenized once;
-2. the fed token sequences go into a radix tree (:mod:`thai_eval_utils.core.prefix_tree`), whose
+2. the fed token sequences go into a radix tree (:mod:`thai_eval_utils.backend.prefix_tree`), whose
    ``schedule`` lists the forward calls that run every edge once with a KV cache: whole subtrees (a
    document's context and answer choices, many documents per call) as ONE packed forward of at most
    ``batch_tokens`` tokens with per-token position ids and ancestor masks
-   (:mod:`thai_eval_utils.core.packed_attention`), or, where such masks cannot be expressed, the leaves as a
+   (:mod:`thai_eval_utils.backend.packed_attention`), or, where such masks cannot be expressed, the leaves as a
    padded batch over the repeated cache;
 3. :func:`_score_tokens` makes those calls in one loop, each through ``Decoder.model_call`` (the decoder body,
-   :mod:`thai_eval_utils.core.decoder`); only the hidden states of scored positions go through the output
+   :mod:`thai_eval_utils.backend.decoder`); only the hidden states of scored positions go through the output
    layer (in the model's dtype, plus final logit soft-capping), at most 128 MiB of logits at a time,
    normalised with a float32 ``log_softmax``.
 
@@ -39,10 +39,10 @@ import torch
 from tqdm.auto import tqdm
 from transformers import DynamicCache
 
-from thai_eval_utils.core.decoder import Decoder, Head, Scores, repeat_cache, tree_supported
+from thai_eval_utils.backend.decoder import Decoder, Head, Scores, repeat_cache, tree_supported
 from thai_eval_utils.core.errors import ThaiEvalError
-from thai_eval_utils.core.packed_attention import block_attention
-from thai_eval_utils.core.prefix_tree import Node, build_tree, schedule, tree_positions
+from thai_eval_utils.backend.packed_attention import block_attention
+from thai_eval_utils.backend.prefix_tree import Node, build_tree, schedule, tree_positions
 
 __all__ = ["count_tokens", "default_budget", "loglikelihood"]
 
@@ -157,7 +157,7 @@ def _scored_tree(seqs, targets, offsets: np.ndarray) -> Node:
 def _score_tokens(model, seqs, targets, budget: int, mode: str, progress: bool = False,
                   desc: str = "loglikelihood") -> list[tuple[float, bool]]:
     """``(log_likelihood, is_greedy)`` of continuation tokens ``targets[i]`` after the fed sequence ``seqs[i]``
-    (None: an empty continuation): the prefix tree's calls (:func:`~thai_eval_utils.core.prefix_tree.schedule`,
+    (None: an empty continuation): the prefix tree's calls (:func:`~thai_eval_utils.backend.prefix_tree.schedule`,
     runner ``mode`` "tree" or "batch", ``budget`` tokens per call) made one after the other over one cache."""
     offsets = np.zeros(len(seqs) + 1, dtype=np.int64)  # request i's tokens are slots offsets[i]..offsets[i+1]-1
     offsets[1:] = np.cumsum([len(t) for t in targets])
@@ -260,7 +260,7 @@ def loglikelihood(model, tokenizer, requests: list[tuple[str, str]], *, add_bos_
             new). Default :func:`default_budget`: ``CPU_TOKENS`` on the CPU, ``CUDA_TOKENS`` on a GPU (the
             fallback mode at least about 1 GiB of repeated key/value cache). Peak memory is the weights plus
             what this budget, ``max_length`` and the 128 MiB logit bound allow (see
-            :mod:`thai_eval_utils.core.decoder`).
+            :mod:`thai_eval_utils.backend.decoder`).
         progress: show a tqdm bar with requests and tokens per second.
 
     Returns:

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from thai_eval_utils.core.errors import ThaiEvalError
-from thai_eval_utils.core.loglikelihood import _encode, _fed
-from thai_eval_utils.core.served.replicas import MalformedReply
+from thai_eval_utils.backend.loglikelihood import _encode, _fed
+from thai_eval_utils.backend.served.replicas import MalformedReply
 
 #: Recorded in the model identity: how the text path splits context and continuation.
 TEXT_BOUNDARY_RULE = "text_offset; a token straddling the boundary is scored with the continuation"

@@ -41,10 +41,10 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 from transformers import DynamicCache, LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
-from thai_eval_utils.core.prefill_plan import MIN_SHARED_TOKENS, plan_prefill
-from thai_eval_utils.core.prefix_tree import Node
-from thai_eval_utils.core.prompt_lookup import PromptLookup
-from thai_eval_utils.core.stops import StopScanner, cut_at_stop
+from thai_eval_utils.backend.prefill_plan import MIN_SHARED_TOKENS, plan_prefill
+from thai_eval_utils.backend.prefix_tree import Node
+from thai_eval_utils.backend.prompt_lookup import PromptLookup
+from thai_eval_utils.backend.stops import StopScanner, cut_at_stop
 
 #: KV-cache budget on a CPU (bytes): the cache of the rows in flight, worst case (every row reaching max_new_tokens)
 CPU_KV_BUDGET = 2 * 1024**3

@@ -1,8 +1,8 @@
 """A local transformers causal LM behind the toolkit's model interface (generate, chat, loglikelihood).
 
-Generation (:mod:`thai_eval_utils.core.generation`, continuous batching) follows lm-evaluation-harness's ``generate_until`` (greedy by default, prompt encoded with BOS
+Generation (:mod:`thai_eval_utils.backend.generation`, continuous batching) follows lm-evaluation-harness's ``generate_until`` (greedy by default, prompt encoded with BOS
 only when ``add_bos_token``, text cut before the first stop string); log-likelihoods are computed by
-:func:`thai_eval_utils.core.loglikelihood.loglikelihood`.
+:func:`thai_eval_utils.backend.loglikelihood.loglikelihood`.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from typing import Any
 import torch
 
 from thai_eval_utils.core.errors import ThaiEvalError
-from thai_eval_utils.core.loglikelihood import loglikelihood
-from thai_eval_utils.core.model_sources import check_dtype, default_max_length, resolve_spec
-from thai_eval_utils.core.generation import GenerationStats, default_budget, encode_prompts, generate
-from thai_eval_utils.core.prefill_plan import MIN_SHARED_TOKENS
-from thai_eval_utils.core.stops import cut_at_stop  # noqa: F401  (re-exported: tests import it from here)
+from thai_eval_utils.backend.loglikelihood import loglikelihood
+from thai_eval_utils.backend.model_sources import check_dtype, default_max_length, resolve_spec
+from thai_eval_utils.backend.generation import GenerationStats, default_budget, encode_prompts, generate
+from thai_eval_utils.backend.prefill_plan import MIN_SHARED_TOKENS
+from thai_eval_utils.backend.stops import cut_at_stop  # noqa: F401  (re-exported: tests import it from here)
 
 
 def _on_cpu(device: Any, device_map: Any) -> bool:
@@ -73,10 +73,10 @@ class LocalModel:
         self.kv_budget: int | None = None
         self.max_rows: int | None = None
         #: prompt-lookup draft tokens a greedy row verifies per decode step (0: off, the default; see
-        #: :mod:`thai_eval_utils.core.prompt_lookup` and docs/benchmarks.md for when it pays)
+        #: :mod:`thai_eval_utils.backend.prompt_lookup` and docs/benchmarks.md for when it pays)
         self.draft_tokens = 0
         #: shared prompt prefixes of at least this many tokens are prefilled once per call (0: every prompt whole,
-        #: exactly lm-eval's batch-1 prefill; see :mod:`thai_eval_utils.core.prefill_plan`)
+        #: exactly lm-eval's batch-1 prefill; see :mod:`thai_eval_utils.backend.prefill_plan`)
         self.min_shared = MIN_SHARED_TOKENS
         #: the work of the last ``generate`` / ``chat`` call (prompt and generated tokens, decode steps)
         self.last_generation: GenerationStats | None = None
@@ -104,7 +104,7 @@ class LocalModel:
         batch_size: int = 8,
         name: str | None = None,
     ) -> LocalModel:
-        """Load ``spec`` (see :func:`thai_eval_utils.core.models.load_model`) on CPU or GPU."""
+        """Load ``spec`` (see :func:`thai_eval_utils.backend.models.load_model`) on CPU or GPU."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         check_dtype(dtype)
@@ -143,7 +143,7 @@ class LocalModel:
     # --- log-likelihood -------------------------------------------------------------------------
     def loglikelihood(self, requests: Sequence[tuple[str, str]], *, progress: bool = True) -> list[tuple[float, bool]]:
         """lm-eval's contract: summed log-probability of each continuation and whether it is greedy
-        (:func:`thai_eval_utils.core.loglikelihood.loglikelihood`)."""
+        (:func:`thai_eval_utils.backend.loglikelihood.loglikelihood`)."""
         return loglikelihood(self.hf_model, self.tokenizer, requests, add_bos_token=self.add_bos_token,
                              max_length=self.max_length, batch_tokens=self.batch_tokens, progress=progress)
 
@@ -152,7 +152,7 @@ class LocalModel:
                       stop: Sequence[str] | None, temperature: float, top_p: float, seed: int | None,
                       desc: str) -> list[str]:
         """Encode (left-truncated to ``max_length - max_new_tokens``) and run the engine
-        (:func:`thai_eval_utils.core.generation.generate`); its work is kept in ``last_generation``."""
+        (:func:`thai_eval_utils.backend.generation.generate`); its work is kept in ``last_generation``."""
         room = max(1, self.max_length - max_new_tokens)
         encoded = encode_prompts(self.tokenizer, prompts, add_special_tokens=add_special_tokens, room=room,
                                  max_length=self.max_length)

@@ -24,7 +24,7 @@ from typing import Any
 import openai
 from openai import AsyncOpenAI
 
-from thai_eval_utils.core.api_replies import (
+from thai_eval_utils.backend.api_replies import (
     FATAL_ERRORS,
     ApiError,
     Completion,
@@ -33,8 +33,8 @@ from thai_eval_utils.core.api_replies import (
     describe_error,
     reply_problem,
 )
-from thai_eval_utils.core.async_bridge import run_sync
-from thai_eval_utils.core.client_options import (
+from thai_eval_utils.backend.async_bridge import run_sync
+from thai_eval_utils.backend.client_options import (
     ClientOptions,
     HasClientOptions,
     base_url_or_env,
@@ -42,7 +42,7 @@ from thai_eval_utils.core.client_options import (
 )
 from thai_eval_utils.core.errors import ModelLoadError
 from thai_eval_utils.core.provenance import public_url
-from thai_eval_utils.core.stops import cut_at_stop
+from thai_eval_utils.backend.stops import cut_at_stop
 
 #: The public names; ``ApiError``, ``FATAL_ERRORS``, ``describe_error``, ``reply_problem`` (from :mod:`.api_replies`)
 #: and ``run_sync`` (from :mod:`.async_bridge`) are re-exported, as ``thaicli`` and the tests import them from here.

@@ -3,15 +3,15 @@ Hub ids and OpenAI-compatible endpoints.
 
 ``load_model`` returns a :class:`~thai_eval_utils.core.protocols.Model` (``name``, ``identity``, ``generate``,
 ``chat``); local models are also :class:`~thai_eval_utils.core.protocols.LoglikelihoodModel` (lm-evaluation-harness's
-``(context, continuation) -> (ll, is_greedy)`` contract, implemented in :mod:`thai_eval_utils.core.loglikelihood`).
+``(context, continuation) -> (ll, is_greedy)`` contract, implemented in :mod:`thai_eval_utils.backend.loglikelihood`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from thai_eval_utils.core.local_model import LocalModel
-from thai_eval_utils.core.model_sources import (
+from thai_eval_utils.backend.local_model import LocalModel
+from thai_eval_utils.backend.model_sources import (
     DTYPES,
     EMBEDDED,
     GEMMA3_CHAT_TEMPLATE,
@@ -24,8 +24,8 @@ from thai_eval_utils.core.model_sources import (
     model_options,
     resolve_spec,
 )
-from thai_eval_utils.core.openai_client import ApiModel
-from thai_eval_utils.core.served import ServedModel
+from thai_eval_utils.backend.openai_client import ApiModel
+from thai_eval_utils.backend.served import ServedModel
 
 
 def load_model(spec: str = EMBEDDED, **options: Any) -> LocalModel | ApiModel | ServedModel:
@@ -47,7 +47,7 @@ def load_model(spec: str = EMBEDDED, **options: Any) -> LocalModel | ApiModel | 
     """
     if spec.startswith("openai:"):
         return ApiModel(spec.split(":", 1)[1], **options)
-    if spec.startswith("completions:"):  # a served model with log-likelihoods (thai_eval_utils.core.served)
+    if spec.startswith("completions:"):  # a served model with log-likelihoods (thai_eval_utils.backend.served)
         return ServedModel(spec.split(":", 1)[1], **options)
     check_device(options.get("device"), options.get("device_map"))  # before any weights are read
     return LocalModel.from_spec(spec, **options)
