@@ -31,11 +31,11 @@ def packed_row(tok, pairs: list[tuple[str, str]], budget: int):
     """The first packed row the tree runner would build for these requests: the common prefix of every fed
     sequence as the trunk, then whole documents (context segment, one child segment per continuation) in order,
     up to ``budget`` tokens. Returns ``(ids, positions, segments, ancestors, n_docs)``."""
-    from thai_eval_utils.backend.loglikelihood import _encode
+    from thai_eval_utils.backend.encoding import encode_pairs
     from thai_eval_utils.backend.prefix_tree import ancestor_matrix
 
     docs: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
-    for ctx, cont in _encode(tok, pairs, False):
+    for ctx, cont in encode_pairs(tok, pairs, False):
         docs.setdefault(tuple(ctx), []).append(tuple(cont[:-1]) if len(cont) > 1 else ())
     ctxs = list(docs)
     trunk = 0
