@@ -39,11 +39,14 @@ def load_model(spec: str = EMBEDDED, **options: Any) -> LocalModel | ApiModel | 
             ``base_url`` (one URL or several replicas), ``tokenizer``, ``prompt``, ``max_length``, ``add_bos_token``...).
         **options: for local models ``dtype`` (one of :data:`DTYPES`; default float32 on CPU, bfloat16 on GPU),
             ``device`` or ``device_map`` (e.g. ``"auto"`` for GPUs; not both), ``max_length``, ``add_bos_token``
-            (default False, as the leaderboard ran lm-eval), ``trust_remote_code`` (default False), ``batch_size``;
-            for API models see :class:`.openai_client.ApiModel`. Notebooks build them with :func:`model_options`.
+            (default False, as the leaderboard ran lm-eval), ``trust_remote_code`` (default False); no batch size: the
+            engines choose their own batches (``LocalModel.batch_tokens`` / ``max_rows``). For API and served
+            models see :class:`.openai_client.ApiModel` and :class:`.served.ServedModel` (``batch_size``: prompts
+            per request). Notebooks build them with :func:`model_options`.
 
     Returns:
-        A :class:`LocalModel` or an :class:`.openai_client.ApiModel`.
+        A :class:`LocalModel`, an :class:`.openai_client.ApiModel` (``openai:``) or a :class:`.served.ServedModel`
+        (``completions:``).
     """
     if spec.startswith("openai:"):
         return ApiModel(spec.split(":", 1)[1], **options)
