@@ -8,9 +8,10 @@ from git (``git archive``, so the working tree is never touched and uncommitted 
   *own*: this script's AST reading (absolute and relative imports, at module level and inside functions;
   ``from pkg import name`` is an import of ``pkg.name`` when that is a module, else of ``pkg``), and *grimp*: the
   ``grimp`` import-graph library (import-linter's engine) on the same files. In both, a module importing its own
-  parent package (``backend.served.model`` importing ``backend.served``) is not counted as an edge: Python initialises a
-  parent before its children, so it closes no import-order cycle. Package level twice: top-level subpackages (``core``, ``backend``, ``stats``, ``h6``, ...; the layers of
-  DEVELOPERS.md) and every package (``backend.served`` apart from ``backend``);
+  parent package (``backend.served.model`` importing ``backend.served``) is not counted as an edge: Python
+  initialises a parent before its children, so it closes no import-order cycle. Package level twice: top-level
+  subpackages (``core``, ``backend``, ``stats``, ``h6``, ...; the layers of DEVELOPERS.md) and every package
+  (``backend.served`` apart from ``backend``);
 - imports of the package's own modules made inside functions;
 - modules over 400 lines (and whether a comment says why: the module mentions "400 lines") and functions over
   60 lines (``def`` line to last line, nested functions and methods too);

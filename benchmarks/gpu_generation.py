@@ -5,9 +5,9 @@ The 8B shape of ``gpu_bench.SHAPES`` (Llama-3.1-8B, bfloat16, random weights, th
 from GSM8K-shaped prompts: 5-shot Thai prompts built by ``thai_eval_utils.h6.tasks`` from the shipped samples (the
 12 test questions cycled, 5 of the 6 train examples drawn per prompt, the first numbered as ``gpu_bench`` numbers
 its tiled documents), greedy, 256 new tokens, lm-eval 0.4.13's GSM8K stops. Both sides run on the same model
-object: thai-eval as configured by default and ``HFLM(pretrained=model, tokenizer=tok, batch_size=B)`` at a few batch sizes, largest first (a smaller one is
-skipped when its estimate would pass the time budget). Recorded per side: wall time, generated tokens/s, peak GPU
-memory, texts equal to thai-eval's. Random weights give garbage, but deterministic greedy garbage: in bfloat16 a
+object: thai-eval as configured by default and ``HFLM(pretrained=model, tokenizer=tok, batch_size=B)`` at a few
+batch sizes, largest first (a smaller one is skipped when its estimate would pass the time budget). Recorded per
+side: wall time, generated tokens/s, peak GPU memory, texts equal to thai-eval's. Random weights give garbage, but deterministic greedy garbage: in bfloat16 a
 batch's shapes can flip a near-tie token, so differing texts are reported, not failed. The tiny configuration
 (``--tiny``: a 2-layer model on the CPU, float32) also checks thai-eval's texts against transformers' ``generate``
 at batch size 1.

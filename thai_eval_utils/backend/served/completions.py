@@ -7,9 +7,10 @@ Two prompt forms:
 
 * **token ids** (vLLM, SGLang): the pair is encoded locally exactly as the local engine does
   (:func:`thai_eval_utils.backend.encoding.encode_pairs` and ``fed_tokens``: joint encoding, trailing whitespace
-  moved to the continuation, optional BOS, left truncation to ``max_length``); the ids fed are lm-eval HFLM's plus the last
-  continuation token, so every scored position sees the same tokens as in HFLM;
-* **text** (llama-cpp-python): ``context + continuation`` is sent as text (trailing whitespace moved as above);
+  moved to the continuation, optional BOS, left truncation to ``max_length``); the ids fed are lm-eval HFLM's
+  plus the last continuation token, so every scored position sees the same tokens as in HFLM;
+* **text** (llama-cpp-python): ``context + continuation`` is sent as text (trailing whitespace moved as above, by
+  the same ``move_trailing_space``);
   the server tokenizes it jointly and the boundary is found from ``text_offset``. A token that straddles the
   boundary (starts in the context, ends in the continuation) is scored with the continuation
   (:data:`TEXT_BOUNDARY_RULE`). lm-eval 0.4.13's ``gguf`` backend does the opposite: ``get_result`` starts the
