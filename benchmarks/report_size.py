@@ -40,7 +40,7 @@ from thai_eval_utils.thaicli.answers import generate_answers  # noqa: E402
 from thai_eval_utils.thaicli.data import load_thaicli  # noqa: E402
 from thai_eval_utils.thaicli.judge import judge_answers  # noqa: E402
 
-#: Kim et al. Table 1 (data/paper_results/thai_h6_sizes_table1.csv).
+#: Kim et al. Table 1 (thai_eval_utils/paper/published_tables/thai_h6_sizes_table1.csv).
 H6_SIZES = {"th_arc": 1222, "th_hellaswag": 10052, "th_mmlu": 14585, "th_truthfulqa": 817, "th_gsm8k": 1324, "th_winogrande": 1272}
 #: Limkonchotiwat et al. Table 4 per dialect (translation: both directions).
 DIALECT_SIZES = {"qa": 20, "summarization": 20, "translation": 20, "conversation": 10, "food": 10}
@@ -100,7 +100,6 @@ def make_data(folder: Path, thaicli_items: int) -> Path:
             rows = [{**r, "id": i} for i, r in enumerate(_replicated(rows, n, ()))]
             (folder / "dialect" / dialect_dir.name / f.name).write_text(
                 "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    (folder / "dialect" / "dialect_prompts.json").write_text((REPO / "data" / "dialect" / "dialect_prompts.json").read_text(encoding="utf-8"), encoding="utf-8")
     if not (folder / "thai_h6").exists():
         (folder / "thai_h6").symlink_to(REPO / "data" / "thai_h6")
     return folder

@@ -1,8 +1,9 @@
 """The layering DEVELOPERS.md promises, checked on the source (issues 23, 29): ``core`` imports nothing above it,
-``stats`` and ``backend`` (the engines and model clients) import only ``core`` and not each other, a benchmark
-subpackage imports ``core``, ``stats`` and ``backend`` and nothing of another benchmark or of the layers above
-(``compare``, ``paper``, ``plots``, ``batch``); no import cycles between modules or between packages; no imports
-of the package inside functions, with no exceptions.
+``stats`` and ``backend`` (the engines and model clients) import only ``core`` and not each other, ``judging`` (a
+layer above them) only ``core`` and ``stats``, a benchmark subpackage imports ``core``, ``stats``, ``backend`` and
+``judging`` and nothing of another benchmark or of the layers above (``compare``, ``paper``, ``plots``,
+``batch``); no import cycles between modules or between packages; no imports of the package inside functions,
+with no exceptions.
 
 Every import is read: absolute and relative (``from ..models import x``), at module level and inside functions.
 The cycles are counted twice and the layers checked twice: by this file's own reading of the source, and
@@ -24,7 +25,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "thai_eval_utils"
 BENCHMARKS = ("h6", "thaicli", "dialect")
 #: What each layer may import besides itself (the package root ``thai_eval_utils`` only re-exports lazily).
 ALLOWED = {"core": {"core"}, "stats": {"core", "stats"}, "backend": {"core", "backend"},
-           **{b: {"core", "stats", "backend", b} for b in BENCHMARKS}}
+           "judging": {"core", "stats", "judging"},
+           **{b: {"core", "stats", "backend", "judging", b} for b in BENCHMARKS}}
 
 
 def _module_name(path: Path, root: Path = PACKAGE) -> str:
@@ -146,11 +148,11 @@ def _grimp_package_cycles(package: str) -> list[tuple[str, str]]:
 
 def _grimp_layer_leaks(package: str) -> list[tuple[str, str]]:
     """grimp's check of :data:`ALLOWED` (``find_illegal_dependencies_for_layers``): (importer, imported) subpackages
-    where ``core``, ``stats`` or ``backend`` imports a layer above it (or ``stats`` and ``backend`` each other) or a
-    benchmark imports another benchmark or a layer above."""
+    where ``core``, ``stats``, ``backend`` or ``judging`` imports a layer above it (or ``stats`` and ``backend``
+    each other) or a benchmark imports another benchmark or a layer above."""
     graph = grimp.build_graph(package, cache_dir=None)
     upper = sorted({c.rpartition(".")[2] for c in graph.find_children(package)} - set(ALLOWED))
-    layers = (Layer(*upper, independent=False), Layer(*BENCHMARKS, independent=True),
+    layers = (Layer(*upper, independent=False), Layer(*BENCHMARKS, independent=True), "judging",
               Layer("backend", "stats", independent=True), "core")
     found = graph.find_illegal_dependencies_for_layers(layers=layers, containers={package})
     return sorted((d.importer, d.imported) for d in found)
@@ -222,12 +224,17 @@ def test_planted_layer_leaks_of_each_kind_are_found(tmp_path):
         "h6/tasks.py": "from ..dialect.m import y\n",               # a benchmark importing another, relatively
         "dialect/m.py": "def f():\n    from thai_eval_utils.paper import t\n",  # ... and a layer above, in a function
         "paper/t.py": "",
+        "judging/j.py": "from ..thaicli import judge\n",                # judging importing a benchmark
+        "stats/u.py": "from thai_eval_utils.judging import j\n",       # stats importing judging
+        "thaicli/judge.py": "from thai_eval_utils.judging import j\n",  # allowed: a benchmark imports judging
     })
     assert _layer_leaks(_graph(pkg)) == [
         ("thai_eval_utils.core.a", "thai_eval_utils.h6.tasks"),
         ("thai_eval_utils.dialect.m", "thai_eval_utils.paper.t"),
         ("thai_eval_utils.h6.tasks", "thai_eval_utils.dialect.m"),
+        ("thai_eval_utils.judging.j", "thai_eval_utils.thaicli.judge"),
         ("thai_eval_utils.stats.s", "thai_eval_utils.dialect.m"),
+        ("thai_eval_utils.stats.u", "thai_eval_utils.judging.j"),
     ]
 
 
@@ -255,8 +262,11 @@ def test_grimp_finds_planted_layer_leaks_of_each_kind(tmp_path, monkeypatch):
         "h6/tasks.py": "from ..dialect.m import y\n",                       # a benchmark importing another
         "dialect/m.py": f"def f():\n    from {name}.paper import t\n",     # ... and a layer above, in a function
         "paper/t.py": "",
-        "thaicli/ok.py": f"from {name}.core import a\nfrom {name}.stats import s\n",  # allowed: downward only
+        "thaicli/ok.py": f"from {name}.core import a\nfrom {name}.stats import s\nfrom {name}.judging import ok\n",  # allowed
+        "judging/ok.py": f"from {name}.core import a\nfrom {name}.stats import s\n",  # allowed: downward only
+        "judging/leak.py": f"from {name}.dialect import m\n",            # judging importing a benchmark
     }, name=name)
     monkeypatch.syspath_prepend(str(tmp_path))
     assert _grimp_layer_leaks(name) == [(f"{name}.core", f"{name}.h6"), (f"{name}.dialect", f"{name}.paper"),
-                                        (f"{name}.h6", f"{name}.dialect"), (f"{name}.stats", f"{name}.dialect")]
+                                        (f"{name}.h6", f"{name}.dialect"), (f"{name}.judging", f"{name}.dialect"),
+                                        (f"{name}.stats", f"{name}.dialect")]

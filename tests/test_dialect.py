@@ -20,13 +20,14 @@ SAMPLES = REPO / "data" / "dialect"
 
 @pytest.fixture(scope="module")
 def prompts() -> D.DialectPrompts:
-    return D.load_prompts(SAMPLES / "dialect_prompts.json")
+    return D.load_prompts(REPO / "thai_eval_utils" / "dialect" / "prompts" / "dialect_prompts.json")
 
 
 def test_prompt_file_keeps_its_source(prompts):
     assert prompts.source.startswith("mrpeerat/Thai_local_benchmark @b5597ba")
     assert prompts.language_names == {"east": "ภาษาอีสาน", "center": "ภาษาไทย", "north": "ภาษาเหนือ", "south": "ภาษาใต้", "eng": "ภาษาอังกฤษ"}
-    assert D.load_prompts().source == prompts.source  # the default path is the shipped file
+    assert D.load_prompts().source == prompts.source  # the default path is the shipped file (package data)
+    assert not (SAMPLES / "dialect_prompts.json").exists()  # one copy: the package's
 
 
 # Expected prompts written out by hand from the benchmark's templates (typos included).

@@ -12,9 +12,10 @@ from thai_eval_utils.paper import own_runs as paper_runs
 from thai_eval_utils.paper import published as paper
 from thai_eval_utils.core.tables import round_half_up
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "paper_results"
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "thai_eval_utils" / "paper" / "published_tables"
 
-#: The cells the data README describes as inconsistent in the papers: the checks must find these and no other.
+#: The cells the tables' README (paper/published_tables/) describes as inconsistent in the papers: the checks must find these and no other.
 KNOWN_INCONSISTENT = {
     ("Kim et al. Table 4", "Qwen2-72B-Instruct", "thai_h6_avg", "68.80", "68.81"),
     ("Limkonchotiwat et al. Table 3", "Gemini2 / Lanna", "avg", "92.58", "92.66"),
@@ -305,7 +306,7 @@ def test_paper_tables_notebook_runs(tmp_path, outputs):
     import nbformat
     import papermill
 
-    repo = DATA.parent.parent
+    repo = REPO
     executed = tmp_path / "paper_tables.ipynb"
     papermill.execute_notebook(
         str(repo / "notebooks" / "paper_tables.ipynb"), str(executed), cwd=str(repo / "notebooks"),
@@ -328,7 +329,7 @@ def test_paper_tables_notebook_runs(tmp_path, outputs):
 def test_paper_tables_notebook_is_committed_without_outputs():
     import nbformat
 
-    nb = nbformat.read(DATA.parent.parent / "notebooks" / "paper_tables.ipynb", as_version=4)
+    nb = nbformat.read(REPO / "notebooks" / "paper_tables.ipynb", as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert code[0].metadata.get("tags") == ["parameters"]
     assert all(not c.outputs and c.execution_count is None for c in code)
@@ -376,7 +377,7 @@ def test_reads_a_real_dialect_run(tmp_path):
     from thai_eval_utils.dialect import generation as D
     from thai_eval_utils.dialect import metrics as M
 
-    items = D.select_items(load_dialect(DATA.parent / "dialect", dialects=["center", "east"]),
+    items = D.select_items(load_dialect(REPO / "data" / "dialect", dialects=["center", "east"]),
                            tasks=["qa", "translation_en_to_dialect"], limit=2)
     prompts = D.load_prompts()  # Central answers: the reference; Isan: its first half
     answers = {D.build_prompt(it, prompts): it["text_2"] if it["dialect"] == "center" else it["text_2"][: len(it["text_2"]) // 2]
@@ -415,3 +416,11 @@ def test_the_paper_package_exports_published_tables_and_own_runs():
         assert getattr(paper, name) is getattr(published, name) and name in paper.__all__
     with pytest.raises(AttributeError):
         paper.no_such_name  # noqa: B018
+
+
+def test_the_dialect_names_are_written_once():
+    """The paper's dialect names are the dialect benchmark's own dict, not a second copy of it."""
+    from thai_eval_utils.dialect.metrics import DIALECT_NAMES
+    from thai_eval_utils.paper.own_runs import DIALECT_DISPLAY
+
+    assert DIALECT_DISPLAY is DIALECT_NAMES

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from thai_eval_utils.core.provenance import Score, redact, slugify
-from thai_eval_utils.core.store import RunStore, list_runs
+from thai_eval_utils.core.runs import list_runs
+from thai_eval_utils.core.store import RunStore
 
 CHILD = textwrap.dedent(
     """
@@ -46,11 +47,11 @@ def test_killed_run_resumes_without_losing_or_redoing_work(tmp_path):
     computed = (tmp_path / "computed.log").read_text().split()
     assert computed == [f"doc-{i}" for i in range(10)]  # each item computed exactly once
     (run,) = list_runs(tmp_path)
-    records = [json.loads(line) for line in (run["dir"] / "items.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (run.dir / "items.jsonl").read_text().splitlines()]
     assert [r["key"] for r in records] == [f"doc-{i}" for i in range(10)]
     assert records[3]["text"] == "ภาษาไทย"
-    assert run["summary"]["n"] == 10
-    assert len(run["card"]["resumed_at"]) == 1
+    assert run.summary["n"] == 10
+    assert len(run.card["resumed_at"]) == 1
 
 
 def test_different_settings_never_mix(tmp_path):

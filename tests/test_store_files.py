@@ -16,7 +16,8 @@ from thai_eval_utils import h6
 from thai_eval_utils.core import store as S
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.backend.served import ServedModel
-from thai_eval_utils.core.store import NonFiniteRecordError, RunStore, StoreWriteError, list_runs
+from thai_eval_utils.core.runs import list_runs
+from thai_eval_utils.core.store import NonFiniteRecordError, RunStore, StoreWriteError
 
 DATA = "data/thai_h6/h6"
 PROTOCOL = h6.LEADERBOARD.replace(num_fewshot=0)
@@ -150,7 +151,7 @@ def test_a_damaged_summary_is_named(tmp_path):
         with pytest.raises(ThaiEvalDataError, match=r"summary\.json: the run's summary is damaged .*delete summary\.json"):
             list_runs(tmp_path)
         store.summary_path.write_text('{"n": 0, "acc": NaN}')  # as earlier versions wrote an undefined score
-        assert [r["summary"] for r in list_runs(tmp_path)] == [{"n": 0, "acc": None}]
+        assert [r.summary for r in list_runs(tmp_path)] == [{"n": 0, "acc": None}]
         store.summary_path.write_text("[1, 2]")
         with pytest.raises(ThaiEvalDataError, match=r"summary is a JSON list, not an object"):
             list_runs(tmp_path)

@@ -25,7 +25,7 @@ _EXPORTS: dict[str, str] = {
     "load_model": "backend.models", "embedded_model_dir": "backend.model_sources",
     "LocalModel": "backend.local_model", "ApiModel": "backend.openai_client", "read_records": "core.records",
     # results
-    "RunStore": "core.store", "list_runs": "core.store", "Score": "core.provenance", "save_table": "core.tables",
+    "RunStore": "core.store", "list_runs": "core.runs", "StoredRun": "core.runs", "Score": "core.provenance", "save_table": "core.tables",
     # Thai-H6
     "H6TaskData": "h6.data", "load_h6_task": "h6.data", "thai_h6_score": "h6.average",
     # ThaiCLI

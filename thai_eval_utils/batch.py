@@ -2,7 +2,7 @@
 
 Executed copies go to ``<outputs>/notebooks/<model-slug>/<notebook>.ipynb`` (notebooks that declare no
 ``model`` parameter run once, to ``<outputs>/notebooks/<notebook>.ipynb``). A rerun resumes: the
-notebooks skip finished items through the results store, so re-executing them is all it takes. One
+notebooks skip finished items through the run store (``core.store.RunStore``), so re-executing them is all it takes. One
 failing model or notebook is recorded and the others still run. No secret reaches a file: a judge URL's
 credentials are stripped from the ``judge_base_url`` parameter (its password goes to the kernels as
 ``$THAI_EVAL_JUDGE_API_KEY``, the judge's Bearer key), and every secret in use is masked in the executed notebooks
@@ -12,34 +12,32 @@ and ``batch_report.json``. Command line::
     python -m thai_eval_utils.batch --models /models/llama-70b --dtype bfloat16 --device-map auto
     python -m thai_eval_utils.batch --demo
 
-Over 400 lines on purpose: the parameters each notebook is given, the secret handling of those parameters and of
-the executed copies, and the order of the runs are one flow that reads best in one file; the tables it ends with
-are built in :mod:`thai_eval_utils.paper`.
+This module is the order of the runs and the parameters each notebook is given; one notebook's execution (the
+parameters it declares, the secret handling of those parameters and of the executed copy, the HTML export) is
+:mod:`thai_eval_utils.notebook_exec`, whose names are importable from here too. The tables it ends with are built
+in :mod:`thai_eval_utils.paper`.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
-import contextlib
 import json
-import logging
 import os
-import re
 import sys
-import time
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from thai_eval_utils.backend.model_sources import model_options  # torch-free (backend.models loads torch)
-from thai_eval_utils.core.provenance import (
-    redact,
-    scrub,
-    scrub_strings,
-    slugify,
-    split_credentials,
+from thai_eval_utils.core.provenance import scrub_strings, slugify, split_credentials
+from thai_eval_utils.notebook_exec import (  # noqa: F401 - one notebook's execution; its names are batch's too
+    NotebookRun,
+    execute,
+    export_html,
+    filter_parameters,
+    notebook_parameters,
+    scrub_notebook,
 )
 
 #: The kernels' environment variable for a judge key (read by ``thaicli.demo_judge_server.open_judge``).
@@ -67,31 +65,6 @@ DEMO_PARAMETERS = {"max_new_tokens": 48, "gsm8k_max_new_tokens": 48, "greedy": T
 DEMO_COMPARE_TASKS = ("th_arc", "th_hellaswag", "th_winogrande")
 DEMO_COMPARE_SEEDS = (42, 7)  # LB's own seed, and another
 COMPARE_NOTEBOOK = "compare_runs.ipynb"
-#: Parameter names that hold secrets (narrower than ``results.redact``'s keys, which also catch ``max_new_tokens``).
-_SECRET_NAME = re.compile(r"api[_-]?key|secret|passw(or)?d|bearer|authori[sz]ation|(^|_)token$", re.I)
-
-
-@dataclass
-class NotebookRun:
-    """One notebook execution: where its executed copy is, what was passed, and how it ended."""
-
-    notebook: str
-    model: str | None
-    output: str
-    status: str  # "ok", "failed" or "missing"
-    seconds: float = 0.0
-    error: str | None = None
-    parameters: dict[str, Any] = field(default_factory=dict)
-    dropped_parameters: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
-
-    def __str__(self) -> str:
-        who = f"{self.model} / " if self.model else ""
-        tail = f": {self.error}" if self.error else ""
-        return f"[{self.status:>7}] {who}{self.notebook} ({self.seconds:.0f} s) -> {self.output}{tail}"
 
 
 @dataclass
@@ -130,135 +103,6 @@ class BatchReport:
     def __str__(self) -> str:
         return self.summary()
 
-
-def notebook_parameters(path: str | Path) -> dict[str, dict[str, Any]]:
-    """The parameters a notebook declares in its ``parameters`` cell: name -> info.
-
-    papermill's ``inspect_notebook`` skips every line holding more than one ``=``, so a help comment
-    such as ``limit = None  # first N items; None = all`` hides ``limit`` from it. The cell's top-level
-    assignments are therefore also read with ``ast``; the union is returned.
-    """
-    import nbformat
-    import papermill
-
-    found: dict[str, dict[str, Any]] = {}
-    nb = nbformat.read(str(path), as_version=4)
-    cell = next((c for c in nb.cells if c.cell_type == "code" and "parameters" in c.metadata.get("tags", [])), None)
-    if cell is not None:
-        with contextlib.suppress(SyntaxError):  # a non-Python cell: papermill's reading alone
-            for node in ast.parse(cell.source).body:
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-                for target in targets:
-                    if isinstance(target, ast.Name):
-                        found[target.id] = {"name": target.id, "default": ast.get_source_segment(cell.source, node.value) if node.value else None}
-    found.update(dict(papermill.inspect_notebook(str(path))))
-    return found
-
-
-def filter_parameters(declared: Mapping[str, Any], parameters: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """Split ``parameters`` into those the notebook declares and the names of the others (never passed).
-
-    ``None`` values are dropped too (the notebook keeps its default). A secret-looking name or value
-    (an API key) is refused: keys reach the kernels through the environment, never as parameters.
-    """
-    secret = [k for k, v in parameters.items() if _SECRET_NAME.search(k) or (isinstance(v, str) and redact(v) != v)]
-    if secret:
-        raise ValueError(f"refusing to pass secret-looking parameter(s) {secret}; set API keys in the environment")
-    kept = {k: v for k, v in parameters.items() if k in declared and v is not None}
-    dropped = sorted(k for k in parameters if k not in declared)
-    return kept, dropped
-
-
-@contextlib.contextmanager
-def _kernel_env(extra: Mapping[str, str] | None = None) -> Iterator[None]:
-    """Kernels import the same ``thai_eval_utils`` as this process (its parent folder goes first on PYTHONPATH)
-    and see ``extra`` (e.g. the judge key) in their environment; this process's environment is restored after."""
-    root = str(Path(__file__).resolve().parent.parent)
-    pythonpath = os.environ.get("PYTHONPATH")
-    changes = {"PYTHONPATH": os.pathsep.join([root, *([pythonpath] if pythonpath else [])]), **(extra or {})}
-    old = {k: os.environ.get(k) for k in changes}
-    os.environ.update(changes)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-def scrub_notebook(path: str | Path) -> bool:
-    """Mask every secret in use (:func:`~thai_eval_utils.core.provenance.scrub`) in an executed notebook's
-    sources, outputs and metadata; rewrites the file only if something was masked. Returns whether it was."""
-    path = Path(path)
-    if not path.is_file():
-        return False
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    clean = scrub_strings(nb)
-    if clean == nb:
-        return False
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(clean, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return True
-
-
-def execute(
-    notebook: str | Path,
-    output: str | Path,
-    parameters: Mapping[str, Any],
-    *,
-    cwd: str | Path,
-    model: str | None = None,
-    kernel_name: str | None = None,
-    env: Mapping[str, str] | None = None,
-) -> NotebookRun:
-    """Execute one notebook with papermill, passing only the parameters it declares; never raises on failure.
-
-    ``env`` is added to the kernel's environment (secrets go there, never into parameters). Every secret in
-    use is masked in the executed copy and in the returned error text.
-    """
-    import papermill
-    from papermill.exceptions import PapermillExecutionError
-
-    notebook, output = Path(notebook), Path(output)
-    run = NotebookRun(notebook.name, model, str(output), "ok")
-    if not notebook.exists():
-        run.status, run.error = "missing", f"no notebook at {notebook}"
-        return run
-    start = time.perf_counter()
-    try:
-        run.parameters, run.dropped_parameters = filter_parameters(notebook_parameters(notebook), parameters)
-        output.parent.mkdir(parents=True, exist_ok=True)
-        with _kernel_env(env):
-            papermill.execute_notebook(str(notebook), str(output), parameters=run.parameters, cwd=str(cwd),
-                                       kernel_name=kernel_name, progress_bar=False)
-    except PapermillExecutionError as exc:
-        run.status, run.error = "failed", scrub(f"cell {exc.exec_count}: {exc.ename}: {exc.evalue}")
-    except Exception as exc:  # noqa: BLE001 - a broken notebook or kernel must not stop the batch
-        run.status, run.error = "failed", scrub(f"{type(exc).__name__}: {exc}")
-    try:
-        with _kernel_env(env):  # the kernel's secrets too
-            scrub_notebook(output)
-    except (OSError, ValueError) as exc:  # an unreadable executed copy: say so, it may hold a secret
-        run.status, run.error = "failed", f"could not mask secrets in {output}: {type(exc).__name__}"
-    run.seconds = time.perf_counter() - start
-    return run
-
-
-def export_html(notebook: str | Path, html: str | Path | None = None) -> Path:
-    """Write an executed notebook as standalone HTML (nbconvert; images are embedded) beside it or at ``html``."""
-    from nbconvert import HTMLExporter
-
-    notebook = Path(notebook)
-    target = Path(html) if html else notebook.with_suffix(".html")
-    body, _ = HTMLExporter().from_filename(str(notebook))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(body, encoding="utf-8")
-    return target
-
-
 def _for_kernel(path: str | Path, nb_dir: Path) -> str:
     """A path given relative to this process's folder, as the kernels see it (their cwd is ``nb_dir``):
     relative to ``nb_dir`` inside the project (``../outputs``), absolute elsewhere."""
@@ -266,16 +110,6 @@ def _for_kernel(path: str | Path, nb_dir: Path) -> str:
     return os.path.relpath(target, nb_dir) if target.is_relative_to(nb_dir.parent) else str(target)
 
 
-class _KnownParameterNoise(logging.Filter):
-    """Drops papermill's warnings about help comments it cannot parse: :func:`notebook_parameters` reads them."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        msg = record.getMessage()
-        return not (msg.startswith("Unable to parse line") or msg.startswith("Passed unknown parameter"))
-
-
-for _name in ("papermill", "papermill.translators"):  # logger filters do not reach child loggers: both
-    logging.getLogger(_name).addFilter(_KnownParameterNoise())
 
 
 def _declares_model(path: Path) -> bool:

@@ -6,12 +6,11 @@ A reader can skip this package: the benchmarks need only the protocols (``Model`
 - ``models``: ``load_model(spec, **options)``, the one entry; ``model_sources``: where weights come from.
 - ``local_model``: ``LocalModel`` (transformers): ``loglikelihood`` on ``loglikelihood`` (the prefix-sharing
   engine: ``prefix_tree``, ``decoder``, ``packed_attention``), ``generate`` / ``chat`` on ``generation``
-  (continuous batching; ``prefill_plan``, ``stops``).
-- ``encoding``: ``encode_pair``, lm-eval's context/continuation encoding, shared by ``loglikelihood`` and
-  ``served``.
+  (continuous batching; ``decode_cache``, ``prefill_plan``, ``stops``).
+- ``encoding``: ``encode_pairs`` / ``encode_pair`` and ``fed_tokens``, lm-eval's context/continuation encoding,
+  shared by ``loglikelihood`` and ``served``.
 - ``openai_client``: the OpenAI-compatible chat client and ``ApiModel``; ``client_options`` (endpoint, key,
-  timeout, retries), ``api_replies`` (usable replies, API errors), ``async_bridge`` (``run_sync``);
-  ``served``: ``ServedModel`` on vLLM / SGLang / llama-cpp-python servers.
+  timeout, retries), ``api_replies`` (usable replies, API errors); ``served``: ``ServedModel`` on vLLM / SGLang / llama-cpp-python servers.
 
 Submodules are imported where used; importing this package loads nothing heavy.
 """

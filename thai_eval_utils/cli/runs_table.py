@@ -1,5 +1,5 @@
 """``thai-eval runs``: the stored runs under ``<outputs>/runs`` as one table (the store's
-:func:`~thai_eval_utils.core.store.list_runs`), one row per run folder: model, benchmark, task, config id, items
+:func:`~thai_eval_utils.core.runs.list_runs`), one row per run folder: model, benchmark, task, config id, items
 done / total, limit, partial, finished, date and folder. ``total`` is the split's documents for Thai-H6 runs
 (``n_docs``), else empty; ``partial`` is also the paper tables' verdict (fewer items than the paper's dataset).
 """
@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from thai_eval_utils.core.store import list_runs
+from thai_eval_utils.core.runs import list_runs
 from thai_eval_utils.paper.own_runs import run_records, run_setting
 
 COLUMNS = ["model", "benchmark", "task", "config_id", "setting", "items", "total", "limit", "partial", "finished",
@@ -27,19 +27,19 @@ def _count_lines(path: Path) -> int:
 
 
 def _run_row(run: dict[str, Any], paper_partial: dict[str, bool]) -> dict[str, Any]:
-    card, summary = run["card"], run["summary"]
+    card, summary = run.card, run.summary
     bench = str(card.get("benchmark", ""))
     family, _, task = bench.partition("/")
-    done = _count_lines(Path(run["dir"]) / "items.jsonl")
+    done = _count_lines(Path(run.dir) / "items.jsonl")
     total = None if summary is None else summary.get("n_docs")  # Thai-H6: the split's documents
     limit = None if summary is None else summary.get("limit")
     partial = summary is None or bool(summary.get("n_unjudged")) or (total is not None and done < int(total))
     # the paper tables' verdict too: fewer items than the paper's dataset (ThaiCLI, dialects) is partial
-    partial = partial or paper_partial.get(str(run["dir"]), False)
+    partial = partial or paper_partial.get(str(run.dir), False)
     when = (summary or {}).get("written_at") or (card.get("resumed_at") or [card.get("created_at")])[-1]
     return {"model": card.get("model_name"), "benchmark": family, "task": task, "config_id": card.get("config_id"),
             "setting": run_setting(card), "items": done, "total": total, "limit": limit, "partial": partial,
-            "finished": summary is not None, "date": str(when or "")[:19].replace("T", " "), "where": str(run["dir"])}
+            "finished": summary is not None, "date": str(when or "")[:19].replace("T", " "), "where": str(run.dir)}
 
 
 def runs_table(outputs: str | Path | None = None, *, models: Sequence[str] = (), since: str | None = None) -> pd.DataFrame:
@@ -49,8 +49,8 @@ def runs_table(outputs: str | Path | None = None, *, models: Sequence[str] = (),
     paper_partial = records.groupby("run_dir")["partial"].any().to_dict() if len(records) else {}
     rows = []
     for run in list_runs(outputs):
-        card = run["card"]
-        if models and not any(m.lower() in str(card.get("model_name", "")).lower() or m.lower() in str(run["dir"]).lower()
+        card = run.card
+        if models and not any(m.lower() in str(card.get("model_name", "")).lower() or m.lower() in str(run.dir).lower()
                               for m in models):
             continue
         stamps = [card.get("created_at"), card.get("finished_at"), *(card.get("resumed_at") or [])]

@@ -17,7 +17,7 @@ from typing import Literal
 
 import pandas as pd
 
-from thai_eval_utils.compare.load import RunRef
+from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.provenance import sha256_file
 from thai_eval_utils.dialect.data import load_dialect
@@ -46,11 +46,11 @@ class Headline:
     kind: Kind
     scale: float
     items: pd.DataFrame
-    run: RunRef
+    run: StoredRun
     note: str = ""
 
 
-def h6_headline(run: RunRef) -> Headline:
+def h6_headline(run: StoredRun) -> Headline:
     """The headline metric of a Thai-H6 task run (``TASK_METRICS[task][0]``) per document."""
     task = run.benchmark.split("/")[-1]
     if task not in TASK_METRICS:
@@ -67,7 +67,7 @@ def h6_headline(run: RunRef) -> Headline:
     return Headline(f"thai_h6/{task}/{metric}", "thai_h6", task, kind, 100.0, pd.DataFrame(rows), run)
 
 
-def thaicli_headlines(run: RunRef) -> list[Headline]:
+def thaicli_headlines(run: StoredRun) -> list[Headline]:
     """Factoid and instruction judge scores per question id; unjudged judgements are left out and counted.
 
     A run judged ``repeats`` times holds one record per (item, repeat): an item's value is the mean of its judged
@@ -88,12 +88,12 @@ def thaicli_headlines(run: RunRef) -> list[Headline]:
     return out
 
 
-def _data_folders(run: RunRef) -> list[Path]:
+def _data_folders(run: StoredRun) -> list[Path]:
     """Folders ``<source>`` of the dialect files a run card lists (``<source>/<dialect>/<task>.jsonl``) that exist."""
     return sorted({Path(p).parent.parent for p in (run.card.get("data_files") or {}) if Path(p).exists()})
 
 
-def dialect_references(run: RunRef, data_source: str | Path | None = None) -> pd.DataFrame:
+def dialect_references(run: StoredRun, data_source: str | Path | None = None) -> pd.DataFrame:
     """The items (with reference ``text_2``) a dialect run was made on, keyed by the store key.
 
     Read from ``data_source`` or else from where the run card says the files were; every file hash in the
@@ -117,7 +117,7 @@ def dialect_references(run: RunRef, data_source: str | Path | None = None) -> pd
     return df.set_index("key")
 
 
-def dialect_headlines(run: RunRef, data_source: str | Path | None = None) -> list[Headline]:
+def dialect_headlines(run: StoredRun, data_source: str | Path | None = None) -> list[Headline]:
     """Per (dialect, task) of a dialect run: ROUGE-L per sentence (QA, summarisation) or the sentences of
     corpus BLEU (translation), the paper's Table 1 metric of the task family (``TABLE1_TASKS``)."""
     refs = dialect_references(run, data_source)
@@ -143,7 +143,7 @@ def dialect_headlines(run: RunRef, data_source: str | Path | None = None) -> lis
     return out
 
 
-def headlines(runs: Sequence[RunRef], *, dialect_data: str | Path | None = None) -> list[Headline]:
+def headlines(runs: Sequence[StoredRun], *, dialect_data: str | Path | None = None) -> list[Headline]:
     """Every headline score of the runs, in the order given."""
     out: list[Headline] = []
     for run in runs:

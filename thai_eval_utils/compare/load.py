@@ -14,9 +14,7 @@ from typing import Any
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.provenance import slugify
-from thai_eval_utils.core.run_files import latest_records
-from thai_eval_utils.core.store import list_runs, read_run
-from thai_eval_utils.stats.align import data_hash
+from thai_eval_utils.core.runs import StoredRun, latest_finished, list_runs, recency
 
 #: The benchmark families a comparison covers: the first part of a run card's ``benchmark``.
 BENCHMARKS = ("thai_h6", "thaicli", "dialect")
@@ -24,60 +22,12 @@ BENCHMARKS = ("thai_h6", "thaicli", "dialect")
 _SCORED = {"thai_h6": None, "thaicli": "thaicli/judge", "dialect": "dialect/generation"}
 
 
-@dataclass(frozen=True)
-class RunRef:
-    """One stored run: its folder, run card and summary (None while unfinished)."""
-
-    dir: Path
-    card: dict[str, Any]
-    summary: dict[str, Any] | None
-
-    @property
-    def benchmark(self) -> str:
-        return str(self.card.get("benchmark", ""))
-
-    @property
-    def family(self) -> str:
-        return self.benchmark.split("/")[0]
-
-    @property
-    def model_name(self) -> str:
-        return str(self.card.get("model_name", ""))
-
-    @property
-    def when(self) -> str:
-        """When the run last finished (else was created): ISO time, sorts chronologically."""
-        return str(self.card.get("finished_at") or self.card.get("created_at") or "")
-
-    @property
-    def data_hash(self) -> str | None:
-        """The data hash (:func:`~thai_eval_utils.stats.align.data_hash`); documents passed in memory are
-        identified by the config's ``docs_sha256``; None when the card records no data."""
-        if self.card.get("data_files"):
-            return data_hash(self.card)
-        docs = (self.card.get("config") or {}).get("docs_sha256")
-        return str(docs) if docs else None
-
-    def records(self) -> list[dict[str, Any]]:
-        """The records of ``items.jsonl`` in file order, the last record of a key winning (as ``RunStore.completed``)."""
-        return latest_records(self.dir / "items.jsonl")
-
-    @classmethod
-    def from_dir(cls, folder: str | Path) -> RunRef:
-        """The run in ``folder`` (:func:`~thai_eval_utils.core.store.read_run`: card checked and migrated)."""
-        run = read_run(folder)
-        return cls(run["dir"], run["card"], run["summary"])
-
-    def __str__(self) -> str:
-        return f"{self.benchmark}: {self.dir} ({self.model_name}, {self.when})"
-
-
 @dataclass
 class RunSelection:
     """One side of a comparison: benchmark -> run, and how each was chosen (``notes``)."""
 
     label: str
-    runs: dict[str, RunRef]
+    runs: dict[str, StoredRun]
     notes: list[str] = field(default_factory=list)
 
     def families(self) -> set[str]:
@@ -87,7 +37,7 @@ class RunSelection:
         return "\n".join([f"{self.label}:", *(f"  {r}" for r in self.runs.values()), *(f"  note: {n}" for n in self.notes)])
 
 
-def _wanted(run: RunRef, benchmarks: Sequence[str]) -> bool:
+def _wanted(run: StoredRun, benchmarks: Sequence[str]) -> bool:
     scored = _SCORED.get(run.family, "")
     return run.family in benchmarks and (scored is None or run.benchmark == scored)
 
@@ -127,9 +77,9 @@ def select_runs(
         raise ValueError("give either a model name or run folders")
     notes: list[str] = []
     if folders:
-        found = [RunRef.from_dir(p.parent) for f in folders for p in sorted(Path(f).rglob("run_card.json"))]
+        found = [StoredRun.from_dir(p.parent) for f in folders for p in sorted(Path(f).rglob("run_card.json"))]
         runs = [r for r in found if _wanted(r, benchmarks) and _matches(r.card.get("config") or {}, where)]
-        chosen: dict[str, RunRef] = {}
+        chosen: dict[str, StoredRun] = {}
         for r in runs:
             if r.benchmark in chosen:
                 raise ThaiEvalDataError(f"two runs of {r.benchmark} among the folders: {chosen[r.benchmark].dir} and {r.dir}; "
@@ -137,20 +87,20 @@ def select_runs(
             chosen[r.benchmark] = r
         label = label or str(folders[0])
     else:
-        every = [RunRef(r["dir"], r["card"], r["summary"]) for r in list_runs(outputs)]
+        every = list_runs(outputs)
         mine = [r for r in every if model in (r.model_name, slugify(r.model_name), (r.card.get("model") or {}).get("spec"))]
         runs = [r for r in mine if _wanted(r, benchmarks) and _matches(r.card.get("config") or {}, where)]
         chosen = {}
+        latest = {bench: run for (_, bench), run in latest_finished(runs).items()}
         for bench in sorted({r.benchmark for r in runs}):
-            cands = sorted((r for r in runs if r.benchmark == bench), key=lambda r: r.when)
-            done = [r for r in cands if r.summary is not None]
-            if not done:
+            cands = sorted((r for r in runs if r.benchmark == bench), key=recency)
+            if bench not in latest:
                 notes.append(f"{bench}: {len(cands)} unfinished run(s) only, left out")
                 continue
-            chosen[bench] = done[-1]
+            chosen[bench] = taken = latest[bench]
             if len(cands) > 1:
-                notes.append(f"{bench}: latest of {len(cands)} runs taken ({done[-1].dir.name}, {done[-1].when}); "
-                             f"passed over: {', '.join(r.dir.name for r in cands if r is not done[-1])}")
+                notes.append(f"{bench}: latest of {len(cands)} runs taken ({taken.dir.name}, {taken.when}); "
+                             f"passed over: {', '.join(r.dir.name for r in cands if r is not taken)}")
         label = label or str(model)
     if not chosen:
         raise ThaiEvalDataError(f"no finished run of {list(benchmarks)} for {label!r}"

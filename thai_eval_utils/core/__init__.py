@@ -3,10 +3,13 @@
 - ``errors``: the exception types (data errors name file, row and field).
 - ``records``: record readers for JSONL / JSON / CSV / Parquet.
 - ``provenance``: :class:`Score` (value, n, stderr, signature), content hashes, package versions, ``redact``.
-- ``store``: the results store (``RunStore``: items.jsonl, run card, summary) and ``list_runs``; ``run_files``: its
-  file formats, read defensively; ``migrate``: the store format version and the one migration of older run cards.
-- ``runloop``: ``run_items`` / ``run_items_async``, the one run loop.
-- ``protocols``: what a model is (``Model``, ``LoglikelihoodModel``), as typing protocols.
+- ``store``: the results store (``RunStore``: items.jsonl, run card, summary); ``runs``: stored runs as readers see
+  them (``StoredRun``, ``list_runs``, ``latest_finished``); ``run_files``: the store's file formats, read
+  defensively; ``migrate``: the store format version and the one migration of older run cards.
+- ``benchmark``: the suite contract; ``registry``: names -> suites.
+- ``runloop``: ``run_items`` / ``run_items_async``, the one run loop; ``async_bridge``: ``run_sync`` (async code
+  from synchronous code, also inside Jupyter's running loop).
+- ``protocols``: what a model is (``ChatModel``, ``Model``, ``LoglikelihoodModel``), as typing protocols.
 - ``tables``: CSV / Markdown / LaTeX tables and the papers' rounding.
 
 The models themselves (``load_model``, the log-likelihood and generation engines, the API and served clients)

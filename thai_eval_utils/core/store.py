@@ -416,30 +416,3 @@ class RunStore:
         _write_json_atomic(self.summary_path, {"config_id": self.config_id, "written_at": now_utc(), **summary})
         self.card["finished_at"] = now_utc()
         _write_json_atomic(self.card_path, self.card)
-
-
-def list_runs(outputs: str | Path | None = None) -> list[dict[str, Any]]:
-    """Every run under ``<outputs>/runs`` (:func:`read_run` of each folder holding a run card)."""
-    base = Path(outputs or outputs_dir()) / "runs"
-    return [read_run(card_path.parent) for card_path in sorted(base.rglob("run_card.json"))]
-
-
-def read_run(folder: str | Path) -> dict[str, Any]:
-    """One run folder as readers see it: ``dir``, ``card`` (checked, and of an earlier store format migrated as
-    :func:`~.migrate.migrate_card` does, so its config keys have today's names) and ``summary`` (None while the
-    run is unfinished); a :class:`ThaiEvalDataError` naming the file when either is missing or damaged."""
-    folder = Path(folder)
-    card_path, summary_path = folder / "run_card.json", folder / "summary.json"
-    if not card_path.exists():
-        raise ThaiEvalDataError("no run_card.json: not a run folder", path=folder)
-    card = check_card(card_path, read_json_file(card_path, "the run card", FIX_CARD), None)
-    return {"dir": folder, "card": migrate_card(card, card_path),
-            "summary": _read_summary(summary_path) if summary_path.exists() else None}
-
-
-def _read_summary(path: Path) -> dict[str, Any]:
-    summary = read_json_file(path, "the run's summary", FIX_SUMMARY)
-    if not isinstance(summary, dict):
-        raise ThaiEvalDataError(f"the run's summary is a JSON {type(summary).__name__}, not an object; {FIX_SUMMARY}",
-                                path=path)
-    return summary

@@ -2,18 +2,21 @@
 ``evaluation/main_local_prompt_batch.py`` and ``prompt_utils.py``): prompts, chat calls, resume, scoring.
 
 Every item becomes one zero-shot user turn (no system prompt) built from the benchmark's own prompt
-strings (``data/dialect/dialect_prompts.json``); each reply is appended to a
+strings (``thai_eval_utils/dialect/prompts/dialect_prompts.json``, package data); each reply is appended to a
 :class:`~thai_eval_utils.core.store.RunStore` as soon as it arrives, so an interrupted run resumes. The run's
 ``summary.json`` holds its scores per dialect and task and the ΔDiff values (see :func:`summary_scores`).
 """
 
 from __future__ import annotations
 
+import importlib.resources
 import json
 import math
+import os
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +32,9 @@ from thai_eval_utils.dialect.data import check_dialect, dialect_tasks
 from thai_eval_utils.dialect.metrics import delta_diff, table_task, task_scores
 from thai_eval_utils.dialect.tokenizers import DEFAULT_TOKENIZER, pythainlp_version
 
-#: The prompt file shipped with the toolkit (verbatim prompt strings of the benchmark, with their source).
-DEFAULT_PROMPTS_PATH = Path(__file__).resolve().parents[2] / "data" / "dialect" / "dialect_prompts.json"
+#: The prompt file shipped with the toolkit (verbatim prompt strings of the benchmark, with their source): package
+#: data, so an installed wheel has it (its origin and licence: ``prompts/README.md`` beside it).
+DEFAULT_PROMPTS_PATH = importlib.resources.files("thai_eval_utils.dialect") / "prompts" / "dialect_prompts.json"
 #: The benchmark name under which generations are stored.
 BENCHMARK = "dialect/generation"
 #: Tasks without a reference: they go to human evaluation, not to BLEU/ROUGE-L.
@@ -54,9 +58,10 @@ class DialectPrompts:
     path: str = ""
 
 
-def load_prompts(path: str | Path = DEFAULT_PROMPTS_PATH) -> DialectPrompts:
-    """Read a prompt file (``{"source", "language_names", "prompts": {dialect: {family: template}}}``)."""
-    path = Path(path)
+def load_prompts(path: str | os.PathLike[str] | Traversable = DEFAULT_PROMPTS_PATH) -> DialectPrompts:
+    """Read a prompt file (``{"source", "language_names", "prompts": {dialect: {family: template}}}``); the default
+    is the benchmark's own, shipped in the package."""
+    path = Path(path) if isinstance(path, str | os.PathLike) else path
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -26,7 +26,8 @@ from thai_eval_utils.core.errors import ThaiEvalError
 from thai_eval_utils.export.leaderboard import write_leaderboard
 from thai_eval_utils.export.lm_eval import write_lm_eval
 from thai_eval_utils.export.parquet import write_parquet
-from thai_eval_utils.export.stored import StoredRun, finished_runs
+from thai_eval_utils.core.runs import StoredRun
+from thai_eval_utils.export.stored import finished_runs
 
 FORMATS = ("lm-eval", "thai-llm-leaderboard", "parquet")
 

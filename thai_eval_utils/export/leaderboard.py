@@ -24,7 +24,8 @@ from typing import Any
 from thai_eval_utils import __version__
 from thai_eval_utils.core.provenance import redact
 from thai_eval_utils.export.lm_eval import date_id, sanitize_model_name
-from thai_eval_utils.export.stored import StoredRun
+from thai_eval_utils.core.runs import StoredRun
+from thai_eval_utils.export.stored import signature
 from thai_eval_utils.h6 import TASKS as H6_TASKS
 from thai_eval_utils.h6 import tasks as T
 
@@ -59,7 +60,7 @@ def _counts(run: StoredRun) -> dict[str, Any]:
     n, total = s.get("n", s.get("n_items")), s.get("n_docs")
     return {"benchmark": run.benchmark, "n": n, "n_docs": total, "limit": s.get("limit"),
             "partial": bool(s.get("n_unjudged")) or (n is not None and total is not None and n < total),
-            **run.signature()}
+            **signature(run)}
 
 
 def leaderboard_document(runs: Sequence[StoredRun]) -> dict[str, Any]:
@@ -75,7 +76,7 @@ def leaderboard_document(runs: Sequence[StoredRun]) -> dict[str, Any]:
         heads = [results[t].get(T.get_task(t).headline) for t in H6_TASKS]
         if all(h is not None for h in heads):
             results["thai_h6"] = {"average": 100 * sum(heads) / len(heads)}
-    model = runs[0].model
+    model = runs[0].model_name
     config = {"model_name": model, "model_sha": (runs[0].card.get("model") or {}).get("weights_fingerprint")
               or (runs[0].card.get("model") or {}).get("gguf_sha256")}
     return redact({"config": config, "results": results,
@@ -86,7 +87,7 @@ def write_leaderboard(runs: Sequence[StoredRun], to: str | Path, *, when: dateti
     """One results JSON per model under ``to``; returns the files written."""
     by_model: dict[str, list[StoredRun]] = {}
     for run in runs:
-        by_model.setdefault(run.model, []).append(run)
+        by_model.setdefault(run.model_name, []).append(run)
     written = []
     for model, model_runs in by_model.items():
         doc = leaderboard_document(model_runs)

@@ -36,7 +36,8 @@ from typing import Any
 from thai_eval_utils import __version__
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.provenance import redact
-from thai_eval_utils.export.stored import StoredRun
+from thai_eval_utils.core.runs import StoredRun
+from thai_eval_utils.export.stored import signature
 from thai_eval_utils.h6 import H6Protocol, document_requests
 from thai_eval_utils.h6.data import H6_TASKS, H6TaskData, find_run_data, run_data_roots
 from thai_eval_utils.h6 import tasks as T
@@ -152,9 +153,9 @@ def samples(run: StoredRun, data: str | Path | None = None) -> list[dict[str, An
     spec = T.get_task(run.task)
     docs = _documents(run, data)
     protocol = protocol_of(run.card)
-    stamp = {"config_id": run.card.get("config_id"), "signature": run.signature()["score_signatures"]}
+    stamp = {"config_id": run.card.get("config_id"), "signature": signature(run)["score_signatures"]}
     out = []
-    for rec in sorted(run.items(), key=doc_index):
+    for rec in sorted(run.records(), key=doc_index):
         built = docs.get(doc_index(rec))
         if built is None or built.requests.sha256 != rec.get("prompt_sha256"):
             raise ThaiEvalDataError(f"{run.benchmark} doc {doc_index(rec)}: the rebuilt prompt differs from the stored "
@@ -239,13 +240,13 @@ def evaluation_seconds(runs: Sequence[StoredRun]) -> str | None:
 def results_document(runs: Sequence[StoredRun], task_samples: Mapping[str, list[dict[str, Any]]], when: datetime) -> dict[str, Any]:
     """One model's ``results_<date_id>.json`` over its Thai-H6 runs (lm-eval's keys, plus ``thai_eval``: each
     task's signature)."""
-    model = runs[0].model
+    model = runs[0].model_name
     results, configs, versions, nshot, better, nsamples, signatures = {}, {}, {}, {}, {}, {}, {}
     for run in runs:
         spec = T.get_task(run.task)
         cfg = run.card.get("config") or {}
         results[spec.name] = task_results(run)
-        signatures[spec.name] = run.signature()
+        signatures[spec.name] = signature(run)
         configs[spec.name] = task_config(run)
         versions[spec.name] = __version__
         nshot[spec.name] = int(cfg.get("num_fewshot") or 0)
@@ -286,7 +287,7 @@ def write_lm_eval(runs: Sequence[StoredRun], to: str | Path, *, data: str | Path
     by_model: dict[str, list[StoredRun]] = {}
     for run in runs:
         if run.benchmark.startswith("thai_h6/"):
-            by_model.setdefault(run.model, []).append(run)
+            by_model.setdefault(run.model_name, []).append(run)
     written = []
     for model, model_runs in by_model.items():
         model_runs = sorted(model_runs, key=lambda r: T.TASKS.index(T.get_task(r.task).name))

@@ -17,7 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from thai_eval_utils.core.provenance import redact
-from thai_eval_utils.export.stored import StoredRun
+from thai_eval_utils.core.runs import StoredRun
+from thai_eval_utils.export.stored import signature
 from thai_eval_utils.h6.tasks import TASK_METRICS
 
 COLUMNS = ["model", "benchmark", "task", "key", "prompt_hash", "inputs", "outputs", "metrics", "config_id", "signature"]
@@ -34,17 +35,17 @@ def _json(obj: dict[str, Any]) -> str:
 
 def detail_rows(run: StoredRun) -> list[dict[str, Any]]:
     """One row per stored item of ``run``."""
-    signature = _json({"config_id": run.card.get("config_id"), "scores": run.signature()["score_signatures"]})
+    made = _json({"config_id": run.card.get("config_id"), "scores": signature(run)["score_signatures"]})
     rows = []
-    for rec in run.items():
+    for rec in run.records():
         fields = {k: v for k, v in rec.items() if k not in ("key", "prompt_sha256")}
         rows.append({
-            "model": run.model, "benchmark": run.benchmark, "task": run.task, "key": str(rec["key"]),
+            "model": run.model_name, "benchmark": run.benchmark, "task": run.task, "key": str(rec["key"]),
             "prompt_hash": rec.get("prompt_sha256"),
             "inputs": _json({k: v for k, v in fields.items() if k in INPUT_FIELDS}),
             "outputs": _json({k: v for k, v in fields.items() if k not in INPUT_FIELDS and k not in METRIC_FIELDS}),
             "metrics": _json({k: v for k, v in fields.items() if k in METRIC_FIELDS}),
-            "config_id": run.card.get("config_id"), "signature": signature,
+            "config_id": run.card.get("config_id"), "signature": made,
         })  # fmt: skip
     return rows
 
@@ -61,7 +62,7 @@ def write_parquet(runs: Sequence[StoredRun], to: str | Path) -> list[Path]:
         frame = pd.DataFrame(redact(frame.to_dict("records")), columns=COLUMNS)
         table = pa.Table.from_pandas(frame, preserve_index=False)
         meta = {**(table.schema.metadata or {}), b"thai_eval": _json(
-            {f"{r.model}|{r.benchmark}": r.signature() for r in family_runs}).encode("utf-8")}
+            {f"{r.model_name}|{r.benchmark}": signature(r) for r in family_runs}).encode("utf-8")}
         path = Path(to) / f"details_{family}.parquet"
         pq.write_table(table.replace_schema_metadata(meta), path)
         written.append(path)

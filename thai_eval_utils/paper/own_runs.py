@@ -13,9 +13,9 @@ from typing import Any
 import pandas as pd
 
 from thai_eval_utils.core.provenance import slugify
-from thai_eval_utils.core.store import list_runs
+from thai_eval_utils.core.runs import list_runs
 from thai_eval_utils.core.tables import round_half_up
-from thai_eval_utils.dialect.metrics import TABLE1_TASKS, table_task
+from thai_eval_utils.dialect.metrics import DIALECT_NAMES, TABLE1_TASKS, table_task
 from thai_eval_utils.h6.fewshot import default_seed
 from thai_eval_utils.h6.tasks import TASK_SPECS
 from thai_eval_utils.paper.published import (
@@ -29,7 +29,7 @@ from thai_eval_utils.paper.published import (
 )
 
 # This toolkit's runs beside the published rows. Each benchmark family has a small adapter that
-# turns one run (``results.list_runs()`` entry: dir, card, summary) into tidy records; the rest is
+# turns one run (a ``core.runs.list_runs()`` entry: a ``StoredRun``) into tidy records; the rest is
 # shared. Summary keys read (written by h6.evaluate, judge.judge_answers, thaicli.loglikelihood_preferences
 # and dialect.run_generation):
 #   thai_h6/<task>:   {"task", "n", "n_docs", "limit", "scores": {<headline metric first>: Score dict (0-1)}}
@@ -44,8 +44,9 @@ from thai_eval_utils.paper.published import (
 
 RUN_RECORD_COLUMNS = ["model", "benchmark", "table", "dialect", "column", "value", "n", "expected_n", "partial",
                       "finished", "setting", "options", "config_id", "run_dir", "written_at"]
-#: Dialect keys of the benchmark and the names the paper prints (Limkonchotiwat et al. Table 1).
-DIALECT_DISPLAY = {"center": "Central", "east": "Isan", "north": "Lanna", "south": "Dambro"}
+#: Dialect keys of the benchmark and the names the paper prints (Limkonchotiwat et al. Table 1): the dialect
+#: benchmark's own dict (``dialect.metrics.DIALECT_NAMES``), under the name the paper tables and the report use.
+DIALECT_DISPLAY = DIALECT_NAMES
 
 
 def _score_value(entry: Any) -> tuple[float | None, int | None]:
@@ -81,9 +82,9 @@ def expected_sizes(tables: Mapping[str, pd.DataFrame]) -> dict[str, int]:
 
 
 def _h6_records(run: Mapping[str, Any], sizes: Mapping[str, int]) -> list[dict]:
-    card, summary = run["card"], run["summary"] or {}
+    card, summary = run.card, run.summary or {}
     task = summary.get("task") or card.get("config", {}).get("task") or card["benchmark"].split("/")[-1]
-    value, n = None, _count_items(run["dir"])
+    value, n = None, _count_items(run.dir)
     scores = summary.get("scores") or {}
     if scores:  # the headline metric is the first (h6._scores puts it first)
         value, n_scored = _score_value(next(iter(scores.values())))
@@ -92,8 +93,8 @@ def _h6_records(run: Mapping[str, Any], sizes: Mapping[str, int]) -> list[dict]:
 
 
 def _thaicli_records(run: Mapping[str, Any], sizes: Mapping[str, int]) -> list[dict]:
-    scores = (run["summary"] or {}).get("scores") or {}
-    sub = run["card"]["benchmark"].split("/", 1)[-1]
+    scores = (run.summary or {}).get("scores") or {}
+    sub = run.card["benchmark"].split("/", 1)[-1]
     names = {"judge": ("factoid", "instruction", "thaicli"), "loglik": ("win_raw", "win_norm")}.get(sub, ())
     out = []
     for name in names:
@@ -102,19 +103,19 @@ def _thaicli_records(run: Mapping[str, Any], sizes: Mapping[str, int]) -> list[d
             else sizes.get(f"thaicli/{name}")
         out.append({"table": "thaicli", "column": name if sub == "judge" else f"loglik_{name}",
                     "value": None if value is None else (100 * value if sub == "loglik" else value), "n": n, "expected_n": expected})
-    if sub == "judge" and (run["summary"] or {}).get("n_unjudged"):
+    if sub == "judge" and (run.summary or {}).get("n_unjudged"):
         for rec in out:
-            rec["partial_reason"] = f"{run['summary']['n_unjudged']} unjudged"
+            rec["partial_reason"] = f"{run.summary['n_unjudged']} unjudged"
     return out
 
 
 def _dialect_scores_file(run: Mapping[str, Any]) -> Path | None:
     """``<outputs>/tables/dialect_scores_<model-slug>.csv``, the scores the dialect notebook saves beside a run
     (read only for runs whose summary predates the scores in it)."""
-    runs_dir = next((p for p in Path(run["dir"]).parents if p.name == "runs"), None)
+    runs_dir = next((p for p in Path(run.dir).parents if p.name == "runs"), None)
     if runs_dir is None:
         return None
-    path = runs_dir.parent / "tables" / f"dialect_scores_{slugify(str(run['card'].get('model_name', '')))}.csv"
+    path = runs_dir.parent / "tables" / f"dialect_scores_{slugify(str(run.card.get('model_name', '')))}.csv"
     return path if path.exists() else None
 
 
@@ -133,7 +134,7 @@ def _dialect_summary_scores(scores: Mapping[str, Any]) -> list[dict]:
 
 def _dialect_records(run: Mapping[str, Any], sizes: Mapping[str, int]) -> list[dict]:
     out = []
-    summary = run["summary"]
+    summary = run.summary
     scores: list[dict] = []
     if summary is not None and "scores" in summary:
         scores = _dialect_summary_scores(summary["scores"] or {})
@@ -148,7 +149,7 @@ def _dialect_records(run: Mapping[str, Any], sizes: Mapping[str, int]) -> list[d
         out.append({"table": "dialect_auto", "dialect": dialect, "column": column, "value": rec.get("value"),
                     "n": rec.get("n"), "expected_n": sizes.get(f"dialect/{family}")})
     if not out:  # generations without scores: say so rather than show nothing
-        out.append({"table": "dialect_auto", "column": None, "value": None, "n": _count_items(run["dir"]),
+        out.append({"table": "dialect_auto", "column": None, "value": None, "n": _count_items(run.dir),
                     "expected_n": None, "partial_reason": "not scored"})
     return out
 
@@ -193,7 +194,7 @@ def run_records(outputs: str | Path | None = None, tables: Mapping[str, pd.DataF
     sizes = expected_sizes(tables if tables is not None else load_all_published())
     rows = []
     for run in list_runs(outputs):
-        card = run["card"]
+        card = run.card
         adapter = RUN_ADAPTERS.get(str(card.get("benchmark", "")).split("/")[0])
         if adapter is None:
             continue
@@ -202,11 +203,11 @@ def run_records(outputs: str | Path | None = None, tables: Mapping[str, pd.DataF
             reason = rec.pop("partial_reason", None)
             rows.append({
                 "model": card.get("model_name"), "benchmark": card.get("benchmark"), "dialect": None, **rec,
-                "partial": run["summary"] is None or reason is not None or (expected is not None and (n or 0) < expected),
-                "finished": run["summary"] is not None, "setting": run_setting(card),
+                "partial": run.summary is None or reason is not None or (expected is not None and (n or 0) < expected),
+                "finished": run.summary is not None, "setting": run_setting(card),
                 "options": json.dumps(card.get("config", {}), ensure_ascii=False, sort_keys=True, default=str),
-                "config_id": card.get("config_id"), "run_dir": str(run["dir"]),
-                "written_at": (run["summary"] or {}).get("written_at") or card.get("created_at"),
+                "config_id": card.get("config_id"), "run_dir": str(run.dir),
+                "written_at": (run.summary or {}).get("written_at") or card.get("created_at"),
             })  # fmt: skip
     return pd.DataFrame(rows, columns=RUN_RECORD_COLUMNS)
 

@@ -4,7 +4,7 @@ Every derived number in the papers (an average, a total, a ΔDiff, a mean kappa)
 its printed components in exact decimal arithmetic on the CSV strings, rounded half-up to the number
 of decimals printed in that cell, and compared with the printed value. :func:`check_published`
 returns one row per check; :func:`mismatches` keeps the cells that disagree. The published files
-are ``data/paper_results/*.csv`` (see its README for their origin). This toolkit's own runs are
+are ``thai_eval_utils/paper/published_tables/*.csv``, package data (see its README for their origin). This toolkit's own runs are
 placed beside the published rows by :mod:`thai_eval_utils.paper.own_runs` (:func:`run_records`,
 :func:`table_with_runs` and the ``*_with_runs`` functions, still importable from here).
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from importlib.resources import files
 from pathlib import Path
 
 import pandas as pd
@@ -21,8 +22,9 @@ import pandas as pd
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.tables import round_half_up
 
-#: Default folder of the published tables (the repository's ``data/paper_results``).
-PAPER_RESULTS_DIR = Path(__file__).resolve().parents[2] / "data" / "paper_results"
+#: Default folder of the published tables: ``published_tables/`` beside this module (package data, so an installed
+#: wheel has them; their origin in its README).
+PAPER_RESULTS_DIR = files("thai_eval_utils.paper") / "published_tables"
 
 KIM = "Kim et al."  # arXiv 2410.04795: Thai-H6 and ThaiCLI
 LIMKONCHOTIWAT = "Limkonchotiwat et al."  # arXiv 2504.05898: Thai dialects
@@ -85,10 +87,11 @@ def load_published(key: str, directory: str | Path | None = None) -> pd.DataFram
     """
     if key not in PUBLISHED_TABLES:
         raise KeyError(f"unknown published table {key!r}; choose from {sorted(PUBLISHED_TABLES)}")
-    path = Path(directory or PAPER_RESULTS_DIR) / PUBLISHED_TABLES[key].file
-    if not path.exists():
-        raise ThaiEvalDataError("published table not found", path=path)
-    return pd.read_csv(path, dtype=str, keep_default_na=False).apply(lambda col: col.str.strip())
+    path = (Path(directory) if directory else PAPER_RESULTS_DIR) / PUBLISHED_TABLES[key].file
+    if not path.is_file():
+        raise ThaiEvalDataError("published table not found", path=str(path))
+    with path.open(encoding="utf-8") as fh:
+        return pd.read_csv(fh, dtype=str, keep_default_na=False).apply(lambda col: col.str.strip())
 
 
 def load_all_published(directory: str | Path | None = None) -> dict[str, pd.DataFrame]:

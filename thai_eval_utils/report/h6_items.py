@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from thai_eval_utils.compare.load import RunRef
+from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.core.provenance import sha256_text
 from thai_eval_utils.h6 import tasks as T
 from thai_eval_utils.h6.data import find_run_data
@@ -37,7 +37,7 @@ class H6Data:
     exact_templates: bool = True
 
 
-def load_run_data(run: RunRef, data_dir: Path | None) -> H6Data:
+def load_run_data(run: StoredRun, data_dir: Path | None) -> H6Data:
     """The data a Thai-H6 run was made on, when some folder holds exactly its files (by SHA-256)."""
     spec = T.get_task(run.benchmark.split("/")[-1])
     wanted = sorted((run.card.get("data_files") or {}).values())
@@ -73,7 +73,7 @@ def fewshot_examples(spec: T.TaskSpec, data: H6Data, doc: Mapping[str, Any]) -> 
         return pool_id, []
 
 
-def h6_items(run: RunRef, records: list[dict[str, Any]], metric: str, data: H6Data,
+def h6_items(run: StoredRun, records: list[dict[str, Any]], metric: str, data: H6Data,
              pools: dict[str, list[str]]) -> list[dict[str, Any]]:
     """One browser item per record (fields as :mod:`thai_eval_utils.report.items` documents); few-shot pools are
     added to ``pools`` once and referenced by id."""

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from thai_eval_utils.compare.items import Headline
-from thai_eval_utils.compare.load import RunRef
+from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.dialect.metrics import bleu
 from thai_eval_utils.h6.tasks import TASK_METRICS
@@ -28,13 +28,13 @@ from thai_eval_utils.report.runs import ReportRuns
 from thai_eval_utils.thaicli.data import load_thaicli
 
 
-def _answers(judge_run: RunRef) -> dict[str, str]:
+def _answers(judge_run: StoredRun) -> dict[str, str]:
     """ThaiCLI answers (id -> text) of the answers run the judge run names (``config.answers_run``)."""
     answers_id = (judge_run.card.get("config") or {}).get("answers_run")
     folder = judge_run.dir.parent.parent / "answers" / str(answers_id)
     if not answers_id or not (folder / "run_card.json").exists():
         return {}
-    return {str(r["id"]): str(r.get("answer", "")) for r in RunRef.from_dir(folder).records()}
+    return {str(r["id"]): str(r.get("answer", "")) for r in StoredRun.from_dir(folder).records()}
 
 
 def _thaicli_questions(data_dir: Path | None) -> pd.DataFrame | None:
@@ -44,7 +44,7 @@ def _thaicli_questions(data_dir: Path | None) -> pd.DataFrame | None:
     return load_thaicli(folder).set_index("id")
 
 
-def thaicli_items(run: RunRef, questions: pd.DataFrame | None) -> list[dict[str, Any]]:
+def thaicli_items(run: StoredRun, questions: pd.DataFrame | None) -> list[dict[str, Any]]:
     """One item per judgement (item x repeat): the question, both references, the answer, the judge's reply."""
     answers = _answers(run)
     out = []

@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from thai_eval_utils.compare.load import BENCHMARKS, RunRef, RunSelection, select_runs
+from thai_eval_utils.compare.load import BENCHMARKS, RunSelection, select_runs
+from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.core.store import list_runs
+from thai_eval_utils.core.runs import list_runs
 
 
 @dataclass
@@ -25,14 +26,14 @@ class ReportRuns:
     def models(self) -> list[str]:
         return list(self.selections)
 
-    def runs(self) -> list[tuple[str, RunRef]]:
+    def runs(self) -> list[tuple[str, StoredRun]]:
         """(model, run) for every selected run, models in order, benchmarks sorted."""
         return [(m, r) for m, sel in self.selections.items() for r in sel.runs.values()]
 
 
 def stored_models(outputs: str | Path) -> list[str]:
     """The model names of every run under ``<outputs>/runs``, sorted."""
-    return sorted({str(r["card"].get("model_name", "")) for r in list_runs(outputs)} - {""})
+    return sorted({str(r.model_name) for r in list_runs(outputs)} - {""})
 
 
 def _differences(a: RunSelection, b: RunSelection) -> list[str]:

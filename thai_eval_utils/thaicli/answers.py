@@ -69,7 +69,7 @@ def generate_answers(
     Args:
         model: a ``LocalModel`` or ``ApiModel`` (any :class:`~thai_eval_utils.core.protocols.Model`).
         df: ``data.load_thaicli`` output (id, format, theme, question, chosen, rejected).
-        outputs: the outputs folder (default ``results.outputs_dir()``).
+        outputs: the outputs folder (default :func:`~thai_eval_utils.core.provenance.outputs_dir`: ``$THAI_EVAL_OUTPUTS`` or ``outputs``).
         max_new_tokens, temperature, top_p, seed: generation settings, recorded in the run config.
         system_prompt: an optional system message (recorded; part of the config id).
         batch_size: conversations per ``model.chat`` call (and per store flush); default: an API model's

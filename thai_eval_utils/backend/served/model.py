@@ -19,7 +19,7 @@ from typing import Any
 import openai
 
 from thai_eval_utils.backend.api_replies import ApiError, describe_error
-from thai_eval_utils.backend.async_bridge import run_sync
+from thai_eval_utils.core.async_bridge import run_sync
 from thai_eval_utils.backend.client_options import (
     ClientOptions,
     HasClientOptions,

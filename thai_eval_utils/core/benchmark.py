@@ -1,0 +1,250 @@
+"""The benchmark contract (issue 29): what every consumer (compare, report, export, the command line, the batch
+runner) may ask of a benchmark, so that none of them names one.
+
+A **suite** is a named group of tasks with its own aggregation (Thai-H6: six tasks and their average; ThaiCLI:
+factoid + instruction; the dialect benchmark: its tasks and ΔDiff). A suite's runs are stored under
+``<outputs>/runs/<model>/<suite>/<task>/<config-id>/`` (the run card's ``benchmark`` is ``<suite>/<task>``), so a
+stored run names the suite that can read it. Each benchmark package implements :class:`Suite` in its ``suite``
+module; :mod:`thai_eval_utils.core.registry` finds them (and the user's own, from a file or an entry point).
+
+The hooks are what lm-evaluation-harness's ``Task``, lighteval's ``LightevalTaskConfig`` and SEA-HELM's task
+``config.yaml`` + metric class say about a task, grouped by the consumer that asks: how to run it (notebooks,
+dry run), which stored runs hold its headline scores and their per-item values (:class:`Headline`), how averages
+over tasks are made (:class:`Average`), how one item shows (:class:`ItemView`), its leaderboard table and figures,
+and its rows in the export formats. Every hook has a default, so a suite implements only what it has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
+
+import pandas as pd
+
+from thai_eval_utils.core.runs import StoredRun
+
+if TYPE_CHECKING:  # matplotlib is heavy and only the figure hook returns one
+    from matplotlib.figure import Figure
+
+Kind = Literal["binary", "mean", "corpus"]
+#: A corpus metric: hypotheses and references in, one score out (e.g. the dialect paper's corpus BLEU).
+CorpusMetric = Callable[[Sequence[str], Sequence[str]], float]
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One headline score's per-item values in one run (what compare pairs and the report resamples).
+
+    ``items`` has ``key`` (pairs an item across runs) and ``value`` (a corpus metric: ``hyp`` and ``ref``
+    instead, the metric is recomputed on the corpus with ``corpus_metric``) and detail columns for display.
+    ``stratum`` groups rows into averages (Thai-H6 task, ThaiCLI format); ``scale`` turns values into the
+    published scale (100 for 0-1 values).
+    """
+
+    name: str
+    family: str
+    stratum: str
+    kind: Kind
+    scale: float
+    items: pd.DataFrame
+    run: StoredRun
+    note: str = ""
+    corpus_metric: CorpusMetric | None = None
+
+
+@dataclass(frozen=True)
+class Average:
+    """An unweighted average of a suite's headline scores (compare resamples it within each member).
+
+    ``members`` are the headline names' prefix (``thai_h6/``); ``expected`` the number of members a complete run
+    has (fewer makes the row partial, and says so); ``scale`` the published scale of the average.
+    """
+
+    name: str
+    members: str
+    expected: int | None = None
+    scale: float = 1.0
+    min_members: int = 2
+
+
+@dataclass
+class ItemView:
+    """How one item shows in the report's item browser and the side-by-side view (every field optional).
+
+    The report embeds these with short keys (:meth:`record`); the names here are what a reader sees.
+    """
+
+    task: str
+    key: str
+    value: float | None = None
+    correct: int | None = None
+    question: str | None = None
+    choices: list[str] | None = None
+    loglikelihoods: list[float] | None = None
+    pred: int | None = None
+    gold: int | str | None = None
+    output: str | None = None
+    reference: str | None = None
+    judge_reply: str | None = None
+    judge_status: str | None = None
+    repeat: int | None = None
+    subject: str | None = None
+    fewshot: Mapping[str, Any] | None = None
+    prompt_hash: str | None = None
+    note: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    #: ItemView field -> the report's short key (report/items.py documents them).
+    SHORT: ClassVar[dict[str, str]] = {
+        "task": "t", "key": "k", "value": "v", "correct": "c", "question": "q", "choices": "ch", "loglikelihoods": "ll",
+        "pred": "p", "gold": "g", "output": "o", "reference": "ref", "judge_reply": "j", "judge_status": "js",
+        "repeat": "r", "subject": "sub", "fewshot": "fs", "prompt_hash": "hash", "note": "note",
+    }  # fmt: skip
+
+    def record(self, family: str) -> dict[str, Any]:
+        """The short-keyed record the report embeds (fields left None are left out, except ``v``)."""
+        out: dict[str, Any] = {"b": family}
+        for name, short in self.SHORT.items():
+            value = getattr(self, name)
+            if value is not None or name == "value":
+                out[short] = value
+        return {**out, **self.extra}
+
+
+@dataclass(frozen=True)
+class Sides:
+    """An item of a comparison as the side-by-side table shows it: the input, the reference, both outputs and
+    (judged benchmarks) both judge replies."""
+
+    input: str = ""
+    reference: str = ""
+    output_a: str = ""
+    output_b: str = ""
+    explanation_a: str = ""
+    explanation_b: str = ""
+
+
+@dataclass(frozen=True)
+class LeaderboardTable:
+    """One table of the report's leaderboard: its key, its title and its value columns in display order."""
+
+    key: str
+    title: str
+    columns: tuple[str, ...]
+    by_dialect: bool = False
+
+
+@runtime_checkable
+class Interval(Protocol):
+    """What the leaderboard hooks use to make a cell's interval (``report.leaderboard.Bootstrap``)."""
+
+    level: float
+    n_resamples: int
+    seed: int
+
+
+class Suite:
+    """The contract between one benchmark and every consumer; subclass it in ``<package>/suite.py``.
+
+    Class attributes say what the suite is; methods answer the consumers. Every method has a default (nothing
+    to show), so a suite implements only what it has.
+    """
+
+    #: The registry key and the run card's ``benchmark`` prefix (``thai_h6``); also ``--benchmarks``'s name.
+    name: ClassVar[str] = ""
+    #: A title for tables and the report.
+    title: ClassVar[str] = ""
+    #: Where the suite sorts among suites (tables, compare rows, the report); ties by name.
+    position: ClassVar[int] = 100
+    #: The version of the suite's protocol (recorded in exports).
+    version: ClassVar[str] = "1"
+    #: The tasks that run alone (``thai-eval run --benchmarks <suite>/<task>``), in display order.
+    tasks: ClassVar[tuple[str, ...]] = ()
+    #: The notebooks ``thai-eval run`` executes for this suite, in order (under ``notebooks/``).
+    notebooks: ClassVar[tuple[str, ...]] = ()
+    #: The folder under a data root (``--data DIR``) that holds this suite's data.
+    data_folder: ClassVar[str] = ""
+    #: Averages over the suite's headline scores (compare's stratified rows, the leaderboard's average columns).
+    averages: ClassVar[tuple[Average, ...]] = ()
+    #: The suite's leaderboard tables (the report).
+    leaderboard_tables: ClassVar[tuple[LeaderboardTable, ...]] = ()
+
+    # ------------------------------------------------------------------------------------------- stored runs
+    def holds_headlines(self, run: StoredRun) -> bool:
+        """Whether ``run`` holds this suite's headline scores (default: every run of the suite)."""
+        return run.family == self.name
+
+    def headlines(self, run: StoredRun, data_dir: Path | None = None) -> list[Headline]:
+        """The run's headline scores, per item; ``data_dir`` is a data root for what records lack."""
+        return []
+
+    def order(self, headline_name: str) -> int:
+        """Where a headline (or average) row sorts within the suite (default: by task, else last)."""
+        task = headline_name.split("/")[1] if "/" in headline_name else ""
+        return self.tasks.index(task) if task in self.tasks else len(self.tasks)
+
+    # ------------------------------------------------------------------------------------------------ display
+    def item_views(self, run: StoredRun, heads: Sequence[Headline], data_dir: Path | None,
+                   pools: dict[str, list[str]], notes: list[str]) -> list[ItemView]:
+        """Every item of ``run`` as the report shows it (``pools``: few-shot blocks shared by items; ``notes``:
+        what could not be shown and why)."""
+        return []
+
+    def sides(self, head: Headline, key: str, row_a: pd.Series, row_b: pd.Series, data_dir: Path | None) -> Sides:
+        """One item of a comparison side by side (default: the items' ``input``/``ref``/``hyp`` columns)."""
+        def text(row: pd.Series, col: str) -> str:
+            value = row.get(col)
+            return "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+        return Sides(text(row_a, "input"), text(row_a, "ref"), text(row_a, "hyp"), text(row_b, "hyp"))
+
+    def leaderboard_cells(self, model: str, heads: Sequence[Headline], boot: Interval) -> list[dict[str, Any]]:
+        """The model's cells of this suite's leaderboard tables (``report.leaderboard.CELL_COLUMNS``)."""
+        return []
+
+    def figures(self, runs: Mapping[str, Mapping[str, StoredRun]], heads: Mapping[str, Sequence[Headline]]
+                ) -> list[tuple[str, Figure | None]]:
+        """(caption, figure) for the report; ``runs``: model -> benchmark -> run; ``heads``: model -> headlines."""
+        return []
+
+    # ------------------------------------------------------------------------------------------------ exports
+    def leaderboard_results(self, run: StoredRun) -> dict[str, dict[str, float]]:
+        """The run's entries of the Thai LLM Leaderboard results JSON (task key -> metric -> value)."""
+        return {}
+
+    def leaderboard_summary(self, results: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
+        """Entries computed over a model's exported tasks (e.g. an average), added to its results JSON."""
+        return {}
+
+    def detail_rows(self, run: StoredRun) -> list[dict[str, Any]]:
+        """The run's rows of the Parquet details table (default: each record, flat, with the run's identity)."""
+        return [{"model": run.model_name, "benchmark": run.benchmark, "task": run.task, **rec} for rec in run.records()]
+
+    def lm_eval_task(self, run: StoredRun) -> str | None:
+        """The lm-evaluation-harness task name the run exports as (None: the run is not in that format)."""
+        return None
+
+    # ---------------------------------------------------------------------------------------------------- run
+    def notebook_parameters(self, tasks: tuple[str, ...]) -> dict[str, Any]:
+        """Papermill parameters the suite's notebooks need besides the common ones (model, limit, data, outputs);
+        ``tasks``: the tasks asked for (empty: all)."""
+        return {}
+
+    def dry_run(self, data: Path, tokenizer: TokenCounter, *, limit: int | None, max_new_tokens: int | None
+                ) -> list[dict[str, Any]]:
+        """Rows of ``thai-eval run --dry-run`` (``cli.dry_run.COLUMNS``): what a run would compute, per task."""
+        return []
+
+    def __repr__(self) -> str:
+        return f"<suite {self.name}: {', '.join(self.tasks) or 'no tasks'}>"
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """A tokenizer for counting (``cli.dry_run.Tokenizer``): ``count`` is None when no tokenizer is at hand."""
+
+    tokenizer: Any
+    source: str
+
+    def count(self, texts: Sequence[str]) -> int | None: ...

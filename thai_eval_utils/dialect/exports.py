@@ -1,0 +1,8 @@
+"""The Thai dialect benchmark in the export formats and before a run (issue 29): its Thai LLM Leaderboard entries,
+Parquet details and the dry run: the export and run hooks of :class:`thai_eval_utils.core.benchmark.Suite`."""
+
+from __future__ import annotations
+
+
+class DialectExports:
+    """The export and run hooks of the Thai dialect suite (mixed into :class:`~.suite.DialectSuite`)."""

@@ -1,0 +1,24 @@
+"""The Thai dialect suite as the registry sees it (issue 29): its name, tasks, notebooks and data folder; the
+display hooks are in :mod:`.views`, the export and run hooks in :mod:`.exports`."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from thai_eval_utils.core.benchmark import Suite
+from thai_eval_utils.dialect.exports import DialectExports
+from thai_eval_utils.dialect.views import DialectViews
+
+
+class DialectSuite(DialectViews, DialectExports, Suite):
+    """Thai dialects (Limkonchotiwat et al. 2025, Table 1)."""
+
+    name: ClassVar[str] = "dialect"
+    title: ClassVar[str] = "Thai dialects (Limkonchotiwat et al. 2025, Table 1)"
+    position: ClassVar[int] = 30
+    tasks: ClassVar[tuple[str, ...]] = ("generation",)
+    notebooks: ClassVar[tuple[str, ...]] = ("dialect_benchmark.ipynb", "dialect_human_eval.ipynb", "judge_vs_human.ipynb")
+    data_folder: ClassVar[str] = "dialect"
+
+
+SUITE = DialectSuite()

@@ -1,0 +1,8 @@
+"""How the ThaiCLI benchmark shows in compare and the report (issue 29): its headline scores per item, its items,
+its leaderboard cells and figures: the display hooks of :class:`thai_eval_utils.core.benchmark.Suite`."""
+
+from __future__ import annotations
+
+
+class ThaiCLIViews:
+    """The display hooks of the ThaiCLI suite (mixed into :class:`~.suite.ThaiCLISuite`)."""
