@@ -41,7 +41,7 @@ $(VENV)/.installed-serve: $(VENV)/.installed
 
 # Dequantise the embedded Gemma 3 270M GGUF once into the cache ($$THAI_EVAL_CACHE or ~/.cache/thai-eval).
 model: install
-	$(PY) -c "from thai_eval_utils.core.model_sources import embedded_model_dir; print('embedded model:', embedded_model_dir())"
+	$(PY) -c "from thai_eval_utils.backend.model_sources import embedded_model_dir; print('embedded model:', embedded_model_dir())"
 
 demo: model
 	$(PY) -m thai_eval_utils.batch --demo --outputs $(OUTPUTS)

@@ -31,11 +31,11 @@ def packed_row(tok, pairs: list[tuple[str, str]], budget: int):
     """The first packed row the tree runner would build for these requests: the common prefix of every fed
     sequence as the trunk, then whole documents (context segment, one child segment per continuation) in order,
     up to ``budget`` tokens. Returns ``(ids, positions, segments, ancestors, n_docs)``."""
-    from thai_eval_utils.core.loglikelihood import _encode
-    from thai_eval_utils.core.prefix_tree import ancestor_matrix
+    from thai_eval_utils.backend.encoding import encode_pairs
+    from thai_eval_utils.backend.prefix_tree import ancestor_matrix
 
     docs: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
-    for ctx, cont in _encode(tok, pairs, False):
+    for ctx, cont in encode_pairs(tok, pairs, False):
         docs.setdefault(tuple(ctx), []).append(tuple(cont[:-1]) if len(cont) > 1 else ())
     ctxs = list(docs)
     trunk = 0
@@ -84,10 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    from thai_eval_utils.core import packed_attention as pt
-    from thai_eval_utils.core.decoder import Decoder
-    from thai_eval_utils.core.local_model import LocalModel
-    from thai_eval_utils.core.models import embedded_model_dir
+    from thai_eval_utils.backend import packed_attention as pt
+    from thai_eval_utils.backend.decoder import Decoder
+    from thai_eval_utils.backend.local_model import LocalModel
+    from thai_eval_utils.backend.models import embedded_model_dir
 
     md = embedded_model_dir()
     model = AutoModelForCausalLM.from_pretrained(md, dtype=torch.float32).eval()

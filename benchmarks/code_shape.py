@@ -8,9 +8,10 @@ from git (``git archive``, so the working tree is never touched and uncommitted 
   *own*: this script's AST reading (absolute and relative imports, at module level and inside functions;
   ``from pkg import name`` is an import of ``pkg.name`` when that is a module, else of ``pkg``), and *grimp*: the
   ``grimp`` import-graph library (import-linter's engine) on the same files. In both, a module importing its own
-  parent package (``core.served.model`` importing ``core.served``) is not counted as an edge: Python initialises a
-  parent before its children, so it closes no import-order cycle. Package level twice: top-level subpackages (``core``, ``stats``, ``h6``, ...; the layers of
-  DEVELOPERS.md) and every package (``core.served`` apart from ``core``);
+  parent package (``backend.served.model`` importing ``backend.served``) is not counted as an edge: Python
+  initialises a parent before its children, so it closes no import-order cycle. Package level twice: top-level
+  subpackages (``core``, ``backend``, ``stats``, ``h6``, ...; the layers of DEVELOPERS.md) and every package
+  (``backend.served`` apart from ``backend``);
 - imports of the package's own modules made inside functions;
 - modules over 400 lines (and whether a comment says why: the module mentions "400 lines") and functions over
   60 lines (``def`` line to last line, nested functions and methods too);
@@ -129,8 +130,8 @@ def grimp_imports(src: Source) -> Graph:
 
 # ----------------------------------------------------------------------------------------------------- cycles
 def without_parent_imports(graph: Graph, packages: set[str]) -> Graph:
-    """``graph`` less self-imports and the imports of a module's own parent packages (``core.served.model``
-    importing ``core.served``): Python initialises a parent before its children, so these close no import-order
+    """``graph`` less self-imports and the imports of a module's own parent packages (``backend.served.model``
+    importing ``backend.served``): Python initialises a parent before its children, so these close no import-order
     cycle. A package ``__init__`` importing its submodules is an edge like any other."""
     return {m: {d for d in deps if d != m and not (d in packages and m.startswith(d + "."))}
             for m, deps in graph.items()}
@@ -188,7 +189,7 @@ def cycles(graph: Graph) -> list[list[str]]:
 
 
 def top_package(module: str) -> str:
-    """``thai_eval_utils.core.served.model`` -> ``core``; a module at the package's root is its own package."""
+    """``thai_eval_utils.backend.served.model`` -> ``backend``; a module at the package's root is its own package."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "(root)"
 
@@ -326,7 +327,7 @@ ROWS = [
      lambda s: f"{s.edges['own']} / {s.edges['grimp']} ({s.edges_differ})"),
     ("import cycles, module level: own / grimp (nodes in them)", lambda s: _cycle_cell(s, "module")),
     ("import cycles, top-level packages: own / grimp", lambda s: _cycle_cell(s, "top package")),
-    ("import cycles, every package (core.served apart): own / grimp", lambda s: _cycle_cell(s, "every package")),
+    ("import cycles, every package (backend.served apart): own / grimp", lambda s: _cycle_cell(s, "every package")),
     ("imports of the package inside functions", lambda s: str(len(s.inner_imports))),
     (f"modules over {MAX_MODULE_LINES} lines (of them with no comment saying why)",
      lambda s: f"{len(s.places['long modules'])} ({sum('says why' not in m for m in s.places['long modules'])})"),

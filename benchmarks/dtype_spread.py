@@ -81,9 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from thai_eval_utils.core.local_model import LocalModel
-    from thai_eval_utils.core.loglikelihood import _encode
-    from thai_eval_utils.core.models import embedded_model_dir
+    from thai_eval_utils.backend.local_model import LocalModel
+    from thai_eval_utils.backend.encoding import encode_pairs
+    from thai_eval_utils.backend.models import embedded_model_dir
 
     model_dir = bench.tiny_model_dir() if args.quick else embedded_model_dir()
     tok = AutoTokenizer.from_pretrained(model_dir)
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     for setting in args.settings.split(","):
         ev = bench.evaluate_setting(local, setting, bench.WORK / "dtype-store" / setting)
         pairs = ev["requests"]
-        n_tokens = [max(len(c), 1) for _, c in _encode(tok, pairs, False)]
+        n_tokens = [max(len(c), 1) for _, c in encode_pairs(tok, pairs, False)]
         scored = {d: bench.run_engine(m, tok, pairs)[2] for d, m in models.items()}
         results["settings"][setting] = spread(setting, ev["docs"], [len(d) for d in ev["doc_lls"]], n_tokens,
                                               scored["float32"], scored["bfloat16"])

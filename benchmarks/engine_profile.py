@@ -52,10 +52,11 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from thai_eval_utils.core import decoder
-    from thai_eval_utils.core.local_model import LocalModel
-    from thai_eval_utils.core.loglikelihood import _encode, _fed, loglikelihood
-    from thai_eval_utils.core.models import embedded_model_dir
+    from thai_eval_utils.backend import decoder
+    from thai_eval_utils.backend.local_model import LocalModel
+    from thai_eval_utils.backend.encoding import encode_pairs, fed_tokens
+    from thai_eval_utils.backend.loglikelihood import loglikelihood
+    from thai_eval_utils.backend.models import embedded_model_dir
 
     model_dir = embedded_model_dir()
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
@@ -63,8 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     ml = bench.max_length(model, tok)
     local = LocalModel(model, tok, name="profile", max_length=ml)
     pairs, ev_wall, ev_ll = requests_of(local, args.setting)
-    enc = _encode(tok, pairs, False)
-    seqs, targets = _fed(enc, ml)
+    enc = encode_pairs(tok, pairs, False)
+    seqs, targets = fed_tokens(enc, ml)
     work = bench.work_ratio(model, tok, enc)
     print(f"{args.setting}: {len(pairs)} requests; context tokens {min(len(c) for c, _ in enc)}-"
           f"{max(len(c) for c, _ in enc)}, continuation tokens {min(len(t) for t in targets)}-"

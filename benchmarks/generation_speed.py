@@ -47,12 +47,12 @@ from transformers import (  # noqa: E402
 )
 
 from thai_eval_utils import dialect  # noqa: E402
-from thai_eval_utils.core.generation import Engine, GenerationStats, encode_prompts  # noqa: E402
-from thai_eval_utils.core.local_model import LocalModel  # noqa: E402
-from thai_eval_utils.core.models import GEMMA3_CHAT_TEMPLATE, embedded_model_dir  # noqa: E402
-from thai_eval_utils.core.prefill_plan import MIN_SHARED_TOKENS  # noqa: E402
-from thai_eval_utils.core.prefix_tree import tree_positions  # noqa: E402
-from thai_eval_utils.core.stops import cut_at_stop  # noqa: E402
+from thai_eval_utils.backend.generation import Engine, GenerationStats, encode_prompts  # noqa: E402
+from thai_eval_utils.backend.local_model import LocalModel  # noqa: E402
+from thai_eval_utils.backend.models import GEMMA3_CHAT_TEMPLATE, embedded_model_dir  # noqa: E402
+from thai_eval_utils.backend.prefill_plan import MIN_SHARED_TOKENS  # noqa: E402
+from thai_eval_utils.backend.prefix_tree import tree_positions  # noqa: E402
+from thai_eval_utils.backend.stops import cut_at_stop  # noqa: E402
 from thai_eval_utils.h6 import evaluate  # noqa: E402
 from thai_eval_utils.h6.data import load_h6_task  # noqa: E402
 from thai_eval_utils.h6.protocol import LEADERBOARD  # noqa: E402
@@ -81,9 +81,8 @@ class NewEngine(LocalModel):
         return texts
 
     def computed(self) -> int:
-        """Token positions fed to the decoder: prompts, each decode step's row, and the draft positions (drafts and
-        their padding) that the greedy rows verified."""
-        return self.work.prompt_tokens + self.work.decode_row_steps + self.work.draft_positions
+        """Token positions fed to the decoder: prompts and each decode step's row."""
+        return self.work.prompt_tokens + self.work.decode_row_steps
 
     def perfect(self) -> int:
         """What a perfect scheduler computes for the same texts: every distinct prompt position (the prompts of one
@@ -208,15 +207,6 @@ def gsm8k(model_dir: Path, args) -> dict:
     log(f"  thai-eval {sec:.1f} s")
     rows = [{"engine": "thai-eval (new)", "seconds": sec, "load": load1, "computed": new.computed(), "equal": len(prompts)}]
     generated, perfect = new.work.generated_tokens, new.perfect()
-    if args.drafts:
-        new.draft_tokens = args.drafts
-        new.reset()
-        drafted, dsec, dload = timed(new.generate, prompts, **kw)
-        log(f"  thai-eval with prompt-lookup drafts of {args.drafts}: {dsec:.1f} s")
-        rows.append({"engine": f"thai-eval, prompt-lookup drafts of {args.drafts}", "seconds": dsec, "load": dload,
-                     "computed": new.computed(), "equal": sum(a == b for a, b in zip(ours, drafted)),
-                     "differ": diff(ours, drafted), "steps": new.work.steps})
-        new.draft_tokens = 0
     if args.whole_prefill:
         new.min_shared = 0
         new.reset()
@@ -340,7 +330,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-sizes", default="1,8,16", help="lm-eval's batch sizes on GSM8K")
     ap.add_argument("--limit", type=int, help="GSM8K: the first N documents; ThaiCLI/dialects: N per format/task")
     ap.add_argument("--max-new-tokens", type=int, help="ThaiCLI/dialects: this budget instead of the notebooks'")
-    ap.add_argument("--drafts", type=int, default=0, help="GSM8K: also thai-eval with prompt-lookup drafts of N")
     ap.add_argument("--whole-prefill", action="store_true",
                     help="GSM8K: also thai-eval prefilling every prompt whole (no shared prefixes)")
     ap.add_argument("--gsm8k-old", action="store_true", help="GSM8K: also the engine before issue 19")

@@ -124,7 +124,7 @@ log = hps.log
 # --- tokenizer ------------------------------------------------------------------------------------------------
 def prepare_tokenizer() -> Path:
     """Copy the embedded model's tokenizer (gzipped: 33 MB -> 5 MB) to the folder that travels to the GPU."""
-    from thai_eval_utils.core.model_sources import embedded_model_dir
+    from thai_eval_utils.backend.model_sources import embedded_model_dir
 
     src = embedded_model_dir()
     CARRIED_TOKENIZER.mkdir(parents=True, exist_ok=True)
@@ -151,7 +151,7 @@ def load_tokenizer(tiny: bool, path: Path | None):
             shutil.copyfileobj(fi, fo)
         path = tmp
     if path is None:
-        from thai_eval_utils.core.model_sources import embedded_model_dir
+        from thai_eval_utils.backend.model_sources import embedded_model_dir
 
         path = embedded_model_dir()
     try:
@@ -492,7 +492,7 @@ def run_task(ctx: Ctx, step: Step, lm, task: str) -> dict:
 
 def run_step(ctx: Ctx, step: Step) -> None:
     """Build one model, warm both sides up on the first document, then run each task; results after each."""
-    from thai_eval_utils.core.local_model import LocalModel
+    from thai_eval_utils.backend.local_model import LocalModel
 
     entry = ctx.results["models"].setdefault(step.shape, {"dtype": SHAPES[step.shape].dtype, "role": step.role,
                                                           "tasks": {}})

@@ -5,12 +5,9 @@ The 8B shape of ``gpu_bench.SHAPES`` (Llama-3.1-8B, bfloat16, random weights, th
 from GSM8K-shaped prompts: 5-shot Thai prompts built by ``thai_eval_utils.h6.tasks`` from the shipped samples (the
 12 test questions cycled, 5 of the 6 train examples drawn per prompt, the first numbered as ``gpu_bench`` numbers
 its tiled documents), greedy, 256 new tokens, lm-eval 0.4.13's GSM8K stops. Both sides run on the same model
-object: thai-eval as configured by default (prompt-lookup drafts off) and with ``DRAFTS`` draft tokens (a GPU
-decode step is bound by reading the weights, so verifying drafts may pay there as it does not on the CPU; random
-weights repeat themselves, though, which makes drafts right more often than on a trained model), and
-``HFLM(pretrained=model, tokenizer=tok, batch_size=B)`` at a few batch sizes, largest first (a smaller one is
-skipped when its estimate would pass the time budget). Recorded per side: wall time, generated tokens/s, peak GPU
-memory, texts equal to thai-eval's. Random weights give garbage, but deterministic greedy garbage: in bfloat16 a
+object: thai-eval as configured by default and ``HFLM(pretrained=model, tokenizer=tok, batch_size=B)`` at a few
+batch sizes, largest first (a smaller one is skipped when its estimate would pass the time budget). Recorded per
+side: wall time, generated tokens/s, peak GPU memory, texts equal to thai-eval's. Random weights give garbage, but deterministic greedy garbage: in bfloat16 a
 batch's shapes can flip a near-tie token, so differing texts are reported, not failed. The tiny configuration
 (``--tiny``: a 2-layer model on the CPU, float32) also checks thai-eval's texts against transformers' ``generate``
 at batch size 1.
@@ -26,15 +23,14 @@ from typing import TYPE_CHECKING
 
 import gpu_bench as gb
 from lmeval_generate import count_positions
-from thai_eval_utils.core.prefix_tree import tree_positions
+from thai_eval_utils.backend.prefix_tree import tree_positions
 from thai_eval_utils.h6.protocol import GSM8K_MAX_NEW_TOKENS, GSM8K_STOPS_H
 
 if TYPE_CHECKING:
-    from thai_eval_utils.core.local_model import LocalModel
+    from thai_eval_utils.backend.local_model import LocalModel
 
 GSM8K = gb.DATA / "th_gsm8k"
 STOPS = GSM8K_STOPS_H  # lm-eval 0.4.13's gsm8k.yaml: "Question:", "</s>", "<|im_end|>"
-DRAFTS = 4  # prompt-lookup draft tokens of thai-eval's second run (LocalModel.draft_tokens; 0, off, by default)
 
 
 @dataclass(frozen=True)
@@ -70,14 +66,9 @@ def gsm8k_prompts(n: int, seed: int, shots: int) -> list[str]:
 
 
 # --- the sides ------------------------------------------------------------------------------------------------
-def run_thai_eval(lm: LocalModel, prompts: list[str], plan: GenPlan, drafts: int) -> tuple[list[str], dict]:
-    """thai-eval's ``LocalModel.generate`` with ``drafts`` prompt-lookup draft tokens (``LocalModel.draft_tokens``;
-    restored afterwards); (texts, the engine's work counts)."""
-    default, lm.draft_tokens = lm.draft_tokens, drafts
-    try:
-        texts = lm.generate(prompts, max_new_tokens=plan.max_new_tokens, stop=list(STOPS))
-    finally:
-        lm.draft_tokens = default
+def run_thai_eval(lm: LocalModel, prompts: list[str], plan: GenPlan) -> tuple[list[str], dict]:
+    """thai-eval's ``LocalModel.generate``; (texts, the engine's work counts)."""
+    texts = lm.generate(prompts, max_new_tokens=plan.max_new_tokens, stop=list(STOPS))
     return texts, asdict(lm.last_generation)
 
 
@@ -97,7 +88,7 @@ def reference(model, tok, prompts: list[str], max_new_tokens: int) -> list[str]:
     cut before the first stop string: what lm-eval's batch size 1 does."""
     import torch
 
-    from thai_eval_utils.core.stops import cut_at_stop
+    from thai_eval_utils.backend.stops import cut_at_stop
 
     out = []
     with torch.inference_mode():
@@ -110,8 +101,8 @@ def reference(model, tok, prompts: list[str], max_new_tokens: int) -> list[str]:
 
 
 def computed(stats: dict) -> int:
-    """Token positions thai-eval's engine fed: prompts, one per decode row step, drafts (and their padding)."""
-    return stats["prompt_tokens"] + stats["decode_row_steps"] + stats["draft_positions"]
+    """Token positions thai-eval's engine fed: prompts and one per decode row step."""
+    return stats["prompt_tokens"] + stats["decode_row_steps"]
 
 
 def perfect(stats: dict, prompts: int, distinct_prompt_tokens: int) -> int:
@@ -138,7 +129,7 @@ def _side(res: dict, generated: int, base: list[str] | None) -> dict:
 
 # --- the run --------------------------------------------------------------------------------------------------
 def run(ctx: gb.Ctx, plan: GenPlan, budget_s: float) -> dict:
-    """Build the model, warm both sides up, time thai-eval (its default, then with drafts) and lm-eval at each batch
+    """Build the model, warm both sides up, time thai-eval and lm-eval at each batch
     size (largest first; skipped once the deadline is passed or its estimate from the last batch size would pass it),
     within ``budget_s`` seconds from the start of this part. The record is kept in ``ctx.results["generation"]``
     and written after every measurement."""
@@ -151,12 +142,11 @@ def run(ctx: gb.Ctx, plan: GenPlan, budget_s: float) -> dict:
     hflm, inst, why = ctx.lmeval
     t0 = time.perf_counter()
     warm = GenPlan(plan.shape, 1, 4, (1,), 0)
-    run_thai_eval(lm, prompts[:1], warm, lm.draft_tokens)
+    run_thai_eval(lm, prompts[:1], warm)
     if hflm:
         run_lmeval(hflm, inst, model, ctx.tok, prompts[:1], 4, 1)
     rec["warmup_seconds"] = round(time.perf_counter() - t0, 1)
-    rec["thai_eval_drafts"] = lm.draft_tokens
-    ours = gb.timed(lambda: run_thai_eval(lm, prompts, plan, lm.draft_tokens), ctx.device)
+    ours = gb.timed(lambda: run_thai_eval(lm, prompts, plan), ctx.device)
     if "error" in ours:
         rec["thai_eval"] = _side(ours, 0, None)
         return rec
@@ -165,13 +155,6 @@ def run(ctx: gb.Ctx, plan: GenPlan, budget_s: float) -> dict:
     rec["thai_eval"] = {**_side(ours, generated, None), "computed_positions": computed(stats), "work": stats}
     gb.log(f"  thai-eval {rec['thai_eval']}")
     gb.write_results(ctx.out, ctx.results)
-    if time.monotonic() < deadline:
-        drafted = gb.timed(lambda: run_thai_eval(lm, prompts, plan, DRAFTS), ctx.device)
-        rec["thai_eval_with_drafts"] = _side(drafted, generated, texts)
-        if "result" in drafted:
-            rec["thai_eval_with_drafts"].update(computed_positions=computed(drafted["result"][1]),
-                                                drafts=DRAFTS, work=drafted["result"][1])
-        gb.log(f"  thai-eval, {DRAFTS} draft tokens {rec['thai_eval_with_drafts']}")
     rec["lmeval"] = lmeval_trials(ctx, plan, model, prompts, texts, generated, deadline) if hflm else {"skipped": why}
     ok = [t for t in rec["lmeval"] if "texts_equal" in t] if hflm else []
     if ok:
@@ -189,7 +172,7 @@ def run(ctx: gb.Ctx, plan: GenPlan, budget_s: float) -> dict:
 def prepare(ctx: gb.Ctx, plan: GenPlan, rec: dict) -> tuple[list[str], LocalModel]:
     """The plan's prompts (their token counts into ``rec``) and a ``LocalModel`` on the freshly built random-weight
     model (build time and parameter count into ``rec``)."""
-    from thai_eval_utils.core.local_model import LocalModel
+    from thai_eval_utils.backend.local_model import LocalModel
 
     prompts = gsm8k_prompts(plan.prompts, ctx.seed, plan.shots)
     ids = ctx.tok(prompts, add_special_tokens=False)["input_ids"]
@@ -257,12 +240,7 @@ def markdown(rec: dict) -> list[str]:
                   "failed). Positions computed: prompt tokens plus fed decode positions (lm-eval: rows x (padded "
                   "width + new tokens - 1) per batch, padding and finished rows included)."),
              "", "| side | seconds | generated tokens/s | peak GiB | texts equal | positions computed |",
-             "|---|---|---|---|---|---|", _row(f"thai-eval (draft tokens {rec['thai_eval_drafts']}, its default)", te,
-                                                n)]
-    if "thai_eval_with_drafts" in rec:
-        td = rec["thai_eval_with_drafts"]
-        lines.append(_row(f"thai-eval, prompt-lookup drafts of {DRAFTS} tokens"
-                          + (f" ({td['work']['draft_accepted']:,} accepted)" if "work" in td else ""), td, n))
+             "|---|---|---|---|---|---|", _row("thai-eval", te, n)]
     lm = rec.get("lmeval", {})
     if isinstance(lm, dict):
         lines.append(f"| lm-eval | {lm.get('skipped', '-')} | | | | |")

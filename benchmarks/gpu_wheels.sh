@@ -36,11 +36,11 @@ target, repo = sys.argv[1], sys.argv[2]
 before = set(sys.modules)
 import gpu_bench  # noqa: F401  (puts the repo on sys.path)
 import gpu_generation  # noqa: F401  (the generation part)
-from thai_eval_utils.core.generation import generate  # noqa: F401
-from thai_eval_utils.core.stops import cut_at_stop  # noqa: F401
+from thai_eval_utils.backend.generation import generate  # noqa: F401
+from thai_eval_utils.backend.stops import cut_at_stop  # noqa: F401
 from lm_eval.api.instance import Instance  # noqa: F401
 from lm_eval.models.huggingface import HFLM  # noqa: F401
-from thai_eval_utils.core.local_model import LocalModel  # noqa: F401
+from thai_eval_utils.backend.local_model import LocalModel  # noqa: F401
 from thai_eval_utils.h6 import tasks  # noqa: F401
 device = {"PIL", "accelerate", "certifi", "charset_normalizer", "cloudpickle", "colorama", "dateutil", "filelock",
           "fsspec", "hf_xet", "huggingface_hub", "idna", "jinja2", "joblib", "markupsafe", "mpmath", "networkx",

@@ -273,7 +273,7 @@ def run_lmeval(py: Path, model_dir: Path, setting: str, bs: int, out: Path, mem_
 def run_engine(model, tok, pairs: list[tuple[str, str]], budget: int | None = None
                ) -> tuple[float, float, list[tuple[float, bool]]]:
     """thai-eval's engine on the setting's requests; timed like lm-eval (tokenization in, model load out)."""
-    from thai_eval_utils.core.loglikelihood import loglikelihood
+    from thai_eval_utils.backend.loglikelihood import loglikelihood
 
     t0, c0 = time.perf_counter(), time.process_time()
     out = loglikelihood(model, tok, pairs, add_bos_token=False, max_length=max_length(model, tok), progress=False,
@@ -317,12 +317,12 @@ def work_ratio(model, tok, encoded: list[tuple[list[int], list[int]]]) -> dict:
     exact method reaches when both sides run at the same FLOP rate."""
     import torch
 
-    from thai_eval_utils.core.loglikelihood import _fed
-    from thai_eval_utils.core.prefix_tree import build_tree
+    from thai_eval_utils.backend.encoding import fed_tokens
+    from thai_eval_utils.backend.prefix_tree import build_tree
 
     head = model.get_output_embeddings().weight
     body = sum(m.weight.numel() for m in model.base_model.modules() if isinstance(m, torch.nn.Linear))
-    seqs, targets = _fed(encoded, max_length(model, tok))
+    seqs, targets = fed_tokens(encoded, max_length(model, tok))
     # lm-eval's logits cache (HFLM, group_by="contexts"): requests with the same fed sequence (one-token
     # continuations after one context, e.g. MMLU's " A".." D") share one forward; so count each distinct one once
     fed = sum(len(s) for s in set(seqs) if s)
@@ -513,9 +513,10 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from thai_eval_utils.core.local_model import LocalModel
-    from thai_eval_utils.core.loglikelihood import _encode, default_budget
-    from thai_eval_utils.core.models import embedded_model_dir
+    from thai_eval_utils.backend.local_model import LocalModel
+    from thai_eval_utils.backend.encoding import encode_pairs
+    from thai_eval_utils.backend.loglikelihood import default_budget
+    from thai_eval_utils.backend.models import embedded_model_dir
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -563,7 +564,7 @@ def main(argv: list[str] | None = None) -> int:
             results["budgets"][setting] = {int(b): run_engine(model, tok, pairs, int(b))[0]
                                            for b in args.budgets.split(",")}
         log(f"  transformers KV-cache yardstick on {setting}")
-        encoded = _encode(tok, pairs, False)  # lm-eval's tokens, once
+        encoded = encode_pairs(tok, pairs, False)  # lm-eval's tokens, once
         results["settings"][setting] = summarise(setting, runs, engine, out, ev, encoded, hf_cache_path(model, encoded))
         results["settings"][setting]["work"] = work_ratio(model, tok, encoded)
         block = finish(results, args, command, run_dir)  # after every setting: a partial run still reports

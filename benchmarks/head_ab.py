@@ -1,8 +1,9 @@
 """The output layer's cost before and after issue 24's buffer reuse: ``Head`` of a given git revision (in
-``core/decoder.py``, or in ``core/prefix_tree.py`` before issue 23 split it) against the working tree's
-(``core.decoder.Head``), on the embedded Gemma 3 270M's output layer (262,144 x 640, float32, CPU), random
-hidden states of ``--rows`` scored rows, alternating, CPU time (``time.process_time``) per call; the results must
-be identical. ``--rows 876`` is the number of scored rows of the "longanswer0" setting of h6_parity_speed.py:
+``backend/decoder.py``; in ``core/decoder.py`` before issue 29 moved it, in ``core/prefix_tree.py`` before issue 23
+split it) against the working tree's (``backend.decoder.Head``), on the embedded Gemma 3 270M's output layer
+(262,144 x 640, float32, CPU), random hidden states of ``--rows`` scored rows, alternating, CPU time
+(``time.process_time``) per call; the results must be identical. ``--rows 876`` is the number of scored rows of
+the "longanswer0" setting of h6_parity_speed.py:
 
     .venv/bin/python benchmarks/head_ab.py --base <commit> --rows 876 --threads 1
 """
@@ -34,16 +35,16 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from thai_eval_utils.core import decoder
-    from thai_eval_utils.core.models import embedded_model_dir
+    from thai_eval_utils.backend import decoder
+    from thai_eval_utils.backend.models import embedded_model_dir
 
     torch.set_num_threads(args.threads)
     def show(path: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", "-C", str(REPO), "show", f"{args.base}:thai_eval_utils/core/{path}"],
+        return subprocess.run(["git", "-C", str(REPO), "show", f"{args.base}:thai_eval_utils/{path}"],
                               capture_output=True, text=True)
 
-    found = show("decoder.py")
-    old_src = (found if found.returncode == 0 else show("prefix_tree.py")).stdout
+    found = next((f for f in map(show, ("backend/decoder.py", "core/decoder.py")) if f.returncode == 0), None)
+    old_src = (found or show("core/prefix_tree.py")).stdout
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(old_src)
     spec = importlib.util.spec_from_file_location("old_prefix_tree", f.name)

@@ -134,7 +134,7 @@ def readme(command: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    from thai_eval_utils.core.model_sources import embedded_model_dir
+    from thai_eval_utils.backend.model_sources import embedded_model_dir
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--lmeval-python", type=Path,

@@ -30,8 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from thai_eval_utils.core.loglikelihood import _encode, loglikelihood
-    from thai_eval_utils.core.models import embedded_model_dir
+    from thai_eval_utils.backend.encoding import encode_pairs
+    from thai_eval_utils.backend.loglikelihood import loglikelihood
+    from thai_eval_utils.backend.models import embedded_model_dir
 
     samples = sorted(args.run.rglob(f"samples_h6bench_{args.setting}_*.jsonl"), key=lambda p: p.stat().st_mtime)[-1]
     docs, theirs = [], []
@@ -48,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     c0 = time.process_time()
     ours = loglikelihood(model, tok, pairs, max_length=bench.max_length(model, tok), progress=False)
     cpu = time.process_time() - c0
-    n_tok = [max(len(c), 1) for _, c in _encode(tok, pairs, False)]
+    n_tok = [max(len(c), 1) for _, c in encode_pairs(tok, pairs, False)]
     deltas = [abs(a[0] - b[2]) for a, b in zip(ours, theirs)]
     within = all(d <= max(1e-4, 1e-5 * n) for d, n in zip(deltas, n_tok))
     greedy = all(a[1] == b[3] for a, b in zip(ours, theirs))

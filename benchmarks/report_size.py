@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from fake_openai_server import FakeOpenAIServer, PerAnswerScript, Reply  # noqa: E402
 from fakes import FakeModel  # noqa: E402
 
-from thai_eval_utils.core.openai_client import ApiModel  # noqa: E402
+from thai_eval_utils.backend.openai_client import ApiModel  # noqa: E402
 from thai_eval_utils.core.provenance import Score, sha256_text  # noqa: E402
 from thai_eval_utils.core.store import RunStore  # noqa: E402
 from thai_eval_utils.dialect import generation as D  # noqa: E402

@@ -148,7 +148,7 @@ def run_lmeval(base_url: str, requests: list[tuple[str, str]], path: Path) -> di
 
 def run_thai_eval(base_url: str, model_id: str, requests: list[tuple[str, str]], concurrency: int | None,
                   tokenizer: str | None) -> dict:
-    from thai_eval_utils.core.served import ServedModel
+    from thai_eval_utils.backend.served import ServedModel
 
     m = ServedModel(model_id, base_url=base_url, tokenizer=tokenizer, concurrency=concurrency)
     t0 = time.perf_counter()
@@ -177,8 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     ensure_lmeval()
     from contextlib import nullcontext
 
-    from thai_eval_utils.core.models import embedded_gguf_path
-    from thai_eval_utils.core.served.llamacpp import LlamaCppServer
+    from thai_eval_utils.backend.models import embedded_gguf_path
+    from thai_eval_utils.backend.served.llamacpp import LlamaCppServer
 
     if args.gguf == "tiny":
         sys.path.insert(0, str(REPO / "tests"))

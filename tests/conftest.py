@@ -125,7 +125,7 @@ def tiny_model_dir(tiny_llama, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_local_model(tiny_llama):
     """The tiny Llama wrapped as a thai_eval_utils LocalModel (loglikelihood, generate, chat)."""
-    from thai_eval_utils.core.models import GEMMA3_CHAT_TEMPLATE, LocalModel
+    from thai_eval_utils.backend.models import GEMMA3_CHAT_TEMPLATE, LocalModel
 
     model, tok = tiny_llama
     if not tok.chat_template:

@@ -11,7 +11,7 @@ from fake_openai_server import FakeOpenAIServer, PerAnswerScript, Reply
 from fakes import FakeModel
 
 from thai_eval_utils import h6
-from thai_eval_utils.core.openai_client import ApiModel
+from thai_eval_utils.backend.openai_client import ApiModel
 from thai_eval_utils.dialect import generation as D
 from thai_eval_utils.dialect.data import load_dialect
 from thai_eval_utils.thaicli.answers import generate_answers

@@ -8,7 +8,7 @@ import pytest
 from fake_openai_server import Fail, FakeOpenAIServer, Reply, Slow
 
 from thai_eval_utils.core.errors import ModelLoadError
-from thai_eval_utils.core.openai_client import (
+from thai_eval_utils.backend.openai_client import (
     ApiError,
     ApiModel,
     cut_at_stop,
@@ -131,7 +131,7 @@ def test_interrupt_inside_a_running_loop_cancels_the_work():
     import signal
     import threading
 
-    from thai_eval_utils.core.openai_client import run_sync
+    from thai_eval_utils.backend.openai_client import run_sync
 
     started, cancelled = threading.Event(), threading.Event()
 

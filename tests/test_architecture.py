@@ -1,8 +1,9 @@
-"""The layering DEVELOPERS.md promises, checked on the source (issue 23): ``core`` imports nothing above it,
-``stats`` imports only ``core``, ``judging`` (issue 29, a layer beside ``stats``) only ``core`` and ``stats``, a
-benchmark subpackage imports ``core``, ``stats`` and ``judging`` and nothing of another
-benchmark or of the layers above (``compare``, ``paper``, ``plots``, ``batch``); no import cycles between
-modules or between packages; no imports of the package inside functions, with no exceptions.
+"""The layering DEVELOPERS.md promises, checked on the source (issues 23, 29): ``core`` imports nothing above it,
+``stats`` and ``backend`` (the engines and model clients) import only ``core`` and not each other, ``judging`` (a
+layer above them) only ``core`` and ``stats``, a benchmark subpackage imports ``core``, ``stats``, ``backend`` and
+``judging`` and nothing of another benchmark or of the layers above (``compare``, ``paper``, ``plots``,
+``batch``); no import cycles between modules or between packages; no imports of the package inside functions,
+with no exceptions.
 
 Every import is read: absolute and relative (``from ..models import x``), at module level and inside functions.
 The cycles are counted twice and the layers checked twice: by this file's own reading of the source, and
@@ -25,8 +26,9 @@ from grimp import Layer
 PACKAGE = Path(__file__).resolve().parents[1] / "thai_eval_utils"
 BENCHMARKS = ("h6", "thaicli", "dialect")
 #: What each layer may import besides itself (the package root ``thai_eval_utils`` only re-exports lazily).
-ALLOWED = {"core": {"core"}, "stats": {"core", "stats"}, "judging": {"core", "stats", "judging"},
-           **{b: {"core", "stats", "judging", b} for b in BENCHMARKS}}
+ALLOWED = {"core": {"core"}, "stats": {"core", "stats"}, "backend": {"core", "backend"},
+           "judging": {"core", "stats", "judging"},
+           **{b: {"core", "stats", "backend", "judging", b} for b in BENCHMARKS}}
 
 
 def _module_name(path: Path, root: Path = PACKAGE) -> str:
@@ -83,7 +85,7 @@ def _package_of(module: str) -> str:
 
 
 def _package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    """Subpackage -> subpackages it imports (``thai_eval_utils.core.served.model`` belongs to ``core``)."""
+    """Subpackage -> subpackages it imports (``thai_eval_utils.backend.served.model`` belongs to ``backend``)."""
     out: dict[str, set[str]] = {}
     for module, deps in graph.items():
         pkg = _package_of(module)
@@ -135,7 +137,8 @@ def _grimp_cycle_imports(package: str) -> list[tuple[str, str]]:
 
 def _grimp_package_cycles(package: str) -> list[tuple[str, str]]:
     """grimp's count: pairs of sibling subpackages or modules (children of one package, at every depth: ``h6`` and
-    ``compare``, ``core.models`` and ``core.served``) each of which imports the other, directly or through others."""
+    ``compare``, ``backend.models`` and ``backend.served``) each of which imports the other, directly or through
+    others."""
     graph = grimp.build_graph(package, cache_dir=None)
     found = []
     for parent in sorted(m for m in graph.modules if graph.find_children(m)):
@@ -147,11 +150,12 @@ def _grimp_package_cycles(package: str) -> list[tuple[str, str]]:
 
 def _grimp_layer_leaks(package: str) -> list[tuple[str, str]]:
     """grimp's check of :data:`ALLOWED` (``find_illegal_dependencies_for_layers``): (importer, imported) subpackages
-    where ``core``, ``stats`` or ``judging`` imports a layer above it or a benchmark imports another benchmark or a
-    layer above."""
+    where ``core``, ``stats``, ``backend`` or ``judging`` imports a layer above it (or ``stats`` and ``backend``
+    each other) or a benchmark imports another benchmark or a layer above."""
     graph = grimp.build_graph(package, cache_dir=None)
     upper = sorted({c.rpartition(".")[2] for c in graph.find_children(package)} - set(ALLOWED))
-    layers = (Layer(*upper, independent=False), Layer(*BENCHMARKS, independent=True), "judging", "stats", "core")
+    layers = (Layer(*upper, independent=False), Layer(*BENCHMARKS, independent=True), "judging",
+              Layer("backend", "stats", independent=True), "core")
     found = graph.find_illegal_dependencies_for_layers(layers=layers, containers={package})
     return sorted((d.importer, d.imported) for d in found)
 

@@ -11,14 +11,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import attention_bench as ab
 
-from thai_eval_utils.core.loglikelihood import _encode
+from thai_eval_utils.backend.encoding import encode_pairs
 
 
 def test_packed_row_layout(tiny_tokenizer):
     tok = tiny_tokenizer
     pairs = [("คำถาม: ท้องฟ้าสีอะไร\nคำตอบ:", " สีฟ้า"), ("คำถาม: ท้องฟ้าสีอะไร\nคำตอบ:", " สีแดงเข้ม"),
              ("คำถาม: น้ำแข็งเย็นไหม\nคำตอบ:", " เย็น"), ("คำถาม: น้ำแข็งเย็นไหม\nคำตอบ:", " ร้อน")]
-    enc = _encode(tok, pairs, False)
+    enc = encode_pairs(tok, pairs, False)
     ids, pos, seg, anc, n_docs = ab.packed_row(tok, pairs, budget=10_000)
     assert n_docs == 2
     ctx = [enc[0][0], enc[2][0]]

@@ -1,4 +1,4 @@
-"""The options/credentials helper ``ApiModel`` and ``ServedModel`` share (core/client_options.py): where the key
+"""The options/credentials helper ``ApiModel`` and ``ServedModel`` share (backend/client_options.py): where the key
 comes from, that it never shows in a repr, ``asdict``, JSON or an error, and that both models use it alike."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from thai_eval_utils.core.client_options import PLACEHOLDER_API_KEY, ClientOptions, Secret, check_local_only_options
+from thai_eval_utils.backend.client_options import PLACEHOLDER_API_KEY, ClientOptions, Secret, check_local_only_options
 from thai_eval_utils.core.errors import ModelLoadError
-from thai_eval_utils.core.openai_client import ApiModel
-from thai_eval_utils.core.served import ServedModel
+from thai_eval_utils.backend.openai_client import ApiModel
+from thai_eval_utils.backend.served import ServedModel
 
 KEY = "sk-" + "options-SECRET-0123456789"  # built at run time: a fake key, not a leaked one
 PASSWORD = "pw-" + "c0ffee-4242-beef"

@@ -53,7 +53,7 @@ def test_notebook_runs_on_two_few_shot_seeds(tmp_path):
 def test_demo_comparison_reruns_thai_h6_with_another_seed_and_compares(tmp_path, tiny_model_dir):
     from thai_eval_utils.batch import demo_comparison
     from thai_eval_utils.h6.exports import DEMO_COMPARE_TASKS
-    from thai_eval_utils.core.models import load_model
+    from thai_eval_utils.backend.models import load_model
 
     out = tmp_path / "outputs"
     h6.evaluate_tasks(load_model(str(tiny_model_dir)), str(REPO / "data" / "thai_h6"), DEMO_COMPARE_TASKS, limit=1,

@@ -21,7 +21,7 @@ from thai_eval_utils.compare import DataMismatchError, mcnemar_exact
 from thai_eval_utils.compare.differ import largest_differences
 from thai_eval_utils.compare.load import select_runs
 from thai_eval_utils.compare.runs import compare_runs
-from thai_eval_utils.core.openai_client import ApiModel
+from thai_eval_utils.backend.openai_client import ApiModel
 from thai_eval_utils.dialect import generation as D
 from thai_eval_utils.dialect.data import load_dialect
 from thai_eval_utils.dialect.metrics import PAPER_BLEU, bleu

@@ -227,7 +227,7 @@ def test_a_run_stored_under_the_old_config_keys_is_resumed(items, tmp_path):
 
 def test_local_and_api_models_by_protocol(tiny_local_model):
     """A model is local to the dialect benchmark when it is a TokenizingModel (tokenizer + chat template)."""
-    from thai_eval_utils.core.openai_client import ApiModel
+    from thai_eval_utils.backend.openai_client import ApiModel
     from thai_eval_utils.core.protocols import LoglikelihoodModel, Model, TokenizingModel
 
     api = ApiModel("gpt-4o-2024-05-13", base_url="http://127.0.0.1:9/v1", api_key="sk-test")

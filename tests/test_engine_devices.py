@@ -23,13 +23,12 @@ from conftest import _tiny_gemma3, _tiny_llama
 from test_scoring import _fixed_mode, _requests
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from thai_eval_utils.core import decoder as _decoder
-from thai_eval_utils.core import loglikelihood as scoring
-from thai_eval_utils.core import packed_attention as _attention
-from thai_eval_utils.core import prefix_tree as _prefix
-from thai_eval_utils.core.loglikelihood import (
-    _encode,
-    _fed,
+from thai_eval_utils.backend import decoder as _decoder
+from thai_eval_utils.backend import loglikelihood as scoring
+from thai_eval_utils.backend import packed_attention as _attention
+from thai_eval_utils.backend import prefix_tree as _prefix
+from thai_eval_utils.backend.encoding import encode_pairs, fed_tokens
+from thai_eval_utils.backend.loglikelihood import (
     _reference_loglikelihood,
     loglikelihood,
 )
@@ -51,7 +50,7 @@ def _quiet(fn, *a, **k):
 def _margins(model, tok, reqs) -> list[float]:
     """Per request, the smallest |log p(target) - max log p(other token)| over its continuation tokens (float32
     log_softmax of a full forward in the model's dtype)."""
-    seqs, targets = _fed(_encode(tok, reqs, False), 1024)
+    seqs, targets = fed_tokens(encode_pairs(tok, reqs, False), 1024)
     out = []
     with torch.inference_mode():
         for seq, tgt in zip(seqs, targets):
@@ -89,7 +88,7 @@ def test_every_dtype_and_path_equals_full_forward(tiny_tokenizer, monkeypatch, d
     if path == "chunked":
         monkeypatch.setattr(_prefix, "MASK_ELEMENTS", 60)
     reqs = _requests(seed=11)
-    n_tokens = [max(1, len(t)) for _, t in _encode(tok, reqs, False)]
+    n_tokens = [max(1, len(t)) for _, t in encode_pairs(tok, reqs, False)]
     got = _quiet(loglikelihood, model, tok, reqs, max_length=1024, progress=False,
                  batch_tokens=7 if path == "chunked" else None)
     want = _quiet(_reference_loglikelihood, model, tok, reqs, max_length=1024)
@@ -108,7 +107,7 @@ def test_reduced_precision_tolerance_still_sees_a_wrong_window(tiny_tokenizer):
     wide = Gemma3ForCausalLM(cfg).eval().to(torch.bfloat16)
     wide.load_state_dict(model.state_dict())
     reqs = _requests(seed=12)
-    n_tokens = [max(1, len(t)) for _, t in _encode(tiny_tokenizer, reqs, False)]
+    n_tokens = [max(1, len(t)) for _, t in encode_pairs(tiny_tokenizer, reqs, False)]
     got = _quiet(loglikelihood, model, tiny_tokenizer, reqs, max_length=1024, progress=False)
     wrong = _quiet(_reference_loglikelihood, wide, tiny_tokenizer, reqs, max_length=1024)
     over = [abs(a - b) > _tol(torch.bfloat16, n) for (a, _), (b, _), n in zip(got, wrong, n_tokens)]
@@ -142,7 +141,7 @@ def test_output_layer_rows_and_vocab_tensors_are_bounded(tiny_tokenizer, monkeyp
     vocab = model.config.vocab_size
     monkeypatch.setattr(_decoder, "HEAD_BYTES", 4 * vocab * 3)  # three rows per output-layer call
     reqs = _requests(seed=13)
-    seqs, targets = _fed(_encode(tok, reqs, False), 1024)
+    seqs, targets = fed_tokens(encode_pairs(tok, reqs, False), 1024)
     scored = {s[:len(s) - len(t) + j + 1] for s, t in zip(seqs, targets) if s for j in range(len(t))}
     rows = []
     hook = model.lm_head.register_forward_hook(lambda m, a, o: rows.append(a[0].shape))
@@ -169,7 +168,7 @@ def test_long_context_runs_in_bounded_calls(tiny_tokenizer):
     words = ["สวัสดี", "ครับ", " วันนี้", "อากาศ", "ดีมาก", " Question", ": What", " is", " Bangkok", "\n"]
     ctx = "".join(words[(7 * i) % len(words)] for i in range(400))
     reqs = [(ctx, c) for c in (" Bangkok", " วันนี้อากาศดีมาก", " the quick", " 12")]
-    (c_ids, _), = _encode(tok, reqs[:1], False)
+    (c_ids, _), = encode_pairs(tok, reqs[:1], False)
     assert len(c_ids) > 900
     calls = []
     hook = model.model.register_forward_pre_hook(lambda m, a, k: calls.append(k["input_ids"].shape),
@@ -182,13 +181,13 @@ def test_long_context_runs_in_bounded_calls(tiny_tokenizer):
         assert len(calls) <= 2
     finally:
         hook.remove()
-    n_tokens = [max(1, len(t)) for _, t in _encode(tok, reqs, False)]
+    n_tokens = [max(1, len(t)) for _, t in encode_pairs(tok, reqs, False)]
     _check(got, _quiet(_reference_loglikelihood, model, tok, reqs, max_length=1024), torch.float32, n_tokens)
 
 
 def test_local_model_passes_its_token_budget(tiny_tokenizer):
     """``LocalModel.batch_tokens`` bounds the engine's calls the same way (None: the device default)."""
-    from thai_eval_utils.core.local_model import LocalModel
+    from thai_eval_utils.backend.local_model import LocalModel
 
     model = _self_checked(_tiny_llama(tiny_tokenizer))
     local = LocalModel(model, tiny_tokenizer, name="tiny")
@@ -204,7 +203,7 @@ def test_local_model_passes_its_token_budget(tiny_tokenizer):
     finally:
         hook.remove()
     assert local.batch_tokens == 16 and max(calls) <= 16 and len(calls) > 3 * n_default
-    n_tokens = [max(1, len(t)) for _, t in _encode(tiny_tokenizer, reqs, False)]
+    n_tokens = [max(1, len(t)) for _, t in encode_pairs(tiny_tokenizer, reqs, False)]
     _check(small, default, torch.float32, n_tokens)
 
 
@@ -224,7 +223,7 @@ def test_packed_calls_hold_many_documents(tiny_tokenizer):
     finally:
         hook.remove()
     assert n_packed <= 3 and n_single >= 12
-    n_tokens = [max(1, len(t)) for _, t in _encode(tok, reqs, False)]
+    n_tokens = [max(1, len(t)) for _, t in encode_pairs(tok, reqs, False)]
     _check(packed, single, torch.float32, n_tokens)
 
 
@@ -243,7 +242,7 @@ def test_cuda_equals_full_forward(tiny_tokenizer, dtype, which):
     model, tok = BUILD[which](tiny_tokenizer).to("cuda", dtype), tiny_tokenizer
     assert scoring.default_budget(model) == scoring.CUDA_TOKENS
     reqs = _requests(seed=15)
-    n_tokens = [max(1, len(t)) for _, t in _encode(tok, reqs, False)]
+    n_tokens = [max(1, len(t)) for _, t in encode_pairs(tok, reqs, False)]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the engine path, not the fallback
         got = loglikelihood(model, tok, reqs, max_length=1024, progress=False)
@@ -262,7 +261,7 @@ def test_device_map_spread_over_gpu_and_cpu(tiny_tokenizer, tmp_path):
         "model.norm": "cpu", "lm_head": "cpu"}).eval()
     single = _tiny_llama(tiny_tokenizer)
     reqs = _requests(seed=16)
-    n_tokens = [max(1, len(t)) for _, t in _encode(tiny_tokenizer, reqs, False)]
+    n_tokens = [max(1, len(t)) for _, t in encode_pairs(tiny_tokenizer, reqs, False)]
     got = loglikelihood(spread, tiny_tokenizer, reqs, max_length=1024, progress=False)
     _check(got, _quiet(_reference_loglikelihood, single, tiny_tokenizer, reqs, max_length=1024), torch.float32,
            n_tokens)
@@ -306,7 +305,7 @@ def test_self_check_keeps_the_engine_for_the_embedded_model_in_bfloat16(monkeypa
     mode, which leaves the padded-batch mode (it builds no such masks)."""
     import numpy as np
 
-    from thai_eval_utils.core.models import load_model
+    from thai_eval_utils.backend.models import load_model
 
     hf = load_model("embedded").hf_model.to(torch.bfloat16)
     with warnings.catch_warnings():

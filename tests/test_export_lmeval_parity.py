@@ -70,7 +70,7 @@ def _lmeval_files() -> tuple[dict, dict[str, list[dict]]]:
 @pytest.fixture(scope="module")
 def both(tmp_path_factory):
     """(lm-eval's files, thai-eval's export of the same items, the embedded model's tokenizer, seconds taken)."""
-    from thai_eval_utils.core.models import load_model
+    from thai_eval_utils.backend.models import load_model
 
     theirs, their_samples = _lmeval_files()
     config = theirs["config"]

@@ -16,7 +16,7 @@ import pytest
 from fake_openai_server import Fail, FakeOpenAIServer, PerAnswerScript, Reply, Slow
 
 from thai_eval_utils.core.errors import JudgeError
-from thai_eval_utils.core.openai_client import ApiModel
+from thai_eval_utils.backend.openai_client import ApiModel
 from thai_eval_utils.thaicli.judge import TEMPLATE_SHA256, JudgeParams, judge_answers
 from thai_eval_utils.thaicli.judge_cache import JudgementCache
 
@@ -144,7 +144,7 @@ KILL_CHILD = """
 import sys, pandas as pd
 sys.path[:0] = [{repo!r}, {tests!r}]
 from test_judge import frame, FAKE_KEY
-from thai_eval_utils.core.openai_client import ApiModel
+from thai_eval_utils.backend.openai_client import ApiModel
 from thai_eval_utils.thaicli.judge import judge_answers
 judge = ApiModel("fake-judge", base_url={url!r}, api_key=FAKE_KEY, concurrency=2)
 judge_answers(frame([f"k{{i}}" for i in range(40)]), judge, model_name="m", outputs={out!r}, progress=False)

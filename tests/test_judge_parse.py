@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from thai_eval_utils.core.openai_client import estimate_cost
+from thai_eval_utils.backend.openai_client import estimate_cost
 from thai_eval_utils.core.provenance import sha256_text
 from thai_eval_utils.core.tables import round_half_up
 from thai_eval_utils.thaicli import judge

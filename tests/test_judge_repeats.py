@@ -21,7 +21,7 @@ from test_judge import FAKE_KEY, frame, run
 from thai_eval_utils.stats.noise_floor import noise_floor
 from thai_eval_utils.stats.paired import compare_paired
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.core.openai_client import ApiModel
+from thai_eval_utils.backend.openai_client import ApiModel
 from thai_eval_utils.core.provenance import sha256_text
 from thai_eval_utils.thaicli.judge import JudgeParams, item_means, thaicli_scores
 from thai_eval_utils.thaicli.judge_cache import JudgementCache

@@ -17,7 +17,7 @@ import pytest
 import torch
 from conftest import REPO, _train_tiny_tokenizer
 
-from thai_eval_utils.core.openai_client import ApiModel
+from thai_eval_utils.backend.openai_client import ApiModel
 from thai_eval_utils.judging.sessions import SessionModel
 from thai_eval_utils.thaicli.data import load_thaicli
 from thai_eval_utils.thaicli.demo_judge_server import open_judge, serve_model

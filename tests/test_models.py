@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from thai_eval_utils.core import models
+from thai_eval_utils.backend import models
 from thai_eval_utils.core.errors import ModelLoadError
-from thai_eval_utils.core.local_model import LocalModel, cut_at_stop
-from thai_eval_utils.core.models import GEMMA3_CHAT_TEMPLATE, load_model
+from thai_eval_utils.backend.local_model import LocalModel, cut_at_stop
+from thai_eval_utils.backend.models import GEMMA3_CHAT_TEMPLATE, load_model
 
 
 def test_cut_at_stop_takes_earliest_stop():
@@ -92,7 +92,7 @@ def test_gemma_chat_template_renders_turns(tiny_local_model):
 
 
 def test_generation_bos_follows_add_bos_token(tiny_llama, monkeypatch):
-    import thai_eval_utils.core.local_model as local_model
+    import thai_eval_utils.backend.local_model as local_model
 
     model, tok = tiny_llama
     fed = []  # the token ids LocalModel.generate hands the engine

@@ -1,4 +1,4 @@
-"""Issue 19, shared prefixes: which prompt prefixes the generation engine computes once (core.prefill_plan), on
+"""Issue 19, shared prefixes: which prompt prefixes the generation engine computes once (backend.prefill_plan), on
 hand-built token lists; and the engine's texts with shared prefixes against transformers' ``generate`` at batch
 size 1 (tests/test_generation.py checks the engine on prompts that share nothing)."""
 
@@ -8,8 +8,8 @@ import pytest
 import torch
 from conftest import TRAINING_TEXT
 
-from thai_eval_utils.core.generation import generate
-from thai_eval_utils.core.prefill_plan import plan_prefill
+from thai_eval_utils.backend.generation import generate
+from thai_eval_utils.backend.prefill_plan import plan_prefill
 
 A = list(range(1, 41)) + [100, 101]  # 42 tokens: shares 40 with B and 20 with C
 B = list(range(1, 41)) + [200]  # 41
@@ -86,7 +86,7 @@ def test_seeded_sampling_with_shared_prefixes_gives_each_prompt_its_text_alone(t
 
 
 def test_tree_positions_counts_each_distinct_prefix_once():
-    from thai_eval_utils.core.prefix_tree import tree_positions
+    from thai_eval_utils.backend.prefix_tree import tree_positions
 
     # 1..20 shared by A, B, C; 21..40 by A and B; then A's 2, B's 1, C's 30 and D's 2 own tokens
     assert tree_positions([tuple(x) for x in (A, B, C, D)]) == 20 + 20 + 2 + 1 + 30 + 2

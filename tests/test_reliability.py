@@ -30,7 +30,7 @@ from fake_openai_server import (
 )
 
 from thai_eval_utils.core.errors import JudgeError, ThaiEvalDataError
-from thai_eval_utils.core.openai_client import ApiError, ApiModel, reply_problem
+from thai_eval_utils.backend.openai_client import ApiError, ApiModel, reply_problem
 from thai_eval_utils.core.provenance import scrub
 from thai_eval_utils.core.store import RunLockedError, RunStore
 from thai_eval_utils.dialect import human_eval as H
@@ -158,7 +158,7 @@ def test_repair_drops_only_a_torn_last_line(tmp_path):
 JUDGE_PROC = """
     import sys
     import pandas as pd
-    from thai_eval_utils.core.openai_client import ApiModel
+    from thai_eval_utils.backend.openai_client import ApiModel
     from thai_eval_utils.core.store import RunLockedError
     from thai_eval_utils.thaicli.judge import judge_answers
     df = pd.read_json(sys.argv[2], orient="records", dtype=False)
@@ -172,7 +172,7 @@ JUDGE_PROC = """
 ANSWER_PROC = """
     import sys
     import pandas as pd
-    from thai_eval_utils.core.openai_client import ApiModel
+    from thai_eval_utils.backend.openai_client import ApiModel
     from thai_eval_utils.core.store import RunLockedError
     from thai_eval_utils.thaicli.answers import generate_answers
     df = pd.read_json(sys.argv[2], orient="records", dtype=False)

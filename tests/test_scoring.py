@@ -1,4 +1,4 @@
-"""The log-likelihood engine (thai_eval_utils.core.loglikelihood) against the straightforward full-forward reference."""
+"""The log-likelihood engine (thai_eval_utils.backend.loglikelihood) against the straightforward full-forward reference."""
 
 from __future__ import annotations
 
@@ -8,19 +8,19 @@ import warnings
 import pytest
 import torch
 
-from thai_eval_utils.core import decoder as _decoder
-from thai_eval_utils.core import loglikelihood as scoring
-from thai_eval_utils.core import packed_attention as _attention
-from thai_eval_utils.core import prefix_tree as _prefix
+from thai_eval_utils.backend import decoder as _decoder
+from thai_eval_utils.backend import loglikelihood as scoring
+from thai_eval_utils.backend import packed_attention as _attention
+from thai_eval_utils.backend import prefix_tree as _prefix
 from thai_eval_utils.core.errors import ThaiEvalError
-from thai_eval_utils.core.loglikelihood import (
-    _encode,
+from thai_eval_utils.backend.encoding import encode_pairs
+from thai_eval_utils.backend.loglikelihood import (
     _reference_loglikelihood,
     _reference_tokens,
     _score_tokens,
     loglikelihood,
 )
-from thai_eval_utils.core.prefix_tree import build_tree
+from thai_eval_utils.backend.prefix_tree import build_tree
 
 WORDS = ["สวัสดี", "ครับ", " วันนี้", "อากาศ", "ดีมาก", " Question", ": What", " is", " Bangkok", "\n", " ",
          "ข้าว", "เหนียว", "มะม่วง", " the", " quick", " 12"]
@@ -80,21 +80,21 @@ def test_encoding_follows_lm_eval(tiny_tokenizer):
     tok = tiny_tokenizer
     enc = lambda s, bos=False: tok(s, add_special_tokens=bos)["input_ids"]  # noqa: E731
     # trailing whitespace moves to the continuation; joint encoding; the context fed is encode(context)
-    (ctx, cont), = _encode(tok, [("Question: What is ", "Bangkok")], False)
+    (ctx, cont), = encode_pairs(tok, [("Question: What is ", "Bangkok")], False)
     assert ctx == enc("Question: What is")
     assert cont == enc("Question: What is Bangkok")[len(ctx):]
     # a merge across the boundary: whole[:len(ctx)] differs from encode(ctx), and lm-eval feeds encode(ctx)
     whole, c = enc("สวัสดีครับ"), enc("สวัสดีค")
     assert whole[:len(c)] != c
-    (ctx, cont), = _encode(tok, [("สวัสดีค", "รับ")], False)
+    (ctx, cont), = encode_pairs(tok, [("สวัสดีค", "รับ")], False)
     assert ctx == c and cont == whole[len(c):]
     # BOS: the tokenizer's special tokens, except when the string already starts with the BOS text
-    (ctx, cont), = _encode(tok, [("สวัสดี", "ครับ")], True)
+    (ctx, cont), = encode_pairs(tok, [("สวัสดี", "ครับ")], True)
     assert ctx[0] == tok.bos_token_id and ctx == enc("สวัสดี", True)
-    (ctx, _), = _encode(tok, [("<bos>สวัสดี", "ครับ")], True)
+    (ctx, _), = encode_pairs(tok, [("<bos>สวัสดี", "ครับ")], True)
     assert ctx.count(tok.bos_token_id) == 1
     # empty context: BOS as the context, continuation encoded without special tokens
-    (ctx, cont), = _encode(tok, [("", " Bangkok")], True)
+    (ctx, cont), = encode_pairs(tok, [("", " Bangkok")], True)
     assert ctx == [tok.bos_token_id] and cont == enc(" Bangkok")
 
 
@@ -176,14 +176,14 @@ def test_packing_limits_split_calls(tiny_gemma3, monkeypatch):
 
 def test_left_truncation_warns_and_matches(tiny_llama, mode):
     model, tok = tiny_llama
-    reqs = [r for r, (_, t) in zip(_requests(seed=4), _encode(tok, _requests(seed=4), False)) if len(t) <= 12]
+    reqs = [r for r, (_, t) in zip(_requests(seed=4), encode_pairs(tok, _requests(seed=4), False)) if len(t) <= 12]
     with pytest.warns(UserWarning, match=r"left-truncated"):
         got = loglikelihood(model, tok, reqs, max_length=12, progress=False)
     _assert_same(got, _quiet(_reference_loglikelihood, model, tok, reqs, max_length=12))
     assert got != _quiet(loglikelihood, model, tok, reqs, max_length=1024, progress=False)
     # the fed window is exactly max_length tokens ending just before the last continuation token
     ctx, cont = "".join(WORDS) * 2, " Bangkok"
-    (c_ids, t_ids), = _encode(tok, [(ctx, cont)], False)
+    (c_ids, t_ids), = encode_pairs(tok, [(ctx, cont)], False)
     fed = tuple((c_ids + t_ids)[-13:][:-1])
     want = _reference_tokens(model, [fed], [t_ids])
     with pytest.warns(UserWarning, match=r"1 of 1 requests exceed max_length 12"):
@@ -198,13 +198,13 @@ def test_empty_and_whitespace_continuations(tiny_gemma3, mode):
     model, tok = tiny_gemma3
     ctx = "ข้าวเหนียวมะม่วง Question: What is"
     reqs = [(ctx, ""), (ctx, " "), (ctx + " ", ""), ("", " Bangkok"), ("", "")]
-    assert _encode(tok, [(ctx, "")], False)[0][1] == []
+    assert encode_pairs(tok, [(ctx, "")], False)[0][1] == []
     with pytest.warns(UserWarning, match=r"2 continuation\(s\) encode to no tokens"):
         got = loglikelihood(model, tok, reqs, max_length=1024, progress=False)
     assert got[0] == (0.0, True) and got[4] == (0.0, True)
     assert got[1][0] < 0 and got[1] == pytest.approx(got[2])  # " " moved from the context gives one token
     # empty context: log p(continuation | BOS)
-    (c_ids, t_ids), = _encode(tok, [("", " Bangkok")], False)
+    (c_ids, t_ids), = encode_pairs(tok, [("", " Bangkok")], False)
     assert c_ids == [tok.bos_token_id]
     _assert_same([got[3]], _reference_tokens(model, [tuple(c_ids + t_ids[:-1])], [t_ids]))
     _assert_same(got[1:4], _quiet(_reference_loglikelihood, model, tok, reqs[1:4], max_length=1024))
@@ -233,7 +233,7 @@ def test_greedy_flags(request, which):
 def test_each_prefix_runs_once_and_output_layer_only_at_scored_positions(tiny_gemma3, mode):
     model, tok = tiny_gemma3
     reqs = _requests(seed=5)
-    enc = _encode(tok, reqs, False)
+    enc = encode_pairs(tok, reqs, False)
     fed = [tuple((c + t)[:-1]) for c, t in enc if t]
     distinct_prefixes = {s[:k] for s in fed for k in range(1, len(s) + 1)}
     scored = {s[:k] for (c, t), s in zip([e for e in enc if e[1]], fed) for k in range(len(s) - len(t) + 1, len(s) + 1)}

@@ -10,10 +10,10 @@ import pytest
 from fake_completions_server import FakeCompletionsServer
 
 from thai_eval_utils import h6
-from thai_eval_utils.core.openai_client import ApiError
+from thai_eval_utils.backend.openai_client import ApiError
 from thai_eval_utils.core.errors import ModelLoadError
-from thai_eval_utils.core.models import load_model
-from thai_eval_utils.core.served import ServedModel
+from thai_eval_utils.backend.models import load_model
+from thai_eval_utils.backend.served import ServedModel
 
 DOCS = [  # (context, choices): a document's choices share the context, as Thai-H6 sends them
     ("คำถาม: กรุงเทพมหานครเป็นเมืองหลวงของประเทศอะไร\nคำตอบ:", [" ประเทศไทย", " ลาว", " The quick brown fox"]),
@@ -58,7 +58,7 @@ def test_token_ids_match_the_local_engine(tiny_llama, tiny_model_dir, tiny_local
 
 
 def test_left_truncation_matches_the_local_engine(tiny_llama, tiny_model_dir, tiny_local_model):
-    from thai_eval_utils.core.loglikelihood import loglikelihood
+    from thai_eval_utils.backend.loglikelihood import loglikelihood
 
     model, tok = tiny_llama
     with FakeCompletionsServer(model, tok) as srv:

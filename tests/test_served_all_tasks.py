@@ -21,8 +21,8 @@ pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip 
 from thai_eval_utils import h6
 from thai_eval_utils.h6 import tasks as T
 from thai_eval_utils.h6.data import load_h6_task
-from thai_eval_utils.core.served import TEXT_BOUNDARY_RULE, ServedModel
-from thai_eval_utils.core.served.llamacpp import LlamaCppServer
+from thai_eval_utils.backend.served import TEXT_BOUNDARY_RULE, ServedModel
+from thai_eval_utils.backend.served.llamacpp import LlamaCppServer
 
 from llamacpp_reference import LlamaCppReference
 from tiny_gguf import h6_sample_texts, write_tiny_gguf

@@ -15,10 +15,10 @@ import pytest
 from fake_completions_server import REPLY_FAULTS, FakeCompletionsServer, switch
 
 from thai_eval_utils import h6
-from thai_eval_utils.core.client_options import ClientOptions
-from thai_eval_utils.core.openai_client import ApiError
-from thai_eval_utils.core.served import ServedModel
-from thai_eval_utils.core.served.replicas import Pool
+from thai_eval_utils.backend.client_options import ClientOptions
+from thai_eval_utils.backend.openai_client import ApiError
+from thai_eval_utils.backend.served import ServedModel
+from thai_eval_utils.backend.served.replicas import Pool
 
 DATA = "data/thai_h6/h6"
 PROTOCOL = h6.LEADERBOARD.replace(num_fewshot=0)

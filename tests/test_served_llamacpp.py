@@ -19,9 +19,9 @@ pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip 
 
 from thai_eval_utils import h6
 from thai_eval_utils.h6 import tasks as T
-from thai_eval_utils.core.models import embedded_gguf_path, load_model
-from thai_eval_utils.core.served import ServedModel
-from thai_eval_utils.core.served.llamacpp import LlamaCppServer
+from thai_eval_utils.backend.models import embedded_gguf_path, load_model
+from thai_eval_utils.backend.served import ServedModel
+from thai_eval_utils.backend.served.llamacpp import LlamaCppServer
 
 from llamacpp_reference import LlamaCppReference
 

@@ -15,7 +15,7 @@ from fakes import FakeModel
 from thai_eval_utils import h6
 from thai_eval_utils.core import store as S
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.core.served import ServedModel
+from thai_eval_utils.backend.served import ServedModel
 from thai_eval_utils.core.runs import list_runs
 from thai_eval_utils.core.store import NonFiniteRecordError, RunStore, StoreWriteError
 

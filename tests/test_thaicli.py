@@ -117,7 +117,7 @@ def test_judge_free_variant_with_known_loglikelihoods(tmp_path):
 
 
 def test_judge_free_variant_matches_the_model_loglikelihood(tmp_path, tiny_local_model):
-    pytest.importorskip("thai_eval_utils.core.loglikelihood", reason="LocalModel.loglikelihood needs thai_eval_utils.core.loglikelihood (not landed yet)")
+    pytest.importorskip("thai_eval_utils.backend.loglikelihood", reason="LocalModel.loglikelihood needs thai_eval_utils.backend.loglikelihood (not landed yet)")
     df = items(1, 1)
     prefs = loglikelihood_preferences(tiny_local_model, df, outputs=tmp_path, progress=False)
     ctx = LL_CONTEXT_TEMPLATE.format(question=df["question"][0])

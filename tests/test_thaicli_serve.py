@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from thai_eval_utils.core.model_sources import embedded_model_dir
-from thai_eval_utils.core.openai_client import ApiModel
+from thai_eval_utils.backend.model_sources import embedded_model_dir
+from thai_eval_utils.backend.openai_client import ApiModel
 from thai_eval_utils.thaicli.answers import generate_answers
 from thai_eval_utils.thaicli.demo_judge_server import serve_model, served_model_ids
 from thai_eval_utils.thaicli.judge import JudgeParams, judge_answers

@@ -14,11 +14,11 @@ import pytest
 from fake_completions_server import FakeCompletionsServer
 
 from thai_eval_utils.core.errors import ModelLoadError, ThaiEvalDataError
-from thai_eval_utils.core.models import load_model
-from thai_eval_utils.core.openai_client import ApiModel
+from thai_eval_utils.backend.models import load_model
+from thai_eval_utils.backend.openai_client import ApiModel
 from thai_eval_utils.core.provenance import scrub, split_endpoint
 from thai_eval_utils.core.records import require_text
-from thai_eval_utils.core.served import ServedModel
+from thai_eval_utils.backend.served import ServedModel
 from thai_eval_utils.dialect import load_dialect
 from thai_eval_utils.dialect.generation import score_generations
 from thai_eval_utils.thaicli.data import THAICLI_THEMES, load_thaicli

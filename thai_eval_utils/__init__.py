@@ -22,8 +22,8 @@ _EXPORTS: dict[str, str] = {
     "ThaiEvalError": "core.errors", "ThaiEvalDataError": "core.errors", "ModelLoadError": "core.errors",
     "JudgeError": "core.errors",
     # models
-    "load_model": "core.models", "embedded_model_dir": "core.model_sources", "LocalModel": "core.local_model",
-    "ApiModel": "core.openai_client", "read_records": "core.records",
+    "load_model": "backend.models", "embedded_model_dir": "backend.model_sources",
+    "LocalModel": "backend.local_model", "ApiModel": "backend.openai_client", "read_records": "core.records",
     # results
     "RunStore": "core.store", "list_runs": "core.runs", "StoredRun": "core.runs", "Score": "core.provenance", "save_table": "core.tables",
     # Thai-H6
@@ -42,7 +42,7 @@ _EXPORTS: dict[str, str] = {
     "check_published": "paper.published", "mismatches": "paper.published", "run_models": "batch",
 }
 #: Subpackages and modules reachable as attributes (``thai_eval_utils.h6.evaluate``).
-_SUBMODULES = {"batch", "cli", "core", "dialect", "export", "h6", "paper", "plots", "thaicli"}
+_SUBMODULES = {"backend", "batch", "cli", "core", "dialect", "export", "h6", "paper", "plots", "thaicli"}
 
 __all__ = sorted(_EXPORTS) + sorted(_SUBMODULES)
 

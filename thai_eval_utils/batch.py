@@ -34,7 +34,7 @@ from typing import Any
 
 from thai_eval_utils.core import registry
 from thai_eval_utils.core.benchmark import DemoComparison, Suite
-from thai_eval_utils.core.model_sources import model_options  # torch-free (core.models loads torch)
+from thai_eval_utils.backend.model_sources import model_options  # torch-free (backend.models loads torch)
 from thai_eval_utils.core.provenance import scrub_strings, slugify, split_credentials
 from thai_eval_utils.notebook_exec import (  # noqa: F401 - one notebook's execution; its names are batch's too
     NotebookRun,

@@ -29,7 +29,7 @@ from thai_eval_utils.cli.runs_table import runs_table
 from thai_eval_utils.core import registry
 from thai_eval_utils.core.benchmark import Suite
 from thai_eval_utils.core.errors import ThaiEvalError
-from thai_eval_utils.core.model_sources import check_dtype
+from thai_eval_utils.backend.model_sources import check_dtype
 from thai_eval_utils.core.provenance import now_utc, outputs_dir, scrub_strings, slugify
 from thai_eval_utils.export import FORMATS, export
 from thai_eval_utils.report.command import add_report_arguments, report_command

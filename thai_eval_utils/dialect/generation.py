@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.core.openai_client import ApiError, stable_identity
+from thai_eval_utils.backend.openai_client import ApiError, stable_identity
 from thai_eval_utils.core.protocols import Model, TokenizingModel
 from thai_eval_utils.core.provenance import Score, scrub
 from thai_eval_utils.core.runloop import run_items
@@ -190,7 +190,7 @@ def run_generation(
     """Generate one reply per item with the paper's settings and store each as it finishes; reruns resume.
 
     Args:
-        model: any :class:`~thai_eval_utils.core.protocols.Model` (:func:`~thai_eval_utils.core.models.load_model`);
+        model: any :class:`~thai_eval_utils.core.protocols.Model` (:func:`~thai_eval_utils.backend.models.load_model`);
             a :class:`~thai_eval_utils.core.protocols.TokenizingModel` is local (its prompts are capped).
         df: items as returned by :func:`thai_eval_utils.dialect.data.load_dialect` (``dialect, task, id,
             text_1, question, context``; ``df.attrs["files"]`` are hashed into the run's config id).

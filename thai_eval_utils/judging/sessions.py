@@ -24,7 +24,7 @@ DEFAULT_BATCH_SIZE = 8
 
 @dataclass(frozen=True)
 class Reply:
-    """One judge reply and what the model said about it (an API's :class:`~thai_eval_utils.core.api_replies.Completion`
+    """One judge reply and what the model said about it (an API's :class:`~thai_eval_utils.backend.api_replies.Completion`
     has the same fields; an in-process model knows no fingerprint, finish reason or per-reply token counts: 0)."""
 
     text: str

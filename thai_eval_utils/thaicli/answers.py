@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.core.openai_client import ApiError, stable_identity
+from thai_eval_utils.backend.openai_client import ApiError, stable_identity
 from thai_eval_utils.core.protocols import Model
 from thai_eval_utils.core.provenance import scrub, sha256_text
 from thai_eval_utils.core.runloop import run_items

@@ -28,8 +28,8 @@ from typing import Any
 import openai
 
 from thai_eval_utils.core.errors import JudgeError, ModelLoadError
-from thai_eval_utils.core.models import embedded_model_dir, load_model
-from thai_eval_utils.core.openai_client import (
+from thai_eval_utils.backend.models import embedded_model_dir, load_model
+from thai_eval_utils.backend.openai_client import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,

@@ -7,7 +7,7 @@ parse is asked for again, at most :data:`MAX_JUDGE_CALLS` calls per item in all;
 (flagged ``fallback_zero``; the 0 counts in the mean). Transport errors (429, 5xx, timeouts) are retried by
 the openai client, never count as one of those calls and never become a score: an item whose requests keep
 failing stays unjudged and is reported (``n_unjudged``), and a rerun judges it. A malformed 200 reply (not
-JSON, no choices, null content: see :func:`~thai_eval_utils.core.openai_client.reply_problem`) is such a
+JSON, no choices, null content: see :func:`~thai_eval_utils.backend.openai_client.reply_problem`) is such a
 failed request. No failure aborts the run except a refused key, access or model (:data:`FATAL_ERRORS`), and
 even then the items already judged are written with the summary before :class:`JudgeError` is raised.
 
@@ -42,7 +42,7 @@ import openai
 import pandas as pd
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.core.openai_client import FATAL_ERRORS, ApiError, describe_error
+from thai_eval_utils.backend.openai_client import FATAL_ERRORS, ApiError, describe_error
 from thai_eval_utils.core.protocols import ChatModel
 from thai_eval_utils.core.provenance import outputs_dir, redact
 from thai_eval_utils.core.records import is_blank

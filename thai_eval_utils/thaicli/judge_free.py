@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from thai_eval_utils.core.openai_client import stable_identity
+from thai_eval_utils.backend.openai_client import stable_identity
 from thai_eval_utils.core.protocols import LoglikelihoodModel
 from thai_eval_utils.core.provenance import Score, sha256_text
 from thai_eval_utils.core.runloop import run_items

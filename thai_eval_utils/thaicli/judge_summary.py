@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from thai_eval_utils.core.openai_client import estimate_cost
+from thai_eval_utils.backend.openai_client import estimate_cost
 from thai_eval_utils.core.protocols import ChatModel
 from thai_eval_utils.core.provenance import redact
 from thai_eval_utils.thaicli.judge_noise import judge_noise

@@ -3,15 +3,15 @@ Hub ids and OpenAI-compatible endpoints.
 
 ``load_model`` returns a :class:`~thai_eval_utils.core.protocols.Model` (``name``, ``identity``, ``generate``,
 ``chat``); local models are also :class:`~thai_eval_utils.core.protocols.LoglikelihoodModel` (lm-evaluation-harness's
-``(context, continuation) -> (ll, is_greedy)`` contract, implemented in :mod:`thai_eval_utils.core.loglikelihood`).
+``(context, continuation) -> (ll, is_greedy)`` contract, implemented in :mod:`thai_eval_utils.backend.loglikelihood`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from thai_eval_utils.core.local_model import LocalModel
-from thai_eval_utils.core.model_sources import (
+from thai_eval_utils.backend.local_model import LocalModel
+from thai_eval_utils.backend.model_sources import (
     DTYPES,
     EMBEDDED,
     GEMMA3_CHAT_TEMPLATE,
@@ -24,8 +24,8 @@ from thai_eval_utils.core.model_sources import (
     model_options,
     resolve_spec,
 )
-from thai_eval_utils.core.openai_client import ApiModel
-from thai_eval_utils.core.served import ServedModel
+from thai_eval_utils.backend.openai_client import ApiModel
+from thai_eval_utils.backend.served import ServedModel
 
 
 def load_model(spec: str = EMBEDDED, **options: Any) -> LocalModel | ApiModel | ServedModel:
@@ -39,15 +39,18 @@ def load_model(spec: str = EMBEDDED, **options: Any) -> LocalModel | ApiModel | 
             ``base_url`` (one URL or several replicas), ``tokenizer``, ``prompt``, ``max_length``, ``add_bos_token``...).
         **options: for local models ``dtype`` (one of :data:`DTYPES`; default float32 on CPU, bfloat16 on GPU),
             ``device`` or ``device_map`` (e.g. ``"auto"`` for GPUs; not both), ``max_length``, ``add_bos_token``
-            (default False, as the leaderboard ran lm-eval), ``trust_remote_code`` (default False), ``batch_size``;
-            for API models see :class:`.openai_client.ApiModel`. Notebooks build them with :func:`model_options`.
+            (default False, as the leaderboard ran lm-eval), ``trust_remote_code`` (default False); no batch size: the
+            engines choose their own batches (``LocalModel.batch_tokens`` / ``max_rows``). For API and served
+            models see :class:`.openai_client.ApiModel` and :class:`.served.ServedModel` (``batch_size``: prompts
+            per request). Notebooks build them with :func:`model_options`.
 
     Returns:
-        A :class:`LocalModel` or an :class:`.openai_client.ApiModel`.
+        A :class:`LocalModel`, an :class:`.openai_client.ApiModel` (``openai:``) or a :class:`.served.ServedModel`
+        (``completions:``).
     """
     if spec.startswith("openai:"):
         return ApiModel(spec.split(":", 1)[1], **options)
-    if spec.startswith("completions:"):  # a served model with log-likelihoods (thai_eval_utils.core.served)
+    if spec.startswith("completions:"):  # a served model with log-likelihoods (thai_eval_utils.backend.served)
         return ServedModel(spec.split(":", 1)[1], **options)
     check_device(options.get("device"), options.get("device_map"))  # before any weights are read
     return LocalModel.from_spec(spec, **options)

@@ -1,8 +1,9 @@
 """A local transformers causal LM behind the toolkit's model interface (generate, chat, loglikelihood).
 
-Generation (:mod:`thai_eval_utils.core.generation`, continuous batching) follows lm-evaluation-harness's ``generate_until`` (greedy by default, prompt encoded with BOS
-only when ``add_bos_token``, text cut before the first stop string); log-likelihoods are computed by
-:func:`thai_eval_utils.core.loglikelihood.loglikelihood`.
+Generation (:mod:`thai_eval_utils.backend.generation`, continuous batching) follows lm-evaluation-harness's
+``generate_until`` (greedy by default, prompt encoded with BOS only when ``add_bos_token``, text cut before the
+first stop string); log-likelihoods are computed by
+:func:`thai_eval_utils.backend.loglikelihood.loglikelihood`.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ from typing import Any
 
 import torch
 
+from thai_eval_utils.backend.generation import GenerationStats, default_budget, encode_prompts, generate
+from thai_eval_utils.backend.loglikelihood import loglikelihood
+from thai_eval_utils.backend.model_sources import check_dtype, default_max_length, resolve_spec
+from thai_eval_utils.backend.prefill_plan import MIN_SHARED_TOKENS
+from thai_eval_utils.backend.stops import cut_at_stop  # noqa: F401  (re-exported: tests import it from here)
 from thai_eval_utils.core.errors import ThaiEvalError
-from thai_eval_utils.core.loglikelihood import loglikelihood
-from thai_eval_utils.core.model_sources import check_dtype, default_max_length, resolve_spec
-from thai_eval_utils.core.generation import GenerationStats, default_budget, encode_prompts, generate
-from thai_eval_utils.core.prefill_plan import MIN_SHARED_TOKENS
-from thai_eval_utils.core.stops import cut_at_stop  # noqa: F401  (re-exported: tests import it from here)
 
 
 def _on_cpu(device: Any, device_map: Any) -> bool:
@@ -57,7 +58,6 @@ class LocalModel:
         identity: dict[str, Any] | None = None,
         max_length: int | None = None,
         add_bos_token: bool = False,
-        batch_size: int = 8,
     ) -> None:
         self.hf_model = hf_model.eval()
         self.tokenizer = tokenizer
@@ -66,17 +66,13 @@ class LocalModel:
         self.name = name
         self.max_length = int(max_length or default_max_length(hf_model.config, tokenizer))
         self.add_bos_token = bool(add_bos_token)
-        self.batch_size = int(batch_size)
         #: tokens per forward call of ``loglikelihood`` (None: the engine's default for the device)
         self.batch_tokens: int | None = None
         #: KV-cache bytes and rows of ``generate`` / ``chat`` (None: the engine's default for the device)
         self.kv_budget: int | None = None
         self.max_rows: int | None = None
-        #: prompt-lookup draft tokens a greedy row verifies per decode step (0: off, the default; see
-        #: :mod:`thai_eval_utils.core.prompt_lookup` and docs/benchmarks.md for when it pays)
-        self.draft_tokens = 0
         #: shared prompt prefixes of at least this many tokens are prefilled once per call (0: every prompt whole,
-        #: exactly lm-eval's batch-1 prefill; see :mod:`thai_eval_utils.core.prefill_plan`)
+        #: exactly lm-eval's batch-1 prefill; see :mod:`thai_eval_utils.backend.prefill_plan`)
         self.min_shared = MIN_SHARED_TOKENS
         #: the work of the last ``generate`` / ``chat`` call (prompt and generated tokens, decode steps)
         self.last_generation: GenerationStats | None = None
@@ -101,10 +97,9 @@ class LocalModel:
         max_length: int | None = None,
         add_bos_token: bool = False,
         trust_remote_code: bool = False,
-        batch_size: int = 8,
         name: str | None = None,
     ) -> LocalModel:
-        """Load ``spec`` (see :func:`thai_eval_utils.core.models.load_model`) on CPU or GPU."""
+        """Load ``spec`` (see :func:`thai_eval_utils.backend.models.load_model`) on CPU or GPU."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         check_dtype(dtype)
@@ -128,7 +123,6 @@ class LocalModel:
         return cls(
             hf_model, tokenizer, name=name or (identity["name"] if spec != "embedded" else "gemma-3-270m-embedded"),
             identity={"spec": spec, **identity}, max_length=max_length, add_bos_token=add_bos_token,
-            batch_size=batch_size,
         )
 
     @property
@@ -143,7 +137,7 @@ class LocalModel:
     # --- log-likelihood -------------------------------------------------------------------------
     def loglikelihood(self, requests: Sequence[tuple[str, str]], *, progress: bool = True) -> list[tuple[float, bool]]:
         """lm-eval's contract: summed log-probability of each continuation and whether it is greedy
-        (:func:`thai_eval_utils.core.loglikelihood.loglikelihood`)."""
+        (:func:`thai_eval_utils.backend.loglikelihood.loglikelihood`)."""
         return loglikelihood(self.hf_model, self.tokenizer, requests, add_bos_token=self.add_bos_token,
                              max_length=self.max_length, batch_tokens=self.batch_tokens, progress=progress)
 
@@ -152,14 +146,14 @@ class LocalModel:
                       stop: Sequence[str] | None, temperature: float, top_p: float, seed: int | None,
                       desc: str) -> list[str]:
         """Encode (left-truncated to ``max_length - max_new_tokens``) and run the engine
-        (:func:`thai_eval_utils.core.generation.generate`); its work is kept in ``last_generation``."""
+        (:func:`thai_eval_utils.backend.generation.generate`); its work is kept in ``last_generation``."""
         room = max(1, self.max_length - max_new_tokens)
         encoded = encode_prompts(self.tokenizer, prompts, add_special_tokens=add_special_tokens, room=room,
                                  max_length=self.max_length)
         texts, self.last_generation = generate(
             self.hf_model, self.tokenizer, encoded, max_new_tokens=max_new_tokens, stop=stop, temperature=temperature,
             top_p=top_p, seed=seed, kv_budget=self.kv_budget, max_rows=self.max_rows, desc=desc,
-            draft_tokens=self.draft_tokens, min_shared=self.min_shared,
+            min_shared=self.min_shared,
         )
         return texts
 

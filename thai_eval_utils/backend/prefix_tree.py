@@ -2,8 +2,8 @@
 reference implementation wastes compute"): :func:`build_tree` shares every common prefix; :func:`schedule`
 lists the decoder calls that run each edge once with one growing KV cache, in order; each :class:`Call` builds
 its own inputs when it runs (:meth:`Call.inputs`). No model here: the loop that makes the calls is
-:func:`thai_eval_utils.core.loglikelihood._score_tokens`, the call itself
-:meth:`thai_eval_utils.core.decoder.Decoder.model_call`.
+:func:`thai_eval_utils.backend.loglikelihood._score_tokens`, the call itself
+:meth:`thai_eval_utils.backend.decoder.Decoder.model_call`.
 
 Hand-written: no maintained library scores lm-eval requests with prefix and KV reuse.
 
@@ -12,7 +12,7 @@ Two kinds of schedule:
 * ``"tree"``: whole subtrees (typically one document's context and answer choices; many documents at once) go
   into ONE forward call as one packed row of at most ``budget`` tokens, after the tail of their parent's edge;
   each token gets the position id it has in its own sequence and a segment (its tree node) whose ancestors it
-  may see (:mod:`thai_eval_utils.core.packed_attention`). No padding, no copy of the cache. A subtree larger
+  may see (:mod:`thai_eval_utils.backend.packed_attention`). No padding, no copy of the cache. A subtree larger
   than the budget has its edge run in chunks of at most ``budget`` tokens (and ``MASK_ELEMENTS`` mask entries)
   and its children packed in turn;
 * ``"batch"``: the edge runs first; its leaves then run as right-padded rows over the cache repeated per row.

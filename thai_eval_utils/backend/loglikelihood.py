@@ -4,16 +4,17 @@ applied only where a continuation token is scored ("Where the reference implemen
 
 Design (hand-written: no maintained library scores lm-eval requests with prefix/KV reuse):
 
-1. every request is encoded exactly as lm-eval 0.4.13 encodes it (joint encoding, trailing whitespace moved to
-   the continuation, optional BOS, left truncation); each distinct string is tokenized once;
-2. the fed token sequences go into a radix tree (:mod:`thai_eval_utils.core.prefix_tree`), whose
+1. every request is encoded exactly as lm-eval 0.4.13 encodes it (:mod:`thai_eval_utils.backend.encoding`: joint
+   encoding, trailing whitespace moved to the continuation, optional BOS, left truncation); each distinct string
+   is tokenized once;
+2. the fed token sequences go into a radix tree (:mod:`thai_eval_utils.backend.prefix_tree`), whose
    ``schedule`` lists the forward calls that run every edge once with a KV cache: whole subtrees (a
    document's context and answer choices, many documents per call) as ONE packed forward of at most
    ``batch_tokens`` tokens with per-token position ids and ancestor masks
-   (:mod:`thai_eval_utils.core.packed_attention`), or, where such masks cannot be expressed, the leaves as a
+   (:mod:`thai_eval_utils.backend.packed_attention`), or, where such masks cannot be expressed, the leaves as a
    padded batch over the repeated cache;
 3. :func:`_score_tokens` makes those calls in one loop, each through ``Decoder.model_call`` (the decoder body,
-   :mod:`thai_eval_utils.core.decoder`); only the hidden states of scored positions go through the output
+   :mod:`thai_eval_utils.backend.decoder`); only the hidden states of scored positions go through the output
    layer (in the model's dtype, plus final logit soft-capping), at most 128 MiB of logits at a time,
    normalised with a float32 ``log_softmax``.
 
@@ -39,10 +40,10 @@ import torch
 from tqdm.auto import tqdm
 from transformers import DynamicCache
 
-from thai_eval_utils.core.decoder import Decoder, Head, Scores, repeat_cache, tree_supported
-from thai_eval_utils.core.errors import ThaiEvalError
-from thai_eval_utils.core.packed_attention import block_attention
-from thai_eval_utils.core.prefix_tree import Node, build_tree, schedule, tree_positions
+from thai_eval_utils.backend.decoder import Decoder, Head, Scores, repeat_cache, tree_supported
+from thai_eval_utils.backend.encoding import encode_pairs, fed_tokens, prefix_token_id
+from thai_eval_utils.backend.packed_attention import block_attention
+from thai_eval_utils.backend.prefix_tree import Node, build_tree, schedule, tree_positions
 
 __all__ = ["count_tokens", "default_budget", "loglikelihood"]
 
@@ -51,73 +52,6 @@ CPU_TOKENS = 2048  # default tokens per forward call on the CPU (measured: docs/
 CUDA_TOKENS = 4096  # default tokens per forward call on a GPU (not measured yet)
 _SELF_CHECK_TOL = {torch.float32: 1e-3, torch.float64: 1e-6}  # other dtypes: 512 x eps (see _self_check_tol)
 _checked: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {(dtype, device): runner mode}
-
-
-# --- encoding (lm-eval 0.4.13 TemplateLM.loglikelihood / _encode_pair / HFLM.tok_encode) ----------------------
-def _prefix_token_id(tokenizer) -> int:
-    """lm-eval's ``prefix_token_id``: BOS, else EOS; the context of an empty-context request."""
-    return tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
-
-
-def _encode(tokenizer, requests: Sequence[tuple[str, str]], add_bos_token: bool) -> list[tuple[list[int], list[int]]]:
-    """(context tokens, continuation tokens) per request, as lm-eval computes them; each string encoded once."""
-    prefix_id = _prefix_token_id(tokenizer)
-    bos_text = tokenizer.decode([prefix_id]) if add_bos_token else None
-    pairs, wanted = [], {True: set(), False: set()}
-
-    def special(s: str) -> bool:  # lm-eval skips add_special_tokens when the string already starts with BOS
-        return bool(add_bos_token and not s.startswith(bos_text))
-
-    for ctx, cont in requests:
-        if ctx == "":
-            pairs.append(("", cont))
-            wanted[False].add(cont)
-            continue
-        n_space = len(ctx) - len(ctx.rstrip())
-        if n_space:
-            ctx, cont = ctx[:-n_space], ctx[-n_space:] + cont
-        pairs.append((ctx, cont))
-        wanted[special(ctx)].add(ctx)
-        wanted[special(ctx + cont)].add(ctx + cont)
-    ids = {}
-    for flag, strings in wanted.items():
-        strings = sorted(strings)
-        if strings:
-            ids[flag] = dict(zip(strings, tokenizer(strings, add_special_tokens=flag)["input_ids"]))
-    out = []
-    for i, (ctx, cont) in enumerate(pairs):
-        if ctx == "":  # empty context: BOS/EOS as context unless the continuation already starts with it
-            cont_ids = list(ids[False][cont])
-            out.append((cont_ids[:1], cont_ids[1:]) if cont_ids and cont_ids[0] == prefix_id
-                       else ([prefix_id], cont_ids))
-            continue
-        whole, ctx_ids = ids[special(ctx + cont)][ctx + cont], ids[special(ctx)][ctx]
-        if not ctx_ids:
-            raise ThaiEvalError(f"request {i}: context {requests[i][0]!r} encodes to no tokens")
-        out.append((list(ctx_ids), list(whole[len(ctx_ids):])))
-    return out
-
-
-def _fed(encoded, max_length: int) -> tuple[list[tuple[int, ...] | None], list[list[int]]]:
-    """The token sequence fed per request, ``(ctx + cont)[-(max_length + 1):][:-1]`` (None: empty continuation),
-    and the continuation tokens it is scored on; warns once about left truncation."""
-    seqs, targets, cut = [], [], []
-    for i, (ctx, cont) in enumerate(encoded):
-        if len(cont) > max_length:
-            raise ThaiEvalError(f"request {i}: continuation of {len(cont)} tokens exceeds max_length {max_length}")
-        full = ctx + cont
-        if len(full) > max_length + 1:
-            cut.append(len(full))
-        seqs.append(tuple(full[-(max_length + 1):][:-1]) if cont else None)
-        targets.append(cont)
-    if cut:
-        warnings.warn(f"{len(cut)} of {len(encoded)} requests exceed max_length {max_length} (+1) and were "
-                      f"left-truncated (longest: {max(cut)} tokens); continuations are kept whole", stacklevel=3)
-    n_empty = sum(1 for c in targets if not c)
-    if n_empty:
-        warnings.warn(f"{n_empty} continuation(s) encode to no tokens; scored (0.0, True): the log-probability "
-                      "of an empty string (lm-eval 0.4.13 fails an assertion instead)", stacklevel=3)
-    return seqs, targets
 
 
 # --- running ------------------------------------------------------------------------------------------------
@@ -157,7 +91,7 @@ def _scored_tree(seqs, targets, offsets: np.ndarray) -> Node:
 def _score_tokens(model, seqs, targets, budget: int, mode: str, progress: bool = False,
                   desc: str = "loglikelihood") -> list[tuple[float, bool]]:
     """``(log_likelihood, is_greedy)`` of continuation tokens ``targets[i]`` after the fed sequence ``seqs[i]``
-    (None: an empty continuation): the prefix tree's calls (:func:`~thai_eval_utils.core.prefix_tree.schedule`,
+    (None: an empty continuation): the prefix tree's calls (:func:`~thai_eval_utils.backend.prefix_tree.schedule`,
     runner ``mode`` "tree" or "batch", ``budget`` tokens per call) made one after the other over one cache."""
     offsets = np.zeros(len(seqs) + 1, dtype=np.int64)  # request i's tokens are slots offsets[i]..offsets[i+1]-1
     offsets[1:] = np.cumsum([len(t) for t in targets])
@@ -260,7 +194,7 @@ def loglikelihood(model, tokenizer, requests: list[tuple[str, str]], *, add_bos_
             new). Default :func:`default_budget`: ``CPU_TOKENS`` on the CPU, ``CUDA_TOKENS`` on a GPU (the
             fallback mode at least about 1 GiB of repeated key/value cache). Peak memory is the weights plus
             what this budget, ``max_length`` and the 128 MiB logit bound allow (see
-            :mod:`thai_eval_utils.core.decoder`).
+            :mod:`thai_eval_utils.backend.decoder`).
         progress: show a tqdm bar with requests and tokens per second.
 
     Returns:
@@ -275,7 +209,7 @@ def loglikelihood(model, tokenizer, requests: list[tuple[str, str]], *, add_bos_
     if model.training:
         warnings.warn("the model is in training mode (dropout is active); call model.eval() for lm-eval's numbers",
                       stacklevel=2)
-    seqs, targets = _fed(_encode(tokenizer, requests, add_bos_token), max_length)
+    seqs, targets = fed_tokens(encode_pairs(tokenizer, requests, add_bos_token), max_length)
     budget = batch_tokens or default_budget(model)
     mode = _mode(model, budget)
     if mode is None:
@@ -296,7 +230,7 @@ def count_tokens(tokenizer, requests: Sequence[tuple[str, str]], *, add_bos_toke
         return {"requests": 0, "fed": 0, "tree": 0, "scored": 0}
     with warnings.catch_warnings():  # truncation and empty continuations are the real run's to report
         warnings.simplefilter("ignore")
-        seqs, targets = _fed(_encode(tokenizer, requests, add_bos_token), max_length)
+        seqs, targets = fed_tokens(encode_pairs(tokenizer, requests, add_bos_token), max_length)
     return {"requests": len(requests), "fed": sum(len(s) for s in seqs if s), "tree": tree_positions(seqs),
             "scored": sum(len(t) for t in targets)}
 
@@ -322,7 +256,7 @@ def _reference_tokens(model, seqs, targets, *, progress: bool = False) -> list[t
 def _reference_loglikelihood(model, tokenizer, requests, *, add_bos_token: bool = False,
                              max_length: int) -> list[tuple[float, bool]]:
     """The straightforward lm-eval procedure, request by request (independent encoding; tests compare to it)."""
-    prefix_id = _prefix_token_id(tokenizer)
+    prefix_id = prefix_token_id(tokenizer)
     seqs, targets = [], []
     for ctx, cont in requests:
         if ctx == "":

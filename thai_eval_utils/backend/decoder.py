@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
-from thai_eval_utils.core.packed_attention import new_call, packed_masks
+from thai_eval_utils.backend.packed_attention import new_call, packed_masks
 
 __all__ = ["Decoder", "Head", "Scores", "repeat_cache", "tree_supported"]
 
@@ -71,7 +71,7 @@ class Decoder:
         cache), which the call extends. With ``positions``/``segment`` [tokens] and ``ancestors`` [segments,
         segments] (one packed row): query i sees key j iff pos[j] <= pos[i] and j's segment is i's or one of its
         ancestors, within the window on sliding-window layers; every query sees the cache
-        (:func:`thai_eval_utils.core.packed_attention.packed_masks`)."""
+        (:func:`thai_eval_utils.backend.packed_attention.packed_masks`)."""
         dev = self.device
         new_call()
         x = torch.tensor(ids, dtype=torch.long, device=dev)  # [rows, length]

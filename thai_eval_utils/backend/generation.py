@@ -13,13 +13,6 @@ once (:mod:`.prefill_plan`): the prefix's cache is kept while the prompts under 
 one after another; only the current chain of shared prefixes is held (outside the KV budget: at most one prompt's
 cache). ``min_shared=0`` prefills every prompt whole, exactly as lm-eval at batch size 1.
 
-With ``draft_tokens`` > 0 (off by default), greedy rows verify prompt-lookup drafts (:mod:`.prompt_lookup`): a
-step feeds each row's last token and up to ``draft_tokens`` tokens that followed the latest earlier occurrence of
-its last n-gram, and keeps the drafted tokens while they equal the greedy choice, so a right guess gives several
-tokens for one forward call. The rows' caches are then re-aligned (a row that kept fewer shifts right), so every
-row stays contiguous on the frame and a sliding-window layer still holds each row's own last tokens. Sampled rows
-never draft.
-
 Why not transformers' own continuous batching (``generate_batch`` / ``ContinuousBatchingManager``, paged attention):
 tried with transformers 5.24 on this CPU and the embedded Gemma 3 270M (4 Thai prompts, 40 greedy tokens), one of
 the four texts differed from ``hf_model.generate`` at batch size 1, it took 64 s against 88 s for batch-1
@@ -41,10 +34,10 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 from transformers import DynamicCache, LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
-from thai_eval_utils.core.prefill_plan import MIN_SHARED_TOKENS, plan_prefill
-from thai_eval_utils.core.prefix_tree import Node
-from thai_eval_utils.core.prompt_lookup import PromptLookup
-from thai_eval_utils.core.stops import StopScanner, cut_at_stop
+from thai_eval_utils.backend.decode_cache import kv_bytes, reframe
+from thai_eval_utils.backend.prefill_plan import MIN_SHARED_TOKENS, plan_prefill
+from thai_eval_utils.backend.prefix_tree import Node
+from thai_eval_utils.backend.stops import StopScanner, cut_at_stop
 
 #: KV-cache budget on a CPU (bytes): the cache of the rows in flight, worst case (every row reaching max_new_tokens)
 CPU_KV_BUDGET = 2 * 1024**3
@@ -55,9 +48,6 @@ GPU_KV_SHARE = 0.5
 #: 48 rows 454 ms, i.e. 9.5 ms a row against 14.4 at 16). 64 rows measured 8.3 and 9.1 ms a row in two runs: 48 keeps
 #: most of the gain with a smaller KV cache and fewer items per store flush (the run loops' batch is this many)
 CPU_MAX_ROWS, GPU_MAX_ROWS = 48, 128
-#: draft tokens a greedy row verifies per decode step (prompt lookup); off by default: on the CPU with the embedded
-#: model a step of 16 rows x 4 positions costs about as much as the steps it saves (docs/benchmarks.md)
-DRAFT_TOKENS = 0
 #: top_k transformers applies when sampling and the model's generation config sets none (its documented default)
 HF_DEFAULT_TOP_K = 50
 
@@ -67,16 +57,12 @@ class GenerationStats:
     """Work one engine call did, in tokens: ``prompt_tokens`` prefilled (a shared prefix once), ``shared_tokens``
     prompt tokens taken from a shared prefix's cache instead, ``generated_tokens`` kept (EOS included),
     ``decode_row_steps`` rows computed by decode steps (each a token fed), ``steps`` decode forward calls,
-    ``peak_rows`` the widest decode batch, ``peak_kv_bytes`` the largest KV cache held; with prompt-lookup drafts,
-    ``draft_positions`` the positions decode steps fed beyond each row's last token (drafts and their padding) and
-    ``draft_accepted`` the drafted tokens that equalled the greedy choice."""
+    ``peak_rows`` the widest decode batch, ``peak_kv_bytes`` the largest KV cache held."""
 
     prompt_tokens: int = 0
     shared_tokens: int = 0
     generated_tokens: int = 0
     decode_row_steps: int = 0
-    draft_positions: int = 0
-    draft_accepted: int = 0
     steps: int = 0
     peak_rows: int = 0
     peak_kv_bytes: int = 0
@@ -89,7 +75,6 @@ class _Row:
     index: int
     tokens: list[int] = field(default_factory=list)
     generator: torch.Generator | None = None
-    lookup: PromptLookup | None = None
 
 
 def encode_prompts(tokenizer: Any, prompts: Sequence[str], *, add_special_tokens: bool, room: int,
@@ -113,45 +98,6 @@ def default_budget(device: torch.device) -> tuple[int, int]:
         free, _ = torch.cuda.mem_get_info(device)
         return int(free * GPU_KV_SHARE), GPU_MAX_ROWS
     return CPU_KV_BUDGET, CPU_MAX_ROWS
-
-
-def _fit(t: torch.Tensor, length: int) -> torch.Tensor:
-    """``t`` (rows, heads, columns, dim) left-padded with zeros or left-cropped to ``length`` columns."""
-    have = t.shape[-2]
-    return t[..., have - length :, :] if have >= length else F.pad(t, (0, 0, length - have, 0))
-
-
-def _sliding(layer: Any) -> bool:
-    """Whether a cache layer keeps only a sliding window of columns."""
-    return bool(getattr(layer, "is_sliding", False))
-
-
-def _span(layer: Any, frame: int) -> int:
-    """Columns a cache layer holds for a frame of ``frame`` columns (a sliding layer keeps its window - 1)."""
-    return min(frame, layer.sliding_window - 1) if _sliding(layer) else frame
-
-
-def _reframe(cache: DynamicCache, frame: int, other: DynamicCache | None = None) -> None:
-    """Set every layer of ``cache`` to ``frame`` columns (padding or cropping on the left), appending the rows of
-    ``other`` (fitted the same way) when given; sliding layers' lengths follow the frame."""
-    for i, layer in enumerate(cache.layers):
-        span = _span(layer, frame)
-        keys, values = _fit(layer.keys, span), _fit(layer.values, span)
-        if other is not None:
-            keys = torch.cat([keys, _fit(other.layers[i].keys, span)])
-            values = torch.cat([values, _fit(other.layers[i].values, span)])
-        layer.keys, layer.values = keys, values
-        if hasattr(layer, "cumulative_length"):
-            layer.cumulative_length = frame
-
-
-def _kv_bytes(cache: DynamicCache, rows: int, frame: int) -> int:
-    """Bytes the KV cache of ``rows`` rows takes at a frame of ``frame`` columns."""
-    total = 0
-    for layer in cache.layers:
-        k = layer.keys
-        total += 2 * k.shape[1] * k.shape[3] * k.element_size() * _span(layer, frame)
-    return rows * total
 
 
 def _sampler(hf_model: Any, temperature: float, top_p: float) -> LogitsProcessorList | None:
@@ -182,19 +128,13 @@ class Engine:
     def __init__(self, hf_model: Any, tokenizer: Any, *, max_new_tokens: int, stop: Sequence[str] | None,
                  temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
                  kv_budget: int | None = None, max_rows: int | None = None,
-                 draft_tokens: int = DRAFT_TOKENS, min_shared: int = MIN_SHARED_TOKENS) -> None:
+                 min_shared: int = MIN_SHARED_TOKENS) -> None:
         self.model, self.tokenizer = hf_model, tokenizer
         self.device = next(hf_model.parameters()).device
         budget, rows = default_budget(self.device)
         self.kv_budget, self.max_rows = kv_budget or budget, max_rows or rows
         self.max_new_tokens, self.stop = int(max_new_tokens), stop
         self.sampler, self.seed = _sampler(hf_model, temperature, top_p), seed
-        self.draft_tokens = int(draft_tokens) if self.sampler is None else 0  # drafts keep greedy text only
-        # a step's 1 + draft positions must fit the window - 1 columns a sliding layer keeps (_realign rebuilds
-        # the layer from them), so drafts are at most window - 2 tokens
-        window = getattr(self.model.config, "sliding_window", None)
-        if window:
-            self.draft_tokens = max(0, min(self.draft_tokens, window - 2))
         self.eos = eos_ids(hf_model, tokenizer)
         decode: Callable[[list[int]], str] = lambda ids: tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
         self.scanner = StopScanner(decode, stop)
@@ -222,16 +162,10 @@ class Engine:
             out.append(int(torch.multinomial(probs, 1, generator=row.generator)))
         return out
 
-    def _accept(self, row: _Row, tokens: Sequence[int]) -> bool:
-        """Append ``tokens`` to ``row`` one at a time until it ends (EOS, ``max_new_tokens``, or a stop string:
-        the tokens after that are dropped, as one-token steps would never have made them); whether it ended."""
-        for token in tokens:
-            row.tokens.append(token)
-            if token in self.eos or len(row.tokens) >= self.max_new_tokens or self.scanner.hit(row.tokens):
-                return True
-        if row.lookup is not None:
-            row.lookup.extend(tokens)
-        return False
+    def _accept(self, row: _Row, token: int) -> bool:
+        """Append ``token`` to ``row``; whether the row ends there (EOS, ``max_new_tokens``, or a stop string)."""
+        row.tokens.append(token)
+        return token in self.eos or len(row.tokens) >= self.max_new_tokens or self.scanner.hit(row.tokens)
 
     def _forward(self, tokens: Sequence[int], cache: DynamicCache) -> torch.Tensor:
         """Prefill ``tokens`` after what ``cache`` holds (one row); the last position's logits."""
@@ -264,12 +198,10 @@ class Engine:
         row = _Row(index)
         if self.sampler is not None and self.seed is not None:
             row.generator = torch.Generator(device=self.device).manual_seed(int(self.seed))
-        if self.draft_tokens:
-            row.lookup = PromptLookup(ids)
         cache, done = self._after_prefixes(chain)
         self.stats.shared_tokens += done
         logits = self._forward(ids[done:], cache)
-        return row, cache, self._accept(row, self._choose(logits.float(), [row]))
+        return row, cache, self._accept(row, self._choose(logits.float(), [row])[0])
 
     def _admit(self, row: _Row, cache: DynamicCache, length: int) -> None:
         """Add a prefilled row to the decode batch (the frame widens when the row is longer than it)."""
@@ -278,7 +210,7 @@ class Engine:
         if self.cache is None:
             self.cache = cache
         else:
-            _reframe(self.cache, frame, cache)
+            reframe(self.cache, frame, cache)
         self.mask = torch.cat([F.pad(self.mask, (frame - self.frame, 0)), F.pad(ones, (frame - length, 0))])
         self.pos = torch.cat([self.pos, torch.tensor([length], device=self.device)])
         self.rows.append(row)
@@ -301,7 +233,7 @@ class Engine:
         lead = int(self.mask.any(0).long().argmax())
         if lead:
             self.mask = self.mask[:, lead:]
-            _reframe(self.cache, self.frame)
+            reframe(self.cache, self.frame)
 
     def _fits(self, length: int) -> bool:
         """Whether one more row of ``length`` prompt tokens fits the row limit and the KV budget, every row
@@ -309,64 +241,19 @@ class Engine:
         if not self.rows:
             return True
         worst = max(self.frame, length) + self.max_new_tokens
-        return len(self.rows) < self.max_rows and _kv_bytes(self.cache, len(self.rows) + 1, worst) <= self.kv_budget
-
-    def _drafts(self) -> list[list[int]]:
-        """Each row's prompt-lookup draft, no longer than its remaining new tokens allow."""
-        if not self.draft_tokens:
-            return [[] for _ in self.rows]
-        return [r.lookup.draft(min(self.draft_tokens, self.max_new_tokens - len(r.tokens) - 1)) for r in self.rows]
+        return len(self.rows) < self.max_rows and kv_bytes(self.cache, len(self.rows) + 1, worst) <= self.kv_budget
 
     def _step(self) -> list[bool]:
-        """One decode step of every row: its last token and its draft (padded to the widest draft) in one forward
-        call; a row keeps the greedy token after its last one and, while the draft equals the greedy choice, the
-        tokens after those. Whether each row ended."""
-        drafts = self._drafts()
-        width = 1 + max(map(len, drafts))  # positions fed per row
-        fed = [[r.tokens[-1], *d, *[r.tokens[-1]] * (width - 1 - len(d))] for r, d in zip(self.rows, drafts)]
-        real = torch.tensor([[1] * (1 + len(d)) + [0] * (width - 1 - len(d)) for d in drafts], device=self.device)
-        self.mask = torch.cat([self.mask, real], dim=1)  # (rows, frame + width); a row's padding positions masked
-        before = [(layer.keys, layer.values) for layer in self.cache.layers] if width > 1 else []
-        out = self.model(input_ids=torch.tensor(fed, device=self.device), attention_mask=self.mask,
-                         position_ids=self.pos[:, None] + torch.arange(width, device=self.device),
-                         cache=self.cache, use_cache=True, logits_to_keep=width)  # fmt: skip
+        """One decode step of every row in the batch (its last token, one forward call); whether each row ended."""
+        self.mask = F.pad(self.mask, (0, 1), value=1)
+        last = torch.tensor([[r.tokens[-1]] for r in self.rows], device=self.device)
+        out = self.model(input_ids=last, attention_mask=self.mask, position_ids=self.pos[:, None],
+                         cache=self.cache, use_cache=True, logits_to_keep=1)  # fmt: skip
+        self.pos = self.pos + 1
         self.stats.steps += 1
         self.stats.decode_row_steps += len(self.rows)
-        self.stats.draft_positions += len(self.rows) * (width - 1)
-        if width == 1:
-            self.pos = self.pos + 1
-            chosen = self._choose(out.logits[:, -1, :].float(), self.rows)
-            return [self._accept(row, [token]) for row, token in zip(self.rows, chosen)]
-        greedy = out.logits.argmax(-1).tolist()  # (rows, width): the greedy token after each fed position
-        ended, kept = [], []
-        for row, draft, choice in zip(self.rows, drafts, greedy):
-            n = 0  # draft tokens that equal the greedy choice before them
-            while n < len(draft) and draft[n] == choice[n]:
-                n += 1
-            self.stats.draft_accepted += n
-            kept.append(n)
-            ended.append(self._accept(row, choice[: n + 1]))
-        self._realign(before, width, kept)
-        return ended
-
-    def _realign(self, before: list[tuple[torch.Tensor, torch.Tensor]], width: int, kept: list[int]) -> None:
-        """After a step that fed ``width`` positions per row, keep each row's last token and its ``kept`` right
-        draft tokens in the cache, right-aligned again: a row shifts right by the positions it drops (the frame's
-        new leading columns are padding), so every row stays contiguous and sliding windows stay exact."""
-        shift = torch.tensor([width - 1 - n for n in kept], device=self.device)
-        self.pos = self.pos + 1 + torch.tensor(kept, device=self.device)
-        columns = self.mask.shape[1]
-        source = torch.arange(columns, device=self.device)[None, :] - shift[:, None]  # (rows, columns)
-        self.mask = torch.where(source >= 0, self.mask.gather(1, source.clamp(min=0)), 0)
-        for layer, (keys, values) in zip(self.cache.layers, before):
-            # the layer's states over the whole frame: a sliding layer kept only its window, so rebuild from before
-            full_k = torch.cat([keys, layer.keys[..., -width:, :]], dim=-2) if _sliding(layer) else layer.keys
-            full_v = torch.cat([values, layer.values[..., -width:, :]], dim=-2) if _sliding(layer) else layer.values
-            index = (source.clamp(min=0) - (columns - full_k.shape[-2])).clamp(min=0)  # frame column -> tensor column
-            index = index[:, None, :, None].expand(-1, full_k.shape[1], -1, full_k.shape[-1])
-            layer.keys, layer.values = full_k.gather(2, index), full_v.gather(2, index)
-        _reframe(self.cache, columns)
-        self._cut_lead()
+        chosen = self._choose(out.logits[:, -1, :].float(), self.rows)
+        return [self._accept(row, token) for row, token in zip(self.rows, chosen)]
 
     @torch.inference_mode()
     def run(self, prompts: Sequence[list[int]], *, progress: bool = True, desc: str = "generate") -> list[str]:
@@ -395,7 +282,7 @@ class Engine:
             if not self.rows:
                 continue
             self.stats.peak_rows = max(self.stats.peak_rows, len(self.rows))
-            self.stats.peak_kv_bytes = max(self.stats.peak_kv_bytes, _kv_bytes(self.cache, len(self.rows), self.frame))
+            self.stats.peak_kv_bytes = max(self.stats.peak_kv_bytes, kv_bytes(self.cache, len(self.rows), self.frame))
             keep = []
             for i, (row, ended) in enumerate(zip(self.rows, self._step())):
                 if ended:
@@ -411,11 +298,10 @@ class Engine:
 
 def generate(hf_model: Any, tokenizer: Any, prompts: Sequence[list[int]], *, max_new_tokens: int,
              stop: Sequence[str] | None = None, temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
-             kv_budget: int | None = None, max_rows: int | None = None, draft_tokens: int = DRAFT_TOKENS,
-             min_shared: int = MIN_SHARED_TOKENS, progress: bool = True,
+             kv_budget: int | None = None, max_rows: int | None = None, min_shared: int = MIN_SHARED_TOKENS,
+             progress: bool = True,
              desc: str = "generate") -> tuple[list[str], GenerationStats]:
     """Generate from token-id prompts with :class:`Engine`; (texts in order, the work done)."""
     engine = Engine(hf_model, tokenizer, max_new_tokens=max_new_tokens, stop=stop, temperature=temperature,
-                    top_p=top_p, seed=seed, kv_budget=kv_budget, max_rows=max_rows, draft_tokens=draft_tokens,
-                    min_shared=min_shared)  # fmt: skip
+                    top_p=top_p, seed=seed, kv_budget=kv_budget, max_rows=max_rows, min_shared=min_shared)
     return engine.run(prompts, progress=progress, desc=desc), engine.stats

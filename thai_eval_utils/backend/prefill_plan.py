@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from thai_eval_utils.core.prefix_tree import Node, build_tree
+from thai_eval_utils.backend.prefix_tree import Node, build_tree
 
 #: shared prefixes shorter than this are computed again with each prompt
 MIN_SHARED_TOKENS = 32

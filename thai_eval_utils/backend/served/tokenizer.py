@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from thai_eval_utils.core.errors import ModelLoadError
-from thai_eval_utils.core.model_sources import EMBEDDED, default_max_length, embedded_model_dir
+from thai_eval_utils.backend.model_sources import EMBEDDED, default_max_length, embedded_model_dir
 
 #: Truncation length of token-id prompts when the tokenizer directory has no readable model config.
 FALLBACK_MAX_LENGTH = 2048

@@ -5,7 +5,7 @@ the toolkit's model interface, including Thai-H6's ``loglikelihood`` through ``/
 
 Before the first request the servers are probed once (:meth:`ServedModel.probe`, checks in :mod:`.probe`);
 the local tokenizer is loaded by :mod:`.tokenizer`, the endpoint options and credentials are
-:class:`~thai_eval_utils.core.client_options.ClientOptions` (shared with ``ApiModel``), and the requests go
+:class:`~thai_eval_utils.backend.client_options.ClientOptions` (shared with ``ApiModel``), and the requests go
 through a :class:`~.replicas.Pool` of one or more servers.
 """
 
@@ -18,17 +18,17 @@ from typing import Any
 
 import openai
 
-from thai_eval_utils.core.api_replies import ApiError, describe_error
+from thai_eval_utils.backend.api_replies import ApiError, describe_error
 from thai_eval_utils.core.async_bridge import run_sync
-from thai_eval_utils.core.client_options import (
+from thai_eval_utils.backend.client_options import (
     ClientOptions,
     HasClientOptions,
     base_url_or_env,
     check_local_only_options,
 )
 from thai_eval_utils.core.errors import ModelLoadError, ThaiEvalError
-from thai_eval_utils.core.openai_client import NEUTRAL_SAMPLING
-from thai_eval_utils.core.served.completions import (
+from thai_eval_utils.backend.openai_client import NEUTRAL_SAMPLING
+from thai_eval_utils.backend.served.completions import (
     SCORING_PARAMS,
     TEXT_BOUNDARY_RULE,
     Prompt,
@@ -39,10 +39,10 @@ from thai_eval_utils.core.served.completions import (
     text_prompts,
     token_prompts,
 )
-from thai_eval_utils.core.served.probe import Prober, ProbeResult
-from thai_eval_utils.core.served.replicas import MalformedReply, Pool, default_deadline, split_base_urls, within_deadline
-from thai_eval_utils.core.served.tokenizer import load_tokenizer
-from thai_eval_utils.core.stops import cut_at_stop
+from thai_eval_utils.backend.served.probe import Prober, ProbeResult
+from thai_eval_utils.backend.served.replicas import MalformedReply, Pool, default_deadline, split_base_urls, within_deadline
+from thai_eval_utils.backend.served.tokenizer import load_tokenizer
+from thai_eval_utils.backend.stops import cut_at_stop
 
 SPEC_PREFIX = "completions:"
 PROMPT_FORMS = ("auto", "tokens", "text")
@@ -74,7 +74,7 @@ class ServedModel(HasClientOptions):
         deadline: overall seconds per request, retries included (default ``timeout * (max_retries + 1)`` plus the
             client's backoff); a replica that gives no complete reply in time is dropped like a failing one.
         api_key: default the URL's own credential, else ``$OPENAI_API_KEY``, else a placeholder; never recorded
-            (see :mod:`~thai_eval_utils.core.client_options`).
+            (see :mod:`~thai_eval_utils.backend.client_options`).
     """
 
     def __init__(self, model_id: str, *, base_url: str | Sequence[str] | None = None, api_key: str | None = None,

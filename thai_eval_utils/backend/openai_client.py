@@ -10,7 +10,7 @@ llama.cpp) through ``base_url``. The parts a reader may look for elsewhere:
   secret-free messages;
 - :mod:`.client_options`: the endpoint, the key (never in a URL, a ``repr`` or a file), timeout and retries,
   shared with ``ServedModel``;
-- :mod:`.async_bridge`: the synchronous methods also work inside a running event loop (Jupyter).
+- :mod:`thai_eval_utils.core.async_bridge`: the synchronous methods also work inside a running event loop (Jupyter).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 import openai
 from openai import AsyncOpenAI
 
-from thai_eval_utils.core.api_replies import (
+from thai_eval_utils.backend.api_replies import (
     FATAL_ERRORS,
     ApiError,
     Completion,
@@ -34,7 +34,7 @@ from thai_eval_utils.core.api_replies import (
     reply_problem,
 )
 from thai_eval_utils.core.async_bridge import run_sync
-from thai_eval_utils.core.client_options import (
+from thai_eval_utils.backend.client_options import (
     ClientOptions,
     HasClientOptions,
     base_url_or_env,
@@ -42,10 +42,10 @@ from thai_eval_utils.core.client_options import (
 )
 from thai_eval_utils.core.errors import ModelLoadError
 from thai_eval_utils.core.provenance import public_url
-from thai_eval_utils.core.stops import cut_at_stop
+from thai_eval_utils.backend.stops import cut_at_stop
 
 #: The public names; ``ApiError``, ``FATAL_ERRORS``, ``describe_error``, ``reply_problem`` (from :mod:`.api_replies`)
-#: and ``run_sync`` (from :mod:`.async_bridge`) are re-exported, as ``thaicli`` and the tests import them from here.
+#: and ``run_sync`` (from :mod:`thai_eval_utils.core.async_bridge`) are re-exported, as ``thaicli`` and the tests import them from here.
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_CONCURRENCY", "DEFAULT_MAX_RETRIES", "DEFAULT_TIMEOUT", "FATAL_ERRORS",
            "NEUTRAL_SAMPLING", "OBSERVED_IDENTITY_KEYS", "PRICES_FILE", "SERVER_BY_OWNER", "ApiError", "ApiModel",
            "ApiSession", "cut_at_stop", "describe_error", "estimate_cost", "load_prices", "public_base_url",

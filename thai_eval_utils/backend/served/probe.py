@@ -13,11 +13,11 @@ from typing import Any
 
 import openai
 
-from thai_eval_utils.core.api_replies import describe_error
+from thai_eval_utils.backend.api_replies import describe_error
 from thai_eval_utils.core.errors import ModelLoadError
-from thai_eval_utils.core.openai_client import server_from_owners
-from thai_eval_utils.core.served.completions import SCORING_PARAMS, check_model, choices_in_order
-from thai_eval_utils.core.served.replicas import MalformedReply, Pool, RequestDeadline, within_deadline
+from thai_eval_utils.backend.openai_client import server_from_owners
+from thai_eval_utils.backend.served.completions import SCORING_PARAMS, check_model, choices_in_order
+from thai_eval_utils.backend.served.replicas import MalformedReply, Pool, RequestDeadline, within_deadline
 
 #: Probe text: Thai with spaces, digits and a line break (what Thai-H6 prompts contain); written for this check.
 #: Kept short: llama-cpp-python spends ~0.6 s per echoed token on Gemma 3's 262k vocabulary (2 CPU cores).

@@ -21,8 +21,8 @@ import openai
 from openai import AsyncOpenAI
 from tqdm.auto import tqdm
 
-from thai_eval_utils.core.api_replies import FATAL_ERRORS, ApiError, describe_error
-from thai_eval_utils.core.client_options import ClientOptions
+from thai_eval_utils.backend.api_replies import FATAL_ERRORS, ApiError, describe_error
+from thai_eval_utils.backend.client_options import ClientOptions
 from thai_eval_utils.core.errors import ModelLoadError
 from thai_eval_utils.core.provenance import public_url, scrub
 

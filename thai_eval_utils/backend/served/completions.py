@@ -6,10 +6,11 @@ continuation's log-likelihood is the sum of the echoed log-probabilities of its 
 Two prompt forms:
 
 * **token ids** (vLLM, SGLang): the pair is encoded locally exactly as the local engine does
-  (:func:`thai_eval_utils.scoring._encode` and ``_fed``: joint encoding, trailing whitespace moved to the
-  continuation, optional BOS, left truncation to ``max_length``); the ids fed are lm-eval HFLM's plus the last
-  continuation token, so every scored position sees the same tokens as in HFLM;
-* **text** (llama-cpp-python): ``context + continuation`` is sent as text (trailing whitespace moved as above);
+  (:func:`thai_eval_utils.backend.encoding.encode_pairs` and ``fed_tokens``: joint encoding, trailing whitespace
+  moved to the continuation, optional BOS, left truncation to ``max_length``); the ids fed are lm-eval HFLM's
+  plus the last continuation token, so every scored position sees the same tokens as in HFLM;
+* **text** (llama-cpp-python): ``context + continuation`` is sent as text (trailing whitespace moved as above, by
+  the same ``move_trailing_space``);
   the server tokenizes it jointly and the boundary is found from ``text_offset``. A token that straddles the
   boundary (starts in the context, ends in the continuation) is scored with the continuation
   (:data:`TEXT_BOUNDARY_RULE`). lm-eval 0.4.13's ``gguf`` backend does the opposite: ``get_result`` starts the
@@ -31,9 +32,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from thai_eval_utils.backend.encoding import encode_pairs, fed_tokens, move_trailing_space
+from thai_eval_utils.backend.served.replicas import MalformedReply
 from thai_eval_utils.core.errors import ThaiEvalError
-from thai_eval_utils.core.loglikelihood import _encode, _fed
-from thai_eval_utils.core.served.replicas import MalformedReply
 
 #: Recorded in the model identity: how the text path splits context and continuation.
 TEXT_BOUNDARY_RULE = "text_offset; a token straddling the boundary is scored with the continuation"
@@ -60,7 +61,7 @@ class Prompt:
 def token_prompts(tokenizer: Any, requests: Sequence[tuple[str, str]], *, add_bos_token: bool,
                   max_length: int) -> list[Prompt | None]:
     """The id prompt of each request (None: empty continuation, scored ``(0.0, True)`` like the local engine)."""
-    seqs, targets = _fed(_encode(tokenizer, requests, add_bos_token), max_length)
+    seqs, targets = fed_tokens(encode_pairs(tokenizer, requests, add_bos_token), max_length)
     out: list[Prompt | None] = []
     for seq, cont in zip(seqs, targets):
         if seq is None:
@@ -78,9 +79,7 @@ def text_prompts(requests: Sequence[tuple[str, str]]) -> list[Prompt | None]:
         if ctx == "":
             raise ThaiEvalError(f"request {i}: an empty context cannot be scored through a text-only completions "
                                 "server (the server, not lm-eval's rule, would choose the first token's context)")
-        n = len(ctx) - len(ctx.rstrip())
-        if n:
-            ctx, cont = ctx[:-n], ctx[-n:] + cont
+        ctx, cont = move_trailing_space(ctx, cont)
         out.append(Prompt(text=ctx + cont, boundary=len(ctx)) if cont else None)
     return out
 
