@@ -278,14 +278,6 @@ def test_grimp_finds_planted_layer_leaks_of_each_kind(tmp_path, monkeypatch):
 #: The consumer layers: what is particular to a benchmark lives in its own package, behind the suite contract
 #: (``core.benchmark.Suite``, read through ``core.registry``), so none of these names one or imports one.
 CONSUMERS = ("core", "stats", "export", "cli", "batch.py", "notebook_exec.py", "notebook_kernel.py", "compare", "report")
-#: Files that still name a benchmark, and why: left out of the layer checks, each checked on its own as an expected
-#: failure (remove an entry once its file is clean). The leaderboard cells split a table's rows by a ``dialect``
-#: column (``stats.cells.CELL_COLUMNS``; the report's frame and ``tests/test_report.py`` read it by that name).
-PENDING = {
-    "stats/cells.py": "the leaderboard cells' row-group column and cell() keyword are named 'dialect'",
-    "report/leaderboard.py": "published rows' cells keyed by the 'dialect' row-group column",
-    "report/render.py": "the leaderboard tables' rows keyed by the 'dialect' row-group column",
-}
 
 
 @dataclass(frozen=True)
@@ -368,15 +360,8 @@ def _benchmark_names(layer: str, words: BenchmarkWords, root: Path = PACKAGE) ->
 @pytest.mark.parametrize("layer", [layer for layer in CONSUMERS if (PACKAGE / layer).exists()])
 def test_consumer_layers_name_no_benchmark(layer):
     """No consumer layer imports a benchmark package or names a registered suite or task in code (docstrings and
-    comments may cite them); the :data:`PENDING` files are checked below."""
-    found = _benchmark_names(layer, _registered_words())
-    assert [f for f in found if f.split(":")[0] not in PENDING] == []
-
-
-@pytest.mark.xfail(reason="a pending file (PENDING says why); remove its entry once it is clean", strict=False)
-@pytest.mark.parametrize("path", sorted(PENDING))
-def test_pending_files_name_no_benchmark(path):
-    assert _benchmark_names(path, _registered_words()) == []
+    comments may cite them)."""
+    assert _benchmark_names(layer, _registered_words()) == []
 
 
 def test_the_registered_words_are_the_suites():

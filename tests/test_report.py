@@ -42,7 +42,7 @@ def test_leaderboard_cells_are_the_runs_scores_with_n_and_intervals(store):
     heads, notes = model_headlines(runs)
     assert notes == []
     cells = leaderboard(heads, boot=Bootstrap(n_resamples=500))
-    ours = cells[cells["source"] == "thai-eval run"].set_index(["model", "column", "dialect"], drop=False)
+    ours = cells[cells["source"] == "thai-eval run"].set_index(["model", "column", "group"], drop=False)
     for model in ("model-a", "model-b"):
         recs = _run(store, model, "thai_h6/th_winogrande").records()
         cell = ours.loc[(model, "th_winogrande", None)] if (model, "th_winogrande", None) in ours.index else \
@@ -59,11 +59,11 @@ def test_leaderboard_cells_are_the_runs_scores_with_n_and_intervals(store):
     assert cli.loc[("model-a", "factoid"), "value"] == 7.0 and cli.loc[("model-b", "instruction"), "value"] == 5.0
     assert cli.loc[("model-a", "thaicli_avg"), "n"] == 6
     dia = cells[(cells.table == "dialect_auto") & (cells.source == "thai-eval run")]
-    assert set(dia["dialect"]) == {"Central", "Isan"}
+    assert set(dia["group"]) == {"Central", "Isan"}
     assert {"qa_rougeL", "qa_delta", "translation_en_to_dialect_bleu", "translation_en_to_dialect_delta"} <= set(dia["column"])
     delta = dia[(dia.model == "model-a") & (dia.column == "qa_delta")].iloc[0]
-    central = dia[(dia.model == "model-a") & (dia.column == "qa_rougeL") & (dia.dialect == "Central")].iloc[0]["value"]
-    isan = dia[(dia.model == "model-a") & (dia.column == "qa_rougeL") & (dia.dialect == "Isan")].iloc[0]["value"]
+    central = dia[(dia.model == "model-a") & (dia.column == "qa_rougeL") & (dia.group == "Central")].iloc[0]["value"]
+    isan = dia[(dia.model == "model-a") & (dia.column == "qa_rougeL") & (dia.group == "Isan")].iloc[0]["value"]
     assert delta["value"] == pytest.approx(central - isan)
     pub = cells[cells["source"].str.startswith("published")].set_index(["model", "column"])
     assert pub.loc[("Meta-Llama-3.1-8B-Instruct", "thai_h6_avg"), "value"] == 52.42  # Kim et al. Table 4

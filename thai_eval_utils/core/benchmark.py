@@ -107,6 +107,9 @@ class ItemView:
     #: The few-shot block: ``(pool id, example indices)`` into the report's shared pools.
     fewshot: Sequence[Any] | None = None
     prompt_hash: str | None = None
+    #: What the detail pane calls the question and the output (default "prompt" and "output").
+    question_label: str | None = None
+    output_label: str | None = None
     note: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -115,6 +118,7 @@ class ItemView:
         "task": "t", "key": "k", "value": "v", "correct": "c", "question": "q", "choices": "ch", "loglikelihoods": "ll",
         "pred": "p", "gold": "g", "output": "o", "reference": "ref", "judge_reply": "j", "judge_status": "js",
         "repeat": "r", "subject": "sub", "fewshot": "fs", "prompt_hash": "hash", "note": "note",
+        "question_label": "ql", "output_label": "ol",
     }  # fmt: skip
 
     def record(self, family: str) -> dict[str, Any]:
@@ -190,8 +194,8 @@ class LeaderboardTable:
     key: str
     title: str
     columns: tuple[str, ...]
-    #: Cells carry a group beside model and column (the dialect benchmark: one row per dialect).
-    by_group: bool = False
+    #: The name of a row group that splits each model's row (shown as a column; the cells' ``group``), "" for none.
+    group: str = ""
 
 
 @runtime_checkable

@@ -91,7 +91,7 @@ class DialectViews:
     scale_note: ClassVar[str] = "ROUGE-L/BLEU 0-100"
     leaderboard_tables: ClassVar[tuple[LeaderboardTable, ...]] = (
         LeaderboardTable(TABLE, "Thai dialects (ROUGE-L, BLEU x100 and ΔDiff; Limkonchotiwat et al. Table 1)",
-                         tuple(c for fam, (_, col) in TABLE1_TASKS.items() for c in (col, f"{fam}_delta")), by_group=True),)
+                         tuple(c for fam, (_, col) in TABLE1_TASKS.items() for c in (col, f"{fam}_delta")), group="dialect"),)
 
     def holds_headlines(self, run: StoredRun) -> bool:
         """The generation runs."""
@@ -149,7 +149,7 @@ class DialectViews:
             else:
                 low, high = cells.mean_ci(h, boot)
             name = DIALECT_NAMES.get(dialect, dialect)
-            out.append(cells.cell(TABLE, model, column, value, n, f"{NAME}|{h.stratum}", dialect=name, low=low, high=high))
+            out.append(cells.cell(TABLE, model, column, value, n, f"{NAME}|{h.stratum}", group=name, low=low, high=high))
             by[(fam, dialect)] = h
         for (fam, dialect), h in by.items():
             central = by.get((fam, CENTRAL))
@@ -164,7 +164,7 @@ class DialectViews:
                 iv = delta_diff_interval(central.items.assign(value=cells.scaled_values(central)),
                                          h.items.assign(value=cells.scaled_values(h)), method="percentile", **opts)
             out.append(cells.cell(TABLE, model, f"{fam}_delta", iv.estimate, iv.n, f"{NAME}|{h.stratum}",
-                                  dialect=DIALECT_NAMES.get(dialect, dialect), low=iv.low, high=iv.high, note=iv.design))
+                                  group=DIALECT_NAMES.get(dialect, dialect), low=iv.low, high=iv.high, note=iv.design))
         return out
 
     def figures(self, runs: Mapping[str, Mapping[str, StoredRun]], heads: Mapping[str, Sequence[Headline]]

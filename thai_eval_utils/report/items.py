@@ -6,7 +6,7 @@ Records use short keys (the report embeds tens of thousands of them; ``ItemView.
 ``c`` correct (0/1 metrics), ``q`` question or prompt, ``ch`` choices, ``ll`` their log-likelihoods, ``p`` the
 model's choice, ``g`` gold, ``o`` output, ``fs`` few-shot block (pool id, example indices), ``ref`` reference,
 ``j`` judge reply, ``js`` judge status, ``r`` judge repeat, ``sub`` subject, ``hash`` prompt hash, ``note`` what
-could not be shown and why.
+could not be shown and why, ``ql``/``ol`` what the detail pane calls the question and the output.
 """
 
 from __future__ import annotations
@@ -59,7 +59,8 @@ def items_frame(items: list[dict[str, Any]]) -> pd.DataFrame:
     """The items as a DataFrame with readable column names, every field a column (for notebooks and tests)."""
     names = {"m": "model", "b": "benchmark", "t": "task", "k": "key", "v": "value", "c": "correct", "q": "question",
              "ch": "choices", "ll": "loglikelihoods", "p": "pred", "g": "gold", "o": "output", "ref": "reference",
-             "j": "judge_reply", "js": "judge_status", "r": "repeat", "sub": "subject", "fs": "fewshot", "note": "note"}
+             "j": "judge_reply", "js": "judge_status", "r": "repeat", "sub": "subject", "fs": "fewshot", "note": "note",
+             "ql": "question_label", "ol": "output_label"}
     frame = pd.DataFrame(items).rename(columns=names)
     return frame.reindex(columns=["id", *names.values(), *[c for c in frame.columns if c not in names.values() and c != "id"]])
 

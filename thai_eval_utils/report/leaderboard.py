@@ -45,7 +45,7 @@ def _published_cells() -> list[dict[str, Any]]:
             for col in table.columns:
                 if col in row and str(row[col]).strip() not in ("", "nan"):
                     out.append(cell(table.key, str(row["model"]), col, float(row[col]), None, "",
-                                    dialect=row.get("dialect"), source=source))
+                                    group=row.get(table.group) if table.group else None, source=source))
     return out
 
 

@@ -66,14 +66,13 @@ def leaderboard_tables(cells: pd.DataFrame) -> list[dict[str, Any]]:
         part = cells[cells["table"] == key]
         if part.empty:
             continue
-        dialect = spec.by_group
         rows = []
-        for (model, dia, source), group in part.groupby(["model", "dialect", "source"], sort=False, dropna=False):
+        for (model, label, source), group in part.groupby(["model", "group", "source"], sort=False, dropna=False):
             by_col = {c["column"]: _cell(c) for c in group.to_dict("records")}
-            rows.append({"model": model, "dialect": None if pd.isna(dia) else dia, "source": source,
+            rows.append({"model": model, "group": None if pd.isna(label) else label, "source": source,
                          "published": str(source).startswith(PUBLISHED), "cells": [by_col.get(c) for c in columns]})
         rows.sort(key=lambda r: r["published"])  # stable: our runs first, in model order
-        out.append({"key": key, "title": title, "columns": columns, "rows": rows, "dialect": dialect})
+        out.append({"key": key, "title": title, "columns": columns, "rows": rows, "group": spec.group})
     return out
 
 
@@ -87,12 +86,12 @@ def _cell_text(c: dict[str, Any] | None, digits: int) -> str:
 
 
 def wide(cells: pd.DataFrame, table: str, digits: int = 2) -> pd.DataFrame:
-    """One leaderboard table as the report prints it, for notebooks: a row per model (and dialect) and source,
+    """One leaderboard table as the report prints it, for notebooks: a row per model (and row group) and source,
     each cell ``value [low, high] n=N`` (published rows: the printed value)."""
     t = next((t for t in leaderboard_tables(cells) if t["key"] == table), None)
     if t is None:
         return pd.DataFrame()
-    rows = [{"model": r["model"], **({"dialect": r["dialect"]} if t["dialect"] else {}), "source": r["source"],
+    rows = [{"model": r["model"], **({t["group"]: r["group"]} if t["group"] else {}), "source": r["source"],
              **{col: _cell_text(c, digits) for col, c in zip(t["columns"], r["cells"])}} for r in t["rows"]]
     return pd.DataFrame(rows)
 

@@ -18,7 +18,7 @@ from thai_eval_utils.stats.corpus import CorpusMetric, corpus_interval
 from thai_eval_utils.stats.stratified import stratified_paired_bootstrap
 
 #: The columns of one leaderboard cell (the report's leaderboard frame).
-CELL_COLUMNS = ["table", "model", "dialect", "source", "column", "value", "n", "ci_low", "ci_high", "items", "note"]
+CELL_COLUMNS = ["table", "model", "group", "source", "column", "value", "n", "ci_low", "ci_high", "items", "note"]
 #: The ``source`` of a cell from one of our runs (the papers' rows say ``published (...)``).
 RUN = "thai-eval run"
 
@@ -37,11 +37,11 @@ class Bootstrap:
                 f"resamples, seed {self.seed}); averages resample within each task; BLEU is recomputed per resample")
 
 
-def cell(table: str, model: str, column: str, value: Any, n: Any, items: str, *, dialect: str | None = None,
+def cell(table: str, model: str, column: str, value: Any, n: Any, items: str, *, group: str | None = None,
          low: float | None = None, high: float | None = None, source: str = RUN, note: str = "") -> dict[str, Any]:
-    """One cell (:data:`CELL_COLUMNS`); ``dialect`` labels a row within a table whose rows are split by it
-    (``LeaderboardTable.by_group``); ``items`` is the item browser's filter (``<suite>|<task>``)."""
-    return {"table": table, "model": model, "dialect": dialect, "source": source, "column": column,
+    """One cell (:data:`CELL_COLUMNS`); ``group`` labels a row within a table whose rows are split by a group
+    (``LeaderboardTable.group``); ``items`` is the item browser's filter (``<suite>|<task>``)."""
+    return {"table": table, "model": model, "group": group, "source": source, "column": column,
             "value": None if value is None or pd.isna(value) else float(value), "n": None if n is None or pd.isna(n) else int(n),
             "ci_low": low, "ci_high": high, "items": items, "note": note}
 

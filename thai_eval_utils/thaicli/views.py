@@ -54,7 +54,8 @@ def thaicli_items(run: StoredRun, questions: pd.DataFrame | None) -> list[ItemVi
     for rec in run.records():
         qid = str(rec["id"])
         score = rec.get("score")
-        item = ItemView(task=str(rec.get("format", "")), key=qid, value=None if score is None else float(score),
+        item = ItemView(task=str(rec.get("format", "")), key=qid, question_label="question",
+                        output_label="the model's answer", value=None if score is None else float(score),
                         output=answers.get(qid, ""), judge_reply=str(rec.get("explanation") or rec.get("error") or ""),
                         judge_status=rec.get("status"), repeat=rec.get("repeat", 0), subject=rec.get("theme"))
         if questions is not None and qid in questions.index:

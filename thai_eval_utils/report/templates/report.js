@@ -59,7 +59,7 @@ function renderItem(box, it, pools) {
     const det = el("details", {}, el("summary", {}, `few-shot examples (${shots.length})`), el("pre", {}, shots.join("\n\n")));
     box.append(det);
   }
-  if (it.q) box.append(...block(it.b === "thaicli" ? "question" : "prompt", it.q));
+  if (it.q) box.append(...block(it.ql || "prompt", it.q));
   if (it.ch && it.ch.length) {
     const table = el("table", { class: "choices" }, el("tr", {}, el("th", {}, "#"), el("th", {}, "choice"), el("th", {}, "log-likelihood")));
     it.ch.forEach((c, i) => {
@@ -72,7 +72,7 @@ function renderItem(box, it, pools) {
     box.append(...block("log-likelihoods", it.ll.map((x, i) => `${i}: ${fmt(x, 4)}`).join("\n")));
   }
   if (it.g !== undefined && !(it.ch && it.ch.length)) box.append(...block("gold", String(it.g)));
-  if (it.o !== undefined) box.append(...block(it.b === "thaicli" ? "the model's answer" : "output", it.o || "(empty)"));
+  if (it.o !== undefined) box.append(...block(it.ol || "output", it.o || "(empty)"));
   if (it.ref) box.append(...block("reference", it.ref));
   if (it.js !== undefined) box.append(...block(`judge (${it.js}, repeat ${it.r || 0}): score ${fmt(it.v, 1)}`, it.j || "(no reply)"));
   if (it.hash) box.append(el("p", { class: "caption" }, `prompt sha256 ${it.hash}…`));
