@@ -276,14 +276,17 @@ def test_grimp_finds_planted_layer_leaks_of_each_kind(tmp_path, monkeypatch):
 
 # ----------------------------------------------------------------- no consumer names a benchmark (issue 29)
 #: The consumer layers: what is particular to a benchmark lives in its own package, behind the suite contract
-#: (``core.benchmark.Suite``, read through ``core.registry``), so none of these names one or imports one.
-CONSUMERS = ("core", "stats", "export", "cli", "batch.py", "notebook_exec.py", "notebook_kernel.py", "compare", "report")
+#: (``core.benchmark.Suite``, read through ``core.registry``), so none of these names one or imports one; nor do the
+#: layers every benchmark builds on (the engines, the judge, declared tasks).
+CONSUMERS = ("core", "stats", "export", "cli", "batch.py", "notebook_exec.py", "notebook_kernel.py", "compare", "report",
+             "backend", "judging", "tasks")
 
 
 @dataclass(frozen=True)
 class BenchmarkWords:
     """What names a benchmark. ``contained``: suite names, short titles and coined task names (``th_arc``): a
-    string or identifier containing one (case-insensitive) names it. ``exact``: task names that are plain words
+    string or identifier containing one (case-insensitive) names it. ``exact``: task names that are plain words (matched
+    case-sensitively: ``"Judge"`` is a class)
     (``judge``, ``answers``, ``generation``): they also name generic things (the judging layer, the generation
     engine), so only a string constant equal to one names the task (``<suite>/<task>`` contains the suite)."""
 
@@ -349,7 +352,7 @@ def _benchmark_names(layer: str, words: BenchmarkWords, root: Path = PACKAGE) ->
                 text = node.value.lower()
                 if any(f"{top}.{p}" in text for p in packages):
                     found.append(f"{rel}:{line}: imports by name {node.value!r}")
-                elif any(w in text for w in words.contained) or text in words.exact:
+                elif any(w in text for w in words.contained) or node.value in words.exact:
                     found.append(f"{rel}:{line}: string {node.value[:80]!r}")
             for name in _names_of(node):
                 if any(w in name.lower() for w in words.contained):
