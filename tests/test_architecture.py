@@ -285,10 +285,10 @@ CONSUMERS = ("core", "stats", "export", "cli", "batch.py", "notebook_exec.py", "
 @dataclass(frozen=True)
 class BenchmarkWords:
     """What names a benchmark. ``contained``: suite names, short titles and coined task names (``th_arc``): a
-    string or identifier containing one (case-insensitive) names it. ``exact``: task names that are plain words (matched
-    case-sensitively: ``"Judge"`` is a class)
+    string or identifier containing one (case-insensitive) names it. ``exact``: task names that are plain words
     (``judge``, ``answers``, ``generation``): they also name generic things (the judging layer, the generation
-    engine), so only a string constant equal to one names the task (``<suite>/<task>`` contains the suite)."""
+    engine), so only a string constant equal to one, case and all, names the task (``"Judge"`` is a class name;
+    ``<suite>/<task>`` contains the suite)."""
 
     contained: frozenset[str]
     exact: frozenset[str]
