@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
+from thai_eval_utils.h6 import prompts as P
 from thai_eval_utils.core.provenance import sha256_file
 from thai_eval_utils.core.records import (
     SUPPORTED_SUFFIXES,
@@ -60,7 +61,6 @@ H6_TASKS: dict[str, tuple[str, str, tuple[str, ...]]] = {
 }
 
 # ARC numeric answer keys map to letters (LB lm_eval/tasks/arc.py, _process_doc).
-_ARC_NUM_TO_LETTER = {"1": "A", "2": "B", "3": "C", "4": "D", "5": "E"}
 # GSM8K gold extraction (LB lm_eval/tasks/gsm8k.py, ANS_RE).
 _GSM8K_ANSWER_RE = re.compile(r"#### (\-?[0-9\.\,]+)")
 
@@ -85,31 +85,21 @@ def _str_list(value: Any, what: str, min_len: int = 1) -> str | None:
     return None
 
 
-def _h6_gold(task: str, doc: Mapping[str, Any]) -> int:
-    """The 0-based index of the correct choice of a Thai-H6 doc, as the leaderboard harness computes it.
+#: The gold index of each multiple-choice task: the functions the task specs score with (``h6.prompts``, the one
+#: implementation; ``h6.tasks`` builds its specs on them). TruthfulQA's true MC1 answer comes first (index 0).
+_GOLD = {"th_arc": P.arc_gold, "th_hellaswag": P.hellaswag_gold, "th_mmlu": P.mmlu_gold,
+         "th_winogrande": P.winogrande_gold, "th_truthfulqa": lambda doc: 0}
 
-    ARC: position of ``answerKey`` in A-E after mapping 1-5 to A-E; HellaSwag: ``int(label)``; MMLU:
-    ``answer`` as 0-3 or A-D; Winogrande: ``int(answer) - 1``; TruthfulQA: 0 (mc1's true answer comes
-    first). GSM8K has no choice index (raises ValueError).
-    """
-    if task == "th_arc":
-        key = doc["answerKey"].strip()
-        key = _ARC_NUM_TO_LETTER.get(key, key)
-        return "ABCDE".index(key) if isinstance(key, str) and len(key) == 1 and key in "ABCDE" else -1
-    if task == "th_hellaswag":
-        label = doc["label"]
-        return int(label) if isinstance(label, int) or str(label).strip().isdigit() else -1
-    if task == "th_mmlu":
-        ans = doc["answer"]
-        if isinstance(ans, int):
-            return ans
-        ans = ans.strip().upper()
-        return int(ans) if ans.isdigit() else ("ABCD".index(ans) if len(ans) == 1 and ans in "ABCD" else -1)
-    if task == "th_winogrande":
-        return {"1": 0, "2": 1}.get(str(doc["answer"]).strip(), -1)
-    if task == "th_truthfulqa":
-        return 0
-    raise ValueError(f"{task} has no choice index (GSM8K is scored by exact match of the '#### N' answer)")
+
+def _h6_gold(task: str, doc: Mapping[str, Any]) -> int:
+    """The 0-based index of the correct choice of a Thai-H6 doc (``h6.prompts``' gold functions, as the task
+    scores it), -1 where the doc names none. GSM8K has no choice index (raises ValueError)."""
+    if task not in _GOLD:
+        raise ValueError(f"{task} has no choice index (GSM8K is scored by exact match of the '#### N' answer)")
+    try:
+        return _GOLD[task](doc)
+    except P.DocError:
+        return -1
 
 
 def _h6_problem(task: str, rec: dict[str, Any]) -> tuple[str, str] | None:
