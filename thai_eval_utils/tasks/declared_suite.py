@@ -46,7 +46,7 @@ class DeclaredSuite(Suite):
 
     def __init__(self, task: Any, source: str | Path | None = None) -> None:
         self.task = task
-        self.source = None if source is None else Path(source)
+        self.source = None if source is None else Path(source).expanduser().resolve()
         self.name = task.name  # type: ignore[misc]  # per instance: one suite per declared task
         self.title = task.title or task.name  # type: ignore[misc]
         self.version = str(task.version)  # type: ignore[misc]
