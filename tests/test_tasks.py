@@ -67,6 +67,9 @@ def test_generation_metrics():
     same = "ฉันชอบแมว ฉันกินปลา"  # 6 words: 4-grams exist
     assert M.corpus_bleu([same], [same]) == pytest.approx(100.0)
     assert M.corpus_chrf(["abc"], ["abc"]) == pytest.approx(100.0)
+    import sacrebleu  # noqa: PLC0415
+    hyps, refs = ["ไปโรงเรียน", "กินข้าว"], ["ไปโรงเรียนแล้ว", "กินข้าวเช้า"]
+    assert M.corpus_chrf(hyps, refs) == pytest.approx(sacrebleu.corpus_chrf(hyps, [refs]).score)
     assert 0 < M.corpus_chrf(["ปารีส"], ["ปารีสฝรั่งเศส"]) < 100
 
 
@@ -217,11 +220,14 @@ def test_suite_hooks_on_a_stored_run(tmp_path):
     assert suite.leaderboard_tables[0].columns == ("acc", "acc_norm")
     assert suite.leaderboard_results(stored) == {"mc": {"acc": pytest.approx(2 / 3), "acc_norm": 0.0}}
     assert suite.lm_eval_task(stored) == "mc"
-    sample = suite.lm_eval_samples(stored)[0]
+    lm = suite.lm_eval_export(stored, None)
+    sample = lm.samples[0]
     assert sample["arguments"]["gen_args_1"] == {"arg_0": "Q: สีของท้องฟ้า\nA:", "arg_1": " เขียวมาก"}
     assert sample["target"] == "ฟ้า" and sample["acc"] == 1.0 and sample["resps"][0] == [["-4.0", "False"]]
+    assert lm.name == "mc" and lm.results["acc,none"] == pytest.approx(2 / 3) and lm.results["sample_len"] == 3
+    assert lm.config["output_type"] == "multiple_choice" and lm.num_fewshot == 0 and len(lm.samples) == 3
     rows = suite.detail_rows(stored)
-    assert rows[0]["benchmark"] == "mc/mc" and rows[0]["acc"] == 1.0
+    assert rows[0]["acc"] == 1.0 if "acc" in rows[0] else rows[0]["metrics"]["acc"] == 1.0  # main's / runx's layout
 
     class Counter:
         tokenizer, source = None, "none"
@@ -231,6 +237,7 @@ def test_suite_hooks_on_a_stored_run(tmp_path):
 
     dry = suite.dry_run(tmp_path, Counter(), limit=2, max_new_tokens=None)
     assert dry[0]["documents"] == 2 and dry[0]["requests"] == 4
+    assert dry[0]["fed_tokens"] == len("Q: สีของท้องฟ้า\nA: ฟ้า") + len("Q: สีของท้องฟ้า\nA: เขียวมาก") + 2 * len("Q: หนึ่งบวกหนึ่ง\nA:") + 8
 
 
 def test_generation_suite_corpus_headline(tmp_path):
@@ -240,7 +247,10 @@ def test_generation_suite_corpus_headline(tmp_path):
     heads = suite.headlines(StoredRun.from_dir(run.run_dir))
     assert [h.kind for h in heads] == ["binary", "corpus"]
     chrf = heads[1]
-    assert chrf.corpus_metric(chrf.items["hyp"].tolist(), chrf.items["ref"].tolist()) == pytest.approx(run.scores["chrf"]["value"])
+    hyps, refs = chrf.items["hyp"].tolist(), chrf.items["ref"].tolist()
+    assert chrf.corpus_metric(hyps, refs) == pytest.approx(run.scores["chrf"]["value"])
+    # by sufficient statistics (stats.corpus.CorpusMetric): the same number from summed rows
+    assert chrf.corpus_metric.score(chrf.corpus_metric.statistics(hyps, refs).sum(axis=0)) == pytest.approx(run.scores["chrf"]["value"])
     assert "value" not in chrf.items and chrf.scale == 1.0
     cells = suite.leaderboard_cells("m", heads, Boot())
     assert [c["column"] for c in cells] == ["exact_match", "chrf"] and cells[0]["value"] == 50.0

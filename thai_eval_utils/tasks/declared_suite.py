@@ -9,7 +9,9 @@ chrF / BLEU over the corpus (recomputed by compare and the report from the items
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +19,10 @@ import numpy as np
 import pandas as pd
 
 from thai_eval_utils.core.benchmark import Headline, ItemView, LeaderboardTable, Suite, TokenCounter
+from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.runs import StoredRun
-from thai_eval_utils.stats.bootstrap import loop_bootstrap, mean_interval
+from thai_eval_utils.stats.bootstrap import mean_interval
+from thai_eval_utils.stats.corpus import corpus_interval
 from thai_eval_utils.tasks.items import load_items
 from thai_eval_utils.tasks.metrics import GENERATION_METRICS
 from thai_eval_utils.tasks.runner import templates_of
@@ -27,6 +31,19 @@ from thai_eval_utils.tasks.runner import templates_of
 TASK_NOTEBOOK = "task.ipynb"
 #: Multiple-choice and exact-match values are 0/1 per item; the tables print them x100.
 BINARY = ("acc", "acc_norm", "exact_match")
+#: lm-eval's ``output_type`` of each kind.
+_OUTPUT_TYPE = {"multiple_choice": "multiple_choice", "generation": "generate_until"}
+
+
+@dataclass(frozen=True)
+class LmEvalEntry:
+    """One run as an lm-eval task (the fields of ``core.benchmark.LmEvalTask``, which the export reads)."""
+
+    name: str
+    results: dict[str, Any]
+    config: dict[str, Any]
+    num_fewshot: int
+    samples: list[dict[str, Any]]
 
 
 def _scale(task: Any, metric: str) -> float:
@@ -51,7 +68,9 @@ class DeclaredSuite(Suite):
         self.title = task.title or task.name  # type: ignore[misc]
         self.version = str(task.version)  # type: ignore[misc]
         self.tasks = (task.name,)  # type: ignore[misc]
+        self.short_title = task.name  # type: ignore[misc]
         self.leaderboard_tables = (LeaderboardTable(task.name, self.title, tuple(task.metrics)),)  # type: ignore[misc]
+        self.detail_metrics = frozenset(task.metrics)  # type: ignore[misc]
 
     # ------------------------------------------------------------------------------------------- stored runs
     def headlines(self, run: StoredRun, data_dir: Path | None = None) -> list[Headline]:
@@ -72,7 +91,7 @@ class DeclaredSuite(Suite):
             name = f"{self.name}/{run.task}/{metric}"
             if gm is not None and gm.corpus is not None:
                 out.append(Headline(name, self.name, run.task, "corpus", _scale(task, metric), items, run,
-                                    corpus_metric=gm.corpus_value))
+                                    corpus_metric=gm.corpus))
                 continue
             items["value"] = [float(r[metric]) for r in recs]
             kind = "binary" if metric in BINARY else "mean"
@@ -120,13 +139,8 @@ class DeclaredSuite(Suite):
         if len(h.items) < 2:
             return None, None
         if h.kind == "corpus":
-            hyps, refs = h.items["hyp"].tolist(), h.items["ref"].tolist()
-            metric = h.corpus_metric
-
-            def stat(idx: np.ndarray) -> tuple[float, str]:
-                return h.scale * metric([hyps[i] for i in idx], [refs[i] for i in idx]), ""
-
-            iv = loop_bootstrap(h.name, len(hyps), stat, level=boot.level, n_resamples=boot.n_resamples, seed=boot.seed)
+            iv = corpus_interval(h.items["hyp"].tolist(), h.items["ref"].tolist(), h.corpus_metric, name=h.name,
+                                 level=boot.level, n_resamples=boot.n_resamples, seed=boot.seed)  # fmt: skip
         else:
             x = h.scale * h.items["value"].to_numpy(dtype=float)
             if np.all(x == x[0]):
@@ -144,45 +158,77 @@ class DeclaredSuite(Suite):
         """lm-eval's task name of the run: the declared task's name."""
         return run.task
 
-    def lm_eval_samples(self, run: StoredRun) -> list[dict[str, Any]]:
-        """The run's lines of lm-eval 0.4.13's ``samples_<task>_<date>.jsonl`` (``doc_id, doc, target, arguments,
-        resps, filtered_resps, filter, metrics, doc_hash, prompt_hash, target_hash`` and the metric values), rebuilt
-        from the stored records (multiple choice: one ``arguments`` pair per choice, ``resps`` ``[[ll, greedy]]``)."""
-        out = []
-        for r in run.records():
-            if self.task.kind == "multiple_choice":
-                target = r["choices"][r["gold"]]
-                args = {f"gen_args_{i}": {"arg_0": r["question"], "arg_1": self.task.target_delimiter + c}
-                        for i, c in enumerate(r["choices"])}  # fmt: skip
-                resps = [[[str(ll), str(g)]] for ll, g in zip(r["lls"], r.get("is_greedy") or [False] * len(r["lls"]))]
-                filtered = [[str(ll), str(g)] for ll, g in zip(r["lls"], r.get("is_greedy") or [False] * len(r["lls"]))]
-                doc = {"id": r["id"], "question": r["question"], "choices": r["choices"], "gold": r["gold"]}
-            else:
-                target = r["reference"]
-                args = {"gen_args_0": {"arg_0": r["question"], "arg_1": {"max_gen_toks": self.task.max_new_tokens,
-                                                                         "until": list(self.task.stop)}}}
-                resps, filtered = [[r["output"]]], [r["output"]]
-                doc = {"id": r["id"], "question": r["question"], "reference": r["reference"]}
-            metrics = [m for m in self.task.metrics if m in r]
-            out.append({"doc_id": int(r["doc"]), "doc": doc, "target": target, "arguments": args, "resps": resps,
-                        "filtered_resps": filtered, "filter": "none", "metrics": metrics,
-                        "doc_hash": _hash(str(doc)), "prompt_hash": _hash(r["question"]), "target_hash": _hash(str(target)),
-                        **{m: r[m] for m in metrics}})  # fmt: skip
-        return out
+    def lm_eval_export(self, run: StoredRun, data: Path | None = None) -> LmEvalEntry:
+        """The run as one lm-evaluation-harness 0.4.13 task: its ``results`` and ``configs`` entries and its samples
+        lines (``doc_id, doc, target, arguments, resps, filtered_resps, filter, metrics, doc_hash, prompt_hash,
+        target_hash`` and the metric values), rebuilt from the stored records; multiple choice: one ``arguments``
+        pair per choice (the context with its few-shot block, delimiter + choice), ``resps`` ``[[ll, greedy]]``."""
+        contexts = self._contexts()
+        samples = [self._sample(r, contexts.get(str(r["id"]), r.get("question", ""))) for r in run.records()]
+        summary = run.summary or {}
+        results: dict[str, Any] = {"name": run.task, "alias": run.task, "sample_len": int(summary.get("n", len(samples)))}
+        for metric, entry in (summary.get("scores") or {}).items():
+            if metric in self.task.metrics and isinstance(entry, dict):
+                results[f"{metric},none"] = entry.get("value")
+                results[f"{metric}_stderr,none"] = "N/A" if entry.get("stderr") is None else entry["stderr"]
+        fewshot = self.task.fewshot
+        config = {"task": run.task, "dataset_path": self.task.data, "test_split": None,
+                  "fewshot_split": fewshot.file if fewshot else None, "output_type": _OUTPUT_TYPE[self.task.kind],
+                  "target_delimiter": self.task.target_delimiter,
+                  "fewshot_delimiter": fewshot.delimiter if fewshot else "\n\n",
+                  "fewshot_config": {"sampler": "first_n", "split": fewshot.file if fewshot else None},
+                  "num_fewshot": fewshot.n if fewshot else 0,
+                  "metric_list": [{"metric": m, "aggregation": "mean", "higher_is_better": True} for m in self.task.metrics],
+                  "metadata": {"version": self.task.version, "declaration": run.card.get("config", {}).get("task")}}  # fmt: skip
+        if self.task.kind == "generation":
+            config["generation_kwargs"] = {"until": list(self.task.stop), "max_gen_toks": self.task.max_new_tokens,
+                                           "temperature": self.task.temperature, "do_sample": self.task.temperature > 0}
+        return LmEvalEntry(run.task, results, config, fewshot.n if fewshot else 0, samples)
+
+    def _contexts(self) -> dict[str, str]:
+        """Item id -> the context sent (few-shot block included); empty when the data cannot be read from here."""
+        try:
+            return {it["id"]: it["context"] for it in load_items(self.task)}
+        except ThaiEvalDataError:
+            return {}
+
+    def _sample(self, r: dict[str, Any], context: str) -> dict[str, Any]:
+        if self.task.kind == "multiple_choice":
+            target = r["choices"][r["gold"]]
+            args = {f"gen_args_{i}": {"arg_0": context, "arg_1": self.task.target_delimiter + c}
+                    for i, c in enumerate(r["choices"])}  # fmt: skip
+            greedy = r.get("is_greedy") or [False] * len(r["lls"])
+            resps = [[[str(ll), str(g)]] for ll, g in zip(r["lls"], greedy)]
+            filtered = [[str(ll), str(g)] for ll, g in zip(r["lls"], greedy)]
+            doc = {"id": r["id"], "question": r["question"], "choices": r["choices"], "gold": r["gold"]}
+        else:
+            target = r["reference"]
+            args = {"gen_args_0": {"arg_0": context, "arg_1": {"until": list(self.task.stop),
+                                                               "max_gen_toks": self.task.max_new_tokens}}}
+            resps, filtered = [[r["output"]]], [r["output"]]
+            doc = {"id": r["id"], "question": r["question"], "reference": r["reference"]}
+        metrics = [m for m in self.task.metrics if m in r]
+        return {"doc_id": int(r["doc"]), "doc": doc, "target": target, "arguments": args, "resps": resps,
+                "filtered_resps": filtered, "filter": "none", "metrics": metrics,
+                "doc_hash": _hash(json.dumps(doc, indent=2, default=str, ensure_ascii=False)),
+                "prompt_hash": _hash(context), "target_hash": _hash(str(target)), **{m: r[m] for m in metrics}}  # fmt: skip
 
     # ---------------------------------------------------------------------------------------------------- run
-    def notebook_parameters(self, tasks: tuple[str, ...]) -> dict[str, Any]:
+    def notebook_parameters(self, tasks: tuple[str, ...], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The task's name and the task file the notebook includes."""
         return {"task": self.name, "tasks_dir": None if self.source is None else str(self.source)}
 
-    def dry_run(self, data: Path, tokenizer: TokenCounter, *, limit: int | None, max_new_tokens: int | None
-                ) -> list[dict[str, Any]]:
-        """The items, requests and tokens the task would feed (multiple choice: one request per choice)."""
+    def dry_run(self, data: Path, tokenizer: TokenCounter, *, tasks: tuple[str, ...] = (), limit: int | None,
+                max_new_tokens: int | None) -> list[dict[str, Any]]:
+        """The items, requests and tokens the task would feed (multiple choice: one request per choice; ``fed``
+        as lm-eval feeds them, ``tree`` as the prefix-sharing engine runs them, when the tokenizer counts requests)."""
         items = load_items(self.task, limit=limit)
         if self.task.kind == "multiple_choice":
-            texts = [it["context"] + self.task.target_delimiter + c for it in items for c in it["choices"]]
-            return [{"benchmark": self.name, "task": self.name, "documents": len(items), "requests": len(texts),
-                     "fed_tokens": tokenizer.count(texts), "tree_tokens": None, "generations": 0,
+            requests = [(it["context"], self.task.target_delimiter + c) for it in items for c in it["choices"]]
+            counts = tokenizer.count_requests(requests) if hasattr(tokenizer, "count_requests") else None
+            fed = counts["fed"] if counts else tokenizer.count([c + x for c, x in requests])
+            return [{"benchmark": self.name, "task": self.name, "documents": len(items), "requests": len(requests),
+                     "fed_tokens": fed, "tree_tokens": counts["tree"] if counts else None, "generations": 0,
                      "max_new_tokens": None, "judge_calls": 0}]  # fmt: skip
         texts = [it["context"] if "messages" not in it else "\n".join(m["content"] for m in it["messages"]) for it in items]
         budget = max_new_tokens or self.task.max_new_tokens

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 import sacrebleu
 from pythainlp.tokenize import word_tokenize
 from rouge_score import rouge_scorer
+from sacrebleu.metrics import BLEU, CHRF
 
 #: How a tie between the best choices counts: lm-eval's argmax takes the first ("first"); "split" counts an
 #: item whose gold is among k tied best choices as 1/k (the judge-free ThaiCLI variant's 0.5 on a tie).
@@ -108,32 +111,64 @@ def words_joined(text: str) -> str:
     return " ".join(thai_words(text))
 
 
-def chrf_prepared(outputs: Sequence[str], references: Sequence[str]) -> float:
-    """sacrebleu's corpus chrF (character 6-grams, beta 2; whitespace ignored), 0-100."""
-    return float(sacrebleu.corpus_chrf(list(outputs), [list(references)]).score)
-
-
-def bleu_prepared(outputs: Sequence[str], references: Sequence[str]) -> float:
-    """sacrebleu's corpus BLEU (0-100) of texts already segmented into words (``tokenize="none"``)."""
-    return float(sacrebleu.corpus_bleu(list(outputs), [list(references)], tokenize="none").score)
-
-
 def _same(text: str) -> str:
     return text
 
 
 @dataclass(frozen=True)
-class GenerationMetric:
-    """One entry of :data:`GENERATION_METRICS`: per item (``item``) or over the corpus (``corpus``, on texts that
-    went through ``prepare`` once, so a bootstrap resample only re-sums).
+class SacrebleuCorpus:
+    """A sacrebleu corpus metric by per-sentence sufficient statistics (``stats.corpus.CorpusMetric``: a resample
+    sums rows instead of rescoring texts, as ``sacrebleu.significance`` does; same numbers as ``corpus_score``).
 
-    sacrebleu's ``13a`` tokenizer cannot split Thai, so BLEU's ``prepare`` segments with :func:`thai_words`.
+    Called with raw texts it returns the corpus score. ``prepare`` runs on every text first: BLEU segments Thai
+    with :func:`thai_words` (sacrebleu's ``13a`` cannot split Thai) and scores with ``tokenize="none"``.
     """
 
     name: str
-    item: Callable[[str, str], float] | None = None
-    corpus: Callable[[Sequence[str], Sequence[str]], float] | None = None
     prepare: Callable[[str], str] = _same
+
+    def _metric(self) -> Any:
+        return BLEU(tokenize="none") if self.name == "bleu" else CHRF()
+
+    def statistics(self, hypotheses: Sequence[str], references: Sequence[str]) -> np.ndarray:
+        """Per sentence, sacrebleu's statistics (BLEU: lengths, n-gram matches and totals; chrF: per-order counts)."""
+        hyps = [self.prepare(h) for h in hypotheses]
+        refs = [self.prepare(r) for r in references]
+        # sacrebleu's own per-sentence statistics (what its paired bootstrap resamples); no public name exists
+        return np.asarray(self._metric()._extract_corpus_statistics(hyps, [refs]), dtype=np.int64).reshape(len(hyps), -1)
+
+    def score(self, totals: np.ndarray) -> float:
+        """The corpus score (0-100) from summed statistics."""
+        return float(self._metric()._compute_score_from_stats([int(t) for t in totals]).score)
+
+    def __call__(self, hypotheses: Sequence[str], references: Sequence[str]) -> float:
+        if not hypotheses:
+            return float("nan")
+        return self.score(self.statistics(hypotheses, references).sum(axis=0))
+
+
+CHRF_CORPUS = SacrebleuCorpus("chrf")
+BLEU_CORPUS = SacrebleuCorpus("bleu", prepare=words_joined)
+
+
+def corpus_chrf(outputs: Sequence[str], references: Sequence[str]) -> float:
+    """sacrebleu's corpus chrF (character 6-grams, beta 2; whitespace ignored) of raw texts, 0-100."""
+    return CHRF_CORPUS(outputs, references)
+
+
+def corpus_bleu(outputs: Sequence[str], references: Sequence[str]) -> float:
+    """sacrebleu's corpus BLEU (0-100) on newmm Thai words."""
+    return BLEU_CORPUS(outputs, references)
+
+
+@dataclass(frozen=True)
+class GenerationMetric:
+    """One entry of :data:`GENERATION_METRICS`: per item (``item``: output, reference -> value) or over the corpus
+    (``corpus``: a :class:`SacrebleuCorpus`)."""
+
+    name: str
+    item: Callable[[str, str], float] | None = None
+    corpus: SacrebleuCorpus | None = None
     signature: str = ""
     scale: float = 1.0
 
@@ -143,30 +178,14 @@ class GenerationMetric:
             return "binary" if self.name == "exact_match" else "mean"
         return "corpus"
 
-    def corpus_value(self, outputs: Sequence[str], references: Sequence[str]) -> float:
-        """The corpus metric of raw texts (a ``Headline.corpus_metric``)."""
-        if self.corpus is None:
-            raise ValueError(f"{self.name} is a per-item metric")
-        return self.corpus([self.prepare(t) for t in outputs], [self.prepare(t) for t in references])
-
-
-def corpus_chrf(outputs: Sequence[str], references: Sequence[str]) -> float:
-    """sacrebleu's corpus chrF of raw texts, 0-100."""
-    return GENERATION_METRICS["chrf"].corpus_value(outputs, references)
-
-
-def corpus_bleu(outputs: Sequence[str], references: Sequence[str]) -> float:
-    """sacrebleu's corpus BLEU (0-100) on newmm Thai words."""
-    return GENERATION_METRICS["bleu"].corpus_value(outputs, references)
-
 
 #: The generation metrics a declared task may name: name -> how it is computed. ``scale``: what turns a value
 #: into the 0-100 scale tables print (exact_match is 0-1; the others are already 0-100).
 GENERATION_METRICS: dict[str, GenerationMetric] = {
     "exact_match": GenerationMetric("exact_match", item=exact_match, signature="exact_match|strip", scale=100.0),
     "rougeL": GenerationMetric("rougeL", item=rouge_l, signature="rougeL|f1|x100|words:newmm"),
-    "chrf": GenerationMetric("chrf", corpus=chrf_prepared, signature=f"chrF2|sacrebleu:{sacrebleu.__version__}"),
-    "bleu": GenerationMetric("bleu", corpus=bleu_prepared, prepare=words_joined,
+    "chrf": GenerationMetric("chrf", corpus=CHRF_CORPUS, signature=f"chrF2|sacrebleu:{sacrebleu.__version__}"),
+    "bleu": GenerationMetric("bleu", corpus=BLEU_CORPUS,
                              signature=f"bleu|sacrebleu:{sacrebleu.__version__}|tok:none|words:newmm"),
 }
 #: The multiple-choice metrics a declared task may name.

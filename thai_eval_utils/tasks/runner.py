@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from thai_eval_utils.core.openai_client import stable_identity
 from thai_eval_utils.core.provenance import Score, canonical_json, sha256_text
 from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
-from thai_eval_utils.stats.bootstrap import Interval, loop_bootstrap, mean_interval
+from thai_eval_utils.stats.bootstrap import Interval, mean_interval
+from thai_eval_utils.stats.corpus import corpus_interval
 from thai_eval_utils.tasks.items import load_items
 from thai_eval_utils.tasks.metrics import GENERATION_METRICS, multiple_choice
 
@@ -134,15 +134,10 @@ def score_records(task: Any, records: Sequence[dict[str, Any]], n_docs: int) -> 
         sig_part = metric.signature if metric else f"{name}|lm-eval|delimiter:{task.target_delimiter!r}|ties:{task.ties}"
         sig = signature_of(task, sig_part, n, n_docs)
         if metric is not None and metric.corpus is not None:
-            hyps = [metric.prepare(r["output"]) for r in records]
-            refs = [metric.prepare(r["reference"]) for r in records]
-            value = metric.corpus(hyps, refs) if n else float("nan")
-            score = Score(f"{task.name}/{name}", value, n, None, sig)
-
-            def stat(idx: np.ndarray, hyps=hyps, refs=refs, metric=metric) -> tuple[float, str]:
-                return metric.corpus([hyps[i] for i in idx], [refs[i] for i in idx]), ""
-
-            iv = loop_bootstrap(name, n, stat, level=LEVEL, n_resamples=N_RESAMPLES, seed=BOOT_SEED) if n >= 2 else None
+            hyps, refs = [r["output"] for r in records], [r["reference"] for r in records]
+            score = Score(f"{task.name}/{name}", metric.corpus(hyps, refs), n, None, sig)
+            iv = corpus_interval(hyps, refs, metric.corpus, name=name, level=LEVEL, n_resamples=N_RESAMPLES,
+                                 seed=BOOT_SEED) if n >= 2 else None  # fmt: skip
         else:
             values = [float(r[name]) for r in records]
             score = Score.mean(f"{task.name}/{name}", values, sig)
