@@ -3,6 +3,8 @@ dialect generation) with two fake models on a few items of the shipped data, as 
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 from fake_openai_server import FakeOpenAIServer, PerAnswerScript, Reply
@@ -61,3 +63,45 @@ def shared_store(tmp_path_factory) -> Path:
     if "store" not in _SHARED:
         _SHARED["store"] = make_store(tmp_path_factory.mktemp("report_store"))
     return _SHARED["store"]
+
+
+#: Hostile text (issue 33): markup, a script, an inline handler, an entity and GSM8K's calculator annotation.
+#: A report that parsed it as HTML would set ``window.__pwned`` or the page title, or make a bold or image element.
+PAYLOAD = ("<img src=x onerror=\"window.__pwned=1;document.title='PWNED'\"> <script>window.__pwned=2</script> "
+           "<b>หนา</b> &amp; <<3*4=12>> 3 > 2")
+#: A model name carrying markup and a handler.
+HOSTILE_MODEL = "<b>evil</b><img src=x onerror=\"window.__pwned=3\">"
+
+
+def _hostile_arc(data: Path) -> Path:
+    """A copy of the shipped Thai-H6 data whose first ARC test question starts with :data:`PAYLOAD`."""
+    shutil.copytree(H6_DATA, data)
+    path = data / "h6" / "th_arc_challenge" / "th_arc_challenge_test.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    rows[0]["question"] = PAYLOAD + " " + rows[0]["question"]
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return data
+
+
+def make_hostile_store(out: Path) -> Path:
+    """A store whose question, model output, judge reply and model name carry :data:`PAYLOAD` (issue 33):
+    Thai-H6 ARC and GSM8K and ThaiCLI runs of :data:`HOSTILE_MODEL` and ``model-b``; returns ``out``."""
+    data = _hostile_arc(out / "data_thai_h6")
+    for name, output in ((HOSTILE_MODEL, PAYLOAD), ("model-b", "ไม่ทราบ")):
+        h6.evaluate_tasks(FakeModel(name, score=score_a, complete=lambda p, o=output: o), str(data),
+                          ["th_arc", "th_gsm8k"], limit=2, outputs=out, progress=False)
+    cli = load_thaicli(REPO / "data" / "thaicli").groupby("format").head(1).reset_index(drop=True)
+    script = PerAnswerScript({}, default=Reply(f"<score>6</score><explanation>{PAYLOAD}</explanation>"))
+    with FakeOpenAIServer(script) as srv:
+        judge = ApiModel("fake-judge", base_url=srv.base_url, api_key=JUDGE_KEY, concurrency=2)
+        for name in (HOSTILE_MODEL, "model-b"):
+            answers = generate_answers(FakeModel(name, reply=lambda m: PAYLOAD), cli, outputs=out, progress=False)
+            judge_answers(answers, judge, outputs=out, progress=False)
+    return out
+
+
+def shared_hostile_store(tmp_path_factory) -> Path:
+    """One hostile store per test session (made on first use)."""
+    if "hostile" not in _SHARED:
+        _SHARED["hostile"] = make_hostile_store(tmp_path_factory.mktemp("hostile_store"))
+    return _SHARED["hostile"]

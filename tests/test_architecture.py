@@ -1,5 +1,6 @@
 """The layering DEVELOPERS.md promises, checked on the source (issue 23): ``core`` imports nothing above it,
-``stats`` imports only ``core``, a benchmark subpackage imports ``core`` and ``stats`` and nothing of another
+``stats`` imports only ``core``, ``judging`` (issue 29, a layer beside ``stats``) only ``core`` and ``stats``, a
+benchmark subpackage imports ``core``, ``stats`` and ``judging`` and nothing of another
 benchmark or of the layers above (``compare``, ``paper``, ``plots``, ``batch``); no import cycles between
 modules or between packages; no imports of the package inside functions, with no exceptions.
 
@@ -22,9 +23,10 @@ from grimp import Layer
 PACKAGE = Path(__file__).resolve().parents[1] / "thai_eval_utils"
 BENCHMARKS = ("h6", "thaicli", "dialect")
 #: What each layer may import besides itself (the package root ``thai_eval_utils`` only re-exports lazily).
-#: ``tasks`` (declared tasks, issue 29) sits between ``stats`` and the benchmarks: they may use its metrics and runner.
-ALLOWED = {"core": {"core"}, "stats": {"core", "stats"}, "tasks": {"core", "stats", "tasks"},
-           **{b: {"core", "stats", "tasks", b} for b in BENCHMARKS}}
+#: ``judging`` (LLM judges) and ``tasks`` (declared tasks, issue 29) sit between ``stats`` and the benchmarks,
+#: independent of each other: the benchmarks may use the judge engine and the declared-task metrics and runner.
+ALLOWED = {"core": {"core"}, "stats": {"core", "stats"}, "judging": {"core", "stats", "judging"},
+           "tasks": {"core", "stats", "tasks"}, **{b: {"core", "stats", "judging", "tasks", b} for b in BENCHMARKS}}
 
 
 def _module_name(path: Path, root: Path = PACKAGE) -> str:
@@ -145,10 +147,12 @@ def _grimp_package_cycles(package: str) -> list[tuple[str, str]]:
 
 def _grimp_layer_leaks(package: str) -> list[tuple[str, str]]:
     """grimp's check of :data:`ALLOWED` (``find_illegal_dependencies_for_layers``): (importer, imported) subpackages
-    where ``core`` or ``stats`` imports a layer above it or a benchmark imports another benchmark or a layer above."""
+    where ``core``, ``stats`` or ``judging`` imports a layer above it or a benchmark imports another benchmark or a
+    layer above."""
     graph = grimp.build_graph(package, cache_dir=None)
     upper = sorted({c.rpartition(".")[2] for c in graph.find_children(package)} - set(ALLOWED))
-    layers = (Layer(*upper, independent=False), Layer(*BENCHMARKS, independent=True), "tasks", "stats", "core")
+    layers = (Layer(*upper, independent=False), Layer(*BENCHMARKS, independent=True),
+              Layer("judging", "tasks", independent=True), "stats", "core")
     found = graph.find_illegal_dependencies_for_layers(layers=layers, containers={package})
     return sorted((d.importer, d.imported) for d in found)
 
@@ -219,12 +223,17 @@ def test_planted_layer_leaks_of_each_kind_are_found(tmp_path):
         "h6/tasks.py": "from ..dialect.m import y\n",               # a benchmark importing another, relatively
         "dialect/m.py": "def f():\n    from thai_eval_utils.paper import t\n",  # ... and a layer above, in a function
         "paper/t.py": "",
+        "judging/j.py": "from ..thaicli import judge\n",                # judging importing a benchmark
+        "stats/u.py": "from thai_eval_utils.judging import j\n",       # stats importing judging
+        "thaicli/judge.py": "from thai_eval_utils.judging import j\n",  # allowed: a benchmark imports judging
     })
     assert _layer_leaks(_graph(pkg)) == [
         ("thai_eval_utils.core.a", "thai_eval_utils.h6.tasks"),
         ("thai_eval_utils.dialect.m", "thai_eval_utils.paper.t"),
         ("thai_eval_utils.h6.tasks", "thai_eval_utils.dialect.m"),
+        ("thai_eval_utils.judging.j", "thai_eval_utils.thaicli.judge"),
         ("thai_eval_utils.stats.s", "thai_eval_utils.dialect.m"),
+        ("thai_eval_utils.stats.u", "thai_eval_utils.judging.j"),
     ]
 
 
@@ -252,8 +261,11 @@ def test_grimp_finds_planted_layer_leaks_of_each_kind(tmp_path, monkeypatch):
         "h6/tasks.py": "from ..dialect.m import y\n",                       # a benchmark importing another
         "dialect/m.py": f"def f():\n    from {name}.paper import t\n",     # ... and a layer above, in a function
         "paper/t.py": "",
-        "thaicli/ok.py": f"from {name}.core import a\nfrom {name}.stats import s\n",  # allowed: downward only
+        "thaicli/ok.py": f"from {name}.core import a\nfrom {name}.stats import s\nfrom {name}.judging import ok\n",  # allowed
+        "judging/ok.py": f"from {name}.core import a\nfrom {name}.stats import s\n",  # allowed: downward only
+        "judging/leak.py": f"from {name}.dialect import m\n",            # judging importing a benchmark
     }, name=name)
     monkeypatch.syspath_prepend(str(tmp_path))
     assert _grimp_layer_leaks(name) == [(f"{name}.core", f"{name}.h6"), (f"{name}.dialect", f"{name}.paper"),
-                                        (f"{name}.h6", f"{name}.dialect"), (f"{name}.stats", f"{name}.dialect")]
+                                        (f"{name}.h6", f"{name}.dialect"), (f"{name}.judging", f"{name}.dialect"),
+                                        (f"{name}.stats", f"{name}.dialect")]

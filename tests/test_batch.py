@@ -144,3 +144,24 @@ def test_cli_arguments(monkeypatch):
     assert calls[-1][1]["paper_notebook"] is None
     with pytest.raises(SystemExit):
         batch.main([])
+
+
+def test_notebooks_run_without_the_kernel_transport_warning(tmp_path, capfd):
+    # issue 33: ipykernel prints "Kernel is running over TCP without encryption" on the kernel's stderr (this
+    # process's fd 2, which capfd reads) for every notebook over TCP; batch's kernels use IPC instead
+    import papermill
+
+    from thai_eval_utils.notebook_kernel import IpcKernelManager, ipc_connection_file
+
+    body = 'from ipykernel.kernelapp import IPKernelApp\nprint("x plus one:", x + 1, IPKernelApp.instance().transport)'
+    _notebook(tmp_path / "tiny.ipynb", "x = 1  # a number", body)
+    papermill.execute_notebook(str(tmp_path / "tiny.ipynb"), str(tmp_path / "tcp.ipynb"), progress_bar=False)
+    assert "Kernel is running over TCP without encryption" in capfd.readouterr().err  # the control: it is seen
+    run = batch.execute(tmp_path / "tiny.ipynb", tmp_path / "quiet.ipynb", {"x": 41}, cwd=tmp_path)
+    captured = capfd.readouterr()
+    assert run.ok and "without encryption" not in captured.err + captured.out
+    assert "x plus one: 42 ipc" in json.dumps(nbformat.read(tmp_path / "quiet.ipynb", 4).cells[-1].outputs)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["quiet.ipynb", "tcp.ipynb", "tiny.ipynb"]  # no socket left
+    km = IpcKernelManager(kernel_name="python3")
+    assert km.transport == "ipc" and km.ip == km.connection_file.removesuffix(".json") + "-ipc"
+    assert ipc_connection_file("/" + "d" * 90) is None  # socket paths too long for AF_UNIX: TCP stays

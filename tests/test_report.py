@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import hashlib
 import json
 import re
 import shutil
@@ -14,14 +15,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fakes import FakeModel
-from report_store import H6_DATA, JUDGE_KEY, REPO, shared_store
+from report_store import H6_DATA, HOSTILE_MODEL, JUDGE_KEY, PAYLOAD, REPO, shared_hostile_store, shared_store
 
 from thai_eval_utils import h6
 from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.h6.data import load_h6_task
-from thai_eval_utils.report import write_report
+from thai_eval_utils.report import csp, write_report
 from thai_eval_utils.report.items import collect_items
 from thai_eval_utils.report.leaderboard import Bootstrap, leaderboard, model_headlines
+from thai_eval_utils.report.render import TEMPLATES, raw_text, script_json
 from thai_eval_utils.report.runs import collect_runs
 
 
@@ -213,3 +215,54 @@ def test_explore_notebook_shows_the_runs_and_writes_the_report(store, tmp_path):
     thai = "ข้าวเหนียว".encode("ascii", "backslashreplace").decode().replace("\\", "\\\\\\\\")  # as itables' JSON escapes it
     assert "['model-a', 'model-b']" in text and "Meta-Llama-3.1-8B-Instruct" in text and thai in text
     assert (tmp_path / "report.html").stat().st_size > 100_000
+
+
+def _head_policy(html: str) -> str:
+    meta = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">', html[: html.index("</head>")])
+    return meta.group(1)
+
+
+def test_hostile_texts_are_escaped_everywhere_in_the_file(tmp_path_factory):
+    # issue 33: a question, output, judge reply and model name holding markup reach the HTML only escaped
+    store = shared_hostile_store(tmp_path_factory)
+    html = write_report(store, store / "report.html", n_resamples=50).read_text(encoding="utf-8")
+    assert PAYLOAD not in html and HOSTILE_MODEL not in html
+    assert "<img" not in html and "<b>" not in html and html.count("<script") == 4  # the report's own four
+    assert "&lt;b&gt;evil&lt;/b&gt;&lt;img src=x onerror=&#34;window.__pwned=3&#34;&gt;" in html  # leaderboard, header
+    meta = json.loads(re.search(r'id="report-meta">([^<]*)</script>', html).group(1))
+    assert meta["models"] == [HOSTILE_MODEL, "model-b"] and meta["pair"]["model_a"] == HOSTILE_MODEL
+    items = _payload(html)["items"]
+    assert {it["o"] for it in items if it["m"] == HOSTILE_MODEL and it["t"] == "th_gsm8k"} == {PAYLOAD}
+    assert {it["j"] for it in items if it["b"] == "thaicli"} == {PAYLOAD}
+
+
+def test_policy_allows_exactly_the_reports_own_script(store, tmp_path):
+    html = write_report(store, tmp_path / "report.html", n_resamples=50).read_text(encoding="utf-8")
+    js = (TEMPLATES / "report.js").read_text(encoding="utf-8")
+    digest = base64.b64encode(hashlib.sha256(js.encode("utf-8")).digest()).decode()
+    policy = dict(d.split(" ", 1) for d in _head_policy(html).split("; "))
+    assert policy["script-src"] == f"'sha256-{digest}' blob:"  # no 'unsafe-inline': inline handlers never run
+    assert policy["default-src"] == "'none'" and policy["base-uri"] == "'none'"
+    assert csp.executable_scripts(html) == [js]  # the JSON and base64 blocks are data, never run
+    # the page's CSS is inserted verbatim (escaped, a `a > b` selector or a quoted font name would not apply)
+    styles = re.findall(r"<style>(.*?)</style>", html, re.S)
+    assert styles[1] == (TEMPLATES / "report.css").read_text(encoding="utf-8") and "&gt;" not in styles[0]
+
+
+def test_policy_helpers():
+    page = ('<head><meta content="{p}"></head><script type="application/json">{{"a": 1}}</script>'
+            "<script>one()\r\n</script><SCRIPT TYPE='Module'>two()</SCRIPT><script type=text/plain>x</script>")
+    assert csp.executable_scripts(page) == ["one()\r\n", "two()"]
+    assert csp.script_hash("one()\r\n") == csp.script_hash("one()\n") == \
+        "'sha256-" + base64.b64encode(hashlib.sha256(b"one()\n").digest()).decode() + "'"
+    out = csp.with_policy(page.replace("{p}", csp.PLACEHOLDER))
+    assert "script-src " + csp.script_hash("one()\n") + " " + csp.script_hash("two()") + " blob:;" in out
+    with pytest.raises(ValueError, match="placeholder"):
+        csp.with_policy(page)
+    with pytest.raises(ValueError, match="no inline script"):
+        csp.policy("<p>nothing</p>")
+    with pytest.raises(ValueError, match="</style"):
+        raw_text("a { } </STYLE><script>x()</script>", "style")
+    with pytest.raises(ValueError, match="<!--"):
+        raw_text("const a = '<!--';", "script")
+    assert str(script_json({"m": "</script><!--&"})) == '{"m":"\\u003c/script\\u003e\\u003c!--\\u0026"}'

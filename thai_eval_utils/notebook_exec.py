@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from thai_eval_utils.core.provenance import redact, scrub, scrub_strings
+from thai_eval_utils.notebook_kernel import IpcKernelManager
 
 #: Parameter names that hold secrets, found anywhere in the name (``judge_api_key``, ``hf_token``, ``db_password``);
 #: a value is refused too when :func:`~thai_eval_utils.core.provenance.redact` would mask it.
@@ -150,7 +151,8 @@ def execute(
         output.parent.mkdir(parents=True, exist_ok=True)
         with _kernel_env(env):
             papermill.execute_notebook(str(notebook), str(output), parameters=run.parameters, cwd=str(cwd),
-                                       kernel_name=kernel_name, progress_bar=False)
+                                       kernel_name=kernel_name, progress_bar=False,
+                                       kernel_manager_class=IpcKernelManager)  # no TCP warning per notebook
     except PapermillExecutionError as exc:
         run.status, run.error = "failed", scrub(f"cell {exc.exec_count}: {exc.ename}: {exc.evalue}")
     except Exception as exc:  # noqa: BLE001 - a broken notebook or kernel must not stop the batch

@@ -1,7 +1,9 @@
 """What a model is to thai-eval, as typing protocols (PEP 544): every benchmark takes one of these.
 
+- :class:`ChatModel`: what a judge needs (issue 29): ``name``, ``identity`` and ``chat``; local, served and API
+  models all are one.
 - :class:`Model`: every model (local weights, a served model, a judge): ``name``, ``identity``, ``chat``
-  and ``generate``. ThaiCLI answers, the judge and dialect generation need only this.
+  and ``generate``. ThaiCLI answers and dialect generation need only this.
 - :class:`LoglikelihoodModel`: a model that also scores ``(context, continuation)`` pairs with
   lm-evaluation-harness's contract. Thai-H6's multiple-choice tasks and the judge-free ThaiCLI variant need it.
 - :class:`TokenizingModel`: a model whose tokenizer and chat template are at hand (local weights), so a prompt's
@@ -22,6 +24,29 @@ from typing import Protocol, runtime_checkable
 Identity = Mapping[str, object]
 #: One chat conversation: ``[{"role": "system" | "user" | "assistant", "content": str}, ...]``.
 Messages = list[dict[str, str]]
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A model that replies to chat conversations: a name, an identity for run cards, ``chat`` (a judge needs no more)."""
+
+    name: str
+
+    @property
+    def identity(self) -> Identity: ...
+
+    def chat(
+        self,
+        messages_list: list[Messages],
+        *,
+        max_new_tokens: int = 256,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        stop: Sequence[str] | str | None = None,
+    ) -> list[str]:
+        """One reply per conversation, in order, cut before the first stop string."""
+        ...
 
 
 @runtime_checkable

@@ -4,7 +4,8 @@ papers' rows, the figures as inline SVG, an item browser with Thai full-text sea
 ``write_report(outputs_dir, path, models=None)`` writes it; ``python -m thai_eval_utils.report`` (and
 ``make report``) call it. One module per concept: :mod:`.runs` (which runs), :mod:`.leaderboard`,
 :mod:`.items` and :mod:`.h6_items` (item records), :mod:`.figures`, :mod:`.side_by_side`, :mod:`.render`
-(HTML), :mod:`.browser` (headless Chromium: screenshots, tests).
+(HTML; every text escaped), :mod:`.csp` (its Content-Security-Policy), :mod:`.browser` (headless Chromium:
+screenshots, tests).
 """
 
 from __future__ import annotations

@@ -1,14 +1,17 @@
 """ThaiCLI (Kim et al., arXiv 2410.04795, section 4): cultural alignment judged by an LLM.
 
 - ``answers``: the evaluated model answers every question (resumable).
-- ``judge_prompt``: the versioned judge prompt and the reply parser (``SCORE_PATTERN``, ``parse_judgement``).
-- ``judge``: judging as prepare, call, finish on the run loop and the store (16 attempts, then 0); ``scores``: the
-  factoid / instruction / ThaiCLI scores; ``judge_summary``: the judging run's summary and items table.
-- ``judge_cache``: the append-only judgement cache shared by the runs of an outputs folder.
+- ``judge_prompt``: the versioned judge prompt and the reply parser (``SCORE_PATTERN``, ``parse_judgement``), declared
+  as a :class:`~thai_eval_utils.judging.JudgeRubric` (``thaicli_rubric``).
+- ``judge``: judging any chat model's way (API, local in-process, served) with :func:`thai_eval_utils.judging.judge_items`
+  (16 attempts, then 0); ``scores``: the factoid / instruction / ThaiCLI scores; ``judge_summary``: the judging run's
+  summary and items table.
+- ``judge_cache``: the ThaiCLI judgement cache's file and key (the cache itself: :mod:`thai_eval_utils.judging.cache`).
 - ``judge_noise``: the judge's noise floor from repeated judgements (``judge_answers(..., repeats=k)``).
 - ``judge_order``: the effect of the order of the two references in the prompt (``judge_both_orders``).
 - ``judge_free``: the offline, judge-free log-likelihood variant.
-- ``demo_judge_server``: a local ``transformers serve`` judge for the offline demo.
+- ``demo_judge_server``: a local ``transformers serve`` judge for the offline demo; ``open_judge`` (also
+  ``"local:<spec>"``: a local model judging in-process).
 - ``data``: the ThaiCLI loader.
 """
 
@@ -20,6 +23,7 @@ from thai_eval_utils.thaicli.judge import (
            ThaiCLIScores,
            item_means,
            judge_answers,
+           thaicli_judge,
            thaicli_scores,
 )
 from thai_eval_utils.thaicli.judge_free import (
@@ -36,9 +40,10 @@ from thai_eval_utils.thaicli.judge_prompt import (
            build_messages,
            judge_template,
            parse_judgement,
+           thaicli_rubric,
 )
 
 __all__ = ["THAICLI_FORMATS", "JudgeParams", "JudgeRun", "OrderEffect", "ThaiCLIScores", "build_messages",
            "generate_answers", "item_means", "judge_answers", "judge_both_orders", "judge_free_scores", "judge_template",
            "judge_vs_loglik", "load_thaicli", "loglikelihood_preferences", "order_effect", "parse_judgement",
-           "select_items", "thaicli_scores"]
+           "select_items", "thaicli_judge", "thaicli_rubric", "thaicli_scores"]

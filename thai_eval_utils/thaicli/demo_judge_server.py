@@ -2,9 +2,10 @@
 
 ``serve_model(dir)`` starts ``transformers serve DIR --host 127.0.0.1 --port <free>`` (transformers 5.x CLI),
 waits until ``GET /v1/models`` answers and yields the base URL; the server is stopped on exit.
-``open_judge(judge_model)`` yields a ready ``ApiModel``: ``"embedded-serve"`` serves the embedded Gemma 3
-270M locally (far too small to judge well: it only exercises the pipeline), anything else is a model id
-at an OpenAI-compatible endpoint, checked for reachability first.
+``open_judge(judge_model)`` yields a ready judge: ``"embedded-serve"`` serves the embedded Gemma 3
+270M locally (far too small to judge well: it only exercises the pipeline), ``"local:<spec>"`` loads a local model
+(``load_model(spec)``: ``local:embedded``, a model folder, a ``.gguf``) that judges in-process with no server (issue
+29), anything else is a model id at an OpenAI-compatible endpoint, checked for reachability first.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import openai
 
 from thai_eval_utils.core.errors import JudgeError, ModelLoadError
-from thai_eval_utils.core.models import embedded_model_dir
+from thai_eval_utils.core.models import embedded_model_dir, load_model
 from thai_eval_utils.core.openai_client import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_RETRIES,
@@ -37,6 +39,8 @@ from thai_eval_utils.core.openai_client import (
 
 #: ``judge_model`` value meaning: start a local ``transformers serve`` of the embedded model.
 EMBEDDED_SERVE = "embedded-serve"
+#: ``judge_model`` prefix meaning: load the model ``local:<spec>`` names and judge in-process (no server).
+LOCAL_PREFIX = "local:"
 #: The embedded demo judge is greedy, so every repeat call returns the same text: the notebook caps its
 #: calls and reply length to keep the demo to minutes (a real judge keeps the paper's 16 calls).
 EMBEDDED_JUDGE_MAX_CALLS = 2
@@ -73,10 +77,12 @@ def serve_model(
     port: int | None = None,
     device: str = "cpu",
     startup_timeout: float = 600.0,
+    dtype: str | None = None,
 ) -> Iterator[str]:
     """Serve ``model_dir`` with ``transformers serve`` until the block ends; yields ``http://host:port/v1``.
 
-    The model id to request is ``str(model_dir)`` (the server is started with it as its forced model).
+    The model id to request is ``str(model_dir)`` (the server is started with it as its forced model). ``dtype``
+    (e.g. ``"float32"``) is passed as ``--dtype``; None leaves the server's default (the weights' dtype).
 
     Raises:
         JudgeError: the server exited or did not answer ``/v1/models`` within ``startup_timeout`` seconds
@@ -86,7 +92,8 @@ def serve_model(
     base_url = f"http://{host}:{port}/v1"
     log = Path(tempfile.mkstemp(prefix="thai-eval-serve-", suffix=".log")[1])
     cmd = [sys.executable, "-m", "transformers.cli.transformers", "serve", str(model_dir), "--host", host,
-           "--port", str(port), "--device", device, "--default-seed", "0", "--log-level", "warning"]  # fmt: skip
+           "--port", str(port), "--device", device, "--default-seed", "0", "--log-level", "warning",
+           *(["--dtype", dtype] if dtype else [])]  # fmt: skip
     env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"), "TRANSFORMERS_OFFLINE": "1"}
     with open(log, "wb") as log_fh:
         proc = subprocess.Popen(cmd, stdout=log_fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -117,8 +124,10 @@ def open_judge(
     concurrency: int = DEFAULT_CONCURRENCY,
     timeout: float = DEFAULT_TIMEOUT,
     max_retries: int = DEFAULT_MAX_RETRIES,
-) -> Iterator[ApiModel]:
-    """A judge ready to call: ``"embedded-serve"`` (local demo server) or a model id at ``base_url``.
+) -> Iterator[Any]:
+    """A judge ready to call: ``"embedded-serve"`` (local demo server, an ``ApiModel``), ``"local:<spec>"`` (a
+    ``LocalModel`` judging in-process, its own ``concurrency`` judgements per ``chat`` call at most)
+    or a model id at ``base_url`` (an ``ApiModel``).
 
     The API key is never a parameter (so it never lands in a notebook): ``$THAI_EVAL_JUDGE_API_KEY`` if set
     (:data:`JUDGE_KEY_ENV`), else ``ApiModel``'s default (the base URL's password, else ``$OPENAI_API_KEY``).
@@ -132,6 +141,13 @@ def open_judge(
         with serve_model(model_dir) as url:
             yield ApiModel(str(model_dir), base_url=url, concurrency=min(concurrency, LOCAL_CONCURRENCY),
                            timeout=max(timeout, LOCAL_TIMEOUT), max_retries=1)  # fmt: skip
+        return
+    if judge_model.startswith(LOCAL_PREFIX):
+        try:
+            local = load_model(judge_model.removeprefix(LOCAL_PREFIX))
+        except ModelLoadError as exc:
+            raise JudgeError(str(exc)) from None
+        yield local
         return
     try:
         judge = ApiModel(judge_model, base_url=base_url, api_key=os.environ.get(JUDGE_KEY_ENV) or None,

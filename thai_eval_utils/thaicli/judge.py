@@ -11,6 +11,12 @@ JSON, no choices, null content: see :func:`~thai_eval_utils.core.openai_client.r
 failed request. No failure aborts the run except a refused key, access or model (:data:`FATAL_ERRORS`), and
 even then the items already judged are written with the summary before :class:`JudgeError` is raised.
 
+The judge is any model that can ``chat`` (issue 29): an ``ApiModel`` (requests in flight together, bounded by its
+semaphore), a ``LocalModel`` judging in-process (the waiting judgements as one ``chat`` batch; no HTTP server) or a
+``ServedModel``; ThaiCLI's judge is one instance of :class:`thai_eval_utils.judging.Judge` (its rubric:
+:func:`~thai_eval_utils.thaicli.judge_prompt.thaicli_rubric`), and the loop below is
+:func:`thai_eval_utils.judging.judge_items`.
+
 Judging runs as every run does (:func:`judge_answers`): prepare (the judgements the run's store or the shared cache
 already hold are not asked for again), call (:func:`~thai_eval_utils.core.runloop.run_items_async`: requests in
 flight together, each final judgement appended to the run's ``items.jsonl`` through its
@@ -27,32 +33,25 @@ in the prompt (its own template hash; the effect of the order: :mod:`~thai_eval_
 
 from __future__ import annotations
 
-import datetime as _dt
 import math
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import openai
 import pandas as pd
 
-from thai_eval_utils.core.errors import JudgeError, ThaiEvalDataError
-from thai_eval_utils.core.openai_client import (
-    FATAL_ERRORS,
-    ApiError,
-    ApiModel,
-    ApiSession,
-    describe_error,
-    run_sync,
-)
+from thai_eval_utils.core.errors import ThaiEvalDataError
+from thai_eval_utils.core.openai_client import FATAL_ERRORS, ApiError, describe_error
+from thai_eval_utils.core.protocols import ChatModel
 from thai_eval_utils.core.provenance import outputs_dir, redact
 from thai_eval_utils.core.records import is_blank
-from thai_eval_utils.core.runloop import RunOutcome, run_items_async
 from thai_eval_utils.core.store import RunStore
-from thai_eval_utils.thaicli.judge_cache import JudgementCache, is_final, judgement_key
+from thai_eval_utils.judging import Judge, JudgementCache, JudgeOutcome, JudgeParams, judge_items
+from thai_eval_utils.judging.run import Judgement
+from thai_eval_utils.thaicli.judge_cache import CACHE_NAME  # noqa: F401 - re-exported
 from thai_eval_utils.thaicli.judge_prompt import (
-    FALLBACK_SCORE,
+    FALLBACK_SCORE,  # noqa: F401 - re-exported
     MAX_JUDGE_CALLS,
     TEMPLATE_SHA256,  # noqa: F401 - re-exported: notebooks and tests read the prompt's hash here
     TEMPLATE_TEXT,  # noqa: F401
@@ -61,10 +60,11 @@ from thai_eval_utils.thaicli.judge_prompt import (
     ReferenceOrder,
     build_messages,  # noqa: F401 - re-exported
     judge_template,
-    parse_judgement,
+    parse_judgement,  # noqa: F401 - re-exported
 )
 from thai_eval_utils.thaicli.judge_summary import (
     ANSWER_COLUMNS,
+    ROW_FIELDS,
     item_row,
     judgement_part,
     repeat_summary,
@@ -79,58 +79,6 @@ from thai_eval_utils.thaicli.scores import (  # noqa: F401 - SCORE_COLUMNS re-ex
 
 #: Why an item whose answer is missing stays unjudged (never scored: the judge never saw an answer).
 NO_ANSWER = "no answer: the evaluated model's answer was not generated (rerun generate_answers)"
-#: The judgement cache's file in ``<outputs>/cache/`` (:meth:`RunStore.shared_file`).
-CACHE_NAME = "thaicli_judgements.jsonl"
-
-
-@dataclass(frozen=True)
-class JudgeParams:
-    """What is sent with every judge call (temperature 0 and a seed, explicitly) and the call budget."""
-
-    max_tokens: int = 512
-    temperature: float = 0.0
-    top_p: float = 1.0
-    seed: int | None = 0
-    max_calls: int = MAX_JUDGE_CALLS
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-    def for_repeat(self, repeat: int) -> JudgeParams:
-        """The settings of repeat ``repeat``: seed ``seed + repeat`` (None stays None), all else the same."""
-        return replace(self, seed=None if self.seed is None else self.seed + repeat)
-
-
-async def judge_one(session: ApiSession, messages: list[dict[str, str]], params: JudgeParams) -> dict[str, Any]:
-    """Ask until a reply parses, at most ``params.max_calls`` calls; the final judgement as a record.
-
-    Raises the openai error when a request fails after the client's retries (the item stays unjudged).
-    """
-    raws: list[str] = []
-    tokens = [0, 0]
-    last = None
-    result = None
-    while result is None and len(raws) < params.max_calls:
-        last = await session.complete(
-            messages, max_tokens=params.max_tokens, temperature=params.temperature, top_p=params.top_p, seed=params.seed
-        )
-        raws.append(last.text)
-        tokens[0] += last.prompt_tokens
-        tokens[1] += last.completion_tokens
-        result = parse_judgement(last.text)
-    score, explanation = result if result is not None else (FALLBACK_SCORE, "")
-    return {
-        "status": "scored" if result is not None else "fallback_zero",
-        "score": score,
-        "explanation": explanation,
-        "attempts": len(raws),
-        "parse_failures": len(raws) - (result is not None),
-        "raw_judgements": raws,
-        "token_usage": {"prompt": tokens[0], "completion": tokens[1]},
-        "served_model": last.model if last else None,
-        "system_fingerprint": last.system_fingerprint if last else None,
-        "finish_reason": last.finish_reason if last else None,
-    }
 
 
 @dataclass
@@ -146,6 +94,19 @@ class JudgeRun:
     @property
     def n_unjudged(self) -> int:
         return int(self.summary["n_unjudged"])
+
+
+def _describe(exc: BaseException) -> str:
+    """Why a judgement stays unjudged: a request that failed after the client's retries, or another error."""
+    return describe_error(exc) if isinstance(exc, (openai.APIError, ApiError)) else f"unexpected {describe_error(exc)}"
+
+
+def thaicli_judge(model: ChatModel, params: JudgeParams | None = None,
+                  reference_order: ReferenceOrder = "chosen_first") -> Judge:  # fmt: skip
+    """The ThaiCLI judge on ``model`` (any chat model): the versioned prompt, 16 calls then 0, an API's refused key
+    ending the run."""
+    return Judge(judge_template(reference_order).rubric(params or JudgeParams()), model, fatal=FATAL_ERRORS,
+                 describe=_describe)  # fmt: skip
 
 
 def _not_generated(answers: pd.DataFrame) -> set[int]:
@@ -181,7 +142,7 @@ def _check_repeats(answers: pd.DataFrame, repeats: int) -> None:
             raise ThaiEvalDataError(f"id {answers['id'].iloc[row]!r} appears twice; repeats need unique ids", row=row, field="id")
 
 
-def judge_answers(answers: pd.DataFrame, judge: ApiModel, *, model_name: str | None = None,
+def judge_answers(answers: pd.DataFrame, judge: ChatModel, *, model_name: str | None = None,
                   params: JudgeParams | None = None, outputs: str | Path | None = None,
                   cache_path: str | Path | None = None, progress: bool = True, repeats: int = 1,
                   reference_order: ReferenceOrder = "chosen_first") -> JudgeRun:  # fmt: skip
@@ -189,7 +150,8 @@ def judge_answers(answers: pd.DataFrame, judge: ApiModel, *, model_name: str | N
 
     Args:
         answers: columns id, format, theme, question, chosen, rejected, answer (``generate_answers``).
-        judge: the judge endpoint (``ApiModel``); its ``concurrency`` bounds the requests in flight.
+        judge: the judge model, any chat model: an ``ApiModel`` (its ``concurrency`` bounds the requests in flight),
+            a ``LocalModel`` (judges in-process, its ``concurrency`` judgements per ``chat`` call), a ``ServedModel``.
         model_name: the evaluated model (default ``answers.attrs["model_name"]``); names the run folder.
         params: judge call settings (default: max_tokens 512, temperature 0, seed 0, 16 calls).
         outputs: the outputs folder (default ``results.outputs_dir()``).
@@ -207,64 +169,49 @@ def judge_answers(answers: pd.DataFrame, judge: ApiModel, *, model_name: str | N
         JudgeError: the endpoint refused the key, the access or the model; what was judged before is written first.
         RunLockedError: another process is judging the same run (nothing is called twice).
     """
-    job = _job(answers, judge, params or JudgeParams(), judge_template(reference_order), repeats)
+    job = _job(answers, thaicli_judge(judge, params or JudgeParams(), reference_order), judge_template(reference_order), repeats)
     store = _open_run(job, model_name or answers.attrs.get("model_name") or "unknown-model", outputs)
-    try:  # prepare, call, finish: as every run, through the run's store
-        usage_before, cache = dict(judge.usage), JudgementCache(cache_path or store.shared_file(CACHE_NAME))
-        known, todo = _prepare(job, store, cache)
-        outcome = _call(job, store, todo, progress)
-        items = _finish(job, store, cache, known, outcome)
-        scores, summary = _summarise(job, items, known, usage_before, len(todo), outcome)
+    try:  # prepare, call, finish: as every run, through the run's store (thai_eval_utils.judging.judge_items)
+        cache = JudgementCache(cache_path or store.shared_file(CACHE_NAME))
+        skip = dict.fromkeys(_not_generated(answers), NO_ANSWER)
+        texts = answers[["question", "chosen", "rejected", "answer"]].to_dict(orient="records")
+        done = judge_items(job.judge, texts, store, cache, ids=list(answers["id"]), repeats=repeats, skip=skip,
+                           record=lambda j, judgement: _record(job, j, judgement), row_fields=ROW_FIELDS,
+                           progress=progress)  # fmt: skip
+        items = pd.DataFrame([item_row(answers.iloc[j.row], j.repeat, j.key, done.record(j)) for j in done.plan])
+        scores, summary = _summarise(job, items, done)
         store.write_summary(summary)
     finally:
         store.close()
-    if outcome.fatal is not None:
-        raise outcome.fatal
+    if done.fatal is not None:
+        raise done.fatal
     return JudgeRun(items=items, summary=summary, scores=scores, store=store)
-
-
-@dataclass(frozen=True)
-class Judgement:
-    """One judgement of a run: answer row ``row``, repeat ``repeat``; ``key`` hashes what decides it
-    (:func:`~thai_eval_utils.thaicli.judge_cache.judgement_key`, the cache's key) and ``store_key`` is its key in
-    the run's ``items.jsonl`` (``<id>:<first 16 hex digits of key>``)."""
-
-    row: int
-    repeat: int
-    key: str
-    store_key: str
 
 
 @dataclass(frozen=True, eq=False)
 class _Job:
-    """What a judging run is: the checked answers, the judge, its settings and prompt, the repeats and the plan
-    (every judgement, one per (answer row, repeat), in row order)."""
+    """What a judging run is: the checked answers, the judge (rubric and model), its prompt and the repeats."""
 
     answers: pd.DataFrame
-    judge: ApiModel
-    params: JudgeParams
+    judge: Judge
     template: JudgeTemplate
     repeats: int
-    plan: list[Judgement]
+
+    @property
+    def params(self) -> JudgeParams:
+        return self.judge.settings
 
 
-def _job(answers: pd.DataFrame, judge: ApiModel, params: JudgeParams, template: JudgeTemplate, repeats: int) -> _Job:
-    """Check the answers and repeats (before anything is opened or called) and plan the judgements."""
+def _job(answers: pd.DataFrame, judge: Judge, template: JudgeTemplate, repeats: int) -> _Job:
+    """Check the answers and repeats (before anything is opened or called)."""
     _check_answers(answers)
     _check_repeats(answers, repeats)
-    texts = list(answers[["question", "chosen", "rejected", "answer"]].itertuples(index=False, name=None))
-    plan = []
-    for i, ident in enumerate(answers["id"]):
-        for r in range(repeats):
-            key = judgement_key(*texts[i], judge_model=judge.model_id, template_sha256=template.sha256,
-                                params=params.for_repeat(r).to_dict(), repeat=r)  # fmt: skip
-            plan.append(Judgement(i, r, key, f"{ident}:{key[:16]}"))
-    return _Job(answers, judge, params, template, repeats, plan)
+    return _Job(answers, judge, template, repeats)
 
 
 def _open_run(job: _Job, model_name: str, outputs: str | Path | None) -> RunStore:
     """The judging run's store (its one writer: a second process is refused before any call)."""
-    config = {"judge_model": job.judge.model_id, "judge_params": job.params.to_dict(),
+    config = {"judge_model": job.judge.label, "judge_params": job.params.to_dict(),
               "answers_run": job.answers.attrs.get("config_id")}  # fmt: skip
     if job.repeats != 1:  # the defaults add nothing, so runs made before repeats and orders existed keep resuming
         config["repeats"] = job.repeats
@@ -276,65 +223,7 @@ def _open_run(job: _Job, model_name: str, outputs: str | Path | None) -> RunStor
                          legacy_nan_fields=("served_model", "system_fingerprint"))  # fmt: skip
 
 
-def _merge(known: dict[str, dict[str, Any]], records: Iterable[Mapping[str, Any]]) -> None:
-    """Add the final ones of stored ``records`` to ``known`` (judgement key -> record), over what it holds (a record
-    stored by an older version lacks the reply and its tokens: the cache's record supplies them)."""
-    for rec in records:
-        if is_final(rec) and isinstance(rec.get("judgement_key"), str):
-            known[rec["judgement_key"]] = {**known.get(rec["judgement_key"], {}), **rec}
-
-
-def _prepare(job: _Job, store: RunStore, cache: JudgementCache) -> tuple[dict[str, dict[str, Any]], list[Judgement]]:
-    """The judgements made before (judgement key -> record, from the run's store and the shared cache) and the
-    judgements to ask for: the first of each key that neither holds, whose answer was generated."""
-    known = {r["key"]: dict(r) for r in cache}
-    _merge(known, store.completed().values())
-    ungenerated, todo, queued = _not_generated(job.answers), [], set()
-    for j in job.plan:
-        if j.key not in known and j.key not in queued and j.row not in ungenerated:
-            queued.add(j.key)
-            todo.append(j)
-    return known, todo
-
-
-def _call(job: _Job, store: RunStore, todo: list[Judgement], progress: bool) -> RunOutcome[Judgement]:
-    """Ask the judge for every judgement of ``todo`` (:func:`run_items_async`: each record stored as it finishes).
-    A failed request leaves its judgement unjudged (``outcome.failed``); a refused key, access or model ends the
-    run (``outcome.fatal``, a :class:`JudgeError`)."""
-    judge, template = job.judge, job.template
-
-    def prepare(j: Judgement) -> tuple[list[dict[str, str]], JudgeParams]:
-        row = job.answers.iloc[j.row]
-        return template.messages(row["question"], row["chosen"], row["rejected"], row["answer"]), job.params.for_repeat(j.repeat)
-
-    def finish(j: Judgement, rec: dict[str, Any]) -> dict[str, Any]:
-        now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        return _record(job, j, {**rec, "judge_model": judge.model_id, "template": template.version,
-                                "template_sha256": template.sha256, "params": job.params.for_repeat(j.repeat).to_dict(),
-                                "judged_at": now})  # fmt: skip
-
-    async def main() -> RunOutcome[Judgement]:
-        async with judge.session() as session:
-
-            async def call(prepared: tuple[list[dict[str, str]], JudgeParams]) -> dict[str, Any]:
-                try:
-                    return await judge_one(session, *prepared)
-                except FATAL_ERRORS as exc:  # "from None": the chained original would print the server's raw text
-                    raise JudgeError(f"judge {judge.model_id}: {describe_error(exc)}") from None
-
-            return await run_items_async(store, todo, lambda j: j.store_key, call, prepare=prepare, finish=finish,
-                                         done=is_final, desc=f"judging ({judge.model_id})", progress=progress,
-                                         tolerate=(Exception,), fatal=(JudgeError,), describe=_describe)  # fmt: skip
-
-    return run_sync(main)
-
-
-def _describe(exc: BaseException) -> str:
-    """Why a judgement stays unjudged: a request that failed after the client's retries, or another error."""
-    return describe_error(exc) if isinstance(exc, (openai.APIError, ApiError)) else f"unexpected {describe_error(exc)}"
-
-
-def _record(job: _Job, j: Judgement, judgement: Mapping[str, Any]) -> dict[str, Any]:
+def _record(job: _Job, j: Judgement, judgement: dict[str, Any]) -> dict[str, Any]:
     """The stored record of judgement ``j``: its answer row's id, format and theme, its repeat, seed and order,
     and the judgement (the judge's reply and its accounting; status ``unjudged`` and an ``error`` when none)."""
     row = job.answers.iloc[j.row]
@@ -344,39 +233,18 @@ def _record(job: _Job, j: Judgement, judgement: Mapping[str, Any]) -> dict[str, 
             "judgement_key": j.key}  # fmt: skip
 
 
-def _finish(job: _Job, store: RunStore, cache: JudgementCache, known: dict[str, dict[str, Any]],
-            outcome: RunOutcome[Judgement]) -> pd.DataFrame:  # fmt: skip
-    """Store a record for every judgement of the plan that has none (made before, or unjudged with the reason),
-    add the new final judgements to the shared cache, rewrite ``items.jsonl`` in plan order; the items table."""
-    _merge(known, outcome.records.values())
-    stored, ungenerated = store.completed(), _not_generated(job.answers)
-    asked = {j.key: j.store_key for j in reversed(job.plan)}  # key -> the store key it was asked for under (its first)
-    missing = []
-    for j in job.plan:
-        if not is_final(stored.get(j.store_key)):
-            reason = NO_ANSWER if j.row in ungenerated else outcome.failed.get(asked[j.key], "not judged")
-            missing.append((j.store_key, _record(job, j, known.get(j.key, {"status": "unjudged", "score": None,
-                                                                            "error": reason}))))  # fmt: skip
-    store.append_many(missing)
-    cache.append_many([{**judgement_part(r), "key": k} for k, r in known.items() if k not in cache])
-    store.compact([j.store_key for j in job.plan])
-    records = store.completed()
-    return pd.DataFrame([item_row(job.answers.iloc[j.row], j.repeat, j.key, {**known.get(j.key, {}), **records[j.store_key]})
-                         for j in job.plan])  # fmt: skip
-
-
-def _summarise(job: _Job, items: pd.DataFrame, known: Mapping[str, Mapping[str, Any]], usage_before: dict[str, int],
-               n_asked: int, outcome: RunOutcome[Judgement]) -> tuple[ThaiCLIScores, dict[str, Any]]:  # fmt: skip
+def _summarise(job: _Job, items: pd.DataFrame, done: JudgeOutcome) -> tuple[ThaiCLIScores, dict[str, Any]]:
     """The scores and the summary (a fatal error named in it)."""
     params, template = job.params, job.template
-    signature = (f"judge:{job.judge.model_id}|prompt:{template.version}@{template.sha256[:8]}|max_calls:{params.max_calls}"
+    signature = (f"judge:{job.judge.label}|prompt:{template.version}@{template.sha256[:8]}|max_calls:{params.max_calls}"
                  f"|temp:{params.temperature}|seed:{params.seed}|max_tokens:{params.max_tokens}"
                  + (f"|repeats:{job.repeats}" if job.repeats != 1 else ""))  # fmt: skip
     scores = thaicli_scores(items, signature=signature)
-    judged = {j.key: known[j.key] for j in job.plan if j.key in known}
-    summary = run_summary(items, judged, job.judge, usage_before, len(job.plan) - n_asked, outcome.computed, scores)
+    judged = {j.key: done.known[j.key] for j in done.plan if j.key in done.known}
+    summary = run_summary(items, judged, job.judge.model, done.usage, len(done.plan) - done.n_asked, done.computed,
+                          scores)  # fmt: skip
     summary.update(redact(repeat_summary(len(job.answers), items, [params.for_repeat(r).seed for r in range(job.repeats)],
                                          template)))  # fmt: skip
-    if outcome.fatal is not None:
-        summary["fatal_error"] = str(outcome.fatal)
+    if done.fatal is not None:
+        summary["fatal_error"] = str(done.fatal)
     return scores, summary

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from thai_eval_utils.core.openai_client import ApiModel
+from thai_eval_utils.core.protocols import ChatModel
 from thai_eval_utils.stats.paired import PairedResult, compare_paired
 from thai_eval_utils.thaicli.judge import JudgeRun, item_means, judge_answers
 
@@ -51,7 +51,7 @@ class OrderEffect:
         return str(self.effect)
 
 
-def judge_both_orders(answers: pd.DataFrame, judge: ApiModel, **kwargs: Any) -> OrderEffect:
+def judge_both_orders(answers: pd.DataFrame, judge: ChatModel, **kwargs: Any) -> OrderEffect:
     """Judge ``answers`` with each reference order (``judge_answers(..., reference_order=...)``, the other
     keyword arguments passed on, e.g. ``repeats``) and measure the order's effect (:func:`order_effect`).
 

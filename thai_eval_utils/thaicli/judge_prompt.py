@@ -5,6 +5,9 @@ prompt only as an image); its SHA-256 goes into every judgement's cache key. :fu
 the two references in either order (issue 14: the judge's position bias); the swapped text has its own hash. A
 reply must hold
 ``<score>N</score>`` with N in [1, 10] (:data:`SCORE_PATTERN`) and may hold ``<explanation>``.
+
+ThaiCLI's judge is one instance of the generic judge (issue 29): :data:`THAICLI_PARSER` and :func:`thaicli_rubric`
+declare it for :mod:`thai_eval_utils.judging` (its key hash stays the template file's, so old judgements are found).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from thai_eval_utils.core.provenance import sha256_text
+from thai_eval_utils.judging.rubric import JudgeParams, JudgeRubric, ReplyParser, split_sections
 
 #: The versioned prompt template (a reconstruction of the paper's Figure 5; see the file's header).
 TEMPLATE_VERSION = "judge_v1"
@@ -39,19 +43,17 @@ SCORE_PATTERN = re.compile(r"<\s*score\s*>\s*([+-]?[0-9\u0e50-\u0e59]+(?:\.[0-9\
 #: The text inside the first ``<explanation>`` tag, up to its closing tag or, when a reply was cut off,
 #: to the end of the reply.
 EXPLANATION_PATTERN = re.compile(r"<\s*explanation\s*>(.*?)(?:<\s*/\s*explanation\s*>|\Z)", re.I | re.S)
-_THAI_DIGITS = str.maketrans("๐๑๒๓๔๕๖๗๘๙", "0123456789")
+#: The ThaiCLI reply parser: the first :data:`SCORE_PATTERN` match in [1, 10], else asked again; after
+#: :data:`MAX_JUDGE_CALLS` calls the item scores :data:`FALLBACK_SCORE` (status ``fallback_zero``).
+THAICLI_PARSER = ReplyParser(patterns=(SCORE_PATTERN,), score_range=(MIN_SCORE, MAX_SCORE), fallback_score=FALLBACK_SCORE,
+                             fallback_status="fallback_zero", explanation=EXPLANATION_PATTERN)  # fmt: skip
+#: The template's fields, in the order the cache key has always named them.
+THAICLI_FIELDS = ("question", "chosen", "rejected", "answer")
 
 
 def _split_template(text: str) -> tuple[string.Template, string.Template]:
-    sections: dict[str, list[str]] = {}
-    current = None
-    for line in text.splitlines():
-        marker = re.fullmatch(r"\[\[(system|user)\]\]", line.strip())
-        if marker:
-            current = sections.setdefault(marker.group(1), [])
-        elif current is not None:
-            current.append(line)
-    return tuple(string.Template("\n".join(sections[k]).strip("\n")) for k in ("system", "user"))  # type: ignore[return-value]
+    sections = split_sections(text)
+    return string.Template(sections["system"]), string.Template(sections["user"])
 
 
 _SYSTEM, _USER = _split_template(TEMPLATE_TEXT)
@@ -77,9 +79,18 @@ class JudgeTemplate:
 
     def messages(self, question: str, chosen: str, rejected: str, answer: str) -> list[dict[str, str]]:
         """The judge's system and user messages for one item (texts inserted verbatim, never normalised)."""
-        system, user = _split_template(self.text)
-        filled = user.substitute(question=question, chosen=chosen, rejected=rejected, answer=answer)
-        return [{"role": "system", "content": system.substitute()}, {"role": "user", "content": filled}]
+        return self.rubric().messages({"question": question, "chosen": chosen, "rejected": rejected, "answer": answer})
+
+    def rubric(self, params: JudgeParams | None = None) -> JudgeRubric:
+        """This prompt as a :class:`~thai_eval_utils.judging.rubric.JudgeRubric` (key hash: this template's)."""
+        sections = split_sections(self.text)
+        return JudgeRubric("thaicli", self.version, sections["system"], sections["user"], THAICLI_FIELDS, THAICLI_PARSER,
+                           self.sha256, params or JudgeParams(max_calls=MAX_JUDGE_CALLS), self.text)  # fmt: skip
+
+
+def thaicli_rubric(reference_order: ReferenceOrder = "chosen_first", params: JudgeParams | None = None) -> JudgeRubric:
+    """The ThaiCLI judge as a rubric: the versioned prompt (either reference order), :data:`THAICLI_PARSER`, 16 calls."""
+    return judge_template(reference_order).rubric(params)
 
 
 def judge_template(reference_order: ReferenceOrder = "chosen_first") -> JudgeTemplate:
@@ -116,13 +127,4 @@ def parse_judgement(text: str | None) -> tuple[float, str] | None:
 
     Example: ``parse_judgement("<score> 8 </score><explanation>ดี</explanation>")`` -> ``(8.0, "ดี")``.
     """
-    if not text:
-        return None
-    m = SCORE_PATTERN.search(text)
-    if m is None:
-        return None
-    value = float(m.group(1).translate(_THAI_DIGITS))
-    if not MIN_SCORE <= value <= MAX_SCORE:
-        return None
-    e = EXPLANATION_PATTERN.search(text)
-    return value, (e.group(1).strip() if e else "")
+    return THAICLI_PARSER.parse(text)

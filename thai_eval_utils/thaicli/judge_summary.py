@@ -10,7 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from thai_eval_utils.core.openai_client import ApiModel, estimate_cost
+from thai_eval_utils.core.openai_client import estimate_cost
+from thai_eval_utils.core.protocols import ChatModel
 from thai_eval_utils.core.provenance import redact
 from thai_eval_utils.thaicli.judge_noise import judge_noise
 from thai_eval_utils.thaicli.judge_prompt import TEMPLATE_SHA256, TEMPLATE_VERSION, JudgeTemplate
@@ -62,16 +63,15 @@ def repeat_summary(n_items: int, items: pd.DataFrame, seeds: list[int | None], t
     }
 
 
-def run_summary(items: pd.DataFrame, judged: Mapping[str, Mapping[str, Any]], judge: ApiModel,
-                usage_before: dict[str, int], n_from_cache: int, n_made: int, scores: ThaiCLIScores) -> dict[str, Any]:  # fmt: skip
-    """The run's counts, calls, tokens and costs (this run's and all its judgements': ``judged``, judgement key ->
-    final record), the judge's identity and the scores."""
+def run_summary(items: pd.DataFrame, judged: Mapping[str, Mapping[str, Any]], judge: ChatModel,
+                usage: Mapping[str, int], n_from_cache: int, n_made: int, scores: ThaiCLIScores) -> dict[str, Any]:  # fmt: skip
+    """The run's counts, calls, tokens and costs (this run's: ``usage``, the answered calls and their tokens; and all
+    its judgements': ``judged``, judgement key -> final record), the judge's identity and the scores."""
     served = sorted({r.get("served_model") for r in judged.values() if r.get("served_model")})
-    run_tokens = (judge.usage["prompt_tokens"] - usage_before["prompt_tokens"],
-                  judge.usage["completion_tokens"] - usage_before["completion_tokens"])  # fmt: skip
+    run_tokens = (usage["prompt_tokens"], usage["completion_tokens"])
     all_tokens = (sum((r.get("token_usage") or {}).get("prompt", 0) for r in judged.values()),
                   sum((r.get("token_usage") or {}).get("completion", 0) for r in judged.values()))  # fmt: skip
-    price_ids = [*served, judge.model_id]
+    price_ids = [*served, judge.name]
     unjudged = items[items["status"] == "unjudged"]
     return redact({
         "n_items": len(items),
@@ -81,12 +81,12 @@ def run_summary(items: pd.DataFrame, judged: Mapping[str, Mapping[str, Any]], ju
         "unjudged_errors": sorted(set(unjudged["error"])),
         "n_judged_this_run": n_made,
         "n_from_cache": n_from_cache,
-        "judge_calls_this_run": judge.usage["requests"] - usage_before["requests"],
+        "judge_calls_this_run": usage["requests"],
         "token_usage_this_run": {"prompt": run_tokens[0], "completion": run_tokens[1]},
         "token_usage_all_judgements": {"prompt": all_tokens[0], "completion": all_tokens[1]},
         "cost_usd_this_run": estimate_cost(price_ids, *run_tokens),
         "cost_usd_all_judgements": estimate_cost(price_ids, *all_tokens),
-        "judge_model": judge.model_id,
+        "judge_model": judge.name,
         "judge_identity": judge.identity,
         "served_models": served,
         "system_fingerprints": sorted({r.get("system_fingerprint") for r in judged.values() if r.get("system_fingerprint")}),

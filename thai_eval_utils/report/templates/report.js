@@ -1,6 +1,8 @@
 // thai-eval report (issue 22): the views, the item browser and the two-model pairs.
 // Every table is a DataTables table (the bundle itables ships, embedded in this file and imported from a Blob URL,
 // so nothing is fetched); this script only loads the embedded data, wires the filters and renders one item.
+// Issue 33: every text from data, a model, a judge or a user goes in as text: DOM text nodes (el), or, in a
+// DataTables cell or column title (which DataTables writes as HTML), through DataTables' own escaping renderer.
 const meta = JSON.parse(document.getElementById("report-meta").textContent);
 
 function bytesOf(b64) {
@@ -25,6 +27,16 @@ function el(tag, attrs = {}, ...kids) {  // text always goes in as text: item co
   for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
   for (const kid of kids) if (kid !== null && kid !== undefined) node.append(kid instanceof Node ? kid : String(kid));
   return node;
+}
+
+// DataTables writes a cell's display text and a column's title as HTML, and decodes a cell's search text as HTML
+// (to read its entities); DataTable.render.text() escapes &, <, >, " for both, so the cell shows the text as it is
+// and the search matches it as it is ("<<48/2=24>>", "3 > 2", "&amp;"). The type DataTables detects is read from
+// the escaped text too: raw text holding "<" would be typed "html", whose search strips every "<...>" first.
+// Sorting reads the raw text.
+function textRender(DataTable, shorten = (t) => t) {
+  const { display: escape } = DataTable.render.text();
+  return { display: (t) => escape(shorten(String(t ?? ""))), filter: escape, type: escape };
 }
 
 const fmt = (v, d = 3) => (v === null || v === undefined ? "–" : Number(v).toFixed(d));
@@ -87,6 +99,8 @@ function options(select, values) {
 
 async function main() {
   const { default: DataTable } = await importModule(document.getElementById("dt-bundle").textContent);
+  const text = textRender(DataTable);
+  const title = DataTable.render.text().display;  // a column title holding data (a model name), escaped
   const tables = {};
   document.querySelectorAll("table.lb").forEach((t) => {
     tables[t.id] = new DataTable(t, { paging: false, searching: false, info: false, order: [] });
@@ -111,11 +125,11 @@ async function main() {
     data: items, deferRender: true, pageLength: 25, order: [], search: { smart: false },
     layout: { topEnd: null },  // the search box is the filter bar's
     columns: [
-      { title: "model", data: "m" }, { title: "benchmark", data: "b" }, { title: "task", data: "t" },
-      { title: "item", data: "k" },
+      { title: "model", data: "m", render: text }, { title: "benchmark", data: "b", render: text },
+      { title: "task", data: "t", render: text }, { title: "item", data: "k", render: text },
       { title: "score", data: "v", defaultContent: "", render: (v, type) => (type === "display" ? fmt(v) : v) },
       { title: "correct", data: "c", defaultContent: "", render: (c) => (c === undefined ? "" : c ? "✓" : "✗") },
-      { title: "text", data: "_text", orderable: false, className: "txt", render: (t, type) => (type === "display" ? short(t) : t) },
+      { title: "text", data: "_text", orderable: false, className: "txt", render: textRender(DataTable, short) },
     ],
   });
   // Filters on the row data: benchmark, task, model exactly; correct; score range.
@@ -167,11 +181,12 @@ async function main() {
     const pairs_dt = new DataTable("#pairs-table", {
       data: pairs, deferRender: true, pageLength: 10, order: [], search: { smart: false },
       columns: [
-        { title: "benchmark", data: "b" }, { title: "task", data: "t" }, { title: "item", data: "k" },
-        { title: `A: ${A}`, data: "va", render: (v, type) => (type === "display" ? fmt(v) : v) },
-        { title: `B: ${B}`, data: "vb", render: (v, type) => (type === "display" ? fmt(v) : v) },
+        { title: "benchmark", data: "b", render: text }, { title: "task", data: "t", render: text },
+        { title: "item", data: "k", render: text },
+        { title: title(`A: ${A}`), data: "va", render: (v, type) => (type === "display" ? fmt(v) : v) },
+        { title: title(`B: ${B}`), data: "vb", render: (v, type) => (type === "display" ? fmt(v) : v) },
         { title: "A − B", data: "d", render: (v, type) => (type === "display" ? fmt(v) : v) },
-        { title: "text", data: "_text", orderable: false, className: "txt", render: (t, type) => (type === "display" ? short(t) : t) },
+        { title: "text", data: "_text", orderable: false, className: "txt", render: textRender(DataTable, short) },
       ],
     });
     pairs_dt.on("click", "tbody tr", function () {
