@@ -78,7 +78,7 @@ def test_generate_answers_with_a_local_model(tmp_path, tiny_local_model):
 # id, format, theme, chosen, ll(chosen), rejected, ll(rejected)
 PREFS = [
     ("f1", "factoid", "Culture", "ดี", -3.0, "ไม่ดีเลย", -6.0),  # raw: win; per char -3/2 < -6/8: loss
-    ("f2", "factoid", "Religion", "ก", -2.0, "ขค", -2.0),  # raw: tie (0.5); per char -2/2 < -2/3: loss
+    ("f2", "factoid", "Religion", "ก", -2.0, "ขค", -2.0),  # raw: tie (0.5); per char -2/1 < -2/2: loss
     ("f3", "factoid", "Religion", "ถูกต้อง", -4.0, "ผิด", -8.0),  # win, win
     ("i1", "instruction", "Culture", "abc", -10.0, "x", -1.0),  # loss, loss
     ("i2", "instruction", "Culture", "yes!", -1.0, "no", -3.0),  # win, win
