@@ -13,7 +13,9 @@ Layering: above ``core`` and ``stats``, below the benchmark packages (which may 
 
 from __future__ import annotations
 
-from thai_eval_utils.core.registry import get_suite
+from pathlib import Path
+
+from thai_eval_utils.core.registry import get_suite, include_path, suites
 from thai_eval_utils.tasks.declared import FewShot, GenerationTask, MultipleChoiceTask
 from thai_eval_utils.tasks.items import load_items
 from thai_eval_utils.tasks.metrics import GENERATION_METRICS, acc, acc_norm, multiple_choice
@@ -21,9 +23,13 @@ from thai_eval_utils.tasks.runner import TaskRun, run_task
 from thai_eval_utils.tasks.declared_suite import DeclaredSuite
 
 
-def task_named(name: str) -> MultipleChoiceTask | GenerationTask:
-    """The declared task ``name`` as the registry found it (bound to its file's folder; include the file first
-    with ``core.registry.include_path``)."""
+def task_named(name: str, tasks_dir: str | Path | None = None) -> MultipleChoiceTask | GenerationTask:
+    """The declared task ``name`` as the registry found it (bound to its file's folder). ``tasks_dir`` (a task file
+    or a folder of them) is included first unless the registry already has ``name`` (``thai-eval run --tasks-dir``
+    hands its folders to the notebooks' kernels as ``$THAI_EVAL_TASKS``: including the same file again would
+    register the name twice)."""
+    if tasks_dir is not None and name not in suites():
+        include_path(tasks_dir)
     suite = get_suite(name)
     if not isinstance(suite, DeclaredSuite):
         raise TypeError(f"{name!r} is a shipped suite ({suite!r}), not a declared task")
