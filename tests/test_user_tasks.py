@@ -89,10 +89,11 @@ def test_the_documented_multiple_choice_task_runs_on_the_engine(my_tasks, tmp_pa
 
 
 def test_the_documented_generation_task_runs(my_tasks, tmp_path):
-    model = FakeModel(reply=lambda messages: "โตเกียว" if "ญี่ปุ่น" in messages[-1]["content"] else "ปารีส")
+    model = FakeModel(complete=lambda prompt: " โตเกียว" if "ญี่ปุ่น" in prompt else "ปารีส")
     run = run_task(model, task_named("thai_capitals"), outputs=tmp_path / "out", progress=False)
     kind, settings = model.calls[0]
-    assert kind == "chat" and settings["max_new_tokens"] == 16 and settings["stop"] == ["\n"] and settings["temperature"] == 0.0
+    assert model.inputs[0][0] == "คำถาม: เมืองหลวงของประเทศญี่ปุ่นคือเมืองใด\nคำตอบ:"
+    assert kind == "generate" and settings["max_new_tokens"] == 16 and settings["stop"] == ["\n"] and settings["temperature"] == 0.0
     assert [r["exact_match"] for r in run.records] == [1.0, 1.0, 0.0, 0.0]
     assert run.scores["exact_match"]["value"] == 0.5 and 0 < run.scores["chrf"]["value"] < 100
 

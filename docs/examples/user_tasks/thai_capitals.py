@@ -5,11 +5,11 @@ from thai_eval_utils.tasks import GenerationTask
 TASK = GenerationTask(
     name="thai_capitals",
     data="thai_capitals.jsonl",
-    prompt=[{"role": "user", "content": "ตอบเฉพาะชื่อเมือง: เมืองหลวงของ{country}คือเมืองใด"}],  # chat: model.chat
+    prompt="คำถาม: เมืองหลวงของ{country}คือเมืองใด\nคำตอบ:",  # a plain prompt: model.generate completes it
     reference="capital",                     # the field holding the reference answer
     metrics=("exact_match", "chrf"),         # also: rougeL (Thai words), bleu (sacrebleu on Thai words)
     max_new_tokens=16,
-    stop=("\n",),
+    stop=("\n",),                            # the output is cut before the first stop string
     temperature=0.0,                         # greedy
     title="Thai capitals (an example task)",
 )
