@@ -131,9 +131,14 @@ def test_the_documented_commands_run_verbatim(tmp_path, tiny_model_dir):
     env = {**os.environ, "OTHER_MODEL": str(tiny_model_dir), "PATH": bindir + os.pathsep + os.environ.get("PATH", ""),
            "THAI_EVAL_OUTPUTS": str(tmp_path / "outputs")}
     env.pop("THAI_EVAL_TASKS", None)
+    said = {}
     for command in doc_commands():
         done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
         assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        said[shlex.split(command)[1]] = done.stdout
+    assert "thai_facts" in said["runs"] and "thai_capitals" in said["runs"]
+    compared = "".join(p.read_text(encoding="utf-8") for p in (tmp_path / "outputs" / "tables").glob("compare_*.csv"))
+    assert "thai_facts/thai_facts/acc" in compared, "the comparison has no row of the declared task"
     runs = [r for r in list_runs(tmp_path / "outputs") if r.family in ("thai_facts", "thai_capitals")]
     assert {(r.family, r.finished) for r in runs} == {("thai_facts", True), ("thai_capitals", True)}
     exported = list((tmp_path / "outputs" / "exports").rglob("*"))
