@@ -277,3 +277,15 @@ def test_judge_free_thaicli_is_a_two_choice_task_with_lm_evals_acc_norm(tmp_path
     again = FakeModel("m", score=lambda ctx, cont: (table[cont], False))
     assert loglikelihood_preferences(again, df, outputs=tmp_path, progress=False)["win_raw"].tolist() == [1.0, 0.5]
     assert again.calls == []
+
+
+def test_a_data_folder_replaces_the_files_beside_the_task_file_only_when_it_holds_them(tmp_path):
+    task = mc_task(tmp_path)
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    assert task.with_data_folder(other) is task and task.with_data_folder(None) is task
+    write_jsonl(other / "mc.jsonl", ROWS[:1])
+    moved = task.with_data_folder(other)
+    assert moved.data_path == other.resolve() / "mc.jsonl" and [it["id"] for it in load_items(moved)] == ["a"]
+    assert moved.declaration() == task.declaration()  # the same task; the data hash tells the runs apart
+    assert task.as_suite(tmp_path / "mc.py").data_folder == "mc"

@@ -74,6 +74,13 @@ class _Declared:
         src = Path(source).expanduser().resolve()
         return replace(self, base_dir=str(src.parent if src.suffix == ".py" or src.is_file() else src))  # type: ignore[type-var]
 
+    def with_data_folder(self, folder: str | Path | None) -> Any:
+        """This task reading its data files from ``folder`` when that folder holds its data file (``thai-eval run
+        --data ROOT`` passes ``ROOT/<task>`` or ``ROOT``), else unchanged (the files beside the task file)."""
+        if folder is None or not (Path(folder).expanduser() / self.data).is_file():
+            return self
+        return self.bind(folder)
+
     def as_suite(self, source: str | Path | None = None) -> Suite:
         """The task as a one-task :class:`~thai_eval_utils.core.benchmark.Suite` (what the registry lists)."""
         return DeclaredSuite(self.bind(source) if source is not None else self, source)

@@ -68,6 +68,7 @@ class DeclaredSuite(Suite):
         self.title = task.title or task.name  # type: ignore[misc]
         self.version = str(task.version)  # type: ignore[misc]
         self.tasks = (task.name,)  # type: ignore[misc]
+        self.data_folder = task.name  # type: ignore[misc]  # --data ROOT: ROOT/<task> may hold the data files
         self.short_title = task.name  # type: ignore[misc]
         self.leaderboard_tables = (LeaderboardTable(task.name, self.title, tuple(task.metrics)),)  # type: ignore[misc]
         self.detail_metrics = frozenset(task.metrics)  # type: ignore[misc]
