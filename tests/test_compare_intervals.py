@@ -10,14 +10,13 @@ import pytest
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
-from thai_eval_utils.compare import (
+from thai_eval_utils.compare import mean_interval, spearman_interval
+from thai_eval_utils.dialect.intervals import (
     delta_diff_interval,
     generation_fluency_intervals,
     kappa_interval,
     kappa_intervals,
-    mean_interval,
     preference_share_intervals,
-    spearman_interval,
 )
 from thai_eval_utils.dialect import human_eval as H
 

@@ -165,7 +165,7 @@ def test_different_data_is_refused_unless_allowed(tmp_path):
 
 def test_side_by_side_and_forest_plot(outputs, tmp_path):
     cmp = compare_runs("model-a", "model-b", n_resamples=R, outputs=outputs)
-    side = largest_differences(cmp, n=2, h6_data=H6_DATA, thaicli_data=REPO / "data" / "thaicli")
+    side = largest_differences(cmp, n=2, data_dir=REPO / "data")
     cli = side[side["score"] == "thaicli/factoid"]
     assert len(cli) == 2 and set(cli["output_a"]) == {"ก"} and set(cli["output_b"]) == {"ข"}
     assert set(cli["explanation_a"]) == {"ดี"} and set(cli["explanation_b"]) == {"พอใช้"}
@@ -181,7 +181,7 @@ def test_side_by_side_and_forest_plot(outputs, tmp_path):
 
 
 def test_published_interval_availability_on_the_shipped_data(tmp_path):
-    from thai_eval_utils.compare.published import interval_availability
+    from thai_eval_utils.paper.interval_sources import interval_availability
     from thai_eval_utils.paper import PUBLISHED_TABLES
 
     table = interval_availability(REPO / "data").set_index("table")

@@ -9,7 +9,7 @@ import pandas as pd
 
 from thai_eval_utils.dialect import human_eval as H
 from thai_eval_utils.dialect.metrics import delta_diff
-from thai_eval_utils.plots import dialect as P
+from thai_eval_utils.dialect import plots as P
 from thai_eval_utils.plots import save_figure
 
 HUMAN = Path(__file__).resolve().parents[1] / "data" / "human_eval"

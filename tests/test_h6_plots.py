@@ -12,7 +12,7 @@ from matplotlib.container import BarContainer, ErrorbarContainer  # noqa: E402
 from thai_eval_utils.core.provenance import Score  # noqa: E402
 from thai_eval_utils.h6 import evaluation as h6  # noqa: E402
 from thai_eval_utils.h6.average import thai_h6_score  # noqa: E402
-from thai_eval_utils.plots.h6 import task_scores_figure  # noqa: E402
+from thai_eval_utils.h6.plots import task_scores_figure  # noqa: E402
 
 
 def _scores():

@@ -193,7 +193,7 @@ def test_one_model_in_two_outputs_folders_is_labelled_by_what_differs(store, tmp
 def test_corpus_bleu_interval_is_around_the_papers_bleu():
     from thai_eval_utils.dialect.data import load_dialect
     from thai_eval_utils.dialect.metrics import bleu
-    from thai_eval_utils.report.leaderboard import corpus_ci
+    from thai_eval_utils.dialect.views import corpus_ci
 
     df = load_dialect(REPO / "data" / "dialect", dialects=["east"])
     refs = df["text_2"].fillna("").tolist()

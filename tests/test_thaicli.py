@@ -134,7 +134,7 @@ def test_figures_report_counts():
     import matplotlib
 
     matplotlib.use("Agg")
-    from thai_eval_utils.plots import thaicli as cli_plots
+    from thai_eval_utils.thaicli import plots as cli_plots
 
     judged = pd.DataFrame({"format": ["factoid", "factoid", "instruction", "instruction"], "theme": ["Culture"] * 4,
                            "score": [8.0, 0.0, float("nan"), 6.0],

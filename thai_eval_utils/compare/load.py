@@ -12,14 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from thai_eval_utils.core import registry
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.provenance import slugify
 from thai_eval_utils.core.runs import StoredRun, latest_finished, list_runs, recency
 
-#: The benchmark families a comparison covers: the first part of a run card's ``benchmark``.
-BENCHMARKS = ("thai_h6", "thaicli", "dialect")
-#: The run benchmarks holding headline scores per family (ThaiCLI: the judged items, not the answers).
-_SCORED = {"thai_h6": None, "thaicli": "thaicli/judge", "dialect": "dialect/generation"}
 
 
 @dataclass
@@ -38,8 +35,9 @@ class RunSelection:
 
 
 def _wanted(run: StoredRun, benchmarks: Sequence[str]) -> bool:
-    scored = _SCORED.get(run.family, "")
-    return run.family in benchmarks and (scored is None or run.benchmark == scored)
+    """A run of one of ``benchmarks`` (suites) that holds its suite's headline scores (``Suite.holds_headlines``)."""
+    suite = registry.suite_of(run.benchmark)
+    return run.family in benchmarks and suite is not None and suite.holds_headlines(run)
 
 
 def _matches(config: Mapping[str, Any], where: Mapping[str, Any] | None) -> bool:
@@ -51,7 +49,7 @@ def select_runs(
     *,
     folders: Sequence[str | Path] = (),
     where: Mapping[str, Any] | None = None,
-    benchmarks: Sequence[str] = BENCHMARKS,
+    benchmarks: Sequence[str] | None = None,
     outputs: str | Path | None = None,
     label: str | None = None,
 ) -> RunSelection:
@@ -60,19 +58,21 @@ def select_runs(
     Args:
         model: a model name, its folder slug or the spec it was loaded from (``"embedded"``): its latest finished run of every benchmark under
             ``<outputs>/runs``; each choice and the runs passed over are written to ``notes``.
-        folders: run folders instead, or folders holding runs (e.g. ``outputs/runs/<model>/thai_h6``); at
+        folders: run folders instead, or folders holding runs (e.g. ``outputs/runs/<model>/<suite>``); at
             most one run per benchmark may be found there.
         where: only runs whose config has these values, e.g. ``{"fewshot_seed": 7}``.
-        benchmarks: families to take: ``thai_h6``, ``thaicli``, ``dialect``.
+        benchmarks: suites to take (``core.registry`` names; default: every registered suite).
         outputs: the outputs folder (default ``$THAI_EVAL_OUTPUTS`` or ``outputs``).
         label: the side's name in tables (default: the model name or the first folder).
 
     Raises:
         ThaiEvalDataError: no run found, or several runs of one benchmark among ``folders``.
     """
-    unknown = set(benchmarks) - set(BENCHMARKS)
+    known = list(registry.suites())
+    benchmarks = known if benchmarks is None else list(benchmarks)
+    unknown = set(benchmarks) - set(known)
     if unknown:
-        raise ValueError(f"unknown benchmark(s) {sorted(unknown)}; choose from {', '.join(BENCHMARKS)}")
+        raise ValueError(f"unknown benchmark(s) {sorted(unknown)}; choose from {', '.join(known)}")
     if bool(model) == bool(folders):
         raise ValueError("give either a model name or run folders")
     notes: list[str] = []

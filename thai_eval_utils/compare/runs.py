@@ -1,6 +1,7 @@
 """Compare two models' stored runs on every headline score (issue 14): one row per score with the paired
 difference, its bootstrap interval, a test (exact McNemar for 0/1 items, sign-flip otherwise, paired bootstrap
-for corpus BLEU, stratified for the Thai-H6 and ThaiCLI averages) and Holm-adjusted p-values across the rows.
+for corpus metrics, stratified for the suites' averages over tasks) and Holm-adjusted p-values across the rows.
+What a row is, its order and the averages come from the suites (:mod:`thai_eval_utils.core.registry`).
 Methods and defaults: ``docs/statistics.md``.
 """
 
@@ -13,19 +14,14 @@ from pathlib import Path
 import pandas as pd
 
 from thai_eval_utils.compare.items import Headline, headlines
-from thai_eval_utils.compare.load import BENCHMARKS, RunSelection, select_runs
+from thai_eval_utils.compare.load import RunSelection, select_runs
+from thai_eval_utils.core import registry
 from thai_eval_utils.core.tables import save_table
-from thai_eval_utils.dialect.metrics import PAPER_BLEU
-from thai_eval_utils.h6.tasks import TASKS
 from thai_eval_utils.stats.align import check_same_data
 from thai_eval_utils.stats.bootstrap import DEFAULT_RESAMPLES, signature
 from thai_eval_utils.stats.corpus import corpus_paired_bootstrap
 from thai_eval_utils.stats.paired import PairedResult, compare_paired, with_holm
 from thai_eval_utils.stats.stratified import stratified_paired_bootstrap
-
-#: Names of the average rows.
-H6_AVERAGE = "thai_h6/average"
-THAICLI_OVERALL = "thaicli/thaicli"
 
 
 @dataclass
@@ -49,7 +45,7 @@ class Comparison:
                 f"bootstrap CI ({self.n_resamples} resamples, seed {self.seed}; BCa where scipy gives it, else "
                 "percentile: see method); p: exact McNemar for 0/1 items, sign-flip permutation otherwise, paired "
                 f"bootstrap for corpus BLEU, stratified for averages; p_holm: Holm-adjusted across the {len(self.rows)} "
-                f"rows. Thai-H6 on 0-100, ThaiCLI 0-10, ROUGE-L/BLEU 0-100. {signature('mixed', self.level, self.n_resamples, self.seed)}")
+                f"rows. {_scale_notes()}{signature('mixed', self.level, self.n_resamples, self.seed)}")
 
     def table(self, digits: int | None = None) -> pd.DataFrame:
         """One row per headline score on its published scale (``digits``: round numbers for display)."""
@@ -78,38 +74,45 @@ class Comparison:
         return save_table(self.table(digits), path_without_suffix, caption=self.caption)
 
 
-def _resolve(side: RunSelection | str, benchmarks: Sequence[str], outputs: str | Path | None) -> RunSelection:
+def _scale_notes() -> str:
+    """The suites' scales for the caption (``Suite.scale_note``), in registry order."""
+    notes = [s.scale_note for s in registry.suites().values() if getattr(s, "scale_note", "")]
+    return ", ".join(notes) + ". " if notes else ""
+
+
+def _resolve(side: RunSelection | str, benchmarks: Sequence[str] | None, outputs: str | Path | None) -> RunSelection:
     return side if isinstance(side, RunSelection) else select_runs(side, benchmarks=benchmarks, outputs=outputs)
 
 
-def _order(name: str) -> tuple[int, int, str]:
-    fam = ["thai_h6", "thaicli", "dialect"].index(name.split("/")[0])
-    task = name.split("/")[1]
-    return fam, TASKS.index(task) if task in TASKS else (len(TASKS) if fam == 0 else 0), name
+def _order(name: str) -> tuple[int, str, int, str]:
+    """Rows sort by suite (its position, then name), then as the suite orders them (``Suite.order``), then by name."""
+    suite = registry.get_suite(name)
+    return suite.position, suite.name, suite.order(name), name
 
 
 def compare_runs(
     a: RunSelection | str,
     b: RunSelection | str,
-    benchmarks: Sequence[str] = BENCHMARKS,
+    benchmarks: Sequence[str] | None = None,
     *,
     level: float = 0.95,
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     method: str = "BCa",
     allow_different_data: bool = False,
-    dialect_data: str | Path | None = None,
+    data_dir: str | Path | None = None,
     outputs: str | Path | None = None,
 ) -> Comparison:
     """Compare A with B on every headline score both sides have (``diff = A - B``).
 
     Args:
         a, b: run selections (:func:`~thai_eval_utils.compare.load.select_runs`) or model names (their latest runs).
-        benchmarks: families to compare: ``thai_h6``, ``thaicli``, ``dialect``.
+        benchmarks: suites to compare (``core.registry`` names; default: every registered suite).
         level, n_resamples, seed, method: the bootstrap (``method``: ``BCa`` or ``percentile``; hand-written
             resampling is percentile only).
         allow_different_data: compare runs whose data hashes differ (else ``DataMismatchError``).
-        dialect_data: the dialect data folder holding the references (default: where the run cards say).
+        data_dir: a data root holding each suite's data folder (or one suite's folder) for what the records lack,
+            e.g. references (default: where the run cards say).
 
     Returns:
         A :class:`Comparison`; ``notes`` say which runs were taken and what could not be compared.
@@ -124,8 +127,8 @@ def compare_runs(
         ra, rb = sa.runs[bench], sb.runs[bench]
         data_notes[bench] = check_same_data(ra.data_hash, rb.data_hash, allow_different_data=allow_different_data)
         pairs.append((ra, rb))
-    ha = {h.name: h for h in headlines([p[0] for p in pairs], dialect_data=dialect_data)}
-    hb = {h.name: h for h in headlines([p[1] for p in pairs], dialect_data=dialect_data)}
+    ha = {h.name: h for h in headlines([p[0] for p in pairs], data_dir=data_dir)}
+    hb = {h.name: h for h in headlines([p[1] for p in pairs], data_dir=data_dir)}
     for name in sorted(set(ha) ^ set(hb)):
         notes.append(f"{name}: only in {'A' if name in ha else 'B'}, not compared")
     opts = dict(level=level, n_resamples=n_resamples, seed=seed)
@@ -135,20 +138,21 @@ def compare_runs(
         if x.kind == "corpus":
             r = corpus_paired_bootstrap(dict(zip(x.items["key"], x.items["hyp"])), dict(zip(y.items["key"], y.items["hyp"])),
                                         {**dict(zip(y.items["key"], y.items["ref"])), **dict(zip(x.items["key"], x.items["ref"]))},
-                                        PAPER_BLEU, name=name, **opts)
+                                        x.corpus_metric, name=name, **opts)
         else:
             r = compare_paired(x.items, y.items, metric=name, test="mcnemar" if x.kind == "binary" else "permutation",
                                method=method, **opts)
         extra = [data_notes.get(x.run.benchmark, ""), x.note and f"A: {x.note}", y.note and f"B: {y.note}"]
         rows.append(replace(r, note="; ".join(filter(None, [r.note, *extra]))))
-    for fam, avg in (("thai_h6", H6_AVERAGE), ("thaicli", THAICLI_OVERALL)):
-        shared = [n for n in sorted(set(ha) & set(hb), key=_order) if n.startswith(fam + "/")]
-        if len(shared) < 2:
+    averages = [avg for suite in registry.suites().values() for avg in suite.averages]
+    for avg in averages:
+        shared = [n for n in sorted(set(ha) & set(hb), key=_order) if n.startswith(avg.members)]
+        if len(shared) < avg.min_members:
             continue
         frame = {k: pd.concat([h[n].items[["key", "value"]].assign(task=h[n].stratum) for n in shared]) for k, h in (("a", ha), ("b", hb))}
-        r = stratified_paired_bootstrap(frame["a"], frame["b"], name=avg, **opts)
-        partial = fam == "thai_h6" and len(shared) < len(TASKS)
-        rows.append(replace(r, note="; ".join(filter(None, [r.note, f"partial: {len(shared)} of {len(TASKS)} tasks" if partial else ""]))))
-    scales = {n: ha[n].scale for n in ha} | {H6_AVERAGE: 100.0, THAICLI_OVERALL: 1.0}
+        r = stratified_paired_bootstrap(frame["a"], frame["b"], name=avg.name, **opts)
+        partial = avg.expected is not None and len(shared) < avg.expected
+        rows.append(replace(r, note="; ".join(filter(None, [r.note, f"partial: {len(shared)} of {avg.expected} tasks" if partial else ""]))))
+    scales = {n: ha[n].scale for n in ha} | {avg.name: avg.scale for avg in averages}
     rows.sort(key=lambda r: _order(r.metric))
     return Comparison(sa.label, sb.label, with_holm(rows), scales, level, n_resamples, seed, notes, ha, hb)

@@ -16,7 +16,7 @@ and its rows in the export formats. Every hook has a default, so a suite impleme
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
@@ -29,8 +29,21 @@ if TYPE_CHECKING:  # matplotlib is heavy and only the figure hook returns one
     from matplotlib.figure import Figure
 
 Kind = Literal["binary", "mean", "corpus"]
-#: A corpus metric: hypotheses and references in, one score out (e.g. the dialect paper's corpus BLEU).
-CorpusMetric = Callable[[Sequence[str], Sequence[str]], float]
+
+
+@runtime_checkable
+class CorpusMetric(Protocol):
+    """A corpus metric by per-sentence sufficient statistics (e.g. the dialect paper's corpus BLEU), as
+    :class:`thai_eval_utils.stats.corpus.CorpusMetric` resamples it: the score of a set of sentences is
+    ``score(statistics(hyps, refs).sum(axis=0))``; one sentence's own score is ``score(statistics(...)[i])``."""
+
+    def statistics(self, hypotheses: Sequence[str], references: Sequence[str]) -> Any:
+        """Per sentence, a row of integer statistics (an array of shape ``(n, d)``)."""
+        ...
+
+    def score(self, totals: Any) -> float:
+        """The corpus score from the column sums of :meth:`statistics`."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -91,7 +104,8 @@ class ItemView:
     judge_status: str | None = None
     repeat: int | None = None
     subject: str | None = None
-    fewshot: Mapping[str, Any] | None = None
+    #: The few-shot block: ``(pool id, example indices)`` into the report's shared pools.
+    fewshot: Sequence[Any] | None = None
     prompt_hash: str | None = None
     note: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -138,7 +152,7 @@ class LeaderboardTable:
 
 @runtime_checkable
 class Interval(Protocol):
-    """What the leaderboard hooks use to make a cell's interval (``report.leaderboard.Bootstrap``)."""
+    """What the leaderboard hooks use to make a cell's interval (``stats.cells.Bootstrap``)."""
 
     level: float
     n_resamples: int
@@ -166,10 +180,24 @@ class Suite:
     notebooks: ClassVar[tuple[str, ...]] = ()
     #: The folder under a data root (``--data DIR``) that holds this suite's data.
     data_folder: ClassVar[str] = ""
+    #: The scale its headline scores are shown on, for a comparison's caption (``Thai-H6 on 0-100``).
+    scale_note: ClassVar[str] = ""
     #: Averages over the suite's headline scores (compare's stratified rows, the leaderboard's average columns).
     averages: ClassVar[tuple[Average, ...]] = ()
     #: The suite's leaderboard tables (the report).
     leaderboard_tables: ClassVar[tuple[LeaderboardTable, ...]] = ()
+
+    def data_path(self, data_dir: str | Path | None) -> Path | None:
+        """This suite's data folder under a data root (``<data_dir>/<data_folder>``); ``data_dir`` itself when it is
+        already that folder (named ``data_folder`` and holding no such subfolder); None for no data root."""
+        if data_dir is None:
+            return None
+        root = Path(data_dir)
+        if not self.data_folder:
+            return root
+        if root.name == self.data_folder and not (root / self.data_folder).is_dir():
+            return root
+        return root / self.data_folder
 
     # ------------------------------------------------------------------------------------------- stored runs
     def holds_headlines(self, run: StoredRun) -> bool:
@@ -177,7 +205,8 @@ class Suite:
         return run.family == self.name
 
     def headlines(self, run: StoredRun, data_dir: Path | None = None) -> list[Headline]:
-        """The run's headline scores, per item; ``data_dir`` is a data root for what records lack."""
+        """The run's headline scores, per item; ``data_dir`` is a data root (:meth:`data_path` gives this suite's
+        folder in it) for what the records lack (None: where the run card says the data was)."""
         return []
 
     def order(self, headline_name: str) -> int:
@@ -188,24 +217,31 @@ class Suite:
     # ------------------------------------------------------------------------------------------------ display
     def item_views(self, run: StoredRun, heads: Sequence[Headline], data_dir: Path | None,
                    pools: dict[str, list[str]], notes: list[str]) -> list[ItemView]:
-        """Every item of ``run`` as the report shows it (``pools``: few-shot blocks shared by items; ``notes``:
-        what could not be shown and why)."""
+        """Every item of ``run`` as the report shows it. ``heads``: the run's headlines (empty when its items could
+        not be read); ``data_dir``: a data root (:meth:`data_path`) for what records lack; ``pools``: few-shot
+        blocks shared by items (added to, by id); ``notes``: what could not be shown and why (appended to; the
+        report prefixes each with the model's label)."""
         return []
 
-    def sides(self, head: Headline, key: str, row_a: pd.Series, row_b: pd.Series, data_dir: Path | None) -> Sides:
-        """One item of a comparison side by side (default: the items' ``input``/``ref``/``hyp`` columns)."""
-        def text(row: pd.Series, col: str) -> str:
-            value = row.get(col)
+    def sides(self, head_a: Headline, head_b: Headline, keys: Sequence[str], data_dir: Path | None) -> list[Sides]:
+        """Items ``keys`` (in both headlines) of a comparison side by side, in that order; ``data_dir``: a data root
+        (:meth:`data_path`) for texts the items lack. Default: the items' ``input``/``ref``/``hyp`` columns."""
+        a, b = head_a.items.set_index("key"), head_b.items.set_index("key")
+
+        def text(frame: pd.DataFrame, key: str, col: str) -> str:
+            value = frame.at[key, col] if col in frame.columns else None
             return "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
-        return Sides(text(row_a, "input"), text(row_a, "ref"), text(row_a, "hyp"), text(row_b, "hyp"))
+        return [Sides(text(a, k, "input"), text(a, k, "ref"), text(a, k, "hyp"), text(b, k, "hyp")) for k in keys]
 
     def leaderboard_cells(self, model: str, heads: Sequence[Headline], boot: Interval) -> list[dict[str, Any]]:
-        """The model's cells of this suite's leaderboard tables (``report.leaderboard.CELL_COLUMNS``)."""
+        """The model's cells of this suite's leaderboard tables (``stats.cells.CELL_COLUMNS``, made with
+        ``stats.cells.cell``); ``heads``: the model's headlines of this suite."""
         return []
 
     def figures(self, runs: Mapping[str, Mapping[str, StoredRun]], heads: Mapping[str, Sequence[Headline]]
                 ) -> list[tuple[str, Figure | None]]:
-        """(caption, figure) for the report; ``runs``: model -> benchmark -> run; ``heads``: model -> headlines."""
+        """(caption, figure) for the report; ``runs``: model -> benchmark -> run (every suite's); ``heads``:
+        model -> this suite's headlines. A None figure (nothing to draw) is left out."""
         return []
 
     # ------------------------------------------------------------------------------------------------ exports

@@ -117,11 +117,12 @@ def _load() -> dict[str, Suite]:
 
 
 def suites() -> dict[str, Suite]:
-    """Every registered suite by name (the package's first, then entry points, then the user's files)."""
+    """Every registered suite by name (the package's, entry points', the user's files'), in display order:
+    ``Suite.position``, ties by name (the order of compare's rows, the report's tables and figures)."""
     global _suites
     if _suites is None:
         _suites = _load()
-    return dict(_suites)
+    return dict(sorted(_suites.items(), key=lambda item: (item[1].position, item[0])))
 
 
 def include_path(*paths: str | Path) -> None:

@@ -19,7 +19,8 @@ def forest_plot(cmp: Comparison | pd.DataFrame, *, title: str | None = None, alp
         cmp: a :class:`~thai_eval_utils.compare.runs.Comparison` or its ``table()``.
     """
     table = cmp.table() if isinstance(cmp, Comparison) else cmp
-    fams = [f for f in _PANELS if (table["score"].str.split("/").str[0] == f).any()]
+    present = list(dict.fromkeys(table["score"].str.split("/").str[0]))
+    fams = [f for f in _PANELS if f in present] + [f for f in present if f not in _PANELS]  # other suites: own panel
     heights = [max(1, int((table["score"].str.split("/").str[0] == f).sum())) for f in fams]
     fig, axes = plt.subplots(len(fams), 1, figsize=(7.5, 0.9 + 0.38 * sum(heights) + 0.5 * len(fams)),
                              gridspec_kw={"height_ratios": heights}, squeeze=False)
@@ -32,7 +33,7 @@ def forest_plot(cmp: Comparison | pd.DataFrame, *, title: str | None = None, alp
                    facecolors=["tab:blue" if s else "white" for s in sig])
         ax.axvline(0, color="0.3", lw=1, ls="--")
         ax.set_yticks(list(y), [s.split("/", 1)[1] for s in part["score"]])
-        ax.set_title(_PANELS[fam], fontsize=9, loc="left")
+        ax.set_title(_PANELS.get(fam, fam), fontsize=9, loc="left")
     label = f"difference A - B ({cmp.label_a} - {cmp.label_b})" if isinstance(cmp, Comparison) else "difference A - B"
     axes[-1, 0].set_xlabel(label + f"; filled: Holm p < {alpha:g}")
     if title:

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from thai_eval_utils.dialect import plots as dialect_plots
 from thai_eval_utils.dialect.metrics import TABLE1_TASKS
 from thai_eval_utils.paper.published import (
     CENTRAL,
@@ -21,7 +22,6 @@ from thai_eval_utils.paper.published import (
     numeric,
     rank_agreement,
 )
-from thai_eval_utils.plots import dialect as dialect_plots
 
 #: Preference columns of Limkonchotiwat et al. Table 2 -> the annotation labels of :mod:`thai_eval_utils.dialect.human_eval`.
 PREFERENCE_COLUMNS = {"prefer_a": "A", "prefer_b": "B", "both": "Both", "none": "None"}
@@ -96,7 +96,7 @@ def dialect_delta_heatmap(auto: pd.DataFrame) -> plt.Figure:
     """ΔDiff per model and task, one panel per dialect (Limkonchotiwat et al. Table 1 layout, runs marked).
 
     The wide published layout is turned into :func:`thai_eval_utils.dialect.metrics.delta_diff`'s tidy form and drawn
-    by :func:`thai_eval_utils.plots.dialect.delta_heatmap`, the same figure the dialect notebook draws.
+    by :func:`thai_eval_utils.dialect.plots.delta_heatmap`, the same figure the dialect notebook draws.
     """
     df = _labelled(auto)
     rows = [

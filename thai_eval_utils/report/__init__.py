@@ -3,9 +3,10 @@ papers' rows, the figures as inline SVG, an item browser with Thai full-text sea
 
 ``write_report(outputs_dir, path, models=None)`` writes it; ``python -m thai_eval_utils.report`` (and
 ``make report``) call it. One module per concept: :mod:`.runs` (which runs), :mod:`.leaderboard`,
-:mod:`.items` and :mod:`.h6_items` (item records), :mod:`.figures`, :mod:`.side_by_side`, :mod:`.render`
-(HTML; every text escaped), :mod:`.csp` (its Content-Security-Policy), :mod:`.browser` (headless Chromium:
-screenshots, tests).
+:mod:`.items` (item records), :mod:`.figures`, :mod:`.side_by_side`, :mod:`.render` (HTML; every text escaped),
+:mod:`.csp` (its Content-Security-Policy), :mod:`.browser` (headless Chromium: screenshots, tests). What each
+benchmark shows comes from its suite (:mod:`thai_eval_utils.core.registry`; the hooks of
+:class:`thai_eval_utils.core.benchmark.Suite`).
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ def write_report(
         models: model names (or folder slugs, or specs such as ``embedded``) to show; default every stored model.
             Each model's latest finished run per benchmark is shown (as ``compare`` selects them).
         pair: the two models side by side (default: the first two).
-        data_dir: a folder with ``thai_h6/``, ``thaicli/``, ``dialect/`` for texts older records lack
-            (default: the repository's ``data/`` when present).
+        data_dir: a data root holding each suite's data folder (``Suite.data_folder``), for texts older records
+            lack (default: the repository's ``data/`` when present).
         n_resamples: bootstrap resamples of the leaderboard's intervals and the side-by-side comparison.
         published: show the papers' published rows.
 
@@ -58,7 +59,7 @@ def write_report(
     data_dir = Path(data_dir) if data_dir else (DEFAULT_DATA if DEFAULT_DATA.is_dir() else None)
     runs = collect_runs(outputs_dir, models)
     boot = Bootstrap(n_resamples=n_resamples)
-    heads, notes = model_headlines(runs, dialect_data=None if data_dir is None else data_dir / "dialect")
+    heads, notes = model_headlines(runs, data_dir=data_dir)
     cells = leaderboard(heads, boot=boot, published=published)
     items, pools, item_notes = collect_items(runs, heads, data_dir=data_dir)
     sbs = side_by_side(runs, pair, n_resamples=n_resamples)

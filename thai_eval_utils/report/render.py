@@ -21,7 +21,7 @@ from thai_eval_utils import __version__
 from thai_eval_utils.core.provenance import now_utc, scrub
 from thai_eval_utils.report import csp
 from thai_eval_utils.report.items import to_json
-from thai_eval_utils.report.leaderboard import PUBLISHED, TABLES
+from thai_eval_utils.report.leaderboard import PUBLISHED, tables
 from thai_eval_utils.report.side_by_side import SideBySide
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -61,11 +61,12 @@ def leaderboard_tables(cells: pd.DataFrame) -> list[dict[str, Any]]:
     """The leaderboard frame as the template's tables: per table, rows (runs first, then published rows) of cells
     in the table's column order (None where a row has no such cell)."""
     out = []
-    for key, (title, columns) in TABLES.items():
+    for spec in tables():
+        key, title, columns = spec.key, spec.title, list(spec.columns)
         part = cells[cells["table"] == key]
         if part.empty:
             continue
-        dialect = key == "dialect_auto"
+        dialect = spec.by_dialect
         rows = []
         for (model, dia, source), group in part.groupby(["model", "dialect", "source"], sort=False, dropna=False):
             by_col = {c["column"]: _cell(c) for c in group.to_dict("records")}

@@ -8,10 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from thai_eval_utils.compare.load import BENCHMARKS, RunSelection, select_runs
-from thai_eval_utils.core.runs import StoredRun
+from thai_eval_utils.compare.load import RunSelection, select_runs
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.core.runs import list_runs
+from thai_eval_utils.core.runs import StoredRun, list_runs
 
 
 @dataclass
@@ -55,11 +54,12 @@ def _distinct_label(name: str, first: RunSelection, other: RunSelection, folder:
 
 
 def collect_runs(outputs: str | Path | Sequence[str | Path], models: Sequence[str] | None = None,
-                 benchmarks: Sequence[str] = BENCHMARKS) -> ReportRuns:
+                 benchmarks: Sequence[str] | None = None) -> ReportRuns:
     """The runs of ``models`` (names, folder slugs or specs such as ``embedded``; default: every stored model).
 
     ``outputs`` may list several outputs folders (e.g. ``outputs`` and ``outputs/demo_compare``); a model stored in
     two of them appears twice, labelled by the config values that differ (``embedded (fewshot_seed=7)``).
+    ``benchmarks``: the suites to show (default: every registered suite).
 
     Raises:
         ThaiEvalDataError: no run at all, or a model named that has no finished run.

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-import matplotlib.pyplot as plt
 import pandas as pd
-import seaborn as sns
-from matplotlib.container import BarContainer
 
 from thai_eval_utils.core.provenance import Score
 from thai_eval_utils.h6.average import AVERAGE_COLUMN, TASKS, H6Score, thai_h6_score
+
+if TYPE_CHECKING:  # matplotlib and seaborn are imported when a figure is drawn
+    import matplotlib.pyplot as plt
 
 
 def _scores_frame(scores: H6Score | Mapping[str, H6Score], average: bool) -> pd.DataFrame:
@@ -47,6 +48,9 @@ def task_scores_figure(
     Returns:
         The matplotlib Figure (save it with ``plots.save_figure``).
     """
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+    from matplotlib.container import BarContainer
     if isinstance(scores, Mapping) and scores and not all(isinstance(v, H6Score) for v in scores.values()):
         scores = thai_h6_score(scores)
     df = _scores_frame(scores, average)

@@ -5,9 +5,12 @@ Thai theme names are not used as labels (the data's themes are English), so no T
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
+from typing import TYPE_CHECKING
+
 import pandas as pd
-import seaborn as sns
+
+if TYPE_CHECKING:  # matplotlib and seaborn are imported when a figure is drawn
+    import matplotlib.pyplot as plt
 
 FORMAT_ORDER = ["factoid", "instruction"]
 
@@ -20,6 +23,8 @@ def score_distribution(items: pd.DataFrame, title: str = "") -> plt.Figure:
         items: ``judge_answers(...).items`` (columns format, theme, score, status).
         title: figure title (e.g. the evaluated model and the judge).
     """
+    import matplotlib.pyplot as plt
+    import seaborn as sns
     judged = items[items["status"] != "unjudged"].copy()
     judged["score"] = judged["score"].astype(float)
     hue_order = [f for f in FORMAT_ORDER if f in set(judged["format"])]
@@ -49,6 +54,8 @@ def score_distribution(items: pd.DataFrame, title: str = "") -> plt.Figure:
 def judge_free_rates(prefs: pd.DataFrame, title: str = "") -> plt.Figure:
     """Share of items where the chosen answer is more likely than the rejected one, per theme and format,
     raw and per-character (``thaicli.loglikelihood_preferences`` output); 0.5 marks chance."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
     long = prefs.melt(id_vars=["format", "theme"], value_vars=["win_raw", "win_norm"], var_name="comparison",
                       value_name="chosen wins")  # fmt: skip
     long["comparison"] = long["comparison"].map({"win_raw": "summed log-likelihood", "win_norm": "per character"})

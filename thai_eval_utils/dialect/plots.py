@@ -7,13 +7,16 @@ returns and gives back the matplotlib Figure (save it with :func:`thai_eval_util
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
-import seaborn as sns
 
 from thai_eval_utils.dialect.human_eval import PREFERENCE_CHOICES
 from thai_eval_utils.dialect.metrics import DIALECT_NAMES, TABLE1_TASKS
+
+if TYPE_CHECKING:  # matplotlib and seaborn are imported when a figure is drawn
+    import matplotlib.pyplot as plt
 
 #: Short labels of the Table 1 task families and their headline metric.
 TASK_LABELS = {
@@ -36,6 +39,8 @@ def delta_heatmap(deltas: pd.DataFrame) -> plt.Figure:
     Args:
         deltas: :func:`thai_eval_utils.dialect.metrics.delta_diff` output; only each task's headline metric is drawn.
     """
+    import matplotlib.pyplot as plt
+    import seaborn as sns
     primary = deltas[[TABLE1_TASKS.get(t, ("", ""))[0] == m for t, m in zip(deltas["task"], deltas["metric"])]]
     dialects = list(primary["dialect"].drop_duplicates())
     cols = [t for t in TASK_LABELS if t in set(primary["task"])]
@@ -62,6 +67,8 @@ def preference_bars(table: pd.DataFrame) -> plt.Figure:
     Args:
         table: :func:`thai_eval_utils.dialect.human_eval.preference_table` output (without ``by_task``).
     """
+    import matplotlib.pyplot as plt
+    import seaborn as sns
     pairs = list(table[["model_a", "model_b"]].drop_duplicates().itertuples(index=False, name=None))
     fig, axes = plt.subplots(1, len(pairs), figsize=(3.8 * len(pairs) + 1.2, 3.8), sharey=True, squeeze=False)
     colors = sns.color_palette("colorblind", len(PREFERENCE_CHOICES))
@@ -83,6 +90,8 @@ def generation_fluency_bars(table: pd.DataFrame) -> plt.Figure:
     Args:
         table: :func:`thai_eval_utils.dialect.human_eval.generation_fluency` output (without ``by_task``).
     """
+    import matplotlib.pyplot as plt
+    import seaborn as sns
     long = table.melt(id_vars=["dialect", "model"], value_vars=["generation", "fluency"], var_name="measure", value_name="score")
     long["dialect"] = long["dialect"].map(_name)
     grid = sns.catplot(data=long, x="dialect", y="score", hue="measure", col="model", kind="bar", height=3.4, aspect=1.1)
@@ -99,6 +108,7 @@ def judge_human_scatter(merged: pd.DataFrame, correlations: pd.DataFrame | None 
         merged: :func:`thai_eval_utils.dialect.human_eval.merge_judge_human` output (``judge_score``, ``human_score``).
         correlations: :func:`thai_eval_utils.dialect.human_eval.judge_human_spearman` output (optional).
     """
+    import matplotlib.pyplot as plt
     dialects = list(merged["dialect"].drop_duplicates())
     fig, axes = plt.subplots(1, len(dialects), figsize=(3.2 * len(dialects), 3.4), sharex=True, sharey=True, squeeze=False)
     rng = np.random.default_rng(0)  # horizontal jitter only, so tied human scores stay visible
