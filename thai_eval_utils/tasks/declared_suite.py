@@ -21,8 +21,7 @@ import pandas as pd
 from thai_eval_utils.core.benchmark import Headline, ItemView, LeaderboardTable, Suite, TokenCounter
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.runs import StoredRun
-from thai_eval_utils.stats.bootstrap import mean_interval
-from thai_eval_utils.stats.corpus import corpus_interval
+from thai_eval_utils.stats.cells import cell, corpus_ci, mean_ci, scaled_values, summary_value
 from thai_eval_utils.tasks.items import load_items
 from thai_eval_utils.tasks.metrics import GENERATION_METRICS
 from thai_eval_utils.tasks.runner import templates_of
@@ -125,29 +124,24 @@ class DeclaredSuite(Suite):
         out = []
         for h in (h for h in heads if h.family == self.name):
             metric = h.name.rsplit("/", 1)[-1]
-            entry = ((h.run.summary or {}).get("scores") or {}).get(metric) or {}
-            value = None if entry.get("value") is None else h.scale * float(entry["value"])
+            value, n = summary_value(h.run.summary, metric, h.scale)
             low, high = self._interval(h, boot)
             n_docs = (h.run.summary or {}).get("n_docs")
             note = f"partial: {len(h.items)} of {n_docs} items" if n_docs and len(h.items) < int(n_docs) else ""
-            out.append({"table": self.name, "model": model, "dialect": None, "source": "thai-eval run", "column": metric,
-                        "value": value, "n": entry.get("n", len(h.items)), "ci_low": low, "ci_high": high,
-                        "items": f"{self.name}|{h.stratum}", "note": note})  # fmt: skip
+            out.append(cell(self.name, model, metric, value, n, f"{self.name}|{h.stratum}", low=low, high=high,
+                            note=note))
         return out
 
     @staticmethod
     def _interval(h: Headline, boot: Any) -> tuple[float | None, float | None]:
-        if len(h.items) < 2:
-            return None, None
+        """``stats.cells``' intervals; every item with the same value: that value at both ends (a percentile
+        bootstrap of a constant)."""
         if h.kind == "corpus":
-            iv = corpus_interval(h.items["hyp"].tolist(), h.items["ref"].tolist(), h.corpus_metric, name=h.name,
-                                 level=boot.level, n_resamples=boot.n_resamples, seed=boot.seed)  # fmt: skip
-        else:
-            x = h.scale * h.items["value"].to_numpy(dtype=float)
-            if np.all(x == x[0]):
-                return float(x[0]), float(x[0])
-            iv = mean_interval(x, method="percentile", level=boot.level, n_resamples=boot.n_resamples, seed=boot.seed)
-        return iv.low, iv.high
+            return corpus_ci(h.items["hyp"].tolist(), h.items["ref"].tolist(), boot, h.corpus_metric)
+        x = scaled_values(h)
+        if x.size >= 2 and np.all(x == x[0]):
+            return float(x[0]), float(x[0])
+        return mean_ci(h, boot)
 
     # ------------------------------------------------------------------------------------------------ exports
     def leaderboard_results(self, run: StoredRun) -> dict[str, dict[str, float]]:
