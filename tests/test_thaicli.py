@@ -12,8 +12,8 @@ from thai_eval_utils.thaicli.answers import generate_answers
 from thai_eval_utils.thaicli.judge_free import (
     LL_CONTEXT_TEMPLATE,
     judge_free_scores,
-    loglikelihood_preferences,
 )
+from thai_eval_utils.thaicli.loglik import loglikelihood_preferences
 
 
 def items(n_factoid=2, n_instruction=1) -> pd.DataFrame:
@@ -77,8 +77,8 @@ def test_generate_answers_with_a_local_model(tmp_path, tiny_local_model):
 
 # id, format, theme, chosen, ll(chosen), rejected, ll(rejected)
 PREFS = [
-    ("f1", "factoid", "Culture", "ดี", -3.0, "ไม่ดีเลย", -6.0),  # raw: win; per char -3/3 < -6/9: loss
-    ("f2", "factoid", "Religion", "ก", -2.0, "ขค", -2.0),  # raw: tie (0.5); per char -2/2 < -2/3: loss
+    ("f1", "factoid", "Culture", "ดี", -3.0, "ไม่ดีเลย", -6.0),  # raw: win; per char -3/2 < -6/8: loss
+    ("f2", "factoid", "Religion", "ก", -2.0, "ขค", -2.0),  # raw: tie (0.5); per char -2/1 < -2/2: loss
     ("f3", "factoid", "Religion", "ถูกต้อง", -4.0, "ผิด", -8.0),  # win, win
     ("i1", "instruction", "Culture", "abc", -10.0, "x", -1.0),  # loss, loss
     ("i2", "instruction", "Culture", "yes!", -1.0, "no", -3.0),  # win, win
@@ -96,7 +96,10 @@ def test_judge_free_variant_with_known_loglikelihoods(tmp_path):
     assert LL_CONTEXT_TEMPLATE.format(question="q") == "คำถาม: q\nคำตอบ:"
     assert prefs["win_raw"].tolist() == [1.0, 0.5, 1.0, 0.0, 1.0]
     assert prefs["win_norm"].tolist() == [0.0, 0.0, 1.0, 0.0, 1.0]
-    assert prefs["chars_chosen"].tolist() == [3, 2, 8, 4, 5]
+    # lm-eval's acc_norm (issue 29): per character of the answer alone, the delimiter not counted; here the five
+    # verdicts are the same either way (f1: -3/2 < -6/8; f2: -2/1 < -2/2; f3: -4/7 > -8/3; i1: -10/3 < -1/1;
+    # i2: -1/4 > -3/2); tests/test_tasks.py has an item where they differ
+    assert prefs["chars_chosen"].tolist() == [2, 1, 7, 3, 4]
     s = judge_free_scores(prefs)
     fmt = s.by_format.set_index("format")
     assert fmt.loc["factoid", "win_raw"] == pytest.approx(2.5 / 3) and fmt.loc["factoid", "win_norm"] == pytest.approx(1 / 3)

@@ -374,5 +374,5 @@ class TokenCounter(Protocol):
     def count_requests(self, requests: Sequence[tuple[str, str]], *, add_bos_token: bool = False
                        ) -> dict[str, int] | None:
         """Log-likelihood requests' tokens: ``fed`` as lm-eval feeds them, ``tree`` as thai-eval's engine runs
-        them (``backend``/``core.loglikelihood.count_tokens``); None without a tokenizer."""
+        them (``backend.loglikelihood.count_tokens``); None without a tokenizer."""
         ...

@@ -50,7 +50,6 @@ from thai_eval_utils.core.provenance import (
 )
 from thai_eval_utils.core.run_files import (
     FIX_CARD,
-    FIX_SUMMARY,
     StoreWriteError,
     append_line,
     check_card,

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from thai_eval_utils.core.provenance import Score
+from thai_eval_utils.tasks import metrics as tasks_metrics
+from thai_eval_utils.tasks.metrics import argmax_first
 
 #: GSM8K strict answer pattern (LB ``tasks/gsm8k.py`` ANS_RE; lm-eval 0.4.13 "strict-match").
 GSM8K_ANSWER_RE = re.compile(r"#### (\-?[0-9\.\,]+)")
@@ -23,46 +25,28 @@ GSM8K_INVALID = "[invalid]"
 GSM8K_NUMBER_RE = re.compile(r"-?[0-9][0-9,]*(?:\.[0-9]+)?")
 
 
-def argmax_first(values: Sequence[float]) -> int:
-    """Index of the largest value; ties go to the first (as ``numpy.argmax``)."""
-    if not values:
-        raise ValueError("argmax of an empty sequence")
-    best = 0
-    for i, v in enumerate(values):
-        if v > values[best]:
-            best = i
-    return best
-
-
 def multiple_choice(lls: Sequence[float], choices: Sequence[str], gold: int) -> dict[str, float | int]:
     """acc, acc_norm (per Unicode code point) and acc_bytes (per UTF-8 byte) of one document.
 
     ``choices`` are the answer texts *without* the leading space that the continuation carries
     (LB ``MultipleChoiceTask.process_results`` divides by ``len(choice)``: code points, so every Thai
-    vowel and tone mark counts one; never bytes, graphemes or tokens).
+    vowel and tone mark counts one; never bytes, graphemes or tokens). acc and acc_norm are the package's one
+    implementation, :mod:`thai_eval_utils.tasks.metrics` (lm-eval's); acc_bytes is Thai-H6's diagnostic.
 
     Returns:
         ``acc``, ``acc_norm``, ``acc_bytes`` (1.0 or 0.0) and the three predicted indices
         ``pred``, ``pred_norm``, ``pred_bytes``.
     """
-    if len(lls) != len(choices):
-        raise ValueError(f"{len(lls)} log-likelihoods for {len(choices)} choices")
-    pred = argmax_first(lls)
-    pred_norm = argmax_first([ll / _nonzero(len(c)) for ll, c in zip(lls, choices)])
-    pred_bytes = argmax_first([ll / _nonzero(len(c.encode("utf-8"))) for ll, c in zip(lls, choices)])
+    out = tasks_metrics.multiple_choice(lls, choices, gold)
+    pred_bytes = argmax_first(tasks_metrics.per_byte(lls, choices))
     return {
-        "acc": float(pred == gold),
-        "acc_norm": float(pred_norm == gold),
+        "acc": out["acc"],
+        "acc_norm": out["acc_norm"],
         "acc_bytes": float(pred_bytes == gold),
-        "pred": pred,
-        "pred_norm": pred_norm,
+        "pred": out["pred"],
+        "pred_norm": out["pred_norm"],
         "pred_bytes": pred_bytes,
     }
-
-
-def _nonzero(length: int) -> float:
-    # An empty choice would divide by zero (LB yields inf/nan there); count it as length 1 instead.
-    return float(length) if length > 0 else 1.0
 
 
 def mc1(lls: Sequence[float]) -> float:

@@ -9,7 +9,9 @@
 - ``judge_cache``: the ThaiCLI judgement cache's file and key (the cache itself: :mod:`thai_eval_utils.judging.cache`).
 - ``judge_noise``: the judge's noise floor from repeated judgements (``judge_answers(..., repeats=k)``).
 - ``judge_order``: the effect of the order of the two references in the prompt (``judge_both_orders``).
-- ``judge_free``: the offline, judge-free log-likelihood variant.
+- ``judge_free``: the offline, judge-free log-likelihood variant's frame and aggregation; ``loglik``: the variant as
+  an ordinary two-choice declared task (:mod:`thai_eval_utils.tasks`, lm-eval's acc_norm), what
+  ``loglikelihood_preferences`` runs.
 - ``demo_judge_server``: a local ``transformers serve`` judge for the offline demo; ``open_judge`` (also
   ``"local:<spec>"``: a local model judging in-process).
 - ``data``: the ThaiCLI loader.
@@ -29,8 +31,8 @@ from thai_eval_utils.thaicli.judge import (
 from thai_eval_utils.thaicli.judge_free import (
            judge_free_scores,
            judge_vs_loglik,
-           loglikelihood_preferences,
 )
+from thai_eval_utils.thaicli.loglik import loglikelihood_preferences
 from thai_eval_utils.thaicli.judge_order import (
            OrderEffect,
            judge_both_orders,

@@ -25,8 +25,9 @@ class ThaiCLIExports:
     """The export and run hooks of the ThaiCLI suite (mixed into :class:`~.suite.ThaiCLISuite`)."""
 
     name: ClassVar[str]
-    #: Per-item metric fields: the judge's score, the judge-free wins.
-    detail_metrics: ClassVar[frozenset[str]] = frozenset({"score", "win_raw", "win_norm"})
+    #: Per-item metric fields: the judge's score; the judge-free task's acc / acc_norm (its win_raw / win_norm; runs
+    #: stored before it became a declared task hold win_raw / win_norm themselves).
+    detail_metrics: ClassVar[frozenset[str]] = frozenset({"score", "acc", "acc_norm", "win_raw", "win_norm"})
 
     def leaderboard_results(self, run: StoredRun) -> dict[str, dict[str, float]]:
         """``thaicli``: ThaiCLI, factoid, instruction (the judge's 1-10 means); ``thaicli_loglik``: win_raw,

@@ -1,89 +1,26 @@
 """ThaiCLI judge-free variant (Kim et al., arXiv 2410.04795, section 4 names the idea; the frame is ours).
 
-``loglikelihood_preferences`` asks, offline and without a judge: does the model find the chosen answer more
-likely than the rejected one, given the question? ``judge_free_scores`` aggregates it per format and theme,
-and ``judge_vs_loglik`` sets it beside the judge's scores.
+:func:`thai_eval_utils.thaicli.loglik.loglikelihood_preferences` asks, offline and without a judge: does the model
+find the chosen answer more likely than the rejected one, given the question? (a declared two-choice task on the
+shared multiple-choice code and lm-eval's acc_norm). Here: its frame's constants, ``judge_free_scores`` (per
+format and theme) and ``judge_vs_loglik`` (beside the judge's scores).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from thai_eval_utils.backend.openai_client import stable_identity
-from thai_eval_utils.core.protocols import LoglikelihoodModel
 from thai_eval_utils.core.provenance import Score, sha256_text
-from thai_eval_utils.core.runloop import run_items
-from thai_eval_utils.core.store import RunStore
-from thai_eval_utils.thaicli.answers import ITEM_COLUMNS, check_columns, item_key
 
 #: Judge-free variant: the context is the question under a Thai "Question:/Answer:" frame (คำถาม = question,
 #: คำตอบ = answer), the lm-evaluation-harness pattern of a question/answer prompt; the continuation is
 #: ``" " + answer`` (lm-eval's target delimiter). Written for thai-eval: the paper names the idea only.
 LL_CONTEXT_TEMPLATE = "คำถาม: {question}\nคำตอบ:"
 LL_TARGET_DELIMITER = " "
-
-
-def loglikelihood_preferences(
-    model: LoglikelihoodModel,
-    df: pd.DataFrame,
-    *,
-    outputs: str | Path | None = None,
-    batch_size: int = 16,
-    progress: bool = True,
-) -> pd.DataFrame:
-    """Log-likelihood of the chosen and the rejected answer given the question, per item (resumable).
-
-    Requests follow lm-eval's ``(context, continuation)`` contract with :data:`LL_CONTEXT_TEMPLATE` and
-    :data:`LL_TARGET_DELIMITER`. A win is 1 when chosen is more likely, 0.5 on an exact tie, else 0;
-    ``win_raw`` compares summed log-likelihoods, ``win_norm`` compares them per character of the
-    continuation (lm-eval's ``acc_norm`` normalisation, delimiter included).
-
-    Returns:
-        One row per item: id, format, theme, ll_chosen, ll_rejected, chars_chosen, chars_rejected,
-        win_raw, win_norm.
-    """
-    check_columns(df, ITEM_COLUMNS)
-    store = RunStore.open(
-        model.name,
-        "thaicli/loglik",
-        {"context_template": LL_CONTEXT_TEMPLATE, "target_delimiter": LL_TARGET_DELIMITER},
-        model_identity=stable_identity(dict(model.identity)),
-        prompt_templates={"context": LL_CONTEXT_TEMPLATE},
-        outputs=outputs,
-    )
-    keys = [item_key(i, q + "\x00" + c + "\x00" + r) for i, q, c, r in zip(df["id"], df["question"], df["chosen"], df["rejected"], strict=True)]
-
-    def score(rows: list[int]) -> list[dict[str, Any]]:
-        requests = []
-        for i in rows:
-            ctx = LL_CONTEXT_TEMPLATE.format(question=df["question"].iloc[i])
-            requests += [(ctx, LL_TARGET_DELIMITER + df["chosen"].iloc[i]), (ctx, LL_TARGET_DELIMITER + df["rejected"].iloc[i])]
-        results = model.loglikelihood(requests)
-        return [{"ll_chosen": float(results[2 * j][0]), "ll_rejected": float(results[2 * j + 1][0]),
-                 "chars_chosen": len(requests[2 * j][1]), "chars_rejected": len(requests[2 * j + 1][1])}
-                for j in range(len(rows))]  # fmt: skip
-
-    run = run_items(store, range(len(df)), keys.__getitem__, score, batch_size=batch_size,
-                    desc=f"log-likelihoods ({model.name})", progress=progress)  # fmt: skip
-    rows = []
-    for (_, row), rec in zip(df.iterrows(), run.in_order(), strict=True):
-        norm_c, norm_r = rec["ll_chosen"] / rec["chars_chosen"], rec["ll_rejected"] / rec["chars_rejected"]
-        rows.append({"id": row["id"], "format": row["format"], "theme": row["theme"],
-                     **{k: rec[k] for k in ("ll_chosen", "ll_rejected", "chars_chosen", "chars_rejected")},
-                     "win_raw": _win(rec["ll_chosen"], rec["ll_rejected"]), "win_norm": _win(norm_c, norm_r)})  # fmt: skip
-    out = pd.DataFrame(rows)
-    store.write_summary({"n_items": len(out), "n_computed_this_run": run.computed, "scores": judge_free_scores(out).to_dict()})
-    out.attrs.update(model_name=model.name, config_id=store.config_id, run_dir=str(store.root))
-    return out
-
-
-def _win(chosen: float, rejected: float) -> float:
-    return 1.0 if chosen > rejected else 0.5 if chosen == rejected else 0.0
 
 
 @dataclass

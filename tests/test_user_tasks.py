@@ -1,0 +1,149 @@
+"""The documented user tasks (issue 29, docs/adding_a_task.md), run as the page writes them: its fenced blocks
+marked ``file=NAME`` are written to a folder verbatim, found by the registry, run with ``run_task`` on a tiny
+random model and through ``notebooks/task.ipynb`` (what ``thai-eval run`` executes), and the page's ``console``
+block is run command by command once ``thai-eval run`` has ``--tasks-dir``."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fakes import FakeModel
+
+from thai_eval_utils import batch
+from thai_eval_utils.core import registry
+from thai_eval_utils.core.runs import StoredRun, list_runs
+from thai_eval_utils.tasks import DeclaredSuite, run_task, task_named
+
+REPO = Path(__file__).resolve().parents[1]
+DOC = REPO / "docs" / "adding_a_task.md"
+EXAMPLES = REPO / "docs" / "examples" / "user_tasks"
+FILE_BLOCK = re.compile(r"^```(\w+) file=(\S+)\n(.*?)^```$", re.S | re.M)
+CONSOLE_BLOCK = re.compile(r"^```console\n(.*?)^```$", re.S | re.M)
+
+
+def doc_files() -> dict[str, str]:
+    """File name -> text of every ``file=`` block of the page."""
+    return {name: text for _, name, text in FILE_BLOCK.findall(DOC.read_text(encoding="utf-8"))}
+
+
+def doc_commands() -> list[str]:
+    """The ``$ ...`` lines of the page's console block."""
+    (block,) = CONSOLE_BLOCK.findall(DOC.read_text(encoding="utf-8"))
+    return [line[2:] for line in block.splitlines() if line.startswith("$ ")]
+
+
+@pytest.fixture
+def my_tasks(tmp_path):
+    """The page's files written verbatim to ``<tmp>/my_tasks`` and included in the registry (undone after)."""
+    folder = tmp_path / "my_tasks"
+    folder.mkdir()
+    for name, text in doc_files().items():
+        (folder / name).write_text(text, encoding="utf-8")
+    saved = list(registry._included)
+    registry.include_path(folder)
+    yield folder
+    registry._included[:] = saved
+    registry._suites = None
+
+
+def test_the_page_shows_both_kinds_whole_and_the_examples_are_its_files():
+    files = doc_files()
+    assert set(files) == {"thai_facts.py", "thai_facts.jsonl", "thai_capitals.py", "thai_capitals.jsonl"}
+    assert len(files["thai_facts.py"].splitlines()) < 60 and "TASK = MultipleChoiceTask(" in files["thai_facts.py"]
+    assert "TASK = GenerationTask(" in files["thai_capitals.py"]
+    for name, text in files.items():  # the committed examples are the page's blocks, byte for byte
+        assert (EXAMPLES / name).read_text(encoding="utf-8") == text, name
+    commands = doc_commands()
+    assert [shlex.split(c.split("thai-eval", 1)[1])[0] for c in commands] == ["run", "runs", "compare", "export", "export",
+                                                                               "report"]
+
+
+def test_the_registry_finds_the_documented_tasks(my_tasks):
+    assert {"thai_facts", "thai_facts/thai_facts", "thai_capitals"} <= set(registry.names())
+    suite = registry.get_suite("thai_facts")
+    assert isinstance(suite, DeclaredSuite) and suite.source == (my_tasks / "thai_facts.py").resolve()
+    assert suite.notebook_parameters(()) == {"task": "thai_facts", "tasks_dir": str((my_tasks / "thai_facts.py").resolve())}
+    assert task_named("thai_facts").data_path == my_tasks / "thai_facts.jsonl"
+
+
+def test_the_documented_multiple_choice_task_runs_on_the_engine(my_tasks, tmp_path, tiny_local_model):
+    task = task_named("thai_facts")
+    run = run_task(tiny_local_model, task, limit=2, outputs=tmp_path / "out", progress=False)
+    first = run.records[0]
+    ctx = "คำถาม: เมืองหลวงของประเทศไทยคือเมืองใด\nคำตอบ:"
+    direct = tiny_local_model.loglikelihood([(ctx, " " + c) for c in first["choices"]])
+    assert first["lls"] == pytest.approx([ll for ll, _ in direct], abs=1e-4)
+    assert run.summary["n"] == 2 and run.summary["n_docs"] == 4 and set(run.scores) == {"acc", "acc_norm"}
+    stored = StoredRun.from_dir(run.run_dir)
+    assert stored.benchmark == "thai_facts/thai_facts" and registry.suite_of(stored.benchmark) is registry.get_suite("thai_facts")
+    heads = registry.get_suite("thai_facts").headlines(stored)
+    assert heads[0].items["value"].tolist() == [r["acc"] for r in run.records]
+
+
+def test_the_documented_generation_task_runs(my_tasks, tmp_path):
+    model = FakeModel(complete=lambda prompt: " โตเกียว" if "ญี่ปุ่น" in prompt else "ปารีส")
+    run = run_task(model, task_named("thai_capitals"), outputs=tmp_path / "out", progress=False)
+    kind, settings = model.calls[0]
+    assert model.inputs[0][0] == "คำถาม: เมืองหลวงของประเทศญี่ปุ่นคือเมืองใด\nคำตอบ:"
+    assert kind == "generate" and settings["max_new_tokens"] == 16 and settings["stop"] == ["\n"] and settings["temperature"] == 0.0
+    assert [r["exact_match"] for r in run.records] == [1.0, 1.0, 0.0, 0.0]
+    assert run.scores["exact_match"]["value"] == 0.5 and 0 < run.scores["chrf"]["value"] < 100
+
+
+def test_the_documented_task_runs_through_its_notebook(my_tasks, tmp_path, tiny_model_dir):
+    """What ``thai-eval run --tasks-dir`` executes: notebooks/task.ipynb with the suite's parameters."""
+    suite = registry.get_suite("thai_facts")
+    out = tmp_path / "outputs"
+    params = {"model": str(tiny_model_dir), "limit": 2, "outputs_dir": str(out), **suite.notebook_parameters(())}
+    run = batch.execute(REPO / "notebooks" / suite.notebooks[0], out / "notebooks" / "task.ipynb", params,
+                        cwd=REPO / "notebooks", model=str(tiny_model_dir))  # fmt: skip
+    assert run.status == "ok", run.error
+    (stored,) = list_runs(out)
+    assert stored.benchmark == "thai_facts/thai_facts" and stored.finished and len(stored.records()) == 2
+    assert set(stored.summary["scores"]) == {"acc", "acc_norm"}
+    assert list((out / "tables").glob("task_thai_facts_*.csv"))
+
+
+def _cli_has_tasks_dir() -> bool:
+    help_text = subprocess.run([sys.executable, "-m", "thai_eval_utils", "run", "--help"], capture_output=True,
+                               text=True, cwd=REPO).stdout  # fmt: skip
+    return "--tasks-dir" in help_text
+
+
+def test_the_documented_commands_run_verbatim(tmp_path, tiny_model_dir):
+    """The page's console block, each line through bash in a folder holding ``my_tasks/``: run (embedded and a
+    second model), runs, compare, export lm-eval and parquet, report; the outputs hold the task everywhere."""
+    if not _cli_has_tasks_dir():
+        pytest.skip("`thai-eval run` has no --tasks-dir option on this branch yet (the runx branch adds it: "
+                    "registry.include_path); the documented commands need it")
+    (tmp_path / "my_tasks").mkdir()
+    for name, text in doc_files().items():
+        (tmp_path / "my_tasks" / name).write_text(text, encoding="utf-8")
+    bindir = str(Path(sys.executable).parent)
+    env = {**os.environ, "OTHER_MODEL": str(tiny_model_dir), "PATH": bindir + os.pathsep + os.environ.get("PATH", ""),
+           "THAI_EVAL_OUTPUTS": str(tmp_path / "outputs")}
+    env.pop("THAI_EVAL_TASKS", None)
+    said = {}
+    for command in doc_commands():
+        done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        said[shlex.split(command)[1]] = done.stdout
+    assert "thai_facts" in said["runs"] and "thai_capitals" in said["runs"]
+    compared = "".join(p.read_text(encoding="utf-8") for p in (tmp_path / "outputs" / "tables").glob("compare_*.csv"))
+    assert "thai_facts/thai_facts/acc" in compared, "the comparison has no row of the declared task"
+    runs = [r for r in list_runs(tmp_path / "outputs") if r.family in ("thai_facts", "thai_capitals")]
+    assert {(r.family, r.finished) for r in runs} == {("thai_facts", True), ("thai_capitals", True)}
+    exported = list((tmp_path / "outputs" / "exports").rglob("*"))
+    assert any("thai_facts" in p.name for p in exported if p.suffix == ".jsonl"), "no lm-eval samples of thai_facts"
+    assert any(p.suffix == ".parquet" for p in exported)
+    report = next((tmp_path / "outputs").glob("report*.html"))
+    assert "thai_facts" in report.read_text(encoding="utf-8")
+    lm_eval_results = [json.loads(p.read_text()) for p in exported if p.name.startswith("results_")]
+    assert any("thai_facts" in r.get("results", {}) for r in lm_eval_results)

@@ -1,0 +1,40 @@
+"""Declared tasks (issue 29): a multiple-choice or generation task written as data in the user's own file, run
+on the package's engines, run loop and store, and read by every consumer through the registry like a shipped
+benchmark. ``docs/adding_a_task.md`` shows both kinds.
+
+- ``declared``: :class:`MultipleChoiceTask`, :class:`GenerationTask`, :class:`FewShot` (frozen declarations);
+- ``items``: the data file read and validated whole (file, row and field named), the prompts filled;
+- ``metrics``: lm-eval's ``acc`` / ``acc_norm`` (the package's one implementation) and the generation metrics;
+- ``runner``: :func:`run_task` (resumable), :class:`TaskRun`;
+- ``declared_suite``: :class:`DeclaredSuite`, the task as a registry suite (``task.as_suite(source)``).
+
+Layering: above ``core`` and ``stats``, below the benchmark packages (which may use its metrics and runner).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from thai_eval_utils.core.registry import get_suite, include_path, suites
+from thai_eval_utils.tasks.declared import FewShot, GenerationTask, MultipleChoiceTask
+from thai_eval_utils.tasks.items import load_items
+from thai_eval_utils.tasks.metrics import GENERATION_METRICS, acc, acc_norm, multiple_choice
+from thai_eval_utils.tasks.runner import TaskRun, run_task
+from thai_eval_utils.tasks.declared_suite import DeclaredSuite
+
+
+def task_named(name: str, tasks_dir: str | Path | None = None) -> MultipleChoiceTask | GenerationTask:
+    """The declared task ``name`` as the registry found it (bound to its file's folder). ``tasks_dir`` (a task file
+    or a folder of them) is included first unless the registry already has ``name`` (``thai-eval run --tasks-dir``
+    hands its folders to the notebooks' kernels as ``$THAI_EVAL_TASKS``: including the same file again would
+    register the name twice)."""
+    if tasks_dir is not None and name not in suites():
+        include_path(tasks_dir)
+    suite = get_suite(name)
+    if not isinstance(suite, DeclaredSuite):
+        raise TypeError(f"{name!r} is a shipped suite ({suite!r}), not a declared task")
+    return suite.task
+
+
+__all__ = ["GENERATION_METRICS", "DeclaredSuite", "FewShot", "GenerationTask", "MultipleChoiceTask", "TaskRun", "acc",
+           "acc_norm", "load_items", "multiple_choice", "run_task", "task_named"]

@@ -1,0 +1,201 @@
+"""Running a declared task (issue 29) on the package's one run loop and store: items validated whole first, then
+``core.runloop.run_items`` over ``RunStore.open(model, "<task>/<task>", ...)`` (resumable, kill -9 safe), then the
+summary: every metric as a Score with a percentile bootstrap interval over items.
+
+Multiple choice: one ``model.loglikelihood`` call per batch with lm-eval's requests ``(context, delimiter +
+choice)`` (the prefix-sharing engine scores the shared context once). Generation: ``model.generate`` (a plain
+prompt) or ``model.chat`` (messages) with the task's decoding options; per-item metrics on each record, corpus
+metrics (chrF, BLEU) over the outputs at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from thai_eval_utils.backend.openai_client import stable_identity
+from thai_eval_utils.core.provenance import Score, canonical_json, sha256_text
+from thai_eval_utils.core.runloop import run_items
+from thai_eval_utils.core.store import RunStore
+from thai_eval_utils.stats.bootstrap import Interval, mean_interval
+from thai_eval_utils.stats.corpus import corpus_interval
+from thai_eval_utils.tasks.items import load_items
+from thai_eval_utils.tasks.metrics import GENERATION_METRICS, multiple_choice
+
+#: The layout of a declared task's records and summary (recorded in each run's config).
+RECORD_FORMAT = 1
+#: The bootstrap of the summary's intervals (the report's leaderboard uses the same percentile method).
+N_RESAMPLES, LEVEL, BOOT_SEED = 1000, 0.95, 0
+
+
+def benchmark_of(task: Any) -> str:
+    """The run card's ``benchmark`` of a declared task: ``<suite>/<task>``, both the task's name."""
+    return f"{task.name}/{task.name}"
+
+
+def templates_of(task: Any) -> dict[str, str]:
+    """The task's prompt templates by name (their hashes key the run)."""
+    return task.templates() if task.kind == "generation" else {"prompt": task.prompt}
+
+
+def signature_of(task: Any, metric_signature: str, n: int, n_docs: int) -> str:
+    """A score's provenance line: task, version, declaration hash, metric, and the limit when partial."""
+    decl = sha256_text(canonical_json(task.declaration()))[:8]
+    limit = f"|limit:{n}/{n_docs}" if n < n_docs else ""
+    return f"{task.name}:v{task.version}|decl:{decl}|{metric_signature}{limit}"
+
+
+@dataclass
+class TaskRun:
+    """A finished run of a declared task: its records in item order, its scores (Score dicts with an
+    ``interval``), where it is stored."""
+
+    task: str
+    records: list[dict[str, Any]]
+    scores: dict[str, dict[str, Any]]
+    run_dir: Path
+    config_id: str
+    computed: int = 0
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    def table(self) -> pd.DataFrame:
+        """One row per metric: value, n, the interval and the signature."""
+        rows = [{"task": self.task, "metric": m, "value": s["value"], "n": s["n"],
+                 "ci_low": (s.get("interval") or {}).get("low"), "ci_high": (s.get("interval") or {}).get("high"),
+                 "signature": s["signature"]} for m, s in self.scores.items()]  # fmt: skip
+        return pd.DataFrame(rows)
+
+    def __str__(self) -> str:
+        return "\n".join(f"{self.task}/{m} = {s['value']:.4f} (n={s['n']})" for m, s in self.scores.items())
+
+
+# ------------------------------------------------------------------------------------------------- compute
+def _mc_requests(task: Any, chunk: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(it["context"], task.target_delimiter + c) for it in chunk for c in it["choices"]]
+
+
+def _mc_records(task: Any, chunk: Sequence[dict[str, Any]], results: Sequence[tuple[float, bool]]) -> list[dict]:
+    out, at = [], 0
+    for it in chunk:
+        k = len(it["choices"])
+        part, at = results[at: at + k], at + k
+        lls = [float(r[0]) for r in part]
+        scores = multiple_choice(lls, it["choices"], it["gold"], ties=task.ties)
+        out.append({"id": it["id"], "doc": it["row"], "question": it["question"], "choices": it["choices"],
+                    "gold": it["gold"], "lls": lls, "is_greedy": [bool(r[1]) for r in part], **scores})
+    return out
+
+
+def _gen_call(model: Any, task: Any):
+    options = {"max_new_tokens": task.max_new_tokens, "stop": list(task.stop) or None, "temperature": task.temperature,
+               "top_p": task.top_p, "seed": task.seed}
+    if task.is_chat:
+        return lambda chunk: model.chat([it["messages"] for it in chunk], **options)
+    return lambda chunk: model.generate([it["context"] for it in chunk], **options)
+
+
+def _gen_records(task: Any, chunk: Sequence[dict[str, Any]], outputs: Sequence[str]) -> list[dict]:
+    out = []
+    for it, text in zip(chunk, outputs, strict=True):
+        rec = {"id": it["id"], "doc": it["row"], "question": it["question"], "output": text, "reference": it["reference"]}
+        for name in task.metrics:
+            metric = GENERATION_METRICS[name]
+            if metric.item is not None:
+                rec[name] = float(metric.item(text, it["reference"]))
+        out.append(rec)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------- scores
+def _interval(values: Sequence[float], name: str) -> Interval | None:
+    if len(values) < 2 or len(set(values)) < 2:
+        return None if len(values) < 2 else _constant(values, name)
+    return mean_interval(values, name=name, method="percentile", level=LEVEL, n_resamples=N_RESAMPLES, seed=BOOT_SEED)
+
+
+def _constant(values: Sequence[float], name: str) -> Interval:
+    v = float(values[0])
+    return Interval(name, v, v, v, LEVEL, "percentile", N_RESAMPLES, BOOT_SEED, len(values), N_RESAMPLES,
+                    design="bootstrap over items", note="every item has the same value")
+
+
+def score_records(task: Any, records: Sequence[dict[str, Any]], n_docs: int) -> dict[str, dict[str, Any]]:
+    """Each declared metric of the records: mean per item (acc, acc_norm, exact_match, rougeL) or the corpus
+    value (chrf, bleu), with n, the standard error (per-item metrics), a percentile bootstrap interval over items
+    and the signature."""
+    out: dict[str, dict[str, Any]] = {}
+    n = len(records)
+    for name in task.metrics:
+        metric = GENERATION_METRICS.get(name) if task.kind == "generation" else None
+        sig_part = metric.signature if metric else f"{name}|lm-eval|delimiter:{task.target_delimiter!r}|ties:{task.ties}"
+        sig = signature_of(task, sig_part, n, n_docs)
+        if metric is not None and metric.corpus is not None:
+            hyps, refs = [r["output"] for r in records], [r["reference"] for r in records]
+            score = Score(f"{task.name}/{name}", metric.corpus(hyps, refs), n, None, sig)
+            iv = corpus_interval(hyps, refs, metric.corpus, name=name, level=LEVEL, n_resamples=N_RESAMPLES,
+                                 seed=BOOT_SEED) if n >= 2 else None  # fmt: skip
+        else:
+            values = [float(r[name]) for r in records]
+            score = Score.mean(f"{task.name}/{name}", values, sig)
+            iv = _interval(values, name)
+        out[name] = {**score.to_dict(), "interval": iv.to_dict() if iv is not None else None}
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- run
+def run_task(model: Any, task: Any, *, limit: int | None = None, outputs: str | Path | None = None,
+             batch_size: int | None = None, progress: bool = True, rows: Sequence[Mapping[str, Any]] | None = None,
+             benchmark: str | None = None,
+             summarize: Callable[[list[dict[str, Any]]], Mapping[str, Any]] | None = None) -> TaskRun:
+    """Run a declared task (:class:`~.declared.MultipleChoiceTask` or :class:`~.declared.GenerationTask`) on
+    ``model``, resuming whatever its run already stored, and write the summary.
+
+    Args:
+        model: a loaded model (``backend.models.load_model``): ``loglikelihood`` for multiple choice, ``generate`` or
+            ``chat`` for generation.
+        task: the declared task (bound to its file's folder: ``task.bind(path)`` or the registry's suite ``.task``).
+        limit: the first N items (a limited run is the same run folder: a later full run adds the rest).
+        outputs: the outputs folder (default ``$THAI_EVAL_OUTPUTS`` or ``outputs``).
+        batch_size: items per model call (default: the model's ``concurrency``, else 8); each batch is stored as
+            it finishes.
+        progress: show a progress bar.
+        rows: the task's records in memory instead of its data file (a benchmark's own loader read them; their
+            hash keys the run as ``docs_sha256``).
+        benchmark: the run card's ``benchmark`` (default ``<task>/<task>``; a benchmark package's own name).
+        summarize: records -> more summary entries (their ``scores`` are added to the task's).
+
+    Raises:
+        ThaiEvalDataError: a bad row (file, row and field named) before any run folder is made or any call.
+    """
+    all_items = load_items(task, rows=rows)
+    items = all_items if limit is None else all_items[: max(0, int(limit))]
+    config = {"task": task.declaration(), "kind": task.kind, "record_format": RECORD_FORMAT}
+    if rows is not None:
+        config["docs_sha256"] = sha256_text(canonical_json([dict(r) for r in rows]))
+    identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
+    if task.kind == "multiple_choice":
+        call, prepare = model.loglikelihood, (lambda chunk: _mc_requests(task, chunk))
+        finish, fields = (lambda chunk, res: _mc_records(task, chunk, res)), {"lls": list}
+    else:
+        call, prepare = _gen_call(model, task), None
+        finish, fields = (lambda chunk, res: _gen_records(task, chunk, res)), {"output": str}
+    size = batch_size or getattr(model, "concurrency", None) or 8
+    files = task.data_files()[1:] if rows is not None else task.data_files()
+    with RunStore.open(model.name, benchmark or benchmark_of(task), config, model_identity=identity,
+                       data_files=[str(p) for p in files], prompt_templates=templates_of(task),
+                       outputs=outputs) as store:  # fmt: skip
+        run = run_items(store, items, lambda it: it["id"], call, batch_size=size, desc=f"{task.name} ({model.name})",
+                        progress=progress, prepare=prepare, finish=finish, fields=fields)  # fmt: skip
+        records = run.in_order()
+        scores = score_records(task, records, len(all_items))
+        summary = {"task": task.name, "kind": task.kind, "version": task.version, "n": len(records),
+                   "n_docs": len(all_items), "limit": limit, "n_computed_this_run": run.computed, "scores": scores}
+        if summarize is not None:
+            extra = dict(summarize(records))
+            summary = {**summary, **extra, "scores": {**scores, **(extra.get("scores") or {})}}
+        store.write_summary(summary)
+    return TaskRun(task.name, records, summary["scores"], store.root, store.config_id, run.computed, summary)
