@@ -278,10 +278,11 @@ def test_grimp_finds_planted_layer_leaks_of_each_kind(tmp_path, monkeypatch):
 
 # ----------------------------------------------------------------- no consumer names a benchmark (issue 29)
 #: The consumer layers: what is particular to a benchmark lives in its own package, behind the suite contract
-#: (``core.benchmark.Suite``, read through ``core.registry``), so none of these names one or imports one; nor do the
-#: layers every benchmark builds on (the engines, the judge, declared tasks).
-CONSUMERS = ("core", "stats", "export", "cli", "batch.py", "notebook_exec.py", "notebook_kernel.py", "compare", "report",
-             "backend", "judging", "tasks")
+#: (``core.benchmark.Suite``, read through ``core.registry``), so none of these names one or imports one.
+CONSUMERS = ("core", "stats", "export", "cli", "batch.py", "notebook_exec.py", "notebook_kernel.py", "compare", "report")
+#: The layers every benchmark builds on: held to the same rule, except that a plain word that is also a task name
+#: (``generation``: a declared task's kind, the generation engine) is theirs to use.
+FOUNDATIONS = ("backend", "judging", "tasks")
 
 
 @dataclass(frozen=True)
@@ -367,6 +368,13 @@ def test_consumer_layers_name_no_benchmark(layer):
     """No consumer layer imports a benchmark package or names a registered suite or task in code (docstrings and
     comments may cite them)."""
     assert _benchmark_names(layer, _registered_words()) == []
+
+
+@pytest.mark.parametrize("layer", FOUNDATIONS)
+def test_foundation_layers_name_no_benchmark(layer):
+    """The engines, the judge and the declared tasks import no benchmark and name none by a coined name."""
+    words = _registered_words()
+    assert _benchmark_names(layer, BenchmarkWords(words.contained, frozenset())) == []
 
 
 def test_the_registered_words_are_the_suites():
