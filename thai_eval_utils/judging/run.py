@@ -21,6 +21,7 @@ from thai_eval_utils.core.async_bridge import run_sync
 from thai_eval_utils.core.errors import JudgeError
 from thai_eval_utils.core.runloop import RunOutcome, run_items_async
 from thai_eval_utils.core.store import RunStore
+from thai_eval_utils.judging.batch import BatchMode, run_batch
 from thai_eval_utils.judging.cache import JudgementCache, is_final
 from thai_eval_utils.judging.judge import Judge, judge_one, new_usage
 from thai_eval_utils.judging.sessions import open_session
@@ -54,6 +55,7 @@ class JudgeOutcome:
     usage: dict[str, int]
     failed: dict[str, str] = field(default_factory=dict)
     fatal: BaseException | None = None
+    batch: dict[str, Any] | None = None
 
     def record(self, j: Judgement) -> dict[str, Any]:
         """Judgement ``j``'s stored record over its known judgement (an older record lacks the reply: the cache's)."""
@@ -90,7 +92,8 @@ def cache_part(record: Mapping[str, Any], row_fields: Sequence[str] = ROW_FIELDS
 def judge_items(judge: Judge, items: Sequence[Mapping[str, str]], store: RunStore, cache: JudgementCache, *,
                 ids: Sequence[str], repeats: int = 1, skip: Mapping[int, str] | None = None,
                 record: Callable[[Judgement, Mapping[str, Any]], dict[str, Any]] | None = None,
-                row_fields: Sequence[str] = ROW_FIELDS, progress: bool = True) -> JudgeOutcome:  # fmt: skip
+                row_fields: Sequence[str] = ROW_FIELDS, progress: bool = True,
+                batch: BatchMode | None = None) -> JudgeOutcome:  # fmt: skip
     """Judge every item ``repeats`` times through ``store`` and ``cache`` (prepare, call, finish: the module's docstring).
 
     Args:
@@ -104,6 +107,8 @@ def judge_items(judge: Judge, items: Sequence[Mapping[str, str]], store: RunStor
         record: (judgement, the judge's record) -> the stored record (default :func:`default_record`).
         row_fields: the fields of a stored record that are not the judge's (left out of the cache).
         progress: show a tqdm bar.
+        batch: judge through batches (:mod:`~thai_eval_utils.judging.batch`: the OpenAI Batch API, or offline
+            files) instead of live calls; ``outcome.batch`` says what it did (a batch still running: its id).
 
     Returns:
         The :class:`JudgeOutcome` (``fatal`` set when a fatal error ended the run: the caller raises it after
@@ -115,9 +120,14 @@ def judge_items(judge: Judge, items: Sequence[Mapping[str, str]], store: RunStor
     judgements = plan(judge, items, ids, repeats)
     known, todo = _prepare(judgements, store, cache, skip, statuses)
     usage = new_usage()
-    outcome = _call(judge, items, store, todo, record, usage, progress)
+    report = None
+    if batch is None:
+        outcome = _call(judge, items, store, todo, record, usage, progress)
+    else:
+        outcome, report = run_batch(judge, items, store, todo, batch, record, _finisher(judge, record), usage, progress)
     records = _finish(judgements, store, cache, known, outcome, skip, record, row_fields, statuses)
-    return JudgeOutcome(judgements, known, records, len(todo), outcome.computed, usage, outcome.failed, outcome.fatal)
+    return JudgeOutcome(judgements, known, records, len(todo), outcome.computed, usage, outcome.failed, outcome.fatal,
+                        batch=report.to_dict() if report is not None else None)  # fmt: skip
 
 
 def _merge(known: dict[str, dict[str, Any]], records: Iterable[Mapping[str, Any]], statuses: tuple[str, ...]) -> None:
@@ -142,6 +152,19 @@ def _prepare(judgements: list[Judgement], store: RunStore, cache: JudgementCache
     return known, todo
 
 
+def _finisher(judge: Judge, record: Callable[[Judgement, Mapping[str, Any]], dict[str, Any]]
+              ) -> Callable[[Judgement, dict[str, Any]], dict[str, Any]]:  # fmt: skip
+    """A finished judgement's stored record: the judge's record with the judge, template, settings and time."""
+    rubric, settings = judge.rubric, judge.settings
+
+    def finish(j: Judgement, rec: dict[str, Any]) -> dict[str, Any]:
+        now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        return record(j, {**rec, "judge_model": judge.label, "template": rubric.version, "template_sha256": rubric.sha256,
+                          "params": settings.for_repeat(j.repeat).to_dict(), "judged_at": now})  # fmt: skip
+
+    return finish
+
+
 def _call(judge: Judge, items: Sequence[Mapping[str, str]], store: RunStore, todo: list[Judgement],
           record: Callable[[Judgement, Mapping[str, Any]], dict[str, Any]], usage: dict[str, int],
           progress: bool) -> RunOutcome[Judgement]:  # fmt: skip
@@ -151,10 +174,7 @@ def _call(judge: Judge, items: Sequence[Mapping[str, str]], store: RunStore, tod
     def prepare(j: Judgement) -> tuple[list[dict[str, str]], Any]:
         return rubric.messages(items[j.row]), settings.for_repeat(j.repeat)
 
-    def finish(j: Judgement, rec: dict[str, Any]) -> dict[str, Any]:
-        now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        return record(j, {**rec, "judge_model": judge.label, "template": rubric.version, "template_sha256": rubric.sha256,
-                          "params": settings.for_repeat(j.repeat).to_dict(), "judged_at": now})  # fmt: skip
+    finish = _finisher(judge, record)
 
     async def main() -> RunOutcome[Judgement]:
         async with open_session(judge.model, batch_size=judge.batch_size) as session:

@@ -42,12 +42,14 @@ import openai
 import pandas as pd
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.backend.openai_client import FATAL_ERRORS, ApiError, describe_error
+from thai_eval_utils.backend.batch_api import OpenAIBatchTransport
+from thai_eval_utils.backend.openai_client import FATAL_ERRORS, ApiError, ApiModel, describe_error
 from thai_eval_utils.core.protocols import ChatModel
 from thai_eval_utils.core.provenance import outputs_dir, redact
 from thai_eval_utils.core.records import is_blank
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.judging import Judge, JudgementCache, JudgeOutcome, JudgeParams, judge_items
+from thai_eval_utils.judging.batch import BatchMode
 from thai_eval_utils.judging.run import Judgement
 from thai_eval_utils.thaicli.judge_cache import CACHE_NAME  # noqa: F401 - re-exported
 from thai_eval_utils.thaicli.judge_prompt import (
@@ -145,7 +147,7 @@ def _check_repeats(answers: pd.DataFrame, repeats: int) -> None:
 def judge_answers(answers: pd.DataFrame, judge: ChatModel, *, model_name: str | None = None,
                   params: JudgeParams | None = None, outputs: str | Path | None = None,
                   cache_path: str | Path | None = None, progress: bool = True, repeats: int = 1,
-                  reference_order: ReferenceOrder = "chosen_first") -> JudgeRun:  # fmt: skip
+                  reference_order: ReferenceOrder = "chosen_first", batch: BatchMode | None = None) -> JudgeRun:  # fmt: skip
     """Judge every answer (prepare, call, finish: see the module's docstring); record items, run card and summary.
 
     Args:
@@ -161,6 +163,9 @@ def judge_answers(answers: pd.DataFrame, judge: ChatModel, *, model_name: str | 
             the judged repeats, ``summary["judge_noise"]``); more than 1 needs unique ids.
         reference_order: ``"chosen_first"`` (the template as written) or ``"rejected_first"`` (swapped references:
             another prompt, another hash, another run).
+        batch: judge through batches instead of live calls (:func:`judge_batch`; docs/batch_mode.md): the
+            requests go to the OpenAI Batch API (or to a JSONL file, or come from one); a batch still running leaves
+            its judgements unjudged and ``summary["batch"]["running"]`` names it: run again to collect.
 
     Returns:
         A :class:`JudgeRun`; ``summary["n_unjudged"]`` counts judgements (item x repeat) whose requests kept failing.
@@ -177,15 +182,33 @@ def judge_answers(answers: pd.DataFrame, judge: ChatModel, *, model_name: str | 
         texts = answers[["question", "chosen", "rejected", "answer"]].to_dict(orient="records")
         done = judge_items(job.judge, texts, store, cache, ids=list(answers["id"]), repeats=repeats, skip=skip,
                            record=lambda j, judgement: _record(job, j, judgement), row_fields=ROW_FIELDS,
-                           progress=progress)  # fmt: skip
+                           progress=progress, batch=batch)  # fmt: skip
         items = pd.DataFrame([item_row(answers.iloc[j.row], j.repeat, j.key, done.record(j)) for j in done.plan])
         scores, summary = _summarise(job, items, done)
+        if done.batch is not None:
+            summary["batch"] = redact(done.batch)
         store.write_summary(summary)
     finally:
         store.close()
     if done.fatal is not None:
         raise done.fatal
     return JudgeRun(items=items, summary=summary, scores=scores, store=store)
+
+
+def judge_batch(judge: ChatModel, *, submit: bool = True, file_out: str | Path | None = None,
+                file_in: str | Path | None = None, wait_s: float = 0.0, poll_s: float = 10.0,
+                progress: bool = True) -> BatchMode:  # fmt: skip
+    """The batch mode of a ThaiCLI judging run: submit to the judge's endpoint (an ``ApiModel``: the OpenAI Batch API,
+    waiting at most ``wait_s`` seconds, polling every ``poll_s``), or write the requests still needed to ``file_out``
+    (no network), after reading the replies of ``file_in`` (a batch output file: ``vllm run-batch``'s)."""
+    transport = None
+    if submit and file_out is None:
+        if not isinstance(judge, ApiModel):
+            raise ValueError(f"batch submission needs an API judge (openai:<model-id>), not {type(judge).__name__}; "
+                             "use file_out / file_in for offline batches")  # fmt: skip
+        transport = OpenAIBatchTransport(judge)
+    return BatchMode(transport=transport, file_out=file_out, file_in=file_in, wait_s=wait_s, poll_s=poll_s,
+                     progress=progress)  # fmt: skip
 
 
 @dataclass(frozen=True, eq=False)

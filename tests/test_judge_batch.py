@@ -1,0 +1,241 @@
+"""Batch mode of the judge (issue 32) against a fake OpenAI Batch API on 127.0.0.1, through the real ``openai``
+client: batch equals live, resume after a kill at every step with one batch in total, per-request errors, malformed
+bodies and expiry never scored, offline files (``--batch-file-out`` / ``--batch-file-in``), no key in any file."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from fake_batch_server import FakeBatchServer
+from fake_openai_server import MALFORMED_REPLIES, Fail, FakeOpenAIServer, PerAnswerScript, Reply
+from test_judge import FAKE_KEY, frame
+
+from thai_eval_utils.backend.openai_client import ApiModel
+from thai_eval_utils.judging.batch import BatchMode, custom_id
+from thai_eval_utils.thaicli.judge import judge_answers, judge_batch
+
+REPO = Path(__file__).resolve().parents[1]
+BAD = Reply("ขอโทษครับ ไม่สามารถให้คะแนนได้")  # no <score> tag
+TIMING = ("judged_at",)
+
+
+def scripts() -> dict[str, list]:
+    return {"a": [BAD, BAD, Reply("<score>6</score><explanation>พอใช้</explanation>")],
+            "b": [BAD] * 16, "c": [Reply("<score>8</score>", prompt_tokens=50)]}
+
+
+def judge_model(srv) -> ApiModel:
+    return ApiModel("fake-judge", base_url=srv.base_url, api_key=FAKE_KEY, concurrency=4, timeout=5.0, max_retries=0)
+
+
+def run_batch(df, srv, tmp_path, *, wait_s=30.0, **kw):
+    judge = judge_model(srv)
+    mode = kw.pop("batch", None) or judge_batch(judge, wait_s=wait_s, poll_s=0.01, progress=False)
+    return judge_answers(df, judge, model_name="m", outputs=tmp_path, progress=False, batch=mode, **kw)
+
+
+def records(res) -> list[dict]:
+    return [{k: v for k, v in json.loads(x).items() if k not in TIMING}
+            for x in res.store.items_path.read_text(encoding="utf-8").splitlines()]  # fmt: skip
+
+
+def no_key_anywhere(root: Path) -> None:
+    for p in root.rglob("*"):
+        if p.is_file():
+            assert FAKE_KEY not in p.read_text(encoding="utf-8", errors="replace"), p
+
+
+def test_batch_equals_live(tmp_path):
+    df = frame(["a", "b", "c"])
+    with FakeOpenAIServer(PerAnswerScript(scripts())) as live_srv:
+        live = judge_answers(df, judge_model(live_srv), model_name="m", outputs=tmp_path / "live", progress=False)
+    with FakeBatchServer(PerAnswerScript(scripts())) as srv:
+        res = run_batch(df, srv, tmp_path / "batch")
+        assert srv.n_chat_calls == live_srv.n_chat_calls == 3 + 16 + 1
+        assert len(srv.batches) == 16  # one per round: the attempts of "b" go on until the 16th
+        assert max(srv.answered.values()) == 1  # no request answered twice
+        assert srv.auth_headers == {f"Bearer {FAKE_KEY}"}
+    assert records(res) == records(live)
+    assert res.scores.factoid.value == live.scores.factoid.value == pytest.approx((6 + 0 + 8) / 3)
+    for k in ("judge_calls_this_run", "token_usage_this_run", "n_unjudged", "served_models", "system_fingerprints"):
+        assert res.summary[k] == live.summary[k], k
+    assert res.summary["batch"]["running"] is None and len(res.summary["batch"]["batch_ids"]) == 16
+    body = json.loads((res.store.root / "batch_input.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert body["method"] == "POST" and body["url"] == "/v1/chat/completions"
+    assert set(body["body"]) == {"model", "messages", "max_tokens", "temperature", "top_p", "seed"}
+    assert body["custom_id"].endswith("#a16t0")
+    no_key_anywhere(tmp_path)
+    # a rerun asks nothing: every judgement is stored
+    with FakeBatchServer(PerAnswerScript(default=Reply("<score>1</score>"))) as srv2:
+        again = run_batch(df, srv2, tmp_path / "batch")
+        assert srv2.n_chat_calls == 0 and not srv2.batches
+    assert again.scores.factoid.value == res.scores.factoid.value
+
+
+def test_not_waiting_says_so_and_next_run_collects(tmp_path, capsys):
+    df = frame(["a", "c"])
+    with FakeBatchServer(PerAnswerScript({"a": [Reply("<score>4</score>")], "c": [Reply("<score>8</score>")]}),
+                         polls_to_finish=3) as srv:  # fmt: skip
+        first = run_batch(df, srv, tmp_path, wait_s=0)
+        assert first.n_unjudged == 2 and first.summary["batch"]["running"] == "batch_1"
+        assert "batch batch_1: 0/2 done (in_progress); run the same command again to collect" in capsys.readouterr().out
+        assert set(first.items["error"]) == {"waiting for batch batch_1"}
+        second = run_batch(df, srv, tmp_path, wait_s=0)  # poll 2: still running
+        assert second.summary["batch"]["running"] == "batch_1"
+        third = run_batch(df, srv, tmp_path, wait_s=0)
+        assert third.n_unjudged == 0 and list(third.items["score"]) == [4.0, 8.0]
+        assert len(srv.batches) == 1 and srv.n_chat_calls == 2
+
+
+KILLER = textwrap.dedent("""
+    import os, signal, sys
+    sys.path.insert(0, {tests!r})
+    import pandas as pd
+    from thai_eval_utils.backend.openai_client import ApiModel
+    from thai_eval_utils.judging.batch import BatchMode
+    from thai_eval_utils.backend.batch_api import OpenAIBatchTransport
+    from thai_eval_utils.thaicli.judge import judge_answers
+    from test_judge import frame
+    judge = ApiModel("fake-judge", base_url={url!r}, api_key={key!r}, max_retries=0)
+    def die(state):
+        os.kill(os.getpid(), signal.SIGKILL)
+    hooks = {{{point!r}: die}}
+    mode = BatchMode(OpenAIBatchTransport(judge), wait_s=30, poll_s=0.01, progress=False, hooks=hooks)
+    judge_answers(frame({answers!r}), judge, model_name="m", outputs={out!r}, progress=False, batch=mode)
+""")
+
+
+@pytest.mark.parametrize("point", ["after_upload", "after_create", "poll"])
+def test_kill_then_resume_one_batch(tmp_path, point):
+    answers = ["a", "c", "d"]
+    script = PerAnswerScript({"a": [BAD, Reply("<score>3</score>")]}, default=Reply("<score>7</score>"))
+    with FakeBatchServer(script, polls_to_finish=2) as srv:
+        code = KILLER.format(tests=str(REPO / "tests"), url=srv.base_url, key=FAKE_KEY, point=point,
+                             answers=answers, out=str(tmp_path))  # fmt: skip
+        proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
+        assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+        if point == "after_create":  # killed after create: batch.json says so
+            state = json.loads(next(tmp_path.rglob("batch.json")).read_text())
+            assert state["state"] == "submitted"
+        res = run_batch(frame(answers), srv, tmp_path)
+        # round 1 (3 requests) and round 2 (a's second attempt): one batch each, however the first run died
+        assert len(srv.batches) == 2
+        assert max(srv.answered.values()) == 1 and srv.n_chat_calls == 4
+    assert res.n_unjudged == 0 and list(res.items["score"]) == [3.0, 7.0, 7.0]
+    assert list(res.items["attempts"]) == [2, 1, 1]
+    no_key_anywhere(tmp_path)
+
+
+def test_errors_malformed_and_expiry_are_never_scored(tmp_path, capsys):
+    err = Fail(500, message="boom {authorization}")
+    script = PerAnswerScript({
+        "err-once": [err, Reply("<score>5</score>")],          # retried in the follow-up batch, then scored
+        "err-always": [err, err, err],                           # 3 failed tries: unjudged
+        "malformed": [MALFORMED_REPLIES["content_null"]] * 3,    # malformed bodies: unjudged, not an attempt
+        "bad-then-ok": [BAD, Reply("<score>9</score>")],         # a reply that does not parse: an attempt
+    }, default=Reply("<score>7</score>"))  # fmt: skip
+    answers = ["err-once", "err-always", "malformed", "bad-then-ok", "late-1", "late-2"]
+    with FakeBatchServer(script) as srv:
+        srv.expire_next = 4  # the first batch answers its first 4 lines, then expires
+        res = run_batch(frame(answers), srv, tmp_path)
+        assert max(srv.answered.values()) == 1
+    items = res.items.set_index("answer")
+    assert items.loc["err-once", "score"] == 5.0 and items.loc["err-once", "attempts"] == 1
+    assert items.loc["bad-then-ok", "score"] == 9.0 and items.loc["bad-then-ok", "attempts"] == 2
+    for a in ("err-always", "malformed"):
+        assert items.loc[a, "status"] == "unjudged" and items.loc[a, "score"] != items.loc[a, "score"]  # NaN
+        assert "batch request failed 3 times" in items.loc[a, "error"]
+    assert list(items.loc[["late-1", "late-2"], "score"]) == [7.0, 7.0]  # sent once more after the expiry
+    out = capsys.readouterr().out
+    assert "batch_1 expired: 4 of 6 requests came back; the other 2 are sent once more" in out
+    assert res.n_unjudged == 2
+    assert "<redacted>" in items.loc["err-always", "error"] and FAKE_KEY not in items.loc["err-always", "error"]
+    no_key_anywhere(tmp_path)
+
+
+def test_expired_twice_is_unjudged(tmp_path, capsys):
+    with FakeBatchServer(PerAnswerScript(default=Reply("<score>7</score>"))) as srv:
+        judge = judge_model(srv)
+
+        def expire(state):  # every batch expires without answering anything
+            srv.expire_next = 0
+
+        mode = BatchMode(judge_batch(judge).transport, wait_s=30, poll_s=0.01, progress=False,
+                         hooks={"after_create": expire})  # fmt: skip
+        res = judge_answers(frame(["x", "y"]), judge, model_name="m", outputs=tmp_path, progress=False, batch=mode)
+        assert len(srv.batches) == 2 and srv.n_chat_calls == 0
+    assert res.n_unjudged == 2 and res.items["score"].isna().all()
+    assert all("not answered twice" in e for e in res.items["error"])
+    assert capsys.readouterr().out.count("the other 2 are sent once more") == 2
+
+
+STAND_IN = textwrap.dedent("""
+    # answers a batch input file as `vllm run-batch` would: one output line per request, the scripted reply of
+    # its answer's attempt (the custom_id's "#a<n>"), appended to the one output file the run reads back
+    import json, re, sys
+    sys.path.insert(0, {tests!r})
+    from fake_batch_server import FakeBatchServer
+    from fake_openai_server import Reply
+    script = json.loads(sys.argv[3])
+    with open(sys.argv[1], encoding="utf-8") as fin, open(sys.argv[2], "a", encoding="utf-8") as fout:
+        for raw in fin:
+            req = json.loads(raw)
+            answer = re.search(r"<model_answer>\\s*(.*?)\\s*</model_answer>", req["body"]["messages"][-1]["content"], re.S).group(1)
+            attempt = int(re.search(r"#a(\\d+)t", req["custom_id"]).group(1))
+            todo = script.get(answer, [])
+            action = Reply(todo[attempt - 1] if attempt <= len(todo) else "<score>7</score>")
+            kind, line = FakeBatchServer.answer_line(req, action, "fake-judge-2024-01-01", f"req-{{attempt}}")
+            fout.write(json.dumps(line, ensure_ascii=False) + "\\n")
+""")
+
+
+OFFLINE = {"a": [BAD.text, BAD.text, "<score>6</score><explanation>พอใช้</explanation>"], "c": ["<score>8</score>"]}
+
+
+def test_offline_files_store_what_live_calls_store(tmp_path):
+    df = frame(["a", "c"])
+    script = PerAnswerScript({k: [Reply(t) for t in v] for k, v in OFFLINE.items()})
+    with FakeOpenAIServer(script) as live_srv:
+        judge = judge_model(live_srv)
+        live = judge_answers(df, judge, model_name="m", outputs=tmp_path / "live", progress=False)
+    judge = ApiModel("fake-judge", base_url="http://127.0.0.1:9/v1", api_key=FAKE_KEY, max_retries=0)  # never called
+    stand_in = tmp_path / "stand_in.py"
+    stand_in.write_text(STAND_IN.format(tests=str(REPO / "tests")), encoding="utf-8")
+    requests, replies = tmp_path / "requests.jsonl", tmp_path / "replies.jsonl"
+    rounds = 0
+    res = None
+    while True:
+        mode = judge_batch(judge, file_out=requests, file_in=replies if replies.exists() else None, progress=False)
+        if requests.exists():
+            requests.unlink()
+        res = judge_answers(df, judge, model_name="m", outputs=tmp_path / "offline", progress=False, batch=mode)
+        if not requests.exists():
+            break
+        text = requests.read_text(encoding="utf-8")
+        assert FAKE_KEY not in text
+        first = json.loads(text.splitlines()[0])
+        assert first["url"] == "/v1/chat/completions" and first["body"]["model"] == "fake-judge"
+        # the stand-in answers the file as `vllm run-batch` would (appends to the one output file we read back)
+        subprocess.run([sys.executable, str(stand_in), str(requests), str(replies), json.dumps(OFFLINE)], check=True, cwd=REPO, timeout=60,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
+        rounds += 1
+        assert rounds <= 4
+    assert rounds == 3
+    assert records(res) == records(live)
+    assert res.scores.factoid.value == live.scores.factoid.value
+    no_key_anywhere(tmp_path / "offline")
+
+
+def test_custom_id_names_store_key_and_attempt():
+    assert custom_id("id1:abcdef0123456789", 3, 1) == "id1:abcdef0123456789#a3t1"
+    with pytest.raises(ValueError):
+        from thai_eval_utils.judging.batch import run_batch as rb
+        rb(None, [], None, [], BatchMode(), None, None, {}, False)  # type: ignore[arg-type]
