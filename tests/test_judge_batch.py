@@ -112,7 +112,7 @@ KILLER = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("point", ["after_upload", "after_create", "poll"])
+@pytest.mark.parametrize("point", ["after_upload", "created", "after_create", "poll"])
 def test_kill_then_resume_one_batch(tmp_path, point):
     answers = ["a", "c", "d"]
     script = PerAnswerScript({"a": [BAD, Reply("<score>3</score>")]}, default=Reply("<score>7</score>"))
@@ -239,3 +239,18 @@ def test_custom_id_names_store_key_and_attempt():
     with pytest.raises(ValueError):
         from thai_eval_utils.judging.batch import run_batch as rb
         rb(None, [], None, [], BatchMode(), None, None, {}, False)  # type: ignore[arg-type]
+
+
+def test_cli_flags_become_thaicli_notebook_parameters(tmp_path):
+    from thai_eval_utils.cli import build_parser
+    from thai_eval_utils.cli.commands import _batch_parameters
+    from thai_eval_utils.notebook_exec import notebook_parameters
+
+    args = build_parser().parse_args(["run", "--model", "embedded", "--batch", "--batch-wait", "60",
+                                      "--batch-file-out", str(tmp_path / "req.jsonl")])  # fmt: skip
+    params = _batch_parameters(args)
+    assert params == {"judge_batch": True, "judge_batch_wait_s": 60.0, "judge_batch_file_out": str(tmp_path / "req.jsonl")}
+    assert _batch_parameters(build_parser().parse_args(["run", "--model", "embedded"])) == {}  # off by default
+    declared = notebook_parameters(REPO / "notebooks" / "thaicli.ipynb")
+    assert {"judge_batch", "judge_batch_wait_s", "judge_batch_file_out", "judge_batch_file_in"} <= set(declared)
+    assert declared["judge_batch"]["default"] == "False"

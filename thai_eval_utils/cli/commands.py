@@ -17,6 +17,7 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from tabulate import tabulate
@@ -144,6 +145,14 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--greedy", action="store_true", help="greedy generation where a protocol samples (lets it batch "
                    "prompts)")
     _add_outputs(p)
+    p.add_argument("--batch", action="store_true", help="judge through the OpenAI Batch API (half the price; an API "
+                   "judge): submit, and a later run of the same command collects (docs/batch_mode.md)")
+    p.add_argument("--batch-wait", type=float, default=None, metavar="SECONDS", help="with --batch: wait this long for "
+                   "the batch before going on (default: look once)")
+    p.add_argument("--batch-file-out", default=None, metavar="PATH", help="write the judge requests still needed to "
+                   "this Batch API JSONL file (no network; e.g. for `vllm run-batch`)")
+    p.add_argument("--batch-file-in", default=None, metavar="PATH", help="read judge replies from this batch output "
+                   "file (`vllm run-batch`'s) before anything else")
     p.add_argument("--notebooks-dir", default=str(REPO / "notebooks"), metavar="DIR", help="the notebooks' folder")
     p.add_argument("--no-paper", action="store_true", help="skip the paper-tables notebook at the end")
     p.add_argument("--dry-run", action="store_true", help="print per task the documents, requests and tokens the run "
@@ -159,7 +168,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_dtype(args.dtype)  # a bad dtype fails here, once, not in every notebook
     extra = {"base_url": args.base_url, "tokenizer": args.tokenizer, "dtype": args.dtype, "device_map": args.device_map,
              "max_new_tokens": args.max_new_tokens,
-             "greedy": True if args.greedy else None}  # None: the notebook's default (batch drops it)
+             "greedy": True if args.greedy else None,  # None: the notebook's default (batch drops it)
+             **_batch_parameters(args)}
     start = now_utc()
     runs: list[batch.NotebookRun] = []
     for suite, tasks in tqdm(selected(args), desc="benchmarks", unit="benchmark"):
@@ -183,6 +193,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     print("\n" + final.summary())
     print_table(runs_table(out, since=start), f"runs written or resumed by this command (under {out / 'runs'}):")
     return 0 if final.ok else 1
+
+
+def _batch_parameters(args: argparse.Namespace) -> dict[str, Any]:
+    """The judge's batch mode as notebook parameters of the notebooks that declare them (paths absolute for the
+    kernel)."""
+    def path(p: str | None) -> str | None:
+        return str(Path(p).resolve()) if p else None
+
+    params = {"judge_batch": True if args.batch else None, "judge_batch_wait_s": args.batch_wait,
+              "judge_batch_file_out": path(args.batch_file_out), "judge_batch_file_in": path(args.batch_file_in)}
+    return {k: v for k, v in params.items() if v is not None}  # unset: not passed at all (off by default)
 
 
 def _dry_run(args: argparse.Namespace, models: Sequence[str]) -> int:

@@ -84,7 +84,7 @@ class BatchMode:
         max_request_failures: tries of one attempt whose request failed (per-request error, malformed body).
         progress: a tqdm bar while polling.
         echo: where the run's messages go (default ``print``).
-        hooks: test points by name (``after_upload``, ``after_create``, ``poll``): called with the state dict.
+        hooks: test points by name (``after_upload``, ``created`` (before its id is written), ``after_create``, ``poll``): called with the state dict.
     """
 
     transport: BatchTransport | None = None
@@ -362,6 +362,7 @@ class _Runner:
             batch_id = t.find(state["input_file_id"])
             if batch_id is None:
                 batch_id = t.create(state["input_file_id"], {"thai_eval_input_sha256": state["input_sha256"][:64]})
+                self.hook("created", {**state, "batch_id": batch_id})  # a kill here: the rerun finds it by its file
             state = {**state, "state": "submitted", "batch_id": batch_id}
             self.folder.write_state(state)
             self.hook("after_create", state)
@@ -438,6 +439,16 @@ class _Runner:
         if mode.file_in is not None:
             self.read_file_in()
         total = RunOutcome(keys=[j.store_key for j in todo], records={})
+        try:
+            self._rounds(todo, total)
+        except (ThaiEvalDataError, JudgeError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the API's failure ends the run as a JudgeError (summary first)
+            total.fatal = JudgeError(scrub(f"judge {self.judge.label}: batch: {type(exc).__name__}: {exc}"))
+        return total
+
+    def _rounds(self, todo: list[Any], total: RunOutcome[Any]) -> None:
+        mode = self.mode
         remaining = list(todo)
         max_rounds = self.judge.settings.max_calls * (mode.max_request_failures + MAX_EXPIRED) + 2
         for _ in range(max_rounds):
@@ -469,7 +480,6 @@ class _Runner:
             if mode.transport is None:
                 break
             self.submit(requests, state)
-        return total
 
 
 def run_batch(judge: Judge, items: Sequence[Mapping[str, str]], store: RunStore, todo: list[Any], mode: BatchMode,
