@@ -254,3 +254,48 @@ def test_cli_flags_become_thaicli_notebook_parameters(tmp_path):
     declared = notebook_parameters(REPO / "notebooks" / "thaicli.ipynb")
     assert {"judge_batch", "judge_batch_wait_s", "judge_batch_file_out", "judge_batch_file_in"} <= set(declared)
     assert declared["judge_batch"]["default"] == "False"
+
+
+def test_polling_shows_a_progress_bar(tmp_path, capsys):
+    with FakeBatchServer(PerAnswerScript(default=Reply("<score>7</score>")), polls_to_finish=3) as srv:
+        judge = judge_model(srv)
+        mode = judge_batch(judge, wait_s=30, poll_s=0.01, progress=True)
+        res = judge_answers(frame(["x", "y"]), judge, model_name="m", outputs=tmp_path, progress=False, batch=mode)
+    assert res.n_unjudged == 0 and srv.polls["batch_1"] == 3
+    err = capsys.readouterr().err
+    assert "batch batch_1" in err and "2/2" in err
+
+
+def test_an_endpoint_without_batches_ends_the_run_as_a_judge_error(tmp_path):
+    from thai_eval_utils.core.errors import JudgeError
+
+    with FakeOpenAIServer(PerAnswerScript()) as srv:  # chat only: POST /v1/files is a 404
+        with pytest.raises(JudgeError, match="batch") as info:
+            run_batch(frame(["x"]), srv, tmp_path)
+        assert srv.n_chat_calls == 0
+    assert FAKE_KEY not in str(info.value)
+    summary = json.loads(next(tmp_path.rglob("summary.json")).read_text(encoding="utf-8"))
+    assert "batch" in summary["fatal_error"] and summary["n_unjudged"] == 1
+    no_key_anywhere(tmp_path)
+
+
+def test_a_kill_while_collecting_adds_no_reply_twice(tmp_path):
+    from thai_eval_utils.judging.batch import BatchFolder
+
+    df = frame(["a", "c"])
+    script = PerAnswerScript({"a": [BAD, Reply("<score>3</score>")]}, default=Reply("<score>7</score>"))
+    with FakeBatchServer(script) as srv:
+        judge = judge_model(srv)
+
+        def die(state):  # the replies are appended, batch.json not yet "collected": as a kill there leaves it
+            raise KeyboardInterrupt
+
+        mode = BatchMode(judge_batch(judge).transport, wait_s=30, poll_s=0.01, progress=False, hooks={"collected": die})
+        with pytest.raises(KeyboardInterrupt):
+            judge_answers(df, judge, model_name="m", outputs=tmp_path, progress=False, batch=mode)
+        res = run_batch(df, srv, tmp_path)
+        assert len(srv.batches) == 2 and max(srv.answered.values()) == 1
+    assert list(res.items["score"]) == [3.0, 7.0]
+    folder = BatchFolder(res.store.root)
+    lines = folder.replies_path.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == len({json.loads(x)["custom_id"] for x in lines}) == 3

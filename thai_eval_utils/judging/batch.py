@@ -84,7 +84,8 @@ class BatchMode:
         max_request_failures: tries of one attempt whose request failed (per-request error, malformed body).
         progress: a tqdm bar while polling.
         echo: where the run's messages go (default ``print``).
-        hooks: test points by name (``after_upload``, ``created`` (before its id is written), ``after_create``, ``poll``): called with the state dict.
+        hooks: test points by name (``after_upload``, ``created`` (before its id is written), ``after_create``, ``poll``,
+            ``collected`` (replies stored, ``batch.json`` not yet updated)): called with the state dict.
     """
 
     transport: BatchTransport | None = None
@@ -382,7 +383,7 @@ class _Runner:
                 counts = info.get("request_counts") or {}
                 total = int(counts.get("total") or state.get("requests") or 0)
                 done = int(counts.get("completed") or 0) + int(counts.get("failed") or 0)
-                if self.mode.progress and self.progress:
+                if self.mode.progress:
                     if bar is None:
                         bar = tqdm(total=total, desc=f"batch {batch_id}", unit="request")
                     bar.n = done
@@ -424,6 +425,7 @@ class _Runner:
         else:
             entries += [{"custom_id": cid, "batch_id": batch_id, "expired": True, "status": status} for cid in missing]
         self.folder.add_replies(entries)
+        self.hook("collected", state)  # a kill here: the next run downloads again and adds no line twice
         history = [*state.get("history", []), {"batch_id": batch_id, "status": status, "requests": len(sent),
                                                "returned": len(back), "input_file_id": state.get("input_file_id")}]  # fmt: skip
         self.folder.write_state({"state": "collected", "history": history})
