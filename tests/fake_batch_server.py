@@ -137,7 +137,7 @@ class _BatchHandler(_Handler):
         path = urlparse(self.path).path.rstrip("/")
         if path == "/v1/chat/completions":
             return super().do_POST()
-        auth = self._auth()
+        self._auth()
         length = int(self.headers.get("Content-Length", "0"))
         data = self.rfile.read(length)
         parts = path.split("/")

@@ -35,18 +35,20 @@ from tqdm.auto import tqdm
 from thai_eval_utils.core.async_bridge import run_sync
 from thai_eval_utils.core.errors import JudgeError, ThaiEvalDataError
 from thai_eval_utils.core.provenance import scrub
-from thai_eval_utils.core.run_files import append_line, dumps_standard, read_json_file, write_json_atomic, write_text_atomic
 from thai_eval_utils.core.runloop import RunOutcome, run_items_async
 from thai_eval_utils.core.store import RunStore
+from thai_eval_utils.judging.batch_files import (
+    BatchFolder,
+    chat_body,
+    custom_id,
+    read_output_lines,
+    reply_of,
+    write_input_file,
+)
 from thai_eval_utils.judging.cache import is_final
 from thai_eval_utils.judging.judge import Judge, judge_one
 from thai_eval_utils.judging.sessions import Reply
 
-#: The Batch API's endpoint for chat requests (the ``url`` of each input line).
-CHAT_URL = "/v1/chat/completions"
-STATE_FILE = "batch.json"
-INPUT_FILE = "batch_input.jsonl"
-REPLIES_FILE = "batch_replies.jsonl"
 #: A batch status after which nothing more comes back.
 TERMINAL = ("completed", "expired", "cancelled", "failed")
 #: Batches a request not answered by an expired or cancelled batch is sent in, at most.
@@ -111,56 +113,6 @@ class BatchRequestFailed(BatchIssue):
     """The judgement's requests kept failing (errors, malformed bodies, expiries): unjudged."""
 
 
-def custom_id(store_key: str, attempt: int, try_: int) -> str:
-    """The ``custom_id`` of attempt ``attempt`` (1-based), try ``try_`` (0-based) of the judgement stored under
-    ``store_key``."""
-    return f"{store_key}#a{attempt}t{try_}"
-
-
-def chat_body(model: str, messages: list[dict[str, str]], *, max_tokens: int, temperature: float, top_p: float,
-              seed: int | None) -> dict[str, Any]:  # fmt: skip
-    """A chat request's body as the live client sends it (seed only when set)."""
-    body: dict[str, Any] = {"model": model, "messages": messages, "max_tokens": max_tokens,
-                            "temperature": temperature, "top_p": top_p}  # fmt: skip
-    if seed is not None:
-        body["seed"] = seed
-    return body
-
-
-def input_line(cid: str, body: Mapping[str, Any]) -> dict[str, Any]:
-    """One line of a Batch API input file."""
-    return {"custom_id": cid, "method": "POST", "url": CHAT_URL, "body": dict(body)}
-
-
-def reply_of(entry: Mapping[str, Any]) -> Reply:
-    """The reply of a Batch API output line (``{"custom_id", "response": {"status_code", "body"}, "error"}``);
-    ValueError (secret-free) when the request failed or the body is not a chat completion with text."""
-    if entry.get("expired"):
-        raise ValueError(f"not answered: batch {entry.get('batch_id')} {entry.get('status', 'expired')}")
-    line = entry.get("line") if isinstance(entry.get("line"), Mapping) else entry
-    error = line.get("error")
-    response = line.get("response")
-    if error:
-        msg = error.get("message") if isinstance(error, Mapping) else error
-        raise ValueError(scrub(f"request error: {msg}"))
-    if not isinstance(response, Mapping):
-        raise ValueError("malformed reply: no response")
-    status, body = response.get("status_code"), response.get("body")
-    if status != 200:
-        msg = body.get("error", {}).get("message") if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping) else ""
-        raise ValueError(scrub(f"request error: HTTP {status} {msg}".rstrip()))
-    choices = body.get("choices") if isinstance(body, Mapping) else None
-    first = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], Mapping) else None
-    message = first.get("message") if first else None
-    text = message.get("content") if isinstance(message, Mapping) else None
-    if not isinstance(text, str):
-        raise ValueError("malformed reply: no text")
-    usage = body.get("usage") if isinstance(body.get("usage"), Mapping) else {}
-    return Reply(text=text, model=body.get("model"), system_fingerprint=body.get("system_fingerprint"),
-                 prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                 completion_tokens=int(usage.get("completion_tokens") or 0), finish_reason=first.get("finish_reason"))  # fmt: skip
-
-
 class _Replay:
     """One judgement's calls answered from the collected replies; the first without one becomes a request."""
 
@@ -213,64 +165,6 @@ class BatchReport:
     def to_dict(self) -> dict[str, Any]:
         return {"batch_ids": self.batch_ids, "running": self.running, "requests_written": self.written,
                 "messages": self.messages}  # fmt: skip
-
-
-class BatchFolder:
-    """A run folder's batch files (state, input, replies)."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = Path(root)
-        self.state_path, self.input_path, self.replies_path = (self.root / n for n in (STATE_FILE, INPUT_FILE, REPLIES_FILE))
-
-    def state(self) -> dict[str, Any]:
-        if not self.state_path.exists():
-            return {"state": "idle", "history": []}
-        return read_json_file(self.state_path, "batch state", f"delete {self.state_path.name} to submit again")
-
-    def write_state(self, state: Mapping[str, Any]) -> None:
-        write_json_atomic(self.state_path, dict(state))
-
-    def replies(self) -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
-        if self.replies_path.exists():
-            for n, raw in enumerate(self.replies_path.read_text(encoding="utf-8").splitlines()):
-                if raw.strip():
-                    try:
-                        rec = json.loads(raw)
-                    except json.JSONDecodeError:  # a torn last line (killed mid-append): collected again
-                        continue
-                    if isinstance(rec, dict) and isinstance(rec.get("custom_id"), str):
-                        out[rec["custom_id"]] = rec
-        return out
-
-    def add_replies(self, entries: Sequence[Mapping[str, Any]]) -> None:
-        if entries:
-            append_line(self.replies_path, "".join(scrub(dumps_standard(dict(e))) + "\n" for e in entries))
-
-
-def read_output_lines(text: str, where: str) -> list[dict[str, Any]]:
-    """A batch output (or error) file's lines; ThaiEvalDataError naming the row when one is not a JSON object with a
-    ``custom_id``."""
-    out = []
-    for row, raw in enumerate(text.splitlines()):
-        if not raw.strip():
-            continue
-        try:
-            line = json.loads(raw)
-        except json.JSONDecodeError:
-            raise ThaiEvalDataError("not a JSON line", path=where, row=row) from None
-        if not isinstance(line, dict) or not isinstance(line.get("custom_id"), str):
-            raise ThaiEvalDataError("a batch output line needs a custom_id", path=where, row=row, field="custom_id")
-        out.append(line)
-    return out
-
-
-def write_input_file(path: Path, requests: Mapping[str, Mapping[str, Any]]) -> bytes:
-    """The requests as Batch API input JSONL at ``path`` (atomic, secret-free); the bytes written."""
-    text = "".join(dumps_standard(input_line(cid, body)) + "\n" for cid, body in requests.items())
-    text = scrub(text)
-    write_text_atomic(Path(path), text)
-    return text.encode("utf-8")
 
 
 class _Runner:
