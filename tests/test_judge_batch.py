@@ -299,3 +299,17 @@ def test_a_kill_while_collecting_adds_no_reply_twice(tmp_path):
     folder = BatchFolder(res.store.root)
     lines = folder.replies_path.read_text(encoding="utf-8").splitlines()
     assert len(lines) == len({json.loads(x)["custom_id"] for x in lines}) == 3
+
+
+def test_run_command_prints_what_the_batches_said(tmp_path):
+    from thai_eval_utils.cli.commands import batch_messages
+    from thai_eval_utils.core.provenance import now_utc
+
+    start = now_utc()
+    with FakeBatchServer(PerAnswerScript(default=Reply("<score>7</score>")), polls_to_finish=5) as srv:
+        run_batch(frame(["x", "y"]), srv, tmp_path, wait_s=0)
+    lines = batch_messages(tmp_path, since=start)
+    assert len(lines) == 2 and lines[0].startswith("m/thaicli/judge/")
+    assert lines[0].endswith("batch batch_1: 2 requests submitted")
+    assert lines[1].endswith("batch batch_1: 0/2 done (in_progress); run the same command again to collect")
+    assert batch_messages(tmp_path, since="9999") == []

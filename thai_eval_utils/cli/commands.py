@@ -32,6 +32,7 @@ from thai_eval_utils.core.benchmark import Suite
 from thai_eval_utils.core.errors import ThaiEvalError
 from thai_eval_utils.backend.model_sources import check_dtype
 from thai_eval_utils.core.provenance import now_utc, outputs_dir, scrub_strings, slugify
+from thai_eval_utils.core.runs import list_runs
 from thai_eval_utils.export import FORMATS, export
 from thai_eval_utils.report.command import add_report_arguments, report_command
 
@@ -192,7 +193,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     (out / "notebooks" / "batch_report.json").write_text(json.dumps(scrub_strings(final.to_dict()), indent=2) + "\n")
     print("\n" + final.summary())
     print_table(runs_table(out, since=start), f"runs written or resumed by this command (under {out / 'runs'}):")
+    for line in batch_messages(out, since=start):  # a batch still running: how to collect it
+        print(line)
     return 0 if final.ok else 1
+
+
+def batch_messages(outputs: Path, *, since: str) -> list[str]:
+    """What the batch mode of the runs written since ``since`` said (``summary["batch"]["messages"]``: batches
+    submitted, collected, still running with how to collect them), each line prefixed with its run folder."""
+    lines = []
+    for run in list_runs(outputs):
+        summary = run.summary or {}
+        batch_info = summary.get("batch")
+        if isinstance(batch_info, dict) and str(summary.get("written_at", "")) >= since:
+            where = run.dir.relative_to(Path(outputs) / "runs")
+            lines += [f"{where}: {m}" for m in batch_info.get("messages") or []]
+    return lines
 
 
 def _batch_parameters(args: argparse.Namespace) -> dict[str, Any]:
