@@ -50,26 +50,8 @@ class ChatModel(Protocol):
 
 
 @runtime_checkable
-class Model(Protocol):
-    """Every model: a name, an identity for run cards, chat replies and raw completions."""
-
-    name: str
-
-    @property
-    def identity(self) -> Identity: ...
-
-    def chat(
-        self,
-        messages_list: list[Messages],
-        *,
-        max_new_tokens: int = 256,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        stop: Sequence[str] | str | None = None,
-    ) -> list[str]:
-        """One reply per conversation, in order, cut before the first stop string."""
-        ...
+class Model(ChatModel, Protocol):
+    """Every model: a name, an identity for run cards, chat replies (:class:`ChatModel`) and raw completions."""
 
     def generate(
         self,
