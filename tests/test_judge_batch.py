@@ -126,8 +126,9 @@ def test_kill_then_resume_one_batch(tmp_path, point):
             state = json.loads(next(tmp_path.rglob("batch.json")).read_text())
             assert state["state"] == "submitted"
         res = run_batch(frame(answers), srv, tmp_path)
-        # round 1 (3 requests) and round 2 (a's second attempt): one batch each, however the first run died
-        assert len(srv.batches) == 2
+        # round 1 (3 requests) and round 2 (a's second attempt): exactly one batch each, however the first run died
+        sizes = [len(srv.files[b["input_file_id"]].splitlines()) for b in srv.batches.values()]
+        assert sizes == [3, 1]
         assert max(srv.answered.values()) == 1 and srv.n_chat_calls == 4
     assert res.n_unjudged == 0 and list(res.items["score"]) == [3.0, 7.0, 7.0]
     assert list(res.items["attempts"]) == [2, 1, 1]
