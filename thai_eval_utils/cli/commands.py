@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 from thai_eval_utils import batch
 from thai_eval_utils.cli.dry_run import COLUMNS as DRY_RUN_COLUMNS
 from thai_eval_utils.cli.dry_run import dry_run_rows, load_tokenizer
+from thai_eval_utils.cli.dry_run_cost import add_costs, assumptions, cost_columns, find_price, price_arg, prices_file_arg
 from thai_eval_utils.cli.runs_table import runs_table
 from thai_eval_utils.core import registry
 from thai_eval_utils.core.benchmark import Suite
@@ -158,6 +159,13 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-paper", action="store_true", help="skip the paper-tables notebook at the end")
     p.add_argument("--dry-run", action="store_true", help="print per task the documents, requests and tokens the run "
                    "would compute (only the tokenizer is loaded, no weights), then exit")
+    p.add_argument("--price-in", type=price_arg, default=None, metavar="USD", help="with --dry-run: US dollars per 1 "
+                   "million input tokens of the API model and judge (docs/batch_mode.md, Cost before the run)")
+    p.add_argument("--price-out", type=price_arg, default=None, metavar="USD", help="with --dry-run: US dollars per 1 "
+                   "million output tokens")
+    p.add_argument("--prices", type=prices_file_arg, default=None, metavar="FILE", help='with --dry-run: a JSON file '
+                   '{model id: {"input": USD, "output": USD}} per 1M tokens (as templates/prices.json); with --judge '
+                   "and no price, the shipped table prices the judge")
     p.set_defaults(handler=cmd_run)
 
 
@@ -225,14 +233,25 @@ def _batch_parameters(args: argparse.Namespace) -> dict[str, Any]:
 def _dry_run(args: argparse.Namespace, models: Sequence[str]) -> int:
     suites = selected(args)
     data = {s.name: Path(_data_for(args.data, s.data_folder) or REPO / "data" / s.data_folder) for s, _ in suites}
+    priced = args.judge is not None or any(v is not None for v in (args.price_in, args.price_out, args.prices))
+    notes: list[str] = []
     for model in models:
         tok = load_tokenizer(model, args.tokenizer)
         rows = dry_run_rows(suites, data, tok, limit=args.limit, max_new_tokens=args.max_new_tokens)
-        frame = pd.DataFrame(rows, columns=DRY_RUN_COLUMNS)
+        columns = DRY_RUN_COLUMNS
+        if priced:
+            options = {"price_in": args.price_in, "price_out": args.price_out, "table": args.prices}
+            model_price, judge_price = find_price(model, **options), find_price(args.judge, judge=True, **options)
+            rows = add_costs(rows, tokenizer_source=tok.source, model=model_price, judge=judge_price)
+            columns = cost_columns(DRY_RUN_COLUMNS)
+            notes.append(f"{model}: {assumptions(model_price, judge_price)}")
+        frame = pd.DataFrame(rows, columns=columns)
         print_table(frame, f"dry run for {model} (tokenizer: {tok.source}; limit: {args.limit or 'none'}); nothing "
                     "was computed or written:")
     print("\nfed_tokens: what lm-eval would feed (one forward per request); tree_tokens: what thai-eval's engine runs "
           "(shared prefixes once). Generations add up to max_new_tokens each.")
+    for line in notes:
+        print(line)
     return 0
 
 

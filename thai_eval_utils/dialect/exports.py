@@ -37,5 +37,6 @@ class DialectExports:
         for task, group in items.groupby("task", sort=False):
             texts = [build_prompt(item, prompts) for item in group.to_dict("records")]
             rows.append({"benchmark": self.name, "task": str(task), "documents": len(group), "generations": len(group),
-                         "max_new_tokens": max_new_tokens or PAPER_MAX_NEW_TOKENS, "fed_tokens": tokenizer.count(texts)})
+                         "max_new_tokens": max_new_tokens or PAPER_MAX_NEW_TOKENS, "fed_tokens": tokenizer.count(texts),
+                         "prompt_chars": sum(len(t) for t in texts)})
         return rows

@@ -78,12 +78,13 @@ class H6Exports:
             row: dict[str, Any] = {"benchmark": self.name, "task": spec.name, "documents": len(docs)}
             if spec.uses_loglikelihood:
                 requests = [pair for d in docs for pair in d.requests.requests]
-                row["requests"] = len(requests)
+                row.update(requests=len(requests), prompt_chars=sum(len(c) + len(t) for c, t in requests))
                 if (counts := tokenizer.count_requests(requests, add_bos_token=False)) is not None:
                     row.update(fed_tokens=counts["fed"], tree_tokens=counts["tree"])
             else:
                 row.update(generations=len(docs), max_new_tokens=protocol.max_new_tokens,
-                           fed_tokens=tokenizer.count([d.requests.prompt for d in docs]))
+                           fed_tokens=tokenizer.count([d.requests.prompt for d in docs]),
+                           prompt_chars=sum(len(d.requests.prompt) for d in docs))
             rows.append(row)
         return rows
 

@@ -11,6 +11,8 @@ from thai_eval_utils.core.benchmark import TokenCounter, score_value
 from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.thaicli.answers import select_items
 from thai_eval_utils.thaicli.data import load_thaicli
+from thai_eval_utils.judging.rubric import JudgeParams
+from thai_eval_utils.thaicli.judge_prompt import TEMPLATE_TEXT
 from thai_eval_utils.thaicli.judge_free import LL_CONTEXT_TEMPLATE, LL_TARGET_DELIMITER
 
 #: The answer budget and judge attempts per answer (the notebook's defaults: max_new_tokens, judge_max_calls).
@@ -49,11 +51,18 @@ class ThaiCLIExports:
         items = select_items(load_thaicli(data), limit)
         n = len(items)
         answers = {"benchmark": self.name, "task": "answers", "documents": n, "generations": n,
-                   "max_new_tokens": max_new_tokens or MAX_NEW_TOKENS, "fed_tokens": tokenizer.count(list(items["question"]))}
+                   "max_new_tokens": max_new_tokens or MAX_NEW_TOKENS, "fed_tokens": tokenizer.count(list(items["question"])),
+                   "prompt_chars": int(sum(len(q) for q in items["question"]))}
         requests = [(LL_CONTEXT_TEMPLATE.format(question=q), LL_TARGET_DELIMITER + a)
                     for q, c, r in zip(items["question"], items["chosen"], items["rejected"]) for a in (c, r)]
         loglik: dict[str, Any] = {"benchmark": self.name, "task": "loglik", "documents": n, "requests": len(requests)}
         if (counts := tokenizer.count_requests(requests)) is not None:
             loglik.update(fed_tokens=counts["fed"], tree_tokens=counts["tree"])
-        judge = {"benchmark": self.name, "task": "judge", "documents": n, "judge_calls": f"{n}-{n * JUDGE_MAX_CALLS}"}
+        judge = {"benchmark": self.name, "task": "judge", "documents": n, "judge_calls": f"{n}-{n * JUDGE_MAX_CALLS}",
+                 # for cli.dry_run_cost: one call's input is the template, the three texts and the answer (at most
+                 # its generation budget); not printed without prices
+                 "judge_prompt_chars": int(sum(len(TEMPLATE_TEXT) + len(q) + len(c) + len(r) for q, c, r in
+                                               zip(items["question"], items["chosen"], items["rejected"]))),
+                 "judge_answer_tokens": n * (max_new_tokens or MAX_NEW_TOKENS), "judge_max_calls": JUDGE_MAX_CALLS,
+                 "judge_max_tokens": JudgeParams().max_tokens}
         return [row for row in (answers, loglik, judge) if not tasks or row["task"] in tasks]
