@@ -110,7 +110,7 @@ def add_costs(rows: list[dict[str, Any]], *, tokenizer_source: str | None, model
     the evaluated model's price, None when local; ``judge``: the judge's)."""
     *tasks, total = rows
     for row in tasks:
-        if row.get("task") == "judge" and "judge_prompt_chars" in row:
+        if "judge_prompt_chars" in row:  # a suite's judge row (its dry_run hook gives the judge's texts and settings)
             calls, n = row["judge_max_calls"], row["documents"]
             row["prompt_tokens"] = _estimate(row["judge_prompt_chars"]) + row["judge_answer_tokens"]  # one call each
             row["tokens_are"] = f"estimated (chars/{CHARS_PER_TOKEN} + answer budget, per call)"
@@ -144,7 +144,7 @@ def add_costs(rows: list[dict[str, Any]], *, tokenizer_source: str | None, model
 def assumptions(model: Price | None, judge: Price | None) -> str:
     """The printed line saying what the costs assume."""
     said = [f"{who} {p.input:g} in / {p.output:g} out USD per 1M tokens from {p.source}"
-            for who, p in (("model", model), ("judge", judge)) if p is not None]
+            for who, p in (("model", model), ("the judge", judge)) if p is not None]
     return ("costs (USD) assume: " + "; ".join(said or ["no price"]) + f"; cost_batch = {BATCH_DISCOUNT:g} x live "
             "(OpenAI Batch API discount; today only the judge runs batched); upper bounds: every generation to "
             "max_new_tokens and every judge answer taking all its attempts (cost_live_min: one judge call each); "
