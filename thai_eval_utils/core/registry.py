@@ -40,15 +40,19 @@ class UnknownBenchmarkError(ValueError):
 
 
 def _builtin() -> list[Suite]:
-    """``SUITE`` of every ``thai_eval_utils.<package>.suite`` module, in package order."""
+    """``SUITE`` of every ``thai_eval_utils.<package>.suite`` module, in (position, name) order.
+
+    Which subpackages have a ``suite`` module is read from their folders (``pkgutil.iter_modules`` on a path
+    imports nothing): ``importlib.util.find_spec("<pkg>.suite")`` would import every subpackage (the command line,
+    the report, torch through the engines) just to look.
+    """
     root = importlib.import_module(_PACKAGE)
     out = []
-    for info in sorted(pkgutil.iter_modules(root.__path__), key=lambda m: m.name):
-        if not info.ispkg:
-            continue
-        spec = importlib.util.find_spec(f"{_PACKAGE}.{info.name}.suite")
-        if spec is not None:
-            out.append(importlib.import_module(f"{_PACKAGE}.{info.name}.suite").SUITE)
+    for folder in root.__path__:
+        for info in sorted(pkgutil.iter_modules([folder]), key=lambda m: m.name):
+            sub = os.path.join(folder, info.name)
+            if info.ispkg and any(m.name == "suite" for m in pkgutil.iter_modules([sub])):
+                out.append(importlib.import_module(f"{_PACKAGE}.{info.name}.suite").SUITE)
     return sorted(out, key=lambda s: (s.position, s.name))
 
 
