@@ -111,18 +111,9 @@ def test_the_documented_task_runs_through_its_notebook(my_tasks, tmp_path, tiny_
     assert list((out / "tables").glob("task_thai_facts_*.csv"))
 
 
-def _cli_has_tasks_dir() -> bool:
-    help_text = subprocess.run([sys.executable, "-m", "thai_eval_utils", "run", "--help"], capture_output=True,
-                               text=True, cwd=REPO).stdout  # fmt: skip
-    return "--tasks-dir" in help_text
-
-
 def test_the_documented_commands_run_verbatim(tmp_path, tiny_model_dir):
     """The page's console block, each line through bash in a folder holding ``my_tasks/``: run (embedded and a
     second model), runs, compare, export lm-eval and parquet, report; the outputs hold the task everywhere."""
-    if not _cli_has_tasks_dir():
-        pytest.skip("`thai-eval run` has no --tasks-dir option on this branch yet (the runx branch adds it: "
-                    "registry.include_path); the documented commands need it")
     (tmp_path / "my_tasks").mkdir()
     for name, text in doc_files().items():
         (tmp_path / "my_tasks" / name).write_text(text, encoding="utf-8")
