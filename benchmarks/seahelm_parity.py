@@ -495,6 +495,251 @@ def part_prompts(env: dict, rows: dict, out_dir: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# Part 2: extraction and metrics (F1AccMetric, QA, summarization, translation)
+# ---------------------------------------------------------------------------------------------
+
+
+def run_metric(env: dict, task: str, records: list[dict], tmp: str, judge_rows: list[dict] | None = None,
+               before_evaluate=None):
+    """Feed rows + replies to the task's own metric class, as run_single_task_evaluation does."""
+    import datasets
+
+    task_config, dataloader = make_dataloader(env, task, is_base_model=False, run_base_path=tmp)
+    dataloader.dataset = datasets.Dataset.from_list(copy.deepcopy(records))
+    dataloader.convert_dataset_to_dataframe()
+    if judge_rows is not None:
+        path = Path(dataloader.get_judge_batch_response_filepath())
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in judge_rows), encoding="utf-8")
+    Metric = task_config.get_metric_class()
+    metric = Metric(dataloader=dataloader, task_config=task_config)
+    extra = before_evaluate(dataloader, metric) if before_evaluate else None
+    metric_json = metric.evaluate_responses()
+    return metric, metric_json[task], dataloader.dataframe, extra
+
+
+def interleave_by_label(task_rows: list[dict], n: int) -> list[dict]:
+    """Round-robin over gold labels so every label occurs (the label set K comes from the golds, P12).
+
+    A bucket that runs out starts again (the 6 illustrative toxicity rows serve ~20 cases)."""
+    buckets: dict[str, list[dict]] = {}
+    for row in task_rows:
+        buckets.setdefault(str(row["label"]), []).append(row)
+    order = sorted(buckets)
+    picked: list[dict] = []
+    i = 0
+    while len(picked) < n:
+        bucket = buckets[order[i % len(order)]]
+        picked.append(bucket[(i // len(order)) % len(bucket)])
+        i += 1
+    return picked
+
+
+def mc_cases(tag: str, labels: list[str], letters: bool) -> list[tuple[str, object]]:
+    """(case name, reply builder(gold, wrong)) for F1AccMetric tasks."""
+    cases: list[tuple[str, object]] = [
+        ("tag_gold", lambda g, w: f"{tag} {g}"),
+        ("tag_bold", lambda g, w: f"{tag} **{g}**"),
+        ("tag_no_space", lambda g, w: f"{tag}{g}"),
+        ("bare_gold", lambda g, w: f"{g}"),
+        ("bare_gold_period", lambda g, w: f"{g}."),
+        ("tag_wrong", lambda g, w: f"{tag} {w}"),
+        ("multiline_tag_on_second_line", lambda g, w: f"ขอวิเคราะห์ก่อนนะครับ\n{tag} {g}\nเหตุผล: ข้อความสอดคล้องที่สุด"),
+        ("tag_twice_first_wrong", lambda g, w: f"{tag} {w}\n{tag} {g}"),
+        ("label_repeated_wrong_then_gold", lambda g, w: f"{tag} {w}{g}"),
+        ("empty", lambda g, w: ""),
+        ("none_generation_failed", lambda g, w: None),
+        ("think_with_wrong_tag_inside", lambda g, w: f"<think>ลองคิดดู {tag} {w} ไม่ใช่สิ</think>\n{tag} {g}"),
+        ("think_without_tag_inside", lambda g, w: f"<think>คิดก่อนตอบ</think>\n{tag} {g}"),
+        ("think_unclosed", lambda g, w: f"<think>คิดไปเรื่อย ๆ {tag} {g}"),
+        ("english_tag", lambda g, w: f"Answer: {g}"),
+        ("tag_then_words_then_label", lambda g, w: f"{tag} ตัวเลือก {g}"),
+        ("tag_parenthesised", lambda g, w: f"{tag} ({g})"),
+    ]
+    if letters:
+        cases += [
+            ("tag_lowercase_letter", lambda g, w: f"{tag} {g.lower()}"),
+            ("tag_english_word_starting_with_B", lambda g, w: f"{tag} Because the first option fits"),
+        ]
+    return cases
+
+
+MC_TASKS = {
+    # task: (rows key, extra cases)
+    "sentiment": [("thai_variant_not_a_label", lambda g, w: "คำตอบ: เชิงลบ"),
+                  ("english_label", lambda g, w: "negative"),
+                  ("spaced_mai_yamok", lambda g, w: "คำตอบ: เฉย ๆ")],
+    "toxicity": [("tag_yes_word", lambda g, w: "คำตอบ: Yes"), ("tag_no_word", lambda g, w: "คำตอบ: No"),
+                 ("thai_word_not_a_label", lambda g, w: "คำตอบ: ไม่เป็นพิษ")],
+    "causal": [],
+    "nli": [],
+    "thai_exam_onet": [],
+    "thai_exam_ic": [],
+    "belebele-qa-mc": [],
+}
+
+
+def mc_task_rows(env: dict, rows: dict, task: str, tmp: str) -> list[dict]:
+    if task.startswith("thai_exam_"):
+        exam = task.removeprefix("thai_exam_")
+        hub = LocalHub()
+        hub.put("typhoon-ai/thai_exam", exam, "test", rows["thai_exam_hf"][exam])
+        install_hub(hub)
+        _, dataloader = make_dataloader(env, task, is_base_model=False, run_base_path=tmp)
+        dataloader.load_dataset()
+        return [dict(r) for r in dataloader.dataset]
+    return rows["eval"][task]
+
+
+def part_metrics(env: dict, rows: dict, out_dir: Path) -> None:
+    result: dict = {"tasks": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        for task, extra_cases in MC_TASKS.items():
+            task_rows = mc_task_rows(env, rows, task, tmp)
+            labels = sorted({str(r["label"]) for r in task_rows})
+            tag = env["config"]["tasks"][task]["languages"]["th"]["prompt_template"]["answer_tag"]
+            cases = mc_cases(tag, labels, letters=all(len(x) == 1 for x in labels)) + extra_cases
+            chosen = interleave_by_label(task_rows, len(cases))
+            records, case_names = [], []
+            for (name, build), row in zip(cases, chosen, strict=True):
+                gold = str(row["label"])
+                wrong = labels[(labels.index(gold) + 1) % len(labels)]
+                records.append(dict(row, responses=[build(gold, wrong)]))
+                case_names.append(name)
+            result["tasks"][task] = metric_record(env, task, records, case_names, tmp)
+        # P12/P23: a set whose golds lack one label: that label is no answer.
+        pos = [r for r in rows["eval"]["sentiment"] if r["label"] == "แง่บวก"][:2]
+        neg = [r for r in rows["eval"]["sentiment"] if r["label"] == "แง่ลบ"][:2]
+        two = [pos[0], neg[0], pos[1], neg[1]]
+        replies = ["คำตอบ: แง่บวก", "คำตอบ: เฉยๆ", "คำตอบ: แง่ลบ", "คำตอบ: แง่บวก"]
+        records = [dict(r, responses=[t]) for r, t in zip(two, replies, strict=True)]
+        result["tasks_label_subset"] = {"sentiment": metric_record(
+            env, "sentiment", records, ["tag_gold", "label_absent_from_golds", "tag_wrong", "tag_wrong"], tmp)}
+        result["tasks"]["qa"] = qa_record(env, rows, tmp)
+        result["tasks"]["abssum"] = abssum_record(env, rows, tmp)
+        for task in ("translation-en-xx", "translation-xx-en"):
+            result["tasks"][task] = translation_record(env, rows, task, tmp)
+    for group in (result["tasks"], result["tasks_label_subset"]):
+        for record in group.values():
+            record.pop("_metric", None)
+    write_json(out_dir / "metrics.json", result)
+
+
+def metric_record(env: dict, task: str, records: list[dict], case_names: list[str], tmp: str,
+                  judge_rows: list[dict] | None = None, before_evaluate=None) -> dict:
+    metric, metrics, df, extra = run_metric(env, task, records, tmp, judge_rows, before_evaluate)
+    items = []
+    for name, record, (_, row) in zip(case_names, records, df.iterrows(), strict=True):
+        item = {"case": name, "id": record["id"], "label": record.get("label"), "reply": record["responses"][0],
+                "cleaned_response": row["cleaned_responses"], "individual_scores": row["individual_scores"]}
+        if "prompts" in record and task.startswith("translation-"):
+            item["source"] = record["prompts"][0]["text"]
+        items.append(item)
+    out = {"metric_class": type(metric).__name__, "regex": getattr(metric, "regex_string", None),
+           "primary_metric": env["config"]["tasks"][task]["metric"], "items": items, "metrics": metrics}
+    if hasattr(metric, "label_map"):
+        out["label_map"] = metric.label_map
+    if extra is not None:
+        out.update(extra)
+    out["_metric"] = metric
+    return out
+
+
+QA_CASES = [
+    ("tag_exact", lambda a: f"คำตอบ: {a}"),
+    ("tag_bold_trailing_markdown_kept", lambda a: f"คำตอบ: **{a}**"),
+    ("tag_backticks", lambda a: f"คำตอบ: `{a}`"),
+    ("no_tag_prose", lambda a: f"จากข้อความ {a} คือคำตอบที่ถูกต้อง"),
+    ("multiline_only_tag_line_kept", lambda a: f"คำตอบ: {a}\nเพราะข้อความระบุไว้ชัดเจน"),
+    ("tag_on_later_line", lambda a: f"ให้ฉันอ่านข้อความก่อน\n\nคำตอบ:\n{a}"),
+    ("tag_twice_first_wins", lambda a: f"คำตอบ: ไม่ทราบ\nคำตอบ: {a}"),
+    ("empty", lambda a: ""),
+    ("none_generation_failed", lambda a: None),
+    ("partial_answer", lambda a: f"คำตอบ: {a[: max(1, len(a) // 2)]}"),
+    ("answer_with_extra_words", lambda a: f"คำตอบ: คำตอบคือ {a} ครับ"),
+    ("think_with_tag_inside", lambda a: f"<think>คำตอบ: อาจจะเป็นอย่างอื่น</think>\nคำตอบ: {a}"),
+    ("english_tag", lambda a: f"Answer: {a}"),
+    ("tag_trailing_punctuation", lambda a: f"คำตอบ: {a}."),
+]
+
+
+def qa_record(env: dict, rows: dict, tmp: str) -> dict:
+    task_rows = rows["eval"]["qa"][: len(QA_CASES)]
+    records = [dict(r, responses=[build(r["label"][0])]) for (_, build), r in zip(QA_CASES, task_rows, strict=True)]
+    out = metric_record(env, "qa", records, [n for n, _ in QA_CASES], tmp)
+    from pythainlp import word_tokenize
+
+    for item in out["items"]:  # the tokens its _tokenize_thai_text joins with " " (question_answering.py:178-188)
+        item["newmm_tokens_reference"] = word_tokenize(engine="newmm", text=item["label"][0])
+        item["newmm_tokens_prediction"] = word_tokenize(engine="newmm", text=item["cleaned_response"])
+    return out
+
+
+ABSSUM_CASES = [
+    ("tag_exact_reference", lambda s: f"บทสรุป: {s}"),
+    ("tag_paraphrase", lambda s: f"บทสรุป: {s[: len(s) // 2]} และอื่น ๆ"),
+    ("multiline_first_line_only", lambda s: f"บทสรุป: {s}\nบรรทัดที่สองที่ไม่ถูกนับ"),
+    ("no_tag_whole_reply", lambda s: f"สรุปได้ว่า {s}"),
+    ("empty", lambda s: ""),
+    ("think_with_tag_inside", lambda s: f"<think>บทสรุป: ร่างแรก</think>\nบทสรุป: {s}"),
+    ("english_summary", lambda s: "บทสรุป: The city will open a new riverside park."),
+    ("zero_width_space_and_punctuation", lambda s: f"บทสรุป: \u200b{s}!!! (ข่าว)"),
+    ("tag_bold", lambda s: f"บทสรุป: **{s}**"),
+    ("unrelated", lambda s: "บทสรุป: แมวชอบนอนกลางวัน"),
+]
+
+
+def abssum_record(env: dict, rows: dict, tmp: str) -> dict:
+    base = rows["eval"]["abssum"]
+    records = []
+    for i, (_, build) in enumerate(ABSSUM_CASES):
+        row = base[i % len(base)]
+        records.append(dict(row, id=i, responses=[build(row["label"])]))
+    out = metric_record(env, "abssum", records, [n for n, _ in ABSSUM_CASES], tmp)
+    from src.rouge_score import tokenization_wrapper as rouge_tokenize
+    from src.rouge_score.rouge_scorer import RougeScorer
+
+    scorer = RougeScorer(["rougeL"], use_stemmer=False, lang="thai")
+    for item in out["items"]:  # the token lists the LCS runs on (rouge_scorer.py:184-187)
+        item["rouge_tokens_reference"] = rouge_tokenize.tokenize(item["label"], None, scorer._tokenizer)
+        item["rouge_tokens_prediction"] = rouge_tokenize.tokenize(item["cleaned_response"], None, scorer._tokenizer)
+        score = scorer.score(item["label"], item["cleaned_response"])["rougeL"]
+        item["rougeL"] = {"precision": score.precision, "recall": score.recall, "fmeasure": score.fmeasure}
+    return out
+
+
+TRANSLATION_CASES = [
+    ("tag_exact_reference", lambda r: f"คำแปล: {r}", 0.8),
+    ("tag_bold", lambda r: f"คำแปล: **{r}**", 1.6),
+    ("multiline_first_line_only", lambda r: f"คำแปล: {r}\n(แปลโดยผู้ช่วย)", 3.2),
+    ("no_tag_whole_reply", lambda r: r, 2.5),
+    ("empty", lambda r: "", 25.0),
+    ("none_generation_failed", lambda r: None, 24.0),
+    ("think_with_tag_inside", lambda r: f"<think>คำแปล: draft</think>\nคำแปล: {r}", 30.0),
+    ("tag_backticks", lambda r: f"คำแปล: ```{r}```", 0.0),
+]
+
+
+def translation_record(env: dict, rows: dict, task: str, tmp: str) -> dict:
+    task_rows = rows["eval"][task][: len(TRANSLATION_CASES)]
+    records = [dict(r, responses=[build(r["label"])]) for (_, build, _), r in zip(TRANSLATION_CASES, task_rows, strict=True)]
+    # MetricX-24 scores are hand-chosen inputs (the XXL model is not run); 30.0 shows there is no clamp here
+    judge_rows = [{"custom_ids": f"parity-model_row{r['id']}_judge", "score": s}
+                  for (_, _, s), r in zip(TRANSLATION_CASES, task_rows, strict=True)]
+
+    def judge_inputs(dataloader, metric):
+        conversations, custom_ids = dataloader.prepare_conversations_for_judgements(metric)
+        return {"metricx_judge_inputs": [{"custom_id": c, "messages": m} for c, m in zip(custom_ids, conversations, strict=True)]}
+
+    out = metric_record(env, task, records, [n for n, _, _ in TRANSLATION_CASES], tmp, judge_rows, judge_inputs)
+    out["metricx_scores_given"] = [s for _, _, s in TRANSLATION_CASES]
+    # chrF++ is off in the config (use_chrf_metric: false); its own method on the same strings, for "ours beside it"
+    predictions = [i["cleaned_response"] for i in out["items"]]
+    references = [i["label"] for i in out["items"]]
+    out["chrf_when_enabled"] = out["_metric"].evaluate_with_chrf(references, predictions)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # Driver
 # ---------------------------------------------------------------------------------------------
 
@@ -551,7 +796,7 @@ def main() -> None:
     write_json(env_path, previous)
 
 
-PART_FUNCS = {"prompts": part_prompts}
+PART_FUNCS = {"prompts": part_prompts, "metrics": part_metrics}
 
 if __name__ == "__main__":
     main()
