@@ -23,7 +23,7 @@ from thai_eval_utils.core.provenance import Score, sha256_text
 from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED, OverRuns, task_over_runs
-from thai_eval_utils.seahelm.config import SEAHELM_COMMIT, SEEDS, N_RUNS, TaskConfig, task_config
+from thai_eval_utils.seahelm.config import N_RUNS, SEAHELM_COMMIT, SEEDS, TaskConfig, constants, task_config
 from thai_eval_utils.seahelm.data import TaskData, load_task_data
 from thai_eval_utils.seahelm.generation import (Sampling, base_prompt, base_replies, chat_replies, gold_logprob,
                                                 model_sampling, probability)
@@ -287,8 +287,6 @@ def run_suite(model: Model, tasks: Sequence[str] | None = None, *, runs: int = N
     generator ``default_rng(94370244)`` consumed task by task as SEA-HELM's notebook consumes it (P3). Tasks
     another module owns (IF-Eval, MT-Bench judge) run through :data:`EXTERNAL_RUNNERS` when registered; base
     models skip SEA-HELM's ``base_models_skip_tasks``."""
-    from thai_eval_utils.seahelm.config import constants
-
     keys = list(tasks) if tasks else [k for k in RUN_BY_DEFAULT if k in EXTERNAL_RUNNERS or k not in EXTERNAL_TASKS]
     skip = set(constants()["base_models_skip_tasks"]) if protocol.base else set()
     rng = np.random.default_rng(AGGREGATION_SEED)

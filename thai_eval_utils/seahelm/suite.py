@@ -14,13 +14,17 @@ import pandas as pd
 
 from thai_eval_utils.core.benchmark import DETAIL_INPUTS, Headline, ItemView, LeaderboardTable, Suite, TokenCounter
 from thai_eval_utils.core.runs import StoredRun
-from thai_eval_utils.seahelm.config import task_config, task_configs
+from thai_eval_utils.seahelm.config import N_RUNS, task_config, task_configs
+from thai_eval_utils.seahelm.data import load_task_data
+from thai_eval_utils.seahelm.prompts import build_messages
 from thai_eval_utils.seahelm.runner import RUN_BY_DEFAULT, SUITE as SUITE_NAME
 from thai_eval_utils.stats.cells import cell
 
 #: Per-item values on 0-1 (SEA-HELM's individual scores) shown x100; ROUGE-L, MetricX and chrF++ are 0-100.
 _UNIT_SCALE = ("F1AccMetric", "QuestionAnsweringMetric")
 COMPETENCIES = ("nlu", "nlg", "nlr", "safety", "instruction-following", "knowledge", "multi-turn")
+#: ``make demo``'s slice (with its 2 rows, 2 runs, 48 tokens): a choice task, Thai QA F1, an exam, Thai ROUGE-L.
+DEMO_TASKS = ("sentiment", "qa", "thai_exam_ic", "abssum")
 #: Every task key this suite knows: SEA-HELM's Thai list and Belebele, then the ``-logprobs`` twins.
 TASKS = tuple(RUN_BY_DEFAULT) + tuple(k for k in task_configs() if k.endswith("-logprobs"))
 
@@ -122,7 +126,7 @@ class SeahelmSuite(Suite):
         """The tasks asked for, ``runs`` (``thai-eval run --runs``; None: SEA-HELM's eight) and the common
         generation options under the notebook's names."""
         options = options or {}
-        params: dict[str, Any] = {"tasks": list(tasks) or None}
+        params: dict[str, Any] = {"tasks": list(tasks) or (list(DEMO_TASKS) if options.get("demo") else None)}
         if options.get("runs") is not None:
             params["runs"] = int(options["runs"])
         return params
@@ -130,10 +134,6 @@ class SeahelmSuite(Suite):
     def dry_run(self, data: Path, tokenizer: TokenCounter, *, tasks: tuple[str, ...] = (), limit: int | None,
                 max_new_tokens: int | None) -> list[dict[str, Any]]:
         """Per task: rows, generations (x the eight runs) and the prompts' tokens."""
-        from thai_eval_utils.seahelm.config import N_RUNS
-        from thai_eval_utils.seahelm.data import load_task_data
-        from thai_eval_utils.seahelm.prompts import build_messages
-
         rows_out = []
         for key in tasks or RUN_BY_DEFAULT:
             task = task_config(key)
