@@ -352,3 +352,34 @@ def test_suite_hooks_show_mean_and_se_over_runs(tmp_path):
     assert len(views) == 8 and {v.repeat for v in views} == {0, 1}
     rows = suite.detail_rows(stored)
     assert len(rows) == 8 and "run" in rows[0]["inputs"] and "reply" in rows[0]["outputs"]
+
+
+def test_sampling_is_the_models_generation_config_else_vllm_defaults():
+    """Spec 3.1: SEA-HELM sends seed and max_tokens only; vLLM copies the keys the model's generation_config.json sets
+    (temperature, top_p), else temperature 1.0 / top-p 1.0; what this engine cannot apply is recorded."""
+    from types import SimpleNamespace
+
+    from transformers import GenerationConfig
+
+    from thai_eval_utils.seahelm.generation import model_sampling
+
+    model = SimpleNamespace(hf_model=SimpleNamespace(generation_config=GenerationConfig(temperature=0.6, top_k=20)))
+    s = model_sampling(model)
+    assert (s.temperature, s.top_p) == (0.6, 1.0) and "top_k=20" in s.source
+    plain = model_sampling(SimpleNamespace(hf_model=SimpleNamespace(generation_config=GenerationConfig())))
+    assert (plain.temperature, plain.top_p) == (1.0, 1.0) and plain.source.startswith("vLLM defaults")
+    assert model_sampling(FakeModel()).temperature == 1.0 and model_sampling(model, greedy=True).temperature == 0.0
+
+
+def test_external_task_table(tmp_path, monkeypatch):
+    """IF-Eval and the MT-Bench judge run through their own modules (``runner.EXTERNAL_MODULES``); a build without
+    them says so, and a registered runner gets the suite's arguments."""
+    from thai_eval_utils.seahelm import runner
+
+    seen = {}
+    if runner.external_runner("if-eval") is None:
+        with pytest.raises(ValueError, match="which this build lacks"):
+            run_task(FakeModel(), "if-eval", outputs=tmp_path)
+    monkeypatch.setitem(runner.EXTERNAL_RUNNERS, "if-eval", lambda model, key, **kw: seen.update(key=key, **kw) or "ran")
+    assert run_task(FakeModel(), "if-eval", runs=2, limit=3, outputs=tmp_path, options={"judge": "j"}) == "ran"
+    assert seen["key"] == "if-eval" and seen["runs"] == 2 and seen["limit"] == 3 and seen["judge"] == "j"
