@@ -21,7 +21,7 @@ import numpy as np
 
 from thai_eval_utils.backend.openai_client import stable_identity
 from thai_eval_utils.core.protocols import Model, TokenizingModel
-from thai_eval_utils.core.provenance import Score, sha256_text
+from thai_eval_utils.core.provenance import Score, canonical_json, sha256_text
 from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED, OverRuns, task_over_runs
@@ -211,7 +211,6 @@ def run_task(model: Model, key: str, *, runs: int = N_RUNS, limit: int | None = 
     shots = shots_for(task, data, protocol.base)
     sampling = model_sampling(model, greedy=protocol.greedy)
     run_ids = task.runs(runs, reasoning=protocol.reasoning)
-    data_hash = sha256_text(repr(sorted(data.source.get("files", {}).items())) + repr(data.source.get("revision")))
     config = {"suite": SUITE, "seahelm_commit": SEAHELM_COMMIT, "task": asdict(task), "protocol": protocol.keyed(task, sampling),
               "shots": [str(s.get("id", i)) for i, s in enumerate(shots)], "data": data.source,
               "record_format": RECORD_FORMAT}
@@ -236,7 +235,7 @@ def run_task(model: Model, key: str, *, runs: int = N_RUNS, limit: int | None = 
                     split = split_reply(raw, protocol.thinking)
                     rec = {"run": run, "seed": seed, "id": row["id"], "label": row.get("label"),
                            "source": row["prompts"][0].get("text"), "messages": conv,
-                           "prompt_sha256": sha256_text(repr(conv)), "reply": raw, "scored": split.scored,
+                           "prompt_sha256": sha256_text(canonical_json(conv)), "reply": raw, "scored": split.scored,
                            "failed": split.failed}
                     if task.is_logprobs:
                         prompt = base_prompt(model, conv) if protocol.base or not isinstance(model, TokenizingModel) \
