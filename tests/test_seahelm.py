@@ -342,7 +342,7 @@ def test_suite_hooks_show_mean_and_se_over_runs(tmp_path):
     summary = stored.summary
     assert head.items["value"].tolist() == summary["item_means"]
     cells = {c["column"]: c for c in suite.leaderboard_cells("fake", [head], Bootstrap())}
-    assert cells["score"]["value"] == pytest.approx(summary["over_runs"]["mean"]) and cells["score"]["group"] == "nlr"
+    assert cells["score"]["value"] == pytest.approx(summary["over_runs"]["mean"]) and cells["score"]["group"] == "nlr / causal"
     assert cells["se_over_runs"]["value"] == pytest.approx(summary["over_runs"]["stderr"])
     assert cells["runs"]["value"] == 2 and cells["failed_thinking"]["value"] == 2
     assert cells["score"]["note"].startswith("partial: 4 of 200")

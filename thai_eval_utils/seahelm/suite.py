@@ -49,7 +49,7 @@ class SeahelmSuite(Suite):
     scale_note: ClassVar[str] = "SEA-HELM Thai on 0-100 (normalised accuracy, F1, ROUGE-L, MetricX or chrF++)"
     leaderboard_tables: ClassVar[tuple[LeaderboardTable, ...]] = (
         LeaderboardTable("seahelm", "SEA-HELM Thai: mean over runs (SE over runs, SEA-HELM's)",
-                         ("score", "se_over_runs", "runs", "null_answers", "failed_thinking"), group="competency"),)
+                         ("score", "se_over_runs", "runs", "null_answers", "failed_thinking"), group="competency / task"),)
     detail_inputs: ClassVar[frozenset[str]] = DETAIL_INPUTS | {"run", "seed", "label", "source", "messages"}
     detail_metrics: ClassVar[frozenset[str]] = frozenset({"gold_logprob"})
 
@@ -103,7 +103,7 @@ class SeahelmSuite(Suite):
             note = f"partial: {n} of {s.get('n_docs')} items" if n and s.get("n_docs") and n < s["n_docs"] else ""
             if s.get("logprobs_note"):
                 note = (note + "; " if note else "") + "-logprobs: not a parity number (P1)"
-            group = s.get("competency")
+            group = f"{s.get('competency')} / {h.stratum}"  # one row per task, sorted under its competency
             items = f"{self.name}|{h.stratum}"
             out.append(cell(self.name, model, "score", over.get("mean"), n, items, group=group, low=iv.get("low"),
                             high=iv.get("high"), note=note))
