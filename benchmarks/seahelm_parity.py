@@ -357,6 +357,12 @@ def build_rows(real_data: Path, mirror: Path) -> dict:
     # SEA-HELM's HF few-shot rows carry QA labels as lists (huggingface_dataloader.py:94-98 unwraps them)
     examples["qa"] = [dict(r, label=[r["label"]] if isinstance(r["label"], str) else r["label"]) for r in examples["qa"]]
     sentiment_rows = [contract_sentiment(r) for r in wisesight]
+    # ThaiExam stand-in splits: our sample's rows of each exam in file order, except that for tgat the first
+    # row with an empty option E is moved to index 2, so the 3 eval rows show how "E: " renders (spec 2.4).
+    exam_rows = {exam: [r for r in thai_exam if r["exam"] == exam] for exam in ["a_level", "ic", "onet", "tgat", "tpat1"]}
+    tgat = exam_rows["tgat"]
+    empty = next(i for i, r in enumerate(tgat) if r["choices"].get("e") == "")
+    tgat.insert(2, tgat.pop(empty))
     return {
         "source": {"wisesight": wisesight, "xquad": xquad, "flores": flores, "xcopa": xcopa,
                    "ifeval": ifeval, "thai_exam": thai_exam, "belebele": belebele},
@@ -374,10 +380,8 @@ def build_rows(real_data: Path, mirror: Path) -> dict:
             "mt-bench-judge": MTBENCH_JUDGE_ROWS,
         },
         "examples": examples,
-        "thai_exam_hf": {exam: [hf_thai_exam(r) for r in thai_exam if r["exam"] == exam]
-                         for exam in ["a_level", "ic", "onet", "tgat", "tpat1"]},
-        "thai_exam_ids": {exam: [r["id"] for r in thai_exam if r["exam"] == exam]
-                          for exam in ["a_level", "ic", "onet", "tgat", "tpat1"]},
+        "thai_exam_hf": {exam: [hf_thai_exam(r) for r in exam_rows[exam]] for exam in exam_rows},
+        "thai_exam_ids": {exam: [r["id"] for r in exam_rows[exam]] for exam in exam_rows},
     }
 
 
