@@ -209,6 +209,23 @@ def test_rouge_l_recomputed_from_its_thai_tokens() -> None:
     assert " " in zwsp["rouge_tokens_prediction"]  # newmm keeps spaces as tokens (spec P9)
 
 
+@pytest.mark.parametrize("group", ["tasks", "tasks_rouge_bootstrap"])
+def test_corpus_rouge_l_is_the_median_of_its_seeded_bootstrap(group: str) -> None:
+    """scoring.py BootstrapAggregator: np.random.seed(4156), 1000 resamples of the items, the 50th percentile of
+    their means (spec 4.4, P9). The second set is where that median differs from the plain mean."""
+    record = load("metrics.json")[group]["abssum"]
+    matrix = np.array([[i["rougeL"]["precision"], i["rougeL"]["recall"], i["rougeL"]["fmeasure"]] for i in record["items"]])
+    legacy = np.random.RandomState(4156)
+    means = np.array([matrix[legacy.choice(np.arange(len(matrix)), size=len(matrix))].mean(axis=0) for _ in range(1000)])
+    mid = np.percentile(means, 50, axis=0) * 100
+    metrics = record["metrics"]
+    got = [metrics["rougel_precision"], metrics["rougel_recall"], metrics["rougel_f1"]]
+    assert got == pytest.approx(mid.tolist(), abs=1e-9)
+    assert metrics["normalized_rougel_f1"] == metrics["rougel_f1"]
+    if group == "tasks_rouge_bootstrap":
+        assert abs(metrics["rougel_f1"] - 100 * matrix[:, 2].mean()) > 0.1
+
+
 def test_translation_metricx_normalisation_and_judge_inputs() -> None:
     record = load("metrics.json")["tasks"]["translation-en-xx"]
     normalised = [max((s - 25) / (0 - 25), 0) * 100 for s in record["metricx_scores_given"]]
