@@ -619,12 +619,24 @@ def part_metrics(env: dict, rows: dict, out_dir: Path) -> None:
         records = [dict(r, responses=[t]) for r, t in zip(two, replies, strict=True)]
         result["tasks_label_subset"] = {"sentiment": metric_record(
             env, "sentiment", records, ["tag_gold", "label_absent_from_golds", "tag_wrong", "tag_wrong"], tmp)}
+        # Imbalanced golds (our sample's natural order): balanced accuracy and plain accuracy part ways.
+        sent = rows["eval"]["sentiment"]
+        neg = [r for r in sent if r["label"] == "แง่ลบ"][:9]
+        neu = [r for r in sent if r["label"] == "เฉยๆ"][:4]
+        pos = [r for r in sent if r["label"] == "แง่บวก"][:2]
+        imbalanced = neg + neu + pos
+        replies = ["คำตอบ: แง่ลบ"] * 9 + ["คำตอบ: เฉยๆ", "คำตอบ: แง่ลบ", "คำตอบ: แง่ลบ", "คำตอบ: แง่ลบ"] + [
+            "คำตอบ: แง่บวก", "คำตอบ: แง่ลบ"]
+        records = [dict(r, responses=[t]) for r, t in zip(imbalanced, replies, strict=True)]
+        result["tasks_imbalanced"] = {"sentiment": metric_record(
+            env, "sentiment", records, ["mostly_negative_guesser"] * len(records), tmp)}
         result["tasks"]["qa"] = qa_record(env, rows, tmp)
         result["tasks"]["abssum"] = abssum_record(env, rows, tmp)
         result["tasks_rouge_bootstrap"] = {"abssum": abssum_bootstrap_record(env, tmp)}
         for task in ("translation-en-xx", "translation-xx-en"):
             result["tasks"][task] = translation_record(env, rows, task, tmp)
-    for group in (result["tasks"], result["tasks_label_subset"], result["tasks_rouge_bootstrap"]):
+    for group in (result["tasks"], result["tasks_label_subset"], result["tasks_rouge_bootstrap"],
+                  result["tasks_imbalanced"]):
         for record in group.values():
             record.pop("_metric", None)
     write_json(out_dir / "metrics.json", result)

@@ -121,9 +121,21 @@ def balanced_accuracy(golds: list[str], preds: list[str]) -> float:
     return sum(recalls) / len(recalls)
 
 
-@pytest.mark.parametrize("task", ["sentiment", "thai_exam_onet", "toxicity", "nli"])
-def test_normalised_accuracy_recomputed_by_hand(task: str) -> None:
-    record = load("metrics.json")["tasks"][task]
+def macro_f1(golds: list[str], preds: list[str], labels: list[str]) -> float:
+    """Mean over ``labels`` of 2TP / (2TP + FP + FN) (sklearn f1_score average="macro", 0 where undefined)."""
+    scores = []
+    for label in labels:
+        tp = sum(g == label and p == label for g, p in zip(golds, preds))
+        fp = sum(g != label and p == label for g, p in zip(golds, preds))
+        fn = sum(g == label and p != label for g, p in zip(golds, preds))
+        scores.append(0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn))
+    return sum(scores) / len(scores)
+
+
+@pytest.mark.parametrize(("group", "task"), [("tasks", "sentiment"), ("tasks", "thai_exam_onet"), ("tasks", "toxicity"),
+                                             ("tasks", "nli"), ("tasks_imbalanced", "sentiment")])
+def test_normalised_accuracy_recomputed_by_hand(group: str, task: str) -> None:
+    record = load("metrics.json")[group][task]
     golds = [i["label"] for i in record["items"]]
     preds = [i["cleaned_response"] for i in record["items"]]
     k = len(set(golds))
@@ -132,6 +144,14 @@ def test_normalised_accuracy_recomputed_by_hand(task: str) -> None:
     assert record["metrics"]["normalized_accuracy"] == pytest.approx(100 * max((acc - 1 / k) / (1 - 1 / k), 0), abs=1e-9)
     assert record["metrics"]["null_count"] == preds.count("null")
     assert [i["individual_scores"]["normalized_accuracy"] for i in record["items"]] == [int(p == g) for p, g in zip(preds, golds)]
+    # macro_f1 runs over gold and predicted labels, "null" included; null_weighted_f1 over gold labels (spec P22)
+    union = sorted(set(golds) | set(preds))
+    assert record["metrics"]["macro_f1"] == pytest.approx(100 * macro_f1(golds, preds, union), abs=1e-9)
+    nulls = preds.count("null")
+    assert record["metrics"]["null_weighted_f1"] == pytest.approx(
+        100 * macro_f1(golds, preds, sorted(set(golds))) * (1 - nulls / len(preds)), abs=1e-9)
+    if group == "tasks_imbalanced":  # balanced accuracy is not the plain share correct here
+        assert abs(100 * sum(p == g for p, g in zip(preds, golds)) / len(golds) - record["metrics"]["accuracy"]) > 10
 
 
 def test_extraction_cases_pin_seahelm_rules() -> None:
