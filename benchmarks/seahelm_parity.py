@@ -713,16 +713,21 @@ def abssum_record(env: dict, rows: dict, tmp: str) -> dict:
         row = base[i % len(base)]
         records.append(dict(row, id=i, responses=[build(row["label"])]))
     out = metric_record(env, "abssum", records, [n for n, _ in ABSSUM_CASES], tmp)
+    add_rouge_details(out)
+    return out
+
+
+def add_rouge_details(out: dict) -> None:
+    """Per item: the Thai token lists the LCS runs on (rouge_scorer.py:184-187) and P/R/F."""
     from src.rouge_score import tokenization_wrapper as rouge_tokenize
     from src.rouge_score.rouge_scorer import RougeScorer
 
     scorer = RougeScorer(["rougeL"], use_stemmer=False, lang="thai")
-    for item in out["items"]:  # the token lists the LCS runs on (rouge_scorer.py:184-187)
+    for item in out["items"]:
         item["rouge_tokens_reference"] = rouge_tokenize.tokenize(item["label"], None, scorer._tokenizer)
         item["rouge_tokens_prediction"] = rouge_tokenize.tokenize(item["cleaned_response"], None, scorer._tokenizer)
         score = scorer.score(item["label"], item["cleaned_response"])["rougeL"]
         item["rougeL"] = {"precision": score.precision, "recall": score.recall, "fmeasure": score.fmeasure}
-    return out
 
 
 def abssum_bootstrap_record(env: dict, tmp: str) -> dict:
@@ -737,12 +742,7 @@ def abssum_bootstrap_record(env: dict, tmp: str) -> dict:
         part = ref[int(lo * len(ref)): int(hi * len(ref))]
         records.append(dict(row, id=i, responses=[f"บทสรุป: {part} ตามรายงานข่าว"]))
     out = metric_record(env, "abssum", records, [f"span_{lo}_{hi}" for lo, hi in cuts], tmp)
-    from src.rouge_score.rouge_scorer import RougeScorer
-
-    scorer = RougeScorer(["rougeL"], use_stemmer=False, lang="thai")
-    for item in out["items"]:
-        score = scorer.score(item["label"], item["cleaned_response"])["rougeL"]
-        item["rougeL"] = {"precision": score.precision, "recall": score.recall, "fmeasure": score.fmeasure}
+    add_rouge_details(out)
     return out
 
 
