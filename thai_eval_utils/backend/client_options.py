@@ -158,3 +158,21 @@ class HasClientOptions:
     def max_retries(self) -> int:
         """The openai client's retries of transport errors (ServedModel: also the re-queues of a malformed reply)."""
         return self.options.max_retries
+
+
+#: How an endpoint model honours a thinking budget (``tasks.thinking.apply_to_model`` records it).
+THINKING_BUDGET_METHOD = "vLLM thinking_token_budget (extra_body; the server needs --reasoning-config)"
+
+
+def thinking_body(model: Any) -> dict[str, Any]:
+    """``extra_body`` fields of a model that thinks (issue 31), set for a run by ``tasks.thinking.apply_to_model``:
+    ``chat_template_kwargs`` (e.g. ``{"enable_thinking": False}``, as vLLM and SGLang pass them to the chat
+    template) and vLLM's ``thinking_token_budget``; nothing when neither is set (requests as before)."""
+    body: dict[str, Any] = {}
+    kwargs = getattr(model, "chat_template_kwargs", None)
+    if kwargs:
+        body["chat_template_kwargs"] = dict(kwargs)
+    budget = getattr(model, "thinking_budget", None)
+    if budget is not None:
+        body["thinking_token_budget"] = int(budget[0])
+    return body

@@ -35,10 +35,12 @@ from thai_eval_utils.backend.api_replies import (
 )
 from thai_eval_utils.core.async_bridge import run_sync
 from thai_eval_utils.backend.client_options import (
+    THINKING_BUDGET_METHOD,
     ClientOptions,
     HasClientOptions,
     base_url_or_env,
     check_local_only_options,
+    thinking_body,
 )
 from thai_eval_utils.core.errors import ModelLoadError
 from thai_eval_utils.core.provenance import public_url
@@ -151,8 +153,9 @@ class ApiSession:
             extra["seed"] = seed
         if stop:
             extra["stop"] = [stop] if isinstance(stop, str) else list(stop)
-        if self.model.sampling_overrides:
-            extra["extra_body"] = self.model.sampling_overrides
+        body = {**(self.model.sampling_overrides or {}), **thinking_body(self.model)}
+        if body:
+            extra["extra_body"] = body
         async with self._semaphore:
             resp = await self._client.chat.completions.create(
                 model=self.model.model_id,
@@ -235,6 +238,10 @@ class ApiModel(HasClientOptions):
         #: the server software named by ``/v1/models`` (``SERVER_BY_OWNER``), found before the first request
         self.server: str | None = None
         self._server_probed = False
+        #: set for a run by ``tasks.thinking.apply_to_model`` (issue 31), sent in ``extra_body`` (``thinking_body``)
+        self.chat_template_kwargs: dict[str, Any] = {}
+        self.thinking_budget: tuple[int, str] | None = None
+        self.thinking_budget_method = THINKING_BUDGET_METHOD
 
     @property
     def base_url(self) -> str:

@@ -30,6 +30,9 @@ from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.dialect.data import check_dialect, dialect_tasks
 from thai_eval_utils.dialect.metrics import delta_diff, table_task, task_scores
+from thai_eval_utils.tasks.language import reply_stats
+from thai_eval_utils.tasks.thinking import DEFAULT as DEFAULT_THINKING
+from thai_eval_utils.tasks.thinking import ThinkingOption, apply_to_model, config_entry, split_reply, summary_entry
 from thai_eval_utils.dialect.tokenizers import DEFAULT_TOKENIZER, pythainlp_version
 
 #: The prompt file shipped with the toolkit (verbatim prompt strings of the benchmark, with their source): package
@@ -186,6 +189,7 @@ def run_generation(
     greedy: bool = False,
     batch_size: int | None = None,
     progress: bool = True,
+    thinking: ThinkingOption = DEFAULT_THINKING,
 ) -> pd.DataFrame:
     """Generate one reply per item with the paper's settings and store each as it finishes; reruns resume.
 
@@ -203,9 +207,14 @@ def run_generation(
         batch_size: conversations per ``chat`` call; results are stored after each call (None: the model's
             ``concurrency``, the rows a local model decodes together or an API model's requests in flight, else 8).
         progress: show a tqdm bar.
+        thinking: the thinking option (issue 31, :mod:`thai_eval_utils.tasks.thinking`): the stored record's
+            ``output`` is the raw reply; BLEU and ROUGE-L read it with the thinking cut (a never-closed block: the
+            empty text); in the config only when not the default; the summary's ``replies`` (overall) and
+            ``replies_by_task`` (``<dialect>/<task>``) count unclosed thinking and the answers in Thai.
 
     Returns:
-        A copy of ``df`` with ``model``, ``prompt``, ``output`` and ``prompt_truncated`` columns;
+        A copy of ``df`` with ``model``, ``prompt``, ``output`` (the reply with its thinking cut), ``raw_output``
+        (the stored reply) and ``prompt_truncated`` columns;
         ``attrs["run_dir"]`` is the run folder and ``attrs["config"]`` the recorded settings.
     """
     if not isinstance(prompts, DialectPrompts):
@@ -215,17 +224,20 @@ def run_generation(
     config = {"decoding": "greedy" if temperature == 0 else "sampling", "temperature": float(temperature),
               "top_p": float(top_p), "seed": seed, "max_new_tokens": int(max_new_tokens),
               "max_prompt_tokens": None if api else max_prompt_tokens, "model_kind": "api" if api else "local",
-              "system_prompt": None, "n_shot": 0, "prompt_source": prompts.source}  # fmt: skip
+              "system_prompt": None, "n_shot": 0, "prompt_source": prompts.source,
+              **config_entry(thinking)}  # fmt: skip
     identity = stable_identity(dict(model.identity)) if api else dict(model.identity)
     with RunStore.open(model.name, BENCHMARK, config, model_identity=identity,
                        data_files=[str(p) for p in df.attrs.get("files", [])], prompt_templates=_templates(df, prompts),
-                       outputs=outputs) as store:  # fmt: skip
+                       outputs=outputs) as store, apply_to_model(model, thinking) as support:  # fmt: skip
         batch_size = batch_size or getattr(model, "concurrency", None) or 8
-        return _generate_all(model, df, store, config, prompts, batch_size, progress)
+        out = _generate_all(model, df, store, config, prompts, batch_size, progress, thinking, support)
+    return out
 
 
 def _generate_all(model: Model, df: pd.DataFrame, store: RunStore, config: dict[str, Any], prompts: DialectPrompts,
-                  batch_size: int, progress: bool) -> pd.DataFrame:
+                  batch_size: int, progress: bool, thinking: ThinkingOption = DEFAULT_THINKING,
+                  support: Mapping[str, str] | None = None) -> pd.DataFrame:
     """The run of :func:`run_generation` in its open store. A batch whose request fails after the client's retries
     (an :class:`ApiError`) stays ungenerated (``output`` None, listed in the summary) and the run goes on; scores
     and ΔDiff are computed on the generated items, with their n (a rerun generates what is missing)."""
@@ -245,15 +257,24 @@ def _generate_all(model: Model, df: pd.DataFrame, store: RunStore, config: dict[
                     progress=progress, tolerate=(ApiError,), describe=lambda exc: scrub(str(exc)),
                     fields={"output": str})  # fmt: skip
     done = [run.records.get(item_key(it), {}) for it in items]
-    out = df.assign(model=model.name, prompt=[r.get("prompt") for r in done], output=[r.get("output") for r in done],
+    raw = [r.get("output") for r in done]
+    out = df.assign(model=model.name, prompt=[r.get("prompt") for r in done],
+                    output=[None if t is None else split_reply(t, thinking).scored for t in raw], raw_output=raw,
                     prompt_truncated=[bool(r.get("prompt_truncated")) for r in done])  # fmt: skip
     generated = out[out["output"].notna()]
     if run.failed:
         warnings.warn(f"{len(run.failed)} of {len(out)} dialect items not generated (the server failed; rerun to "
                       f"retry); scores use the {len(generated)} generated: {next(iter(run.failed.values()))}", stacklevel=3)
     scores, deltas = summary_scores(score_generations(generated)) if "text_2" in out.columns and len(generated) else ({}, {})
+    by_task: dict[str, list[dict[str, Any]]] = {}
+    for r in done:
+        if r:
+            by_task.setdefault(f"{r['dialect']}/{r['task']}", []).append(r)
     store.write_summary({"n_items": len(generated), "n_generated": run.computed, "n_ungenerated": len(run.failed),
-                         "ungenerated": run.failed, "config": config, "scores": scores, "delta_diff": deltas})
+                         "ungenerated": run.failed, "config": config, "scores": scores, "delta_diff": deltas,
+                         "thinking": summary_entry(thinking, support),
+                         "replies": reply_stats([r for r in done if r], "output", thinking),
+                         "replies_by_task": {k: reply_stats(v, "output", thinking) for k, v in by_task.items()}})
     out.attrs.update({"run_dir": str(store.root), "config": config})
     return out
 

@@ -21,6 +21,8 @@ from thai_eval_utils.core.benchmark import Headline, ItemView, LeaderboardTable,
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.stats.cells import cell, corpus_ci, mean_ci, scaled_values, summary_value
+from thai_eval_utils.tasks.language import stats_note
+from thai_eval_utils.tasks.thinking import option_of, split_reply
 from thai_eval_utils.tasks.items import load_items
 from thai_eval_utils.tasks.metrics import GENERATION_METRICS
 from thai_eval_utils.tasks.runner import templates_of
@@ -71,7 +73,8 @@ class DeclaredSuite(Suite):
             base["hyp"] = [r["choices"][r["pred"]] for r in recs]
         else:
             base["ref"] = [r.get("reference", "") for r in recs]
-            base["hyp"] = [r.get("output", "") for r in recs]
+            option = option_of(run.card.get("config") or {})  # the replies as the run scored them (issue 31)
+            base["hyp"] = [split_reply(r.get("output") or "", option).scored for r in recs]
         out = []
         for metric in task.metrics:
             gm = GENERATION_METRICS.get(metric) if task.kind == "generation" else None
@@ -116,6 +119,8 @@ class DeclaredSuite(Suite):
             low, high = self._interval(h, boot)
             n_docs = (h.run.summary or {}).get("n_docs")
             note = f"partial: {len(h.items)} of {n_docs} items" if n_docs and len(h.items) < int(n_docs) else ""
+            replies = stats_note((h.run.summary or {}).get("replies"))  # issue 31: beside a generation score
+            note = "; ".join(x for x in (note, replies) if x)
             out.append(cell(self.name, model, metric, value, n, f"{self.name}|{h.stratum}", low=low, high=high,
                             note=note))
         return out

@@ -174,3 +174,13 @@ def stats_columns(stats: Mapping[str, Any] | None) -> dict[str, Any]:
         return {"thai_rate": None, "thai_n": None, "n_thinking_unclosed": None}
     rate = stats.get("answers_in_thai") or {}
     return {"thai_rate": rate.get("value"), "thai_n": rate.get("n"), "n_thinking_unclosed": stats.get("n_thinking_unclosed")}
+
+
+def stats_note(stats: Mapping[str, Any] | None) -> str:
+    """A leaderboard cell's note on a generation score's replies, e.g. ``answers in Thai 75.0% (n=4); thinking
+    unclosed 1`` ("" when the summary has no reply stats)."""
+    cols = stats_columns(stats)
+    if cols["thai_n"] is None:
+        return ""
+    rate = "n/a" if cols["thai_rate"] is None else f"{100 * cols['thai_rate']:.1f}%"
+    return f"answers in Thai {rate} (n={cols['thai_n']}); thinking unclosed {cols['n_thinking_unclosed']}"

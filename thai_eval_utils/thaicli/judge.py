@@ -185,6 +185,8 @@ def judge_answers(answers: pd.DataFrame, judge: ChatModel, *, model_name: str | 
                            progress=progress, batch=batch)  # fmt: skip
         items = pd.DataFrame([item_row(answers.iloc[j.row], j.repeat, j.key, done.record(j)) for j in done.plan])
         scores, summary = _summarise(job, items, done)
+        if answers.attrs.get("replies"):  # issue 31: the answers' thinking and answers-in-Thai stats beside the scores
+            summary["answers_replies"] = answers.attrs["replies"]
         if done.batch is not None:
             summary["batch"] = redact(done.batch)
         store.write_summary(summary)
