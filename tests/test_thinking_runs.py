@@ -173,3 +173,81 @@ def test_dialect_generation(tmp_path):
     assert s["replies_by_task"]["center/qa"]["answers_in_thai"]["n"] == 3
     assert s["replies"]["answers_in_thai"]["value"] == pytest.approx(1 / 3)
     assert "thinking" not in out.attrs["config"]
+
+
+def test_thaicli_judge_scores_a_failed_answer_0_without_a_call(tmp_path):
+    df = pd.DataFrame([{"id": f"q{i}", "format": f, "theme": "Culture", "question": q, "chosen": "ดี", "rejected": "ไม่ดี"}
+                       for i, (f, q) in enumerate([("factoid", "หนึ่ง"), ("factoid", "สอง"), ("instruction", "สาม"),
+                                                   ("instruction", "สี่")])])
+    replies = {"หนึ่ง": "<think>x</think>คำตอบหนึ่ง", "สอง": "<think>never closes", "สาม": "ตอบสาม", "สี่": "ตอบสี่"}
+    answers = generate_answers(FakeModel("thinker", reply=lambda m: replies[m[-1]["content"]]), df, outputs=tmp_path,
+                               progress=False)
+    assert answers["answer_failed"].tolist() == [False, True, False, False]
+    seen: list[str] = []
+
+    def judge_reply(messages):
+        seen.append(messages[-1]["content"])
+        return "<score>8</score><explanation>ดี</explanation>"
+
+    from thai_eval_utils.thaicli.judge import FAILED_STATUS, judge_answers
+
+    run = judge_answers(answers, FakeModel("judge", reply=judge_reply), outputs=tmp_path, progress=False)
+    assert len(seen) == 3 and not any("never closes" in s for s in seen)  # the failed answer never reached the judge
+    assert run.items["status"].tolist() == ["scored", FAILED_STATUS, "scored", "scored"]
+    assert run.items["score"].tolist() == [8.0, 0.0, 8.0, 8.0]
+    assert run.scores.factoid.value == 4.0 and run.scores.factoid.n == 2  # counted as 0, not left out
+    assert run.summary["answers_replies"]["n_failed"] == 1
+    again = judge_answers(answers, FakeModel("judge", reply=judge_reply), outputs=tmp_path, progress=False)
+    assert len(seen) == 3 and again.items["score"].tolist() == [8.0, 0.0, 8.0, 8.0]  # resumed, nothing asked again
+    records = (Path(run.store.root) / "items.jsonl").read_text().splitlines()
+    assert len(records) == 4
+    cache = [json.loads(line) for line in (tmp_path / "cache" / "thaicli_judgements.jsonl").read_text().splitlines()]
+    assert len(cache) == 3 and all(c["status"] == "scored" for c in cache)  # no judge saw the failed answer: not cached
+
+
+# ------------------------------------------------------------------------------- an endpoint that thinks
+def _vllm_reply(content, reasoning):
+    """A chat completion as vLLM's reasoning parser sends it (thinking split off; content None when unclosed)."""
+    from fake_openai_server import Raw
+
+    message = {"role": "assistant", "content": content, "reasoning_content": reasoning}
+    return Raw.json({"id": "x", "object": "chat.completion", "created": 0, "model": "thinker-served",
+                     "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                     "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}})
+
+
+def test_endpoint_model_gets_the_settings_and_its_split_replies_are_stored_whole(tmp_path):
+    from fake_openai_server import FakeOpenAIServer
+
+    from thai_eval_utils.backend.openai_client import ApiModel
+
+    def responder(body):
+        question = body["messages"][-1]["content"]
+        return _vllm_reply("คำตอบ", "คิดก่อน") if question == "หนึ่ง" else _vllm_reply(None, "คิดไม่จบ")
+
+    df = pd.DataFrame([{"id": f"q{i}", "format": "factoid", "theme": "x", "question": q, "chosen": "ก", "rejected": "ข"}
+                       for i, q in enumerate(["หนึ่ง", "สอง"])])
+    with FakeOpenAIServer(responder, served_model="thinker-served") as srv:
+        model = ApiModel("thinker-served", base_url=srv.base_url, api_key="not-needed", concurrency=1)
+        out = generate_answers(model, df, outputs=tmp_path, progress=False,
+                               thinking=thinking_option("strip", enable_thinking=True, max_thinking_tokens=32))
+        bodies = list(srv.bodies)
+    assert all(b["chat_template_kwargs"] == {"enable_thinking": True} and b["thinking_token_budget"] == 32 for b in bodies)
+    assert out["raw_answer"].tolist() == ["<think>คิดก่อน</think>คำตอบ", "<think>คิดไม่จบ"]
+    assert out["answer"].tolist() == ["คำตอบ", ""] and out["answer_failed"].tolist() == [False, True]
+    assert model.reasoning_tags is None and model.chat_template_kwargs == {}  # restored after the run
+    support = summary(out.attrs["run_dir"])["thinking"]["support"]
+    assert support["enable_thinking"] == "chat_template_kwargs" and support["max_thinking_tokens"].startswith("vLLM")
+
+
+def test_rejoin_reasoning_only_in_generation_runs():
+    from types import SimpleNamespace
+
+    from thai_eval_utils.backend.client_options import rejoin_reasoning, thinking_body
+
+    msg = SimpleNamespace(content="ตอบ", reasoning_content="คิด")
+    assert rejoin_reasoning(msg, None) is None  # a judge's reply: as the server gives it
+    assert rejoin_reasoning(msg, ("<think>", "</think>")) == "<think>คิด</think>ตอบ"
+    assert rejoin_reasoning(SimpleNamespace(content="ตอบ"), ("<think>", "</think>")) is None
+    assert rejoin_reasoning(SimpleNamespace(content=None, reasoning="คิด"), ("[T]", "[/T]")) == "[T]คิด"
+    assert thinking_body(SimpleNamespace()) == {} and thinking_body(SimpleNamespace(chat_template_kwargs={}, thinking_budget=None)) == {}

@@ -40,6 +40,7 @@ from thai_eval_utils.backend.client_options import (
     HasClientOptions,
     base_url_or_env,
     check_local_only_options,
+    rejoin_reasoning,
     thinking_body,
 )
 from thai_eval_utils.core.errors import ModelLoadError
@@ -167,11 +168,12 @@ class ApiSession:
             )
         choices = getattr(resp, "choices", None)
         message = getattr(choices[0], "message", None) if choices else None
-        if not isinstance(getattr(message, "content", None), str):  # ReplyCheckingClient lets none through
+        rejoined = rejoin_reasoning(message, self.model.reasoning_tags)  # issue 31: the reply whole
+        if rejoined is None and not isinstance(getattr(message, "content", None), str):  # ReplyCheckingClient lets none through
             raise MalformedReplyError(f"{self.model.model_id}: malformed reply ({type(resp).__name__} without text)")
         usage = resp.usage
         completion = Completion(
-            text=message.content,
+            text=rejoined if rejoined is not None else message.content,
             model=resp.model,
             system_fingerprint=getattr(resp, "system_fingerprint", None),
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
@@ -242,6 +244,8 @@ class ApiModel(HasClientOptions):
         self.chat_template_kwargs: dict[str, Any] = {}
         self.thinking_budget: tuple[int, str] | None = None
         self.thinking_budget_method = THINKING_BUDGET_METHOD
+        #: the think tags a server-split reply is rejoined with (``rejoin_reasoning``); set during generation runs
+        self.reasoning_tags: tuple[str, str] | None = None
 
     @property
     def base_url(self) -> str:

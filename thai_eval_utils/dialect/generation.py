@@ -30,7 +30,7 @@ from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.dialect.data import check_dialect, dialect_tasks
 from thai_eval_utils.dialect.metrics import delta_diff, table_task, task_scores
-from thai_eval_utils.tasks.language import reply_stats
+from thai_eval_utils.tasks.language import reply_in_thai, reply_stats
 from thai_eval_utils.tasks.thinking import DEFAULT as DEFAULT_THINKING
 from thai_eval_utils.tasks.thinking import ThinkingOption, apply_to_model, config_entry, split_reply, summary_entry
 from thai_eval_utils.dialect.tokenizers import DEFAULT_TOKENIZER, pythainlp_version
@@ -258,14 +258,18 @@ def _generate_all(model: Model, df: pd.DataFrame, store: RunStore, config: dict[
                     fields={"output": str})  # fmt: skip
     done = [run.records.get(item_key(it), {}) for it in items]
     raw = [r.get("output") for r in done]
+    splits = [None if t is None else split_reply(t, thinking) for t in raw]
     out = df.assign(model=model.name, prompt=[r.get("prompt") for r in done],
-                    output=[None if t is None else split_reply(t, thinking).scored for t in raw], raw_output=raw,
+                    output=[None if sp is None else sp.scored for sp in splits], raw_output=raw,
+                    thinking_unclosed=[None if sp is None else sp.unclosed for sp in splits],
+                    answer_in_thai=[None if t is None else reply_in_thai(t, thinking) for t in raw],
                     prompt_truncated=[bool(r.get("prompt_truncated")) for r in done])  # fmt: skip
     generated = out[out["output"].notna()]
     if run.failed:
         warnings.warn(f"{len(run.failed)} of {len(out)} dialect items not generated (the server failed; rerun to "
                       f"retry); scores use the {len(generated)} generated: {next(iter(run.failed.values()))}", stacklevel=3)
-    scores, deltas = summary_scores(score_generations(generated)) if "text_2" in out.columns and len(generated) else ({}, {})
+    scores, deltas = summary_scores(score_generations(generated, thinking=thinking)) \
+        if "text_2" in out.columns and len(generated) else ({}, {})
     by_task: dict[str, list[dict[str, Any]]] = {}
     for r in done:
         if r:
@@ -294,7 +298,8 @@ def _templates(df: pd.DataFrame, prompts: DialectPrompts) -> dict[str, str]:
     return {k: prompts.prompts[k.split("/")[0]][k.split("/")[1]] for k in used if k.split("/")[0] in prompts.prompts}
 
 
-def score_generations(df: pd.DataFrame, *, tokenizer: str = DEFAULT_TOKENIZER) -> pd.DataFrame:
+def score_generations(df: pd.DataFrame, *, tokenizer: str = DEFAULT_TOKENIZER,
+                      thinking: ThinkingOption | None = None) -> pd.DataFrame:
     """BLEU, ROUGE-L, sacrebleu BLEU and chrF per (model, dialect, task) of generated outputs.
 
     Args:
@@ -302,6 +307,8 @@ def score_generations(df: pd.DataFrame, *, tokenizer: str = DEFAULT_TOKENIZER) -
             :func:`run_generation`); conversation and food rows are skipped (no reference).
         tokenizer: the word tokenizer of BLEU, ROUGE-L and sacrebleu's pretokenisation (a name of
             :mod:`~thai_eval_utils.dialect.tokenizers`; default newmm, the paper's).
+        thinking: the run's thinking option (issue 31): its signature joins each score's (``output`` is then the
+            reply with its thinking cut, as :func:`run_generation` returns it); None: a table scored as given.
 
     Raises:
         ThaiEvalDataError: before anything is scored (:func:`check_generations`), naming the row and the column
@@ -311,18 +318,26 @@ def score_generations(df: pd.DataFrame, *, tokenizer: str = DEFAULT_TOKENIZER) -
     Returns:
         Tidy rows ``model, dialect, task, table_task, metric, value, n, stderr, signature, pythainlp`` where
         ``metric`` is ``rougeL`` / ``bleu`` (the paper's, x100), ``sacrebleu`` or ``chrf`` (``stderr``: only
-        ROUGE-L, the mean of per-item scores, has one).
+        ROUGE-L, the mean of per-item scores, has one); with ``answer_in_thai`` and ``thinking_unclosed`` columns
+        in ``df`` (:func:`run_generation`'s) also ``thai_rate``, ``thai_n`` and ``n_thinking_unclosed`` per group.
     """
     check_generations(df)
     rows = []
     scored = df[~df["task"].isin(UNSCORED_TASKS)]
+    replies = "answer_in_thai" in df.columns and "thinking_unclosed" in df.columns
+    think = f"|{thinking.signature()}" if thinking is not None else ""
     for (model, dialect, task), group in scored.groupby(["model", "dialect", "task"], sort=False):
+        extra = {}
+        if replies:  # issue 31: beside every generation score
+            flags = [bool(x) for x in group["answer_in_thai"]]
+            extra = {"thai_rate": sum(flags) / len(flags) if flags else None, "thai_n": len(flags),
+                     "n_thinking_unclosed": int(sum(bool(x) for x in group["thinking_unclosed"]))}
         for score in task_scores(task, list(group["output"]), list(group["text_2"]), tokenizer=tokenizer):
             rows.append({"model": model, "dialect": dialect, "task": task, "table_task": table_task(task),
                          "metric": score.name, "value": score.value, "n": score.n, "stderr": score.stderr,
-                         "signature": score.signature, "pythainlp": pythainlp_version()})
+                         "signature": score.signature + think, "pythainlp": pythainlp_version(), **extra})
     cols = ["model", "dialect", "task", "table_task", "metric", "value", "n", "stderr", "signature", "pythainlp"]
-    return pd.DataFrame(rows, columns=cols)
+    return pd.DataFrame(rows, columns=cols + (["thai_rate", "thai_n", "n_thinking_unclosed"] if replies else []))
 
 
 #: The columns :func:`score_generations` reads.

@@ -226,11 +226,17 @@ def apply_to_model(model: Any, option: ThinkingOption) -> Iterator[dict[str, str
     enable_thinking=...)``, as lm-eval's ``chat_template_args``; API and served models: ``extra_body``'s
     ``chat_template_kwargs``, as vLLM and SGLang take it). ``max_thinking_tokens`` goes to
     ``model.thinking_budget`` where the model has one (a served model sends vLLM's ``thinking_token_budget``);
-    otherwise it is recorded as :data:`NOT_SUPPORTED`. A model without ``chat_template_kwargs`` (a plain completion
-    model, a test fake) records :data:`NOT_SUPPORTED` for ``enable_thinking``.
+    otherwise it is recorded as :data:`NOT_SUPPORTED` (local models: forcing the close tag after N tokens would need
+    a per-row finish reason the generation engine does not report). A model without ``chat_template_kwargs`` (a
+    plain completion model, a test fake) records :data:`NOT_SUPPORTED` for ``enable_thinking``. An endpoint model
+    (``reasoning_tags``) rejoins a reply whose thinking its server split off (``reasoning_content``) with the
+    option's tags, so the stored reply is whole and this module's rule, not the server's, decides what is scored.
     """
     support: dict[str, str] = {}
     saved: dict[str, Any] = {}
+    if hasattr(model, "reasoning_tags"):  # an endpoint whose server may split the thinking off: rejoin it
+        saved["reasoning_tags"] = model.reasoning_tags
+        model.reasoning_tags = (option.open_tag, option.close_tag)
     if option.enable_thinking is not None:
         if hasattr(model, "chat_template_kwargs"):
             saved["chat_template_kwargs"] = model.chat_template_kwargs

@@ -80,12 +80,14 @@ def generate_answers(
             ``concurrency`` (every connection busy), else 8.
         progress: show a tqdm bar.
         thinking: the thinking option (issue 31, :mod:`thai_eval_utils.tasks.thinking`): the stored record keeps the
-            raw reply whole; the judge sees the answer with the thinking cut (a never-closed block: an empty answer);
+            raw reply whole; the judge sees the answer with the thinking cut (a never-closed block under the strict
+            rule is a failed answer: ``judge_answers`` scores it 0 without a call);
             in the config only when not the default; ``enable_thinking`` goes to the chat template.
 
     Returns:
         ``df`` with ``answer`` (what the judge sees: the reply with its thinking cut), ``raw_answer`` (the stored
-        reply), ``thinking_unclosed`` and ``answer_in_thai`` columns; ``attrs`` hold model_name, model_identity,
+        reply), ``thinking_unclosed``, ``answer_failed`` (scored 0 by ``judge_answers`` without a judge call) and
+        ``answer_in_thai`` columns; ``attrs`` hold model_name, model_identity,
         config_id, run_dir and ``replies`` (``tasks.language.reply_stats``: unclosed thinking, answers in Thai).
     """
     check_columns(df, ITEM_COLUMNS)
@@ -137,6 +139,7 @@ def _answer_all(model: Model, df: pd.DataFrame, store: RunStore, settings: dict[
     out["raw_answer"] = raw
     out["answer"] = [None if sp is None else sp.scored for sp in splits]  # what the judge sees (issue 31)
     out["thinking_unclosed"] = [None if sp is None else sp.unclosed for sp in splits]
+    out["answer_failed"] = [None if sp is None else sp.failed for sp in splits]  # judge_answers scores these 0
     out["answer_in_thai"] = [None if r is None else reply_in_thai(r, thinking) for r in raw]
     out.attrs.update(model_name=model.name, model_identity=identity, config_id=store.config_id, run_dir=str(store.root),
                      ungenerated=sorted(run.failed), replies=replies, thinking=thinking.signature())

@@ -26,6 +26,7 @@ from thai_eval_utils.backend.client_options import (
     HasClientOptions,
     base_url_or_env,
     check_local_only_options,
+    rejoin_reasoning,
     thinking_body,
 )
 from thai_eval_utils.core.errors import ModelLoadError, ThaiEvalError
@@ -116,6 +117,8 @@ class ServedModel(HasClientOptions):
         self.chat_template_kwargs: dict[str, Any] = {}
         self.thinking_budget: tuple[int, str] | None = None
         self.thinking_budget_method = THINKING_BUDGET_METHOD
+        #: the think tags a server-split reply is rejoined with (``rejoin_reasoning``); set during generation runs
+        self.reasoning_tags: tuple[str, str] | None = None
 
     # --- tokenizer ----------------------------------------------------------------------------------------
     @property
@@ -362,7 +365,8 @@ class ServedModel(HasClientOptions):
                 choices = getattr(resp, "choices", None)
                 if not choices or choices[0].message is None:
                     raise MalformedReply("the chat completion has no choices")
-                return choices[0].message.content or ""
+                rejoined = rejoin_reasoning(choices[0].message, self.reasoning_tags)  # issue 31: the reply whole
+                return rejoined if rejoined is not None else (choices[0].message.content or "")
 
             return job
 
