@@ -251,3 +251,23 @@ def test_rejoin_reasoning_only_in_generation_runs():
     assert rejoin_reasoning(SimpleNamespace(content="ตอบ"), ("<think>", "</think>")) is None
     assert rejoin_reasoning(SimpleNamespace(content=None, reasoning="คิด"), ("[T]", "[/T]")) == "[T]คิด"
     assert thinking_body(SimpleNamespace()) == {} and thinking_body(SimpleNamespace(chat_template_kwargs={}, thinking_budget=None)) == {}
+
+
+def test_local_model_passes_enable_thinking_to_its_chat_template(tiny_llama):
+    import copy
+
+    from thai_eval_utils.backend.models import LocalModel
+    from thai_eval_utils.tasks.thinking import NOT_SUPPORTED, apply_to_model
+
+    model, tok = tiny_llama
+    tok = copy.deepcopy(tok)
+    tok.chat_template = ("{% if enable_thinking is defined and not enable_thinking %}/no_think {% endif %}"
+                         "{% for m in messages %}{{ m['content'] }}{% endfor %}")
+    lm = LocalModel(model, tok, name="tiny-thinker", identity={"name": "tiny-thinker"})
+    identity = dict(lm.identity)
+    messages = [{"role": "user", "content": "หนึ่ง"}]
+    assert lm.render_chat(messages) == "หนึ่ง"
+    with apply_to_model(lm, thinking_option("strip", enable_thinking=False, max_thinking_tokens=8)) as support:
+        assert lm.render_chat(messages) == "/no_think หนึ่ง"
+    assert support == {"enable_thinking": "chat_template_kwargs", "max_thinking_tokens": NOT_SUPPORTED}
+    assert lm.render_chat(messages) == "หนึ่ง" and lm.identity == identity  # restored; the identity never changes
