@@ -157,3 +157,21 @@ def test_apply_to_model_sets_and_restores():
     with apply_to_model(_Plain(), DEFAULT) as support:
         pass
     assert support == {}
+
+
+def test_cli_flags_become_the_notebooks_parameters():
+    from thai_eval_utils.cli import build_parser
+    from thai_eval_utils.cli.thinking_args import thinking_parameters as _thinking_parameters
+
+    parser = build_parser()
+    args = parser.parse_args(["run", "--model", "embedded"])
+    assert _thinking_parameters(args) == {}  # unset: the notebooks keep their defaults (and the config ids)
+    args = parser.parse_args(["run", "--model", "embedded", "--thinking", "lighteval", "--think-tags", "<r>,</r>",
+                              "--max-thinking-tokens", "128", "--no-enable-thinking"])
+    assert _thinking_parameters(args) == {"thinking": "lighteval", "think_tags": "<r>,</r>", "max_thinking_tokens": 128,
+                                          "enable_thinking": False}
+    with pytest.raises(SystemExit):
+        parser.parse_args(["run", "--model", "embedded", "--thinking", "maybe"])
+    bad = parser.parse_args(["run", "--model", "embedded", "--think-tags", "<r>"])
+    with pytest.raises(ValueError, match="two tags"):
+        _thinking_parameters(bad)

@@ -36,8 +36,7 @@ from thai_eval_utils.core.provenance import now_utc, outputs_dir, scrub_strings,
 from thai_eval_utils.core.runs import list_runs
 from thai_eval_utils.export import FORMATS, export
 from thai_eval_utils.report.command import add_report_arguments, report_command
-from thai_eval_utils.tasks.thinking import MODES as THINKING_MODES
-from thai_eval_utils.tasks.thinking import thinking_option
+from thai_eval_utils.cli.thinking_args import add_thinking, thinking_parameters
 
 #: The repository this package sits in (an editable install): its notebooks and shipped data.
 REPO = Path(__file__).resolve().parents[2]
@@ -148,7 +147,7 @@ def add_run(sub: argparse._SubParsersAction) -> None:
                    "record it")
     p.add_argument("--greedy", action="store_true", help="greedy generation where a protocol samples (lets it batch "
                    "prompts)")
-    _add_thinking(p)
+    add_thinking(p)
     _add_outputs(p)
     p.add_argument("--batch", action="store_true", help="judge through the OpenAI Batch API (half the price; an API "
                    "judge): submit, and a later run of the same command collects (docs/batch_mode.md)")
@@ -181,7 +180,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     extra = {"base_url": args.base_url, "tokenizer": args.tokenizer, "dtype": args.dtype, "device_map": args.device_map,
              "max_new_tokens": args.max_new_tokens,
              "greedy": True if args.greedy else None,  # None: the notebook's default (batch drops it)
-             **_thinking_parameters(args), **_batch_parameters(args)}
+             **thinking_parameters(args), **_batch_parameters(args)}
     start = now_utc()
     runs: list[batch.NotebookRun] = []
     for suite, tasks in tqdm(selected(args), desc="benchmarks", unit="benchmark"):
@@ -220,28 +219,6 @@ def batch_messages(outputs: Path, *, since: str) -> list[str]:
             where = run.dir.relative_to(Path(outputs) / "runs")
             lines += [f"{where}: {m}" for m in batch_info.get("messages") or []]
     return lines
-
-
-def _add_thinking(p: argparse.ArgumentParser) -> None:
-    """The thinking option of every generation task (issue 31; ``tasks/thinking.py``)."""
-    p.add_argument("--thinking", choices=THINKING_MODES, default=None, help="models that think: 'strip' (default: "
-                   "closed <think> blocks cut before scoring, a block that never closes is a failed answer), "
-                   "'lighteval' or 'lm-eval' (their rules exactly), 'off' (score the raw reply); the raw reply is "
-                   "stored whole either way")
-    p.add_argument("--think-tags", default=None, metavar="OPEN,CLOSE", help="the model's think tags (default: "
-                   "<think>,</think>)")
-    p.add_argument("--max-thinking-tokens", type=int, default=None, metavar="N", help="a thinking budget where the "
-                   "model supports one (served vLLM: thinking_token_budget); recorded as not supported elsewhere")
-    p.add_argument("--enable-thinking", action=argparse.BooleanOptionalAction, default=None, help="pass "
-                   "enable_thinking to chat templates that take it (default: not passed)")
-
-
-def _thinking_parameters(args: argparse.Namespace) -> dict[str, Any]:
-    """The thinking flags as the generation notebooks' parameters (checked here once; unset: not passed)."""
-    thinking_option(args.thinking, args.think_tags, args.max_thinking_tokens, args.enable_thinking)  # a bad value fails now
-    params = {"thinking": args.thinking, "think_tags": args.think_tags, "max_thinking_tokens": args.max_thinking_tokens,
-              "enable_thinking": args.enable_thinking}
-    return {k: v for k, v in params.items() if v is not None}
 
 
 def _batch_parameters(args: argparse.Namespace) -> dict[str, Any]:

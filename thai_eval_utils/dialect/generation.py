@@ -30,9 +30,9 @@ from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.dialect.data import check_dialect, dialect_tasks
 from thai_eval_utils.dialect.metrics import delta_diff, table_task, task_scores
-from thai_eval_utils.tasks.language import reply_in_thai, reply_stats
+from thai_eval_utils.tasks.language import group_columns, reply_columns, reply_stats, reply_stats_by
 from thai_eval_utils.tasks.thinking import DEFAULT as DEFAULT_THINKING
-from thai_eval_utils.tasks.thinking import ThinkingOption, apply_to_model, config_entry, split_reply, summary_entry
+from thai_eval_utils.tasks.thinking import ThinkingOption, apply_to_model, config_entry, summary_entry
 from thai_eval_utils.dialect.tokenizers import DEFAULT_TOKENIZER, pythainlp_version
 
 #: The prompt file shipped with the toolkit (verbatim prompt strings of the benchmark, with their source): package
@@ -207,14 +207,12 @@ def run_generation(
         batch_size: conversations per ``chat`` call; results are stored after each call (None: the model's
             ``concurrency``, the rows a local model decodes together or an API model's requests in flight, else 8).
         progress: show a tqdm bar.
-        thinking: the thinking option (issue 31, :mod:`thai_eval_utils.tasks.thinking`): the stored record's
-            ``output`` is the raw reply; BLEU and ROUGE-L read it with the thinking cut (a never-closed block: the
-            empty text); in the config only when not the default; the summary's ``replies`` (overall) and
-            ``replies_by_task`` (``<dialect>/<task>``) count unclosed thinking and the answers in Thai.
+        thinking: issue 31 (:mod:`thai_eval_utils.tasks.thinking`): the record's ``output`` is the raw reply, the
+            metrics read it cut; summary ``replies`` and ``replies_by_task`` (``<dialect>/<task>``).
 
     Returns:
-        A copy of ``df`` with ``model``, ``prompt``, ``output`` (the reply with its thinking cut), ``raw_output``
-        (the stored reply) and ``prompt_truncated`` columns;
+        A copy of ``df`` with ``model``, ``prompt``, ``output`` (cut), ``raw_output``, ``thinking_unclosed``,
+        ``answer_in_thai`` and ``prompt_truncated`` columns;
         ``attrs["run_dir"]`` is the run folder and ``attrs["config"]`` the recorded settings.
     """
     if not isinstance(prompts, DialectPrompts):
@@ -231,8 +229,7 @@ def run_generation(
                        data_files=[str(p) for p in df.attrs.get("files", [])], prompt_templates=_templates(df, prompts),
                        outputs=outputs) as store, apply_to_model(model, thinking) as support:  # fmt: skip
         batch_size = batch_size or getattr(model, "concurrency", None) or 8
-        out = _generate_all(model, df, store, config, prompts, batch_size, progress, thinking, support)
-    return out
+        return _generate_all(model, df, store, config, prompts, batch_size, progress, thinking, support)
 
 
 def _generate_all(model: Model, df: pd.DataFrame, store: RunStore, config: dict[str, Any], prompts: DialectPrompts,
@@ -258,11 +255,9 @@ def _generate_all(model: Model, df: pd.DataFrame, store: RunStore, config: dict[
                     fields={"output": str})  # fmt: skip
     done = [run.records.get(item_key(it), {}) for it in items]
     raw = [r.get("output") for r in done]
-    splits = [None if t is None else split_reply(t, thinking) for t in raw]
-    out = df.assign(model=model.name, prompt=[r.get("prompt") for r in done],
-                    output=[None if sp is None else sp.scored for sp in splits], raw_output=raw,
-                    thinking_unclosed=[None if sp is None else sp.unclosed for sp in splits],
-                    answer_in_thai=[None if t is None else reply_in_thai(t, thinking) for t in raw],
+    cut = reply_columns(raw, thinking)  # issue 31: metrics read the reply with its thinking cut
+    out = df.assign(model=model.name, prompt=[r.get("prompt") for r in done], output=cut["scored"], raw_output=raw,
+                    thinking_unclosed=cut["unclosed"], answer_in_thai=cut["in_thai"],
                     prompt_truncated=[bool(r.get("prompt_truncated")) for r in done])  # fmt: skip
     generated = out[out["output"].notna()]
     if run.failed:
@@ -270,15 +265,13 @@ def _generate_all(model: Model, df: pd.DataFrame, store: RunStore, config: dict[
                       f"retry); scores use the {len(generated)} generated: {next(iter(run.failed.values()))}", stacklevel=3)
     scores, deltas = summary_scores(score_generations(generated, thinking=thinking)) \
         if "text_2" in out.columns and len(generated) else ({}, {})
-    by_task: dict[str, list[dict[str, Any]]] = {}
-    for r in done:
-        if r:
-            by_task.setdefault(f"{r['dialect']}/{r['task']}", []).append(r)
+    stored = [r for r in done if r]
     store.write_summary({"n_items": len(generated), "n_generated": run.computed, "n_ungenerated": len(run.failed),
                          "ungenerated": run.failed, "config": config, "scores": scores, "delta_diff": deltas,
                          "thinking": summary_entry(thinking, support),
-                         "replies": reply_stats([r for r in done if r], "output", thinking),
-                         "replies_by_task": {k: reply_stats(v, "output", thinking) for k, v in by_task.items()}})
+                         "replies": reply_stats(stored, "output", thinking),
+                         "replies_by_task": reply_stats_by(stored, lambda r: f"{r['dialect']}/{r['task']}", "output",
+                                                           thinking)})
     out.attrs.update({"run_dir": str(store.root), "config": config})
     return out
 
@@ -307,8 +300,7 @@ def score_generations(df: pd.DataFrame, *, tokenizer: str = DEFAULT_TOKENIZER,
             :func:`run_generation`); conversation and food rows are skipped (no reference).
         tokenizer: the word tokenizer of BLEU, ROUGE-L and sacrebleu's pretokenisation (a name of
             :mod:`~thai_eval_utils.dialect.tokenizers`; default newmm, the paper's).
-        thinking: the run's thinking option (issue 31): its signature joins each score's (``output`` is then the
-            reply with its thinking cut, as :func:`run_generation` returns it); None: a table scored as given.
+        thinking: the run's thinking option (issue 31), whose signature joins each score's; None: none.
 
     Raises:
         ThaiEvalDataError: before anything is scored (:func:`check_generations`), naming the row and the column
@@ -318,8 +310,8 @@ def score_generations(df: pd.DataFrame, *, tokenizer: str = DEFAULT_TOKENIZER,
     Returns:
         Tidy rows ``model, dialect, task, table_task, metric, value, n, stderr, signature, pythainlp`` where
         ``metric`` is ``rougeL`` / ``bleu`` (the paper's, x100), ``sacrebleu`` or ``chrf`` (``stderr``: only
-        ROUGE-L, the mean of per-item scores, has one); with ``answer_in_thai`` and ``thinking_unclosed`` columns
-        in ``df`` (:func:`run_generation`'s) also ``thai_rate``, ``thai_n`` and ``n_thinking_unclosed`` per group.
+        ROUGE-L, the mean of per-item scores, has one); with :func:`run_generation`'s reply columns also
+        ``thai_rate``, ``thai_n``, ``n_thinking_unclosed`` (issue 31).
     """
     check_generations(df)
     rows = []
@@ -327,11 +319,7 @@ def score_generations(df: pd.DataFrame, *, tokenizer: str = DEFAULT_TOKENIZER,
     replies = "answer_in_thai" in df.columns and "thinking_unclosed" in df.columns
     think = f"|{thinking.signature()}" if thinking is not None else ""
     for (model, dialect, task), group in scored.groupby(["model", "dialect", "task"], sort=False):
-        extra = {}
-        if replies:  # issue 31: beside every generation score
-            flags = [bool(x) for x in group["answer_in_thai"]]
-            extra = {"thai_rate": sum(flags) / len(flags) if flags else None, "thai_n": len(flags),
-                     "n_thinking_unclosed": int(sum(bool(x) for x in group["thinking_unclosed"]))}
+        extra = group_columns(group["answer_in_thai"], group["thinking_unclosed"]) if replies else {}
         for score in task_scores(task, list(group["output"]), list(group["text_2"]), tokenizer=tokenizer):
             rows.append({"model": model, "dialect": dialect, "task": task, "table_task": table_task(task),
                          "metric": score.name, "value": score.value, "n": score.n, "stderr": score.stderr,

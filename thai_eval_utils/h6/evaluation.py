@@ -176,14 +176,18 @@ def evaluate(
             "task": spec.name, "source": source, "n": len(table), "n_docs": len(docs), "limit": limit,
             "scores": {name: s.to_dict() for name, s in scores.items()},
             "subjects": {name: s.to_dict() for name, s in subjects.items()},
+            **(_replies(records, protocol, support) if generation else {}),
         }
-        replies = None
-        if generation:  # issue 31: the raw completions are the records' `generation`; counts and the Thai rate
-            summary["thinking"] = summary_entry(protocol.thinking, support)
-            summary["replies"] = replies = reply_stats(records, "generation", protocol.thinking)
         store.write_summary(summary)
     return H6Result(spec.name, table, scores, config, store.root, subjects, limit=limit if limited else None,
-                    replies=replies)
+                    replies=summary.get("replies"))
+
+
+def _replies(records: list[dict[str, Any]], protocol: H6Protocol, support: dict[str, str]) -> dict[str, Any]:
+    """GSM8K's summary entries of issue 31: the option and what the model did with it, and the stored raw
+    completions' (``generation``) thinking counts and answers-in-Thai rate."""
+    return {"thinking": summary_entry(protocol.thinking, support),
+            "replies": reply_stats(records, "generation", protocol.thinking)}
 
 
 @contextmanager

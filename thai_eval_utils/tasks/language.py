@@ -29,7 +29,7 @@ proportion, defined at every n and at rates 0 and 1).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -184,3 +184,30 @@ def stats_note(stats: Mapping[str, Any] | None) -> str:
         return ""
     rate = "n/a" if cols["thai_rate"] is None else f"{100 * cols['thai_rate']:.1f}%"
     return f"answers in Thai {rate} (n={cols['thai_n']}); thinking unclosed {cols['n_thinking_unclosed']}"
+
+
+def reply_columns(raw: Sequence[str | None], option: ThinkingOption = DEFAULT) -> dict[str, list[Any]]:
+    """Per raw reply (None: not generated, None in every column): ``scored`` (the text metrics read),
+    ``unclosed``, ``failed`` and ``in_thai`` (:func:`reply_in_thai`), for a suite's per-item frame."""
+    splits = [None if r is None else split_reply(r, option) for r in raw]
+    return {"scored": [None if s is None else s.scored for s in splits],
+            "unclosed": [None if s is None else s.unclosed for s in splits],
+            "failed": [None if s is None else s.failed for s in splits],
+            "in_thai": [None if s is None else (not s.failed and is_mainly_thai(s.scored)) for s in splits]}
+
+
+def group_columns(in_thai: Iterable[Any], unclosed: Iterable[Any]) -> dict[str, Any]:
+    """A score table's reply columns for one group of items (per-item ``in_thai`` and ``unclosed`` flags):
+    ``thai_rate``, ``thai_n``, ``n_thinking_unclosed``."""
+    flags = [bool(x) for x in in_thai]
+    return {"thai_rate": sum(flags) / len(flags) if flags else None, "thai_n": len(flags),
+            "n_thinking_unclosed": sum(bool(x) for x in unclosed)}
+
+
+def reply_stats_by(records: Iterable[Mapping[str, Any]], key: Callable[[Mapping[str, Any]], str], field: str = "output",
+                   option: ThinkingOption = DEFAULT) -> dict[str, dict[str, Any]]:
+    """:func:`reply_stats` per group of records (``key(record)``, e.g. ``"<dialect>/<task>"``), in first-seen order."""
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for rec in records:
+        groups.setdefault(key(rec), []).append(rec)
+    return {k: reply_stats(v, field, option) for k, v in groups.items()}

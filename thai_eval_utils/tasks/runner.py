@@ -159,6 +159,12 @@ def score_records(task: Any, records: Sequence[dict[str, Any]], n_docs: int,
     return out
 
 
+def _replies(records: Sequence[dict[str, Any]], thinking: ThinkingOption, support: Mapping[str, str]) -> dict[str, Any]:
+    """A generation run's summary entries of issue 31: the option and what the model did with it, and the stored
+    replies' thinking counts and answers-in-Thai rate (:func:`.language.reply_stats`)."""
+    return {"thinking": summary_entry(thinking, support), "replies": reply_stats(records, "output", thinking)}
+
+
 # ---------------------------------------------------------------------------------------------------- run
 def run_task(model: Any, task: Any, *, limit: int | None = None, outputs: str | Path | None = None,
              batch_size: int | None = None, progress: bool = True, rows: Sequence[Mapping[str, Any]] | None = None,
@@ -214,10 +220,8 @@ def run_task(model: Any, task: Any, *, limit: int | None = None, outputs: str | 
         records = run.in_order()
         scores = score_records(task, records, len(all_items), thinking)
         summary = {"task": task.name, "kind": task.kind, "version": task.version, "n": len(records),
-                   "n_docs": len(all_items), "limit": limit, "n_computed_this_run": run.computed, "scores": scores}
-        if task.kind == "generation":
-            summary["thinking"] = summary_entry(thinking, support)
-            summary["replies"] = reply_stats(records, "output", thinking)
+                   "n_docs": len(all_items), "limit": limit, "n_computed_this_run": run.computed, "scores": scores,
+                   **(_replies(records, thinking, support) if task.kind == "generation" else {})}
         if summarize is not None:
             extra = dict(summarize(records))
             summary = {**summary, **extra, "scores": {**scores, **(extra.get("scores") or {})}}

@@ -18,9 +18,8 @@ from thai_eval_utils.core.protocols import Model
 from thai_eval_utils.core.provenance import scrub, sha256_text
 from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
-from thai_eval_utils.tasks.language import reply_in_thai, reply_stats
-from thai_eval_utils.tasks.thinking import DEFAULT, ThinkingOption, apply_to_model, config_entry, split_reply, \
-    summary_entry
+from thai_eval_utils.tasks.language import reply_columns, reply_stats
+from thai_eval_utils.tasks.thinking import DEFAULT, ThinkingOption, apply_to_model, config_entry, summary_entry
 
 #: The columns of a ThaiCLI item frame (``load_thaicli``) that answering and the judge-free variant need.
 ITEM_COLUMNS = ("id", "format", "theme", "question", "chosen", "rejected")
@@ -135,12 +134,10 @@ def _answer_all(model: Model, df: pd.DataFrame, store: RunStore, settings: dict[
     )
     out = df.reset_index(drop=True).copy()
     raw = [run.records[k]["answer"] if k in run.records else None for k in keys]
-    splits = [None if r is None else split_reply(r, thinking) for r in raw]
-    out["raw_answer"] = raw
-    out["answer"] = [None if sp is None else sp.scored for sp in splits]  # what the judge sees (issue 31)
-    out["thinking_unclosed"] = [None if sp is None else sp.unclosed for sp in splits]
-    out["answer_failed"] = [None if sp is None else sp.failed for sp in splits]  # judge_answers scores these 0
-    out["answer_in_thai"] = [None if r is None else reply_in_thai(r, thinking) for r in raw]
+    cut = reply_columns(raw, thinking)
+    out["raw_answer"], out["answer"] = raw, cut["scored"]  # the judge sees the answer with its thinking cut
+    out["thinking_unclosed"], out["answer_failed"] = cut["unclosed"], cut["failed"]  # judge_answers: failed -> 0
+    out["answer_in_thai"] = cut["in_thai"]
     out.attrs.update(model_name=model.name, model_identity=identity, config_id=store.config_id, run_dir=str(store.root),
                      ungenerated=sorted(run.failed), replies=replies, thinking=thinking.signature())
     return out
