@@ -161,10 +161,9 @@ def evaluate(
     docs_run = _DocRun(spec, docs, pool, shots, tmpl, protocol, spec.model_call(model, protocol))
     # every selected document's requests are built (and so checked) before the run folder exists
     keys = {i: f"{i}-{docs_run.requests(i).sha256[:16]}" for i in selected}
-    generation = isinstance(spec, T.GenerationTask)
     with RunStore.open(model.name, f"thai_h6/{spec.name}", config, model_identity=getattr(model, "identity", None),
                        data_files=files, prompt_templates=tmpl, outputs=outputs) as store, _bos(model, protocol.add_bos_token), \
-            _thinking(model, protocol, generation) as support:
+            _thinking(model, protocol, spec) as support:
         outcome = run_items(store, selected, keys.__getitem__, docs_run.call, batch_size=chunk_size, desc=spec.name,
                             progress=progress, prepare=docs_run.inputs, finish=docs_run.records,
                             fields=_record_fields(spec))
@@ -176,7 +175,7 @@ def evaluate(
             "task": spec.name, "source": source, "n": len(table), "n_docs": len(docs), "limit": limit,
             "scores": {name: s.to_dict() for name, s in scores.items()},
             "subjects": {name: s.to_dict() for name, s in subjects.items()},
-            **(_replies(records, protocol, support) if generation else {}),
+            **(_replies(records, protocol, support) if isinstance(spec, T.GenerationTask) else {}),
         }
         store.write_summary(summary)
     return H6Result(spec.name, table, scores, config, store.root, subjects, limit=limit if limited else None,
@@ -191,10 +190,10 @@ def _replies(records: list[dict[str, Any]], protocol: H6Protocol, support: dict[
 
 
 @contextmanager
-def _thinking(model: Model, protocol: H6Protocol, generation: bool) -> Iterator[dict[str, str]]:
+def _thinking(model: Model, protocol: H6Protocol, spec: T.TaskSpec) -> Iterator[dict[str, str]]:
     """The thinking option's model settings while a GSM8K run lasts (``tasks.thinking.apply_to_model``).
     GSM8K prompts are plain few-shot completions: ``enable_thinking`` has no chat template to go to."""
-    if not generation:
+    if not isinstance(spec, T.GenerationTask):
         yield {}
         return
     option = protocol.thinking

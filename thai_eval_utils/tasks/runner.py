@@ -187,9 +187,8 @@ def run_task(model: Any, task: Any, *, limit: int | None = None, outputs: str | 
             hash keys the run as ``docs_sha256``).
         benchmark: the run card's ``benchmark`` (default ``<task>/<task>``; a benchmark package's own name).
         summarize: records -> more summary entries (their ``scores`` are added to the task's).
-        thinking: a generation task's thinking option (issue 31; :mod:`.thinking`): the raw reply is stored whole,
-            metrics read it with the thinking cut; in the config only when not the default (old runs resume); the
-            summary's ``thinking`` and ``replies`` (:func:`.language.reply_stats`: unclosed thinking, answers in Thai).
+        thinking: a generation task's thinking option (issue 31, :mod:`.thinking`): the reply stored whole, metrics
+            on it cut; the summary's ``thinking`` and ``replies`` (:func:`.language.reply_stats`).
 
     Raises:
         ThaiEvalDataError: a bad row (file, row and field named) before any run folder is made or any call.
