@@ -167,8 +167,7 @@ def evaluate(
         outcome = run_items(store, selected, keys.__getitem__, docs_run.call, batch_size=chunk_size, desc=spec.name,
                             progress=progress, prepare=docs_run.inputs, finish=docs_run.records,
                             fields=_record_fields(spec))
-        records = outcome.in_order()
-        table = _table(spec, records)
+        table = _table(spec, records := outcome.in_order())
         limited = limit is not None and len(selected) < len(docs)
         scores, subjects = spec.scores(table, spec.signature(config, limit=len(table) if limited else None), protocol)
         summary: dict[str, Any] = {
