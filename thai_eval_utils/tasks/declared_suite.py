@@ -22,7 +22,7 @@ from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.stats.cells import cell, corpus_ci, mean_ci, scaled_values, summary_value
 from thai_eval_utils.tasks.language import stats_note
-from thai_eval_utils.tasks.thinking import option_of, split_reply
+from thai_eval_utils.tasks.thinking import DEFAULT, ThinkingOption, option_of, split_reply
 from thai_eval_utils.tasks.items import load_items
 from thai_eval_utils.tasks.metrics import GENERATION_METRICS
 from thai_eval_utils.tasks.runner import templates_of
@@ -152,7 +152,8 @@ class DeclaredSuite(Suite):
         target_hash`` and the metric values), rebuilt from the stored records; multiple choice: one ``arguments``
         pair per choice (the context with its few-shot block, delimiter + choice), ``resps`` ``[[ll, greedy]]``."""
         contexts = self._contexts()
-        samples = [self._sample(r, contexts.get(str(r["id"]), r.get("question", ""))) for r in run.records()]
+        option = option_of(run.card.get("config") or {})
+        samples = [self._sample(r, contexts.get(str(r["id"]), r.get("question", "")), option) for r in run.records()]
         summary = run.summary or {}
         results: dict[str, Any] = {"name": run.task, "alias": run.task, "sample_len": int(summary.get("n", len(samples)))}
         for metric, entry in (summary.get("scores") or {}).items():
@@ -180,7 +181,7 @@ class DeclaredSuite(Suite):
         except ThaiEvalDataError:
             return {}
 
-    def _sample(self, r: dict[str, Any], context: str) -> dict[str, Any]:
+    def _sample(self, r: dict[str, Any], context: str, option: ThinkingOption = DEFAULT) -> dict[str, Any]:
         if self.task.kind == "multiple_choice":
             target = r["choices"][r["gold"]]
             args = {f"gen_args_{i}": {"arg_0": context, "arg_1": self.task.target_delimiter + c}
@@ -193,7 +194,7 @@ class DeclaredSuite(Suite):
             target = r["reference"]
             args = {"gen_args_0": {"arg_0": context, "arg_1": {"until": list(self.task.stop),
                                                                "max_gen_toks": self.task.max_new_tokens}}}
-            resps, filtered = [[r["output"]]], [r["output"]]
+            resps, filtered = [[r["output"]]], [split_reply(r["output"], option).scored]  # lm-eval: after its filters
             doc = {"id": r["id"], "question": r["question"], "reference": r["reference"]}
         metrics = [m for m in self.task.metrics if m in r]
         return {"doc_id": int(r["doc"]), "doc": doc, "target": target, "arguments": args, "resps": resps,
