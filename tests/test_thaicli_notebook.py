@@ -14,7 +14,8 @@ REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "thaicli.ipynb"
 EXPECTED = {"model", "dtype", "device_map", "add_bos_token", "data_source", "limit", "judge_model", "judge_base_url",
             "concurrency", "max_new_tokens", "judge_max_tokens", "judge_max_calls", "judge_repeats", "seed", "outputs_dir",
-            "judge_batch", "judge_batch_wait_s", "judge_batch_file_out", "judge_batch_file_in"}  # fmt: skip
+            "judge_batch", "judge_batch_wait_s", "judge_batch_file_out", "judge_batch_file_in",
+            "thinking", "think_tags", "max_thinking_tokens", "enable_thinking"}  # fmt: skip
 
 
 def _cells():

@@ -158,3 +158,36 @@ class HasClientOptions:
     def max_retries(self) -> int:
         """The openai client's retries of transport errors (ServedModel: also the re-queues of a malformed reply)."""
         return self.options.max_retries
+
+
+#: How an endpoint model honours a thinking budget (``tasks.thinking.apply_to_model`` records it).
+THINKING_BUDGET_METHOD = "vLLM thinking_token_budget (extra_body; the server needs --reasoning-config)"
+
+
+def thinking_body(model: Any) -> dict[str, Any]:
+    """``extra_body`` fields of a model that thinks (issue 31), set for a run by ``tasks.thinking.apply_to_model``:
+    ``chat_template_kwargs`` (e.g. ``{"enable_thinking": False}``, as vLLM and SGLang pass them to the chat
+    template) and vLLM's ``thinking_token_budget``; nothing when neither is set (requests as before)."""
+    body: dict[str, Any] = {}
+    kwargs = getattr(model, "chat_template_kwargs", None)
+    if kwargs:
+        body["chat_template_kwargs"] = dict(kwargs)
+    budget = getattr(model, "thinking_budget", None)
+    if budget is not None:
+        body["thinking_token_budget"] = int(budget[0])
+    return body
+
+
+def rejoin_reasoning(message: Any, tags: tuple[str, str] | None) -> str | None:
+    """A chat reply whose thinking the server split off (vLLM's and SGLang's reasoning parsers: ``reasoning_content``
+    or ``reasoning``; SEA-HELM relies on them, spec ``seahelm_thai.md`` 3.4) rejoined as the raw reply the model
+    wrote: ``OPEN + thinking + CLOSE + content``, or ``OPEN + thinking`` when the parser found no close (its content
+    is None), so the run stores the reply whole and ``tasks.thinking`` cuts it by its own rule (issue 31). None when
+    ``tags`` is None (not a generation run: a judge's reply is taken as the server gives it) or nothing was split."""
+    if tags is None:
+        return None
+    reasoning = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
+    if not isinstance(reasoning, str) or not reasoning:
+        return None
+    content = getattr(message, "content", None)
+    return f"{tags[0]}{reasoning}" if content is None else f"{tags[0]}{reasoning}{tags[1]}{content}"

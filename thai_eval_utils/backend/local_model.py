@@ -76,6 +76,9 @@ class LocalModel:
         self.min_shared = MIN_SHARED_TOKENS
         #: the work of the last ``generate`` / ``chat`` call (prompt and generated tokens, decode steps)
         self.last_generation: GenerationStats | None = None
+        #: extra keyword arguments of ``apply_chat_template`` (e.g. ``{"enable_thinking": False}``, issue 31; set for
+        #: a run by ``tasks.thinking.apply_to_model``); not in ``identity``: the run's config records the option
+        self.chat_template_kwargs: dict[str, Any] = {}
         self.identity = {
             **(identity or {"name": name}),
             "class": type(hf_model).__name__,
@@ -167,7 +170,8 @@ class LocalModel:
         """The prompt text of one conversation under the tokenizer's chat template (generation prompt added)."""
         if not self.tokenizer.chat_template:
             raise ThaiEvalError(f"model {self.name!r} has no chat template; set tokenizer.chat_template or use generate()")
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                                  **(self.chat_template_kwargs or {}))
 
     def chat(self, messages_list: Sequence[list[dict[str, str]]], *, max_new_tokens: int = 256,
              temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,

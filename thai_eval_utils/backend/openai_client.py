@@ -35,10 +35,13 @@ from thai_eval_utils.backend.api_replies import (
 )
 from thai_eval_utils.core.async_bridge import run_sync
 from thai_eval_utils.backend.client_options import (
+    THINKING_BUDGET_METHOD,
     ClientOptions,
     HasClientOptions,
     base_url_or_env,
     check_local_only_options,
+    rejoin_reasoning,
+    thinking_body,
 )
 from thai_eval_utils.core.errors import ModelLoadError
 from thai_eval_utils.core.provenance import public_url
@@ -151,8 +154,9 @@ class ApiSession:
             extra["seed"] = seed
         if stop:
             extra["stop"] = [stop] if isinstance(stop, str) else list(stop)
-        if self.model.sampling_overrides:
-            extra["extra_body"] = self.model.sampling_overrides
+        body = {**(self.model.sampling_overrides or {}), **thinking_body(self.model)}
+        if body:
+            extra["extra_body"] = body
         async with self._semaphore:
             resp = await self._client.chat.completions.create(
                 model=self.model.model_id,
@@ -164,11 +168,12 @@ class ApiSession:
             )
         choices = getattr(resp, "choices", None)
         message = getattr(choices[0], "message", None) if choices else None
-        if not isinstance(getattr(message, "content", None), str):  # ReplyCheckingClient lets none through
+        rejoined = rejoin_reasoning(message, self.model.reasoning_tags)  # issue 31: the reply whole
+        if rejoined is None and not isinstance(getattr(message, "content", None), str):  # ReplyCheckingClient lets none through
             raise MalformedReplyError(f"{self.model.model_id}: malformed reply ({type(resp).__name__} without text)")
         usage = resp.usage
         completion = Completion(
-            text=message.content,
+            text=rejoined if rejoined is not None else message.content,
             model=resp.model,
             system_fingerprint=getattr(resp, "system_fingerprint", None),
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
@@ -235,6 +240,12 @@ class ApiModel(HasClientOptions):
         #: the server software named by ``/v1/models`` (``SERVER_BY_OWNER``), found before the first request
         self.server: str | None = None
         self._server_probed = False
+        #: set for a run by ``tasks.thinking.apply_to_model`` (issue 31), sent in ``extra_body`` (``thinking_body``)
+        self.chat_template_kwargs: dict[str, Any] = {}
+        self.thinking_budget: tuple[int, str] | None = None
+        self.thinking_budget_method = THINKING_BUDGET_METHOD
+        #: the think tags a server-split reply is rejoined with (``rejoin_reasoning``); set during generation runs
+        self.reasoning_tags: tuple[str, str] | None = None
 
     @property
     def base_url(self) -> str:

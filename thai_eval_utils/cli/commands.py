@@ -36,6 +36,7 @@ from thai_eval_utils.core.provenance import now_utc, outputs_dir, scrub_strings,
 from thai_eval_utils.core.runs import list_runs
 from thai_eval_utils.export import FORMATS, export
 from thai_eval_utils.report.command import add_report_arguments, report_command
+from thai_eval_utils.cli.thinking_args import add_thinking, thinking_parameters
 
 #: The repository this package sits in (an editable install): its notebooks and shipped data.
 REPO = Path(__file__).resolve().parents[2]
@@ -148,6 +149,7 @@ def add_run(sub: argparse._SubParsersAction) -> None:
                    "prompts)")
     p.add_argument("--runs", type=int, default=None, metavar="N", help="repeated runs, each with its own seed, for the "
                    "suites that repeat their tasks (SEA-HELM: default its eight); other suites ignore it")
+    add_thinking(p)
     _add_outputs(p)
     p.add_argument("--batch", action="store_true", help="judge through the OpenAI Batch API (half the price; an API "
                    "judge): submit, and a later run of the same command collects (docs/batch_mode.md)")
@@ -181,7 +183,7 @@ def cmd_run(args: argparse.Namespace) -> int:
              "max_new_tokens": args.max_new_tokens,
              "greedy": True if args.greedy else None,  # None: the notebook's default (batch drops it)
              "runs": args.runs,  # suites that repeat runs take it (Suite.notebook_parameters); None: their default
-             **_batch_parameters(args)}
+             **thinking_parameters(args), **_batch_parameters(args)}
     start = now_utc()
     runs: list[batch.NotebookRun] = []
     for suite, tasks in tqdm(selected(args), desc="benchmarks", unit="benchmark"):

@@ -30,6 +30,9 @@ from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.dialect.data import check_dialect, dialect_tasks
 from thai_eval_utils.dialect.metrics import delta_diff, table_task, task_scores
+from thai_eval_utils.tasks.language import group_columns, reply_columns, reply_stats, reply_stats_by
+from thai_eval_utils.tasks.thinking import DEFAULT as DEFAULT_THINKING
+from thai_eval_utils.tasks.thinking import ThinkingOption, apply_to_model, config_entry, summary_entry
 from thai_eval_utils.dialect.tokenizers import DEFAULT_TOKENIZER, pythainlp_version
 
 #: The prompt file shipped with the toolkit (verbatim prompt strings of the benchmark, with their source): package
@@ -186,6 +189,7 @@ def run_generation(
     greedy: bool = False,
     batch_size: int | None = None,
     progress: bool = True,
+    thinking: ThinkingOption = DEFAULT_THINKING,
 ) -> pd.DataFrame:
     """Generate one reply per item with the paper's settings and store each as it finishes; reruns resume.
 
@@ -203,9 +207,12 @@ def run_generation(
         batch_size: conversations per ``chat`` call; results are stored after each call (None: the model's
             ``concurrency``, the rows a local model decodes together or an API model's requests in flight, else 8).
         progress: show a tqdm bar.
+        thinking: issue 31 (:mod:`thai_eval_utils.tasks.thinking`): the record's ``output`` is the raw reply, the
+            metrics read it cut; summary ``replies`` and ``replies_by_task`` (``<dialect>/<task>``).
 
     Returns:
-        A copy of ``df`` with ``model``, ``prompt``, ``output`` and ``prompt_truncated`` columns;
+        A copy of ``df`` with ``model``, ``prompt``, ``output`` (cut), ``raw_output``, ``thinking_unclosed``,
+        ``answer_in_thai`` and ``prompt_truncated`` columns;
         ``attrs["run_dir"]`` is the run folder and ``attrs["config"]`` the recorded settings.
     """
     if not isinstance(prompts, DialectPrompts):
@@ -215,17 +222,19 @@ def run_generation(
     config = {"decoding": "greedy" if temperature == 0 else "sampling", "temperature": float(temperature),
               "top_p": float(top_p), "seed": seed, "max_new_tokens": int(max_new_tokens),
               "max_prompt_tokens": None if api else max_prompt_tokens, "model_kind": "api" if api else "local",
-              "system_prompt": None, "n_shot": 0, "prompt_source": prompts.source}  # fmt: skip
+              "system_prompt": None, "n_shot": 0, "prompt_source": prompts.source,
+              **config_entry(thinking)}  # fmt: skip
     identity = stable_identity(dict(model.identity)) if api else dict(model.identity)
     with RunStore.open(model.name, BENCHMARK, config, model_identity=identity,
                        data_files=[str(p) for p in df.attrs.get("files", [])], prompt_templates=_templates(df, prompts),
-                       outputs=outputs) as store:  # fmt: skip
+                       outputs=outputs) as store, apply_to_model(model, thinking) as support:  # fmt: skip
         batch_size = batch_size or getattr(model, "concurrency", None) or 8
-        return _generate_all(model, df, store, config, prompts, batch_size, progress)
+        return _generate_all(model, df, store, config, prompts, batch_size, progress, thinking, support)
 
 
 def _generate_all(model: Model, df: pd.DataFrame, store: RunStore, config: dict[str, Any], prompts: DialectPrompts,
-                  batch_size: int, progress: bool) -> pd.DataFrame:
+                  batch_size: int, progress: bool, thinking: ThinkingOption = DEFAULT_THINKING,
+                  support: Mapping[str, str] | None = None) -> pd.DataFrame:
     """The run of :func:`run_generation` in its open store. A batch whose request fails after the client's retries
     (an :class:`ApiError`) stays ungenerated (``output`` None, listed in the summary) and the run goes on; scores
     and ΔDiff are computed on the generated items, with their n (a rerun generates what is missing)."""
@@ -245,15 +254,24 @@ def _generate_all(model: Model, df: pd.DataFrame, store: RunStore, config: dict[
                     progress=progress, tolerate=(ApiError,), describe=lambda exc: scrub(str(exc)),
                     fields={"output": str})  # fmt: skip
     done = [run.records.get(item_key(it), {}) for it in items]
-    out = df.assign(model=model.name, prompt=[r.get("prompt") for r in done], output=[r.get("output") for r in done],
+    raw = [r.get("output") for r in done]
+    cut = reply_columns(raw, thinking)  # issue 31: metrics read the reply with its thinking cut
+    out = df.assign(model=model.name, prompt=[r.get("prompt") for r in done], output=cut["scored"], raw_output=raw,
+                    thinking_unclosed=cut["unclosed"], answer_in_thai=cut["in_thai"],
                     prompt_truncated=[bool(r.get("prompt_truncated")) for r in done])  # fmt: skip
     generated = out[out["output"].notna()]
     if run.failed:
         warnings.warn(f"{len(run.failed)} of {len(out)} dialect items not generated (the server failed; rerun to "
                       f"retry); scores use the {len(generated)} generated: {next(iter(run.failed.values()))}", stacklevel=3)
-    scores, deltas = summary_scores(score_generations(generated)) if "text_2" in out.columns and len(generated) else ({}, {})
+    scores, deltas = summary_scores(score_generations(generated, thinking=thinking)) \
+        if "text_2" in out.columns and len(generated) else ({}, {})
+    stored = [r for r in done if r]
     store.write_summary({"n_items": len(generated), "n_generated": run.computed, "n_ungenerated": len(run.failed),
-                         "ungenerated": run.failed, "config": config, "scores": scores, "delta_diff": deltas})
+                         "ungenerated": run.failed, "config": config, "scores": scores, "delta_diff": deltas,
+                         "thinking": summary_entry(thinking, support),
+                         "replies": reply_stats(stored, "output", thinking),
+                         "replies_by_task": reply_stats_by(stored, lambda r: f"{r['dialect']}/{r['task']}", "output",
+                                                           thinking)})
     out.attrs.update({"run_dir": str(store.root), "config": config})
     return out
 
@@ -273,7 +291,8 @@ def _templates(df: pd.DataFrame, prompts: DialectPrompts) -> dict[str, str]:
     return {k: prompts.prompts[k.split("/")[0]][k.split("/")[1]] for k in used if k.split("/")[0] in prompts.prompts}
 
 
-def score_generations(df: pd.DataFrame, *, tokenizer: str = DEFAULT_TOKENIZER) -> pd.DataFrame:
+def score_generations(df: pd.DataFrame, *, tokenizer: str = DEFAULT_TOKENIZER,
+                      thinking: ThinkingOption | None = None) -> pd.DataFrame:
     """BLEU, ROUGE-L, sacrebleu BLEU and chrF per (model, dialect, task) of generated outputs.
 
     Args:
@@ -281,6 +300,7 @@ def score_generations(df: pd.DataFrame, *, tokenizer: str = DEFAULT_TOKENIZER) -
             :func:`run_generation`); conversation and food rows are skipped (no reference).
         tokenizer: the word tokenizer of BLEU, ROUGE-L and sacrebleu's pretokenisation (a name of
             :mod:`~thai_eval_utils.dialect.tokenizers`; default newmm, the paper's).
+        thinking: the run's thinking option (issue 31), whose signature joins each score's; None: none.
 
     Raises:
         ThaiEvalDataError: before anything is scored (:func:`check_generations`), naming the row and the column
@@ -290,18 +310,22 @@ def score_generations(df: pd.DataFrame, *, tokenizer: str = DEFAULT_TOKENIZER) -
     Returns:
         Tidy rows ``model, dialect, task, table_task, metric, value, n, stderr, signature, pythainlp`` where
         ``metric`` is ``rougeL`` / ``bleu`` (the paper's, x100), ``sacrebleu`` or ``chrf`` (``stderr``: only
-        ROUGE-L, the mean of per-item scores, has one).
+        ROUGE-L, the mean of per-item scores, has one); with :func:`run_generation`'s reply columns also
+        ``thai_rate``, ``thai_n``, ``n_thinking_unclosed`` (issue 31).
     """
     check_generations(df)
     rows = []
     scored = df[~df["task"].isin(UNSCORED_TASKS)]
+    replies = "answer_in_thai" in df.columns and "thinking_unclosed" in df.columns
+    think = f"|{thinking.signature()}" if thinking is not None else ""
     for (model, dialect, task), group in scored.groupby(["model", "dialect", "task"], sort=False):
+        extra = group_columns(group["answer_in_thai"], group["thinking_unclosed"]) if replies else {}
         for score in task_scores(task, list(group["output"]), list(group["text_2"]), tokenizer=tokenizer):
             rows.append({"model": model, "dialect": dialect, "task": task, "table_task": table_task(task),
                          "metric": score.name, "value": score.value, "n": score.n, "stderr": score.stderr,
-                         "signature": score.signature, "pythainlp": pythainlp_version()})
+                         "signature": score.signature + think, "pythainlp": pythainlp_version(), **extra})
     cols = ["model", "dialect", "task", "table_task", "metric", "value", "n", "stderr", "signature", "pythainlp"]
-    return pd.DataFrame(rows, columns=cols)
+    return pd.DataFrame(rows, columns=cols + (["thai_rate", "thai_n", "n_thinking_unclosed"] if replies else []))
 
 
 #: The columns :func:`score_generations` reads.

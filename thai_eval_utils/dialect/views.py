@@ -26,6 +26,8 @@ from thai_eval_utils.dialect.plots import delta_heatmap
 from thai_eval_utils.stats import cells
 from thai_eval_utils.stats.align import DataMismatchError
 from thai_eval_utils.stats.corpus import corpus_delta_diff_interval
+from thai_eval_utils.tasks.language import stats_note
+from thai_eval_utils.tasks.thinking import option_of, split_reply
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -106,6 +108,8 @@ class DialectViews:
         out: list[Headline] = []
         if recs.empty:
             return out
+        option = option_of(run.card.get("config") or {})  # the replies as the run scored them
+        recs["output"] = [split_reply(t, option).scored if isinstance(t, str) else t for t in recs["output"]]  # issue 31
         for (dialect, task), group in recs.groupby(["dialect", "task"], sort=True):
             if task in UNSCORED_TASKS or table_task(task) not in TABLE1_TASKS:
                 continue
@@ -149,7 +153,9 @@ class DialectViews:
             else:
                 low, high = cells.mean_ci(h, boot)
             name = DIALECT_NAMES.get(dialect, dialect)
-            out.append(cells.cell(TABLE, model, column, value, n, f"{NAME}|{h.stratum}", group=name, low=low, high=high))
+            note = stats_note(((h.run.summary or {}).get("replies_by_task") or {}).get(h.stratum))  # issue 31
+            out.append(cells.cell(TABLE, model, column, value, n, f"{NAME}|{h.stratum}", group=name, low=low, high=high,
+                                  note=note))
             by[(fam, dialect)] = h
         for (fam, dialect), h in by.items():
             central = by.get((fam, CENTRAL))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,8 @@ from thai_eval_utils.h6 import prompts as P
 from thai_eval_utils.h6 import tasks as T
 from thai_eval_utils.h6.data import H6TaskData, load_h6_task
 from thai_eval_utils.h6.protocol import LEADERBOARD, H6Protocol
+from thai_eval_utils.tasks.language import reply_stats, stats_columns
+from thai_eval_utils.tasks.thinking import NOT_SUPPORTED, apply_to_model, summary_entry
 
 TASKS = T.TASKS
 #: What ``evaluate`` reads documents from: a data folder, loaded task data, or a list of docs.
@@ -50,6 +52,8 @@ class H6Result:
     subject_scores: dict[str, Score] = field(default_factory=dict)
     #: the ``limit`` when it cut the split short (None: every document was scored); a limited run is partial.
     limit: int | None = None
+    #: GSM8K: the replies' thinking and answers-in-Thai stats (issue 31, ``tasks.language.reply_stats``)
+    replies: dict[str, Any] | None = None
 
     @property
     def headline(self) -> Score:
@@ -158,19 +162,44 @@ def evaluate(
     # every selected document's requests are built (and so checked) before the run folder exists
     keys = {i: f"{i}-{docs_run.requests(i).sha256[:16]}" for i in selected}
     with RunStore.open(model.name, f"thai_h6/{spec.name}", config, model_identity=getattr(model, "identity", None),
-                       data_files=files, prompt_templates=tmpl, outputs=outputs) as store, _bos(model, protocol.add_bos_token):
+                       data_files=files, prompt_templates=tmpl, outputs=outputs) as store, _bos(model, protocol.add_bos_token), \
+            _thinking(model, protocol, spec) as support:
         outcome = run_items(store, selected, keys.__getitem__, docs_run.call, batch_size=chunk_size, desc=spec.name,
                             progress=progress, prepare=docs_run.inputs, finish=docs_run.records,
                             fields=_record_fields(spec))
-        table = _table(spec, outcome.in_order())
+        table = _table(spec, records := outcome.in_order())
         limited = limit is not None and len(selected) < len(docs)
         scores, subjects = spec.scores(table, spec.signature(config, limit=len(table) if limited else None), protocol)
-        store.write_summary({
+        summary: dict[str, Any] = {
             "task": spec.name, "source": source, "n": len(table), "n_docs": len(docs), "limit": limit,
             "scores": {name: s.to_dict() for name, s in scores.items()},
             "subjects": {name: s.to_dict() for name, s in subjects.items()},
-        })
-    return H6Result(spec.name, table, scores, config, store.root, subjects, limit=limit if limited else None)
+            **(_replies(records, protocol, support) if isinstance(spec, T.GenerationTask) else {}),
+        }
+        store.write_summary(summary)
+    return H6Result(spec.name, table, scores, config, store.root, subjects, limit=limit if limited else None,
+                    replies=summary.get("replies"))
+
+
+def _replies(records: list[dict[str, Any]], protocol: H6Protocol, support: dict[str, str]) -> dict[str, Any]:
+    """GSM8K's summary entries of issue 31: the option and what the model did with it, and the stored raw
+    completions' (``generation``) thinking counts and answers-in-Thai rate."""
+    return {"thinking": summary_entry(protocol.thinking, support),
+            "replies": reply_stats(records, "generation", protocol.thinking)}
+
+
+@contextmanager
+def _thinking(model: Model, protocol: H6Protocol, spec: T.TaskSpec) -> Iterator[dict[str, str]]:
+    """The thinking option's model settings while a GSM8K run lasts (``tasks.thinking.apply_to_model``).
+    GSM8K prompts are plain few-shot completions: ``enable_thinking`` has no chat template to go to."""
+    if not isinstance(spec, T.GenerationTask):
+        yield {}
+        return
+    option = protocol.thinking
+    with apply_to_model(model, replace(option, enable_thinking=None)) as support:
+        if option.enable_thinking is not None:
+            support["enable_thinking"] = f"{NOT_SUPPORTED}: GSM8K prompts are plain completions (no chat template)"
+        yield support
 
 
 def _prepare(spec: T.TaskSpec, data: H6Source, protocol: H6Protocol,
@@ -322,12 +351,18 @@ def evaluate_tasks(
 
 
 def scores_frame(results: Mapping[str, H6Result] | Iterable[H6Result]) -> pd.DataFrame:
-    """Every score of every task as a tidy table (task, metric, value and stderr x 100, n, headline, signature)."""
+    """Every score of every task as a tidy table (task, metric, value and stderr x 100, n, headline, signature);
+    GSM8K's rows also show the answers-in-Thai rate (x 100), its n and the replies whose thinking never closed
+    (issue 31; empty for the log-likelihood tasks)."""
     items = results.values() if isinstance(results, Mapping) else results
     rows = []
     for res in items:
         head = T.get_task(res.task).headline
+        replies = stats_columns(res.replies)
+        if replies["thai_rate"] is not None:
+            replies["thai_rate"] = 100 * replies["thai_rate"]
         for metric, s in res.scores.items():
             rows.append({"task": res.task, "metric": metric, "value": 100 * s.value, "stderr": _x100(s.stderr),
-                         "n": s.n, "headline": metric == head, "signature": s.signature})
-    return pd.DataFrame(rows, columns=["task", "metric", "value", "stderr", "n", "headline", "signature"])
+                         "n": s.n, "headline": metric == head, **replies, "signature": s.signature})
+    return pd.DataFrame(rows, columns=["task", "metric", "value", "stderr", "n", "headline", "thai_rate", "thai_n",
+                                       "n_thinking_unclosed", "signature"])

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from thai_eval_utils.h6.fewshot import SAMPLERS
+from thai_eval_utils.tasks.thinking import DEFAULT as THINKING_DEFAULT
+from thai_eval_utils.tasks.thinking import ThinkingOption
 
 #: GSM8K stop strings of LB (``gsm8k.py`` ``greedy_until``; ":" cuts Thai rationales at their first colon).
 GSM8K_STOPS_LB = (":", "Question:", "Question")
@@ -50,6 +52,8 @@ class H6Protocol:
             label mask).
         mmlu_average: "macro" (LB: mean of the subject accuracies) or "micro" (lm-eval's group: all questions).
         templates: template overrides by name (see ``tasks.TASK_SPECS[task].templates``); None: the LB templates.
+        thinking: GSM8K's thinking cut (issue 31, :mod:`thai_eval_utils.tasks.thinking`): the stored ``generation``
+            is the raw completion, exact match reads it with the thinking cut (a never-closed block scores 0).
     """
 
     num_fewshot: int | None = None
@@ -61,6 +65,7 @@ class H6Protocol:
     mc2: str = "lb"
     mmlu_average: str = "macro"
     templates: Mapping[str, str] | None = None
+    thinking: ThinkingOption = THINKING_DEFAULT
 
     def __post_init__(self) -> None:
         if self.mc2 not in _MC2:

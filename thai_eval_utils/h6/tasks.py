@@ -29,6 +29,7 @@ from thai_eval_utils.h6 import prompts as P
 from thai_eval_utils.h6.data import H6TaskData
 from thai_eval_utils.h6.fewshot import default_seed, draw_shots
 from thai_eval_utils.h6.protocol import LEADERBOARD, H6Protocol
+from thai_eval_utils.tasks.thinking import config_entry, option_of, split_reply
 
 DocError = P.DocError
 #: doc, templates -> the query text of one document.
@@ -298,16 +299,20 @@ class GenerationTask(TaskSpec):
         return [{"generation": t} for t in results]
 
     def score(self, doc, output, protocol) -> dict[str, Any]:
+        """Exact match of the completion with its thinking cut (issue 31; a failed answer extracts nothing)."""
         try:
-            return M.gsm8k(output["generation"], P.get(doc, "answer"))
+            return M.gsm8k(split_reply(output["generation"], protocol.thinking).scored, P.get(doc, "answer"))
         except ValueError as exc:
             raise DocError(str(exc), "answer") from None
 
     def config(self, protocol: H6Protocol) -> dict[str, Any]:
-        return {"gsm8k_stops": list(protocol.gsm8k_stops), "max_new_tokens": protocol.max_new_tokens, "decoding": "greedy"}
+        """Stops, budget, decoding; the thinking option only when not the default (config ids of earlier runs)."""
+        return {"gsm8k_stops": list(protocol.gsm8k_stops), "max_new_tokens": protocol.max_new_tokens, "decoding": "greedy",
+                **config_entry(protocol.thinking)}
 
     def _signature_extra(self, config: Mapping[str, Any]) -> str:
-        return f"|stops:{'+'.join(config['gsm8k_stops'])}|max_new:{config['max_new_tokens']}"
+        return (f"|stops:{'+'.join(config['gsm8k_stops'])}|max_new:{config['max_new_tokens']}"
+                f"|{option_of(config).signature()}")
 
 
 _QA = {"query": P.QUESTION_ANSWER_TEMPLATE}

@@ -20,6 +20,7 @@ from thai_eval_utils.h6.item_views import BINARY_METRICS, h6_items, h6_sides, lo
 from thai_eval_utils.h6.plots import task_scores_figure
 from thai_eval_utils.h6.tasks import TASK_METRICS, TASKS
 from thai_eval_utils.stats.cells import average_ci, cell, mean_ci, summary_value
+from thai_eval_utils.tasks.language import stats_note
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -75,7 +76,8 @@ class H6Views:
         for h in heads:
             value, n = summary_value(h.run.summary, h.name.split("/")[-1], 100.0)
             low, high = mean_ci(h, boot)
-            out.append(cell(TABLE, model, h.stratum, value, n, f"{NAME}|{h.stratum}", low=low, high=high))
+            note = stats_note((h.run.summary or {}).get("replies"))  # GSM8K: answers in Thai, unclosed thinking
+            out.append(cell(TABLE, model, h.stratum, value, n, f"{NAME}|{h.stratum}", low=low, high=high, note=note))
             parts.append((h, value))
         if parts:
             heads_ = [h for h, _ in parts]

@@ -6,7 +6,11 @@ benchmark. ``docs/adding_a_task.md`` shows both kinds.
 - ``items``: the data file read and validated whole (file, row and field named), the prompts filled;
 - ``metrics``: lm-eval's ``acc`` / ``acc_norm`` (the package's one implementation) and the generation metrics;
 - ``runner``: :func:`run_task` (resumable), :class:`TaskRun`;
-- ``declared_suite``: :class:`DeclaredSuite`, the task as a registry suite (``task.as_suite(source)``).
+- ``declared_suite``: :class:`DeclaredSuite`, the task as a registry suite (``task.as_suite(source)``);
+- ``thinking``: models that think (issue 31): :class:`ThinkingOption`, :func:`split_reply` (the cut every
+  generation task scores), :func:`thinking_option` (from the CLI flags / notebook parameters);
+- ``language``: answers in Thai (issue 31): :func:`reply_stats` (unclosed thinking and the Thai rate of a run's
+  replies, for any suite's summary), :func:`is_mainly_thai`.
 
 Layering: above ``core`` and ``stats``, below the benchmark packages (which may use its metrics and runner).
 """
@@ -21,6 +25,8 @@ from thai_eval_utils.tasks.items import load_items
 from thai_eval_utils.tasks.metrics import GENERATION_METRICS, acc, acc_norm, multiple_choice
 from thai_eval_utils.tasks.runner import TaskRun, run_task
 from thai_eval_utils.tasks.declared_suite import DeclaredSuite
+from thai_eval_utils.tasks.language import is_mainly_thai, reply_stats
+from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply, thinking_option
 
 
 def task_named(name: str, tasks_dir: str | Path | None = None) -> MultipleChoiceTask | GenerationTask:
@@ -36,5 +42,6 @@ def task_named(name: str, tasks_dir: str | Path | None = None) -> MultipleChoice
     return suite.task
 
 
-__all__ = ["GENERATION_METRICS", "DeclaredSuite", "FewShot", "GenerationTask", "MultipleChoiceTask", "TaskRun", "acc",
-           "acc_norm", "load_items", "multiple_choice", "run_task", "task_named"]
+__all__ = ["GENERATION_METRICS", "DeclaredSuite", "FewShot", "GenerationTask", "MultipleChoiceTask", "TaskRun",
+           "ThinkingOption", "acc", "acc_norm", "is_mainly_thai", "load_items", "multiple_choice", "reply_stats",
+           "run_task", "split_reply", "task_named", "thinking_option"]

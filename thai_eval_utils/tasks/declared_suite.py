@@ -21,6 +21,8 @@ from thai_eval_utils.core.benchmark import Headline, ItemView, LeaderboardTable,
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.stats.cells import cell, corpus_ci, mean_ci, scaled_values, summary_value
+from thai_eval_utils.tasks.language import stats_note
+from thai_eval_utils.tasks.thinking import DEFAULT, ThinkingOption, option_of, split_reply
 from thai_eval_utils.tasks.items import load_items
 from thai_eval_utils.tasks.metrics import GENERATION_METRICS
 from thai_eval_utils.tasks.runner import templates_of
@@ -71,7 +73,8 @@ class DeclaredSuite(Suite):
             base["hyp"] = [r["choices"][r["pred"]] for r in recs]
         else:
             base["ref"] = [r.get("reference", "") for r in recs]
-            base["hyp"] = [r.get("output", "") for r in recs]
+            option = option_of(run.card.get("config") or {})  # the replies as the run scored them (issue 31)
+            base["hyp"] = [split_reply(r.get("output") or "", option).scored for r in recs]
         out = []
         for metric in task.metrics:
             gm = GENERATION_METRICS.get(metric) if task.kind == "generation" else None
@@ -116,6 +119,8 @@ class DeclaredSuite(Suite):
             low, high = self._interval(h, boot)
             n_docs = (h.run.summary or {}).get("n_docs")
             note = f"partial: {len(h.items)} of {n_docs} items" if n_docs and len(h.items) < int(n_docs) else ""
+            replies = stats_note((h.run.summary or {}).get("replies"))  # issue 31: beside a generation score
+            note = "; ".join(x for x in (note, replies) if x)
             out.append(cell(self.name, model, metric, value, n, f"{self.name}|{h.stratum}", low=low, high=high,
                             note=note))
         return out
@@ -147,7 +152,8 @@ class DeclaredSuite(Suite):
         target_hash`` and the metric values), rebuilt from the stored records; multiple choice: one ``arguments``
         pair per choice (the context with its few-shot block, delimiter + choice), ``resps`` ``[[ll, greedy]]``."""
         contexts = self._contexts()
-        samples = [self._sample(r, contexts.get(str(r["id"]), r.get("question", ""))) for r in run.records()]
+        option = option_of(run.card.get("config") or {})
+        samples = [self._sample(r, contexts.get(str(r["id"]), r.get("question", "")), option) for r in run.records()]
         summary = run.summary or {}
         results: dict[str, Any] = {"name": run.task, "alias": run.task, "sample_len": int(summary.get("n", len(samples)))}
         for metric, entry in (summary.get("scores") or {}).items():
@@ -175,7 +181,7 @@ class DeclaredSuite(Suite):
         except ThaiEvalDataError:
             return {}
 
-    def _sample(self, r: dict[str, Any], context: str) -> dict[str, Any]:
+    def _sample(self, r: dict[str, Any], context: str, option: ThinkingOption = DEFAULT) -> dict[str, Any]:
         if self.task.kind == "multiple_choice":
             target = r["choices"][r["gold"]]
             args = {f"gen_args_{i}": {"arg_0": context, "arg_1": self.task.target_delimiter + c}
@@ -188,7 +194,7 @@ class DeclaredSuite(Suite):
             target = r["reference"]
             args = {"gen_args_0": {"arg_0": context, "arg_1": {"until": list(self.task.stop),
                                                                "max_gen_toks": self.task.max_new_tokens}}}
-            resps, filtered = [[r["output"]]], [r["output"]]
+            resps, filtered = [[r["output"]]], [split_reply(r["output"], option).scored]  # lm-eval: after its filters
             doc = {"id": r["id"], "question": r["question"], "reference": r["reference"]}
         metrics = [m for m in self.task.metrics if m in r]
         return {"doc_id": int(r["doc"]), "doc": doc, "target": target, "arguments": args, "resps": resps,

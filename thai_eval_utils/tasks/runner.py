@@ -24,7 +24,10 @@ from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.stats.bootstrap import Interval, mean_interval
 from thai_eval_utils.stats.corpus import corpus_interval
 from thai_eval_utils.tasks.items import load_items
+from thai_eval_utils.tasks.language import reply_stats, stats_columns
 from thai_eval_utils.tasks.metrics import GENERATION_METRICS, multiple_choice
+from thai_eval_utils.tasks.thinking import DEFAULT, ThinkingOption, apply_to_model, config_entry, \
+    split_reply, summary_entry
 
 #: The layout of a declared task's records and summary (recorded in each run's config).
 RECORD_FORMAT = 1
@@ -63,10 +66,12 @@ class TaskRun:
     summary: dict[str, Any] = field(default_factory=dict)
 
     def table(self) -> pd.DataFrame:
-        """One row per metric: value, n, the interval and the signature."""
+        """One row per metric: value, n, the interval and the signature; a generation task's rows also show the
+        answers-in-Thai rate, its n and the replies whose thinking never closed (issue 31)."""
+        replies = stats_columns(self.summary.get("replies")) if self.summary.get("kind") == "generation" else {}
         rows = [{"task": self.task, "metric": m, "value": s["value"], "n": s["n"],
                  "ci_low": (s.get("interval") or {}).get("low"), "ci_high": (s.get("interval") or {}).get("high"),
-                 "signature": s["signature"]} for m, s in self.scores.items()]  # fmt: skip
+                 **replies, "signature": s["signature"]} for m, s in self.scores.items()]  # fmt: skip
         return pd.DataFrame(rows)
 
     def __str__(self) -> str:
@@ -98,14 +103,18 @@ def _gen_call(model: Any, task: Any):
     return lambda chunk: model.generate([it["context"] for it in chunk], **options)
 
 
-def _gen_records(task: Any, chunk: Sequence[dict[str, Any]], outputs: Sequence[str]) -> list[dict]:
+def _gen_records(task: Any, chunk: Sequence[dict[str, Any]], outputs: Sequence[str],
+                 thinking: ThinkingOption = DEFAULT) -> list[dict]:
+    """Records of a generation batch: the raw reply stored whole (``output``), each per-item metric on the reply
+    with its thinking cut (:func:`.thinking.split_reply`; a failed answer scores as the empty text)."""
     out = []
     for it, text in zip(chunk, outputs, strict=True):
         rec = {"id": it["id"], "doc": it["row"], "question": it["question"], "output": text, "reference": it["reference"]}
+        scored = split_reply(text, thinking).scored
         for name in task.metrics:
             metric = GENERATION_METRICS[name]
             if metric.item is not None:
-                rec[name] = float(metric.item(text, it["reference"]))
+                rec[name] = float(metric.item(scored, it["reference"]))
         out.append(rec)
     return out
 
@@ -123,18 +132,22 @@ def _constant(values: Sequence[float], name: str) -> Interval:
                     design="bootstrap over items", note="every item has the same value")
 
 
-def score_records(task: Any, records: Sequence[dict[str, Any]], n_docs: int) -> dict[str, dict[str, Any]]:
+def score_records(task: Any, records: Sequence[dict[str, Any]], n_docs: int,
+                  thinking: ThinkingOption = DEFAULT) -> dict[str, dict[str, Any]]:
     """Each declared metric of the records: mean per item (acc, acc_norm, exact_match, rougeL) or the corpus
-    value (chrf, bleu), with n, the standard error (per-item metrics), a percentile bootstrap interval over items
-    and the signature."""
+    value (chrf, bleu, on the replies with their thinking cut), with n, the standard error (per-item metrics), a
+    percentile bootstrap interval over items and the signature (a generation task's with the thinking option)."""
     out: dict[str, dict[str, Any]] = {}
     n = len(records)
     for name in task.metrics:
         metric = GENERATION_METRICS.get(name) if task.kind == "generation" else None
         sig_part = metric.signature if metric else f"{name}|lm-eval|delimiter:{task.target_delimiter!r}|ties:{task.ties}"
         sig = signature_of(task, sig_part, n, n_docs)
+        if task.kind == "generation":
+            sig += f"|{thinking.signature()}"
         if metric is not None and metric.corpus is not None:
-            hyps, refs = [r["output"] for r in records], [r["reference"] for r in records]
+            hyps = [split_reply(r["output"], thinking).scored for r in records]
+            refs = [r["reference"] for r in records]
             score = Score(f"{task.name}/{name}", metric.corpus(hyps, refs), n, None, sig)
             iv = corpus_interval(hyps, refs, metric.corpus, name=name, level=LEVEL, n_resamples=N_RESAMPLES,
                                  seed=BOOT_SEED) if n >= 2 else None  # fmt: skip
@@ -146,11 +159,18 @@ def score_records(task: Any, records: Sequence[dict[str, Any]], n_docs: int) -> 
     return out
 
 
+def _replies(records: Sequence[dict[str, Any]], thinking: ThinkingOption, support: Mapping[str, str]) -> dict[str, Any]:
+    """A generation run's summary entries of issue 31: the option and what the model did with it, and the stored
+    replies' thinking counts and answers-in-Thai rate (:func:`.language.reply_stats`)."""
+    return {"thinking": summary_entry(thinking, support), "replies": reply_stats(records, "output", thinking)}
+
+
 # ---------------------------------------------------------------------------------------------------- run
 def run_task(model: Any, task: Any, *, limit: int | None = None, outputs: str | Path | None = None,
              batch_size: int | None = None, progress: bool = True, rows: Sequence[Mapping[str, Any]] | None = None,
              benchmark: str | None = None,
-             summarize: Callable[[list[dict[str, Any]]], Mapping[str, Any]] | None = None) -> TaskRun:
+             summarize: Callable[[list[dict[str, Any]]], Mapping[str, Any]] | None = None,
+             thinking: ThinkingOption = DEFAULT) -> TaskRun:
     """Run a declared task (:class:`~.declared.MultipleChoiceTask` or :class:`~.declared.GenerationTask`) on
     ``model``, resuming whatever its run already stored, and write the summary.
 
@@ -167,6 +187,8 @@ def run_task(model: Any, task: Any, *, limit: int | None = None, outputs: str | 
             hash keys the run as ``docs_sha256``).
         benchmark: the run card's ``benchmark`` (default ``<task>/<task>``; a benchmark package's own name).
         summarize: records -> more summary entries (their ``scores`` are added to the task's).
+        thinking: a generation task's thinking option (issue 31, :mod:`.thinking`): the reply stored whole, metrics
+            on it cut; the summary's ``thinking`` and ``replies`` (:func:`.language.reply_stats`).
 
     Raises:
         ThaiEvalDataError: a bad row (file, row and field named) before any run folder is made or any call.
@@ -174,6 +196,8 @@ def run_task(model: Any, task: Any, *, limit: int | None = None, outputs: str | 
     all_items = load_items(task, rows=rows)
     items = all_items if limit is None else all_items[: max(0, int(limit))]
     config = {"task": task.declaration(), "kind": task.kind, "record_format": RECORD_FORMAT}
+    if task.kind == "generation":
+        config.update(config_entry(thinking))
     if rows is not None:
         config["docs_sha256"] = sha256_text(canonical_json([dict(r) for r in rows]))
     identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
@@ -182,18 +206,21 @@ def run_task(model: Any, task: Any, *, limit: int | None = None, outputs: str | 
         finish, fields = (lambda chunk, res: _mc_records(task, chunk, res)), {"lls": list}
     else:
         call, prepare = _gen_call(model, task), None
-        finish, fields = (lambda chunk, res: _gen_records(task, chunk, res)), {"output": str}
+        finish, fields = (lambda chunk, res: _gen_records(task, chunk, res, thinking)), {"output": str}
     size = batch_size or getattr(model, "concurrency", None) or 8
     files = task.data_files()[1:] if rows is not None else task.data_files()
     with RunStore.open(model.name, benchmark or benchmark_of(task), config, model_identity=identity,
                        data_files=[str(p) for p in files], prompt_templates=templates_of(task),
                        outputs=outputs) as store:  # fmt: skip
-        run = run_items(store, items, lambda it: it["id"], call, batch_size=size, desc=f"{task.name} ({model.name})",
-                        progress=progress, prepare=prepare, finish=finish, fields=fields)  # fmt: skip
+        with apply_to_model(model, thinking if task.kind == "generation" else DEFAULT) as support:
+            run = run_items(store, items, lambda it: it["id"], call, batch_size=size,
+                            desc=f"{task.name} ({model.name})", progress=progress, prepare=prepare, finish=finish,
+                            fields=fields)  # fmt: skip
         records = run.in_order()
-        scores = score_records(task, records, len(all_items))
+        scores = score_records(task, records, len(all_items), thinking)
         summary = {"task": task.name, "kind": task.kind, "version": task.version, "n": len(records),
-                   "n_docs": len(all_items), "limit": limit, "n_computed_this_run": run.computed, "scores": scores}
+                   "n_docs": len(all_items), "limit": limit, "n_computed_this_run": run.computed, "scores": scores,
+                   **(_replies(records, thinking, support) if task.kind == "generation" else {})}
         if summarize is not None:
             extra = dict(summarize(records))
             summary = {**summary, **extra, "scores": {**scores, **(extra.get("scores") or {})}}

@@ -18,6 +18,8 @@ from thai_eval_utils.core.protocols import Model
 from thai_eval_utils.core.provenance import scrub, sha256_text
 from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
+from thai_eval_utils.tasks.language import reply_columns, reply_stats
+from thai_eval_utils.tasks.thinking import DEFAULT, ThinkingOption, apply_to_model, config_entry, summary_entry
 
 #: The columns of a ThaiCLI item frame (``load_thaicli``) that answering and the judge-free variant need.
 ITEM_COLUMNS = ("id", "format", "theme", "question", "chosen", "rejected")
@@ -63,6 +65,7 @@ def generate_answers(
     system_prompt: str | None = None,
     batch_size: int | None = None,
     progress: bool = True,
+    thinking: ThinkingOption = DEFAULT,
 ) -> pd.DataFrame:
     """Answer every question with ``model.chat``; each batch is stored as it finishes and reused on rerun.
 
@@ -75,9 +78,16 @@ def generate_answers(
         batch_size: conversations per ``model.chat`` call (and per store flush); default: an API model's
             ``concurrency`` (every connection busy), else 8.
         progress: show a tqdm bar.
+        thinking: the thinking option (issue 31, :mod:`thai_eval_utils.tasks.thinking`): the stored record keeps the
+            raw reply whole; the judge sees the answer with the thinking cut (a never-closed block under the strict
+            rule is a failed answer: ``judge_answers`` scores it 0 without a call);
+            in the config only when not the default; ``enable_thinking`` goes to the chat template.
 
     Returns:
-        ``df`` with an ``answer`` column; ``attrs`` hold model_name, model_identity, config_id, run_dir.
+        ``df`` with ``answer`` (what the judge sees: the reply with its thinking cut), ``raw_answer`` (the stored
+        reply), ``thinking_unclosed``, ``answer_failed`` (scored 0 by ``judge_answers`` without a judge call) and
+        ``answer_in_thai`` columns; ``attrs`` hold model_name, model_identity,
+        config_id, run_dir and ``replies`` (``tasks.language.reply_stats``: unclosed thinking, answers in Thai).
     """
     check_columns(df, ITEM_COLUMNS)
     batch_size = batch_size or getattr(model, "concurrency", None) or 8
@@ -86,17 +96,19 @@ def generate_answers(
     store = RunStore.open(
         model.name,
         "thaicli/answers",
-        {"generation": settings, "chat": True, "system_prompt": system_prompt},
+        {"generation": settings, "chat": True, "system_prompt": system_prompt, **config_entry(thinking)},
         model_identity=identity,
         prompt_templates={"system_prompt": system_prompt or ""},
         outputs=outputs,
     )
-    with store:
-        return _answer_all(model, df, store, settings, system_prompt, batch_size, identity, progress)
+    with store, apply_to_model(model, thinking) as support:
+        return _answer_all(model, df, store, settings, system_prompt, batch_size, identity, progress, thinking,
+                           support)
 
 
 def _answer_all(model: Model, df: pd.DataFrame, store: RunStore, settings: dict[str, Any], system_prompt: str | None,
-                batch_size: int, identity: dict[str, Any], progress: bool) -> pd.DataFrame:
+                batch_size: int, identity: dict[str, Any], progress: bool, thinking: ThinkingOption = DEFAULT,
+                support: dict[str, str] | None = None) -> pd.DataFrame:
     """The run of :func:`generate_answers` in its open store: a batch whose request fails after the client's
     retries (an :class:`ApiError`) stays ungenerated (``answer`` None, listed in ``attrs["ungenerated"]`` and the
     summary) and the run goes on; a rerun generates what is missing."""
@@ -113,12 +125,19 @@ def _answer_all(model: Model, df: pd.DataFrame, store: RunStore, settings: dict[
     if run.failed:
         warnings.warn(f"{len(run.failed)} of {len(df)} answers not generated (the server failed; rerun to retry): "
                       f"{next(iter(run.failed.values()))}", stacklevel=3)
+    records = [run.records[k] for k in keys if k in run.records]
+    replies = reply_stats(records, "answer", thinking)
     store.write_summary(
         {"n_items": len(df), "n_generated_this_run": run.computed, "n_ungenerated": len(run.failed),
-         "ungenerated": run.failed, "generation": settings, "model_identity": dict(model.identity)}
+         "ungenerated": run.failed, "generation": settings, "model_identity": dict(model.identity),
+         "thinking": summary_entry(thinking, support), "replies": replies}
     )
     out = df.reset_index(drop=True).copy()
-    out["answer"] = [run.records[k]["answer"] if k in run.records else None for k in keys]
+    raw = [run.records[k]["answer"] if k in run.records else None for k in keys]
+    cut = reply_columns(raw, thinking)
+    out["raw_answer"], out["answer"] = raw, cut["scored"]  # the judge sees the answer with its thinking cut
+    out["thinking_unclosed"], out["answer_failed"] = cut["unclosed"], cut["failed"]  # judge_answers: failed -> 0
+    out["answer_in_thai"] = cut["in_thai"]
     out.attrs.update(model_name=model.name, model_identity=identity, config_id=store.config_id, run_dir=str(store.root),
-                     ungenerated=sorted(run.failed))
+                     ungenerated=sorted(run.failed), replies=replies, thinking=thinking.signature())
     return out

@@ -81,6 +81,11 @@ from thai_eval_utils.thaicli.scores import (  # noqa: F401 - SCORE_COLUMNS re-ex
 
 #: Why an item whose answer is missing stays unjudged (never scored: the judge never saw an answer).
 NO_ANSWER = "no answer: the evaluated model's answer was not generated (rerun generate_answers)"
+#: Why an item scores 0 without a judge call (issue 31): its thinking never closed, a failed answer
+#: (``generate_answers``' ``answer_failed``; ``tasks.thinking``'s strict rule).
+FAILED_ANSWER = "failed answer: the model's thinking never closed (issue 31); scored 0 without a judge call"
+#: The stored status of such an item (counted in the means with score 0; never cached: no judge saw it).
+FAILED_STATUS = "failed_answer"
 
 
 @dataclass
@@ -114,6 +119,13 @@ def thaicli_judge(model: ChatModel, params: JudgeParams | None = None,
 def _not_generated(answers: pd.DataFrame) -> set[int]:
     """Rows whose answer is missing (None or NaN): ``generate_answers`` could not get them from the server."""
     return {i for i, v in enumerate(answers["answer"]) if v is None or (isinstance(v, float) and math.isnan(v))}
+
+
+def _failed(answers: pd.DataFrame) -> set[int]:
+    """Rows whose answer failed (thinking never closed, ``answer_failed`` True): they score 0, unjudged."""
+    if "answer_failed" not in answers.columns:
+        return set()
+    return {i for i, v in enumerate(answers["answer_failed"]) if v is True}
 
 
 def _check_answers(answers: pd.DataFrame) -> None:
@@ -179,12 +191,15 @@ def judge_answers(answers: pd.DataFrame, judge: ChatModel, *, model_name: str | 
     try:  # prepare, call, finish: as every run, through the run's store (thai_eval_utils.judging.judge_items)
         cache = JudgementCache(cache_path or store.shared_file(CACHE_NAME))
         skip = dict.fromkeys(_not_generated(answers), NO_ANSWER)
+        skip.update(dict.fromkeys(_failed(answers), FAILED_ANSWER))
         texts = answers[["question", "chosen", "rejected", "answer"]].to_dict(orient="records")
         done = judge_items(job.judge, texts, store, cache, ids=list(answers["id"]), repeats=repeats, skip=skip,
                            record=lambda j, judgement: _record(job, j, judgement), row_fields=ROW_FIELDS,
                            progress=progress, batch=batch)  # fmt: skip
         items = pd.DataFrame([item_row(answers.iloc[j.row], j.repeat, j.key, done.record(j)) for j in done.plan])
         scores, summary = _summarise(job, items, done)
+        if answers.attrs.get("replies"):  # issue 31: the answers' thinking and answers-in-Thai stats beside the scores
+            summary["answers_replies"] = answers.attrs["replies"]
         if done.batch is not None:
             summary["batch"] = redact(done.batch)
         store.write_summary(summary)
@@ -250,6 +265,8 @@ def _record(job: _Job, j: Judgement, judgement: dict[str, Any]) -> dict[str, Any
     """The stored record of judgement ``j``: its answer row's id, format and theme, its repeat, seed and order,
     and the judgement (the judge's reply and its accounting; status ``unjudged`` and an ``error`` when none)."""
     row = job.answers.iloc[j.row]
+    if judgement.get("error") == FAILED_ANSWER:  # a failed answer (issue 31): 0, as the judge's own fallback
+        judgement = {**judgement, "status": FAILED_STATUS, "score": 0.0}
     return {"id": row["id"], "format": row["format"], "theme": row["theme"], **judgement_part(judgement),
             "repeat": j.repeat, "seed": job.params.for_repeat(j.repeat).seed,
             "reference_order": job.template.reference_order, "error": judgement.get("error", ""),

@@ -17,6 +17,7 @@ from thai_eval_utils.core.benchmark import Average, Headline, Interval, ItemView
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.stats.cells import average_ci, cell, mean_ci, summary_value
+from thai_eval_utils.tasks.language import stats_note
 from thai_eval_utils.thaicli.data import load_thaicli
 from thai_eval_utils.thaicli.plots import score_distribution
 
@@ -134,7 +135,9 @@ class ThaiCLIViews:
         for h in parts:
             value, n = summary_value(h.run.summary, h.stratum)
             low, high = mean_ci(h, boot)
-            out.append(cell(TABLE, model, h.stratum, value, n, f"{NAME}|{h.stratum}", low=low, high=high, note=h.note))
+            replies = stats_note((h.run.summary or {}).get("answers_replies"))  # issue 31: the answers' language
+            note = "; ".join(x for x in (h.note, replies) if x)
+            out.append(cell(TABLE, model, h.stratum, value, n, f"{NAME}|{h.stratum}", low=low, high=high, note=note))
         if parts:
             value, n = summary_value(parts[0].run.summary, NAME)
             low, high = average_ci(parts, boot) if len(parts) == 2 else (None, None)

@@ -21,10 +21,13 @@ import openai
 from thai_eval_utils.backend.api_replies import ApiError, describe_error
 from thai_eval_utils.core.async_bridge import run_sync
 from thai_eval_utils.backend.client_options import (
+    THINKING_BUDGET_METHOD,
     ClientOptions,
     HasClientOptions,
     base_url_or_env,
     check_local_only_options,
+    rejoin_reasoning,
+    thinking_body,
 )
 from thai_eval_utils.core.errors import ModelLoadError, ThaiEvalError
 from thai_eval_utils.backend.openai_client import NEUTRAL_SAMPLING
@@ -110,6 +113,12 @@ class ServedModel(HasClientOptions):
         self._probe: ProbeResult | None = None
         #: Filled in by calls (not part of the identity): per-replica request counts, straddling tokens, usage.
         self.observed: dict[str, Any] = {"straddled": 0, "replicas": {}}
+        #: set for a run by ``tasks.thinking.apply_to_model`` (issue 31), sent in ``extra_body`` (``thinking_body``)
+        self.chat_template_kwargs: dict[str, Any] = {}
+        self.thinking_budget: tuple[int, str] | None = None
+        self.thinking_budget_method = THINKING_BUDGET_METHOD
+        #: the think tags a server-split reply is rejoined with (``rejoin_reasoning``); set during generation runs
+        self.reasoning_tags: tuple[str, str] | None = None
 
     # --- tokenizer ----------------------------------------------------------------------------------------
     @property
@@ -337,8 +346,9 @@ class ServedModel(HasClientOptions):
         extra: dict[str, Any] = {"seed": seed} if seed is not None else {}
         if stop:
             extra["stop"] = [stop] if isinstance(stop, str) else list(stop)
-        if self.sampling_overrides:
-            extra["extra_body"] = self.sampling_overrides
+        body = {**(self.sampling_overrides or {}), **thinking_body(self)}
+        if body:
+            extra["extra_body"] = body
         return extra
 
     def chat(self, messages_list: Sequence[list[dict[str, str]]], *, max_new_tokens: int = 256,
@@ -355,7 +365,8 @@ class ServedModel(HasClientOptions):
                 choices = getattr(resp, "choices", None)
                 if not choices or choices[0].message is None:
                     raise MalformedReply("the chat completion has no choices")
-                return choices[0].message.content or ""
+                rejoined = rejoin_reasoning(choices[0].message, self.reasoning_tags)  # issue 31: the reply whole
+                return rejoined if rejoined is not None else (choices[0].message.content or "")
 
             return job
 
