@@ -119,6 +119,7 @@ def judge_params(seed: int | None = 0) -> JudgeParams:
     return JudgeParams(max_tokens=int(kwargs["max_tokens"]), temperature=1.0, top_p=1.0, seed=seed, max_calls=1)
 
 
+@lru_cache(maxsize=16)
 def rubric(params: JudgeParams | None = None) -> JudgeRubric:
     """The criteria judge as a :class:`JudgeRubric`: SEA-HELM's system prompt and turn template with the fields
     ``conversation`` (``single-turn`` / ``multi-turn``: the two turn templates differ only there), ``transcript``,
