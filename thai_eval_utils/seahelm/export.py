@@ -18,6 +18,7 @@ from typing import Any
 
 from thai_eval_utils.core.benchmark import SeahelmRun, SeahelmTask
 from thai_eval_utils.core.runs import StoredRun
+from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
 
 #: The task keys whose inference lines carry the IF-Eval and mt-bench-judge columns.
 IFEVAL, MT_BENCH = "if-eval", "mt-bench-judge"
@@ -57,12 +58,14 @@ def _ifeval_lines(metric: str, recs: list[Mapping[str, Any]], run: Mapping[str, 
     return out
 
 
-def _mt_bench_lines(metric: str, recs: list[Mapping[str, Any]], run: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _mt_bench_lines(metric: str, recs: list[Mapping[str, Any]], run: Mapping[str, Any],
+                    thinking: ThinkingOption) -> list[dict[str, Any]]:  # fmt: skip
     out = []
     for rec, row in zip(recs, run["rows"], strict=True):
         crit = row.get("criteria") or {}
         reflections = [[crit[c]["reflection"] for c in sorted(crit) if c.split("_")[1] == f"turn{t}"] for t in (0, 1)]
-        extra = {"metadata": {"language": "th", "category": row["category"]}, "cleaned": rec.get("replies"),
+        cleaned = [None if t is None else split_reply(t, thinking).answer for t in rec.get("replies") or []]
+        extra = {"metadata": {"language": "th", "category": row["category"]}, "cleaned": cleaned,
                  "scores": row["scores"], "turn_scores": row["turn_scores"], "reflection": reflections,
                  "final_scores": row["final_scores"]}  # fmt: skip
         out.append(_line(MT_BENCH, metric, rec, row["final_scores"], extra))
@@ -88,7 +91,8 @@ def seahelm_results(run: StoredRun) -> list[SeahelmTask]:
         if key == IFEVAL:
             lines = _ifeval_lines(metric, recs, data)
         elif key == MT_BENCH:
-            lines = _mt_bench_lines(metric, recs, data)
+            thinking = ((run.card.get("config") or {}).get("protocol") or {}).get("thinking") or {}
+            lines = _mt_bench_lines(metric, recs, data, ThinkingOption(**thinking))
         else:
             preds = data.get("predictions") or [None] * len(recs)
             lines = [_line(key, metric, rec, value, {"cleaned": pred})
