@@ -93,10 +93,10 @@ def test_a_suite_from_tasks_dir_runs_dry_and_exports(user_suite, tmp_path, capsy
 
     assert main(["export", "--format", "thai-llm-leaderboard", "--tasks-dir", str(tasks), "--outputs", str(out),
                  "--to", str(tmp_path / "lb")]) == 0
-    (path,) = (tmp_path / "lb" / "tiny").glob("results_*.json")
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    assert doc["results"] == {"echo_echo": {"exact": 0.5}}
-    assert doc["thai_eval"]["tasks"]["echo_echo"]["benchmark"] == "echo_suite/echo"
+    doc = json.loads((tmp_path / "lb" / "echo_suite" / "tiny" / "results.json").read_text(encoding="utf-8"))
+    assert doc == {"config": {"model_name": "api/tiny"}, "results": {"echo_echo": {"exact": 0.5}}}
+    sig = json.loads((tmp_path / "lb" / "echo_suite" / "tiny" / "thai_eval.json").read_text(encoding="utf-8"))
+    assert sig["tasks"]["echo_echo"]["benchmark"] == "echo_suite/echo"
 
     # lm-eval: the suite does not export to it, so there is nothing to write (a message, exit 1)
     assert main(["export", "--format", "lm-eval", "--tasks-dir", str(tasks), "--outputs", str(out)]) == 1

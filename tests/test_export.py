@@ -126,17 +126,42 @@ def test_lm_eval_export_refuses_other_data(outputs, tmp_path):
 
 
 def test_leaderboard_round_trip(outputs, tmp_path):
+    """The layout and bytes of the Thai LLM Leaderboard's transform (scbdatax/seacrowd-eval
+    scripts/transform_result.py): <FOLDER>/<model>/results.json, one ensure_ascii=False line, no newline."""
     out, results = outputs
-    (path,) = export("thai-llm-leaderboard", tmp_path, outputs=out)
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    assert doc["config"]["model_name"] == "tiny-llama"
+    files = export("thai-llm-leaderboard", tmp_path, outputs=out)
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in files) == [
+        "dialect/tiny-llama/results.json", "thai_h6/tiny-llama/results.json", "thaicli/tiny-llama/results.json"]
+    h6 = tmp_path / "thai_h6" / "tiny-llama" / "results.json"
+    raw = h6.read_text(encoding="utf-8")
+    doc = json.loads(raw)
+    assert raw == json.dumps(doc, ensure_ascii=False) and not raw.endswith("\n")  # json.dump's bytes, one line
+    assert list(doc) == ["config", "results"] and doc["config"] == {"model_name": "api/tiny-llama"}
+    assert list(doc["results"]) == [t for t in h6_tasks.TASKS if t in results]  # the suite's task order
     for task, res in results.items():
         assert doc["results"][task] == {m: s.value for m, s in res.scores.items()}
     assert "thai_h6" not in doc["results"]  # two tasks missing: no average
-    assert doc["results"]["thaicli"] == {"thaicli": 7.0, "factoid": 7.0}
-    assert doc["results"]["dialect_east_qa"] == {"rougeL": 12.5}
-    arc = doc["thai_eval"]["tasks"]["th_arc"]
+    cli = json.loads((tmp_path / "thaicli" / "tiny-llama" / "results.json").read_text(encoding="utf-8"))
+    assert cli["results"] == {"thaicli": {"thaicli": 7.0, "factoid": 7.0}}
+    dialect = json.loads((tmp_path / "dialect" / "tiny-llama" / "results.json").read_text(encoding="utf-8"))
+    assert dialect["results"]["dialect_east_qa"] == {"rougeL": 12.5}
+    sig = json.loads((tmp_path / "thai_h6" / "tiny-llama" / "thai_eval.json").read_text(encoding="utf-8"))
+    arc = sig["tasks"]["th_arc"]
     assert arc["partial"] and arc["limit"] == 2 and arc["n"] == 2 and arc["config_id"] == results["th_arc"].run_dir.name
+
+
+def test_leaderboard_model_names():
+    """transform_result.py:157-161: an id without '/' is an API model's, written as api/<id>; the folder is the
+    id's last path component."""
+    from thai_eval_utils.export.leaderboard import leaderboard_model_name, results_json
+
+    assert leaderboard_model_name("scb10x/typhoon-7b") == "scb10x/typhoon-7b"
+    assert leaderboard_model_name("gpt-4o-2024-05-13") == "api/gpt-4o-2024-05-13"
+    # the spec's worked example (section 5.3), byte for byte
+    text = results_json("Konthee/Llama-3.1-8B-ThaiInstruct", {"thaiexam_qa": {"accuracy": 0.4106194690265486},
+                                                              "m3exam_tha_seacrowd_qa": {"accuracy": 0.4109778597785978}})
+    assert text == ('{"config": {"model_name": "Konthee/Llama-3.1-8B-ThaiInstruct"}, "results": {"thaiexam_qa": '
+                    '{"accuracy": 0.4106194690265486}, "m3exam_tha_seacrowd_qa": {"accuracy": 0.4109778597785978}}}')
 
 
 def test_parquet_round_trip(outputs, tmp_path):

@@ -340,6 +340,12 @@ class Suite:
         """Entries computed over a model's exported tasks (e.g. an average), added to its results JSON."""
         return {}
 
+    def leaderboard_folder(self, key: str) -> str:
+        """The category folder of a results entry in the Thai LLM Leaderboard's layout
+        (``<folder>/<model>/results.json``, as its ``scripts/transform_result.py`` writes): the suite's name unless
+        the suite has the leaderboard's own folders (``NLU``, ``MC``, ``NLG``, ``LLM``)."""
+        return self.name
+
     def detail_rows(self, run: StoredRun) -> list[dict[str, Any]]:
         """The run's rows of the Parquet details table, one per item: ``key``, ``prompt_hash`` and the record's
         other fields split into ``inputs`` (:attr:`detail_inputs`), ``metrics`` (:attr:`detail_metrics`) and

@@ -2,8 +2,8 @@
 
 - ``lm-eval``: lm-evaluation-harness 0.4.13's ``results_<time>.json`` + ``samples_<task>_<time>.jsonl`` for the
   runs whose suite exports to lm-eval (Thai-H6's tasks; :mod:`.lm_eval`);
-- ``thai-llm-leaderboard``: ``{"config": {"model_name"}, "results": {task: {metric: value}}}`` for every suite's
-  runs (:mod:`.leaderboard`);
+- ``thai-llm-leaderboard``: ``<FOLDER>/<model>/results.json`` as the Thai LLM Leaderboard's transform writes them
+  (``{"config": {"model_name"}, "results": {task: {metric: value}}}``) for every suite's runs (:mod:`.leaderboard`);
 - ``parquet``: one per-item details table per suite (:mod:`.parquet`);
 - ``seahelm``: SEA-HELM's run folders (run config, results JSON, per-row inference files) for the runs whose suite
   exports to it, so SEA-HELM's own aggregation reads them (:mod:`.seahelm`).
