@@ -82,7 +82,7 @@ def seahelm_results(run: StoredRun) -> list[SeahelmTask]:
         return []
     key, metric = summary["task"], summary["primary_metric"]
     records = {r["key"]: r for r in run.records()}
-    ids = [str(i) for i in summary.get("ids") or []]
+    ids = [str(i) for i in summary.get("all_ids") or summary.get("ids") or []]  # IF-Eval: skipped rows too
     runs = []
     for index, data in sorted(per_run.items(), key=lambda kv: int(kv[0])):
         recs = [records[f"r{index}/{i}"] for i in ids if f"r{index}/{i}" in records]

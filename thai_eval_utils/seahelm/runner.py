@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from thai_eval_utils.backend.openai_client import stable_identity
-from thai_eval_utils.core.protocols import Model, TokenizingModel
+from thai_eval_utils.core.protocols import ChatModel, Model, TokenizingModel
 from thai_eval_utils.core.provenance import Score, sha256_text
 from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
@@ -159,7 +159,8 @@ def signature(task: TaskConfig, protocol: Protocol, sampling: Sampling, data_has
 
 def run_task(model: Model, key: str, *, runs: int = N_RUNS, limit: int | None = None, data_dir: str | Path | None = None,
              data: TaskData | None = None, outputs: str | Path | None = None, protocol: Protocol = Protocol(),
-             metricx: MetricX | None = None, rng: np.random.Generator | None = None, progress: bool = True) -> TaskRun:
+             metricx: MetricX | None = None, rng: np.random.Generator | None = None, progress: bool = True,
+             judge: ChatModel | None = None) -> TaskRun:
     """Run one SEA-HELM Thai task ``runs`` times (run r with seed ``SEEDS[r]``; ``max_n_runs`` respected), resuming
     what the store holds, then score every run and aggregate over runs.
 
@@ -173,10 +174,11 @@ def run_task(model: Model, key: str, *, runs: int = N_RUNS, limit: int | None = 
         metricx: the MetricX-24 model for translation (None: no MetricX score; chrF++ ours beside it).
         rng: the aggregation's generator (default a fresh ``default_rng(94370244)``; pass one to consume it over
             tasks in order, as SEA-HELM does).
+        judge: the judge of the judged tasks (mt-bench-judge; None: the evaluated model judges itself, labelled).
     """
     if key in EXTERNAL_RUNNERS:
         return EXTERNAL_RUNNERS[key](model, key, runs=runs, limit=limit, data_dir=data_dir, outputs=outputs,
-                                     protocol=protocol, rng=rng, progress=progress)
+                                     protocol=protocol, rng=rng, progress=progress, judge=judge)
     if not 1 <= runs <= len(SEEDS):
         raise ValueError(f"runs must be 1-{len(SEEDS)} (SEA-HELM's seeds), got {runs}")
     task = task_config(key)
@@ -282,7 +284,8 @@ def _hash(data: TaskData) -> str:
 
 def run_suite(model: Model, tasks: Sequence[str] | None = None, *, runs: int = N_RUNS, limit: int | None = None,
               data_dir: str | Path | None = None, outputs: str | Path | None = None, protocol: Protocol = Protocol(),
-              metricx: MetricX | None = None, progress: bool = True) -> dict[str, TaskRun]:
+              metricx: MetricX | None = None, progress: bool = True,
+              judge: ChatModel | None = None) -> dict[str, TaskRun]:
     """Every task asked for (default: SEA-HELM's Thai list this package runs), in order, with ONE aggregation
     generator ``default_rng(94370244)`` consumed task by task as SEA-HELM's notebook consumes it (P3). Tasks
     another module owns (IF-Eval, MT-Bench judge) run through :data:`EXTERNAL_RUNNERS` when registered; base
@@ -297,7 +300,7 @@ def run_suite(model: Model, tasks: Sequence[str] | None = None, *, runs: int = N
         if key in skip:
             continue
         out[key] = run_task(model, key, runs=runs, limit=limit, data_dir=data_dir, outputs=outputs, protocol=protocol,
-                            metricx=metricx, rng=rng, progress=progress)
+                            metricx=metricx, rng=rng, progress=progress, judge=judge)
     return out
 
 

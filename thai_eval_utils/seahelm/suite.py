@@ -12,14 +12,16 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from thai_eval_utils.core.benchmark import DETAIL_INPUTS, Headline, ItemView, LeaderboardTable, Suite, TokenCounter
+from thai_eval_utils.core.benchmark import (DETAIL_INPUTS, Headline, ItemView, LeaderboardTable, SeahelmTask, Suite,
+                                            TokenCounter)
 from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.seahelm.config import task_config, task_configs
+from thai_eval_utils.seahelm.export import seahelm_results
 from thai_eval_utils.seahelm.runner import RUN_BY_DEFAULT, SUITE as SUITE_NAME
 from thai_eval_utils.stats.cells import cell
 
 #: Per-item values on 0-1 (SEA-HELM's individual scores) shown x100; ROUGE-L, MetricX and chrF++ are 0-100.
-_UNIT_SCALE = ("F1AccMetric", "QuestionAnsweringMetric")
+_UNIT_SCALE = ("F1AccMetric", "QuestionAnsweringMetric", "IFEvalMetric", "MTBenchJudgeMetric")
 COMPETENCIES = ("nlu", "nlg", "nlr", "safety", "instruction-following", "knowledge", "multi-turn")
 #: Every task key this suite knows: SEA-HELM's Thai list and Belebele, then the ``-logprobs`` twins.
 TASKS = tuple(RUN_BY_DEFAULT) + tuple(k for k in task_configs() if k.endswith("-logprobs"))
@@ -108,6 +110,10 @@ class SeahelmSuite(Suite):
         return out
 
     # ------------------------------------------------------------------------------------------------ exports
+    def seahelm_results(self, run: StoredRun) -> list[SeahelmTask]:
+        """The run in SEA-HELM's own layout (``thai-eval export --format seahelm``; :mod:`.export`)."""
+        return seahelm_results(run)
+
     def leaderboard_results(self, run: StoredRun) -> dict[str, dict[str, float]]:
         """``{task: {metric: value}}``: the primary metric's mean and SE over runs, and the last run's metrics."""
         s = run.summary or {}
