@@ -112,13 +112,22 @@ def _write_jsonl(path: Path, rows: Sequence[Mapping[str, Any]]) -> Path:
     return path
 
 
+def _task_order(run: StoredRun) -> tuple[str, int, str]:
+    """Runs in their suite's task order (:attr:`Suite.tasks`): the run config lists tasks in that order, and
+    SEA-HELM's notebook draws its one generator task by task in the config's order (spec P3), as a suite run of
+    thai-eval draws it in the suite's order."""
+    suite = registry.suite_of(run.benchmark)
+    tasks = suite.tasks if suite is not None else ()
+    return (run.family, tasks.index(run.task) if run.task in tasks else len(tasks), run.task)
+
+
 def write_model(model: str, runs: Sequence[StoredRun], to: str | Path, *, when: datetime | None = None) -> list[Path]:
     """One model's runs in SEA-HELM's layout under ``to``; returns the files written."""
     name = model_basename(model)
     stamp = (when or datetime.now()).strftime("%Y-%m-%dT%H:%M:%S.%f")
     by_run: dict[int, list[tuple[SeahelmTask, SeahelmRun]]] = {}
     sigs: dict[str, Any] = {}
-    for stored in runs:
+    for stored in sorted(runs, key=_task_order):
         for task in seahelm_tasks(stored):
             sigs[task.task] = signature(stored)
             for r in task.runs:
