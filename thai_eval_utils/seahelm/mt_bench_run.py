@@ -13,14 +13,14 @@ signature and the summary; not SEA-HELM's number).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from thai_eval_utils.backend.openai_client import stable_identity
+from thai_eval_utils.backend.openai_client import ApiModel, stable_identity
 from thai_eval_utils.core.protocols import ChatModel, Model
 from thai_eval_utils.core.provenance import Score, sha256_text
 from thai_eval_utils.core.runloop import run_items
@@ -47,18 +47,19 @@ JUDGE_KEY_ENV = "THAI_EVAL_JUDGE_API_KEY"
 LOCAL_PREFIX = "local:"
 
 
-def open_judge(judge_model: str | None, base_url: str | None = None) -> ChatModel | None:
+def open_judge(judge_model: str | None, base_url: str | None = None,
+               load_local: Callable[[str], ChatModel] | None = None) -> ChatModel | None:  # fmt: skip
     """The judge of a run from the notebook's ``judge_model`` (``thai-eval run --judge``): None -> None (the
-    evaluated model judges itself); ``local:<spec>`` -> that model in-process; else a model id at ``base_url``
-    (an OpenAI-compatible endpoint: ``openai/gpt-oss-120b`` on a vLLM server is SEA-HELM's judge), its key from
-    ``$THAI_EVAL_JUDGE_API_KEY`` when set."""
+    evaluated model judges itself); ``local:<spec>`` -> ``load_local(spec)`` (the notebook passes
+    ``backend.models.load_model``: the model in-process); else a model id at ``base_url`` (an OpenAI-compatible
+    endpoint: ``openai/gpt-oss-120b`` on a vLLM server is SEA-HELM's judge), its key from ``$THAI_EVAL_JUDGE_API_KEY``
+    when set (never a parameter)."""
     if not judge_model:
         return None
-    from thai_eval_utils.backend.models import load_model
-    from thai_eval_utils.backend.openai_client import ApiModel
-
     if judge_model.startswith(LOCAL_PREFIX):
-        return load_model(judge_model.removeprefix(LOCAL_PREFIX))
+        if load_local is None:
+            raise ValueError(f"{judge_model!r}: a local judge needs load_local (backend.models.load_model)")
+        return load_local(judge_model.removeprefix(LOCAL_PREFIX))
     return ApiModel(judge_model, base_url=base_url, api_key=os.environ.get(JUDGE_KEY_ENV) or None)
 
 
