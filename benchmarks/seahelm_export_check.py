@@ -17,8 +17,16 @@ from __future__ import annotations
 import glob
 import json
 import sys
-from multiprocessing import Pool
+import itertools
 from pathlib import Path
+
+
+class SerialPool:
+    """The notebook's ``Pool`` in this process (its functions, defined by ``exec``, cannot be pickled to workers):
+    ``starmap`` in order, as the pool returns it."""
+
+    def starmap(self, func, iterable):
+        return list(itertools.starmap(func, iterable))
 
 
 def main() -> int:
@@ -27,8 +35,7 @@ def main() -> int:
     namespace: dict = {"__name__": "seahelm_notebook"}
     for cell in cells[:4]:  # imports and function definitions; cell 4 is the loop over a results folder
         exec("".join(cell["source"]), namespace)  # noqa: S102 - SEA-HELM's own notebook code, unchanged
-    with Pool(2) as pool:
-        configs, data = namespace["load_task_scores"](export_dir, model, n_runs, pool)
+    configs, data = namespace["load_task_scores"](export_dir, model, n_runs, SerialPool())
     scores, incomplete = namespace["aggregate_scores"](configs, data, n_bootstraps=30, omit_tasks=[])
     ours = {}
     for path in glob.glob(str(Path(outputs) / "runs" / "*" / "seahelm" / "*" / "*" / "summary.json")):

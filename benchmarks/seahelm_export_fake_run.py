@@ -48,7 +48,7 @@ def main() -> None:
                            "สวัสดีครับ", "Hello there my friend"])
 
     done = run_suite(FakeModel("org/fake-e2e", reply=reply), TASKS, runs=2, limit=40, outputs=outputs, progress=False,
-                     judge=FakeModel("fake-judge", reply=reply))
+                     options={"judge": FakeModel("fake-judge", reply=reply)})
     for run in done.values():
         print(run)
     print(len(export("seahelm", to, outputs=outputs)), "files written under", to)

@@ -357,6 +357,12 @@ def build_rows(real_data: Path, mirror: Path) -> dict:
     # SEA-HELM's HF few-shot rows carry QA labels as lists (huggingface_dataloader.py:94-98 unwraps them)
     examples["qa"] = [dict(r, label=[r["label"]] if isinstance(r["label"], str) else r["label"]) for r in examples["qa"]]
     sentiment_rows = [contract_sentiment(r) for r in wisesight]
+    # ThaiExam stand-in splits: our sample's rows of each exam in file order, except that for tgat the first
+    # row with an empty option E is moved to index 2, so the 3 eval rows show how "E: " renders (spec 2.4).
+    exam_rows = {exam: [r for r in thai_exam if r["exam"] == exam] for exam in ["a_level", "ic", "onet", "tgat", "tpat1"]}
+    tgat = exam_rows["tgat"]
+    empty = next(i for i, r in enumerate(tgat) if r["choices"].get("e") == "")
+    tgat.insert(2, tgat.pop(empty))
     return {
         "source": {"wisesight": wisesight, "xquad": xquad, "flores": flores, "xcopa": xcopa,
                    "ifeval": ifeval, "thai_exam": thai_exam, "belebele": belebele},
@@ -374,10 +380,8 @@ def build_rows(real_data: Path, mirror: Path) -> dict:
             "mt-bench-judge": MTBENCH_JUDGE_ROWS,
         },
         "examples": examples,
-        "thai_exam_hf": {exam: [hf_thai_exam(r) for r in thai_exam if r["exam"] == exam]
-                         for exam in ["a_level", "ic", "onet", "tgat", "tpat1"]},
-        "thai_exam_ids": {exam: [r["id"] for r in thai_exam if r["exam"] == exam]
-                          for exam in ["a_level", "ic", "onet", "tgat", "tpat1"]},
+        "thai_exam_hf": {exam: [hf_thai_exam(r) for r in exam_rows[exam]] for exam in exam_rows},
+        "thai_exam_ids": {exam: [r["id"] for r in exam_rows[exam]] for exam in exam_rows},
     }
 
 
@@ -615,11 +619,24 @@ def part_metrics(env: dict, rows: dict, out_dir: Path) -> None:
         records = [dict(r, responses=[t]) for r, t in zip(two, replies, strict=True)]
         result["tasks_label_subset"] = {"sentiment": metric_record(
             env, "sentiment", records, ["tag_gold", "label_absent_from_golds", "tag_wrong", "tag_wrong"], tmp)}
+        # Imbalanced golds (our sample's natural order): balanced accuracy and plain accuracy part ways.
+        sent = rows["eval"]["sentiment"]
+        neg = [r for r in sent if r["label"] == "แง่ลบ"][:9]
+        neu = [r for r in sent if r["label"] == "เฉยๆ"][:4]
+        pos = [r for r in sent if r["label"] == "แง่บวก"][:2]
+        imbalanced = neg + neu + pos
+        replies = ["คำตอบ: แง่ลบ"] * 9 + ["คำตอบ: เฉยๆ", "คำตอบ: แง่ลบ", "คำตอบ: แง่ลบ", "คำตอบ: แง่ลบ"] + [
+            "คำตอบ: แง่บวก", "คำตอบ: แง่ลบ"]
+        records = [dict(r, responses=[t]) for r, t in zip(imbalanced, replies, strict=True)]
+        result["tasks_imbalanced"] = {"sentiment": metric_record(
+            env, "sentiment", records, ["mostly_negative_guesser"] * len(records), tmp)}
         result["tasks"]["qa"] = qa_record(env, rows, tmp)
         result["tasks"]["abssum"] = abssum_record(env, rows, tmp)
+        result["tasks_rouge_bootstrap"] = {"abssum": abssum_bootstrap_record(env, tmp)}
         for task in ("translation-en-xx", "translation-xx-en"):
             result["tasks"][task] = translation_record(env, rows, task, tmp)
-    for group in (result["tasks"], result["tasks_label_subset"]):
+    for group in (result["tasks"], result["tasks_label_subset"], result["tasks_rouge_bootstrap"],
+                  result["tasks_imbalanced"]):
         for record in group.values():
             record.pop("_metric", None)
     write_json(out_dir / "metrics.json", result)
@@ -696,15 +713,36 @@ def abssum_record(env: dict, rows: dict, tmp: str) -> dict:
         row = base[i % len(base)]
         records.append(dict(row, id=i, responses=[build(row["label"])]))
     out = metric_record(env, "abssum", records, [n for n, _ in ABSSUM_CASES], tmp)
+    add_rouge_details(out)
+    return out
+
+
+def add_rouge_details(out: dict) -> None:
+    """Per item: the Thai token lists the LCS runs on (rouge_scorer.py:184-187) and P/R/F."""
     from src.rouge_score import tokenization_wrapper as rouge_tokenize
     from src.rouge_score.rouge_scorer import RougeScorer
 
     scorer = RougeScorer(["rougeL"], use_stemmer=False, lang="thai")
-    for item in out["items"]:  # the token lists the LCS runs on (rouge_scorer.py:184-187)
+    for item in out["items"]:
         item["rouge_tokens_reference"] = rouge_tokenize.tokenize(item["label"], None, scorer._tokenizer)
         item["rouge_tokens_prediction"] = rouge_tokenize.tokenize(item["cleaned_response"], None, scorer._tokenizer)
         score = scorer.score(item["label"], item["cleaned_response"])["rougeL"]
         item["rougeL"] = {"precision": score.precision, "recall": score.recall, "fmeasure": score.fmeasure}
+
+
+def abssum_bootstrap_record(env: dict, tmp: str) -> dict:
+    """Ten replies with distinct partial overlaps: here the corpus ROUGE-L (the median of 1000 bootstrap means,
+    np.random.seed(4156), scoring.py:77-162) differs from the plain mean of the items, unlike the set above."""
+    cuts = [(0.0, 0.3), (0.0, 0.55), (0.2, 1.0), (0.1, 0.8), (0.0, 0.9), (0.35, 0.75), (0.0, 0.15), (0.5, 1.0),
+            (0.05, 0.45), (0.25, 0.6)]
+    records = []
+    for i, (lo, hi) in enumerate(cuts):
+        row = ABSSUM_ROWS[i % len(ABSSUM_ROWS)]
+        ref = row["label"]
+        part = ref[int(lo * len(ref)): int(hi * len(ref))]
+        records.append(dict(row, id=i, responses=[f"บทสรุป: {part} ตามรายงานข่าว"]))
+    out = metric_record(env, "abssum", records, [f"span_{lo}_{hi}" for lo, hi in cuts], tmp)
+    add_rouge_details(out)
     return out
 
 

@@ -14,8 +14,8 @@ import pytest
 from conftest import REPO
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
-#: The notebooks that load a model: the three benchmarks and the declared-task runner (tasks/, issue 29).
-BENCHMARK_NOTEBOOKS = {"thai_h6", "thaicli", "dialect_benchmark", "task"}
+#: The notebooks that load a model: the three benchmarks, the declared-task runner (tasks/, issue 29) and SEA-HELM.
+BENCHMARK_NOTEBOOKS = {"thai_h6", "thaicli", "dialect_benchmark", "task", "seahelm"}
 
 
 def test_all_expected_notebooks_exist():

@@ -300,9 +300,13 @@ def test_cli_embedded_runs_and_resumes_after_kill(tmp_path):
     proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     items = tmp_path / "runs"
-    deadline = time.time() + 600
+    deadline = time.time() + 900
     while time.time() < deadline and not any(p.stat().st_size for p in items.rglob("items.jsonl")):
-        time.sleep(0.5)
+        time.sleep(0.2)
+    stored = [p for p in items.rglob("items.jsonl") if p.stat().st_size]
+    assert stored, "nothing was stored within the deadline"
+    writer = int((stored[0].parent / ".writer.lock").read_text().split()[0])  # the notebook kernel writing the run
+    os.kill(writer, signal.SIGKILL)  # kill -9 the writer mid-run, then the command line
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     done = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=1200)
@@ -314,3 +318,68 @@ def test_cli_embedded_runs_and_resumes_after_kill(tmp_path):
             else len(keys) == 4 and len(set(keys)) == 4
         summary = json.loads((folder / "summary.json").read_text())
         assert summary["over_runs"]["runs"] == 2 and summary["n"] == 2
+
+
+# ---------------------------------------------------------------------------------------------- suite hooks
+def test_suite_hooks_show_mean_and_se_over_runs(tmp_path):
+    from thai_eval_utils.core import registry
+    from thai_eval_utils.core.runs import list_runs
+    from thai_eval_utils.notebook_exec import notebook_parameters
+    from thai_eval_utils.seahelm.suite import DEMO_TASKS
+    from thai_eval_utils.stats.cells import Bootstrap
+
+    suite = registry.suites()["seahelm"]
+    assert {"sentiment", "thai_exam_tpat1", "belebele-qa-mc", "mt-bench-judge", "nli-logprobs"} <= set(suite.tasks)
+    assert suite.notebook_parameters(()) == {"tasks": None}
+    assert suite.notebook_parameters(("qa",), {"runs": 3}) == {"tasks": ["qa"], "runs": 3}
+    assert suite.notebook_parameters((), {"demo": True, "runs": 2}) == {"tasks": list(DEMO_TASKS), "runs": 2}
+    declared = notebook_parameters(REPO / "notebooks" / "seahelm.ipynb")
+    assert {"model", "tasks", "runs", "limit", "data_source", "outputs_dir", "max_new_tokens", "greedy"} <= set(declared)
+    run_task(_fake(), "causal", runs=2, limit=4, outputs=tmp_path, progress=False)
+    (stored,) = [r for r in list_runs(tmp_path) if r.family == "seahelm"]
+    (head,) = suite.headlines(stored)
+    assert head.name == "seahelm/causal/normalized_accuracy" and head.scale == 100 and len(head.items) == 4
+    summary = stored.summary
+    assert head.items["value"].tolist() == summary["item_means"]
+    cells = {c["column"]: c for c in suite.leaderboard_cells("fake", [head], Bootstrap())}
+    assert cells["score"]["value"] == pytest.approx(summary["over_runs"]["mean"]) and cells["score"]["group"] == "nlr / causal"
+    assert cells["se_over_runs"]["value"] == pytest.approx(summary["over_runs"]["stderr"])
+    assert cells["runs"]["value"] == 2 and cells["failed_thinking"]["value"] == 2
+    assert cells["score"]["note"].startswith("partial: 4 of 200")
+    entry = suite.leaderboard_results(stored)["seahelm_causal"]
+    assert entry["normalized_accuracy"] == summary["over_runs"]["mean"] and "stderr_over_runs" in entry
+    views = suite.item_views(stored, [head], None, {}, [])
+    assert len(views) == 8 and {v.repeat for v in views} == {0, 1}
+    rows = suite.detail_rows(stored)
+    assert len(rows) == 8 and "run" in rows[0]["inputs"] and "reply" in rows[0]["outputs"]
+
+
+def test_sampling_is_the_models_generation_config_else_vllm_defaults():
+    """Spec 3.1: SEA-HELM sends seed and max_tokens only; vLLM copies the keys the model's generation_config.json sets
+    (temperature, top_p), else temperature 1.0 / top-p 1.0; what this engine cannot apply is recorded."""
+    from types import SimpleNamespace
+
+    from transformers import GenerationConfig
+
+    from thai_eval_utils.seahelm.generation import model_sampling
+
+    model = SimpleNamespace(hf_model=SimpleNamespace(generation_config=GenerationConfig(temperature=0.6, top_k=20)))
+    s = model_sampling(model)
+    assert (s.temperature, s.top_p) == (0.6, 1.0) and "top_k=20" in s.source
+    plain = model_sampling(SimpleNamespace(hf_model=SimpleNamespace(generation_config=GenerationConfig())))
+    assert (plain.temperature, plain.top_p) == (1.0, 1.0) and plain.source.startswith("vLLM defaults")
+    assert model_sampling(FakeModel()).temperature == 1.0 and model_sampling(model, greedy=True).temperature == 0.0
+
+
+def test_external_task_table(tmp_path, monkeypatch):
+    """IF-Eval and the MT-Bench judge run through their own modules (``runner.EXTERNAL_MODULES``); a build without
+    them says so, and a registered runner gets the suite's arguments."""
+    from thai_eval_utils.seahelm import runner
+
+    seen = {}
+    if runner.external_runner("if-eval") is None:
+        with pytest.raises(ValueError, match="which this build lacks"):
+            run_task(FakeModel(), "if-eval", outputs=tmp_path)
+    monkeypatch.setitem(runner.EXTERNAL_RUNNERS, "if-eval", lambda model, key, **kw: seen.update(key=key, **kw) or "ran")
+    assert run_task(FakeModel(), "if-eval", runs=2, limit=3, outputs=tmp_path, options={"judge": "j"}) == "ran"
+    assert seen["key"] == "if-eval" and seen["runs"] == 2 and seen["limit"] == 3 and seen["judge"] == "j"

@@ -78,8 +78,9 @@ DEMO_LIMIT = 2
 #: declare them). Greedy lets the dialect notebook batch its prompts; the paper's seeded sampling (its default)
 #: generates one prompt at a time so that every item is reproducible on its own.
 #: A suite whose notebooks name these otherwise maps them (``Suite.notebook_parameters``); ``runs``: the suites that
-#: repeat runs (SEA-HELM) do two in the demo instead of eight.
-DEMO_PARAMETERS = {"max_new_tokens": 48, "greedy": True, "runs": 2}
+#: repeat runs do two in the demo instead of their default; ``demo``: a suite may run a small slice of its tasks
+#: (``Suite.notebook_parameters`` reads it; no notebook declares it).
+DEMO_PARAMETERS = {"max_new_tokens": 48, "greedy": True, "runs": 2, "demo": True}
 #: ``--demo``: a suite's notebook run again with other settings, then ``compare_runs.ipynb`` compares the two runs
 #: (``Suite.demo_comparison``).
 COMPARE_NOTEBOOK = "compare_runs.ipynb"

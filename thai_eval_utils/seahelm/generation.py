@@ -40,9 +40,15 @@ def model_sampling(model: Model, *, greedy: bool = False) -> Sampling:
     cfg = getattr(getattr(model, "hf_model", None), "generation_config", None)
     if cfg is None:
         return Sampling(VLLM_TEMPERATURE, VLLM_TOP_P, "vLLM defaults (the model ships no generation config here)")
-    t, p = getattr(cfg, "temperature", None), getattr(cfg, "top_p", None)
-    return Sampling(VLLM_TEMPERATURE if t is None else float(t), VLLM_TOP_P if p is None else float(p),
-                    "the model's generation_config (vLLM copies it in)")
+    # vLLM copies only the keys the model's generation_config.json sets (``to_diff_dict``), not transformers' defaults
+    given = cfg.to_diff_dict() if hasattr(cfg, "to_diff_dict") else {}
+    t, p = given.get("temperature"), given.get("top_p")
+    unapplied = sorted(k for k in ("top_k", "min_p", "repetition_penalty") if given.get(k) is not None)
+    source = ("the model's generation_config (vLLM copies it in)" if t is not None or p is not None
+              else "vLLM defaults (the model's generation_config sets no temperature or top_p)")
+    if unapplied:
+        source += f"; not applied by this engine: {', '.join(f'{k}={given[k]}' for k in unapplied)}"
+    return Sampling(VLLM_TEMPERATURE if t is None else float(t), VLLM_TOP_P if p is None else float(p), source)
 
 
 def chat_replies(model: Model, conversations: Sequence[Messages], *, max_tokens: int, seed: int,

@@ -134,3 +134,7 @@ def summarize(store: RunStore, rows: Sequence[ifeval.IFEvalRow], run_ids: Sequen
             "failed_thinking": sum(v["failed_thinking"] for v in per_run.values()), "signature": sig,
             "language_detector": ifeval.detector_signature(),
             "scores": {ifeval.PRIMARY: score, "loose_lang_normalized_acc": loose_score}}  # fmt: skip
+
+
+#: The runner ``runner.external_runner`` finds (``EXTERNAL_MODULES``).
+run_task = run_ifeval

@@ -221,3 +221,7 @@ def summarize(rows: Sequence[mb.MTBenchRow], run_ids: Sequence[int],
                               "SEA-HELM's number" if self_judged else ""},
             "n_unjudged": sum(v["n_unjudged"] for v in per_run.values()), "signature": sig,
             "scores": {mb.PRIMARY: score}}  # fmt: skip
+
+
+#: The runner ``runner.external_runner`` finds (``EXTERNAL_MODULES``).
+run_task = run_mt_bench

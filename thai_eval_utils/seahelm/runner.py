@@ -10,6 +10,8 @@ folder. The raw reply is stored whole; the scored text is the reply with the thi
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -18,12 +20,12 @@ from typing import Any
 import numpy as np
 
 from thai_eval_utils.backend.openai_client import stable_identity
-from thai_eval_utils.core.protocols import ChatModel, Model, TokenizingModel
-from thai_eval_utils.core.provenance import Score, sha256_text
+from thai_eval_utils.core.protocols import Model, TokenizingModel
+from thai_eval_utils.core.provenance import Score, canonical_json, sha256_text
 from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED, OverRuns, task_over_runs
-from thai_eval_utils.seahelm.config import SEAHELM_COMMIT, SEEDS, N_RUNS, TaskConfig, task_config
+from thai_eval_utils.seahelm.config import N_RUNS, SEAHELM_COMMIT, SEEDS, TaskConfig, constants, task_config
 from thai_eval_utils.seahelm.data import TaskData, load_task_data
 from thai_eval_utils.seahelm.generation import (Sampling, base_prompt, base_replies, chat_replies, gold_logprob,
                                                 model_sampling, probability)
@@ -37,8 +39,27 @@ SUITE = "seahelm"
 RECORD_FORMAT = 1
 #: Our interval beside SEA-HELM's standard error: a percentile bootstrap over items of the per-item run means.
 N_RESAMPLES, LEVEL, BOOT_SEED = 1000, 0.95, 0
-#: Tasks another module runs (IF-Eval, the MT-Bench judge): key -> runner with :func:`run_task`'s signature.
+#: The task table's entries that another module runs (the other helper's ``seahelm/ifeval.py`` and
+#: ``seahelm/mt_bench.py``): key -> module. The module exposes ``run_task(model, key, *, runs, limit, data_dir,
+#: outputs, protocol, rng, progress, **options) -> TaskRun`` and writes a summary with this module's keys
+#: (``primary_metric``, ``n``, ``n_docs``, ``ids``, ``runs`` {run: {seed, metrics, per_item}}, ``over_runs``
+#: (:func:`~.aggregate.task_over_runs` on the per-item values, consuming ``rng``), ``item_means``, ``null_count``,
+#: ``failed_thinking``, ``competency``, ``signature``, ``scores``), so the suite's hooks read it unchanged.
+EXTERNAL_MODULES: dict[str, str] = {"if-eval": "thai_eval_utils.seahelm.ifeval_run",
+                                    "mt-bench-judge": "thai_eval_utils.seahelm.mt_bench_run"}
+#: Runners registered in code (tests, a user's own): key -> runner with the signature above; before the modules.
 EXTERNAL_RUNNERS: dict[str, Callable[..., "TaskRun"]] = {}
+
+
+def external_runner(key: str) -> Callable[..., "TaskRun"] | None:
+    """The runner of a task another module owns (registered, else its module's ``run_task``); None when this
+    build has neither (the task is then not run by default, and naming it is an error)."""
+    if key in EXTERNAL_RUNNERS:
+        return EXTERNAL_RUNNERS[key]
+    name = EXTERNAL_MODULES.get(key)
+    if name is None or importlib.util.find_spec(name) is None:
+        return None
+    return importlib.import_module(name).run_task
 
 
 @dataclass(frozen=True)
@@ -160,7 +181,7 @@ def signature(task: TaskConfig, protocol: Protocol, sampling: Sampling, data_has
 def run_task(model: Model, key: str, *, runs: int = N_RUNS, limit: int | None = None, data_dir: str | Path | None = None,
              data: TaskData | None = None, outputs: str | Path | None = None, protocol: Protocol = Protocol(),
              metricx: MetricX | None = None, rng: np.random.Generator | None = None, progress: bool = True,
-             judge: ChatModel | None = None) -> TaskRun:
+             options: Mapping[str, Any] | None = None) -> TaskRun:
     """Run one SEA-HELM Thai task ``runs`` times (run r with seed ``SEEDS[r]``; ``max_n_runs`` respected), resuming
     what the store holds, then score every run and aggregate over runs.
 
@@ -174,11 +195,14 @@ def run_task(model: Model, key: str, *, runs: int = N_RUNS, limit: int | None = 
         metricx: the MetricX-24 model for translation (None: no MetricX score; chrF++ ours beside it).
         rng: the aggregation's generator (default a fresh ``default_rng(94370244)``; pass one to consume it over
             tasks in order, as SEA-HELM does).
-        judge: the judge of the judged tasks (mt-bench-judge; None: the evaluated model judges itself, labelled).
+        options: passed to the runner of a task another module owns (e.g. the MT-Bench judge's ``judge``).
     """
-    if key in EXTERNAL_RUNNERS:
-        return EXTERNAL_RUNNERS[key](model, key, runs=runs, limit=limit, data_dir=data_dir, outputs=outputs,
-                                     protocol=protocol, rng=rng, progress=progress, judge=judge)
+    if key in EXTERNAL_MODULES or key in EXTERNAL_RUNNERS:
+        runner = external_runner(key)
+        if runner is None:
+            raise ValueError(f"SEA-HELM task {key!r} is run by {EXTERNAL_MODULES.get(key)}, which this build lacks")
+        return runner(model, key, runs=runs, limit=limit, data_dir=data_dir, outputs=outputs, protocol=protocol,
+                      rng=rng, progress=progress, **(options or {}))
     if not 1 <= runs <= len(SEEDS):
         raise ValueError(f"runs must be 1-{len(SEEDS)} (SEA-HELM's seeds), got {runs}")
     task = task_config(key)
@@ -187,7 +211,6 @@ def run_task(model: Model, key: str, *, runs: int = N_RUNS, limit: int | None = 
     shots = shots_for(task, data, protocol.base)
     sampling = model_sampling(model, greedy=protocol.greedy)
     run_ids = task.runs(runs, reasoning=protocol.reasoning)
-    data_hash = sha256_text(repr(sorted(data.source.get("files", {}).items())) + repr(data.source.get("revision")))
     config = {"suite": SUITE, "seahelm_commit": SEAHELM_COMMIT, "task": asdict(task), "protocol": protocol.keyed(task, sampling),
               "shots": [str(s.get("id", i)) for i, s in enumerate(shots)], "data": data.source,
               "record_format": RECORD_FORMAT}
@@ -212,7 +235,7 @@ def run_task(model: Model, key: str, *, runs: int = N_RUNS, limit: int | None = 
                     split = split_reply(raw, protocol.thinking)
                     rec = {"run": run, "seed": seed, "id": row["id"], "label": row.get("label"),
                            "source": row["prompts"][0].get("text"), "messages": conv,
-                           "prompt_sha256": sha256_text(repr(conv)), "reply": raw, "scored": split.scored,
+                           "prompt_sha256": sha256_text(canonical_json(conv)), "reply": raw, "scored": split.scored,
                            "failed": split.failed}
                     if task.is_logprobs:
                         prompt = base_prompt(model, conv) if protocol.base or not isinstance(model, TokenizingModel) \
@@ -285,14 +308,12 @@ def _hash(data: TaskData) -> str:
 def run_suite(model: Model, tasks: Sequence[str] | None = None, *, runs: int = N_RUNS, limit: int | None = None,
               data_dir: str | Path | None = None, outputs: str | Path | None = None, protocol: Protocol = Protocol(),
               metricx: MetricX | None = None, progress: bool = True,
-              judge: ChatModel | None = None) -> dict[str, TaskRun]:
+              options: Mapping[str, Any] | None = None) -> dict[str, TaskRun]:
     """Every task asked for (default: SEA-HELM's Thai list this package runs), in order, with ONE aggregation
     generator ``default_rng(94370244)`` consumed task by task as SEA-HELM's notebook consumes it (P3). Tasks
-    another module owns (IF-Eval, MT-Bench judge) run through :data:`EXTERNAL_RUNNERS` when registered; base
-    models skip SEA-HELM's ``base_models_skip_tasks``."""
-    from thai_eval_utils.seahelm.config import constants
-
-    keys = list(tasks) if tasks else [k for k in RUN_BY_DEFAULT if k in EXTERNAL_RUNNERS or k not in EXTERNAL_TASKS]
+    another module owns (IF-Eval, MT-Bench judge) run through :func:`external_runner` when this build has it
+    (``options`` go to them); base models skip SEA-HELM's ``base_models_skip_tasks``."""
+    keys = list(tasks) if tasks else [k for k in RUN_BY_DEFAULT if k not in EXTERNAL_MODULES or external_runner(k)]
     skip = set(constants()["base_models_skip_tasks"]) if protocol.base else set()
     rng = np.random.default_rng(AGGREGATION_SEED)
     out = {}
@@ -300,12 +321,10 @@ def run_suite(model: Model, tasks: Sequence[str] | None = None, *, runs: int = N
         if key in skip:
             continue
         out[key] = run_task(model, key, runs=runs, limit=limit, data_dir=data_dir, outputs=outputs, protocol=protocol,
-                            metricx=metricx, rng=rng, progress=progress, judge=judge)
+                            metricx=metricx, rng=rng, progress=progress, options=options)
     return out
 
 
-#: Tasks another helper's modules own (``seahelm/ifeval.py``, ``seahelm/mt_bench.py``): run when they register.
-EXTERNAL_TASKS = ("if-eval", "mt-bench-judge")
 #: What ``run_suite`` runs when no task is named: SEA-HELM's Thai list (spec 1.1), then Belebele.
 RUN_BY_DEFAULT = ("sentiment", "qa", "toxicity", "translation-en-xx", "translation-xx-en", "abssum", "causal", "nli",
                   "if-eval", "thai_exam_a_level", "thai_exam_ic", "thai_exam_onet", "thai_exam_tgat",

@@ -1,5 +1,6 @@
 """SEA-HELM's Thai tasks as the registry sees them (issue 31): name, tasks (SEA-HELM's results keys), notebook, data
-folder, and the hooks compare, the report and the exports call: headlines (per item: the item's mean over runs),
+folder (the task table: :data:`TASKS`; IF-Eval and the MT-Bench judge are run by their own modules through
+``runner.EXTERNAL_MODULES``, and their runs show through the same hooks), and the hooks compare, the report and the exports call: headlines (per item: the item's mean over runs),
 leaderboard cells grouped by competency (SEA-HELM's mean over runs with its standard error beside our bootstrap
 interval), notebook parameters (``--runs``), export rows.
 """
@@ -15,14 +16,18 @@ import pandas as pd
 from thai_eval_utils.core.benchmark import (DETAIL_INPUTS, Headline, ItemView, LeaderboardTable, SeahelmTask, Suite,
                                             TokenCounter)
 from thai_eval_utils.core.runs import StoredRun
-from thai_eval_utils.seahelm.config import task_config, task_configs
+from thai_eval_utils.seahelm.config import N_RUNS, task_config, task_configs
+from thai_eval_utils.seahelm.data import load_task_data
 from thai_eval_utils.seahelm.export import seahelm_results
+from thai_eval_utils.seahelm.prompts import build_messages
 from thai_eval_utils.seahelm.runner import RUN_BY_DEFAULT, SUITE as SUITE_NAME
 from thai_eval_utils.stats.cells import cell
 
 #: Per-item values on 0-1 (SEA-HELM's individual scores) shown x100; ROUGE-L, MetricX and chrF++ are 0-100.
 _UNIT_SCALE = ("F1AccMetric", "QuestionAnsweringMetric", "IFEvalMetric", "MTBenchJudgeMetric")
 COMPETENCIES = ("nlu", "nlg", "nlr", "safety", "instruction-following", "knowledge", "multi-turn")
+#: ``make demo``'s slice (with its 2 rows, 2 runs, 48 tokens): a choice task, Thai QA F1, an exam, Thai ROUGE-L.
+DEMO_TASKS = ("sentiment", "qa", "thai_exam_ic", "abssum")
 #: Every task key this suite knows: SEA-HELM's Thai list and Belebele, then the ``-logprobs`` twins.
 TASKS = tuple(RUN_BY_DEFAULT) + tuple(k for k in task_configs() if k.endswith("-logprobs"))
 
@@ -46,7 +51,7 @@ class SeahelmSuite(Suite):
     scale_note: ClassVar[str] = "SEA-HELM Thai on 0-100 (normalised accuracy, F1, ROUGE-L, MetricX or chrF++)"
     leaderboard_tables: ClassVar[tuple[LeaderboardTable, ...]] = (
         LeaderboardTable("seahelm", "SEA-HELM Thai: mean over runs (SE over runs, SEA-HELM's)",
-                         ("score", "se_over_runs", "runs", "null_answers", "failed_thinking"), group="competency"),)
+                         ("score", "se_over_runs", "runs", "null_answers", "failed_thinking"), group="competency / task"),)
     detail_inputs: ClassVar[frozenset[str]] = DETAIL_INPUTS | {"run", "seed", "label", "source", "messages"}
     detail_metrics: ClassVar[frozenset[str]] = frozenset({"gold_logprob"})
 
@@ -100,7 +105,7 @@ class SeahelmSuite(Suite):
             note = f"partial: {n} of {s.get('n_docs')} items" if n and s.get("n_docs") and n < s["n_docs"] else ""
             if s.get("logprobs_note"):
                 note = (note + "; " if note else "") + "-logprobs: not a parity number (P1)"
-            group = s.get("competency")
+            group = f"{s.get('competency')} / {h.stratum}"  # one row per task, sorted under its competency
             items = f"{self.name}|{h.stratum}"
             out.append(cell(self.name, model, "score", over.get("mean"), n, items, group=group, low=iv.get("low"),
                             high=iv.get("high"), note=note))
@@ -128,7 +133,7 @@ class SeahelmSuite(Suite):
         """The tasks asked for, ``runs`` (``thai-eval run --runs``; None: SEA-HELM's eight) and the common
         generation options under the notebook's names."""
         options = options or {}
-        params: dict[str, Any] = {"tasks": list(tasks) or None}
+        params: dict[str, Any] = {"tasks": list(tasks) or (list(DEMO_TASKS) if options.get("demo") else None)}
         if options.get("runs") is not None:
             params["runs"] = int(options["runs"])
         return params
@@ -136,10 +141,6 @@ class SeahelmSuite(Suite):
     def dry_run(self, data: Path, tokenizer: TokenCounter, *, tasks: tuple[str, ...] = (), limit: int | None,
                 max_new_tokens: int | None) -> list[dict[str, Any]]:
         """Per task: rows, generations (x the eight runs) and the prompts' tokens."""
-        from thai_eval_utils.seahelm.config import N_RUNS
-        from thai_eval_utils.seahelm.data import load_task_data
-        from thai_eval_utils.seahelm.prompts import build_messages
-
         rows_out = []
         for key in tasks or RUN_BY_DEFAULT:
             task = task_config(key)
