@@ -285,4 +285,5 @@ def test_python_api_matches_cli_choices():
     args = build_parser().parse_args(["export", "--format", "parquet"])
     assert args.format == "parquet"
     export_parser = build_parser()._subparsers._group_actions[0].choices["export"]
-    assert next(a for a in export_parser._actions if a.dest == "format").choices == ("lm-eval", "thai-llm-leaderboard", "parquet")
+    choices = next(a for a in export_parser._actions if a.dest == "format").choices
+    assert choices == ("lm-eval", "thai-llm-leaderboard", "parquet", "seahelm")

@@ -344,12 +344,13 @@ def cmd_tables(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------------------------------- export
 def add_export(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("export", help="export stored runs for lm-eval's tools, the Thai LLM Leaderboard or Parquet",
+    p = sub.add_parser("export", help="export stored runs for lm-eval's tools, the Thai LLM Leaderboard, Parquet or SEA-HELM",
                        formatter_class=_FORMATTER,
                        description="Write stored runs in another tool's format: lm-eval (results_<time>.json and "
                        "samples_<task>_<time>.jsonl per task of the suites that export to it, lm-evaluation-harness "
                        "0.4.13's schema), thai-llm-leaderboard (one results JSON per model), parquet (one details table "
-                       "per suite).",
+                       "per suite), SEA-HELM's run_<r>/ folders (run config, results JSON and per-row inference files, "
+                       "for the suites that export to it).",
                        epilog="examples:\n  thai-eval export --format lm-eval\n"
                        "  thai-eval export --format thai-llm-leaderboard --model gemma --to exports/leaderboard\n"
                        "  thai-eval export --format parquet --to exports/parquet")

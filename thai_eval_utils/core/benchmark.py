@@ -174,6 +174,33 @@ class LmEvalTask:
 
 
 @dataclass(frozen=True)
+class SeahelmRun:
+    """One of a task's repeated runs in SEA-HELM's layout (:class:`SeahelmTask`): its index ``r`` (folder
+    ``run_<r>``), seed, the metric class's results (the results JSON's task dict) and its per-row inference lines
+    (dataset columns, ``responses``, ``cleaned_responses``, ``individual_scores``, the task's columns)."""
+
+    index: int
+    seed: int | None
+    metrics: dict[str, Any]
+    rows: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class SeahelmTask:
+    """A stored run as one task of SEA-HELM's results (:meth:`Suite.seahelm_results`; the ``seahelm`` export format):
+    ``task`` is SEA-HELM's results key, ``config`` the task's entry of its run config (``competency``, ``metric``,
+    ``aggregation_group``, ``languages``: what its aggregation reads), ``runs`` the repeated runs."""
+
+    task: str
+    language: str
+    competency: str
+    metric: str
+    aggregation_group: str | None
+    config: dict[str, Any]
+    runs: tuple[SeahelmRun, ...]
+
+
+@dataclass(frozen=True)
 class DemoComparison:
     """The demo's comparison of a suite's runs: ``notebook`` run again for the same model with ``parameters``
     (into ``<outputs>/demo_compare``; the executed copy ``<notebook stem>_<variant>.ipynb``), then
@@ -333,6 +360,11 @@ class Suite:
                 "metrics": {k: v for k, v in fields.items() if k in self.detail_metrics},
             })  # fmt: skip
         return rows
+
+    def seahelm_results(self, run: StoredRun) -> list[SeahelmTask]:
+        """The run as tasks of SEA-HELM's results layout (its results JSON, run configs and per-row inference files:
+        ``thai-eval export --format seahelm``); none by default (the run is not in that format)."""
+        return []
 
     def lm_eval_task(self, run: StoredRun) -> str | None:
         """The lm-evaluation-harness task name the run exports as (None: the run is not in that format). A suite

@@ -4,7 +4,9 @@
   runs whose suite exports to lm-eval (Thai-H6's tasks; :mod:`.lm_eval`);
 - ``thai-llm-leaderboard``: ``<FOLDER>/<model>/results.json`` as the Thai LLM Leaderboard's transform writes them
   (``{"config": {"model_name"}, "results": {task: {metric: value}}}``) for every suite's runs (:mod:`.leaderboard`);
-- ``parquet``: one per-item details table per suite (:mod:`.parquet`).
+- ``parquet``: one per-item details table per suite (:mod:`.parquet`);
+- ``seahelm``: SEA-HELM's run folders (run config, results JSON, per-row inference files) for the runs whose suite
+  exports to it, so SEA-HELM's own aggregation reads them (:mod:`.seahelm`).
 
 What a benchmark's runs become in each format is its suite's (the export hooks of
 :class:`~thai_eval_utils.core.benchmark.Suite`); this package names none.
@@ -29,12 +31,14 @@ from thai_eval_utils.core.errors import ThaiEvalError
 from thai_eval_utils.export.leaderboard import write_leaderboard
 from thai_eval_utils.export.lm_eval import exports_lm_eval, lm_eval_suites, write_lm_eval
 from thai_eval_utils.export.parquet import write_parquet
+from thai_eval_utils.export.seahelm import exports_seahelm, write_seahelm
 from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.export.stored import finished_runs
 
-FORMATS = ("lm-eval", "thai-llm-leaderboard", "parquet")
+FORMATS = ("lm-eval", "thai-llm-leaderboard", "parquet", "seahelm")
 
-__all__ = ["FORMATS", "StoredRun", "export", "finished_runs", "write_leaderboard", "write_lm_eval", "write_parquet"]
+__all__ = ["FORMATS", "StoredRun", "export", "finished_runs", "write_leaderboard", "write_lm_eval", "write_parquet",
+           "write_seahelm"]
 
 
 def export(fmt: str, to: str | Path, *, outputs: str | Path | None = None, models: Sequence[str] = (),
@@ -52,6 +56,8 @@ def export(fmt: str, to: str | Path, *, outputs: str | Path | None = None, model
     runs = finished_runs(outputs, models)
     if fmt == "lm-eval":
         runs = [r for r in runs if exports_lm_eval(r)]
+    elif fmt == "seahelm":
+        runs = [r for r in runs if exports_seahelm(r)]
     if not runs:
         where = Path(outputs) if outputs else "the outputs folder"
         labels = [s.label for s in lm_eval_suites()] if fmt == "lm-eval" else []
@@ -63,6 +69,8 @@ def export(fmt: str, to: str | Path, *, outputs: str | Path | None = None, model
             files = write_lm_eval(runs, to, data=data)
         elif fmt == "thai-llm-leaderboard":
             files = write_leaderboard(runs, to)
+        elif fmt == "seahelm":
+            files = write_seahelm(runs, to)
         else:
             files = write_parquet(runs, to)
         bar.update()

@@ -45,8 +45,8 @@ N_RESAMPLES, LEVEL, BOOT_SEED = 1000, 0.95, 0
 #: (``primary_metric``, ``n``, ``n_docs``, ``ids``, ``runs`` {run: {seed, metrics, per_item}}, ``over_runs``
 #: (:func:`~.aggregate.task_over_runs` on the per-item values, consuming ``rng``), ``item_means``, ``null_count``,
 #: ``failed_thinking``, ``competency``, ``signature``, ``scores``), so the suite's hooks read it unchanged.
-EXTERNAL_MODULES: dict[str, str] = {"if-eval": "thai_eval_utils.seahelm.ifeval",
-                                    "mt-bench-judge": "thai_eval_utils.seahelm.mt_bench"}
+EXTERNAL_MODULES: dict[str, str] = {"if-eval": "thai_eval_utils.seahelm.ifeval_run",
+                                    "mt-bench-judge": "thai_eval_utils.seahelm.mt_bench_run"}
 #: Runners registered in code (tests, a user's own): key -> runner with the signature above; before the modules.
 EXTERNAL_RUNNERS: dict[str, Callable[..., "TaskRun"]] = {}
 

