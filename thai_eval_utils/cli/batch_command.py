@@ -31,7 +31,7 @@ def add_batch(sub: argparse._SubParsersAction) -> None:
                        "runs (--model/--run narrow them), wait up to --wait seconds and keep what came back; the next "
                        "`thai-eval run --batch` sends the rest once more.",
                        epilog="examples:\n  thai-eval batch status\n  thai-eval batch cancel --model gpt-4o-mini\n"
-                       "  thai-eval batch cancel --run outputs/runs/gpt-4o-mini/dialect/generation/0123456789ab")
+                       "  thai-eval batch cancel --run outputs/runs/<model>/<suite>/<task>/<config id>")
     p.add_argument("action", choices=("status", "cancel"))
     p.add_argument("--model", action="append", default=[], help="only runs whose model name or folder contains this")
     p.add_argument("--run", action="append", default=[], metavar="DIR", help="only this run folder (repeatable)")
