@@ -6,20 +6,18 @@ over the per-batch limits is split; ``thai-eval batch cancel`` / ``status``; the
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
-import threading
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
+from answer_run import Echo, answer_run
 from fake_batch_server import FakeBatchServer
 from fake_openai_server import MALFORMED_REPLIES, Fail, FakeOpenAIServer, Reply
 from test_judge import FAKE_KEY
@@ -35,30 +33,6 @@ from thai_eval_utils.thaicli.data import load_thaicli
 REPO = Path(__file__).resolve().parents[1]
 #: Fields of a stored record that say when it was written (not what): left out of the comparisons.
 TIMING = ("written_at", "at", "time")
-
-
-class Echo:
-    """A stand-in model behind the fake servers: the reply to a conversation is fixed by its last message
-    (``"ตอบ "``, a hash of it and its last 12 characters), unless a script for a marker in the message says otherwise
-    (its actions in order, then the default reply)."""
-
-    def __init__(self, scripts: dict[str, list[Any]] | None = None) -> None:
-        self.scripts = {k: list(v) for k, v in (scripts or {}).items()}
-        self.calls: Counter[str] = Counter()
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def text(content: str) -> str:
-        return f"ตอบ {hashlib.sha256(content.encode()).hexdigest()[:6]} " + content.strip()[-12:]
-
-    def __call__(self, body: dict[str, Any]) -> Any:
-        content = body["messages"][-1]["content"]
-        with self._lock:
-            self.calls[content] += 1
-            for marker, queue in self.scripts.items():
-                if marker in content and queue:
-                    return queue.pop(0)
-        return Reply(self.text(content))
 
 
 def api_model(srv: FakeOpenAIServer) -> ApiModel:
@@ -175,44 +149,49 @@ def test_not_waiting_says_so_and_a_later_run_collects(thaicli_items, tmp_path, c
 
 
 KILLER = textwrap.dedent("""
-    import os, signal, sys
+    import json, os, signal, sys
     sys.path.insert(0, {tests!r})
+    from answer_run import Echo, answer_run
     from thai_eval_utils.backend.openai_client import ApiModel
     from thai_eval_utils.backend.batch_model import run_answers
-    from thai_eval_utils.thaicli.answers import generate_answers, select_items
-    from thai_eval_utils.thaicli.data import load_thaicli
-    items = select_items(load_thaicli({data!r}), 2)
     model = ApiModel("fake-model", base_url={url!r}, api_key={key!r}, max_retries=0)
     def die(state):
         os.kill(os.getpid(), signal.SIGKILL)
-    run_answers(model, lambda m: generate_answers(m, items, outputs={out!r}, max_new_tokens=64, progress=False),
-                submit=True, wait_s=30, poll_s=0.01, progress=False, max_requests={max_requests}, hooks={{{point!r}: die}})
+    run_answers(model, lambda m: answer_run(m, json.loads({questions!r}), {out!r}), submit=True, wait_s=30,
+                poll_s=0.01, progress=False, max_requests={max_requests}, hooks={{{point!r}: die}})
 """)
 
 
-def killed(srv: FakeBatchServer, tmp_path: Path, point: str, max_requests: int = 50_000) -> None:
-    code = KILLER.format(tests=str(REPO / "tests"), data=str(REPO / "data" / "thaicli"), url=srv.base_url, key=FAKE_KEY,
-                         point=point, out=str(tmp_path), max_requests=max_requests)  # fmt: skip
+def killed(srv: FakeBatchServer, tmp_path: Path, questions: list[str], point: str, max_requests: int = 50_000) -> None:
+    """Run the small generation run (``answer_run.py``) in batch mode in a subprocess, SIGKILLed at ``point``."""
+    code = KILLER.format(tests=str(REPO / "tests"), url=srv.base_url, key=FAKE_KEY, point=point, out=str(tmp_path),
+                         questions=json.dumps(questions, ensure_ascii=False), max_requests=max_requests)  # fmt: skip
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
 
 
+def resumed(srv: FakeBatchServer, tmp_path: Path, questions: list[str], **kw: Any) -> list[str | None]:
+    return run_answers(api_model(srv), lambda m: answer_run(m, questions, tmp_path), submit=True, wait_s=30,
+                       poll_s=0.01, progress=False, **kw)  # fmt: skip
+
+
 @pytest.mark.parametrize("point", ["after_upload", "created", "after_create", "poll"])
 def test_kill_then_resume_one_batch(thaicli_items, tmp_path, point):
-    script = Echo({"ภาษาไทย": [Fail(500)]})  # one question's first request fails: a follow-up batch of one
+    questions = list(thaicli_items["question"])
+    script = Echo({questions[1]: [Fail(500)]})  # one question's first request fails: a follow-up batch of one
     with FakeBatchServer(script, polls_to_finish=2) as srv:
-        killed(srv, tmp_path, point)
+        killed(srv, tmp_path, questions, point)
         if point == "after_create":
             state = json.loads(next(tmp_path.rglob("batch.json")).read_text())
             assert state["state"] == "submitted" and state["parts"][0]["batch_id"] == "batch_1"
-        res = run_answers(api_model(srv), lambda m: thaicli_run(m, thaicli_items, tmp_path), submit=True, wait_s=30,
-                          poll_s=0.01, progress=False)  # fmt: skip
+        answers = resumed(srv, tmp_path, questions)
         sizes = [len(srv.files[b["input_file_id"]].splitlines()) for b in srv.batches.values()]
-        failed_first = sum("ภาษาไทย" in q for q in thaicli_items["question"])
-        assert sizes == ([4, 1] if failed_first else [4])  # one batch per round, however the first run died
-        assert max(srv.answered.values()) == 1
-    assert list(res["answer"]) == [Echo.text(q) for q in thaicli_items["question"]]
+        assert sizes == [4, 1]  # one batch per round, however the first run died
+        assert max(srv.answered.values()) == 1 and sum(srv.answered.values()) == 5
+    assert answers == [Echo.text(q) for q in questions]
+    items = (next(tmp_path.rglob("items.jsonl"))).read_text(encoding="utf-8").splitlines()
+    assert len(items) == 4  # every item stored once
     no_key_anywhere(tmp_path)
 
 
@@ -253,16 +232,16 @@ def test_a_round_over_the_limits_is_split_and_resumed_together(thaicli_items, tm
     line = len(data.splitlines(keepends=True)[0])
     assert split_lines(data, max_bytes=2 * line) == [(0, 2), (2, 2), (4, 1)]
     assert split_lines(data, max_bytes=1) == [(i, 1) for i in range(5)]  # a line over the limit: a part of its own
+    questions = list(thaicli_items["question"])
     with FakeBatchServer(Echo(), polls_to_finish=2) as srv:
-        killed(srv, tmp_path, "after_create", max_requests=3)  # dies after the first of two parts was created
+        killed(srv, tmp_path, questions, "after_create", max_requests=3)  # dies after the first of two parts' create
         state = json.loads(next(tmp_path.rglob("batch.json")).read_text())
         assert state["state"] == "uploading" and [p["count"] for p in state["parts"]] == [3, 1]
         assert state["parts"][0]["batch_id"] == "batch_1" and state["parts"][1]["batch_id"] is None
-        res = run_answers(api_model(srv), lambda m: thaicli_run(m, thaicli_items, tmp_path), submit=True, wait_s=30,
-                          poll_s=0.01, progress=False, max_requests=3)  # fmt: skip
+        answers = resumed(srv, tmp_path, questions, max_requests=3)
         assert [len(srv.files[b["input_file_id"]].splitlines()) for b in srv.batches.values()] == [3, 1]
-        assert max(srv.answered.values()) == 1
-    assert list(res["answer"]) == [Echo.text(q) for q in thaicli_items["question"]]
+        assert max(srv.answered.values()) == 1 and sum(srv.answered.values()) == 4
+    assert answers == [Echo.text(q) for q in questions]
     state = json.loads(next(tmp_path.rglob("batch.json")).read_text())
     assert state["state"] == "collected" and [h["batch_id"] for h in state["history"]] == ["batch_1", "batch_2"]
 
@@ -297,7 +276,7 @@ STAND_IN = textwrap.dedent("""
     import json, sys
     sys.path.insert(0, {tests!r})
     from fake_batch_server import FakeBatchServer
-    from test_answer_batch import Echo
+    from answer_run import Echo
     with open(sys.argv[1], encoding="utf-8") as fin, open(sys.argv[2], "w", encoding="utf-8") as fout:
         for n, raw in enumerate(fin):
             req = json.loads(raw)
@@ -360,3 +339,26 @@ def test_cli_flags_become_answer_parameters(tmp_path):
     for nb in ("thaicli.ipynb", "dialect_benchmark.ipynb", "task.ipynb"):
         declared = notebook_parameters(REPO / "notebooks" / nb)
         assert {"answers_batch", "answers_batch_wait_s", "answers_batch_file_out", "answers_batch_file_in"} <= set(declared), nb
+
+
+def test_a_declared_generation_task_in_batch_mode_equals_live(tmp_path):
+    """The path the new suites' generation tasks take (``tasks.run_task``: ``model.generate`` with stop strings)."""
+    from thai_eval_utils.tasks import run_task, task_named
+
+    task = task_named("thai_capitals", str(REPO / "docs" / "examples" / "user_tasks"))
+
+    def respond(body: dict) -> Reply:  # a reply running past the task's stop string "\n": cut as live calls cut it
+        return Reply(Echo.text(body["messages"][-1]["content"]) + "\nคำถามต่อไป")
+
+    with FakeOpenAIServer(respond) as live_srv:
+        live = run_task(api_model(live_srv), task, outputs=tmp_path / "live", progress=False)
+    with FakeBatchServer(respond) as srv:
+        res = run_answers(api_model(srv), lambda m: run_task(m, task, outputs=tmp_path / "batch", progress=False),
+                          submit=True, wait_s=30, poll_s=0.01, progress=False)  # fmt: skip
+        assert len(srv.batches) == 1 and max(srv.answered.values()) == 1
+        first = json.loads(srv.files[srv.batches["batch_1"]["input_file_id"]].decode().splitlines()[0])
+        assert first["body"]["stop"] == ["\n"] and first["body"]["max_tokens"] == 16
+    assert [r["output"] for r in res.records] == [r["output"] for r in live.records]
+    assert all("\n" not in r["output"] for r in res.records) and len(res.records) == live.summary["n_docs"]
+    assert stored(res.run_dir) == stored(live.run_dir)
+    assert res.scores == live.scores and res.summary["n_ungenerated"] == 0
