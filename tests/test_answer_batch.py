@@ -362,3 +362,17 @@ def test_a_declared_generation_task_in_batch_mode_equals_live(tmp_path):
     assert all("\n" not in r["output"] for r in res.records) and len(res.records) == live.summary["n_docs"]
     assert stored(res.run_dir) == stored(live.run_dir)
     assert res.scores == live.scores and res.summary["n_ungenerated"] == 0
+
+
+def test_an_endpoint_without_batches_fails_the_run_with_a_named_error(thaicli_items, tmp_path):
+    from thai_eval_utils.backend.api_replies import ApiError
+
+    questions = list(thaicli_items["question"])
+    with FakeOpenAIServer(Echo()) as srv:  # chat only: POST /v1/files is a 404
+        with pytest.raises(ApiError, match="batch upload") as info:
+            run_answers(api_model(srv), lambda m: answer_run(m, questions, tmp_path), submit=True, progress=False)
+        assert srv.n_chat_calls == 0
+    assert FAKE_KEY not in str(info.value)
+    state = json.loads(next(tmp_path.rglob("batch.json")).read_text(encoding="utf-8"))
+    assert state["state"] == "uploading" and state["requests"] == 4  # written before the upload: a rerun retries it
+    no_key_anywhere(tmp_path)

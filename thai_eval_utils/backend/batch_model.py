@@ -58,6 +58,7 @@ class _RunFolder:
     replies: dict[str, dict[str, Any]]
     running: str | None
     requests: dict[str, dict[str, Any]] = field(default_factory=dict)
+    error: ApiError | None = None
 
 
 class BatchChatModel:
@@ -127,8 +128,12 @@ class BatchChatModel:
             if self.mode.file_in is not None and root not in self._read_in:
                 rounds.read_file_in()
                 self._read_in.add(root)
-            running = rounds.sync() if self.mode.transport is not None else None
-            self._folders[root] = _RunFolder(rounds, prefix, rounds.folder.replies(), running)
+            running, error = None, None
+            try:
+                running = rounds.sync() if self.mode.transport is not None else None
+            except ApiError as exc:  # the batch API failed: every item of the run says why (asked once a pass)
+                error = exc
+            self._folders[root] = _RunFolder(rounds, prefix, rounds.folder.replies(), running, error=error)
         return self._folders[root]
 
     def _write_file_out(self, folders: list[_RunFolder]) -> None:
@@ -186,6 +191,8 @@ class BatchChatModel:
 
     def _answer(self, f: _RunFolder, key: str, body: dict[str, Any], stop: Sequence[str] | str | None) -> str:
         """The text of the item's reply: its tries replayed (a failed or unanswered try is the next try)."""
+        if f.error is not None:
+            raise f.error
         failures = expired = try_ = 0
         while True:
             cid = custom_id(f.prefix + key, ANSWER_ATTEMPT, try_)
