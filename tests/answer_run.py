@@ -55,3 +55,21 @@ class Echo:
                 if marker in content and queue:
                     return queue.pop(0)
         return Reply(self.text(content))
+
+
+def run_batch_file(model: Any, requests: str | Path, replies: str | Path) -> int:
+    """A stand-in for ``vllm run-batch -i requests -o replies``: every request of a Batch API input file answered by
+    ``model.chat`` with the request's own settings, one output line each (the Batch API's output format); the count."""
+    import json
+
+    from fake_batch_server import FakeBatchServer
+
+    lines = [json.loads(x) for x in Path(requests).read_text(encoding="utf-8").splitlines() if x.strip()]
+    with open(replies, "w", encoding="utf-8") as out:
+        for n, req in enumerate(lines):
+            body = req["body"]
+            text = model.chat([body["messages"]], max_new_tokens=body["max_tokens"], temperature=body["temperature"],
+                              top_p=body["top_p"], seed=body.get("seed"), stop=body.get("stop"))[0]  # fmt: skip
+            _, line = FakeBatchServer.answer_line(req, Reply(text), model.name, f"req-{n}")
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+    return len(lines)

@@ -376,3 +376,31 @@ def test_an_endpoint_without_batches_fails_the_run_with_a_named_error(thaicli_it
     state = json.loads(next(tmp_path.rglob("batch.json")).read_text(encoding="utf-8"))
     assert state["state"] == "uploading" and state["requests"] == 4  # written before the upload: a rerun retries it
     no_key_anywhere(tmp_path)
+
+
+def test_an_offline_file_answered_by_the_embedded_model_stores_its_live_answers(thaicli_items, tmp_path):
+    """The issue's stand-in for ``vllm run-batch``: the batch file answered by the embedded model (greedy) gives the
+    answers the same model gives live."""
+    from answer_run import run_batch_file
+
+    from thai_eval_utils.backend.models import load_model
+
+    items = thaicli_items.groupby("format", sort=False).head(1).reset_index(drop=True)  # one question per format
+    lm = load_model("embedded")
+    live = generate_answers(lm, items, outputs=tmp_path / "live", max_new_tokens=16, progress=False)
+    model = ApiModel("gemma-3-270m", base_url="http://127.0.0.1:9/v1", api_key=FAKE_KEY, max_retries=0)  # never called
+    requests, replies = tmp_path / "requests.jsonl", tmp_path / "replies.jsonl"
+
+    def offline(file_in):
+        return run_answers(model, lambda m: generate_answers(m, items, outputs=tmp_path / "offline",
+                                                             max_new_tokens=16, progress=False),
+                           file_out=requests, file_in=file_in, progress=False)  # fmt: skip
+
+    with pytest.warns(UserWarning):
+        offline(None)
+    assert run_batch_file(lm, requests, replies) == 2
+    requests.unlink()
+    res = offline(replies)
+    assert not requests.exists() and res["answer"].notna().all()
+    assert list(res["answer"]) == list(live["answer"])
+    assert all(a.strip() for a in live["answer"])
