@@ -404,3 +404,16 @@ def test_an_offline_file_answered_by_the_embedded_model_stores_its_live_answers(
     assert not requests.exists() and res["answer"].notna().all()
     assert list(res["answer"]) == list(live["answer"])
     assert all(a.strip() for a in live["answer"])
+
+
+def test_polling_split_batches_shows_one_progress_bar(thaicli_items, tmp_path, capsys):
+    questions = list(thaicli_items["question"])
+    with FakeBatchServer(Echo(), polls_to_finish=2) as srv:
+        answers = run_answers(api_model(srv), lambda m: answer_run(m, questions, tmp_path), submit=True, wait_s=30,
+                              poll_s=0.01, progress=True, max_requests=2)  # fmt: skip
+        assert len(srv.batches) == 2 and srv.polls["batch_1"] == srv.polls["batch_2"] == 2
+    assert answers == [Echo.text(q) for q in questions]
+    captured = capsys.readouterr()
+    assert "batches batch_1..batch_2" in captured.err and "4/4" in captured.err  # done / total over both parts
+    assert "batch batch_1: 2 requests submitted (part 1 of 2)" in captured.out
+    assert "batch batch_2: 2 requests submitted (part 2 of 2)" in captured.out
