@@ -15,7 +15,8 @@ NOTEBOOK = REPO / "notebooks" / "thaicli.ipynb"
 EXPECTED = {"model", "dtype", "device_map", "add_bos_token", "data_source", "limit", "judge_model", "judge_base_url",
             "concurrency", "max_new_tokens", "judge_max_tokens", "judge_max_calls", "judge_repeats", "seed", "outputs_dir",
             "judge_batch", "judge_batch_wait_s", "judge_batch_file_out", "judge_batch_file_in",
-            "thinking", "think_tags", "max_thinking_tokens", "enable_thinking"}  # fmt: skip
+            "thinking", "think_tags", "max_thinking_tokens", "enable_thinking",
+            "answers_batch", "answers_batch_wait_s", "answers_batch_file_out", "answers_batch_file_in"}  # fmt: skip
 
 
 def _cells():
@@ -42,6 +43,7 @@ def test_parameters_cell():
     assert names["judge_model"] == "embedded-serve" and names["judge_max_calls"] == 16 and names["limit"] is None
     assert names["judge_repeats"] == 1  # the demo judges once, so `make demo` takes no longer
     assert names["judge_batch"] is False and names["judge_batch_file_out"] is None  # batch mode: off by default
+    assert names["answers_batch"] is False and names["answers_batch_file_out"] is None
     assert not any("key" in n.lower() for n in names)  # the API key comes from the environment only
 
 

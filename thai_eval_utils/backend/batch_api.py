@@ -1,4 +1,4 @@
-"""The OpenAI Batch API as a batch transport (issue 32; :class:`thai_eval_utils.judging.batch.BatchTransport`):
+"""The OpenAI Batch API as a batch transport (issue 32; :class:`thai_eval_utils.core.batch_rounds.BatchTransport`):
 upload a JSONL input file (``files.create(purpose="batch")``), create a batch on ``/v1/chat/completions`` with a 24 h
 window, retrieve it, read its output and error files, and find the batch made from an input file (a run killed
 between ``create`` and writing the batch id). The client is the ``ApiModel``'s endpoint and key (its
@@ -8,13 +8,14 @@ written; every error is re-raised as an :class:`ApiError` whose text is scrubbed
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import openai
 
 from thai_eval_utils.backend.api_replies import ApiError, describe_error
-from thai_eval_utils.backend.openai_client import ApiModel
+from thai_eval_utils.backend.openai_client import ApiModel, public_base_url
+from thai_eval_utils.core.batch_files import chat_body
 
 #: The Batch API's completion window (the only one it offers).
 COMPLETION_WINDOW = "24h"
@@ -44,12 +45,17 @@ class OpenAIBatchTransport:
         except openai.APIError as exc:
             raise ApiError(f"batch {what}: {describe_error(exc)}") from None
 
+    @property
+    def endpoint(self) -> dict[str, str]:
+        """Where the batches are (recorded in ``batch.json`` for ``thai-eval batch``): the public base URL (no
+        credentials, no query) and the model id."""
+        return {"base_url": public_base_url(self.model.base_url), "model": self.model.model_id}
+
     def body(self, messages: list[dict[str, str]], *, max_tokens: int, temperature: float, top_p: float,
-             seed: int | None) -> dict[str, Any]:  # fmt: skip
-        body: dict[str, Any] = {"model": self.model.model_id, "messages": messages, "max_tokens": max_tokens,
-                                "temperature": temperature, "top_p": top_p}  # fmt: skip
-        if seed is not None:
-            body["seed"] = seed
+             seed: int | None, stop: Sequence[str] | str | None = None) -> dict[str, Any]:  # fmt: skip
+        """A request body as ``ApiSession.complete`` sends it (seed and stop only when set)."""
+        body = chat_body(self.model.model_id, messages, max_tokens=max_tokens, temperature=temperature, top_p=top_p,
+                         seed=seed, stop=stop)  # fmt: skip
         body.update(self.model.sampling_overrides)  # extra_body's fields, as the live client sends them
         return body
 

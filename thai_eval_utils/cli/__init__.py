@@ -1,7 +1,8 @@
 """The ``thai-eval`` command (``pyproject.toml`` ``[project.scripts]``; also ``python -m thai_eval_utils``).
 
 Subcommands: ``run`` (papermill runs of the benchmark notebooks, then the paper tables; ``--dry-run`` prints what a
-run would compute), ``runs`` (the stored runs), ``compare A B``, ``tables``, ``export``, ``report`` (the offline HTML report). Each exits 0 on success,
+run would compute), ``runs`` (the stored runs), ``compare A B``, ``tables``, ``export``, ``report`` (the offline HTML report),
+``batch status|cancel`` (the stored runs' Batch API batches). Each exits 0 on success,
 1 when a run or notebook failed, 2 on a usage error, and ends with a summary table.
 
 Built on the standard library's ``argparse``: subcommands, help texts and exit codes are all this command needs, and
@@ -15,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from thai_eval_utils import __version__
-from thai_eval_utils.cli import commands
+from thai_eval_utils.cli import batch_command, commands
 from thai_eval_utils.core import registry
 from thai_eval_utils.core.errors import ThaiEvalError
 from thai_eval_utils.core.provenance import scrub
@@ -27,6 +28,7 @@ EPILOG = """examples:
   thai-eval compare embedded /models/qwen
   thai-eval export --format lm-eval --to exports/lm-eval
   thai-eval report --out outputs/report.html
+  thai-eval batch status
 
 Results go to --outputs, else $THAI_EVAL_OUTPUTS, else ./outputs (runs/, tables/, figures/, notebooks/)."""
 
@@ -43,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_tables(sub)
     commands.add_export(sub)
     commands.add_report(sub)
+    batch_command.add_batch(sub)
     return parser
 
 

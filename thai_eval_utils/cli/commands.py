@@ -29,6 +29,7 @@ from thai_eval_utils.cli.dry_run import dry_run_rows, load_tokenizer
 from thai_eval_utils.cli.dry_run_cost import add_costs, assumptions, cost_columns, find_price, price_arg, prices_file_arg
 from thai_eval_utils.cli.runs_table import runs_table
 from thai_eval_utils.core import registry
+from thai_eval_utils.core.batch_files import BatchFolder
 from thai_eval_utils.core.benchmark import Suite
 from thai_eval_utils.core.errors import ThaiEvalError
 from thai_eval_utils.backend.model_sources import check_dtype
@@ -151,14 +152,16 @@ def add_run(sub: argparse._SubParsersAction) -> None:
                    "suites that repeat their tasks (SEA-HELM: default its eight); other suites ignore it")
     add_thinking(p)
     _add_outputs(p)
-    p.add_argument("--batch", action="store_true", help="judge through the OpenAI Batch API (half the price; an API "
-                   "judge): submit, and a later run of the same command collects (docs/batch_mode.md)")
+    p.add_argument("--batch", action="store_true", help="judge, and answer with an openai: model, through the OpenAI "
+                   "Batch API (half the price): submit, and a later run of the same command collects "
+                   "(docs/batch_mode.md; `thai-eval batch status|cancel`)")
     p.add_argument("--batch-wait", type=float, default=None, metavar="SECONDS", help="with --batch: wait this long for "
                    "the batch before going on (default: look once)")
     p.add_argument("--batch-file-out", default=None, metavar="PATH", help="write the judge requests still needed to "
-                   "this Batch API JSONL file (no network; e.g. for `vllm run-batch`)")
-    p.add_argument("--batch-file-in", default=None, metavar="PATH", help="read judge replies from this batch output "
-                   "file (`vllm run-batch`'s) before anything else")
+                   "this Batch API JSONL file, an openai: model's answer requests to PATH's <stem>.answers.jsonl (no "
+                   "network; e.g. for `vllm run-batch`)")
+    p.add_argument("--batch-file-in", default=None, metavar="PATH", help="read judge replies and answers from this "
+                   "batch output file (`vllm run-batch`'s) before anything else")
     p.add_argument("--notebooks-dir", default=str(REPO / "notebooks"), metavar="DIR", help="the notebooks' folder")
     p.add_argument("--no-paper", action="store_true", help="skip the paper-tables notebook at the end")
     p.add_argument("--dry-run", action="store_true", help="print per task the documents, requests and tokens the run "
@@ -212,26 +215,30 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def batch_messages(outputs: Path, *, since: str) -> list[str]:
-    """What the batch mode of the runs written since ``since`` said (``summary["batch"]["messages"]``: batches
-    submitted, collected, still running with how to collect them), each line prefixed with its run folder."""
+    """What batch mode said in the runs since ``since`` (each run folder's ``batch_log.jsonl``: batches submitted,
+    collected, still running with how to collect them; the judge's and the answers' alike), each line prefixed with
+    its run folder."""
     lines = []
     for run in list_runs(outputs):
-        summary = run.summary or {}
-        batch_info = summary.get("batch")
-        if isinstance(batch_info, dict) and str(summary.get("written_at", "")) >= since:
-            where = run.dir.relative_to(Path(outputs) / "runs")
-            lines += [f"{where}: {m}" for m in batch_info.get("messages") or []]
+        where = run.dir.relative_to(Path(outputs) / "runs")
+        lines += [f"{where}: {m}" for m in BatchFolder(run.dir).messages(since)]
     return lines
 
 
 def _batch_parameters(args: argparse.Namespace) -> dict[str, Any]:
-    """The judge's batch mode as notebook parameters of the notebooks that declare them (paths absolute for the
-    kernel)."""
+    """Batch mode as notebook parameters of the notebooks that declare them (paths absolute for the kernel): the
+    judge's (``judge_batch*``) and API models' answers' (``answers_batch*``; their requests go to
+    ``<file-out stem>.answers.jsonl``: another model's requests, for another ``vllm run-batch``)."""
     def path(p: str | None) -> str | None:
         return str(Path(p).resolve()) if p else None
 
+    answers_out = path(args.batch_file_out)
+    if answers_out is not None:
+        answers_out = str(Path(answers_out).with_suffix("")) + ".answers" + (Path(answers_out).suffix or ".jsonl")
     params = {"judge_batch": True if args.batch else None, "judge_batch_wait_s": args.batch_wait,
-              "judge_batch_file_out": path(args.batch_file_out), "judge_batch_file_in": path(args.batch_file_in)}
+              "judge_batch_file_out": path(args.batch_file_out), "judge_batch_file_in": path(args.batch_file_in),
+              "answers_batch": True if args.batch else None, "answers_batch_wait_s": args.batch_wait,
+              "answers_batch_file_out": answers_out, "answers_batch_file_in": path(args.batch_file_in)}
     return {k: v for k, v in params.items() if v is not None}  # unset: not passed at all (off by default)
 
 

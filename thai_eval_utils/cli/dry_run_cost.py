@@ -146,8 +146,8 @@ def assumptions(model: Price | None, judge: Price | None) -> str:
     said = [f"{who} {p.input:g} in / {p.output:g} out USD per 1M tokens from {p.source}"
             for who, p in (("model", model), ("the judge", judge)) if p is not None]
     return ("costs (USD) assume: " + "; ".join(said or ["no price"]) + f"; cost_batch = {BATCH_DISCOUNT:g} x live "
-            "(OpenAI Batch API discount; today only the judge runs batched); upper bounds: every generation to "
-            "max_new_tokens and every judge answer taking all its attempts (cost_live_min: one judge call each); "
+            "(OpenAI Batch API discount; --batch batches the judge and an openai: model's answers); upper bounds: "
+            "every generation to max_new_tokens and every judge answer taking all its attempts (cost_live_min: one judge call each); "
             "local models cost nothing (empty).")
 
 

@@ -17,6 +17,7 @@ model can do what it needs (it checks that the members exist, not their signatur
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 #: A JSON-serialisable description of a model (name, source, revision or weights hash, dtype, devices, ...),
@@ -24,6 +25,20 @@ from typing import Protocol, runtime_checkable
 Identity = Mapping[str, object]
 #: One chat conversation: ``[{"role": "system" | "user" | "assistant", "content": str}, ...]``.
 Messages = list[dict[str, str]]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One chat reply and what the model said about it: a judge's, or a batch output line's
+    (``core.batch_files.reply_of``). An API's :class:`~thai_eval_utils.backend.api_replies.Completion` has the same
+    fields; an in-process model knows no fingerprint, finish reason or per-reply token counts (0)."""
+
+    text: str
+    model: str | None
+    system_fingerprint: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str | None = None
 
 
 @runtime_checkable

@@ -9,14 +9,21 @@ in flight and a rerun computes only what is missing.
 requests in flight, each item finishing on its own): every item is prepared, called and finished as a task, and
 its record is appended as soon as it finishes (in group commits on a writer thread, so the event loop never
 waits on the disk); a run killed at any point loses only the calls in flight.
+
+While ``run_items`` computes a batch it says which items the call is for (:func:`current_call`: the store and the
+items' keys), so a model that answers later, in batches (:class:`thai_eval_utils.backend.batch_model.BatchChatModel`,
+issue 32), names each request by its item's store key and keeps its files in the run's folder, whatever benchmark
+made the call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import queue
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -47,6 +54,31 @@ class RunOutcome(Generic[Item]):
     def in_order(self) -> list[Record]:
         """The records of the finished items, in item order."""
         return [self.records[k] for k in self.keys if k in self.records]
+
+
+@dataclass(frozen=True)
+class CurrentCall:
+    """The items a model call of :func:`run_items` is for: the run's store and each item's key, in call order."""
+
+    store: RunStore
+    keys: tuple[str, ...]
+
+
+_CURRENT: contextvars.ContextVar[CurrentCall | None] = contextvars.ContextVar("thai_eval_current_call", default=None)
+
+
+def current_call() -> CurrentCall | None:
+    """The call :func:`run_items` is making now (None outside one): a batch-mode model reads its items' keys here."""
+    return _CURRENT.get()
+
+
+@contextlib.contextmanager
+def _calling(store: RunStore, keys: Sequence[str]) -> Iterator[None]:
+    token = _CURRENT.set(CurrentCall(store, tuple(keys)))
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
 
 
 def batches(indices: Sequence[int], size: int) -> list[list[int]]:
@@ -114,7 +146,8 @@ def run_items(
         for batch in batches(todo, batch_size):
             chunk = [items[i] for i in batch]
             try:
-                output = compute(prepare(chunk) if prepare else chunk)
+                with _calling(store, [keys[i] for i in batch]):
+                    output = compute(prepare(chunk) if prepare else chunk)
                 fresh = list(finish(chunk, output) if finish else output)
             except tolerate as exc:
                 outcome.failed.update({keys[i]: describe(exc) for i in batch})

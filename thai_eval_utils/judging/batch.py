@@ -11,94 +11,33 @@ per-request error or a malformed body is another try of the same attempt, up to 
 then the judgement is unjudged (never scored). A request an expired or cancelled batch did not answer is sent once
 more; a second time, unjudged.
 
-The run folder holds ``batch_input.jsonl`` (the requests, written before the upload), ``batch.json`` (state, file ids,
-batch id, request count; written atomically before and after each step) and ``batch_replies.jsonl`` (what came back,
-appended before ``batch.json`` says it was collected). A run killed at any point and run again finishes what the
-killed one started: it re-uploads the same input when no file id was written, looks the batch up by its input file
-when no batch id was written (``transport.find``), and polls a submitted batch: one batch per round in total.
-
-This module imports ``core`` only; the transport (the OpenAI client) is :mod:`thai_eval_utils.backend.batch_api`'s.
+The files, submission (split into parts at the API's limits), polling, collecting and resume after a kill are
+:mod:`thai_eval_utils.core.batch_rounds`'s, shared with API models' answers (:mod:`thai_eval_utils.backend.batch_model`);
+this module is the judge's replay. It imports ``core`` only; the transport (the OpenAI client) is
+:mod:`thai_eval_utils.backend.batch_api`'s.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
-
-from tqdm.auto import tqdm
+from typing import Any
 
 from thai_eval_utils.core.async_bridge import run_sync
+from thai_eval_utils.core.batch_files import BatchFolder, chat_body, custom_id, reply_of, write_input_file
+from thai_eval_utils.core.batch_rounds import MAX_EXPIRED, TERMINAL, BatchMode, BatchReport, BatchRounds, BatchTransport
 from thai_eval_utils.core.errors import JudgeError, ThaiEvalDataError
+from thai_eval_utils.core.protocols import Reply
 from thai_eval_utils.core.provenance import scrub
 from thai_eval_utils.core.runloop import RunOutcome, run_items_async
 from thai_eval_utils.core.store import RunStore
-from thai_eval_utils.judging.batch_files import (
-    BatchFolder,
-    chat_body,
-    custom_id,
-    read_output_lines,
-    reply_of,
-    write_input_file,
-)
 from thai_eval_utils.judging.cache import is_final
 from thai_eval_utils.judging.judge import Judge, judge_one
-from thai_eval_utils.judging.sessions import Reply
 
-#: A batch status after which nothing more comes back.
-TERMINAL = ("completed", "expired", "cancelled", "failed")
-#: Batches a request not answered by an expired or cancelled batch is sent in, at most.
-MAX_EXPIRED = 2
-
-
-class BatchTransport(Protocol):
-    """What batch mode needs of an API (``backend.batch_api.OpenAIBatchTransport``; tests may fake it)."""
-
-    def body(self, messages: list[dict[str, str]], *, max_tokens: int, temperature: float, top_p: float,
-             seed: int | None) -> dict[str, Any]: ...  # fmt: skip
-
-    def upload(self, data: bytes) -> str: ...
-
-    def create(self, input_file_id: str, metadata: Mapping[str, str]) -> str: ...
-
-    def find(self, input_file_id: str) -> str | None: ...
-
-    def retrieve(self, batch_id: str) -> dict[str, Any]: ...
-
-    def content(self, file_id: str) -> str: ...
-
-
-@dataclass(frozen=True)
-class BatchMode:
-    """How a judging run uses batches.
-
-    Args:
-        transport: the API (None: offline files only).
-        file_out: write the requests still needed to this JSONL file (the Batch API's input format) instead of
-            submitting them.
-        file_in: read replies from this batch OUTPUT file first (``vllm run-batch``'s, or one downloaded).
-        wait_s: how long to poll a submitted batch before returning (0: look once; the next run collects).
-        poll_s: seconds between polls.
-        max_request_failures: tries of one attempt whose request failed (per-request error, malformed body).
-        progress: a tqdm bar while polling.
-        echo: where the run's messages go (default ``print``).
-        hooks: test points by name (``after_upload``, ``created`` (before its id is written), ``after_create``, ``poll``,
-            ``collected`` (replies stored, ``batch.json`` not yet updated)): called with the state dict.
-    """
-
-    transport: BatchTransport | None = None
-    file_out: Path | str | None = None
-    file_in: Path | str | None = None
-    wait_s: float = 0.0
-    poll_s: float = 5.0
-    max_request_failures: int = 3
-    progress: bool = True
-    echo: Callable[[str], None] = print
-    hooks: Mapping[str, Callable[[dict[str, Any]], None]] = field(default_factory=dict)
+#: Re-exported: the judge's callers and tests name them from here.
+__all__ = ["MAX_EXPIRED", "TERMINAL", "BatchFolder", "BatchIssue", "BatchMode", "BatchPending", "BatchReport",
+           "BatchRequestFailed", "BatchTransport", "custom_id", "run_batch"]
 
 
 class BatchIssue(Exception):
@@ -153,20 +92,6 @@ class _Replay:
             return reply
 
 
-@dataclass
-class BatchReport:
-    """What batch mode did in this run: the batches (ids), whether one is still running, the messages printed."""
-
-    batch_ids: list[str] = field(default_factory=list)
-    running: str | None = None
-    written: int = 0
-    messages: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"batch_ids": self.batch_ids, "running": self.running, "requests_written": self.written,
-                "messages": self.messages}  # fmt: skip
-
-
 class _Runner:
     """One judging run in batch mode (rounds of replay, submit, poll, collect)."""
 
@@ -178,11 +103,7 @@ class _Runner:
         self.folder = BatchFolder(store.root)
         self.report = BatchReport()
         self.statuses = judge.rubric.parser.final_statuses
-        self.deadline = time.monotonic() + max(0.0, float(mode.wait_s))
-
-    def say(self, text: str) -> None:
-        self.report.messages.append(text)
-        self.mode.echo(text)
+        self.rounds = BatchRounds(store.root, mode, self.report, time.monotonic() + max(0.0, float(mode.wait_s)))
 
     def body(self, messages: list[dict[str, str]], **kw: Any) -> dict[str, Any]:
         t = self.mode.transport
@@ -218,122 +139,11 @@ class _Runner:
 
         return run_sync(main), requests
 
-    # -- files in and out -----------------------------------------------------------------------------------------
-    def read_file_in(self) -> None:
-        path = Path(self.mode.file_in)  # type: ignore[arg-type]
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ThaiEvalDataError(f"cannot read the batch output file: {exc.strerror}", path=str(path)) from None
-        lines = read_output_lines(text, str(path))
-        have = self.folder.replies()
-        new = [{"custom_id": ln["custom_id"], "batch_id": f"file:{path.name}", "line": ln} for ln in lines
-               if ln["custom_id"] not in have]  # fmt: skip
-        self.folder.add_replies(new)
-        self.say(f"batch file {path}: {len(lines)} replies read, {len(new)} new")
-
-    # -- the API ----------------------------------------------------------------------------------------------------
-    def hook(self, name: str, state: dict[str, Any]) -> None:
-        fn = self.mode.hooks.get(name)
-        if fn is not None:
-            fn(state)
-
-    def submit(self, requests: Mapping[str, Mapping[str, Any]] | None, state: dict[str, Any]) -> dict[str, Any]:
-        """Write the input and the state, upload, create (each step's result in ``batch.json`` before the next);
-        with ``requests`` None, finish the submission a killed run began."""
-        t = self.mode.transport
-        assert t is not None
-        if requests is not None:
-            data = write_input_file(self.folder.input_path, requests)
-            state = {"state": "uploading", "requests": len(requests), "input_sha256": hashlib.sha256(data).hexdigest(),
-                     "history": state.get("history", [])}  # fmt: skip
-            self.folder.write_state(state)
-        data = self.folder.input_path.read_bytes()
-        if state["state"] == "uploading":
-            state = {**state, "state": "uploaded", "input_file_id": t.upload(data)}
-            self.folder.write_state(state)
-            self.hook("after_upload", state)
-        if state["state"] == "uploaded":
-            batch_id = t.find(state["input_file_id"])
-            if batch_id is None:
-                batch_id = t.create(state["input_file_id"], {"thai_eval_input_sha256": state["input_sha256"][:64]})
-                self.hook("created", {**state, "batch_id": batch_id})  # a kill here: the rerun finds it by its file
-            state = {**state, "state": "submitted", "batch_id": batch_id}
-            self.folder.write_state(state)
-            self.hook("after_create", state)
-            self.report.batch_ids.append(batch_id)
-            self.say(f"batch {batch_id}: {state['requests']} requests submitted")
-        return state
-
-    def poll(self, state: dict[str, Any]) -> dict[str, Any] | None:
-        """The batch's final status once it ends before the deadline, else None (still running: said so)."""
-        t = self.mode.transport
-        assert t is not None
-        batch_id = state["batch_id"]
-        bar = None
-        try:
-            while True:
-                info = t.retrieve(batch_id)
-                counts = info.get("request_counts") or {}
-                total = int(counts.get("total") or state.get("requests") or 0)
-                done = int(counts.get("completed") or 0) + int(counts.get("failed") or 0)
-                if self.mode.progress:
-                    if bar is None:
-                        bar = tqdm(total=total, desc=f"batch {batch_id}", unit="request")
-                    bar.n = done
-                    bar.refresh()
-                self.hook("poll", {**state, "status": info.get("status")})
-                if info.get("status") in TERMINAL:
-                    return info
-                if time.monotonic() >= self.deadline:
-                    self.report.running = batch_id
-                    self.say(f"batch {batch_id}: {done}/{total} done ({info.get('status')}); "
-                             "run the same command again to collect")  # fmt: skip
-                    return None
-                time.sleep(max(0.0, min(float(self.mode.poll_s), self.deadline - time.monotonic())))
-        finally:
-            if bar is not None:
-                bar.close()
-
-    def collect(self, state: dict[str, Any], info: Mapping[str, Any]) -> None:
-        """Store what a finished batch returned (replies first, then ``batch.json``); requests it did not answer
-        are marked (an expired or cancelled batch: sent once more; a failed batch: a failed try)."""
-        t = self.mode.transport
-        assert t is not None
-        batch_id, status = state["batch_id"], str(info.get("status"))
-        lines: list[dict[str, Any]] = []
-        for key in ("output_file_id", "error_file_id"):
-            if info.get(key):
-                lines += read_output_lines(t.content(info[key]), f"{key} {info[key]} of batch {batch_id}")
-        sent = [json.loads(x)["custom_id"] for x in self.folder.input_path.read_text(encoding="utf-8").splitlines() if x.strip()]
-        have = self.folder.replies()
-        back = {ln["custom_id"] for ln in lines}
-        entries = [{"custom_id": ln["custom_id"], "batch_id": batch_id, "line": ln} for ln in lines
-                   if ln["custom_id"] in set(sent) and ln["custom_id"] not in have]  # fmt: skip
-        missing = [cid for cid in sent if cid not in back and cid not in have]
-        if status == "failed":
-            errs = info.get("errors") or {}
-            why = scrub(str(errs)[:300]) if errs else "batch failed"
-            entries += [{"custom_id": cid, "batch_id": batch_id, "line": {"custom_id": cid, "error": {"message": why}}}
-                        for cid in missing]  # fmt: skip
-        else:
-            entries += [{"custom_id": cid, "batch_id": batch_id, "expired": True, "status": status} for cid in missing]
-        self.folder.add_replies(entries)
-        self.hook("collected", state)  # a kill here: the next run downloads again and adds no line twice
-        history = [*state.get("history", []), {"batch_id": batch_id, "status": status, "requests": len(sent),
-                                               "returned": len(back), "input_file_id": state.get("input_file_id")}]  # fmt: skip
-        self.folder.write_state({"state": "collected", "history": history})
-        if missing:
-            self.say(f"batch {batch_id} {status}: {len(sent) - len(missing)} of {len(sent)} requests came back; the "
-                     f"other {len(missing)} are sent once more (a second time unanswered: unjudged)")  # fmt: skip
-        else:
-            self.say(f"batch {batch_id} {status}: {len(sent)} replies collected")
-
     # -- the run ----------------------------------------------------------------------------------------------------
     def run(self, todo: list[Any]) -> RunOutcome[Any]:
         mode = self.mode
         if mode.file_in is not None:
-            self.read_file_in()
+            self.rounds.read_file_in()
         total = RunOutcome(keys=[j.store_key for j in todo], records={})
         try:
             self._rounds(todo, total)
@@ -348,17 +158,11 @@ class _Runner:
         remaining = list(todo)
         max_rounds = self.judge.settings.max_calls * (mode.max_request_failures + MAX_EXPIRED) + 2
         for _ in range(max_rounds):
-            state = self.folder.state() if mode.transport is not None else {"state": "idle", "history": []}
-            if state["state"] in ("uploading", "uploaded"):  # a killed run's submission: finished, not made again
-                state = self.submit(None, state)
-            if state["state"] == "submitted":
-                info = self.poll(state)
-                if info is None:
-                    total.failed = {j.store_key: f"waiting for batch {state['batch_id']}" for j in remaining}
+            if mode.transport is not None:  # a killed run's submission finished, the round's batches polled, collected
+                running = self.rounds.sync()
+                if running is not None:
+                    total.failed = {j.store_key: f"waiting for batch {running}" for j in remaining}
                     break
-                self.collect(state, info)
-                if state["batch_id"] not in self.report.batch_ids:
-                    self.report.batch_ids.append(state["batch_id"])
             outcome, requests = self.replay(remaining)
             total.records.update(outcome.records)
             total.computed += outcome.computed
@@ -370,12 +174,12 @@ class _Runner:
             if mode.file_out is not None:
                 write_input_file(Path(mode.file_out), requests)
                 self.report.written = len(requests)
-                self.say(f"batch file {mode.file_out}: {len(requests)} requests written; answer them (e.g. `vllm "
-                         "run-batch`) and run again with --batch-file-in")  # fmt: skip
+                self.rounds.say(f"batch file {mode.file_out}: {len(requests)} requests written; answer them (e.g. "
+                                "`vllm run-batch`) and run again with --batch-file-in")  # fmt: skip
                 break
             if mode.transport is None:
                 break
-            self.submit(requests, state)
+            self.rounds.submit(requests)
 
 
 def run_batch(judge: Judge, items: Sequence[Mapping[str, str]], store: RunStore, todo: list[Any], mode: BatchMode,

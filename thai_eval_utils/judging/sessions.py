@@ -13,26 +13,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from thai_eval_utils.core.protocols import ChatModel, Messages
+from thai_eval_utils.core.protocols import ChatModel, Messages, Reply
 
 #: Judgements per ``chat`` call of a model that does not say how many rows it decodes together (``concurrency``).
 DEFAULT_BATCH_SIZE = 8
-
-
-@dataclass(frozen=True)
-class Reply:
-    """One judge reply and what the model said about it (an API's :class:`~thai_eval_utils.backend.api_replies.Completion`
-    has the same fields; an in-process model knows no fingerprint, finish reason or per-reply token counts: 0)."""
-
-    text: str
-    model: str | None
-    system_fingerprint: str | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    finish_reason: str | None = None
 
 
 class ChatSession(Protocol):

@@ -17,8 +17,9 @@ from typing import Any
 
 import pandas as pd
 
+from thai_eval_utils.backend.api_replies import ApiError
 from thai_eval_utils.backend.openai_client import stable_identity
-from thai_eval_utils.core.provenance import Score, canonical_json, sha256_text
+from thai_eval_utils.core.provenance import Score, canonical_json, scrub, sha256_text
 from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.stats.bootstrap import Interval, mean_interval
@@ -192,6 +193,10 @@ def run_task(model: Any, task: Any, *, limit: int | None = None, outputs: str | 
 
     Raises:
         ThaiEvalDataError: a bad row (file, row and field named) before any run folder is made or any call.
+
+    A call that fails after the client's retries (an ``ApiError``; in batch mode also a reply not back yet,
+    :mod:`thai_eval_utils.backend.batch_model`) leaves its items out of the records and the scores (their n says so),
+    listed in ``summary["ungenerated"]``; a rerun computes them.
     """
     all_items = load_items(task, rows=rows)
     items = all_items if limit is None else all_items[: max(0, int(limit))]
@@ -215,11 +220,12 @@ def run_task(model: Any, task: Any, *, limit: int | None = None, outputs: str | 
         with apply_to_model(model, thinking if task.kind == "generation" else DEFAULT) as support:
             run = run_items(store, items, lambda it: it["id"], call, batch_size=size,
                             desc=f"{task.name} ({model.name})", progress=progress, prepare=prepare, finish=finish,
-                            fields=fields)  # fmt: skip
+                            fields=fields, tolerate=(ApiError,), describe=lambda exc: scrub(str(exc)))  # fmt: skip
         records = run.in_order()
         scores = score_records(task, records, len(all_items), thinking)
         summary = {"task": task.name, "kind": task.kind, "version": task.version, "n": len(records),
                    "n_docs": len(all_items), "limit": limit, "n_computed_this_run": run.computed, "scores": scores,
+                   "n_ungenerated": len(run.failed), "ungenerated": run.failed,
                    **(_replies(records, thinking, support) if task.kind == "generation" else {})}
         if summarize is not None:
             extra = dict(summarize(records))

@@ -1,6 +1,8 @@
-"""A batch run's files (issue 32; :mod:`thai_eval_utils.judging.batch` runs the rounds): the Batch API's input lines
-and ``custom_id`` of each call, the reply in an output line (the same reply a live call gives, or a ValueError), and
-the run folder's ``batch.json``, ``batch_input.jsonl`` and ``batch_replies.jsonl``. Imports ``core`` only."""
+"""A batch run's files (issue 32; :mod:`thai_eval_utils.core.batch_rounds` submits, polls and collects them for the
+judge and for API models' answers alike): the Batch API's input lines and ``custom_id`` of each call, the reply in an
+output line (the same reply a live call gives, or a ValueError), the parts a round's input is split into (the API's
+per-batch limits), and the run folder's ``batch.json``, ``batch_input.jsonl``, ``batch_replies.jsonl`` and
+``batch_log.jsonl``. Imports ``core`` only."""
 
 from __future__ import annotations
 
@@ -10,15 +12,20 @@ from pathlib import Path
 from typing import Any
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.core.provenance import scrub
+from thai_eval_utils.core.provenance import now_utc, scrub
 from thai_eval_utils.core.run_files import append_line, dumps_standard, read_json_file, write_json_atomic, write_text_atomic
-from thai_eval_utils.judging.sessions import Reply
+from thai_eval_utils.core.protocols import Reply
 
 #: The Batch API's endpoint for chat requests (the ``url`` of each input line).
 CHAT_URL = "/v1/chat/completions"
 STATE_FILE = "batch.json"
 INPUT_FILE = "batch_input.jsonl"
 REPLIES_FILE = "batch_replies.jsonl"
+LOG_FILE = "batch_log.jsonl"
+#: The OpenAI Batch API's limits of one batch (https://platform.openai.com/docs/guides/batch, "Rate limits"): at most
+#: 50,000 requests and an input file of at most 200 MB. A round with more is split into several batches.
+MAX_REQUESTS = 50_000
+MAX_BYTES = 200 * 1024 * 1024
 
 
 def custom_id(store_key: str, attempt: int, try_: int) -> str:
@@ -28,12 +35,14 @@ def custom_id(store_key: str, attempt: int, try_: int) -> str:
 
 
 def chat_body(model: str, messages: list[dict[str, str]], *, max_tokens: int, temperature: float, top_p: float,
-              seed: int | None) -> dict[str, Any]:  # fmt: skip
-    """A chat request's body as the live client sends it (seed only when set)."""
+              seed: int | None, stop: Sequence[str] | str | None = None) -> dict[str, Any]:  # fmt: skip
+    """A chat request's body as the live client sends it (seed and stop only when set)."""
     body: dict[str, Any] = {"model": model, "messages": messages, "max_tokens": max_tokens,
                             "temperature": temperature, "top_p": top_p}  # fmt: skip
     if seed is not None:
         body["seed"] = seed
+    if stop:
+        body["stop"] = [stop] if isinstance(stop, str) else list(stop)
     return body
 
 
@@ -76,7 +85,8 @@ class BatchFolder:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
-        self.state_path, self.input_path, self.replies_path = (self.root / n for n in (STATE_FILE, INPUT_FILE, REPLIES_FILE))
+        self.state_path, self.input_path, self.replies_path, self.log_path = (
+            self.root / n for n in (STATE_FILE, INPUT_FILE, REPLIES_FILE, LOG_FILE))
 
     def state(self) -> dict[str, Any]:
         if not self.state_path.exists():
@@ -103,6 +113,23 @@ class BatchFolder:
         if entries:
             append_line(self.replies_path, "".join(scrub(dumps_standard(dict(e))) + "\n" for e in entries))
 
+    def log(self, message: str) -> None:
+        """Append one message of the run's batch mode (``thai-eval run`` prints those written since it started)."""
+        append_line(self.log_path, scrub(dumps_standard({"at": now_utc(), "message": message})) + "\n")
+
+    def messages(self, since: str = "") -> list[str]:
+        """The logged messages written at or after ``since`` (an ISO time; a damaged line is skipped)."""
+        out = []
+        if self.log_path.exists():
+            for raw in self.log_path.read_text(encoding="utf-8").splitlines():
+                try:
+                    rec = json.loads(raw)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(rec, dict) and str(rec.get("at", "")) >= since and isinstance(rec.get("message"), str):
+                    out.append(rec["message"])
+        return out
+
 
 def read_output_lines(text: str, where: str) -> list[dict[str, Any]]:
     """A batch output (or error) file's lines; ThaiEvalDataError naming the row when one is not a JSON object with a
@@ -119,6 +146,28 @@ def read_output_lines(text: str, where: str) -> list[dict[str, Any]]:
             raise ThaiEvalDataError("a batch output line needs a custom_id", path=where, row=row, field="custom_id")
         out.append(line)
     return out
+
+
+def split_lines(data: bytes, max_requests: int = MAX_REQUESTS, max_bytes: int = MAX_BYTES) -> list[tuple[int, int]]:
+    """The parts of an input file's lines, ``(first line, line count)``, in order: each at most ``max_requests``
+    lines and ``max_bytes`` bytes (a single line over ``max_bytes`` is a part of its own: the API refuses it and
+    its request fails, as every request of a refused batch does)."""
+    parts: list[tuple[int, int]] = []
+    first, count, size = 0, 0, 0
+    for n, line in enumerate(data.splitlines(keepends=True)):
+        if count and (count >= max(1, int(max_requests)) or size + len(line) > max_bytes):
+            parts.append((first, count))
+            first, count, size = n, 0, 0
+        count += 1
+        size += len(line)
+    if count:
+        parts.append((first, count))
+    return parts
+
+
+def part_bytes(data: bytes, first: int, count: int) -> bytes:
+    """Lines ``first`` to ``first + count`` of an input file (a part's upload)."""
+    return b"".join(data.splitlines(keepends=True)[first: first + count])
 
 
 def write_input_file(path: Path, requests: Mapping[str, Mapping[str, Any]]) -> bytes:
