@@ -341,10 +341,15 @@ def test_cli_flags_become_answer_parameters(tmp_path):
         assert {"answers_batch", "answers_batch_wait_s", "answers_batch_file_out", "answers_batch_file_in"} <= set(declared), nb
 
 
-def test_a_declared_generation_task_in_batch_mode_equals_live(tmp_path):
+def test_a_declared_generation_task_in_batch_mode_equals_live(tmp_path, monkeypatch):
     """The path the new suites' generation tasks take (``tasks.run_task``: ``model.generate`` with stop strings)."""
+    from thai_eval_utils.core import registry
     from thai_eval_utils.tasks import run_task, task_named
 
+    # task_named includes the example folder in the registry: this test's alone (test_user_tasks includes it itself)
+    monkeypatch.setattr(registry, "_included", list(registry._included))
+    monkeypatch.setattr(registry, "_suites", None)
+    monkeypatch.setenv(registry.TASKS_ENV, os.environ.get(registry.TASKS_ENV, ""))
     task = task_named("thai_capitals", str(REPO / "docs" / "examples" / "user_tasks"))
 
     def respond(body: dict) -> Reply:  # a reply running past the task's stop string "\n": cut as live calls cut it
