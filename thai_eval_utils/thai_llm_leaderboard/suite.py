@@ -25,7 +25,7 @@ class ThaiLLMLeaderboardSuite(NLUViews, Suite):
 
     name: ClassVar[str] = NAME
     title: ClassVar[str] = "Thai LLM Leaderboard (runner scbdatax/seacrowd-eval)"
-    short_title: ClassVar[str] = "Thai LLM Leaderboard"
+    short_title: ClassVar[str] = "Thai LLM Leaderboard tasks"
     position: ClassVar[int] = 40
     tasks: ClassVar[tuple[str, ...]] = tuple(TASK_KINDS)
     notebooks: ClassVar[tuple[str, ...]] = ("thai_llm_leaderboard.ipynb",)
