@@ -32,9 +32,8 @@ def runner_metrics(golds: Sequence[int], preds: Sequence[int]) -> dict[str, floa
         warnings.simplefilter("ignore")
         report = classification_report(list(golds), list(preds), output_dict=True)
         micro_f1, micro_prec, micro_rec, _ = precision_recall_fscore_support(list(golds), list(preds), average="micro")
-    # classification_report drops "accuracy" (and prints micro avg) when a prediction names a label no gold has.
-    accuracy = report["accuracy"] if "accuracy" in report else float(np.mean(np.asarray(golds) == np.asarray(preds)))
-    return {"accuracy": float(accuracy), "micro_prec": float(micro_prec), "micro_rec": float(micro_rec),
+    # "accuracy" is always in the report: with labels=None the micro average is the accuracy.
+    return {"accuracy": float(report["accuracy"]), "micro_prec": float(micro_prec), "micro_rec": float(micro_rec),
             "micro_f1_score": float(micro_f1), "macro_prec": report["macro avg"]["precision"],
             "macro_rec": report["macro avg"]["recall"], "macro_f1_score": report["macro avg"]["f1-score"],
             "weighted_prec": report["weighted avg"]["precision"], "weighted_rec": report["weighted avg"]["recall"],
