@@ -83,12 +83,12 @@ def _batch_size(model: Any, batch_size: int | None) -> int:
 
 def score_task(model: Any, task: NLUTask | str, data: TaskData | None = None, *, data_dir: str | Path | None = None,
                protocol: NLUProtocol = LEADERBOARD, limit: int | None = None, batch_size: int | None = None,
-               progress: bool = False) -> list[dict[str, Any]]:
+               progress: bool = False, from_hub: bool = False) -> list[dict[str, Any]]:
     """Score a task's items on ``model`` without storing anything: one record per scored item (:func:`.scoring.
     score_batch`: ``lls``, ``pred``, ``gold``, ``correct``, ...), in item order. ``data``: the loaded task data,
-    else read from ``data_dir``; ``limit``: the first N scored items."""
+    else read from ``data_dir`` (or the Hub cache, ``from_hub``); ``limit``: the first N scored items."""
     task = nlu_task(task) if isinstance(task, str) else task
-    data = data if data is not None else load_task(task, data_dir)
+    data = data if data is not None else load_task(task, data_dir, from_hub=from_hub)
     items = data.items if limit is None else data.items[: max(0, int(limit))]
     trunc = check_engine(model, protocol)
     size = _batch_size(model, batch_size)
@@ -121,7 +121,8 @@ def summarize(task: NLUTask, records: Sequence[dict[str, Any]], data: TaskData, 
 
 def run_nlu_task(model: Any, task: NLUTask | str, *, data_dir: str | Path | None = None, data: TaskData | None = None,
                  protocol: NLUProtocol = LEADERBOARD, limit: int | None = None, outputs: str | Path | None = None,
-                 batch_size: int | None = None, progress: bool = True) -> NLURun:
+                 batch_size: int | None = None, progress: bool = True, from_hub: bool = False,
+                 revision: str | None = None) -> NLURun:
     """Run one log-likelihood task on ``model``, resuming whatever its run already stored, and write the summary.
 
     Args:
@@ -133,12 +134,14 @@ def run_nlu_task(model: Any, task: NLUTask | str, *, data_dir: str | Path | None
         outputs: the outputs folder (default ``$THAI_EVAL_OUTPUTS`` or ``outputs``).
         batch_size: items per model call and per store flush (default: the model's ``concurrency``, else 8).
         progress: show a progress bar.
+        from_hub: without ``data_dir``, read the task's file from the Hugging Face Hub (offline: the local cache) at
+            ``revision`` (default: the task's pinned revision); the run card records repo, revision and hash.
 
     Raises:
         ThaiEvalDataError: a bad row (file, row and field named) before any run folder is made or any call.
     """
     task = nlu_task(task) if isinstance(task, str) else task
-    data = data if data is not None else load_task(task, data_dir)
+    data = data if data is not None else load_task(task, data_dir, from_hub=from_hub, revision=revision)
     items = data.items if limit is None else data.items[: max(0, int(limit))]
     trunc = check_engine(model, protocol)
     config = {"task": task.key, "variant": task.variant, "labels": task.label_note(), "protocol": protocol.to_dict(),
