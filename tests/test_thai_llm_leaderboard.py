@@ -402,3 +402,30 @@ def test_score_task_public_entry_point(tiny_local_model):
     records = score_task(tiny_local_model, "xcopa_tha_seacrowd_qa", data_dir=DATA, limit=3)
     assert [r["id"] for r in records] == [it["id"] for it in _items("xcopa_tha_seacrowd_qa")[:3]]
     assert all(len(r["lls"]) == 2 for r in records)
+
+
+def test_cli_run_on_the_embedded_model_then_export(tmp_path):
+    """``thai-eval run --model embedded --benchmarks thai_llm_leaderboard/<task> --limit 2`` (the notebook through
+    papermill), then the leaderboard export: the runner's key with its accuracy; the corrected variant not exported."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "thai_eval_utils", *args], cwd=REPO, env=env, capture_output=True,
+                              text=True, timeout=900)
+    out = tmp_path / "out"
+    proc = cli("run", "--model", "embedded", "--benchmarks",
+               "thai_llm_leaderboard/xcopa_tha_seacrowd_qa,thai_llm_leaderboard/xnli.tha_seacrowd_pairs.corrected",
+               "--limit", "2", "--no-paper", "--outputs", str(out))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    runs = {r.task: r for r in list_runs(out)}
+    assert set(runs) == {"xcopa_tha_seacrowd_qa", "xnli.tha_seacrowd_pairs.corrected"}
+    summary = runs["xcopa_tha_seacrowd_qa"].summary
+    assert summary["n"] == 2 and summary["n_docs"] == 200 and summary["protocol"]["sum_precision"] == "fp32"
+    assert summary["scores"]["accuracy"]["signature"].endswith("|limit:2/200")
+    assert [len(r["lls"]) for r in runs["xnli.tha_seacrowd_pairs.corrected"].records()] == [3, 3]
+    table = (out / "tables" / "thai_llm_leaderboard_gemma-3-270m-embedded.csv").read_text(encoding="utf-8")
+    assert "n=2" in table and "n=500" in table  # our cell and the published row
+    proc = cli("export", "--format", "thai-llm-leaderboard", "--outputs", str(out), "--to", str(tmp_path / "lb"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(next((tmp_path / "lb").rglob("*.json")).read_text(encoding="utf-8"))
+    assert doc["results"] == {"xcopa_tha_seacrowd_qa": {"accuracy": summary["scores"]["accuracy"]["value"]}}
