@@ -215,6 +215,25 @@ def test_whole_sequence_sum_equals_a_plain_forward_and_prompt_is_shared(tiny_loc
     assert counts["tree"] == common + sum(len(s) - common for s in seqs) < counts["fed"]
 
 
+def test_the_engines_forward_calls_run_each_prompt_once(tiny_local_model, monkeypatch):
+    """The tokens that actually go through the decoder body: the prefix tree's (each prompt once), not the
+    runner's (each prompt once per label)."""
+    from thai_eval_utils.backend import decoder
+
+    items = _items("thaiexam_qa")[:3]
+    score_batch(tiny_local_model, items[:1], NLUProtocol(), limit=None)  # the engine's one-off self-check first
+    fed, real = [], decoder.Decoder.model_call
+
+    def spy(self, ids, *args, **kwargs):
+        fed.append(sum(len(row) for row in ids))
+        return real(self, ids, *args, **kwargs)
+    monkeypatch.setattr(decoder.Decoder, "model_call", spy)
+    score_batch(tiny_local_model, items, NLUProtocol(), limit=None)
+    texts = [with_label(it["prompt"], lab) for it in items for lab in it["labels"]]
+    counts = count_tokens(tiny_local_model.tokenizer, sequence_requests(tiny_local_model.tokenizer, texts, None)[0])
+    assert sum(fed) == counts["tree"] and counts["fed"] > 4 * counts["tree"]  # 5 labels share each prompt
+
+
 def test_truncated_items_score_the_kept_tokens_and_tie_to_the_first_label(tiny_local_model, tiny_llama):
     hf, tok = tiny_llama
     item = _items("xcopa_tha_seacrowd_qa")[0]
