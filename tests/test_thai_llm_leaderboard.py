@@ -206,7 +206,7 @@ def test_whole_sequence_sum_equals_a_plain_forward_and_prompt_is_shared(tiny_loc
         assert rec["tokens"] == [len(tok(with_label(it["prompt"], lab))["input_ids"]) - 1 for lab in it["labels"]]
     assert records[2]["gold"] == 4 and records[2]["correct"] == 0  # M3Exam gold e: never right (quirk 6)
     # the requests the engine gets: empty context, whole text; its prefix tree runs each prompt once
-    reqs, _, _ = sequence_requests(tok, [with_label(items[0]["prompt"], lab) for lab in items[0]["labels"]], None)
+    reqs = sequence_requests(tok, [with_label(items[0]["prompt"], lab) for lab in items[0]["labels"]], None).requests
     assert all(c == "" for c, _ in reqs)
     counts = count_tokens(tok, reqs)
     seqs = [[tok.bos_token_id] + tok(x, add_special_tokens=False)["input_ids"][:-1] for _, x in reqs]
@@ -230,7 +230,7 @@ def test_the_engines_forward_calls_run_each_prompt_once(tiny_local_model, monkey
     monkeypatch.setattr(decoder.Decoder, "model_call", spy)
     score_batch(tiny_local_model, items, NLUProtocol(), limit=None)
     texts = [with_label(it["prompt"], lab) for it in items for lab in it["labels"]]
-    counts = count_tokens(tiny_local_model.tokenizer, sequence_requests(tiny_local_model.tokenizer, texts, None)[0])
+    counts = count_tokens(tiny_local_model.tokenizer, sequence_requests(tiny_local_model.tokenizer, texts, None).requests)
     assert sum(fed) == counts["tree"] and counts["fed"] > 4 * counts["tree"]  # 5 labels share each prompt
 
 
@@ -289,18 +289,44 @@ def test_bf16_sums_round_the_totals_as_the_runner_at_head_does():
         NLUProtocol(sum_precision="fp16")
 
 
-def test_a_tokenizer_the_engine_cannot_match_is_an_error_naming_the_item(tiny_tokenizer):
-    class NoBosUnmatched:  # adds a token the engine never puts first: nothing can reproduce it
-        bos_token_id, eos_token_id = tiny_tokenizer.bos_token_id, tiny_tokenizer.eos_token_id
+@pytest.fixture(scope="module")
+def no_bos_model(tiny_llama):
+    """The tiny Llama with a copy of its tokenizer that adds no BOS and has none (as Qwen's): the runner scores every
+    token but the first real one."""
+    import copy
 
-        def __call__(self, text, add_special_tokens=True, **kw):
-            ids = tiny_tokenizer(text, add_special_tokens=False, **kw)["input_ids"]
-            return {"input_ids": ([self.eos_token_id, self.eos_token_id] + ids) if add_special_tokens else ids}
+    from tokenizers import processors
 
-        def decode(self, ids, **kw):
-            return tiny_tokenizer.decode(ids, **kw)
-    with pytest.raises(ThaiEvalError, match="item 'x', label 'a'"):
-        sequence_requests(NoBosUnmatched(), ["คำตอบ: a"], None, names=["item 'x', label 'a'"])
+    from thai_eval_utils.backend.models import LocalModel
+
+    model, tok = tiny_llama
+    bare = copy.deepcopy(tok)
+    bare.backend_tokenizer.post_processor = processors.TemplateProcessing(single="$A", pair="$A $B", special_tokens=[])
+    bare.bos_token = None
+    return LocalModel(model, bare, name="tiny-no-bos", identity={"name": "tiny-no-bos"})
+
+
+def test_a_tokenizer_without_bos_scores_every_token_but_the_first(no_bos_model, tiny_llama):
+    hf, _ = tiny_llama
+    tok = no_bos_model.tokenizer
+    xcopa, exam = _items("xcopa_tha_seacrowd_qa")[0], _items("thaiexam_qa")[0]
+    texts = [with_label(it["prompt"], "a") for it in (xcopa, exam)]
+    plan = sequence_requests(tok, texts, None)
+    assert plan.requests[0] == ("คำถาม", texts[0][len("คำถาม"):])  # the first token's text is the unscored context
+    assert plan.requests[1] is None  # "\n---\n...": lm-eval's encoding would move the "\n" context out
+    for it, rec in zip((xcopa, exam), score_batch(no_bos_model, [xcopa, exam], NLUProtocol(), limit=None)):
+        for lab, ll in zip(it["labels"], rec["lls"]):
+            ids = torch.tensor([tok(with_label(it["prompt"], lab))["input_ids"]])
+            with torch.no_grad():
+                logp = torch.log_softmax(hf(input_ids=ids).logits.float(), dim=-1)
+            assert abs(ll - float(logp[0, :-1].gather(1, ids[0, 1:, None]).sum())) < 1e-4
+
+
+def test_a_sequence_no_request_reproduces_is_an_error_on_a_model_without_token_scoring(no_bos_model):
+    exam = _items("thaiexam_qa")[0]
+    served_like = FakeModel(score=lambda c, x: (0.0, False), tokenizer=no_bos_model.tokenizer)
+    with pytest.raises(ThaiEvalError, match="item 'onet_test_0', label 'a': no \\(context, continuation\\) request"):
+        score_batch(served_like, [exam], NLUProtocol(), limit=None)
 
 
 # ---------------------------------------------------------------------------------------------- metrics
