@@ -291,9 +291,11 @@ def _category_scores(per_category: Mapping[str, Sequence[float]], signature: str
 
 def judge_answers(answers: Answers, judge_model: ChatModel, *, model_name: str, params: JudgeParams = JUDGE_PARAMS,
                   aggregation: str = "faithful", repeats: int = 1, outputs: str | Path | None = None,
-                  progress: bool = True) -> MtBenchRun:  # fmt: skip
+                  batch_size: int | None = None, progress: bool = True) -> MtBenchRun:  # fmt: skip
     """Judge every (question, turn) through ``judging.judge_items`` (store, shared cache, resume, repeats) and
     aggregate per category (``aggregation``: the headline; the other is in the summary beside it).
+    ``batch_size``: judgements per ``chat`` call of an in-process judge (``judging.Judge``; a failed call leaves all
+    of its judgements unjudged).
 
     Raises:
         JudgeError: a fatal judge error (after the finished judgements and the summary are written).
@@ -301,7 +303,7 @@ def judge_answers(answers: Answers, judge_model: ChatModel, *, model_name: str, 
     if aggregation not in AGGREGATIONS:
         raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
     items, skip = _judge_items(answers)
-    judge = Judge(PASS_THROUGH, judge_model, params=params)
+    judge = Judge(PASS_THROUGH, judge_model, params=params, batch_size=batch_size)
     templates = {name: r.text for name, r in MT_BENCH_RUBRICS.items()}
     config = {"judge_model": judge.label, "judge_params": params.to_dict(), "answers_run": answers.config_id,
               "repeats": repeats, "rubric": PASS_THROUGH.sha256}  # fmt: skip
