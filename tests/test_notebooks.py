@@ -15,7 +15,7 @@ from conftest import REPO
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 #: The notebooks that load a model: the three benchmarks and the declared-task runner (tasks/, issue 29).
-BENCHMARK_NOTEBOOKS = {"thai_h6", "thaicli", "dialect_benchmark", "task"}
+BENCHMARK_NOTEBOOKS = {"thai_h6", "thaicli", "dialect_benchmark", "task", "thai_llm_leaderboard"}
 
 
 def test_all_expected_notebooks_exist():
