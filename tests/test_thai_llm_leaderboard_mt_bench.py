@@ -174,3 +174,30 @@ def test_embedded_answers_and_stub_judge(tmp_path):
     run = judge_answers(answers, FakeModel("stub-judge", reply=lambda m: "Rating: [[4]]"), model_name=model.name,
                         outputs=tmp_path, progress=False)
     assert set(run.avg_rating.values()) == {4.0} and run.summary["n_judgements"] == 4
+
+
+def test_suite_hooks_for_mt_bench(tmp_path):
+    from thai_eval_utils.core.runs import list_runs
+    from thai_eval_utils.thai_llm_leaderboard.suite import SUITE
+
+    qs = load_questions(DATA)
+    answers = generate_answers(FakeModel("fake-h", reply=_answer), qs, outputs=tmp_path, progress=False)
+    run = judge_answers(answers, FakeModel("fake-judge", reply=_judge_reply), model_name="fake-h", outputs=tmp_path,
+                        progress=False)
+    stored = next(r for r in list_runs(tmp_path) if r.task == "mt_bench_thai")
+    assert SUITE.leaderboard_results(stored) == {c: {"avg_rating": v} for c, v in run.avg_rating.items()}
+    (head,) = SUITE.headlines(stored)
+    assert len(head.items) == 18 and sorted(set(head.items["category"])) == sorted({q.category for q in qs})
+    assert head.items["value"].mean() == pytest.approx(sum(r["rating"] for r in run.records) / 18)
+    rows = SUITE.dry_run(DATA.parent, _Count(), tasks=("mt_bench_thai",), limit=2, max_new_tokens=None)
+    assert rows == [{"benchmark": "thai_llm_leaderboard", "task": "mt_bench_thai", "documents": 2, "requests": 4,
+                     "fed_tokens": sum(len(t) for q in qs[:2] for t in q.turns), "tree_tokens": None,
+                     "generations": 4, "max_new_tokens": 512, "judge_calls": 4}]
+
+
+class _Count:
+    def count(self, texts):
+        return sum(len(t) for t in texts)
+
+    def count_requests(self, requests, *, add_bos_token=False):
+        return None

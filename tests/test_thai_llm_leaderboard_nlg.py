@@ -259,3 +259,30 @@ def test_embedded_each_task_limit_2(embedded, tmp_path):
         assert "limit:2/" in run.scores["BLEU"]["signature"] and "sample(T:0.2,seed:42/item)" in run.scores["BLEU"]["signature"]
         again = run_nlg_task(embedded, key, DATA, limit=2, options=opts, outputs=tmp_path, progress=False)
         assert again.computed == 0 and [r["output"] for r in again.records] == [r["output"] for r in run.records]
+
+
+def test_suite_hooks_for_generation_runs(tmp_path):
+    from thai_eval_utils.core.runs import StoredRun, list_runs
+    from thai_eval_utils.stats.bootstrap import Interval
+    from thai_eval_utils.thai_llm_leaderboard.suite import SUITE, TASK_KINDS
+
+    assert [TASK_KINDS[k] for k in NLG_TASKS] == ["generation"] * 4 and TASK_KINDS["mt_bench_thai"] == "judge"
+    model = FakeModel("fake-hooks", reply=lambda conv: conv[-1]["content"][-15:])
+    for key in ("xl_sum_tha_seacrowd_t2t", "flores200_tha_Thai_eng_Latn_seacrowd_t2t"):
+        run_nlg_task(model, key, DATA, limit=3, outputs=tmp_path, progress=False)
+    runs = {r.task: r for r in list_runs(tmp_path)}
+    xl, fl = runs["xl_sum_tha_seacrowd_t2t"], runs["flores200_tha_Thai_eng_Latn_seacrowd_t2t"]
+    assert isinstance(xl, StoredRun)
+    (h_xl,), (h_fl,) = SUITE.headlines(xl), SUITE.headlines(fl)
+    assert h_xl.kind == "mean" and h_xl.items["value"].mean() == pytest.approx(xl.summary["scores"]["ROUGEL"]["value"])
+    assert h_fl.kind == "corpus" and h_fl.corpus_metric is M.RUNNER_BLEU
+    assert SUITE.leaderboard_results(xl) == {"xl_sum_tha_seacrowd_t2t": {
+        k: xl.summary["scores"][k]["value"] for k in ("ROUGE1", "ROUGE2", "ROUGEL")}}
+    assert set(SUITE.leaderboard_results(fl)["flores200_tha_Thai_eng_Latn_seacrowd_t2t"]) >= {"BLEU", "chrF++"}
+    boot = Interval("x", 0, 0, 0, 0.95, "percentile", 200, 0, 3, 200)
+    cells = SUITE.leaderboard_cells("fake-hooks", [h_xl, h_fl], boot)
+    by = {c["column"]: c for c in cells}
+    assert by["xl_sum_tha_seacrowd_t2t"]["value"] == pytest.approx(xl.summary["scores"]["ROUGEL"]["value"])
+    assert by["flores200_tha_Thai_eng_Latn_seacrowd_t2t"]["n"] == 3
+    if "SacreBLEU" not in fl.summary["scores"]:
+        assert "SacreBLEU not computed offline" in by["flores200_tha_Thai_eng_Latn_seacrowd_t2t"]["note"]

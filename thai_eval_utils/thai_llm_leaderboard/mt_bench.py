@@ -37,6 +37,7 @@ from thai_eval_utils.core.records import read_records, require_text
 from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.judging import Judge, JudgementCache, JudgeParams, JudgeRubric, judge_items
+from thai_eval_utils.judging.run import ROW_FIELDS, default_record
 from thai_eval_utils.judging.mt_bench import MT_BENCH_PARSER, MT_BENCH_RUBRICS, NO_RATING, template_name
 from thai_eval_utils.stats.bootstrap import mean_interval
 from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
@@ -61,6 +62,9 @@ PASS_THROUGH = JudgeRubric.declare("thai_llm_leaderboard_mt_bench", "fastchat-si
                                    user="${user}", fields=("system", "user"), parser=MT_BENCH_PARSER,
                                    params=JUDGE_PARAMS)  # fmt: skip
 N_RESAMPLES, LEVEL, BOOT_SEED = 1000, 0.95, 0
+#: Fields of an item stored with its judgement (never in the shared cache: they are the item's, not the judge's).
+_ITEM_FIELDS = ("question_id", "turn", "category", "template")
+_ROW_FIELDS = (*ROW_FIELDS, *_ITEM_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -310,8 +314,14 @@ def judge_answers(answers: Answers, judge_model: ChatModel, *, model_name: str, 
     with RunStore.open(model_name, JUDGE_BENCHMARK, config, model_identity=answers.model_identity,
                        prompt_templates=templates, outputs=outputs) as store:  # fmt: skip
         cache = JudgementCache(store.shared_file(CACHE_NAME), statuses=MT_BENCH_PARSER.final_statuses)
-        outcome = judge_items(judge, items, store, cache, ids=[it["id"] for it in items], repeats=repeats, skip=skip,
-                              progress=progress)  # fmt: skip
+        ids = [it["id"] for it in items]
+        base = default_record(ids, judge, _ROW_FIELDS)
+
+        def record(j: Any, judgement: Mapping[str, Any]) -> dict[str, Any]:  # the item's category, turn and template too
+            return {**base(j, judgement), **{k: items[j.row][k] for k in _ITEM_FIELDS}}
+
+        outcome = judge_items(judge, items, store, cache, ids=ids, repeats=repeats, skip=skip, record=record,
+                              row_fields=_ROW_FIELDS, progress=progress)  # fmt: skip
         records = []
         ratings: list[float | None] = []
         for i, it in enumerate(items):
