@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from thai_eval_utils.backend.models import load_model
 from thai_eval_utils.backend.openai_client import stable_identity
 from thai_eval_utils.core.errors import JudgeError, ThaiEvalDataError
 from thai_eval_utils.core.protocols import ChatModel
@@ -65,6 +66,12 @@ N_RESAMPLES, LEVEL, BOOT_SEED = 1000, 0.95, 0
 #: Fields of an item stored with its judgement (never in the shared cache: they are the item's, not the judge's).
 _ITEM_FIELDS = ("question_id", "turn", "category", "template")
 _ROW_FIELDS = (*ROW_FIELDS, *_ITEM_FIELDS)
+
+
+def open_judge(spec: str = f"openai:{DEFAULT_JUDGE}") -> ChatModel:
+    """The judge model of ``spec`` (any ``load_model`` spec; default the runner's ``openai:gpt-4o-2024-05-13``, which
+    needs ``$OPENAI_API_KEY``), loaded with its own defaults: the evaluated model's options are not the judge's."""
+    return load_model(spec)
 
 
 @dataclass(frozen=True)
