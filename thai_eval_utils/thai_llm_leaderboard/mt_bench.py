@@ -24,6 +24,7 @@ templates' hashes key the run.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -68,10 +69,27 @@ _ITEM_FIELDS = ("question_id", "turn", "category", "template")
 _ROW_FIELDS = (*ROW_FIELDS, *_ITEM_FIELDS)
 
 
-def open_judge(spec: str = f"openai:{DEFAULT_JUDGE}") -> ChatModel:
-    """The judge model of ``spec`` (any ``load_model`` spec; default the runner's ``openai:gpt-4o-2024-05-13``, which
-    needs ``$OPENAI_API_KEY``), loaded with its own defaults: the evaluated model's options are not the judge's."""
-    return load_model(spec)
+#: The offline judge's reply budget (the embedded model; the runner's 2048 is for gpt-4o).
+OFFLINE_JUDGE_MAX_TOKENS = 256
+#: The environment variable holding a judge endpoint's key (``batch`` passes it to the kernels; never a parameter).
+JUDGE_KEY_ENV = "THAI_EVAL_JUDGE_API_KEY"
+
+
+def open_judge(judge_model: str | None = None, *, base_url: str | None = None) -> ChatModel:
+    """The MT-Bench judge: None the embedded model in-process (offline demo); ``"local:<spec>"`` any local model
+    ``load_model`` reads; else an OpenAI-compatible model id (``openai:`` optional; the runner's is
+    :data:`DEFAULT_JUDGE`) at ``base_url`` (default the OpenAI API), its key from ``$THAI_EVAL_JUDGE_API_KEY`` if
+    set, else the client's default (``$OPENAI_API_KEY``). Loaded with its own defaults, not the evaluated model's."""
+    if judge_model is None:
+        return load_model("embedded")
+    if judge_model.startswith("local:"):
+        return load_model(judge_model[len("local:"):])
+    options: dict[str, str] = {}
+    if base_url:
+        options["base_url"] = base_url
+    if os.environ.get(JUDGE_KEY_ENV):
+        options["api_key"] = os.environ[JUDGE_KEY_ENV]
+    return load_model(judge_model if judge_model.startswith("openai:") else f"openai:{judge_model}", **options)
 
 
 @dataclass(frozen=True)
