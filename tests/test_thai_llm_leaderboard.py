@@ -206,13 +206,32 @@ def test_whole_sequence_sum_equals_a_plain_forward_and_prompt_is_shared(tiny_loc
         assert rec["tokens"] == [len(tok(with_label(it["prompt"], lab))["input_ids"]) - 1 for lab in it["labels"]]
     assert records[2]["gold"] == 4 and records[2]["correct"] == 0  # M3Exam gold e: never right (quirk 6)
     # the requests the engine gets: empty context, whole text; its prefix tree runs each prompt once
-    reqs, _, _ = sequence_requests(tok, [with_label(items[0]["prompt"], lab) for lab in items[0]["labels"]], None)
+    reqs = sequence_requests(tok, [with_label(items[0]["prompt"], lab) for lab in items[0]["labels"]], None).requests
     assert all(c == "" for c, _ in reqs)
     counts = count_tokens(tok, reqs)
     seqs = [[tok.bos_token_id] + tok(x, add_special_tokens=False)["input_ids"][:-1] for _, x in reqs]
     common = len(os.path.commonprefix(seqs))
     assert counts["fed"] == sum(map(len, seqs))
     assert counts["tree"] == common + sum(len(s) - common for s in seqs) < counts["fed"]
+
+
+def test_the_engines_forward_calls_run_each_prompt_once(tiny_local_model, monkeypatch):
+    """The tokens that actually go through the decoder body: the prefix tree's (each prompt once), not the
+    runner's (each prompt once per label)."""
+    from thai_eval_utils.backend import decoder
+
+    items = _items("thaiexam_qa")[:3]
+    score_batch(tiny_local_model, items[:1], NLUProtocol(), limit=None)  # the engine's one-off self-check first
+    fed, real = [], decoder.Decoder.model_call
+
+    def spy(self, ids, *args, **kwargs):
+        fed.append(sum(len(row) for row in ids))
+        return real(self, ids, *args, **kwargs)
+    monkeypatch.setattr(decoder.Decoder, "model_call", spy)
+    score_batch(tiny_local_model, items, NLUProtocol(), limit=None)
+    texts = [with_label(it["prompt"], lab) for it in items for lab in it["labels"]]
+    counts = count_tokens(tiny_local_model.tokenizer, sequence_requests(tiny_local_model.tokenizer, texts, None).requests)
+    assert sum(fed) == counts["tree"] and counts["fed"] > 4 * counts["tree"]  # 5 labels share each prompt
 
 
 def test_truncated_items_score_the_kept_tokens_and_tie_to_the_first_label(tiny_local_model, tiny_llama):
@@ -270,18 +289,44 @@ def test_bf16_sums_round_the_totals_as_the_runner_at_head_does():
         NLUProtocol(sum_precision="fp16")
 
 
-def test_a_tokenizer_the_engine_cannot_match_is_an_error_naming_the_item(tiny_tokenizer):
-    class NoBosUnmatched:  # adds a token the engine never puts first: nothing can reproduce it
-        bos_token_id, eos_token_id = tiny_tokenizer.bos_token_id, tiny_tokenizer.eos_token_id
+@pytest.fixture(scope="module")
+def no_bos_model(tiny_llama):
+    """The tiny Llama with a copy of its tokenizer that adds no BOS and has none (as Qwen's): the runner scores every
+    token but the first real one."""
+    import copy
 
-        def __call__(self, text, add_special_tokens=True, **kw):
-            ids = tiny_tokenizer(text, add_special_tokens=False, **kw)["input_ids"]
-            return {"input_ids": ([self.eos_token_id, self.eos_token_id] + ids) if add_special_tokens else ids}
+    from tokenizers import processors
 
-        def decode(self, ids, **kw):
-            return tiny_tokenizer.decode(ids, **kw)
-    with pytest.raises(ThaiEvalError, match="item 'x', label 'a'"):
-        sequence_requests(NoBosUnmatched(), ["คำตอบ: a"], None, names=["item 'x', label 'a'"])
+    from thai_eval_utils.backend.models import LocalModel
+
+    model, tok = tiny_llama
+    bare = copy.deepcopy(tok)
+    bare.backend_tokenizer.post_processor = processors.TemplateProcessing(single="$A", pair="$A $B", special_tokens=[])
+    bare.bos_token = None
+    return LocalModel(model, bare, name="tiny-no-bos", identity={"name": "tiny-no-bos"})
+
+
+def test_a_tokenizer_without_bos_scores_every_token_but_the_first(no_bos_model, tiny_llama):
+    hf, _ = tiny_llama
+    tok = no_bos_model.tokenizer
+    xcopa, exam = _items("xcopa_tha_seacrowd_qa")[0], _items("thaiexam_qa")[0]
+    texts = [with_label(it["prompt"], "a") for it in (xcopa, exam)]
+    plan = sequence_requests(tok, texts, None)
+    assert plan.requests[0] == ("คำถาม", texts[0][len("คำถาม"):])  # the first token's text is the unscored context
+    assert plan.requests[1] is None  # "\n---\n...": lm-eval's encoding would move the "\n" context out
+    for it, rec in zip((xcopa, exam), score_batch(no_bos_model, [xcopa, exam], NLUProtocol(), limit=None)):
+        for lab, ll in zip(it["labels"], rec["lls"]):
+            ids = torch.tensor([tok(with_label(it["prompt"], lab))["input_ids"]])
+            with torch.no_grad():
+                logp = torch.log_softmax(hf(input_ids=ids).logits.float(), dim=-1)
+            assert abs(ll - float(logp[0, :-1].gather(1, ids[0, 1:, None]).sum())) < 1e-4
+
+
+def test_a_sequence_no_request_reproduces_is_an_error_on_a_model_without_token_scoring(no_bos_model):
+    exam = _items("thaiexam_qa")[0]
+    served_like = FakeModel(score=lambda c, x: (0.0, False), tokenizer=no_bos_model.tokenizer)
+    with pytest.raises(ThaiEvalError, match="item 'onet_test_0', label 'a': no \\(context, continuation\\) request"):
+        score_batch(served_like, [exam], NLUProtocol(), limit=None)
 
 
 # ---------------------------------------------------------------------------------------------- metrics
@@ -337,7 +382,7 @@ def test_run_stores_summary_and_suite_hooks_read_it(tmp_path):
     views = suite.item_views(stored["m3exam_tha_seacrowd_qa"], [], None, {}, [])
     assert len(views) == 4 and views[0].choices == ["a", "b", "c", "d"] and len(views[0].loglikelihoods) == 4
     rows = suite.detail_rows(stored["xcopa_tha_seacrowd_qa"])
-    assert rows[0]["metrics"] == {"correct": float(golds[0] == 0)} or rows[0]["metrics"] == {"correct": int(golds[0] == 0)}
+    assert rows[0]["metrics"] == {"correct": int(golds[0] == 0)}
     assert "prompt" in rows[0]["inputs"] and "lls" in rows[0]["outputs"]
 
 
@@ -402,3 +447,33 @@ def test_score_task_public_entry_point(tiny_local_model):
     records = score_task(tiny_local_model, "xcopa_tha_seacrowd_qa", data_dir=DATA, limit=3)
     assert [r["id"] for r in records] == [it["id"] for it in _items("xcopa_tha_seacrowd_qa")[:3]]
     assert all(len(r["lls"]) == 2 for r in records)
+    one_by_one = score_task(tiny_local_model, "xcopa_tha_seacrowd_qa", data_dir=DATA, limit=3, batch_size=1)
+    assert [r["pred"] for r in one_by_one] == [r["pred"] for r in records]  # batch-independent (quirk 2)
+    assert np.allclose([r["lls"] for r in one_by_one], [r["lls"] for r in records], atol=1e-4)
+
+
+def test_cli_run_on_the_embedded_model_then_export(tmp_path):
+    """``thai-eval run --model embedded --benchmarks thai_llm_leaderboard/<task> --limit 2`` (the notebook through
+    papermill), then the leaderboard export: the runner's key with its accuracy; the corrected variant not exported."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "thai_eval_utils", *args], cwd=REPO, env=env, capture_output=True,
+                              text=True, timeout=900)
+    out = tmp_path / "out"
+    proc = cli("run", "--model", "embedded", "--benchmarks",
+               "thai_llm_leaderboard/xcopa_tha_seacrowd_qa,thai_llm_leaderboard/xnli.tha_seacrowd_pairs.corrected",
+               "--limit", "2", "--no-paper", "--outputs", str(out))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    runs = {r.task: r for r in list_runs(out)}
+    assert set(runs) == {"xcopa_tha_seacrowd_qa", "xnli.tha_seacrowd_pairs.corrected"}
+    summary = runs["xcopa_tha_seacrowd_qa"].summary
+    assert summary["n"] == 2 and summary["n_docs"] == 200 and summary["protocol"]["sum_precision"] == "fp32"
+    assert summary["scores"]["accuracy"]["signature"].endswith("|limit:2/200")
+    assert [len(r["lls"]) for r in runs["xnli.tha_seacrowd_pairs.corrected"].records()] == [3, 3]
+    table = (out / "tables" / "thai_llm_leaderboard_gemma-3-270m-embedded.csv").read_text(encoding="utf-8")
+    assert "n=2" in table and "n=500" in table  # our cell and the published row
+    proc = cli("export", "--format", "thai-llm-leaderboard", "--outputs", str(out), "--to", str(tmp_path / "lb"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(next((tmp_path / "lb").rglob("*.json")).read_text(encoding="utf-8"))
+    assert doc["results"] == {"xcopa_tha_seacrowd_qa": {"accuracy": summary["scores"]["accuracy"]["value"]}}

@@ -86,12 +86,14 @@ def score_task(model: Any, task: NLUTask | str, data: TaskData | None = None, *,
                progress: bool = False, from_hub: bool = False) -> list[dict[str, Any]]:
     """Score a task's items on ``model`` without storing anything: one record per scored item (:func:`.scoring.
     score_batch`: ``lls``, ``pred``, ``gold``, ``correct``, ...), in item order. ``data``: the loaded task data,
-    else read from ``data_dir`` (or the Hub cache, ``from_hub``); ``limit``: the first N scored items."""
+    else read from ``data_dir`` (or the Hub cache, ``from_hub``); ``limit``: the first N scored items;
+    ``batch_size``: items per ``model.loglikelihood`` call (default: all in one call, so the engine packs as many
+    prompts per forward as its token budget allows)."""
     task = nlu_task(task) if isinstance(task, str) else task
     data = data if data is not None else load_task(task, data_dir, from_hub=from_hub)
     items = data.items if limit is None else data.items[: max(0, int(limit))]
     trunc = check_engine(model, protocol)
-    size = _batch_size(model, batch_size)
+    size = max(1, int(batch_size or len(items) or 1))
     out = []
     for start in range(0, len(items), size):
         out += score_batch(model, items[start: start + size], protocol, limit=trunc, progress=progress)

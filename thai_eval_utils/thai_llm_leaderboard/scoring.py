@@ -11,9 +11,12 @@ log-probability of every token but the first. Here each such sequence is one ``m
 - ``(first-token text, rest)`` when it adds none (Qwen-style): the first token is the context, never scored.
 
 Before any model call, each request's encoding (the engine's own ``encode_pairs``) is checked to be the runner's
-token sequence with its first token as the only context token; a request that would not be is an error naming the
-item and the label, never a silently different number. The labels of an item share the whole prompt, so the
-engine's prefix tree runs the prompt once per item where the runner runs it once per label.
+token sequence with its first token as the only context token. A sequence no string request reproduces (no BOS and
+a prompt starting with whitespace, which lm-eval's encoding moves out of the context; a truncated text that does
+not re-encode to the kept tokens) is scored from its token ids by the same engine (``loglikelihood_tokens``, local
+models); a model without that is an error naming the item and the label, never a silently different number. The
+labels of an item share the whole prompt, so the engine's prefix tree runs the prompt once per item where the
+runner runs it once per label.
 
 The argmax is ``np.argmax`` over the label totals (ties: the first label), after the protocol's precision
 (:meth:`~.protocol.NLUProtocol.round_sums`).
@@ -22,6 +25,7 @@ The argmax is ``np.argmax`` over the label totals (ties: the first label), after
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -54,35 +58,67 @@ def _candidate(tokenizer: Any, ids: list[int], text: str) -> Request:
     return "", text
 
 
+@dataclass(frozen=True)
+class SequencePlan:
+    """How each sequence is scored: ``requests[i]`` (a string request whose engine encoding is the runner's tokens,
+    else None: scored from ``ids[i]`` by the model's ``loglikelihood_tokens``), ``ids`` (the runner's tokens after
+    truncation; empty without a tokenizer), ``counts`` (scored tokens), ``cut`` (truncated by the runner)."""
+
+    requests: list[Request | None]
+    ids: list[list[int]]
+    counts: list[int]
+    cut: list[bool]
+
+
 def sequence_requests(tokenizer: Any | None, texts: Sequence[str], limit: int | None, *,
-                      add_bos_token: bool = False, names: Sequence[str] | None = None
-                      ) -> tuple[list[Request], list[int], list[bool]]:
-    """One request per sequence, checked against the runner's tokens; also each sequence's scored token count and
-    whether the runner truncates it.
+                      add_bos_token: bool = False) -> SequencePlan:
+    """One request per sequence, checked against the runner's tokens with the engine's own ``encode_pairs``: kept
+    only when it encodes to exactly those tokens with the first as the only context token (else None).
 
     Without a tokenizer (a model that exposes none) the requests are ``("", text)`` unchecked, counts 0.
-
-    Raises:
-        ThaiEvalError: a sequence the engine would not score as the runner does (named by ``names[i]``).
     """
     if tokenizer is None:
-        return [("", t) for t in texts], [0] * len(texts), [False] * len(texts)
+        return SequencePlan([("", t) for t in texts], [[] for _ in texts], [0] * len(texts), [False] * len(texts))
     full = [list(tokenizer(t)["input_ids"]) for t in texts]
     wanted = [ids[:limit] if limit is not None and len(ids) > limit else ids for ids in full]
     cut = [len(w) < len(f) for w, f in zip(wanted, full)]
-    requests = []
+    candidates = []
     for i, (text, ids) in enumerate(zip(texts, wanted)):
         if cut[i]:  # the runner scores the kept tokens: their text (checked below like every request)
             first = 1 if ids and ids[0] == prefix_token_id(tokenizer) else 0
             text = tokenizer.decode(ids[first:])
-        requests.append(_candidate(tokenizer, ids, text))
-    for i, ((ctx, cont), ids) in enumerate(zip(encode_pairs(tokenizer, requests, add_bos_token), wanted)):
-        if len(ctx) != 1 or list(ctx) + list(cont) != ids:
-            name = names[i] if names is not None else f"sequence {i}"
-            raise ThaiEvalError(f"{name}: the log-likelihood engine would not score the runner's token sequence "
-                                f"({len(ids)} tokens, first {ids[:3]}) as the runner does (context {list(ctx)[:3]}, "
-                                f"{len(cont)} scored tokens); this tokenizer needs the runner's own code")
-    return requests, [max(0, len(w) - 1) for w in wanted], cut
+        candidates.append(_candidate(tokenizer, ids, text))
+    encoded = encode_pairs(tokenizer, candidates, add_bos_token)
+    requests: list[Request | None] = [req if len(ctx) == 1 and list(ctx) + list(cont) == ids else None
+                                      for req, (ctx, cont), ids in zip(candidates, encoded, wanted)]
+    return SequencePlan(requests, wanted, [max(0, len(w) - 1) for w in wanted], cut)
+
+
+def sequence_sums(model: Any, plan: SequencePlan, names: Sequence[str], progress: bool = False) -> list[float]:
+    """Each sequence's summed log-probability: the string requests in one ``model.loglikelihood`` call, the others
+    from their token ids in one ``model.loglikelihood_tokens`` call.
+
+    Raises:
+        ThaiEvalError: a sequence no string request reproduces, on a model without ``loglikelihood_tokens`` (a served
+            model), named by ``names[i]``.
+    """
+    sums = [0.0] * len(plan.requests)
+    text_idx = [i for i, r in enumerate(plan.requests) if r is not None]
+    token_idx = [i for i, r in enumerate(plan.requests) if r is None]
+    if text_idx:
+        results = model.loglikelihood([plan.requests[i] for i in text_idx], progress=progress)
+        for i, r in zip(text_idx, results):
+            sums[i] = float(r[0])
+    if token_idx:
+        by_tokens = getattr(model, "loglikelihood_tokens", None)
+        if by_tokens is None:
+            i = token_idx[0]
+            raise ThaiEvalError(f"{names[i]}: no (context, continuation) request encodes to the runner's token "
+                                f"sequence ({len(plan.ids[i])} tokens, first {plan.ids[i][:3]}), and model "
+                                f"{getattr(model, 'name', model)!r} cannot score token ids (a local model can)")
+        for i, r in zip(token_idx, by_tokens([plan.ids[i] for i in token_idx], progress=progress)):
+            sums[i] = float(r[0])
+    return sums
 
 
 def model_limit(model: Any, protocol: NLUProtocol) -> int | None:
@@ -106,14 +142,14 @@ def score_batch(model: Any, items: Sequence[dict[str, Any]], protocol: NLUProtoc
         for label in it["labels"]:
             texts.append(with_label(it["prompt"], label))
             names.append(f"item {it['key']!r}, label {label!r}")
-    tokenizer = getattr(model, "tokenizer", None)
-    requests, counts, cut = sequence_requests(tokenizer, texts, limit,
-                                              add_bos_token=bool(getattr(model, "add_bos_token", False)), names=names)
-    results = model.loglikelihood(requests, progress=progress)
+    plan = sequence_requests(getattr(model, "tokenizer", None), texts, limit,
+                             add_bos_token=bool(getattr(model, "add_bos_token", False)))
+    results = sequence_sums(model, plan, names, progress)
+    counts, cut = plan.counts, plan.cut
     out, at = [], 0
     for it in items:
         k = len(it["labels"])
-        sums = [float(r[0]) for r in results[at: at + k]]
+        sums = results[at: at + k]
         pred = int(np.argmax(protocol.round_sums(np.array(sums))))
         out.append({"id": it["id"], "row": it["row"], "prompt": it["prompt"], "labels": it["labels"],
                     "gold": it["gold"], "lls": sums, "pred": pred, "correct": int(pred == it["gold"]),
