@@ -238,11 +238,22 @@ def _medians(rows: dict[str, np.ndarray], seed: int) -> dict[str, float]:
     return {t: float(_bootstrap_mid(rows[t], state)[2]) * 100 for t in ROUGE_TYPES}
 
 
-def rouge_bootstrap_median(hypotheses: Sequence[str], references: Sequence[str], seed: int = ROUGE_SEED
+@dataclass(frozen=True)
+class RunnerRng:
+    """How the runner's ROUGE aggregator draws: numpy reseeded with ``seed`` around every ``rouge.compute``
+    (``evaluate``'s ``temp_seed(self.seed)``, module docstring), so every call starts afresh from ``seed``."""
+
+    seed: int = ROUGE_SEED
+
+    def describe(self) -> str:
+        return f"numpy-reseeded:{self.seed}"
+
+
+def rouge_bootstrap_median(hypotheses: Sequence[str], references: Sequence[str], rng: RunnerRng = RunnerRng()
                            ) -> dict[str, float]:  # fmt: skip
     """The runner's ROUGE values (x100, runner keys): per rouge type, in order, the median F1 of 1000 bootstrap
-    means, numpy reseeded with ``seed`` first as ``evaluate`` reseeds it around every call."""
-    return {ROUGE_KEYS[t]: v for t, v in _medians(rouge_rows(hypotheses, references), seed).items()}
+    means, numpy reseeded with ``rng.seed`` first as ``evaluate`` reseeds it around every call."""
+    return {ROUGE_KEYS[t]: v for t, v in _medians(rouge_rows(hypotheses, references), rng.seed).items()}
 
 
 def rouge_mean(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, float]:
@@ -314,7 +325,7 @@ def nlg_scores(hypotheses: Sequence[str], references: Sequence[str], *, run_part
     medians = None
     if rouge == "bootstrap_median":
         medians = _medians(rows, rouge_seed)
-        agg = f"bootstrap-median({ROUGE_BOOT_SAMPLES},numpy-reseeded:{rouge_seed})"
+        agg = f"bootstrap-median({ROUGE_BOOT_SAMPLES},{RunnerRng(rouge_seed).describe()})"
     else:
         agg = "mean"
     for t in ROUGE_TYPES:
