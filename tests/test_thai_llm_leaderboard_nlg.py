@@ -133,32 +133,34 @@ CASE_R = ["แมวกินข้าว", "วันนี้ฝนตกห�
           "นักเรียนอ่านหนังสือในห้องสมุด", "ข้าวเหนียวมะม่วงอร่อย"]
 
 
+def _aggregator_median(hyps, refs, seed):
+    """rouge_score's BootstrapAggregator on numpy's global RNG reseeded with ``seed`` (evaluate's temp_seed), state
+    restored after."""
+    saved = np.random.get_state()
+    try:
+        np.random.seed(seed)
+        scorer = rouge_scorer.RougeScorer(list(M.ROUGE_TYPES), use_stemmer=False, tokenizer=M.NewmmTokenizer())
+        agg = scoring.BootstrapAggregator()
+        for r, h in zip(refs, hyps):
+            agg.add_scores(scorer.score(r, h))
+        return {M.ROUGE_KEYS[k]: v.mid.fmeasure * 100 for k, v in agg.aggregate().items()}
+    finally:
+        np.random.set_state(saved)
+
+
 def test_rouge_mean_by_hand_and_bootstrap_median_replay():
     # row 0: [แมว, กิน, ปลา] vs [แมว, กินข้าว]: 1 unigram shared, P = 1/3, R = 1/2, F = 0.4
     rows = M.rouge_rows(CASE_H[:1], CASE_R[:1])
     assert rows["rouge1"][0] == pytest.approx([1 / 3, 1 / 2, 0.4])
     mean = M.rouge_mean(CASE_H, CASE_R)
     assert mean["ROUGE1"] == pytest.approx(100 * np.mean(M.rouge_rows(CASE_H, CASE_R)["rouge1"][:, 2]))
-    # the runner's aggregator on numpy's global RNG after set_seed(42): replayed without touching the global RNG
     saved = np.random.get_state()
-    try:
-        np.random.seed(42)
-        scorer = rouge_scorer.RougeScorer(list(M.ROUGE_TYPES), use_stemmer=False, tokenizer=M.NewmmTokenizer())
-        for _ in range(2):  # an earlier task of 3 items, scored twice (predictions, then their _latin forms)
-            agg = scoring.BootstrapAggregator()
-            for r, h in zip(CASE_R[:3], CASE_H[:3]):
-                agg.add_scores(scorer.score(r, h))
-            agg.aggregate()
-        agg = scoring.BootstrapAggregator()
-        for r, h in zip(CASE_R, CASE_H):
-            agg.add_scores(scorer.score(r, h))
-        runner = {k: v.mid.fmeasure * 100 for k, v in agg.aggregate().items()}
-    finally:
-        np.random.set_state(saved)
-    replay = M.rouge_bootstrap_median(CASE_H, CASE_R, M.RunnerRng(prior_sizes=(3,)))
-    assert replay == pytest.approx({M.ROUGE_KEYS[k]: v for k, v in runner.items()}, abs=1e-12)
-    assert abs(replay["ROUGEL"] - mean["ROUGEL"]) > 0.3  # the median is not the exact mean (50.21 vs 49.83 here)
+    replay = M.rouge_bootstrap_median(CASE_H, CASE_R)  # seed 42, reseeded per call as evaluate does
     assert np.array_equal(np.random.get_state()[1], saved[1])  # the global RNG was never drawn from
+    assert replay == pytest.approx(_aggregator_median(CASE_H, CASE_R, 42), abs=1e-12)
+    assert M.rouge_bootstrap_median(CASE_H, CASE_R) == replay  # a second call restarts at the seed
+    assert M.rouge_bootstrap_median(CASE_H, CASE_R, M.RunnerRng(seed=7)) == pytest.approx(_aggregator_median(CASE_H, CASE_R, 7), abs=1e-12)
+    assert abs(replay["ROUGE1"] - mean["ROUGE1"]) > 0.5  # the median is not the exact mean (49.27 vs 49.83 here)
 
 
 def test_nlg_scores_carry_n_interval_signature_and_never_fake_sacrebleu(monkeypatch, tmp_path):
@@ -172,7 +174,7 @@ def test_nlg_scores_carry_n_interval_signature_and_never_fake_sacrebleu(monkeypa
     assert "pythainlp:" in scores["BLEU"]["signature"] and "word_order:0" in scores["chrF++"]["signature"]
     med, _ = M.nlg_scores(CASE_H, CASE_R, rouge="bootstrap_median")
     assert med["ROUGEL"]["value"] == pytest.approx(M.rouge_bootstrap_median(CASE_H, CASE_R)["ROUGEL"])
-    assert "agg:bootstrap-median(1000,numpy-global-replay(seed:42" in med["ROUGEL"]["signature"]
+    assert "agg:bootstrap-median(1000,numpy-reseeded:42)" in med["ROUGEL"]["signature"]
 
 
 # ----------------------------------------------------------------------------------------------- runs
@@ -259,3 +261,30 @@ def test_embedded_each_task_limit_2(embedded, tmp_path):
         assert "limit:2/" in run.scores["BLEU"]["signature"] and "sample(T:0.2,seed:42/item)" in run.scores["BLEU"]["signature"]
         again = run_nlg_task(embedded, key, DATA, limit=2, options=opts, outputs=tmp_path, progress=False)
         assert again.computed == 0 and [r["output"] for r in again.records] == [r["output"] for r in run.records]
+
+
+def test_suite_hooks_for_generation_runs(tmp_path):
+    from thai_eval_utils.core.runs import StoredRun, list_runs
+    from thai_eval_utils.stats.bootstrap import Interval
+    from thai_eval_utils.thai_llm_leaderboard.suite import SUITE, TASK_KINDS
+
+    assert [TASK_KINDS[k] for k in NLG_TASKS] == ["generation"] * 4 and TASK_KINDS["mt_bench_thai"] == "judge"
+    model = FakeModel("fake-hooks", reply=lambda conv: conv[-1]["content"][-15:])
+    for key in ("xl_sum_tha_seacrowd_t2t", "flores200_tha_Thai_eng_Latn_seacrowd_t2t"):
+        run_nlg_task(model, key, DATA, limit=3, outputs=tmp_path, progress=False)
+    runs = {r.task: r for r in list_runs(tmp_path)}
+    xl, fl = runs["xl_sum_tha_seacrowd_t2t"], runs["flores200_tha_Thai_eng_Latn_seacrowd_t2t"]
+    assert isinstance(xl, StoredRun)
+    (h_xl,), (h_fl,) = SUITE.headlines(xl), SUITE.headlines(fl)
+    assert h_xl.kind == "mean" and h_xl.items["value"].mean() == pytest.approx(xl.summary["scores"]["ROUGEL"]["value"])
+    assert h_fl.kind == "corpus" and h_fl.corpus_metric is M.RUNNER_BLEU
+    assert SUITE.leaderboard_results(xl) == {"xl_sum_tha_seacrowd_t2t": {
+        k: xl.summary["scores"][k]["value"] for k in ("ROUGE1", "ROUGE2", "ROUGEL")}}
+    assert set(SUITE.leaderboard_results(fl)["flores200_tha_Thai_eng_Latn_seacrowd_t2t"]) >= {"BLEU", "chrF++"}
+    boot = Interval("x", 0, 0, 0, 0.95, "percentile", 200, 0, 3, 200)
+    cells = SUITE.leaderboard_cells("fake-hooks", [h_xl, h_fl], boot)
+    by = {c["column"]: c for c in cells}
+    assert by["xl_sum_tha_seacrowd_t2t"]["value"] == pytest.approx(xl.summary["scores"]["ROUGEL"]["value"])
+    assert by["flores200_tha_Thai_eng_Latn_seacrowd_t2t"]["n"] == 3
+    if "SacreBLEU" not in fl.summary["scores"]:
+        assert "SacreBLEU not computed offline" in by["flores200_tha_Thai_eng_Latn_seacrowd_t2t"]["note"]

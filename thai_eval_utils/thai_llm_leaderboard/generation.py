@@ -22,7 +22,7 @@ from thai_eval_utils.core.records import read_records, require_text
 from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
-from thai_eval_utils.thai_llm_leaderboard.nlg_metrics import RunnerRng, nlg_scores
+from thai_eval_utils.thai_llm_leaderboard.nlg_metrics import ROUGE_SEED, nlg_scores
 
 #: evaluation/prompt_utils.py:51 (SUM), :46 (MT), :21 (QA; iapp's task value is QA, spec 3.1). Verbatim.
 SUM_TEMPLATE = "จงสรุปข้อความด้านล่าง\nข้อความ: [INPUT]\nสรุป:"
@@ -311,7 +311,7 @@ def _compute(model: ChatModel, options: GenerationOptions) -> Any:
 
 def score_nlg_records(task: NlgTask, records: Sequence[Mapping[str, Any]], n_docs: int, options: GenerationOptions,
                       *, thinking: ThinkingOption = ThinkingOption(), rouge: str = "mean",
-                      rouge_prior_sizes: Sequence[int] = ()) -> dict[str, Any]:  # fmt: skip
+                      rouge_seed: int = ROUGE_SEED) -> dict[str, Any]:  # fmt: skip
     """The summary of a task's records: every runner metric on the scored texts (the thinking rule applied to each
     raw reply; a reply whose thinking never closed scores as ``""`` and is counted), what the leaderboard uploads
     and displays, notes."""
@@ -319,19 +319,19 @@ def score_nlg_records(task: NlgTask, records: Sequence[Mapping[str, Any]], n_doc
     hyps, refs = [s.scored for s in split], [r["reference"] for r in records]
     limit = f"|limit:{len(records)}/{n_docs}" if len(records) < n_docs else ""
     run_part = f"{task.key}|{options.signature()}|{thinking.signature()}{limit}"
-    scores, notes = nlg_scores(hyps, refs, run_part=run_part, rouge=rouge, rng=RunnerRng(rouge_prior_sizes))
+    scores, notes = nlg_scores(hyps, refs, run_part=run_part, rouge=rouge, rouge_seed=rouge_seed)
     uploaded = {k: scores[k]["value"] for k in task.uploaded if k in scores}
     missing = [k for k in task.uploaded if k not in scores]
     return {"task": task.key, "n": len(records), "n_docs": n_docs, "scores": scores,
             "leaderboard": uploaded, "displayed": task.displayed, "missing_leaderboard_keys": missing,
-            "rouge_aggregation": rouge, "thinking": thinking.record(),
+            "rouge_aggregation": rouge, "rouge_seed": rouge_seed if rouge == "bootstrap_median" else None, "thinking": thinking.record(),
             "n_thinking_failed": sum(s.failed for s in split),
             "n_truncated": sum(bool(r.get("truncated")) for r in records), "notes": notes}  # fmt: skip
 
 
 def run_nlg_task(model: ChatModel, task_key: str, data: str | Path, *, limit: int | None = None,
                  options: GenerationOptions = GenerationOptions(), thinking: ThinkingOption = ThinkingOption(),
-                 rouge: str = "mean", rouge_prior_sizes: Sequence[int] = (), outputs: str | Path | None = None,
+                 rouge: str = "mean", rouge_seed: int = ROUGE_SEED, outputs: str | Path | None = None,
                  batch_size: int | None = None, progress: bool = True) -> NlgRun:  # fmt: skip
     """Run one generation task on ``model`` (resuming what its run stored), score it and write the summary.
 
@@ -343,7 +343,7 @@ def run_nlg_task(model: ChatModel, task_key: str, data: str | Path, *, limit: in
         options: generation settings (they key the run).
         thinking: how a thinking block is cut before scoring (the raw reply is stored whole).
         rouge: ``"mean"`` (default) or ``"bootstrap_median"`` (the runner's aggregator replayed).
-        rouge_prior_sizes: item counts of the tasks the runner's script scored before this one (the RNG replay).
+        rouge_seed: the seed numpy is reset to for the bootstrap median (``nlg_metrics.ROUGE_SEED``).
         outputs: the outputs folder.
         batch_size: items per engine call and store flush (default the model's ``concurrency``, else 8).
 
@@ -366,7 +366,7 @@ def run_nlg_task(model: ChatModel, task_key: str, data: str | Path, *, limit: in
                         desc=f"{task.key} ({model.name})", progress=progress, fields={"output": str})  # fmt: skip
         records = run.in_order()
         summary = score_nlg_records(task, records, len(all_items), options, thinking=thinking, rouge=rouge,
-                                    rouge_prior_sizes=rouge_prior_sizes)  # fmt: skip
+                                    rouge_seed=rouge_seed)  # fmt: skip
         summary.update({"limit": limit, "n_computed_this_run": run.computed, "generation": options.record()})
         store.write_summary(summary)
     return NlgRun(task.key, records, summary["scores"], summary, store.root, store.config_id, run.computed,

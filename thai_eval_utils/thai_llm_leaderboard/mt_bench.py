@@ -24,11 +24,13 @@ templates' hashes key the run.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from thai_eval_utils.backend.models import load_model
 from thai_eval_utils.backend.openai_client import stable_identity
 from thai_eval_utils.core.errors import JudgeError, ThaiEvalDataError
 from thai_eval_utils.core.protocols import ChatModel
@@ -37,6 +39,7 @@ from thai_eval_utils.core.records import read_records, require_text
 from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.judging import Judge, JudgementCache, JudgeParams, JudgeRubric, judge_items
+from thai_eval_utils.judging.run import ROW_FIELDS, default_record
 from thai_eval_utils.judging.mt_bench import MT_BENCH_PARSER, MT_BENCH_RUBRICS, NO_RATING, template_name
 from thai_eval_utils.stats.bootstrap import mean_interval
 from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
@@ -61,6 +64,32 @@ PASS_THROUGH = JudgeRubric.declare("thai_llm_leaderboard_mt_bench", "fastchat-si
                                    user="${user}", fields=("system", "user"), parser=MT_BENCH_PARSER,
                                    params=JUDGE_PARAMS)  # fmt: skip
 N_RESAMPLES, LEVEL, BOOT_SEED = 1000, 0.95, 0
+#: Fields of an item stored with its judgement (never in the shared cache: they are the item's, not the judge's).
+_ITEM_FIELDS = ("question_id", "turn", "category", "template")
+_ROW_FIELDS = (*ROW_FIELDS, *_ITEM_FIELDS)
+
+
+#: The offline judge's reply budget (the embedded model; the runner's 2048 is for gpt-4o).
+OFFLINE_JUDGE_MAX_TOKENS = 256
+#: The environment variable holding a judge endpoint's key (``batch`` passes it to the kernels; never a parameter).
+JUDGE_KEY_ENV = "THAI_EVAL_JUDGE_API_KEY"
+
+
+def open_judge(judge_model: str | None = None, *, base_url: str | None = None) -> ChatModel:
+    """The MT-Bench judge: None the embedded model in-process (offline demo); ``"local:<spec>"`` any local model
+    ``load_model`` reads; else an OpenAI-compatible model id (``openai:`` optional; the runner's is
+    :data:`DEFAULT_JUDGE`) at ``base_url`` (default the OpenAI API), its key from ``$THAI_EVAL_JUDGE_API_KEY`` if
+    set, else the client's default (``$OPENAI_API_KEY``). Loaded with its own defaults, not the evaluated model's."""
+    if judge_model is None:
+        return load_model("embedded")
+    if judge_model.startswith("local:"):
+        return load_model(judge_model[len("local:"):])
+    options: dict[str, str] = {}
+    if base_url:
+        options["base_url"] = base_url
+    if os.environ.get(JUDGE_KEY_ENV):
+        options["api_key"] = os.environ[JUDGE_KEY_ENV]
+    return load_model(judge_model if judge_model.startswith("openai:") else f"openai:{judge_model}", **options)
 
 
 @dataclass(frozen=True)
@@ -291,9 +320,11 @@ def _category_scores(per_category: Mapping[str, Sequence[float]], signature: str
 
 def judge_answers(answers: Answers, judge_model: ChatModel, *, model_name: str, params: JudgeParams = JUDGE_PARAMS,
                   aggregation: str = "faithful", repeats: int = 1, outputs: str | Path | None = None,
-                  progress: bool = True) -> MtBenchRun:  # fmt: skip
+                  batch_size: int | None = None, progress: bool = True) -> MtBenchRun:  # fmt: skip
     """Judge every (question, turn) through ``judging.judge_items`` (store, shared cache, resume, repeats) and
     aggregate per category (``aggregation``: the headline; the other is in the summary beside it).
+    ``batch_size``: judgements per ``chat`` call of an in-process judge (``judging.Judge``; a failed call leaves all
+    of its judgements unjudged).
 
     Raises:
         JudgeError: a fatal judge error (after the finished judgements and the summary are written).
@@ -301,15 +332,21 @@ def judge_answers(answers: Answers, judge_model: ChatModel, *, model_name: str, 
     if aggregation not in AGGREGATIONS:
         raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
     items, skip = _judge_items(answers)
-    judge = Judge(PASS_THROUGH, judge_model, params=params)
+    judge = Judge(PASS_THROUGH, judge_model, params=params, batch_size=batch_size)
     templates = {name: r.text for name, r in MT_BENCH_RUBRICS.items()}
     config = {"judge_model": judge.label, "judge_params": params.to_dict(), "answers_run": answers.config_id,
               "repeats": repeats, "rubric": PASS_THROUGH.sha256}  # fmt: skip
     with RunStore.open(model_name, JUDGE_BENCHMARK, config, model_identity=answers.model_identity,
                        prompt_templates=templates, outputs=outputs) as store:  # fmt: skip
         cache = JudgementCache(store.shared_file(CACHE_NAME), statuses=MT_BENCH_PARSER.final_statuses)
-        outcome = judge_items(judge, items, store, cache, ids=[it["id"] for it in items], repeats=repeats, skip=skip,
-                              progress=progress)  # fmt: skip
+        ids = [it["id"] for it in items]
+        base = default_record(ids, judge, _ROW_FIELDS)
+
+        def record(j: Any, judgement: Mapping[str, Any]) -> dict[str, Any]:  # the item's category, turn and template too
+            return {**base(j, judgement), **{k: items[j.row][k] for k in _ITEM_FIELDS}}
+
+        outcome = judge_items(judge, items, store, cache, ids=ids, repeats=repeats, skip=skip, record=record,
+                              row_fields=_ROW_FIELDS, progress=progress)  # fmt: skip
         records = []
         ratings: list[float | None] = []
         for i, it in enumerate(items):

@@ -15,8 +15,14 @@ scbdatax/seacrowd-eval @9de9392 ``evaluation/metrics_utils.py:6-55``): ``BLEU``,
   beta 2): that is chrF, not chrF++ (chrF++ has word bigrams). The key keeps the runner's name for parity.
 - ``ROUGE*`` (``:51-55``): ``evaluate``'s "rouge" = ``rouge_score`` 0.1.2 ``RougeScorer`` with the newmm tokenizer,
   no stemmer, F1 per row, ``rougeLsum`` on ``"\\n"``-split lines. The runner aggregates with
-  ``BootstrapAggregator``: the median of 1000 bootstrap means drawn from numpy's global RNG (quirk 11). Our default
-  is the exact mean; :func:`rouge_bootstrap_median` replays the runner's draws (:class:`RunnerRng`).
+  ``BootstrapAggregator``: the median of 1000 bootstrap means (quirk 11). Our default is the exact mean;
+  :func:`rouge_bootstrap_median` replays the runner's draws. Where they come from (read in ``evaluate`` 0.4.2, not in
+  the spec): ``EvaluationModule.compute`` runs ``_compute`` inside ``temp_seed(self.seed)``, so every ROUGE call
+  reseeds numpy with the metric's own seed and restores the global state after; ``set_seed(42)`` and the order of
+  the tasks play no part. ``self.seed`` is taken from numpy's global state when ``evaluate.load("rouge")`` runs
+  (``metrics_utils.py:7``, at import, before ``set_seed(42)``): a word of numpy's entropy-seeded initial state, so
+  each run of the runner's script draws its own seed and its ROUGE medians are not reproducible. A harness that
+  seeds numpy with 42 before loading the metric gets seed 42 (the parity fixtures): our replay's default.
 
 METEOR and the ``*_latin`` columns are not computed: neither is uploaded (``scripts/transform_result.py:75-80``),
 METEOR needs NLTK data downloaded at run time and the ``_latin`` scores compare transliterated Thai with Thai.
@@ -57,11 +63,9 @@ ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 ROUGE_KEYS = {"rouge1": "ROUGE1", "rouge2": "ROUGE2", "rougeL": "ROUGEL", "rougeLsum": "ROUGELsum"}
 #: rouge_score BootstrapAggregator defaults (scoring.py): 1000 resamples; the median is the 50th percentile.
 ROUGE_BOOT_SAMPLES = 1000
-#: transformers.set_seed(42) once per NLG script (main_nlg_prompt_batch.py:100) seeds numpy's global RNG.
-RUNNER_SEED = 42
-#: Metric calls per NLG task in the runner's script: ``generation_metrics_fn`` on the predictions, then on their
-#: ``anyascii`` transliterations (main_nlg_prompt_batch.py:274-276); each call runs one aggregator.
-RUNNER_METRIC_CALLS_PER_TASK = 2
+#: The seed numpy is reset to around every ROUGE call (evaluate's ``temp_seed(self.seed)``): 42 when numpy was seeded
+#: with 42 before ``evaluate.load("rouge")`` (the parity harness); the runner's own is random per run (module docstring).
+ROUGE_SEED = 42
 #: sacrebleu's FLORES-200 SentencePiece model file name (sacrebleu tokenizers/tokenizer_spm.py SPM_MODELS).
 FLORES200_SPM_FILE = "flores200sacrebleuspm"
 #: Aggregations of ROUGE: our exact mean, or the runner's bootstrap median replayed.
@@ -216,31 +220,6 @@ def rouge_rows(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str
     return {t: np.array(v, dtype=float).reshape(len(hyps), 3) for t, v in rows.items()}
 
 
-class RunnerRng:
-    """numpy's global RNG as the runner's NLG script leaves it: ``set_seed(42)`` once (main_nlg_prompt_batch.py:100),
-    then, per task in ``NLG_TASK_LIST`` order (xl_sum, flores eng->tha, flores tha->eng, iapp;
-    data_utils.py:135-140), two ``generation_metrics_fn`` calls (predictions, then their transliterations), each
-    running one BootstrapAggregator that draws ``np.random.choice(n, size=n)`` 1000 times per rouge type, in
-    ``ROUGE_TYPES`` order. Nothing else in the script draws from numpy's RNG (generation uses torch's).
-
-    ``RunnerRng(prior_sizes=(826, 1012))`` is the state at the third task of a full leaderboard run (the earlier
-    tasks' item counts); ``RunnerRng()`` the state of a script scoring one task first. A ``numpy.random.RandomState``
-    seeded 42 draws exactly what the global RNG does (the global functions are a RandomState's methods); the global
-    RNG itself is never touched.
-    """
-
-    def __init__(self, prior_sizes: Sequence[int] = (), seed: int = RUNNER_SEED) -> None:
-        self.prior_sizes, self.seed = tuple(int(n) for n in prior_sizes), seed
-        self.state = np.random.RandomState(seed)
-        for n in self.prior_sizes:
-            for _ in range(RUNNER_METRIC_CALLS_PER_TASK * len(ROUGE_TYPES) * ROUGE_BOOT_SAMPLES):
-                self.state.choice(np.arange(n), size=n)
-
-    def describe(self) -> str:
-        prior = ",".join(map(str, self.prior_sizes)) or "none"
-        return f"numpy-global-replay(seed:{self.seed},prior_tasks_n:{prior})"
-
-
 def _bootstrap_mid(matrix: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
     """rouge_score ``BootstrapAggregator._bootstrap_resample``'s middle row (the median of the bootstrap means of
     each column), drawing from ``rng`` as it draws from the global RNG."""
@@ -252,13 +231,29 @@ def _bootstrap_mid(matrix: np.ndarray, rng: np.random.RandomState) -> np.ndarray
     return np.percentile(sample_mean, q, axis=0)[1]
 
 
-def rouge_bootstrap_median(hypotheses: Sequence[str], references: Sequence[str],
-                           rng: RunnerRng | None = None) -> dict[str, float]:
+def _medians(rows: dict[str, np.ndarray], seed: int) -> dict[str, float]:
+    """One aggregator call: numpy reseeded with ``seed`` (a ``RandomState(seed)`` draws exactly what the global
+    functions draw after ``np.random.seed(seed)``; the global RNG is never touched), then each rouge type in order."""
+    state = np.random.RandomState(seed)
+    return {t: float(_bootstrap_mid(rows[t], state)[2]) * 100 for t in ROUGE_TYPES}
+
+
+@dataclass(frozen=True)
+class RunnerRng:
+    """How the runner's ROUGE aggregator draws: numpy reseeded with ``seed`` around every ``rouge.compute``
+    (``evaluate``'s ``temp_seed(self.seed)``, module docstring), so every call starts afresh from ``seed``."""
+
+    seed: int = ROUGE_SEED
+
+    def describe(self) -> str:
+        return f"numpy-reseeded:{self.seed}"
+
+
+def rouge_bootstrap_median(hypotheses: Sequence[str], references: Sequence[str], rng: RunnerRng = RunnerRng()
+                           ) -> dict[str, float]:  # fmt: skip
     """The runner's ROUGE values (x100, runner keys): per rouge type, in order, the median F1 of 1000 bootstrap
-    means drawn from ``rng`` (default: a fresh ``RunnerRng()``), advanced as the runner's global RNG is."""
-    rng = rng or RunnerRng()
-    rows = rouge_rows(hypotheses, references)
-    return {ROUGE_KEYS[t]: float(_bootstrap_mid(rows[t], rng.state)[2]) * 100 for t in ROUGE_TYPES}
+    means, numpy reseeded with ``rng.seed`` first as ``evaluate`` reseeds it around every call."""
+    return {ROUGE_KEYS[t]: v for t, v in _medians(rouge_rows(hypotheses, references), rng.seed).items()}
 
 
 def rouge_mean(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, float]:
@@ -301,7 +296,7 @@ def nlg_signatures(run_part: str) -> dict[str, str]:
 
 
 def nlg_scores(hypotheses: Sequence[str], references: Sequence[str], *, run_part: str = "",
-               rouge: str = "mean", rng: RunnerRng | None = None) -> tuple[dict[str, dict], list[str]]:
+               rouge: str = "mean", rouge_seed: int = ROUGE_SEED) -> tuple[dict[str, dict], list[str]]:
     """Every runner metric of a task's outputs: ``{key: Score dict + "interval"}`` and notes (e.g. why
     ``SacreBLEU`` is absent).
 
@@ -310,8 +305,9 @@ def nlg_scores(hypotheses: Sequence[str], references: Sequence[str], *, run_part
         references: the golds, unstripped.
         run_part: the generation part of each signature (sampling / greedy, seed, thinking).
         rouge: ``"mean"`` (default: the exact mean of per-row F1) or ``"bootstrap_median"`` (the runner's
-            aggregator replayed from ``rng``). Either way the interval is a percentile bootstrap of the mean.
-        rng: the replayed runner RNG (default ``RunnerRng()``); advanced by the call.
+            aggregator replayed with numpy reseeded to ``rouge_seed``). Either way the interval is a percentile
+            bootstrap of the mean.
+        rouge_seed: the replay's seed (the module docstring says why the runner's own is unknowable).
     """
     if rouge not in ROUGE_AGGREGATIONS:
         raise ValueError(f"rouge aggregation must be one of {ROUGE_AGGREGATIONS}, got {rouge!r}")
@@ -328,9 +324,8 @@ def nlg_scores(hypotheses: Sequence[str], references: Sequence[str], *, run_part
     rows = rouge_rows(hyps, refs)
     medians = None
     if rouge == "bootstrap_median":
-        rng = rng or RunnerRng()
-        medians = {t: float(_bootstrap_mid(rows[t], rng.state)[2]) * 100 for t in ROUGE_TYPES}
-        agg = f"bootstrap-median({ROUGE_BOOT_SAMPLES},{rng.describe()})"
+        medians = _medians(rows, rouge_seed)
+        agg = f"bootstrap-median({ROUGE_BOOT_SAMPLES},{RunnerRng(rouge_seed).describe()})"
     else:
         agg = "mean"
     for t in ROUGE_TYPES:
