@@ -6,8 +6,8 @@ What runs is the runner's code at commit 9de93927f2afe0c6455147c71c09b5b3046a68d
 ``RUNNER_PATCHES`` / ``tests/data/thai_llm_leaderboard_runner/README.md``:
 
 - NLU: ``evaluation/main_nlu_prompt_batch.py`` runs as ``__main__`` (``runpy``) with argv ``tha <model dir> <B>``,
-  its ``load_nlu_datasets`` replaced by the shipped files (first ``--nlu-items`` rows of each test file, the
-  12-row illustrative XNLI and M3Exam files whole, loaded with
+  its ``load_nlu_datasets`` replaced by the shipped files (first ``--nlu-items`` rows of each test file;
+  rows ``ROWS`` of the illustrative XNLI and M3Exam files, loaded with
   ``datasets``' json builder as the Hub files are) and its ``load_model_runner`` returning one ``HFModel`` (patched to
   CPU / float32 / sdpa) whose per-label sums are recorded. Its own ``to_prompt``, QA exclusion, label mapping,
   batching, CSV writing and sklearn metrics run as they are. B = 1 (the parity reference) and B = 4 (the
@@ -25,7 +25,7 @@ What runs is the runner's code at commit 9de93927f2afe0c6455147c71c09b5b3046a68d
   shipped questions with canned model answers and hand-written judge replies (no API call): its judge prompts,
   rating regexes and ``-1``-included category means.
 
-Run (15-40 minutes on 2 shared cores, mostly the runner's batch-size-4 pass; see the fixture README for the environment):
+Run (15-30 minutes on 2 cores shared with other sessions; see the fixture README for the environment):
 
     /work/sidevenv/tllb/bin/python benchmarks/thai_llm_leaderboard_parity.py
 """
@@ -67,9 +67,10 @@ NLG_TASKS = [  # evaluation/data_utils.py NLG_TASK_LIST order
     ("iapp_squad_seacrowd_qa", "iapp_squad_seacrowd_qa_test.jsonl", "test"),
 ]
 
-# The illustrative files are scored whole whatever --nlu-items says (M3Exam's row 11 has answer [] and must be
-# excluded as the runner excludes it; XNLI has 4 items per label)
-SMALL_FILES = {"m3exam_tha_seacrowd_qa": 12, "xnli.tha_seacrowd_pairs": 12}
+# Rows picked in the illustrative files whatever --nlu-items says: M3Exam row 0 (4 options), row 6 (5 options, gold
+# e, which the runner never scores) and row 11 (answer [], excluded as the runner excludes it); XNLI rows 0-2 (one
+# per gold label)
+ROWS = {"m3exam_tha_seacrowd_qa": [0, 6, 11], "xnli.tha_seacrowd_pairs": [0, 1, 2]}
 
 # The only edits to evaluation/model_utils.py (exact text, each must occur once): run on the CPU in float32 with
 # PyTorch's sdpa attention instead of a CUDA GPU in bfloat16 with flash-attention 2.
@@ -185,12 +186,13 @@ def setup_side_env(runner: Path, metrics: Path) -> dict:
             "metrics_utils": metrics_utils}
 
 
-def load_split(path: Path, n: int):
-    """The first ``n`` rows of a shipped file, through ``datasets``' json builder (as the runner's Hub files load)."""
+def load_split(path: Path, rows: int | list[int]):
+    """The first ``rows`` rows (or the rows listed) of a shipped file, through ``datasets``' json builder (as the
+    runner's Hub files load)."""
     from datasets import load_dataset
 
     ds = load_dataset("json", data_files=str(path), split="train", cache_dir=str(SIDE / "hf-datasets-cache"))
-    return ds.select(range(min(n, len(ds))))
+    return ds.select(range(min(rows, len(ds))) if isinstance(rows, int) else rows)
 
 
 def task_types(ev: Path) -> dict:
@@ -237,8 +239,8 @@ def run_nlu(side: dict, model_dir: str, n_items: int, batch_sizes: list[int]) ->
     datasets_ = {}
     for key, fname, split in NLU_TASKS:
         task = data_utils._get_task_from_value(types_[key])
-        n = max(n_items, SMALL_FILES.get(key, 0))
-        datasets_[key] = (DatasetDict({split: load_split(DATA / fname, n)}), task)
+        rows = ROWS.get(key, list(range(n_items)))
+        datasets_[key] = (DatasetDict({split: load_split(DATA / fname, rows)}), task)
     data_utils.load_nlu_datasets = lambda: datasets_
     t0 = time.perf_counter()
     model = model_utils.HFModel(model_dir, compile=False)
@@ -438,7 +440,7 @@ def main() -> None:
     ap.add_argument("--runner", type=Path, default=SIDE / "seacrowd-eval", help="checkout of seacrowd-eval @9de9392")
     ap.add_argument("--metrics", type=Path, default=SIDE / "evaluate-v0.4.2" / "metrics")
     ap.add_argument("--model-dir", default=None, help="the embedded model's cached HF folder (default: found)")
-    ap.add_argument("--nlu-items", type=int, default=3)
+    ap.add_argument("--nlu-items", type=int, default=1)
     ap.add_argument("--nlg-items", type=int, default=8)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", type=Path, default=OUT)
@@ -470,7 +472,7 @@ def main() -> None:
          "model_patches": [d for _, _, d in RUNNER_PATCHES], "shim": SHIM, "environment_stubs": ENV_STUBS,
          "torch_threads": args.threads, "versions": versions(),
          "command": "/work/sidevenv/tllb/bin/python benchmarks/thai_llm_leaderboard_parity.py"
-                    + (f" --nlu-items {args.nlu_items}" if args.nlu_items != 3 else "")},
+                    + (f" --nlu-items {args.nlu_items}" if args.nlu_items != 1 else "")},
         ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     log(f"wrote {args.out}: {len(rows)} NLU items, bs4 changed {changed} predictions")
 

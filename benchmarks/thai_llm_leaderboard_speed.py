@@ -199,6 +199,31 @@ def ours_generate(model, prompts: list[str], new_tokens: int) -> tuple[float, li
         cfg.eos_token_id = saved
 
 
+def fixture_parity(model) -> str:
+    """thai-eval's scores of every fixture item against the runner's batch-size-1 (and 4) sums: a line for the docs."""
+    rows = [json.loads(x) for x in (FIXTURE / "nlu_items.jsonl").read_text(encoding="utf-8").splitlines()]
+    by_task = {t: [r for r in rows if r["task"] == t] for t in TASKS}
+    t0, path = time.perf_counter(), "thai_llm_leaderboard.scoring.score_batch"
+    from thai_eval_utils.thai_llm_leaderboard.protocol import NLUProtocol
+    from thai_eval_utils.thai_llm_leaderboard.scoring import model_limit, score_batch
+
+    deltas, within, same, same4 = [], True, 0, 0
+    for t, items in by_task.items():
+        its = [{"id": r["id"], "row": r["index"], "key": f"{t}/{r['id']}", "prompt": r["prompt"],
+                "labels": r["labels"], "gold": r["gold"]} for r in items]
+        ours = score_batch(model, its, NLUProtocol(), limit=model_limit(model, NLUProtocol()))
+        for r, o in zip(items, ours):
+            for a, b, n in zip(o["lls"], r["sums"], r["scored_tokens"]):
+                deltas.append(abs(a - b))
+                within &= abs(a - b) <= max(1e-4, 1e-5 * n)
+            same += o["pred"] == r["pred"]
+            same4 += o["pred"] == r["pred_bs4"]
+    seconds = time.perf_counter() - t0
+    return (f"{len(rows)} fixture items ({len(deltas)} label sums): predictions equal to the runner's batch size 1 "
+            f"{same}/{len(rows)}, to its batch size 4 {same4}/{len(rows)}; max |sum delta| {max(deltas):.1e}, all "
+            f"within max(1e-4, 1e-5 x tokens): {'yes' if within else 'NO'} ({path}; {seconds:.0f} s)")
+
+
 # --- report ---------------------------------------------------------------------------------------------------
 def short(task: str) -> str:
     """wisesight, m3exam, xcopa, belebele, xnli, thaiexam."""
@@ -261,6 +286,8 @@ def main() -> None:
     ap.add_argument("--runner", type=Path, default=Path("/work/sidevenv/tllb/seacrowd-eval"))
     ap.add_argument("--metrics", type=Path, default=Path("/work/sidevenv/tllb/evaluate-v0.4.2/metrics"))
     ap.add_argument("--model-dir", default=None)
+    ap.add_argument("--fixture-parity", action="store_true",
+                    help="only: thai-eval on every fixture item against the runner's sums")
     ap.add_argument("--write-doc", action="store_true", help="replace the tllb-speed block of docs/benchmarks.md")
     args = ap.parse_args()
     if args.runner_part:
@@ -274,8 +301,11 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     args.model_dir = args.model_dir or str(embedded_model_dir())
-    sel = selection(args.items, args.gen_items)
     model = load_model("embedded")
+    if args.fixture_parity:
+        print(fixture_parity(model))
+        return
+    sel = selection(args.items, args.gen_items)
     ours_nlu(model, {t: v[:1] for t, v in list(sel["nlu"].items())[:1]})  # warm-up: the engine's one-off self-check
     loads, ours_s, runs, path, ours_preds = [], [], {}, "", None
     for step in ("ours", 4, "ours", 1, "ours"):
