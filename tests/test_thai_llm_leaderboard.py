@@ -477,3 +477,35 @@ def test_cli_run_on_the_embedded_model_then_export(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     doc = json.loads(next((tmp_path / "lb").rglob("*.json")).read_text(encoding="utf-8"))
     assert doc["results"] == {"xcopa_tha_seacrowd_qa": {"accuracy": summary["scores"]["accuracy"]["value"]}}
+
+
+# ------------------------------------------------------------------------------ parity with the runner's own code
+RUNNER_FIXTURES = REPO / "tests" / "data" / "thai_llm_leaderboard_runner"
+
+
+def test_every_fixture_item_scores_as_the_runner_scored_it():
+    """Every item the runner scored in the fixtures (seacrowd-eval @9de9392's own code, CPU, float32, batch size 1;
+    tests/data/thai_llm_leaderboard_runner/README.md) through thai-eval's public scoring on the embedded model:
+    prompts byte-equal, predictions equal, every label's sum within max(1e-4, 1e-5 x tokens), and the runner's ten
+    metric columns equal, computed from our predictions."""
+    from thai_eval_utils.backend.models import load_model
+
+    fixture = [json.loads(line) for line in (RUNNER_FIXTURES / "nlu_items.jsonl").read_text("utf-8").splitlines()]
+    metrics = json.loads((RUNNER_FIXTURES / "nlu_metrics.json").read_text("utf-8"))
+    model = load_model("embedded")
+    tasks = list(dict.fromkeys(it["task"] for it in fixture))
+    assert tasks == list(NLU_TASKS)[:6]
+    for task in tasks:
+        theirs = [it for it in fixture if it["task"] == task]
+        data = load_task(nlu_task(task), DATA)
+        data.items = [it for it in data.items if it["id"] in {t["id"] for t in theirs}]
+        ours = score_task(model, task, data=data)
+        assert [r["id"] for r in ours] == [t["id"] for t in theirs]
+        for mine, it in zip(ours, theirs):
+            assert (mine["prompt"], mine["labels"], mine["gold"]) == (it["prompt"], it["labels"], it["gold"])
+            assert mine["pred"] == it["pred"] and mine["tokens"] == it["scored_tokens"], (task, it["id"])
+            for a, b, n in zip(mine["lls"], it["sums"], it["scored_tokens"]):
+                assert abs(a - b) <= max(1e-4, 1e-5 * n), (task, it["id"], a, b)
+        mine_metrics = runner_metrics([r["gold"] for r in ours], [r["pred"] for r in ours])
+        for key, value in mine_metrics.items():
+            assert value == pytest.approx(metrics["tasks"][task]["bs1"][key], abs=1e-12), (task, key)
