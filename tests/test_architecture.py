@@ -24,7 +24,7 @@ import pytest
 from grimp import Layer
 
 PACKAGE = Path(__file__).resolve().parents[1] / "thai_eval_utils"
-BENCHMARKS = ("h6", "thaicli", "dialect")
+BENCHMARKS = ("h6", "thaicli", "dialect", "thai_llm_leaderboard")
 #: What each layer may import besides itself (the package root ``thai_eval_utils`` only re-exports lazily).
 #: ``backend`` (the models) sits beside ``stats``; ``judging`` (LLM judges) and ``tasks`` (declared tasks, issue 29)
 #: sit above them, independent of each other: the benchmarks may use the judge, the declared-task metrics and runner.

@@ -14,8 +14,9 @@ import pytest
 from conftest import REPO
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
-#: The notebooks that load a model: the three benchmarks, the declared-task runner (tasks/, issue 29) and SEA-HELM.
-BENCHMARK_NOTEBOOKS = {"thai_h6", "thaicli", "dialect_benchmark", "task", "seahelm"}
+#: The notebooks that load a model: the three benchmarks, the declared-task runner (tasks/, issue 29), SEA-HELM and the
+#: Thai LLM Leaderboard's tasks.
+BENCHMARK_NOTEBOOKS = {"thai_h6", "thaicli", "dialect_benchmark", "task", "seahelm", "thai_llm_leaderboard"}
 
 
 def test_all_expected_notebooks_exist():

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from thai_eval_utils.backend.generation import GenerationStats, default_budget, encode_prompts, generate
-from thai_eval_utils.backend.loglikelihood import loglikelihood
+from thai_eval_utils.backend.loglikelihood import loglikelihood, token_loglikelihood
 from thai_eval_utils.backend.model_sources import check_dtype, default_max_length, resolve_spec
 from thai_eval_utils.backend.prefill_plan import MIN_SHARED_TOKENS
 from thai_eval_utils.backend.stops import cut_at_stop  # noqa: F401  (re-exported: tests import it from here)
@@ -143,6 +143,12 @@ class LocalModel:
         (:func:`thai_eval_utils.backend.loglikelihood.loglikelihood`)."""
         return loglikelihood(self.hf_model, self.tokenizer, requests, add_bos_token=self.add_bos_token,
                              max_length=self.max_length, batch_tokens=self.batch_tokens, progress=progress)
+
+    def loglikelihood_tokens(self, sequences: Sequence[Sequence[int]], *, progress: bool = True
+                             ) -> list[tuple[float, bool]]:
+        """Summed log-probability of each token sequence's tokens after its first
+        (:func:`thai_eval_utils.backend.loglikelihood.token_loglikelihood`; no truncation here)."""
+        return token_loglikelihood(self.hf_model, sequences, batch_tokens=self.batch_tokens, progress=progress)
 
     # --- generation -----------------------------------------------------------------------------
     def _generate_ids(self, prompts: Sequence[str], add_special_tokens: bool, *, max_new_tokens: int,

@@ -45,7 +45,7 @@ from thai_eval_utils.backend.encoding import encode_pairs, fed_tokens, prefix_to
 from thai_eval_utils.backend.packed_attention import block_attention
 from thai_eval_utils.backend.prefix_tree import Node, build_tree, schedule, tree_positions
 
-__all__ = ["count_tokens", "default_budget", "loglikelihood"]
+__all__ = ["count_tokens", "default_budget", "loglikelihood", "token_loglikelihood"]
 
 _KV_BYTES = 1 << 30  # padded-batch fallback: about 1 GiB of repeated key/value cache per forward
 CPU_TOKENS = 2048  # default tokens per forward call on the CPU (measured: docs/benchmarks.md)
@@ -210,6 +210,24 @@ def loglikelihood(model, tokenizer, requests: list[tuple[str, str]], *, add_bos_
         warnings.warn("the model is in training mode (dropout is active); call model.eval() for lm-eval's numbers",
                       stacklevel=2)
     seqs, targets = fed_tokens(encode_pairs(tokenizer, requests, add_bos_token), max_length)
+    budget = batch_tokens or default_budget(model)
+    mode = _mode(model, budget)
+    if mode is None:
+        return _reference_tokens(model, seqs, targets, progress=progress)
+    if mode == "batch" and not batch_tokens:
+        budget = max(budget, _kv_budget(model))
+    return _score_tokens(model, seqs, targets, budget, mode, progress)
+
+
+def token_loglikelihood(model, sequences: Sequence[Sequence[int]], *, batch_tokens: int | None = None,
+                        progress: bool = False) -> list[tuple[float, bool]]:
+    """Summed log-probability of every token of each token sequence after its first, each given the tokens before
+    it, and whether all are greedy: the Thai LLM Leaderboard runner's whole-sequence score (spec
+    thai_llm_leaderboard.md 2.4) for sequences no ``(context, continuation)`` string pair encodes to (a tokenizer
+    without BOS and a text starting with whitespace, which lm-eval's encoding moves out of the context). Same
+    prefix tree, forward calls and float32 sums as :func:`loglikelihood`; a one-token sequence scores (0.0, True)."""
+    seqs = [tuple(s[:-1]) if len(s) > 1 else None for s in sequences]
+    targets = [list(s[1:]) for s in sequences]
     budget = batch_tokens or default_budget(model)
     mode = _mode(model, budget)
     if mode is None:

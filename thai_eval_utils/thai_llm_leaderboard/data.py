@@ -1,0 +1,182 @@
+"""The log-likelihood tasks' data as the runner gets it, validated whole, and made into scored items (spec
+thai_llm_leaderboard.md 1.1-1.2, 2.3; ``evaluation/data_utils.py:149-159``, ``evaluation/main_nlu_prompt_batch.py:
+113-209``).
+
+Where the file comes from: a data folder holding the HF repos' files (``{task_key}_test.jsonl``, ``thai_exam.jsonl``;
+a Parquet export of the same stem is read too), or the Hub file itself through
+``huggingface_hub.hf_hub_download(repo_id, filename, revision=..., repo_type="dataset")`` with a pinned revision
+(offline, ``HF_HUB_OFFLINE=1``, only the local cache is read). The run card records the repo, revision and file
+SHA-256 (:attr:`TaskData.source`).
+
+What the runner does with the rows, reproduced here: QA gold = ``choices.index(answer[0])`` (exact match, first
+occurrence); a list answer that is empty or not among the choices excludes the row (counted, never scored); a plain
+string answer not among the choices aborts the runner, so here it is a :class:`ThaiEvalDataError`. Text/pairs gold =
+the integer ``label`` (a SEACrowd ClassLabel index). Rows the runner would fail on later, or score as nonsense, are
+errors naming the file, the 0-based row and the field: a missing or mistyped column, an empty text, a label outside
+the task's label set.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from thai_eval_utils.core.errors import ThaiEvalDataError
+from thai_eval_utils.core.provenance import sha256_file
+from thai_eval_utils.core.records import find_data_file, read_records, require_text
+from thai_eval_utils.thai_llm_leaderboard.prompts import template, to_prompt
+from thai_eval_utils.thai_llm_leaderboard.tasks import NLUTask
+
+#: The columns each SEACrowd schema must have for the runner (spec 1.2); ``context`` may be absent or null.
+SCHEMA_FIELDS: dict[str, dict[str, Any]] = {
+    "text": {"text": str, "label": int},
+    "pairs": {"text_1": str, "text_2": str, "label": int},
+    "qa": {"question": str, "choices": list, "answer": (list, str)},
+}
+
+
+@dataclass
+class TaskData:
+    """A task's rows made into scored items.
+
+    ``items``: one per scored row, in file order: ``key`` (the row's ``id``, else its row number), ``row``, ``id``,
+    ``prompt`` (``[LABEL_CHOICE]`` still in it), ``labels`` (the strings scored), ``gold`` (an index into them, or
+    past them: an M3Exam gold ``e``), ``n_choices``. ``excluded``: rows the runner drops (``row``, ``id``,
+    ``reason``). ``source``: where the file came from (``repo``, ``revision``, ``file``, ``sha256``, ``path``,
+    ``origin``).
+    """
+
+    task: NLUTask
+    path: Path
+    items: list[dict[str, Any]]
+    excluded: list[dict[str, Any]] = field(default_factory=list)
+    source: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_rows(self) -> int:
+        """Rows in the file: scored plus excluded."""
+        return len(self.items) + len(self.excluded)
+
+
+def local_file(task: NLUTask, data_dir: str | Path) -> Path:
+    """The task's file in a data folder: ``<data_dir>/<repo file>`` or a Parquet/JSONL/JSON/CSV file of its stem."""
+    folder = Path(data_dir)
+    stem = task.file.rsplit(".", 1)[0]
+    found = find_data_file(folder, stem)
+    if found is None:
+        raise ThaiEvalDataError(f"no data file for task {task.key!r} (expected {task.file} or {stem}.parquet, as "
+                                f"{task.repo} names it)", path=folder)
+    return found
+
+
+def hub_file(task: NLUTask, revision: str | None = None, cache_dir: str | Path | None = None) -> Path:
+    """The task's file from the Hugging Face Hub at a pinned revision (default: the task's), through
+    ``huggingface_hub.hf_hub_download``; offline (``HF_HUB_OFFLINE=1``) only the local cache answers."""
+    from huggingface_hub import hf_hub_download
+
+    try:
+        return Path(hf_hub_download(task.repo, task.file, revision=revision or task.revision, repo_type="dataset",
+                                    cache_dir=cache_dir))
+    except Exception as exc:  # noqa: BLE001 - offline cache miss, network, auth: say which file and why
+        offline = " (offline: only the local cache is read)" if os.environ.get("HF_HUB_OFFLINE") == "1" else ""
+        raise ThaiEvalDataError(f"cannot get {task.file} of dataset {task.repo} at revision "
+                                f"{revision or task.revision}{offline}: {type(exc).__name__}", path=task.repo) from None
+
+
+def _require_int_label(value: Any, n_labels: int, path: Path, row: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ThaiEvalDataError(f"label must be a ClassLabel index (int), got {value!r:.40}", path=path, row=row,
+                                field="label")
+    if not 0 <= value < n_labels:
+        raise ThaiEvalDataError(f"unknown label {value} (the task scores {n_labels} labels: 0..{n_labels - 1})",
+                                path=path, row=row, field="label")
+    return value
+
+
+def _check_qa(task: NLUTask, rec: dict[str, Any], path: Path, row: int) -> None:
+    """A qa row's types and texts: context str/null/absent; question text (may be empty for CR, whose template has
+    no ``[QUESTION]``); choices a non-empty list of strings; answer a string or a list of strings."""
+    context = rec.get("context")
+    if context is not None and not isinstance(context, str):
+        raise ThaiEvalDataError(f"context must be text or null, got {type(context).__name__}", path=path, row=row,
+                                field="context")
+    if task.task_type == "CR":
+        require_text(context, path=path, row=row, field="context")
+    else:
+        require_text(rec["question"], path=path, row=row, field="question")
+    choices = rec["choices"]
+    if not choices or not all(isinstance(c, str) for c in choices):
+        raise ThaiEvalDataError("choices must be a non-empty list of strings", path=path, row=row, field="choices")
+    if len(choices) > 26:
+        raise ThaiEvalDataError(f"{len(choices)} choices: the runner letters them a-z", path=path, row=row,
+                                field="choices")
+    answer = rec["answer"]
+    if isinstance(answer, list) and not all(isinstance(a, str) for a in answer):
+        raise ThaiEvalDataError("answer must be a list of strings", path=path, row=row, field="answer")
+
+
+def _qa_gold(rec: dict[str, Any], path: Path, row: int) -> int | None:
+    """``choices.index(answer[0])`` for a list answer (None: excluded, as the runner's bare ``except``), or
+    ``choices.index(answer)`` for a string (a miss aborts the runner: an error here)."""
+    choices, answer = rec["choices"], rec["answer"]
+    if isinstance(answer, list):
+        return choices.index(answer[0]) if answer and answer[0] in choices else None
+    if answer not in choices:
+        raise ThaiEvalDataError(f"answer {answer!r:.60} is not among the choices (the runner aborts on this row)",
+                                path=path, row=row, field="answer")
+    return choices.index(answer)
+
+
+def build_items(task: NLUTask, records: list[dict[str, Any]], path: Path) -> tuple[list[dict], list[dict]]:
+    """Validate every row, then the scored items and the excluded rows (:class:`TaskData`)."""
+    items, excluded, seen = [], [], {}
+    prompt_template = template(task.task_type)
+    for row, rec in enumerate(records):
+        row_id = rec.get("id")
+        key = str(row) if row_id is None else str(row_id)
+        if key in seen:
+            raise ThaiEvalDataError(f"duplicate id {key!r} (also row {seen[key]})", path=path, row=row, field="id")
+        seen[key] = row
+        if task.schema == "qa":
+            _check_qa(task, rec, path, row)
+            gold = _qa_gold(rec, path, row)
+            if gold is None:
+                reason = "answer is empty" if not rec["answer"] else "answer[0] is not among the choices"
+                excluded.append({"row": row, "id": row_id, "reason": reason})
+                continue
+            labels = task.labels_for(len(rec["choices"]))
+        else:
+            for name in ("text",) if task.schema == "text" else ("text_1", "text_2"):
+                require_text(rec[name], path=path, row=row, field=name)
+            labels = task.labels
+            gold = _require_int_label(rec["label"], len(labels), path, row)
+        prompt = to_prompt(rec, prompt_template, labels, task.schema)
+        items.append({"key": key, "row": row, "id": row_id, "prompt": prompt, "labels": list(labels), "gold": gold,
+                      "n_choices": len(rec["choices"]) if task.schema == "qa" else len(labels)})
+    return items, excluded
+
+
+def load_task(task: NLUTask, data_dir: str | Path | None = None, *, from_hub: bool = False,
+              revision: str | None = None, path: str | Path | None = None) -> TaskData:
+    """A task's data: from ``path``, else the task's file in ``data_dir``, else (``from_hub``) the Hub at
+    ``revision`` (default: the task's pinned one). Every row is validated before any item is returned.
+
+    Raises:
+        ThaiEvalDataError: no such file; a wrong column, an empty text, an unknown label, a string answer not among
+            the choices, a duplicate id (file, row and field named).
+    """
+    if path is not None:
+        file, origin = Path(path), "file"
+    elif data_dir is not None:
+        file, origin = local_file(task, data_dir), "data folder"
+    elif from_hub:
+        file, origin = hub_file(task, revision), "hub"
+    else:
+        raise ThaiEvalDataError(f"task {task.key!r}: give a data folder, a file or from_hub=True")
+    records = read_records(file, SCHEMA_FIELDS[task.schema])
+    items, excluded = build_items(task, records, file)
+    source = {"repo": task.repo, "file": task.file, "split": task.split, "path": str(file), "origin": origin,
+              "revision": (revision or task.revision) if origin == "hub" else None, "sha256": sha256_file(file)}
+    return TaskData(task, file, items, excluded, source)

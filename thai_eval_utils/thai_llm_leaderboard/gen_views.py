@@ -1,0 +1,129 @@
+"""How the generation tasks and MT-Bench Thai show in compare, the report and the exports (the hooks of
+:class:`thai_eval_utils.core.benchmark.Suite`, beside :class:`~.views.NLUViews`): per-item ROUGE-L (XL-Sum, iApp) or
+corpus BLEU (Flores) and per-judgement MT-Bench ratings as headlines, a cell per task with the metric the leaderboard
+displays (spec 3.3 end) and per MT-Bench category, and the entries the leaderboard's transform uploads
+(``scripts/transform_result.py:66-125``: the NLG metric subset; MT-Bench ``{category: {"avg_rating": v}}``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pandas as pd
+
+from thai_eval_utils.core.benchmark import Headline, Interval, LeaderboardTable, TokenCounter
+from thai_eval_utils.core.runs import StoredRun
+from thai_eval_utils.stats.cells import cell, corpus_ci, mean_ci
+from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
+from thai_eval_utils.thai_llm_leaderboard.generation import NLG_TASKS, SUITE_NAME, fill_prompt, load_nlg_rows
+from thai_eval_utils.thai_llm_leaderboard.mt_bench import load_questions
+from thai_eval_utils.thai_llm_leaderboard.nlg_metrics import RUNNER_BLEU, rouge_rows
+
+NLG_TABLE, LLM_TABLE = "thai_llm_leaderboard_nlg", "thai_llm_leaderboard_mt_bench"
+MT_BENCH_TASK = "mt_bench_thai"
+#: MT-Bench Thai's nine categories as the results spell them (spec 1.4).
+MT_BENCH_CATEGORIES = ("Writing", "Roleplay", "Extraction", "Reasoning", "Math", "Coding", "STEM", "Social Science",
+                       "Knowledge III")
+#: The file name of MT-Bench Thai in the data folder (HF ``ThaiLLM-Leaderboard/mt-bench-thai``).
+MT_BENCH_FILE = "mt_bench_thai_full.json"
+
+
+def _thinking(run: StoredRun) -> ThinkingOption:
+    t = (run.summary or {}).get("thinking")
+    return ThinkingOption(**t) if isinstance(t, dict) else ThinkingOption()
+
+
+class GenerationViews:
+    """The hooks of the generation tasks and MT-Bench Thai (each answers only for its own runs)."""
+
+    gen_tables: ClassVar[tuple[LeaderboardTable, ...]] = (
+        LeaderboardTable(NLG_TABLE, "Thai LLM Leaderboard: generation (the displayed metric, 0-100)", tuple(NLG_TASKS)),
+        LeaderboardTable(LLM_TABLE, "Thai LLM Leaderboard: MT-Bench Thai (mean judge rating, -1 averaged in as the "
+                                    "runner does)", MT_BENCH_CATEGORIES))
+
+    def gen_headlines(self, run: StoredRun) -> list[Headline]:
+        """NLG: ROUGE-L F1 per item (x100, the runner's tokens) or the corpus BLEU over items (Flores); MT-Bench:
+        each judgement's rating (stratum: its category)."""
+        if run.task in NLG_TASKS:
+            task, recs = NLG_TASKS[run.task], run.records()
+            thinking = _thinking(run)
+            hyps = [split_reply(str(r["output"]), thinking).scored for r in recs]
+            refs = [str(r["reference"]) for r in recs]
+            frame = pd.DataFrame({"key": [str(r["key"]) for r in recs], "input": [r.get("prompt", "") for r in recs],
+                                  "hyp": hyps, "ref": refs})  # fmt: skip
+            if task.task_type == "MT":
+                return [Headline(f"{SUITE_NAME}/{task.key}/BLEU", SUITE_NAME, task.key, "corpus", 1.0, frame, run,
+                                 corpus_metric=RUNNER_BLEU)]  # fmt: skip
+            frame["value"] = rouge_rows(hyps, refs)["rougeL"][:, 2] * 100 if recs else []
+            return [Headline(f"{SUITE_NAME}/{task.key}/ROUGEL", SUITE_NAME, task.key, "mean", 1.0, frame, run,
+                             note="per-item mean; the runner reports a bootstrap median")]  # fmt: skip
+        if run.task == MT_BENCH_TASK:
+            rows = [{"key": str(r["key"]), "value": float(r["score"]), "input": r.get("template", ""),
+                     "category": r.get("category", ""), "hyp": "", "ref": ""}
+                    for r in run.records() if r.get("status") in ("scored", "no_rating")]  # fmt: skip
+            frame = pd.DataFrame(rows, columns=["key", "value", "input", "category", "hyp", "ref"])
+            return [Headline(f"{SUITE_NAME}/{MT_BENCH_TASK}/rating", SUITE_NAME, MT_BENCH_TASK, "mean", 1.0, frame, run,
+                             note="-1 (no rating) averaged in, as the runner")]  # fmt: skip
+        return []
+
+    def gen_cells(self, model: str, heads: Sequence[Headline], boot: Interval) -> list[dict[str, Any]]:
+        """NLG: the displayed metric of each task (``SacreBLEU`` for Flores when the FLORES-200 model is at hand,
+        else the runner's ``BLEU`` with a note); MT-Bench: the mean rating per category."""
+        out = []
+        for h in (h for h in heads if h.family == SUITE_NAME and h.stratum in NLG_TASKS):
+            task, scores = NLG_TASKS[h.stratum], (h.run.summary or {}).get("scores") or {}
+            key = task.displayed if task.displayed in scores else ("BLEU" if task.task_type == "MT" else "ROUGEL")
+            entry = scores.get(key) or {}
+            note = "" if key == task.displayed else f"{task.displayed} not computed offline; the runner's {key} shown"
+            if h.kind == "corpus" and key == "BLEU":
+                low, high = corpus_ci(list(h.items["hyp"]), list(h.items["ref"]), boot, RUNNER_BLEU)
+            else:
+                iv = entry.get("interval") or {}
+                low, high = (iv.get("low"), iv.get("high")) if key != "ROUGEL" else mean_ci(h, boot)
+            out.append(cell(NLG_TABLE, model, h.stratum, entry.get("value"), entry.get("n"), f"{SUITE_NAME}|{h.stratum}",
+                            low=low, high=high, note=note))  # fmt: skip
+        for h in (h for h in heads if h.family == SUITE_NAME and h.stratum == MT_BENCH_TASK):
+            for cat, entry in ((h.run.summary or {}).get("scores") or {}).items():
+                iv = entry.get("interval") or {}
+                out.append(cell(LLM_TABLE, model, cat, entry.get("value"), entry.get("n"), f"{SUITE_NAME}|{MT_BENCH_TASK}",
+                                low=iv.get("low"), high=iv.get("high")))  # fmt: skip
+        return out
+
+    def gen_results(self, run: StoredRun) -> dict[str, dict[str, float]]:
+        """NLG: ``{task: {metric: value}}`` for the metrics the transform uploads that were computed; MT-Bench:
+        ``{category: {"avg_rating": value}}`` (the LLM folder's pivot, ``transform_result.py:101-125``)."""
+        summary = run.summary or {}
+        if run.task in NLG_TASKS:
+            values = summary.get("leaderboard") or {}
+            return {run.task: {k: float(v) for k, v in values.items() if v is not None}} if values else {}
+        if run.task == MT_BENCH_TASK:
+            means = (summary.get("metrics_llm") or {}).get("avg_rating") or {}
+            return {c: {"avg_rating": float(v)} for c, v in means.items() if v is not None}
+        return {}
+
+    def gen_dry_run(self, data: Path, tokenizer: TokenCounter, *, tasks: tuple[str, ...], limit: int | None,
+                    max_new_tokens: int | None) -> list[dict[str, Any]]:
+        """Per generation task: items, the prompt tokens, one generation each (512 new tokens at most); MT-Bench:
+        two generations and two judge calls per question."""
+        rows = []
+        budget = max_new_tokens or 512
+        for key in [t for t in (tasks or tuple(NLG_TASKS)) if t in NLG_TASKS]:
+            task = NLG_TASKS[key]
+            items = load_nlg_rows(task, data / task.data_file)[:limit]
+            prompts = [fill_prompt(task, r) for r in items]
+            rows.append({"benchmark": SUITE_NAME, "task": key, "documents": len(prompts), "requests": len(prompts),
+                         "fed_tokens": tokenizer.count(prompts), "tree_tokens": None, "generations": len(prompts),
+                         "max_new_tokens": budget, "judge_calls": 0})  # fmt: skip
+        if (not tasks or MT_BENCH_TASK in tasks) and (data / MT_BENCH_FILE).is_file():
+            qs = load_questions(data / MT_BENCH_FILE)[:limit]
+            turns = [t for q in qs for t in q.turns]
+            rows.append({"benchmark": SUITE_NAME, "task": MT_BENCH_TASK, "documents": len(qs), "requests": len(turns),
+                         "fed_tokens": tokenizer.count(turns), "tree_tokens": None, "generations": len(turns),
+                         "max_new_tokens": budget, "judge_calls": len(turns)})  # fmt: skip
+        return rows
+
+    def gen_parameters(self, tasks: tuple[str, ...], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The run's common ``max_new_tokens`` and ``greedy`` under the notebook's names."""
+        opts = dict(options or {})
+        return {k: opts[k] for k in ("max_new_tokens", "greedy") if opts.get(k) is not None}

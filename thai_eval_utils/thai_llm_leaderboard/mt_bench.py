@@ -1,0 +1,393 @@
+"""MT-Bench Thai as the Thai LLM Leaderboard's runner runs it (spec thai_llm_leaderboard.md 4;
+scbdatax/seacrowd-eval @9de9392 ``evaluation/main_llm_judge_batch.py``), through the package's one judge.
+
+1. Answers (:func:`generate_answers`, ``:70-151, 263-267``): round 1 answers every question's first turn; round 2
+   answers the second turn after the model's own first answer (``[user, assistant, user]``). Local models sample as
+   the NLG tasks (T = 0.2, 512 new tokens: :mod:`.generation`); the dataset's ``generation_kwargs`` are ignored, as
+   the runner ignores them (faithful). ``temperatures="fastchat"`` uses each question's own ``generation_kwargs``
+   temperature, else FastChat's per-category table (``fastchat/llm_judge/common.py:40-50``), greedy below 1e-4.
+2. Judgements (:func:`judge_answers`, ``:153-228``): one per (question, turn) with FastChat's single-answer
+   templates (:mod:`thai_eval_utils.judging.mt_bench`): ``single-v1`` for turn 1, ``single-v1-multi-turn`` for
+   turn 2, the ``single-math-v1`` forms when the row has a ``reference`` (whatever its category; FastChat chooses by
+   category). Judge ``gpt-4o-2024-05-13``, temperature 0, 2048 tokens, one call; any chat model may judge.
+3. Rating (``:20-23, 196-208``): ``[[n]]``, else the backup ``[n]`` anywhere, unclamped; no match -> -1
+   (``judging.mt_bench.MT_BENCH_PARSER``). The runner's ``ast.literal_eval`` crashes on ``[[07]]`` or Thai digits;
+   we read them as numbers.
+4. Aggregation (``:230-261``): per category the mean over both turns with -1 included (``"faithful"``, the
+   published numbers'); ``"fastchat"`` drops -1 (``fastchat/llm_judge/show_result.py:20``). A judgement whose
+   request failed (the runner's ``"$ERROR$"``, rated -1 there) stays unjudged here, is counted and left out.
+
+The rendered judge messages are judged through one pass-through rubric (fields ``system`` and ``user``), so the
+four templates share one run store, cache, resume and repeats; the filled texts key each judgement and the four
+templates' hashes key the run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from thai_eval_utils.backend.models import load_model
+from thai_eval_utils.backend.openai_client import stable_identity
+from thai_eval_utils.core.errors import JudgeError, ThaiEvalDataError
+from thai_eval_utils.core.protocols import ChatModel
+from thai_eval_utils.core.provenance import Score, canonical_json, sha256_text
+from thai_eval_utils.core.records import read_records, require_text
+from thai_eval_utils.core.runloop import run_items
+from thai_eval_utils.core.store import RunStore
+from thai_eval_utils.judging import Judge, JudgementCache, JudgeParams, JudgeRubric, judge_items
+from thai_eval_utils.judging.run import ROW_FIELDS, default_record
+from thai_eval_utils.judging.mt_bench import MT_BENCH_PARSER, MT_BENCH_RUBRICS, NO_RATING, template_name
+from thai_eval_utils.stats.bootstrap import mean_interval
+from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
+from thai_eval_utils.thai_llm_leaderboard.generation import SUITE_NAME, GenerationOptions, generate_replies
+
+#: main_llm_judge_batch.py:48: the runner's judge (an OpenAI model id: ``load_model("openai:" + this)``).
+DEFAULT_JUDGE = "gpt-4o-2024-05-13"
+#: main_llm_judge_batch.py:182-185: temperature 0, max_tokens 2048, n=1, no seed; one call (16 tries on transport
+#: errors are the client's retries here, never a second judgement).
+JUDGE_PARAMS = JudgeParams(max_tokens=2048, temperature=0.0, seed=None, max_calls=1)
+#: FastChat common.py:40-50 ``temperature_config`` (categories in lower case; any other category: 0.7).
+FASTCHAT_TEMPERATURES = {"writing": 0.7, "roleplay": 0.7, "extraction": 0.0, "math": 0.0, "coding": 0.0,
+                         "reasoning": 0.0, "stem": 0.1, "humanities": 0.1, "arena-hard-200": 0.0}
+FASTCHAT_DEFAULT_TEMPERATURE = 0.7
+#: Aggregations of the ratings: the runner's (-1 averaged in) and FastChat's (-1 dropped).
+AGGREGATIONS = ("faithful", "fastchat")
+ANSWERS_BENCHMARK = f"{SUITE_NAME}/mt_bench_thai_answers"
+JUDGE_BENCHMARK = f"{SUITE_NAME}/mt_bench_thai"
+CACHE_NAME = "mt_bench_thai_judgements.jsonl"
+#: The rendered messages judged as they are (the FastChat template chosen and filled before): one rubric for all four.
+PASS_THROUGH = JudgeRubric.declare("thai_llm_leaderboard_mt_bench", "fastchat-single-rendered", system="${system}",
+                                   user="${user}", fields=("system", "user"), parser=MT_BENCH_PARSER,
+                                   params=JUDGE_PARAMS)  # fmt: skip
+N_RESAMPLES, LEVEL, BOOT_SEED = 1000, 0.95, 0
+#: Fields of an item stored with its judgement (never in the shared cache: they are the item's, not the judge's).
+_ITEM_FIELDS = ("question_id", "turn", "category", "template")
+_ROW_FIELDS = (*ROW_FIELDS, *_ITEM_FIELDS)
+
+
+#: The offline judge's reply budget (the embedded model; the runner's 2048 is for gpt-4o).
+OFFLINE_JUDGE_MAX_TOKENS = 256
+#: The environment variable holding a judge endpoint's key (``batch`` passes it to the kernels; never a parameter).
+JUDGE_KEY_ENV = "THAI_EVAL_JUDGE_API_KEY"
+
+
+def open_judge(judge_model: str | None = None, *, base_url: str | None = None) -> ChatModel:
+    """The MT-Bench judge: None the embedded model in-process (offline demo); ``"local:<spec>"`` any local model
+    ``load_model`` reads; else an OpenAI-compatible model id (``openai:`` optional; the runner's is
+    :data:`DEFAULT_JUDGE`) at ``base_url`` (default the OpenAI API), its key from ``$THAI_EVAL_JUDGE_API_KEY`` if
+    set, else the client's default (``$OPENAI_API_KEY``). Loaded with its own defaults, not the evaluated model's."""
+    if judge_model is None:
+        return load_model("embedded")
+    if judge_model.startswith("local:"):
+        return load_model(judge_model[len("local:"):])
+    options: dict[str, str] = {}
+    if base_url:
+        options["base_url"] = base_url
+    if os.environ.get(JUDGE_KEY_ENV):
+        options["api_key"] = os.environ[JUDGE_KEY_ENV]
+    return load_model(judge_model if judge_model.startswith("openai:") else f"openai:{judge_model}", **options)
+
+
+@dataclass(frozen=True)
+class Question:
+    """One MT-Bench Thai row (spec 1.4): two Thai turns, an optional two-string reference, its category."""
+
+    question_id: int
+    turns: tuple[str, str]
+    reference: tuple[str, str] | None
+    category: str
+    generation_kwargs: Mapping[str, Any]
+
+
+def load_questions(path: str | Path) -> list[Question]:
+    """The questions of a local MT-Bench Thai file (a JSON array, as ``mt_bench_thai_full.json``; also JSONL),
+    validated whole: ``question_id`` an int, unique; ``turns`` two non-empty texts; ``reference`` null or two
+    texts; ``category`` a non-empty text; ``generation_kwargs`` an object or absent."""
+    path = Path(path)
+    rows = read_records(path, {"question_id": int, "turns": list, "category": str})
+    out, seen = [], {}
+    for i, row in enumerate(rows):
+        qid = row["question_id"]
+        if isinstance(qid, bool):
+            raise ThaiEvalDataError(f"question_id must be an integer, got {qid!r}", path=path, row=i, field="question_id")
+        if qid in seen:
+            raise ThaiEvalDataError(f"question_id {qid} also on row {seen[qid]}", path=path, row=i, field="question_id")
+        seen[qid] = i
+        turns = row["turns"]
+        if len(turns) != 2:
+            raise ThaiEvalDataError(f"expected 2 turns, got {len(turns)}", path=path, row=i, field="turns")
+        for t in turns:
+            require_text(t, path=path, row=i, field="turns")
+        ref = row.get("reference")
+        if ref is not None:
+            if not isinstance(ref, list) or len(ref) != 2:
+                raise ThaiEvalDataError("reference must be null or a list of 2 texts (the runner reads reference[1] "
+                                        "for turn 2)", path=path, row=i, field="reference")  # fmt: skip
+            for t in ref:
+                require_text(t, path=path, row=i, field="reference", allow_empty=True)
+        require_text(row["category"], path=path, row=i, field="category")
+        kwargs = row.get("generation_kwargs") or {}
+        if not isinstance(kwargs, dict):
+            raise ThaiEvalDataError(f"generation_kwargs must be an object, got {kwargs!r:.40}", path=path, row=i,
+                                    field="generation_kwargs")  # fmt: skip
+        out.append(Question(qid, (turns[0], turns[1]), None if ref is None else (ref[0], ref[1]), row["category"],
+                            kwargs))  # fmt: skip
+    return out
+
+
+def temperature_of(question: Question, mode: str, options: GenerationOptions) -> float:
+    """A question's sampling temperature: ``"runner"`` the runner's one temperature for all (``options``);
+    ``"fastchat"`` the question's ``generation_kwargs["temperature"]``, else FastChat's table by category (lower
+    case), else 0.7; below 1e-4 greedy (FastChat gen_model_answer.py)."""
+    if mode == "runner":
+        return options.sampling_temperature
+    if mode != "fastchat":
+        raise ValueError(f"temperatures must be 'runner' or 'fastchat', got {mode!r}")
+    t = question.generation_kwargs.get("temperature")
+    if not isinstance(t, (int, float)) or isinstance(t, bool):
+        t = FASTCHAT_TEMPERATURES.get(question.category.lower(), FASTCHAT_DEFAULT_TEMPERATURE)
+    return 0.0 if t < 1e-4 else float(t)
+
+
+# ------------------------------------------------------------------------------------------------ answers
+def _answer_key(qid: int, turn: int) -> str:
+    return f"{qid}:{turn}"
+
+
+def _conversation(q: Question, turn: int, first: str | None) -> list[dict[str, str]]:
+    """main_llm_judge_batch.py:70-83 ``_get_conversations``."""
+    if turn == 1:
+        return [{"role": "user", "content": q.turns[0]}]
+    return [{"role": "user", "content": q.turns[0]}, {"role": "assistant", "content": first or ""},
+            {"role": "user", "content": q.turns[1]}]  # fmt: skip
+
+
+def _answer_call(model: ChatModel, options: GenerationOptions, temperatures: str):
+    def call(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        groups: dict[float, list[int]] = {}
+        for i, it in enumerate(chunk):
+            groups.setdefault(temperature_of(it["question"], temperatures, options), []).append(i)
+        replies: list[tuple[str, bool]] = [("", False)] * len(chunk)
+        for temp, idx in groups.items():
+            opts = replace(options, greedy=temp == 0.0, temperature=temp if temp > 0 else options.temperature)
+            for i, reply in zip(idx, generate_replies(model, [chunk[i]["messages"] for i in idx], opts), strict=True):
+                replies[i] = reply
+        return [{"id": it["key"], "question_id": it["question"].question_id, "turn": it["turn"], "output": text,
+                 "temperature": temperature_of(it["question"], temperatures, options), "truncated": cut}
+                for it, (text, cut) in zip(chunk, replies, strict=True)]  # fmt: skip
+
+    return call
+
+
+@dataclass
+class Answers:
+    """Both rounds' raw answers: ``(question_id, turn) -> record`` (``output`` raw, as generated), the questions,
+    the run's config id and identity."""
+
+    questions: list[Question]
+    records: dict[tuple[int, int], dict[str, Any]]
+    config_id: str
+    model_identity: dict[str, Any]
+    thinking: ThinkingOption
+
+    def scored(self, qid: int, turn: int) -> str | None:
+        """The answer the judge sees: the reply after the thinking rule (None: not generated)."""
+        rec = self.records.get((qid, turn))
+        return None if rec is None else split_reply(rec["output"], self.thinking).scored
+
+
+def generate_answers(model: ChatModel, questions: Sequence[Question], *, options: GenerationOptions = GenerationOptions(),
+                     temperatures: str = "runner", thinking: ThinkingOption = ThinkingOption(),
+                     outputs: str | Path | None = None, data_files: Sequence[str | Path] = (),
+                     batch_size: int | None = None, progress: bool = True) -> Answers:  # fmt: skip
+    """Both rounds of answers, resumable (``RunStore`` + ``run_items``; round 2 after round 1, from the stored first
+    answers after the thinking rule)."""
+    config = {"generation": options.record(), "temperatures": temperatures, "thinking": thinking.record(),
+              "questions_sha256": sha256_text(canonical_json([q.question_id for q in questions]))}  # fmt: skip
+    identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
+    size = batch_size or getattr(model, "concurrency", None) or 8
+    call = _answer_call(model, options, temperatures)
+    with RunStore.open(model.name, ANSWERS_BENCHMARK, config, model_identity=identity,
+                       data_files=[str(p) for p in data_files], outputs=outputs) as store:  # fmt: skip
+        first = [{"key": _answer_key(q.question_id, 1), "question": q, "turn": 1, "messages": _conversation(q, 1, None)}
+                 for q in questions]  # fmt: skip
+        run_items(store, first, lambda it: it["key"], call, batch_size=size, desc=f"MT-Bench Thai round 1 ({model.name})",
+                  progress=progress, fields={"output": str})  # fmt: skip
+        done = store.completed()
+        second = [{"key": _answer_key(q.question_id, 2), "question": q, "turn": 2,
+                   "messages": _conversation(q, 2, split_reply(done[_answer_key(q.question_id, 1)]["output"], thinking).scored)}
+                  for q in questions if _answer_key(q.question_id, 1) in done]  # fmt: skip
+        run_items(store, second, lambda it: it["key"], call, batch_size=size, desc=f"MT-Bench Thai round 2 ({model.name})",
+                  progress=progress, fields={"output": str})  # fmt: skip
+        done = store.completed()
+        records = {(r["question_id"], r["turn"]): r for r in done.values()}
+        store.write_summary({"n_questions": len(questions), "n_answers": len(records),
+                             "generation": options.record(), "temperatures": temperatures})  # fmt: skip
+    return Answers(list(questions), records, store.config_id, identity, thinking)
+
+
+# ------------------------------------------------------------------------------------------------ judging
+def judge_messages(q: Question, turn: int, answer_1: str, answer_2: str | None = None) -> tuple[str, list[dict[str, str]]]:
+    """The FastChat template the runner picks (by the row's reference, not its category) and its two messages
+    (main_llm_judge_batch.py:153-190)."""
+    name = template_name(math=q.reference is not None, multi_turn=turn == 2)
+    fields: dict[str, str]
+    if turn == 1:
+        fields = {"question": q.turns[0], "answer": answer_1}
+    else:
+        fields = {"question_1": q.turns[0], "question_2": q.turns[1], "answer_1": answer_1, "answer_2": answer_2 or ""}
+    if q.reference is not None:
+        fields["ref_answer_1"] = q.reference[0]
+        if turn == 2:
+            fields["ref_answer_2"] = q.reference[1]
+    return name, MT_BENCH_RUBRICS[name].messages(fields)
+
+
+def _judge_items(answers: Answers) -> tuple[list[dict[str, Any]], dict[int, str]]:
+    """One item per (question, turn), in the runner's order (question order, turn 1 then 2), and the skipped ones."""
+    items, skip = [], {}
+    for q in answers.questions:
+        a1, a2 = answers.scored(q.question_id, 1), answers.scored(q.question_id, 2)
+        for turn in (1, 2):
+            if a1 is None or (turn == 2 and a2 is None):
+                skip[len(items)] = f"no answer: turn {turn} of question {q.question_id} was not generated"
+                name, messages = template_name(math=q.reference is not None, multi_turn=turn == 2), []
+            else:
+                name, messages = judge_messages(q, turn, a1, a2)
+            system = messages[0]["content"] if messages else ""
+            user = messages[1]["content"] if messages else ""
+            items.append({"id": _answer_key(q.question_id, turn), "question_id": q.question_id, "turn": turn,
+                          "category": q.category, "template": name, "system": system, "user": user})  # fmt: skip
+    return items, skip
+
+
+def rating_of(record: Mapping[str, Any] | None) -> float | None:
+    """A stored judgement's rating: the parsed number, -1 for a reply without one, None when unjudged."""
+    if record is None or record.get("status") not in MT_BENCH_PARSER.final_statuses:
+        return None
+    return float(record["score"])
+
+
+def category_ratings(items: Sequence[Mapping[str, Any]], ratings: Sequence[float | None], aggregation: str
+                     ) -> dict[str, list[float]]:  # fmt: skip
+    """Per category (first-seen order, as the runner's dict fills), the ratings that count: both turns pooled; -1
+    kept (``"faithful"``) or dropped (``"fastchat"``); unjudged (None) never."""
+    if aggregation not in AGGREGATIONS:
+        raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
+    out: dict[str, list[float]] = {}
+    for it, r in zip(items, ratings, strict=True):
+        values = out.setdefault(it["category"], [])
+        if r is not None and not (aggregation == "fastchat" and r == NO_RATING):
+            values.append(r)
+    return out
+
+
+def avg_rating(per_category: Mapping[str, Sequence[float]]) -> dict[str, float | None]:
+    """``sum / len`` per category (main_llm_judge_batch.py:255-260); None where no rating counts."""
+    return {c: (sum(v) / len(v) if v else None) for c, v in per_category.items()}
+
+
+@dataclass
+class MtBenchRun:
+    """A judged MT-Bench Thai run: one record per (question, turn), the summary (``metrics_llm`` as the runner writes
+    it, scores per category with n, interval and signature, both aggregations), where it is stored."""
+
+    records: list[dict[str, Any]]
+    summary: dict[str, Any]
+    run_dir: Path
+    config_id: str
+
+    @property
+    def avg_rating(self) -> dict[str, float | None]:
+        return dict(self.summary["metrics_llm"]["avg_rating"])
+
+
+def _category_scores(per_category: Mapping[str, Sequence[float]], signature: str) -> dict[str, dict[str, Any]]:
+    out = {}
+    for cat, values in per_category.items():
+        score = Score.mean(f"mt_bench_thai/{cat}", values, signature)
+        iv = None
+        if len(values) >= 2 and len(set(values)) > 1:
+            iv = mean_interval(list(values), name=cat, method="percentile", level=LEVEL, n_resamples=N_RESAMPLES,
+                               seed=BOOT_SEED).to_dict()  # fmt: skip
+        out[cat] = {**score.to_dict(), "value": None if not values else score.value, "interval": iv}
+    return out
+
+
+def judge_answers(answers: Answers, judge_model: ChatModel, *, model_name: str, params: JudgeParams = JUDGE_PARAMS,
+                  aggregation: str = "faithful", repeats: int = 1, outputs: str | Path | None = None,
+                  batch_size: int | None = None, progress: bool = True) -> MtBenchRun:  # fmt: skip
+    """Judge every (question, turn) through ``judging.judge_items`` (store, shared cache, resume, repeats) and
+    aggregate per category (``aggregation``: the headline; the other is in the summary beside it).
+    ``batch_size``: judgements per ``chat`` call of an in-process judge (``judging.Judge``; a failed call leaves all
+    of its judgements unjudged).
+
+    Raises:
+        JudgeError: a fatal judge error (after the finished judgements and the summary are written).
+    """
+    if aggregation not in AGGREGATIONS:
+        raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
+    items, skip = _judge_items(answers)
+    judge = Judge(PASS_THROUGH, judge_model, params=params, batch_size=batch_size)
+    templates = {name: r.text for name, r in MT_BENCH_RUBRICS.items()}
+    config = {"judge_model": judge.label, "judge_params": params.to_dict(), "answers_run": answers.config_id,
+              "repeats": repeats, "rubric": PASS_THROUGH.sha256}  # fmt: skip
+    with RunStore.open(model_name, JUDGE_BENCHMARK, config, model_identity=answers.model_identity,
+                       prompt_templates=templates, outputs=outputs) as store:  # fmt: skip
+        cache = JudgementCache(store.shared_file(CACHE_NAME), statuses=MT_BENCH_PARSER.final_statuses)
+        ids = [it["id"] for it in items]
+        base = default_record(ids, judge, _ROW_FIELDS)
+
+        def record(j: Any, judgement: Mapping[str, Any]) -> dict[str, Any]:  # the item's category, turn and template too
+            return {**base(j, judgement), **{k: items[j.row][k] for k in _ITEM_FIELDS}}
+
+        outcome = judge_items(judge, items, store, cache, ids=ids, repeats=repeats, skip=skip, record=record,
+                              row_fields=_ROW_FIELDS, progress=progress)  # fmt: skip
+        records = []
+        ratings: list[float | None] = []
+        for i, it in enumerate(items):
+            reps = [outcome.record(j) for j in outcome.plan if j.row == i]
+            values = [v for v in (rating_of(r) for r in reps) if v is not None]
+            rating = sum(values) / len(values) if values else None
+            ratings.append(rating)
+            records.append({**{k: it[k] for k in ("id", "question_id", "turn", "category", "template")},
+                            "rating": rating, "judgements": reps})  # fmt: skip
+        summary = _summary(answers, judge, items, ratings, aggregation, repeats, outcome.usage)
+        if outcome.fatal is not None:
+            summary["fatal_error"] = str(outcome.fatal)
+        store.write_summary(summary)
+    if outcome.fatal is not None:
+        raise JudgeError(str(outcome.fatal))
+    return MtBenchRun(records, summary, store.root, store.config_id)
+
+
+def _summary(answers: Answers, judge: Judge, items: list[dict[str, Any]], ratings: list[float | None],
+             aggregation: str, repeats: int, usage: Mapping[str, int]) -> dict[str, Any]:  # fmt: skip
+    hashes = ",".join(f"{n}@{r.sha256[:8]}" for n, r in MT_BENCH_RUBRICS.items())
+    p = judge.settings
+    base = (f"judge:{judge.label}|templates:{hashes}|temp:{p.temperature}|max_tokens:{p.max_tokens}"
+            f"|answers:{answers.config_id}|{answers.thinking.signature()}"
+            + (f"|repeats:{repeats}" if repeats != 1 else ""))  # fmt: skip
+    both = {a: category_ratings(items, ratings, a) for a in AGGREGATIONS}
+    scores = {a: _category_scores(both[a], f"{base}|agg:{a}") for a in AGGREGATIONS}
+    means = {a: avg_rating(both[a]) for a in AGGREGATIONS}
+    defined = [v for v in means[aggregation].values() if v is not None]
+    return {
+        "metrics_llm": {"avg_rating": means[aggregation]},
+        "aggregation": aggregation,
+        "scores": scores[aggregation],
+        "by_aggregation": {a: {"avg_rating": means[a], "scores": scores[a]} for a in AGGREGATIONS},
+        "overall_unweighted_mean_of_categories": (sum(defined) / len(defined)) if defined else None,
+        "n_judgements": len(items) * repeats,
+        "n_no_rating": sum(1 for r in ratings if r is not None and r == NO_RATING),
+        "n_unjudged": sum(1 for r in ratings if r is None),
+        "templates_used": {n: sum(1 for it in items if it["template"] == n) for n in MT_BENCH_RUBRICS},
+        "judge_usage": dict(usage),
+        "signature": f"{base}|agg:{aggregation}",
+        "note": ("overall = unweighted mean of the category means (the runner computes none; the Space's reading "
+                 "is unverified)") if defined else "no rating counts",
+    }

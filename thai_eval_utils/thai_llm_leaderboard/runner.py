@@ -1,0 +1,163 @@
+"""A log-likelihood task of the Thai LLM Leaderboard as a resumable run (spec thai_llm_leaderboard.md 2, 5.1):
+items validated whole first (:mod:`.data`), then ``core.runloop.run_items`` over
+``RunStore.open(model, "thai_llm_leaderboard/<task>", ...)`` (kill -9 safe: each batch is stored as it finishes, a
+rerun computes only what is missing), then the summary: accuracy (the leaderboard's number) with n and a bootstrap
+interval, the runner's other metric columns beside it, excluded and truncated rows counted, and a signature naming
+the task variant, label set, protocol options, data and template hashes, model and versions.
+
+:func:`score_task` is the same scoring without a store (benchmarks, parity checks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from thai_eval_utils import __version__
+from thai_eval_utils.backend.openai_client import stable_identity
+from thai_eval_utils.core.provenance import Score, package_versions, sha256_text
+from thai_eval_utils.core.runloop import run_items
+from thai_eval_utils.core.store import RunStore
+from thai_eval_utils.thai_llm_leaderboard.data import TaskData, load_task
+from thai_eval_utils.thai_llm_leaderboard.metrics import accuracy_interval, macro_f1_interval, runner_metrics
+from thai_eval_utils.thai_llm_leaderboard.prompts import template
+from thai_eval_utils.thai_llm_leaderboard.protocol import LEADERBOARD, NLUProtocol
+from thai_eval_utils.thai_llm_leaderboard.scoring import check_engine, score_batch
+from thai_eval_utils.thai_llm_leaderboard.tasks import NLUTask, nlu_task
+
+#: The suite's name: runs are stored as ``thai_llm_leaderboard/<task>``.
+SUITE = "thai_llm_leaderboard"
+#: The layout of the records and summary (recorded in each run's config).
+RECORD_FORMAT = 1
+#: Items per model call when neither the caller nor the model says (each call's items are stored together).
+DEFAULT_BATCH = 8
+
+
+@dataclass
+class NLURun:
+    """A finished run of one task: records in item order, the summary (``scores``, counts), where it is stored."""
+
+    task: str
+    records: list[dict[str, Any]]
+    summary: dict[str, Any]
+    run_dir: Path
+    computed: int = 0
+    excluded: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def accuracy(self) -> Score:
+        """The leaderboard's number as a Score (value, n, standard error, signature)."""
+        s = self.summary["scores"]["accuracy"]
+        return Score(s["name"], s["value"], s["n"], s.get("stderr"), s["signature"])
+
+    def table(self) -> pd.DataFrame:
+        """One row per scored metric: value, n, the interval, the signature."""
+        return pd.DataFrame([{"task": self.task, "metric": m, "value": s["value"], "n": s["n"],
+                              "ci_low": (s.get("interval") or {}).get("low"),
+                              "ci_high": (s.get("interval") or {}).get("high"), "signature": s["signature"]}
+                             for m, s in self.summary["scores"].items()])
+
+    def __str__(self) -> str:
+        s = self.summary
+        return f"{self.accuracy} | excluded {s['n_excluded']}, truncated {s['n_truncated']}"
+
+
+def signature(task: NLUTask, protocol: NLUProtocol, data: TaskData, model: Any, n: int) -> str:
+    """A score's provenance line: task and variant, labels, protocol options, data and template hashes, model,
+    versions, and the limit when partial."""
+    limit = f"|limit:{n}/{len(data.items)}" if n < len(data.items) else ""
+    model_id = getattr(model, "name", "model")
+    versions = package_versions(("torch", "transformers"))
+    return (f"{task.key}:{task.variant}|{task.label_note()}|{protocol.signature()}|data:{data.source['sha256'][:8]}"
+            f"|tmpl:{sha256_text(template(task.task_type))[:8]}|model:{model_id}|thai-eval {__version__}"
+            f"|transformers {versions.get('transformers')}{limit}")
+
+
+def _batch_size(model: Any, batch_size: int | None) -> int:
+    return int(batch_size or getattr(model, "concurrency", None) or DEFAULT_BATCH)
+
+
+def score_task(model: Any, task: NLUTask | str, data: TaskData | None = None, *, data_dir: str | Path | None = None,
+               protocol: NLUProtocol = LEADERBOARD, limit: int | None = None, batch_size: int | None = None,
+               progress: bool = False, from_hub: bool = False) -> list[dict[str, Any]]:
+    """Score a task's items on ``model`` without storing anything: one record per scored item (:func:`.scoring.
+    score_batch`: ``lls``, ``pred``, ``gold``, ``correct``, ...), in item order. ``data``: the loaded task data,
+    else read from ``data_dir`` (or the Hub cache, ``from_hub``); ``limit``: the first N scored items;
+    ``batch_size``: items per ``model.loglikelihood`` call (default: all in one call, so the engine packs as many
+    prompts per forward as its token budget allows)."""
+    task = nlu_task(task) if isinstance(task, str) else task
+    data = data if data is not None else load_task(task, data_dir, from_hub=from_hub)
+    items = data.items if limit is None else data.items[: max(0, int(limit))]
+    trunc = check_engine(model, protocol)
+    size = max(1, int(batch_size or len(items) or 1))
+    out = []
+    for start in range(0, len(items), size):
+        out += score_batch(model, items[start: start + size], protocol, limit=trunc, progress=progress)
+    return out
+
+
+def summarize(task: NLUTask, records: Sequence[dict[str, Any]], data: TaskData, protocol: NLUProtocol, model: Any,
+              limit: int | None) -> dict[str, Any]:
+    """The run's summary: ``scores`` (accuracy and macro F1 with n, interval and signature), ``runner_metrics``
+    (the runner's ten columns), counts of items, excluded and truncated rows."""
+    golds, preds = [int(r["gold"]) for r in records], [int(r["pred"]) for r in records]
+    sig = signature(task, protocol, data, model, len(records))
+    metrics = runner_metrics(golds, preds) if records else {}
+    acc = Score.mean(f"{SUITE}/{task.key}/accuracy", [int(r["correct"]) for r in records], sig)
+    acc_iv = accuracy_interval([int(r["correct"]) for r in records])
+    f1_iv = macro_f1_interval(golds, preds)
+    f1 = Score(f"{SUITE}/{task.key}/macro_f1_score", metrics.get("macro_f1_score", float("nan")), len(records), None,
+               sig)
+    truncated = [str(r["key"]) for r in records if r.get("truncated")]
+    return {"task": task.key, "variant": task.variant, "folder": task.folder, "n": len(records),
+            "n_docs": len(data.items), "limit": limit, "n_rows": data.n_rows, "n_excluded": len(data.excluded),
+            "excluded": data.excluded, "n_truncated": len(truncated), "truncated": truncated,
+            "source": data.source, "protocol": protocol.to_dict(), "runner_metrics": metrics,
+            "scores": {"accuracy": {**acc.to_dict(), "interval": acc_iv.to_dict() if acc_iv else None},
+                       "macro_f1_score": {**f1.to_dict(), "interval": f1_iv.to_dict() if f1_iv else None}}}
+
+
+def run_nlu_task(model: Any, task: NLUTask | str, *, data_dir: str | Path | None = None, data: TaskData | None = None,
+                 protocol: NLUProtocol = LEADERBOARD, limit: int | None = None, outputs: str | Path | None = None,
+                 batch_size: int | None = None, progress: bool = True, from_hub: bool = False,
+                 revision: str | None = None) -> NLURun:
+    """Run one log-likelihood task on ``model``, resuming whatever its run already stored, and write the summary.
+
+    Args:
+        model: a loaded model with ``loglikelihood`` (``backend.models.load_model``).
+        task: the task or its name (``tasks.NLU_TASKS``).
+        data_dir: the folder of the HF repos' files (``data/thai_llm_leaderboard``); or ``data``: loaded already.
+        protocol: the scoring options (:class:`~.protocol.NLUProtocol`; default: the published numbers').
+        limit: the first N scored items (a limited run is the same run folder: a later full run adds the rest).
+        outputs: the outputs folder (default ``$THAI_EVAL_OUTPUTS`` or ``outputs``).
+        batch_size: items per model call and per store flush (default: the model's ``concurrency``, else 8).
+        progress: show a progress bar.
+        from_hub: without ``data_dir``, read the task's file from the Hugging Face Hub (offline: the local cache) at
+            ``revision`` (default: the task's pinned revision); the run card records repo, revision and hash.
+
+    Raises:
+        ThaiEvalDataError: a bad row (file, row and field named) before any run folder is made or any call.
+    """
+    task = nlu_task(task) if isinstance(task, str) else task
+    data = data if data is not None else load_task(task, data_dir, from_hub=from_hub, revision=revision)
+    items = data.items if limit is None else data.items[: max(0, int(limit))]
+    trunc = check_engine(model, protocol)
+    config = {"task": task.key, "variant": task.variant, "labels": task.label_note(), "protocol": protocol.to_dict(),
+              "truncation_length": trunc, "source": {k: data.source[k] for k in ("repo", "file", "split", "revision")},
+              "record_format": RECORD_FORMAT}
+    identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
+    with RunStore.open(model.name, f"{SUITE}/{task.key}", config, model_identity=identity,
+                       data_files=[str(data.path)], prompt_templates={"prompt": template(task.task_type)},
+                       outputs=outputs) as store:
+        run = run_items(store, items, lambda it: it["key"],
+                        lambda chunk: score_batch(model, chunk, protocol, limit=trunc),
+                        batch_size=_batch_size(model, batch_size), desc=f"{task.key} ({model.name})",
+                        progress=progress, fields={"lls": list, "pred": int, "gold": int})
+        records = run.in_order()
+        summary = {**summarize(task, records, data, protocol, model, limit), "n_computed_this_run": run.computed}
+        store.write_summary(summary)
+    return NLURun(task.key, records, summary, store.root, run.computed, data.excluded)
