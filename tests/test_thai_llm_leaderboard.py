@@ -475,8 +475,9 @@ def test_cli_run_on_the_embedded_model_then_export(tmp_path):
     assert "n=2" in table and "n=500" in table  # our cell and the published row
     proc = cli("export", "--format", "thai-llm-leaderboard", "--outputs", str(out), "--to", str(tmp_path / "lb"))
     assert proc.returncode == 0, proc.stderr[-2000:]
-    doc = json.loads(next((tmp_path / "lb").rglob("*.json")).read_text(encoding="utf-8"))
-    assert doc["results"] == {"xcopa_tha_seacrowd_qa": {"accuracy": summary["scores"]["accuracy"]["value"]}}
+    doc = json.loads((tmp_path / "lb" / "NLU" / "gemma-3-270m-embedded" / "results.json").read_text(encoding="utf-8"))
+    assert doc == {"config": {"model_name": "api/gemma-3-270m-embedded"},  # no Hub id: the transform's api/ prefix
+                   "results": {"xcopa_tha_seacrowd_qa": {"accuracy": summary["scores"]["accuracy"]["value"]}}}
 
 
 # ------------------------------------------------------------------------------ parity with the runner's own code

@@ -49,6 +49,14 @@ class ThaiLLMLeaderboardSuite(NLUViews, GenerationViews, Suite):
     def leaderboard_results(self, run: StoredRun) -> dict[str, dict[str, float]]:
         return {**NLUViews.leaderboard_results(self, run), **self.gen_results(run)}
 
+    def leaderboard_folder(self, key: str) -> str:
+        """The runner's category folders (``scripts/transform_result.py:22-26, 66-125``): ``MC`` for M3Exam and
+        ThaiExam, ``NLU`` for the other log-likelihood tasks, ``NLG`` for the generation tasks, ``LLM`` for MT-Bench
+        Thai's categories (its entries are keyed by category)."""
+        if key in NLU_TASKS:
+            return NLU_TASKS[key].folder
+        return "NLG" if key in NLG_TASKS else "LLM"
+
     def notebook_parameters(self, tasks: tuple[str, ...], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
         return {**NLUViews.notebook_parameters(self, tasks, options), **self.gen_parameters(tasks, options)}
 
