@@ -242,7 +242,8 @@ def _dry_run(args: argparse.Namespace, models: Sequence[str]) -> int:
     notes: list[str] = []
     for model in models:
         tok = load_tokenizer(model, args.tokenizer)
-        rows = dry_run_rows(suites, data, tok, limit=args.limit, max_new_tokens=args.max_new_tokens)
+        rows = dry_run_rows(suites, data, tok, limit=args.limit, max_new_tokens=args.max_new_tokens,
+                           runs=args.runs)
         columns = DRY_RUN_COLUMNS
         if priced:
             options = {"price_in": args.price_in, "price_out": args.price_out, "table": args.prices}
