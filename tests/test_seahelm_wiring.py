@@ -55,6 +55,7 @@ def test_planted_thinking_counts_and_thai_rate_in_summary_and_table(tmp_path):
     assert s["thinking"]["signature"] == "think:strip(<think>,</think>)" and s["thinking"]["support"] == {}
     assert s["scores"][s["primary_metric"]]["signature"].endswith("|think:strip(<think>,</think>)|limit:4/200")
     assert s["failed_thinking"] == 2
+    assert str(run).endswith("; answers in Thai 50.0% (n=8); thinking unclosed 2")  # what the notebook prints
     (stored,) = [x for x in list_runs(tmp_path) if x.family == "seahelm"]
     (head,) = SUITE.headlines(stored)
     cells = {c["column"]: c for c in SUITE.leaderboard_cells("fake", [head], Bootstrap())}

@@ -37,7 +37,7 @@ from thai_eval_utils.seahelm.metrics import f1_acc_metrics, qa_metrics, summariz
 from thai_eval_utils.seahelm.prompts import build_messages
 from thai_eval_utils.seahelm.translation import MetricX, metricx_input, metricx_metrics, translation_metrics
 from thai_eval_utils.stats.bootstrap import mean_interval
-from thai_eval_utils.tasks.language import reply_stats, reply_stats_by
+from thai_eval_utils.tasks.language import reply_stats, reply_stats_by, stats_note
 from thai_eval_utils.tasks.thinking import ThinkingOption, apply_to_model, split_reply, summary_entry
 
 SUITE = "seahelm"
@@ -107,8 +107,10 @@ class TaskRun:
 
     def __str__(self) -> str:
         o = self.over_runs
+        replies = stats_note(self.summary.get("replies"))
         return (f"{self.task}: {self.summary.get('primary_metric')} = {o.get('mean', float('nan')):.2f} "
-                f"± {o.get('stderr', float('nan')):.2f} (SE over {o.get('runs')} run(s), n={self.summary.get('n')})")
+                f"± {o.get('stderr', float('nan')):.2f} (SE over {o.get('runs')} run(s), n={self.summary.get('n')})"
+                + (f"; {replies}" if replies else ""))
 
 
 def shots_for(task: TaskConfig, data: TaskData, base: bool) -> list[dict[str, Any]]:
