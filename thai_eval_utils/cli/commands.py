@@ -278,6 +278,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
     out = _outputs(args)
     table = runs_table(out, models=args.model)
     print_table(table.drop(columns=["where"]), f"{len(table)} runs under {out / 'runs'}:")
+    print("items: records stored; total: the split's documents x per_item (records per document: one per repeated "
+          "run), so both count stored records")
     if args.csv:
         table.to_csv(args.csv, index=False)
         print(f"written: {args.csv}")
