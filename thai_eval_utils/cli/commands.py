@@ -249,7 +249,8 @@ def _dry_run(args: argparse.Namespace, models: Sequence[str]) -> int:
     notes: list[str] = []
     for model in models:
         tok = load_tokenizer(model, args.tokenizer)
-        rows = dry_run_rows(suites, data, tok, limit=args.limit, max_new_tokens=args.max_new_tokens)
+        rows = dry_run_rows(suites, data, tok, limit=args.limit, max_new_tokens=args.max_new_tokens,
+                           runs=args.runs)
         columns = DRY_RUN_COLUMNS
         if priced:
             options = {"price_in": args.price_in, "price_out": args.price_out, "table": args.prices}
@@ -284,6 +285,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
     out = _outputs(args)
     table = runs_table(out, models=args.model)
     print_table(table.drop(columns=["where"]), f"{len(table)} runs under {out / 'runs'}:")
+    print("items: records stored; total: the split's documents x per_item (records per document: one per repeated "
+          "run), so both count stored records")
     if args.csv:
         table.to_csv(args.csv, index=False)
         print(f"written: {args.csv}")

@@ -9,6 +9,7 @@ the tokenizer is loaded (the model folder's, or ``--tokenizer``); without one, t
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,13 +65,21 @@ def _max_length(tok: Tokenizer) -> int:
     return int(n) if isinstance(n, int) and 0 < n < 1 << 24 else 1 << 30
 
 
+def _runs_option(suite: Suite, runs: int | None) -> dict[str, int]:
+    """``{"runs": runs}`` for a suite whose ``dry_run`` takes ``runs`` (suites that repeat their tasks), else {}."""
+    takes = "runs" in inspect.signature(suite.dry_run).parameters
+    return {"runs": runs} if takes and runs is not None else {}
+
+
 def dry_run_rows(suites: Sequence[tuple[Suite, tuple[str, ...]]], data: Mapping[str, Path], tok: Tokenizer, *,
-                 limit: int | None = None, max_new_tokens: int | None = None) -> list[dict[str, Any]]:
+                 limit: int | None = None, max_new_tokens: int | None = None,
+                 runs: int | None = None) -> list[dict[str, Any]]:
     """Every suite's rows (``suites``: (suite, tasks asked for), as :func:`~thai_eval_utils.core.registry.resolve`
     gives them; ``data``: suite name -> its data folder), with a total row (``max_new_tokens``:
-    ``run --max-new-tokens``)."""
+    ``run --max-new-tokens``; ``runs``: ``run --runs``, given to the suites whose ``dry_run`` takes it)."""
     rows = [row for suite, tasks in suites
-            for row in suite.dry_run(data[suite.name], tok, tasks=tasks, limit=limit, max_new_tokens=max_new_tokens)]
+            for row in suite.dry_run(data[suite.name], tok, tasks=tasks, limit=limit, max_new_tokens=max_new_tokens,
+                                     **_runs_option(suite, runs))]
     total: dict[str, Any] = {"benchmark": "total", "task": ""}
     for col in ("documents", "requests", "fed_tokens", "tree_tokens", "generations"):
         values = [r[col] for r in rows if isinstance(r.get(col), int)]

@@ -111,7 +111,7 @@ def add_costs(rows: list[dict[str, Any]], *, tokenizer_source: str | None, model
     *tasks, total = rows
     for row in tasks:
         if "judge_prompt_chars" in row:  # a suite's judge row (its dry_run hook gives the judge's texts and settings)
-            calls, n = row["judge_max_calls"], row["documents"]
+            calls, n = row["judge_max_calls"], row.get("judge_items", row["documents"])  # judged texts
             row["prompt_tokens"] = _estimate(row["judge_prompt_chars"]) + row["judge_answer_tokens"]  # one call each
             row["tokens_are"] = f"estimated (chars/{CHARS_PER_TOKEN} + answer budget, per call)"
             row["max_output_tokens"] = n * calls * row["judge_max_tokens"]

@@ -1,7 +1,10 @@
 """``thai-eval runs``: the stored runs under ``<outputs>/runs`` as one table (the store's
 :func:`~thai_eval_utils.core.runs.list_runs`), one row per run folder: model, benchmark, task, config id, items
-done / total, limit, partial, finished, date and folder. ``total`` is the split's documents for Thai-H6 runs
-(``n_docs``), else empty; ``partial`` is also the paper tables' verdict (fewer items than the paper's dataset).
+done / total, limit, partial, finished, date and folder. ``items`` counts the records stored (``items.jsonl``);
+``total`` the records a whole run holds: the split's documents (``n_docs``, where the summary gives it) times
+``per_item``, the records stored per document (a suite that repeats its runs writes ``records_per_item`` into its
+summary: one record per run; else 1), so both count the same thing; ``partial`` is also the paper tables' verdict
+(fewer items than the paper's dataset).
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ import pandas as pd
 from thai_eval_utils.core.runs import list_runs
 from thai_eval_utils.paper.own_runs import run_records, run_setting
 
-COLUMNS = ["model", "benchmark", "task", "config_id", "setting", "items", "total", "limit", "partial", "finished",
-           "date", "where"]
+COLUMNS = ["model", "benchmark", "task", "config_id", "setting", "items", "total", "per_item", "limit", "partial",
+           "finished", "date", "where"]
 
 
 def _count_lines(path: Path) -> int:
@@ -31,14 +34,16 @@ def _run_row(run: dict[str, Any], paper_partial: dict[str, bool]) -> dict[str, A
     bench = str(card.get("benchmark", ""))
     family, _, task = bench.partition("/")
     done = _count_lines(Path(run.dir) / "items.jsonl")
-    total = None if summary is None else summary.get("n_docs")  # Thai-H6: the split's documents
+    per_item = int((summary or {}).get("records_per_item") or 1)  # repeated runs: one stored record per run
+    docs = None if summary is None else summary.get("n_docs")  # the split's documents
+    total = None if docs is None else int(docs) * per_item  # records, as ``items`` counts them
     limit = None if summary is None else summary.get("limit")
     partial = summary is None or bool(summary.get("n_unjudged")) or (total is not None and done < int(total))
     # the paper tables' verdict too: fewer items than the paper's dataset (ThaiCLI, dialects) is partial
     partial = partial or paper_partial.get(str(run.dir), False)
     when = (summary or {}).get("written_at") or (card.get("resumed_at") or [card.get("created_at")])[-1]
     return {"model": card.get("model_name"), "benchmark": family, "task": task, "config_id": card.get("config_id"),
-            "setting": run_setting(card), "items": done, "total": total, "limit": limit, "partial": partial,
+            "setting": run_setting(card), "items": done, "total": total, "per_item": per_item, "limit": limit, "partial": partial,
             "finished": summary is not None, "date": str(when or "")[:19].replace("T", " "), "where": str(run.dir)}
 
 

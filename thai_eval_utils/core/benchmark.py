@@ -387,7 +387,8 @@ class Suite:
     def dry_run(self, data: Path, tokenizer: TokenCounter, *, tasks: tuple[str, ...] = (), limit: int | None,
                 max_new_tokens: int | None) -> list[dict[str, Any]]:
         """Rows of ``thai-eval run --dry-run`` (``cli.dry_run.COLUMNS``): what a run would compute, per task;
-        ``tasks``: the tasks asked for (empty: all)."""
+        ``tasks``: the tasks asked for (empty: all). A suite that repeats its tasks adds a keyword ``runs: int |
+        None = None`` (``run --runs``; ``cli.dry_run`` passes it only to a ``dry_run`` that takes it)."""
         return []
 
     def demo_comparison(self) -> DemoComparison | None:

@@ -28,7 +28,8 @@ from thai_eval_utils.seahelm.config import N_RUNS, SEAHELM_COMMIT, SEEDS, task_c
 from thai_eval_utils.seahelm.data import load_task_data
 from thai_eval_utils.seahelm.generation import chat_replies, model_sampling
 from thai_eval_utils.seahelm.runner import (RECORD_FORMAT, SUITE, Protocol, TaskRun, _hash, _interval, item_key,
-                                            signature)
+                                            reply_summary, signature)
+from thai_eval_utils.tasks.thinking import apply_to_model
 
 KEY = ifeval.TASK
 
@@ -62,7 +63,8 @@ def run_ifeval(model: Model, key: str = KEY, *, runs: int = N_RUNS, limit: int |
     identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
     computed = 0
     with RunStore.open(model.name, f"{SUITE}/{KEY}", config, model_identity=identity, data_files=data.files,
-                       prompt_templates=task.templates(), outputs=outputs) as store:  # fmt: skip
+                       prompt_templates=task.templates(), outputs=outputs) as store, \
+            apply_to_model(model, protocol.thinking) as support:  # fmt: skip
         for r in task.runs(runs, reasoning=protocol.reasoning):
             seed = SEEDS[r]
 
@@ -79,6 +81,9 @@ def run_ifeval(model: Model, key: str = KEY, *, runs: int = N_RUNS, limit: int |
             computed += outcome.computed
         summary = summarize(store, rows, task.runs(runs, reasoning=protocol.reasoning), data, protocol, sampling, rng,
                             detector or ifeval.detect_language)  # fmt: skip
+        wanted = {item_key(r, {"id": row.id}) for r in task.runs(runs, reasoning=protocol.reasoning) for row in rows}
+        summary.update(reply_summary([x for x in store.iter_records() if x["key"] in wanted], protocol.thinking,
+                                     support))
         summary.update({"n_computed_this_run": computed, "limit": limit})
         store.write_summary(summary)
     return TaskRun(KEY, summary, store.root, computed)
@@ -129,7 +134,8 @@ def summarize(store: RunStore, rows: Sequence[ifeval.IFEvalRow], run_ids: Sequen
             "skipped_ids": [row.id for row in rows if row.skipped],
             "null_count": sum(sum(1 for x in v["items"] if x["result"] is not None and not x["checked"])
                               for v in per_run.values()),
-            "runs_requested": list(run_ids), "runs": per_run, "over_runs": over.to_dict(), "item_means": item_means,
+            "runs_requested": list(run_ids),
+            "records_per_item": len(run_ids), "runs": per_run, "over_runs": over.to_dict(), "item_means": item_means,
             "run_metric_mean": float(np.mean(run_means)) if run_means else None,
             "failed_thinking": sum(v["failed_thinking"] for v in per_run.values()), "signature": sig,
             "language_detector": ifeval.detector_signature(),

@@ -31,15 +31,22 @@ from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED, task_over_runs
 from thai_eval_utils.seahelm.config import N_RUNS, SEAHELM_COMMIT, SEEDS, task_config
 from thai_eval_utils.seahelm.data import load_task_data
 from thai_eval_utils.seahelm.generation import chat_replies, model_sampling
-from thai_eval_utils.tasks.thinking import split_reply
+from thai_eval_utils.tasks.thinking import apply_to_model, split_reply
 from thai_eval_utils.seahelm.runner import (RECORD_FORMAT, SUITE, Protocol, TaskRun, _hash, _interval, item_key,
-                                            signature)
+                                            reply_summary, signature)
 
 KEY = mb.TASK
 JUDGEMENTS = f"{SUITE}/{KEY}-judgements"
 #: The shared judgement cache of every mt-bench-judge run under an outputs folder.
 CACHE_NAME = "seahelm_mt_bench_judgements.jsonl"
 
+
+#: A self-judged run's judge budget (no judge given: the evaluated model grades its own answers, a pipeline check,
+#: not SEA-HELM's number): SEA-HELM's 16,384 tokens per criterion would keep a CPU busy for hours on a small model
+#: that never stops; the reflection and the classification the score parser reads fit in this. Recorded in the
+#: judge's config, the summary (``judge.max_tokens``) and the signature (``judge_max_tokens:512``);
+#: ``judge_max_tokens`` overrides it.
+SELF_JUDGE_MAX_TOKENS = 512
 
 #: The kernels' environment variable holding the judge's key (``batch.JUDGE_KEY_ENV``; never a parameter or a file).
 JUDGE_KEY_ENV = "THAI_EVAL_JUDGE_API_KEY"
@@ -88,8 +95,8 @@ def run_mt_bench(model: Model, key: str = KEY, *, runs: int = N_RUNS, limit: int
     resuming what the stores and the judgement cache hold; then score every run and aggregate over runs.
 
     ``judge``: any chat model (None: the evaluated model judges itself, labelled). ``judge_max_tokens``: the judge's
-    token budget (default SEA-HELM's 16,384, capped by ``protocol.max_tokens`` when that is set for a quick look;
-    recorded in the judge run's config and the signature)."""
+    token budget (default SEA-HELM's 16,384, capped by ``protocol.max_tokens`` when that is set for a quick look,
+    and at :data:`SELF_JUDGE_MAX_TOKENS` when self-judged; recorded in the judge run's config and the signature)."""
     if key != KEY:
         raise ValueError(f"run_mt_bench runs {KEY!r}, not {key!r}")
     if not 1 <= runs <= len(SEEDS):
@@ -100,7 +107,8 @@ def run_mt_bench(model: Model, key: str = KEY, *, runs: int = N_RUNS, limit: int
     sampling = model_sampling(model, greedy=protocol.greedy)
     max_new = protocol.max_new_tokens(task)
     judge_model = judge if judge is not None else model
-    judge_tokens = judge_max_tokens or min(mb.judge_params().max_tokens, protocol.max_tokens or mb.judge_params().max_tokens)
+    judge_tokens = judge_max_tokens or min(mb.judge_params().max_tokens, protocol.max_tokens or mb.judge_params().max_tokens,
+                                           SELF_JUDGE_MAX_TOKENS if judge is None else mb.judge_params().max_tokens)
     config = {"suite": SUITE, "seahelm_commit": SEAHELM_COMMIT, "task": asdict(task),
               "protocol": protocol.keyed(task, sampling), "data": data.source, "record_format": RECORD_FORMAT,
               "judge": {"model": str(judge_model.name), "rubric_sha256": mb.rubric().sha256, "max_tokens": judge_tokens}}  # fmt: skip
@@ -110,7 +118,8 @@ def run_mt_bench(model: Model, key: str = KEY, *, runs: int = N_RUNS, limit: int
     outcomes: dict[int, tuple[list[mb.CriterionItem], list[str], JudgeOutcome]] = {}
     answers: dict[int, list[list[str]]] = {}
     with RunStore.open(model.name, f"{SUITE}/{KEY}", config, model_identity=identity, data_files=data.files,
-                       prompt_templates={**task.templates(), "judge": mb.rubric().text}, outputs=outputs) as store:  # fmt: skip
+                       prompt_templates={**task.templates(), "judge": mb.rubric().text}, outputs=outputs) as store, \
+            apply_to_model(model, protocol.thinking) as support:  # fmt: skip
         for r in run_ids:
             seed = SEEDS[r]
             size = protocol.batch_size or getattr(model, "concurrency", None) or 8
@@ -128,6 +137,9 @@ def run_mt_bench(model: Model, key: str = KEY, *, runs: int = N_RUNS, limit: int
         summary = summarize(rows, run_ids, outcomes, data, protocol, sampling, rng, judge_model, judge is None,
                             judge_tokens)  # fmt: skip
         summary.update(answer_counts(answers, protocol))
+        wanted = {item_key(r, {"id": row.id}) for r in run_ids for row in rows}
+        summary.update(reply_summary([x for x in store.iter_records() if x["key"] in wanted], protocol.thinking,
+                                     support, field="replies"))  # both turns of every row: two replies each
         summary.update({"n_computed_this_run": computed, "limit": limit})
         store.write_summary(summary)
     fatal = next((o.fatal for _, _, o in outcomes.values() if o.fatal is not None), None)
@@ -149,7 +161,8 @@ def judge_run(model_name: str, answers: RunStore, rows: Sequence[mb.MTBenchRow],
               "rubric_sha256": judge.rubric.sha256}  # fmt: skip
     with RunStore.open(model_name, JUDGEMENTS, config, model_identity=answers.card.get("model"),
                        prompt_templates={"judge": judge.rubric.text}, outputs=outputs) as store:  # fmt: skip
-        cache = JudgementCache(store.shared_file(CACHE_NAME))
+        # the rubric's final statuses: a reply with no classification is final (SEA-HELM scores it 0, no retry)
+        cache = JudgementCache(store.shared_file(CACHE_NAME), statuses=judge.rubric.parser.final_statuses)
         done = judge_items(judge, [it.texts for it in items], store, cache, ids=[it.custom_id for it in items],
                            progress=progress)  # fmt: skip
         store.write_summary({"run": r, "n_judgements": len(items), "skipped": skipped, "computed": done.computed,
@@ -214,11 +227,13 @@ def summarize(rows: Sequence[mb.MTBenchRow], run_ids: Sequence[int],
     run_means = [v["metrics"][mb.PRIMARY] for v in per_run.values()]
     return {"suite": SUITE, "task": KEY, "competency": task.competency, "aggregation_group": task.aggregation_group,
             "primary_metric": mb.PRIMARY, "n": len(rows), "n_docs": len(data.rows), "ids": [row.id for row in rows],
-            "runs_requested": list(run_ids), "runs": per_run, "over_runs": over.to_dict(), "item_means": item_means,
+            "runs_requested": list(run_ids),
+            "records_per_item": len(run_ids), "runs": per_run, "over_runs": over.to_dict(), "item_means": item_means,
             "run_metric_mean": float(np.mean(run_means)) if run_means else None,
             "judge": {"model": str(judge_model.name), "seahelm_judge": mb.DEFAULT_JUDGE, "self_judged": self_judged,
+                      "max_tokens": judge_tokens,
                       "note": "the evaluated model judged its own answers (no judge given): a pipeline check, not "
-                              "SEA-HELM's number" if self_judged else ""},
+                              f"SEA-HELM's number; judge budget {judge_tokens} tokens" if self_judged else ""},
             "n_unjudged": sum(v["n_unjudged"] for v in per_run.values()), "signature": sig,
             "scores": {mb.PRIMARY: score}}  # fmt: skip
 

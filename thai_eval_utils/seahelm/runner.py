@@ -5,7 +5,11 @@ error over runs as its aggregation notebook computes them.
 
 The number of runs is not part of the run's config id: ``--runs 8`` after ``--runs 2`` adds runs 2-7 to the same
 folder. The raw reply is stored whole; the scored text is the reply with the thinking cut
-(``tasks.thinking.split_reply``; a thinking block that never closes is a failed answer, counted).
+(``tasks.thinking.split_reply``; a thinking block that never closes is a failed answer, counted). The model calls
+run inside ``tasks.thinking.apply_to_model`` (``enable_thinking``, a thinking budget); the summary says what the
+model did with them (``thinking``) and, over the requested runs' replies, how many thought, never closed their
+thinking, and answered in Thai (``replies``; per run ``replies_by_run``: :func:`reply_summary`). The thinking option
+is part of the config id for every setting (SEA-HELM's runs carried it from their first version).
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ from thai_eval_utils.seahelm.metrics import f1_acc_metrics, qa_metrics, summariz
 from thai_eval_utils.seahelm.prompts import build_messages
 from thai_eval_utils.seahelm.translation import MetricX, metricx_input, metricx_metrics, translation_metrics
 from thai_eval_utils.stats.bootstrap import mean_interval
-from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
+from thai_eval_utils.tasks.language import reply_stats, reply_stats_by, stats_note
+from thai_eval_utils.tasks.thinking import ThinkingOption, apply_to_model, split_reply, summary_entry
 
 SUITE = "seahelm"
 RECORD_FORMAT = 1
@@ -102,8 +107,10 @@ class TaskRun:
 
     def __str__(self) -> str:
         o = self.over_runs
+        replies = stats_note(self.summary.get("replies"))
         return (f"{self.task}: {self.summary.get('primary_metric')} = {o.get('mean', float('nan')):.2f} "
-                f"± {o.get('stderr', float('nan')):.2f} (SE over {o.get('runs')} run(s), n={self.summary.get('n')})")
+                f"± {o.get('stderr', float('nan')):.2f} (SE over {o.get('runs')} run(s), n={self.summary.get('n')})"
+                + (f"; {replies}" if replies else ""))
 
 
 def shots_for(task: TaskConfig, data: TaskData, base: bool) -> list[dict[str, Any]]:
@@ -218,7 +225,8 @@ def run_task(model: Model, key: str, *, runs: int = N_RUNS, limit: int | None = 
     max_new = protocol.max_new_tokens(task)
     computed = 0
     with RunStore.open(model.name, f"{SUITE}/{key}", config, model_identity=identity, data_files=data.files,
-                       prompt_templates=task.templates(), outputs=outputs) as store:
+                       prompt_templates=task.templates(), outputs=outputs) as store, \
+            apply_to_model(model, protocol.thinking) as support:
         for r in run_ids:
             seed = SEEDS[r]
             items = [(r, row) for row in rows]
@@ -250,6 +258,9 @@ def run_task(model: Model, key: str, *, runs: int = N_RUNS, limit: int | None = 
                                 fields={"reply": str, "scored": str})
             computed += outcome.computed
         summary = summarize(task, store, rows, run_ids, data, protocol, sampling, metricx, rng)
+        wanted = {item_key(r, row) for r in run_ids for row in rows}
+        summary.update(reply_summary([x for x in store.iter_records() if x["key"] in wanted], protocol.thinking,
+                                     support))
         summary.update({"n_computed_this_run": computed, "limit": limit})
         store.write_summary(summary)
     return TaskRun(key, summary, store.root, computed)
@@ -289,6 +300,7 @@ def summarize(task: TaskConfig, store: RunStore, rows: Sequence[Mapping[str, Any
     run_means = [per_run[str(r)]["metrics"].get(primary) for r in run_ids if str(r) in per_run]
     return {"suite": SUITE, "task": task.key, "competency": task.competency, "aggregation_group": task.aggregation_group,
             "primary_metric": primary, "n": len(ids), "n_docs": n_docs, "ids": ids, "runs_requested": list(run_ids),
+            "records_per_item": len(run_ids),
             "runs": per_run, "over_runs": over.to_dict(), "item_means": item_means,
             "run_metric_mean": float(np.mean(run_means)) if run_means else None,
             "failed_thinking": sum(v["failed_thinking"] for v in per_run.values()),
@@ -299,6 +311,22 @@ def summarize(task: TaskConfig, store: RunStore, rows: Sequence[Mapping[str, Any
             "logprobs_note": "SEA-HELM v1.2.1 cannot complete the -logprobs path (pitfall P1): this is what its "
                              "configuration describes, not a parity number" if task.is_logprobs else "",
             "metricx": metricx.identity() if metricx else None, "signature": sig, "scores": {primary: score}}
+
+
+def reply_summary(records: Sequence[Mapping[str, Any]], thinking: ThinkingOption, support: Mapping[str, str],
+                  field: str = "reply") -> dict[str, Any]:
+    """What a SEA-HELM task's summary says about its replies (issue 31; ``tasks/language.py``), over the stored
+    records of the requested runs (each record's raw reply under ``field``; a list, as MT-Bench's two turns, counts
+    each element as a reply): ``thinking`` (the option and what the model did with its settings), ``replies``
+    (counts of thinking, unclosed thinking, failed answers, and the answers-in-Thai rate over every reply of every
+    run) and ``replies_by_run`` (the same per run)."""
+    flat: list[dict[str, Any]] = []
+    for rec in records:
+        raw = rec.get(field)
+        for text in raw if isinstance(raw, list) else [raw]:
+            flat.append({"run": rec.get("run"), field: text})
+    return {"thinking": summary_entry(thinking, support), "replies": reply_stats(flat, field, thinking),
+            "replies_by_run": reply_stats_by(flat, lambda x: str(x["run"]), field, thinking)}
 
 
 def _hash(data: TaskData) -> str:

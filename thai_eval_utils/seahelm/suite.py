@@ -18,10 +18,13 @@ from thai_eval_utils.core.benchmark import (DETAIL_INPUTS, Headline, ItemView, L
 from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.seahelm.config import N_RUNS, task_config, task_configs
 from thai_eval_utils.seahelm.data import load_task_data
+from thai_eval_utils.seahelm import ifeval
+from thai_eval_utils.seahelm import mt_bench as mb
 from thai_eval_utils.seahelm.export import seahelm_results
 from thai_eval_utils.seahelm.prompts import build_messages
 from thai_eval_utils.seahelm.runner import RUN_BY_DEFAULT, SUITE as SUITE_NAME
 from thai_eval_utils.stats.cells import cell
+from thai_eval_utils.tasks.language import stats_columns, stats_note
 
 #: Per-item values on 0-1 (SEA-HELM's individual scores) shown x100; ROUGE-L, MetricX and chrF++ are 0-100.
 _UNIT_SCALE = ("F1AccMetric", "QuestionAnsweringMetric", "IFEvalMetric", "MTBenchJudgeMetric")
@@ -30,6 +33,19 @@ COMPETENCIES = ("nlu", "nlg", "nlr", "safety", "instruction-following", "knowled
 DEMO_TASKS = ("sentiment", "qa", "thai_exam_ic", "abssum")
 #: Every task key this suite knows: SEA-HELM's Thai list and Belebele, then the ``-logprobs`` twins.
 TASKS = tuple(RUN_BY_DEFAULT) + tuple(k for k in task_configs() if k.endswith("-logprobs"))
+
+
+def _item_texts(rec: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """A stored record's prompt and raw reply as the item view shows them: the last user message and ``reply``;
+    an MT-Bench record (``replies``: both turns' raw answers, ``messages``: turn 2's conversation) shows both user
+    turns and both answers, each headed by its turn."""
+    msgs = rec.get("messages") or []
+    turns = rec.get("replies")
+    if isinstance(turns, list):
+        users = [m["content"] for m in msgs if m.get("role") == "user"]
+        question = "\n\n".join(f"[turn {i + 1}]\n{u}" for i, u in enumerate(users)) or None
+        return question, "\n\n".join(f"[turn {i + 1}]\n{t}" for i, t in enumerate(turns))
+    return (msgs[-1]["content"] if msgs else None), rec.get("reply")
 
 
 def _scale(key: str) -> float:
@@ -51,7 +67,8 @@ class SeahelmSuite(Suite):
     scale_note: ClassVar[str] = "SEA-HELM Thai on 0-100 (normalised accuracy, F1, ROUGE-L, MetricX or chrF++)"
     leaderboard_tables: ClassVar[tuple[LeaderboardTable, ...]] = (
         LeaderboardTable("seahelm", "SEA-HELM Thai: mean over runs (SE over runs, SEA-HELM's)",
-                         ("score", "se_over_runs", "runs", "null_answers", "failed_thinking"), group="competency / task"),)
+                         ("score", "se_over_runs", "runs", "answers_in_thai", "thinking_unclosed", "null_answers",
+                          "failed_thinking"), group="competency / task"),)
     detail_inputs: ClassVar[frozenset[str]] = DETAIL_INPUTS | {"run", "seed", "label", "source", "messages"}
     detail_metrics: ClassVar[frozenset[str]] = frozenset({"gold_logprob"})
 
@@ -85,9 +102,10 @@ class SeahelmSuite(Suite):
             per = ((s.get("runs") or {}).get(str(r.get("run"))) or {}).get("per_item") or []
             pos = ids.index(str(r["id"])) if str(r["id"]) in ids else None
             value = per[pos] if pos is not None and pos < len(per) else None
-            msgs = r.get("messages") or []
-            views.append(ItemView(run.task, str(r["key"]), value=value, question=msgs[-1]["content"] if msgs else None,
-                                  output=r.get("reply"), reference=str(r.get("label")), repeat=r.get("run"),
+            question, output = _item_texts(r)
+            label = r.get("label")
+            views.append(ItemView(run.task, str(r["key"]), value=value, question=question, output=output,
+                                  reference=None if label is None else str(label), repeat=r.get("run"),
                                   note="thinking never closed: a failed answer" if r.get("failed") else None))
         return views
 
@@ -105,13 +123,28 @@ class SeahelmSuite(Suite):
             note = f"partial: {n} of {s.get('n_docs')} items" if n and s.get("n_docs") and n < s["n_docs"] else ""
             if s.get("logprobs_note"):
                 note = (note + "; " if note else "") + "-logprobs: not a parity number (P1)"
+            if (s.get("judge") or {}).get("self_judged"):
+                note = (note + "; " if note else "") + "self-judged: a pipeline check, not SEA-HELM's number"
+            replies = s.get("replies")  # issue 31: answers in Thai and unclosed thinking beside a generation score
+            if replies and not s.get("logprobs_note"):
+                note = (note + "; " if note else "") + stats_note(replies)
+            cols = stats_columns(replies if not s.get("logprobs_note") else None)
+            thai = None if cols["thai_rate"] is None else 100 * cols["thai_rate"]
             group = f"{s.get('competency')} / {h.stratum}"  # one row per task, sorted under its competency
             items = f"{self.name}|{h.stratum}"
             out.append(cell(self.name, model, "score", over.get("mean"), n, items, group=group, low=iv.get("low"),
                             high=iv.get("high"), note=note))
             for column, value in (("se_over_runs", over.get("stderr")), ("runs", over.get("runs")),
-                                  ("null_answers", s.get("null_count")), ("failed_thinking", s.get("failed_thinking"))):
+                                  ("null_answers", s.get("null_count")), ("failed_thinking", s.get("failed_thinking")),
+                                  ("thinking_unclosed", cols["n_thinking_unclosed"])):
                 out.append(cell(self.name, model, column, value, n, items, group=group))
+            rate = (replies or {}).get("answers_in_thai") or {}
+            iv_thai = rate.get("interval") or {}
+            out.append(cell(self.name, model, "answers_in_thai", thai, cols["thai_n"], items, group=group,
+                            low=None if iv_thai.get("low") is None else 100 * iv_thai["low"],
+                            high=None if iv_thai.get("high") is None else 100 * iv_thai["high"],
+                            note=f"% of {cols['thai_n']} replies (every run) mainly in Thai script, thinking cut; "
+                                 "Wilson 95%" if thai is not None else ""))
         return out
 
     # ------------------------------------------------------------------------------------------------ exports
@@ -139,23 +172,57 @@ class SeahelmSuite(Suite):
         return params
 
     def dry_run(self, data: Path, tokenizer: TokenCounter, *, tasks: tuple[str, ...] = (), limit: int | None,
-                max_new_tokens: int | None) -> list[dict[str, Any]]:
-        """Per task: rows, generations (x the eight runs) and the prompts' tokens."""
+                max_new_tokens: int | None, runs: int | None = None) -> list[dict[str, Any]]:
+        """Per task: rows, generations (rows x the runs asked for: ``--runs``, default SEA-HELM's eight, each task's
+        ``max_n_runs`` respected; MT-Bench: x 2 turns) and the prompts' tokens (x the runs; MT-Bench's turn 2 counted
+        without the first answer it carries); then MT-Bench's judge row: one judge call per criterion per run
+        (SEA-HELM's judge: one call, no retry), at the judge's budget (16,384 tokens; capped by ``--max-new-tokens``
+        as :func:`.mt_bench_run.run_mt_bench` caps it)."""
+        n_runs = N_RUNS if runs is None else int(runs)
         rows_out = []
         for key in tasks or RUN_BY_DEFAULT:
             task = task_config(key)
-            if task.metric_class in ("IFEvalMetric", "MTBenchJudgeMetric"):
-                continue
             d = load_task_data(task, data if data.is_dir() else None)
-            rows = d.rows[:limit] if limit else d.rows
-            texts = [build_messages(task, r)[0]["content"] for r in rows]
-            runs = len(task.runs(N_RUNS))
-            rows_out.append({"benchmark": self.name, "task": key, "documents": len(rows),
-                             "requests": len(rows) * runs, "generations": len(rows) * runs,
-                             "max_new_tokens": min(task.max_tokens, max_new_tokens or task.max_tokens),
-                             "fed_tokens": (tokenizer.count(texts) or 0) * runs if tokenizer.count(texts) else None,
-                             "tree_tokens": None, "judge_calls": 0})
+            reps = len(task.runs(n_runs))
+            max_new = min(task.max_tokens, max_new_tokens or task.max_tokens)
+            row: dict[str, Any] = {"benchmark": self.name, "task": key, "tree_tokens": None, "judge_calls": 0,
+                                   "max_new_tokens": max_new}
+            if task.metric_class == "MTBenchJudgeMetric":
+                rows_out += _mt_bench_dry_run(row, d, tokenizer, limit, reps, max_new, max_new_tokens)
+                continue
+            if task.metric_class == "IFEvalMetric":
+                ifrows = [ifeval.parse_row(r, path=d.files[0], row=i) for i, r in enumerate(d.rows)][:limit or None]
+                texts = [ifeval.messages(r)[-1]["content"] for r in ifrows]
+            else:
+                texts = [build_messages(task, r)[0]["content"] for r in (d.rows[:limit] if limit else d.rows)]
+            counted = tokenizer.count(texts)
+            row.update({"documents": len(texts), "requests": len(texts) * reps, "generations": len(texts) * reps,
+                        "fed_tokens": None if counted is None else counted * reps,
+                        "prompt_chars": sum(len(t) for t in texts) * reps})
+            rows_out.append(row)
         return rows_out
+
+
+def _mt_bench_dry_run(row: dict[str, Any], d: Any, tokenizer: TokenCounter, limit: int | None, reps: int,
+                      max_new: int, cap: int | None) -> list[dict[str, Any]]:
+    """MT-Bench's answer row (2 turns per row per run) and its judge row (:meth:`SeahelmSuite.dry_run`)."""
+    rows = [mb.parse_row(r, path=d.files[0], row=i) for i, r in enumerate(d.rows)][:limit or None]
+    turn1 = [r.turn_text(0).strip() for r in rows]
+    turn2 = [r.turn_text(0).strip() + r.turn_text(1).strip() for r in rows]  # without the first answer
+    counted = tokenizer.count(turn1 + turn2)
+    answers = {**row, "documents": len(rows), "requests": 2 * len(rows) * reps, "generations": 2 * len(rows) * reps,
+               "fed_tokens": None if counted is None else counted * reps,
+               "prompt_chars": sum(len(t) for t in turn1 + turn2) * reps}
+    items, _ = mb.judge_items_of(rows, [("a", "a")] * len(rows))  # placeholder answers: every criterion is judged
+    judge_tokens = min(mb.judge_params().max_tokens, cap or mb.judge_params().max_tokens)
+    rubric_chars = len(mb.rubric().text)
+    judge = {"benchmark": row["benchmark"], "task": f"{row['task']} (judge)", "documents": len(rows),
+             "judge_calls": len(items) * reps,
+             # for cli.dry_run_cost: every judge call's input (the rubric, the texts, both answers at their budget)
+             "judge_items": len(items) * reps, "judge_max_calls": 1, "judge_max_tokens": judge_tokens,
+             "judge_prompt_chars": sum(rubric_chars + sum(len(v) for v in it.texts.values()) for it in items) * reps,
+             "judge_answer_tokens": len(items) * reps * 2 * max_new}
+    return [answers, judge]
 
 
 SUITE = SeahelmSuite()
