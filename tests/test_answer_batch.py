@@ -422,3 +422,24 @@ def test_polling_split_batches_shows_one_progress_bar(thaicli_items, tmp_path, c
     assert "batches batch_1..batch_2" in captured.err and "4/4" in captured.err  # done / total over both parts
     assert "batch batch_1: 2 requests submitted (part 1 of 2)" in captured.out
     assert "batch batch_2: 2 requests submitted (part 2 of 2)" in captured.out
+
+
+def test_a_thai_llm_leaderboard_generation_task_in_batch_mode_equals_live(tmp_path):
+    """The Thai LLM Leaderboard's generation tasks (issue 30) take the same batch mode: iApp QA on 3 real items, live
+    and in batch rounds, give the same stored records and scores; one batch, no request sent twice."""
+    from thai_eval_utils.thai_llm_leaderboard.generation import run_nlg_task
+
+    data = REPO / "data" / "thai_llm_leaderboard"
+
+    def run(model: Any, out: Path):
+        return run_nlg_task(model, "iapp_squad_seacrowd_qa", data, limit=3, outputs=out, progress=False)
+
+    with FakeOpenAIServer(Echo()) as live_srv:
+        live = run(api_model(live_srv), tmp_path / "live")
+    with FakeBatchServer(Echo()) as srv:
+        res = run_answers(api_model(srv), lambda m: run(m, tmp_path / "batch"), submit=True, wait_s=30, poll_s=0.01,
+                          progress=False)  # fmt: skip
+        assert len(srv.batches) == 1 and sum(srv.answered.values()) == 3 and max(srv.answered.values()) == 1
+    assert [r["output"] for r in res.records] == [r["output"] for r in live.records]
+    assert stored(res.run_dir) == stored(live.run_dir)
+    assert res.scores == live.scores and res.summary["n_ungenerated"] == 0 == live.summary["n_ungenerated"]

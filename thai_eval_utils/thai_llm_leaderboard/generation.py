@@ -14,10 +14,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from thai_eval_utils.backend.api_replies import ApiError
 from thai_eval_utils.backend.generation import eos_ids, generate
 from thai_eval_utils.backend.openai_client import stable_identity
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.protocols import ChatModel
+from thai_eval_utils.core.provenance import scrub
 from thai_eval_utils.core.records import read_records, require_text
 from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
@@ -319,7 +321,10 @@ def score_nlg_records(task: NlgTask, records: Sequence[Mapping[str, Any]], n_doc
     hyps, refs = [s.scored for s in split], [r["reference"] for r in records]
     limit = f"|limit:{len(records)}/{n_docs}" if len(records) < n_docs else ""
     run_part = f"{task.key}|{options.signature()}|{thinking.signature()}{limit}"
-    scores, notes = nlg_scores(hyps, refs, run_part=run_part, rouge=rouge, rouge_seed=rouge_seed)
+    if records:
+        scores, notes = nlg_scores(hyps, refs, run_part=run_part, rouge=rouge, rouge_seed=rouge_seed)
+    else:  # nothing generated yet (every call failed, or a batch round not back): nothing to score
+        scores, notes = {}, ["no item generated yet: no score"]
     uploaded = {k: scores[k]["value"] for k in task.uploaded if k in scores}
     missing = [k for k in task.uploaded if k not in scores]
     return {"task": task.key, "n": len(records), "n_docs": n_docs, "scores": scores,
@@ -362,12 +367,16 @@ def run_nlg_task(model: ChatModel, task_key: str, data: str | Path, *, limit: in
     size = batch_size or getattr(model, "concurrency", None) or 8
     with RunStore.open(model.name, task.benchmark, config, model_identity=identity, data_files=[str(path)],
                        prompt_templates={task.task_type: task.template}, outputs=outputs) as store:  # fmt: skip
+        # a call that fails after the client's retries (an ApiError; in batch mode also a reply not back yet)
+        # leaves its items ungenerated, named in the summary, never scored
         run = run_items(store, items, lambda it: it["id"], _compute(model, options), batch_size=size,
-                        desc=f"{task.key} ({model.name})", progress=progress, fields={"output": str})  # fmt: skip
+                        desc=f"{task.key} ({model.name})", progress=progress, fields={"output": str},
+                        tolerate=(ApiError,), describe=lambda exc: scrub(str(exc)))  # fmt: skip
         records = run.in_order()
         summary = score_nlg_records(task, records, len(all_items), options, thinking=thinking, rouge=rouge,
                                     rouge_seed=rouge_seed)  # fmt: skip
-        summary.update({"limit": limit, "n_computed_this_run": run.computed, "generation": options.record()})
+        summary.update({"limit": limit, "n_computed_this_run": run.computed, "generation": options.record(),
+                        "n_ungenerated": len(run.failed), "ungenerated": run.failed})
         store.write_summary(summary)
     return NlgRun(task.key, records, summary["scores"], summary, store.root, store.config_id, run.computed,
                   summary["notes"])  # fmt: skip

@@ -30,11 +30,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from thai_eval_utils.backend.api_replies import ApiError
 from thai_eval_utils.backend.models import load_model
 from thai_eval_utils.backend.openai_client import stable_identity
 from thai_eval_utils.core.errors import JudgeError, ThaiEvalDataError
 from thai_eval_utils.core.protocols import ChatModel
-from thai_eval_utils.core.provenance import Score, canonical_json, sha256_text
+from thai_eval_utils.core.provenance import Score, canonical_json, scrub, sha256_text
 from thai_eval_utils.core.records import read_records, require_text
 from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
@@ -216,13 +217,15 @@ def generate_answers(model: ChatModel, questions: Sequence[Question], *, options
         first = [{"key": _answer_key(q.question_id, 1), "question": q, "turn": 1, "messages": _conversation(q, 1, None)}
                  for q in questions]  # fmt: skip
         run_items(store, first, lambda it: it["key"], call, batch_size=size, desc=f"MT-Bench Thai round 1 ({model.name})",
-                  progress=progress, fields={"output": str})  # fmt: skip
+                  progress=progress, fields={"output": str}, tolerate=(ApiError,),
+                  describe=lambda exc: scrub(str(exc)))  # fmt: skip
         done = store.completed()
         second = [{"key": _answer_key(q.question_id, 2), "question": q, "turn": 2,
                    "messages": _conversation(q, 2, split_reply(done[_answer_key(q.question_id, 1)]["output"], thinking).scored)}
                   for q in questions if _answer_key(q.question_id, 1) in done]  # fmt: skip
         run_items(store, second, lambda it: it["key"], call, batch_size=size, desc=f"MT-Bench Thai round 2 ({model.name})",
-                  progress=progress, fields={"output": str})  # fmt: skip
+                  progress=progress, fields={"output": str}, tolerate=(ApiError,),
+                  describe=lambda exc: scrub(str(exc)))  # fmt: skip
         done = store.completed()
         records = {(r["question_id"], r["turn"]): r for r in done.values()}
         store.write_summary({"n_questions": len(questions), "n_answers": len(records),
