@@ -77,8 +77,10 @@ DEMO_LIMIT = 2
 #: ``--demo``: short, greedy generations, so a 2-core CPU finishes in minutes (passed only to notebooks that
 #: declare them). Greedy lets the dialect notebook batch its prompts; the paper's seeded sampling (its default)
 #: generates one prompt at a time so that every item is reproducible on its own.
-#: A suite whose notebooks name these otherwise maps them (``Suite.notebook_parameters``).
-DEMO_PARAMETERS = {"max_new_tokens": 48, "greedy": True}
+#: A suite whose notebooks name these otherwise maps them (``Suite.notebook_parameters``); ``runs``: the suites that
+#: repeat runs do two in the demo instead of their default; ``demo``: a suite may run a small slice of its tasks
+#: (``Suite.notebook_parameters`` reads it; no notebook declares it).
+DEMO_PARAMETERS = {"max_new_tokens": 48, "greedy": True, "runs": 2, "demo": True}
 #: ``--demo``: a suite's notebook run again with other settings, then ``compare_runs.ipynb`` compares the two runs
 #: (``Suite.demo_comparison``).
 COMPARE_NOTEBOOK = "compare_runs.ipynb"

@@ -146,6 +146,8 @@ def add_run(sub: argparse._SubParsersAction) -> None:
                    "record it")
     p.add_argument("--greedy", action="store_true", help="greedy generation where a protocol samples (lets it batch "
                    "prompts)")
+    p.add_argument("--runs", type=int, default=None, metavar="N", help="repeated runs, each with its own seed, for the "
+                   "suites that repeat their tasks (SEA-HELM: default its eight); other suites ignore it")
     _add_outputs(p)
     p.add_argument("--batch", action="store_true", help="judge through the OpenAI Batch API (half the price; an API "
                    "judge): submit, and a later run of the same command collects (docs/batch_mode.md)")
@@ -178,6 +180,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     extra = {"base_url": args.base_url, "tokenizer": args.tokenizer, "dtype": args.dtype, "device_map": args.device_map,
              "max_new_tokens": args.max_new_tokens,
              "greedy": True if args.greedy else None,  # None: the notebook's default (batch drops it)
+             "runs": args.runs,  # suites that repeat runs take it (Suite.notebook_parameters); None: their default
              **_batch_parameters(args)}
     start = now_utc()
     runs: list[batch.NotebookRun] = []

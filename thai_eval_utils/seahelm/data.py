@@ -1,0 +1,173 @@
+"""SEA-HELM Thai rows (spec ``seahelm_thai.md`` 2.1): the shipped samples (``data/seahelm/<key>.jsonl`` and
+``<key>_examples.jsonl``) or SEA-HELM's own Hugging Face datasets read offline from the local cache at a pinned
+revision (``huggingface_hub``; SEA-HELM loads them unpinned, pitfall P21). Every row is checked against the row
+contract before anything runs: a bad row is a :class:`ThaiEvalDataError` naming the file, the row and the field.
+
+Row contract: ``id``; ``label`` (QA: a list, of which ``label[0]`` is used, P13; none for IF-Eval and MT-Bench);
+``prompts``: one dict per turn holding the task template's fields; ``metadata`` with ``language``.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from thai_eval_utils.core.errors import ThaiEvalDataError
+from thai_eval_utils.core.provenance import sha256_file
+from thai_eval_utils.core.records import read_records
+from thai_eval_utils.seahelm.config import TaskConfig
+
+#: The shipped samples (``data/seahelm`` of the repository).
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "data" / "seahelm"
+#: Tasks whose rows carry no label (scored by their own checks or a judge).
+UNLABELLED = ("if-eval", "mt-bench-judge")
+
+
+@dataclass
+class TaskData:
+    """A task's evaluation rows and few-shot rows, and where they came from (for the run card)."""
+
+    task: str
+    rows: list[dict[str, Any]]
+    examples: list[dict[str, Any]]
+    files: list[str] = field(default_factory=list)
+    source: dict[str, Any] = field(default_factory=dict)
+
+    def leaked_ids(self) -> list[str]:
+        """Ids of few-shot rows that are also evaluation rows (ThaiExam's few-shot split is its test split, P6)."""
+        ids = {str(r["id"]) for r in self.rows}
+        return [str(e["id"]) for e in self.examples if "id" in e and str(e["id"]) in ids]
+
+
+def template_fields(template: str) -> list[str]:
+    """The ``{name}`` fields of a ``str.format`` template, in order (``answer_tag`` included)."""
+    return [f for _, f, _, _ in string.Formatter().parse(template) if f]
+
+
+def check_rows(task: TaskConfig, rows: Sequence[Mapping[str, Any]], path: str | Path, *, examples: bool = False) -> None:
+    """Refuse rows SEA-HELM's prompt code could not format: a missing ``id``, ``label`` (labelled tasks) or
+    ``prompts``, a turn that is not a dict, a template field the first turn lacks, a QA label that is not a list of
+    text (naming the file, row and field)."""
+    fields = [f for f in template_fields(task.task_template) if f != "answer_tag"]
+    seen: set[str] = set()
+    for i, r in enumerate(rows):
+        for key in ("id", "prompts") + (() if task.parent in UNLABELLED else ("label",)):
+            if key not in r or r[key] is None:
+                raise ThaiEvalDataError(f"missing {key!r} (SEA-HELM's row contract: id, label, prompts, metadata)",
+                                        path=path, row=i, field=key)
+        prompts = r["prompts"]
+        if not isinstance(prompts, list) or not prompts or not all(isinstance(p, dict) for p in prompts):
+            raise ThaiEvalDataError("prompts must be a non-empty list of dicts (one per turn)", path=path, row=i,
+                                    field="prompts")
+        for name in fields:
+            if not isinstance(prompts[0].get(name), str):
+                raise ThaiEvalDataError(f"the task template needs text field {name!r} in the first turn; found "
+                                        f"{sorted(prompts[0])}", path=path, row=i, field=f"prompts[0].{name}")
+        if task.parent == "qa" and not examples and not (isinstance(r["label"], list) and r["label"] and all(isinstance(x, str) for x in r["label"])):
+            raise ThaiEvalDataError("a QA label is a non-empty list of answer strings (label[0] is scored)", path=path,
+                                    row=i, field="label")
+        if task.parent not in UNLABELLED and (task.parent != "qa" or examples) and not isinstance(r["label"], str | list):
+            raise ThaiEvalDataError(f"label must be text, got {type(r['label']).__name__}", path=path, row=i, field="label")
+        if not examples:
+            if str(r["id"]) in seen:
+                raise ThaiEvalDataError(f"duplicate id {r['id']!r}", path=path, row=i, field="id")
+            seen.add(str(r["id"]))
+
+
+def load_task_data(task: TaskConfig, data_dir: str | Path | None = None) -> TaskData:
+    """The shipped (or ``data_dir``'s) rows of ``task``: ``<key>.jsonl`` and, if present, ``<key>_examples.jsonl``
+    (a ``-logprobs`` twin reads its parent's files, as its config interpolates the parent's ``languages``)."""
+    folder = Path(data_dir) if data_dir is not None else DEFAULT_DATA
+    path = folder / f"{task.parent}.jsonl"
+    rows = read_records(path)
+    check_rows(task, rows, path)
+    files = [str(path)]
+    ex_path = folder / f"{task.parent}_examples.jsonl"
+    examples: list[dict[str, Any]] = []
+    if ex_path.is_file():
+        examples = read_records(ex_path, allow_empty=True)
+        check_rows(task, examples, ex_path, examples=True)
+        files.append(str(ex_path))
+    return TaskData(task.key, rows, examples, files,
+                    {"kind": "files", "files": {Path(f).name: sha256_file(f) for f in files}})
+
+
+# ------------------------------------------------------------------------------------- Hugging Face, offline
+def hf_snapshot(repo_id: str, revision: str, cache_dir: str | Path | None = None) -> Path:
+    """The local snapshot folder of a dataset repository at ``revision`` (a commit hash, or a branch or tag the
+    cache has a ref for), offline: ``huggingface_hub.snapshot_download(local_files_only=True)``; nothing is
+    downloaded. A :class:`ThaiEvalDataError` when the cache lacks it."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        return Path(snapshot_download(repo_id, repo_type="dataset", revision=revision, cache_dir=cache_dir,
+                                      local_files_only=True))
+    except (LocalEntryNotFoundError, FileNotFoundError, OSError) as exc:
+        raise ThaiEvalDataError(f"dataset {repo_id}@{revision} is not in the local Hugging Face cache (nothing is "
+                                f"downloaded at run time; fetch it first with huggingface-cli download --repo-type "
+                                f"dataset {repo_id} --revision {revision}): {type(exc).__name__}",
+                                path=str(cache_dir or "HF cache")) from None
+
+
+def hf_split_files(snapshot: Path, config: str | None, split: str) -> list[Path]:
+    """The data files of one config's split in a snapshot, as the Hub lays them out (``<config>/<split>-*.parquet``,
+    ``data/<config>/<split>*``, ``<split>*.jsonl`` for a single config)."""
+    roots = [snapshot / config, snapshot / "data" / config] if config else [snapshot, snapshot / "data"]
+    for root in roots:
+        found = sorted(p for p in root.glob(f"{split}*") if p.suffix in (".parquet", ".jsonl", ".json", ".csv"))
+        if found:
+            return found
+    raise ThaiEvalDataError(f"no {split!r} split for config {config!r} in the snapshot", path=snapshot)
+
+
+def load_hf_rows(repo_id: str, config: str | None, split: str, revision: str,
+                 cache_dir: str | Path | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """A split's rows from the local cache and its provenance (id, config, split, revision, file hashes)."""
+    snap = hf_snapshot(repo_id, revision, cache_dir)
+    rows: list[dict[str, Any]] = []
+    hashes = {}
+    for path in hf_split_files(snap, config, split):
+        rows += read_records(path)
+        hashes[str(path.relative_to(snap))] = sha256_file(path)
+    return rows, {"kind": "huggingface", "id": repo_id, "config": config, "split": split, "revision": revision,
+                  "snapshot": snap.name, "files": hashes}
+
+
+def thai_exam_rows(raw: Sequence[Mapping[str, Any]], exam: str) -> list[dict[str, Any]]:
+    """typhoon-ai/thai_exam rows in SEA-HELM's contract (``thai_exam_dataloader.py:40-54``): ``id`` = row index,
+    ``label`` = ``answer.upper()``, ``prompts`` = question and the options present (ic: a-d), ``metadata.subject``."""
+    letters = "abcd" if exam == "ic" else "abcde"
+    return [{"id": i, "label": str(r["answer"]).upper(),
+             "prompts": [{"question": r["question"], **{k: r[k] for k in letters if k in r}}],
+             "metadata": {"language": "th", "subject": r.get("subject")}} for i, r in enumerate(raw)]
+
+
+def load_hf_task_data(task: TaskConfig, revision: str, *, cache_dir: str | Path | None = None,
+                      example_revision: str | None = None) -> TaskData:
+    """A task's rows from SEA-HELM's own HF dataset (the config's ``filepath``) at a pinned revision: split
+    ``eval`` and few-shot split ``examples`` with config ``th`` (translations: ``en_to_th`` / ``th_to_en``,
+    ``translation_dataloader.py:46-72``); ThaiExam: config = the exam, split ``test`` for both
+    (``thai_exam_dataloader.py:31-34,77-80``)."""
+    if not task.filepath:
+        raise ThaiEvalDataError(f"task {task.key} names no Hugging Face dataset", field="filepath")
+    if task.parent.startswith("thai_exam_"):
+        exam = task.parent.removeprefix("thai_exam_")
+        raw, source = load_hf_rows(task.filepath, exam, "test", revision, cache_dir)
+        rows = thai_exam_rows(raw, exam)
+        examples = rows[:5]
+    else:
+        config = {"translation-en-xx": "en_to_th", "translation-xx-en": "th_to_en"}.get(task.parent, "th")
+        rows, source = load_hf_rows(task.filepath, config, "eval", revision, cache_dir)
+        examples = []
+        if task.example_filepath:
+            examples, ex_source = load_hf_rows(task.example_filepath, config, "examples",
+                                               example_revision or revision, cache_dir)
+            source["examples"] = ex_source
+    where = f"{task.filepath}@{revision}"
+    check_rows(task, rows, where)
+    check_rows(task, examples, where, examples=True)
+    return TaskData(task.key, rows, examples, [], source)

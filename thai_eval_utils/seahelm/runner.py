@@ -1,0 +1,332 @@
+"""Running SEA-HELM Thai tasks with repeated runs (spec ``seahelm_thai.md`` 3.3, 5): each run with its own seed,
+every reply stored as it arrives (one :class:`RunStore` per task, items keyed ``r<run>/<id>``), so a killed run
+resumes per run and per item; then each run scored as SEA-HELM's metric classes score it, and the mean and standard
+error over runs as its aggregation notebook computes them.
+
+The number of runs is not part of the run's config id: ``--runs 8`` after ``--runs 2`` adds runs 2-7 to the same
+folder. The raw reply is stored whole; the scored text is the reply with the thinking cut
+(``tasks.thinking.split_reply``; a thinking block that never closes is a failed answer, counted).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from thai_eval_utils.backend.openai_client import stable_identity
+from thai_eval_utils.core.protocols import Model, TokenizingModel
+from thai_eval_utils.core.provenance import Score, sha256_text
+from thai_eval_utils.core.runloop import run_items
+from thai_eval_utils.core.store import RunStore
+from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED, OverRuns, task_over_runs
+from thai_eval_utils.seahelm.config import N_RUNS, SEAHELM_COMMIT, SEEDS, TaskConfig, constants, task_config
+from thai_eval_utils.seahelm.data import TaskData, load_task_data
+from thai_eval_utils.seahelm.generation import (Sampling, base_prompt, base_replies, chat_replies, gold_logprob,
+                                                model_sampling, probability)
+from thai_eval_utils.seahelm.metrics import f1_acc_metrics, qa_metrics, summarization_metrics
+from thai_eval_utils.seahelm.prompts import build_messages
+from thai_eval_utils.seahelm.translation import MetricX, metricx_input, metricx_metrics, translation_metrics
+from thai_eval_utils.stats.bootstrap import mean_interval
+from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
+
+SUITE = "seahelm"
+RECORD_FORMAT = 1
+#: Our interval beside SEA-HELM's standard error: a percentile bootstrap over items of the per-item run means.
+N_RESAMPLES, LEVEL, BOOT_SEED = 1000, 0.95, 0
+#: The task table's entries that another module runs (the other helper's ``seahelm/ifeval.py`` and
+#: ``seahelm/mt_bench.py``): key -> module. The module exposes ``run_task(model, key, *, runs, limit, data_dir,
+#: outputs, protocol, rng, progress, **options) -> TaskRun`` and writes a summary with this module's keys
+#: (``primary_metric``, ``n``, ``n_docs``, ``ids``, ``runs`` {run: {seed, metrics, per_item}}, ``over_runs``
+#: (:func:`~.aggregate.task_over_runs` on the per-item values, consuming ``rng``), ``item_means``, ``null_count``,
+#: ``failed_thinking``, ``competency``, ``signature``, ``scores``), so the suite's hooks read it unchanged.
+EXTERNAL_MODULES: dict[str, str] = {"if-eval": "thai_eval_utils.seahelm.ifeval",
+                                    "mt-bench-judge": "thai_eval_utils.seahelm.mt_bench"}
+#: Runners registered in code (tests, a user's own): key -> runner with the signature above; before the modules.
+EXTERNAL_RUNNERS: dict[str, Callable[..., "TaskRun"]] = {}
+
+
+def external_runner(key: str) -> Callable[..., "TaskRun"] | None:
+    """The runner of a task another module owns (registered, else its module's ``run_task``); None when this
+    build has neither (the task is then not run by default, and naming it is an error)."""
+    if key in EXTERNAL_RUNNERS:
+        return EXTERNAL_RUNNERS[key]
+    name = EXTERNAL_MODULES.get(key)
+    if name is None or importlib.util.find_spec(name) is None:
+        return None
+    return importlib.import_module(name).run_task
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """Every option that changes a SEA-HELM number (keyed into the run's config id, except ``n_runs``)."""
+
+    base: bool = False
+    reasoning: bool = False
+    greedy: bool = False
+    max_tokens: int | None = None
+    thinking: ThinkingOption = field(default_factory=ThinkingOption)
+    batch_size: int | None = None
+
+    def max_new_tokens(self, task: TaskConfig) -> int:
+        """The task's ``max_tokens`` (+20000 for reasoning models, ``task_config.py:355-363``), capped by
+        ``max_tokens`` (a quick look, recorded; not SEA-HELM's)."""
+        n = task.max_tokens + (20000 if self.reasoning else 0)
+        return min(n, self.max_tokens) if self.max_tokens else n
+
+    def keyed(self, task: TaskConfig, sampling: Sampling) -> dict[str, Any]:
+        return {"base": self.base, "reasoning": self.reasoning, "max_new_tokens": self.max_new_tokens(task),
+                "max_tokens_capped": bool(self.max_tokens and self.max_tokens < task.max_tokens),
+                "sampling": sampling.record(), "thinking": self.thinking.record(),
+                "thinking_signature": self.thinking.signature(), "system_prompt": None,
+                "template": "seahelm base_model.jinja" if self.base else "the model's own chat template"}
+
+
+@dataclass
+class TaskRun:
+    """One task's stored run: its summary (per run: metrics, per-item values; over runs: mean and SE)."""
+
+    task: str
+    summary: dict[str, Any]
+    run_dir: Path
+    computed: int = 0
+
+    @property
+    def over_runs(self) -> dict[str, Any]:
+        return self.summary.get("over_runs") or {}
+
+    def __str__(self) -> str:
+        o = self.over_runs
+        return (f"{self.task}: {self.summary.get('primary_metric')} = {o.get('mean', float('nan')):.2f} "
+                f"± {o.get('stderr', float('nan')):.2f} (SE over {o.get('runs')} run(s), n={self.summary.get('n')})")
+
+
+def shots_for(task: TaskConfig, data: TaskData, base: bool) -> list[dict[str, Any]]:
+    """The first k few-shot rows (k = ``fewshot_num_examples[base|instruct]``, fewer if the split is shorter;
+    ``huggingface_dataloader.py:84-92``); none configured (null) counts as 0 (SEA-HELM raises, P7)."""
+    k = task.shots(base) or 0
+    return list(data.examples[:k])
+
+
+def item_key(run: int, row: Mapping[str, Any]) -> str:
+    return f"r{run}/{row['id']}"
+
+
+def _score_run(task: TaskConfig, recs: Sequence[Mapping[str, Any]], metricx: MetricX | None
+               ) -> tuple[dict[str, Any], list[float], list[Any]]:
+    """One run's metrics, per-item values (SEA-HELM's ``individual_scores``) and predictions."""
+    replies = [r["scored"] for r in recs]
+    labels = [r["label"] for r in recs]
+    tag = task.answer_tag
+    if task.is_logprobs:
+        probs = [probability(r.get("gold_logprob")) for r in recs]
+        lps = [r["gold_logprob"] for r in recs if r.get("gold_logprob") is not None]
+        metrics = {"null_count": sum(r.get("gold_logprob") is None for r in recs),
+                   "average_cumulative_logprobs": float(np.mean(lps)) if len(lps) >= 2 else 0,
+                   "average_cumulative_probabilities": float(np.mean(probs))}
+        return metrics, probs, [None] * len(recs)
+    if task.metric_class == "F1AccMetric":
+        return f1_acc_metrics(labels, replies, tag)
+    if task.metric_class == "QuestionAnsweringMetric":
+        return qa_metrics(labels, replies, tag)
+    if task.metric_class == "SummarizationMetric":
+        return summarization_metrics(labels, replies, tag)
+    if task.metric_class == "TranslationMetric":
+        metrics, per_item, preds = translation_metrics(labels, replies, tag)
+        if metricx is not None:
+            inputs = [metricx_input(r["source"], None if r.get("failed") else p, r["label"]) for r, p in zip(recs, preds)]
+            mx, per_item = metricx_metrics(metricx.score(inputs))
+            metrics.update(mx)
+        return metrics, per_item, preds
+    raise ValueError(f"{task.key}: metric class {task.metric_class} is scored by another module")
+
+
+def primary_metric(task: TaskConfig, metricx: MetricX | None) -> str:
+    """The task's headline metric: SEA-HELM's, except translation without a MetricX model (chrF++, ours)."""
+    if task.metric_class == "TranslationMetric" and metricx is None:
+        return "chrf_pp_ours"
+    return task.metric
+
+
+def _interval(values: Sequence[float]) -> dict[str, Any] | None:
+    if len(values) < 2:
+        return None
+    if len(set(values)) < 2:
+        v = float(values[0])
+        return {"low": v, "high": v, "level": LEVEL, "method": "percentile", "note": "every item has the same value"}
+    return mean_interval(list(values), name="item means", method="percentile", level=LEVEL, n_resamples=N_RESAMPLES,
+                         seed=BOOT_SEED).to_dict()
+
+
+def signature(task: TaskConfig, protocol: Protocol, sampling: Sampling, data_hash: str, n: int, n_docs: int,
+              runs: int, metricx: MetricX | None) -> str:
+    """A score's provenance line: suite, SEA-HELM commit, task, prompts hash, data hash, shots, sampling, runs,
+    thinking option, MetricX model, limit."""
+    prompts = sha256_text("\x00".join(task.templates().values()))[:8]
+    parts = [f"seahelm@{SEAHELM_COMMIT}", task.key, f"prompts:{prompts}", f"data:{data_hash[:8]}",
+             f"{'base' if protocol.base else 'instruct'}", f"max_tokens:{protocol.max_new_tokens(task)}",
+             f"T:{sampling.temperature},top_p:{sampling.top_p}", f"runs:{runs}", protocol.thinking.signature()]
+    if task.metric_class == "TranslationMetric":
+        parts.append(f"metricx:{metricx.model}" if metricx else "metricx:none,chrF++ ours")
+    if n < n_docs:
+        parts.append(f"limit:{n}/{n_docs}")
+    return "|".join(parts)
+
+
+def run_task(model: Model, key: str, *, runs: int = N_RUNS, limit: int | None = None, data_dir: str | Path | None = None,
+             data: TaskData | None = None, outputs: str | Path | None = None, protocol: Protocol = Protocol(),
+             metricx: MetricX | None = None, rng: np.random.Generator | None = None, progress: bool = True,
+             options: Mapping[str, Any] | None = None) -> TaskRun:
+    """Run one SEA-HELM Thai task ``runs`` times (run r with seed ``SEEDS[r]``; ``max_n_runs`` respected), resuming
+    what the store holds, then score every run and aggregate over runs.
+
+    Args:
+        model: any :class:`~thai_eval_utils.core.protocols.Model` (instruct: ``chat``; base: ``generate``).
+        key: SEA-HELM's results key (``sentiment``, ``thai_exam_ic``, ``causal-logprobs``...).
+        runs: how many of SEA-HELM's eight runs (default all eight).
+        limit: the first N rows (``--limit``, ``huggingface_dataloader.py:64-65``).
+        data_dir / data: the rows (default: the shipped samples).
+        protocol: base or instruct, reasoning, greedy, a max_tokens cap, the thinking option.
+        metricx: the MetricX-24 model for translation (None: no MetricX score; chrF++ ours beside it).
+        rng: the aggregation's generator (default a fresh ``default_rng(94370244)``; pass one to consume it over
+            tasks in order, as SEA-HELM does).
+        options: passed to the runner of a task another module owns (e.g. the MT-Bench judge's ``judge``).
+    """
+    if key in EXTERNAL_MODULES or key in EXTERNAL_RUNNERS:
+        runner = external_runner(key)
+        if runner is None:
+            raise ValueError(f"SEA-HELM task {key!r} is run by {EXTERNAL_MODULES.get(key)}, which this build lacks")
+        return runner(model, key, runs=runs, limit=limit, data_dir=data_dir, outputs=outputs, protocol=protocol,
+                      rng=rng, progress=progress, **(options or {}))
+    if not 1 <= runs <= len(SEEDS):
+        raise ValueError(f"runs must be 1-{len(SEEDS)} (SEA-HELM's seeds), got {runs}")
+    task = task_config(key)
+    data = data or load_task_data(task, data_dir)
+    rows = data.rows if limit is None else data.rows[: max(0, int(limit))]
+    shots = shots_for(task, data, protocol.base)
+    sampling = model_sampling(model, greedy=protocol.greedy)
+    run_ids = task.runs(runs, reasoning=protocol.reasoning)
+    data_hash = sha256_text(repr(sorted(data.source.get("files", {}).items())) + repr(data.source.get("revision")))
+    config = {"suite": SUITE, "seahelm_commit": SEAHELM_COMMIT, "task": asdict(task), "protocol": protocol.keyed(task, sampling),
+              "shots": [str(s.get("id", i)) for i, s in enumerate(shots)], "data": data.source,
+              "record_format": RECORD_FORMAT}
+    identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
+    max_new = protocol.max_new_tokens(task)
+    computed = 0
+    with RunStore.open(model.name, f"{SUITE}/{key}", config, model_identity=identity, data_files=data.files,
+                       prompt_templates=task.templates(), outputs=outputs) as store:
+        for r in run_ids:
+            seed = SEEDS[r]
+            items = [(r, row) for row in rows]
+
+            def compute(chunk: list[tuple[int, dict[str, Any]]], seed: int = seed) -> list[dict[str, Any]]:
+                convs = [build_messages(task, row, shots) for _, row in chunk]
+                if protocol.base:
+                    replies = base_replies(model, convs, max_tokens=max_new, seed=seed, sampling=sampling,
+                                           answer_tag=task.answer_tag)
+                else:
+                    replies = chat_replies(model, convs, max_tokens=max_new, seed=seed, sampling=sampling)
+                out = []
+                for (run, row), conv, raw in zip(chunk, convs, replies, strict=True):
+                    split = split_reply(raw, protocol.thinking)
+                    rec = {"run": run, "seed": seed, "id": row["id"], "label": row.get("label"),
+                           "source": row["prompts"][0].get("text"), "messages": conv,
+                           "prompt_sha256": sha256_text(repr(conv)), "reply": raw, "scored": split.scored,
+                           "failed": split.failed}
+                    if task.is_logprobs:
+                        prompt = base_prompt(model, conv) if protocol.base or not isinstance(model, TokenizingModel) \
+                            else model.render_chat(conv)
+                        rec["gold_logprob"] = gold_logprob(model, prompt, split.scored, task.answer_tag, str(row["label"]))
+                    out.append(rec)
+                return out
+
+            size = protocol.batch_size or getattr(model, "concurrency", None) or 8
+            outcome = run_items(store, items, lambda it: item_key(*it), compute, batch_size=size,
+                                desc=f"seahelm {key} run {r} ({model.name})", progress=progress,
+                                fields={"reply": str, "scored": str})
+            computed += outcome.computed
+        summary = summarize(task, store, rows, run_ids, data, protocol, sampling, metricx, rng)
+        summary.update({"n_computed_this_run": computed, "limit": limit})
+        store.write_summary(summary)
+    return TaskRun(key, summary, store.root, computed)
+
+
+def summarize(task: TaskConfig, store: RunStore, rows: Sequence[Mapping[str, Any]], run_ids: Sequence[int],
+              data: TaskData, protocol: Protocol, sampling: Sampling, metricx: MetricX | None,
+              rng: np.random.Generator | None) -> dict[str, Any]:
+    """Score each run (SEA-HELM's metric class) and aggregate over runs (its notebook), from the stored records."""
+    records = {r["key"]: r for r in store.iter_records()}
+    ids = [str(row["id"]) for row in rows]
+    per_run: dict[str, Any] = {}
+    scores: list[list[float]] = []
+    labels: list[list[Any]] = []
+    for r in run_ids:
+        recs = [records.get(f"r{r}/{i}") for i in ids]
+        if any(rec is None for rec in recs):
+            scores.append([])
+            labels.append([])
+            continue
+        metrics, per_item, preds = _score_run(task, recs, metricx)
+        per_run[str(r)] = {"seed": SEEDS[r], "metrics": metrics, "per_item": per_item, "predictions": preds,
+                           "failed_thinking": sum(bool(x.get("failed")) for x in recs)}
+        scores.append(per_item)
+        labels.append([x["label"] for x in recs])
+    primary = primary_metric(task, metricx)
+    rng = rng if rng is not None else np.random.default_rng(AGGREGATION_SEED)
+    over: OverRuns = task_over_runs(scores, labels, rng, single_run_logprobs=task.is_logprobs)
+    done = [s for s in scores if s]
+    item_means = np.mean(done, axis=0).tolist() if done else []
+    n_docs = len(data.rows)
+    sig = signature(task, protocol, sampling, _hash(data), len(ids), n_docs, len(done), metricx)
+    score = Score(f"{SUITE}/{task.key}/{primary}", over.mean, len(ids), over.stderr, sig).to_dict()
+    score.update({"stderr_kind": "SEA-HELM: sd of 30 bootstrap replicates over runs / sqrt(30) (not clustered)",
+                  "interval": _interval(item_means), "interval_kind": "ours: percentile bootstrap over items of "
+                  "the per-item mean over runs (95%, 1000 resamples, seed 0)"})
+    run_means = [per_run[str(r)]["metrics"].get(primary) for r in run_ids if str(r) in per_run]
+    return {"suite": SUITE, "task": task.key, "competency": task.competency, "aggregation_group": task.aggregation_group,
+            "primary_metric": primary, "n": len(ids), "n_docs": n_docs, "ids": ids, "runs_requested": list(run_ids),
+            "runs": per_run, "over_runs": over.to_dict(), "item_means": item_means,
+            "run_metric_mean": float(np.mean(run_means)) if run_means else None,
+            "failed_thinking": sum(v["failed_thinking"] for v in per_run.values()),
+            "null_count": sum(int(v["metrics"].get("null_count", 0)) for v in per_run.values()),
+            "fewshot_leak": {"ids": data.leaked_ids() if protocol.base else [], "shots": len(shots_for(task, data, protocol.base)),
+                             "note": "ThaiExam's few-shot rows are its first test rows (SEA-HELM's leak, kept)"
+                             if task.parent.startswith("thai_exam") else ""},
+            "logprobs_note": "SEA-HELM v1.2.1 cannot complete the -logprobs path (pitfall P1): this is what its "
+                             "configuration describes, not a parity number" if task.is_logprobs else "",
+            "metricx": metricx.identity() if metricx else None, "signature": sig, "scores": {primary: score}}
+
+
+def _hash(data: TaskData) -> str:
+    return sha256_text(repr(sorted(data.source.get("files", {}).items())) + repr(data.source.get("revision")))
+
+
+def run_suite(model: Model, tasks: Sequence[str] | None = None, *, runs: int = N_RUNS, limit: int | None = None,
+              data_dir: str | Path | None = None, outputs: str | Path | None = None, protocol: Protocol = Protocol(),
+              metricx: MetricX | None = None, progress: bool = True,
+              options: Mapping[str, Any] | None = None) -> dict[str, TaskRun]:
+    """Every task asked for (default: SEA-HELM's Thai list this package runs), in order, with ONE aggregation
+    generator ``default_rng(94370244)`` consumed task by task as SEA-HELM's notebook consumes it (P3). Tasks
+    another module owns (IF-Eval, MT-Bench judge) run through :func:`external_runner` when this build has it
+    (``options`` go to them); base models skip SEA-HELM's ``base_models_skip_tasks``."""
+    keys = list(tasks) if tasks else [k for k in RUN_BY_DEFAULT if k not in EXTERNAL_MODULES or external_runner(k)]
+    skip = set(constants()["base_models_skip_tasks"]) if protocol.base else set()
+    rng = np.random.default_rng(AGGREGATION_SEED)
+    out = {}
+    for key in keys:
+        if key in skip:
+            continue
+        out[key] = run_task(model, key, runs=runs, limit=limit, data_dir=data_dir, outputs=outputs, protocol=protocol,
+                            metricx=metricx, rng=rng, progress=progress, options=options)
+    return out
+
+
+#: What ``run_suite`` runs when no task is named: SEA-HELM's Thai list (spec 1.1), then Belebele.
+RUN_BY_DEFAULT = ("sentiment", "qa", "toxicity", "translation-en-xx", "translation-xx-en", "abssum", "causal", "nli",
+                  "if-eval", "thai_exam_a_level", "thai_exam_ic", "thai_exam_onet", "thai_exam_tgat",
+                  "thai_exam_tpat1", "mt-bench-judge", "belebele-qa-mc")
