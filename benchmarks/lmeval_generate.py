@@ -1,7 +1,8 @@
 """lm-evaluation-harness 0.4.13's ``HFLM.generate_until`` on given prompts, timed (run inside the lm-eval venv).
 
 Usage: ``python lmeval_generate.py MODEL_DIR BATCH_SIZE IN.json OUT.json``. IN holds ``{"prompts": [...],
-"until": [...], "max_gen_toks": N}``; OUT gets the texts in prompt order, the seconds inside ``generate_until``
+"until": [...], "max_gen_toks": N}``, or ``{"requests": [{"prompt", "until", "max_gen_toks"}, ...]}`` (each request
+its own stops and budget; lm-eval groups requests of equal generation arguments into its batches); OUT gets the texts in prompt order, the seconds inside ``generate_until``
 (tokenization included, model loading excluded) and the token positions each ``model.generate`` call computed
 (rows x (context width + new tokens - 1): padding and finished rows included).
 """
@@ -36,9 +37,13 @@ def main() -> None:
     spec = json.loads(open(src, encoding="utf-8").read())
     lm = HFLM(pretrained=model_dir, dtype="float32", device="cpu", batch_size=bs, add_bos_token=False)
     computed = count_positions(lm)
-    gen = {"until": list(spec["until"]), "max_gen_toks": int(spec["max_gen_toks"]), "do_sample": False}
-    reqs = [Instance(request_type="generate_until", doc={}, arguments=(p, dict(gen)), idx=0)
-            for p in spec["prompts"]]  # fmt: skip
+    if "requests" in spec:
+        given = [(r["prompt"], r["until"], r["max_gen_toks"]) for r in spec["requests"]]
+    else:
+        given = [(p, spec["until"], spec["max_gen_toks"]) for p in spec["prompts"]]
+    reqs = [Instance(request_type="generate_until", doc={}, idx=0,
+                     arguments=(p, {"until": list(until), "max_gen_toks": int(n), "do_sample": False}))
+            for p, until, n in given]  # fmt: skip
     t0 = time.perf_counter()
     texts = lm.generate_until(reqs, disable_tqdm=True)
     seconds = time.perf_counter() - t0

@@ -219,3 +219,19 @@ def test_kill_9_mid_generation_then_resume_gives_the_uninterrupted_texts(tiny_mo
 
     resumed, whole = answers(tmp_path / "killed"), answers(tmp_path / "whole")
     assert len(resumed) == len(whole) == 8 and resumed == whole and len(set(whole.values())) > 1
+
+
+def test_a_budget_per_prompt_gives_each_prompt_the_text_of_a_call_of_its_own(lm):
+    """Prompts of several tasks in one call (issue 31, SEA-HELM: each task its own ``max_tokens``): each row stops
+    at its own budget, and its text is the one a call with that budget alone gives; a budget of 0 gives ""."""
+    model, tok = lm
+    ids = encode(tok, PROMPTS)
+    budgets = [3, 16, 0, 9, 1, 12]
+    want = [generate(model, tok, [x], max_new_tokens=n, progress=False)[0][0] for x, n in zip(ids, budgets)]
+    assert want[2] == ""
+    for rows in (1, 3, 16):
+        texts, stats = generate(model, tok, ids, max_new_tokens=budgets, max_rows=rows, progress=False)
+        assert texts == want, rows
+        assert stats.generated_tokens == sum(budgets)  # a random model never says EOS early here; none ran over
+    with pytest.raises(ValueError, match="2 max_new_tokens for 6 prompts"):
+        generate(model, tok, ids, max_new_tokens=[1, 2], progress=False)

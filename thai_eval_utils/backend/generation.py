@@ -70,9 +70,11 @@ class GenerationStats:
 
 @dataclass
 class _Row:
-    """One prompt in flight: its index in the caller's list, generated tokens, sampler state and stop scanner."""
+    """One prompt in flight: its index in the caller's list, its new-token budget, generated tokens and sampler
+    state."""
 
     index: int
+    budget: int
     tokens: list[int] = field(default_factory=list)
     generator: torch.Generator | None = None
 
@@ -125,7 +127,8 @@ def eos_ids(hf_model: Any, tokenizer: Any) -> set[int]:
 class Engine:
     """One call's continuous-batching run (see the module docstring); :meth:`run` returns the texts."""
 
-    def __init__(self, hf_model: Any, tokenizer: Any, *, max_new_tokens: int, stop: Sequence[str] | None,
+    def __init__(self, hf_model: Any, tokenizer: Any, *, max_new_tokens: int | Sequence[int],
+                 stop: Sequence[str] | None,
                  temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
                  kv_budget: int | None = None, max_rows: int | None = None,
                  min_shared: int = MIN_SHARED_TOKENS) -> None:
@@ -133,7 +136,11 @@ class Engine:
         self.device = next(hf_model.parameters()).device
         budget, rows = default_budget(self.device)
         self.kv_budget, self.max_rows = kv_budget or budget, max_rows or rows
-        self.max_new_tokens, self.stop = int(max_new_tokens), stop
+        # one budget for every prompt, or one per prompt (prompts of several tasks in one call, each task's budget:
+        # a row's text does not depend on the rows beside it, so it is the text a call of its own gives)
+        self.budgets = [int(n) for n in max_new_tokens] if isinstance(max_new_tokens, Sequence) else None
+        self.max_new_tokens = max(self.budgets, default=0) if self.budgets is not None else int(max_new_tokens)
+        self.stop = stop
         self.sampler, self.seed = _sampler(hf_model, temperature, top_p), seed
         self.eos = eos_ids(hf_model, tokenizer)
         decode: Callable[[list[int]], str] = lambda ids: tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
@@ -163,9 +170,9 @@ class Engine:
         return out
 
     def _accept(self, row: _Row, token: int) -> bool:
-        """Append ``token`` to ``row``; whether the row ends there (EOS, ``max_new_tokens``, or a stop string)."""
+        """Append ``token`` to ``row``; whether the row ends there (EOS, its budget, or a stop string)."""
         row.tokens.append(token)
-        return token in self.eos or len(row.tokens) >= self.max_new_tokens or self.scanner.hit(row.tokens)
+        return token in self.eos or len(row.tokens) >= row.budget or self.scanner.hit(row.tokens)
 
     def _forward(self, tokens: Sequence[int], cache: DynamicCache) -> torch.Tensor:
         """Prefill ``tokens`` after what ``cache`` holds (one row); the last position's logits."""
@@ -195,7 +202,7 @@ class Engine:
     def _prefill(self, index: int, ids: list[int], chain: list[Node]) -> tuple[_Row, DynamicCache, bool]:
         """Prefill one prompt alone, after the shared prefixes in ``chain``; its row holds the first generated
         token (and whether that ended it)."""
-        row = _Row(index)
+        row = _Row(index, self.max_new_tokens if self.budgets is None else self.budgets[index])
         if self.sampler is not None and self.seed is not None:
             row.generator = torch.Generator(device=self.device).manual_seed(int(self.seed))
         cache, done = self._after_prefixes(chain)
@@ -260,10 +267,12 @@ class Engine:
         """Generate from every prompt (token ids); the texts, in order, decoded without special tokens and cut
         before the first stop string."""
         texts: list[str] = [""] * len(prompts)
+        if self.budgets is not None and len(self.budgets) != len(prompts):
+            raise ValueError(f"{len(self.budgets)} max_new_tokens for {len(prompts)} prompts")
         if self.max_new_tokens < 1 or not prompts:
             return texts
         plan = plan_prefill(prompts, self.min_shared)
-        queue = plan.order
+        queue = [i for i in plan.order if self.budgets is None or self.budgets[i] >= 1]  # a budget of 0 gives ""
         bar = tqdm(total=len(prompts), desc=desc, unit="prompt", disable=not progress or len(prompts) < 2)
 
         def finish(row: _Row) -> None:
@@ -296,12 +305,13 @@ class Engine:
         return texts
 
 
-def generate(hf_model: Any, tokenizer: Any, prompts: Sequence[list[int]], *, max_new_tokens: int,
+def generate(hf_model: Any, tokenizer: Any, prompts: Sequence[list[int]], *, max_new_tokens: int | Sequence[int],
              stop: Sequence[str] | None = None, temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
              kv_budget: int | None = None, max_rows: int | None = None, min_shared: int = MIN_SHARED_TOKENS,
              progress: bool = True,
              desc: str = "generate") -> tuple[list[str], GenerationStats]:
-    """Generate from token-id prompts with :class:`Engine`; (texts in order, the work done)."""
+    """Generate from token-id prompts with :class:`Engine`; (texts in order, the work done). ``max_new_tokens``:
+    one budget, or one per prompt."""
     engine = Engine(hf_model, tokenizer, max_new_tokens=max_new_tokens, stop=stop, temperature=temperature,
                     top_p=top_p, seed=seed, kv_budget=kv_budget, max_rows=max_rows, min_shared=min_shared)
     return engine.run(prompts, progress=progress, desc=desc), engine.stats
