@@ -29,6 +29,8 @@ REPO_READS = {
     "report/render.py": "its own templates/ (package data, in the wheel)",
     "h6/data.py": "data/thai_h6 and the folders a run card names, relative to the checkout: where run_data_roots "
                   "looks for a stored run's data (the caller's roots come first; missing folders are skipped)",
+    "seahelm/data.py": "data/seahelm: the shipped SEA-HELM samples, the default data folder in a checkout (an "
+                       "installed wheel passes --data or reads the Hugging Face cache)",
     "report/__init__.py": "data/: texts older run records lack (only when that folder exists; --data overrides)",
     "cli/commands.py": "notebooks/ and data/: the notebooks `thai-eval run` executes and their sample data (defaults "
                        "of --notebooks-dir and --data, which point elsewhere for an installed wheel)",
