@@ -29,7 +29,7 @@ from thai_eval_utils.backend.batch_api import OpenAIBatchTransport
 from thai_eval_utils.backend.openai_client import ApiModel
 from thai_eval_utils.backend.stops import cut_at_stop
 from thai_eval_utils.core.batch_files import chat_body, custom_id, input_line, read_output_lines, reply_of
-from thai_eval_utils.core.batch_rounds import MAX_EXPIRED, BatchMode, BatchReport, BatchRounds
+from thai_eval_utils.core.batch_rounds import MAX_EXPIRED, BatchMode, BatchReport, BatchRounds, FailedTries
 from thai_eval_utils.core.protocols import ChatModel, Identity, Messages
 from thai_eval_utils.core.provenance import scrub
 from thai_eval_utils.core.run_files import dumps_standard, write_text_atomic
@@ -193,7 +193,7 @@ class BatchChatModel:
         """The text of the item's reply: its tries replayed (a failed or unanswered try is the next try)."""
         if f.error is not None:
             raise f.error
-        failures = expired = try_ = 0
+        tries, try_ = FailedTries(self.mode.max_request_failures), 0
         while True:
             cid = custom_id(f.prefix + key, ANSWER_ATTEMPT, try_)
             entry = f.replies.get(cid)
@@ -205,14 +205,8 @@ class BatchChatModel:
             try:
                 reply = reply_of(entry)
             except ValueError as exc:
-                if entry.get("expired"):
-                    expired += 1
-                    if expired >= MAX_EXPIRED:
-                        raise BatchRequestFailed(f"batch request not answered twice: {exc}") from None
-                else:
-                    failures += 1
-                    if failures >= self.mode.max_request_failures:
-                        raise BatchRequestFailed(f"batch request failed {failures} times: {exc}") from None
+                if (reason := tries.give_up(entry, exc)) is not None:
+                    raise BatchRequestFailed(reason) from None
                 try_ += 1
                 continue
             observe = getattr(self.mode.transport, "observe", None)

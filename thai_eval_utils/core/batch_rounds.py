@@ -41,6 +41,25 @@ TERMINAL = ("completed", "expired", "cancelled", "failed")
 MAX_EXPIRED = 2
 
 
+@dataclass
+class FailedTries:
+    """One request's tries whose reply could not be read, as both batch replays (the judge's and answers') count
+    them: an expired or cancelled batch's unanswered try is sent again up to :data:`MAX_EXPIRED` batches, any
+    other failure up to ``max_failures`` tries."""
+
+    max_failures: int
+    failures: int = 0
+    expired: int = 0
+
+    def give_up(self, entry: Mapping[str, Any], exc: Exception) -> str | None:
+        """Count the failed try ``entry``; why the request is given up, or None to try again."""
+        if entry.get("expired"):
+            self.expired += 1
+            return f"batch request not answered twice: {exc}" if self.expired >= MAX_EXPIRED else None
+        self.failures += 1
+        return f"batch request failed {self.failures} times: {exc}" if self.failures >= self.max_failures else None
+
+
 class BatchTransport(Protocol):
     """What batch mode needs of an API (``backend.batch_api.OpenAIBatchTransport``; tests may fake it)."""
 

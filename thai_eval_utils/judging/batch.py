@@ -26,7 +26,8 @@ from typing import Any
 
 from thai_eval_utils.core.async_bridge import run_sync
 from thai_eval_utils.core.batch_files import BatchFolder, chat_body, custom_id, reply_of, write_input_file
-from thai_eval_utils.core.batch_rounds import MAX_EXPIRED, TERMINAL, BatchMode, BatchReport, BatchRounds, BatchTransport
+from thai_eval_utils.core.batch_rounds import (MAX_EXPIRED, TERMINAL, BatchMode, BatchReport, BatchRounds,
+                                               BatchTransport, FailedTries)
 from thai_eval_utils.core.errors import JudgeError, ThaiEvalDataError
 from thai_eval_utils.core.protocols import Reply
 from thai_eval_utils.core.provenance import scrub
@@ -66,7 +67,7 @@ class _Replay:
     async def complete(self, messages: list[dict[str, str]], *, max_tokens: int, temperature: float = 0.0,
                        top_p: float = 1.0, seed: int | None = None) -> Reply:  # fmt: skip
         self.attempt += 1
-        failures, expired, try_ = 0, 0, 0
+        tries, try_ = FailedTries(self.max_failures), 0
         while True:
             cid = custom_id(self.store_key, self.attempt, try_)
             entry = self.replies.get(cid)
@@ -77,14 +78,8 @@ class _Replay:
             try:
                 reply = reply_of(entry)
             except ValueError as exc:
-                if entry.get("expired"):
-                    expired += 1
-                    if expired >= MAX_EXPIRED:
-                        raise BatchRequestFailed(f"batch request not answered twice: {exc}") from None
-                else:
-                    failures += 1
-                    if failures >= self.max_failures:
-                        raise BatchRequestFailed(f"batch request failed {failures} times: {exc}") from None
+                if (reason := tries.give_up(entry, exc)) is not None:
+                    raise BatchRequestFailed(reason) from None
                 try_ += 1
                 continue
             if self.observe is not None:
