@@ -1,13 +1,14 @@
 """Speed of thai-eval's generation engine against lm-evaluation-harness 0.4.13 on SEA-HELM's Thai prompts (issue 31,
 "Speed"): greedy, the embedded Gemma 3 270M, float32, CPU.
 
-The prompts are what the suite sends (``seahelm.runner.run_task``, instruct protocol: zero-shot, the model's chat
-template, each task's ``max_tokens``) for the first ``--limit`` items of each generation task. thai-eval generates
-them as the suite does (``seahelm.generation.chat_replies`` -> ``LocalModel.chat``, one call per task, greedy);
-lm-eval 0.4.13's ``HFLM.generate_until`` gets exactly the same rendered prompt strings with ``until=[]`` (it adds
-the tokenizer's EOS string) and ``max_gen_toks`` = the task's ``max_tokens``, at each batch size, in the lm-eval venv
-``h6_parity_speed.py`` builds (``benchmarks/lmeval_generate.py``; its time is inside ``generate_until``, model
-loading excluded). The texts are compared item by item.
+The prompts are what the suite sends (``seahelm.runner``, instruct protocol: zero-shot, the model's chat template,
+each task's ``max_tokens``) for the first ``--limit`` items of each generation task. thai-eval generates them as the
+suite does (``run_suite`` -> ``seahelm.pooling.pool_replies``: every task's prompts in one engine call per run, each
+with its task's budget; greedy), timed to the last stored reply; ``--per-task`` adds the path before pooling (one
+``chat`` call per task). lm-eval 0.4.13's ``HFLM.generate_until`` gets exactly the same rendered prompt strings with
+``until=[]`` (it adds the tokenizer's EOS string) and ``max_gen_toks`` = the task's ``max_tokens``, at each batch
+size, in the lm-eval venv ``h6_parity_speed.py`` builds (``benchmarks/lmeval_generate.py``; its time is inside
+``generate_until``, model loading excluded). The texts are compared item by item.
 
 Work is counted in token positions the decoder computed, as ``generation_speed.py`` counts it: the exact-work bound
 is each distinct prompt position once (every prompt of the run in one prefix tree) plus each generated token but
@@ -36,9 +37,9 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import torch  # noqa: E402
 from generation_speed import NewEngine, diff, load  # noqa: E402
-from h6_parity_speed import OFFLINE, VENV, WORK, log, update_doc  # noqa: E402
+from h6_parity_speed import OFFLINE, VENV, WORK, ensure_venv, log, update_doc  # noqa: E402
 
-from thai_eval_utils.backend.generation import encode_prompts, generate  # noqa: E402
+from thai_eval_utils.backend.generation import encode_prompts  # noqa: E402
 from thai_eval_utils.backend.models import embedded_model_dir  # noqa: E402
 from thai_eval_utils.backend.prefix_tree import tree_positions  # noqa: E402
 from thai_eval_utils.seahelm.config import SEEDS, task_config  # noqa: E402
@@ -71,8 +72,37 @@ def load1() -> float:
     return round(os.getloadavg()[0], 1)
 
 
-def run_thai_eval(model: NewEngine, convs: dict[str, list], label: str) -> dict:
-    """The suite's path: one greedy ``chat`` call per task (``chat_replies``, seed of run 0)."""
+def run_suite_path(model: NewEngine, tasks: list[str], limit: int, label: str) -> dict:
+    """The suite's path (``seahelm.runner.run_suite`` generates with ``pooling.pool_replies``: every task's pending
+    prompts in one engine call per run, each with its task's budget), greedy, run 0, into a fresh outputs folder;
+    timed to the last stored reply (the scoring after it is left out, as it is on lm-eval's side). The texts are
+    read back from the task stores, in task and row order."""
+    import tempfile
+
+    from thai_eval_utils.seahelm.pooling import pool_replies
+    from thai_eval_utils.seahelm.task_run import Protocol, item_key, task_setup
+
+    model.reset()
+    protocol = Protocol(greedy=True)
+    start = load1()
+    log(f"{label} (load {start})")
+    with tempfile.TemporaryDirectory() as out:
+        t0 = time.perf_counter()
+        pool_replies(model, tasks, runs=1, limit=limit, outputs=out, protocol=protocol, progress=False)
+        seconds = time.perf_counter() - t0
+        texts = []
+        for key in tasks:
+            setup = task_setup(model, key, runs=1, limit=limit, protocol=protocol)
+            with setup.open_store(model, out) as store:
+                records = store.completed()
+                texts += [records[item_key(0, row)]["reply"] for row in setup.rows]
+    log(f"  {seconds:.1f} s")
+    return {"engine": label, "seconds": seconds, "computed": model.computed(), "texts": texts,
+            "generated": model.work.generated_tokens, "load": [start, load1()]}
+
+
+def run_per_task(model: NewEngine, convs: dict[str, list], label: str) -> dict:
+    """The path before pooling: one greedy ``chat`` call per task (``chat_replies``, seed of run 0)."""
     model.reset()
     sampling = model_sampling(model, greedy=True)
     texts, start = [], load1()
@@ -84,22 +114,6 @@ def run_thai_eval(model: NewEngine, convs: dict[str, list], label: str) -> dict:
     log(f"  {seconds:.1f} s")
     return {"engine": label, "seconds": seconds, "computed": model.computed(), "texts": texts,
             "generated": model.work.generated_tokens, "load": [start, load1()]}
-
-
-def run_one_call(model: NewEngine, convs: dict[str, list], label: str) -> dict:
-    """Every task's prompts in one engine call, each with its task's budget (what a scheduler handing the engine
-    several tasks at once would get; the suite calls ``chat`` per task)."""
-    prompts = [model.render_chat(c) for cs in convs.values() for c in cs]
-    budgets = [task_config(k).max_tokens for k, cs in convs.items() for _ in cs]
-    start = load1()
-    log(f"{label} (load {start})")
-    t0 = time.perf_counter()
-    encoded = [model.tokenizer(p, add_special_tokens=False).input_ids for p in prompts]
-    texts, stats = generate(model.hf_model, model.tokenizer, encoded, max_new_tokens=budgets, progress=False)
-    seconds = time.perf_counter() - t0
-    log(f"  {seconds:.1f} s")
-    return {"engine": label, "seconds": seconds, "computed": stats.prompt_tokens + stats.decode_row_steps,
-            "texts": texts, "generated": stats.generated_tokens, "load": [start, load1()]}
 
 
 def run_lmeval(model_dir: Path, bs: int, requests: list[dict], out: Path) -> dict:
@@ -161,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=2, help="items per task")
     ap.add_argument("--tasks", default=",".join(TASKS))
     ap.add_argument("--batch-sizes", default="1,8,16", help="lm-eval's batch sizes")
-    ap.add_argument("--one-call", action="store_true", help="also thai-eval with every task's prompts in one call")
+    ap.add_argument("--per-task", action="store_true", help="also thai-eval's path before pooling (a call per task)")
     ap.add_argument("--run-name", default="seahelm-speed")
     ap.add_argument("--write-doc", action="store_true", help="update the seahelm-speed block of docs/benchmarks.md")
     args = ap.parse_args(argv)
@@ -170,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     tasks = args.tasks.split(",")
     res = {"threads": torch.get_num_threads(), "command": command, "uptime_before": uptime(), "limit": args.limit,
            "tasks": tasks, "rows": []}
+    ensure_venv()
     model = load(model_dir, NewEngine)
     convs = conversations(tasks, args.limit)
     prompts = [model.render_chat(c) for cs in convs.values() for c in cs]
@@ -178,12 +193,13 @@ def main(argv: list[str] | None = None) -> int:
     log(f"{len(prompts)} prompts over {len(tasks)} tasks")
     run_dir = WORK / args.run_name
     run_dir.mkdir(parents=True, exist_ok=True)
-    first = run_thai_eval(model, convs, "thai-eval (the suite's path: one chat call per task)")
+    first = run_suite_path(model, tasks, args.limit, "thai-eval, the suite's path (`run_suite`: all tasks pooled, "
+                           "one engine call)")
     res.update({"items": len(prompts), "generated": first["generated"], "rows": [first],
                 "prompt_tokens": sum(len(model.tokenizer(p, add_special_tokens=False).input_ids) for p in prompts),
                 "bound": exact_bound(model, prompts, first["generated"])})
-    steps = [lambda: run_one_call(model, convs, "thai-eval, all tasks in one call (a budget per prompt)")] \
-        if args.one_call else []
+    steps = [lambda: run_per_task(model, convs, "thai-eval before pooling (one chat call per task)")] \
+        if args.per_task else []
     steps += [lambda bs=bs: run_lmeval(model_dir, bs, requests, run_dir / "lmeval")
               for bs in [int(b) for b in args.batch_sizes.split(",") if b]]
     block = ""

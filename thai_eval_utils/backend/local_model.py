@@ -47,7 +47,11 @@ class LocalModel:
         hf_model, tokenizer: the transformers objects.
         max_length: context length used for left truncation.
         add_bos_token: prepend BOS when encoding prompts (default False, as the leaderboard ran lm-eval).
+        budget_per_prompt: ``generate`` / ``chat`` take one ``max_new_tokens`` per prompt, so a suite can hand the
+            engine several tasks' prompts in one call (``seahelm.pooling``).
     """
+
+    budget_per_prompt: bool = True
 
     def __init__(
         self,
@@ -151,14 +155,18 @@ class LocalModel:
         return token_loglikelihood(self.hf_model, sequences, batch_tokens=self.batch_tokens, progress=progress)
 
     # --- generation -----------------------------------------------------------------------------
-    def _generate_ids(self, prompts: Sequence[str], add_special_tokens: bool, *, max_new_tokens: int,
+    def _generate_ids(self, prompts: Sequence[str], add_special_tokens: bool, *, max_new_tokens: int | Sequence[int],
                       stop: Sequence[str] | None, temperature: float, top_p: float, seed: int | None,
                       desc: str) -> list[str]:
-        """Encode (left-truncated to ``max_length - max_new_tokens``) and run the engine
-        (:func:`thai_eval_utils.backend.generation.generate`); its work is kept in ``last_generation``."""
-        room = max(1, self.max_length - max_new_tokens)
-        encoded = encode_prompts(self.tokenizer, prompts, add_special_tokens=add_special_tokens, room=room,
-                                 max_length=self.max_length)
+        """Encode (each prompt left-truncated to ``max_length`` minus its budget) and run the engine
+        (:func:`thai_eval_utils.backend.generation.generate`); its work is kept in ``last_generation``.
+        ``max_new_tokens``: one budget, or one per prompt (each row then gets the text a call of its own gives)."""
+        budgets = [int(max_new_tokens)] * len(prompts) if isinstance(max_new_tokens, int) else list(max_new_tokens)
+        if len(budgets) != len(prompts):
+            raise ValueError(f"{len(budgets)} max_new_tokens for {len(prompts)} prompts")
+        encoded = [ids for p, n in zip(prompts, budgets) for ids in encode_prompts(
+            self.tokenizer, [p], add_special_tokens=add_special_tokens, room=max(1, self.max_length - n),
+            max_length=self.max_length)]
         texts, self.last_generation = generate(
             self.hf_model, self.tokenizer, encoded, max_new_tokens=max_new_tokens, stop=stop, temperature=temperature,
             top_p=top_p, seed=seed, kv_budget=self.kv_budget, max_rows=self.max_rows, desc=desc,
@@ -166,9 +174,11 @@ class LocalModel:
         )
         return texts
 
-    def generate(self, prompts: Sequence[str], *, max_new_tokens: int = 256, stop: Sequence[str] | None = None,
-                 temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None) -> list[str]:
-        """Complete each prompt (greedy unless ``temperature`` > 0); text is cut before the first stop string."""
+    def generate(self, prompts: Sequence[str], *, max_new_tokens: int | Sequence[int] = 256,
+                 stop: Sequence[str] | None = None, temperature: float = 0.0, top_p: float = 1.0,
+                 seed: int | None = None) -> list[str]:
+        """Complete each prompt (greedy unless ``temperature`` > 0); text is cut before the first stop string.
+        ``max_new_tokens``: one budget, or one per prompt."""
         return self._generate_ids(prompts, self.add_bos_token, max_new_tokens=max_new_tokens, stop=stop,
                                   temperature=temperature, top_p=top_p, seed=seed, desc="generate")
 
@@ -179,10 +189,11 @@ class LocalModel:
         return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
                                                   **(self.chat_template_kwargs or {}))
 
-    def chat(self, messages_list: Sequence[list[dict[str, str]]], *, max_new_tokens: int = 256,
+    def chat(self, messages_list: Sequence[list[dict[str, str]]], *, max_new_tokens: int | Sequence[int] = 256,
              temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
              stop: Sequence[str] | None = None) -> list[str]:
-        """One assistant reply per conversation, through the tokenizer's chat template."""
+        """One assistant reply per conversation, through the tokenizer's chat template; ``max_new_tokens``: one
+        budget, or one per conversation (:class:`~thai_eval_utils.core.protocols.BudgetPerPromptModel`)."""
         # The rendered template already starts with BOS where the model wants one.
         return self._generate_ids([self.render_chat(m) for m in messages_list], False, max_new_tokens=max_new_tokens,
                                   stop=stop, temperature=temperature, top_p=top_p, seed=seed, desc="chat")

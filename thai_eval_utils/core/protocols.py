@@ -83,6 +83,15 @@ class Model(ChatModel, Protocol):
 
 
 @runtime_checkable
+class BudgetPerPromptModel(Model, Protocol):
+    """A model whose ``chat`` and ``generate`` take ``max_new_tokens`` as one budget per prompt as well as one for
+    all (the local engine: each row stops at its own budget and gets the text a call of its own gives), so prompts
+    of tasks with different budgets can share one call and its decode steps (``seahelm.pooling``)."""
+
+    budget_per_prompt: bool
+
+
+@runtime_checkable
 class LoglikelihoodModel(Model, Protocol):
     """A model that scores answer choices: lm-evaluation-harness's ``loglikelihood`` contract.
 

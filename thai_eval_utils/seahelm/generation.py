@@ -51,9 +51,11 @@ def model_sampling(model: Model, *, greedy: bool = False) -> Sampling:
     return Sampling(VLLM_TEMPERATURE if t is None else float(t), VLLM_TOP_P if p is None else float(p), source)
 
 
-def chat_replies(model: Model, conversations: Sequence[Messages], *, max_tokens: int, seed: int,
+def chat_replies(model: Model, conversations: Sequence[Messages], *, max_tokens: int | Sequence[int], seed: int,
                  sampling: Sampling) -> list[str]:
-    """Instruct models: one reply per conversation through the model's own chat template, no system prompt."""
+    """Instruct models: one reply per conversation through the model's own chat template, no system prompt.
+    ``max_tokens``: one budget, or one per conversation (a :class:`~thai_eval_utils.core.protocols.
+    BudgetPerPromptModel` only: ``seahelm.pooling``)."""
     return model.chat(list(conversations), max_new_tokens=max_tokens, temperature=sampling.temperature,
                       top_p=sampling.top_p, seed=seed)
 

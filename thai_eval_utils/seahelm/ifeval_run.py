@@ -27,8 +27,9 @@ from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED, task_over_runs
 from thai_eval_utils.seahelm.config import N_RUNS, SEAHELM_COMMIT, SEEDS, task_config
 from thai_eval_utils.seahelm.data import load_task_data
 from thai_eval_utils.seahelm.generation import chat_replies, model_sampling
-from thai_eval_utils.seahelm.runner import (RECORD_FORMAT, SUITE, Protocol, TaskRun, _hash, _interval, item_key,
-                                            reply_summary, signature)
+from thai_eval_utils.seahelm.runner import reply_summary, signature
+from thai_eval_utils.seahelm.task_run import (RECORD_FORMAT, SUITE, Protocol, TaskRun, data_hash, item_interval,
+                                              item_key)
 from thai_eval_utils.tasks.thinking import apply_to_model
 
 KEY = ifeval.TASK
@@ -118,11 +119,11 @@ def summarize(store: RunStore, rows: Sequence[ifeval.IFEvalRow], run_ids: Sequen
     done = [s for s in scores if s]
     item_means = np.mean(done, axis=0).tolist() if done else []
     n_scored = sum(1 for row in rows if not row.skipped)
-    sig = signature(task, protocol, sampling, _hash(data), len(rows), len(data.rows), len(done),
+    sig = signature(task, protocol, sampling, data_hash(data), len(rows), len(data.rows), len(done),
                     None) + f"|lang:{ifeval.detector_signature()}"  # fmt: skip
     score = Score(f"{SUITE}/{KEY}/{ifeval.PRIMARY}", over.mean, n_scored, over.stderr, sig).to_dict()
     score.update({"stderr_kind": "SEA-HELM: sd of 30 bootstrap replicates over runs / sqrt(30) (not clustered)",
-                  "interval": _interval([v * 100 for v in item_means]),
+                  "interval": item_interval([v * 100 for v in item_means]),
                   "interval_kind": "ours: percentile bootstrap over items of the per-item mean over runs x 100"})  # fmt: skip
     loose = [v["metrics"]["loose_lang_normalized_acc"] for v in per_run.values()]
     loose_score = Score(f"{SUITE}/{KEY}/loose_lang_normalized_acc", float(np.mean(loose)) if loose else float("nan"),

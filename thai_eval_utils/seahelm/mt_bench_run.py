@@ -32,8 +32,9 @@ from thai_eval_utils.seahelm.config import N_RUNS, SEAHELM_COMMIT, SEEDS, task_c
 from thai_eval_utils.seahelm.data import load_task_data
 from thai_eval_utils.seahelm.generation import chat_replies, model_sampling
 from thai_eval_utils.tasks.thinking import apply_to_model, split_reply
-from thai_eval_utils.seahelm.runner import (RECORD_FORMAT, SUITE, Protocol, TaskRun, _hash, _interval, item_key,
-                                            reply_summary, signature)
+from thai_eval_utils.seahelm.runner import reply_summary, signature
+from thai_eval_utils.seahelm.task_run import (RECORD_FORMAT, SUITE, Protocol, TaskRun, data_hash, item_interval,
+                                              item_key)
 
 KEY = mb.TASK
 JUDGEMENTS = f"{SUITE}/{KEY}-judgements"
@@ -217,12 +218,12 @@ def summarize(rows: Sequence[mb.MTBenchRow], run_ids: Sequence[int],
     over = task_over_runs(scores, [[] for _ in scores], rng if rng is not None else np.random.default_rng(AGGREGATION_SEED))
     done_scores = [s for s in scores if s]
     item_means = np.mean(done_scores, axis=0).tolist() if done_scores else []
-    sig = (signature(task, protocol, sampling, _hash(data), len(rows), len(data.rows), len(done_scores), None)
+    sig = (signature(task, protocol, sampling, data_hash(data), len(rows), len(data.rows), len(done_scores), None)
            + f"|judge:{judge_model.name}{'(self)' if self_judged else ''}|rubric:{mb.rubric().sha256[:8]}"
            + f"|judge_max_tokens:{judge_tokens}")  # fmt: skip
     score = Score(f"{SUITE}/{KEY}/{mb.PRIMARY}", over.mean, len(rows), over.stderr, sig).to_dict()
     score.update({"stderr_kind": "SEA-HELM: sd of 30 bootstrap replicates over runs / sqrt(30) (not clustered)",
-                  "interval": _interval([v * 100 for v in item_means]),
+                  "interval": item_interval([v * 100 for v in item_means]),
                   "interval_kind": "ours: percentile bootstrap over items of the per-item mean over runs x 100"})  # fmt: skip
     run_means = [v["metrics"][mb.PRIMARY] for v in per_run.values()]
     return {"suite": SUITE, "task": KEY, "competency": task.competency, "aggregation_group": task.aggregation_group,

@@ -17,33 +17,30 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from thai_eval_utils.backend.openai_client import stable_identity
-from thai_eval_utils.core.protocols import Model, TokenizingModel
-from thai_eval_utils.core.provenance import Score, canonical_json, sha256_text
+from thai_eval_utils.core.protocols import Model
+from thai_eval_utils.core.provenance import Score, sha256_text
 from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED, OverRuns, task_over_runs
-from thai_eval_utils.seahelm.config import N_RUNS, SEAHELM_COMMIT, SEEDS, TaskConfig, constants, task_config
-from thai_eval_utils.seahelm.data import TaskData, load_task_data
-from thai_eval_utils.seahelm.generation import (Sampling, base_prompt, base_replies, chat_replies, gold_logprob,
-                                                model_sampling, probability)
+from thai_eval_utils.seahelm.config import N_RUNS, SEAHELM_COMMIT, SEEDS, TaskConfig, constants
+from thai_eval_utils.seahelm.data import TaskData
+from thai_eval_utils.seahelm.generation import Sampling, base_replies, chat_replies, probability
 from thai_eval_utils.seahelm.metrics import f1_acc_metrics, qa_metrics, summarization_metrics
-from thai_eval_utils.seahelm.prompts import build_messages
+from thai_eval_utils.seahelm.pooling import pool_replies
+from thai_eval_utils.seahelm.task_run import (RECORD_FIELDS, RECORD_FORMAT, SUITE, Protocol, TaskRun, data_hash,
+                                              item_interval, item_key, shots_for, task_setup)
 from thai_eval_utils.seahelm.translation import MetricX, metricx_input, metricx_metrics, translation_metrics
-from thai_eval_utils.stats.bootstrap import mean_interval
-from thai_eval_utils.tasks.language import reply_stats, reply_stats_by, stats_note
-from thai_eval_utils.tasks.thinking import ThinkingOption, apply_to_model, split_reply, summary_entry
+from thai_eval_utils.tasks.language import reply_stats, reply_stats_by
+from thai_eval_utils.tasks.thinking import ThinkingOption, apply_to_model, summary_entry
 
-SUITE = "seahelm"
-RECORD_FORMAT = 1
-#: Our interval beside SEA-HELM's standard error: a percentile bootstrap over items of the per-item run means.
-N_RESAMPLES, LEVEL, BOOT_SEED = 1000, 0.95, 0
+__all__ = ["EXTERNAL_MODULES", "EXTERNAL_RUNNERS", "RECORD_FORMAT", "SUITE", "Protocol", "TaskRun", "item_key",
+           "run_suite", "run_task", "signature", "reply_summary", "summarize"]
+
 #: The task table's entries that another module runs (the other helper's ``seahelm/ifeval.py`` and
 #: ``seahelm/mt_bench.py``): key -> module. The module exposes ``run_task(model, key, *, runs, limit, data_dir,
 #: outputs, protocol, rng, progress, **options) -> TaskRun`` and writes a summary with this module's keys
@@ -65,63 +62,6 @@ def external_runner(key: str) -> Callable[..., "TaskRun"] | None:
     if name is None or importlib.util.find_spec(name) is None:
         return None
     return importlib.import_module(name).run_task
-
-
-@dataclass(frozen=True)
-class Protocol:
-    """Every option that changes a SEA-HELM number (keyed into the run's config id, except ``n_runs``)."""
-
-    base: bool = False
-    reasoning: bool = False
-    greedy: bool = False
-    max_tokens: int | None = None
-    thinking: ThinkingOption = field(default_factory=ThinkingOption)
-    batch_size: int | None = None
-
-    def max_new_tokens(self, task: TaskConfig) -> int:
-        """The task's ``max_tokens`` (+20000 for reasoning models, ``task_config.py:355-363``), capped by
-        ``max_tokens`` (a quick look, recorded; not SEA-HELM's)."""
-        n = task.max_tokens + (20000 if self.reasoning else 0)
-        return min(n, self.max_tokens) if self.max_tokens else n
-
-    def keyed(self, task: TaskConfig, sampling: Sampling) -> dict[str, Any]:
-        return {"base": self.base, "reasoning": self.reasoning, "max_new_tokens": self.max_new_tokens(task),
-                "max_tokens_capped": bool(self.max_tokens and self.max_tokens < task.max_tokens),
-                "sampling": sampling.record(), "thinking": self.thinking.record(),
-                "thinking_signature": self.thinking.signature(), "system_prompt": None,
-                "template": "seahelm base_model.jinja" if self.base else "the model's own chat template"}
-
-
-@dataclass
-class TaskRun:
-    """One task's stored run: its summary (per run: metrics, per-item values; over runs: mean and SE)."""
-
-    task: str
-    summary: dict[str, Any]
-    run_dir: Path
-    computed: int = 0
-
-    @property
-    def over_runs(self) -> dict[str, Any]:
-        return self.summary.get("over_runs") or {}
-
-    def __str__(self) -> str:
-        o = self.over_runs
-        replies = stats_note(self.summary.get("replies"))
-        return (f"{self.task}: {self.summary.get('primary_metric')} = {o.get('mean', float('nan')):.2f} "
-                f"± {o.get('stderr', float('nan')):.2f} (SE over {o.get('runs')} run(s), n={self.summary.get('n')})"
-                + (f"; {replies}" if replies else ""))
-
-
-def shots_for(task: TaskConfig, data: TaskData, base: bool) -> list[dict[str, Any]]:
-    """The first k few-shot rows (k = ``fewshot_num_examples[base|instruct]``, fewer if the split is shorter;
-    ``huggingface_dataloader.py:84-92``); none configured (null) counts as 0 (SEA-HELM raises, P7)."""
-    k = task.shots(base) or 0
-    return list(data.examples[:k])
-
-
-def item_key(run: int, row: Mapping[str, Any]) -> str:
-    return f"r{run}/{row['id']}"
 
 
 def _score_run(task: TaskConfig, recs: Sequence[Mapping[str, Any]], metricx: MetricX | None
@@ -158,16 +98,6 @@ def primary_metric(task: TaskConfig, metricx: MetricX | None) -> str:
     if task.metric_class == "TranslationMetric" and metricx is None:
         return "chrf_pp_ours"
     return task.metric
-
-
-def _interval(values: Sequence[float]) -> dict[str, Any] | None:
-    if len(values) < 2:
-        return None
-    if len(set(values)) < 2:
-        v = float(values[0])
-        return {"low": v, "high": v, "level": LEVEL, "method": "percentile", "note": "every item has the same value"}
-    return mean_interval(list(values), name="item means", method="percentile", level=LEVEL, n_resamples=N_RESAMPLES,
-                         seed=BOOT_SEED).to_dict()
 
 
 def signature(task: TaskConfig, protocol: Protocol, sampling: Sampling, data_hash: str, n: int, n_docs: int,
@@ -210,52 +140,27 @@ def run_task(model: Model, key: str, *, runs: int = N_RUNS, limit: int | None = 
             raise ValueError(f"SEA-HELM task {key!r} is run by {EXTERNAL_MODULES.get(key)}, which this build lacks")
         return runner(model, key, runs=runs, limit=limit, data_dir=data_dir, outputs=outputs, protocol=protocol,
                       rng=rng, progress=progress, **(options or {}))
-    if not 1 <= runs <= len(SEEDS):
-        raise ValueError(f"runs must be 1-{len(SEEDS)} (SEA-HELM's seeds), got {runs}")
-    task = task_config(key)
-    data = data or load_task_data(task, data_dir)
-    rows = data.rows if limit is None else data.rows[: max(0, int(limit))]
-    shots = shots_for(task, data, protocol.base)
-    sampling = model_sampling(model, greedy=protocol.greedy)
-    run_ids = task.runs(runs, reasoning=protocol.reasoning)
-    config = {"suite": SUITE, "seahelm_commit": SEAHELM_COMMIT, "task": asdict(task), "protocol": protocol.keyed(task, sampling),
-              "shots": [str(s.get("id", i)) for i, s in enumerate(shots)], "data": data.source,
-              "record_format": RECORD_FORMAT}
-    identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
-    max_new = protocol.max_new_tokens(task)
+    setup = task_setup(model, key, runs=runs, limit=limit, data_dir=data_dir, data=data, protocol=protocol)
+    task, data, rows, run_ids, sampling = setup.task, setup.data, setup.rows, setup.run_ids, setup.sampling
     computed = 0
-    with RunStore.open(model.name, f"{SUITE}/{key}", config, model_identity=identity, data_files=data.files,
-                       prompt_templates=task.templates(), outputs=outputs) as store, \
-            apply_to_model(model, protocol.thinking) as support:
+    with setup.open_store(model, outputs) as store, apply_to_model(model, protocol.thinking) as support:
         for r in run_ids:
             seed = SEEDS[r]
             items = [(r, row) for row in rows]
 
             def compute(chunk: list[tuple[int, dict[str, Any]]], seed: int = seed) -> list[dict[str, Any]]:
-                convs = [build_messages(task, row, shots) for _, row in chunk]
+                convs = [setup.messages(row) for _, row in chunk]
                 if protocol.base:
-                    replies = base_replies(model, convs, max_tokens=max_new, seed=seed, sampling=sampling,
+                    replies = base_replies(model, convs, max_tokens=setup.max_new, seed=seed, sampling=sampling,
                                            answer_tag=task.answer_tag)
                 else:
-                    replies = chat_replies(model, convs, max_tokens=max_new, seed=seed, sampling=sampling)
-                out = []
-                for (run, row), conv, raw in zip(chunk, convs, replies, strict=True):
-                    split = split_reply(raw, protocol.thinking)
-                    rec = {"run": run, "seed": seed, "id": row["id"], "label": row.get("label"),
-                           "source": row["prompts"][0].get("text"), "messages": conv,
-                           "prompt_sha256": sha256_text(canonical_json(conv)), "reply": raw, "scored": split.scored,
-                           "failed": split.failed}
-                    if task.is_logprobs:
-                        prompt = base_prompt(model, conv) if protocol.base or not isinstance(model, TokenizingModel) \
-                            else model.render_chat(conv)
-                        rec["gold_logprob"] = gold_logprob(model, prompt, split.scored, task.answer_tag, str(row["label"]))
-                    out.append(rec)
-                return out
+                    replies = chat_replies(model, convs, max_tokens=setup.max_new, seed=seed, sampling=sampling)
+                return [setup.record(model, run, row, conv, raw)
+                        for (run, row), conv, raw in zip(chunk, convs, replies, strict=True)]
 
             size = protocol.batch_size or getattr(model, "concurrency", None) or 8
             outcome = run_items(store, items, lambda it: item_key(*it), compute, batch_size=size,
-                                desc=f"seahelm {key} run {r} ({model.name})", progress=progress,
-                                fields={"reply": str, "scored": str})
+                                desc=f"seahelm {key} run {r} ({model.name})", progress=progress, fields=RECORD_FIELDS)
             computed += outcome.computed
         summary = summarize(task, store, rows, run_ids, data, protocol, sampling, metricx, rng)
         wanted = {item_key(r, row) for r in run_ids for row in rows}
@@ -292,10 +197,10 @@ def summarize(task: TaskConfig, store: RunStore, rows: Sequence[Mapping[str, Any
     done = [s for s in scores if s]
     item_means = np.mean(done, axis=0).tolist() if done else []
     n_docs = len(data.rows)
-    sig = signature(task, protocol, sampling, _hash(data), len(ids), n_docs, len(done), metricx)
+    sig = signature(task, protocol, sampling, data_hash(data), len(ids), n_docs, len(done), metricx)
     score = Score(f"{SUITE}/{task.key}/{primary}", over.mean, len(ids), over.stderr, sig).to_dict()
     score.update({"stderr_kind": "SEA-HELM: sd of 30 bootstrap replicates over runs / sqrt(30) (not clustered)",
-                  "interval": _interval(item_means), "interval_kind": "ours: percentile bootstrap over items of "
+                  "interval": item_interval(item_means), "interval_kind": "ours: percentile bootstrap over items of "
                   "the per-item mean over runs (95%, 1000 resamples, seed 0)"})
     run_means = [per_run[str(r)]["metrics"].get(primary) for r in run_ids if str(r) in per_run]
     return {"suite": SUITE, "task": task.key, "competency": task.competency, "aggregation_group": task.aggregation_group,
@@ -329,25 +234,25 @@ def reply_summary(records: Sequence[Mapping[str, Any]], thinking: ThinkingOption
             "replies_by_run": reply_stats_by(flat, lambda x: str(x["run"]), field, thinking)}
 
 
-def _hash(data: TaskData) -> str:
-    return sha256_text(repr(sorted(data.source.get("files", {}).items())) + repr(data.source.get("revision")))
-
-
 def run_suite(model: Model, tasks: Sequence[str] | None = None, *, runs: int = N_RUNS, limit: int | None = None,
               data_dir: str | Path | None = None, outputs: str | Path | None = None, protocol: Protocol = Protocol(),
               metricx: MetricX | None = None, progress: bool = True,
-              options: Mapping[str, Any] | None = None) -> dict[str, TaskRun]:
+              options: Mapping[str, Any] | None = None, pool: bool = True) -> dict[str, TaskRun]:
     """Every task asked for (default: SEA-HELM's Thai list this package runs), in order, with ONE aggregation
     generator ``default_rng(94370244)`` consumed task by task as SEA-HELM's notebook consumes it (P3). Tasks
     another module owns (IF-Eval, MT-Bench judge) run through :func:`external_runner` when this build has it
-    (``options`` go to them); base models skip SEA-HELM's ``base_models_skip_tasks``."""
+    (``options`` go to them); base models skip SEA-HELM's ``base_models_skip_tasks``. ``pool``: first generate
+    the pending replies of every task this module runs in shared engine calls (:mod:`.pooling`: the same texts,
+    fewer decode steps; only where the model takes a budget per prompt), then score task by task."""
     keys = list(tasks) if tasks else [k for k in RUN_BY_DEFAULT if k not in EXTERNAL_MODULES or external_runner(k)]
     skip = set(constants()["base_models_skip_tasks"]) if protocol.base else set()
+    keys = [k for k in keys if k not in skip]
+    if pool:
+        pool_replies(model, [k for k in keys if k not in EXTERNAL_MODULES and k not in EXTERNAL_RUNNERS], runs=runs, limit=limit, data_dir=data_dir, outputs=outputs, protocol=protocol,
+                     progress=progress)
     rng = np.random.default_rng(AGGREGATION_SEED)
     out = {}
     for key in keys:
-        if key in skip:
-            continue
         out[key] = run_task(model, key, runs=runs, limit=limit, data_dir=data_dir, outputs=outputs, protocol=protocol,
                             metricx=metricx, rng=rng, progress=progress, options=options)
     return out

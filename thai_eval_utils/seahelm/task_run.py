@@ -1,0 +1,163 @@
+"""What one SEA-HELM Thai task's run is made of, before and after the model is called (spec ``seahelm_thai.md``
+3.3, 5): the protocol options that key its run folder, its rows, shots, runs, sampling and new-token budget
+(:class:`TaskSetup`), the record each reply is stored as, and the result a runner returns (:class:`TaskRun`).
+:mod:`.runner` runs a task from it, :mod:`.pooling` several tasks' replies in shared engine calls, and the
+IF-Eval and MT-Bench runners build their own records beside it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from thai_eval_utils.backend.openai_client import stable_identity
+from thai_eval_utils.core.protocols import Model, TokenizingModel
+from thai_eval_utils.core.provenance import canonical_json, sha256_text
+from thai_eval_utils.core.store import RunStore
+from thai_eval_utils.seahelm.config import SEAHELM_COMMIT, SEEDS, TaskConfig, task_config
+from thai_eval_utils.seahelm.data import TaskData, load_task_data
+from thai_eval_utils.seahelm.generation import Sampling, base_prompt, gold_logprob, model_sampling
+from thai_eval_utils.seahelm.prompts import Messages, build_messages
+from thai_eval_utils.stats.bootstrap import mean_interval
+from thai_eval_utils.tasks.language import stats_note
+from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
+
+SUITE = "seahelm"
+RECORD_FORMAT = 1
+#: Our interval beside SEA-HELM's standard error: a percentile bootstrap over items of the per-item run means.
+N_RESAMPLES, LEVEL, BOOT_SEED = 1000, 0.95, 0
+@dataclass(frozen=True)
+class Protocol:
+    """Every option that changes a SEA-HELM number (keyed into the run's config id, except ``n_runs``)."""
+
+    base: bool = False
+    reasoning: bool = False
+    greedy: bool = False
+    max_tokens: int | None = None
+    thinking: ThinkingOption = field(default_factory=ThinkingOption)
+    batch_size: int | None = None
+
+    def max_new_tokens(self, task: TaskConfig) -> int:
+        """The task's ``max_tokens`` (+20000 for reasoning models, ``task_config.py:355-363``), capped by
+        ``max_tokens`` (a quick look, recorded; not SEA-HELM's)."""
+        n = task.max_tokens + (20000 if self.reasoning else 0)
+        return min(n, self.max_tokens) if self.max_tokens else n
+
+    def keyed(self, task: TaskConfig, sampling: Sampling) -> dict[str, Any]:
+        return {"base": self.base, "reasoning": self.reasoning, "max_new_tokens": self.max_new_tokens(task),
+                "max_tokens_capped": bool(self.max_tokens and self.max_tokens < task.max_tokens),
+                "sampling": sampling.record(), "thinking": self.thinking.record(),
+                "thinking_signature": self.thinking.signature(), "system_prompt": None,
+                "template": "seahelm base_model.jinja" if self.base else "the model's own chat template"}
+
+
+@dataclass
+class TaskRun:
+    """One task's stored run: its summary (per run: metrics, per-item values; over runs: mean and SE)."""
+
+    task: str
+    summary: dict[str, Any]
+    run_dir: Path
+    computed: int = 0
+
+    @property
+    def over_runs(self) -> dict[str, Any]:
+        return self.summary.get("over_runs") or {}
+
+    def __str__(self) -> str:
+        o = self.over_runs
+        replies = stats_note(self.summary.get("replies"))
+        return (f"{self.task}: {self.summary.get('primary_metric')} = {o.get('mean', float('nan')):.2f} "
+                f"± {o.get('stderr', float('nan')):.2f} (SE over {o.get('runs')} run(s), n={self.summary.get('n')})"
+                + (f"; {replies}" if replies else ""))
+
+
+def shots_for(task: TaskConfig, data: TaskData, base: bool) -> list[dict[str, Any]]:
+    """The first k few-shot rows (k = ``fewshot_num_examples[base|instruct]``, fewer if the split is shorter;
+    ``huggingface_dataloader.py:84-92``); none configured (null) counts as 0 (SEA-HELM raises, P7)."""
+    k = task.shots(base) or 0
+    return list(data.examples[:k])
+
+
+def item_key(run: int, row: Mapping[str, Any]) -> str:
+    return f"r{run}/{row['id']}"
+
+
+#: What a stored reply record must hold to be reused (``run_items``' check).
+RECORD_FIELDS: dict[str, type] = {"reply": str, "scored": str}
+
+
+@dataclass
+class TaskSetup:
+    """One task's run, before any model call: its config and rows, the runs asked for, the sampling and the
+    new-token budget, and the store they key (:func:`task_setup`; shared by :func:`run_task` and
+    :mod:`.pooling`, so both write the same records into the same run folder)."""
+
+    task: TaskConfig
+    data: TaskData
+    rows: list[dict[str, Any]]
+    shots: list[dict[str, Any]]
+    run_ids: list[int]
+    sampling: Sampling
+    protocol: Protocol
+    config: dict[str, Any]
+    max_new: int
+
+    def open_store(self, model: Model, outputs: str | Path | None) -> RunStore:
+        """The task's run store (created or resumed; one writer at a time)."""
+        identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
+        return RunStore.open(model.name, f"{SUITE}/{self.task.key}", self.config, model_identity=identity,
+                             data_files=self.data.files, prompt_templates=self.task.templates(), outputs=outputs)
+
+    def messages(self, row: Mapping[str, Any]) -> Messages:
+        """The conversation SEA-HELM sends for ``row`` (its preamble, template and shots)."""
+        return build_messages(self.task, row, self.shots)
+
+    def record(self, model: Model, run: int, row: Mapping[str, Any], conv: Messages, raw: str) -> dict[str, Any]:
+        """The stored record of one reply: the raw reply whole, the scored text with the thinking cut, and for a
+        ``-logprobs`` task the gold answer's log-probability after the tag."""
+        split = split_reply(raw, self.protocol.thinking)
+        rec = {"run": run, "seed": SEEDS[run], "id": row["id"], "label": row.get("label"),
+               "source": row["prompts"][0].get("text"), "messages": conv,
+               "prompt_sha256": sha256_text(canonical_json(conv)), "reply": raw, "scored": split.scored,
+               "failed": split.failed}
+        if self.task.is_logprobs:
+            prompt = base_prompt(model, conv) if self.protocol.base or not isinstance(model, TokenizingModel) \
+                else model.render_chat(conv)
+            rec["gold_logprob"] = gold_logprob(model, prompt, split.scored, self.task.answer_tag, str(row["label"]))
+        return rec
+
+
+def task_setup(model: Model, key: str, *, runs: int, limit: int | None = None, data_dir: str | Path | None = None,
+               data: TaskData | None = None, protocol: Protocol = Protocol()) -> TaskSetup:
+    """The :class:`TaskSetup` of SEA-HELM task ``key`` (not an externally run one) for ``runs`` runs."""
+    if not 1 <= runs <= len(SEEDS):
+        raise ValueError(f"runs must be 1-{len(SEEDS)} (SEA-HELM's seeds), got {runs}")
+    task = task_config(key)
+    data = data or load_task_data(task, data_dir)
+    rows = data.rows if limit is None else data.rows[: max(0, int(limit))]
+    shots = shots_for(task, data, protocol.base)
+    sampling = model_sampling(model, greedy=protocol.greedy)
+    config = {"suite": SUITE, "seahelm_commit": SEAHELM_COMMIT, "task": asdict(task),
+              "protocol": protocol.keyed(task, sampling), "shots": [str(s.get("id", i)) for i, s in enumerate(shots)],
+              "data": data.source, "record_format": RECORD_FORMAT}
+    return TaskSetup(task, data, list(rows), shots, list(task.runs(runs, reasoning=protocol.reasoning)), sampling,
+                     protocol, config, protocol.max_new_tokens(task))
+
+
+def item_interval(values: Sequence[float]) -> dict[str, Any] | None:
+    """Our interval beside SEA-HELM's standard error: a percentile bootstrap over items of the per-item run means
+    (None under two items)."""
+    if len(values) < 2:
+        return None
+    if len(set(values)) < 2:
+        v = float(values[0])
+        return {"low": v, "high": v, "level": LEVEL, "method": "percentile", "note": "every item has the same value"}
+    return mean_interval(list(values), name="item means", method="percentile", level=LEVEL, n_resamples=N_RESAMPLES,
+                         seed=BOOT_SEED).to_dict()
+
+
+def data_hash(data: TaskData) -> str:
+    """The hash of a task's data files and revision, in its signature."""
+    return sha256_text(repr(sorted(data.source.get("files", {}).items())) + repr(data.source.get("revision")))
