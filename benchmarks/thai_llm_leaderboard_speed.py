@@ -7,14 +7,16 @@ log-likelihood tasks and on generation, side by side in one run (issue 30, "Pari
   ``HFModel.predict_classification`` (CPU / float32 / sdpa, see ``thai_llm_leaderboard_parity.RUNNER_PATCHES``) runs
   in the side environment (a subprocess of its Python) at batch size 4 (the leaderboard's) and 1, looping over each
   task's prompts in batches as ``main_nlu_prompt_batch.py`` does; thai-eval scores the same (prompt, label)
-  sequences through ``LocalModel.loglikelihood`` (the prefix tree runs each prompt once for all its labels), via
-  the suite's ``scoring.score_batch`` when it is importable. Timed: the scoring calls (tokenization included,
-  model loading excluded). thai-eval runs before, between and after the runner runs (median reported), so both
-  sides see similar machine load. Predictions must be identical.
+  sequences through the suite's ``scoring.score_batch`` (the prefix tree runs each prompt once for all its labels)
+  in both settings: ``sums="labels"`` (the default: each label's terms after its item's shared prefix, the same
+  argmax) and ``sums="whole"`` (the runner's totals). Timed: the scoring calls (tokenization included, model
+  loading excluded). thai-eval runs before, between and after the runner runs (median reported), so both sides see
+  similar machine load. Predictions must be identical.
 - matmul work ratio (counted, not timed): the runner forwards every label's padded batch through the decoder body
   and the output layer at every position (B x longest sequence per forward); thai-eval runs each distinct prefix-
-  tree token through the body once and each distinct scored position through the output layer (2 FLOPs per weight
-  per token; attention scores and the log-softmax on top, not counted), as ``h6_parity_speed.work_ratio`` counts.
+  tree token through the body once and the output layer at each distinct scored position (every position with
+  ``whole``, the label positions with ``labels``; 2 FLOPs per weight per token; attention scores and the
+  log-softmax on top, not counted), as ``h6_parity_speed.work_ratio`` counts.
 - Generation: the runner's ``predict_generation`` (chat template, ``model.generate``, batch 4) made greedy by
   ``top_k=1`` (its ``do_sample=True, temperature=0.2`` are hard-coded) and both sides capped at ``--new-tokens``
   (the runner's ``max_generation_length`` attribute; it fixes 512) against thai-eval's generation engine on the same
@@ -125,62 +127,56 @@ def run_runner(spec: dict, args) -> dict:
 
 
 # --- thai-eval's side ---------------------------------------------------------------------------------------
-def sequences(items: list[dict]) -> list[str]:
-    return [it["prompt"].replace("[LABEL_CHOICE]", lab) for it in items for lab in it["labels"]]
-
-
-def ours_nlu(model, nlu: dict) -> tuple[float, dict, str]:
-    """thai-eval's scoring of every task (one engine call per task); (seconds, preds per task, which path)."""
-    try:
-        from thai_eval_utils.thai_llm_leaderboard.protocol import NLUProtocol
-        from thai_eval_utils.thai_llm_leaderboard.scoring import model_limit, score_batch
-    except ImportError:
-        score_batch = None
-    import numpy as np
+def ours_nlu(model, nlu: dict, sums: str) -> tuple[float, dict, str]:
+    """thai-eval's scoring of every task (one engine call per task) with ``NLUProtocol(sums=sums)``; (seconds, preds
+    per task, which path)."""
+    from thai_eval_utils.thai_llm_leaderboard.protocol import NLUProtocol
+    from thai_eval_utils.thai_llm_leaderboard.scoring import model_limit, score_batch
 
     preds, total = {}, 0.0
+    protocol = NLUProtocol(sums=sums)
     for task, items in nlu.items():
         t0 = time.perf_counter()
-        if score_batch is not None:
-            protocol = NLUProtocol()
-            its = [{"id": it["id"], "row": it["index"], "key": f"{task}/{it['id']}", "prompt": it["prompt"],
-                    "labels": it["labels"], "gold": it["gold"]} for it in items]
-            preds[task] = [r["pred"] for r in score_batch(model, its, protocol, limit=model_limit(model, protocol))]
-        else:
-            res = model.loglikelihood([("", s) for s in sequences(items)], progress=False)
-            k = len(items[0]["labels"])
-            preds[task] = [int(np.argmax([r[0] for r in res[i * k:(i + 1) * k]])) for i in range(len(items))]
+        its = [{"id": it["id"], "row": it["index"], "key": f"{task}/{it['id']}", "prompt": it["prompt"],
+                "labels": it["labels"], "gold": it["gold"]} for it in items]
+        preds[task] = [r["pred"] for r in score_batch(model, its, protocol, limit=model_limit(model, protocol))]
         total += time.perf_counter() - t0
-    return total, preds, "thai_llm_leaderboard.scoring.score_batch" if score_batch else "LocalModel.loglikelihood"
+    return total, preds, f"thai_llm_leaderboard.scoring.score_batch, sums={sums}"
 
 
 def work(model, nlu: dict, runner_fed: dict[int, int]) -> dict:
-    """Matrix-multiply FLOPs: the runner's padded forwards against thai-eval's prefix tree (h6_parity_speed's count:
-    body = the decoder's linear weights, head = the output layer; every position is scored on both sides)."""
+    """Matrix-multiply FLOPs (h6_parity_speed's count: body = the decoder's linear weights, head = the output layer,
+    2 FLOPs per weight per token): the runner's padded forwards run the body and the head at every position;
+    thai-eval runs each distinct prefix-tree position through the body once and the head at each distinct scored
+    position: every fed position with ``sums="whole"``, only the positions after an item's shared prefix with
+    ``sums="labels"``."""
     import torch
 
-    from thai_eval_utils.backend.encoding import encode_pairs, fed_tokens
-    from thai_eval_utils.backend.prefix_tree import build_tree
+    from thai_eval_utils.thai_llm_leaderboard.scoring import shared_prefix
 
-    hf = model.hf_model
+    hf, tok = model.hf_model, model.tokenizer
     head = hf.get_output_embeddings().weight.numel()
     body = sum(m.weight.numel() for m in hf.base_model.modules() if isinstance(m, torch.nn.Linear))
-    tree = rows = 0
+    tree = whole_rows = label_rows = 0
     for items in nlu.values():  # one engine call (one tree) per task
-        seqs, targets = fed_tokens(encode_pairs(model.tokenizer, [("", s) for s in sequences(items)]),
-                                   model.max_length)
-        root, _ = build_tree([s for s in seqs if s])
-        stack = [root]
-        while stack:
-            node = stack.pop()
-            tree += node.end - node.start
-            stack += node.children
-        rows += len({s[:len(s) - len(t) + j + 1] for s, t in zip(seqs, targets) if s for j in range(len(t))})
-    ours = 2 * (tree * body + rows * head)
-    return {"tree_tokens": tree, "scored_rows": rows, "thai_eval_gflop": ours / 1e9,
-            **{f"runner_bs{b}_fed": f for b, f in runner_fed.items()},
-            **{f"runner_bs{b}_gflop": 2 * f * (body + head) / 1e9 for b, f in runner_fed.items()},
-            **{f"ratio_bs{b}": 2 * f * (body + head) / ours for b, f in runner_fed.items()}}
+        fed, scored_whole, scored_labels = set(), set(), set()
+        for it in items:
+            ids = [tuple(tok(it["prompt"].replace("[LABEL_CHOICE]", lab))["input_ids"]) for lab in it["labels"]]
+            start = max(1, shared_prefix(ids))
+            for seq in ids:
+                for p in range(1, len(seq)):  # position p-1 (context seq[:p]) scores token p
+                    fed.add(seq[:p])
+                    scored_whole.add(seq[:p])
+                    if p >= start:
+                        scored_labels.add(seq[:p])
+        tree, whole_rows, label_rows = tree + len(fed), whole_rows + len(scored_whole), label_rows + len(scored_labels)
+    flops = {"whole": 2 * (tree * body + whole_rows * head), "labels": 2 * (tree * body + label_rows * head)}
+    out = {"tree_tokens": tree, "scored_rows_whole": whole_rows, "scored_rows_labels": label_rows,
+           **{f"thai_eval_{k}_gflop": v / 1e9 for k, v in flops.items()},
+           **{f"runner_bs{b}_fed": f for b, f in runner_fed.items()},
+           **{f"runner_bs{b}_gflop": 2 * f * (body + head) / 1e9 for b, f in runner_fed.items()}}
+    out.update({f"ratio_{k}_bs{b}": 2 * f * (body + head) / v for k, v in flops.items() for b, f in runner_fed.items()})
+    return out
 
 
 def ours_generate(model, prompts: list[str], new_tokens: int) -> tuple[float, list[str]]:
@@ -211,7 +207,8 @@ def fixture_parity(model) -> str:
     for t, items in by_task.items():
         its = [{"id": r["id"], "row": r["index"], "key": f"{t}/{r['id']}", "prompt": r["prompt"],
                 "labels": r["labels"], "gold": r["gold"]} for r in items]
-        ours = score_batch(model, its, NLUProtocol(), limit=model_limit(model, NLUProtocol()))
+        whole = NLUProtocol(sums="whole")  # the runner's totals, to compare with its sums
+        ours = score_batch(model, its, whole, limit=model_limit(model, whole))
         for r, o in zip(items, ours):
             for a, b, n in zip(o["lls"], r["sums"], r["scored_tokens"]):
                 deltas.append(abs(a - b))
@@ -234,31 +231,37 @@ def report(res: dict, command: str) -> str:
     w, n = res["work"], res["n_items"]
     best = min((4, 1), key=lambda b: res[f"runner_bs{b}"]["seconds"])
     fast = res[f"runner_bs{best}"]["seconds"]
-    ours = statistics.median(res["ours_seconds"])
-    speedup, ratio = fast / ours, w[f"ratio_bs{best}"]
     g = res["generation"]
     lines = [
-        f"Model: embedded Gemma 3 270M (Q4_K_M GGUF dequantised to float32), float32, CPU ({os.cpu_count()} cores "
-        f"shared with other sessions, torch threads {res['threads']}); runner scbdatax/seacrowd-eval @9de9392 in "
-        f"its side environment (transformers {res['versions']['runner']['transformers']}, torch "
-        f"{res['versions']['runner']['torch']}); thai-eval path: `{res['path']}`. Load average (1 min) at the "
-        f"start of each part: {res['loads']}.",
+        f"Model: embedded Gemma 3 270M (Q4_K_M GGUF dequantised to float32), float32, CPU ({os.cpu_count()} cores, "
+        f"torch threads {res['threads']}); runner scbdatax/seacrowd-eval @9de9392 in its side environment "
+        f"(transformers {res['versions']['runner']['transformers']}, torch {res['versions']['runner']['torch']}); "
+        f"thai-eval path: `thai_llm_leaderboard.scoring.score_batch`. Load average (1 min) at the start of each "
+        f"part: {res['loads']}.",
         "",
         f"Command: `{command}`",
         "",
-        "| items (per task) | runner batch 4 s | runner batch 1 s | thai-eval s (runs; median) | speed-up vs the "
-        "runner's faster setting | matmul work ratio (vs that setting) | % of work ratio | predictions identical |",
-        "|---|---|---|---|---|---|---|---|",
-        f"| {sum(n.values())} ({', '.join(short(k) + ' ' + str(v) for k, v in n.items())}) "
-        f"| {res['runner_bs4']['seconds']:.1f} | {res['runner_bs1']['seconds']:.1f} "
-        f"| {', '.join(f'{s:.1f}' for s in res['ours_seconds'])}; {ours:.1f} | **{speedup:.1f}x** vs batch {best} "
-        f"| {ratio:.2f}x ({w[f'runner_bs{best}_gflop']:,.0f} / {w['thai_eval_gflop']:,.0f} GFLOP) "
-        f"| {100 * speedup / ratio:.0f}% | {'yes' if res['preds_equal'] else 'NO'} |",
+        f"{sum(n.values())} items ({', '.join(short(k) + ' ' + str(v) for k, v in n.items())}). Runner: batch size 4 "
+        f"{res['runner_bs4']['seconds']:.1f} s, batch size 1 {res['runner_bs1']['seconds']:.1f} s (the faster: "
+        f"batch {best}).",
+        "",
+        "| thai-eval setting | seconds (runs; median) | speed-up vs the runner's batch "
+        f"{best} | matmul work ratio | % of work ratio | predictions identical to the runner's |",
+        "|---|---|---|---|---|---|",
+    ]
+    for sums, what in (("labels", "`sums=\"labels\"` (default): label parts"), ("whole", "`sums=\"whole\"`: the runner's totals")):
+        secs = res[f"ours_{sums}_seconds"]
+        ours = statistics.median(secs)
+        speedup, ratio = fast / ours, w[f"ratio_{sums}_bs{best}"]
+        lines.append(f"| {what} | {', '.join(f'{s:.1f}' for s in secs)}; {ours:.1f} | **{speedup:.1f}x** "
+                     f"| {ratio:.2f}x ({w[f'runner_bs{best}_gflop']:,.0f} / {w[f'thai_eval_{sums}_gflop']:,.0f} GFLOP) "
+                     f"| {100 * speedup / ratio:.0f}% | {'yes' if res[f'preds_equal_{sums}'] else 'NO'} |")
+    lines += [
         "",
         f"Tokens through the decoder: runner batch 4 {w['runner_bs4_fed']:,} (padding included), batch 1 "
-        f"{w['runner_bs1_fed']:,}; thai-eval's prefix tree {w['tree_tokens']:,} ({w['scored_rows']:,} scored "
-        f"positions). The runner's batch size 4 changed {res['bs4_changed']} of {sum(n.values())} of its batch-size-1 "
-        f"predictions here.",
+        f"{w['runner_bs1_fed']:,}; thai-eval's prefix tree {w['tree_tokens']:,}, with the output layer at "
+        f"{w['scored_rows_whole']:,} positions (`whole`) or {w['scored_rows_labels']:,} (`labels`). The runner's "
+        f"batch size 4 changed {res['bs4_changed']} of {sum(n.values())} of its batch-size-1 predictions here.",
         "",
         f"Generation ({len(g['prompts'])} chat prompts, {g['new_tokens']} new tokens, greedy): runner "
         f"`predict_generation` batch 4 {g['runner_seconds']:.1f} s, thai-eval's engine {g['ours_seconds']:.1f} s: "
@@ -306,18 +309,19 @@ def main() -> None:
         print(fixture_parity(model))
         return
     sel = selection(args.items, args.gen_items)
-    ours_nlu(model, {t: v[:1] for t, v in list(sel["nlu"].items())[:1]})  # warm-up: the engine's one-off self-check
-    loads, ours_s, runs, path, ours_preds = [], [], {}, "", None
-    for step in ("ours", 4, "ours", 1, "ours"):
+    ours_nlu(model, {t: v[:1] for t, v in list(sel["nlu"].items())[:1]}, "whole")  # warm-up: the one-off self-check
+    loads, ours_s, runs, preds = [], {"labels": [], "whole": []}, {}, {}
+    for step in ("ours", 4, "ours", 1, "ours"):  # thai-eval before, between and after the runner's two settings
         loads.append(round(os.getloadavg()[0], 1))
         if step == "ours":
-            s, ours_preds, path = ours_nlu(model, sel["nlu"])
-            ours_s.append(s)
-            log(f"thai-eval: {s:.1f} s")
+            for sums in ("labels", "whole"):
+                s, preds[sums], _ = ours_nlu(model, sel["nlu"], sums)
+                ours_s[sums].append(s)
+                log(f"thai-eval sums={sums}: {s:.1f} s")
         else:
             runs[step] = run_runner({"batch": step, "nlu": sel["nlu"]}, args)
             log(f"runner batch {step}: {runs[step]['seconds']:.1f} s")
-    equal = ours_preds == runs[4]["preds"] == runs[1]["preds"]
+    equal = {k: p == runs[4]["preds"] == runs[1]["preds"] for k, p in preds.items()}
     changed = sum(a != b for t in TASKS for a, b in zip(runs[4]["preds"][t], runs[1]["preds"][t]))
     loads.append(round(os.getloadavg()[0], 1))
     gen = run_runner({"generate": True, "gen": sel["gen"], "new_tokens": args.new_tokens}, args)
@@ -328,10 +332,11 @@ def main() -> None:
         [str(SIDE_PY), "-c", "import json, torch, transformers; print(json.dumps({'torch': torch.__version__, "
          "'transformers': transformers.__version__}))"], capture_output=True, text=True, check=True).stdout)
     res = {
-        "threads": args.threads, "path": path, "loads": loads, "n_items": {t: len(v) for t, v in sel["nlu"].items()},
+        "threads": args.threads, "loads": loads, "n_items": {t: len(v) for t, v in sel["nlu"].items()},
         "runner_bs4": {k: v for k, v in runs[4].items() if k != "preds"},
         "runner_bs1": {k: v for k, v in runs[1].items() if k != "preds"},
-        "ours_seconds": ours_s, "preds_equal": equal, "bs4_changed": changed,
+        "ours_labels_seconds": ours_s["labels"], "ours_whole_seconds": ours_s["whole"],
+        "preds_equal_labels": equal["labels"], "preds_equal_whole": equal["whole"], "bs4_changed": changed,
         "work": work(model, sel["nlu"], {4: runs[4]["fed_padded"], 1: runs[1]["fed_padded"]}),
         "versions": {"runner": side_versions, "thai_eval": {"torch": torch.__version__,
                                                             "transformers": transformers.__version__}},
@@ -348,7 +353,7 @@ def main() -> None:
     print(text)
     if args.write_doc:
         write_doc(text)
-    assert equal, "thai-eval's predictions differ from the runner's"
+    assert all(equal.values()), "thai-eval's predictions differ from the runner's"
 
 
 if __name__ == "__main__":

@@ -258,6 +258,33 @@ def test_each_prefix_runs_once_and_output_layer_only_at_scored_positions(tiny_ge
     _assert_same(got, _quiet(_reference_loglikelihood, model, tok, reqs, max_length=1024))
 
 
+def test_token_scores_from_a_given_position_run_the_head_only_there(tiny_gemma3):
+    """``token_loglikelihood(..., scored_from=)`` (the Thai LLM Leaderboard's ``sums="labels"``): the tokens before
+    the start are context only; each sum equals a plain forward's terms from the start on; the output layer gets
+    one row per distinct scored position; nothing to score gives (0.0, True)."""
+    from thai_eval_utils.backend.loglikelihood import token_loglikelihood
+
+    model, tok = tiny_gemma3
+    prompt = tok("คำถาม: ข้อใดถูกต้อง ตอบ:", add_special_tokens=False)["input_ids"]
+    seqs = [[tok.bos_token_id, *prompt, *tok(f" {x}", add_special_tokens=False)["input_ids"]] for x in "abc"]
+    start = len(prompt) + 1
+    whole = token_loglikelihood(model, seqs)  # the default, every token after the first (and the one-off self-check)
+    head_rows = []
+    hook = model.lm_head.register_forward_hook(lambda m, a, o: head_rows.append(a[0].shape[0]))
+    try:
+        got = token_loglikelihood(model, [*seqs, seqs[0][:start]], scored_from=[start] * 4)
+    finally:
+        hook.remove()
+    assert got[3] == (0.0, True)
+    for seq, (ll, _) in zip(seqs, got):
+        with torch.inference_mode():
+            logp = torch.log_softmax(model(input_ids=torch.tensor([seq])).logits[0].float(), dim=-1)
+        expected = sum(float(logp[p - 1, seq[p]]) for p in range(start, len(seq)))
+        assert abs(ll - expected) < 1e-4
+    assert sum(head_rows) == len({tuple(s[:p]) for s in seqs for p in range(start, len(s))})
+    assert all(w[0] < g[0] for w, g in zip(whole, got))
+
+
 def test_output_layer_chunks_rows(tiny_llama, monkeypatch):
     """At most ``_HEAD_BYTES`` of float32 logits exist at once, however many positions are scored."""
     model, tok = tiny_llama

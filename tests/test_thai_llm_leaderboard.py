@@ -198,12 +198,22 @@ def _hf_sum(model, tok, text: str, limit: int | None = None) -> float:
 def test_whole_sequence_sum_equals_a_plain_forward_and_prompt_is_shared(tiny_local_model, tiny_llama):
     hf, tok = tiny_llama
     items = _items("xnli.tha_seacrowd_pairs")[:2] + _items("m3exam_tha_seacrowd_qa")[6:7]
-    records = score_batch(tiny_local_model, items, NLUProtocol(), limit=None)
-    for it, rec in zip(items, records):
-        expected = [_hf_sum(hf, tok, with_label(it["prompt"], lab)) for lab in it["labels"]]
-        assert np.allclose(rec["lls"], expected, atol=1e-4, rtol=0)
+    records = score_batch(tiny_local_model, items, NLUProtocol(sums="whole"), limit=None)
+    labels = score_batch(tiny_local_model, items, NLUProtocol(), limit=None)  # the default: sums="labels"
+    for it, rec, lab_rec in zip(items, records, labels):
+        texts = [with_label(it["prompt"], lab) for lab in it["labels"]]
+        expected = [_hf_sum(hf, tok, t) for t in texts]
+        assert np.allclose(rec["lls"], expected, atol=1e-4, rtol=0) and rec["sums"] == "whole"
         assert rec["pred"] == int(np.argmax(expected)) and rec["correct"] == int(rec["pred"] == it["gold"])
-        assert rec["tokens"] == [len(tok(with_label(it["prompt"], lab))["input_ids"]) - 1 for lab in it["labels"]]
+        assert rec["tokens"] == [len(tok(t)["input_ids"]) - 1 for t in texts]
+        # the label parts: the whole sums less one shared number (the prompt's terms), the same prediction
+        ids = [tok(t)["input_ids"] for t in texts]
+        shared = len(os.path.commonprefix(ids))
+        assert lab_rec["sums"] == "labels" and lab_rec["shared_tokens"] == shared > 100
+        assert lab_rec["tokens"] == [len(i) - shared for i in ids]
+        offset = np.array(expected) - np.array(lab_rec["lls"])
+        assert np.allclose(offset, offset[0], atol=1e-3, rtol=0) and offset[0] < -100
+        assert lab_rec["pred"] == rec["pred"] and lab_rec["correct"] == rec["correct"]
     assert records[2]["gold"] == 4 and records[2]["correct"] == 0  # M3Exam gold e: never right (quirk 6)
     # the requests the engine gets: empty context, whole text; its prefix tree runs each prompt once
     reqs = sequence_requests(tok, [with_label(items[0]["prompt"], lab) for lab in items[0]["labels"]], None).requests
@@ -221,14 +231,14 @@ def test_the_engines_forward_calls_run_each_prompt_once(tiny_local_model, monkey
     from thai_eval_utils.backend import decoder
 
     items = _items("thaiexam_qa")[:3]
-    score_batch(tiny_local_model, items[:1], NLUProtocol(), limit=None)  # the engine's one-off self-check first
+    score_batch(tiny_local_model, items[:1], NLUProtocol(sums="whole"), limit=None)  # the one-off self-check first
     fed, real = [], decoder.Decoder.model_call
 
     def spy(self, ids, *args, **kwargs):
         fed.append(sum(len(row) for row in ids))
         return real(self, ids, *args, **kwargs)
     monkeypatch.setattr(decoder.Decoder, "model_call", spy)
-    score_batch(tiny_local_model, items, NLUProtocol(), limit=None)
+    score_batch(tiny_local_model, items, NLUProtocol(sums="whole"), limit=None)
     texts = [with_label(it["prompt"], lab) for it in items for lab in it["labels"]]
     counts = count_tokens(tiny_local_model.tokenizer, sequence_requests(tiny_local_model.tokenizer, texts, None).requests)
     assert sum(fed) == counts["tree"] and counts["fed"] > 4 * counts["tree"]  # 5 labels share each prompt
@@ -238,11 +248,14 @@ def test_truncated_items_score_the_kept_tokens_and_tie_to_the_first_label(tiny_l
     hf, tok = tiny_llama
     item = _items("xcopa_tha_seacrowd_qa")[0]
     limit = 12  # far shorter than the prompt: every label is cut off, so all labels score the same sequence
-    rec = score_batch(tiny_local_model, [item], NLUProtocol(), limit=limit)[0]
+    rec = score_batch(tiny_local_model, [item], NLUProtocol(sums="whole"), limit=limit)[0]
     assert rec["truncated"] and rec["tokens"] == [limit - 1, limit - 1]
     expected = _hf_sum(hf, tok, with_label(item["prompt"], "a"), limit)
     assert rec["lls"][0] == rec["lls"][1] and abs(rec["lls"][0] - expected) < 1e-4
     assert rec["pred"] == 0
+    parts = score_batch(tiny_local_model, [item], NLUProtocol(), limit=limit)[0]  # labels: all shared, nothing left
+    assert parts["truncated"] and parts["shared_tokens"] == limit and parts["tokens"] == [0, 0]
+    assert parts["lls"] == [0.0, 0.0] and parts["pred"] == 0
     assert not score_batch(tiny_local_model, [item], NLUProtocol(), limit=None)[0]["truncated"]
 
 
@@ -283,8 +296,12 @@ def test_bf16_sums_round_the_totals_as_the_runner_at_head_does():
     bf16 = score_batch(model, [item], NLUProtocol(sum_precision="bf16"), limit=None)[0]
     assert fp32["pred"] == 1 and bf16["pred"] == 0  # both round to -300 in bfloat16: a tie, the first label wins
     assert bf16["lls"] == fp32["lls"]  # the stored sums stay float32
-    assert NLUProtocol().signature() == "sum:fp32|trunc:runner@-512|ties:first"
-    assert NLUProtocol(sum_precision="bf16", truncation="none").signature() == "sum:bf16|trunc:none|ties:first"
+    assert NLUProtocol().signature() == "sum:fp32|trunc:runner@-512|ties:first|sums:labels"
+    assert NLUProtocol().for_model(model).sums == "whole"  # a model that cannot score token ids from a position
+    assert NLUProtocol(sum_precision="bf16", truncation="none").signature() == \
+        "sum:bf16|trunc:none|ties:first|sums:whole"  # bf16 rounds the whole total: label parts cannot mimic it
+    with pytest.raises(ThaiEvalError, match="sums must be"):
+        NLUProtocol(sums="prompt")
     with pytest.raises(ThaiEvalError):
         NLUProtocol(sum_precision="fp16")
 
@@ -314,12 +331,19 @@ def test_a_tokenizer_without_bos_scores_every_token_but_the_first(no_bos_model, 
     plan = sequence_requests(tok, texts, None)
     assert plan.requests[0] == ("คำถาม", texts[0][len("คำถาม"):])  # the first token's text is the unscored context
     assert plan.requests[1] is None  # "\n---\n...": lm-eval's encoding would move the "\n" context out
-    for it, rec in zip((xcopa, exam), score_batch(no_bos_model, [xcopa, exam], NLUProtocol(), limit=None)):
+    whole = score_batch(no_bos_model, [xcopa, exam], NLUProtocol(sums="whole"), limit=None)
+    parts = score_batch(no_bos_model, [xcopa, exam], NLUProtocol(), limit=None)
+    for it, rec, part in zip((xcopa, exam), whole, parts):
+        expected = []
         for lab, ll in zip(it["labels"], rec["lls"]):
             ids = torch.tensor([tok(with_label(it["prompt"], lab))["input_ids"]])
             with torch.no_grad():
                 logp = torch.log_softmax(hf(input_ids=ids).logits.float(), dim=-1)
-            assert abs(ll - float(logp[0, :-1].gather(1, ids[0, 1:, None]).sum())) < 1e-4
+            expected.append(float(logp[0, :-1].gather(1, ids[0, 1:, None]).sum()))
+            assert abs(ll - expected[-1]) < 1e-4
+        assert part["pred"] == rec["pred"] == int(np.argmax(expected))
+        # the totals near -1.9e3 carry float32's spacing there (1.2e-4) into their differences
+        assert np.allclose(np.diff(part["lls"]), np.diff(expected), atol=5e-4)
 
 
 def test_a_sequence_no_request_reproduces_is_an_error_on_a_model_without_token_scoring(no_bos_model):
@@ -360,7 +384,8 @@ def test_run_stores_summary_and_suite_hooks_read_it(tmp_path):
     assert [r["pred"] for r in xcopa.records] == [0] * 4
     assert xcopa.accuracy.value == golds.count(0) / 4 and xcopa.accuracy.n == 4
     sig = xcopa.summary["scores"]["accuracy"]["signature"]
-    assert sig.startswith("xcopa_tha_seacrowd_qa:runner|labels:a,b|sum:fp32|trunc:runner@-512|ties:first|data:")
+    assert sig.startswith("xcopa_tha_seacrowd_qa:runner|labels:a,b|sum:fp32|trunc:runner@-512|ties:first|sums:whole|"
+                          "data:")  # a fake model scores no token ids: the whole sums
     assert "|limit:4/200" in sig and "model:fake-model" in sig
     assert runs["m3exam_tha_seacrowd_qa"].summary["n_excluded"] == 1
     again = run_nlu_task(model, "xcopa_tha_seacrowd_qa", data_dir=DATA, limit=4, outputs=tmp_path, progress=False)
@@ -403,13 +428,13 @@ CHILD = textwrap.dedent(
     from thai_eval_utils.thai_llm_leaderboard import run_nlu_task
     model_dir, out, data = sys.argv[1], sys.argv[2], sys.argv[3]
     m = load_model(model_dir)
-    real, calls = m.loglikelihood, []
-    def slow(requests, progress=True):
+    real, calls = m.loglikelihood_tokens, []
+    def slow(sequences, scored_from=None, progress=True):
         calls.append(1)
         if len(calls) > 1:
             time.sleep(60)  # killed here: after one stored batch
-        return real(requests, progress=progress)
-    m.loglikelihood = slow
+        return real(sequences, scored_from=scored_from, progress=progress)
+    m.loglikelihood_tokens = slow
     run_nlu_task(m, "xcopa_tha_seacrowd_qa", data_dir=data, limit=6, outputs=out, batch_size=2, progress=False)
     """
 )
@@ -500,13 +525,17 @@ def test_every_fixture_item_scores_as_the_runner_scored_it():
         theirs = [it for it in fixture if it["task"] == task]
         data = load_task(nlu_task(task), DATA)
         data.items = [it for it in data.items if it["id"] in {t["id"] for t in theirs}]
-        ours = score_task(model, task, data=data)
-        assert [r["id"] for r in ours] == [t["id"] for t in theirs]
-        for mine, it in zip(ours, theirs):
+        ours = score_task(model, task, data=data, protocol=NLUProtocol(sums="whole"))
+        parts = score_task(model, task, data=data)  # the default, sums="labels"
+        assert [r["id"] for r in ours] == [r["id"] for r in parts] == [t["id"] for t in theirs]
+        for mine, part, it in zip(ours, parts, theirs):
             assert (mine["prompt"], mine["labels"], mine["gold"]) == (it["prompt"], it["labels"], it["gold"])
-            assert mine["pred"] == it["pred"] and mine["tokens"] == it["scored_tokens"], (task, it["id"])
+            assert mine["pred"] == part["pred"] == it["pred"] and mine["tokens"] == it["scored_tokens"], it["id"]
             for a, b, n in zip(mine["lls"], it["sums"], it["scored_tokens"]):
                 assert abs(a - b) <= max(1e-4, 1e-5 * n), (task, it["id"], a, b)
+            # the label parts differ between labels exactly as the runner's totals do
+            for a, b, n in zip(np.diff(part["lls"]), np.diff(it["sums"]), it["scored_tokens"][1:]):
+                assert abs(a - b) <= 2 * max(1e-4, 1e-5 * n), (task, it["id"], a, b)
         mine_metrics = runner_metrics([r["gold"] for r in ours], [r["pred"] for r in ours])
         for key, value in mine_metrics.items():
             assert value == pytest.approx(metrics["tasks"][task]["bs1"][key], abs=1e-12), (task, key)

@@ -263,7 +263,7 @@ def test_our_scores_match_the_runners_on_the_embedded_model(items, embedded):
     from thai_eval_utils.thai_llm_leaderboard.scoring import model_limit, score_batch
 
     firsts = [next(it for it in items if it["task"] == t) for t in TASKS]
-    protocol = NLUProtocol()
+    protocol = NLUProtocol(sums="whole")  # the runner's totals (the default, "labels": tests/test_thai_llm_leaderboard.py)
     ours = score_batch(embedded, [{"id": it["id"], "row": it["index"], "key": f"{it['task']}/{it['id']}",
                                    "prompt": it["prompt"], "labels": it["labels"], "gold": it["gold"]}
                                   for it in firsts], protocol, limit=model_limit(embedded, protocol))

@@ -148,11 +148,12 @@ class LocalModel:
         return loglikelihood(self.hf_model, self.tokenizer, requests, add_bos_token=self.add_bos_token,
                              max_length=self.max_length, batch_tokens=self.batch_tokens, progress=progress)
 
-    def loglikelihood_tokens(self, sequences: Sequence[Sequence[int]], *, progress: bool = True
-                             ) -> list[tuple[float, bool]]:
-        """Summed log-probability of each token sequence's tokens after its first
-        (:func:`thai_eval_utils.backend.loglikelihood.token_loglikelihood`; no truncation here)."""
-        return token_loglikelihood(self.hf_model, sequences, batch_tokens=self.batch_tokens, progress=progress)
+    def loglikelihood_tokens(self, sequences: Sequence[Sequence[int]], *, scored_from: Sequence[int] | None = None,
+                             progress: bool = True) -> list[tuple[float, bool]]:
+        """Summed log-probability of each token sequence's tokens from ``scored_from[i]`` on (default: after its
+        first) (:func:`thai_eval_utils.backend.loglikelihood.token_loglikelihood`; no truncation here)."""
+        return token_loglikelihood(self.hf_model, sequences, scored_from=scored_from, batch_tokens=self.batch_tokens,
+                                   progress=progress)
 
     # --- generation -----------------------------------------------------------------------------
     def _generate_ids(self, prompts: Sequence[str], add_special_tokens: bool, *, max_new_tokens: int | Sequence[int],

@@ -219,15 +219,23 @@ def loglikelihood(model, tokenizer, requests: list[tuple[str, str]], *, add_bos_
     return _score_tokens(model, seqs, targets, budget, mode, progress)
 
 
-def token_loglikelihood(model, sequences: Sequence[Sequence[int]], *, batch_tokens: int | None = None,
-                        progress: bool = False) -> list[tuple[float, bool]]:
-    """Summed log-probability of every token of each token sequence after its first, each given the tokens before
-    it, and whether all are greedy: the Thai LLM Leaderboard runner's whole-sequence score (spec
-    thai_llm_leaderboard.md 2.4) for sequences no ``(context, continuation)`` string pair encodes to (a tokenizer
-    without BOS and a text starting with whitespace, which lm-eval's encoding moves out of the context). Same
-    prefix tree, forward calls and float32 sums as :func:`loglikelihood`; a one-token sequence scores (0.0, True)."""
-    seqs = [tuple(s[:-1]) if len(s) > 1 else None for s in sequences]
-    targets = [list(s[1:]) for s in sequences]
+def token_loglikelihood(model, sequences: Sequence[Sequence[int]], *, scored_from: Sequence[int] | None = None,
+                        batch_tokens: int | None = None, progress: bool = False) -> list[tuple[float, bool]]:
+    """Summed log-probability of the tokens of each token sequence from index ``scored_from[i]`` on (default 1:
+    every token after the first), each given the tokens before it, and whether all are greedy.
+
+    With the default it is the Thai LLM Leaderboard runner's whole-sequence score (spec thai_llm_leaderboard.md 2.4)
+    for sequences no ``(context, continuation)`` string pair encodes to (a tokenizer without BOS and a text starting
+    with whitespace, which lm-eval's encoding moves out of the context). A later ``scored_from`` feeds the tokens
+    before it as context only, so the output layer runs at the scored positions alone (the leaderboard suite's
+    ``sums="labels"``: an item's labels share its prompt, whose terms add the same to every label). Same prefix
+    tree, forward calls and float32 sums as :func:`loglikelihood`; a sequence with nothing to score gives (0.0, True).
+    """
+    starts = [1] * len(sequences) if scored_from is None else [max(1, int(k)) for k in scored_from]
+    if len(starts) != len(sequences):
+        raise ValueError(f"{len(starts)} scored_from values for {len(sequences)} sequences")
+    seqs = [tuple(s[:-1]) if len(s) > k else None for s, k in zip(sequences, starts)]
+    targets = [list(s[k:]) for s, k in zip(sequences, starts)]
     budget = batch_tokens or default_budget(model)
     mode = _mode(model, budget)
     if mode is None:

@@ -8,6 +8,13 @@ Defaults reproduce the protocol that produced the published numbers (the 2024 re
   (transformers >= 4.46 returns bf16 logits): it reproduces the ties and flips of that final rounding (spacing 2
   nats at |S| in 256-512), not the bf16 per-token log-softmax error or bf16 weights (run the model in bfloat16 for
   those, ``--dtype bfloat16``).
+- ``sums="labels"`` (quirk 4's decision, at less cost): each label's terms after the tokens its item's labels all
+  share. Those shared terms (the prompt's) are the same for every label, so the argmax, ties included, is the
+  runner's, and the output layer (most of a small model's weights) runs only where the labels differ. The sums
+  stored are then the label parts, not the runner's totals; ``"whole"`` sums every token but the first, as the
+  runner does (the parity fixtures compare those). ``"labels"`` needs token-id scoring (a local model) and the
+  float32 totals: with ``sum_precision="bf16"`` (the rounding depends on the total) or a served model the run
+  uses ``"whole"`` (:meth:`NLUProtocol.for_model`), and the signature says which.
 - ``truncation="runner"`` (quirk 3): right truncation of each sequence at ``model_max_length - 512`` tokens
   (``evaluation/model_utils.py:377-383``), the label included when it falls past the cut; truncated items are
   counted and listed in the run's summary. ``"none"``: no truncation (an over-long sequence is an error).
@@ -18,8 +25,9 @@ Defaults reproduce the protocol that produced the published numbers (the 2024 re
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -28,6 +36,7 @@ from thai_eval_utils.core.errors import ThaiEvalError
 
 SumPrecision = Literal["fp32", "bf16"]
 Truncation = Literal["runner", "none"]
+Sums = Literal["labels", "whole"]
 
 #: ``MAX_GENERATION_LENGTH`` (``evaluation/model_utils.py:28``): NLU sequences are truncated to the model length
 #: minus this.
@@ -49,12 +58,27 @@ class NLUProtocol:
 
     sum_precision: SumPrecision = "fp32"
     truncation: Truncation = "runner"
+    sums: Sums = "labels"
 
     def __post_init__(self) -> None:
         if self.sum_precision not in ("fp32", "bf16"):
             raise ThaiEvalError(f"sum_precision must be 'fp32' or 'bf16', not {self.sum_precision!r}")
         if self.truncation not in ("runner", "none"):
             raise ThaiEvalError(f"truncation must be 'runner' or 'none', not {self.truncation!r}")
+        if self.sums not in ("labels", "whole"):
+            raise ThaiEvalError(f"sums must be 'labels' or 'whole', not {self.sums!r}")
+        if self.sum_precision == "bf16":  # the bf16 rounding depends on the whole total: label parts cannot mimic it
+            object.__setattr__(self, "sums", "whole")
+
+    def for_model(self, model: object) -> NLUProtocol:
+        """The protocol a run on ``model`` uses: ``sums="labels"`` becomes ``"whole"`` on a model that cannot score
+        token ids from a given position (``loglikelihood_tokens(..., scored_from=)``: a served model). (Under
+        ``sum_precision="bf16"`` it is ``"whole"`` from the start.)"""
+        by_tokens = getattr(model, "loglikelihood_tokens", None)
+        takes_start = callable(by_tokens) and "scored_from" in inspect.signature(by_tokens).parameters
+        if self.sums == "labels" and not takes_start:
+            return replace(self, sums="whole")
+        return self
 
     def to_dict(self) -> dict[str, Any]:
         """The options as the run card records them (part of the run's config id)."""
@@ -62,9 +86,9 @@ class NLUProtocol:
                 "max_length_cap": MAX_LENGTH_CAP}
 
     def signature(self) -> str:
-        """The options in a score's signature, e.g. ``sum:fp32|trunc:runner@-512|ties:first``."""
+        """The options in a score's signature, e.g. ``sum:fp32|trunc:runner@-512|ties:first|sums:labels``."""
         trunc = f"runner@-{GENERATION_RESERVE}" if self.truncation == "runner" else "none"
-        return f"sum:{self.sum_precision}|trunc:{trunc}|ties:first"
+        return f"sum:{self.sum_precision}|trunc:{trunc}|ties:first|sums:{self.sums}"
 
     def round_sums(self, sums: np.ndarray) -> np.ndarray:
         """The per-label totals as the argmax sees them: float32, or rounded to bfloat16 (``"bf16"``)."""
@@ -78,7 +102,8 @@ class NLUProtocol:
     @classmethod
     def from_options(cls, options: Mapping[str, Any] | None) -> NLUProtocol:
         """A protocol from a mapping (a notebook's parameters); unknown keys are ignored, None keeps the default."""
-        opts = {k: v for k, v in (options or {}).items() if k in ("sum_precision", "truncation") and v is not None}
+        opts = {k: v for k, v in (options or {}).items()
+                if k in ("sum_precision", "truncation", "sums") and v is not None}
         return cls(**opts)
 
 

@@ -92,6 +92,7 @@ def score_task(model: Any, task: NLUTask | str, data: TaskData | None = None, *,
     task = nlu_task(task) if isinstance(task, str) else task
     data = data if data is not None else load_task(task, data_dir, from_hub=from_hub)
     items = data.items if limit is None else data.items[: max(0, int(limit))]
+    protocol = protocol.for_model(model)  # sums="labels" needs token-id scoring and float32 totals
     trunc = check_engine(model, protocol)
     size = max(1, int(batch_size or len(items) or 1))
     out = []
@@ -145,6 +146,7 @@ def run_nlu_task(model: Any, task: NLUTask | str, *, data_dir: str | Path | None
     task = nlu_task(task) if isinstance(task, str) else task
     data = data if data is not None else load_task(task, data_dir, from_hub=from_hub, revision=revision)
     items = data.items if limit is None else data.items[: max(0, int(limit))]
+    protocol = protocol.for_model(model)  # sums="labels" needs token-id scoring and float32 totals
     trunc = check_engine(model, protocol)
     config = {"task": task.key, "variant": task.variant, "labels": task.label_note(), "protocol": protocol.to_dict(),
               "truncation_length": trunc, "source": {k: data.source[k] for k in ("repo", "file", "split", "revision")},

@@ -20,6 +20,13 @@ runner runs it once per label.
 
 The argmax is ``np.argmax`` over the label totals (ties: the first label), after the protocol's precision
 (:meth:`~.protocol.NLUProtocol.round_sums`).
+
+That is ``sums="whole"``. The default, ``sums="labels"``, makes the same decision with less work: the terms of the
+tokens an item's labels share (its prompt) add the same amount to every label, so each label is scored from its
+runner token ids after that shared prefix (:func:`label_sums`: the prefix is fed as context, and the output layer,
+two thirds of Gemma 3 270M's weights, runs only at the label positions). Its ``lls`` are the label parts; the
+runner's totals are those plus one number per item that the runner never writes out (it writes ``Pred`` and
+``Gold``), so predictions and every metric are the runner's.
 """
 
 from __future__ import annotations
@@ -121,6 +128,35 @@ def sequence_sums(model: Any, plan: SequencePlan, names: Sequence[str], progress
     return sums
 
 
+def shared_prefix(sequences: Sequence[Sequence[int]]) -> int:
+    """How many leading tokens all ``sequences`` share (an item's labels: its prompt, up to where they differ)."""
+    if not sequences:
+        return 0
+    n = min(len(s) for s in sequences)
+    for i in range(n):
+        token = sequences[0][i]
+        if any(s[i] != token for s in sequences[1:]):
+            return i
+    return n
+
+
+def label_sums(model: Any, ids: Sequence[Sequence[int]], groups: Sequence[int], progress: bool = False
+               ) -> tuple[list[float], list[int], list[int]]:
+    """``sums="labels"``: each sequence's terms after the tokens its item's labels share (``groups``: labels per item,
+    in order), from its token ids in one ``model.loglikelihood_tokens(..., scored_from=)`` call; (sums, scored
+    tokens per sequence, shared tokens per item). The shared terms are the same for every label of the item, so
+    ``argmax(label sums) == argmax(whole sums)`` with the same ties, and the output layer runs only at the scored
+    positions."""
+    starts, shared, at = [], [], 0
+    for k in groups:
+        d = shared_prefix(ids[at: at + k])
+        shared.append(d)
+        starts += [max(1, d)] * k
+        at += k
+    results = model.loglikelihood_tokens(list(ids), scored_from=starts, progress=progress)
+    return [float(r[0]) for r in results], [max(0, len(s) - k) for s, k in zip(ids, starts)], shared
+
+
 def model_limit(model: Any, protocol: NLUProtocol) -> int | None:
     """The runner's truncation length for this model (``model_max_length - 512``, from the weights' config), or None
     (``truncation="none"``, or a model without a config at hand)."""
@@ -132,28 +168,41 @@ def model_limit(model: Any, protocol: NLUProtocol) -> int | None:
 
 def score_batch(model: Any, items: Sequence[dict[str, Any]], protocol: NLUProtocol, *, limit: int | None,
                 progress: bool = False) -> list[dict[str, Any]]:
-    """One record per item: ``lls`` (the per-label totals, float32 sums, in label order), ``pred`` (argmax after
-    the protocol's precision; ties -> first), ``correct``, ``tokens`` (scored tokens per label), ``truncated``.
+    """One record per item: ``lls`` (per label, in label order: the runner's float32 totals with ``sums="whole"``,
+    the label parts with ``"labels"``), ``sums`` (which), ``pred`` (argmax after the protocol's precision; ties ->
+    first), ``correct``, ``tokens`` (scored tokens per label), ``shared_tokens`` (``"labels"``: the item's shared
+    prefix), ``truncated``.
 
-    ``limit``: the runner's truncation length (:func:`model_limit`). One ``model.loglikelihood`` call for the batch.
+    ``protocol``: resolved for ``model`` here (:meth:`~.protocol.NLUProtocol.for_model`; a run records the same).
+    ``limit``: the runner's truncation length (:func:`model_limit`). One engine call for the batch.
     """
+    protocol = protocol.for_model(model)
     texts, names = [], []
     for it in items:
         for label in it["labels"]:
             texts.append(with_label(it["prompt"], label))
             names.append(f"item {it['key']!r}, label {label!r}")
-    plan = sequence_requests(getattr(model, "tokenizer", None), texts, limit,
-                             add_bos_token=bool(getattr(model, "add_bos_token", False)))
-    results = sequence_sums(model, plan, names, progress)
-    counts, cut = plan.counts, plan.cut
+    tokenizer = getattr(model, "tokenizer", None)
+    shared: list[int] = []
+    if protocol.sums == "labels" and tokenizer is not None:
+        full = [runner_ids(tokenizer, t, None) for t in texts]
+        ids = [f[:limit] if limit is not None and len(f) > limit else f for f in full]
+        cut = [len(i) < len(f) for i, f in zip(ids, full)]
+        results, counts, shared = label_sums(model, ids, [len(it["labels"]) for it in items], progress)
+    else:
+        plan = sequence_requests(tokenizer, texts, limit, add_bos_token=bool(getattr(model, "add_bos_token", False)))
+        results, counts, cut = sequence_sums(model, plan, names, progress), plan.counts, plan.cut
     out, at = [], 0
-    for it in items:
+    for i, it in enumerate(items):
         k = len(it["labels"])
         sums = results[at: at + k]
         pred = int(np.argmax(protocol.round_sums(np.array(sums))))
-        out.append({"id": it["id"], "row": it["row"], "prompt": it["prompt"], "labels": it["labels"],
-                    "gold": it["gold"], "lls": sums, "pred": pred, "correct": int(pred == it["gold"]),
-                    "tokens": counts[at: at + k], "truncated": any(cut[at: at + k])})
+        rec = {"id": it["id"], "row": it["row"], "prompt": it["prompt"], "labels": it["labels"], "gold": it["gold"],
+               "lls": sums, "sums": "labels" if shared else "whole", "pred": pred, "correct": int(pred == it["gold"]),
+               "tokens": counts[at: at + k], "truncated": any(cut[at: at + k])}
+        if shared:
+            rec["shared_tokens"] = shared[i]
+        out.append(rec)
         at += k
     return out
 
