@@ -66,23 +66,48 @@ def test_greedy_text_equals_batch_one_generate_as_rows_leave_and_join(lm):
     stop = [free[0][5:7], free[3][2:4], free[5][9:11]]
     want = [cut_at_stop(t, stop) for t in free]
     assert len({len(t) for t in want}) > 2
-    for rows in (1, 3, 16):
-        texts, stats = generate(model, tok, ids, max_new_tokens=16, stop=stop, max_rows=rows, progress=False)
-        assert texts == want, rows
+    for rows, lookup in ((1, 0), (3, 0), (16, 0), (1, 8), (3, 8), (16, 8)):
+        texts, stats = generate(model, tok, ids, max_new_tokens=16, stop=stop, max_rows=rows, lookup=lookup,
+                                progress=False)
+        assert texts == want, (rows, lookup)
         assert min(rows, 2) <= stats.peak_rows <= rows and stats.prompt_tokens == sum(map(len, ids))
         after_prefill = stats.generated_tokens - len(ids)  # each row's first token comes from its prefill
-        assert stats.decode_row_steps == after_prefill < 16 * len(ids)  # stopped rows left
+        # a step feeds each row's last token and its proposals, and keeps one token more than the proposals kept
+        assert stats.decode_row_steps == after_prefill - stats.accepted + stats.proposed < 16 * len(ids)
+        assert stats.proposed == stats.accepted == 0 if not lookup else stats.proposed > 0
 
 
-@pytest.mark.parametrize("rows", [1, 5])
-def test_greedy_text_stays_exact_past_the_sliding_window(tiny_gemma3, rows):
+@pytest.mark.parametrize("rows, lookup", [(1, 0), (5, 0), (1, 8), (5, 8)])
+def test_greedy_text_stays_exact_past_the_sliding_window(tiny_gemma3, rows, lookup):
     """Rows of different lengths share one frame of cache columns; on a model whose sliding window (16) is much
-    shorter than the text, the window must still hold each row's own last tokens."""
+    shorter than the text, the window must still hold each row's own last tokens, also when prompt lookup cuts
+    rejected proposals out of the rows' columns."""
     model, tok = tiny_gemma3
     ids = encode(tok, PROMPTS[:5])
     want = [reference(model, tok, x, 48) for x in ids]
-    texts, _ = generate(model, tok, ids, max_new_tokens=48, max_rows=rows, progress=False)
+    texts, stats = generate(model, tok, ids, max_new_tokens=48, max_rows=rows, lookup=lookup, progress=False)
     assert texts == want
+    if lookup:  # proposals were kept and rejected, so rows were shifted by different numbers of columns
+        assert 0 < stats.accepted < stats.proposed and stats.steps < stats.generated_tokens - len(ids)
+
+
+def test_settle_cuts_rejected_columns_and_keeps_rows_right_aligned():
+    """Two rows on a frame of 3 columns (row 1 left-padded) fed 3 columns each; row 0 keeps 1, row 1 keeps 3: the
+    new frame is 6 wide, row 0's kept columns end at its right edge, its cut columns are gone."""
+    from transformers import DynamicCache
+
+    from thai_eval_utils.backend.decode_cache import settle
+
+    cache = DynamicCache()
+    keys = torch.tensor([[10, 11, 12, 13, 98, 99], [0, 21, 22, 23, 24, 25]], dtype=torch.float32)
+    cache.update(keys[:, None, :, None], -keys[:, None, :, None], 0)
+    mask = torch.tensor([[1, 1, 1, 1, 1, 1], [0, 1, 1, 1, 1, 1]])
+    new = settle(cache, mask, kept=[1, 3], fed=3)
+    assert new.tolist() == [[0, 0, 1, 1, 1, 1], [0, 1, 1, 1, 1, 1]]
+    assert cache.layers[0].keys[0, 0, 2:, 0].tolist() == [10, 11, 12, 13]
+    assert cache.layers[0].keys[1, 0, :, 0].tolist() == [0, 21, 22, 23, 24, 25]
+    assert cache.layers[0].values[0, 0, 2:, 0].tolist() == [-10, -11, -12, -13]
+    assert settle(cache, new, kept=[2, 2], fed=2) is new  # nothing cut: unchanged
 
 
 def test_rows_that_stop_at_once(tiny_llama):
@@ -156,7 +181,9 @@ def test_embedded_model_greedy_equals_batch_one_generate():
     texts = m.generate(prompts, max_new_tokens=16, stop=stop)
     ids = encode(m.tokenizer, prompts)
     assert texts == [cut_at_stop(reference(m.hf_model, m.tokenizer, x, 16), stop) for x in ids]
-    assert m.last_generation.decode_row_steps == m.last_generation.generated_tokens - 3
+    work = m.last_generation  # prompt lookup (on by default for greedy) kept some proposals: fewer steps than tokens
+    assert work.decode_row_steps == work.generated_tokens - 3 - work.accepted + work.proposed
+    assert work.accepted > 0 and work.steps < work.generated_tokens - 3
 
 
 CHILD = """

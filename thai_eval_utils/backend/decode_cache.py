@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from transformers import DynamicCache
 
-__all__ = ["fit", "kv_bytes", "reframe", "sliding", "span"]
+__all__ = ["fit", "kv_bytes", "reframe", "settle", "sliding", "span"]
 
 
 def fit(t: torch.Tensor, length: int) -> torch.Tensor:
@@ -51,3 +51,24 @@ def kv_bytes(cache: DynamicCache, rows: int, frame: int) -> int:
         k = layer.keys
         total += 2 * k.shape[1] * k.shape[3] * k.element_size() * span(layer, frame)
     return rows * total
+
+
+def settle(cache: DynamicCache, mask: torch.Tensor, kept: list[int], fed: int) -> torch.Tensor:
+    """After a decode step that fed ``fed`` columns to every row, of which row r keeps its first ``kept[r]`` (its
+    last token and the prompt-lookup proposals the model confirmed): cut the other columns out and shift each row
+    right so that the rows stay right-aligned on a frame ``max(kept)`` wider than before the step. The cache's layers
+    are changed in place; the new mask [rows, frame] is returned. Every layer must hold every column (no sliding
+    layer: the cut would lose columns of its window)."""
+    if all(k == fed for k in kept):
+        return mask
+    before, top = mask.shape[1] - fed, max(kept)
+    shift = torch.tensor([top - k for k in kept], device=mask.device)
+    source = torch.arange(before + top, device=mask.device)[None, :] - shift[:, None]  # [rows, frame]
+    real = source >= 0
+    source = source.clamp(min=0)
+    for layer in cache.layers:
+        if sliding(layer):
+            raise ValueError("settle needs every column of every layer; the cache has a sliding-window layer")
+        at = source[:, None, :, None].expand(-1, layer.keys.shape[1], -1, layer.keys.shape[3])
+        layer.keys, layer.values = layer.keys.gather(2, at), layer.values.gather(2, at)
+    return mask.gather(1, source) * real

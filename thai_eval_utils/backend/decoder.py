@@ -111,8 +111,9 @@ class Head:
             buf = self.buffers[name] = torch.empty(rows, self.proj.weight.shape[0], dtype=dtype, device=device)
         return buf[:rows]
 
-    def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """Soft-capped logits [rows, vocab] of ``hidden`` [rows, hidden] in the model's dtype (a buffer view)."""
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Soft-capped logits [rows, vocab] of ``hidden`` [rows, hidden] in the model's dtype (a view of a buffer
+        the next call overwrites)."""
         w = self.proj.weight
         hooked = self.proj._forward_hooks or self.proj._forward_pre_hooks  # e.g. tests counting its rows
         if self.plain and not hooked:
@@ -129,7 +130,7 @@ class Head:
         lp = torch.empty(len(rows), dtype=torch.float32)
         greedy = torch.empty(len(rows), dtype=torch.bool)
         for s in range(0, len(hidden), self.rows):
-            logits = self._logits(hidden[s:s + self.rows])
+            logits = self.logits(hidden[s:s + self.rows])
             out = self._buffer("logp", len(logits), torch.float32, logits.device)
             logp = torch.log_softmax(logits.float(), dim=-1, out=out)
             sel = ((rows >= s) & (rows < s + self.rows)).nonzero()[:, 0]

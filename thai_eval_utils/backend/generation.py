@@ -13,6 +13,26 @@ once (:mod:`.prefill_plan`): the prefix's cache is kept while the prompts under 
 one after another; only the current chain of shared prefixes is held (outside the KV budget: at most one prompt's
 cache). ``min_shared=0`` prefills every prompt whole, exactly as lm-eval at batch size 1.
 
+Prompt lookup (greedy decoding only; ``lookup=0`` turns it off): when a row's last 3 (else 2) tokens occurred earlier
+in its prompt or reply, the tokens that followed them there are proposed as its next ones and fed after its last
+token, so one forward call checks them: the row keeps the longest run of proposals equal to the model's own argmax
+at each position, plus the model's token after that run, which is the text one-token steps give (the same argmax;
+logits computed in a call of several positions can differ in the last bits, as a change of batch size makes them
+differ). This is the n-gram ("prompt lookup") speculative decoding of transformers' ``prompt_lookup_num_tokens``
+and vLLM's ``ngram`` method, inside the continuous batch, with two bounds that issue 29's removed drafts lacked
+(they fed 16 rows x 5 positions and cost on this CPU about what they saved): a step feeds at most
+``step_positions`` positions, so proposals are made only when few rows are in flight (the long tail of a call whose
+budgets differ, where a step costs about one read of the weights whatever its positions), and each row proposes
+``reach`` tokens, adapted as transformers' "heuristic" assistant schedule adapts them (+2 after a step that kept
+all, -1 after one that did not). Rejected proposals' cache columns are cut out and the row shifted right
+(:func:`.decode_cache.settle`); to keep a sliding-window layer's window exact across that cut, the cache then keeps
+every column on every layer (``DynamicCache()`` without a config) and the window is applied by the mask, as in the
+log-likelihood engine.
+
+The output layer runs on the decoder body's hidden states (:class:`.decoder.Head`, as in the log-likelihood
+engine); on a CPU 4 to 15 rows are padded to 16: this CPU's float32 GEMM takes longer for 8 or 12 rows of the
+262,144-token Gemma 3 vocabulary (75 and 105 ms) than for 16 (50 ms).
+
 Why not transformers' own continuous batching (``generate_batch`` / ``ContinuousBatchingManager``, paged attention):
 tried with transformers 5.24 on this CPU and the embedded Gemma 3 270M (4 Thai prompts, 40 greedy tokens), one of
 the four texts differed from ``hf_model.generate`` at batch size 1, it took 64 s against 88 s for batch-1
@@ -34,7 +54,8 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 from transformers import DynamicCache, LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
-from thai_eval_utils.backend.decode_cache import kv_bytes, reframe
+from thai_eval_utils.backend.decode_cache import kv_bytes, reframe, settle
+from thai_eval_utils.backend.decoder import Decoder, Head
 from thai_eval_utils.backend.prefill_plan import MIN_SHARED_TOKENS, plan_prefill
 from thai_eval_utils.backend.prefix_tree import Node
 from thai_eval_utils.backend.stops import StopScanner, cut_at_stop
@@ -50,13 +71,22 @@ GPU_KV_SHARE = 0.5
 CPU_MAX_ROWS, GPU_MAX_ROWS = 48, 128
 #: top_k transformers applies when sampling and the model's generation config sets none (its documented default)
 HF_DEFAULT_TOP_K = 50
+#: prompt lookup (module docstring): tokens proposed per row at most, the n-gram lengths matched (longest first), and
+#: the positions a decode step feeds at most (rows x (1 + proposals)). On the 2-core CPU and the embedded model, 28
+#: SEA-HELM prompts of budgets 16-512 (greedy): off 56.9 s, 511 steps; 8 proposals within 16 / 32 / 48 / 64
+#: positions 45.7 / 40.7 / 35.6 / 34.6 s, 277 / 209 / 191 / 177 steps, texts equal 28 of 28 each time. A step of 2
+#: rows costs about 50 ms, one of 18 positions about 120 ms: proposals pay when about two are kept per step
+LOOKUP_TOKENS, LOOKUP_NGRAMS, STEP_POSITIONS = 8, (3, 2), 48
+#: output-layer rows on a CPU: 4 to 15 rows are padded to 16 (module docstring)
+HEAD_PAD_FROM, HEAD_PAD_TO = 4, 16
 
 
 @dataclass
 class GenerationStats:
     """Work one engine call did, in tokens: ``prompt_tokens`` prefilled (a shared prefix once), ``shared_tokens``
     prompt tokens taken from a shared prefix's cache instead, ``generated_tokens`` kept (EOS included),
-    ``decode_row_steps`` rows computed by decode steps (each a token fed), ``steps`` decode forward calls,
+    ``decode_row_steps`` positions computed by decode steps (a row's last token, and its proposals under prompt
+    lookup), ``steps`` decode forward calls, ``proposed`` / ``accepted`` prompt-lookup tokens fed and kept,
     ``peak_rows`` the widest decode batch, ``peak_kv_bytes`` the largest KV cache held."""
 
     prompt_tokens: int = 0
@@ -64,6 +94,8 @@ class GenerationStats:
     generated_tokens: int = 0
     decode_row_steps: int = 0
     steps: int = 0
+    proposed: int = 0
+    accepted: int = 0
     peak_rows: int = 0
     peak_kv_bytes: int = 0
 
@@ -71,12 +103,42 @@ class GenerationStats:
 @dataclass
 class _Row:
     """One prompt in flight: its index in the caller's list, its new-token budget, generated tokens and sampler
-    state."""
+    state; for prompt lookup its prompt and tokens (``context``) and where each n-gram of it last continued."""
 
     index: int
     budget: int
     tokens: list[int] = field(default_factory=list)
     generator: torch.Generator | None = None
+    context: list[int] = field(default_factory=list)
+    grams: dict[tuple[int, ...], int] = field(default_factory=dict)
+    indexed: int = 1
+    reach: int = 2  # proposals this row makes next (transformers' "heuristic" schedule: +2 all kept, else -1)
+
+    def adapt(self, proposed: int, kept: int, most: int) -> None:
+        """After a step that checked ``proposed`` of this row's tokens and kept ``kept``: propose 2 more next time
+        when all were kept (at most ``most``), 1 fewer when one was not (at least 1)."""
+        if proposed:
+            self.reach = min(most, self.reach + 2) if kept == proposed else max(1, self.reach - 1)
+
+    def index_grams(self) -> None:
+        """Record, for each n-gram of ``context`` followed by a token not yet recorded, where that token is (the
+        latest occurrence wins)."""
+        ctx = self.context
+        for end in range(self.indexed, len(ctx)):
+            for n in LOOKUP_NGRAMS:
+                if end >= n:
+                    self.grams[tuple(ctx[end - n : end])] = end
+        self.indexed = max(self.indexed, len(ctx))
+
+    def proposal(self, most: int) -> list[int]:
+        """Up to ``most`` tokens that followed the latest earlier occurrence of the row's last 3 (else 2) tokens."""
+        if most < 1:
+            return []
+        for n in LOOKUP_NGRAMS:
+            start = self.grams.get(tuple(self.context[-n:])) if len(self.context) > n else None
+            if start is not None:
+                return self.context[start : start + most]
+        return []
 
 
 def encode_prompts(tokenizer: Any, prompts: Sequence[str], *, add_special_tokens: bool, room: int,
@@ -131,8 +193,10 @@ class Engine:
                  stop: Sequence[str] | None,
                  temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
                  kv_budget: int | None = None, max_rows: int | None = None,
-                 min_shared: int = MIN_SHARED_TOKENS) -> None:
+                 min_shared: int = MIN_SHARED_TOKENS, lookup: int = LOOKUP_TOKENS,
+                 step_positions: int = STEP_POSITIONS) -> None:
         self.model, self.tokenizer = hf_model, tokenizer
+        self.decoder, self.head = Decoder(hf_model), Head(hf_model)
         self.device = next(hf_model.parameters()).device
         budget, rows = default_budget(self.device)
         self.kv_budget, self.max_rows = kv_budget or budget, max_rows or rows
@@ -142,6 +206,9 @@ class Engine:
         self.max_new_tokens = max(self.budgets, default=0) if self.budgets is not None else int(max_new_tokens)
         self.stop = stop
         self.sampler, self.seed = _sampler(hf_model, temperature, top_p), seed
+        # prompt lookup checks proposals against the argmax: greedy decoding only
+        self.lookup = int(lookup) if self.sampler is None else 0
+        self.step_positions = int(step_positions)
         self.eos = eos_ids(hf_model, tokenizer)
         decode: Callable[[list[int]], str] = lambda ids: tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
         self.scanner = StopScanner(decode, stop)
@@ -172,14 +239,33 @@ class Engine:
     def _accept(self, row: _Row, token: int) -> bool:
         """Append ``token`` to ``row``; whether the row ends there (EOS, its budget, or a stop string)."""
         row.tokens.append(token)
+        if self.lookup:
+            row.context.append(token)
         return token in self.eos or len(row.tokens) >= row.budget or self.scanner.hit(row.tokens)
+
+    def _body(self, ids: torch.Tensor, cache: DynamicCache, **kwargs: torch.Tensor) -> torch.Tensor:
+        """The decoder body's last hidden states [rows, length, hidden] of ``ids`` after what ``cache`` holds."""
+        return self.decoder.net(input_ids=ids, use_cache=True, **{self.decoder.cache_kw: cache},
+                                **kwargs).last_hidden_state
+
+    def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Logits [rows, vocab] of ``hidden`` [rows, hidden] (the model's output layer and soft-capping), the rows
+        padded to ``HEAD_PAD_TO`` on a CPU when there are ``HEAD_PAD_FROM`` or more but fewer."""
+        n = len(hidden)
+        if self.device.type == "cpu" and HEAD_PAD_FROM <= n < HEAD_PAD_TO:
+            hidden = F.pad(hidden, (0, 0, 0, HEAD_PAD_TO - n))
+        return self.head.logits(hidden)[:n]
 
     def _forward(self, tokens: Sequence[int], cache: DynamicCache) -> torch.Tensor:
         """Prefill ``tokens`` after what ``cache`` holds (one row); the last position's logits."""
-        out = self.model(input_ids=torch.tensor([list(tokens)], device=self.device), cache=cache, use_cache=True,
-                         logits_to_keep=1)  # fmt: skip
+        hidden = self._body(torch.tensor([list(tokens)], device=self.device), cache)
         self.stats.prompt_tokens += len(tokens)
-        return out.logits[:, -1, :]
+        return self._logits(hidden[:, -1, :])
+
+    def _new_cache(self) -> DynamicCache:
+        """An empty cache: every column on every layer under prompt lookup (its cut keeps sliding windows exact),
+        else the model's own layers (a sliding-window layer keeps its window)."""
+        return DynamicCache() if self.lookup else DynamicCache(config=self.model.config)
 
     def _after_prefixes(self, chain: list[Node]) -> tuple[DynamicCache, int]:
         """A cache of its own holding the deepest prefix of ``chain`` and that prefix's length: the held chain is
@@ -195,7 +281,7 @@ class Engine:
     def _copy_of_last_prefix(self) -> tuple[DynamicCache, int]:
         """A copy of the deepest held prefix's cache and its length (an empty cache and 0 when none is held)."""
         if not self.prefixes:
-            return DynamicCache(config=self.model.config), 0
+            return self._new_cache(), 0
         node, cache = self.prefixes[-1]
         return copy.deepcopy(cache), node.end
 
@@ -203,6 +289,8 @@ class Engine:
         """Prefill one prompt alone, after the shared prefixes in ``chain``; its row holds the first generated
         token (and whether that ended it)."""
         row = _Row(index, self.max_new_tokens if self.budgets is None else self.budgets[index])
+        if self.lookup:
+            row.context = list(ids)
         if self.sampler is not None and self.seed is not None:
             row.generator = torch.Generator(device=self.device).manual_seed(int(self.seed))
         cache, done = self._after_prefixes(chain)
@@ -250,17 +338,53 @@ class Engine:
         worst = max(self.frame, length) + self.max_new_tokens
         return len(self.rows) < self.max_rows and kv_bytes(self.cache, len(self.rows) + 1, worst) <= self.kv_budget
 
+    def _proposals(self) -> list[list[int]]:
+        """Each row's prompt-lookup proposals for this step (none when lookup is off or too many rows are in
+        flight: a step feeds at most ``step_positions`` positions), each within its row's remaining budget."""
+        width = min(1 + self.lookup, self.step_positions // len(self.rows)) if self.lookup else 1
+        if width < 2:
+            return [[] for _ in self.rows]
+        out = []
+        for row in self.rows:
+            row.index_grams()
+            out.append(row.proposal(min(width - 1, row.reach, row.budget - len(row.tokens) - 1)))
+        return out
+
     def _step(self) -> list[bool]:
-        """One decode step of every row in the batch (its last token, one forward call); whether each row ended."""
-        self.mask = F.pad(self.mask, (0, 1), value=1)
-        last = torch.tensor([[r.tokens[-1]] for r in self.rows], device=self.device)
-        out = self.model(input_ids=last, attention_mask=self.mask, position_ids=self.pos[:, None],
-                         cache=self.cache, use_cache=True, logits_to_keep=1)  # fmt: skip
-        self.pos = self.pos + 1
+        """One decode step of every row in the batch (its last token and its proposals, one forward call); whether
+        each row ended."""
+        proposals = self._proposals()
+        width = 1 + max(map(len, proposals))
+        last = [r.tokens[-1] for r in self.rows]
+        ids = torch.tensor([[t, *p] + [t] * (width - 1 - len(p)) for t, p in zip(last, proposals)], device=self.device)
+        fed = torch.tensor([[1] * (1 + len(p)) + [0] * (width - 1 - len(p)) for p in proposals], device=self.device)
+        self.mask = torch.cat([self.mask, fed], dim=1)
+        positions = self.pos[:, None] + torch.arange(width, device=self.device)
+        hidden = self._body(ids, self.cache, attention_mask=self.mask, position_ids=positions)
+        at = [(i, j) for i, p in enumerate(proposals) for j in range(1 + len(p))]
+        rows, cols = (torch.tensor(x, device=self.device) for x in zip(*at))
+        logits = self._logits(hidden[rows, cols]).float()
+        chosen = logits.argmax(-1).tolist() if self.sampler is None else self._choose(logits, self.rows)
         self.stats.steps += 1
-        self.stats.decode_row_steps += len(self.rows)
-        chosen = self._choose(out.logits[:, -1, :].float(), self.rows)
-        return [self._accept(row, token) for row, token in zip(self.rows, chosen)]
+        self.stats.decode_row_steps += len(at)
+        ended, kept, k = [], [], 0
+        for row, proposal in zip(self.rows, proposals):
+            used, end = 0, False
+            for j, token in enumerate(chosen[k : k + 1 + len(proposal)]):
+                end = self._accept(row, token)
+                if end or j == len(proposal) or proposal[j] != token:
+                    break
+                used += 1  # the proposal fed at j + 1 was the row's token: its column and next logits stand
+            k += 1 + len(proposal)
+            self.stats.proposed += len(proposal)
+            self.stats.accepted += used
+            row.adapt(len(proposal), used, self.lookup)
+            ended.append(end)
+            kept.append(1 + used)
+        self.pos = self.pos + torch.tensor(kept, device=self.device)
+        if width > 1:
+            self.mask = settle(self.cache, self.mask, kept, width)
+        return ended
 
     @torch.inference_mode()
     def run(self, prompts: Sequence[list[int]], *, progress: bool = True, desc: str = "generate") -> list[str]:
@@ -308,10 +432,11 @@ class Engine:
 def generate(hf_model: Any, tokenizer: Any, prompts: Sequence[list[int]], *, max_new_tokens: int | Sequence[int],
              stop: Sequence[str] | None = None, temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
              kv_budget: int | None = None, max_rows: int | None = None, min_shared: int = MIN_SHARED_TOKENS,
-             progress: bool = True,
+             lookup: int = LOOKUP_TOKENS, progress: bool = True,
              desc: str = "generate") -> tuple[list[str], GenerationStats]:
     """Generate from token-id prompts with :class:`Engine`; (texts in order, the work done). ``max_new_tokens``:
-    one budget, or one per prompt."""
+    one budget, or one per prompt; ``lookup``: prompt-lookup proposals per row (greedy only; 0: off)."""
     engine = Engine(hf_model, tokenizer, max_new_tokens=max_new_tokens, stop=stop, temperature=temperature,
-                    top_p=top_p, seed=seed, kv_budget=kv_budget, max_rows=max_rows, min_shared=min_shared)
+                    top_p=top_p, seed=seed, kv_budget=kv_budget, max_rows=max_rows, min_shared=min_shared,
+                    lookup=lookup)
     return engine.run(prompts, progress=progress, desc=desc), engine.stats

@@ -14,7 +14,13 @@ from typing import Any
 
 import torch
 
-from thai_eval_utils.backend.generation import GenerationStats, default_budget, encode_prompts, generate
+from thai_eval_utils.backend.generation import (
+    LOOKUP_TOKENS,
+    GenerationStats,
+    default_budget,
+    encode_prompts,
+    generate,
+)
 from thai_eval_utils.backend.loglikelihood import loglikelihood, token_loglikelihood
 from thai_eval_utils.backend.model_sources import check_dtype, default_max_length, resolve_spec
 from thai_eval_utils.backend.prefill_plan import MIN_SHARED_TOKENS
@@ -78,6 +84,8 @@ class LocalModel:
         #: shared prompt prefixes of at least this many tokens are prefilled once per call (0: every prompt whole,
         #: exactly lm-eval's batch-1 prefill; see :mod:`thai_eval_utils.backend.prefill_plan`)
         self.min_shared = MIN_SHARED_TOKENS
+        #: prompt-lookup proposals per row in greedy generation (0: off; see :mod:`thai_eval_utils.backend.generation`)
+        self.lookup_tokens = LOOKUP_TOKENS
         #: the work of the last ``generate`` / ``chat`` call (prompt and generated tokens, decode steps)
         self.last_generation: GenerationStats | None = None
         #: extra keyword arguments of ``apply_chat_template`` (e.g. ``{"enable_thinking": False}``, issue 31; set for
@@ -171,7 +179,7 @@ class LocalModel:
         texts, self.last_generation = generate(
             self.hf_model, self.tokenizer, encoded, max_new_tokens=max_new_tokens, stop=stop, temperature=temperature,
             top_p=top_p, seed=seed, kv_budget=self.kv_budget, max_rows=self.max_rows, desc=desc,
-            min_shared=self.min_shared,
+            min_shared=self.min_shared, lookup=self.lookup_tokens,
         )
         return texts
 
