@@ -47,7 +47,7 @@ from transformers import (  # noqa: E402
 )
 
 from thai_eval_utils import dialect  # noqa: E402
-from thai_eval_utils.backend.generation import Engine, GenerationStats, encode_prompts  # noqa: E402
+from thai_eval_utils.backend.generation import LOOKUP_TOKENS, Engine, GenerationStats, encode_prompts  # noqa: E402
 from thai_eval_utils.backend.local_model import LocalModel  # noqa: E402
 from thai_eval_utils.backend.models import GEMMA3_CHAT_TEMPLATE, embedded_model_dir  # noqa: E402
 from thai_eval_utils.backend.prefill_plan import MIN_SHARED_TOKENS  # noqa: E402
@@ -216,6 +216,15 @@ def gsm8k(model_dir: Path, args) -> dict:
                      "load": wload, "computed": new.computed(), "equal": sum(a == b for a, b in zip(ours, whole)),
                      "differ": diff(ours, whole)})
         new.min_shared = MIN_SHARED_TOKENS
+    if args.lookup_off:
+        new.lookup_tokens = 0
+        new.reset()
+        plain, psec, pload = timed(new.generate, prompts, **kw)
+        log(f"  thai-eval, prompt lookup off: {psec:.1f} s")
+        rows.append({"engine": "thai-eval, prompt lookup off (lookup_tokens=0)", "seconds": psec, "load": pload,
+                     "computed": new.computed(), "equal": sum(a == b for a, b in zip(ours, plain)),
+                     "differ": diff(ours, plain)})
+        new.lookup_tokens = LOOKUP_TOKENS
     if args.gsm8k_old:
         theirs, osec, oload = timed(old.generate, prompts, **kw)
         log(f"  old engine {osec:.1f} s")
@@ -330,6 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-sizes", default="1,8,16", help="lm-eval's batch sizes on GSM8K")
     ap.add_argument("--limit", type=int, help="GSM8K: the first N documents; ThaiCLI/dialects: N per format/task")
     ap.add_argument("--max-new-tokens", type=int, help="ThaiCLI/dialects: this budget instead of the notebooks'")
+    ap.add_argument("--lookup-off", action="store_true", help="GSM8K: also thai-eval with prompt lookup off")
     ap.add_argument("--whole-prefill", action="store_true",
                     help="GSM8K: also thai-eval prefilling every prompt whole (no shared prefixes)")
     ap.add_argument("--gsm8k-old", action="store_true", help="GSM8K: also the engine before issue 19")
