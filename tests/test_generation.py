@@ -262,3 +262,20 @@ def test_a_budget_per_prompt_gives_each_prompt_the_text_of_a_call_of_its_own(lm)
         assert stats.generated_tokens == sum(budgets)  # a random model never says EOS early here; none ran over
     with pytest.raises(ValueError, match="2 max_new_tokens for 6 prompts"):
         generate(model, tok, ids, max_new_tokens=[1, 2], progress=False)
+
+
+def test_prompt_lookup_is_recorded_in_the_run_card_and_resumes_the_same_run(tiny_llama, tmp_path):
+    """``lookup_tokens`` goes into the model identity (so every run card says which engine setting made the text),
+    outside the config id: a run resumed with lookup off is the same run."""
+    from thai_eval_utils.core.store import RunStore
+
+    model, tok = tiny_llama
+    local = LocalModel(model, tok, name="tiny")
+    assert local.lookup_tokens == 8 and local.identity["lookup_tokens"] == 8
+    with RunStore.open("tiny", "demo/task", {"k": 1}, model_identity=local.identity, outputs=tmp_path) as store:
+        on = store.config_id
+    local.lookup_tokens = 0
+    with RunStore.open("tiny", "demo/task", {"k": 1}, model_identity=local.identity, outputs=tmp_path) as store:
+        assert store.config_id == on and store.card["model"]["lookup_tokens"] == 8  # the card of the run's opening
+    card = json.loads(next(tmp_path.rglob("run_card.json")).read_text())
+    assert card["model"]["lookup_tokens"] == 8 and local.identity["lookup_tokens"] == 0

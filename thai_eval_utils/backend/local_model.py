@@ -84,8 +84,6 @@ class LocalModel:
         #: shared prompt prefixes of at least this many tokens are prefilled once per call (0: every prompt whole,
         #: exactly lm-eval's batch-1 prefill; see :mod:`thai_eval_utils.backend.prefill_plan`)
         self.min_shared = MIN_SHARED_TOKENS
-        #: prompt-lookup proposals per row in greedy generation (0: off; see :mod:`thai_eval_utils.backend.generation`)
-        self.lookup_tokens = LOOKUP_TOKENS
         #: the work of the last ``generate`` / ``chat`` call (prompt and generated tokens, decode steps)
         self.last_generation: GenerationStats | None = None
         #: extra keyword arguments of ``apply_chat_template`` (e.g. ``{"enable_thinking": False}``, issue 31; set for
@@ -100,6 +98,17 @@ class LocalModel:
             "add_bos_token": self.add_bos_token,
             "max_length": self.max_length,
         }
+        self.lookup_tokens = LOOKUP_TOKENS
+
+    @property
+    def lookup_tokens(self) -> int:
+        """Prompt-lookup proposals per row in greedy generation (0: off; :mod:`thai_eval_utils.backend.generation`);
+        recorded in ``identity`` (and so in run cards), outside the config id."""
+        return int(self.identity["lookup_tokens"])
+
+    @lookup_tokens.setter
+    def lookup_tokens(self, value: int) -> None:
+        self.identity["lookup_tokens"] = int(value)
 
     @classmethod
     def from_spec(

@@ -65,8 +65,11 @@ from thai_eval_utils.core.run_files import (
 
 #: Identity keys that say where or when a model ran, not what it is: recorded in the run card, never part of
 #: the config id (moving a server to another host or port resumes the same runs; served model ids and
-#: fingerprints are filled in by the server's answers and would change the id after the first call).
-UNKEYED_IDENTITY_KEYS = ("loaded_at", "load_seconds", "base_url", "base_urls", "served_models", "system_fingerprints")
+#: fingerprints are filled in by the server's answers and would change the id after the first call). The local
+#: engine's prompt lookup (``lookup_tokens``) is recorded, not keyed: it changes how greedy text is computed, not
+#: which text (``backend.generation``), so a run resumed with it on or off continues the same run.
+UNKEYED_IDENTITY_KEYS = ("loaded_at", "load_seconds", "base_url", "base_urls", "served_models", "system_fingerprints",
+                         "lookup_tokens")
 #: The unkeyed identity keys that say where the model is served: updated in the card when a run resumes.
 ADDRESS_KEYS = ("base_url", "base_urls")
 LOCK_NAME = ".writer.lock"

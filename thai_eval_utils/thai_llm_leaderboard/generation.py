@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from thai_eval_utils.backend.api_replies import ApiError
-from thai_eval_utils.backend.generation import eos_ids, generate
+from thai_eval_utils.backend.generation import LOOKUP_TOKENS, eos_ids, generate
 from thai_eval_utils.backend.openai_client import stable_identity
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.protocols import ChatModel
@@ -271,7 +271,8 @@ def generate_replies(model: ChatModel, conversations: Sequence[list[dict[str, st
         texts, stats = generate(hf, tok, [ids for ids, _ in encoded], max_new_tokens=options.max_new_tokens,
                                 temperature=options.sampling_temperature, top_p=float(top_p), seed=options.seed,
                                 kv_budget=getattr(model, "kv_budget", None), max_rows=getattr(model, "max_rows", None),
-                                progress=progress, desc="thai_llm_leaderboard")  # fmt: skip
+                                lookup=getattr(model, "lookup_tokens", LOOKUP_TOKENS), progress=progress,
+                                desc="thai_llm_leaderboard")  # fmt: skip
     model.last_generation = stats
     return [(t, cut) for t, (_, cut) in zip(texts, encoded, strict=True)]
 
