@@ -207,24 +207,17 @@ def gsm8k(model_dir: Path, args) -> dict:
     log(f"  thai-eval {sec:.1f} s")
     rows = [{"engine": "thai-eval (new)", "seconds": sec, "load": load1, "computed": new.computed(), "equal": len(prompts)}]
     generated, perfect = new.work.generated_tokens, new.perfect()
-    if args.whole_prefill:
-        new.min_shared = 0
+    variants = [("min_shared", 0, MIN_SHARED_TOKENS, "every prompt prefilled whole (min_shared=0)")] \
+        if args.whole_prefill else []
+    variants += [("lookup_tokens", 0, LOOKUP_TOKENS, "prompt lookup off (lookup_tokens=0)")] if args.lookup_off else []
+    for attr, value, default, label in variants:  # the engine with one setting changed, then restored
+        setattr(new, attr, value)
         new.reset()
-        whole, wsec, wload = timed(new.generate, prompts, **kw)
-        log(f"  thai-eval, every prompt prefilled whole: {wsec:.1f} s")
-        rows.append({"engine": "thai-eval, every prompt prefilled whole (min_shared=0)", "seconds": wsec,
-                     "load": wload, "computed": new.computed(), "equal": sum(a == b for a, b in zip(ours, whole)),
-                     "differ": diff(ours, whole)})
-        new.min_shared = MIN_SHARED_TOKENS
-    if args.lookup_off:
-        new.lookup_tokens = 0
-        new.reset()
-        plain, psec, pload = timed(new.generate, prompts, **kw)
-        log(f"  thai-eval, prompt lookup off: {psec:.1f} s")
-        rows.append({"engine": "thai-eval, prompt lookup off (lookup_tokens=0)", "seconds": psec, "load": pload,
-                     "computed": new.computed(), "equal": sum(a == b for a, b in zip(ours, plain)),
-                     "differ": diff(ours, plain)})
-        new.lookup_tokens = LOOKUP_TOKENS
+        texts, vsec, vload = timed(new.generate, prompts, **kw)
+        log(f"  thai-eval, {label}: {vsec:.1f} s")
+        rows.append({"engine": f"thai-eval, {label}", "seconds": vsec, "load": vload, "computed": new.computed(),
+                     "equal": sum(a == b for a, b in zip(ours, texts)), "differ": diff(ours, texts)})
+        setattr(new, attr, default)
     if args.gsm8k_old:
         theirs, osec, oload = timed(old.generate, prompts, **kw)
         log(f"  old engine {osec:.1f} s")

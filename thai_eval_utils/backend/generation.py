@@ -362,8 +362,12 @@ class Engine:
         positions = self.pos[:, None] + torch.arange(width, device=self.device)
         hidden = self._body(ids, self.cache, attention_mask=self.mask, position_ids=positions)
         at = [(i, j) for i, p in enumerate(proposals) for j in range(1 + len(p))]
-        rows, cols = (torch.tensor(x, device=self.device) for x in zip(*at))
-        logits = self._logits(hidden[rows, cols]).float()
+        if width == 1:  # no proposals: every row's one position, in row order
+            fed_hidden = hidden[:, 0]
+        else:
+            rows, cols = (torch.tensor(x, device=self.device) for x in zip(*at))
+            fed_hidden = hidden[rows, cols]
+        logits = self._logits(fed_hidden).float()
         chosen = logits.argmax(-1).tolist() if self.sampler is None else self._choose(logits, self.rows)
         self.stats.steps += 1
         self.stats.decode_row_steps += len(at)
