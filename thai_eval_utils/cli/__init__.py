@@ -2,7 +2,7 @@
 
 Subcommands: ``run`` (papermill runs of the benchmark notebooks, then the paper tables; ``--dry-run`` prints what a
 run would compute), ``runs`` (the stored runs), ``compare A B``, ``tables``, ``export``, ``report`` (the offline HTML report),
-``batch status|cancel`` (the stored runs' Batch API batches). Each exits 0 on success,
+``batch status|cancel`` (the stored runs' Batch API batches), ``data list|fetch|verify`` (the full data sets, pinned). Each exits 0 on success,
 1 when a run or notebook failed, 2 on a usage error, and ends with a summary table.
 
 Built on the standard library's ``argparse``: subcommands, help texts and exit codes are all this command needs, and
@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from thai_eval_utils import __version__
-from thai_eval_utils.cli import batch_command, commands
+from thai_eval_utils.cli import batch_command, commands, data_command
 from thai_eval_utils.core import registry
 from thai_eval_utils.core.errors import ThaiEvalError
 from thai_eval_utils.core.provenance import scrub
@@ -29,6 +29,8 @@ EPILOG = """examples:
   thai-eval export --format lm-eval --to exports/lm-eval
   thai-eval report --out outputs/report.html
   thai-eval batch status
+  thai-eval data list
+  thai-eval data fetch SUITE && thai-eval run --model embedded --data full --limit 2
 
 Results go to --outputs, else $THAI_EVAL_OUTPUTS, else ./outputs (runs/, tables/, figures/, notebooks/)."""
 
@@ -46,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_export(sub)
     commands.add_report(sub)
     batch_command.add_batch(sub)
+    data_command.add_data(sub)
     return parser
 
 

@@ -27,6 +27,7 @@ from thai_eval_utils import batch
 from thai_eval_utils.cli.dry_run import COLUMNS as DRY_RUN_COLUMNS
 from thai_eval_utils.cli.dry_run import dry_run_rows, load_tokenizer
 from thai_eval_utils.cli.dry_run_cost import add_costs, assumptions, cost_columns, find_price, price_arg, prices_file_arg
+from thai_eval_utils.cli.data_command import add_revision
 from thai_eval_utils.cli.runs_table import runs_table
 from thai_eval_utils.core import registry
 from thai_eval_utils.core.batch_files import BatchFolder
@@ -37,6 +38,8 @@ from thai_eval_utils.core.provenance import now_utc, outputs_dir, scrub_strings,
 from thai_eval_utils.core.runs import list_runs
 from thai_eval_utils.export import FORMATS, export
 from thai_eval_utils.report.command import add_report_arguments, report_command
+from thai_eval_utils.sources.catalogue import require_present
+from thai_eval_utils.sources.locations import FULL
 from thai_eval_utils.cli.thinking_args import add_thinking, thinking_parameters
 
 #: The repository this package sits in (an editable install): its notebooks and shipped data.
@@ -100,10 +103,22 @@ def selected(args: argparse.Namespace) -> list[tuple[Suite, tuple[str, ...]]]:
 def _data_for(root: str | None, folder: str) -> str | None:
     """``--data DIR``: ``DIR/<folder>`` (a suite's ``data_folder``) when that folder exists (a data root like
     ``data/``), else ``DIR`` itself (one benchmark's folder); None keeps the notebook's default (the shipped samples)."""
-    if root is None:
+    if root is None or root == FULL:
         return None
     sub = Path(root) / folder
     return str(sub) if folder and sub.is_dir() else root
+
+
+def suite_data(args: argparse.Namespace, suite: Suite, tasks: tuple[str, ...]) -> str | None:
+    """The data folder a suite runs on: ``--data full``: its fetched full data, checked present at the pinned (or
+    ``--revision``) revision for the selected tasks; else :func:`_data_for`."""
+    revisions = dict(getattr(args, "revision", None) or [])
+    if args.data != FULL:
+        if revisions:
+            raise ThaiEvalError("--revision applies to the full data sets: add --data full (and fetch them at that "
+                                "revision first: thai-eval data fetch ... --revision ...)")
+        return _data_for(args.data, suite.data_folder)
+    return str(require_present(suite, tasks, revisions=revisions))
 
 
 def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
@@ -134,7 +149,9 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, default=None, help="first N items per task (default: all); a limited run is "
                    "marked partial in every table")
     p.add_argument("--data", default=None, metavar="DIR", help="data root holding each suite's data folder ("
-                   f"{_data_folders()}), or one benchmark's folder; default: the shipped samples in data/")
+                   f"{_data_folders()}), or one benchmark's folder, or 'full': the full data sets fetched by "
+                   "`thai-eval data fetch` at their pinned revisions; default: the shipped samples in data/")
+    add_revision(p)
     p.add_argument("--judge", default=None, help="judge model id of the suites that judge (judge_model; default: the "
                    "notebook's local demo judge)")
     p.add_argument("--judge-base-url", default=None, help="the judge's OpenAI-compatible base URL")
@@ -192,7 +209,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     for suite, tasks in tqdm(selected(args), desc="benchmarks", unit="benchmark"):
         own = suite.notebook_parameters(tasks, extra)
         report = batch.run_models(models, notebooks=suite.notebooks, limit=args.limit,
-                                  data=_data_for(args.data, suite.data_folder), judge=args.judge,
+                                  data=suite_data(args, suite, tasks), judge=args.judge,
                                   judge_base_url=args.judge_base_url, outputs=out, extra_parameters=extra,
                                   per_notebook={nb: own for nb in suite.notebooks}, notebooks_dir=args.notebooks_dir,
                                   paper_notebook=None, verbose=False)
@@ -244,7 +261,7 @@ def _batch_parameters(args: argparse.Namespace) -> dict[str, Any]:
 
 def _dry_run(args: argparse.Namespace, models: Sequence[str]) -> int:
     suites = selected(args)
-    data = {s.name: Path(_data_for(args.data, s.data_folder) or REPO / "data" / s.data_folder) for s, _ in suites}
+    data = {s.name: Path(suite_data(args, s, t) or REPO / "data" / s.data_folder) for s, t in suites}
     priced = args.judge is not None or any(v is not None for v in (args.price_in, args.price_out, args.prices))
     notes: list[str] = []
     for model in models:

@@ -17,6 +17,7 @@ and its rows in the export formats. Every hook has a default, so a suite impleme
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from importlib import resources
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
@@ -276,6 +277,23 @@ class Suite:
             return root
         return root / self.data_folder
 
+    # ------------------------------------------------------------------------------------------------ full data
+    def data_manifest(self) -> Path | None:
+        """The suite's data manifest: ``data_manifest.json`` beside its ``suite.py`` (package data), which says
+        where its full data sets are (source, pinned revision, files, SHA-256, rows, licence; read by
+        ``thai_eval_utils.sources``); None when the suite has none."""
+        package = type(self).__module__.rpartition(".")[0]
+        try:
+            path = Path(str(resources.files(package) / "data_manifest.json"))
+        except (ModuleNotFoundError, TypeError, ValueError):
+            return None
+        return path if path.is_file() else None
+
+    def data_converters(self) -> Mapping[str, DataConverter]:
+        """The converters the manifest names (``"convert"``): source files made into the files the suite's loaders
+        read (default: none; files are placed as they come)."""
+        return {}
+
     # ------------------------------------------------------------------------------------------- stored runs
     def holds_headlines(self, run: StoredRun) -> bool:
         """Whether ``run`` holds this suite's headline scores (default: every run of the suite)."""
@@ -400,6 +418,14 @@ class Suite:
 
 
 @runtime_checkable
+class DataConverter(Protocol):
+    """Makes downloaded source files into a suite's data files: ``task`` is the manifest's task name, ``files`` maps
+    each downloaded source path of the task to its local copy; the converter writes under ``out_dir`` and returns
+    the files it wrote. It never runs code from the files (a pickle is read by ``sources.pickles``' allow-list)."""
+
+    def __call__(self, task: str, files: Mapping[str, Path], out_dir: Path) -> list[Path]: ...
+
+
 class TokenCounter(Protocol):
     """A tokenizer for counting (``cli.dry_run.Tokenizer``): ``count`` is None when no tokenizer is at hand."""
 

@@ -23,7 +23,7 @@ CARD_FIELDS: dict[str, type | tuple[type, ...]] = {
 #: Optional run card fields and their types.
 CARD_OPTIONAL: dict[str, type | tuple[type, ...]] = {
     "resumed_at": list, "migrated_from": str, "finished_at": str, "package_versions": dict, "platform": dict,
-    "store_format": int,
+    "store_format": int, "data_sources": list,
 }
 FIX_ITEM_LINE = ("delete that line (the item is then computed again on the next run) or restore items.jsonl from a "
                  "backup")

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from thai_eval_utils.core.data_origin import keyed_origins, origins_of
 from thai_eval_utils.core.errors import ThaiEvalDataError, ThaiEvalError
 from thai_eval_utils.core.migrate import STORE_FORMAT, migrate_card
 from thai_eval_utils.core.provenance import (
@@ -143,6 +144,7 @@ def _keyed_from_card(card: Mapping[str, Any]) -> dict[str, Any] | None:
             "model": {k: v for k, v in card["model"].items() if k not in UNKEYED_IDENTITY_KEYS},
             "data": sorted(card["data_files"].values()),
             "templates": card["prompt_template_sha256"],
+            **({"data_sources": keyed_origins(card["data_sources"])} if card.get("data_sources") else {}),
         }
     except (KeyError, TypeError, AttributeError, ThaiEvalDataError):
         return None
@@ -243,6 +245,7 @@ class RunStore:
         """
         bench_parts = [slugify(p) for p in benchmark.split("/") if p]
         data_hashes = {str(p): sha256_file(p) for p in data_files}
+        origins = origins_of(data_files)  # fetched full data: source, revision, path (core.data_origin)
         template_hashes = {k: sha256_text(v) for k, v in (prompt_templates or {}).items()}
         identity = redact(dict(model_identity or {"name": model_name}))
         keyed = {
@@ -251,6 +254,7 @@ class RunStore:
             "model": {k: v for k, v in identity.items() if k not in UNKEYED_IDENTITY_KEYS},
             "data": sorted(data_hashes.values()),
             "templates": template_hashes,
+            **({"data_sources": keyed_origins(origins)} if origins else {}),
         }
         config_id = _config_id(keyed)
         parent = Path(outputs or outputs_dir()) / "runs" / slugify(model_name)
@@ -265,7 +269,8 @@ class RunStore:
                                   "folder's permissions and free space") from None
         lock_key = _acquire(root)
         try:
-            card = cls._card(root, model_name, keyed, config_id, identity, data_hashes, template_hashes, migrated_from)
+            card = cls._card(root, model_name, keyed, config_id, identity, data_hashes, template_hashes, migrated_from,
+                             origins)
             store = cls(root=root, card=card)
             store.repair_tail()
             store.migrate_legacy_nan(legacy_nan_fields)
@@ -277,8 +282,10 @@ class RunStore:
 
     @staticmethod
     def _card(root: Path, model_name: str, keyed: Mapping[str, Any], config_id: str, identity: dict[str, Any],
-              data_hashes: dict[str, str], template_hashes: dict[str, str], migrated_from: str | None) -> dict[str, Any]:
-        """Read (resume) or create the run card, stamp it and write it."""
+              data_hashes: dict[str, str], template_hashes: dict[str, str], migrated_from: str | None,
+              origins: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """Read (resume) or create the run card, stamp it and write it (``origins``: where fetched data files came
+        from, :func:`~.data_origin.origins_of`)."""
         card_path = root / "run_card.json"
         if card_path.exists():
             card = migrate_card(check_card(card_path, read_json_file(card_path, "the run card", FIX_CARD),
@@ -295,6 +302,7 @@ class RunStore:
                 "config": keyed["config"],
                 "data_files": data_hashes,
                 "prompt_template_sha256": template_hashes,
+                **({"data_sources": origins} if origins else {}),
                 "created_at": now_utc(),
                 "store_format": STORE_FORMAT,
             }

@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
+from thai_eval_utils.sources.pickles import read_dataset_dict_pickle
 from thai_eval_utils.core.records import (
     find_data_file,
     read_records,
@@ -189,3 +190,28 @@ def convert_dialect_pickle(pickle_path: str | Path, out_dir: str | Path, *, allo
                 raise ThaiEvalDataError(f"cannot read records: {exc}", path=path, field=f"{dialect}/{task}") from None
             planned.append((Path(out_dir) / dialect / f"{task}.jsonl", records))
     return [write_jsonl(target, records) for target, records in planned]
+
+
+#: The benchmark's pickle in its repository (the data manifest's file of the ``generation`` task).
+DIALECT_PICKLE = "datasets/dataset.pkl"
+
+
+def dialect_pickle_to_jsonl(task: str, files: Mapping[str, Path], out_dir: Path) -> list[Path]:
+    """The data manifest's converter (``"dialect_pickle"``, ``task`` the manifest's ``generation``): the benchmark's ``datasets/dataset.pkl`` read through
+    the allow-list reader (``sources.pickles``: no code from the file runs, any other class is refused by name) and
+    written as ``<out_dir>/<dialect>/<task>.jsonl``, validated whole by :func:`load_dialect` before it returns.
+    The repository's CSVs are not used: they are the annotation sheets (no conversation or food prompts, other
+    columns), not the rows the runner scores."""
+    if DIALECT_PICKLE not in files:
+        raise ThaiEvalDataError(f"the dialect converter needs {DIALECT_PICKLE}", field="files")
+    path = files[DIALECT_PICKLE]
+    planned: list[tuple[Path, list[dict[str, Any]]]] = []
+    for dialect, tasks in read_dataset_dict_pickle(path).items():
+        check_dialect(dialect, path=path, field=dialect)
+        for task, records in tasks.items():
+            if not _SAFE_NAME.match(task):
+                raise ThaiEvalDataError(f"bad task name {task!r}", path=path, field=f"{dialect}/{task}")
+            planned.append((Path(out_dir) / dialect / f"{task}.jsonl", records))
+    written = [write_jsonl(target, records) for target, records in planned]
+    load_dialect(out_dir)
+    return written

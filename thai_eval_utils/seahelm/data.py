@@ -17,8 +17,8 @@ from typing import Any
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.provenance import sha256_file
-from thai_eval_utils.core.records import read_records
-from thai_eval_utils.seahelm.config import TaskConfig
+from thai_eval_utils.core.records import read_records, write_jsonl
+from thai_eval_utils.seahelm.config import TaskConfig, task_configs
 
 #: The shipped samples (``data/seahelm`` of the repository).
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "data" / "seahelm"
@@ -144,6 +144,28 @@ def thai_exam_rows(raw: Sequence[Mapping[str, Any]], exam: str) -> list[dict[str
     return [{"id": i, "label": str(r["answer"]).upper(),
              "prompts": [{"question": r["question"], **{k: r[k] for k in letters if k in r}}],
              "metadata": {"language": "th", "subject": r.get("subject")}} for i, r in enumerate(raw)]
+
+
+def hf_files_to_task_files(task: str, files: Mapping[str, Path], out_dir: Path) -> list[Path]:
+    """The data manifest's converter (``"seahelm_rows"``): a task's downloaded Hugging Face split files written as
+    ``<task>.jsonl`` (split ``eval``; ThaiExam: its ``test`` split through :func:`thai_exam_rows`) and
+    ``<task>_examples.jsonl`` (split ``examples``; ThaiExam: the first five test rows, as its dataloader takes them),
+    the layout :func:`load_task_data` reads; every row is checked against the task's contract first."""
+    config = task_configs()[task]
+    eval_files = sorted(p for name, p in files.items() if "/examples" not in name)
+    example_files = sorted(p for name, p in files.items() if "/examples" in name)
+    rows = [r for p in eval_files for r in read_records(p)]
+    examples = [r for p in example_files for r in read_records(p)]
+    if task.startswith("thai_exam_"):
+        rows = thai_exam_rows(rows, task.removeprefix("thai_exam_"))
+        examples = rows[:5]
+    where = ", ".join(str(p) for p in eval_files)
+    check_rows(config, rows, where)
+    check_rows(config, examples, where, examples=True)
+    written = [write_jsonl(Path(out_dir) / f"{task}.jsonl", rows)]
+    if examples:
+        written.append(write_jsonl(Path(out_dir) / f"{task}_examples.jsonl", examples))
+    return written
 
 
 def load_hf_task_data(task: TaskConfig, revision: str, *, cache_dir: str | Path | None = None,

@@ -13,11 +13,11 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from thai_eval_utils.core.benchmark import (DETAIL_INPUTS, Headline, ItemView, LeaderboardTable, SeahelmTask, Suite,
+from thai_eval_utils.core.benchmark import (DETAIL_INPUTS, DataConverter, Headline, ItemView, LeaderboardTable, SeahelmTask, Suite,
                                             TokenCounter)
 from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.seahelm.config import N_RUNS, task_config, task_configs
-from thai_eval_utils.seahelm.data import load_task_data
+from thai_eval_utils.seahelm.data import hf_files_to_task_files, load_task_data
 from thai_eval_utils.seahelm import ifeval
 from thai_eval_utils.seahelm import mt_bench as mb
 from thai_eval_utils.seahelm.export import seahelm_results
@@ -64,6 +64,10 @@ class SeahelmSuite(Suite):
     tasks: ClassVar[tuple[str, ...]] = TASKS
     notebooks: ClassVar[tuple[str, ...]] = ("seahelm.ipynb",)
     data_folder: ClassVar[str] = "seahelm"
+
+    def data_converters(self) -> Mapping[str, DataConverter]:
+        """Its Hugging Face splits written in SEA-HELM's row contract (``data_manifest.json``'s ``seahelm_rows``)."""
+        return {"seahelm_rows": hf_files_to_task_files}
     scale_note: ClassVar[str] = "SEA-HELM Thai on 0-100 (normalised accuracy, F1, ROUGE-L, MetricX or chrF++)"
     leaderboard_tables: ClassVar[tuple[LeaderboardTable, ...]] = (
         LeaderboardTable("seahelm", "SEA-HELM Thai: mean over runs (SE over runs, SEA-HELM's)",
