@@ -34,7 +34,9 @@ def _json(obj: dict[str, Any]) -> str:
 
 def detail_rows(run: StoredRun) -> list[dict[str, Any]]:
     """One row per stored item of ``run`` (:data:`COLUMNS`; inputs, outputs and metrics as JSON texts)."""
-    made = _json({"config_id": run.card.get("config_id"), "scores": signature(run)["score_signatures"]})
+    sig = signature(run)
+    made = _json({"config_id": run.card.get("config_id"), "scores": sig["score_signatures"],
+                  **({"data_sources": sig["data_sources"]} if "data_sources" in sig else {})})
     suite = registry.suite_of(run.benchmark) or _UNREGISTERED
     return [{"model": run.model_name, "benchmark": run.benchmark, "task": run.task, "key": str(row["key"]),
              "prompt_hash": row.get("prompt_hash"), "inputs": _json(row.get("inputs") or {}),

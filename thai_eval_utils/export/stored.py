@@ -9,19 +9,22 @@ from pathlib import Path
 from typing import Any
 
 from thai_eval_utils import __version__
+from thai_eval_utils.core.data_origin import keyed_origins
 from thai_eval_utils.core.provenance import redact
 from thai_eval_utils.core.runs import StoredRun, latest_finished, list_runs, model_matches
 
 
 def signature(run: StoredRun) -> dict[str, Any]:
     """thai-eval's signature of a run's numbers: benchmark, config id, protocol options, prompt template and data
-    file hashes, package versions, the scores' signature strings, run dates (secrets redacted)."""
+    file hashes, where fetched data came from (``data_sources``: source@revision:path, only for runs on fetched full
+    data), package versions, the scores' signature strings, run dates (secrets redacted)."""
     card = run.card
     scores = (run.summary or {}).get("scores") or {}
     return redact({
         "producer": f"thai-eval {__version__}", "benchmark": run.benchmark, "config_id": card.get("config_id"),
         "protocol": card.get("config", {}), "prompt_template_sha256": card.get("prompt_template_sha256", {}),
         "data_sha256": sorted(set((card.get("data_files") or {}).values())),
+        **({"data_sources": keyed_origins(card["data_sources"])} if card.get("data_sources") else {}),
         "package_versions": card.get("package_versions", {}),
         "model": {k: v for k, v in (card.get("model") or {}).items() if k != "base_url"},
         "score_signatures": sorted({s.get("signature", "") for s in scores.values() if isinstance(s, dict)} - {""}),
