@@ -301,11 +301,15 @@ def test_rank_agreement_hand_computed():
     assert "Spearman rho = 0.086" in str(agreement)
 
 
-def test_paper_tables_notebook_runs(tmp_path, outputs):
-    """papermill run of notebooks/paper_tables.ipynb (no model): tables, mismatches, runs and figures written."""
+def test_paper_tables_notebook_runs(tmp_path, outputs, monkeypatch):
+    """papermill run of notebooks/paper_tables.ipynb (no model): tables, mismatches, runs and figures written; on a
+    store that also holds tests/paper_store.py's runs (superseded, unfinished, one task at two configurations), each
+    model's latest finished run in the tables and the skipped runs listed with their reasons."""
     import nbformat
     import papermill
+    from paper_store import add_mixed_runs
 
+    ids = add_mixed_runs(outputs, monkeypatch)
     repo = REPO
     executed = tmp_path / "paper_tables.ipynb"
     papermill.execute_notebook(
@@ -318,6 +322,19 @@ def test_paper_tables_notebook_runs(tmp_path, outputs):
     assert set(zip(mismatching["row"], mismatching["printed"], mismatching["rounded"])) == {k[1:2] + k[3:] for k in KNOWN_INCONSISTENT}
     h6 = pd.read_csv(outputs / "tables" / "paper_h6.csv", dtype=str, keep_default_na=False)
     assert h6.loc[h6["model"] == "full-model", ["source", "thai_h6_avg"]].values.tolist() == [["thai-eval run", "52.50"]]
+    small = h6[h6["model"].str.startswith("small-")].sort_values(["model", "setting"])
+    assert small[["model", "setting", "thai_h6_avg", "th_arc"]].values.tolist() == [
+        ["small-a", "", "43.33", "50.00"], ["small-a", "shots:0", "", "90.00"], ["small-b", "", "50.00", "25.00"],
+        ["small-c", "", "", ""]]  # fmt: skip
+    skipped = pd.read_csv(outputs / "tables" / "paper_skipped_runs.csv", dtype=str, keep_default_na=False)
+    assert skipped.loc[skipped["model"] == "full-model", ["benchmark", "reason"]].values.tolist() == [
+        ["other/bench", "not in the papers' tables"]]
+    skipped = skipped[skipped["model"] != "full-model"]
+    assert sorted(zip(skipped["config_id"], skipped["reason"])) == sorted([
+        (ids["a_other"], "not in the papers' tables"), (ids["a_arc_old"], "superseded by a later run"),
+        (ids["a_gsm8k_rerun"], "unfinished"), (ids["b_mmlu_old"], "superseded by a later run"),
+        (ids["b_judge_old"], "superseded by a later run"), (ids["c_arc_old"], "unfinished")])  # fmt: skip
+    assert "7 stored runs are not in the tables" in text
     for suffix in ("md", "tex"):
         assert (outputs / "tables" / f"paper_dialect_auto.{suffix}").exists()
     figures = {p.name for p in (outputs / "figures").iterdir()}

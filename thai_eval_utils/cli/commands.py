@@ -37,6 +37,7 @@ from thai_eval_utils.backend.model_sources import check_dtype
 from thai_eval_utils.core.provenance import now_utc, outputs_dir, scrub_strings, slugify
 from thai_eval_utils.core.runs import list_runs
 from thai_eval_utils.export import FORMATS, export
+from thai_eval_utils.paper.own_runs import skipped_runs
 from thai_eval_utils.report.command import add_report_arguments, report_command
 from thai_eval_utils.sources.catalogue import require_present
 from thai_eval_utils.sources.locations import FULL
@@ -346,11 +347,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------------------------------- tables
+#: The columns of the skipped runs ``tables`` prints (the folder is in the notebook's table).
+SKIPPED_SHOWN = ["model", "benchmark", "setting", "config_id", "finished", "reason", "detail"]
+
+
 def add_tables(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tables", help="rebuild the papers' tables with the stored runs beside them",
                        formatter_class=_FORMATTER,
                        description="Run notebooks/paper_tables.ipynb: the published tables re-checked, this toolkit's "
-                       "runs below them (partial runs marked), CSV/Markdown/LaTeX, figures and an HTML export.",
+                       "runs below them (each model's latest finished run per benchmark and setting; partial runs "
+                       "marked), CSV/Markdown/LaTeX, figures and an HTML export; then the runs left out and why.",
                        epilog="examples:\n  thai-eval tables\n  thai-eval tables --outputs /data/thai-eval")
     _add_outputs(p)
     p.add_argument("--notebooks-dir", default=str(REPO / "notebooks"), metavar="DIR", help="the notebooks' folder")
@@ -366,6 +372,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
     written = sorted((out / "tables").glob("paper_*.csv")) if (out / "tables").is_dir() else []
     print_table(pd.DataFrame({"table": [p.name for p in written], "rows": [len(pd.read_csv(p)) for p in written]}),
                 f"tables in {out / 'tables'}:")
+    print_table(skipped_runs(out)[SKIPPED_SHOWN], "stored runs not in the tables, and why:")
     return 0 if report.ok else 1
 
 

@@ -16,7 +16,8 @@ from typing import Any
 import pandas as pd
 
 from thai_eval_utils.core.runs import list_runs
-from thai_eval_utils.paper.own_runs import run_records, run_setting
+from thai_eval_utils.paper.own_runs import run_records
+from thai_eval_utils.paper.run_choice import run_setting
 
 COLUMNS = ["model", "benchmark", "task", "config_id", "setting", "items", "total", "per_item", "limit", "partial",
            "finished", "date", "where"]

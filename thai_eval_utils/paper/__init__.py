@@ -1,5 +1,5 @@
 """The papers' published tables (``published``: load, re-check every derived cell, rank agreement) and our own
-runs beside them (``own_runs``)."""
+runs beside them (``own_runs``; ``run_choice``: which run each cell shows, and why the others are skipped)."""
 
 from thai_eval_utils.paper.own_runs import (
     DIALECT_DISPLAY,
@@ -10,6 +10,7 @@ from thai_eval_utils.paper.own_runs import (
     expected_sizes,
     h6_with_runs,
     run_records,
+    skipped_runs,
     table_with_runs,
     thaicli_with_runs,
 )
@@ -27,8 +28,10 @@ from thai_eval_utils.paper.published import (
     numeric,
     rank_agreement,
 )
+from thai_eval_utils.paper.run_choice import SKIP_REASONS, SKIPPED_COLUMNS
 
 __all__ = ["CENTRAL", "DIALECT_DISPLAY", "H6_TASKS", "PAPER_SOURCE", "PUBLISHED_TABLES", "RUN_ADAPTERS",
-           "RUN_RECORD_COLUMNS", "RUN_SOURCE", "WITH_RUNS", "check_published", "checks_for", "dialect_with_runs",
-           "expected_sizes", "h6_with_runs", "load_all_published", "load_published", "mismatches", "numeric",
-           "rank_agreement", "run_records", "table_with_runs", "thaicli_with_runs"]
+           "RUN_RECORD_COLUMNS", "RUN_SOURCE", "SKIPPED_COLUMNS", "SKIP_REASONS", "WITH_RUNS", "check_published",
+           "checks_for", "dialect_with_runs", "expected_sizes", "h6_with_runs", "load_all_published", "load_published",
+           "mismatches", "numeric", "rank_agreement", "run_records", "skipped_runs", "table_with_runs",
+           "thaicli_with_runs"]

@@ -2,6 +2,8 @@
 Table 1): :func:`run_records` reads every run under ``<outputs>/runs`` into tidy score records through one
 small adapter per benchmark family, and :func:`table_with_runs` (with the ``*_with_runs`` functions) places
 them below the published rows of :mod:`thai_eval_utils.paper.published`, marked partial where a run is incomplete.
+Each model's benchmark (at one setting) shows one run, its latest finished one (:mod:`.run_choice`);
+:func:`skipped_runs` lists every other run and why it is left out.
 """
 
 from __future__ import annotations
@@ -16,8 +18,6 @@ from thai_eval_utils.core.provenance import slugify
 from thai_eval_utils.core.runs import list_runs
 from thai_eval_utils.core.tables import round_half_up
 from thai_eval_utils.dialect.metrics import DIALECT_NAMES, TABLE1_TASKS, table_task
-from thai_eval_utils.h6.fewshot import default_seed
-from thai_eval_utils.h6.tasks import TASK_SPECS
 from thai_eval_utils.paper.published import (
     CENTRAL,
     DIALECT_METRICS,
@@ -27,6 +27,7 @@ from thai_eval_utils.paper.published import (
     load_all_published,
     to_decimal,
 )
+from thai_eval_utils.paper.run_choice import count_items, run_setting, shown_runs, skipped_table
 
 # This toolkit's runs beside the published rows. Each benchmark family has a small adapter that
 # turns one run (a ``core.runs.list_runs()`` entry: a ``StoredRun``) into tidy records; the rest is
@@ -41,9 +42,11 @@ from thai_eval_utils.paper.published import (
 #                     dialect notebook saved as <outputs>/tables/dialect_scores_<model-slug>.csv (columns
 #                     dialect, task, metric, value, n; the model's latest scoring), else "not scored".
 # A run whose summary is missing (unfinished) or that has fewer items than the paper's dataset is partial.
+# ``shown`` marks the records of the run the tables show for its cell (run_choice.shown_runs); the others are kept
+# (``thai-eval runs`` reads every run's partial verdict here) and never reach a table.
 
 RUN_RECORD_COLUMNS = ["model", "benchmark", "table", "dialect", "column", "value", "n", "expected_n", "partial",
-                      "finished", "setting", "options", "config_id", "run_dir", "written_at"]
+                      "finished", "setting", "options", "config_id", "run_dir", "written_at", "shown"]
 #: Dialect keys of the benchmark and the names the paper prints (Limkonchotiwat et al. Table 1): the dialect
 #: benchmark's own dict (``dialect.metrics.DIALECT_NAMES``), under the name the paper tables and the report use.
 DIALECT_DISPLAY = DIALECT_NAMES
@@ -57,14 +60,6 @@ def _score_value(entry: Any) -> tuple[float | None, int | None]:
     if isinstance(entry, (int, float)):
         return float(entry), None
     return None, None
-
-
-def _count_items(run_dir: Path) -> int:
-    path = Path(run_dir) / "items.jsonl"
-    if not path.exists():
-        return 0
-    with open(path, encoding="utf-8") as fh:
-        return sum(1 for line in fh if line.strip())
 
 
 def expected_sizes(tables: Mapping[str, pd.DataFrame]) -> dict[str, int]:
@@ -84,7 +79,7 @@ def expected_sizes(tables: Mapping[str, pd.DataFrame]) -> dict[str, int]:
 def _h6_records(run: Mapping[str, Any], sizes: Mapping[str, int]) -> list[dict]:
     card, summary = run.card, run.summary or {}
     task = summary.get("task") or card.get("config", {}).get("task") or card["benchmark"].split("/")[-1]
-    value, n = None, _count_items(run.dir)
+    value, n = None, count_items(run.dir)
     scores = summary.get("scores") or {}
     if scores:  # the headline metric is the first (h6._scores puts it first)
         value, n_scored = _score_value(next(iter(scores.values())))
@@ -149,30 +144,9 @@ def _dialect_records(run: Mapping[str, Any], sizes: Mapping[str, int]) -> list[d
         out.append({"table": "dialect_auto", "dialect": dialect, "column": column, "value": rec.get("value"),
                     "n": rec.get("n"), "expected_n": sizes.get(f"dialect/{family}")})
     if not out:  # generations without scores: say so rather than show nothing
-        out.append({"table": "dialect_auto", "column": None, "value": None, "n": _count_items(run.dir),
+        out.append({"table": "dialect_auto", "column": None, "value": None, "n": count_items(run.dir),
                     "expected_n": None, "partial_reason": "not scored"})
     return out
-
-
-def run_setting(card: Mapping[str, Any]) -> str:
-    """How a run's protocol departs from the paper's, in a few words (``""`` when it does not): Thai-H6 shots other
-    than the task's, a non-default few-shot seed or sampler, BOS. Runs with different settings are different table
-    rows (never merged into one); the limit is not a setting (a limited run is ``partial``, its samples say how many)."""
-    config, bench = card.get("config") or {}, str(card.get("benchmark", ""))
-    spec = TASK_SPECS.get(bench.split("/")[-1]) if bench.startswith("thai_h6/") else None
-    if spec is None:
-        return ""
-    parts = []
-    if config.get("num_fewshot") is not None and config["num_fewshot"] != spec.num_fewshot:
-        parts.append(f"shots:{config['num_fewshot']}")
-    sampler = config.get("sampler")
-    if sampler == "h":
-        parts.append("sampler:h")
-    if sampler in ("lb", "h") and config.get("fewshot_seed") not in (None, default_seed(sampler)):
-        parts.append(f"seed:{config['fewshot_seed']}")
-    if config.get("add_bos_token"):
-        parts.append("bos")
-    return " ".join(parts)
 
 
 #: Benchmark family (first part of the run's benchmark) -> adapter(run, expected sizes) -> records.
@@ -187,13 +161,16 @@ def run_records(outputs: str | Path | None = None, tables: Mapping[str, pd.DataF
     """Every score of this toolkit's runs under ``<outputs>/runs`` as tidy records (see :data:`RUN_RECORD_COLUMNS`).
 
     ``partial`` is True when the run is unfinished, has unjudged items, or scored fewer items than the
-    paper's dataset (``expected_n``); ``options`` is the run's protocol configuration (JSON).
+    paper's dataset (``expected_n``); ``options`` is the run's protocol configuration (JSON); ``shown`` is True
+    for the run the tables show in its cell (:func:`~.run_choice.shown_runs`: the latest finished one).
     """
     import json
 
     sizes = expected_sizes(tables if tables is not None else load_all_published())
+    runs = list_runs(outputs)
+    shown = {run.dir for run in shown_runs(runs, RUN_ADAPTERS).values()}
     rows = []
-    for run in list_runs(outputs):
+    for run in runs:
         card = run.card
         adapter = RUN_ADAPTERS.get(str(card.get("benchmark", "")).split("/")[0])
         if adapter is None:
@@ -208,8 +185,15 @@ def run_records(outputs: str | Path | None = None, tables: Mapping[str, pd.DataF
                 "options": json.dumps(card.get("config", {}), ensure_ascii=False, sort_keys=True, default=str),
                 "config_id": card.get("config_id"), "run_dir": str(run.dir),
                 "written_at": (run.summary or {}).get("written_at") or card.get("created_at"),
+                "shown": run.dir in shown,
             })  # fmt: skip
     return pd.DataFrame(rows, columns=RUN_RECORD_COLUMNS)
+
+
+def skipped_runs(outputs: str | Path | None = None) -> pd.DataFrame:
+    """The runs under ``<outputs>/runs`` the tables leave out, one row each with its reason and the run shown
+    instead (:func:`~.run_choice.skipped_table`): unfinished, superseded by a later run, or of no paper's benchmark."""
+    return skipped_table(list_runs(outputs), RUN_ADAPTERS)
 
 
 def _text(value: Any, decimals: int = 2) -> str:
@@ -233,10 +217,14 @@ def _options_text(options: pd.Series) -> str:
 
 
 def _run_rows(records: pd.DataFrame, table: str, keys: list[str]) -> list[dict]:
-    """One row per model (and dialect) of ``table``'s records: latest finished run per cell, values as raw floats."""
-    recs = records[records["table"] == table].sort_values(["finished", "written_at"], na_position="first", kind="stable")
+    """One row per model (and dialect) and setting of ``table``'s records: the shown run per cell (records without
+    ``shown``: the latest by ``written_at``, finished first), values as raw floats."""
+    recs = records[records["table"] == table]
+    if "shown" in recs:
+        recs = recs[recs["shown"].astype(bool)]
+    recs = recs.sort_values(["finished", "written_at"], na_position="first", kind="stable")
     keys = [*keys, "setting"]  # differently configured runs are different rows, never merged
-    recs = recs.drop_duplicates([*keys, "column"], keep="last")
+    recs = recs.drop_duplicates([*keys, "column"], keep="last")  # one value per cell, whatever records came in
     rows = []
     for key_values, group in recs.groupby(keys, sort=False, dropna=False):
         key_values = key_values if isinstance(key_values, tuple) else (key_values,)

@@ -1,8 +1,8 @@
 """Figures of the two papers' published tables (Kim et al. Tables 4-5; Limkonchotiwat et al. Tables 1-3), own runs beside them.
 
 Each function takes a table as :mod:`thai_eval_utils.paper.published` returns it (printed strings or numbers;
-an optional ``source`` column marks this toolkit's runs, labelled ``<model> (thai-eval)`` or
-``<model> (thai-eval, partial)``)
+an optional ``source`` column marks this toolkit's runs, labelled ``<model> (thai-eval)``, with the run's
+``setting`` and ``partial`` where they apply: ``<model> (thai-eval, shots:0, partial)``)
 and returns the matplotlib Figure; save it with :func:`thai_eval_utils.plots.save_figure`.
 """
 
@@ -27,14 +27,38 @@ from thai_eval_utils.paper.published import (
 PREFERENCE_COLUMNS = {"prefer_a": "A", "prefer_b": "B", "both": "Both", "none": "None"}
 
 
+def _flag(df: pd.DataFrame, column: str) -> pd.Series:
+    """A true/false column as booleans (``True`` or ``"True"``, as a table read back from CSV holds it); False
+    where the column is missing."""
+    if column not in df:
+        return pd.Series(False, index=df.index)
+    return df[column].map(lambda v: str(v).strip().lower() in ("true", "1", "1.0"))
+
+
+def _run_label(key: str, partial: bool) -> str:
+    """A run's key (``<model> (thai-eval[, <setting>])``) with ``, partial`` added inside the brackets."""
+    return f"{key[:-1]}, partial)" if partial else key
+
+
 def _labelled(df: pd.DataFrame) -> pd.DataFrame:
-    """Numeric copy with a ``label`` column: the model, marked when the row is one of this toolkit's runs."""
+    """Numeric copy with ``key`` (the model; for one of this toolkit's runs ``<model> (thai-eval)``, with its
+    setting when it has one: one key per table row of a model), ``partial_run`` and ``label`` (the key, marked
+    ``partial`` for a partial run)."""
     out = numeric(df)
     is_run = out["source"].ne(PAPER_SOURCE) if "source" in out else pd.Series(False, index=out.index)
-    partial = out["partial"].astype(bool) if "partial" in out else pd.Series(False, index=out.index)
-    mark = np.where(partial, " (thai-eval, partial)", " (thai-eval)")
-    out["label"] = np.where(is_run, out["model"].astype(str) + mark, out["model"].astype(str))
+    setting = out["setting"].astype(str).str.strip() if "setting" in out else pd.Series("", index=out.index)
+    run_key = out["model"].astype(str) + " (thai-eval" + setting.map(lambda s: f", {s}" if s else "") + ")"
+    out["key"] = np.where(is_run, run_key, out["model"].astype(str))
+    out["partial_run"] = is_run & _flag(out, "partial")
+    out["label"] = [_run_label(k, p) for k, p in zip(out["key"], out["partial_run"])]
     return out
+
+
+def _one_per_key(df: pd.DataFrame, column: str) -> pd.DataFrame:
+    """``column`` and ``partial_run`` indexed by the rows' key, the first row of a key kept: own_runs builds one row
+    per key, and a table with a repeated one (a hand-made or concatenated table) must not reach a join."""
+    out = _labelled(df)
+    return out.loc[~out["key"].duplicated(), ["key", column, "partial_run"]].set_index("key")
 
 
 def h6_task_scores(h6: pd.DataFrame) -> plt.Figure:
@@ -51,9 +75,11 @@ def h6_task_scores(h6: pd.DataFrame) -> plt.Figure:
 
 def h6_vs_thaicli(h6: pd.DataFrame, thaicli: pd.DataFrame) -> plt.Figure:
     """Thai-H6 average against ThaiCLI average per model, and the two rankings side by side, with rank correlations."""
-    a = _labelled(h6).set_index("label")["thai_h6_avg"]
-    b = _labelled(thaicli).set_index("label")["thaicli_avg"]
-    both = pd.concat([a, b], axis=1, join="inner").dropna()
+    a, b = _one_per_key(h6, "thai_h6_avg"), _one_per_key(thaicli, "thaicli_avg")
+    both = a.join(b, how="inner", lsuffix="_h6").dropna(subset=["thai_h6_avg", "thaicli_avg"])
+    # a model's row in both tables (the same key); marked partial when either of its runs is
+    both.index = [_run_label(k, p) for k, p in zip(both.index, both["partial_run_h6"] | both["partial_run"])]
+    both = both[["thai_h6_avg", "thaicli_avg"]]
     agreement = rank_agreement(both["thai_h6_avg"], both["thaicli_avg"])
     fig, (ax, ax_rank) = plt.subplots(1, 2, figsize=(12, 4.8), gridspec_kw={"width_ratios": [1.3, 1]})
     sns.scatterplot(data=both, x="thai_h6_avg", y="thaicli_avg", ax=ax, s=60)
