@@ -7,7 +7,9 @@ Files and Batches endpoints, on 127.0.0.1 only, bounded (a test's few batches, k
 A batch is ``in_progress`` for ``polls_to_finish`` retrieves, then every input line is answered by the same
 ``responder`` as a live chat request (:class:`Reply` -> an output line with the chat completion, :class:`Fail` -> an
 error-file line with its status, :class:`Raw` -> an output line whose body is the raw payload: malformed). Setting
-``expire_next = k`` makes the next batch to finish expire after answering its first ``k`` lines. The server counts
+``expire_next = k`` makes the next batch to finish expire after answering its first ``k`` lines; a cancelled batch
+answers none. As the real API does, the requests an expired or cancelled batch never ran are lines of its error file
+(``"response": null``, ``"error": {"code": "batch_expired" | "batch_cancelled", "message": ...}``). The server counts
 batches created, keeps every custom_id it answered (``answered``) and the Authorization headers it saw.
 """
 
@@ -20,6 +22,11 @@ from typing import Any
 from urllib.parse import urlparse
 
 from fake_openai_server import Fail, FakeOpenAIServer, Raw, Reply, Slow, _Handler
+
+#: The error of a request its batch never ran (the OpenAI Batch API's error-file line for it): by batch status.
+NOT_RUN = {"expired": {"code": "batch_expired",
+                       "message": "This request could not be executed before the completion window expired."},
+           "cancelled": {"code": "batch_cancelled", "message": "The batch was cancelled before this request executed."}}
 
 
 class FakeBatchServer(FakeOpenAIServer):
@@ -40,6 +47,14 @@ class FakeBatchServer(FakeOpenAIServer):
         fid = f"file-{len(self.files) + 1}"
         self.files[fid] = data
         return fid
+
+    def sent(self) -> Counter[str]:
+        """How many batches each request was sent in: its ``custom_id`` without the try (``...#a1t0`` and
+        ``...#a1t1`` are one request sent twice)."""
+        with self.batch_lock:
+            ids = [json.loads(x)["custom_id"] for b in self.batches.values()
+                   for x in self.files[b["input_file_id"]].decode().splitlines() if x.strip()]  # fmt: skip
+        return Counter(cid.rsplit("t", 1)[0] for cid in ids)
 
     def _line(self, req: dict[str, Any], auth: str | None) -> tuple[str, dict[str, Any]]:
         """One input line answered: ("output" | "error", the output line)."""
@@ -74,17 +89,24 @@ class FakeBatchServer(FakeOpenAIServer):
                           "total_tokens": action.prompt_tokens + action.completion_tokens}}
         return "output", {"id": rid, "custom_id": cid, "response": {"status_code": 200, "body": body}, "error": None}
 
-    def _process(self, batch: dict[str, Any], auth: str | None) -> None:
+    def _process(self, batch: dict[str, Any], auth: str | None, status: str = "completed") -> None:
+        """Answer the batch's input lines and end it with ``status``: ``completed``, ``expired`` (after the first
+        ``expire_next`` lines) or ``cancelled`` (none); each line not run is an error-file line saying so."""
         lines = [json.loads(x) for x in self.files[batch["input_file_id"]].decode().splitlines() if x.strip()]
-        limit = self.expire_next
-        self.expire_next = None
+        limit = 0 if status == "cancelled" else self.expire_next
+        if status != "cancelled":
+            self.expire_next = None
+        status = "expired" if status == "completed" and limit is not None else status
         out: dict[str, list[str]] = {"output": [], "error": []}
         for n, req in enumerate(lines):
             if limit is not None and n >= limit:
-                break
+                line = {"id": f"batch_req_{batch['id']}_{n}", "custom_id": req["custom_id"], "response": None,
+                        "error": dict(NOT_RUN[status])}  # fmt: skip
+                out["error"].append(json.dumps(line, ensure_ascii=False))
+                continue
             kind, line = self._line(req, auth)
             out[kind].append(json.dumps(line, ensure_ascii=False))
-        batch["status"] = "expired" if limit is not None else "completed"
+        batch["status"] = status
         for kind in ("output", "error"):
             if out[kind]:
                 batch[f"{kind}_file_id"] = self.add_file(("\n".join(out[kind]) + "\n").encode())
@@ -99,7 +121,7 @@ class FakeBatchServer(FakeOpenAIServer):
             if batch["status"] == "in_progress" and self.polls[bid] >= self.polls_to_finish:
                 self._process(batch, auth)
             elif batch["status"] == "cancelling":
-                batch["status"] = "cancelled"
+                self._process(batch, auth, "cancelled")
             return batch
 
 

@@ -25,6 +25,7 @@ from test_judge import FAKE_KEY
 from thai_eval_utils.backend.batch_model import BatchChatModel, BatchPending, batch_mode, run_answers
 from thai_eval_utils.backend.openai_client import ApiModel
 from thai_eval_utils.core.batch_files import split_lines
+from thai_eval_utils.core.batch_rounds import MAX_EXPIRED
 from thai_eval_utils.dialect import generation as D
 from thai_eval_utils.dialect.data import load_dialect
 from thai_eval_utils.thaicli.answers import generate_answers, select_items
@@ -212,8 +213,15 @@ def test_errors_malformed_and_expiry_are_retried_or_left_unanswered(dialect_item
     out = list(res["output"])
     assert out[0] == Echo.text(prompts[0]) and pd.isna(out[1]) and pd.isna(out[2])
     assert out[3:] == [Echo.text(p) for p in prompts[3:]]
+    first = srv.batches["batch_1"]
+    error_file = srv.files[first["error_file_id"]].decode()
+    codes = [(json.loads(x)["error"] or {}).get("code") for x in error_file.splitlines()]
+    assert codes.count("batch_expired") == 2  # the real API's lines for the 2 requests it never ran (and 2 errors)
     printed = capsys.readouterr().out
-    assert "batch batch_1 expired: 6 of 8 requests came back; the other 2 are sent once more" in printed
+    message = "batch batch_1 expired: 6 of 8 requests came back; the other 2 are sent once more"
+    assert message in printed
+    log = [json.loads(x)["message"] for x in (Path(res.attrs["run_dir"]) / "batch_log.jsonl").read_text().splitlines()]
+    assert any(m.startswith(message) for m in log) and not any("8 replies collected" in m for m in log)
     summary = json.loads((Path(res.attrs["run_dir"]) / "summary.json").read_text(encoding="utf-8"))
     assert summary["n_ungenerated"] == 2 and summary["n_items"] == 6
     reasons = list(summary["ungenerated"].values())
@@ -224,6 +232,30 @@ def test_errors_malformed_and_expiry_are_retried_or_left_unanswered(dialect_item
         group = (dialect_items["dialect"] == dialect) & (dialect_items["task"] == task)
         assert summary["scores"][f"{dialect}/{task}/rougeL"]["n"] == int((group & res["output"].notna()).sum()) == 1
     no_key_anywhere(tmp_path)
+
+
+def test_a_request_expired_every_time_is_sent_twice_then_ungenerated(thaicli_items, tmp_path, capsys):
+    """Every batch expires without running anything: each answer's request is sent in exactly MAX_EXPIRED (2)
+    batches (a failed try would be sent 3 times), then the item is ungenerated, never scored."""
+    with FakeBatchServer(Echo()) as srv:
+
+        def expire(state):  # every batch expires without running a request
+            srv.expire_next = 0
+
+        with pytest.warns(UserWarning, match="4 of 4 answers not generated"):
+            res = run_answers(api_model(srv), lambda m: thaicli_run(m, thaicli_items, tmp_path), submit=True,
+                              wait_s=30, poll_s=0.01, progress=False, hooks={"after_create": expire})  # fmt: skip
+        assert len(srv.batches) == MAX_EXPIRED == 2 and srv.n_chat_calls == 0
+        assert sorted(srv.sent().values()) == [2, 2, 2, 2]
+    assert res["answer"].isna().all()
+    summary = json.loads((Path(res.attrs["run_dir"]) / "summary.json").read_text(encoding="utf-8"))
+    assert summary["n_ungenerated"] == 4 and summary["n_generated_this_run"] == 0
+    assert set(summary["ungenerated"].values()) == {"batch request not answered twice: not answered: batch batch_2 "
+                                                    "expired"}  # fmt: skip
+    printed = capsys.readouterr().out
+    for bid in ("batch_1", "batch_2"):
+        assert f"batch {bid} expired: 0 of 4 requests came back; the other 4 are sent once more" in printed
+    assert "replies collected" not in printed
 
 
 def test_a_round_over_the_limits_is_split_and_resumed_together(thaicli_items, tmp_path):

@@ -18,7 +18,9 @@ from fake_openai_server import MALFORMED_REPLIES, Fail, FakeOpenAIServer, PerAns
 from test_judge import FAKE_KEY, frame
 
 from thai_eval_utils.backend.openai_client import ApiModel
-from thai_eval_utils.judging.batch import BatchMode, custom_id
+from thai_eval_utils.core.batch_files import reply_of
+from thai_eval_utils.core.batch_rounds import BatchReport, BatchRounds, FailedTries
+from thai_eval_utils.judging.batch import MAX_EXPIRED, BatchMode, custom_id
 from thai_eval_utils.thaicli.judge import judge_answers, judge_batch
 
 REPO = Path(__file__).resolve().parents[1]
@@ -173,9 +175,76 @@ def test_expired_twice_is_unjudged(tmp_path, capsys):
                          hooks={"after_create": expire})  # fmt: skip
         res = judge_answers(frame(["x", "y"]), judge, model_name="m", outputs=tmp_path, progress=False, batch=mode)
         assert len(srv.batches) == 2 and srv.n_chat_calls == 0
+        # each error file holds the two batch_expired lines; each judgement's request is sent in exactly
+        # MAX_EXPIRED (2) batches, as docs/batch_mode.md says (a failed try would be sent 3 times)
+        codes = [json.loads(x)["error"]["code"] for b in srv.batches.values()
+                 for x in srv.files[b["error_file_id"]].decode().splitlines()]  # fmt: skip
+        assert codes == ["batch_expired"] * 4
+        assert sorted(srv.sent().values()) == [MAX_EXPIRED, MAX_EXPIRED] == [2, 2]
     assert res.n_unjudged == 2 and res.items["score"].isna().all()
-    assert all("not answered twice" in e for e in res.items["error"])
-    assert capsys.readouterr().out.count("the other 2 are sent once more") == 2
+    assert all(e.startswith("batch request not answered twice: not answered: batch batch_2 expired")
+               for e in res.items["error"])  # fmt: skip
+    out = capsys.readouterr().out
+    for bid in ("batch_1", "batch_2"):
+        assert (f"batch {bid} expired: 0 of 2 requests came back; the other 2 are sent once more (a second time "
+                "unanswered: never scored)") in out  # fmt: skip
+    assert "replies collected" not in out
+
+
+def test_expiry_counts_the_requests_not_run(tmp_path, capsys):
+    """An expired batch's error file lists the requests it never ran (``batch_expired``): they are not replies. Of
+    7 requests 5 came back; the 2 others are sent once more, once each, as the next try, and then scored."""
+    answers = [f"x{i}" for i in range(7)]
+    with FakeBatchServer(PerAnswerScript(default=Reply("<score>7</score>"))) as srv:
+        srv.expire_next = 5  # the first batch runs 5 of its 7 requests, then expires
+        res = run_batch(frame(answers), srv, tmp_path)
+        inputs = [[json.loads(x)["custom_id"] for x in srv.files[b["input_file_id"]].decode().splitlines()]
+                  for b in srv.batches.values()]  # fmt: skip
+        assert [len(i) for i in inputs] == [7, 2] and sum(srv.answered.values()) == 7
+        assert inputs[1] == [cid.replace("#a1t0", "#a1t1") for cid in inputs[0][5:]]  # the next try, not an attempt
+        assert sorted(srv.sent().values()) == [1] * 5 + [2] * 2
+    message = ("batch batch_1 expired: 5 of 7 requests came back; the other 2 are sent once more (a second time "
+               "unanswered: never scored)")  # fmt: skip
+    assert message in capsys.readouterr().out
+    root = res.store.root
+    assert message in [json.loads(x)["message"] for x in (root / "batch_log.jsonl").read_text().splitlines()]
+    history = json.loads((root / "batch.json").read_text())["history"]
+    assert [(h["batch_id"], h["status"], h["requests"], h["returned"]) for h in history] == [
+        ("batch_1", "expired", 7, 5), ("batch_2", "completed", 2, 2)]
+    kept = [json.loads(x) for x in (root / "batch_replies.jsonl").read_text().splitlines()]
+    assert [(e["custom_id"], e["status"]) for e in kept if e.get("expired")] == [(c, "expired") for c in inputs[0][5:]]
+    assert res.n_unjudged == 0 and list(res.items["score"]) == [7.0] * 7
+    assert list(res.items["attempts"]) == [1] * 7
+
+
+def test_not_run_lines_of_an_offline_file_are_unanswered(tmp_path):
+    """A downloaded error file given as ``--batch-file-in``: its ``batch_expired`` / ``batch_cancelled`` lines are
+    requests never run (not replies, sent once more, MAX_EXPIRED batches in all), its HTTP 500 line a failed try."""
+    path = tmp_path / "errors.jsonl"
+    lines = [{"id": "batch_req_1", "custom_id": "run/k1#a1t0", "response": None,
+              "error": {"code": "batch_expired", "message": "This request could not be executed before the "
+                                                            "completion window expired."}},
+             {"id": "batch_req_2", "custom_id": "run/k2#a1t0", "response": None,
+              "error": {"code": "batch_cancelled", "message": "cancelled"}},
+             {"id": "batch_req_3", "custom_id": "run/k3#a1t0", "error": None,
+              "response": {"status_code": 500, "body": {"error": {"message": "boom"}}}}]  # fmt: skip
+    path.write_text("".join(json.dumps(ln) + "\n" for ln in lines), encoding="utf-8")
+    said: list[str] = []
+    (tmp_path / "run").mkdir()
+    rounds = BatchRounds(tmp_path / "run", BatchMode(file_in=path, echo=said.append), BatchReport(), 0.0, prefix="run/")
+    rounds.read_file_in()
+    assert said == [f"batch file {path}: 1 replies read, 3 new; 2 requests its batch never ran are sent once more"]
+    kept = rounds.folder.replies()
+    for cid, status in (("run/k1#a1t0", "expired"), ("run/k2#a1t0", "cancelled")):
+        with pytest.raises(ValueError, match=f"^not answered: batch file:errors.jsonl {status}$"):
+            reply_of(kept[cid])
+        tries = FailedTries(max_failures=3)
+        assert tries.give_up(kept[cid], ValueError("x")) is None and (tries.expired, tries.failures) == (1, 0)
+        assert tries.give_up(kept[cid], ValueError("x")) == "batch request not answered twice: x"
+    tries = FailedTries(max_failures=3)
+    with pytest.raises(ValueError, match="^request error: HTTP 500 boom$"):
+        reply_of(kept["run/k3#a1t0"])
+    assert tries.give_up(kept["run/k3#a1t0"], ValueError("x")) is None and (tries.expired, tries.failures) == (0, 1)
 
 
 STAND_IN = textwrap.dedent("""

@@ -26,6 +26,11 @@ LOG_FILE = "batch_log.jsonl"
 #: 50,000 requests and an input file of at most 200 MB. A round with more is split into several batches.
 MAX_REQUESTS = 50_000
 MAX_BYTES = 200 * 1024 * 1024
+#: The error codes of a request its batch never ran, as the Batch API writes it in the batch's error file
+#: (``{"custom_id", "response": null, "error": {"code", "message"}}``; the API reference's
+#: ``BatchRequestOutput.error.code``): the batch expired, or was cancelled, before the request was executed. Such a
+#: line is an unanswered request (sent once more), not a reply; the value is the batch status it stands for.
+NOT_RUN_CODES = {"batch_expired": "expired", "batch_cancelled": "cancelled"}
 
 
 def custom_id(store_key: str, attempt: int, try_: int) -> str:
@@ -51,11 +56,29 @@ def input_line(cid: str, body: Mapping[str, Any]) -> dict[str, Any]:
     return {"custom_id": cid, "method": "POST", "url": CHAT_URL, "body": dict(body)}
 
 
+def not_run(line: Mapping[str, Any]) -> str | None:
+    """``"expired"`` or ``"cancelled"`` when an output or error line says its request was never run
+    (:data:`NOT_RUN_CODES`), else None."""
+    error = line.get("error")
+    code = error.get("code") if isinstance(error, Mapping) else None
+    return NOT_RUN_CODES.get(code) if isinstance(code, str) else None
+
+
+def unanswered(entry: Mapping[str, Any]) -> bool:
+    """Whether a collected entry is a request its batch never ran: marked ``expired`` when collected, or a stored
+    line saying so (an offline file's line, or one collected before such lines were recognised)."""
+    line = entry.get("line")
+    return bool(entry.get("expired")) or (isinstance(line, Mapping) and not_run(line) is not None)
+
+
 def reply_of(entry: Mapping[str, Any]) -> Reply:
     """The reply of a Batch API output line (``{"custom_id", "response": {"status_code", "body"}, "error"}``);
-    ValueError (secret-free) when the request failed or the body is not a chat completion with text."""
-    if entry.get("expired"):
-        raise ValueError(f"not answered: batch {entry.get('batch_id')} {entry.get('status', 'expired')}")
+    ValueError (secret-free) when the request failed, was never run, or the body is not a chat completion with
+    text."""
+    if unanswered(entry):
+        line = entry.get("line") if isinstance(entry.get("line"), Mapping) else {}
+        status = entry.get("status") or not_run(line) or "expired"
+        raise ValueError(f"not answered: batch {entry.get('batch_id')} {status}")
     line = entry.get("line") if isinstance(entry.get("line"), Mapping) else entry
     error = line.get("error")
     response = line.get("response")

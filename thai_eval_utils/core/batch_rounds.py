@@ -27,9 +27,11 @@ from thai_eval_utils.core.batch_files import (
     MAX_BYTES,
     MAX_REQUESTS,
     BatchFolder,
+    not_run,
     part_bytes,
     read_output_lines,
     split_lines,
+    unanswered,
     write_input_file,
 )
 from thai_eval_utils.core.errors import ThaiEvalDataError
@@ -44,7 +46,8 @@ MAX_EXPIRED = 2
 @dataclass
 class FailedTries:
     """One request's tries whose reply could not be read, as both batch replays (the judge's and answers') count
-    them: an expired or cancelled batch's unanswered try is sent again up to :data:`MAX_EXPIRED` batches, any
+    them: a try an expired or cancelled batch never ran (missing from its files, or a ``batch_expired`` /
+    ``batch_cancelled`` line of its error file) is sent again, in at most :data:`MAX_EXPIRED` batches in all; any
     other failure up to ``max_failures`` tries."""
 
     max_failures: int
@@ -53,7 +56,7 @@ class FailedTries:
 
     def give_up(self, entry: Mapping[str, Any], exc: Exception) -> str | None:
         """Count the failed try ``entry``; why the request is given up, or None to try again."""
-        if entry.get("expired"):
+        if unanswered(entry):
             self.expired += 1
             return f"batch request not answered twice: {exc}" if self.expired >= MAX_EXPIRED else None
         self.failures += 1
@@ -177,8 +180,10 @@ class BatchRounds:
         have = self.folder.replies()
         new = [{"custom_id": ln["custom_id"], "batch_id": f"file:{path.name}", "line": ln} for ln in lines
                if ln["custom_id"] not in have]  # fmt: skip
-        self.folder.add_replies(new)
-        self.say(f"batch file {path}: {len(lines)} replies read, {len(new)} new")
+        self.folder.add_replies(new)  # a line of a request never run is sent once more (FailedTries)
+        unrun = sum(1 for ln in lines if not_run(ln))
+        extra = f"; {unrun} requests its batch never ran are sent once more" if unrun else ""
+        self.say(f"batch file {path}: {len(lines) - unrun} replies read, {len(new)} new{extra}")
 
     # -- submit -----------------------------------------------------------------------------------------------------
     def submit(self, requests: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
@@ -272,28 +277,40 @@ class BatchRounds:
             if bar is not None:
                 bar.close()
 
-    def collect(self, state: dict[str, Any], part: dict[str, Any], info: Mapping[str, Any]) -> None:
-        """Store what a finished part returned (replies first, then ``batch.json``); requests it did not answer
-        are marked (an expired or cancelled batch: sent once more; a failed batch: a failed try)."""
-        batch_id, status = part["batch_id"], str(info.get("status"))
+    def download(self, info: Mapping[str, Any], batch_id: str) -> list[dict[str, Any]]:
+        """The lines of a finished batch's output and error files."""
         lines: list[dict[str, Any]] = []
         for key in ("output_file_id", "error_file_id"):
             if info.get(key):
                 lines += read_output_lines(self.transport.content(info[key]), f"{key} {info[key]} of batch {batch_id}")
+        return lines
+
+    def collect(self, state: dict[str, Any], part: dict[str, Any], info: Mapping[str, Any]) -> None:
+        """Store what a finished part returned (replies first, then ``batch.json``); requests it did not answer
+        are marked (an expired or cancelled batch: sent once more; a failed batch: a failed try). A request its
+        error file lists as never run (``batch_expired`` / ``batch_cancelled``) was not answered either: it is
+        marked as one missing from the files is, and not counted among the requests that came back."""
+        batch_id, status = part["batch_id"], str(info.get("status"))
+        lines = self.download(info, batch_id)
+        unrun = {ln["custom_id"]: str(not_run(ln)) for ln in lines if not_run(ln)}
+        lines = [ln for ln in lines if not_run(ln) is None]
         raw = self.folder.input_path.read_bytes()
         sent = [json.loads(x)["custom_id"] for x in part_bytes(raw, part["first"], part["count"]).splitlines() if x.strip()]
         have, sent_set = self.folder.replies(), set(sent)
         back = {ln["custom_id"] for ln in lines}
         entries = [{"custom_id": ln["custom_id"], "batch_id": batch_id, "line": ln} for ln in lines
                    if ln["custom_id"] in sent_set and ln["custom_id"] not in have]  # fmt: skip
-        missing = [cid for cid in sent if cid not in back and cid not in have]
-        if status == "failed":
+        absent = [cid for cid in sent if cid not in back and cid not in have]
+        # a failed batch's requests absent from its files failed; the others were not run: sent once more
+        failed = {cid for cid in absent if status == "failed" and cid not in unrun}
+        missing = [cid for cid in absent if cid not in failed]
+        if failed:
             errs = info.get("errors") or {}
             why = scrub(str(errs)[:300]) if errs else "batch failed"
             entries += [{"custom_id": cid, "batch_id": batch_id, "line": {"custom_id": cid, "error": {"message": why}}}
-                        for cid in missing]  # fmt: skip
-        else:
-            entries += [{"custom_id": cid, "batch_id": batch_id, "expired": True, "status": status} for cid in missing]
+                        for cid in absent if cid in failed]  # fmt: skip
+        entries += [{"custom_id": cid, "batch_id": batch_id, "expired": True, "status": unrun.get(cid, status)}
+                    for cid in missing]  # fmt: skip
         self.folder.add_replies(entries)
         self.hook("collected", state)  # a kill here: the next run downloads again and adds no line twice
         part["collected"] = True
@@ -302,7 +319,7 @@ class BatchRounds:
         if not running_ids(state):
             state["state"] = "collected"
         self.folder.write_state(state)
-        if missing and status != "failed":
+        if missing:
             self.say(f"batch {batch_id} {status}: {len(sent) - len(missing)} of {len(sent)} requests came back; the "
                      f"other {len(missing)} are sent once more (a second time unanswered: never scored)")  # fmt: skip
         else:

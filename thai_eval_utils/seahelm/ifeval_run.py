@@ -29,7 +29,7 @@ from thai_eval_utils.seahelm.data import load_task_data
 from thai_eval_utils.seahelm.generation import chat_replies, model_sampling
 from thai_eval_utils.seahelm.runner import reply_summary, signature
 from thai_eval_utils.seahelm.task_run import (RECORD_FORMAT, SUITE, Protocol, TaskRun, data_hash, item_interval,
-                                              item_key)
+                                              item_key, unscored_when_a_reply_fails)
 from thai_eval_utils.tasks.thinking import apply_to_model
 
 KEY = ifeval.TASK
@@ -62,6 +62,7 @@ def run_ifeval(model: Model, key: str = KEY, *, runs: int = N_RUNS, limit: int |
     config = {"suite": SUITE, "seahelm_commit": SEAHELM_COMMIT, "task": asdict(task),
               "protocol": protocol.keyed(task, sampling), "data": data.source, "record_format": RECORD_FORMAT}  # fmt: skip
     identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
+    wanted = {item_key(r, {"id": row.id}) for r in task.runs(runs, reasoning=protocol.reasoning) for row in rows}
     computed = 0
     with RunStore.open(model.name, f"{SUITE}/{KEY}", config, model_identity=identity, data_files=data.files,
                        prompt_templates=task.templates(), outputs=outputs) as store, \
@@ -76,13 +77,13 @@ def run_ifeval(model: Model, key: str = KEY, *, runs: int = N_RUNS, limit: int |
                          "reply": raw} for (run, row), conv, raw in zip(chunk, convs, replies, strict=True)]  # fmt: skip
 
             size = protocol.batch_size or getattr(model, "concurrency", None) or 8
-            outcome = run_items(store, [(r, row) for row in rows], lambda it: item_key(it[0], {"id": it[1].id}),
-                                compute, batch_size=size, desc=f"seahelm {KEY} run {r} ({model.name})",
-                                progress=progress, fields={"reply": str})  # fmt: skip
+            with unscored_when_a_reply_fails(KEY, store, wanted):
+                outcome = run_items(store, [(r, row) for row in rows], lambda it: item_key(it[0], {"id": it[1].id}),
+                                    compute, batch_size=size, desc=f"seahelm {KEY} run {r} ({model.name})",
+                                    progress=progress, fields={"reply": str})  # fmt: skip
             computed += outcome.computed
         summary = summarize(store, rows, task.runs(runs, reasoning=protocol.reasoning), data, protocol, sampling, rng,
                             detector or ifeval.detect_language)  # fmt: skip
-        wanted = {item_key(r, {"id": row.id}) for r in task.runs(runs, reasoning=protocol.reasoning) for row in rows}
         summary.update(reply_summary([x for x in store.iter_records() if x["key"] in wanted], protocol.thinking,
                                      support))
         summary.update({"n_computed_this_run": computed, "limit": limit})

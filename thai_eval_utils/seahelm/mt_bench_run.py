@@ -34,7 +34,7 @@ from thai_eval_utils.seahelm.generation import chat_replies, model_sampling
 from thai_eval_utils.tasks.thinking import apply_to_model, split_reply
 from thai_eval_utils.seahelm.runner import reply_summary, signature
 from thai_eval_utils.seahelm.task_run import (RECORD_FORMAT, SUITE, Protocol, TaskRun, data_hash, item_interval,
-                                              item_key)
+                                              item_key, unscored_when_a_reply_fails)
 
 KEY = mb.TASK
 JUDGEMENTS = f"{SUITE}/{KEY}-judgements"
@@ -115,6 +115,7 @@ def run_mt_bench(model: Model, key: str = KEY, *, runs: int = N_RUNS, limit: int
               "judge": {"model": str(judge_model.name), "rubric_sha256": mb.rubric().sha256, "max_tokens": judge_tokens}}  # fmt: skip
     identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
     run_ids = task.runs(runs, reasoning=protocol.reasoning)
+    wanted = {item_key(r, {"id": row.id}) for r in run_ids for row in rows}
     computed = 0
     outcomes: dict[int, tuple[list[mb.CriterionItem], list[str], JudgeOutcome]] = {}
     answers: dict[int, list[list[str]]] = {}
@@ -124,11 +125,12 @@ def run_mt_bench(model: Model, key: str = KEY, *, runs: int = N_RUNS, limit: int
         for r in run_ids:
             seed = SEEDS[r]
             size = protocol.batch_size or getattr(model, "concurrency", None) or 8
-            outcome = run_items(store, [(r, row) for row in rows], lambda it: item_key(it[0], {"id": it[1].id}),
-                                lambda chunk, seed=seed: _answer(model, chunk, seed=seed, max_new=max_new,
-                                                                 sampling=sampling, protocol=protocol),
-                                batch_size=size, desc=f"seahelm {KEY} run {r} ({model.name})", progress=progress,
-                                fields={"replies": list})  # fmt: skip
+            with unscored_when_a_reply_fails(KEY, store, wanted):
+                outcome = run_items(store, [(r, row) for row in rows], lambda it: item_key(it[0], {"id": it[1].id}),
+                                    lambda chunk, seed=seed: _answer(model, chunk, seed=seed, max_new=max_new,
+                                                                     sampling=sampling, protocol=protocol),
+                                    batch_size=size, desc=f"seahelm {KEY} run {r} ({model.name})", progress=progress,
+                                    fields={"replies": list})  # fmt: skip
             computed += outcome.computed
             recs = [outcome.records.get(item_key(r, {"id": row.id})) for row in rows]
             if all(rec is not None for rec in recs):
@@ -138,7 +140,6 @@ def run_mt_bench(model: Model, key: str = KEY, *, runs: int = N_RUNS, limit: int
         summary = summarize(rows, run_ids, outcomes, data, protocol, sampling, rng, judge_model, judge is None,
                             judge_tokens)  # fmt: skip
         summary.update(answer_counts(answers, protocol))
-        wanted = {item_key(r, {"id": row.id}) for r in run_ids for row in rows}
         summary.update(reply_summary([x for x in store.iter_records() if x["key"] in wanted], protocol.thinking,
                                      support, field="replies"))  # both turns of every row: two replies each
         summary.update({"n_computed_this_run": computed, "limit": limit})

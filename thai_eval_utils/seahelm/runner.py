@@ -33,7 +33,8 @@ from thai_eval_utils.seahelm.generation import Sampling, base_replies, chat_repl
 from thai_eval_utils.seahelm.metrics import f1_acc_metrics, qa_metrics, summarization_metrics
 from thai_eval_utils.seahelm.pooling import pool_replies
 from thai_eval_utils.seahelm.task_run import (RECORD_FIELDS, RECORD_FORMAT, SUITE, Protocol, TaskRun, data_hash,
-                                              item_interval, item_key, shots_for, task_setup)
+                                              item_interval, item_key, shots_for, task_setup,
+                                              unscored_when_a_reply_fails)
 from thai_eval_utils.seahelm.translation import MetricX, metricx_input, metricx_metrics, translation_metrics
 from thai_eval_utils.tasks.language import reply_stats, reply_stats_by
 from thai_eval_utils.tasks.thinking import ThinkingOption, apply_to_model, summary_entry
@@ -142,6 +143,7 @@ def run_task(model: Model, key: str, *, runs: int = N_RUNS, limit: int | None = 
                       rng=rng, progress=progress, **(options or {}))
     setup = task_setup(model, key, runs=runs, limit=limit, data_dir=data_dir, data=data, protocol=protocol)
     task, data, rows, run_ids, sampling = setup.task, setup.data, setup.rows, setup.run_ids, setup.sampling
+    wanted = {item_key(r, row) for r in run_ids for row in rows}
     computed = 0
     with setup.open_store(model, outputs) as store, apply_to_model(model, protocol.thinking) as support:
         for r in run_ids:
@@ -159,11 +161,12 @@ def run_task(model: Model, key: str, *, runs: int = N_RUNS, limit: int | None = 
                         for (run, row), conv, raw in zip(chunk, convs, replies, strict=True)]
 
             size = protocol.batch_size or getattr(model, "concurrency", None) or 8
-            outcome = run_items(store, items, lambda it: item_key(*it), compute, batch_size=size,
-                                desc=f"seahelm {key} run {r} ({model.name})", progress=progress, fields=RECORD_FIELDS)
+            with unscored_when_a_reply_fails(key, store, wanted):
+                outcome = run_items(store, items, lambda it: item_key(*it), compute, batch_size=size,
+                                    desc=f"seahelm {key} run {r} ({model.name})", progress=progress,
+                                    fields=RECORD_FIELDS)
             computed += outcome.computed
         summary = summarize(task, store, rows, run_ids, data, protocol, sampling, metricx, rng)
-        wanted = {item_key(r, row) for r in run_ids for row in rows}
         summary.update(reply_summary([x for x in store.iter_records() if x["key"] in wanted], protocol.thinking,
                                      support))
         summary.update({"n_computed_this_run": computed, "limit": limit})

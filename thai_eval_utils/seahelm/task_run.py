@@ -6,11 +6,13 @@ IF-Eval and MT-Bench runners build their own records beside it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from thai_eval_utils.backend.api_replies import ApiError
 from thai_eval_utils.backend.openai_client import stable_identity
 from thai_eval_utils.core.protocols import Model, TokenizingModel
 from thai_eval_utils.core.provenance import canonical_json, sha256_text
@@ -127,6 +129,22 @@ class TaskSetup:
                 else model.render_chat(conv)
             rec["gold_logprob"] = gold_logprob(model, prompt, split.scored, self.task.answer_tag, str(row["label"]))
         return rec
+
+
+@contextlib.contextmanager
+def unscored_when_a_reply_fails(key: str, store: RunStore, wanted: Collection[str]) -> Iterator[None]:
+    """Around a task's model calls: a request that brings back no reply (an :class:`ApiError` once the client's
+    retries are spent: an HTTP error, a null or malformed body) is never a record, so the task stops before
+    anything is scored, saying how many of its replies (``wanted``: the store keys of every run and row) are not
+    generated; the same command generates exactly those. SEA-HELM would feed such a generation to its metrics as
+    ``None`` (docs/protocol_notes.md, "Failed generations": a deliberate difference)."""
+    try:
+        yield
+    except ApiError as exc:
+        have = len(set(wanted) & set(store.completed()))
+        raise ApiError(f"seahelm {key}: {len(wanted) - have} of {len(wanted)} replies not generated ({have} stored), "
+                       f"so nothing is scored; run the same command again to generate them. The failed request: "
+                       f"{exc}", cause=exc.cause) from None
 
 
 def task_setup(model: Model, key: str, *, runs: int, limit: int | None = None, data_dir: str | Path | None = None,
