@@ -18,7 +18,8 @@ from thai_eval_utils.core.benchmark import Suite
 from thai_eval_utils.core.data_origin import ORIGIN_FILE, read_origin
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.provenance import sha256_file
-from thai_eval_utils.sources.fetch import FetchResult, fetch_command, fetch_task
+from thai_eval_utils.sources.fetch import (FetchResult, fetch_command, fetch_task, is_offline, offline_error,
+                                           up_to_date)
 from thai_eval_utils.sources.locations import full_root
 from thai_eval_utils.sources.manifest import DataManifest, TaskSource, load_manifest
 from thai_eval_utils.sources.rows import count_rows
@@ -82,8 +83,12 @@ def _revision_for(task: TaskSource, revisions: Mapping[str, str]) -> str | None:
 def fetch(refs: Sequence[str], revisions: Mapping[str, str] | None = None) -> list[FetchResult]:
     """Fetch every referenced task (``thai-eval data fetch``); what each did."""
     revisions = revisions or {}
+    picked = resolve_refs(refs)
+    pending = [t for s, t in picked if not up_to_date(t, suite_folder(s), _revision_for(t, revisions))]
+    if pending and is_offline():  # at once, with one command for everything still to fetch
+        raise offline_error([t.ref for t in pending], {k: v for k, v in revisions.items()})
     results = []
-    for suite, task in resolve_refs(refs):
+    for suite, task in picked:
         converter = suite.data_converters().get(task.convert) if task.convert else None
         results.append(fetch_task(task, suite_folder(suite), revision=_revision_for(task, revisions),
                                   converter=converter))
@@ -162,9 +167,9 @@ def _verify_entries(task: TaskSource, folder: Path, entries: Mapping[str, Mappin
                 problems.append(f"{path}: source {name} had SHA-256 {sha[:16]}..., the manifest pins "
                                 f"{pinned[name].sha256[:16]}...")
     scored = sum(int(e.get("rows") or 0) for rel, e in entries.items() if _role(task, e) == "scored")
-    if task.rows is not None and not task.convert and scored != task.rows:
-        problems.append(f"{folder}: {task.ref} holds {scored} scored rows, the manifest says the anchor scores "
-                        f"{task.rows}")
+    if task.rows is not None and not task.convert and scored < task.rows:  # more: rows the anchor drops (M3Exam)
+        problems.append(f"{folder}: {task.ref} holds {scored} scored rows, fewer than the {task.rows} the anchor "
+                        "scores")
     return problems
 
 

@@ -48,6 +48,11 @@ class FetchResult:
     files: list[Path] = field(default_factory=list)
 
 
+def is_offline() -> bool:
+    """Whether downloads are off (``HF_HUB_OFFLINE`` set true)."""
+    return _offline()
+
+
 def _offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
@@ -182,6 +187,11 @@ def _place(task: TaskSource, downloaded: Mapping[str, Path], folder: Path,
         return placed
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def up_to_date(task: TaskSource, folder: Path, revision: str | None = None) -> bool:
+    """Whether ``task`` is placed in ``folder`` at ``revision`` (default: its pin) with unchanged files."""
+    return _up_to_date(task, folder, revision or task.source.revision or "main") is not None
 
 
 def _up_to_date(task: TaskSource, folder: Path, revision: str) -> list[Path] | None:
