@@ -115,6 +115,7 @@ def _git_files(source: Source, revision: str, files: Iterable[SourceFile], ref: 
 def _hub_files(source: Source, revision: str, files: Iterable[SourceFile], ref: str) -> tuple[dict[str, Path], str]:
     """Each manifest file (a pattern: each match) from the Hugging Face dataset at ``revision`` through the real
     client into its cache; and the commit the snapshot resolved to."""
+    import httpx2
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RevisionNotFoundError
 
@@ -127,7 +128,7 @@ def _hub_files(source: Source, revision: str, files: Iterable[SourceFile], ref: 
                                 field="revision") from None
     except LocalEntryNotFoundError:
         raise offline_error([ref], None, why=f"{source.id} could not be reached") from None
-    except (HfHubHTTPError, OSError) as exc:
+    except (HfHubHTTPError, OSError, httpx2.TransportError) as exc:  # a connection cut after the client's retries
         raise ThaiEvalDataError(f"cannot download {source.id}@{revision[:12]}: {type(exc).__name__}: {exc}",
                                 path=source.id) from None
     out: dict[str, Path] = {}
