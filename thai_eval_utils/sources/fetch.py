@@ -142,18 +142,19 @@ def _hub_files(source: Source, revision: str, files: Iterable[SourceFile], ref: 
 
 
 # ------------------------------------------------------------------------------------------------------- check
-def check_downloaded(task: TaskSource, downloaded: Mapping[str, Path]) -> None:
+def check_downloaded(task: TaskSource, downloaded: Mapping[str, Path], revision: str) -> None:
     """Every downloaded file against the manifest (SHA-256 and rows where pinned), and the task's scored rows;
-    the first mismatch is a :class:`ThaiEvalDataError` naming the file."""
+    the first mismatch is a :class:`ThaiEvalDataError` naming the file as ``<source>@<revision>:<path>`` (the
+    download itself is in a scratch folder or the Hugging Face cache, and is not kept)."""
     for f in task.files:
         names = [n for n in downloaded if fnmatch.fnmatch(n, f.path)] if f.is_pattern else [f.path]
         for name in names:
-            path = downloaded[name]
+            path, where = downloaded[name], f"{task.source.id}@{revision}:{name}"
             if f.sha256 and (found := sha256_file(path)) != f.sha256:
                 raise ThaiEvalDataError(f"SHA-256 {found} is not the pinned {f.sha256} (a changed or tampered file; "
-                                        "nothing was placed)", path=path, field="sha256")
+                                        "nothing was placed)", path=where, field="sha256")
             if f.rows is not None and (n := count_rows(path)) != f.rows:
-                raise ThaiEvalDataError(f"{n} rows, the manifest pins {f.rows}", path=path, field="rows")
+                raise ThaiEvalDataError(f"{n} rows, the manifest pins {f.rows}", path=where, field="rows")
 
 
 # ------------------------------------------------------------------------------------------------------- place
@@ -215,8 +216,8 @@ def fetch_task(task: TaskSource, folder: Path, *, revision: str | None = None,
             downloaded, resolved = _git_files(task.source, rev, task.files, task.ref, Path(scratch)), rev
         else:
             downloaded, resolved = _hub_files(task.source, rev, task.files, task.ref)
-        if revision is None:
-            check_downloaded(task, downloaded)  # an overridden revision has no pinned hashes to match
+        if revision is None:  # an overridden revision has no pinned hashes to match
+            check_downloaded(task, downloaded, resolved)
         placed = _place(task, downloaded, folder, converter)
         raw = {name: sha256_file(p) for name, p in downloaded.items()}
     stamp = now_utc()
