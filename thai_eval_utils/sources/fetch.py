@@ -157,6 +157,26 @@ def check_downloaded(task: TaskSource, downloaded: Mapping[str, Path], revision:
                 raise ThaiEvalDataError(f"{n} rows, the manifest pins {f.rows}", path=where, field="rows")
 
 
+def _check_or_evict(task: TaskSource, downloaded: Mapping[str, Path], revision: str) -> None:
+    """:func:`check_downloaded`; Hugging Face files whose bytes are not the pinned ones also leave its cache."""
+    try:
+        check_downloaded(task, downloaded, revision)
+    except ThaiEvalDataError as exc:
+        if exc.field == "sha256" and task.source.kind == "huggingface":
+            _evict_from_hub_cache(downloaded)
+        raise
+
+
+def _evict_from_hub_cache(downloaded: Mapping[str, Path]) -> None:
+    """Remove downloaded files from the Hugging Face cache (each snapshot link and the blob it points to), so that
+    the next fetch downloads them again: the client names a blob after the hub's ETag, not after its bytes, and
+    would otherwise serve the same wrong bytes from its cache on every later fetch."""
+    for path in downloaded.values():
+        blob = path.resolve()
+        path.unlink(missing_ok=True)
+        blob.unlink(missing_ok=True)
+
+
 # ------------------------------------------------------------------------------------------------------- place
 def _place(task: TaskSource, downloaded: Mapping[str, Path], folder: Path,
            converter: Converter | None) -> dict[Path, str]:
@@ -217,7 +237,7 @@ def fetch_task(task: TaskSource, folder: Path, *, revision: str | None = None,
         else:
             downloaded, resolved = _hub_files(task.source, rev, task.files, task.ref)
         if revision is None:  # an overridden revision has no pinned hashes to match
-            check_downloaded(task, downloaded, resolved)
+            _check_or_evict(task, downloaded, resolved)
         placed = _place(task, downloaded, folder, converter)
         raw = {name: sha256_file(p) for name, p in downloaded.items()}
     stamp = now_utc()
