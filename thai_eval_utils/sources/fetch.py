@@ -120,6 +120,7 @@ def _git_files(source: Source, revision: str, files: Iterable[SourceFile], ref: 
 def _hub_files(source: Source, revision: str, files: Iterable[SourceFile], ref: str) -> tuple[dict[str, Path], str]:
     """Each manifest file (a pattern: each match) from the Hugging Face dataset at ``revision`` through the real
     client into its cache; and the commit the snapshot resolved to."""
+    import httpx2
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RevisionNotFoundError
 
@@ -132,7 +133,7 @@ def _hub_files(source: Source, revision: str, files: Iterable[SourceFile], ref: 
                                 field="revision") from None
     except LocalEntryNotFoundError:
         raise offline_error([ref], None, why=f"{source.id} could not be reached") from None
-    except (HfHubHTTPError, OSError) as exc:
+    except (HfHubHTTPError, OSError, httpx2.TransportError) as exc:  # a connection cut after the client's retries
         raise ThaiEvalDataError(f"cannot download {source.id}@{revision[:12]}: {type(exc).__name__}: {exc}",
                                 path=source.id) from None
     out: dict[str, Path] = {}
@@ -146,18 +147,39 @@ def _hub_files(source: Source, revision: str, files: Iterable[SourceFile], ref: 
 
 
 # ------------------------------------------------------------------------------------------------------- check
-def check_downloaded(task: TaskSource, downloaded: Mapping[str, Path]) -> None:
+def check_downloaded(task: TaskSource, downloaded: Mapping[str, Path], revision: str) -> None:
     """Every downloaded file against the manifest (SHA-256 and rows where pinned), and the task's scored rows;
-    the first mismatch is a :class:`ThaiEvalDataError` naming the file."""
+    the first mismatch is a :class:`ThaiEvalDataError` naming the file as ``<source>@<revision>:<path>`` (the
+    download itself is in a scratch folder or the Hugging Face cache, and is not kept)."""
     for f in task.files:
         names = [n for n in downloaded if fnmatch.fnmatch(n, f.path)] if f.is_pattern else [f.path]
         for name in names:
-            path = downloaded[name]
+            path, where = downloaded[name], f"{task.source.id}@{revision}:{name}"
             if f.sha256 and (found := sha256_file(path)) != f.sha256:
                 raise ThaiEvalDataError(f"SHA-256 {found} is not the pinned {f.sha256} (a changed or tampered file; "
-                                        "nothing was placed)", path=path, field="sha256")
+                                        "nothing was placed)", path=where, field="sha256")
             if f.rows is not None and (n := count_rows(path)) != f.rows:
-                raise ThaiEvalDataError(f"{n} rows, the manifest pins {f.rows}", path=path, field="rows")
+                raise ThaiEvalDataError(f"{n} rows, the manifest pins {f.rows}", path=where, field="rows")
+
+
+def _check_or_evict(task: TaskSource, downloaded: Mapping[str, Path], revision: str) -> None:
+    """:func:`check_downloaded`; Hugging Face files whose bytes are not the pinned ones also leave its cache."""
+    try:
+        check_downloaded(task, downloaded, revision)
+    except ThaiEvalDataError as exc:
+        if exc.field == "sha256" and task.source.kind == "huggingface":
+            _evict_from_hub_cache(downloaded)
+        raise
+
+
+def _evict_from_hub_cache(downloaded: Mapping[str, Path]) -> None:
+    """Remove downloaded files from the Hugging Face cache (each snapshot link and the blob it points to), so that
+    the next fetch downloads them again: the client names a blob after the hub's ETag, not after its bytes, and
+    would otherwise serve the same wrong bytes from its cache on every later fetch."""
+    for path in downloaded.values():
+        blob = path.resolve()
+        path.unlink(missing_ok=True)
+        blob.unlink(missing_ok=True)
 
 
 # ------------------------------------------------------------------------------------------------------- place
@@ -224,8 +246,8 @@ def fetch_task(task: TaskSource, folder: Path, *, revision: str | None = None,
             downloaded, resolved = _git_files(task.source, rev, task.files, task.ref, Path(scratch)), rev
         else:
             downloaded, resolved = _hub_files(task.source, rev, task.files, task.ref)
-        if revision is None:
-            check_downloaded(task, downloaded)  # an overridden revision has no pinned hashes to match
+        if revision is None:  # an overridden revision has no pinned hashes to match
+            _check_or_evict(task, downloaded, resolved)
         placed = _place(task, downloaded, folder, converter)
         raw = {name: sha256_file(p) for name, p in downloaded.items()}
     stamp = now_utc()
