@@ -753,3 +753,24 @@ def test_a_run_on_fetched_full_data_records_its_origin(home, github_mirror, tmp_
     with_sources = {**keyed, "data_sources": [f"{DIALECT_URL}@{commit}:{PICKLE}"]}
     assert card_path.parent.name == card["config_id"] == hashlib.sha256(
         canonical_json(with_sources).encode()).hexdigest()[:12] != plain_id
+
+
+def test_a_branch_given_as_revision_resolves_to_its_commit_and_drops_the_earlier_revisions_files(
+        home, github_mirror, capsys):
+    """``--revision dialect=main`` on a Git source: the origin records the branch as asked and the commit it
+    resolved to (which keys the runs); files an earlier fetch placed that this revision lacks are removed."""
+    rows = _sample_rows()
+    _dialect_source(github_mirror, home, dataset_dict_pickle(rows))
+    assert _cli(capsys, "data", "fetch", "dialect")[0] == 0
+    folder = home.data / "full" / "dialect"
+    assert (folder / "east" / "food.jsonl").is_file()
+    fewer = {d: {t: r for t, r in tasks.items() if t != "food"} for d, tasks in rows.items()}
+    newer = make_git_repo(github_mirror / "mrpeerat" / "Thai_local_benchmark.git",
+                          {PICKLE: dataset_dict_pickle(fewer)})
+    code, out, _ = _cli(capsys, "data", "fetch", "dialect", "--revision", "dialect=main")
+    assert code == 0 and "fetched" in out
+    origin = read_origin(folder)
+    assert {e["revision"] for e in origin.values()} == {"main"}
+    assert {e["resolved_revision"] for e in origin.values()} == {newer}
+    assert not (folder / "east" / "food.jsonl").exists() and not any("food" in k for k in origin)
+    assert sorted(origin) == sorted(f for f in DIALECT_FILES if not f.endswith("food.jsonl"))

@@ -41,9 +41,11 @@ def read_origin(folder: str | Path) -> dict[str, dict[str, Any]]:
     return data
 
 
-def update_origin(folder: str | Path, entries: Mapping[str, Mapping[str, Any]]) -> None:
-    """Merge ``entries`` (relative path -> entry) into the folder's origin file, written atomically."""
-    merged = {**read_origin(folder), **{k: dict(v) for k, v in entries.items()}}
+def update_origin(folder: str | Path, entries: Mapping[str, Mapping[str, Any]], drop: Iterable[str] = ()) -> None:
+    """Merge ``entries`` (relative path -> entry) into the folder's origin file, less the paths in ``drop``,
+    written atomically."""
+    gone = set(drop)
+    merged = {**{k: v for k, v in read_origin(folder).items() if k not in gone}, **{k: dict(v) for k, v in entries.items()}}
     write_json_atomic(Path(folder) / ORIGIN_FILE, dict(sorted(merged.items())))
 
 

@@ -27,7 +27,7 @@ from thai_eval_utils.core.data_origin import read_origin, update_origin
 from thai_eval_utils.core.errors import ThaiEvalDataError, ThaiEvalError
 from thai_eval_utils.core.provenance import now_utc, sha256_file
 from thai_eval_utils.sources.locations import full_root, git_clone_dir
-from thai_eval_utils.sources.manifest import Source, SourceFile, TaskSource
+from thai_eval_utils.sources.manifest import Source, SourceFile, TaskSource, is_commit
 from thai_eval_utils.sources.rows import count_rows
 
 Converter = Callable[[str, Mapping[str, Path], Path], list[Path]]
@@ -77,15 +77,16 @@ def _git(args: list[str], cwd: Path | None = None) -> subprocess.CompletedProces
                           env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
 
 
-def _git_checkout(source: Source, revision: str, ref: str) -> Path:
-    """The clone of ``source`` holding ``revision`` (fetched when it does not yet)."""
+def _git_checkout(source: Source, revision: str, ref: str) -> tuple[Path, str]:
+    """The clone of ``source`` holding ``revision`` (fetched when it does not yet), and the commit it names (a
+    branch or tag given with ``--revision`` resolves to the commit fetched, which the origin records)."""
     clone = git_clone_dir(source.url or source.id)
     if not (clone / ".git").is_dir():
         clone.mkdir(parents=True, exist_ok=True)
         for args in (["init", "-q"], ["remote", "add", "origin", source.url or source.id]):
             _git(args, clone)
-    if _git(["cat-file", "-e", f"{revision}^{{commit}}"], clone).returncode == 0:
-        return clone
+    if is_commit(revision) and _git(["cat-file", "-e", f"{revision}^{{commit}}"], clone).returncode == 0:
+        return clone, revision
     if _offline():
         raise offline_error([ref], {ref: revision} if revision != source.revision else None)
     done = _git(["fetch", "-q", "--depth", "1", "origin", revision], clone)
@@ -96,12 +97,13 @@ def _git_checkout(source: Source, revision: str, ref: str) -> Path:
             raise offline_error([ref], None, why=text)
         raise ThaiEvalDataError(f"cannot fetch commit {revision} of {source.id}: {text}", path=source.id,
                                 field="revision")
-    return clone
+    return clone, _git(["rev-parse", "FETCH_HEAD"], clone).stdout.decode().strip()
 
 
-def _git_files(source: Source, revision: str, files: Iterable[SourceFile], ref: str, scratch: Path) -> dict[str, Path]:
-    """Each manifest file (a pattern: each match) read out of the pinned commit into ``scratch``."""
-    clone = _git_checkout(source, revision, ref)
+def _git_files(source: Source, revision: str, files: Iterable[SourceFile], ref: str,
+               scratch: Path) -> tuple[dict[str, Path], str]:
+    """Each manifest file (a pattern: each match) read out of the pinned commit into ``scratch``; and the commit."""
+    clone, revision = _git_checkout(source, revision, ref)
     listing = _git(["ls-tree", "-r", "--name-only", revision], clone).stdout.decode().splitlines()
     out: dict[str, Path] = {}
     for f in files:
@@ -114,7 +116,7 @@ def _git_files(source: Source, revision: str, files: Iterable[SourceFile], ref: 
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(blob.stdout)
             out[name] = target
-    return out
+    return out, revision
 
 
 def _hub_files(source: Source, revision: str, files: Iterable[SourceFile], ref: str) -> tuple[dict[str, Path], str]:
@@ -243,7 +245,7 @@ def fetch_task(task: TaskSource, folder: Path, *, revision: str | None = None,
         raise offline_error([task.ref], {task.ref: rev} if revision else None)
     with tempfile.TemporaryDirectory(prefix=".download-", dir=folder) as scratch:
         if task.source.kind == "git":
-            downloaded, resolved = _git_files(task.source, rev, task.files, task.ref, Path(scratch)), rev
+            downloaded, resolved = _git_files(task.source, rev, task.files, task.ref, Path(scratch))
         else:
             downloaded, resolved = _hub_files(task.source, rev, task.files, task.ref)
         if revision is None:  # an overridden revision has no pinned hashes to match
@@ -251,8 +253,12 @@ def fetch_task(task: TaskSource, folder: Path, *, revision: str | None = None,
         placed = _place(task, downloaded, folder, converter)
         raw = {name: sha256_file(p) for name, p in downloaded.items()}
     stamp = now_utc()
+    stale = [k for k, v in read_origin(folder).items() if v.get("task") == task.task and v.get("suite") == task.suite
+             and folder / k not in placed]  # files of an earlier fetch at another revision that this one lacks
     update_origin(folder, {p.relative_to(folder).as_posix(): _entry(task, rev, resolved, name, raw, p, stamp)
-                           for p, name in placed.items()})
+                           for p, name in placed.items()}, drop=stale)
+    for rel in stale:
+        (folder / rel).unlink(missing_ok=True)
     return FetchResult(task.ref, "fetched", rev, list(placed))
 
 

@@ -38,6 +38,11 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _ROLES = ("scored", "fewshot", "source")
 
 
+def is_commit(revision: str) -> bool:
+    """Whether ``revision`` is a full 40-hex commit hash (a pin; a branch or tag moves)."""
+    return bool(_COMMIT.match(revision))
+
+
 @dataclass(frozen=True)
 class Source:
     """Where files come from: a Hugging Face dataset or a Git repository at a pinned commit."""
