@@ -17,7 +17,9 @@ import pytest
 from fakes import FakeModel
 
 from thai_eval_utils import batch
+from thai_eval_utils.cli import main
 from thai_eval_utils.core import registry
+from thai_eval_utils.core.provenance import slugify
 from thai_eval_utils.core.runs import StoredRun, list_runs
 from thai_eval_utils.tasks import DeclaredSuite, run_task, task_named
 
@@ -138,3 +140,33 @@ def test_the_documented_commands_run_verbatim(tmp_path, tiny_model_dir):
     assert "thai_facts" in report.read_text(encoding="utf-8")
     lm_eval_results = [json.loads(p.read_text()) for p in exported if p.name.startswith("results_")]
     assert any("thai_facts" in r.get("results", {}) for r in lm_eval_results)
+
+
+def test_two_declared_tasks_keep_their_own_executed_notebooks(tmp_path, tiny_model_dir, monkeypatch, capsys):
+    """``thai-eval run`` of both documented tasks for one model: every declared task runs ``task.ipynb``, and each
+    keeps its executed copy, ``task_<task>.ipynb``, holding its own task's parameters; shipped suites' copies keep
+    their notebooks' names."""
+    folder = tmp_path / "my_tasks"
+    folder.mkdir()
+    for name, text in doc_files().items():
+        (folder / name).write_text(text, encoding="utf-8")
+    monkeypatch.setenv(registry.TASKS_ENV, "")
+    monkeypatch.setattr(registry, "_included", [])
+    monkeypatch.setattr(registry, "_suites", None)
+    out = tmp_path / "outputs"
+    code = main(["run", "--model", str(tiny_model_dir), "--tasks-dir", str(folder), "--benchmarks",
+                 "thai_facts,thai_capitals", "--limit", "1", "--no-paper", "--outputs", str(out)])
+    assert code == 0, capsys.readouterr()
+    executed = out / "notebooks" / slugify(str(tiny_model_dir))
+    assert sorted(p.name for p in executed.glob("*.ipynb")) == ["task_thai_capitals.ipynb", "task_thai_facts.ipynb"]
+    for task in ("thai_facts", "thai_capitals"):
+        nb = json.loads((executed / f"task_{task}.ipynb").read_text(encoding="utf-8"))
+        injected = next(c for c in nb["cells"] if "injected-parameters" in c["metadata"].get("tags", []))
+        source = "".join(injected["source"])
+        assert f'task = "{task}"' in source and f'tasks_dir = "{(folder / task).resolve()}.py"' in source
+    report = json.loads((out / "notebooks" / "batch_report.json").read_text(encoding="utf-8"))
+    assert sorted(Path(r["output"]).name for r in report["runs"]) == ["task_thai_capitals.ipynb",
+                                                                       "task_thai_facts.ipynb"]
+    assert {(r.family, r.finished) for r in list_runs(out)} == {("thai_facts", True), ("thai_capitals", True)}
+    shipped = [s for s in registry.suites().values() if not isinstance(s, DeclaredSuite)]
+    assert shipped and all(s.executed_notebook(nb) == nb for s in shipped for nb in s.notebooks)

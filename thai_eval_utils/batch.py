@@ -1,6 +1,7 @@
 """Batch runs: every benchmark notebook for every model with papermill, then the paper tables (HTML too).
 
-Executed copies go to ``<outputs>/notebooks/<model-slug>/<notebook>.ipynb`` (notebooks that declare no
+Executed copies go to ``<outputs>/notebooks/<model-slug>/<notebook>.ipynb`` (a declared task's to
+``task_<task>.ipynb`` there, ``Suite.executed_notebook``, when the caller names it; notebooks that declare no
 ``model`` parameter run once, to ``<outputs>/notebooks/<notebook>.ipynb``). A rerun resumes: the
 notebooks skip finished items through the run store (``core.store.RunStore``), so re-executing them is all it takes. One
 failing model or notebook is recorded and the others still run. No secret reaches a file: a judge URL's
@@ -150,6 +151,7 @@ def run_models(
     outputs: str | Path = "outputs",
     extra_parameters: Mapping[str, Any] | None = None,
     per_notebook: Mapping[str, Mapping[str, Any]] | None = None,
+    executed: Mapping[str, str] | None = None,
     notebooks_dir: str | Path = "notebooks",
     paper_notebook: str | None = PAPER_NOTEBOOK,
     kernel_name: str | None = None,
@@ -169,6 +171,8 @@ def run_models(
         extra_parameters: more parameters, each passed to the notebooks that declare it.
         per_notebook: notebook name -> parameters for that notebook only (a suite's own,
             :func:`suite_parameters`), over ``extra_parameters``.
+        executed: notebook name -> the file name of its executed copy under ``<outputs>/notebooks/<model>/``
+            (``Suite.executed_notebook``: each declared task its own); default: the notebook's name.
         notebooks_dir: folder of the notebooks; also the kernels' working directory.
         paper_notebook: run last, once (None to skip); exported to HTML.
         kernel_name: Jupyter kernel (default: the notebook's).
@@ -198,7 +202,8 @@ def run_models(
         for model in models if per_model else [None]:
             folder = out / "notebooks" / (slugify(model) if model else "")
             params = {**shared, **(per_notebook or {}).get(name, {}), **({"model": model} if model else {})}
-            record(execute(path, folder / name, params, cwd=nb_dir, model=model, kernel_name=kernel_name, env=env))
+            copy = folder / (executed or {}).get(name, name)
+            record(execute(path, copy, params, cwd=nb_dir, model=model, kernel_name=kernel_name, env=env))
     report = BatchReport(runs, str(out))
     if paper_notebook:
         executed = out / "notebooks" / paper_notebook

@@ -59,6 +59,7 @@ from thai_eval_utils.backend.decoder import Decoder, Head
 from thai_eval_utils.backend.prefill_plan import MIN_SHARED_TOKENS, plan_prefill
 from thai_eval_utils.backend.prefix_tree import Node
 from thai_eval_utils.backend.stops import StopScanner, cut_at_stop
+from thai_eval_utils.core.protocols import stop_strings
 
 #: KV-cache budget on a CPU (bytes): the cache of the rows in flight, worst case (every row reaching max_new_tokens)
 CPU_KV_BUDGET = 2 * 1024**3
@@ -190,7 +191,7 @@ class Engine:
     """One call's continuous-batching run (see the module docstring); :meth:`run` returns the texts."""
 
     def __init__(self, hf_model: Any, tokenizer: Any, *, max_new_tokens: int | Sequence[int],
-                 stop: Sequence[str] | None,
+                 stop: Sequence[str] | str | None,
                  temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
                  kv_budget: int | None = None, max_rows: int | None = None,
                  min_shared: int = MIN_SHARED_TOKENS, lookup: int = LOOKUP_TOKENS,
@@ -204,7 +205,7 @@ class Engine:
         # a row's text does not depend on the rows beside it, so it is the text a call of its own gives)
         self.budgets = [int(n) for n in max_new_tokens] if isinstance(max_new_tokens, Sequence) else None
         self.max_new_tokens = max(self.budgets, default=0) if self.budgets is not None else int(max_new_tokens)
-        self.stop = stop
+        self.stop = stop_strings(stop)  # one string is one stop string
         self.sampler, self.seed = _sampler(hf_model, temperature, top_p), seed
         # prompt lookup checks proposals against the argmax: greedy decoding only
         self.lookup = int(lookup) if self.sampler is None else 0
@@ -434,9 +435,9 @@ class Engine:
 
 
 def generate(hf_model: Any, tokenizer: Any, prompts: Sequence[list[int]], *, max_new_tokens: int | Sequence[int],
-             stop: Sequence[str] | None = None, temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
-             kv_budget: int | None = None, max_rows: int | None = None, min_shared: int = MIN_SHARED_TOKENS,
-             lookup: int = LOOKUP_TOKENS, progress: bool = True,
+             stop: Sequence[str] | str | None = None, temperature: float = 0.0, top_p: float = 1.0,
+             seed: int | None = None, kv_budget: int | None = None, max_rows: int | None = None,
+             min_shared: int = MIN_SHARED_TOKENS, lookup: int = LOOKUP_TOKENS, progress: bool = True,
              desc: str = "generate") -> tuple[list[str], GenerationStats]:
     """Generate from token-id prompts with :class:`Engine`; (texts in order, the work done). ``max_new_tokens``:
     one budget, or one per prompt; ``lookup``: prompt-lookup proposals per row (greedy only; 0: off)."""

@@ -26,6 +26,7 @@ from thai_eval_utils.backend.model_sources import check_dtype, default_max_lengt
 from thai_eval_utils.backend.prefill_plan import MIN_SHARED_TOKENS
 from thai_eval_utils.backend.stops import cut_at_stop  # noqa: F401  (re-exported: tests import it from here)
 from thai_eval_utils.core.errors import ThaiEvalError
+from thai_eval_utils.core.protocols import stop_strings
 
 
 def _on_cpu(device: Any, device_map: Any) -> bool:
@@ -174,11 +175,12 @@ class LocalModel:
 
     # --- generation -----------------------------------------------------------------------------
     def _generate_ids(self, prompts: Sequence[str], add_special_tokens: bool, *, max_new_tokens: int | Sequence[int],
-                      stop: Sequence[str] | None, temperature: float, top_p: float, seed: int | None,
+                      stop: Sequence[str] | str | None, temperature: float, top_p: float, seed: int | None,
                       desc: str) -> list[str]:
         """Encode (each prompt left-truncated to ``max_length`` minus its budget) and run the engine
         (:func:`thai_eval_utils.backend.generation.generate`); its work is kept in ``last_generation``.
         ``max_new_tokens``: one budget, or one per prompt (each row then gets the text a call of its own gives)."""
+        stop = stop_strings(stop)  # one string is one stop string; anything else is refused before any work
         budgets = [int(max_new_tokens)] * len(prompts) if isinstance(max_new_tokens, int) else list(max_new_tokens)
         if len(budgets) != len(prompts):
             raise ValueError(f"{len(budgets)} max_new_tokens for {len(prompts)} prompts")
@@ -193,10 +195,10 @@ class LocalModel:
         return texts
 
     def generate(self, prompts: Sequence[str], *, max_new_tokens: int | Sequence[int] = 256,
-                 stop: Sequence[str] | None = None, temperature: float = 0.0, top_p: float = 1.0,
+                 stop: Sequence[str] | str | None = None, temperature: float = 0.0, top_p: float = 1.0,
                  seed: int | None = None) -> list[str]:
-        """Complete each prompt (greedy unless ``temperature`` > 0); text is cut before the first stop string.
-        ``max_new_tokens``: one budget, or one per prompt."""
+        """Complete each prompt (greedy unless ``temperature`` > 0); text is cut before the first stop string
+        (``stop``: one string or a list of them). ``max_new_tokens``: one budget, or one per prompt."""
         return self._generate_ids(prompts, self.add_bos_token, max_new_tokens=max_new_tokens, stop=stop,
                                   temperature=temperature, top_p=top_p, seed=seed, desc="generate")
 
@@ -209,7 +211,7 @@ class LocalModel:
 
     def chat(self, messages_list: Sequence[list[dict[str, str]]], *, max_new_tokens: int | Sequence[int] = 256,
              temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
-             stop: Sequence[str] | None = None) -> list[str]:
+             stop: Sequence[str] | str | None = None) -> list[str]:
         """One assistant reply per conversation, through the tokenizer's chat template; ``max_new_tokens``: one
         budget, or one per conversation (:class:`~thai_eval_utils.core.protocols.BudgetPerPromptModel`)."""
         # The rendered template already starts with BOS where the model wants one.

@@ -44,6 +44,7 @@ from thai_eval_utils.backend.client_options import (
     thinking_body,
 )
 from thai_eval_utils.core.errors import ModelLoadError
+from thai_eval_utils.core.protocols import stop_strings
 from thai_eval_utils.core.provenance import public_url
 from thai_eval_utils.backend.stops import cut_at_stop
 
@@ -152,8 +153,8 @@ class ApiSession:
         extra: dict[str, Any] = {}
         if seed is not None:
             extra["seed"] = seed
-        if stop:
-            extra["stop"] = [stop] if isinstance(stop, str) else list(stop)
+        if stops := stop_strings(stop):  # one string is one stop string, never its characters
+            extra["stop"] = list(stops)
         body = {**(self.model.sampling_overrides or {}), **thinking_body(self.model)}
         if body:
             extra["extra_body"] = body
@@ -331,7 +332,9 @@ class ApiModel(HasClientOptions):
         seed: int | None = None,
         stop: Sequence[str] | str | None = None,
     ) -> list[str]:
-        """One reply per conversation, in order (requests run concurrently, ``concurrency`` at a time)."""
+        """One reply per conversation, in order (requests run concurrently, ``concurrency`` at a time); ``stop``: one
+        stop string or a list of them (refused before any request when it is neither)."""
+        stop = stop_strings(stop)
 
         async def go() -> list[Completion]:
             async with self.session() as s:

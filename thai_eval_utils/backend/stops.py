@@ -8,16 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from thai_eval_utils.core.protocols import stop_strings
+
 
 def cut_at_stop(text: str, stop: Sequence[str] | str | None) -> str:
-    """``text`` cut before the earliest occurrence of any stop string (empty stop strings are ignored).
+    """``text`` cut before the earliest occurrence of any stop string (one string is one stop string, empty ones
+    are ignored: :func:`~thai_eval_utils.core.protocols.stop_strings`).
 
     Example: ``cut_at_stop("ตอบ: 42\\n\\nQuestion: x", [":", "Question:"])`` -> ``"ตอบ"``.
     """
-    if not stop:
-        return text
-    stops = [stop] if isinstance(stop, str) else list(stop)
-    return text[: min((i for i in (text.find(s) for s in stops if s) if i >= 0), default=len(text))]
+    stops = stop_strings(stop)  # one string is one stop string; anything but strings is refused by name
+    return text[: min((i for i in (text.find(s) for s in stops) if i >= 0), default=len(text))]
 
 
 class StopScanner:
@@ -35,7 +36,7 @@ class StopScanner:
 
     def __init__(self, decode: Callable[[list[int]], str], stop: Sequence[str] | str | None) -> None:
         self.decode = decode
-        self.stops = [s for s in ([stop] if isinstance(stop, str) else list(stop or [])) if s]
+        self.stops = stop_strings(stop)
         self.window = max((len(s.encode("utf-8")) for s in self.stops), default=0) + 4
 
     def hit(self, tokens: list[int]) -> bool:

@@ -212,7 +212,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         report = batch.run_models(models, notebooks=suite.notebooks, limit=args.limit,
                                   data=suite_data(args, suite, tasks), judge=args.judge,
                                   judge_base_url=args.judge_base_url, outputs=out, extra_parameters=extra,
-                                  per_notebook={nb: own for nb in suite.notebooks}, notebooks_dir=args.notebooks_dir,
+                                  per_notebook={nb: own for nb in suite.notebooks},
+                                  executed={nb: suite.executed_notebook(nb) for nb in suite.notebooks},
+                                  notebooks_dir=args.notebooks_dir,
                                   paper_notebook=None, verbose=False)
         for run in report.runs:
             tqdm.write(str(run))

@@ -14,7 +14,7 @@ from typing import Any
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.provenance import now_utc, scrub
 from thai_eval_utils.core.run_files import append_line, dumps_standard, read_json_file, write_json_atomic, write_text_atomic
-from thai_eval_utils.core.protocols import Reply
+from thai_eval_utils.core.protocols import Reply, stop_strings
 
 #: The Batch API's endpoint for chat requests (the ``url`` of each input line).
 CHAT_URL = "/v1/chat/completions"
@@ -46,8 +46,8 @@ def chat_body(model: str, messages: list[dict[str, str]], *, max_tokens: int, te
                             "temperature": temperature, "top_p": top_p}  # fmt: skip
     if seed is not None:
         body["seed"] = seed
-    if stop:
-        body["stop"] = [stop] if isinstance(stop, str) else list(stop)
+    if stops := stop_strings(stop):  # one string is one stop string, never its characters
+        body["stop"] = list(stops)
     return body
 
 

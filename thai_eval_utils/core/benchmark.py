@@ -402,6 +402,12 @@ class Suite:
         parameters it declares."""
         return {}
 
+    def executed_notebook(self, notebook: str) -> str:
+        """The file name of the executed copy of one of this suite's :attr:`notebooks` (under
+        ``<outputs>/notebooks/<model>/``; its HTML export beside it): the notebook's own name, unless several suites
+        run the same notebook (declared tasks) and each must keep its own copy."""
+        return notebook
+
     def dry_run(self, data: Path, tokenizer: TokenCounter, *, tasks: tuple[str, ...] = (), limit: int | None,
                 max_new_tokens: int | None) -> list[dict[str, Any]]:
         """Rows of ``thai-eval run --dry-run`` (``cli.dry_run.COLUMNS``): what a run would compute, per task;

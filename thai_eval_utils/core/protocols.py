@@ -10,6 +10,8 @@
   length in tokens is known before it is sent. The dialect benchmark caps prompts with it; a model without
   (a served model) gets the API settings.
 
+:func:`stop_strings` says what every ``stop`` argument means (one string is one stop string, a list is several).
+
 Both are ``runtime_checkable``: ``isinstance(model, LoglikelihoodModel)`` is how a benchmark asks whether a
 model can do what it needs (it checks that the members exist, not their signatures).
 """
@@ -19,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
+
+from thai_eval_utils.core.errors import ThaiEvalDataError
 
 #: A JSON-serialisable description of a model (name, source, revision or weights hash, dtype, devices, ...),
 #: recorded in every run card and part of every config id.
@@ -128,6 +132,28 @@ class TokenizingModel(Model, Protocol):
     def render_chat(self, messages: Messages) -> str:
         """The prompt text of one conversation under the chat template (generation prompt added)."""
         ...
+
+
+def stop_strings(stop: object, *, field: str = "stop") -> tuple[str, ...]:
+    """The stop strings a ``stop`` argument means (every model's ``chat`` and ``generate``, a declared task's
+    ``stop``): one string is one stop string (never its characters), a list or tuple of strings is those strings,
+    None is none. Empty strings are dropped (lm-eval's ``generate_until`` skips them too: they would cut every text
+    at its start). Anything else is a :class:`ThaiEvalDataError` naming ``field`` and what was found.
+
+    Example: ``stop_strings("###")`` -> ``("###",)``; ``stop_strings(["\\n", ""])`` -> ``("\\n",)``.
+    """
+    if stop is None:
+        return ()
+    if isinstance(stop, str):
+        return (stop,) if stop else ()
+    if isinstance(stop, (list, tuple)) and all(isinstance(s, str) for s in stop):
+        return tuple(s for s in stop if s)
+    if isinstance(stop, (list, tuple)):
+        bad = next(s for s in stop if not isinstance(s, str))
+        found = f"a {type(stop).__name__} holding {type(bad).__name__} {bad!r:.60}"
+    else:
+        found = f"{type(stop).__name__} {stop!r:.60}"
+    raise ThaiEvalDataError(f"expected a stop string or a list of stop strings, got {found}", field=field)
 
 
 def model_label(model: object) -> str:

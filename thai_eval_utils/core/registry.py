@@ -61,7 +61,18 @@ def _from_entry_points() -> list[Suite]:
 
 
 def _load_file(path: Path) -> list[Suite]:
-    """The suites a user's task file declares: ``SUITE``, or ``TASK``/``TASKS`` made into suites."""
+    """The suites a user's task file declares: ``SUITE``, or ``TASK``/``TASKS`` made into suites. An error that
+    names no file (a declaration's bad field) is raised again naming this one."""
+    try:
+        return _suites_in(path)
+    except ThaiEvalDataError as exc:
+        if exc.path is not None:
+            raise
+        raise ThaiEvalDataError(exc.reason, path=path, row=exc.row, field=exc.field) from None
+
+
+def _suites_in(path: Path) -> list[Suite]:
+    """:func:`_load_file`'s work: import the file, collect ``SUITE``, ``TASK`` and ``TASKS``."""
     name = f"thai_eval_user_tasks.{path.stem}_{abs(hash(str(path.resolve()))):x}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from thai_eval_utils.core.protocols import stop_strings
 from thai_eval_utils.h6.fewshot import SAMPLERS
 from thai_eval_utils.tasks.thinking import DEFAULT as THINKING_DEFAULT
 from thai_eval_utils.tasks.thinking import ThinkingOption
@@ -25,14 +26,15 @@ _MMLU_AVERAGES = ("macro", "micro")
 
 
 def gsm8k_stops(option: str | Sequence[str]) -> tuple[str, ...]:
-    """Stop strings for ``option``: "lb", "h", or an explicit sequence of strings."""
+    """Stop strings for ``option``: "lb", "h" (a string names a preset), or a list or tuple of strings (anything
+    else is a ``ThaiEvalDataError`` naming ``gsm8k_stops``)."""
     if isinstance(option, str):
         if option == "lb":
             return GSM8K_STOPS_LB
         if option == "h":
             return GSM8K_STOPS_H
         raise ValueError(f"gsm8k_stops must be 'lb', 'h' or a list of strings, not {option!r}")
-    return tuple(option)
+    return stop_strings(option, field="gsm8k_stops")
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,16 @@ coded, as an lm-evaluation-harness task YAML or a SEA-HELM ``config.yaml`` decla
 ``fewshot_split`` taken first-n); :class:`GenerationTask` is ``output_type: generate_until`` with a metric from
 :data:`~.metrics.GENERATION_METRICS`. Both are frozen: the declaration is the task's identity, recorded whole in
 every run card. Files are read relative to the task file (``base_dir``, set when the registry loads the file).
+
+Every field is checked for its type and range when the declaration is made, before anything runs: a wrong one is a
+:class:`~thai_eval_utils.core.errors.ThaiEvalDataError` naming the field and saying what was expected and what was
+found (the registry adds the task file's path). ``stop`` and ``metrics`` take one string or a list of strings.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -17,6 +23,7 @@ from typing import Any
 
 from thai_eval_utils.core.benchmark import Suite
 from thai_eval_utils.core.errors import ThaiEvalDataError
+from thai_eval_utils.core.protocols import stop_strings
 from thai_eval_utils.tasks.items import template_fields
 from thai_eval_utils.tasks.metrics import GENERATION_METRICS, MC_METRICS, TIES
 from thai_eval_utils.tasks.declared_suite import DeclaredSuite
@@ -24,6 +31,51 @@ from thai_eval_utils.tasks.declared_suite import DeclaredSuite
 #: lm-eval's defaults: the text between a context and its continuation, and between few-shot examples.
 LM_EVAL_TARGET_DELIMITER = " "
 LM_EVAL_FEWSHOT_DELIMITER = "\n\n"
+
+
+# ----------------------------------------------------------------------------------------------- field checks
+def _refused(name: str, expected: str, value: Any) -> ThaiEvalDataError:
+    """The error of a field with a wrong value: what was expected and what was found (its type and value)."""
+    return ThaiEvalDataError(f"expected {expected}, got {type(value).__name__} {value!r:.60}", field=name)
+
+
+def _text(value: Any, name: str, *, empty: bool = False, optional: bool = False) -> None:
+    """``value`` is a string, not blank unless ``empty``; or None when ``optional``."""
+    if optional and value is None:
+        return
+    if not isinstance(value, str) or (not empty and not value.strip()):
+        raise _refused(name, ("text" if empty else "non-empty text") + (" or None" if optional else ""), value)
+
+
+def _texts(value: Any, name: str, expected: str, *, one: bool, at_least: int = 0) -> tuple[str, ...]:
+    """A list or tuple of non-empty strings (at least ``at_least``) as a tuple; a single string is one of them
+    when ``one`` (never its characters), refused otherwise."""
+    if one and isinstance(value, str):
+        value = (value,)
+    if (not isinstance(value, (list, tuple)) or len(value) < at_least
+            or not all(isinstance(v, str) and v.strip() for v in value)):
+        raise _refused(name, expected, value)
+    return tuple(value)
+
+
+def _integer(value: Any, name: str, minimum: int, *, optional: bool = False) -> int | None:
+    """``value`` as an int of at least ``minimum`` (a bool is no integer); None passes when ``optional``."""
+    if optional and value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise _refused(name, f"an integer >= {minimum}" + (" or None" if optional else ""), value)
+    return int(value)
+
+
+def _number(value: Any, name: str, low: float, high: float, *, open_low: bool = False) -> float:
+    """``value``, a finite number in ``[low, high]`` (``(low, high]`` when ``open_low``; a bool is no number), as
+    given when it is a plain int or float (the declaration keys its runs: ``0`` stays ``0``), else as a float."""
+    ok = (not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(value)
+          and (value > low if open_low else value >= low) and value <= high)
+    if not ok:
+        where = f"{'(' if open_low else '['}{low:g}, {high:g}]" if math.isfinite(high) else f">= {low:g}"
+        raise _refused(name, f"a number {'in ' if math.isfinite(high) else ''}{where}", value)
+    return value if type(value) in (int, float) else float(value)
 
 
 @dataclass(frozen=True)
@@ -35,20 +87,46 @@ class FewShot:
     n: int
     delimiter: str = LM_EVAL_FEWSHOT_DELIMITER
 
+    def __post_init__(self) -> None:
+        _text(self.file, "fewshot.file")
+        object.__setattr__(self, "n", _integer(self.n, "fewshot.n", 0))
+        _text(self.delimiter, "fewshot.delimiter", empty=True)
+
 
 class _Declared:
-    """What both kinds share: the name checks, file paths, the declaration as a record, ``as_suite``."""
+    """What both kinds share: the field checks, file paths, the declaration as a record, ``as_suite``."""
 
     name: str
     data: str
     id_field: str | None
     base_dir: str | None
     fewshot: FewShot | None
+    target_delimiter: str
+    title: str
+    version: str
+    metrics: Sequence[str]
 
-    def _check_name(self) -> None:
+    def _check_common(self) -> None:
+        """Check the fields both kinds have: each one's type (and ``name``'s form)."""
         if not isinstance(self.name, str) or not self.name or "/" in self.name or self.name != self.name.strip():
-            raise ThaiEvalDataError(f"a task needs a name without '/' or surrounding spaces (got {self.name!r})",
-                                    field="name")
+            raise _refused("name", "a task name without '/' or surrounding spaces", self.name)
+        _text(self.data, "data", empty=True)  # empty: the items come as rows (a benchmark's own loader)
+        _text(self.target_delimiter, "target_delimiter", empty=True)
+        if self.fewshot is not None and not isinstance(self.fewshot, FewShot):
+            raise _refused("fewshot", "FewShot(file, n) or None", self.fewshot)
+        _text(self.id_field, "id_field", optional=True)
+        _text(self.title, "title", empty=True)
+        _text(self.version, "version")
+        _text(self.base_dir, "base_dir", optional=True)
+
+    def _check_metrics(self, known: Sequence[str], kind: str) -> None:
+        """``metrics``: one name or a list of names, each in ``known``."""
+        metrics = _texts(self.metrics, "metrics", "a metric name or a list of them", one=True, at_least=1)
+        unknown = [m for m in metrics if m not in known]
+        if unknown:
+            raise ThaiEvalDataError(f"unknown {kind} metric(s) {unknown}; choose from {', '.join(known)}",
+                                    field="metrics")
+        object.__setattr__(self, "metrics", metrics)
 
     def path(self, relative: str) -> Path:
         """``relative`` under the task file's folder (``base_dir``), else as given."""
@@ -98,7 +176,7 @@ class MultipleChoiceTask(_Declared):
         gold: the field holding the gold choice: its index (int), its text, or one of ``labels``.
         target_delimiter: put between the context and each choice (lm-eval's " ").
         fewshot: first-n examples from a split file (:class:`FewShot`), or None (zero-shot).
-        metrics: from ``acc``, ``acc_norm`` (lm-eval's: per character of the choice, delimiter excluded).
+        metrics: one or a list of ``acc``, ``acc_norm`` (lm-eval's: per character of the choice, delimiter excluded).
         labels: the labels of the choices in order (``("A", "B", "C", "D")``) when gold is written as a label.
         ties: "first" (lm-eval: the first of tied best choices is the prediction) or "split" (1/k on a k-way tie).
         id_field: the field that names an item (unique); None: the row number.
@@ -123,18 +201,21 @@ class MultipleChoiceTask(_Declared):
     kind = "multiple_choice"
 
     def __post_init__(self) -> None:
-        self._check_name()
-        for name in ("choices", "metrics", "labels"):
-            value = getattr(self, name)
-            if not isinstance(value, str):
-                object.__setattr__(self, name, tuple(value))
-        unknown = [m for m in self.metrics if m not in MC_METRICS]
-        if unknown or not self.metrics:
-            raise ThaiEvalDataError(f"unknown multiple-choice metric(s) {unknown}; choose from {', '.join(MC_METRICS)}",
-                                    field="metrics")
-        if self.ties not in TIES:
-            raise ThaiEvalDataError(f"ties must be one of {TIES}, got {self.ties!r}", field="ties")
+        self._check_common()
+        _text(self.prompt, "prompt")
         template_fields(self.prompt)
+        if not isinstance(self.choices, str) or not self.choices.strip():
+            object.__setattr__(self, "choices", _texts(self.choices, "choices", "a field name or a list of at "
+                                                       "least 2 field names", one=False, at_least=2))
+        _text(self.gold, "gold")
+        self._check_metrics(MC_METRICS, "multiple-choice")
+        labels = _texts(self.labels, "labels", 'a list of labels (e.g. ("A", "B", "C", "D"))', one=False)
+        if labels and not isinstance(self.choices, str) and len(labels) != len(self.choices):
+            raise ThaiEvalDataError(f"expected one label per choice field ({len(self.choices)}), got {len(labels)} "
+                                    f"labels", field="labels")
+        object.__setattr__(self, "labels", labels)
+        if not isinstance(self.ties, str) or self.ties not in TIES:
+            raise _refused("ties", f"one of {TIES}", self.ties)
 
 
 @dataclass(frozen=True)
@@ -146,9 +227,11 @@ class GenerationTask(_Declared):
         prompt: a template with ``{field}`` placeholders (sent with ``model.generate``), or chat messages
             (``[{"role": "user", "content": "... {field} ..."}]``, sent with ``model.chat``).
         reference: the field holding the reference text.
-        metrics: names in :data:`~.metrics.GENERATION_METRICS` (exact_match, rougeL, chrf, bleu).
-        max_new_tokens, stop, temperature, top_p, seed: decoding (temperature 0: greedy; ``seed`` seeds every
-            item's sampling, so an item's text does not depend on its batch).
+        metrics: one name or a list of names in :data:`~.metrics.GENERATION_METRICS` (exact_match, rougeL, chrf, bleu).
+        max_new_tokens, stop, temperature, top_p, seed: decoding (``max_new_tokens`` >= 1; ``stop``: one stop
+            string or a list of them, the text cut before the first; temperature >= 0, 0: greedy; top_p in (0, 1];
+            ``seed`` >= 0 or None seeds every item's sampling, so an item's text does not depend on its batch).
+        extra: anything else to record with the declaration (a mapping with text keys).
         fewshot: first-n examples (prompt + target delimiter + reference) before each plain prompt.
     """
 
@@ -173,26 +256,41 @@ class GenerationTask(_Declared):
     kind = "generation"
 
     def __post_init__(self) -> None:
-        self._check_name()
-        for name in ("metrics", "stop"):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
-        if not isinstance(self.prompt, str):
+        self._check_common()
+        self._check_prompt()
+        _text(self.reference, "reference")
+        self._check_metrics(list(GENERATION_METRICS), "generation")
+        checked = {"max_new_tokens": _integer(self.max_new_tokens, "max_new_tokens", 1),
+                   "stop": stop_strings(self.stop),  # one string is one stop string, never its characters
+                   "temperature": _number(self.temperature, "temperature", 0.0, math.inf),
+                   "top_p": _number(self.top_p, "top_p", 0.0, 1.0, open_low=True),
+                   "seed": _integer(self.seed, "seed", 0, optional=True)}
+        if not isinstance(self.extra, Mapping) or not all(isinstance(k, str) for k in self.extra):
+            raise _refused("extra", "a mapping with text keys", self.extra)
+        for name, value in {**checked, "extra": dict(self.extra)}.items():
+            object.__setattr__(self, name, value)
+
+    def _check_prompt(self) -> None:
+        """``prompt``: a template text, or chat messages (exactly ``role`` and ``content`` text each) without
+        few-shot examples; every template's fields well formed."""
+        if isinstance(self.prompt, str):
+            _text(self.prompt, "prompt")
+        elif isinstance(self.prompt, (list, tuple)) and self.prompt and all(isinstance(m, Mapping)
+                                                                          for m in self.prompt):
             messages = tuple(dict(m) for m in self.prompt)
-            bad = [m for m in messages if set(m) != {"role", "content"} or not all(isinstance(v, str) for v in m.values())]
-            if bad or not messages:
-                raise ThaiEvalDataError("chat prompt messages need exactly 'role' and 'content' text", field="prompt")
+            bad = [m for m in messages
+                   if set(m) != {"role", "content"} or not all(isinstance(v, str) for v in m.values())]
+            if bad:
+                raise _refused("prompt", "chat messages with exactly 'role' and 'content' text", bad[0])
             if self.fewshot is not None:
                 raise ThaiEvalDataError("few-shot examples go with a plain prompt (write them as chat turns instead)",
                                         field="fewshot")
             object.__setattr__(self, "prompt", messages)
+        else:
+            raise _refused("prompt", 'a template text or a list of chat messages ({"role": ..., "content": ...})',
+                           self.prompt)
         for text in self.templates().values():
             template_fields(text)
-        unknown = [m for m in self.metrics if m not in GENERATION_METRICS]
-        if unknown or not self.metrics:
-            raise ThaiEvalDataError(f"unknown generation metric(s) {unknown}; choose from {', '.join(GENERATION_METRICS)}",
-                                    field="metrics")
-        if self.max_new_tokens < 1:
-            raise ThaiEvalDataError("max_new_tokens must be at least 1", field="max_new_tokens")
 
     @property
     def is_chat(self) -> bool:

@@ -19,6 +19,7 @@ import pandas as pd
 
 from thai_eval_utils.core.benchmark import Headline, ItemView, LeaderboardTable, LmEvalTask, Suite, TokenCounter
 from thai_eval_utils.core.errors import ThaiEvalDataError
+from thai_eval_utils.core.provenance import slugify
 from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.stats.cells import cell, corpus_ci, mean_ci, scaled_values, summary_value
 from thai_eval_utils.tasks.language import stats_note
@@ -206,6 +207,11 @@ class DeclaredSuite(Suite):
     def notebook_parameters(self, tasks: tuple[str, ...], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The task's name and the task file the notebook includes."""
         return {"task": self.name, "tasks_dir": None if self.source is None else str(self.source)}
+
+    def executed_notebook(self, notebook: str) -> str:
+        """``task_<name>.ipynb``: every declared task runs ``task.ipynb``, so each (model, task) keeps its own
+        executed copy (as the scores' table ``task_<name>_<model>``)."""
+        return f"{Path(notebook).stem}_{slugify(self.name)}{Path(notebook).suffix}"
 
     def dry_run(self, data: Path, tokenizer: TokenCounter, *, tasks: tuple[str, ...] = (), limit: int | None,
                 max_new_tokens: int | None) -> list[dict[str, Any]]:

@@ -30,6 +30,7 @@ from thai_eval_utils.backend.client_options import (
     thinking_body,
 )
 from thai_eval_utils.core.errors import ModelLoadError, ThaiEvalError
+from thai_eval_utils.core.protocols import stop_strings
 from thai_eval_utils.backend.openai_client import NEUTRAL_SAMPLING
 from thai_eval_utils.backend.served.completions import (
     SCORING_PARAMS,
@@ -344,8 +345,8 @@ class ServedModel(HasClientOptions):
         """Keyword arguments of a generation request beyond the prompt: seed, stop strings, and the server's
         sampling defaults set back to plain decoding (``extra_body``, :data:`NEUTRAL_SAMPLING`)."""
         extra: dict[str, Any] = {"seed": seed} if seed is not None else {}
-        if stop:
-            extra["stop"] = [stop] if isinstance(stop, str) else list(stop)
+        if stops := stop_strings(stop):  # one string is one stop string, never its characters
+            extra["stop"] = list(stops)
         body = {**(self.sampling_overrides or {}), **thinking_body(self)}
         if body:
             extra["extra_body"] = body
