@@ -1,9 +1,9 @@
 """The layering DEVELOPERS.md promises, checked on the source (issues 23, 29): ``core`` imports nothing above it,
-``stats`` and ``backend`` (the engines and model clients) import only ``core`` and not each other, ``judging`` (a
-layer above them) only ``core`` and ``stats``, a benchmark subpackage imports ``core``, ``stats``, ``backend`` and
-``judging`` and nothing of another benchmark or of the layers above (``compare``, ``paper``, ``plots``,
-``batch``); no import cycles between modules or between packages; no imports of the package inside functions,
-with no exceptions.
+``stats``, ``backend`` (the engines and model clients) and ``sources`` (the full data sets) import only ``core`` and
+not each other, ``judging`` (a layer above them) only ``core`` and ``stats``, ``tasks`` only ``core``, ``stats`` and
+``backend``, a benchmark subpackage (each of :data:`BENCHMARKS`) imports those and nothing of another benchmark or of
+the layers above (``compare``, ``paper``, ``plots``, ``batch``): :data:`ALLOWED` states it; no import cycles
+between modules or between packages; no imports of the package inside functions, with no exceptions.
 
 Every import is read: absolute and relative (``from ..models import x``), at module level and inside functions.
 The cycles are counted twice and the layers checked twice: by this file's own reading of the source, and
@@ -24,7 +24,7 @@ import pytest
 from grimp import Layer
 
 PACKAGE = Path(__file__).resolve().parents[1] / "thai_eval_utils"
-BENCHMARKS = ("h6", "thaicli", "dialect", "thai_llm_leaderboard")
+BENCHMARKS = ("h6", "thaicli", "dialect", "thai_llm_leaderboard", "seahelm")
 #: What each layer may import besides itself (the package root ``thai_eval_utils`` only re-exports lazily).
 #: ``backend`` (the models) sits beside ``stats``; ``judging`` (LLM judges) and ``tasks`` (declared tasks, issue 29)
 #: sit above them, independent of each other: the benchmarks may use the judge, the declared-task metrics and runner.
@@ -406,6 +406,13 @@ def test_foundation_layers_name_no_benchmark(layer):
     """The engines, the judge and the declared tasks import no benchmark and name none by a coined name."""
     words = _registered_words()
     assert _benchmark_names(layer, BenchmarkWords(words.contained, frozenset())) == []
+
+
+def test_every_benchmark_package_is_held_to_the_benchmark_rules():
+    """Each shipped benchmark package (a folder with a ``suite.py``) is in :data:`BENCHMARKS`, so :data:`ALLOWED`
+    says what it may import; a package left out would be read as a consumer layer and could import anything."""
+    assert set(BENCHMARKS) == _benchmark_packages() == {"h6", "thaicli", "dialect", "thai_llm_leaderboard", "seahelm"}
+    assert all(ALLOWED[b] == {"core", "stats", "backend", "sources", "judging", "tasks", b} for b in BENCHMARKS)
 
 
 def test_the_registered_words_are_the_suites():
