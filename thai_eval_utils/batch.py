@@ -312,9 +312,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(str(exc))
     if not models:
         parser.error("give --models (or --demo)")
-    common = {"limit": limit, "data": args.data, "judge": args.judge, "judge_base_url": args.judge_base_url,
-              "outputs": args.outputs, "notebooks_dir": args.notebooks_dir, "extra_parameters": extra,
-              "paper_notebook": None if args.no_paper else PAPER_NOTEBOOK}
+    common = dict(limit=limit, data=args.data, judge=args.judge, judge_base_url=args.judge_base_url,
+                  outputs=args.outputs, notebooks_dir=args.notebooks_dir, extra_parameters=extra,
+                  paper_notebook=None if args.no_paper else PAPER_NOTEBOOK)
     if args.notebooks:  # the notebooks named, each with its suite's parameters
         report = run_models(models, notebooks=args.notebooks, per_notebook=suite_parameters(extra), **common)
     else:

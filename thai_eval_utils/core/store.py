@@ -68,11 +68,13 @@ from thai_eval_utils.core.run_files import (
 #: the config id (moving a server to another host or port resumes the same runs; served model ids and
 #: fingerprints are filled in by the server's answers and would change the id after the first call). The local
 #: engine's prompt lookup (``lookup_tokens``) is recorded, not keyed: it changes how greedy text is computed, not
-#: which text (``backend.generation``), so a run resumed with it on or off continues the same run.
+#: which text (``backend.generation``), so a run resumed with it on or off continues the same run. Servers that
+#: thai-eval started record their replicas, GPUs and logs in ``engine_launch`` (unkeyed: each replica computes a
+#: request alone); their engine, version and flags are ``engine`` (keyed, ``backend.served.engines``).
 UNKEYED_IDENTITY_KEYS = ("loaded_at", "load_seconds", "base_url", "base_urls", "served_models", "system_fingerprints",
-                         "lookup_tokens")
+                         "lookup_tokens", "engine_launch")
 #: The unkeyed identity keys that say where the model is served: updated in the card when a run resumes.
-ADDRESS_KEYS = ("base_url", "base_urls")
+ADDRESS_KEYS = ("base_url", "base_urls", "engine_launch")
 LOCK_NAME = ".writer.lock"
 
 

@@ -43,6 +43,7 @@ from thai_eval_utils.backend.served.completions import (
     text_prompts,
     token_prompts,
 )
+from thai_eval_utils.backend.served.engines import launched_identity
 from thai_eval_utils.backend.served.probe import Prober, ProbeResult
 from thai_eval_utils.backend.served.replicas import MalformedReply, Pool, default_deadline, split_base_urls, within_deadline
 from thai_eval_utils.backend.served.tokenizer import load_tokenizer
@@ -165,7 +166,9 @@ class ServedModel(HasClientOptions):
 
     @property
     def identity(self) -> dict[str, Any]:
-        """Model id, servers (no credentials), prompt form, tokenizer, BOS, truncation, endpoints: run cards."""
+        """Model id, servers (no credentials), prompt form, tokenizer, BOS, truncation, endpoints: run cards; for
+        servers thai-eval started itself, the engine, its version and flags (``engine``, keyed) and where they ran
+        (``engine_launch``, not keyed; :func:`.engines.launched_identity`)."""
         p = self.probe()
         ident: dict[str, Any] = {
             "name": self.name, "source": "openai-compatible completions", "model_id": self.model_id,
@@ -177,6 +180,7 @@ class ServedModel(HasClientOptions):
         }
         if p.server:
             ident["server"] = p.server
+        ident.update(launched_identity(self.model_id, self.options.public_urls))
         if self.sampling_overrides:
             ident["sampling_overrides"] = self.sampling_overrides
         if p.prompt_form == "token ids":
