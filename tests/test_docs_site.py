@@ -172,11 +172,18 @@ def problems(command: str, parser: argparse.ArgumentParser) -> list[str]:
     except ValueError as exc:
         return [f"{command}: {exc}"]
     words = words[3:] if words[:3] == ["python", "-m", "thai_eval_utils"] else words[1:]
-    current, found, positional = parser, [], 0
+    current, found, positional, value_next = parser, [], 0, False
     for word in words:
+        if value_next:  # the value of the option before (``--server-arg '--max-model-len 8192'``)
+            value_next = False
+            continue
         if word.startswith("-") and len(word) > 1:
-            if word.split("=", 1)[0] not in _options(current):
-                found.append(f"{command}: no option {word.split('=', 1)[0]}")
+            name = word.split("=", 1)[0]
+            if name not in _options(current):
+                found.append(f"{command}: no option {name}")
+            else:
+                action = current._option_string_actions[name]
+                value_next = "=" not in word and action.nargs != 0 and action.nargs not in ("?", "*")
         elif current is parser:
             sub = _subparsers(parser).get(word)
             if sub is None:
@@ -211,6 +218,8 @@ def test_a_wrong_subcommand_verb_or_option_is_found(parser):
     assert problems("thai-eval data fetch thai_h6 --revision thai_h6=abc", parser) == []
     assert problems("thai-eval runs --model gemma   # --not-an-option in a comment", parser) == []
     assert problems("thai-eval --help", parser) == []
+    assert problems("thai-eval run --model vllm:x --server-arg '--max-model-len 8192' --server-arg=--enforce-eager",
+                    parser) == []  # an option's value that starts with a dash is the value, not an option
 
 
 def test_every_command_shown_exists(parser):
