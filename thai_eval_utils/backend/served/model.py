@@ -115,7 +115,7 @@ class ServedModel(HasClientOptions):
         self._probe: ProbeResult | None = None
         #: Filled in by calls (not part of the identity): per-replica request counts, straddling tokens, usage.
         self.observed: dict[str, Any] = {"straddled": 0, "replicas": {}}
-        #: set for a run by ``tasks.thinking.apply_to_model`` (issue 31), sent in ``extra_body`` (``thinking_body``)
+        #: set for a run by ``tasks.thinking.apply_to_model``, sent in ``extra_body`` (``thinking_body``)
         self.chat_template_kwargs: dict[str, Any] = {}
         self.thinking_budget: tuple[int, str] | None = None
         self.thinking_budget_method = THINKING_BUDGET_METHOD
@@ -370,7 +370,7 @@ class ServedModel(HasClientOptions):
                 choices = getattr(resp, "choices", None)
                 if not choices or choices[0].message is None:
                     raise MalformedReply("the chat completion has no choices")
-                rejoined = rejoin_reasoning(choices[0].message, self.reasoning_tags)  # issue 31: the reply whole
+                rejoined = rejoin_reasoning(choices[0].message, self.reasoning_tags)  # the reply whole
                 return rejoined if rejoined is not None else (choices[0].message.content or "")
 
             return job
