@@ -52,7 +52,7 @@ class H6Result:
     subject_scores: dict[str, Score] = field(default_factory=dict)
     #: the ``limit`` when it cut the split short (None: every document was scored); a limited run is partial.
     limit: int | None = None
-    #: GSM8K: the replies' thinking and answers-in-Thai stats (issue 31, ``tasks.language.reply_stats``)
+    #: GSM8K: the replies' thinking and answers-in-Thai stats (``tasks.language.reply_stats``)
     replies: dict[str, Any] | None = None
 
     @property
@@ -182,8 +182,8 @@ def evaluate(
 
 
 def _replies(records: list[dict[str, Any]], protocol: H6Protocol, support: dict[str, str]) -> dict[str, Any]:
-    """GSM8K's summary entries of issue 31: the option and what the model did with it, and the stored raw
-    completions' (``generation``) thinking counts and answers-in-Thai rate."""
+    """GSM8K's thinking and answers-in-Thai summary entries: the option and what the model did with it, and the
+    stored raw completions' (``generation``) thinking counts and answers-in-Thai rate."""
     return {"thinking": summary_entry(protocol.thinking, support),
             "replies": reply_stats(records, "generation", protocol.thinking)}
 
@@ -290,7 +290,7 @@ class _DocRun:
             rec.setdefault("gold", record_gold(self.spec, self.docs[i]))
         except T.DocError as exc:
             raise ThaiEvalDataError(f"{self.spec.name} doc {i}: {exc}", row=i, field=exc.field) from None
-        # the scored row as loaded, so a record reads on its own (issue 22); a record field only: the config id,
+        # the scored row as loaded, so a record reads on its own; a record field only: the config id,
         # the key and resuming are unchanged, and records stored before it are resolved from the data instead
         rec["doc_row"] = self.docs[i]
         return rec
@@ -353,7 +353,7 @@ def evaluate_tasks(
 def scores_frame(results: Mapping[str, H6Result] | Iterable[H6Result]) -> pd.DataFrame:
     """Every score of every task as a tidy table (task, metric, value and stderr x 100, n, headline, signature);
     GSM8K's rows also show the answers-in-Thai rate (x 100), its n and the replies whose thinking never closed
-    (issue 31; empty for the log-likelihood tasks)."""
+    (empty for the log-likelihood tasks)."""
     items = results.values() if isinstance(results, Mapping) else results
     rows = []
     for res in items:
