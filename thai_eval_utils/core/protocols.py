@@ -1,6 +1,6 @@
 """What a model is to thai-eval, as typing protocols (PEP 544): every benchmark takes one of these.
 
-- :class:`ChatModel`: what a judge needs (issue 29): ``name``, ``identity`` and ``chat``; local, served and API
+- :class:`ChatModel`: what a judge needs: ``name``, ``identity`` and ``chat``; local, served and API
   models all are one.
 - :class:`Model`: every model (local weights, a served model, a judge): ``name``, ``identity``, ``chat``
   and ``generate``. ThaiCLI answers and dialect generation need only this.

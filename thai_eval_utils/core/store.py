@@ -239,8 +239,8 @@ class RunStore:
             outputs: the outputs folder (default :func:`outputs_dir`). When no run has these settings yet but
                 one was stored with them by an earlier format (:mod:`.migrate`), that run folder is renamed to the
                 new config id (its card records ``migrated_from``) and resumed.
-            legacy_nan_fields: fields where an older version wrote NaN for "none" (the ThaiCLI judge before
-                issue 23): null there from the run's opening on (:meth:`migrate_legacy_nan`).
+            legacy_nan_fields: fields where an older version wrote NaN for "none" (the ThaiCLI judge's runs of
+                store format 1): null there from the run's opening on (:meth:`migrate_legacy_nan`).
 
         Raises:
             RunLockedError: another process has this run open (the message names the folder and its pid).

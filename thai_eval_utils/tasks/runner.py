@@ -1,4 +1,4 @@
-"""Running a declared task (issue 29) on the package's one run loop and store: items validated whole first, then
+"""Running a declared task on the package's one run loop and store: items validated whole first, then
 ``core.runloop.run_items`` over ``RunStore.open(model, "<task>/<task>", ...)`` (resumable, kill -9 safe), then the
 summary: every metric as a Score with a percentile bootstrap interval over items.
 
@@ -68,7 +68,7 @@ class TaskRun:
 
     def table(self) -> pd.DataFrame:
         """One row per metric: value, n, the interval and the signature; a generation task's rows also show the
-        answers-in-Thai rate, its n and the replies whose thinking never closed (issue 31)."""
+        answers-in-Thai rate, its n and the replies whose thinking never closed."""
         replies = stats_columns(self.summary.get("replies")) if self.summary.get("kind") == "generation" else {}
         rows = [{"task": self.task, "metric": m, "value": s["value"], "n": s["n"],
                  "ci_low": (s.get("interval") or {}).get("low"), "ci_high": (s.get("interval") or {}).get("high"),
@@ -161,8 +161,8 @@ def score_records(task: Any, records: Sequence[dict[str, Any]], n_docs: int,
 
 
 def _replies(records: Sequence[dict[str, Any]], thinking: ThinkingOption, support: Mapping[str, str]) -> dict[str, Any]:
-    """A generation run's summary entries of issue 31: the option and what the model did with it, and the stored
-    replies' thinking counts and answers-in-Thai rate (:func:`.language.reply_stats`)."""
+    """A generation run's thinking and answers-in-Thai summary entries: the option and what the model did with it, and
+    the stored replies' thinking counts and answers-in-Thai rate (:func:`.language.reply_stats`)."""
     return {"thinking": summary_entry(thinking, support), "replies": reply_stats(records, "output", thinking)}
 
 
@@ -188,7 +188,7 @@ def run_task(model: Any, task: Any, *, limit: int | None = None, outputs: str | 
             hash keys the run as ``docs_sha256``).
         benchmark: the run card's ``benchmark`` (default ``<task>/<task>``; a benchmark package's own name).
         summarize: records -> more summary entries (their ``scores`` are added to the task's).
-        thinking: a generation task's thinking option (issue 31, :mod:`.thinking`): the reply stored whole, metrics
+        thinking: a generation task's thinking option (:mod:`.thinking`): the reply stored whole, metrics
             on it cut; the summary's ``thinking`` and ``replies`` (:func:`.language.reply_stats`).
 
     Raises:

@@ -1,4 +1,4 @@
-"""Models that think before they answer (issue 31): the thinking block is cut from a reply before answer
+"""Models that think before they answer: the thinking block is cut from a reply before answer
 extraction and scoring; the raw reply is stored whole.
 
 One option for every generation task (Thai-H6 GSM8K, ThaiCLI answers, the dialect tasks, declared generation tasks,
@@ -21,11 +21,11 @@ setting and the signature names it (checked against the references' own function
 - ``"lm-eval"`` (``think:lm-eval(...)``): lm-evaluation-harness's ``think_end_token``
   (``lm_eval/models/utils.py`` ``postprocess_generated_text`` at 4e7e0d4): the text after the **last** close tag,
   leading whitespace stripped (text between two blocks is dropped); a reply with no close tag is kept whole.
-- ``strip=False`` (``think:off``): the raw reply is scored (the behaviour before issue 31).
+- ``strip=False`` (``think:off``): the raw reply is scored (the behaviour before the thinking option existed).
 
 Every rule counts the replies whose last open tag never closes (:attr:`SplitReply.unclosed`); only ``"strict"``
 fails them. The option and its tags go into every score's signature (:meth:`ThinkingOption.signature`); a run's
-config carries it only when it is not the default (:func:`config_entry`), so runs stored before issue 31 keep
+config carries it only when it is not the default (:func:`config_entry`), so runs stored before the option existed keep
 their config ids (a reply without think tags scores the same under every rule but ``lm-eval``'s whitespace).
 """
 
@@ -52,7 +52,7 @@ class ThinkingOption:
 
     Args:
         strip: cut the thinking block before extraction and scoring (False: score the raw reply, the behaviour
-            before issue 31).
+            before the thinking option existed).
         open_tag, close_tag: the model's own think tags.
         max_thinking_tokens: a thinking budget where the model supports one (None: none); see
             :func:`apply_to_model`.
@@ -207,7 +207,7 @@ def thinking_option(thinking: str | ThinkingOption | None = "strip", think_tags:
 
 def config_entry(option: ThinkingOption) -> dict[str, Any]:
     """What a run's config gets: ``{"thinking": option.record()}`` when the option is not the default, else
-    nothing (runs stored before issue 31 keep their config ids and resume)."""
+    nothing (runs stored before the option existed keep their config ids and resume)."""
     return {} if option.is_default else {"thinking": option.record()}
 
 
