@@ -1,4 +1,4 @@
-"""API models' answers in batch mode (issue 32; ``backend/batch_model.py``) against a fake OpenAI Batch API on
+"""API models' answers in batch mode (``backend/batch_model.py``) against a fake OpenAI Batch API on
 127.0.0.1, through the real ``openai`` client: dialect generations and ThaiCLI answers in batch mode equal the same
 runs made live; a kill -9 after upload, after create and mid-poll, then a rerun: one batch in total, no request
 answered twice; per-request errors, malformed replies and an expiry end retried or ungenerated, never scored; a round
@@ -457,7 +457,7 @@ def test_polling_split_batches_shows_one_progress_bar(thaicli_items, tmp_path, c
 
 
 def test_a_thai_llm_leaderboard_generation_task_in_batch_mode_equals_live(tmp_path):
-    """The Thai LLM Leaderboard's generation tasks (issue 30) take the same batch mode: iApp QA on 3 real items, live
+    """The Thai LLM Leaderboard's generation tasks take the same batch mode: iApp QA on 3 real items, live
     and in batch rounds, give the same stored records and scores; one batch, no request sent twice."""
     from thai_eval_utils.thai_llm_leaderboard.generation import run_nlg_task
 

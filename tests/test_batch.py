@@ -153,7 +153,7 @@ def test_cli_arguments(monkeypatch):
 
 
 def test_notebooks_run_without_the_kernel_transport_warning(tmp_path, capfd):
-    # issue 33: ipykernel prints "Kernel is running over TCP without encryption" on the kernel's stderr (this
+    # ipykernel prints "Kernel is running over TCP without encryption" on the kernel's stderr (this
     # process's fd 2, which capfd reads) for every notebook over TCP; batch's kernels use IPC instead
     import papermill
 

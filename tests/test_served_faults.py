@@ -1,4 +1,4 @@
-"""Issue 20's attacks on a served Thai-H6 run, on the fault server (tests/fake_completions_server.py: one switch
+"""Attacks on a served Thai-H6 run, on the fault server (tests/fake_completions_server.py: one switch
 per fault, loopback only, bounded in requests and time): every malformed echo, a held-back or trickled reply,
 and a worker failing for any reason end by themselves in a named ``ApiError``, never a hang and never a score;
 what the run stored before the fault is kept and is exactly the clean run's."""

@@ -1,4 +1,4 @@
-"""The results store on real run folders (issue 20): standard JSON only, a served run keyed without its
+"""The results store on real run folders: standard JSON only, a served run keyed without its
 addresses (a moved server, or other replicas, resume with no new scoring request; runs keyed with today's
 addresses are migrated), every damaged or foreign file named with its line and what to do, a failed write
 naming its file."""

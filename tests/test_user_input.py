@@ -1,4 +1,4 @@
-"""Issue 20, bad input refused up front: an Azure-style key in the endpoint URL (taken out, sent as the key,
+"""Bad input refused up front: an Azure-style key in the endpoint URL (taken out, sent as the key,
 never in a path or a record), zero-width-only text, the user's own dialect generations (unknown dialects and
 tasks, missing columns, empty cells named with the user's column), unknown dialect folders and ThaiCLI themes,
 and a device this machine does not have."""
