@@ -416,7 +416,7 @@ def test_an_endpoint_without_batches_fails_the_run_with_a_named_error(thaicli_it
 
 
 def test_an_offline_file_answered_by_the_embedded_model_stores_its_live_answers(thaicli_items, tmp_path):
-    """The issue's stand-in for ``vllm run-batch``: the batch file answered by the embedded model (greedy) gives the
+    """A stand-in for ``vllm run-batch``: the batch file answered by the embedded model (greedy) gives the
     answers the same model gives live."""
     from answer_run import run_batch_file
 
