@@ -161,6 +161,11 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--base-url", default=None, help="served models: the server URL (comma-separated replicas)")
     p.add_argument("--tokenizer", default=None, help='served models: "embedded" or a tokenizer folder (token-id '
                    "prompts); --dry-run counts tokens with it")
+    p.add_argument("--order-tolerance", type=float, default=None, metavar="NATS", help="served models: the largest "
+                   "change of a log-likelihood with the request order that the order probe accepts (default 0.01)")
+    p.add_argument("--no-order-probe", action="store_true", help="served models: skip the order probe (a few "
+                   "requests scored in two orders before a log-likelihood run, refusing prefix-cached servers whose "
+                   "numbers change); the run cards record that it was skipped")
     p.add_argument("--max-new-tokens", type=int, default=None, metavar="N", help="cap every generation of every suite "
                    "at N tokens; default: each protocol's own. A quick look, not the papers' protocol: the run configs "
                    "record it")
@@ -200,7 +205,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _dry_run(args, models)
     out = _outputs(args)
     check_dtype(args.dtype)  # a bad dtype fails here, once, not in every notebook
-    extra = {"base_url": args.base_url, "tokenizer": args.tokenizer, "dtype": args.dtype, "device_map": args.device_map,
+    extra = {**served_parameters(args), "dtype": args.dtype, "device_map": args.device_map,
              "max_new_tokens": args.max_new_tokens,
              "greedy": True if args.greedy else None,  # None: the notebook's default (batch drops it)
              "runs": args.runs,  # suites that repeat runs take it (Suite.notebook_parameters); None: their default
@@ -230,6 +235,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     for line in batch_messages(out, since=start):  # a batch still running: how to collect it
         print(line)
     return 0 if final.ok else 1
+
+
+def served_parameters(args: argparse.Namespace) -> dict[str, Any]:
+    """The served models' notebook parameters of ``thai-eval run`` (None: the notebook's default)."""
+    return {"base_url": args.base_url, "tokenizer": args.tokenizer, "order_tolerance": args.order_tolerance,
+            "order_probe": False if args.no_order_probe else None}
 
 
 def batch_messages(outputs: Path, *, since: str) -> list[str]:

@@ -68,11 +68,14 @@ from thai_eval_utils.core.run_files import (
 #: the config id (moving a server to another host or port resumes the same runs; served model ids and
 #: fingerprints are filled in by the server's answers and would change the id after the first call). The local
 #: engine's prompt lookup (``lookup_tokens``) is recorded, not keyed: it changes how greedy text is computed, not
-#: which text (``backend.generation``), so a run resumed with it on or off continues the same run.
+#: which text (``backend.generation``), so a run resumed with it on or off continues the same run. A served
+#: model's request-order probe (``order_probe``: the largest difference it saw and its tolerance, or that it was
+#: skipped) describes the servers of one session, as their address does.
 UNKEYED_IDENTITY_KEYS = ("loaded_at", "load_seconds", "base_url", "base_urls", "served_models", "system_fingerprints",
-                         "lookup_tokens")
-#: The unkeyed identity keys that say where the model is served: updated in the card when a run resumes.
-ADDRESS_KEYS = ("base_url", "base_urls")
+                         "lookup_tokens", "order_probe")
+#: The unkeyed identity keys that say where the model is served and what its servers did this session: updated
+#: in the card when a run resumes.
+ADDRESS_KEYS = ("base_url", "base_urls", "order_probe")
 LOCK_NAME = ".writer.lock"
 
 
@@ -306,7 +309,7 @@ class RunStore:
                 "created_at": now_utc(),
                 "store_format": STORE_FORMAT,
             }
-        for key in ADDRESS_KEYS:  # the server may have moved (the address is not part of the id)
+        for key in ADDRESS_KEYS:  # the server may have moved or been probed again (neither is part of the id)
             if key in identity:
                 card["model"] = {**card["model"], key: identity[key]}
         card["package_versions"] = package_versions()
