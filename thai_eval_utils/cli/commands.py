@@ -164,6 +164,11 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--base-url", default=None, help="served models: the server URL (comma-separated replicas)")
     p.add_argument("--tokenizer", default=None, help='served models: "embedded" or a tokenizer folder (token-id '
                    "prompts; vllm:/sglang: models default to the model's folder); --dry-run counts tokens with it")
+    p.add_argument("--order-tolerance", type=float, default=None, metavar="NATS", help="served models: the largest "
+                   "change of a log-likelihood with the request order that the order probe accepts (default 0.01)")
+    p.add_argument("--no-order-probe", action="store_true", help="served models: skip the order probe (a few "
+                   "requests scored in two orders before a log-likelihood run, refusing prefix-cached servers whose "
+                   "numbers change); the run cards record that it was skipped")
     p.add_argument("--max-new-tokens", type=int, default=None, metavar="N", help="cap every generation of every suite "
                    "at N tokens; default: each protocol's own. A quick look, not the papers' protocol: the run configs "
                    "record it")
@@ -204,7 +209,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _dry_run(args, models)
     out = _outputs(args)
     check_dtype(args.dtype)  # a bad dtype fails here, once, not in every notebook
-    extra = {"base_url": args.base_url, "tokenizer": args.tokenizer, "dtype": args.dtype, "device_map": args.device_map,
+    extra = {**served_parameters(args), "dtype": args.dtype, "device_map": args.device_map,
              "max_new_tokens": args.max_new_tokens,
              "greedy": True if args.greedy else None,  # None: the notebook's default (batch drops it)
              "runs": args.runs,  # suites that repeat runs take it (Suite.notebook_parameters); None: their default
@@ -262,6 +267,12 @@ def _loglikelihood(args: argparse.Namespace) -> bool:
     except Exception:  # noqa: BLE001 - unknown: keep the safe default (caching off)
         return True
     return any((r.get("requests") or 0) > (r.get("generations") or 0) for r in rows if r.get("benchmark") != "total")
+
+
+def served_parameters(args: argparse.Namespace) -> dict[str, Any]:
+    """The served models' notebook parameters of ``thai-eval run`` (None: the notebook's default)."""
+    return {"base_url": args.base_url, "tokenizer": args.tokenizer, "order_tolerance": args.order_tolerance,
+            "order_probe": False if args.no_order_probe else None}
 
 
 def batch_messages(outputs: Path, *, since: str) -> list[str]:

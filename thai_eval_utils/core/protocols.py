@@ -159,3 +159,12 @@ def stop_strings(stop: object, *, field: str = "stop") -> tuple[str, ...]:
 def model_label(model: object) -> str:
     """A model's name for messages (its ``name`` when it has one)."""
     return str(getattr(model, "name", model))
+
+
+def prepare_loglikelihood(model: object) -> None:
+    """Before a log-likelihood run opens its run folder: a model with a ``prepare_loglikelihood`` method runs it
+    (a served model's request-order probe, ``backend.served.order_probe``), so that a refusal comes before any
+    folder is written and what the check found is in the identity the run card records. Other models: nothing."""
+    prepare = getattr(model, "prepare_loglikelihood", None)
+    if callable(prepare):
+        prepare()

@@ -70,11 +70,14 @@ from thai_eval_utils.core.run_files import (
 #: engine's prompt lookup (``lookup_tokens``) is recorded, not keyed: it changes how greedy text is computed, not
 #: which text (``backend.generation``), so a run resumed with it on or off continues the same run. Servers that
 #: thai-eval started record their replicas, GPUs and logs in ``engine_launch`` (unkeyed: each replica computes a
-#: request alone); their engine, version and flags are ``engine`` (keyed, ``backend.served.engines``).
+#: request alone); their engine, version and flags are ``engine`` (keyed, ``backend.served.engines``). A served
+#: model's request-order probe (``order_probe``: the largest difference it saw and its tolerance, or that it was
+#: skipped) describes the servers of one session, as their address does.
 UNKEYED_IDENTITY_KEYS = ("loaded_at", "load_seconds", "base_url", "base_urls", "served_models", "system_fingerprints",
-                         "lookup_tokens", "engine_launch")
-#: The unkeyed identity keys that say where the model is served: updated in the card when a run resumes.
-ADDRESS_KEYS = ("base_url", "base_urls", "engine_launch")
+                         "lookup_tokens", "engine_launch", "order_probe")
+#: The unkeyed identity keys that say where the model is served and what its servers did this session: updated
+#: in the card when a run resumes.
+ADDRESS_KEYS = ("base_url", "base_urls", "engine_launch", "order_probe")
 LOCK_NAME = ".writer.lock"
 
 
@@ -308,7 +311,7 @@ class RunStore:
                 "created_at": now_utc(),
                 "store_format": STORE_FORMAT,
             }
-        for key in ADDRESS_KEYS:  # the server may have moved (the address is not part of the id)
+        for key in ADDRESS_KEYS:  # the server may have moved or been probed again (neither is part of the id)
             if key in identity:
                 card["model"] = {**card["model"], key: identity[key]}
         card["package_versions"] = package_versions()

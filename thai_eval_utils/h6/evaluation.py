@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from thai_eval_utils.core.errors import ThaiEvalDataError, ThaiEvalError
-from thai_eval_utils.core.protocols import LoglikelihoodModel, Model, model_label
+from thai_eval_utils.core.protocols import LoglikelihoodModel, Model, model_label, prepare_loglikelihood
 from thai_eval_utils.core.provenance import Score, canonical_json, sha256_text
 from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
@@ -156,6 +156,8 @@ def evaluate(
         raise ThaiEvalError(f"{spec.name} scores answer choices by log-likelihood: {model_label(model)!r} "
                             "has none (API models can run th_gsm8k only)")
     tmpl, docs, pool, files, source, k, shots = _prepare(spec, data, protocol, fewshot_pool)
+    if spec.uses_loglikelihood:
+        prepare_loglikelihood(model)  # a served model's order probe: before the run card records its identity
     selected = spec.select(docs, limit)
     config = _config(spec, model, protocol, k, docs, pool, in_memory=not files)
     docs_run = _DocRun(spec, docs, pool, shots, tmpl, protocol, spec.model_call(model, protocol))

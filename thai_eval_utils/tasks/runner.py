@@ -20,6 +20,7 @@ import pandas as pd
 from thai_eval_utils.backend.api_replies import ApiError
 from thai_eval_utils.backend.openai_client import stable_identity
 from thai_eval_utils.core.provenance import Score, canonical_json, scrub, sha256_text
+from thai_eval_utils.core.protocols import prepare_loglikelihood
 from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.stats.bootstrap import Interval, mean_interval
@@ -205,6 +206,8 @@ def run_task(model: Any, task: Any, *, limit: int | None = None, outputs: str | 
         config.update(config_entry(thinking))
     if rows is not None:
         config["docs_sha256"] = sha256_text(canonical_json([dict(r) for r in rows]))
+    if task.kind == "multiple_choice":
+        prepare_loglikelihood(model)  # a served model's order probe: before the run card records its identity
     identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
     if task.kind == "multiple_choice":
         call, prepare = model.loglikelihood, (lambda chunk: _mc_requests(task, chunk))
