@@ -88,7 +88,9 @@ browser:
 			apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium fonts-tlwg-loma-otf; \
 		else echo "chromium is not installed and cannot be here (needs root and apt-get): the browser tests will skip"; fi; }
 
+# ruff first (seconds; the rule set and why: pyproject.toml [tool.ruff.lint]), then the suite.
 test: $(VENV)/.installed-serve browser
+	$(VENV)/bin/ruff check thai_eval_utils tests benchmarks
 	$(PY) -m pytest -q
 
 # The documentation site, built offline into site/ (mkdocs.yml; open site/index.html). --strict: a broken link or

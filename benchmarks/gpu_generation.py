@@ -15,6 +15,7 @@ at batch size 1.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import time
@@ -146,7 +147,7 @@ def run(ctx: gb.Ctx, plan: GenPlan, budget_s: float) -> dict:
     if hflm:
         run_lmeval(hflm, inst, model, ctx.tok, prompts[:1], 4, 1)
     rec["warmup_seconds"] = round(time.perf_counter() - t0, 1)
-    ours = gb.timed(lambda: run_thai_eval(lm, prompts, plan), ctx.device)
+    ours = gb.timed(functools.partial(run_thai_eval, lm, prompts, plan), ctx.device)  # lm is deleted below
     if "error" in ours:
         rec["thai_eval"] = _side(ours, 0, None)
         return rec

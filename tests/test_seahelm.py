@@ -372,14 +372,17 @@ def test_sampling_is_the_models_generation_config_else_vllm_defaults():
 
 
 def test_external_task_table(tmp_path, monkeypatch):
-    """IF-Eval and the MT-Bench judge run through their own modules (``runner.EXTERNAL_MODULES``); a build without
-    them says so, and a registered runner gets the suite's arguments."""
-    from thai_eval_utils.seahelm import runner
+    """IF-Eval and the MT-Bench judge run through their own modules (``runner.EXTERNAL_MODULES``, imported
+    statically: neither imports the runner back), each module's ``run_task`` looked up per call; a runner
+    registered in code comes first and gets the suite's arguments; a task the runner scores itself has none."""
+    from thai_eval_utils.seahelm import ifeval_run, mt_bench_run, runner
 
+    assert runner.external_runner("if-eval") is ifeval_run.run_ifeval
+    assert runner.external_runner("mt-bench-judge") is mt_bench_run.run_mt_bench
+    assert runner.external_runner("sentiment") is None
     seen = {}
-    if runner.external_runner("if-eval") is None:
-        with pytest.raises(ValueError, match="which this build lacks"):
-            run_task(FakeModel(), "if-eval", outputs=tmp_path)
+    monkeypatch.setattr(mt_bench_run, "run_task", lambda model, key, **kw: f"patched {key}")
+    assert run_task(FakeModel(), "mt-bench-judge", runs=1, outputs=tmp_path) == "patched mt-bench-judge"
     monkeypatch.setitem(runner.EXTERNAL_RUNNERS, "if-eval", lambda model, key, **kw: seen.update(key=key, **kw) or "ran")
     assert run_task(FakeModel(), "if-eval", runs=2, limit=3, outputs=tmp_path, options={"judge": "j"}) == "ran"
     assert seen["key"] == "if-eval" and seen["runs"] == 2 and seen["limit"] == 3 and seen["judge"] == "j"

@@ -13,7 +13,6 @@ from fakes import FakeModel
 
 from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.seahelm import ifeval, ifeval_run, mt_bench_run
-from thai_eval_utils.seahelm import mt_bench as mb
 from thai_eval_utils.seahelm.config import SEEDS
 from thai_eval_utils.seahelm.runner import Protocol
 

@@ -99,12 +99,13 @@ class BatchChatModel:
         for a batch: ungenerated, with the batch's id)."""
         self._deadline = time.monotonic() + max(0.0, float(self.mode.wait_s))
         result: T | None = None
-        caught: list[warnings.WarningMessage] = []
+        shown: list[warnings.WarningMessage] = []  # only the last pass's warnings are shown
         for _ in range(self.mode.max_request_failures + MAX_EXPIRED + 2):
             self._folders = {}
-            with warnings.catch_warnings(record=True) as caught:  # only the last pass's warnings are shown
+            with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 result = fn(self)
+            shown = list(caught or ())
             pending = [f for f in self._folders.values() if f.requests]
             if not pending:
                 break
@@ -115,7 +116,7 @@ class BatchChatModel:
                 break
             for f in pending:
                 f.rounds.submit(f.requests)
-        for w in caught:
+        for w in shown:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         return result  # type: ignore[return-value]
 

@@ -90,7 +90,6 @@ def generation_fluency_bars(table: pd.DataFrame) -> plt.Figure:
     Args:
         table: :func:`thai_eval_utils.dialect.human_eval.generation_fluency` output (without ``by_task``).
     """
-    import matplotlib.pyplot as plt
     import seaborn as sns
     long = table.melt(id_vars=["dialect", "model"], value_vars=["generation", "fluency"], var_name="measure", value_name="score")
     long["dialect"] = long["dialect"].map(_name)

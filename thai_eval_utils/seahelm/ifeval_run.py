@@ -27,9 +27,8 @@ from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED, task_over_runs
 from thai_eval_utils.seahelm.config import N_RUNS, SEAHELM_COMMIT, SEEDS, task_config
 from thai_eval_utils.seahelm.data import load_task_data
 from thai_eval_utils.seahelm.generation import chat_replies, model_sampling
-from thai_eval_utils.seahelm.runner import reply_summary, signature
 from thai_eval_utils.seahelm.task_run import (RECORD_FORMAT, SUITE, Protocol, TaskRun, data_hash, item_interval,
-                                              item_key, unscored_when_a_reply_fails)
+                                              item_key, reply_summary, signature, unscored_when_a_reply_fails)
 from thai_eval_utils.tasks.thinking import apply_to_model
 
 KEY = ifeval.TASK
@@ -144,5 +143,5 @@ def summarize(store: RunStore, rows: Sequence[ifeval.IFEvalRow], run_ids: Sequen
             "scores": {ifeval.PRIMARY: score, "loose_lang_normalized_acc": loose_score}}  # fmt: skip
 
 
-#: The runner ``runner.external_runner`` finds (``EXTERNAL_MODULES``).
+#: The runner ``runner.external_runner`` finds (``EXTERNAL_MODULES``; this module never imports ``runner``).
 run_task = run_ifeval

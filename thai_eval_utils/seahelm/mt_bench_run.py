@@ -32,9 +32,8 @@ from thai_eval_utils.seahelm.config import N_RUNS, SEAHELM_COMMIT, SEEDS, task_c
 from thai_eval_utils.seahelm.data import load_task_data
 from thai_eval_utils.seahelm.generation import chat_replies, model_sampling
 from thai_eval_utils.tasks.thinking import apply_to_model, split_reply
-from thai_eval_utils.seahelm.runner import reply_summary, signature
 from thai_eval_utils.seahelm.task_run import (RECORD_FORMAT, SUITE, Protocol, TaskRun, data_hash, item_interval,
-                                              item_key, unscored_when_a_reply_fails)
+                                              item_key, reply_summary, signature, unscored_when_a_reply_fails)
 
 KEY = mb.TASK
 JUDGEMENTS = f"{SUITE}/{KEY}-judgements"
@@ -240,5 +239,5 @@ def summarize(rows: Sequence[mb.MTBenchRow], run_ids: Sequence[int],
             "scores": {mb.PRIMARY: score}}  # fmt: skip
 
 
-#: The runner ``runner.external_runner`` finds (``EXTERNAL_MODULES``).
+#: The runner ``runner.external_runner`` finds (``EXTERNAL_MODULES``; this module never imports ``runner``).
 run_task = run_mt_bench

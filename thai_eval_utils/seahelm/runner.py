@@ -14,55 +14,52 @@ is part of the config id for every setting (SEA-HELM's runs carried it from thei
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from thai_eval_utils.core.protocols import Model
-from thai_eval_utils.core.provenance import Score, sha256_text
+from thai_eval_utils.core.provenance import Score
 from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
+from thai_eval_utils.seahelm import ifeval_run, mt_bench_run
 from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED, OverRuns, task_over_runs
-from thai_eval_utils.seahelm.config import N_RUNS, SEAHELM_COMMIT, SEEDS, TaskConfig, constants
+from thai_eval_utils.seahelm.config import N_RUNS, SEEDS, TaskConfig, constants
 from thai_eval_utils.seahelm.data import TaskData
 from thai_eval_utils.seahelm.generation import Sampling, base_replies, chat_replies, probability
 from thai_eval_utils.seahelm.metrics import f1_acc_metrics, qa_metrics, summarization_metrics
 from thai_eval_utils.seahelm.pooling import pool_replies
 from thai_eval_utils.seahelm.task_run import (RECORD_FIELDS, RECORD_FORMAT, SUITE, Protocol, TaskRun, data_hash,
-                                              item_interval, item_key, shots_for, task_setup,
+                                              item_interval, item_key, reply_summary, shots_for, signature, task_setup,
                                               unscored_when_a_reply_fails)
 from thai_eval_utils.seahelm.translation import MetricX, metricx_input, metricx_metrics, translation_metrics
-from thai_eval_utils.tasks.language import reply_stats, reply_stats_by
-from thai_eval_utils.tasks.thinking import ThinkingOption, apply_to_model, summary_entry
+from thai_eval_utils.tasks.thinking import apply_to_model
 
 __all__ = ["EXTERNAL_MODULES", "EXTERNAL_RUNNERS", "RECORD_FORMAT", "SUITE", "Protocol", "TaskRun", "item_key",
            "run_suite", "run_task", "signature", "reply_summary", "summarize"]
 
-#: The task table's entries that another module runs (the other helper's ``seahelm/ifeval.py`` and
-#: ``seahelm/mt_bench.py``): key -> module. The module exposes ``run_task(model, key, *, runs, limit, data_dir,
-#: outputs, protocol, rng, progress, **options) -> TaskRun`` and writes a summary with this module's keys
-#: (``primary_metric``, ``n``, ``n_docs``, ``ids``, ``runs`` {run: {seed, metrics, per_item}}, ``over_runs``
-#: (:func:`~.aggregate.task_over_runs` on the per-item values, consuming ``rng``), ``item_means``, ``null_count``,
-#: ``failed_thinking``, ``competency``, ``signature``, ``scores``), so the suite's hooks read it unchanged.
-EXTERNAL_MODULES: dict[str, str] = {"if-eval": "thai_eval_utils.seahelm.ifeval_run",
-                                    "mt-bench-judge": "thai_eval_utils.seahelm.mt_bench_run"}
+#: The task table's entries that another module runs (IF-Eval and the MT-Bench judge): key -> module. The module
+#: exposes ``run_task(model, key, *, runs, limit, data_dir, outputs, protocol, rng, progress, **options) -> TaskRun``
+#: and writes a summary with this module's keys (``primary_metric``, ``n``, ``n_docs``, ``ids``, ``runs`` {run: {seed,
+#: metrics, per_item}}, ``over_runs`` (:func:`~.aggregate.task_over_runs` on the per-item values, consuming ``rng``),
+#: ``item_means``, ``null_count``, ``failed_thinking``, ``competency``, ``signature``, ``scores``), so the suite's
+#: hooks read it unchanged. The modules are imported here, statically: they build on :mod:`.task_run` (the record,
+#: the signature, the reply summary) and never import this module, so the imports hold no cycle.
+EXTERNAL_MODULES: dict[str, ModuleType] = {"if-eval": ifeval_run, "mt-bench-judge": mt_bench_run}
 #: Runners registered in code (tests, a user's own): key -> runner with the signature above; before the modules.
 EXTERNAL_RUNNERS: dict[str, Callable[..., "TaskRun"]] = {}
 
 
 def external_runner(key: str) -> Callable[..., "TaskRun"] | None:
-    """The runner of a task another module owns (registered, else its module's ``run_task``); None when this
-    build has neither (the task is then not run by default, and naming it is an error)."""
+    """The runner of a task another module owns (registered, else its module's ``run_task``, looked up on each call
+    so a patched module is honoured); None for a task this module runs itself."""
     if key in EXTERNAL_RUNNERS:
         return EXTERNAL_RUNNERS[key]
-    name = EXTERNAL_MODULES.get(key)
-    if name is None or importlib.util.find_spec(name) is None:
-        return None
-    return importlib.import_module(name).run_task
+    module = EXTERNAL_MODULES.get(key)
+    return None if module is None else module.run_task
 
 
 def _score_run(task: TaskConfig, recs: Sequence[Mapping[str, Any]], metricx: MetricX | None
@@ -101,21 +98,6 @@ def primary_metric(task: TaskConfig, metricx: MetricX | None) -> str:
     return task.metric
 
 
-def signature(task: TaskConfig, protocol: Protocol, sampling: Sampling, data_hash: str, n: int, n_docs: int,
-              runs: int, metricx: MetricX | None) -> str:
-    """A score's provenance line: suite, SEA-HELM commit, task, prompts hash, data hash, shots, sampling, runs,
-    thinking option, MetricX model, limit."""
-    prompts = sha256_text("\x00".join(task.templates().values()))[:8]
-    parts = [f"seahelm@{SEAHELM_COMMIT}", task.key, f"prompts:{prompts}", f"data:{data_hash[:8]}",
-             f"{'base' if protocol.base else 'instruct'}", f"max_tokens:{protocol.max_new_tokens(task)}",
-             f"T:{sampling.temperature},top_p:{sampling.top_p}", f"runs:{runs}", protocol.thinking.signature()]
-    if task.metric_class == "TranslationMetric":
-        parts.append(f"metricx:{metricx.model}" if metricx else "metricx:none,chrF++ ours")
-    if n < n_docs:
-        parts.append(f"limit:{n}/{n_docs}")
-    return "|".join(parts)
-
-
 def run_task(model: Model, key: str, *, runs: int = N_RUNS, limit: int | None = None, data_dir: str | Path | None = None,
              data: TaskData | None = None, outputs: str | Path | None = None, protocol: Protocol = Protocol(),
              metricx: MetricX | None = None, rng: np.random.Generator | None = None, progress: bool = True,
@@ -135,10 +117,8 @@ def run_task(model: Model, key: str, *, runs: int = N_RUNS, limit: int | None = 
             tasks in order, as SEA-HELM does).
         options: passed to the runner of a task another module owns (e.g. the MT-Bench judge's ``judge``).
     """
-    if key in EXTERNAL_MODULES or key in EXTERNAL_RUNNERS:
-        runner = external_runner(key)
-        if runner is None:
-            raise ValueError(f"SEA-HELM task {key!r} is run by {EXTERNAL_MODULES.get(key)}, which this build lacks")
+    runner = external_runner(key)
+    if runner is not None:
         return runner(model, key, runs=runs, limit=limit, data_dir=data_dir, outputs=outputs, protocol=protocol,
                       rng=rng, progress=progress, **(options or {}))
     setup = task_setup(model, key, runs=runs, limit=limit, data_dir=data_dir, data=data, protocol=protocol)
@@ -221,38 +201,22 @@ def summarize(task: TaskConfig, store: RunStore, rows: Sequence[Mapping[str, Any
             "metricx": metricx.identity() if metricx else None, "signature": sig, "scores": {primary: score}}
 
 
-def reply_summary(records: Sequence[Mapping[str, Any]], thinking: ThinkingOption, support: Mapping[str, str],
-                  field: str = "reply") -> dict[str, Any]:
-    """What a SEA-HELM task's summary says about its replies (``tasks/language.py``), over the stored
-    records of the requested runs (each record's raw reply under ``field``; a list, as MT-Bench's two turns, counts
-    each element as a reply): ``thinking`` (the option and what the model did with its settings), ``replies``
-    (counts of thinking, unclosed thinking, failed answers, and the answers-in-Thai rate over every reply of every
-    run) and ``replies_by_run`` (the same per run)."""
-    flat: list[dict[str, Any]] = []
-    for rec in records:
-        raw = rec.get(field)
-        for text in raw if isinstance(raw, list) else [raw]:
-            flat.append({"run": rec.get("run"), field: text})
-    return {"thinking": summary_entry(thinking, support), "replies": reply_stats(flat, field, thinking),
-            "replies_by_run": reply_stats_by(flat, lambda x: str(x["run"]), field, thinking)}
-
-
 def run_suite(model: Model, tasks: Sequence[str] | None = None, *, runs: int = N_RUNS, limit: int | None = None,
               data_dir: str | Path | None = None, outputs: str | Path | None = None, protocol: Protocol = Protocol(),
               metricx: MetricX | None = None, progress: bool = True,
               options: Mapping[str, Any] | None = None, pool: bool = True) -> dict[str, TaskRun]:
     """Every task asked for (default: SEA-HELM's Thai list this package runs), in order, with ONE aggregation
     generator ``default_rng(94370244)`` consumed task by task as SEA-HELM's notebook consumes it (P3). Tasks
-    another module owns (IF-Eval, MT-Bench judge) run through :func:`external_runner` when this build has it
-    (``options`` go to them); base models skip SEA-HELM's ``base_models_skip_tasks``. ``pool``: first generate
+    another module owns (IF-Eval, MT-Bench judge) run through :func:`external_runner` (``options`` go to
+    them); base models skip SEA-HELM's ``base_models_skip_tasks``. ``pool``: first generate
     the pending replies of every task this module runs in shared engine calls (:mod:`.pooling`: the same texts,
     fewer decode steps; only where the model takes a budget per prompt), then score task by task."""
-    keys = list(tasks) if tasks else [k for k in RUN_BY_DEFAULT if k not in EXTERNAL_MODULES or external_runner(k)]
+    keys = list(tasks) if tasks else list(RUN_BY_DEFAULT)
     skip = set(constants()["base_models_skip_tasks"]) if protocol.base else set()
     keys = [k for k in keys if k not in skip]
     if pool:
-        pool_replies(model, [k for k in keys if k not in EXTERNAL_MODULES and k not in EXTERNAL_RUNNERS], runs=runs, limit=limit, data_dir=data_dir, outputs=outputs, protocol=protocol,
-                     progress=progress)
+        pool_replies(model, [k for k in keys if external_runner(k) is None], runs=runs, limit=limit, data_dir=data_dir,
+                     outputs=outputs, protocol=protocol, progress=progress)
     rng = np.random.default_rng(AGGREGATION_SEED)
     out = {}
     for key in keys:

@@ -1,8 +1,10 @@
 """What one SEA-HELM Thai task's run is made of, before and after the model is called (spec ``seahelm_thai.md``
 3.3, 5): the protocol options that key its run folder, its rows, shots, runs, sampling and new-token budget
-(:class:`TaskSetup`), the record each reply is stored as, and the result a runner returns (:class:`TaskRun`).
-:mod:`.runner` runs a task from it, :mod:`.pooling` several tasks' replies in shared engine calls, and the
-IF-Eval and MT-Bench runners build their own records beside it."""
+(:class:`TaskSetup`), the record each reply is stored as, the result a runner returns (:class:`TaskRun`), and
+what every runner's summary shares: the score's provenance line (:func:`signature`) and what the replies did
+(:func:`reply_summary`). :mod:`.runner` runs a task from it, :mod:`.pooling` several tasks' replies in shared engine
+calls, and the IF-Eval and MT-Bench runners (:mod:`.ifeval_run`, :mod:`.mt_bench_run`) build their own records
+beside it; they import this module, never :mod:`.runner`, which imports them."""
 
 from __future__ import annotations
 
@@ -21,9 +23,10 @@ from thai_eval_utils.seahelm.config import SEAHELM_COMMIT, SEEDS, TaskConfig, ta
 from thai_eval_utils.seahelm.data import TaskData, load_task_data
 from thai_eval_utils.seahelm.generation import Sampling, base_prompt, gold_logprob, model_sampling
 from thai_eval_utils.seahelm.prompts import Messages, build_messages
+from thai_eval_utils.seahelm.translation import MetricX
 from thai_eval_utils.stats.bootstrap import mean_interval
-from thai_eval_utils.tasks.language import stats_note
-from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
+from thai_eval_utils.tasks.language import reply_stats, reply_stats_by, stats_note
+from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply, summary_entry
 
 SUITE = "seahelm"
 RECORD_FORMAT = 1
@@ -179,3 +182,34 @@ def item_interval(values: Sequence[float]) -> dict[str, Any] | None:
 def data_hash(data: TaskData) -> str:
     """The hash of a task's data files and revision, in its signature."""
     return sha256_text(repr(sorted(data.source.get("files", {}).items())) + repr(data.source.get("revision")))
+
+
+def signature(task: TaskConfig, protocol: Protocol, sampling: Sampling, data_hash: str, n: int, n_docs: int,
+              runs: int, metricx: MetricX | None) -> str:
+    """A score's provenance line: suite, SEA-HELM commit, task, prompts hash, data hash, shots, sampling, runs,
+    thinking option, MetricX model, limit."""
+    prompts = sha256_text("\x00".join(task.templates().values()))[:8]
+    parts = [f"seahelm@{SEAHELM_COMMIT}", task.key, f"prompts:{prompts}", f"data:{data_hash[:8]}",
+             f"{'base' if protocol.base else 'instruct'}", f"max_tokens:{protocol.max_new_tokens(task)}",
+             f"T:{sampling.temperature},top_p:{sampling.top_p}", f"runs:{runs}", protocol.thinking.signature()]
+    if task.metric_class == "TranslationMetric":
+        parts.append(f"metricx:{metricx.model}" if metricx else "metricx:none,chrF++ ours")
+    if n < n_docs:
+        parts.append(f"limit:{n}/{n_docs}")
+    return "|".join(parts)
+
+
+def reply_summary(records: Sequence[Mapping[str, Any]], thinking: ThinkingOption, support: Mapping[str, str],
+                  field: str = "reply") -> dict[str, Any]:
+    """What a SEA-HELM task's summary says about its replies (``tasks/language.py``), over the stored
+    records of the requested runs (each record's raw reply under ``field``; a list, as MT-Bench's two turns, counts
+    each element as a reply): ``thinking`` (the option and what the model did with its settings), ``replies``
+    (counts of thinking, unclosed thinking, failed answers, and the answers-in-Thai rate over every reply of every
+    run) and ``replies_by_run`` (the same per run)."""
+    flat: list[dict[str, Any]] = []
+    for rec in records:
+        raw = rec.get(field)
+        for text in raw if isinstance(raw, list) else [raw]:
+            flat.append({"run": rec.get("run"), field: text})
+    return {"thinking": summary_entry(thinking, support), "replies": reply_stats(flat, field, thinking),
+            "replies_by_run": reply_stats_by(flat, lambda x: str(x["run"]), field, thinking)}

@@ -3,8 +3,8 @@
 
 The judge sees the question, the chosen answer (a good example), the rejected answer (a bad example) and
 the model's answer, and replies ``<score>N</score><explanation>...</explanation>``. A reply that does not
-parse is asked for again, at most :data:`MAX_JUDGE_CALLS` calls per item in all; then the item scores 0
-(flagged ``fallback_zero``; the 0 counts in the mean). Transport errors (429, 5xx, timeouts) are retried by
+parse is asked for again, at most :data:`~thai_eval_utils.thaicli.judge_prompt.MAX_JUDGE_CALLS` calls per item in
+all; then the item scores 0 (flagged ``fallback_zero``; the 0 counts in the mean). Transport errors (429, 5xx, timeouts) are retried by
 the openai client, never count as one of those calls and never become a score: an item whose requests keep
 failing stays unjudged and is reported (``n_unjudged``), and a rerun judges it. A malformed 200 reply (not
 JSON, no choices, null content: see :func:`~thai_eval_utils.backend.openai_client.reply_problem`) is such a
@@ -54,7 +54,6 @@ from thai_eval_utils.judging.run import Judgement
 from thai_eval_utils.thaicli.judge_cache import CACHE_NAME  # noqa: F401 - re-exported
 from thai_eval_utils.thaicli.judge_prompt import (
     FALLBACK_SCORE,  # noqa: F401 - re-exported
-    MAX_JUDGE_CALLS,
     TEMPLATE_SHA256,  # noqa: F401 - re-exported: notebooks and tests read the prompt's hash here
     TEMPLATE_TEXT,  # noqa: F401
     TEMPLATE_VERSION,  # noqa: F401
