@@ -148,6 +148,7 @@ def test_local_engine_gsm8k_is_scored_after_the_block(scripted, tmp_path):
 
 def test_local_engine_chat_whose_template_opens_the_block(scripted, tiny_llama):
     lm = scripted("ขั้นที่ 1: 4 + 2</think> #### 6: จบ")
+    saved = lm.tokenizer.chat_template  # the session's tokenizer: its template is put back
     lm.tokenizer.chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}\n<think>\n"
     messages = [[{"role": "user", "content": "4 + 2 ได้เท่าไร"}]]
     try:
@@ -155,7 +156,7 @@ def test_local_engine_chat_whose_template_opens_the_block(scripted, tiny_llama):
         lm.think_stop_tags = TAGS  # the prompt ends inside the block: the reply starts there
         assert lm.chat(messages, stop=":") == ["ขั้นที่ 1: 4 + 2</think> #### 6"]
     finally:
-        lm.tokenizer.chat_template, lm.think_stop_tags = None, None
+        lm.tokenizer.chat_template = saved
 
 
 def test_declared_generation_task_is_scored_after_the_block(scripted, tmp_path):
