@@ -20,7 +20,7 @@ OUTPUTS ?= $(or $(THAI_EVAL_OUTPUTS),outputs)
 FORMAT ?= lm-eval
 THAI_EVAL := $(VENV)/bin/thai-eval
 
-.PHONY: demo test lab tables model clean install compare runs export report browser
+.PHONY: demo test lab tables model clean install compare runs export report browser docs
 
 install: $(VENV)/.installed
 
@@ -91,9 +91,14 @@ browser:
 test: $(VENV)/.installed-serve browser
 	$(PY) -m pytest -q
 
+# The documentation site, built offline into site/ (mkdocs.yml; open site/index.html). --strict: a broken link or
+# anchor, a page missing from the nav or a docstring the API page cannot read fails the build.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+
 lab: install
 	$(VENV)/bin/jupyter lab --notebook-dir=.
 
 clean:
-	rm -rf $(OUTPUTS)/runs $(OUTPUTS)/notebooks $(OUTPUTS)/tables $(OUTPUTS)/figures $(OUTPUTS)/exports $(OUTPUTS)/*.html $(OUTPUTS)/report_screenshots .pytest_cache
+	rm -rf $(OUTPUTS)/runs $(OUTPUTS)/notebooks $(OUTPUTS)/tables $(OUTPUTS)/figures $(OUTPUTS)/exports $(OUTPUTS)/*.html $(OUTPUTS)/report_screenshots .pytest_cache site
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

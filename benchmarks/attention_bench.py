@@ -1,12 +1,11 @@
 """Masked attention for packed prefix-tree calls: torch's sdpa with the explicit mask, thai-eval's block sdpa
 (``packed_attention._block_sdpa``: blocks of query rows against the keys they can see) and torch's ``flex_attention``
-with a block mask (issue 12: "use flex_attention block masks or sdpa with explicit masks, whichever measures
-faster"). The packed rows are the ones the engine builds for a real setting: ``h6.evaluate``'s requests on the
-repo's samples, tokenized, laid out as the runner lays them out (a shared trunk, each document's context and its
-answer choices as child segments) by the engine's own ``packed_masks``, so the masks are the engine's masks
-(Gemma 3's sliding-window and full layers). Queries, keys and values are random with the model's attention shape;
-each method runs one call's worth of layers (Gemma 3 270M: 15 sliding-window, 3 full) and the outputs are
-compared.
+with a block mask, to keep whichever measures faster. The packed rows are the ones the engine builds for a real
+setting: ``h6.evaluate``'s requests on the repo's samples, tokenized, laid out as the runner lays them out (a shared
+trunk, each document's context and its answer choices as child segments) by the engine's own ``packed_masks``, so the
+masks are the engine's masks (Gemma 3's sliding-window and full layers). Queries, keys and values are random with the
+model's attention shape; each method runs one call's worth of layers (Gemma 3 270M: 15 sliding-window, 3 full) and the
+outputs are compared.
 
     .venv/bin/python benchmarks/attention_bench.py --setting arc5          # embedded Gemma 3 270M shape, CPU
     .venv/bin/python benchmarks/attention_bench.py --setting arc5 --no-compile

@@ -1,7 +1,8 @@
-"""The shape of ``thai_eval_utils`` at git revisions (issue 23's "state before/after"), as a markdown table.
+"""The shape of ``thai_eval_utils`` at git revisions (the state before and after a refactor), as a markdown table.
 
-For each ``--rev`` (default ``HEAD``; ``a451a23`` is the state before issue 23's work began) the package is read
-from git (``git archive``, so the working tree is never touched and uncommitted edits are not counted):
+For each ``--rev`` (default ``HEAD``; ``a451a23`` is the state before the refactor of docs/code_shape.md began) the
+package is read from git (``git archive``, so the working tree is never touched and uncommitted edits are not
+counted):
 
 - import cycles, counted as strongly connected components of more than one node (and the nodes in them), at module
   level and at package level, from two independent readings of the imports:

@@ -1,4 +1,4 @@
-"""The corpus-BLEU bootstrap of ``compare_runs`` (what notebooks/compare_runs.ipynb calls) before and after issue 23:
+"""The corpus-BLEU bootstrap of ``compare_runs`` (what notebooks/compare_runs.ipynb calls), two ways:
 resampling per-sentence sufficient statistics (``stats.corpus`` with ``dialect.metrics.PAPER_BLEU``) against
 rescoring the resampled texts (the former implementation, kept here as the reference). Two fake models answer every
 shipped dialect item (``data/dialect``: 8 translation tasks scored by BLEU); both ways must give the same interval
@@ -64,7 +64,7 @@ def main() -> None:
         rescore = time.perf_counter() - t
     print(f"{len(rows)} corpus-BLEU rows of {len(cmp.rows)}, {args.resamples} resamples: identical intervals and p-values")
     print(f"compare_runs (all {len(cmp.rows)} rows, sufficient statistics): {new:.2f} s")
-    print(f"the BLEU rows' bootstrap by rescoring texts (before issue 23): {rescore:.2f} s")
+    print(f"the BLEU rows' bootstrap by rescoring texts (the former implementation): {rescore:.2f} s")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Compare two ``make demo`` outputs' CSV tables cell for cell (issue 29's "same values" check).
+"""Compare two ``make demo`` outputs' CSV tables cell for cell: a refactor that should change no
+number must give the same values.
 
 Every CSV under ``<a>/tables`` is matched by name to ``<b>/tables``; in each pair the columns both have are compared
 (numbers with ``--atol``, 0 by default: equal; text exactly; empty cells equal to empty cells). Columns only one

@@ -1,5 +1,5 @@
-"""bfloat16 against float32 on the log-likelihood engine (issue 12, "Parity": in bfloat16 report the spread
-against float32 and say which accuracies move). The same requests of every leaderboard log-likelihood setting
+"""bfloat16 against float32 on the log-likelihood engine (in bfloat16 report the spread against
+float32 and say which accuracies move). The same requests of every leaderboard log-likelihood setting
 (built by ``h6.evaluate`` on the repo's samples, as in ``h6_parity_speed.py``) are scored by thai-eval's engine
 on the same weights loaded in float32 and in bfloat16; the report gives, per setting, the spread of the
 log-likelihoods (max and median |delta|, per continuation token), the greedy flags that change, and each

@@ -1,4 +1,4 @@
-"""Where the log-likelihood engine spends its time on one setting of ``h6_parity_speed.py`` (issue 24): CPU time
+"""Where the log-likelihood engine spends its time on one setting of ``h6_parity_speed.py``: CPU time
 of the bare ``loglikelihood`` call (median of runs) and one torch.profiler run with the engine's phases labelled
 (decoder body, output layer at scored rows, mask building, the rest: Python and bookkeeping). The labels wrap
 the engine's own functions from outside; the engine is unchanged. Embedded Gemma 3 270M, float32, CPU:

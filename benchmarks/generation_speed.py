@@ -1,4 +1,4 @@
-"""Speed and parity of thai-eval's generation engine (issue 19): GSM8K 5-shot against lm-evaluation-harness 0.4.13's
+"""Speed and parity of thai-eval's generation engine: GSM8K 5-shot against lm-evaluation-harness 0.4.13's
 ``HFLM.generate_until`` at several batch sizes, and ThaiCLI answers and dialect generation against the engine
 thai-eval had before (static batches of 8, left padding, seeded sampling one prompt at a time).
 
@@ -97,11 +97,11 @@ class NewEngine(LocalModel):
 
 
 class OldEngine(LocalModel):
-    """The engine before issue 19, kept here as the reference: prompts sorted by length, static batches of
+    """The engine before continuous batching, kept here as the reference: prompts sorted by length, static batches of
     ``batch_size`` (1 for seeded sampling), left padding, ``hf_model.generate`` until the batch's longest row stops,
     stop strings checked on every row's whole decoded text; computed positions counted per batch."""
 
-    concurrency = 8  # the run loops' items per call before issue 19
+    concurrency = 8  # the run loops' items per call with that engine
     positions = 0
 
     @torch.inference_mode()
@@ -221,8 +221,9 @@ def gsm8k(model_dir: Path, args) -> dict:
     if args.gsm8k_old:
         theirs, osec, oload = timed(old.generate, prompts, **kw)
         log(f"  old engine {osec:.1f} s")
-        rows.append({"engine": "thai-eval before issue 19", "seconds": osec, "load": oload, "computed": old.positions,
-                     "equal": sum(a == b for a, b in zip(ours, theirs)), "differ": diff(ours, theirs)})
+        rows.append({"engine": "thai-eval old engine (static batches)", "seconds": osec, "load": oload,
+                     "computed": old.positions, "equal": sum(a == b for a, b in zip(ours, theirs)),
+                     "differ": diff(ours, theirs)})
     if VENV.exists():
         for bs in [int(b) for b in args.batch_sizes.split(",")]:
             r = run_lmeval(model_dir, bs, prompts, WORK / "genbench" / "lmeval")
@@ -266,7 +267,7 @@ def _side_by_side(model_dir: Path, label: str, n: int, run) -> dict:
     log(f"  thai-eval {sec:.1f} s")
     return {"label": label, "items": n, "generated": new.work.generated_tokens, "perfect": new.perfect(), "rows": [
         {"engine": "thai-eval (new)", "seconds": sec, "load": load1, "computed": new.computed(), "equal": n},
-        {"engine": "thai-eval before issue 19", "seconds": osec, "load": oload, "computed": old.positions,
+        {"engine": "thai-eval old engine (static batches)", "seconds": osec, "load": oload, "computed": old.positions,
          "equal": sum(a == b for a, b in zip(ours, theirs)), "differ": diff(ours, theirs)}]}
 
 
@@ -335,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lookup-off", action="store_true", help="GSM8K: also thai-eval with prompt lookup off")
     ap.add_argument("--whole-prefill", action="store_true",
                     help="GSM8K: also thai-eval prefilling every prompt whole (no shared prefixes)")
-    ap.add_argument("--gsm8k-old", action="store_true", help="GSM8K: also the engine before issue 19")
+    ap.add_argument("--gsm8k-old", action="store_true", help="GSM8K: also the old engine (static batches)")
     ap.add_argument("--rows", default="1,8,16,32,48,64", help="part 'rows': the decode batch sizes to time")
     ap.add_argument("--append", action="store_true", help="keep the parts of the last results.json not run again")
     ap.add_argument("--run-name", default="genbench", help="results folder under benchmarks/.work/")

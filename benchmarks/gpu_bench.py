@@ -1,4 +1,4 @@
-"""Issue 12: thai-eval's log-likelihood engine against lm-evaluation-harness 0.4.13's HF backend on one GPU.
+"""thai-eval's log-likelihood engine against lm-evaluation-harness 0.4.13's HF backend on one GPU.
 
 Random-weight models built from published shapes (Llama-3.1-8B and Qwen2-7B in bfloat16 for speed, a
 Llama-3.2-1B shape in float32 for parity), the Gemma 3 tokenizer (262,144 tokens), and requests shaped like
@@ -7,7 +7,7 @@ to the published document counts (spec thai_h6.md: th-ARC 1,222, th-HellaSwag 10
 leaderboard's shot counts (25, 10, 5), then subsampled to fit the time budget. Both sides score the same
 requests on the same model object: ``HFLM(pretrained=model, tokenizer=tok, batch_size=B).loglikelihood`` at a
 few batch sizes, and ``LocalModel(model, tok).loglikelihood``. Results go to ``--out`` (Markdown + JSON),
-rewritten after every measurement. The generation part (issue 19, ``gpu_generation.py``: lm-eval's
+rewritten after every measurement. The generation part (``gpu_generation.py``: lm-eval's
 ``generate_until`` against thai-eval's ``LocalModel.generate`` on the 8B shape) runs after it (``--parts``).
 
     python benchmarks/gpu_bench.py --dry-run          # the plan and its token counts (no model runs)
@@ -114,7 +114,7 @@ PLANS = {
 }
 #: Shots of the tiny run: fewer than the tasks' (25, 10, 5) so that it takes seconds on a busy 2-core CPU.
 TINY_SHOTS = {"arc": 5, "hellaswag": 4, "mmlu": 1}
-GOAL = 4.0  # issue 12: at least 4x lm-eval's HF backend on the 8B shape, on each task
+GOAL = 4.0  # the goal: at least 4x lm-eval's HF backend on the 8B shape, on each task
 GOAL_SHAPE = "llama-3.1-8b"
 
 
@@ -591,7 +591,7 @@ def markdown(results: dict) -> str:
 
 
 def goal_line(results: dict) -> str:
-    """Issue 12's goal, per task, as measured (or 'not measured')."""
+    """The goal (:data:`GOAL` x lm-eval on :data:`GOAL_SHAPE`), per task, as measured (or 'not measured')."""
     tasks = results["models"].get(GOAL_SHAPE, {}).get("tasks", {})
     parts = [f"{t}: " + (f"{tasks[t]['speedup']}x ({'met' if tasks[t]['speedup'] >= GOAL else 'NOT met'})"
                          if "speedup" in tasks.get(t, {}) else "not measured") for t in TASKS]

@@ -1,4 +1,4 @@
-"""Issue 19: the generation part of ``gpu_bench.py``: lm-evaluation-harness 0.4.13's ``HFLM.generate_until``
+"""The generation part of ``gpu_bench.py``: lm-evaluation-harness 0.4.13's ``HFLM.generate_until``
 against thai-eval's generation engine (``LocalModel.generate``, continuous batching) on one random-weight model.
 
 The 8B shape of ``gpu_bench.SHAPES`` (Llama-3.1-8B, bfloat16, random weights, the Gemma 3 tokenizer) generates
@@ -232,7 +232,7 @@ def markdown(rec: dict) -> list[str]:
     if "thai_eval" not in rec:
         return ["", f"Generation: {rec.get('error') or rec.get('skipped') or 'not run'}."]
     n, te = rec["prompts"], rec["thai_eval"]
-    lines = ["", (f"**Generation** (issue 19): {rec['shape']} ({rec['dtype']}), {n} GSM8K {rec['shots']}-shot Thai "
+    lines = ["", (f"**Generation**: {rec['shape']} ({rec['dtype']}), {n} GSM8K {rec['shots']}-shot Thai "
                   f"prompts ({rec['prompt_tokens']:,} prompt tokens, mean {rec['mean_prompt_tokens']}), greedy, "
                   f"{rec['max_new_tokens']} new tokens, stops {rec['stops']}. Tokens/s: thai-eval's generated tokens "
                   f"({te.get('work', {}).get('generated_tokens', '-')}) over each side's wall time. Texts equal: to "

@@ -130,7 +130,7 @@ def tiny_model_dir() -> Path:
 
 # --- requests -----------------------------------------------------------------------------------------------
 def long_answer_root() -> Path:
-    """The data of the "longanswer0" setting (issue 24: short contexts, long answers), generated from the shipped
+    """The data of the "longanswer0" setting (short contexts, long answers), generated from the shipped
     samples: the 12 Thai ARC test questions, 0-shot (contexts of a few dozen tokens), each with 5 choices cut
     from other shipped Thai texts (HellaSwag contexts and endings, TruthfulQA answers, ARC questions) to 25-90
     characters (about 8-30 Gemma 3 tokens). The answer key is kept as is: the setting measures speed and parity,

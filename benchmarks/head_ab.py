@@ -1,9 +1,9 @@
-"""The output layer's cost before and after issue 24's buffer reuse: ``Head`` of a given git revision (in
-``backend/decoder.py``; in ``core/decoder.py`` before issue 29 moved it, in ``core/prefix_tree.py`` before issue 23
-split it) against the working tree's (``backend.decoder.Head``), on the embedded Gemma 3 270M's output layer
-(262,144 x 640, float32, CPU), random hidden states of ``--rows`` scored rows, alternating, CPU time
-(``time.process_time``) per call; the results must be identical. ``--rows 876`` is the number of scored rows of
-the "longanswer0" setting of h6_parity_speed.py:
+"""The output layer's cost before and after its buffers were reused across chunks: ``Head`` of a given git revision
+(in ``backend/decoder.py``; at older revisions in ``core/decoder.py``, and before that in ``core/prefix_tree.py``)
+against the working tree's (``backend.decoder.Head``), on the embedded Gemma 3 270M's output layer (262,144 x 640,
+float32, CPU), random hidden states of ``--rows`` scored rows, alternating, CPU time (``time.process_time``) per call;
+the results must be identical. ``--rows 876`` is the number of scored rows of the "longanswer0" setting of
+h6_parity_speed.py:
 
     .venv/bin/python benchmarks/head_ab.py --base <commit> --rows 876 --threads 1
 """

@@ -1,7 +1,7 @@
 """thai-eval's engine (the working tree's) against the requests and log-likelihoods of one lm-eval run that
 ``h6_parity_speed.py`` already made and logged (``--log_samples``), without running lm-eval again: max |delta|,
 the per-token tolerance max(1e-4, 1e-5 x tokens), greedy flags and per-document metrics. For a loaded machine
-where the full side-by-side does not finish (issue 24):
+where the full side-by-side does not finish:
 
     .venv/bin/python benchmarks/parity_from_samples.py --setting longanswer0 --run benchmarks/.work/runs/longanswer0/bs1
 """

@@ -1,4 +1,4 @@
-"""The README's report screenshots (issue 22): a small store made by the report tests' pipelines (two fake models
+"""The report screenshots of docs/report.md: a small store made by the report tests' pipelines (two fake models
 on a few items of the shipped data: tests/report_store.py), its report, and PNGs of the leaderboard and of the
 side-by-side view (first differing item opened) in headless system Chromium.
 

@@ -1,4 +1,4 @@
-"""The report's size and load time on a full-sized store (issue 22): ~40k Thai-H6 items per model (the six tasks
+"""The report's size and load time on a full-sized store: ~40k Thai-H6 items per model (the six tasks
 at the sizes of Kim et al. Table 1, scaled to ``--h6-items``) plus ThaiCLI (``--thaicli-items`` judged answers)
 and the dialects at the sizes of Limkonchotiwat et al. Table 4, for ``--models`` models.
 

@@ -1,4 +1,4 @@
-"""Write SEA-HELM parity fixtures by running SEA-HELM's own code (issue 31, "Parity").
+"""Write SEA-HELM parity fixtures by running SEA-HELM's own code.
 
 Runs in a SIDE virtual environment (never the project's .venv) with an unchanged checkout of
 aisingapore/SEA-HELM on sys.path, and writes small JSON files under ``tests/data/seahelm_runner/``

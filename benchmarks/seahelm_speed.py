@@ -1,5 +1,5 @@
-"""Speed of thai-eval's generation engine against lm-evaluation-harness 0.4.13 on SEA-HELM's Thai prompts (issue 31,
-"Speed"): greedy, the embedded Gemma 3 270M, float32, CPU.
+"""Speed of thai-eval's generation engine against lm-evaluation-harness 0.4.13 on SEA-HELM's Thai prompts:
+greedy, the embedded Gemma 3 270M, float32, CPU.
 
 The prompts are what the suite sends (``seahelm.runner``, instruct protocol: zero-shot, the model's chat template,
 each task's ``max_tokens``) for the first ``--limit`` items of each generation task. thai-eval generates them as the

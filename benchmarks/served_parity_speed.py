@@ -150,7 +150,8 @@ def run_thai_eval(base_url: str, model_id: str, requests: list[tuple[str, str]],
                   tokenizer: str | None) -> dict:
     from thai_eval_utils.backend.served import ServedModel
 
-    m = ServedModel(model_id, base_url=base_url, tokenizer=tokenizer, concurrency=concurrency)
+    # no order probe: its requests would change the server's KV cache before the timed ones, and lm-eval has none
+    m = ServedModel(model_id, base_url=base_url, tokenizer=tokenizer, concurrency=concurrency, order_probe=False)
     t0 = time.perf_counter()
     ident = m.identity  # the probe
     probe = time.perf_counter() - t0

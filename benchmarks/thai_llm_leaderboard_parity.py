@@ -1,6 +1,6 @@
 """Fixtures from the Thai LLM Leaderboard's own runner (scbdatax/seacrowd-eval), run in a side virtual environment
-on the shipped samples (``data/thai_llm_leaderboard/``), for ``tests/test_thai_llm_leaderboard_parity.py`` (issue 30,
-"Parity and speed"; spec ``../shared/spec/thai_llm_leaderboard.md`` sections 2.4, 2.6, 3.2, 3.3, 4.3-4.4, 6).
+on the shipped samples (``data/thai_llm_leaderboard/``), for ``tests/test_thai_llm_leaderboard_parity.py``
+(spec ``../shared/spec/thai_llm_leaderboard.md`` sections 2.4, 2.6, 3.2, 3.3, 4.3-4.4, 6).
 
 What runs is the runner's code at commit 9de93927f2afe0c6455147c71c09b5b3046a68d7, unchanged except where listed in
 ``RUNNER_PATCHES`` / ``tests/data/thai_llm_leaderboard_runner/README.md``:

@@ -1,5 +1,5 @@
 """Speed of thai-eval against the Thai LLM Leaderboard's runner (scbdatax/seacrowd-eval @9de9392) on the six
-log-likelihood tasks and on generation, side by side in one run (issue 30, "Parity and speed"; spec
+log-likelihood tasks and on generation, side by side in one run (spec
 ``../shared/spec/thai_llm_leaderboard.md`` 2.4, 3.2).
 
 - Log-likelihood: the first ``--items`` scored items of each shipped task (``data/thai_llm_leaderboard/``; prompts

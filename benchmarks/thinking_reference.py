@@ -1,4 +1,4 @@
-"""Fixture maker for tests/test_thinking.py (issue 31): the scored text that lighteval's and lm-eval's own functions
+"""Fixture maker for tests/test_thinking.py: the scored text that lighteval's and lm-eval's own functions
 give for hand-made replies, written to tests/data/thinking/reference_cuts.json.
 
 The two functions are read unchanged from the fetched repositories (no import of either package, so no side

@@ -1,4 +1,4 @@
-"""A scripted OpenAI Batch API for tests (issue 32): :class:`FakeOpenAIServer` (chat completions, models) plus the
+"""A scripted OpenAI Batch API for tests: :class:`FakeOpenAIServer` (chat completions, models) plus the
 Files and Batches endpoints, on 127.0.0.1 only, bounded (a test's few batches, kept in memory).
 
 - ``POST /v1/files`` (multipart, ``purpose=batch``), ``GET /v1/files/{id}/content``;

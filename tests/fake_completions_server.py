@@ -81,7 +81,7 @@ def _other_model(payload: dict) -> None:
     payload["model"] = "another-model"
 
 
-#: Malformed 200 replies (the issue-20 attacks): name -> what it does to the reply payload, in place. The reply is
+#: Malformed 200 replies (the attacks of ``tests/test_served_faults.py``): name -> what it does to the reply payload, in place. The reply is
 #: written with Python's ``json.dumps``, so NaN and infinities go out as ``NaN`` / ``-Infinity`` as a hostile or
 #: buggy server would send them.
 REPLY_FAULTS: dict[str, Callable[[dict], None]] = {

@@ -65,7 +65,7 @@ def shared_store(tmp_path_factory) -> Path:
     return _SHARED["store"]
 
 
-#: Hostile text (issue 33): markup, a script, an inline handler, an entity and GSM8K's calculator annotation.
+#: Hostile text: markup, a script, an inline handler, an entity and GSM8K's calculator annotation.
 #: A report that parsed it as HTML would set ``window.__pwned`` or the page title, or make a bold or image element.
 PAYLOAD = ("<img src=x onerror=\"window.__pwned=1;document.title='PWNED'\"> <script>window.__pwned=2</script> "
            "<b>หนา</b> &amp; <<3*4=12>> 3 > 2")
@@ -84,7 +84,7 @@ def _hostile_arc(data: Path) -> Path:
 
 
 def make_hostile_store(out: Path) -> Path:
-    """A store whose question, model output, judge reply and model name carry :data:`PAYLOAD` (issue 33):
+    """A store whose question, model output, judge reply and model name carry :data:`PAYLOAD`:
     Thai-H6 ARC and GSM8K and ThaiCLI runs of :data:`HOSTILE_MODEL` and ``model-b``; returns ``out``."""
     data = _hostile_arc(out / "data_thai_h6")
     for name, output in ((HOSTILE_MODEL, PAYLOAD), ("model-b", "ไม่ทราบ")):

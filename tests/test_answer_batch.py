@@ -1,4 +1,4 @@
-"""API models' answers in batch mode (issue 32; ``backend/batch_model.py``) against a fake OpenAI Batch API on
+"""API models' answers in batch mode (``backend/batch_model.py``) against a fake OpenAI Batch API on
 127.0.0.1, through the real ``openai`` client: dialect generations and ThaiCLI answers in batch mode equal the same
 runs made live; a kill -9 after upload, after create and mid-poll, then a rerun: one batch in total, no request
 answered twice; per-request errors, malformed replies and an expiry end retried or ungenerated, never scored; a round
@@ -416,7 +416,7 @@ def test_an_endpoint_without_batches_fails_the_run_with_a_named_error(thaicli_it
 
 
 def test_an_offline_file_answered_by_the_embedded_model_stores_its_live_answers(thaicli_items, tmp_path):
-    """The issue's stand-in for ``vllm run-batch``: the batch file answered by the embedded model (greedy) gives the
+    """A stand-in for ``vllm run-batch``: the batch file answered by the embedded model (greedy) gives the
     answers the same model gives live."""
     from answer_run import run_batch_file
 
@@ -457,7 +457,7 @@ def test_polling_split_batches_shows_one_progress_bar(thaicli_items, tmp_path, c
 
 
 def test_a_thai_llm_leaderboard_generation_task_in_batch_mode_equals_live(tmp_path):
-    """The Thai LLM Leaderboard's generation tasks (issue 30) take the same batch mode: iApp QA on 3 real items, live
+    """The Thai LLM Leaderboard's generation tasks take the same batch mode: iApp QA on 3 real items, live
     and in batch rounds, give the same stored records and scores; one batch, no request sent twice."""
     from thai_eval_utils.thai_llm_leaderboard.generation import run_nlg_task
 

@@ -1,4 +1,4 @@
-"""The answers-in-Thai rate of issue 31 (thai_eval_utils/tasks/language.py): the Typhoon code-switching rule on hand
+"""The answers-in-Thai rate (thai_eval_utils/tasks/language.py): the Typhoon code-switching rule on hand
 cases, the rate's n and Wilson interval, and reply_stats on planted think tags."""
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""The layering DEVELOPERS.md promises, checked on the source (issues 23, 29): ``core`` imports nothing above it,
-``stats`` and ``backend`` (the engines and model clients) import only ``core`` and not each other, ``judging`` (a
-layer above them) only ``core`` and ``stats``, a benchmark subpackage imports ``core``, ``stats``, ``backend`` and
-``judging`` and nothing of another benchmark or of the layers above (``compare``, ``paper``, ``plots``,
-``batch``); no import cycles between modules or between packages; no imports of the package inside functions,
-with no exceptions.
+"""The layering DEVELOPERS.md promises, checked on the source: ``core`` imports nothing above it,
+``stats``, ``backend`` (the engines and model clients) and ``sources`` (the full data sets) import only ``core`` and
+not each other, ``judging`` (a layer above them) only ``core`` and ``stats``, ``tasks`` only ``core``, ``stats`` and
+``backend``, a benchmark subpackage (each of :data:`BENCHMARKS`) imports those and nothing of another benchmark or of
+the layers above (``compare``, ``paper``, ``plots``, ``batch``): :data:`ALLOWED` states it; no import cycles
+between modules or between packages; no imports of the package inside functions, with no exceptions.
 
 Every import is read: absolute and relative (``from ..models import x``), at module level and inside functions.
 The cycles are counted twice and the layers checked twice: by this file's own reading of the source, and
@@ -24,9 +24,9 @@ import pytest
 from grimp import Layer
 
 PACKAGE = Path(__file__).resolve().parents[1] / "thai_eval_utils"
-BENCHMARKS = ("h6", "thaicli", "dialect", "thai_llm_leaderboard")
+BENCHMARKS = ("h6", "thaicli", "dialect", "thai_llm_leaderboard", "seahelm")
 #: What each layer may import besides itself (the package root ``thai_eval_utils`` only re-exports lazily).
-#: ``backend`` (the models) sits beside ``stats``; ``judging`` (LLM judges) and ``tasks`` (declared tasks, issue 29)
+#: ``backend`` (the models) sits beside ``stats``; ``judging`` (LLM judges) and ``tasks`` (declared tasks)
 #: sit above them, independent of each other: the benchmarks may use the judge, the declared-task metrics and runner.
 #: ``sources`` (the full data sets: manifests, fetching, the pickle allow-list) sits beside them, on ``core`` only.
 ALLOWED = {"core": {"core"}, "stats": {"core", "stats"}, "backend": {"core", "backend"},
@@ -247,7 +247,7 @@ def test_planted_layer_leaks_of_each_kind_are_found(tmp_path):
 def test_grimp_counts_a_planted_module_cycle_and_package_cycle(tmp_path, monkeypatch):
     name = f"planted_{uuid.uuid4().hex[:8]}"  # not thai_eval_utils: grimp would find the imported real one
     _plant(tmp_path, {
-        "core/models.py": "from .served import model\n",                     # the circle issue 23 found, hidden
+        "core/models.py": "from .served import model\n",                     # the circle the package once had, hidden
         "core/served/model.py": "def f():\n    from ..models import x\n",  # in a function, relatively
         "compare/differ.py": f"from {name}.thaicli import judge\n",          # and a package circle without a
         "thaicli/judge.py": "from ..compare import noise\n",                 # module circle (differ -> judge -> noise)
@@ -278,7 +278,7 @@ def test_grimp_finds_planted_layer_leaks_of_each_kind(tmp_path, monkeypatch):
                                         (f"{name}.stats", f"{name}.dialect")]
 
 
-# ----------------------------------------------------------------- no consumer names a benchmark (issue 29)
+# ----------------------------------------------------------------- no consumer names a benchmark
 #: The consumer layers: what is particular to a benchmark lives in its own package, behind the suite contract
 #: (``core.benchmark.Suite``, read through ``core.registry``), so none of these names one or imports one.
 CONSUMERS = ("core", "stats", "export", "cli", "batch.py", "notebook_exec.py", "notebook_kernel.py", "compare", "report")
@@ -406,6 +406,13 @@ def test_foundation_layers_name_no_benchmark(layer):
     """The engines, the judge and the declared tasks import no benchmark and name none by a coined name."""
     words = _registered_words()
     assert _benchmark_names(layer, BenchmarkWords(words.contained, frozenset())) == []
+
+
+def test_every_benchmark_package_is_held_to_the_benchmark_rules():
+    """Each shipped benchmark package (a folder with a ``suite.py``) is in :data:`BENCHMARKS`, so :data:`ALLOWED`
+    says what it may import; a package left out would be read as a consumer layer and could import anything."""
+    assert set(BENCHMARKS) == _benchmark_packages() == {"h6", "thaicli", "dialect", "thai_llm_leaderboard", "seahelm"}
+    assert all(ALLOWED[b] == {"core", "stats", "backend", "sources", "judging", "tasks", b} for b in BENCHMARKS)
 
 
 def test_the_registered_words_are_the_suites():

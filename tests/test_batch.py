@@ -1,11 +1,14 @@
 """batch: papermill runs over models on throwaway notebooks (one failing), parameter filtering, HTML export, CLI."""
 
 import json
+from pathlib import Path
 
 import nbformat
 import pytest
 
 from thai_eval_utils import batch
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _notebook(path, parameters: str, body: str) -> None:
@@ -124,10 +127,13 @@ def test_cli_arguments(monkeypatch):
         return batch.BatchReport([run], "outputs")
 
     monkeypatch.setattr(batch, "run_models", fake_run_models)
+    monkeypatch.setattr(batch, "run_suites", fake_run_models)  # every suite, suite by suite (no --notebooks)
     assert batch.main(["--models", "embedded /models/qwen", "--limit", "5", "--judge", "gpt-4o-2024-05-13"]) == 0
     models, kwargs = calls[-1]
     assert models == ["embedded", "/models/qwen"] and kwargs["limit"] == 5 and kwargs["judge"] == "gpt-4o-2024-05-13"
-    assert kwargs["paper_notebook"] == batch.PAPER_NOTEBOOK and kwargs["notebooks"] == batch.BENCHMARK_NOTEBOOKS
+    assert kwargs["paper_notebook"] == batch.PAPER_NOTEBOOK and "notebooks" not in kwargs
+    assert batch.main(["--models", "m", "--notebooks", "a.ipynb"]) == 0  # named notebooks: run_models itself
+    assert calls[-1][1]["notebooks"] == ["a.ipynb"]
     assert batch.main(["--demo"]) == 0
     assert calls[-1][0] == list(batch.DEMO_MODELS) and calls[-1][1]["limit"] == batch.DEMO_LIMIT
     assert calls[-1][1]["extra_parameters"] == batch.DEMO_PARAMETERS
@@ -147,7 +153,7 @@ def test_cli_arguments(monkeypatch):
 
 
 def test_notebooks_run_without_the_kernel_transport_warning(tmp_path, capfd):
-    # issue 33: ipykernel prints "Kernel is running over TCP without encryption" on the kernel's stderr (this
+    # ipykernel prints "Kernel is running over TCP without encryption" on the kernel's stderr (this
     # process's fd 2, which capfd reads) for every notebook over TCP; batch's kernels use IPC instead
     import papermill
 
@@ -165,3 +171,29 @@ def test_notebooks_run_without_the_kernel_transport_warning(tmp_path, capfd):
     km = IpcKernelManager(kernel_name="python3")
     assert km.transport == "ipc" and km.ip == km.connection_file.removesuffix(".json") + "-ipc"
     assert ipc_connection_file("/" + "d" * 90) is None  # socket paths too long for AF_UNIX: TCP stays
+
+
+def test_batch_runs_each_declared_task_into_its_own_executed_notebook(tmp_path, monkeypatch):
+    """Two declared tasks registered (docs/examples/user_tasks: thai_capitals, thai_facts) both run, each with its own
+    parameters, and one model keeps two executed notebooks, task_<name>.ipynb, as `thai-eval run` does."""
+    from thai_eval_utils.core import registry
+
+    saved = list(registry._included)
+    registry.include_path(REPO / "docs" / "examples" / "user_tasks")
+    seen = []
+
+    def fake_execute(path, copy, params, **kw):
+        seen.append((path.name, copy.name, dict(params)))
+        return batch.NotebookRun(path.name, kw.get("model"), str(copy), "ok")
+
+    monkeypatch.setattr(batch, "execute", fake_execute)
+    try:
+        report = batch.run_suites(["m"], outputs=tmp_path / "out", notebooks_dir=tmp_path, paper_notebook=None,
+                                  verbose=False)
+    finally:
+        registry._included[:] = saved
+        registry._suites = None
+    copies = {copy: params for name, copy, params in seen if name == "task.ipynb"}
+    assert set(copies) == {"task_thai_capitals.ipynb", "task_thai_facts.ipynb"} and report.ok
+    assert copies["task_thai_capitals.ipynb"] != copies["task_thai_facts.ipynb"]  # each its own task's parameters
+    assert [c for n, c, _ in seen if n != "task.ipynb"] == [n for n, _, _ in seen if n != "task.ipynb"]  # shipped names

@@ -1,4 +1,4 @@
-"""The ``thai-eval`` command (issue 21): its entry point, help and version, ``--dry-run``'s counts (hand-checked
+"""The ``thai-eval`` command: its entry point, help and version, ``--dry-run``'s counts (hand-checked
 token counts), and ``run`` / ``runs`` / ``export`` end to end through ``python -m thai_eval_utils`` on the tiny random
 model (Thai-H6, limit 1), including a failing run's exit code."""
 

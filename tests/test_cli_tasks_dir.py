@@ -1,4 +1,4 @@
-"""A user's own suite from ``--tasks-dir`` (issue 29): a task file declaring a tiny :class:`Suite` subclass is
+"""A user's own suite from ``--tasks-dir``: a task file declaring a tiny :class:`Suite` subclass is
 listed by ``thai-eval run --dry-run --benchmarks <it>`` and exported by ``thai-eval export --format parquet`` and
 ``--format thai-llm-leaderboard`` over a hand-made stored run, with no change to the package; without
 ``--tasks-dir`` its name is a usage error; the notebooks' kernels would see it through ``$THAI_EVAL_TASKS``."""

@@ -1,4 +1,4 @@
-"""Comparing stored runs (issue 14): run folders written by the real run functions with fake models, matched
+"""Comparing stored runs: run folders written by the real run functions with fake models, matched
 by item key, shuffled records, items in one run only, the data-hash refusal, the table, forest plot and the
 side-by-side items."""
 

@@ -1,4 +1,4 @@
-"""Paired comparisons (issue 14): McNemar and sign-flip against hand counts, the bootstrap CI against scipy
+"""Paired comparisons: McNemar and sign-flip against hand counts, the bootstrap CI against scipy
 called directly, order invariance, unmatched items, data-hash refusal, Holm by hand, hand-written resampling."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``thai-eval run --dry-run`` with prices (issue 32, Cost before the run): hand-computed costs, counted and estimated
+"""``thai-eval run --dry-run`` with prices (the cost before the run): hand-computed costs, counted and estimated
 tokens, the prices file, bad prices, and the output without prices unchanged."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""benchmarks/dtype_spread.py (issue 12: bfloat16's spread against float32, and which accuracies move), on
+"""benchmarks/dtype_spread.py (bfloat16's spread against float32, and which accuracies move), on
 hand-made log-likelihoods for the first two Thai Winogrande validation items (gold options 1 and 2)."""
 
 from __future__ import annotations

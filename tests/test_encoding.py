@@ -1,4 +1,4 @@
-"""lm-eval's pair encoding has one public home (issue 29): ``backend.encoding``, used by the local engine and by
+"""lm-eval's pair encoding has one public home: ``backend.encoding``, used by the local engine and by
 served models alike (the rules themselves are checked in tests/test_scoring.py::test_encoding_follows_lm_eval)."""
 
 from thai_eval_utils.backend import encoding, loglikelihood

@@ -1,4 +1,4 @@
-"""thai_eval_utils.export (issue 21): Thai-H6 runs of the tiny random model in lm-eval 0.4.13's schema, the Thai
+"""thai_eval_utils.export: Thai-H6 runs of the tiny random model in lm-eval 0.4.13's schema, the Thai
 LLM Leaderboard's results JSON and Parquet details; each read back with the same numbers as the store; signatures
 in every file; no secret in any.
 

@@ -1,4 +1,4 @@
-"""Issue 19: the continuous-batching generation engine (backend.generation) against transformers' own ``generate`` at
+"""The continuous-batching generation engine (backend.generation) against transformers' own ``generate`` at
 batch size 1 (lm-eval's ``generate_until`` path), stop strings across token boundaries, rows that stop at once,
 over-long prompts, seeded sampling independent of the batch, the KV budget, and kill -9 / resume of a run."""
 
@@ -152,7 +152,7 @@ def test_seeded_sampling_does_not_depend_on_the_batch(lm):
         texts, _ = generate(model, tok, ids[order], max_rows=rows, **kw)
         assert texts == alone[order], rows
     assert len(set(alone)) > 1 and alone != generate(model, tok, ids, **{**kw, "seed": 8})[0]
-    # the engine before issue 19 seeded each prompt alone: the same texts
+    # the static-batch engine that came before seeded each prompt alone: the same texts
     old = []
     for x in ids:
         set_seed(7)
@@ -249,7 +249,7 @@ def test_kill_9_mid_generation_then_resume_gives_the_uninterrupted_texts(tiny_mo
 
 
 def test_a_budget_per_prompt_gives_each_prompt_the_text_of_a_call_of_its_own(lm):
-    """Prompts of several tasks in one call (issue 31, SEA-HELM: each task its own ``max_tokens``): each row stops
+    """Prompts of several tasks in one call (SEA-HELM: each task its own ``max_tokens``): each row stops
     at its own budget, and its text is the one a call with that budget alone gives; a budget of 0 gives ""."""
     model, tok = lm
     ids = encode(tok, PROMPTS)

@@ -1,4 +1,4 @@
-"""benchmarks/gpu_bench.py (issue 12's GPU benchmark): its tiny CPU run, its request building and token counts.
+"""benchmarks/gpu_bench.py (the GPU benchmark): its tiny CPU run, its request building and token counts.
 
 The tiny run scores real Thai-H6-shaped requests on random 2-layer Llama and Qwen2 models; thai-eval must match
 a direct transformers full forward within 1e-4 per request; the lm-eval side runs when lm-eval is importable
@@ -161,7 +161,7 @@ def test_tiny_run_generation(tiny_run):
     best = gg.perfect(work, plan.prompts, gen["distinct_prompt_tokens"])
     # no padding, no finished row computed; shared prefixes under 32 tokens are computed again
     assert best <= te["computed_positions"] == best + work["prompt_tokens"] - gen["distinct_prompt_tokens"]
-    assert "**Generation** (issue 19): tiny-llama (float32), 3 GSM8K 5-shot" in md
+    assert "**Generation**: tiny-llama (float32), 3 GSM8K 5-shot" in md
     if not HAS_LMEVAL:
         assert gen["lmeval"]["skipped"].startswith("lm-eval not importable") and "speedup" not in gen
         assert "| lm-eval | lm-eval not importable" in md

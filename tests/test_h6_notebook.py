@@ -11,7 +11,8 @@ import pytest
 from conftest import REPO
 
 NOTEBOOK = REPO / "notebooks" / "thai_h6.ipynb"
-PARAMETERS = ["model", "base_url", "tokenizer", "dtype", "device_map", "data_source", "tasks", "limit", "gsm8k_limit", "protocol_preset", "num_fewshot",
+PARAMETERS = ["model", "base_url", "tokenizer", "order_tolerance", "order_probe", "dtype", "device_map", "data_source",
+              "tasks", "limit", "gsm8k_limit", "protocol_preset", "num_fewshot",
               "chunk_size", "sampler", "fewshot_seed", "add_bos_token", "gsm8k_stops", "gsm8k_max_new_tokens", "mc2",
               "mmlu_average", "variant", "outputs_dir", "paper_table4", "thinking", "think_tags", "max_thinking_tokens",
               "enable_thinking", "stop_after_thinking"]  # fmt: skip
@@ -50,7 +51,7 @@ def test_notebook_smoke_run(tmp_path, tiny_model_dir):
     row = pd.read_csv(table4)
     tasks = ["th_arc", "th_hellaswag", "th_mmlu", "th_truthfulqa", "th_winogrande", "th_gsm8k"]
     assert row[tasks].notna().all(axis=None)
-    # a limit-1 run is partial, says its limit and shots, and its file name says so too (issue 21)
+    # a limit-1 run is partial, says its limit and shots, and its file name says so too
     assert row.loc[0, "partial"] and str(row.loc[0, "limit"]) == "1" and row.loc[0, "shots"] == "25/10/5/0/5/5"
     assert table4.name.startswith("thai_h6_table4_") and "_limit1-cfg" in table4.name and row.loc[0, "run"] in table4.name
     assert row.loc[0, "thai_h6_avg"] == pytest.approx(row.loc[0, tasks].mean(), abs=0.006)  # saved rounded to 2

@@ -1,4 +1,4 @@
-"""Batch mode of the judge (issue 32) against a fake OpenAI Batch API on 127.0.0.1, through the real ``openai``
+"""Batch mode of the judge against a fake OpenAI Batch API on 127.0.0.1, through the real ``openai``
 client: batch equals live, resume after a kill at every step with one batch in total, per-request errors, malformed
 bodies and expiry never scored, offline files (``--batch-file-out`` / ``--batch-file-in``), no key in any file."""
 

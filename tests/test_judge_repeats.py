@@ -1,4 +1,4 @@
-"""Repeated judgements and the reference order (issue 14) against a fake judge whose score depends on the seed
+"""Repeated judgements and the reference order against a fake judge whose score depends on the seed
 in the request and on which reference comes first: k calls with distinct seeds, a rerun makes none, repeat 0
 keeps today's cache key, the spread and noise floor and the order effect equal hand-computed values."""
 

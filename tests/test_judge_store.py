@@ -1,4 +1,4 @@
-"""The ThaiCLI judge on the run loop and the store (issue 23): the async run loop's contract, the store's group
+"""The ThaiCLI judge on the run loop and the store: the async run loop's contract, the store's group
 append, compaction and legacy-NaN migration, and a judging run folder written before the judge used the store
 (tests/data/thaicli_judge_legacy, written by the previous version) resuming with no judgement lost or repeated."""
 

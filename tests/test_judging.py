@@ -1,4 +1,4 @@
-"""The generic judge (issue 29): a rubric is a declaration (templates, a reply parser with its own pattern, range and
+"""The generic judge: a rubric is a declaration (templates, a reply parser with its own pattern, range and
 fallback, call settings) judged by any chat model; records and cache keys checked by hand; the parsers' edge cases
 (ThaiCLI's ``<score>``, FastChat's ``[[rating]]``)."""
 

@@ -1,4 +1,4 @@
-"""Issue 29's done criterion: a local model judges ThaiCLI answers in-process (no HTTP server) with the same
+"""A local model as the judge: it judges ThaiCLI answers in-process (no HTTP server) with the same
 judgements as through the demo server (``thaicli/demo_judge_server.serve_model``: ``transformers serve``), greedy.
 
 The judge is a tiny hand-wired causal LM whose greedy next token depends only on the current token (one-hot

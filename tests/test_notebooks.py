@@ -14,7 +14,7 @@ import pytest
 from conftest import REPO
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
-#: The notebooks that load a model: the three benchmarks, the declared-task runner (tasks/, issue 29), SEA-HELM and the
+#: The notebooks that load a model: the three benchmarks, the declared-task runner (tasks/), SEA-HELM and the
 #: Thai LLM Leaderboard's tasks.
 BENCHMARK_NOTEBOOKS = {"thai_h6", "thaicli", "dialect_benchmark", "task", "seahelm", "thai_llm_leaderboard"}
 

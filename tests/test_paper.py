@@ -240,7 +240,7 @@ def test_h6_table_with_runs(outputs):
 
 
 def test_differently_configured_runs_are_separate_rows(outputs):
-    """Issue 21: a 0-shot ARC run of a model does not replace (or merge into) its 25-shot run's row; each row says
+    """A 0-shot ARC run of a model does not replace (or merge into) its 25-shot run's row; each row says
     its setting and config ids."""
     _h6_run(outputs, "full-model", "th_arc", 0.9, 3, limit=3, shots=0)
     table = paper_runs.table_with_runs("h6", paper.load_all_published(DATA), outputs)

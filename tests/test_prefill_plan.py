@@ -1,4 +1,4 @@
-"""Issue 19, shared prefixes: which prompt prefixes the generation engine computes once (backend.prefill_plan), on
+"""Shared prefixes: which prompt prefixes the generation engine computes once (backend.prefill_plan), on
 hand-built token lists; and the engine's texts with shared prefixes against transformers' ``generate`` at batch
 size 1 (tests/test_generation.py checks the engine on prompts that share nothing)."""
 

@@ -1,4 +1,4 @@
-"""Issue 13: no record lost, no reply mis-scored, no secret on disk, no bad value accepted silently.
+"""Reliability: no record lost, no reply mis-scored, no secret on disk, no bad value accepted silently.
 
 Concurrency cases run real processes; API cases run against the scripted server in ``fake_openai_server``.
 """

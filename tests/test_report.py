@@ -1,4 +1,4 @@
-"""The report's data (issue 22), without a browser: the leaderboard's cells against the runs' own records and the
+"""The report's data, without a browser: the leaderboard's cells against the runs' own records and the
 papers' rows, the item records (readable on their own; older Thai-H6 records resolved from the data, or a note
 saying the data is not at hand), secrets scrubbed, and the Thai-H6 records' stored document and gold."""
 
@@ -116,7 +116,7 @@ def test_older_records_resolve_from_the_data_or_say_why_not(store, tmp_path):
     arc_dir = next((out / "runs" / "model-a" / "thai_h6" / "th_arc").iterdir())
     tqa_dir = next((out / "runs" / "model-a" / "thai_h6" / "th_truthfulqa").iterdir())
     _strip(arc_dir, ("doc_row",))
-    _strip(tqa_dir, ("doc_row", "gold"))  # as thai-eval wrote TruthfulQA before issue 22
+    _strip(tqa_dir, ("doc_row", "gold"))  # as thai-eval wrote TruthfulQA before records carried doc_row and gold
     runs = collect_runs(out)
     items, _, notes = collect_items(runs, {})
     fresh, _, _ = collect_items(collect_runs(store, ["model-a"]), {})
@@ -223,7 +223,7 @@ def _head_policy(html: str) -> str:
 
 
 def test_hostile_texts_are_escaped_everywhere_in_the_file(tmp_path_factory):
-    # issue 33: a question, output, judge reply and model name holding markup reach the HTML only escaped
+    # a question, output, judge reply and model name holding markup reach the HTML only escaped
     store = shared_hostile_store(tmp_path_factory)
     html = write_report(store, store / "report.html", n_resamples=50).read_text(encoding="utf-8")
     assert PAYLOAD not in html and HOSTILE_MODEL not in html

@@ -1,7 +1,7 @@
-"""The report in a real browser (issue 22): headless Debian Chromium driven by playwright opens the HTML file
+"""The report in a real browser: headless Debian Chromium driven by playwright opens the HTML file
 from disk; it loads with no console error and no request beyond the file; the leaderboard shows the runs'
 numbers; a Thai search (no word spaces) filters the items; a leaderboard cell opens its items; the side-by-side
-view shows both models' outputs of an item; a screenshot of each view is saved. Issue 33: a store whose question,
+view shows both models' outputs of an item; a screenshot of each view is saved. Hostile texts: a store whose question,
 output, judge reply and model name hold markup, a script and an inline handler: nothing runs, no element is made,
 every table cell, title and detail shows the text as it is, a search for ``<<3*4=12>>`` finds it, and the page's
 Content-Security-Policy blocks an inline handler even when markup is put in by hand."""
@@ -137,14 +137,14 @@ def test_screenshot_of_each_view(page, report, tmp_path):
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000 for p in paths)
 
 
-# Issue 33: hostile texts.
+# Hostile texts.
 
 #: What a payload would change if it ran or were parsed: its marker, the title, elements it would make.
 INJECTED = """() => ({pwned: window.__pwned ?? null, title: document.title, scripts: document.scripts.length,
   made: document.querySelectorAll("img, b").length,
   in_tables: document.querySelectorAll("table :is(thead, tbody) :is(img, b, script)").length})"""
 CLEAN = {"pwned": None, "title": "thai-eval report", "scripts": 4, "made": 0, "in_tables": 0}
-#: The search strings of issue 33: GSM8K's annotation, a comparison, an entity written out.
+#: Literal searches for hostile-looking text: GSM8K's annotation, a comparison, an entity written out.
 LITERAL_SEARCHES = ("<<3*4=12>>", "3 > 2", "&amp;")
 
 

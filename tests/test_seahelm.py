@@ -1,4 +1,4 @@
-"""SEA-HELM v1.2.1 Thai (issue 31; spec ``seahelm_thai.md``): prompts byte for byte, answer extraction, the metric
+"""SEA-HELM v1.2.1 Thai (spec ``seahelm_thai.md``): prompts byte for byte, answer extraction, the metric
 classes' numbers by hand on Thai, the standard error over runs, repeated runs that resume, and the command line on
 the embedded model."""
 

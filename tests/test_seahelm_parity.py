@@ -1,4 +1,4 @@
-"""Parity with SEA-HELM v1.2.1's own code (issue 31): the fixtures under ``tests/data/seahelm_runner/`` were written
+"""Parity with SEA-HELM v1.2.1's own code: the fixtures under ``tests/data/seahelm_runner/`` were written
 by running SEA-HELM's dataloaders, metric classes and aggregation notebook unchanged in a side environment
 (``benchmarks/seahelm_parity.py``). Our prompts must be byte-equal, the extracted answer the same per item, the
 per-item and task metrics equal to 1e-9 and the standard errors over runs equal to 1e-9 (the notebook's random

@@ -1,4 +1,4 @@
-"""The SEA-HELM parity fixtures (issue 31) hold together: their reference outputs follow from their own inputs.
+"""The SEA-HELM parity fixtures hold together: their reference outputs follow from their own inputs.
 
 ``tests/data/seahelm_runner/`` was written by ``benchmarks/seahelm_parity.py`` running SEA-HELM @6844e6c's own
 code in a side environment (see the README there). These tests need no side environment: they recompute, by

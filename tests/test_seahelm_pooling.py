@@ -1,4 +1,4 @@
-"""Several SEA-HELM tasks per engine call (``seahelm.pooling``, issue 31 "Speed"): the stored records and the
+"""Several SEA-HELM tasks per engine call (``seahelm.pooling``, for speed): the stored records and the
 scores equal the per-task path's, run by run, with sampling on (the tiny model's defaults: vLLM's T=1, top-p 1);
 one call per run instead of one per task and run; a killed pooled run resumes without loss or duplicates."""
 

@@ -1,4 +1,4 @@
-"""SEA-HELM wired into the toolkit (issue 31): the thinking option and the answers-in-Thai rate in every SEA-HELM run's
+"""SEA-HELM wired into the toolkit: the thinking option and the answers-in-Thai rate in every SEA-HELM run's
 summary and tables, ``thai-eval run``'s thinking flags reaching ``notebooks/seahelm.ipynb``, the dry run's numbers
 under ``--runs``, ``thai-eval runs``' items and total counting the same thing, MT-Bench's item view, and the
 self-judged MT-Bench budget. Fake models only: seconds."""

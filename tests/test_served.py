@@ -50,7 +50,10 @@ def test_token_ids_match_the_local_engine(tiny_llama, tiny_model_dir, tiny_local
     assert_close(got, want)
     assert ident["loglikelihood"] == "/v1/completions echo, prompt as token ids"
     assert ident["add_bos_token"] is bos and ident["max_length"] == 1024 and ident["base_urls"] == [srv.base_url]
-    scoring = [b for b in srv.bodies[2:]]  # after the probe's text and id requests
+    # the probe's text and id requests, then the order probe's 6 requests in order and reversed, batched as the run
+    # batches (a document's choices together, at most 4 per request): [A1-A4], [B1, B2], then [B2, B1], [A4-A1]
+    assert [len(b["prompt"]) for b in srv.bodies[2:6]] == [4, 2, 2, 4]
+    scoring = srv.bodies[6:]
     assert all(b["echo"] is True and b["logprobs"] == 1 and b["max_tokens"] == 1 and b["temperature"] == 0
                for b in scoring)
     # documents packed whole into requests of at most 4 prompts: [3], [3], [2, 2]
@@ -62,8 +65,8 @@ def test_left_truncation_matches_the_local_engine(tiny_llama, tiny_model_dir, ti
 
     model, tok = tiny_llama
     with FakeCompletionsServer(model, tok) as srv:
-        with pytest.warns(UserWarning, match="left-truncated"):
-            got = served(srv, tiny_model_dir, max_length=12).loglikelihood(REQUESTS, progress=False)
+        with pytest.warns(UserWarning, match="left-truncated"):  # (the order probe's requests do not fit 12 tokens)
+            got = served(srv, tiny_model_dir, max_length=12, order_probe=False).loglikelihood(REQUESTS, progress=False)
     with pytest.warns(UserWarning, match="left-truncated"):
         want = loglikelihood(model, tok, REQUESTS, max_length=12, progress=False)
     assert_close(got, want)
@@ -146,12 +149,12 @@ def test_probe_refuses_a_mismatched_tokenizer(tiny_llama, tiny_model_dir, tmp_pa
 def test_malformed_replies_are_retried_then_refused(tiny_llama, tiny_model_dir, tiny_local_model):
     model, tok = tiny_llama
     flaky = {3: "no_logprobs", 4: "no_choices"}  # the first two scoring requests (after the two probes)
-    with FakeCompletionsServer(model, tok, fault=lambda body, n: flaky.get(n)) as srv:
-        got = served(srv, tiny_model_dir, concurrency=1).loglikelihood(REQUESTS, progress=False)
+    with FakeCompletionsServer(model, tok, fault=lambda body, n: flaky.get(n)) as srv:  # (order probe: its own test)
+        got = served(srv, tiny_model_dir, concurrency=1, order_probe=False).loglikelihood(REQUESTS, progress=False)
     assert_close(got, tiny_local_model.loglikelihood(REQUESTS, progress=False))
     with FakeCompletionsServer(model, tok, fault=lambda body, n: "no_logprobs" if n > 2 else None) as srv:
         with pytest.raises(ApiError, match="malformed reply after 3 attempts: the reply has no logprobs"):
-            served(srv, tiny_model_dir, max_retries=2).loglikelihood(REQUESTS, progress=False)
+            served(srv, tiny_model_dir, max_retries=2, order_probe=False).loglikelihood(REQUESTS, progress=False)
 
 
 def test_replicas_share_the_work_and_take_over_from_a_failing_one(tiny_llama, tiny_model_dir, tiny_local_model):
@@ -168,7 +171,7 @@ def test_replicas_share_the_work_and_take_over_from_a_failing_one(tiny_llama, ti
     with FakeCompletionsServer(model, tok) as a, \
             FakeCompletionsServer(model, tok, fault=lambda body, n: "die" if n > 4 else None) as b:
         m = ServedModel("tiny", base_url=[a.base_url, b.base_url], tokenizer=tiny_model_dir, batch_size=1,
-                        concurrency=2, max_retries=1)
+                        concurrency=2, max_retries=1, order_probe=False)  # b dies after 4 scoring requests
         assert_close(m.loglikelihood(many, progress=False), want)
         assert m.observed["replicas"][b.base_url] <= 2 and m.observed["replicas"][a.base_url] >= len(many) - 2
 

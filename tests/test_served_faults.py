@@ -1,4 +1,4 @@
-"""Issue 20's attacks on a served Thai-H6 run, on the fault server (tests/fake_completions_server.py: one switch
+"""Attacks on a served Thai-H6 run, on the fault server (tests/fake_completions_server.py: one switch
 per fault, loopback only, bounded in requests and time): every malformed echo, a held-back or trickled reply,
 and a worker failing for any reason end by themselves in a named ``ApiError``, never a hang and never a score;
 what the run stored before the fault is kept and is exactly the clean run's."""
@@ -23,6 +23,9 @@ from thai_eval_utils.backend.served.replicas import Pool
 DATA = "data/thai_h6/h6"
 PROTOCOL = h6.LEADERBOARD.replace(num_fewshot=0)
 PROBE_REQUESTS = 2  # a text-only server: the probe's text request and its refused token-id request
+#: These attacks count requests to reach the scoring path; the order probe (its own requests, refused the same way
+#: when malformed: tests/test_served_order_probe.py) is off.
+SCORING_ONLY = {"order_probe": False}
 
 #: fault -> the words of the named error it must end in (after max_retries=1: 2 attempts)
 ATTACKS = {
@@ -81,7 +84,7 @@ def text_server(tiny_llama, tiny_model_dir, tmp_path_factory):
     model, tok = tiny_llama
     out = tmp_path_factory.mktemp("clean")
     with FakeCompletionsServer(model, tok, ids=False, lists=False, max_requests=400) as srv:
-        m = ServedModel("tiny", base_url=srv.base_url, tokenizer=tiny_model_dir, max_retries=1)
+        m = ServedModel("tiny", base_url=srv.base_url, tokenizer=tiny_model_dir, max_retries=1, **SCORING_ONLY)
         res = h6.evaluate(m, "th_arc", DATA, PROTOCOL, limit=2, chunk_size=1, outputs=out, progress=False)
         assert srv.n_completions == PROBE_REQUESTS + sum(len(r["lls"]) for r in strict_records(res.run_dir))
         yield srv, m, strict_records(res.run_dir)
@@ -117,7 +120,7 @@ def test_token_id_prompts_refuse_the_same_faults(fault, tiny_llama, tiny_model_d
     model, tok = tiny_llama
     words = {"short_echo": r"echoed tokens for a prompt of \d+ tokens"}.get(fault, ATTACKS[fault])
     with FakeCompletionsServer(model, tok, max_requests=20, fault=switch(fault, after=2)) as srv:
-        m = ServedModel("tiny", base_url=srv.base_url, tokenizer=tiny_model_dir, max_retries=1)
+        m = ServedModel("tiny", base_url=srv.base_url, tokenizer=tiny_model_dir, max_retries=1, **SCORING_ONLY)
         with must_end_within(60), pytest.raises(ApiError, match=r"malformed reply after 2 attempts: .*" + words):
             m.loglikelihood([("คำถาม: เมืองหลวงของไทย\nคำตอบ:", " กรุงเทพ")], progress=False)
     assert m.identity["loglikelihood"] == "/v1/completions echo, prompt as token ids"
@@ -133,7 +136,7 @@ def test_a_reply_held_back_or_trickled_ends_by_itself(tiny_llama, tiny_model_dir
     model, tok = tiny_llama
     with FakeCompletionsServer(model, tok, ids=False, lists=False, hold_s=20, fault=switch(fault, after=2)) as srv:
         m = ServedModel("tiny", base_url=srv.base_url, tokenizer=tiny_model_dir, timeout=timeout, max_retries=0,
-                        deadline=deadline)
+                        deadline=deadline, **SCORING_ONLY)
         with must_end_within(60), pytest.raises(ApiError, match=words):
             m.loglikelihood([("คำถาม: เมืองหลวงของไทย\nคำตอบ:", " กรุงเทพ")], progress=False)
     assert srv.n_completions == PROBE_REQUESTS + 1

@@ -32,6 +32,12 @@ TOTAL_TOL = 3.0
 SAME_ARITHMETIC_TOL = 1e-3  # served vs llama.cpp in process
 
 
+#: llama-cpp-python on this Q4_K_M GGUF fails the order probe (0.40 nats: it reuses the previous prompt's KV cache
+#: and llama.cpp's quantised kernels depend on the decode batch; tests/test_served_order_probe.py, README); these
+#: scoring tests compare with a reference that reproduces that reuse, so they skip the probe (it also costs minutes).
+NO_ORDER_PROBE = {"order_probe": False}
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     log = tmp_path_factory.mktemp("llamacpp") / "server.log"
@@ -77,7 +83,7 @@ def _docs(task):
 
 @pytest.mark.parametrize("task", ["th_arc", "th_hellaswag", "th_winogrande"])
 def test_h6_tasks_on_the_served_gguf(server, llama_ref, local, task, tmp_path):
-    m = ServedModel("gemma-3-270m", base_url=server.base_url, tokenizer="embedded")
+    m = ServedModel("gemma-3-270m", base_url=server.base_url, tokenizer="embedded", **NO_ORDER_PROBE)
     kw = dict(fewshot_pool=[], outputs=tmp_path, progress=False)
     zero_shot = h6.LEADERBOARD.replace(num_fewshot=0)
     got = h6.evaluate(m, task, _docs(task), zero_shot, **kw)

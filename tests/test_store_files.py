@@ -1,4 +1,4 @@
-"""The results store on real run folders (issue 20): standard JSON only, a served run keyed without its
+"""The results store on real run folders: standard JSON only, a served run keyed without its
 addresses (a moved server, or other replicas, resume with no new scoring request; runs keyed with today's
 addresses are migrated), every damaged or foreign file named with its line and what to do, a failed write
 naming its file."""
@@ -61,7 +61,7 @@ def test_a_non_finite_number_is_never_stored(tmp_path):
 
 def test_a_moved_served_model_resumes_with_no_new_scoring_request(tiny_llama, tiny_model_dir, tmp_path):
     """The same model on another port, then on two replicas: the same run folder, every document reused (only
-    the probe's two requests per server), the card recording the new addresses."""
+    the probe's two requests per server and the order probe's two), the card recording the new addresses."""
     model, tok = tiny_llama
     with FakeCompletionsServer(model, tok) as first:
         a = h6.evaluate(ServedModel("tiny", base_url=first.base_url, tokenizer=tiny_model_dir), "th_arc", DATA,
@@ -70,7 +70,7 @@ def test_a_moved_served_model_resumes_with_no_new_scoring_request(tiny_llama, ti
     with FakeCompletionsServer(model, tok) as b, FakeCompletionsServer(model, tok) as c:
         m = ServedModel("tiny", base_url=[b.base_url, c.base_url], tokenizer=tiny_model_dir)
         again = h6.evaluate(m, "th_arc", DATA, PROTOCOL, limit=2, outputs=tmp_path, progress=False)
-    assert (b.n_completions, c.n_completions) == (2, 2)  # the probe only
+    assert (b.n_completions, c.n_completions) == (4, 4)  # the probes only
     assert again.run_dir == a.run_dir and list(again.table["lls"]) == list(a.table["lls"])
     card = json.loads((a.run_dir / "run_card.json").read_text())
     assert card["model"]["base_urls"] == [b.base_url, c.base_url] and len(card["resumed_at"]) == 1
@@ -88,7 +88,7 @@ def test_a_served_run_keyed_with_its_addresses_is_migrated_from_any_address(tiny
     with FakeCompletionsServer(model, tok) as moved:
         new = h6.evaluate(ServedModel("tiny", base_url=moved.base_url, tokenizer=tiny_model_dir), "th_arc", DATA,
                           PROTOCOL, limit=2, outputs=tmp_path, progress=False)
-    assert moved.n_completions == 2 and new.run_dir != old.run_dir and not old.run_dir.exists()
+    assert moved.n_completions == 4 and new.run_dir != old.run_dir and not old.run_dir.exists()
     card = json.loads((new.run_dir / "run_card.json").read_text())
     assert card["migrated_from"] == old.run_dir.name and card["config_id"] == new.run_dir.name
     assert list(new.table["lls"]) == list(old.table["lls"])

@@ -1,4 +1,4 @@
-"""The suite contract (issue 29): a benchmark that only its own Suite knows (registered in the registry, nothing
+"""The suite contract: a benchmark that only its own Suite knows (registered in the registry, nothing
 changed in compare/ or report/) shows up in the comparison, the side-by-side items, the leaderboard, the item
 browser, the figures and the HTML report."""
 

@@ -1,4 +1,4 @@
-"""Declared tasks (issue 29): validation errors name file, row and field; lm-eval's acc / acc_norm hand-computed
+"""Declared tasks: validation errors name file, row and field; lm-eval's acc / acc_norm hand-computed
 (and the one implementation Thai-H6 uses); generation metrics; a run resumed after a crash; the suite hooks on a
 stored run; the judge-free ThaiCLI variant as a two-choice task with lm-eval's acc_norm."""
 

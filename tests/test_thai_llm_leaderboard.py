@@ -1,4 +1,4 @@
-"""The Thai LLM Leaderboard's log-likelihood tasks (issue 30; spec thai_llm_leaderboard.md 1-2, 6): prompts byte for
+"""The Thai LLM Leaderboard's log-likelihood tasks (spec thai_llm_leaderboard.md 1-2, 6): prompts byte for
 byte on real rows, label lists, excluded rows, whole-sequence sums against a plain forward, the engine's shared
 prompt prefix, the protocol options, named data errors, resumable runs (kill -9) and the suite's hooks."""
 

@@ -1,4 +1,4 @@
-"""``thai-eval export --format thai-llm-leaderboard`` for the leaderboard's own tasks (issue 30): the four category
+"""``thai-eval export --format thai-llm-leaderboard`` for the leaderboard's own tasks: the four category
 folders its runner's ``scripts/transform_result.py`` writes (NLU, MC, NLG, LLM), one ``results.json`` per folder and
 model with the transform's keys, metric names and bytes. The numbers are the published ones of the spec's worked
 example (thai_llm_leaderboard.md 5.3, ``Konthee/Llama-3.1-8B-ThaiInstruct``), stored as thai-eval runs; the key

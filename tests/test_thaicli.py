@@ -96,7 +96,7 @@ def test_judge_free_variant_with_known_loglikelihoods(tmp_path):
     assert LL_CONTEXT_TEMPLATE.format(question="q") == "คำถาม: q\nคำตอบ:"
     assert prefs["win_raw"].tolist() == [1.0, 0.5, 1.0, 0.0, 1.0]
     assert prefs["win_norm"].tolist() == [0.0, 0.0, 1.0, 0.0, 1.0]
-    # lm-eval's acc_norm (issue 29): per character of the answer alone, the delimiter not counted; here the five
+    # lm-eval's acc_norm: per character of the answer alone, the delimiter not counted; here the five
     # verdicts are the same either way (f1: -3/2 < -6/8; f2: -2/1 < -2/2; f3: -4/7 > -8/3; i1: -10/3 < -1/1;
     # i2: -1/4 > -3/2); tests/test_tasks.py has an item where they differ
     assert prefs["chars_chosen"].tolist() == [2, 1, 7, 3, 4]

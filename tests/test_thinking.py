@@ -1,4 +1,4 @@
-"""The thinking cut of issue 31 (thai_eval_utils/tasks/thinking.py): each rule against the reference functions' own
+"""The thinking cut (thai_eval_utils/tasks/thinking.py): each rule against the reference functions' own
 outputs (tests/data/thinking/reference_cuts.json, made by benchmarks/thinking_reference.py from lighteval 3fd1526 and
 lm-eval 4e7e0d4), the strict rule's failed answers, the stored raw reply untouched, options and signatures."""
 

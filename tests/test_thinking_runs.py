@@ -1,4 +1,4 @@
-"""Issue 31 wired through every generation task: fake models that think (<think>...</think>, closed, unclosed, not at
+"""The thinking option wired through every generation task: fake models that think (<think>...</think>, closed, unclosed, not at
 all); the stored record keeps the raw reply whole, the metric reads the cut text, an unclosed block scores as no
 answer, the summaries and tables count it and show the answers-in-Thai rate, the default keeps config ids."""
 

@@ -1,4 +1,4 @@
-"""Issue 20, bad input refused up front: an Azure-style key in the endpoint URL (taken out, sent as the key,
+"""Bad input refused up front: an Azure-style key in the endpoint URL (taken out, sent as the key,
 never in a path or a record), zero-width-only text, the user's own dialect generations (unknown dialects and
 tasks, missing columns, empty cells named with the user's column), unknown dialect folders and ThaiCLI themes,
 and a device this machine does not have."""
@@ -61,7 +61,7 @@ def test_a_served_model_sends_a_query_key_as_the_key_and_never_in_the_url(tiny_l
         m = ServedModel("tiny", base_url=f"{srv.base_url}/?api-key={SECRET}", tokenizer=tiny_model_dir)
         (ll, _), = m.loglikelihood([("คำถาม: เมืองหลวงของไทย\nคำตอบ:", " กรุงเทพ")], progress=False)
         ident = json.dumps(m.identity)
-    assert ll < 0 and srv.n_completions == 3  # the probe's two requests, then one scoring request
+    assert ll < 0 and srv.n_completions == 5  # the probe's two requests, the order probe's two, one scoring request
     assert all(path.split("?")[0] in ("/v1/models", "/v1/completions") and "?" not in path and key == SECRET
                for path, key in srv.targets)
     assert set(srv.authorizations) == {f"Bearer {SECRET}"} and SECRET not in ident

@@ -1,4 +1,4 @@
-"""The documented user tasks (issue 29, docs/adding_a_task.md), run as the page writes them: its fenced blocks
+"""The documented user tasks (docs/adding_a_task.md), run as the page writes them: its fenced blocks
 marked ``file=NAME`` are written to a folder verbatim, found by the registry, run with ``run_task`` on a tiny
 random model and through ``notebooks/task.ipynb`` (what ``thai-eval run`` executes), and the page's ``console``
 block is run command by command once ``thai-eval run`` has ``--tasks-dir``."""

@@ -51,8 +51,9 @@ def thai_vocabulary(texts: Iterable[str], n_pieces: int = 700) -> tuple[list[str
 
 
 def write_tiny_gguf(path: str | Path, texts: Iterable[str], *, seed: int = 0, n_embd: int = 64, n_layer: int = 2,
-                    n_head: int = 4, n_ff: int = 128, n_ctx: int = 4096) -> Path:
-    """Write a random-weight Llama GGUF (float32 tensors) with :func:`thai_vocabulary` of ``texts``; return its path."""
+                    n_head: int = 4, n_ff: int = 128, n_ctx: int = 4096, add_bos: bool = True) -> Path:
+    """Write a random-weight Llama GGUF (float32 tensors) with :func:`thai_vocabulary` of ``texts``; return its path.
+    ``add_bos``: whether llama.cpp (and so llama-cpp-python's server) prepends BOS to a text prompt."""
     import gguf
 
     path = Path(path)
@@ -80,7 +81,7 @@ def write_tiny_gguf(path: str | Path, texts: Iterable[str], *, seed: int = 0, n_
     w.add_unk_token_id(0)
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
-    w.add_add_bos_token(True)
+    w.add_add_bos_token(add_bos)
     w.add_add_eos_token(False)
     w.add_add_space_prefix(False)
     w.add_tensor("token_embd.weight", weight(len(pieces), n_embd, scale=1.0))
@@ -100,6 +101,24 @@ def write_tiny_gguf(path: str | Path, texts: Iterable[str], *, seed: int = 0, n_
     w.write_tensors_to_file()
     w.close()
     return path
+
+
+def write_tokenizer_folder(gguf_path: str | Path, out_dir: str | Path) -> Path:
+    """The GGUF's vocabulary as a Hugging Face tokenizer folder (what ``--tokenizer`` takes): converted by transformers,
+    then told not to prepend the space symbol (the GGUF says ``add_space_prefix`` false, which the conversion drops),
+    so that it splits the probe text as llama.cpp does (its BPE merges can still differ from llama.cpp's
+    score-ordered merges on a few rarer strings; the served path sends text prompts and never uses its ids)."""
+    import json
+
+    from transformers import AutoTokenizer
+
+    gguf_path, out_dir = Path(gguf_path), Path(out_dir)
+    AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name).save_pretrained(out_dir)
+    spec = json.loads((out_dir / "tokenizer.json").read_text(encoding="utf-8"))
+    spec["pre_tokenizer"]["prepend_scheme"] = "never"
+    spec["decoder"]["decoders"] = [d for d in spec["decoder"]["decoders"] if d["type"] != "Strip"]
+    (out_dir / "tokenizer.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
+    return out_dir
 
 
 def h6_sample_texts(root: str | Path = "data/thai_h6/h6") -> list[str]:

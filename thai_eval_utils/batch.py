@@ -222,6 +222,33 @@ def run_models(
     return report
 
 
+def run_suites(models: Sequence[str], *, outputs: str | Path = "outputs", extra_parameters: Mapping[str, Any] | None = None,
+               paper_notebook: str | None = PAPER_NOTEBOOK, verbose: bool = True, **options: Any) -> BatchReport:
+    """Every registered suite's notebooks for every model, suite by suite (each with its own parameters and its own
+    executed copies: two declared tasks of one model keep two notebooks), then the paper tables; ``options`` as
+    :func:`run_models` takes them (limit, data, judge, notebooks_dir...). One report for the whole batch."""
+    runs: list[NotebookRun] = []
+    for suite in registry.suites().values():
+        own = suite.notebook_parameters((), extra_parameters)
+        part = run_models(models, notebooks=suite.notebooks, outputs=outputs, extra_parameters=extra_parameters,
+                          per_notebook={nb: own for nb in suite.notebooks},
+                          executed={nb: suite.executed_notebook(nb) for nb in suite.notebooks},
+                          paper_notebook=None, verbose=False, **options)
+        runs += part.runs
+        for run in part.runs if verbose else ():
+            print(run, flush=True)
+    paper = run_models([], notebooks=(), outputs=outputs, extra_parameters=extra_parameters,
+                       paper_notebook=paper_notebook, verbose=False, **options)
+    report = BatchReport(runs + paper.runs, paper.outputs, paper.html)
+    out = Path(outputs).resolve()
+    (out / "notebooks").mkdir(parents=True, exist_ok=True)
+    (out / "notebooks" / "batch_report.json").write_text(
+        json.dumps(scrub_strings(report.to_dict()), indent=2, default=str) + "\n")
+    if verbose:
+        print(report.summary(), flush=True)
+    return report
+
+
 def demo_comparisons() -> list[tuple[Suite, DemoComparison]]:
     """The registered suites' demo comparisons (``Suite.demo_comparison``), in suite order."""
     return [(suite, plan) for suite in registry.suites().values() if (plan := suite.demo_comparison()) is not None]
@@ -285,11 +312,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(str(exc))
     if not models:
         parser.error("give --models (or --demo)")
-    report = run_models(
-        models, notebooks=args.notebooks or benchmark_notebooks(), limit=limit, data=args.data, judge=args.judge,
-        judge_base_url=args.judge_base_url, outputs=args.outputs, notebooks_dir=args.notebooks_dir, extra_parameters=extra,
-        per_notebook=suite_parameters(extra), paper_notebook=None if args.no_paper else PAPER_NOTEBOOK,
-    )
+    common = dict(limit=limit, data=args.data, judge=args.judge, judge_base_url=args.judge_base_url,
+                  outputs=args.outputs, notebooks_dir=args.notebooks_dir, extra_parameters=extra,
+                  paper_notebook=None if args.no_paper else PAPER_NOTEBOOK)
+    if args.notebooks:  # the notebooks named, each with its suite's parameters
+        report = run_models(models, notebooks=args.notebooks, per_notebook=suite_parameters(extra), **common)
+    else:
+        report = run_suites(models, **common)
     done = [r.notebook for r in report.runs if r.ok]  # the first runs to compare with
     compared = demo_comparison(models[0], limit=limit, outputs=args.outputs, notebooks_dir=args.notebooks_dir,
                                extra_parameters=extra, done=done) if args.demo else []

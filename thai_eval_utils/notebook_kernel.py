@@ -1,4 +1,4 @@
-"""The Jupyter kernel manager the batch notebooks run under (issue 33; ``notebook_exec.execute`` gives it to
+"""The Jupyter kernel manager the batch notebooks run under (``notebook_exec.execute`` gives it to
 papermill): kernels talk to papermill over IPC (Unix domain sockets in Jupyter's private runtime folder) instead of
 loopback TCP, so ipykernel (7+) no longer prints ``[IPKernelApp] WARNING | Kernel is running over TCP without
 encryption ...`` for every notebook of ``make demo``.

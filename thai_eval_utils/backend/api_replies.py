@@ -76,7 +76,7 @@ def reply_problem(kind: str, content_type: str, body: bytes) -> str | None:
     Well-formed: a JSON object (``application/json``) whose ``choices`` is a non-empty list whose first
     element holds ``message.content`` (chat) or ``text`` (completions) as a string. An empty string is a
     reply (the judge asks again); null is not, unless the message carries the thinking a server's reasoning parser
-    split off (``reasoning_content`` / ``reasoning``: a reply whose thinking never closed, issue 31).
+    split off (``reasoning_content`` / ``reasoning``: a reply whose thinking never closed).
     """
     if "json" not in content_type.lower():
         return f"content type {content_type or '(none)'!r}, not JSON"
@@ -99,7 +99,7 @@ def reply_problem(kind: str, content_type: str, body: bytes) -> str | None:
         content = message.get("content")
         if content is None and any(isinstance(message.get(k), str) and message.get(k)
                                    for k in ("reasoning_content", "reasoning")):
-            return None  # a reasoning parser split every token off as thinking (it never closed): issue 31
+            return None  # a reasoning parser split every token off as thinking (it never closed)
         return None if isinstance(content, str) else f"choices[0].message.content is {json.dumps(content)[:40]}, not text"
     text = first.get("text")
     return None if isinstance(text, str) else f"choices[0].text is {json.dumps(text)[:40]}, not text"

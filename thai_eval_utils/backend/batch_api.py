@@ -1,4 +1,4 @@
-"""The OpenAI Batch API as a batch transport (issue 32; :class:`thai_eval_utils.core.batch_rounds.BatchTransport`):
+"""The OpenAI Batch API as a batch transport (:class:`thai_eval_utils.core.batch_rounds.BatchTransport`):
 upload a JSONL input file (``files.create(purpose="batch")``), create a batch on ``/v1/chat/completions`` with a 24 h
 window, retrieve it, read its output and error files, and find the batch made from an input file (a run killed
 between ``create`` and writing the batch id). The client is the ``ApiModel``'s endpoint and key (its

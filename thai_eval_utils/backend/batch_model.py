@@ -1,4 +1,4 @@
-"""API models' answers in batch mode (issue 32; docs/batch_mode.md): :class:`BatchChatModel` stands in for an
+"""API models' answers in batch mode (docs/batch_mode.md): :class:`BatchChatModel` stands in for an
 ``ApiModel`` in any generation run built on :func:`~thai_eval_utils.core.runloop.run_items` (ThaiCLI answers, dialect
 generations, declared generation tasks and the suites built on them), and :meth:`BatchChatModel.run` repeats that run
 in rounds: each pass answers from the replies collected so far, the calls without one become the next batch.

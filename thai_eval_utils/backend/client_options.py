@@ -168,7 +168,7 @@ THINK_STOP_METHOD = "stop strings not sent to the server; the reply cut here aft
 
 
 def thinking_body(model: Any) -> dict[str, Any]:
-    """``extra_body`` fields of a model that thinks (issue 31), set for a run by ``tasks.thinking.apply_to_model``:
+    """``extra_body`` fields of a model that thinks, set for a run by ``tasks.thinking.apply_to_model``:
     ``chat_template_kwargs`` (e.g. ``{"enable_thinking": False}``, as vLLM and SGLang pass them to the chat
     template) and vLLM's ``thinking_token_budget``; nothing when neither is set (requests as before)."""
     body: dict[str, Any] = {}
@@ -185,7 +185,7 @@ def rejoin_reasoning(message: Any, tags: tuple[str, str] | None) -> str | None:
     """A chat reply whose thinking the server split off (vLLM's and SGLang's reasoning parsers: ``reasoning_content``
     or ``reasoning``; SEA-HELM relies on them, spec ``seahelm_thai.md`` 3.4) rejoined as the raw reply the model
     wrote: ``OPEN + thinking + CLOSE + content``, or ``OPEN + thinking`` when the parser found no close (its content
-    is None), so the run stores the reply whole and ``tasks.thinking`` cuts it by its own rule (issue 31). None when
+    is None), so the run stores the reply whole and ``tasks.thinking`` cuts it by its own rule. None when
     ``tags`` is None (not a generation run: a judge's reply is taken as the server gives it) or nothing was split."""
     if tags is None:
         return None

@@ -92,7 +92,8 @@ class Head:
 
     One output-layer matmul and one ``log_softmax`` per ``self.rows`` scored rows, written into two buffers
     allocated once per engine call: on the CPU a fresh 128 MiB tensor per chunk costs as much as the
-    ``log_softmax`` itself (its pages are mapped and zeroed anew; measured: docs/benchmarks.md, issue 24).
+    ``log_softmax`` itself (its pages are mapped and zeroed anew; measured: docs/benchmarks.md, "Short contexts,
+    long answers").
     """
 
     def __init__(self, model):

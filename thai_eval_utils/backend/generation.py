@@ -19,8 +19,8 @@ token, so one forward call checks them: the row keeps the longest run of proposa
 at each position, plus the model's token after that run, which is the text one-token steps give (the same argmax;
 logits computed in a call of several positions can differ in the last bits, as a change of batch size makes them
 differ). This is the n-gram ("prompt lookup") speculative decoding of transformers' ``prompt_lookup_num_tokens``
-and vLLM's ``ngram`` method, inside the continuous batch, with two bounds that issue 29's removed drafts lacked
-(they fed 16 rows x 5 positions and cost on this CPU about what they saved): a step feeds at most
+and vLLM's ``ngram`` method, inside the continuous batch, with two bounds that the earlier draft verification
+(since removed) lacked (it fed 16 rows x 5 positions and cost on this CPU about what it saved): a step feeds at most
 ``step_positions`` positions, so proposals are made only when few rows are in flight (the long tail of a call whose
 budgets differ, where a step costs about one read of the weights whatever its positions), and each row proposes
 ``reach`` tokens, adapted as transformers' "heuristic" assistant schedule adapts them (+2 after a step that kept

@@ -90,7 +90,7 @@ class LocalModel:
         self.min_shared = MIN_SHARED_TOKENS
         #: the work of the last ``generate`` / ``chat`` call (prompt and generated tokens, decode steps)
         self.last_generation: GenerationStats | None = None
-        #: extra keyword arguments of ``apply_chat_template`` (e.g. ``{"enable_thinking": False}``, issue 31; set for
+        #: extra keyword arguments of ``apply_chat_template`` (e.g. ``{"enable_thinking": False}``; set for
         #: a run by ``tasks.thinking.apply_to_model``); not in ``identity``: the run's config records the option
         self.chat_template_kwargs: dict[str, Any] = {}
         #: the think tags stop strings wait for (a run's ``stop_after_thinking``, set by ``tasks.thinking.

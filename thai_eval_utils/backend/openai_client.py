@@ -170,7 +170,7 @@ class ApiSession:
             )
         choices = getattr(resp, "choices", None)
         message = getattr(choices[0], "message", None) if choices else None
-        rejoined = rejoin_reasoning(message, self.model.reasoning_tags)  # issue 31: the reply whole
+        rejoined = rejoin_reasoning(message, self.model.reasoning_tags)  # the reply whole
         if rejoined is None and not isinstance(getattr(message, "content", None), str):  # ReplyCheckingClient lets none through
             raise MalformedReplyError(f"{self.model.model_id}: malformed reply ({type(resp).__name__} without text)")
         usage = resp.usage
@@ -242,7 +242,7 @@ class ApiModel(HasClientOptions):
         #: the server software named by ``/v1/models`` (``SERVER_BY_OWNER``), found before the first request
         self.server: str | None = None
         self._server_probed = False
-        #: set for a run by ``tasks.thinking.apply_to_model`` (issue 31), sent in ``extra_body`` (``thinking_body``)
+        #: set for a run by ``tasks.thinking.apply_to_model``, sent in ``extra_body`` (``thinking_body``)
         self.chat_template_kwargs: dict[str, Any] = {}
         self.thinking_budget: tuple[int, str] | None = None
         self.thinking_budget_method = THINKING_BUDGET_METHOD

@@ -1,5 +1,5 @@
-"""Which prompt prefixes the generation engine computes once, and the order it prefills the prompts in (issue 19:
-"prompts that share a prefix (the few-shot block, the chat template, the dialect instruction) compute it once").
+"""Which prompt prefixes the generation engine computes once, and the order it prefills the prompts in:
+prompts that share a prefix (the few-shot block, the chat template, the dialect instruction) compute it once.
 
 The prompts go into the same radix tree the log-likelihood engine uses (:func:`.prefix_tree.build_tree`): every
 inner node is a prefix that two or more prompts share. A prompt is prefilled after the chain of its shared prefixes

@@ -1,4 +1,4 @@
-"""``thai-eval batch status`` and ``thai-eval batch cancel`` (issue 32; docs/batch_mode.md): the stored runs' batches
+"""``thai-eval batch status`` and ``thai-eval batch cancel`` (docs/batch_mode.md): the stored runs' batches
 (from each run folder's ``batch.json``, no network) and cancelling the ones still running, keeping what came back.
 
 A run's batches are on the endpoint ``batch.json`` records (public base URL and model id, never a key); the key comes

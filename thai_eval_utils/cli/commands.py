@@ -25,9 +25,10 @@ from tqdm.auto import tqdm
 
 from thai_eval_utils import batch
 from thai_eval_utils.cli.dry_run import COLUMNS as DRY_RUN_COLUMNS
-from thai_eval_utils.cli.dry_run import dry_run_rows, load_tokenizer
+from thai_eval_utils.cli.dry_run import Tokenizer, dry_run_rows, load_tokenizer
 from thai_eval_utils.cli.dry_run_cost import add_costs, assumptions, cost_columns, find_price, price_arg, prices_file_arg
 from thai_eval_utils.cli.data_command import add_revision
+from thai_eval_utils.cli.engine_args import add_engine_arguments, engine_specs, planned_servers, served_engine
 from thai_eval_utils.cli.runs_table import runs_table
 from thai_eval_utils.core import registry
 from thai_eval_utils.core.batch_files import BatchFolder
@@ -141,10 +142,12 @@ def add_run(sub: argparse._SubParsersAction) -> None:
                        f"  thai-eval run --model embedded --benchmarks {_first_suite()} --dry-run\n"
                        "  thai-eval run --model embedded --tasks-dir my_tasks/ --benchmarks my_suite\n"
                        "  thai-eval run --model /models/llama --model /models/qwen --dtype bfloat16 --device-map auto\n"
-                       "  thai-eval run --model completions:llama --base-url http://gpu:8000/v1 --tokenizer /models/llama")
+                       "  thai-eval run --model completions:llama --base-url http://gpu:8000/v1 --tokenizer /models/llama\n"
+                       "  thai-eval run --model vllm:/models/llama --tp 2   # starts and stops the servers itself")
     p.add_argument("--model", action="append", default=[], metavar="SPEC", required=True,
                    help='model spec (repeatable): "embedded", a local HF folder, a .gguf file, "openai:<id>", '
-                   '"completions:<id>"')
+                   '"completions:<id>", "vllm:<folder or hub id>" or "sglang:<folder or hub id>" (servers started '
+                   "for the run and stopped after it)")
     _add_benchmarks(p)
     _add_tasks_dir(p)
     p.add_argument("--limit", type=int, default=None, help="first N items per task (default: all); a limited run is "
@@ -160,7 +163,12 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device-map", default=None, help='weight placement of local models, e.g. "auto" over all GPUs')
     p.add_argument("--base-url", default=None, help="served models: the server URL (comma-separated replicas)")
     p.add_argument("--tokenizer", default=None, help='served models: "embedded" or a tokenizer folder (token-id '
-                   "prompts); --dry-run counts tokens with it")
+                   "prompts; vllm:/sglang: models default to the model's folder); --dry-run counts tokens with it")
+    p.add_argument("--order-tolerance", type=float, default=None, metavar="NATS", help="served models: the largest "
+                   "change of a log-likelihood with the request order that the order probe accepts (default 0.01)")
+    p.add_argument("--no-order-probe", action="store_true", help="served models: skip the order probe (a few "
+                   "requests scored in two orders before a log-likelihood run, refusing prefix-cached servers whose "
+                   "numbers change); the run cards record that it was skipped")
     p.add_argument("--max-new-tokens", type=int, default=None, metavar="N", help="cap every generation of every suite "
                    "at N tokens; default: each protocol's own. A quick look, not the papers' protocol: the run configs "
                    "record it")
@@ -172,6 +180,7 @@ def add_run(sub: argparse._SubParsersAction) -> None:
                    f"and reasoning models, run instead of the published protocol where it applies ({_variant_names()}; "
                    "repeatable): scored under its own task names and signatures, never in the averages or the paper "
                    "tables (docs/protocol_notes.md)")
+    add_engine_arguments(p)
     add_thinking(p)
     _add_outputs(p)
     p.add_argument("--batch", action="store_true", help="judge, and answer with an openai: model, through the OpenAI "
@@ -204,7 +213,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _dry_run(args, models)
     out = _outputs(args)
     check_dtype(args.dtype)  # a bad dtype fails here, once, not in every notebook
-    extra = {"base_url": args.base_url, "tokenizer": args.tokenizer, "dtype": args.dtype, "device_map": args.device_map,
+    extra = {**served_parameters(args), "dtype": args.dtype, "device_map": args.device_map,
              "max_new_tokens": args.max_new_tokens,
              "greedy": True if args.greedy else None,  # None: the notebook's default (batch drops it)
              "runs": args.runs,  # suites that repeat runs take it (Suite.notebook_parameters); None: their default
@@ -212,18 +221,13 @@ def cmd_run(args: argparse.Namespace) -> int:
              **thinking_parameters(args), **_batch_parameters(args)}
     start = now_utc()
     runs: list[batch.NotebookRun] = []
-    for suite, tasks in tqdm(selected(args), desc="benchmarks", unit="benchmark"):
-        own = suite.notebook_parameters(tasks, extra)
-        report = batch.run_models(models, notebooks=suite.notebooks, limit=args.limit,
-                                  data=suite_data(args, suite, tasks), judge=args.judge,
-                                  judge_base_url=args.judge_base_url, outputs=out, extra_parameters=extra,
-                                  per_notebook={nb: own for nb in suite.notebooks},
-                                  executed={nb: suite.executed_notebook(nb) for nb in suite.notebooks},
-                                  notebooks_dir=args.notebooks_dir,
-                                  paper_notebook=None, verbose=False)
-        for run in report.runs:
-            tqdm.write(str(run))
-        runs += report.runs
+    engines = engine_specs(models)
+    plain = [m for m in models if not engine_specs([m])]
+    if plain:
+        runs += _run_suites(args, plain, extra, out)
+    for spec in engines:  # each served model's servers live through all its suites, then stop
+        with served_engine(args, spec, out, _loglikelihood(args)) as (served, parameters):
+            runs += _run_suites(args, [served], {**extra, **parameters}, out)
     html = None
     if not args.no_paper:
         paper = batch.run_models([], notebooks=(), outputs=out, notebooks_dir=args.notebooks_dir, verbose=False)
@@ -249,6 +253,43 @@ def _variants(args: argparse.Namespace) -> list[str] | None:
         raise ThaiEvalError(f"--variant {unknown[0]!r} is no variant of the selected benchmarks; they have: "
                             f"{', '.join(sorted(known)) or 'none'}")
     return list(dict.fromkeys(args.variant))
+
+
+def _run_suites(args: argparse.Namespace, models: list[str], extra: dict[str, Any], out: Path) -> list[batch.NotebookRun]:
+    """Every selected suite's notebooks for ``models`` (no paper tables); each run's status as it ends."""
+    runs: list[batch.NotebookRun] = []
+    for suite, tasks in tqdm(selected(args), desc="benchmarks", unit="benchmark"):
+        own = suite.notebook_parameters(tasks, extra)
+        report = batch.run_models(models, notebooks=suite.notebooks, limit=args.limit,
+                                  data=suite_data(args, suite, tasks), judge=args.judge,
+                                  judge_base_url=args.judge_base_url, outputs=out, extra_parameters=extra,
+                                  per_notebook={nb: own for nb in suite.notebooks},
+                                  executed={nb: suite.executed_notebook(nb) for nb in suite.notebooks},
+                                  notebooks_dir=args.notebooks_dir, paper_notebook=None, verbose=False)
+        for run in report.runs:
+            tqdm.write(str(run))
+        runs += report.runs
+    return runs
+
+
+def _loglikelihood(args: argparse.Namespace) -> bool:
+    """Whether the selected suites score log-likelihoods (their dry-run rows count requests beyond generations),
+    which turns the started servers' prefix caching off by default; True when that cannot be told."""
+    if args.prefix_caching is not None:
+        return True  # the flag decides; the servers get it either way
+    try:
+        suites = selected(args)
+        data = {s.name: Path(suite_data(args, s, t) or REPO / "data" / s.data_folder) for s, t in suites}
+        rows = dry_run_rows(suites, data, Tokenizer(None, "none"), limit=1)
+    except Exception:  # noqa: BLE001 - unknown: keep the safe default (caching off)
+        return True
+    return any((r.get("requests") or 0) > (r.get("generations") or 0) for r in rows if r.get("benchmark") != "total")
+
+
+def served_parameters(args: argparse.Namespace) -> dict[str, Any]:
+    """The served models' notebook parameters of ``thai-eval run`` (None: the notebook's default)."""
+    return {"base_url": args.base_url, "tokenizer": args.tokenizer, "order_tolerance": args.order_tolerance,
+            "order_probe": False if args.no_order_probe else None}
 
 
 def batch_messages(outputs: Path, *, since: str) -> list[str]:
@@ -285,7 +326,8 @@ def _dry_run(args: argparse.Namespace, models: Sequence[str]) -> int:
     priced = args.judge is not None or any(v is not None for v in (args.price_in, args.price_out, args.prices))
     notes: list[str] = []
     for model in models:
-        tok = load_tokenizer(model, args.tokenizer)
+        engine = engine_specs([model])
+        tok = load_tokenizer(engine[0].model if engine else model, args.tokenizer)
         rows = dry_run_rows(suites, data, tok, limit=args.limit, max_new_tokens=args.max_new_tokens,
                            runs=args.runs)
         columns = DRY_RUN_COLUMNS
@@ -302,6 +344,10 @@ def _dry_run(args: argparse.Namespace, models: Sequence[str]) -> int:
           "(shared prefixes once). Generations add up to max_new_tokens each.")
     for line in notes:
         print(line)
+    for spec in engine_specs(models):
+        print(f"\nservers `thai-eval run` would start for {spec.engine}:{spec.model} (none started; ports chosen then):")
+        for line in planned_servers(args, spec, _outputs(args), _loglikelihood(args)):
+            print(f"  {line}")
     return 0
 
 

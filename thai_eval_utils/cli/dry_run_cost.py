@@ -1,4 +1,4 @@
-"""``thai-eval run --dry-run --price-in/--price-out/--prices``: the cost before the run (issue 32).
+"""``thai-eval run --dry-run --price-in/--price-out/--prices``: the cost before the run.
 
 Prices are US dollars per 1 million tokens (input, output), as ``templates/prices.json``. A row's cost is
 ``prompt_tokens * input + max_output_tokens * output`` over 1e6, for the generations of API models (``openai:``) and

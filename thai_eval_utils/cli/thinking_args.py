@@ -1,5 +1,6 @@
-"""``thai-eval run``'s thinking flags (issue 31; ``tasks/thinking.py``): ``--thinking``, ``--think-tags``,
-``--max-thinking-tokens``, ``--enable-thinking``, ``--stop-after-thinking``, handed to the generation notebooks as their parameters."""
+"""``thai-eval run``'s thinking flags (``tasks/thinking.py``): ``--thinking``, ``--think-tags``,
+``--max-thinking-tokens``, ``--enable-thinking``, ``--stop-after-thinking``, handed to the generation notebooks as their
+parameters."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from thai_eval_utils.tasks.thinking import thinking_option
 
 
 def add_thinking(p: argparse.ArgumentParser) -> None:
-    """The thinking option of every generation task (issue 31; ``tasks/thinking.py``)."""
+    """The thinking option of every generation task (``tasks/thinking.py``)."""
     p.add_argument("--thinking", choices=THINKING_MODES, default=None, help="models that think: 'strip' (default: "
                    "closed <think> blocks cut before scoring, a block that never closes is a failed answer), "
                    "'lighteval' or 'lm-eval' (their rules exactly), 'off' (score the raw reply); the raw reply is "

@@ -1,4 +1,4 @@
-"""Compare two models' stored runs (issue 14): :func:`thai_eval_utils.compare.runs.compare_runs` (selection in
+"""Compare two models' stored runs: :func:`thai_eval_utils.compare.runs.compare_runs` (selection in
 :mod:`~thai_eval_utils.compare.load`, per-item tables in :mod:`~thai_eval_utils.compare.items`, the items that
 differ most in :mod:`~thai_eval_utils.compare.differ`; imported from their modules). What each benchmark
 contributes (its headline scores, averages, side-by-side view) comes from its suite (:mod:`thai_eval_utils.core.registry`).
@@ -9,7 +9,7 @@ own intervals live in its package (the dialect paper's: ``thai_eval_utils.dialec
 ``docs/statistics.md``.
 """
 
-from thai_eval_utils.stats import *  # noqa: F403 - the statistics' names, as before issue 23
+from thai_eval_utils.stats import *  # noqa: F403 - the statistics' names, importable here as before they moved to stats
 from thai_eval_utils.stats import __all__ as _STATS
 
 __all__ = [*_STATS]

@@ -1,4 +1,4 @@
-"""The items on which two compared runs differ most, side by side (issue 14): the input, the reference, both
+"""The items on which two compared runs differ most, side by side: the input, the reference, both
 models' outputs and, for judged benchmarks, both judge explanations, as each suite shows them (``Suite.sides``);
 for reading, not for statistics."""
 

@@ -1,4 +1,4 @@
-"""Per-item tables of every headline score of a stored run (issue 14), from its ``items.jsonl`` records: each
+"""Per-item tables of every headline score of a stored run, from its ``items.jsonl`` records: each
 registered suite says which of its runs hold headline scores and what they are (``Suite.holds_headlines``,
 ``Suite.headlines``; :mod:`thai_eval_utils.core.benchmark`), so this module names no benchmark.
 """

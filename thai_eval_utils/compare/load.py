@@ -1,4 +1,4 @@
-"""Select stored runs for a comparison (issue 14): from ``outputs/runs/<model-slug>/<benchmark>/<config-id>/``
+"""Select stored runs for a comparison: from ``outputs/runs/<model-slug>/<benchmark>/<config-id>/``
 (:mod:`thai_eval_utils.core.store`), by model name (the latest finished run per benchmark) or by run folder.
 
 Runs are told apart by their run card only (``model_name``, ``benchmark``, ``config``, ``data_files``,

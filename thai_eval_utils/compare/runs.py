@@ -1,4 +1,4 @@
-"""Compare two models' stored runs on every headline score (issue 14): one row per score with the paired
+"""Compare two models' stored runs on every headline score: one row per score with the paired
 difference, its bootstrap interval, a test (exact McNemar for 0/1 items, sign-flip otherwise, paired bootstrap
 for corpus metrics, stratified for the suites' averages over tasks) and Holm-adjusted p-values across the rows.
 What a row is, its order and the averages come from the suites (:mod:`thai_eval_utils.core.registry`).

@@ -1,4 +1,4 @@
-"""A batch run's files (issue 32; :mod:`thai_eval_utils.core.batch_rounds` submits, polls and collects them for the
+"""A batch run's files (:mod:`thai_eval_utils.core.batch_rounds` submits, polls and collects them for the
 judge and for API models' answers alike): the Batch API's input lines and ``custom_id`` of each call, the reply in an
 output line (the same reply a live call gives, or a ValueError), the parts a round's input is split into (the API's
 per-batch limits), and the run folder's ``batch.json``, ``batch_input.jsonl``, ``batch_replies.jsonl`` and

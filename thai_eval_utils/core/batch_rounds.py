@@ -1,4 +1,4 @@
-"""Batch mode's rounds in one run folder (issue 32; docs/batch_mode.md): submit a round's requests as one or more
+"""Batch mode's rounds in one run folder (docs/batch_mode.md): submit a round's requests as one or more
 OpenAI Batch API jobs (split at the API's per-batch limits), poll them with a progress bar, collect what came back,
 read an offline output file, cancel. Shared by the judge (:mod:`thai_eval_utils.judging.batch`) and by API models'
 answers (:mod:`thai_eval_utils.backend.batch_model`); each replays its own calls from the collected replies.

@@ -1,4 +1,4 @@
-"""The benchmark contract (issue 29): what every consumer (compare, report, export, the command line, the batch
+"""The benchmark contract: what every consumer (compare, report, export, the command line, the batch
 runner) may ask of a benchmark, so that none of them names one.
 
 A **suite** is a named group of tasks with its own aggregation (Thai-H6: six tasks and their average; ThaiCLI:

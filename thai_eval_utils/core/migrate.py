@@ -2,7 +2,7 @@
 
 A run card records the format it was written in (``store_format``; a card without it is format 1). Formats:
 
-1. thai-eval 0.1.0 before issue 23: no ``store_format`` field. Runs made before the config keys were named for
+1. thai-eval 0.1.0's first runs: no ``store_format`` field. Runs made before the config keys were named for
    what they are hold ``add_bos`` (now ``add_bos_token``; Thai-H6), ``max_new`` (now ``max_new_tokens``; Thai-H6
    and dialect generation) and ``prompt_cap`` (now ``max_prompt_tokens``; dialect generation). Runs made later in
    format 1 already hold today's names (renaming is then a no-op).

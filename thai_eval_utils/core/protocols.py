@@ -1,6 +1,6 @@
 """What a model is to thai-eval, as typing protocols (PEP 544): every benchmark takes one of these.
 
-- :class:`ChatModel`: what a judge needs (issue 29): ``name``, ``identity`` and ``chat``; local, served and API
+- :class:`ChatModel`: what a judge needs: ``name``, ``identity`` and ``chat``; local, served and API
   models all are one.
 - :class:`Model`: every model (local weights, a served model, a judge): ``name``, ``identity``, ``chat``
   and ``generate``. ThaiCLI answers and dialect generation need only this.
@@ -159,3 +159,12 @@ def stop_strings(stop: object, *, field: str = "stop") -> tuple[str, ...]:
 def model_label(model: object) -> str:
     """A model's name for messages (its ``name`` when it has one)."""
     return str(getattr(model, "name", model))
+
+
+def prepare_loglikelihood(model: object) -> None:
+    """Before a log-likelihood run opens its run folder: a model with a ``prepare_loglikelihood`` method runs it
+    (a served model's request-order probe, ``backend.served.order_probe``), so that a refusal comes before any
+    folder is written and what the check found is in the identity the run card records. Other models: nothing."""
+    prepare = getattr(model, "prepare_loglikelihood", None)
+    if callable(prepare):
+        prepare()

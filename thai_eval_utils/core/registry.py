@@ -1,4 +1,4 @@
-"""The registry (issue 29): benchmark names -> :class:`~thai_eval_utils.core.benchmark.Suite` objects, read by
+"""The registry: benchmark names -> :class:`~thai_eval_utils.core.benchmark.Suite` objects, read by
 every consumer (``thai-eval run``/``--dry-run``/``runs``/``compare``/``export``/``report``, the batch runner).
 
 Where suites come from, in this order (a later one may not reuse a name):

@@ -11,8 +11,8 @@ its record is appended as soon as it finishes (in group commits on a writer thre
 waits on the disk); a run killed at any point loses only the calls in flight.
 
 While ``run_items`` computes a batch it says which items the call is for (:func:`current_call`: the store and the
-items' keys), so a model that answers later, in batches (:class:`thai_eval_utils.backend.batch_model.BatchChatModel`,
-issue 32), names each request by its item's store key and keeps its files in the run's folder, whatever benchmark
+items' keys), so a model that answers later, in batches (:class:`thai_eval_utils.backend.batch_model.BatchChatModel`),
+names each request by its item's store key and keeps its files in the run's folder, whatever benchmark
 made the call.
 """
 

@@ -68,11 +68,16 @@ from thai_eval_utils.core.run_files import (
 #: the config id (moving a server to another host or port resumes the same runs; served model ids and
 #: fingerprints are filled in by the server's answers and would change the id after the first call). The local
 #: engine's prompt lookup (``lookup_tokens``) is recorded, not keyed: it changes how greedy text is computed, not
-#: which text (``backend.generation``), so a run resumed with it on or off continues the same run.
+#: which text (``backend.generation``), so a run resumed with it on or off continues the same run. Servers that
+#: thai-eval started record their replicas, GPUs and logs in ``engine_launch`` (unkeyed: each replica computes a
+#: request alone); their engine, version and flags are ``engine`` (keyed, ``backend.served.engines``). A served
+#: model's request-order probe (``order_probe``: the largest difference it saw and its tolerance, or that it was
+#: skipped) describes the servers of one session, as their address does.
 UNKEYED_IDENTITY_KEYS = ("loaded_at", "load_seconds", "base_url", "base_urls", "served_models", "system_fingerprints",
-                         "lookup_tokens")
-#: The unkeyed identity keys that say where the model is served: updated in the card when a run resumes.
-ADDRESS_KEYS = ("base_url", "base_urls")
+                         "lookup_tokens", "engine_launch", "order_probe")
+#: The unkeyed identity keys that say where the model is served and what its servers did this session: updated
+#: in the card when a run resumes.
+ADDRESS_KEYS = ("base_url", "base_urls", "engine_launch", "order_probe")
 LOCK_NAME = ".writer.lock"
 
 
@@ -237,8 +242,8 @@ class RunStore:
             outputs: the outputs folder (default :func:`outputs_dir`). When no run has these settings yet but
                 one was stored with them by an earlier format (:mod:`.migrate`), that run folder is renamed to the
                 new config id (its card records ``migrated_from``) and resumed.
-            legacy_nan_fields: fields where an older version wrote NaN for "none" (the ThaiCLI judge before
-                issue 23): null there from the run's opening on (:meth:`migrate_legacy_nan`).
+            legacy_nan_fields: fields where an older version wrote NaN for "none" (the ThaiCLI judge's runs of
+                store format 1): null there from the run's opening on (:meth:`migrate_legacy_nan`).
 
         Raises:
             RunLockedError: another process has this run open (the message names the folder and its pid).
@@ -306,7 +311,7 @@ class RunStore:
                 "created_at": now_utc(),
                 "store_format": STORE_FORMAT,
             }
-        for key in ADDRESS_KEYS:  # the server may have moved (the address is not part of the id)
+        for key in ADDRESS_KEYS:  # the server may have moved or been probed again (neither is part of the id)
             if key in identity:
                 card["model"] = {**card["model"], key: identity[key]}
         card["package_versions"] = package_versions()

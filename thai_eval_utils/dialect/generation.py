@@ -207,8 +207,8 @@ def run_generation(
         batch_size: conversations per ``chat`` call; results are stored after each call (None: the model's
             ``concurrency``, the rows a local model decodes together or an API model's requests in flight, else 8).
         progress: show a tqdm bar.
-        thinking: issue 31 (:mod:`thai_eval_utils.tasks.thinking`): the record's ``output`` is the raw reply, the
-            metrics read it cut; summary ``replies`` and ``replies_by_task`` (``<dialect>/<task>``).
+        thinking: the thinking option (:mod:`thai_eval_utils.tasks.thinking`): the record's ``output`` is the raw
+            reply, the metrics read it cut; summary ``replies`` and ``replies_by_task`` (``<dialect>/<task>``).
 
     Returns:
         A copy of ``df`` with ``model``, ``prompt``, ``output`` (cut), ``raw_output``, ``thinking_unclosed``,
@@ -255,7 +255,7 @@ def _generate_all(model: Model, df: pd.DataFrame, store: RunStore, config: dict[
                     fields={"output": str})  # fmt: skip
     done = [run.records.get(item_key(it), {}) for it in items]
     raw = [r.get("output") for r in done]
-    cut = reply_columns(raw, thinking)  # issue 31: metrics read the reply with its thinking cut
+    cut = reply_columns(raw, thinking)  # metrics read the reply with its thinking cut
     out = df.assign(model=model.name, prompt=[r.get("prompt") for r in done], output=cut["scored"], raw_output=raw,
                     thinking_unclosed=cut["unclosed"], answer_in_thai=cut["in_thai"],
                     prompt_truncated=[bool(r.get("prompt_truncated")) for r in done])  # fmt: skip
@@ -300,7 +300,7 @@ def score_generations(df: pd.DataFrame, *, tokenizer: str = DEFAULT_TOKENIZER,
             :func:`run_generation`); conversation and food rows are skipped (no reference).
         tokenizer: the word tokenizer of BLEU, ROUGE-L and sacrebleu's pretokenisation (a name of
             :mod:`~thai_eval_utils.dialect.tokenizers`; default newmm, the paper's).
-        thinking: the run's thinking option (issue 31), whose signature joins each score's; None: none.
+        thinking: the run's thinking option, whose signature joins each score's; None: none.
 
     Raises:
         ThaiEvalDataError: before anything is scored (:func:`check_generations`), naming the row and the column
@@ -311,7 +311,7 @@ def score_generations(df: pd.DataFrame, *, tokenizer: str = DEFAULT_TOKENIZER,
         Tidy rows ``model, dialect, task, table_task, metric, value, n, stderr, signature, pythainlp`` where
         ``metric`` is ``rougeL`` / ``bleu`` (the paper's, x100), ``sacrebleu`` or ``chrf`` (``stderr``: only
         ROUGE-L, the mean of per-item scores, has one); with :func:`run_generation`'s reply columns also
-        ``thai_rate``, ``thai_n``, ``n_thinking_unclosed`` (issue 31).
+        ``thai_rate``, ``thai_n``, ``n_thinking_unclosed``.
     """
     check_generations(df)
     rows = []

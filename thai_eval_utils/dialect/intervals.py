@@ -1,5 +1,5 @@
-"""Bootstrap intervals for the dialect paper's analyses that print none (arXiv 2504.05898, Tables 2, 3 and 6;
-issue 14): Cohen's kappa, ΔDiff, Generation/Fluency and preference shares (the judge-vs-human Spearman interval
+"""Bootstrap intervals for the dialect paper's analyses that print none (arXiv 2504.05898, Tables 2, 3 and 6):
+Cohen's kappa, ΔDiff, Generation/Fluency and preference shares (the judge-vs-human Spearman interval
 is :func:`thai_eval_utils.stats.bootstrap.spearman_interval`, which ``human_eval.judge_human_spearman`` uses).
 
 Kappa is resampled by :func:`~thai_eval_utils.stats.bootstrap.loop_bootstrap` because a resample can leave it

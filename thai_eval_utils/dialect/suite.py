@@ -1,4 +1,4 @@
-"""The Thai dialect suite as the registry sees it (issue 29): its name, tasks, notebooks and data folder; the
+"""The Thai dialect suite as the registry sees it: its name, tasks, notebooks and data folder; the
 display hooks are in :mod:`.views`, the export and run hooks in :mod:`.exports`."""
 
 from __future__ import annotations

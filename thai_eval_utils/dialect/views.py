@@ -1,4 +1,4 @@
-"""How the Thai dialect benchmark shows in compare and the report (issue 29): its headline scores per item, its items,
+"""How the Thai dialect benchmark shows in compare and the report: its headline scores per item, its items,
 its leaderboard cells and figures: the display hooks of :class:`thai_eval_utils.core.benchmark.Suite`
 (Limkonchotiwat et al. 2025, Table 1: ROUGE-L per sentence, corpus BLEU, ΔDiff).
 
@@ -109,7 +109,7 @@ class DialectViews:
         if recs.empty:
             return out
         option = option_of(run.card.get("config") or {})  # the replies as the run scored them
-        recs["output"] = [split_reply(t, option).scored if isinstance(t, str) else t for t in recs["output"]]  # issue 31
+        recs["output"] = [split_reply(t, option).scored if isinstance(t, str) else t for t in recs["output"]]
         for (dialect, task), group in recs.groupby(["dialect", "task"], sort=True):
             if task in UNSCORED_TASKS or table_task(task) not in TABLE1_TASKS:
                 continue
@@ -153,7 +153,7 @@ class DialectViews:
             else:
                 low, high = cells.mean_ci(h, boot)
             name = DIALECT_NAMES.get(dialect, dialect)
-            note = stats_note(((h.run.summary or {}).get("replies_by_task") or {}).get(h.stratum))  # issue 31
+            note = stats_note(((h.run.summary or {}).get("replies_by_task") or {}).get(h.stratum))
             out.append(cells.cell(TABLE, model, column, value, n, f"{NAME}|{h.stratum}", group=name, low=low, high=high,
                                   note=note))
             by[(fam, dialect)] = h

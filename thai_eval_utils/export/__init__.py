@@ -1,4 +1,4 @@
-"""Stored runs in the formats other tools read (issue 21), from Python or ``thai-eval export``:
+"""Stored runs in the formats other tools read, from Python or ``thai-eval export``:
 
 - ``lm-eval``: lm-evaluation-harness 0.4.13's ``results_<time>.json`` + ``samples_<task>_<time>.jsonl`` for the
   runs whose suite exports to lm-eval (Thai-H6's tasks; :mod:`.lm_eval`);

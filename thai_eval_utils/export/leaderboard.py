@@ -1,4 +1,4 @@
-"""Scores in the layout the Thai LLM Leaderboard ingests (issue 30): what its runner's
+"""Scores in the layout the Thai LLM Leaderboard ingests: what its runner's
 ``scripts/transform_result.py`` (scbdatax/seacrowd-eval @9de9392, ``:13-125``) writes for the
 ``ThaiLLM-Leaderboard/results`` dataset, byte for byte:
 

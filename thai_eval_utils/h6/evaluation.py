@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from thai_eval_utils.core.errors import ThaiEvalDataError, ThaiEvalError
-from thai_eval_utils.core.protocols import LoglikelihoodModel, Model, model_label
+from thai_eval_utils.core.protocols import LoglikelihoodModel, Model, model_label, prepare_loglikelihood
 from thai_eval_utils.core.provenance import Score, canonical_json, sha256_text
 from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
@@ -53,7 +53,7 @@ class H6Result:
     subject_scores: dict[str, Score] = field(default_factory=dict)
     #: the ``limit`` when it cut the split short (None: every document was scored); a limited run is partial.
     limit: int | None = None
-    #: GSM8K: the replies' thinking and answers-in-Thai stats (issue 31, ``tasks.language.reply_stats``)
+    #: GSM8K: the replies' thinking and answers-in-Thai stats (``tasks.language.reply_stats``)
     replies: dict[str, Any] | None = None
 
     @property
@@ -160,6 +160,8 @@ def evaluate(
                             "has none (API models can run th_gsm8k, or the labelled generative-mc variant: "
                             "H6Protocol(variants=['generative-mc']))")
     tmpl, docs, pool, files, source, k, shots = _prepare(spec, data, protocol, fewshot_pool)
+    if spec.uses_loglikelihood:
+        prepare_loglikelihood(model)  # a served model's order probe: before the run card records its identity
     selected = spec.select(docs, limit)
     config = _config(spec, model, protocol, k, docs, pool, in_memory=not files)
     docs_run = _DocRun(spec, docs, pool, shots, tmpl, protocol, spec.model_call(model, protocol))
@@ -186,8 +188,8 @@ def evaluate(
 
 
 def _replies(records: list[dict[str, Any]], protocol: H6Protocol, support: dict[str, str]) -> dict[str, Any]:
-    """GSM8K's summary entries of issue 31: the option and what the model did with it, and the stored raw
-    completions' (``generation``) thinking counts and answers-in-Thai rate."""
+    """GSM8K's thinking and answers-in-Thai summary entries: the option and what the model did with it, and the
+    stored raw completions' (``generation``) thinking counts and answers-in-Thai rate."""
     return {"thinking": summary_entry(protocol.thinking, support),
             "replies": reply_stats(records, "generation", protocol.thinking)}
 
@@ -300,7 +302,7 @@ class _DocRun:
                 rec["gold"] = record_gold(self.spec, self.docs[i])
         except T.DocError as exc:
             raise ThaiEvalDataError(f"{self.spec.name} doc {i}: {exc}", row=i, field=exc.field) from None
-        # the scored row as loaded, so a record reads on its own (issue 22); a record field only: the config id,
+        # the scored row as loaded, so a record reads on its own; a record field only: the config id,
         # the key and resuming are unchanged, and records stored before it are resolved from the data instead
         rec["doc_row"] = self.docs[i]
         return rec
@@ -365,7 +367,7 @@ def evaluate_tasks(
 def scores_frame(results: Mapping[str, H6Result] | Iterable[H6Result]) -> pd.DataFrame:
     """Every score of every task as a tidy table (task, metric, value and stderr x 100, n, headline, signature);
     GSM8K's rows also show the answers-in-Thai rate (x 100), its n and the replies whose thinking never closed
-    (issue 31; empty for the log-likelihood tasks). A variant's rows name it (``th_gsm8k (chat)``)."""
+    (empty for the log-likelihood tasks). A variant's rows name it (``th_gsm8k (chat)``)."""
     items = results.values() if isinstance(results, Mapping) else results
     rows = []
     for res in items:

@@ -1,4 +1,4 @@
-"""The Thai-H6 benchmark in the export formats and before a run (issue 29): its Thai LLM Leaderboard entries,
+"""The Thai-H6 benchmark in the export formats and before a run: its Thai LLM Leaderboard entries,
 Parquet details, lm-evaluation-harness task, the dry run, its notebooks' parameters and the demo's few-shot seed
 comparison: the export and run hooks of :class:`thai_eval_utils.core.benchmark.Suite`."""
 

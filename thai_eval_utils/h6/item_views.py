@@ -1,10 +1,10 @@
-"""Thai-H6 items as a reader sees them (issue 22): the question, the choices with their log-likelihoods, the gold
+"""Thai-H6 items as a reader sees them: the question, the choices with their log-likelihoods, the gold
 answer, the model's choice or generation and the few-shot block (Kim et al. 2024 section 3; prompts as
 ``h6.tasks`` builds them), for the report's item browser and a comparison's side-by-side rows.
 
-Records written since issue 22 carry their document row (``doc_row``) and ``gold``; older records are resolved
-from the data by their index ``doc``, only when the data files hash as the run card says (else the item shows its
-index, prompt hash and a note that the data is not at hand).
+Records written since the report's item browser was added carry their document row (``doc_row``) and ``gold``; older
+records are resolved from the data by their index ``doc``, only when the data files hash as the run card says (else
+the item shows its index, prompt hash and a note that the data is not at hand).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A Thai-H6 run as an lm-evaluation-harness 0.4.13 task (issue 21; :meth:`H6Exports.lm_eval_export`): the
+"""A Thai-H6 run as an lm-evaluation-harness 0.4.13 task (:meth:`H6Exports.lm_eval_export`): the
 documents, ``arguments`` and targets rebuilt from the data and the run's protocol, the metric keys, the task's
 ``results`` and ``configs`` entries. The files' layout is :mod:`thai_eval_utils.export.lm_eval`'s.
 

@@ -69,7 +69,7 @@ class H6Protocol:
             label mask).
         mmlu_average: "macro" (LB: mean of the subject accuracies) or "micro" (lm-eval's group: all questions).
         templates: template overrides by name (see ``tasks.TASK_SPECS[task].templates``); None: the LB templates.
-        thinking: GSM8K's thinking cut (issue 31, :mod:`thai_eval_utils.tasks.thinking`): the stored ``generation``
+        thinking: GSM8K's thinking cut (:mod:`thai_eval_utils.tasks.thinking`): the stored ``generation``
             is the raw completion, exact match reads it with the thinking cut (a never-closed block scores 0).
         variants: labelled variants run instead of the paper's tasks they apply to (:data:`VARIANTS`; a string or a
             list; default none): ``"gsm8k-chat"`` runs ``th_gsm8k.chat``, ``"generative-mc"`` runs

@@ -316,7 +316,7 @@ class GenerationTask(TaskSpec):
         return [{"generation": t} for t in results]
 
     def score(self, doc, output, protocol) -> dict[str, Any]:
-        """Exact match of the completion with its thinking cut (issue 31; a failed answer extracts nothing)."""
+        """Exact match of the completion with its thinking cut (a failed answer extracts nothing)."""
         try:
             return M.gsm8k(split_reply(output["generation"], protocol.thinking).scored, P.get(doc, "answer"))
         except ValueError as exc:

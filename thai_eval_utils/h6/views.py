@@ -1,4 +1,4 @@
-"""How the Thai-H6 benchmark shows in compare and the report (issue 29): its headline scores per item, its items,
+"""How the Thai-H6 benchmark shows in compare and the report: its headline scores per item, its items,
 its leaderboard cells and figures: the display hooks of :class:`thai_eval_utils.core.benchmark.Suite`
 (Kim et al. 2024, Table 4)."""
 

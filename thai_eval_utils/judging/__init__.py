@@ -1,4 +1,4 @@
-"""One judge for any model (issue 29): a judge is a rubric (versioned templates, a reply parser, call settings) and
+"""One judge for any model: a judge is a rubric (versioned templates, a reply parser, call settings) and
 any model that can ``chat`` (local in-process, served, API); judging runs on the run loop with the store, a shared
 judgement cache, resume, repeats and unjudged records for failed calls. A layer beside ``stats``: imports only
 ``core``; the benchmark subpackages import it.

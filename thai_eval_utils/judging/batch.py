@@ -1,4 +1,4 @@
-"""Batch mode for a judging run (issue 32): the judgements a run still needs are sent as one OpenAI Batch API job (or
+"""Batch mode for a judging run: the judgements a run still needs are sent as one OpenAI Batch API job (or
 written to a JSONL file for ``vllm run-batch``), at about half the price, and the replies go through the SAME attempt
 logic as live replies (:func:`~thai_eval_utils.judging.judge.judge_one` replays them).
 

@@ -42,7 +42,7 @@ def is_final(record: object, statuses: tuple[str, ...] = FINAL_STATUSES) -> bool
 def judgement_key(texts: Mapping[str, str], *, judge_model: str, template_sha256: str, params: Mapping[str, Any],
                   repeat: int = 0) -> str:
     """SHA-256 of everything that decides a judgement: the item's texts (a rubric's ``fields``: ThaiCLI's question,
-    chosen, rejected and answer), judge model, rubric hash and parameters, and for a repeated judgement (issue 14)
+    chosen, rejected and answer), judge model, rubric hash and parameters, and for a repeated judgement
     its repeat index. Repeat 0 hashes no index, so its key is the key judgements had before repeats existed and old
     caches keep resuming."""
     fields: dict[str, Any] = {

@@ -1,4 +1,4 @@
-"""A judge is a rubric and any model that can ``chat`` (issue 29): :class:`Judge`, and :func:`judge_one`, one
+"""A judge is a rubric and any model that can ``chat``: :class:`Judge`, and :func:`judge_one`, one
 judgement under the rubric's attempts policy (ask again while the reply does not parse, at most
 ``params.max_calls`` calls; then the parser's fallback score).
 

@@ -1,6 +1,6 @@
 """MT-Bench single-answer grading as a rubric (Zheng et al., arXiv 2306.05685; FastChat
 ``fastchat/llm_judge/data/judge_prompts.jsonl`` "single-v1", ``fastchat/llm_judge/common.py``): a second judge is a
-declaration (issue 29). The four single-answer templates are declared here (single-v1, single-math-v1 and their
+declaration. The four single-answer templates are declared here (single-v1, single-math-v1 and their
 multi-turn forms, verbatim from FastChat @0e6d3e4, which scbdatax/seacrowd-eval copies as
 ``evaluation/mt_bench_data/judge_prompt.jsonl``); the Thai LLM Leaderboard's MT-Bench Thai uses them
 (:mod:`thai_eval_utils.thai_llm_leaderboard.mt_bench`).

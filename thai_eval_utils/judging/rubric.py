@@ -1,4 +1,4 @@
-"""What a judge is asked and how its reply is read (issue 29): a :class:`JudgeRubric` is versioned templates (a
+"""What a judge is asked and how its reply is read: a :class:`JudgeRubric` is versioned templates (a
 system and a user message with named fields), a :class:`ReplyParser` (patterns, the valid score range, what a
 reply that never parses scores) and the call settings (:class:`JudgeParams`). A judge is a rubric and any model
 that can ``chat`` (:class:`~thai_eval_utils.judging.judge.Judge`); a second judge is a second declaration, as

@@ -1,4 +1,4 @@
-"""Judging as every run (issue 29; DEVELOPERS.md "The judge on the run loop"), for any rubric and any model:
+"""Judging as every run (DEVELOPERS.md "The judge on the run loop"), for any rubric and any model:
 :func:`judge_items` is prepare, call, finish.
 
 *prepare* plans one judgement per (item, repeat) and takes what the run's store (final records) or the shared

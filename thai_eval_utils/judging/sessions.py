@@ -1,4 +1,4 @@
-"""How a judge calls any model that can ``chat`` (issue 29): one async ``complete(messages, ...)`` per judgement.
+"""How a judge calls any model that can ``chat``: one async ``complete(messages, ...)`` per judgement.
 
 A model with ``session()`` (``ApiModel``: an async client, its semaphore bounding the requests in flight, retries,
 token usage) is used as it is. Any other :class:`~thai_eval_utils.core.protocols.ChatModel` (``LocalModel``,

@@ -1,4 +1,4 @@
-"""Which published table cells could carry bootstrap intervals (issue 14): only cells whose per-item data is
+"""Which published table cells could carry bootstrap intervals: only cells whose per-item data is
 public can be resampled; aggregates alone cannot. Lists, per table of the two papers, the per-item files an
 interval would need and whether ``data/`` ships them."""
 

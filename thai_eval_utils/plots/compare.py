@@ -1,4 +1,4 @@
-"""Forest plot of a model comparison (issue 14): each headline score's difference A - B with its paired
+"""Forest plot of a model comparison: each headline score's difference A - B with its paired
 bootstrap interval, one panel per benchmark (their scales differ: Thai-H6 0-100, ThaiCLI 0-10, ROUGE-L/BLEU)."""
 
 from __future__ import annotations

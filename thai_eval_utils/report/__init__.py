@@ -1,4 +1,4 @@
-"""A self-contained HTML report of the stored runs (issue 22): leaderboard with n and intervals beside the
+"""A self-contained HTML report of the stored runs: leaderboard with n and intervals beside the
 papers' rows, the figures as inline SVG, an item browser with Thai full-text search, and two models side by side.
 
 ``write_report(outputs_dir, path, models=None)`` writes it; ``python -m thai_eval_utils.report`` (and

@@ -1,4 +1,4 @@
-"""Headless Chromium for the report (issue 22): the system browser (Debian's ``chromium``) driven by playwright,
+"""Headless Chromium for the report: the system browser (Debian's ``chromium``) driven by playwright,
 never a downloaded one; used for the report's screenshots (``make demo``) and its browser tests."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``thai-eval report`` / ``python -m thai_eval_utils.report``: write the HTML report of the stored runs (issue 22), and optionally a
+"""``thai-eval report`` / ``python -m thai_eval_utils.report``: write the HTML report of the stored runs, and optionally a
 screenshot of each view (headless system Chromium)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The report's Content-Security-Policy (issue 33): a ``<meta http-equiv>`` that lets only the report's own inline
+"""The report's Content-Security-Policy: a ``<meta http-equiv>`` that lets only the report's own inline
 scripts run (a ``sha256`` hash of each, computed over the written file, W3C CSP Level 3 section 2.3.1) and the
 DataTables bundle they import from a ``blob:`` URL, so no inline event handler, ``javascript:`` URL or injected
 ``<script>`` runs even if some text were ever parsed as HTML."""

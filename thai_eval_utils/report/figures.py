@@ -1,4 +1,4 @@
-"""The figures as inline SVG for the report (issue 22): each suite's own (``Suite.figures``: e.g. task scores,
+"""The figures as inline SVG for the report: each suite's own (``Suite.figures``: e.g. task scores,
 judge-score distributions, ΔDiff) and the two-model forest plot (``plots.compare``), labelled with model names
 (never paths). Text is drawn as paths, so no font is needed when the file is opened elsewhere."""
 

@@ -1,4 +1,4 @@
-"""The report's item browser records (issue 22): one record per item of every selected run, each readable on
+"""The report's item browser records: one record per item of every selected run, each readable on
 its own, as the run's suite shows it (``Suite.item_views`` -> :class:`~thai_eval_utils.core.benchmark.ItemView`).
 
 Records use short keys (the report embeds tens of thousands of them; ``ItemView.SHORT``): ``id``, ``m`` model,

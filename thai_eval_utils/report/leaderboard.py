@@ -1,4 +1,4 @@
-"""The report's leaderboard (issue 22): every stored model x benchmark cell with its n and a bootstrap interval,
+"""The report's leaderboard: every stored model x benchmark cell with its n and a bootstrap interval,
 beside the papers' published rows, as one tidy frame. Each suite makes its own cells (``Suite.leaderboard_cells``)
 and declares its tables (``Suite.leaderboard_tables``); a table whose key is one of ``paper.PUBLISHED_TABLES`` gets
 the paper's rows.

@@ -1,4 +1,4 @@
-"""The report's one self-contained HTML file (issue 22), rendered with jinja2 from ``report/templates/``: the
+"""The report's one self-contained HTML file, rendered with jinja2 from ``report/templates/``: the
 DataTables bundle that itables ships (loaded offline, as itables' own offline mode does), the figures as inline
 SVG, and the items as gzip-compressed JSON that the page decompresses with the browser's ``DecompressionStream``
 (a full run's ~40k Thai-H6 items stay a few MB). Nothing is fetched when the file is opened.

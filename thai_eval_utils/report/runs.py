@@ -1,4 +1,4 @@
-"""The stored runs a report shows (issue 22): every model's latest finished run of each benchmark under
+"""The stored runs a report shows: every model's latest finished run of each benchmark under
 ``<outputs>/runs`` (:func:`thai_eval_utils.compare.load.select_runs`, so the report and ``compare`` pick the same
 runs), labelled by model name, never by path."""
 

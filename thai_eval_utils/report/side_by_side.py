@@ -1,4 +1,4 @@
-"""Two models side by side in the report (issue 22): the paired comparison of ``compare.runs.compare_runs``
+"""Two models side by side in the report: the paired comparison of ``compare.runs.compare_runs``
 (difference, its bootstrap interval, the test's p-value and Holm's adjustment) for the header; the browser pairs
 both models' items by key and shows the items on which they differ first."""
 

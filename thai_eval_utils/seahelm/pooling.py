@@ -1,4 +1,4 @@
-"""Several SEA-HELM tasks' prompts in one engine call (issue 31, "Speed").
+"""Several SEA-HELM tasks' prompts in one engine call, for speed (docs/benchmarks.md, "SEA-HELM Thai prompts").
 
 SEA-HELM's tasks are long prompts with short, different budgets (16 to 512 new tokens). Run one task at a time, the
 local engine decodes a handful of rows per step whenever a task has few items (a ``--limit`` look, or a short task),

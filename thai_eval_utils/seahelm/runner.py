@@ -223,7 +223,7 @@ def summarize(task: TaskConfig, store: RunStore, rows: Sequence[Mapping[str, Any
 
 def reply_summary(records: Sequence[Mapping[str, Any]], thinking: ThinkingOption, support: Mapping[str, str],
                   field: str = "reply") -> dict[str, Any]:
-    """What a SEA-HELM task's summary says about its replies (issue 31; ``tasks/language.py``), over the stored
+    """What a SEA-HELM task's summary says about its replies (``tasks/language.py``), over the stored
     records of the requested runs (each record's raw reply under ``field``; a list, as MT-Bench's two turns, counts
     each element as a reply): ``thinking`` (the option and what the model did with its settings), ``replies``
     (counts of thinking, unclosed thinking, failed answers, and the answers-in-Thai rate over every reply of every

@@ -1,4 +1,4 @@
-"""SEA-HELM's Thai tasks as the registry sees them (issue 31): name, tasks (SEA-HELM's results keys), notebook, data
+"""SEA-HELM's Thai tasks as the registry sees them: name, tasks (SEA-HELM's results keys), notebook, data
 folder (the task table: :data:`TASKS`; IF-Eval and the MT-Bench judge are run by their own modules through
 ``runner.EXTERNAL_MODULES``, and their runs show through the same hooks), and the hooks compare, the report and the exports call: headlines (per item: the item's mean over runs),
 leaderboard cells grouped by competency (SEA-HELM's mean over runs with its standard error beside our bootstrap
@@ -129,7 +129,7 @@ class SeahelmSuite(Suite):
                 note = (note + "; " if note else "") + "-logprobs: not a parity number (P1)"
             if (s.get("judge") or {}).get("self_judged"):
                 note = (note + "; " if note else "") + "self-judged: a pipeline check, not SEA-HELM's number"
-            replies = s.get("replies")  # issue 31: answers in Thai and unclosed thinking beside a generation score
+            replies = s.get("replies")  # answers in Thai and unclosed thinking beside a generation score
             if replies and not s.get("logprobs_note"):
                 note = (note + "; " if note else "") + stats_note(replies)
             cols = stats_columns(replies if not s.get("logprobs_note") else None)

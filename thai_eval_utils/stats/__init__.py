@@ -1,7 +1,7 @@
-"""Statistics for honest comparisons (issue 14; methods in docs/statistics.md): bootstrap intervals, paired tests,
+"""Statistics for honest comparisons (methods in docs/statistics.md): bootstrap intervals, paired tests,
 Holm's adjustment, corpus-metric and stratified resampling, the LLM judge's noise floor.
 
-A layer between ``core`` and the benchmark subpackages (issue 23): it imports only ``core``, and every benchmark
+A layer between ``core`` and the benchmark subpackages: it imports only ``core``, and every benchmark
 (the ThaiCLI judge's noise floor and order effect, the dialect paper's intervals) and ``compare`` may use it.
 """
 

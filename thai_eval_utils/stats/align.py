@@ -1,4 +1,4 @@
-"""Match two runs' per-item results by item key, never by position (issue 14: paired comparisons)."""
+"""Match two runs' per-item results by item key, never by position (paired comparisons)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
-#: Default number of bootstrap resamples (the issue's default; tests use fewer).
+#: Default number of bootstrap resamples (tests use fewer).
 DEFAULT_RESAMPLES = 10_000
 #: Interval methods this package offers through scipy (hand-written resampling offers percentile only).
 METHODS = ("percentile", "BCa")

@@ -1,4 +1,4 @@
-"""Leaderboard cells with n and a percentile bootstrap interval (issue 22; methods in ``docs/statistics.md``): the
+"""Leaderboard cells with n and a percentile bootstrap interval (methods in ``docs/statistics.md``): the
 generic pieces every suite's ``leaderboard_cells`` hook uses (:class:`~thai_eval_utils.core.benchmark.Suite`):
 a run's summary value, the interval of a per-item mean, of an unweighted average over tasks (each resampled within
 itself) and of a corpus metric recomputed per resample."""

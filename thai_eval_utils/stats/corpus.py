@@ -1,4 +1,4 @@
-"""Hand-written resampling of corpus metrics (issue 14; docs/statistics.md): the paired bootstrap of a corpus
+"""Hand-written resampling of corpus metrics (docs/statistics.md): the paired bootstrap of a corpus
 metric (BLEU) and the ΔDiff of a corpus metric with a percentile interval. ``scipy.stats.bootstrap`` cannot do
 these: a corpus metric is not a mean of per-item values. Following sacrebleu's design, a metric gives each
 sentence's sufficient statistics (BLEU: lengths, n-gram matches and totals) and scores their sums, so a resample

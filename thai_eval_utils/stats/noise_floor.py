@@ -1,5 +1,5 @@
 """The LLM judge's noise floor from k repeated judgements of the same answers (ThaiCLI, arXiv 2410.04795
-section 4; issue 14): how much a model's mean judge score moves when only the judge's sampling changes.
+section 4): how much a model's mean judge score moves when only the judge's sampling changes.
 
 Formula. Let m_r be the mean over the n items of repeat r (one full judging pass), and s the standard
 deviation of m_1..m_k (ddof=1): the spread of a ThaiCLI mean that comes from the judge alone. Two models each

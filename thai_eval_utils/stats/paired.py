@@ -1,4 +1,4 @@
-"""Paired comparison of two models on the same items (issue 14): paired bootstrap CI of the difference of
+"""Paired comparison of two models on the same items: paired bootstrap CI of the difference of
 means (Efron and Tibshirani 1993), exact McNemar test for 0/1 items (McNemar 1947; the exact binomial form),
 and a paired sign-flip permutation test for other metrics (Fisher 1935; Good, *Permutation Tests*, 2005)."""
 

@@ -1,5 +1,5 @@
 """The paired difference of two models' unweighted average over tasks (the Thai-H6 average of six task scores,
-ThaiCLI's two formats), each task's items resampled within the task (issue 14; docs/statistics.md); hand-written
+ThaiCLI's two formats), each task's items resampled within the task (docs/statistics.md); hand-written
 because ``scipy.stats.bootstrap`` does not resample within strata."""
 
 from __future__ import annotations

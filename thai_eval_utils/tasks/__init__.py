@@ -1,4 +1,4 @@
-"""Declared tasks (issue 29): a multiple-choice or generation task written as data in the user's own file, run
+"""Declared tasks: a multiple-choice or generation task written as data in the user's own file, run
 on the package's engines, run loop and store, and read by every consumer through the registry like a shipped
 benchmark. ``docs/adding_a_task.md`` shows both kinds.
 
@@ -7,9 +7,9 @@ benchmark. ``docs/adding_a_task.md`` shows both kinds.
 - ``metrics``: lm-eval's ``acc`` / ``acc_norm`` (the package's one implementation) and the generation metrics;
 - ``runner``: :func:`run_task` (resumable), :class:`TaskRun`;
 - ``declared_suite``: :class:`DeclaredSuite`, the task as a registry suite (``task.as_suite(source)``);
-- ``thinking``: models that think (issue 31): :class:`ThinkingOption`, :func:`split_reply` (the cut every
+- ``thinking``: models that think: :class:`ThinkingOption`, :func:`split_reply` (the cut every
   generation task scores), :func:`thinking_option` (from the CLI flags / notebook parameters);
-- ``language``: answers in Thai (issue 31): :func:`reply_stats` (unclosed thinking and the Thai rate of a run's
+- ``language``: answers in Thai: :func:`reply_stats` (unclosed thinking and the Thai rate of a run's
   replies, for any suite's summary), :func:`is_mainly_thai`.
 
 Layering: above ``core`` and ``stats``, below the benchmark packages (which may use its metrics and runner).

@@ -1,4 +1,4 @@
-"""Declared tasks (issue 29): a task whose prompt, choices, gold and metric can be said as data is declared, not
+"""Declared tasks: a task whose prompt, choices, gold and metric can be said as data is declared, not
 coded, as an lm-evaluation-harness task YAML or a SEA-HELM ``config.yaml`` declares it.
 
 :class:`MultipleChoiceTask` is lm-eval's ``output_type: multiple_choice`` (``doc_to_text`` = ``prompt``,

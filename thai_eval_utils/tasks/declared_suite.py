@@ -1,4 +1,4 @@
-"""A declared task as a :class:`~thai_eval_utils.core.benchmark.Suite` (issue 29): the registry lists it, and
+"""A declared task as a :class:`~thai_eval_utils.core.benchmark.Suite`: the registry lists it, and
 compare, the report, the exports and ``thai-eval run`` read it through the same hooks as a shipped benchmark.
 
 One suite per task (name = the task's name, one task of the same name; runs stored as ``<name>/<name>``). Its
@@ -74,7 +74,7 @@ class DeclaredSuite(Suite):
             base["hyp"] = [r["choices"][r["pred"]] for r in recs]
         else:
             base["ref"] = [r.get("reference", "") for r in recs]
-            option = option_of(run.card.get("config") or {})  # the replies as the run scored them (issue 31)
+            option = option_of(run.card.get("config") or {})  # the replies as the run scored them
             base["hyp"] = [split_reply(r.get("output") or "", option).scored for r in recs]
         out = []
         for metric in task.metrics:
@@ -120,7 +120,7 @@ class DeclaredSuite(Suite):
             low, high = self._interval(h, boot)
             n_docs = (h.run.summary or {}).get("n_docs")
             note = f"partial: {len(h.items)} of {n_docs} items" if n_docs and len(h.items) < int(n_docs) else ""
-            replies = stats_note((h.run.summary or {}).get("replies"))  # issue 31: beside a generation score
+            replies = stats_note((h.run.summary or {}).get("replies"))  # beside a generation score
             note = "; ".join(x for x in (note, replies) if x)
             out.append(cell(self.name, model, metric, value, n, f"{self.name}|{h.stratum}", low=low, high=high,
                             note=note))

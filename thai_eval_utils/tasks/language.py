@@ -1,4 +1,4 @@
-"""Answers in Thai (issue 31): whether a reply (its thinking cut: :mod:`.thinking`) is mainly Thai script, per item
+"""Answers in Thai: whether a reply (its thinking cut: :mod:`.thinking`) is mainly Thai script, per item
 and as a rate over a run's replies, shown beside every generation score.
 
 The rule is the Thai-English code-switching check of the Typhoon reasoning-model evaluations (scb10x's SkyThought
@@ -169,7 +169,8 @@ def reply_stats(records: Iterable[Mapping[str, Any]], field: str = "output",
 
 def stats_columns(stats: Mapping[str, Any] | None) -> dict[str, Any]:
     """The columns a score table shows beside a generation score: ``thai_rate``, ``thai_n``,
-    ``n_thinking_unclosed`` (empty when the summary has no reply stats, e.g. a run stored before issue 31)."""
+    ``n_thinking_unclosed`` (empty when the summary has no reply stats, e.g. a run stored before reply stats were
+    recorded)."""
     if not stats:
         return {"thai_rate": None, "thai_n": None, "n_thinking_unclosed": None}
     rate = stats.get("answers_in_thai") or {}

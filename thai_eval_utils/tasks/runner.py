@@ -1,4 +1,4 @@
-"""Running a declared task (issue 29) on the package's one run loop and store: items validated whole first, then
+"""Running a declared task on the package's one run loop and store: items validated whole first, then
 ``core.runloop.run_items`` over ``RunStore.open(model, "<task>/<task>", ...)`` (resumable, kill -9 safe), then the
 summary: every metric as a Score with a percentile bootstrap interval over items.
 
@@ -20,6 +20,7 @@ import pandas as pd
 from thai_eval_utils.backend.api_replies import ApiError
 from thai_eval_utils.backend.openai_client import stable_identity
 from thai_eval_utils.core.provenance import Score, canonical_json, scrub, sha256_text
+from thai_eval_utils.core.protocols import prepare_loglikelihood
 from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.stats.bootstrap import Interval, mean_interval
@@ -68,7 +69,7 @@ class TaskRun:
 
     def table(self) -> pd.DataFrame:
         """One row per metric: value, n, the interval and the signature; a generation task's rows also show the
-        answers-in-Thai rate, its n and the replies whose thinking never closed (issue 31)."""
+        answers-in-Thai rate, its n and the replies whose thinking never closed."""
         replies = stats_columns(self.summary.get("replies")) if self.summary.get("kind") == "generation" else {}
         rows = [{"task": self.task, "metric": m, "value": s["value"], "n": s["n"],
                  "ci_low": (s.get("interval") or {}).get("low"), "ci_high": (s.get("interval") or {}).get("high"),
@@ -161,8 +162,8 @@ def score_records(task: Any, records: Sequence[dict[str, Any]], n_docs: int,
 
 
 def _replies(records: Sequence[dict[str, Any]], thinking: ThinkingOption, support: Mapping[str, str]) -> dict[str, Any]:
-    """A generation run's summary entries of issue 31: the option and what the model did with it, and the stored
-    replies' thinking counts and answers-in-Thai rate (:func:`.language.reply_stats`)."""
+    """A generation run's thinking and answers-in-Thai summary entries: the option and what the model did with it, and
+    the stored replies' thinking counts and answers-in-Thai rate (:func:`.language.reply_stats`)."""
     return {"thinking": summary_entry(thinking, support), "replies": reply_stats(records, "output", thinking)}
 
 
@@ -188,7 +189,7 @@ def run_task(model: Any, task: Any, *, limit: int | None = None, outputs: str | 
             hash keys the run as ``docs_sha256``).
         benchmark: the run card's ``benchmark`` (default ``<task>/<task>``; a benchmark package's own name).
         summarize: records -> more summary entries (their ``scores`` are added to the task's).
-        thinking: a generation task's thinking option (issue 31, :mod:`.thinking`): the reply stored whole, metrics
+        thinking: a generation task's thinking option (:mod:`.thinking`): the reply stored whole, metrics
             on it cut; the summary's ``thinking`` and ``replies`` (:func:`.language.reply_stats`).
 
     Raises:
@@ -205,6 +206,8 @@ def run_task(model: Any, task: Any, *, limit: int | None = None, outputs: str | 
         config.update(config_entry(thinking))
     if rows is not None:
         config["docs_sha256"] = sha256_text(canonical_json([dict(r) for r in rows]))
+    if task.kind == "multiple_choice":
+        prepare_loglikelihood(model)  # a served model's order probe: before the run card records its identity
     identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
     if task.kind == "multiple_choice":
         call, prepare = model.loglikelihood, (lambda chunk: _mc_requests(task, chunk))

@@ -1,4 +1,4 @@
-"""Models that think before they answer (issue 31): the thinking block is cut from a reply before answer
+"""Models that think before they answer: the thinking block is cut from a reply before answer
 extraction and scoring; the raw reply is stored whole.
 
 One option for every generation task (Thai-H6 GSM8K, ThaiCLI answers, the dialect tasks, declared generation tasks,
@@ -13,15 +13,15 @@ setting and the signature names it (checked against the references' own function
   ``BaseThinkingReasoningParser.extract_reasoning``, which SEA-HELM relies on: spec ``seahelm_thai.md`` 3.4):
   a close tag with no open tag before it (chat templates such as DeepSeek-R1's and Qwen3-thinking's open the block
   in the prompt) makes everything before it thinking, and an open tag that never closes is a **failed answer**:
-  nothing is scored (the parser returns no content, SEA-HELM scores ``""``: a null, wrong answer; lighteval's
-  issue #869 asked for the same, "graded as incomplete (i.e. empty string)"). lighteval's merged code does not do
-  this: its unclosed block stays in the scored text (its test ``test_no_closing_tag``).
+  nothing is scored (the parser returns no content, SEA-HELM scores ``""``: a null, wrong answer;
+  lighteval's issue #869 asked for the same, "graded as incomplete (i.e. empty string)"). lighteval's merged code
+  does not do this: its unclosed block stays in the scored text (its test ``test_no_closing_tag``).
 - ``"lighteval"`` (``think:lighteval(...)``): ``remove_reasoning_tags`` exactly: closed blocks removed, an unclosed
   block and a close with no open left in the scored text; nothing fails.
 - ``"lm-eval"`` (``think:lm-eval(...)``): lm-evaluation-harness's ``think_end_token``
   (``lm_eval/models/utils.py`` ``postprocess_generated_text`` at 4e7e0d4): the text after the **last** close tag,
   leading whitespace stripped (text between two blocks is dropped); a reply with no close tag is kept whole.
-- ``strip=False`` (``think:off``): the raw reply is scored (the behaviour before issue 31).
+- ``strip=False`` (``think:off``): the raw reply is scored (the behaviour before the thinking option existed).
 
 ``stop_after_thinking`` (off by default; ``think:...(...,stops:after-think)``) says the model thinks, so a task's stop
 strings apply only to the text after its thinking block: the local engine never stops a row inside an open block, and
@@ -30,7 +30,7 @@ servers (which cut at the first stop, thinking or not) are sent no stop strings;
 
 Every rule counts the replies whose last open tag never closes (:attr:`SplitReply.unclosed`); only ``"strict"``
 fails them. The option and its tags go into every score's signature (:meth:`ThinkingOption.signature`); a run's
-config carries it only when it is not the default (:func:`config_entry`), so runs stored before issue 31 keep
+config carries it only when it is not the default (:func:`config_entry`), so runs stored before the option existed keep
 their config ids (a reply without think tags scores the same under every rule but ``lm-eval``'s whitespace).
 """
 
@@ -57,7 +57,7 @@ class ThinkingOption:
 
     Args:
         strip: cut the thinking block before extraction and scoring (False: score the raw reply, the behaviour
-            before issue 31).
+            before the thinking option existed).
         open_tag, close_tag: the model's own think tags.
         max_thinking_tokens: a thinking budget where the model supports one (None: none); see
             :func:`apply_to_model`.
@@ -225,7 +225,7 @@ def thinking_option(thinking: str | ThinkingOption | None = "strip", think_tags:
 
 def config_entry(option: ThinkingOption) -> dict[str, Any]:
     """What a run's config gets: ``{"thinking": option.record()}`` when the option is not the default, else
-    nothing (runs stored before issue 31 keep their config ids and resume)."""
+    nothing (runs stored before the option existed keep their config ids and resume)."""
     return {} if option.is_default else {"thinking": option.record()}
 
 

@@ -20,6 +20,7 @@ import pandas as pd
 from thai_eval_utils import __version__
 from thai_eval_utils.backend.openai_client import stable_identity
 from thai_eval_utils.core.provenance import Score, package_versions, sha256_text
+from thai_eval_utils.core.protocols import prepare_loglikelihood
 from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.thai_llm_leaderboard.data import TaskData, load_task
@@ -151,6 +152,7 @@ def run_nlu_task(model: Any, task: NLUTask | str, *, data_dir: str | Path | None
     config = {"task": task.key, "variant": task.variant, "labels": task.label_note(), "protocol": protocol.to_dict(),
               "truncation_length": trunc, "source": {k: data.source[k] for k in ("repo", "file", "split", "revision")},
               "record_format": RECORD_FORMAT}
+    prepare_loglikelihood(model)  # a served model's order probe: before the run card records its identity
     identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
     with RunStore.open(model.name, f"{SUITE}/{task.key}", config, model_identity=identity,
                        data_files=[str(data.path)], prompt_templates={"prompt": template(task.task_type)},

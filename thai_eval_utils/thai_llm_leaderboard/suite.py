@@ -1,4 +1,4 @@
-"""The Thai LLM Leaderboard suite as the registry sees it (issue 30): its name, its tasks keyed by the runner's task
+"""The Thai LLM Leaderboard suite as the registry sees it: its name, its tasks keyed by the runner's task
 keys, its notebook and data folder. The log-likelihood tasks' hooks are in :mod:`.views`.
 
 Task table: :data:`TASK_KINDS` says which engine runs each task. The generation tasks and MT-Bench Thai (modules

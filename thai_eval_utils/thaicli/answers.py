@@ -78,7 +78,7 @@ def generate_answers(
         batch_size: conversations per ``model.chat`` call (and per store flush); default: an API model's
             ``concurrency`` (every connection busy), else 8.
         progress: show a tqdm bar.
-        thinking: the thinking option (issue 31, :mod:`thai_eval_utils.tasks.thinking`): the stored record keeps the
+        thinking: the thinking option (:mod:`thai_eval_utils.tasks.thinking`): the stored record keeps the
             raw reply whole; the judge sees the answer with the thinking cut (a never-closed block under the strict
             rule is a failed answer: ``judge_answers`` scores it 0 without a call);
             in the config only when not the default; ``enable_thinking`` goes to the chat template.

@@ -11,7 +11,7 @@ JSON, no choices, null content: see :func:`~thai_eval_utils.backend.openai_clien
 failed request. No failure aborts the run except a refused key, access or model (:data:`FATAL_ERRORS`), and
 even then the items already judged are written with the summary before :class:`JudgeError` is raised.
 
-The judge is any model that can ``chat`` (issue 29): an ``ApiModel`` (requests in flight together, bounded by its
+The judge is any model that can ``chat``: an ``ApiModel`` (requests in flight together, bounded by its
 semaphore), a ``LocalModel`` judging in-process (the waiting judgements as one ``chat`` batch; no HTTP server) or a
 ``ServedModel``; ThaiCLI's judge is one instance of :class:`thai_eval_utils.judging.Judge` (its rubric:
 :func:`~thai_eval_utils.thaicli.judge_prompt.thaicli_rubric`), and the loop below is
@@ -25,8 +25,8 @@ flight and a rerun repeats none), finish (a record for every judgement, unjudged
 judgements added to the append-only judgement cache in ``<outputs>/cache/``, keyed by the texts, judge model, prompt
 hash and parameters, which other runs with the same texts reuse; ``items.jsonl`` rewritten in item order).
 
-Issue 14: ``repeats=k`` judges every answer k times, repeat r with seed ``params.seed + r`` and its own cache key
-(repeat 0 keeps the key it always had), and the summary gains the judge's noise floor
+Repeated judgements: ``repeats=k`` judges every answer k times, repeat r with seed ``params.seed + r`` and its own
+cache key (repeat 0 keeps the key it always had), and the summary gains the judge's noise floor
 (:mod:`~thai_eval_utils.thaicli.judge_noise`); ``reference_order="rejected_first"`` swaps the two references
 in the prompt (its own template hash; the effect of the order: :mod:`~thai_eval_utils.thaicli.judge_order`).
 """
@@ -81,9 +81,9 @@ from thai_eval_utils.thaicli.scores import (  # noqa: F401 - SCORE_COLUMNS re-ex
 
 #: Why an item whose answer is missing stays unjudged (never scored: the judge never saw an answer).
 NO_ANSWER = "no answer: the evaluated model's answer was not generated (rerun generate_answers)"
-#: Why an item scores 0 without a judge call (issue 31): its thinking never closed, a failed answer
+#: Why an item scores 0 without a judge call: its thinking never closed, a failed answer
 #: (``generate_answers``' ``answer_failed``; ``tasks.thinking``'s strict rule).
-FAILED_ANSWER = "failed answer: the model's thinking never closed (issue 31); scored 0 without a judge call"
+FAILED_ANSWER = "failed answer: the model's thinking never closed; scored 0 without a judge call"
 #: The stored status of such an item (counted in the means with score 0; never cached: no judge saw it).
 FAILED_STATUS = "failed_answer"
 
@@ -171,7 +171,7 @@ def judge_answers(answers: pd.DataFrame, judge: ChatModel, *, model_name: str | 
         outputs: the outputs folder (default ``results.outputs_dir()``).
         cache_path: the judgement cache (default ``<outputs>/cache/thaicli_judgements.jsonl``).
         progress: show a tqdm bar.
-        repeats: judge every answer this many times (issue 14: seeds, one row per (item, repeat), item means over
+        repeats: judge every answer this many times (seeds, one row per (item, repeat), item means over
             the judged repeats, ``summary["judge_noise"]``); more than 1 needs unique ids.
         reference_order: ``"chosen_first"`` (the template as written) or ``"rejected_first"`` (swapped references:
             another prompt, another hash, another run).
@@ -198,7 +198,7 @@ def judge_answers(answers: pd.DataFrame, judge: ChatModel, *, model_name: str | 
                            progress=progress, batch=batch)  # fmt: skip
         items = pd.DataFrame([item_row(answers.iloc[j.row], j.repeat, j.key, done.record(j)) for j in done.plan])
         scores, summary = _summarise(job, items, done)
-        if answers.attrs.get("replies"):  # issue 31: the answers' thinking and answers-in-Thai stats beside the scores
+        if answers.attrs.get("replies"):  # the answers' thinking and answers-in-Thai stats beside the scores
             summary["answers_replies"] = answers.attrs["replies"]
         if done.batch is not None:
             summary["batch"] = redact(done.batch)
@@ -265,7 +265,7 @@ def _record(job: _Job, j: Judgement, judgement: dict[str, Any]) -> dict[str, Any
     """The stored record of judgement ``j``: its answer row's id, format and theme, its repeat, seed and order,
     and the judgement (the judge's reply and its accounting; status ``unjudged`` and an ``error`` when none)."""
     row = job.answers.iloc[j.row]
-    if judgement.get("error") == FAILED_ANSWER:  # a failed answer (issue 31): 0, as the judge's own fallback
+    if judgement.get("error") == FAILED_ANSWER:  # a failed answer: 0, as the judge's own fallback
         judgement = {**judgement, "status": FAILED_STATUS, "score": 0.0}
     return {"id": row["id"], "format": row["format"], "theme": row["theme"], **judgement_part(judgement),
             "repeat": j.repeat, "seed": job.params.for_repeat(j.repeat).seed,

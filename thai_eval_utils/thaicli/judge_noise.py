@@ -1,4 +1,4 @@
-"""The ThaiCLI judge's noise floor from repeated judgements (arXiv 2410.04795 section 4; issue 14): per-item
+"""The ThaiCLI judge's noise floor from repeated judgements (arXiv 2410.04795 section 4): per-item
 spread and the spread of the ThaiCLI score over k repeats, with seeds ``seed + r`` (method:
 :mod:`thai_eval_utils.stats.noise_floor`, docs/statistics.md).
 

@@ -1,5 +1,5 @@
-"""The effect of the order of the two references in the ThaiCLI judge prompt (arXiv 2410.04795 section 4;
-issue 14): the same answers judged with the chosen reference first and with the rejected reference first, and
+"""The effect of the order of the two references in the ThaiCLI judge prompt (arXiv 2410.04795
+section 4): the same answers judged with the chosen reference first and with the rejected reference first, and
 the paired difference of their item scores with a bootstrap interval
 (:func:`thai_eval_utils.stats.paired.compare_paired`; docs/statistics.md).
 """

@@ -2,11 +2,11 @@
 
 The prompt is the versioned template ``templates/judge_v1.txt`` (a reconstruction: the paper prints its
 prompt only as an image); its SHA-256 goes into every judgement's cache key. :func:`judge_template` gives it with
-the two references in either order (issue 14: the judge's position bias); the swapped text has its own hash. A
+the two references in either order (the judge's position bias); the swapped text has its own hash. A
 reply must hold
 ``<score>N</score>`` with N in [1, 10] (:data:`SCORE_PATTERN`) and may hold ``<explanation>``.
 
-ThaiCLI's judge is one instance of the generic judge (issue 29): :data:`THAICLI_PARSER` and :func:`thaicli_rubric`
+ThaiCLI's judge is one instance of the generic judge: :data:`THAICLI_PARSER` and :func:`thaicli_rubric`
 declare it for :mod:`thai_eval_utils.judging` (its key hash stays the template file's, so old judgements are found).
 """
 

@@ -1,4 +1,4 @@
-"""The judge-free ThaiCLI variant as an ordinary two-choice task (issue 29; Kim et al., arXiv 2410.04795, section 4
+"""The judge-free ThaiCLI variant as an ordinary two-choice task (Kim et al., arXiv 2410.04795, section 4
 names the idea, the frame is ours): the chosen and the rejected answer are the two choices of a declared
 :class:`~thai_eval_utils.tasks.MultipleChoiceTask`, scored on the package's one multiple-choice engine and metric
 code (:mod:`thai_eval_utils.tasks`).

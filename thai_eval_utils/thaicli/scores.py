@@ -1,5 +1,5 @@
 """ThaiCLI scores from judged items (Kim et al., arXiv 2410.04795, section 4, Table 5): ThaiCLI = (factoid mean +
-instruction mean) / 2, per format and per theme; repeated judgements averaged per item first (issue 14).
+instruction mean) / 2, per format and per theme; repeated judgements averaged per item first.
 """
 
 from __future__ import annotations

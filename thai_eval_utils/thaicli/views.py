@@ -1,4 +1,4 @@
-"""How the ThaiCLI benchmark shows in compare and the report (issue 29): its headline scores per item, its items,
+"""How the ThaiCLI benchmark shows in compare and the report: its headline scores per item, its items,
 its leaderboard cells and figures: the display hooks of :class:`thai_eval_utils.core.benchmark.Suite`
 (Kim et al. 2024, section 4 and Table 5).
 
@@ -135,7 +135,7 @@ class ThaiCLIViews:
         for h in parts:
             value, n = summary_value(h.run.summary, h.stratum)
             low, high = mean_ci(h, boot)
-            replies = stats_note((h.run.summary or {}).get("answers_replies"))  # issue 31: the answers' language
+            replies = stats_note((h.run.summary or {}).get("answers_replies"))  # the answers' language
             note = "; ".join(x for x in (h.note, replies) if x)
             out.append(cell(TABLE, model, h.stratum, value, n, f"{NAME}|{h.stratum}", low=low, high=high, note=note))
         if parts:

@@ -84,6 +84,30 @@ def text_prompts(requests: Sequence[tuple[str, str]]) -> list[Prompt | None]:
     return out
 
 
+def group_prompts(requests: Sequence[tuple[str, str]], prompts: Sequence[Prompt | None], size: int) -> list[list[int]]:
+    """Request indices per scoring job: at most ``size`` prompts each; a document's choices (consecutive requests
+    with one context) share a job when they fit, documents are packed whole into jobs; ``size`` 0: one job per
+    document. Requests without a prompt (None: an empty continuation) are in no job."""
+    docs: list[list[int]] = []
+    for i, pr in enumerate(prompts):
+        if pr is None:
+            continue
+        if docs and requests[docs[-1][-1]][0] == requests[i][0]:
+            docs[-1].append(i)
+        else:
+            docs.append([i])
+    if size == 0:
+        return docs
+    groups: list[list[int]] = []
+    for doc in docs:
+        for part in (doc[k:k + size] for k in range(0, len(doc), size)):
+            if groups and len(groups[-1]) + len(part) <= size:
+                groups[-1].extend(part)
+            else:
+                groups.append(list(part))
+    return groups
+
+
 def _logprobs(choice: Any) -> dict[str, Any]:
     """The choice's ``logprobs`` as a dict with the OpenAI list fields; MalformedReply if absent."""
     lp = getattr(choice, "logprobs", None) if not isinstance(choice, dict) else choice.get("logprobs")

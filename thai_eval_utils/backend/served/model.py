@@ -3,8 +3,9 @@ the toolkit's model interface, including Thai-H6's ``loglikelihood`` through ``/
 (see :mod:`.completions`) and raw ``generate`` through ``/v1/completions`` (GSM8K, as lm-eval's
 ``local-completions``); ``chat`` uses ``/v1/chat/completions``.
 
-Before the first request the servers are probed once (:meth:`ServedModel.probe`, checks in :mod:`.probe`);
-the local tokenizer is loaded by :mod:`.tokenizer`, the endpoint options and credentials are
+Before the first request the servers are probed once (:meth:`ServedModel.probe`, checks in :mod:`.probe`), before
+the first log-likelihood request for request-order dependence (:meth:`ServedModel.check_order`); the local
+tokenizer is loaded by :mod:`.tokenizer`, the endpoint options and credentials are
 :class:`~thai_eval_utils.backend.client_options.ClientOptions` (shared with ``ApiModel``), and the requests go
 through a :class:`~.replicas.Pool` of one or more servers.
 """
@@ -38,11 +39,15 @@ from thai_eval_utils.backend.served.completions import (
     Prompt,
     check_model,
     choices_in_order,
+    group_prompts,
     parse_text_choice,
     parse_token_choice,
     text_prompts,
     token_prompts,
 )
+from thai_eval_utils.backend.served.engines import launched_identity
+from thai_eval_utils.backend.served.order_probe import ORDER_PROBE_REQUESTS, REVERSED_REQUESTS, SKIPPED, OrderProbeResult
+from thai_eval_utils.backend.served.order_probe import check_tolerance, run_order_probe
 from thai_eval_utils.backend.served.probe import Prober, ProbeResult
 from thai_eval_utils.backend.served.replicas import MalformedReply, Pool, default_deadline, split_base_urls, within_deadline
 from thai_eval_utils.backend.served.tokenizer import load_tokenizer
@@ -79,13 +84,17 @@ class ServedModel(HasClientOptions):
             client's backoff); a replica that gives no complete reply in time is dropped like a failing one.
         api_key: default the URL's own credential, else ``$OPENAI_API_KEY``, else a placeholder; never recorded
             (see :mod:`~thai_eval_utils.backend.client_options`).
+        order_probe: before the first log-likelihood request, score a few requests in two orders on every replica
+            and refuse servers whose numbers change (:mod:`.order_probe`: prefix caching); False skips it (recorded).
+        order_tolerance: the largest difference in nats the order probe accepts (default 0.01).
     """
 
     def __init__(self, model_id: str, *, base_url: str | Sequence[str] | None = None, api_key: str | None = None,
                  tokenizer: str | Path | None = None, prompt: str = "auto", max_length: int | None = None,
                  add_bos_token: bool | None = None, batch_size: int = 16, concurrency: int | None = None,
                  timeout: float = DEFAULT_TIMEOUT, max_retries: int = DEFAULT_MAX_RETRIES, name: str | None = None,
-                 deadline: float | None = None, **options: Any) -> None:
+                 deadline: float | None = None, order_probe: bool = True, order_tolerance: float | None = None,
+                 **options: Any) -> None:
         check_local_only_options("ServedModel", model_id, options)
         if not model_id:
             raise ModelLoadError("a served model needs its id, e.g. 'completions:google/gemma-3-270m'")
@@ -112,9 +121,11 @@ class ServedModel(HasClientOptions):
         self._bos_wanted = add_bos_token
         self._bos = bool(add_bos_token)
         self._probe: ProbeResult | None = None
+        self.order_probe, self.order_tolerance = bool(order_probe), check_tolerance(order_tolerance)
+        self._order: OrderProbeResult | None = None
         #: Filled in by calls (not part of the identity): per-replica request counts, straddling tokens, usage.
         self.observed: dict[str, Any] = {"straddled": 0, "replicas": {}}
-        #: set for a run by ``tasks.thinking.apply_to_model`` (issue 31), sent in ``extra_body`` (``thinking_body``)
+        #: set for a run by ``tasks.thinking.apply_to_model``, sent in ``extra_body`` (``thinking_body``)
         self.chat_template_kwargs: dict[str, Any] = {}
         self.thinking_budget: tuple[int, str] | None = None
         self.thinking_budget_method = THINKING_BUDGET_METHOD
@@ -169,7 +180,9 @@ class ServedModel(HasClientOptions):
 
     @property
     def identity(self) -> dict[str, Any]:
-        """Model id, servers (no credentials), prompt form, tokenizer, BOS, truncation, endpoints: run cards."""
+        """Model id, servers (no credentials), prompt form, tokenizer, BOS, truncation, endpoints: run cards; for
+        servers thai-eval started itself, the engine, its version and flags (``engine``, keyed) and where they ran
+        (``engine_launch``, not keyed; :func:`.engines.launched_identity`)."""
         p = self.probe()
         ident: dict[str, Any] = {
             "name": self.name, "source": "openai-compatible completions", "model_id": self.model_id,
@@ -181,6 +194,9 @@ class ServedModel(HasClientOptions):
         }
         if p.server:
             ident["server"] = p.server
+        ident.update(launched_identity(self.model_id, self.options.public_urls))
+        if not self.order_probe or self._order is not None:
+            ident["order_probe"] = self._order.identity if self._order is not None else dict(SKIPPED)
         if self.sampling_overrides:
             ident["sampling_overrides"] = self.sampling_overrides
         if p.prompt_form == "token ids":
@@ -212,6 +228,24 @@ class ServedModel(HasClientOptions):
             self._probe = run_sync(go)
         return self._probe
 
+    def check_order(self) -> OrderProbeResult | None:
+        """Run the request-order probe once (:mod:`.order_probe`): :class:`~.order_probe.OrderDependentError`
+        when a log-likelihood changes with the order of the requests; None when skipped (``order_probe=False``)
+        or the servers cannot score."""
+        if not self.order_probe or self.probe().prompt_form is None:
+            return None
+        if self._order is None:
+            try:  # the requests in order, then reversed
+                forward, backward = (self._scoring_jobs(list(r)) for r in (ORDER_PROBE_REQUESTS, REVERSED_REQUESTS))
+            except ThaiEvalError as exc:  # e.g. a max_length shorter than the probe's continuations
+                raise ModelLoadError(f"order probe of {self._where()}: {exc}; order_probe=False skips it") from None
+            self._order = run_order_probe(self._pool(), forward, backward, self.order_tolerance,
+                                          model_id=self.model_id, server_kind=self.probe().server)
+        return self._order
+
+    #: called before a log-likelihood run writes its card (:func:`thai_eval_utils.core.protocols.prepare_loglikelihood`)
+    prepare_loglikelihood = check_order
+
     @property
     def concurrency(self) -> int:
         """Requests in flight per replica: as given, else 8 (token ids) or 1 (text prompts, see the class doc)."""
@@ -233,13 +267,8 @@ class ServedModel(HasClientOptions):
         p = self.probe()
         if p.prompt_form is None:
             raise ThaiEvalError(f"served model {self.model_id!r} cannot score log-likelihoods: {p.refusal}")
-        if p.prompt_form == "token ids":
-            prompts = token_prompts(self.tokenizer, requests, add_bos_token=self._bos, max_length=self.max_length)
-            size = self.batch_size
-        else:
-            prompts = text_prompts(requests)
-            size = 0  # one document per job, its prompts sent one after the other (one text prompt per request)
-        jobs, groups = self._jobs(requests, prompts, size)
+        self.check_order()
+        jobs, groups = self._scoring_jobs(requests)
         results: list[tuple[float, bool]] = [(0.0, True)] * len(requests)
         pool = self._pool()
 
@@ -263,28 +292,16 @@ class ServedModel(HasClientOptions):
                           f"scored with the continuation ({TEXT_BOUNDARY_RULE})", stacklevel=2)
         return results
 
-    def _jobs(self, requests: list[tuple[str, str]], prompts: list[Prompt | None], size: int):
-        """Jobs of at most ``size`` prompts; a document's choices (consecutive requests with one context) share a
-        job when they fit, documents are packed whole into jobs. ``size`` 0: one job per document."""
-        docs: list[list[int]] = []
-        for i, pr in enumerate(prompts):
-            if pr is None:
-                continue
-            if docs and requests[docs[-1][-1]][0] == requests[i][0]:
-                docs[-1].append(i)
-            else:
-                docs.append([i])
-        if size == 0:
-            return [self._job([prompts[i] for i in g]) for g in docs], docs  # type: ignore[misc]
-        groups: list[list[int]] = []
-        for doc in docs:
-            for part in (doc[k:k + size] for k in range(0, len(doc), size)):
-                if groups and len(groups[-1]) + len(part) <= size:
-                    groups[-1].extend(part)
-                else:
-                    groups.append(list(part))
-        jobs = [self._job([prompts[i] for i in g]) for g in groups]  # type: ignore[misc]
-        return jobs, groups
+    def _scoring_jobs(self, requests: list[tuple[str, str]]):
+        """(jobs, groups) scoring ``requests`` as a run sends them (:func:`~.completions.group_prompts`): token
+        ids ``batch_size`` prompts per request; text one document per job, one request per prompt, in turn."""
+        if self.probe().prompt_form == "token ids":
+            prompts = token_prompts(self.tokenizer, requests, add_bos_token=self._bos, max_length=self.max_length)
+            groups = group_prompts(requests, prompts, self.batch_size)
+        else:
+            prompts = text_prompts(requests)
+            groups = group_prompts(requests, prompts, 0)
+        return [self._job([prompts[i] for i in g]) for g in groups], groups  # type: ignore[misc]
 
     def _job(self, batch: list[Prompt]):
         """Token ids: one request holding every prompt of ``batch``. Text: one request per prompt, in order."""
@@ -372,7 +389,7 @@ class ServedModel(HasClientOptions):
                 choices = getattr(resp, "choices", None)
                 if not choices or choices[0].message is None:
                     raise MalformedReply("the chat completion has no choices")
-                rejoined = rejoin_reasoning(choices[0].message, self.reasoning_tags)  # issue 31: the reply whole
+                rejoined = rejoin_reasoning(choices[0].message, self.reasoning_tags)  # the reply whole
                 return rejoined if rejoined is not None else (choices[0].message.content or "")
 
             return job

@@ -1,7 +1,7 @@
-// thai-eval report (issue 22): the views, the item browser and the two-model pairs.
+// thai-eval report: the views, the item browser and the two-model pairs.
 // Every table is a DataTables table (the bundle itables ships, embedded in this file and imported from a Blob URL,
 // so nothing is fetched); this script only loads the embedded data, wires the filters and renders one item.
-// Issue 33: every text from data, a model, a judge or a user goes in as text: DOM text nodes (el), or, in a
+// Every text from data, a model, a judge or a user goes in as text: DOM text nodes (el), or, in a
 // DataTables cell or column title (which DataTables writes as HTML), through DataTables' own escaping renderer.
 const meta = JSON.parse(document.getElementById("report-meta").textContent);
 
