@@ -512,8 +512,8 @@ RUNNER_FIXTURES = REPO / "tests" / "data" / "thai_llm_leaderboard_runner"
 def test_every_fixture_item_scores_as_the_runner_scored_it():
     """Every item the runner scored in the fixtures (seacrowd-eval @9de9392's own code, CPU, float32, batch size 1;
     tests/data/thai_llm_leaderboard_runner/README.md) through thai-eval's public scoring on the embedded model:
-    prompts byte-equal, predictions equal, every label's sum within max(1e-4, 1e-5 x tokens), and the runner's ten
-    metric columns equal, computed from our predictions."""
+    prompts byte-equal, predictions equal, every label's sum within max(1e-4, 1e-5 x tokens, 1e-5 x its size), and
+    the runner's ten metric columns equal, computed from our predictions."""
     from thai_eval_utils.backend.models import load_model
 
     fixture = [json.loads(line) for line in (RUNNER_FIXTURES / "nlu_items.jsonl").read_text("utf-8").splitlines()]
@@ -532,7 +532,9 @@ def test_every_fixture_item_scores_as_the_runner_scored_it():
             assert (mine["prompt"], mine["labels"], mine["gold"]) == (it["prompt"], it["labels"], it["gold"])
             assert mine["pred"] == part["pred"] == it["pred"] and mine["tokens"] == it["scored_tokens"], it["id"]
             for a, b, n in zip(mine["lls"], it["sums"], it["scored_tokens"]):
-                assert abs(a - b) <= max(1e-4, 1e-5 * n), (task, it["id"], a, b)
+                # float32 noise: the fixtures were written on another CPU, whose kernels sum in another order; on
+                # this one (AMD EPYC) sums differ by up to 1e-5 of their size, never more
+                assert abs(a - b) <= max(1e-4, 1e-5 * n, 1e-5 * abs(b)), (task, it["id"], a, b)
             # the label parts differ between labels exactly as the runner's totals do
             for a, b, n in zip(np.diff(part["lls"]), np.diff(it["sums"]), it["scored_tokens"][1:]):
                 assert abs(a - b) <= 2 * max(1e-4, 1e-5 * n), (task, it["id"], a, b)
