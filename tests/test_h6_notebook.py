@@ -14,8 +14,8 @@ NOTEBOOK = REPO / "notebooks" / "thai_h6.ipynb"
 PARAMETERS = ["model", "base_url", "tokenizer", "order_tolerance", "order_probe", "dtype", "device_map", "data_source",
               "tasks", "limit", "gsm8k_limit", "protocol_preset", "num_fewshot",
               "chunk_size", "sampler", "fewshot_seed", "add_bos_token", "gsm8k_stops", "gsm8k_max_new_tokens", "mc2",
-              "mmlu_average", "outputs_dir", "paper_table4", "thinking", "think_tags", "max_thinking_tokens",
-              "enable_thinking"]  # fmt: skip
+              "mmlu_average", "variant", "outputs_dir", "paper_table4", "thinking", "think_tags", "max_thinking_tokens",
+              "enable_thinking", "stop_after_thinking"]  # fmt: skip
 
 
 def test_committed_without_outputs_and_parameters_parse():

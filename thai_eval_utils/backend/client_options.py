@@ -162,6 +162,9 @@ class HasClientOptions:
 
 #: How an endpoint model honours a thinking budget (``tasks.thinking.apply_to_model`` records it).
 THINKING_BUDGET_METHOD = "vLLM thinking_token_budget (extra_body; the server needs --reasoning-config)"
+#: How an endpoint model honours ``think_stop_tags`` (a run's ``stop_after_thinking``): a server cuts at the first
+#: stop string, thinking or not, so it is sent none and the reply is cut here after the thinking block.
+THINK_STOP_METHOD = "stop strings not sent to the server; the reply cut here after the thinking block"
 
 
 def thinking_body(model: Any) -> dict[str, Any]:

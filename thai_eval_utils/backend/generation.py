@@ -58,7 +58,7 @@ from thai_eval_utils.backend.decode_cache import kv_bytes, reframe, settle
 from thai_eval_utils.backend.decoder import Decoder, Head
 from thai_eval_utils.backend.prefill_plan import MIN_SHARED_TOKENS, plan_prefill
 from thai_eval_utils.backend.prefix_tree import Node
-from thai_eval_utils.backend.stops import StopScanner, cut_at_stop
+from thai_eval_utils.backend.stops import StopScanner, ThinkTags, cut_at_stop
 from thai_eval_utils.core.protocols import stop_strings
 
 #: KV-cache budget on a CPU (bytes): the cache of the rows in flight, worst case (every row reaching max_new_tokens)
@@ -195,7 +195,8 @@ class Engine:
                  temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
                  kv_budget: int | None = None, max_rows: int | None = None,
                  min_shared: int = MIN_SHARED_TOKENS, lookup: int = LOOKUP_TOKENS,
-                 step_positions: int = STEP_POSITIONS) -> None:
+                 step_positions: int = STEP_POSITIONS, think_tags: ThinkTags | None = None,
+                 starts_open: Sequence[bool] | None = None) -> None:
         self.model, self.tokenizer = hf_model, tokenizer
         self.decoder, self.head = Decoder(hf_model), Head(hf_model)
         self.device = next(hf_model.parameters()).device
@@ -212,7 +213,10 @@ class Engine:
         self.step_positions = int(step_positions)
         self.eos = eos_ids(hf_model, tokenizer)
         decode: Callable[[list[int]], str] = lambda ids: tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
-        self.scanner = StopScanner(decode, stop)
+        # a model that thinks: stop strings count only outside its thinking block (``backend.stops``); a prompt
+        # that opened the block (``starts_open``, per prompt) makes its row start inside it
+        self.think_tags, self.starts_open = think_tags, list(starts_open) if starts_open is not None else None
+        self.scanner = StopScanner(decode, stop, think_tags)
         self.stats = GenerationStats()
         self.min_shared = int(min_shared)
         self.prefixes: list[tuple[Node, DynamicCache]] = []  # the shared prefixes' caches of the current chain
@@ -242,7 +246,12 @@ class Engine:
         row.tokens.append(token)
         if self.lookup:
             row.context.append(token)
-        return token in self.eos or len(row.tokens) >= row.budget or self.scanner.hit(row.tokens)
+        return token in self.eos or len(row.tokens) >= row.budget or \
+            self.scanner.hit(row.tokens, starts_open=self._opens(row))
+
+    def _opens(self, row: _Row) -> bool:
+        """Whether the row's text starts inside a thinking block (its prompt opened one)."""
+        return bool(self.starts_open and self.starts_open[row.index])
 
     def _body(self, ids: torch.Tensor, cache: DynamicCache, **kwargs: torch.Tensor) -> torch.Tensor:
         """The decoder body's last hidden states [rows, length, hidden] of ``ids`` after what ``cache`` holds."""
@@ -406,7 +415,8 @@ class Engine:
 
         def finish(row: _Row) -> None:
             self.stats.generated_tokens += len(row.tokens)
-            texts[row.index] = cut_at_stop(self.tokenizer.decode(row.tokens, skip_special_tokens=True), self.stop)
+            texts[row.index] = cut_at_stop(self.tokenizer.decode(row.tokens, skip_special_tokens=True), self.stop,
+                                           think_tags=self.think_tags, starts_open=self._opens(row))
             bar.update(1)
 
         while queue or self.rows:
@@ -438,10 +448,13 @@ def generate(hf_model: Any, tokenizer: Any, prompts: Sequence[list[int]], *, max
              stop: Sequence[str] | str | None = None, temperature: float = 0.0, top_p: float = 1.0,
              seed: int | None = None, kv_budget: int | None = None, max_rows: int | None = None,
              min_shared: int = MIN_SHARED_TOKENS, lookup: int = LOOKUP_TOKENS, progress: bool = True,
-             desc: str = "generate") -> tuple[list[str], GenerationStats]:
+             desc: str = "generate", think_tags: ThinkTags | None = None,
+             starts_open: Sequence[bool] | None = None) -> tuple[list[str], GenerationStats]:
     """Generate from token-id prompts with :class:`Engine`; (texts in order, the work done). ``max_new_tokens``:
-    one budget, or one per prompt; ``lookup``: prompt-lookup proposals per row (greedy only; 0: off)."""
+    one budget, or one per prompt; ``lookup``: prompt-lookup proposals per row (greedy only; 0: off);
+    ``think_tags``: stop strings count only outside the model's thinking (``starts_open``: per prompt, whether
+    its row starts inside a block)."""
     engine = Engine(hf_model, tokenizer, max_new_tokens=max_new_tokens, stop=stop, temperature=temperature,
                     top_p=top_p, seed=seed, kv_budget=kv_budget, max_rows=max_rows, min_shared=min_shared,
-                    lookup=lookup)
+                    lookup=lookup, think_tags=think_tags, starts_open=starts_open)
     return engine.run(prompts, progress=progress, desc=desc), engine.stats

@@ -25,6 +25,7 @@ from thai_eval_utils.backend.loglikelihood import loglikelihood, token_loglikeli
 from thai_eval_utils.backend.model_sources import check_dtype, default_max_length, resolve_spec
 from thai_eval_utils.backend.prefill_plan import MIN_SHARED_TOKENS
 from thai_eval_utils.backend.stops import cut_at_stop  # noqa: F401  (re-exported: tests import it from here)
+from thai_eval_utils.backend.stops import opens_thinking
 from thai_eval_utils.core.errors import ThaiEvalError
 from thai_eval_utils.core.protocols import stop_strings
 
@@ -59,6 +60,8 @@ class LocalModel:
     """
 
     budget_per_prompt: bool = True
+    #: how this model honours ``think_stop_tags`` (recorded in a run's summary, ``thinking.support``)
+    think_stop_method = "engine: no row stops inside an open thinking block; the cut falls after it"
 
     def __init__(
         self,
@@ -90,6 +93,9 @@ class LocalModel:
         #: extra keyword arguments of ``apply_chat_template`` (e.g. ``{"enable_thinking": False}``; set for
         #: a run by ``tasks.thinking.apply_to_model``); not in ``identity``: the run's config records the option
         self.chat_template_kwargs: dict[str, Any] = {}
+        #: the think tags stop strings wait for (a run's ``stop_after_thinking``, set by ``tasks.thinking.
+        #: apply_to_model``): the engine never stops a row inside an open thinking block (``backend.stops``)
+        self.think_stop_tags: tuple[str, str] | None = None
         self.identity = {
             **(identity or {"name": name}),
             "class": type(hf_model).__name__,
@@ -187,10 +193,12 @@ class LocalModel:
         encoded = [ids for p, n in zip(prompts, budgets) for ids in encode_prompts(
             self.tokenizer, [p], add_special_tokens=add_special_tokens, room=max(1, self.max_length - n),
             max_length=self.max_length)]
+        tags = self.think_stop_tags
         texts, self.last_generation = generate(
             self.hf_model, self.tokenizer, encoded, max_new_tokens=max_new_tokens, stop=stop, temperature=temperature,
             top_p=top_p, seed=seed, kv_budget=self.kv_budget, max_rows=self.max_rows, desc=desc,
-            min_shared=self.min_shared, lookup=self.lookup_tokens,
+            min_shared=self.min_shared, lookup=self.lookup_tokens, think_tags=tags,
+            starts_open=[opens_thinking(p, tags) for p in prompts] if tags else None,
         )
         return texts
 

@@ -35,6 +35,7 @@ from thai_eval_utils.backend.api_replies import (
 )
 from thai_eval_utils.core.async_bridge import run_sync
 from thai_eval_utils.backend.client_options import (
+    THINK_STOP_METHOD,
     THINKING_BUDGET_METHOD,
     ClientOptions,
     HasClientOptions,
@@ -46,7 +47,7 @@ from thai_eval_utils.backend.client_options import (
 from thai_eval_utils.core.errors import ModelLoadError
 from thai_eval_utils.core.protocols import stop_strings
 from thai_eval_utils.core.provenance import public_url
-from thai_eval_utils.backend.stops import cut_at_stop
+from thai_eval_utils.backend.stops import cut_at_stop, sent_stops
 
 #: The public names; ``ApiError``, ``FATAL_ERRORS``, ``describe_error``, ``reply_problem`` (from :mod:`.api_replies`)
 #: and ``run_sync`` (from :mod:`thai_eval_utils.core.async_bridge`) are re-exported, as ``thaicli`` and the tests import them from here.
@@ -153,7 +154,7 @@ class ApiSession:
         extra: dict[str, Any] = {}
         if seed is not None:
             extra["seed"] = seed
-        if stops := stop_strings(stop):  # one string is one stop string, never its characters
+        if stops := sent_stops(stop, self.model.think_stop_tags):  # one string is one stop; none when it thinks
             extra["stop"] = list(stops)
         body = {**(self.model.sampling_overrides or {}), **thinking_body(self.model)}
         if body:
@@ -247,6 +248,10 @@ class ApiModel(HasClientOptions):
         self.thinking_budget_method = THINKING_BUDGET_METHOD
         #: the think tags a server-split reply is rejoined with (``rejoin_reasoning``); set during generation runs
         self.reasoning_tags: tuple[str, str] | None = None
+        #: the think tags stop strings wait for (a run's ``stop_after_thinking``): none are sent, the reply is cut
+        #: here after the thinking block (``backend.stops``)
+        self.think_stop_tags: tuple[str, str] | None = None
+        self.think_stop_method = THINK_STOP_METHOD
 
     @property
     def base_url(self) -> str:
@@ -349,7 +354,7 @@ class ApiModel(HasClientOptions):
             completions = run_sync(go)
         except openai.APIError as exc:  # "from None": the chained original would print the server's raw text
             raise ApiError(f"{self.model_id} at {public_base_url(self.base_url)}: {describe_error(exc)}", cause=exc) from None
-        return [cut_at_stop(c.text, stop) for c in completions]
+        return [cut_at_stop(c.text, stop, think_tags=self.think_stop_tags) for c in completions]
 
     def generate(
         self,

@@ -176,6 +176,10 @@ def add_run(sub: argparse._SubParsersAction) -> None:
                    "prompts)")
     p.add_argument("--runs", type=int, default=None, metavar="N", help="repeated runs, each with its own seed, for the "
                    "suites that repeat their tasks (SEA-HELM: default its eight); other suites ignore it")
+    p.add_argument("--variant", action="append", default=[], metavar="NAME", help="a labelled variant for instruct "
+                   f"and reasoning models, run instead of the published protocol where it applies ({_variant_names()}; "
+                   "repeatable): scored under its own task names and signatures, never in the averages or the paper "
+                   "tables (docs/protocol_notes.md)")
     add_engine_arguments(p)
     add_thinking(p)
     _add_outputs(p)
@@ -213,6 +217,7 @@ def cmd_run(args: argparse.Namespace) -> int:
              "max_new_tokens": args.max_new_tokens,
              "greedy": True if args.greedy else None,  # None: the notebook's default (batch drops it)
              "runs": args.runs,  # suites that repeat runs take it (Suite.notebook_parameters); None: their default
+             "variant": _variants(args),  # the notebooks that declare it (Suite.variants); None: not passed
              **thinking_parameters(args), **_batch_parameters(args)}
     start = now_utc()
     runs: list[batch.NotebookRun] = []
@@ -236,6 +241,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     for line in batch_messages(out, since=start):  # a batch still running: how to collect it
         print(line)
     return 0 if final.ok else 1
+
+
+def _variants(args: argparse.Namespace) -> list[str] | None:
+    """``--variant``: each must be a variant of a selected suite (``Suite.variants``); None when none is asked."""
+    if not args.variant:
+        return None
+    known = {v for suite, _ in selected(args) for v in suite.variants}
+    unknown = [v for v in args.variant if v not in known]
+    if unknown:
+        raise ThaiEvalError(f"--variant {unknown[0]!r} is no variant of the selected benchmarks; they have: "
+                            f"{', '.join(sorted(known)) or 'none'}")
+    return list(dict.fromkeys(args.variant))
 
 
 def _run_suites(args: argparse.Namespace, models: list[str], extra: dict[str, Any], out: Path) -> list[batch.NotebookRun]:
@@ -475,6 +492,14 @@ def _first_suite() -> str:
         return next(iter(registry.suites()), "SUITE")
     except ThaiEvalError:
         return "SUITE"
+
+
+def _variant_names() -> str:
+    """The registered suites' variants for the help text (``Suite.variants``)."""
+    try:
+        return ", ".join(f"{v} ({s.name})" for s in registry.suites().values() for v in s.variants) or "none"
+    except ThaiEvalError:
+        return "see each suite"
 
 
 def _data_folders() -> str:

@@ -1,5 +1,6 @@
 """``thai-eval run``'s thinking flags (``tasks/thinking.py``): ``--thinking``, ``--think-tags``,
-``--max-thinking-tokens``, ``--enable-thinking``, handed to the generation notebooks as their parameters."""
+``--max-thinking-tokens``, ``--enable-thinking``, ``--stop-after-thinking``, handed to the generation notebooks as their
+parameters."""
 
 from __future__ import annotations
 
@@ -22,11 +23,15 @@ def add_thinking(p: argparse.ArgumentParser) -> None:
                    "model supports one (served vLLM: thinking_token_budget); recorded as not supported elsewhere")
     p.add_argument("--enable-thinking", action=argparse.BooleanOptionalAction, default=None, help="pass "
                    "enable_thinking to chat templates that take it (default: not passed)")
+    p.add_argument("--stop-after-thinking", action="store_true", default=None, help="the model thinks: stop "
+                   "strings apply only after its thinking block closes (a stop inside the block never cuts the "
+                   "reply; servers are sent none). Off by default: not the papers' protocol; the signatures say so")
 
 
 def thinking_parameters(args: argparse.Namespace) -> dict[str, Any]:
     """The thinking flags as the generation notebooks' parameters (checked here once; unset: not passed)."""
-    thinking_option(args.thinking, args.think_tags, args.max_thinking_tokens, args.enable_thinking)  # a bad value fails now
+    thinking_option(args.thinking, args.think_tags, args.max_thinking_tokens, args.enable_thinking,
+                    args.stop_after_thinking)  # a bad value fails now
     params = {"thinking": args.thinking, "think_tags": args.think_tags, "max_thinking_tokens": args.max_thinking_tokens,
-              "enable_thinking": args.enable_thinking}
+              "enable_thinking": args.enable_thinking, "stop_after_thinking": args.stop_after_thinking}
     return {k: v for k, v in params.items() if v is not None}

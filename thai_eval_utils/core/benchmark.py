@@ -264,6 +264,10 @@ class Suite:
     averages: ClassVar[tuple[Average, ...]] = ()
     #: The suite's leaderboard tables (the report).
     leaderboard_tables: ClassVar[tuple[LeaderboardTable, ...]] = ()
+    #: Labelled variants its notebooks can run instead of the published protocol (``thai-eval run --variant``,
+    #: handed to the notebooks as ``variant``): each runs under its own task names and signatures, never in the
+    #: suite's averages or the paper tables.
+    variants: ClassVar[tuple[str, ...]] = ()
 
     def data_path(self, data_dir: str | Path | None) -> Path | None:
         """This suite's data folder under a data root (``<data_dir>/<data_folder>``); ``data_dir`` itself when it is

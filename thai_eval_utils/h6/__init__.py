@@ -8,9 +8,11 @@ lm-evaluation-harness.
 - ``fewshot``: the few-shot samplers (leaderboard replay, lm-eval 0.4.13, first-n).
 - ``evaluation``: ``evaluate`` one task with resume, ``evaluate_tasks``; ``average``: the H6 average (Table 4).
 - ``data``: loaders for the official parquet layout and flat files.
+- ``variants``: labelled variants for instruct and reasoning models (GSM8K in the chat template, the choice tasks
+  asked for a letter): own task names and signatures, never in the H6 average (``H6Protocol.variants``).
 """
 
-from thai_eval_utils.h6.average import AVERAGE_COLUMN, TASKS, H6Score, run_row, run_tag, thai_h6_score
+from thai_eval_utils.h6.average import AVERAGE_COLUMN, TASKS, H6Score, paper_results, run_row, run_tag, thai_h6_score
 from thai_eval_utils.h6.data import H6_TASKS, H6TaskData, load_h6_task
 from thai_eval_utils.h6.evaluation import (
     DocumentRequests,
@@ -20,8 +22,8 @@ from thai_eval_utils.h6.evaluation import (
     evaluate_tasks,
     scores_frame,
 )
-from thai_eval_utils.h6.protocol import LEADERBOARD, LM_EVAL, H6Protocol, protocol_from
+from thai_eval_utils.h6.protocol import LEADERBOARD, LM_EVAL, VARIANTS, H6Protocol, protocol_from
 
-__all__ = ["AVERAGE_COLUMN", "H6_TASKS", "LEADERBOARD", "LM_EVAL", "TASKS", "DocumentRequests", "H6Protocol", "H6Result",
-           "H6Score", "H6TaskData", "document_requests", "evaluate", "evaluate_tasks", "load_h6_task", "protocol_from", "run_row", "run_tag", "scores_frame",
-           "thai_h6_score"]
+__all__ = ["AVERAGE_COLUMN", "H6_TASKS", "LEADERBOARD", "LM_EVAL", "TASKS", "VARIANTS", "DocumentRequests", "H6Protocol",
+           "H6Result", "H6Score", "H6TaskData", "document_requests", "evaluate", "evaluate_tasks", "load_h6_task",
+           "paper_results", "protocol_from", "run_row", "run_tag", "scores_frame", "thai_h6_score"]

@@ -13,6 +13,7 @@ import pandas as pd
 
 from thai_eval_utils.core.provenance import Score, canonical_json, sha256_text
 from thai_eval_utils.h6 import tasks as T
+from thai_eval_utils.h6 import variants as V
 from thai_eval_utils.h6.evaluation import H6Result
 
 TASKS = T.TASKS
@@ -73,15 +74,19 @@ def thai_h6_score(results_or_scores: Mapping[str, H6Result | Score] | Iterable[H
 
     Args:
         results_or_scores: task -> :class:`H6Result` or headline :class:`Score` (0-1 scale), or an
-            iterable of results. Fewer than six tasks give a partial score.
+            iterable of results. Fewer than six tasks give a partial score. A labelled variant's result
+            (``th_gsm8k.chat``, ``th_arc.generative-mc``: :mod:`.variants`) is left out: it is not the paper's
+            protocol and never enters the average.
     """
     items = results_or_scores.items() if isinstance(results_or_scores, Mapping) else ((r.task, r) for r in results_or_scores)
     tasks: dict[str, Score] = {}
     for name, value in items:
+        if V.is_variant(name) or (isinstance(value, H6Result) and V.is_variant(value.task)):
+            continue
         key = T.get_task(name).name
         tasks[key] = value.headline if isinstance(value, H6Result) else value
     if not tasks:
-        raise ValueError("no task scores given")
+        raise ValueError("no task scores given (a labelled variant never enters the H6 average)")
     tasks = {t: tasks[t] for t in TASKS if t in tasks}
     ses = [s.stderr for s in tasks.values()]
     stderr = None if any(se is None for se in ses) else 100 * math.sqrt(sum(se * se for se in ses)) / len(tasks)
@@ -97,6 +102,11 @@ def run_tag(results: Mapping[str, H6Result]) -> str:
     head = f"limit{'-'.join(map(str, limits))}" if limits else "full"
     configs = {task: results[task].config for task in sorted(results)}
     return f"{head}-cfg{sha256_text(canonical_json(configs))[:8]}"
+
+
+def paper_results(results: Mapping[str, H6Result]) -> dict[str, H6Result]:
+    """The results of the paper's six tasks (a labelled variant's left out): what the Table 4 row is made of."""
+    return {name: res for name, res in results.items() if not V.is_variant(res.task)}
 
 
 def run_row(results: Mapping[str, H6Result], model: str | None = None) -> pd.DataFrame:

@@ -25,6 +25,7 @@ from thai_eval_utils.core.runloop import run_items
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.h6 import prompts as P
 from thai_eval_utils.h6 import tasks as T
+from thai_eval_utils.h6 import variants as V
 from thai_eval_utils.h6.data import H6TaskData, load_h6_task
 from thai_eval_utils.h6.protocol import LEADERBOARD, H6Protocol
 from thai_eval_utils.tasks.language import reply_stats, stats_columns
@@ -57,8 +58,8 @@ class H6Result:
 
     @property
     def headline(self) -> Score:
-        """The score that enters the Thai-H6 average."""
-        return self.scores[T.get_task(self.task).headline]
+        """The task's headline score (the one that enters the Thai-H6 average, for the paper's six tasks)."""
+        return self.scores[V.get_spec(self.task).headline]
 
     @property
     def items_path(self) -> Path | None:
@@ -81,7 +82,7 @@ def _x100(v: float | None) -> float | None:
 def _resolve_data(spec: T.TaskSpec, data: H6Source, fewshot_pool: T.Pool) -> tuple[list[dict], T.Pool, list[Path], str]:
     """(docs, few-shot pool or subject -> pool, data files, source label) from any accepted input."""
     if isinstance(data, (str, Path)):
-        data = load_h6_task(data, spec.name)
+        data = load_h6_task(data, spec.data_task)
     if isinstance(data, H6TaskData):
         pool = spec.pool_of(data) if fewshot_pool is None else fewshot_pool
         return list(data.docs), pool, [Path(p) for p in data.files], str(data.source)
@@ -134,8 +135,10 @@ def evaluate(
     """Evaluate ``model`` on one Thai-H6 task under ``protocol`` (default: the leaderboard's, LB).
 
     Args:
-        model: a model; every task but ``th_gsm8k`` needs a :class:`LoglikelihoodModel`.
-        task: ``th_arc``, ``th_hellaswag``, ``th_mmlu``, ``th_truthfulqa``, ``th_winogrande`` or ``th_gsm8k``.
+        model: a model; every task but ``th_gsm8k`` (and the variants) needs a :class:`LoglikelihoodModel`.
+        task: ``th_arc``, ``th_hellaswag``, ``th_mmlu``, ``th_truthfulqa``, ``th_winogrande`` or ``th_gsm8k``; a
+            variant's task (``th_gsm8k.chat``, ``th_arc.generative-mc``, ...: :mod:`.variants`) runs under its own
+            name, as does a paper task that one of ``protocol.variants`` applies to.
         data: a data folder for ``data.load_h6_task``, an ``H6TaskData``, or a list of docs (then pass
             ``fewshot_pool``: a list, or subject -> list for MMLU).
         protocol: the options that change numbers (:class:`H6Protocol`; presets ``LEADERBOARD``, ``LM_EVAL``).
@@ -149,12 +152,13 @@ def evaluate(
     Returns:
         The :class:`H6Result`.
     """
-    spec = T.get_task(task)
+    spec = V.spec_for(task, protocol)
     if chunk_size < 1:
         raise ValueError("chunk_size must be at least 1")
     if spec.uses_loglikelihood and not isinstance(model, LoglikelihoodModel):
         raise ThaiEvalError(f"{spec.name} scores answer choices by log-likelihood: {model_label(model)!r} "
-                            "has none (API models can run th_gsm8k only)")
+                            "has none (API models can run th_gsm8k, or the labelled generative-mc variant: "
+                            "H6Protocol(variants=['generative-mc']))")
     tmpl, docs, pool, files, source, k, shots = _prepare(spec, data, protocol, fewshot_pool)
     if spec.uses_loglikelihood:
         prepare_loglikelihood(model)  # a served model's order probe: before the run card records its identity
@@ -176,7 +180,7 @@ def evaluate(
             "task": spec.name, "source": source, "n": len(table), "n_docs": len(docs), "limit": limit,
             "scores": {name: s.to_dict() for name, s in scores.items()},
             "subjects": {name: s.to_dict() for name, s in subjects.items()},
-            **(_replies(records, protocol, support) if isinstance(spec, T.GenerationTask) else {}),
+            **(_replies(records, protocol, support) if not spec.uses_loglikelihood else {}),
         }
         store.write_summary(summary)
     return H6Result(spec.name, table, scores, config, store.root, subjects, limit=limit if limited else None,
@@ -192,12 +196,17 @@ def _replies(records: list[dict[str, Any]], protocol: H6Protocol, support: dict[
 
 @contextmanager
 def _thinking(model: Model, protocol: H6Protocol, spec: T.TaskSpec) -> Iterator[dict[str, str]]:
-    """The thinking option's model settings while a GSM8K run lasts (``tasks.thinking.apply_to_model``).
-    GSM8K prompts are plain few-shot completions: ``enable_thinking`` has no chat template to go to."""
-    if not isinstance(spec, T.GenerationTask):
+    """The thinking option's model settings while a generating run lasts (``tasks.thinking.apply_to_model``).
+    GSM8K prompts are plain few-shot completions: ``enable_thinking`` has no chat template to go to (a chat
+    variant's has)."""
+    if spec.uses_loglikelihood:
         yield {}
         return
     option = protocol.thinking
+    if spec.chat:
+        with apply_to_model(model, option) as support:
+            yield support
+        return
     with apply_to_model(model, replace(option, enable_thinking=None)) as support:
         if option.enable_thinking is not None:
             support["enable_thinking"] = f"{NOT_SUPPORTED}: GSM8K prompts are plain completions (no chat template)"
@@ -229,7 +238,7 @@ def document_requests(task: str, data: H6Source, protocol: H6Protocol = LEADERBO
     """Every selected document's requests exactly as :func:`evaluate` builds them (same few-shot draws, templates
     and ``limit`` selection), without a model: for cost estimates (``thai-eval run --dry-run``) and for
     rebuilding what a stored run asked (the lm-eval export's ``arguments``)."""
-    spec = T.get_task(task)
+    spec = V.spec_for(task, protocol)
     tmpl, docs, pool, _, _, _, shots = _prepare(spec, data, protocol, fewshot_pool)
     built = _DocRun(spec, docs, pool, shots, tmpl, protocol, call=_no_model)
     return [DocumentRequests(i, docs[i], list(shots[i]), built.requests(i)) for i in spec.select(docs, limit)]
@@ -289,7 +298,8 @@ class _DocRun:
             rec["subject"] = self.docs[i]["subject"]
         try:
             rec.update(self.spec.score(self.docs[i], output, self.protocol))
-            rec.setdefault("gold", record_gold(self.spec, self.docs[i]))
+            if "gold" not in rec:
+                rec["gold"] = record_gold(self.spec, self.docs[i])
         except T.DocError as exc:
             raise ThaiEvalDataError(f"{self.spec.name} doc {i}: {exc}", row=i, field=exc.field) from None
         # the scored row as loaded, so a record reads on its own; a record field only: the config id,
@@ -339,7 +349,8 @@ def evaluate_tasks(
             ``{"th_gsm8k": 1}`` (generation is slow on a CPU).
 
     Returns:
-        task -> :class:`H6Result`.
+        task -> :class:`H6Result`, keyed by the task that ran (a variant's own name when ``protocol.variants``
+        applies to a task: never a paper task's key).
     """
     if isinstance(tasks, str):  # "th_arc,th_gsm8k" or "th_arc th_gsm8k" (e.g. from a command line)
         tasks = tasks.replace(",", " ").split()
@@ -347,24 +358,25 @@ def evaluate_tasks(
     out = {}
     for name in [t for t in TASKS if t in names]:
         task_limit = (limits or {}).get(name, limit)
-        out[name] = evaluate(model, name, source, protocol, limit=task_limit, chunk_size=chunk_size, outputs=outputs,
-                             progress=progress)
+        res = evaluate(model, name, source, protocol, limit=task_limit, chunk_size=chunk_size, outputs=outputs,
+                       progress=progress)
+        out[res.task] = res
     return out
 
 
 def scores_frame(results: Mapping[str, H6Result] | Iterable[H6Result]) -> pd.DataFrame:
     """Every score of every task as a tidy table (task, metric, value and stderr x 100, n, headline, signature);
     GSM8K's rows also show the answers-in-Thai rate (x 100), its n and the replies whose thinking never closed
-    (empty for the log-likelihood tasks)."""
+    (empty for the log-likelihood tasks). A variant's rows name it (``th_gsm8k (chat)``)."""
     items = results.values() if isinstance(results, Mapping) else results
     rows = []
     for res in items:
-        head = T.get_task(res.task).headline
+        head = V.get_spec(res.task).headline
         replies = stats_columns(res.replies)
         if replies["thai_rate"] is not None:
             replies["thai_rate"] = 100 * replies["thai_rate"]
         for metric, s in res.scores.items():
-            rows.append({"task": res.task, "metric": metric, "value": 100 * s.value, "stderr": _x100(s.stderr),
+            rows.append({"task": V.label(res.task), "metric": metric, "value": 100 * s.value, "stderr": _x100(s.stderr),
                          "n": s.n, "headline": metric == head, **replies, "signature": s.signature})
     return pd.DataFrame(rows, columns=["task", "metric", "value", "stderr", "n", "headline", "thai_rate", "thai_n",
                                        "n_thinking_unclosed", "signature"])

@@ -30,7 +30,10 @@ class H6Exports:
 
     # ------------------------------------------------------------------------------------------------ exports
     def leaderboard_results(self, run: StoredRun) -> dict[str, dict[str, float]]:
-        """``{<task>: every stored score on a 0-1 scale}`` (MMLU: acc_macro / acc_micro too)."""
+        """``{<task>: every stored score on a 0-1 scale}`` (MMLU: acc_macro / acc_micro too); nothing for a labelled
+        variant's run (``h6.variants``: not the paper's protocol, never a leaderboard number)."""
+        if run.task not in T.TASK_SPECS:
+            return {}
         scores = (run.summary or {}).get("scores") or {}
         spec = T.get_task(run.task)
         return {spec.name: {m: v for m, e in scores.items() if (v := score_value(e)) is not None}}

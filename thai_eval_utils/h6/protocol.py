@@ -22,6 +22,10 @@ GSM8K_STOPS_H = ("Question:", "</s>", "<|im_end|>")
 #: GSM8K generation budget (LB and lm-eval: at most 256 new tokens).
 GSM8K_MAX_NEW_TOKENS = 256
 _MC2 = ("lb", "mask")
+#: Labelled variants for today's instruct and reasoning models (``h6.variants``; docs/protocol_notes.md): GSM8K in
+#: the model's chat template, and the five choice tasks asked for a letter. Not the paper's protocol: each runs under
+#: its own task name and signature and never enters the H6 average or the paper tables.
+VARIANTS = ("gsm8k-chat", "generative-mc")
 _MMLU_AVERAGES = ("macro", "micro")
 
 
@@ -35,6 +39,17 @@ def gsm8k_stops(option: str | Sequence[str]) -> tuple[str, ...]:
             return GSM8K_STOPS_H
         raise ValueError(f"gsm8k_stops must be 'lb', 'h' or a list of strings, not {option!r}")
     return stop_strings(option, field="gsm8k_stops")
+
+
+def variant_names(option: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The variants ``option`` names: None or ``""`` none, ``"a,b"`` or a list; each one of :data:`VARIANTS`."""
+    if option is None:
+        return ()
+    names = option.replace(",", " ").split() if isinstance(option, str) else list(option)
+    unknown = [v for v in names if v not in VARIANTS]
+    if unknown:
+        raise ValueError(f"unknown Thai-H6 variant {unknown[0]!r}; expected one of {VARIANTS}")
+    return tuple(dict.fromkeys(names))
 
 
 @dataclass(frozen=True)
@@ -56,6 +71,9 @@ class H6Protocol:
         templates: template overrides by name (see ``tasks.TASK_SPECS[task].templates``); None: the LB templates.
         thinking: GSM8K's thinking cut (:mod:`thai_eval_utils.tasks.thinking`): the stored ``generation``
             is the raw completion, exact match reads it with the thinking cut (a never-closed block scores 0).
+        variants: labelled variants run instead of the paper's tasks they apply to (:data:`VARIANTS`; a string or a
+            list; default none): ``"gsm8k-chat"`` runs ``th_gsm8k.chat``, ``"generative-mc"`` runs
+            ``<task>.generative-mc`` for ARC, HellaSwag, MMLU, TruthfulQA and Winogrande (``h6.variants``).
     """
 
     num_fewshot: int | None = None
@@ -68,6 +86,7 @@ class H6Protocol:
     mmlu_average: str = "macro"
     templates: Mapping[str, str] | None = None
     thinking: ThinkingOption = THINKING_DEFAULT
+    variants: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.mc2 not in _MC2:
@@ -77,6 +96,7 @@ class H6Protocol:
         if self.sampler not in SAMPLERS:
             raise ValueError(f"unknown few-shot sampler {self.sampler!r}; expected one of {SAMPLERS}")
         object.__setattr__(self, "gsm8k_stops", gsm8k_stops(self.gsm8k_stops))
+        object.__setattr__(self, "variants", variant_names(self.variants))
         if self.num_fewshot is not None:
             object.__setattr__(self, "num_fewshot", int(self.num_fewshot))
 

@@ -8,6 +8,7 @@ from typing import ClassVar
 from thai_eval_utils.core.benchmark import Suite
 from thai_eval_utils.h6 import tasks as T
 from thai_eval_utils.h6.exports import H6Exports
+from thai_eval_utils.h6.protocol import VARIANTS
 from thai_eval_utils.h6.views import H6Views
 
 
@@ -21,6 +22,7 @@ class H6Suite(H6Views, H6Exports, Suite):
     tasks: ClassVar[tuple[str, ...]] = T.TASKS
     notebooks: ClassVar[tuple[str, ...]] = ("thai_h6.ipynb",)
     data_folder: ClassVar[str] = "thai_h6"
+    variants: ClassVar[tuple[str, ...]] = VARIANTS
 
 
 SUITE = H6Suite()

@@ -44,17 +44,20 @@ class DocRequests:
 
     ``requests`` are ``(context, continuation)`` pairs for ``loglikelihood`` (empty for GSM8K);
     ``prompt`` is the shared context (GSM8K: the generation prompt); TruthfulQA's first ``n_mc1``
-    requests are the MC1 targets, the rest MC2.
+    requests are the MC1 targets, the rest MC2. ``messages``: the chat a variant sends (``(role, content)`` turns,
+    :mod:`.variants`; empty for the paper's tasks).
     """
 
     prompt: str
     requests: tuple[tuple[str, str], ...] = ()
     n_mc1: int = 0
+    messages: tuple[tuple[str, str], ...] = ()
 
     @property
     def sha256(self) -> str:
-        """Hash of everything sent to the model: the prompt and every request."""
-        blob = json.dumps([self.prompt, self.requests], ensure_ascii=False)
+        """Hash of everything sent to the model: the prompt and every request (and a variant's chat turns)."""
+        parts: list[Any] = [self.prompt, self.requests, *([self.messages] if self.messages else [])]
+        blob = json.dumps(parts, ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
@@ -83,6 +86,20 @@ class TaskSpec:
     by_subject: bool = False
     #: whether the task scores by log-likelihood (False: it generates).
     uses_loglikelihood: ClassVar[bool] = True
+    #: whether the model gets a chat (``model.chat``; a variant's) rather than a plain prompt.
+    chat: ClassVar[bool] = False
+    #: the labelled variant the task is (``protocol.VARIANTS``), None for the paper's six.
+    variant: ClassVar[str | None] = None
+
+    @property
+    def data_task(self) -> str:
+        """The Thai-H6 task whose data it scores (a variant: its paper task's)."""
+        return self.name
+
+    @property
+    def label(self) -> str:
+        """Its name in tables (a variant: ``th_gsm8k (chat)``)."""
+        return self.name
 
     @property
     def headline(self) -> str:

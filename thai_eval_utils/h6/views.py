@@ -40,6 +40,11 @@ class H6Views:
     leaderboard_tables: ClassVar[tuple[LeaderboardTable, ...]] = (
         LeaderboardTable(TABLE, "Thai-H6 (0-100; Kim et al. Table 4)", ("thai_h6_avg", *TASKS)),)
 
+    def holds_headlines(self, run: StoredRun) -> bool:
+        """The runs of the paper's six tasks: a labelled variant's run (``th_gsm8k.chat``, ``<task>.generative-mc``:
+        :mod:`.variants`) is not the paper's protocol, so it is never compared, averaged or in the leaderboard."""
+        return run.family == NAME and run.task in TASK_METRICS
+
     def headlines(self, run: StoredRun, data_dir: Path | None = None) -> list[Headline]:
         """The headline metric of a task run (``TASK_METRICS[task][0]``) per document, keyed by the document's index
         in the scored split (the store key also hashes the prompt, which changes with the few-shot draws; equal
@@ -60,7 +65,10 @@ class H6Views:
 
     def item_views(self, run: StoredRun, heads: Sequence[Headline], data_dir: Path | None,
                    pools: dict[str, list[str]], notes: list[str]) -> list[ItemView]:
-        """Every document of the run: question, choices and log-likelihoods, gold, the model's choice, few-shot block."""
+        """Every document of the run: question, choices and log-likelihoods, gold, the model's choice, few-shot block
+        (none for a labelled variant's run: :meth:`holds_headlines`)."""
+        if not self.holds_headlines(run):
+            return []
         data, records = load_run_data(run, self.data_path(data_dir)), run.records()  # type: ignore[attr-defined]
         if data.docs is None and records and "doc_row" not in records[0]:
             notes.append(f"{run.benchmark}: {data.missing}")
@@ -96,7 +104,7 @@ class H6Views:
             tasks = {}
             for bench, run in by_bench.items():
                 scores = (run.summary or {}).get("scores") or {}
-                if bench.startswith(f"{NAME}/") and scores:
+                if bench.startswith(f"{NAME}/") and bench.split("/")[-1] in TASK_METRICS and scores:
                     first = next(iter(scores.values()))  # the headline metric comes first (h6.evaluate)
                     tasks[bench.split("/")[-1]] = Score(first["name"], first["value"], first["n"], first.get("stderr"))
             if tasks:

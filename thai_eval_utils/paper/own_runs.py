@@ -18,6 +18,7 @@ from thai_eval_utils.core.provenance import slugify
 from thai_eval_utils.core.runs import list_runs
 from thai_eval_utils.core.tables import round_half_up
 from thai_eval_utils.dialect.metrics import DIALECT_NAMES, TABLE1_TASKS, table_task
+from thai_eval_utils.h6.variants import is_variant
 from thai_eval_utils.paper.published import (
     CENTRAL,
     DIALECT_METRICS,
@@ -79,6 +80,8 @@ def expected_sizes(tables: Mapping[str, pd.DataFrame]) -> dict[str, int]:
 def _h6_records(run: Mapping[str, Any], sizes: Mapping[str, int]) -> list[dict]:
     card, summary = run.card, run.summary or {}
     task = summary.get("task") or card.get("config", {}).get("task") or card["benchmark"].split("/")[-1]
+    if is_variant(task):  # a labelled variant (h6.variants) is not the paper's protocol: no cell of Table 4
+        return []
     value, n = None, count_items(run.dir)
     scores = summary.get("scores") or {}
     if scores:  # the headline metric is the first (h6._scores puts it first)

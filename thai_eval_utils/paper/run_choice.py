@@ -20,6 +20,7 @@ import pandas as pd
 from thai_eval_utils.core.runs import StoredRun, latest_finished, recency
 from thai_eval_utils.h6.fewshot import default_seed
 from thai_eval_utils.h6.tasks import TASK_SPECS
+from thai_eval_utils.h6.variants import is_variant
 
 #: Why a run is not in the tables: a later finished run of its cell is shown; it has not finished and another
 #: run of its cell is shown; it is of a benchmark no paper table holds.
@@ -60,6 +61,12 @@ def count_items(run_dir: str | Path) -> int:
         return sum(1 for line in fh if line.strip())
 
 
+def in_tables(run: StoredRun, families: Collection[str]) -> bool:
+    """Whether ``run`` can fill a paper table's cell: its family is one of ``families`` and it is no labelled variant
+    (a Thai-H6 variant, ``h6.variants``: not the paper's protocol, never in its tables)."""
+    return run.family in families and not (run.family == "thai_h6" and is_variant(run.task))
+
+
 def cell_of(run: StoredRun) -> Cell:
     """The table cell a run fills: its model name, benchmark and setting."""
     return run.model_name, run.benchmark, run_setting(run.card)
@@ -71,7 +78,7 @@ def shown_runs(runs: Iterable[StoredRun], families: Collection[str]) -> dict[Cel
     :func:`~thai_eval_utils.core.runs.recency`."""
     by_setting: dict[str, list[StoredRun]] = defaultdict(list)
     for run in runs:
-        if run.family in families:
+        if in_tables(run, families):
             by_setting[run_setting(run.card)].append(run)
     shown: dict[Cell, StoredRun] = {}
     for setting, group in by_setting.items():
@@ -90,6 +97,8 @@ def _limit(run: StoredRun) -> Any:
 def _why(run: StoredRun, shown: StoredRun | None) -> tuple[str, str]:
     """(reason, detail) of a run the tables leave out; ``shown`` is the run shown in its cell (None: no cell)."""
     if shown is None:
+        if run.family == "thai_h6" and is_variant(run.task):
+            return SKIP_REASONS[2], f"{run.task} is a labelled variant, not the paper's protocol"
         return SKIP_REASONS[2], f"no paper table reads {run.family} runs"
     shown_text = f"{shown.card.get('config_id')} ({shown.when})"
     if not run.finished:
@@ -113,7 +122,7 @@ def skipped_table(runs: Iterable[StoredRun], families: Collection[str]) -> pd.Da
     for run in runs:
         if run.dir in shown_dirs:
             continue
-        reason, detail = _why(run, shown.get(cell_of(run)) if run.family in families else None)
+        reason, detail = _why(run, shown.get(cell_of(run)) if in_tables(run, families) else None)
         rows.append({"model": run.model_name, "benchmark": run.benchmark, "setting": run_setting(run.card),
                      "config_id": run.card.get("config_id"), "limit": _limit(run), "items": count_items(run.dir),
                      "finished": run.finished, "when": run.when, "reason": reason, "detail": detail,

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from thai_eval_utils.backend.stops import first_stop
 from thai_eval_utils.core.protocols import Model, TokenizingModel
 from thai_eval_utils.seahelm.config import BASE_STOP
 from thai_eval_utils.seahelm.prompts import Messages, render_base
@@ -78,13 +79,16 @@ def base_replies(model: Model, conversations: Sequence[Messages], *, max_tokens:
     in the text); a row that stopped (at the tag, or at EOS) continues with ``stop = "\\n\\n"`` and the tokens left;
     a row that ran out of tokens keeps its phase-1 text. Phase 1 is generated without a stop string and cut after
     the first tag here (the same text for the same seeded row); the continuation is from the text (SEA-HELM
-    continues from token ids)."""
+    continues from token ids). The tag is phase 1's stop string: for a model that thinks (``think_stop_tags``, a run's
+    ``stop_after_thinking``) only a tag after its thinking block counts, as for every stop string."""
     prompts = [base_prompt(model, m) for m in conversations]
     first = model.generate(prompts, max_new_tokens=max_tokens, temperature=sampling.temperature,
                            top_p=sampling.top_p, seed=seed)
     phase1, todo = [], []
+    tags = getattr(model, "think_stop_tags", None)
     for i, text in enumerate(first):
-        at = text.find(answer_tag) if answer_tag else -1
+        found = first_stop(text, [answer_tag], tags) if answer_tag else None
+        at = -1 if found is None else found
         if at >= 0:
             text = text[: at + len(answer_tag)]
         used = _n_tokens(model, text)

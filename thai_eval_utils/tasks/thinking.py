@@ -23,6 +23,11 @@ setting and the signature names it (checked against the references' own function
   leading whitespace stripped (text between two blocks is dropped); a reply with no close tag is kept whole.
 - ``strip=False`` (``think:off``): the raw reply is scored (the behaviour before the thinking option existed).
 
+``stop_after_thinking`` (off by default; ``think:...(...,stops:after-think)``) says the model thinks, so a task's stop
+strings apply only to the text after its thinking block: the local engine never stops a row inside an open block, and
+servers (which cut at the first stop, thinking or not) are sent no stop strings; the reply is cut after the block
+(``backend.stops``; lm-evaluation-harness PR 3700). Off, stop strings cut as lm-eval cuts them, wherever they occur.
+
 Every rule counts the replies whose last open tag never closes (:attr:`SplitReply.unclosed`); only ``"strict"``
 fails them. The option and its tags go into every score's signature (:meth:`ThinkingOption.signature`); a run's
 config carries it only when it is not the default (:func:`config_entry`), so runs stored before the option existed keep
@@ -58,6 +63,8 @@ class ThinkingOption:
             :func:`apply_to_model`.
         enable_thinking: passed to chat templates that take it (None: not passed).
         rule: ``"strict"`` (default), ``"lighteval"`` or ``"lm-eval"`` (module docstring).
+        stop_after_thinking: the model thinks: stop strings apply only after its thinking block (module
+            docstring; needs ``strip``). Set for a run on the models that have ``think_stop_tags``.
     """
 
     strip: bool = True
@@ -66,6 +73,7 @@ class ThinkingOption:
     max_thinking_tokens: int | None = None
     enable_thinking: bool | None = None
     rule: str = "strict"
+    stop_after_thinking: bool = False
 
     def __post_init__(self) -> None:
         if not self.open_tag or not self.close_tag or self.open_tag == self.close_tag:
@@ -76,6 +84,8 @@ class ThinkingOption:
             raise ValueError(f"max_thinking_tokens must be >= 0, got {self.max_thinking_tokens}")
         if self.rule not in RULES:
             raise ValueError(f"unknown thinking rule {self.rule!r}; expected one of {RULES}")
+        if self.stop_after_thinking and not self.strip:
+            raise ValueError("stop_after_thinking needs a thinking block to wait for: thinking 'off' has none")
 
     @property
     def mode(self) -> str:
@@ -84,16 +94,22 @@ class ThinkingOption:
 
     def signature(self) -> str:
         """The option as a signature part, e.g. ``think:strip(<think>,</think>)``, ``think:lighteval(<think>,
-        </think>)`` or ``think:off`` (with ``,budget:N`` and ``,enable:True|False`` when set)."""
+        </think>)`` or ``think:off`` (with ``,budget:N``, ``,enable:True|False`` and ``,stops:after-think`` when
+        set)."""
         extra = "".join([f",budget:{self.max_thinking_tokens}" if self.max_thinking_tokens is not None else "",
-                         f",enable:{self.enable_thinking}" if self.enable_thinking is not None else ""])
+                         f",enable:{self.enable_thinking}" if self.enable_thinking is not None else "",
+                         ",stops:after-think" if self.stop_after_thinking else ""])
         if not self.strip:
             return f"think:off({extra[1:]})" if extra else "think:off"
         return f"think:{self.mode}({self.open_tag},{self.close_tag}{extra})"
 
     def record(self) -> dict[str, Any]:
-        """The option as plain data (run cards, configs, summaries)."""
-        return asdict(self)
+        """The option as plain data (run cards, configs, summaries); ``stop_after_thinking`` only when set, so the
+        configs of runs stored before it keep their ids."""
+        out = asdict(self)
+        if not self.stop_after_thinking:
+            del out["stop_after_thinking"]
+        return out
 
     @property
     def is_default(self) -> bool:
@@ -185,9 +201,11 @@ def scored_text(raw: str, option: ThinkingOption = DEFAULT) -> str:
 
 # ----------------------------------------------------------------------------------------- options and runs
 def thinking_option(thinking: str | ThinkingOption | None = "strip", think_tags: str | Sequence[str] | None = None,
-                    max_thinking_tokens: int | None = None, enable_thinking: bool | None = None) -> ThinkingOption:
+                    max_thinking_tokens: int | None = None, enable_thinking: bool | None = None,
+                    stop_after_thinking: bool | None = None) -> ThinkingOption:
     """The option from ``thai-eval run``'s flags or a notebook's parameters: ``thinking`` one of :data:`MODES`
-    (None: "strip"), ``think_tags`` ``"OPEN,CLOSE"`` or a pair (None: ``<think>,</think>``)."""
+    (None: "strip"), ``think_tags`` ``"OPEN,CLOSE"`` or a pair (None: ``<think>,</think>``),
+    ``stop_after_thinking`` (None: False)."""
     if isinstance(thinking, ThinkingOption):
         return thinking
     mode = thinking or "strip"
@@ -202,7 +220,7 @@ def thinking_option(thinking: str | ThinkingOption | None = "strip", think_tags:
     rule = "strict" if mode in ("strip", "off") else mode
     budget = None if max_thinking_tokens is None else int(max_thinking_tokens)
     return ThinkingOption(strip=mode != "off", open_tag=tags[0], close_tag=tags[1], max_thinking_tokens=budget,
-                          enable_thinking=enable_thinking, rule=rule)
+                          enable_thinking=enable_thinking, rule=rule, stop_after_thinking=bool(stop_after_thinking))
 
 
 def config_entry(option: ThinkingOption) -> dict[str, Any]:
@@ -228,7 +246,9 @@ def apply_to_model(model: Any, option: ThinkingOption) -> Iterator[dict[str, str
     ``model.thinking_budget`` where the model has one (a served model sends vLLM's ``thinking_token_budget``);
     otherwise it is recorded as :data:`NOT_SUPPORTED` (local models: forcing the close tag after N tokens would need
     a per-row finish reason the generation engine does not report). A model without ``chat_template_kwargs`` (a
-    plain completion model, a test fake) records :data:`NOT_SUPPORTED` for ``enable_thinking``. An endpoint model
+    plain completion model, a test fake) records :data:`NOT_SUPPORTED` for ``enable_thinking``.
+    ``stop_after_thinking`` sets ``model.think_stop_tags`` (local, served and API models: stop strings wait for the
+    thinking block to close; ``backend.stops``), else it is recorded as :data:`NOT_SUPPORTED`. An endpoint model
     (``reasoning_tags``) rejoins a reply whose thinking its server split off (``reasoning_content``) with the
     option's tags, so the stored reply is whole and this module's rule, not the server's, decides what is scored.
     """
@@ -245,6 +265,13 @@ def apply_to_model(model: Any, option: ThinkingOption) -> Iterator[dict[str, str
             support["enable_thinking"] = "chat_template_kwargs"
         else:
             support["enable_thinking"] = NOT_SUPPORTED
+    if option.strip and option.stop_after_thinking:
+        if hasattr(model, "think_stop_tags"):
+            saved["think_stop_tags"] = model.think_stop_tags
+            model.think_stop_tags = (option.open_tag, option.close_tag)
+            support["stop_after_thinking"] = getattr(model, "think_stop_method", "think_stop_tags")
+        else:
+            support["stop_after_thinking"] = NOT_SUPPORTED
     if option.max_thinking_tokens is not None:
         if hasattr(model, "thinking_budget"):
             saved["thinking_budget"] = model.thinking_budget

@@ -22,6 +22,7 @@ import openai
 from thai_eval_utils.backend.api_replies import ApiError, describe_error
 from thai_eval_utils.core.async_bridge import run_sync
 from thai_eval_utils.backend.client_options import (
+    THINK_STOP_METHOD,
     THINKING_BUDGET_METHOD,
     ClientOptions,
     HasClientOptions,
@@ -31,7 +32,6 @@ from thai_eval_utils.backend.client_options import (
     thinking_body,
 )
 from thai_eval_utils.core.errors import ModelLoadError, ThaiEvalError
-from thai_eval_utils.core.protocols import stop_strings
 from thai_eval_utils.backend.openai_client import NEUTRAL_SAMPLING
 from thai_eval_utils.backend.served.completions import (
     SCORING_PARAMS,
@@ -51,7 +51,7 @@ from thai_eval_utils.backend.served.order_probe import check_tolerance, run_orde
 from thai_eval_utils.backend.served.probe import Prober, ProbeResult
 from thai_eval_utils.backend.served.replicas import MalformedReply, Pool, default_deadline, split_base_urls, within_deadline
 from thai_eval_utils.backend.served.tokenizer import load_tokenizer
-from thai_eval_utils.backend.stops import cut_at_stop
+from thai_eval_utils.backend.stops import cut_at_stop, opens_thinking, sent_stops
 
 SPEC_PREFIX = "completions:"
 PROMPT_FORMS = ("auto", "tokens", "text")
@@ -131,6 +131,10 @@ class ServedModel(HasClientOptions):
         self.thinking_budget_method = THINKING_BUDGET_METHOD
         #: the think tags a server-split reply is rejoined with (``rejoin_reasoning``); set during generation runs
         self.reasoning_tags: tuple[str, str] | None = None
+        #: the think tags stop strings wait for (a run's ``stop_after_thinking``): none are sent, the reply is cut
+        #: here after the thinking block (``backend.stops``)
+        self.think_stop_tags: tuple[str, str] | None = None
+        self.think_stop_method = THINK_STOP_METHOD
 
     # --- tokenizer ----------------------------------------------------------------------------------------
     @property
@@ -356,13 +360,15 @@ class ServedModel(HasClientOptions):
             return job
 
         texts = self._run([job_for(x) for x in payloads], "generate")
-        return [cut_at_stop(t, stop) for t in texts]
+        tags = self.think_stop_tags
+        return [cut_at_stop(t, stop, think_tags=tags, starts_open=bool(tags) and opens_thinking(x, tags))
+                for t, x in zip(texts, prompts)]
 
     def _sampling_extra(self, seed: int | None, stop: Sequence[str] | str | None) -> dict[str, Any]:
         """Keyword arguments of a generation request beyond the prompt: seed, stop strings, and the server's
         sampling defaults set back to plain decoding (``extra_body``, :data:`NEUTRAL_SAMPLING`)."""
         extra: dict[str, Any] = {"seed": seed} if seed is not None else {}
-        if stops := stop_strings(stop):  # one string is one stop string, never its characters
+        if stops := sent_stops(stop, self.think_stop_tags):  # one string is one stop string; none when it thinks
             extra["stop"] = list(stops)
         body = {**(self.sampling_overrides or {}), **thinking_body(self)}
         if body:
@@ -389,7 +395,7 @@ class ServedModel(HasClientOptions):
             return job
 
         texts = self._run([job_for(m) for m in messages_list], "chat")
-        return [cut_at_stop(t, stop) for t in texts]
+        return [cut_at_stop(t, stop, think_tags=self.think_stop_tags) for t in texts]
 
     def _run(self, jobs: list[Any], desc: str) -> list[Any]:
         """Results of ``jobs`` over a fresh pool, in order (a progress bar when there is more than one)."""
