@@ -274,6 +274,7 @@ def test_replicas_pinned_to_their_gpus_and_one_dying_mid_run(gguf, standin, tmp_
         single = ServedModel("tiny-thai", base_url=launch.base_urls[0], max_retries=1).loglikelihood(reqs, progress=False)
         pooled = ServedModel("tiny-thai", base_url=launch.base_urls, max_retries=1)
         pooled.probe()
+        pooled.prepare_loglikelihood()  # the request-order probe first: the kill below is meant for the scoring calls
         victim, when = recs[1], {}
         seen = launch.replicas[1].log.read_text().count("POST /v1/completions")
         killer = threading.Thread(target=_kill_after_a_request, args=(launch.replicas[1].log, seen, victim["pgid"], when))
