@@ -1,9 +1,8 @@
 """No tracked line refers to this project's own issues by number: a reader of the code, a notebook or the docs
 cannot look "issue N" up. Such a line says what the thing is and why; history lives in the commits.
 
-An upstream project's issue or pull request stays, with the project named where the number is: "vLLM issue 42019",
-"lighteval's issue #869", "lm-evaluation-harness PR 3700", or a link to another repository's issue or pull request
-on GitHub. A project's name elsewhere on the line is not enough: many of this project's own lines name lm-eval or
+An upstream project's issue or pull request stays, cited as owner/repo#N ("vllm-project/vllm#42019"), with the
+project named right before the number, or as a link to another repository's issue or pull request on GitHub. A project's name elsewhere on the line is not enough: many of this project's own lines name lm-eval or
 SEA-HELM (a heading "Generation engine (issue N): continuous batching against lm-eval 0.4.13" would refer to an
 internal issue).
 """
@@ -32,7 +31,7 @@ THIRD_PARTY = ("vLLM", "SGLang", "lm-evaluation-harness", "lm-eval", "lm_eval", 
                "PyTorch", "torch", "llama.cpp", "FastChat", "openai-python", "openai", "jupyter", "ipykernel",
                "nbclient", "papermill", "mkdocs", "mkdocstrings", "griffe", "playwright", "itables", "DataTables",
                "pandas", "numpy", "scipy", "grimp")  # fmt: skip
-#: "vLLM issue 42019", "lighteval's issue #869", "lm-evaluation-harness PR 3700", "transformers pull request 123".
+#: A project named right before the number: "<project> PR 3700", "<project>'s pull request 123" (and the word issue).
 NAMED = re.compile(r"(?<![\w-])(?:%s)(?:'s)?\s+(?:issues?|PR|pull request)[ -]#?\d+"
                    % "|".join(map(re.escape, THIRD_PARTY)), re.IGNORECASE)  # fmt: skip
 #: A link to another repository's issue or pull request (this project is ``thai-eval``).
@@ -80,7 +79,7 @@ def scan(repo: Path) -> list[str]:
 def test_no_tracked_line_refers_to_an_internal_issue_number():
     found = scan(REPO)
     assert not found, ("say what the thing is and why instead of an internal issue number (a third-party one names "
-                       "its project right before it, e.g. 'vLLM issue 42019'):\n" + "\n".join(found))  # fmt: skip
+                       "its project, e.g. 'vllm-project/vllm#42019'):\n" + "\n".join(found))  # fmt: skip
 
 
 # The planted lines spell the word apart so that this file does not itself hold an internal issue number.

@@ -14,7 +14,7 @@ setting and the signature names it (checked against the references' own function
   a close tag with no open tag before it (chat templates such as DeepSeek-R1's and Qwen3-thinking's open the block
   in the prompt) makes everything before it thinking, and an open tag that never closes is a **failed answer**:
   nothing is scored (the parser returns no content, SEA-HELM scores ``""``: a null, wrong answer;
-  lighteval's issue #869 asked for the same, "graded as incomplete (i.e. empty string)"). lighteval's merged code
+  huggingface/lighteval#869 asked for the same, "graded as incomplete (i.e. empty string)"). lighteval's merged code
   does not do this: its unclosed block stays in the scored text (its test ``test_no_closing_tag``).
 - ``"lighteval"`` (``think:lighteval(...)``): ``remove_reasoning_tags`` exactly: closed blocks removed, an unclosed
   block and a close with no open left in the scored text; nothing fails.

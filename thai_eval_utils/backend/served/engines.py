@@ -10,7 +10,7 @@ Command lines (one per replica, each on 127.0.0.1 and its own free port)::
         --served-model-name NAME [--disable-radix-cache] [extra...]
 
 Prefix caching is off for runs that score log-likelihoods unless asked for: with it on, vLLM's prompt
-log-probabilities can change with the order of the requests (vLLM issue 42019), and a score must not depend on
+log-probabilities can change with the order of the requests (vllm-project/vllm#42019), and a score must not depend on
 which request came first. The run card keeps what changes numbers (engine, version, model, tensor parallel size,
 prefix caching, the extra flags: ``engine``) apart from where it ran (GPUs, logs, replica count: ``engine_launch``,
 not part of the config id). The launching process tells the notebooks' kernels through :data:`ENGINE_ENV`;

@@ -2,7 +2,7 @@
 (:meth:`.model.ServedModel.check_order`).
 
 Why: a server can make a prompt's echoed log-probabilities depend on the requests before it. vLLM's prompt
-log-probabilities change with request order when prefix caching is on, its default (vLLM issue 42019: positions
+log-probabilities change with request order when prefix caching is on, its default (vllm-project/vllm#42019: positions
 a cache hit covers keep values from earlier requests); llama-cpp-python always reuses the previous prompt's KV
 cache, and llama.cpp's kernels for quantised weights give other numbers for other decode batch sizes (0.40 nats on
 these requests with the embedded Q4_K_M Gemma). The echo checks of :mod:`.probe` look at one request at a time
@@ -190,6 +190,6 @@ def _cause(server_kind: str | None) -> str:
                 "give other numbers for other decode batch sizes, so a request's log-likelihood depends on the "
                 "request before it (a float32 GGUF gave the same numbers in any order in thai-eval's tests).")
     return ("Likely cause: the server's prefix cache (vLLM's prompt log-probabilities change with request order "
-            "when prefix caching is on, its default: vLLM issue 42019; SGLang's radix cache reuses prefixes the "
+            "when prefix caching is on, its default: vllm-project/vllm#42019; SGLang's radix cache reuses prefixes the "
             "same way). Fix: restart the server with --no-enable-prefix-caching (vLLM) or --disable-radix-cache "
             "(SGLang).")
