@@ -194,10 +194,10 @@ def require_present(suite: Suite, tasks: Iterable[str], root: Path | None = None
     wanted = [t for t in manifest.tasks.values() if not tasks or t.task in tasks or _covers(t.task, tasks)]
     revisions = revisions or {}
     missing = []
+    entries = read_origin(folder)
     for task in wanted or list(manifest.tasks.values()):
         here = presence(suite, task, root)
         asked = _revision_for(task, revisions)
-        entries = read_origin(folder)
         fetched_at = {v.get("revision") for v in entries.values() if v.get("task") == task.task}
         if here.state == "missing" or (asked and fetched_at != {asked}) or (
                 not asked and here.state == "other revision"):

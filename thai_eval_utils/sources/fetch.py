@@ -50,10 +50,6 @@ class FetchResult:
 
 def is_offline() -> bool:
     """Whether downloads are off (``HF_HUB_OFFLINE`` set true)."""
-    return _offline()
-
-
-def _offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
@@ -87,7 +83,7 @@ def _git_checkout(source: Source, revision: str, ref: str) -> tuple[Path, str]:
             _git(args, clone)
     if is_commit(revision) and _git(["cat-file", "-e", f"{revision}^{{commit}}"], clone).returncode == 0:
         return clone, revision
-    if _offline():
+    if is_offline():
         raise offline_error([ref], {ref: revision} if revision != source.revision else None)
     done = _git(["fetch", "-q", "--depth", "1", "origin", revision], clone)
     if done.returncode != 0:
@@ -241,7 +237,7 @@ def fetch_task(task: TaskSource, folder: Path, *, revision: str | None = None,
     if task.convert and converter is None:
         raise ThaiEvalDataError(f"the manifest names converter {task.convert!r}, which suite {task.suite} does not "
                                 "have", path=task.ref, field="convert")
-    if task.source.kind == "huggingface" and _offline():
+    if task.source.kind == "huggingface" and is_offline():
         raise offline_error([task.ref], {task.ref: rev} if revision else None)
     with tempfile.TemporaryDirectory(prefix=".download-", dir=folder) as scratch:
         if task.source.kind == "git":
