@@ -20,7 +20,7 @@ OUTPUTS ?= $(or $(THAI_EVAL_OUTPUTS),outputs)
 FORMAT ?= lm-eval
 THAI_EVAL := $(VENV)/bin/thai-eval
 
-.PHONY: demo test lab tables model clean install compare runs export report browser docs
+.PHONY: demo test lab tables model clean install compare runs export report browser docs format
 
 install: $(VENV)/.installed
 
@@ -88,10 +88,15 @@ browser:
 			apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium fonts-tlwg-loma-otf; \
 		else echo "chromium is not installed and cannot be here (needs root and apt-get): the browser tests will skip"; fi; }
 
-# ruff first (seconds; the rule set and why: pyproject.toml [tool.ruff.lint]), then the suite.
+# ruff first (seconds; the layout and the rule set, and why: pyproject.toml [tool.ruff]), then the suite.
+# `make format` rewrites the files the check refuses.
 test: $(VENV)/.installed-serve browser
+	$(VENV)/bin/ruff format --check thai_eval_utils tests benchmarks
 	$(VENV)/bin/ruff check thai_eval_utils tests benchmarks
 	$(PY) -m pytest -q
+
+format: install
+	$(VENV)/bin/ruff format thai_eval_utils tests benchmarks
 
 # The documentation site, built offline into site/ (mkdocs.yml; open site/index.html). --strict: a broken link or
 # anchor, a page missing from the nav or a docstring the API page cannot read fails the build.

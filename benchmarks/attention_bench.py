@@ -96,8 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     pairs = bench.evaluate_setting(local, args.setting, bench.WORK / "attn-store" / args.setting)["requests"]
     ids, pos, seg, anc, n_docs = packed_row(tok, pairs, args.budget)
     dec = Decoder(model)
-    masks = pt.packed_masks(torch.tensor(pos), torch.tensor(seg), torch.from_numpy(anc), 0, dec.kinds, dec.window,
-                            None)  # layer type -> [1, 1, T, T] bool: the engine's own masks
+    masks = pt.packed_masks(
+        torch.tensor(pos), torch.tensor(seg), torch.from_numpy(anc), 0, dec.kinds, dec.window, None
+    )  # layer type -> [1, 1, T, T] bool: the engine's own masks
     layers = list(cfg.layer_types)
     T, H, KV, D = len(ids), cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
     torch.manual_seed(0)
@@ -106,11 +107,13 @@ def main(argv: list[str] | None = None) -> int:
     class Attn(torch.nn.Module):  # what transformers' sdpa attention reads from the attention module
         is_causal, num_key_value_groups = False, H // KV
 
-    attn, scale = Attn(), cfg.query_pre_attn_scalar ** -0.5
+    attn, scale = Attn(), cfg.query_pre_attn_scalar**-0.5
     allowed = sum(int(masks[t].sum()) for t in layers)
-    print(f"{args.setting}: one packed call of {T} tokens ({n_docs} documents), {len(layers)} layers "
-          f"({layers.count('sliding_attention')} sliding-window {cfg.sliding_window}, {layers.count('full_attention')} "
-          f"full); heads {H}/{KV}, head_dim {D}; visible (query, key) pairs: {allowed / (len(layers) * T * T):.1%}")
+    print(
+        f"{args.setting}: one packed call of {T} tokens ({n_docs} documents), {len(layers)} layers "
+        f"({layers.count('sliding_attention')} sliding-window {cfg.sliding_window}, {layers.count('full_attention')} "
+        f"full); heads {H}/{KV}, head_dim {D}; visible (query, key) pairs: {allowed / (len(layers) * T * T):.1%}"
+    )
 
     def full():
         return [sdpa_attention_forward(attn, q, k, v, masks[t], scaling=scale)[0] for t in layers]
@@ -128,16 +131,20 @@ def main(argv: list[str] | None = None) -> int:
         def mask_mod(b, h, qi, ki):
             ok = A[S[qi], S[ki]] & (P[ki] <= P[qi])
             return ok & (P[qi] - P[ki] < window) if window else ok
+
         return mask_mod
 
     t0 = time.perf_counter()
-    bm = {t: create_block_mask(mod(cfg.sliding_window if t == "sliding_attention" else None), 1, 1, T, T,
-                               device="cpu") for t in set(layers)}
+    bm = {
+        t: create_block_mask(mod(cfg.sliding_window if t == "sliding_attention" else None), 1, 1, T, T, device="cpu")
+        for t in set(layers)
+    }
     build = time.perf_counter() - t0
 
     def flex(fn):
         def run():  # flex returns [batch, heads, T, D]; transformers' layout is [batch, T, heads, D]
             return [fn(q, k, v, block_mask=bm[t], scale=scale, enable_gqa=True).transpose(1, 2) for t in layers]
+
         return run
 
     if T <= 1024:
@@ -149,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
             flex(compiled)()
             compile_s = time.perf_counter() - t0
             rows[f"flex_attention, compiled (compile {compile_s:.0f} s, block masks {build:.2f} s)"] = timed(
-                flex(compiled), args.repeats)
+                flex(compiled), args.repeats
+            )
         except Exception as exc:  # report, do not hide: a CPU without a working compiler toolchain
             print(f"compiled flex_attention failed: {type(exc).__name__}: {str(exc)[:300]}")
     ref = rows["sdpa, explicit mask"][1]

@@ -75,8 +75,9 @@ class Source:
 
 def checkout(rev: str, into: Path) -> str:
     """Extract ``thai_eval_utils/`` at ``rev`` into ``into``; the revision's short hash."""
-    short = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", rev], check=True, capture_output=True,
-                           text=True).stdout.strip()
+    short = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", rev], check=True, capture_output=True, text=True
+    ).stdout.strip()
     archive = subprocess.run(["git", "-C", str(REPO), "archive", rev, PACKAGE], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
     return short
@@ -103,8 +104,13 @@ def own_imports(src: Source) -> tuple[Graph, list[tuple[str, str]]]:
     inner: list[tuple[str, str]] = []
     for module, (path, is_pkg) in src.modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        in_function = {id(sub) for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
-                       for sub in ast.walk(fn) if isinstance(sub, (ast.Import, ast.ImportFrom))}
+        in_function = {
+            id(sub)
+            for fn in ast.walk(tree)
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for sub in ast.walk(fn)
+            if isinstance(sub, (ast.Import, ast.ImportFrom))
+        }
         graph[module] = set()
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -124,8 +130,14 @@ print(json.dumps({m: sorted(g.find_modules_directly_imported_by(m)) for m in g.m
 
 def grimp_imports(src: Source) -> Graph:
     """module -> imported modules as ``grimp`` reads them (in a fresh interpreter on the extracted files)."""
-    out = subprocess.run([sys.executable, "-c", _GRIMP_SCRIPT, PACKAGE], cwd=src.root, check=True, text=True,
-                         capture_output=True, env={"PYTHONPATH": str(src.root), "PATH": "/usr/bin:/bin"}).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", _GRIMP_SCRIPT, PACKAGE],
+        cwd=src.root,
+        check=True,
+        text=True,
+        capture_output=True,
+        env={"PYTHONPATH": str(src.root), "PATH": "/usr/bin:/bin"},
+    ).stdout
     return {m: set(deps) for m, deps in json.loads(out).items()}
 
 
@@ -134,8 +146,9 @@ def without_parent_imports(graph: Graph, packages: set[str]) -> Graph:
     """``graph`` less self-imports and the imports of a module's own parent packages (``backend.served.model``
     importing ``backend.served``): Python initialises a parent before its children, so these close no import-order
     cycle. A package ``__init__`` importing its submodules is an edge like any other."""
-    return {m: {d for d in deps if d != m and not (d in packages and m.startswith(d + "."))}
-            for m, deps in graph.items()}
+    return {
+        m: {d for d in deps if d != m and not (d in packages and m.startswith(d + "."))} for m, deps in graph.items()
+    }
 
 
 def collapse(graph: Graph, group_of) -> Graph:
@@ -197,13 +210,17 @@ def top_package(module: str) -> str:
 
 def package_cycles(graph: Graph, packages: set[str]) -> dict[str, list[list[str]]]:
     """Cycles of ``graph`` at module level, between top-level subpackages and between every package."""
+
     def own_package(module: str) -> str:
         """The package a module is in (a package: itself); a module at the root is its own package."""
         pkg = module if module in packages else module.rpartition(".")[0]
         return top_package(module) if pkg == PACKAGE else pkg.removeprefix(PACKAGE + ".")
 
-    return {"module": cycles(graph), "top package": cycles(collapse(graph, top_package)),
-            "every package": cycles(collapse(graph, own_package))}
+    return {
+        "module": cycles(graph),
+        "top package": cycles(collapse(graph, top_package)),
+        "every package": cycles(collapse(graph, own_package)),
+    }
 
 
 # -------------------------------------------------------------------------------------- sizes and statistics
@@ -227,10 +244,15 @@ def _is_resampling_loop(node: ast.AST) -> bool:
         iters, body = [g.iter for g in node.generators], [node]
     else:
         return False
-    counts = any(isinstance(i, ast.Call) and getattr(i.func, "id", None) == "range"
-                 and _RESAMPLE_COUNT.search(ast.unparse(i)) for i in iters)
-    draws = any(isinstance(sub, ast.Call) and getattr(sub.func, "attr", None) in _DRAWS
-                for part in body for sub in ast.walk(part))
+    counts = any(
+        isinstance(i, ast.Call) and getattr(i.func, "id", None) == "range" and _RESAMPLE_COUNT.search(ast.unparse(i))
+        for i in iters
+    )
+    draws = any(
+        isinstance(sub, ast.Call) and getattr(sub.func, "attr", None) in _DRAWS
+        for part in body
+        for sub in ast.walk(part)
+    )
     return counts or draws
 
 
@@ -248,8 +270,17 @@ def _outermost_loops(tree: ast.AST) -> list[int]:
 
 def sizes_and_statistics(src: Source) -> dict[str, list[str]]:
     """Long modules and functions, and the duplicated statistics helpers, each as a list of places."""
-    out: dict[str, list[str]] = {k: [] for k in ("long modules", "long functions", "resampling loops",
-                                                  "round_half_up", "old vocabulary", "scipy resamplers")}
+    out: dict[str, list[str]] = {
+        k: []
+        for k in (
+            "long modules",
+            "long functions",
+            "resampling loops",
+            "round_half_up",
+            "old vocabulary",
+            "scipy resamplers",
+        )
+    }
     for module, (path, _) in sorted(src.modules.items()):
         text = path.read_text(encoding="utf-8")
         rel, tree = path.relative_to(src.root).as_posix(), ast.parse(text)
@@ -263,7 +294,9 @@ def sizes_and_statistics(src: Source) -> dict[str, list[str]]:
                 out["round_half_up"].append(f"{rel}:{fn.lineno}")
             params = {a.arg for a in [*fn.args.args, *fn.args.kwonlyargs]}
             if params & _OLD_VOCABULARY:
-                out["old vocabulary"].append(f"{rel}:{fn.lineno} {name} ({', '.join(sorted(params & _OLD_VOCABULARY))})")
+                out["old vocabulary"].append(
+                    f"{rel}:{fn.lineno} {name} ({', '.join(sorted(params & _OLD_VOCABULARY))})"
+                )
         if module.startswith(f"{PACKAGE}.stats"):
             continue
         out["resampling loops"] += [f"{rel}:{line}" for line in _outermost_loops(tree)]
@@ -274,16 +307,26 @@ def sizes_and_statistics(src: Source) -> dict[str, list[str]]:
 def _scipy_resampler_calls(tree: ast.AST) -> list[int]:
     """Lines calling ``scipy.stats.bootstrap`` / ``permutation_test`` (as ``stats.x`` or ``scipy.stats.x``, or
     by the bare name in a module that imports it from ``scipy.stats``)."""
-    bare = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-            and node.module == "scipy.stats" for a in node.names if a.name in _SCIPY_RESAMPLERS}
-    imports_scipy = any(isinstance(n, (ast.Import, ast.ImportFrom)) and "scipy" in ast.unparse(n) for n in ast.walk(tree))
+    bare = {
+        a.asname or a.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "scipy.stats"
+        for a in node.names
+        if a.name in _SCIPY_RESAMPLERS
+    }
+    imports_scipy = any(
+        isinstance(n, (ast.Import, ast.ImportFrom)) and "scipy" in ast.unparse(n) for n in ast.walk(tree)
+    )
     lines = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
         name = ast.unparse(node.func)
-        if name in bare or (imports_scipy and name.rpartition(".")[2] in _SCIPY_RESAMPLERS
-                            and name.rpartition(".")[0] in ("stats", "scipy.stats")):
+        if name in bare or (
+            imports_scipy
+            and name.rpartition(".")[2] in _SCIPY_RESAMPLERS
+            and name.rpartition(".")[0] in ("stats", "scipy.stats")
+        ):
             lines.append(node.lineno)
     return sorted(lines)
 
@@ -312,26 +355,40 @@ def measure(root: Path, label: str) -> Shape:
     found = {k: package_cycles(without_parent_imports(g, packages), packages) for k, g in readings.items()}
     n_lines = sum(len(p.read_text(encoding="utf-8").splitlines()) for p, _ in src.modules.values())
     edges = {k: {(m, d) for m, deps in g.items() for d in deps} for k, g in readings.items()}
-    return Shape(label, len(src.modules), n_lines, {k: len(e) for k, e in edges.items()},
-                 len(edges["own"] ^ edges["grimp"]), found, inner, sizes_and_statistics(src))
+    return Shape(
+        label,
+        len(src.modules),
+        n_lines,
+        {k: len(e) for k, e in edges.items()},
+        len(edges["own"] ^ edges["grimp"]),
+        found,
+        inner,
+        sizes_and_statistics(src),
+    )
 
 
 def _cycle_cell(shape: Shape, level: str) -> str:
     own, grimp = shape.cycles["own"][level], shape.cycles["grimp"][level]
-    return (f"{len(own)} ({sum(map(len, own))} {'modules' if level == 'module' else 'packages'}) / "
-            f"{len(grimp)} ({sum(map(len, grimp))})")
+    return (
+        f"{len(own)} ({sum(map(len, own))} {'modules' if level == 'module' else 'packages'}) / "
+        f"{len(grimp)} ({sum(map(len, grimp))})"
+    )
 
 
 ROWS = [
     ("modules (lines)", lambda s: f"{s.n_modules} ({s.n_lines})"),
-    ("import edges between modules: own / grimp (edges not in both)",
-     lambda s: f"{s.edges['own']} / {s.edges['grimp']} ({s.edges_differ})"),
+    (
+        "import edges between modules: own / grimp (edges not in both)",
+        lambda s: f"{s.edges['own']} / {s.edges['grimp']} ({s.edges_differ})",
+    ),
     ("import cycles, module level: own / grimp (nodes in them)", lambda s: _cycle_cell(s, "module")),
     ("import cycles, top-level packages: own / grimp", lambda s: _cycle_cell(s, "top package")),
     ("import cycles, every package (backend.served apart): own / grimp", lambda s: _cycle_cell(s, "every package")),
     ("imports of the package inside functions", lambda s: str(len(s.inner_imports))),
-    (f"modules over {MAX_MODULE_LINES} lines (of them with no comment saying why)",
-     lambda s: f"{len(s.places['long modules'])} ({sum('says why' not in m for m in s.places['long modules'])})"),
+    (
+        f"modules over {MAX_MODULE_LINES} lines (of them with no comment saying why)",
+        lambda s: f"{len(s.places['long modules'])} ({sum('says why' not in m for m in s.places['long modules'])})",
+    ),
     (f"functions over {MAX_FUNCTION_LINES} lines", lambda s: str(len(s.places["long functions"]))),
     ("hand-written resampling loops outside stats/", lambda s: str(len(s.places["resampling loops"]))),
     ("scipy bootstrap / permutation_test calls outside stats/", lambda s: str(len(s.places["scipy resamplers"]))),

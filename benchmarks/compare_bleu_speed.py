@@ -58,11 +58,18 @@ def main() -> None:
         t = time.perf_counter()
         for r in rows:
             x, y = cmp.headlines_a[r.metric].items, cmp.headlines_b[r.metric].items
-            old = rescoring_texts(dict(zip(x["key"], x["hyp"])), dict(zip(y["key"], y["hyp"])),
-                                  {**dict(zip(y["key"], y["ref"])), **dict(zip(x["key"], x["ref"]))}, args.resamples, cmp.seed)
+            old = rescoring_texts(
+                dict(zip(x["key"], x["hyp"])),
+                dict(zip(y["key"], y["hyp"])),
+                {**dict(zip(y["key"], y["ref"])), **dict(zip(x["key"], x["ref"]))},
+                args.resamples,
+                cmp.seed,
+            )
             assert old == (r.ci_low, r.ci_high, r.p_value), (r.metric, old, (r.ci_low, r.ci_high, r.p_value))
         rescore = time.perf_counter() - t
-    print(f"{len(rows)} corpus-BLEU rows of {len(cmp.rows)}, {args.resamples} resamples: identical intervals and p-values")
+    print(
+        f"{len(rows)} corpus-BLEU rows of {len(cmp.rows)}, {args.resamples} resamples: identical intervals and p-values"
+    )
     print(f"compare_runs (all {len(cmp.rows)} rows, sufficient statistics): {new:.2f} s")
     print(f"the BLEU rows' bootstrap by rescoring texts (the former implementation): {rescore:.2f} s")
 

@@ -53,25 +53,75 @@ from thai_eval_utils.sources.rows import count_rows  # noqa: E402
 DOC = REPO / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- data-load:begin -->", "<!-- data-load:end -->"
 #: suite -> its package (where data_manifest.json is) and its data folder (shipped samples and fetched data).
-SUITES: dict[str, tuple[str, str]] = {"thai_h6": ("h6", "thai_h6"), "thaicli": ("thaicli", "thaicli"),
-                                      "dialect": ("dialect", "dialect"),
-                                      "thai_llm_leaderboard": ("thai_llm_leaderboard", "thai_llm_leaderboard"),
-                                      "seahelm": ("seahelm", "seahelm")}
+SUITES: dict[str, tuple[str, str]] = {
+    "thai_h6": ("h6", "thai_h6"),
+    "thaicli": ("thaicli", "thaicli"),
+    "dialect": ("dialect", "dialect"),
+    "thai_llm_leaderboard": ("thai_llm_leaderboard", "thai_llm_leaderboard"),
+    "seahelm": ("seahelm", "seahelm"),
+}
 #: Thai-H6 MMLU subjects whose few-shot file is ``_validation`` in UpstageAI/ThaiCLI_H6 (the other 32: ``_train``).
 MMLU_VALIDATION = (
-    "anatomy", "astronomy", "college_computer_science", "college_medicine", "college_physics", "computer_security",
-    "econometrics", "global_facts", "high_school_biology", "high_school_chemistry", "high_school_computer_science",
-    "high_school_european_history", "high_school_mathematics", "high_school_microeconomics", "high_school_us_history",
-    "human_aging", "human_sexuality", "machine_learning", "miscellaneous", "moral_scenarios", "philosophy",
-    "professional_medicine", "public_relations", "security_studies", "virology")
+    "anatomy",
+    "astronomy",
+    "college_computer_science",
+    "college_medicine",
+    "college_physics",
+    "computer_security",
+    "econometrics",
+    "global_facts",
+    "high_school_biology",
+    "high_school_chemistry",
+    "high_school_computer_science",
+    "high_school_european_history",
+    "high_school_mathematics",
+    "high_school_microeconomics",
+    "high_school_us_history",
+    "human_aging",
+    "human_sexuality",
+    "machine_learning",
+    "miscellaneous",
+    "moral_scenarios",
+    "philosophy",
+    "professional_medicine",
+    "public_relations",
+    "security_studies",
+    "virology",
+)
 MMLU_TRAIN = (
-    "abstract_algebra", "business_ethics", "clinical_knowledge", "college_biology", "college_chemistry",
-    "college_mathematics", "conceptual_physics", "electrical_engineering", "elementary_mathematics", "formal_logic",
-    "high_school_geography", "high_school_government_and_politics", "high_school_macroeconomics",
-    "high_school_physics", "high_school_psychology", "high_school_statistics", "high_school_world_history",
-    "international_law", "jurisprudence", "logical_fallacies", "management", "marketing", "medical_genetics",
-    "moral_disputes", "nutrition", "prehistory", "professional_accounting", "professional_law",
-    "professional_psychology", "sociology", "us_foreign_policy", "world_religions")
+    "abstract_algebra",
+    "business_ethics",
+    "clinical_knowledge",
+    "college_biology",
+    "college_chemistry",
+    "college_mathematics",
+    "conceptual_physics",
+    "electrical_engineering",
+    "elementary_mathematics",
+    "formal_logic",
+    "high_school_geography",
+    "high_school_government_and_politics",
+    "high_school_macroeconomics",
+    "high_school_physics",
+    "high_school_psychology",
+    "high_school_statistics",
+    "high_school_world_history",
+    "international_law",
+    "jurisprudence",
+    "logical_fallacies",
+    "management",
+    "marketing",
+    "medical_genetics",
+    "moral_disputes",
+    "nutrition",
+    "prehistory",
+    "professional_accounting",
+    "professional_law",
+    "professional_psychology",
+    "sociology",
+    "us_foreign_policy",
+    "world_religions",
+)
 #: ``--big-fewshot``: the English originals' few-shot split sizes (ARC-Challenge validation, HellaSwag train,
 #: Winogrande XL train, GSM8K train; MMLU validation 1,531 over 57 subjects), an upper bound for the Thai files.
 BIG_FEWSHOT = {"th_arc": 299, "th_hellaswag": 39905, "th_winogrande": 40398, "th_gsm8k": 7473, "th_mmlu": 27}
@@ -128,16 +178,24 @@ def build_h6(samples: Path, out: Path, manifest: DataManifest, big: bool) -> dic
             n = task.rows if f.role == "scored" else BIG_FEWSHOT[name] if big else len(sample)
             placed[write_rows(out / f.path, grow(sample, n))] = (name, f.path)
     test = [r for p in sorted((samples / "h6/th_mmlu").glob("*/*_test.jsonl")) for r in read_records(p)]
-    pool = [r for p in sorted((samples / "h6/th_mmlu").glob("*/*.jsonl")) if not p.stem.endswith("_test")
-            for r in read_records(p)]
+    pool = [
+        r
+        for p in sorted((samples / "h6/th_mmlu").glob("*/*.jsonl"))
+        if not p.stem.endswith("_test")
+        for r in read_records(p)
+    ]
     subjects = sorted(MMLU_TRAIN + MMLU_VALIDATION)
     total = manifest.tasks["th_mmlu"].rows
     for k, subject in enumerate(subjects):
         split = "validation" if subject in MMLU_VALIDATION else "train"
         n_test = total // len(subjects) + (k < total % len(subjects))
-        for rel, rows in ((f"h6/th_mmlu/{subject}/th_mmlu_{subject}_test.parquet", grow(test, n_test)),
-                          (f"h6/th_mmlu/{subject}/th_mmlu_{subject}_{split}.parquet",
-                           grow(pool, BIG_FEWSHOT["th_mmlu"] if big else 5))):
+        for rel, rows in (
+            (f"h6/th_mmlu/{subject}/th_mmlu_{subject}_test.parquet", grow(test, n_test)),
+            (
+                f"h6/th_mmlu/{subject}/th_mmlu_{subject}_{split}.parquet",
+                grow(pool, BIG_FEWSHOT["th_mmlu"] if big else 5),
+            ),
+        ):
             placed[write_rows(out / rel, [{**r, "subject": subject} for r in rows])] = ("th_mmlu", rel)
     return placed
 
@@ -146,8 +204,10 @@ def build_thaicli(samples: Path, out: Path, manifest: DataManifest, big: bool) -
     """ThaiCLI's 1,790 factoid and 100 instruction questions as Parquet."""
     sizes = {"cli/CLI_factoid.parquet": 1790, "cli/CLI_instruction.parquet": 100}
     assert sum(sizes.values()) == manifest.tasks["questions"].rows
-    return {write_rows(out / rel, grow(_sample(samples, rel.replace(".parquet", ".jsonl")), n)): ("questions", rel)
-            for rel, n in sizes.items()}
+    return {
+        write_rows(out / rel, grow(_sample(samples, rel.replace(".parquet", ".jsonl")), n)): ("questions", rel)
+        for rel, n in sizes.items()
+    }
 
 
 def build_dialect(samples: Path, out: Path, manifest: DataManifest, big: bool) -> dict[Path, tuple[str, str]]:
@@ -155,8 +215,14 @@ def build_dialect(samples: Path, out: Path, manifest: DataManifest, big: bool) -
     (qa, summarization and each translation direction 20, conversation and food 10)."""
     placed = {}
     for dialect in ("center", "east", "north", "south"):
-        for task in ("qa", "summarization", f"translation_eng_{dialect}", f"translation_{dialect}_eng",
-                     "conversation", "food"):
+        for task in (
+            "qa",
+            "summarization",
+            f"translation_eng_{dialect}",
+            f"translation_{dialect}_eng",
+            "conversation",
+            "food",
+        ):
             n = 10 if task in ("conversation", "food") else 20
             rows = grow(_sample(samples, f"{dialect}/{task}.jsonl"), n)
             placed[write_rows(out / dialect / f"{task}.jsonl", rows)] = ("generation", "datasets/dataset.pkl")
@@ -188,8 +254,12 @@ def build_seahelm(samples: Path, out: Path, manifest: DataManifest, big: bool) -
 
 
 BUILDERS: dict[str, Callable[[Path, Path, DataManifest, bool], dict[Path, tuple[str, str]]]] = {
-    "thai_h6": build_h6, "thaicli": build_thaicli, "dialect": build_dialect, "thai_llm_leaderboard": build_tllb,
-    "seahelm": build_seahelm}
+    "thai_h6": build_h6,
+    "thaicli": build_thaicli,
+    "dialect": build_dialect,
+    "thai_llm_leaderboard": build_tllb,
+    "seahelm": build_seahelm,
+}
 
 
 def origin_entry(task: TaskSource, name: str, placed: Path, stamp: str) -> dict[str, Any]:
@@ -197,11 +267,21 @@ def origin_entry(task: TaskSource, name: str, placed: Path, stamp: str) -> dict[
     source gets a made-up resolved commit, a pinned source file hash is recorded as pinned."""
     pins = {f.path: f.sha256 for f in task.files if f.sha256}
     sha = sha256_file(placed)
-    return {"suite": task.suite, "task": task.task, "kind": task.source.kind, "source": task.source.id,
-            "revision": task.source.revision or "main", "pinned": task.source.revision is not None,
-            "resolved_revision": task.source.revision or "0" * 40, "path": name,
-            "source_sha256": {n: pins.get(n, sha) for n in name.split(",")}, "sha256": sha,
-            "rows": count_rows(placed), "licence": task.source.licence, "fetched_at": stamp}
+    return {
+        "suite": task.suite,
+        "task": task.task,
+        "kind": task.source.kind,
+        "source": task.source.id,
+        "revision": task.source.revision or "main",
+        "pinned": task.source.revision is not None,
+        "resolved_revision": task.source.revision or "0" * 40,
+        "path": name,
+        "source_sha256": {n: pins.get(n, sha) for n in name.split(",")},
+        "sha256": sha,
+        "rows": count_rows(placed),
+        "licence": task.source.licence,
+        "fetched_at": stamp,
+    }
 
 
 def build(suite: str, root: Path, big: bool) -> Path:
@@ -211,8 +291,13 @@ def build(suite: str, root: Path, big: bool) -> Path:
     out = root / folder
     placed = BUILDERS[suite](REPO / "data" / folder, out, manifest, big)
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    update_origin(out, {p.relative_to(out).as_posix(): origin_entry(manifest.tasks[task], name, p, stamp)
-                        for p, (task, name) in placed.items()})
+    update_origin(
+        out,
+        {
+            p.relative_to(out).as_posix(): origin_entry(manifest.tasks[task], name, p, stamp)
+            for p, (task, name) in placed.items()
+        },
+    )
     return out
 
 
@@ -296,14 +381,24 @@ def load_sea(folder: Path, tally: Tally) -> None:
         tally.add(d, d.files[0], len(d.rows), len(d.rows) + len(d.examples), d.files)
 
 
-LOADERS: dict[str, Callable[[Path, Tally], None]] = {"thai_h6": load_h6, "thaicli": load_cli, "dialect": load_dia,
-                                                     "thai_llm_leaderboard": load_tllb, "seahelm": load_sea}
-_IMPORTS = {"thai_h6": ["thai_eval_utils.h6.data"], "thaicli": ["thai_eval_utils.thaicli.data"],
-            "dialect": ["thai_eval_utils.dialect.data"],
-            "thai_llm_leaderboard": ["thai_eval_utils.thai_llm_leaderboard.data",
-                                     "thai_eval_utils.thai_llm_leaderboard.generation",
-                                     "thai_eval_utils.thai_llm_leaderboard.mt_bench"],
-            "seahelm": ["thai_eval_utils.seahelm.data", "thai_eval_utils.seahelm.config"]}
+LOADERS: dict[str, Callable[[Path, Tally], None]] = {
+    "thai_h6": load_h6,
+    "thaicli": load_cli,
+    "dialect": load_dia,
+    "thai_llm_leaderboard": load_tllb,
+    "seahelm": load_sea,
+}
+_IMPORTS = {
+    "thai_h6": ["thai_eval_utils.h6.data"],
+    "thaicli": ["thai_eval_utils.thaicli.data"],
+    "dialect": ["thai_eval_utils.dialect.data"],
+    "thai_llm_leaderboard": [
+        "thai_eval_utils.thai_llm_leaderboard.data",
+        "thai_eval_utils.thai_llm_leaderboard.generation",
+        "thai_eval_utils.thai_llm_leaderboard.mt_bench",
+    ],
+    "seahelm": ["thai_eval_utils.seahelm.data", "thai_eval_utils.seahelm.config"],
+}
 
 
 def child(suite: str, root: Path, verify: bool) -> dict[str, Any]:
@@ -318,8 +413,14 @@ def child(suite: str, root: Path, verify: bool) -> dict[str, Any]:
     tally = Tally()
     start = time.perf_counter()
     LOADERS[suite](root / SUITES[suite][1], tally)
-    res.update(load_s=time.perf_counter() - start, peak_mib=vm_hwm_mib(), tasks=tally.tasks, scored=tally.scored,
-               read=tally.read, files=len(tally.files))
+    res.update(
+        load_s=time.perf_counter() - start,
+        peak_mib=vm_hwm_mib(),
+        tasks=tally.tasks,
+        scored=tally.scored,
+        read=tally.read,
+        files=len(tally.files),
+    )
     if verify:
         from thai_eval_utils.core import registry
         from thai_eval_utils.sources import catalogue
@@ -335,8 +436,18 @@ def child(suite: str, root: Path, verify: bool) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------- the report
 def machine() -> str:
     """Cores, CPU model, Python and the load average, in words."""
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").is_file() else ""
+    model = (
+        next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            platform.processor(),
+        )
+        if Path("/proc/cpuinfo").is_file()
+        else ""
+    )
     return f"{os.cpu_count()} cores ({model}), Python {platform.python_version()}"
 
 
@@ -347,34 +458,52 @@ def load_average() -> str:
 def report(res: Mapping[str, Any]) -> str:
     """The markdown block: when, where, the command, a row per suite and the total against the goal."""
     rows = res["rows"]
-    lines = [f"Measured {res['date']} on {res['machine']}; the machine is shared with other jobs (load average "
-             f"{res['load_before']} before, {res['load_after']} after). Command: `{res['command']}`.", "",
-             "Synthetic data: each suite's shipped samples replicated to the manifests' row counts (same columns and "
-             "layout, ids made unique; few-shot files at the samples' sizes"
-             + (", Thai-H6's grown to the English originals' sizes" if res["big_fewshot"] else "")
-             + "), not the real files.", "",
-             "| suite | tasks loaded | rows scored | rows read | files | imports s | load + validate s | verify s "
-             "| peak MiB (after imports) |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"Measured {res['date']} on {res['machine']}; the machine is shared with other jobs (load average "
+        f"{res['load_before']} before, {res['load_after']} after). Command: `{res['command']}`.",
+        "",
+        "Synthetic data: each suite's shipped samples replicated to the manifests' row counts (same columns and "
+        "layout, ids made unique; few-shot files at the samples' sizes"
+        + (", Thai-H6's grown to the English originals' sizes" if res["big_fewshot"] else "")
+        + "), not the real files.",
+        "",
+        "| suite | tasks loaded | rows scored | rows read | files | imports s | load + validate s | verify s "
+        "| peak MiB (after imports) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
         verify = f"{r['verify_s']:.2f}" if "verify_s" in r else ""
-        lines.append(f"| {r['suite']} | {r['tasks']} | {r['scored']:,} | {r['read']:,} | {r['files']} | "
-                     f"{r['import_s']:.1f} | {r['load_s']:.2f} | {verify} | {r['peak_mib']:,.0f} "
-                     f"({r['import_mib']:,.0f}) |")
+        lines.append(
+            f"| {r['suite']} | {r['tasks']} | {r['scored']:,} | {r['read']:,} | {r['files']} | "
+            f"{r['import_s']:.1f} | {r['load_s']:.2f} | {verify} | {r['peak_mib']:,.0f} "
+            f"({r['import_mib']:,.0f}) |"
+        )
     total = {k: sum(r[k] for r in rows) for k in ("tasks", "scored", "read", "files", "import_s", "load_s")}
     verify_total = sum(r.get("verify_s", 0.0) for r in rows)
     peak = max(r["peak_mib"] for r in rows)
-    lines.append(f"| **all** | {total['tasks']} | {total['scored']:,} | {total['read']:,} | {total['files']} | "
-                 f"{total['import_s']:.1f} | **{total['load_s']:.2f}** | {verify_total:.2f} | **{peak:,.0f}** (max) |")
+    lines.append(
+        f"| **all** | {total['tasks']} | {total['scored']:,} | {total['read']:,} | {total['files']} | "
+        f"{total['import_s']:.1f} | **{total['load_s']:.2f}** | {verify_total:.2f} | **{peak:,.0f}** (max) |"
+    )
     problems = [p for r in rows for p in r.get("problems", [])]
     with_imports = total["load_s"] + total["import_s"]
-    lines += ["", f"Goal (all five suites' full data loaded and validated within 30 s and 2 GB peak on 2 cores, one "
-              f"suite in memory at a time): load + validate {total['load_s']:.1f} s, largest peak {peak:,.0f} MiB: "
-              f"**{'met' if total['load_s'] <= 30 and peak <= 2048 else 'NOT met'}**. Counting the imports of five "
-              f"fresh processes (paid by a run on the samples too): {with_imports:.1f} s, "
-              f"{'within' if with_imports <= 30 else 'over'} 30 s."
-              + (f" `data verify` found {len(problems)} problem(s): {problems[:3]}" if problems else
-                 (" `data verify` and the presence check passed on every suite." if any("verify_s" in r for r in rows)
-                  else ""))]
+    lines += [
+        "",
+        f"Goal (all five suites' full data loaded and validated within 30 s and 2 GB peak on 2 cores, one "
+        f"suite in memory at a time): load + validate {total['load_s']:.1f} s, largest peak {peak:,.0f} MiB: "
+        f"**{'met' if total['load_s'] <= 30 and peak <= 2048 else 'NOT met'}**. Counting the imports of five "
+        f"fresh processes (paid by a run on the samples too): {with_imports:.1f} s, "
+        f"{'within' if with_imports <= 30 else 'over'} 30 s."
+        + (
+            f" `data verify` found {len(problems)} problem(s): {problems[:3]}"
+            if problems
+            else (
+                " `data verify` and the presence check passed on every suite."
+                if any("verify_s" in r for r in rows)
+                else ""
+            )
+        ),
+    ]
     return "\n".join(lines)
 
 
@@ -394,8 +523,11 @@ def run_suite(suite: str, work: Path, big: bool, verify: bool) -> dict[str, Any]
         start = time.perf_counter()
         build(suite, root, big)
         built = time.perf_counter() - start
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-               "HF_HUB_OFFLINE": "1"}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+            "HF_HUB_OFFLINE": "1",
+        }
         args = [sys.executable, __file__, "--child", suite, "--root", str(root)] + ([] if verify else ["--no-verify"])
         done = subprocess.run(args, capture_output=True, text=True, env=env, check=False)
         if done.returncode != 0:
@@ -410,8 +542,12 @@ def run_suite(suite: str, work: Path, big: bool, verify: bool) -> dict[str, Any]
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--suites", default=",".join(SUITES), help="comma-separated (default: all five)")
-    ap.add_argument("--big-fewshot", action="store_true", help="Thai-H6's few-shot files at the English originals' "
-                    "split sizes (an upper bound) instead of the samples' sizes")
+    ap.add_argument(
+        "--big-fewshot",
+        action="store_true",
+        help="Thai-H6's few-shot files at the English originals' "
+        "split sizes (an upper bound) instead of the samples' sizes",
+    )
     ap.add_argument("--no-verify", action="store_true", help="skip timing `thai-eval data verify`")
     ap.add_argument("--work", default=None, help="folder for the synthetic data (default: the system's temp folder)")
     ap.add_argument("--write-doc", action="store_true", help="update the data-load block of docs/benchmarks.md")
@@ -422,15 +558,23 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(child(args.child, Path(args.root), not args.no_verify)))
         return 0
     shown = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--write-doc"]
-    res: dict[str, Any] = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(),
-                           "load_before": load_average(), "big_fewshot": args.big_fewshot, "rows": [],
-                           "command": " ".join([".venv/bin/python benchmarks/data_load.py", *shown])}
+    res: dict[str, Any] = {
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": machine(),
+        "load_before": load_average(),
+        "big_fewshot": args.big_fewshot,
+        "rows": [],
+        "command": " ".join([".venv/bin/python benchmarks/data_load.py", *shown]),
+    }
     work = Path(args.work or tempfile.gettempdir())
     work.mkdir(parents=True, exist_ok=True)
     for suite in args.suites.split(","):
         row = run_suite(suite, work, args.big_fewshot, not args.no_verify)
-        print(f"{suite}: built in {row['build_s']:.1f} s; {row['scored']:,} rows scored ({row['read']:,} read) "
-              f"loaded in {row['load_s']:.1f} s, peak {row['peak_mib']:,.0f} MiB", flush=True)
+        print(
+            f"{suite}: built in {row['build_s']:.1f} s; {row['scored']:,} rows scored ({row['read']:,} read) "
+            f"loaded in {row['load_s']:.1f} s, peak {row['peak_mib']:,.0f} MiB",
+            flush=True,
+        )
         res["rows"].append(row)
     res["load_after"] = load_average()
     block = report(res)

@@ -41,7 +41,9 @@ def compare_table(a: Path, b: Path, atol: float) -> list[str]:
         eq = _equal(fa[col], fb[col], atol)
         if not eq.all():
             i = int((~eq).to_numpy().nonzero()[0][0])
-            out.append(f"  {col}: {int((~eq).sum())} cell(s) differ, first row {i}: {fa[col].iloc[i]!r} vs {fb[col].iloc[i]!r}")
+            out.append(
+                f"  {col}: {int((~eq).sum())} cell(s) differ, first row {i}: {fa[col].iloc[i]!r} vs {fb[col].iloc[i]!r}"
+            )
     return out
 
 
@@ -51,7 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("b", type=Path, help="second outputs folder")
     p.add_argument("--atol", type=float, default=0.0, help="absolute tolerance for numbers (default 0: equal)")
     args = p.parse_args(argv)
-    ta, tb = {f.name: f for f in (args.a / "tables").glob("*.csv")}, {f.name: f for f in (args.b / "tables").glob("*.csv")}
+    ta, tb = (
+        {f.name: f for f in (args.a / "tables").glob("*.csv")},
+        {f.name: f for f in (args.b / "tables").glob("*.csv")},
+    )
     bad = 0
     for name in sorted(set(ta) | set(tb)):
         if name not in ta or name not in tb:

@@ -30,8 +30,14 @@ BEGIN, END = "<!-- dtype-spread:begin -->", "<!-- dtype-spread:end -->"
 DTYPES = ("float32", "bfloat16")
 
 
-def spread(setting: str, docs: list[int], sizes: list[int], n_tokens: list[int],
-           base: list[tuple[float, bool]], other: list[tuple[float, bool]]) -> dict:
+def spread(
+    setting: str,
+    docs: list[int],
+    sizes: list[int],
+    n_tokens: list[int],
+    base: list[tuple[float, bool]],
+    other: list[tuple[float, bool]],
+) -> dict:
     """How ``other`` (bfloat16) departs from ``base`` (float32) on one setting's requests: log-likelihood deltas,
     greedy flags that change, and per metric the documents whose value moves and both means."""
     deltas = [abs(a - b) for (a, _), (b, _) in zip(base, other)]
@@ -41,30 +47,56 @@ def spread(setting: str, docs: list[int], sizes: list[int], n_tokens: list[int],
     metrics = {}
     for k in m_base[0]:
         moved = [d for d, a, b in zip(docs, m_base, m_other) if abs(a[k] - b[k]) > 1e-12]
-        metrics[k] = {"float32": statistics.mean(m[k] for m in m_base),
-                      "bfloat16": statistics.mean(m[k] for m in m_other), "docs_moved": moved,
-                      "max_doc_delta": max(abs(a[k] - b[k]) for a, b in zip(m_base, m_other))}
-    return {"docs": len(docs), "requests": len(base), "max_delta": max(deltas),
-            "median_delta": statistics.median(deltas), "max_delta_per_token": max(per_tok),
-            "greedy_changed": sum(ga != gb for (_, ga), (_, gb) in zip(base, other)), "metrics": metrics}
+        metrics[k] = {
+            "float32": statistics.mean(m[k] for m in m_base),
+            "bfloat16": statistics.mean(m[k] for m in m_other),
+            "docs_moved": moved,
+            "max_doc_delta": max(abs(a[k] - b[k]) for a, b in zip(m_base, m_other)),
+        }
+    return {
+        "docs": len(docs),
+        "requests": len(base),
+        "max_delta": max(deltas),
+        "median_delta": statistics.median(deltas),
+        "max_delta_per_token": max(per_tok),
+        "greedy_changed": sum(ga != gb for (_, ga), (_, gb) in zip(base, other)),
+        "metrics": metrics,
+    }
 
 
 def report(results: dict, model_name: str, command: str) -> str:
-    lines = [f"Model: {model_name}, loaded in float32 and in bfloat16 from the same weights, CPU; thai-eval's engine "
-             f"on both; transformers {metadata.version('transformers')}, torch {metadata.version('torch')}, Python "
-             f"{platform.python_version()}; {results['date']}.", "", f"Command: `{command}`", "",
-             "| setting | docs / requests | max abs delta (median) | max delta per token | greedy flags changed "
-             "| metric: float32 -> bfloat16 (documents that move) |", "|---|---|---|---|---|---|"]
+    lines = [
+        f"Model: {model_name}, loaded in float32 and in bfloat16 from the same weights, CPU; thai-eval's engine "
+        f"on both; transformers {metadata.version('transformers')}, torch {metadata.version('torch')}, Python "
+        f"{platform.python_version()}; {results['date']}.",
+        "",
+        f"Command: `{command}`",
+        "",
+        "| setting | docs / requests | max abs delta (median) | max delta per token | greedy flags changed "
+        "| metric: float32 -> bfloat16 (documents that move) |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, r in results["settings"].items():
         moves = "; ".join(
             f"{k} {m['float32']:.4f} -> {m['bfloat16']:.4f} ("
-            + (f"{len(m['docs_moved'])} of {r['docs']}" if not k.startswith("mc2")
-               else f"max per-doc delta {m['max_doc_delta']:.1e}") + ")"
-            for k, m in r["metrics"].items())
-        lines.append(f"| {name} | {r['docs']} / {r['requests']} | {r['max_delta']:.2e} ({r['median_delta']:.1e}) | "
-                     f"{r['max_delta_per_token']:.1e} | {r['greedy_changed']} of {r['requests']} | {moves} |")
-    moved = [f"{s} {k}" for s, r in results["settings"].items() for k, m in r["metrics"].items()
-             if m["docs_moved"] and not k.startswith("mc2")]
+            + (
+                f"{len(m['docs_moved'])} of {r['docs']}"
+                if not k.startswith("mc2")
+                else f"max per-doc delta {m['max_doc_delta']:.1e}"
+            )
+            + ")"
+            for k, m in r["metrics"].items()
+        )
+        lines.append(
+            f"| {name} | {r['docs']} / {r['requests']} | {r['max_delta']:.2e} ({r['median_delta']:.1e}) | "
+            f"{r['max_delta_per_token']:.1e} | {r['greedy_changed']} of {r['requests']} | {moves} |"
+        )
+    moved = [
+        f"{s} {k}"
+        for s, r in results["settings"].items()
+        for k, m in r["metrics"].items()
+        if m["docs_moved"] and not k.startswith("mc2")
+    ]
     lines += ["", "Accuracies that move in bfloat16: " + (", ".join(moved) if moved else "none") + "."]
     return "\n".join(lines)
 
@@ -96,8 +128,9 @@ def main(argv: list[str] | None = None) -> int:
         pairs = ev["requests"]
         n_tokens = [max(len(c), 1) for _, c in encode_pairs(tok, pairs, False)]
         scored = {d: bench.run_engine(m, tok, pairs)[2] for d, m in models.items()}
-        results["settings"][setting] = spread(setting, ev["docs"], [len(d) for d in ev["doc_lls"]], n_tokens,
-                                              scored["float32"], scored["bfloat16"])
+        results["settings"][setting] = spread(
+            setting, ev["docs"], [len(d) for d in ev["doc_lls"]], n_tokens, scored["float32"], scored["bfloat16"]
+        )
         bench.log(f"{setting}: max |delta| {results['settings'][setting]['max_delta']:.2e}")
     name = "tiny random Gemma 3 (--quick)" if args.quick else "embedded Gemma 3 270M (Q4_K_M GGUF dequantised)"
     block = report(results, name, command)

@@ -38,6 +38,7 @@ def labelled(fn, name: str):
     def wrapper(*a, **k):
         with torch.profiler.record_function(name):
             return fn(*a, **k)
+
     return wrapper
 
 
@@ -66,9 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     enc = encode_pairs(tok, pairs, False)
     seqs, targets = fed_tokens(enc, ml)
     work = bench.work_ratio(model, tok, enc)
-    print(f"{args.setting}: {len(pairs)} requests; context tokens {min(len(c) for c, _ in enc)}-"
-          f"{max(len(c) for c, _ in enc)}, continuation tokens {min(len(t) for t in targets)}-"
-          f"{max(len(t) for t in targets)}; {work}")
+    print(
+        f"{args.setting}: {len(pairs)} requests; context tokens {min(len(c) for c, _ in enc)}-"
+        f"{max(len(c) for c, _ in enc)}, continuation tokens {min(len(t) for t in targets)}-"
+        f"{max(len(t) for t in targets)}; {work}"
+    )
     print(f"h6.evaluate (first run, includes the self-check) {ev_wall:.2f} s, inside loglikelihood {ev_ll:.2f} s")
 
     cpu, wall, out = [], [], None
@@ -82,15 +85,19 @@ def main(argv: list[str] | None = None) -> int:
         out = res
         print(f"  loglikelihood: CPU {cpu[-1]:.2f} s, wall {wall[-1]:.2f} s (load before {load:.1f})", flush=True)
     gflop = work["thai_eval_gflop"]
-    print(f"median CPU {statistics.median(cpu):.2f} s, wall {statistics.median(wall):.2f} s; "
-          f"counted work {gflop:.0f} GFLOP = {gflop / statistics.median(cpu) * torch.get_num_threads():.0f} "
-          f"GFLOP per CPU-second x threads ({torch.get_num_threads()} threads)")
+    print(
+        f"median CPU {statistics.median(cpu):.2f} s, wall {statistics.median(wall):.2f} s; "
+        f"counted work {gflop:.0f} GFLOP = {gflop / statistics.median(cpu) * torch.get_num_threads():.0f} "
+        f"GFLOP per CPU-second x threads ({torch.get_num_threads()} threads)"
+    )
     evs = []
     for _ in range(args.runs):
         _, w, inside = requests_of(local, args.setting)
         evs.append((w, inside))
-    print("h6.evaluate wall / inside loglikelihood: " + ", ".join(f"{w:.2f}/{i:.2f} ({100 * (w - i) / i:+.1f}%)"
-                                                                   for w, i in evs))
+    print(
+        "h6.evaluate wall / inside loglikelihood: "
+        + ", ".join(f"{w:.2f}/{i:.2f} ({100 * (w - i) / i:+.1f}%)" for w, i in evs)
+    )
     if args.no_profile:
         return 0
     decoder.Head.__call__ = labelled(decoder.Head.__call__, "phase: output layer + log_softmax")

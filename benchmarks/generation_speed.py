@@ -76,8 +76,14 @@ class NewEngine(LocalModel):
         texts = super()._generate_ids(prompts, add_special_tokens, **kw)
         self.calls = [*self.calls, (list(prompts), add_special_tokens, kw["max_new_tokens"])]
         g, w = self.last_generation, self.work
-        self.work = replace(w, **{f.name: getattr(w, f.name) + getattr(g, f.name) for f in fields(GenerationStats)
-                                  if not f.name.startswith("peak")})
+        self.work = replace(
+            w,
+            **{
+                f.name: getattr(w, f.name) + getattr(g, f.name)
+                for f in fields(GenerationStats)
+                if not f.name.startswith("peak")
+            },
+        )
         return texts
 
     def computed(self) -> int:
@@ -90,8 +96,13 @@ class NewEngine(LocalModel):
         attention over the frame's padding columns is not counted)."""
         distinct = rows = 0
         for prompts, add_special_tokens, max_new_tokens in self.calls:  # tokenised again here, outside the timing
-            encoded = encode_prompts(self.tokenizer, prompts, add_special_tokens=add_special_tokens,
-                                     room=max(1, self.max_length - max_new_tokens), max_length=self.max_length)
+            encoded = encode_prompts(
+                self.tokenizer,
+                prompts,
+                add_special_tokens=add_special_tokens,
+                room=max(1, self.max_length - max_new_tokens),
+                max_length=self.max_length,
+            )
             distinct, rows = distinct + tree_positions([tuple(p) for p in encoded]), rows + len(prompts)
         return distinct + self.work.generated_tokens - rows
 
@@ -116,8 +127,13 @@ class OldEngine(LocalModel):
                 texts = tok.batch_decode(input_ids[:, self.width :], skip_special_tokens=True)
                 return torch.tensor([any(s in t for s in stop if s) for t in texts], dtype=torch.bool)
 
-        encoded = encode_prompts(tok, prompts, add_special_tokens=add_special_tokens,
-                                 room=max(1, self.max_length - max_new_tokens), max_length=self.max_length)
+        encoded = encode_prompts(
+            tok,
+            prompts,
+            add_special_tokens=add_special_tokens,
+            room=max(1, self.max_length - max_new_tokens),
+            max_length=self.max_length,
+        )
         if temperature and temperature > 0:
             sample = {"do_sample": True, "temperature": float(temperature), "top_p": float(top_p)}
             size = 1 if seed is not None else self.batch_size
@@ -134,8 +150,14 @@ class OldEngine(LocalModel):
             if seed is not None:
                 set_seed(seed)
             crit = StoppingCriteriaList([Stops(width)]) if stop else None
-            out = self.hf_model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
-                                         stopping_criteria=crit, pad_token_id=pad, **sample)  # fmt: skip
+            out = self.hf_model.generate(
+                input_ids=ids,
+                attention_mask=mask,
+                max_new_tokens=max_new_tokens,
+                stopping_criteria=crit,
+                pad_token_id=pad,
+                **sample,
+            )
             self.positions += out.shape[0] * (out.shape[1] - 1)
             for i, t in zip(idx, tok.batch_decode(out[:, width:], skip_special_tokens=True)):
                 out_texts[i] = cut_at_stop(t, stop)
@@ -172,8 +194,15 @@ def gsm8k_prompts(model: LocalModel, limit: int | None) -> list[str]:
             seen.extend(prompts)
             return [""] * len(prompts)
 
-    evaluate(Recording(), "th_gsm8k", docs[:limit] if limit else docs, LEADERBOARD,
-             fewshot_pool=list(data.fewshot_pool), outputs=WORK / "genbench-prompts", progress=False)
+    evaluate(
+        Recording(),
+        "th_gsm8k",
+        docs[:limit] if limit else docs,
+        LEADERBOARD,
+        fewshot_pool=list(data.fewshot_pool),
+        outputs=WORK / "genbench-prompts",
+        progress=False,
+    )
     shutil.rmtree(WORK / "genbench-prompts", ignore_errors=True)
     return seen
 
@@ -182,13 +211,33 @@ def run_lmeval(model_dir: Path, bs: int, prompts: Sequence[str], out: Path) -> d
     """lm-eval's ``generate_until`` at batch size ``bs`` in its own venv (its time excludes model loading)."""
     out.mkdir(parents=True, exist_ok=True)
     src, dst = out / "in.json", out / f"bs{bs}.json"
-    src.write_text(json.dumps({"prompts": list(prompts), "until": list(LEADERBOARD.gsm8k_stops),
-                               "max_gen_toks": LEADERBOARD.max_new_tokens}, ensure_ascii=False), encoding="utf-8")
+    src.write_text(
+        json.dumps(
+            {
+                "prompts": list(prompts),
+                "until": list(LEADERBOARD.gsm8k_stops),
+                "max_gen_toks": LEADERBOARD.max_new_tokens,
+            },
+            ensure_ascii=False,
+        ),
+        encoding="utf-8",
+    )
     load1 = os.getloadavg()[0]
     log(f"lm-eval generate_until batch {bs} (load {load1:.1f})")
     env = {**os.environ, **OFFLINE, "HF_HOME": str(WORK / "hf-home")}
-    proc = subprocess.run([str(VENV / "bin" / "python"), str(REPO / "benchmarks" / "lmeval_generate.py"),
-                           str(model_dir), str(bs), str(src), str(dst)], env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            str(VENV / "bin" / "python"),
+            str(REPO / "benchmarks" / "lmeval_generate.py"),
+            str(model_dir),
+            str(bs),
+            str(src),
+            str(dst),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         (out / f"bs{bs}.stderr").write_text(proc.stderr)
         log(f"  failed (exit {proc.returncode}); see {out / f'bs{bs}.stderr'}")
@@ -205,32 +254,59 @@ def gsm8k(model_dir: Path, args) -> dict:
     kw = {"max_new_tokens": LEADERBOARD.max_new_tokens, "stop": list(LEADERBOARD.gsm8k_stops)}
     ours, sec, load1 = timed(new.generate, prompts, **kw)
     log(f"  thai-eval {sec:.1f} s")
-    rows = [{"engine": "thai-eval (new)", "seconds": sec, "load": load1, "computed": new.computed(), "equal": len(prompts)}]
+    rows = [
+        {"engine": "thai-eval (new)", "seconds": sec, "load": load1, "computed": new.computed(), "equal": len(prompts)}
+    ]
     generated, perfect = new.work.generated_tokens, new.perfect()
-    variants = [("min_shared", 0, MIN_SHARED_TOKENS, "every prompt prefilled whole (min_shared=0)")] \
-        if args.whole_prefill else []
+    variants = (
+        [("min_shared", 0, MIN_SHARED_TOKENS, "every prompt prefilled whole (min_shared=0)")]
+        if args.whole_prefill
+        else []
+    )
     variants += [("lookup_tokens", 0, LOOKUP_TOKENS, "prompt lookup off (lookup_tokens=0)")] if args.lookup_off else []
     for attr, value, default, label in variants:  # the engine with one setting changed, then restored
         setattr(new, attr, value)
         new.reset()
         texts, vsec, vload = timed(new.generate, prompts, **kw)
         log(f"  thai-eval, {label}: {vsec:.1f} s")
-        rows.append({"engine": f"thai-eval, {label}", "seconds": vsec, "load": vload, "computed": new.computed(),
-                     "equal": sum(a == b for a, b in zip(ours, texts)), "differ": diff(ours, texts)})
+        rows.append(
+            {
+                "engine": f"thai-eval, {label}",
+                "seconds": vsec,
+                "load": vload,
+                "computed": new.computed(),
+                "equal": sum(a == b for a, b in zip(ours, texts)),
+                "differ": diff(ours, texts),
+            }
+        )
         setattr(new, attr, default)
     if args.gsm8k_old:
         theirs, osec, oload = timed(old.generate, prompts, **kw)
         log(f"  old engine {osec:.1f} s")
-        rows.append({"engine": "thai-eval old engine (static batches)", "seconds": osec, "load": oload,
-                     "computed": old.positions, "equal": sum(a == b for a, b in zip(ours, theirs)),
-                     "differ": diff(ours, theirs)})
+        rows.append(
+            {
+                "engine": "thai-eval old engine (static batches)",
+                "seconds": osec,
+                "load": oload,
+                "computed": old.positions,
+                "equal": sum(a == b for a, b in zip(ours, theirs)),
+                "differ": diff(ours, theirs),
+            }
+        )
     if VENV.exists():
         for bs in [int(b) for b in args.batch_sizes.split(",")]:
             r = run_lmeval(model_dir, bs, prompts, WORK / "genbench" / "lmeval")
             if "texts" in r:
-                rows.append({"engine": f"lm-eval 0.4.13 HF, batch {bs}", "seconds": r["seconds"], "load": r["load"],
-                             "computed": r["computed_positions"], "equal": sum(a == b for a, b in zip(ours, r["texts"])),
-                             "differ": diff(ours, r["texts"])})  # fmt: skip
+                rows.append(
+                    {
+                        "engine": f"lm-eval 0.4.13 HF, batch {bs}",
+                        "seconds": r["seconds"],
+                        "load": r["load"],
+                        "computed": r["computed_positions"],
+                        "equal": sum(a == b for a, b in zip(ours, r["texts"])),
+                        "differ": diff(ours, r["texts"]),
+                    }
+                )
             else:
                 rows.append({"engine": f"lm-eval 0.4.13 HF, batch {bs}", "error": r["error"], "load": r["load"]})
     return {"items": len(prompts), "generated": generated, "perfect": perfect, "rows": rows}
@@ -243,17 +319,25 @@ def diff(a: Sequence[str], b: Sequence[str]) -> list[int]:
 def thaicli(model_dir: Path, args) -> dict:
     items = select_items(load_thaicli(REPO / "data" / "thaicli"), args.limit)
     n = args.max_new_tokens or 512
-    return _side_by_side(model_dir, f"ThaiCLI answers (greedy, {n} new tokens)", len(items),
-                         lambda m, out: list(generate_answers(m, items, outputs=out, max_new_tokens=n, seed=1234,
-                                                              progress=False)["answer"]))
+    return _side_by_side(
+        model_dir,
+        f"ThaiCLI answers (greedy, {n} new tokens)",
+        len(items),
+        lambda m, out: list(
+            generate_answers(m, items, outputs=out, max_new_tokens=n, seed=1234, progress=False)["answer"]
+        ),
+    )
 
 
 def dialects(model_dir: Path, args) -> dict:
     items = dialect.select_items(dialect.load_dialect(REPO / "data" / "dialect"), limit=args.limit)
     n = args.max_new_tokens or dialect.generation.PAPER_MAX_NEW_TOKENS
-    return _side_by_side(model_dir, f"dialect generation (sampled: temperature 0.2, seed 42, {n} new tokens)",
-                         len(items), lambda m, out: list(dialect.run_generation(m, items, outputs=out, max_new_tokens=n,
-                                                                                progress=False)["output"]))
+    return _side_by_side(
+        model_dir,
+        f"dialect generation (sampled: temperature 0.2, seed 42, {n} new tokens)",
+        len(items),
+        lambda m, out: list(dialect.run_generation(m, items, outputs=out, max_new_tokens=n, progress=False)["output"]),
+    )
 
 
 def _side_by_side(model_dir: Path, label: str, n: int, run) -> dict:
@@ -265,10 +349,23 @@ def _side_by_side(model_dir: Path, label: str, n: int, run) -> dict:
     log(f"  old engine {osec:.1f} s")
     ours, sec, load1 = timed(run, new, out / "new")
     log(f"  thai-eval {sec:.1f} s")
-    return {"label": label, "items": n, "generated": new.work.generated_tokens, "perfect": new.perfect(), "rows": [
-        {"engine": "thai-eval (new)", "seconds": sec, "load": load1, "computed": new.computed(), "equal": n},
-        {"engine": "thai-eval old engine (static batches)", "seconds": osec, "load": oload, "computed": old.positions,
-         "equal": sum(a == b for a, b in zip(ours, theirs)), "differ": diff(ours, theirs)}]}
+    return {
+        "label": label,
+        "items": n,
+        "generated": new.work.generated_tokens,
+        "perfect": new.perfect(),
+        "rows": [
+            {"engine": "thai-eval (new)", "seconds": sec, "load": load1, "computed": new.computed(), "equal": n},
+            {
+                "engine": "thai-eval old engine (static batches)",
+                "seconds": osec,
+                "load": oload,
+                "computed": old.positions,
+                "equal": sum(a == b for a, b in zip(ours, theirs)),
+                "differ": diff(ours, theirs),
+            },
+        ],
+    }
 
 
 def decode_rows(model_dir: Path, args) -> dict:
@@ -289,8 +386,14 @@ def decode_rows(model_dir: Path, args) -> dict:
 
         engine._step, load1 = timed_step, round(os.getloadavg()[0], 1)
         engine.run([base[: 240 + i % 7] for i in range(n)], progress=False)
-        out.append({"rows": n, "ms_step": 1000 * spent[0] / engine.stats.steps,
-                    "ms_row_step": 1000 * spent[0] / engine.stats.decode_row_steps, "load": load1})
+        out.append(
+            {
+                "rows": n,
+                "ms_step": 1000 * spent[0] / engine.stats.steps,
+                "ms_row_step": 1000 * spent[0] / engine.stats.decode_row_steps,
+                "load": load1,
+            }
+        )
         log(f"  {n} rows: {out[-1]['ms_step']:.0f} ms a step")
     return {"label": "decode step cost by rows (~240-token prompts, 30 steps)", "kind": "rows", "rows": out}
 
@@ -298,29 +401,44 @@ def decode_rows(model_dir: Path, args) -> dict:
 # --- report ---------------------------------------------------------------------------------------------------
 def table(name: str, res: dict) -> list[str]:
     if res.get("kind") == "rows":
-        return [f"**{name}**", "", "| rows | ms a decode step | ms a row-step | load (1 min) |", "|---|---|---|---|",
-                *[f"| {r['rows']} | {r['ms_step']:.0f} | {r['ms_row_step']:.1f} | {r['load']} |" for r in res["rows"]]]
+        return [
+            f"**{name}**",
+            "",
+            "| rows | ms a decode step | ms a row-step | load (1 min) |",
+            "|---|---|---|---|",
+            *[f"| {r['rows']} | {r['ms_step']:.0f} | {r['ms_row_step']:.1f} | {r['load']} |" for r in res["rows"]],
+        ]
     base = next(r for r in res["rows"] if r["engine"] == "thai-eval (new)")["seconds"]
-    lines = [f"**{name}** ({res['items']} items; {res['generated']} tokens generated; a perfect scheduler computes "
-             f"{res['perfect']:,} token positions, each distinct prompt prefix once)", "",
-             "| engine | seconds | generated tokens/s | new engine's speed-up | texts equal to the new engine's "
-             "| positions computed | perfect / computed | load (1 min) |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"**{name}** ({res['items']} items; {res['generated']} tokens generated; a perfect scheduler computes "
+        f"{res['perfect']:,} token positions, each distinct prompt prefix once)",
+        "",
+        "| engine | seconds | generated tokens/s | new engine's speed-up | texts equal to the new engine's "
+        "| positions computed | perfect / computed | load (1 min) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in res["rows"]:
         if "error" in r:
             lines.append(f"| {r['engine']} | {r['error']} | | | | | | {r['load']} |")
             continue
         differ = f" (differ: {r['differ']})" if r.get("differ") else ""
-        lines.append(f"| {r['engine']} | {r['seconds']:.1f} | {res['generated'] / r['seconds']:.1f} | "
-                     f"{r['seconds'] / base:.2f}x | {r['equal']} of {res['items']}{differ} | {r['computed']:,} | "
-                     f"{100 * res['perfect'] / r['computed']:.0f}% | {r['load']} |")
+        lines.append(
+            f"| {r['engine']} | {r['seconds']:.1f} | {res['generated'] / r['seconds']:.1f} | "
+            f"{r['seconds'] / base:.2f}x | {r['equal']} of {res['items']}{differ} | {r['computed']:,} | "
+            f"{100 * res['perfect'] / r['computed']:.0f}% | {r['load']} |"
+        )
     return lines
 
 
 def report(results: dict) -> str:
-    lines = [f"Model: {results['model']}, float32, CPU ({os.cpu_count()} cores, torch threads {results['threads']}); "
-             f"transformers {metadata.version('transformers')}, torch {metadata.version('torch')}. `uptime` before: "
-             f"{results['uptime_before']}; after: {results['uptime_after']}.", "",
-             f"Command: `{results['command']}`", ""]
+    lines = [
+        f"Model: {results['model']}, float32, CPU ({os.cpu_count()} cores, torch threads {results['threads']}); "
+        f"transformers {metadata.version('transformers')}, torch {metadata.version('torch')}. `uptime` before: "
+        f"{results['uptime_before']}; after: {results['uptime_after']}.",
+        "",
+        f"Command: `{results['command']}`",
+        "",
+    ]
     for name, res in results["parts"].items():
         lines += table(res.get("label", name), res) + [""]
     return "\n".join(lines).rstrip()
@@ -334,8 +452,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, help="GSM8K: the first N documents; ThaiCLI/dialects: N per format/task")
     ap.add_argument("--max-new-tokens", type=int, help="ThaiCLI/dialects: this budget instead of the notebooks'")
     ap.add_argument("--lookup-off", action="store_true", help="GSM8K: also thai-eval with prompt lookup off")
-    ap.add_argument("--whole-prefill", action="store_true",
-                    help="GSM8K: also thai-eval prefilling every prompt whole (no shared prefixes)")
+    ap.add_argument(
+        "--whole-prefill",
+        action="store_true",
+        help="GSM8K: also thai-eval prefilling every prompt whole (no shared prefixes)",
+    )
     ap.add_argument("--gsm8k-old", action="store_true", help="GSM8K: also the old engine (static batches)")
     ap.add_argument("--rows", default="1,8,16,32,48,64", help="part 'rows': the decode batch sizes to time")
     ap.add_argument("--append", action="store_true", help="keep the parts of the last results.json not run again")
@@ -350,10 +471,13 @@ def main(argv: list[str] | None = None) -> int:
         for r in runs:  # a part measured in several runs keeps each, numbered
             for k, v in r["parts"].items():
                 parts[k if k not in parts else f"{k} ({sum(p.split(' (')[0] == k for p in parts) + 1})"] = v
-        results = {**runs[0], "parts": parts,
-                   "command": "; and ".join(r["command"] for r in runs),
-                   "uptime_before": "; ".join(r["uptime_before"] for r in runs),
-                   "uptime_after": "; ".join(r["uptime_after"] for r in runs)}  # fmt: skip
+        results = {
+            **runs[0],
+            "parts": parts,
+            "command": "; and ".join(r["command"] for r in runs),
+            "uptime_before": "; ".join(r["uptime_before"] for r in runs),
+            "uptime_after": "; ".join(r["uptime_after"] for r in runs),
+        }
         block = report(results)
         if args.write_doc:
             update_doc(block, BEGIN, END)
@@ -361,9 +485,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     model_dir = (tiny_model_dir() if args.quick else embedded_model_dir()).resolve()
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    results = {"model": "tiny random Gemma 3 (--quick)" if args.quick else
-               "embedded Gemma 3 270M (Q4_K_M GGUF dequantised to float32)", "threads": torch.get_num_threads(),
-               "command": command, "uptime_before": uptime, "parts": {}}  # fmt: skip
+    results = {
+        "model": "tiny random Gemma 3 (--quick)"
+        if args.quick
+        else "embedded Gemma 3 270M (Q4_K_M GGUF dequantised to float32)",
+        "threads": torch.get_num_threads(),
+        "command": command,
+        "uptime_before": uptime,
+        "parts": {},
+    }
     run_dir = WORK / (args.run_name + ("-quick" if args.quick else ""))
     run_dir.mkdir(parents=True, exist_ok=True)
     if args.append and (run_dir / "results.json").exists():  # an earlier run's parts, with its command and load
@@ -373,7 +503,9 @@ def main(argv: list[str] | None = None) -> int:
         results["uptime_before"] = f"{old['uptime_before']} (first run)"
     block = ""
     for part in args.parts.split(","):  # the report is rewritten after every part: a partial run still reports
-        results["parts"][part] = {"gsm8k": gsm8k, "thaicli": thaicli, "dialect": dialects, "rows": decode_rows}[part](model_dir, args)
+        results["parts"][part] = {"gsm8k": gsm8k, "thaicli": thaicli, "dialect": dialects, "rows": decode_rows}[part](
+            model_dir, args
+        )
         results["uptime_after"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
         (run_dir / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False))
         block = report(results)

@@ -38,6 +38,7 @@ STOPS = GSM8K_STOPS_H  # lm-eval 0.4.13's gsm8k.yaml: "Question:", "</s>", "<|im
 class GenPlan:
     """The generation part: model shape, prompts, new tokens, lm-eval's batch sizes (tried in this order) and how
     many prompts are checked against transformers' ``generate`` at batch size 1 (0: none)."""
+
     shape: str
     prompts: int
     max_new_tokens: int
@@ -46,8 +47,10 @@ class GenPlan:
     shots: int = 5
 
 
-GEN_PLANS = {"gpu": GenPlan("llama-3.1-8b", 64, GSM8K_MAX_NEW_TOKENS, (64, 16, 1), 0),
-             "tiny": GenPlan("tiny-llama", 3, 16, (1, 2), 3)}
+GEN_PLANS = {
+    "gpu": GenPlan("llama-3.1-8b", 64, GSM8K_MAX_NEW_TOKENS, (64, 16, 1), 0),
+    "tiny": GenPlan("tiny-llama", 3, 16, (1, 2), 3),
+}
 
 
 def gsm8k_prompts(n: int, seed: int, shots: int) -> list[str]:
@@ -73,8 +76,9 @@ def run_thai_eval(lm: LocalModel, prompts: list[str], plan: GenPlan) -> tuple[li
     return texts, asdict(lm.last_generation)
 
 
-def run_lmeval(hflm_cls, instance_cls, model, tok, prompts: list[str], max_new_tokens: int,
-               batch_size: int) -> tuple[list[str], int]:
+def run_lmeval(
+    hflm_cls, instance_cls, model, tok, prompts: list[str], max_new_tokens: int, batch_size: int
+) -> tuple[list[str], int]:
     """lm-eval's ``generate_until`` on the in-memory model (greedy, the GSM8K stops, add_bos_token False);
     (texts, token positions its ``model.generate`` calls computed: rows x (padded width + new tokens - 1))."""
     lm = hflm_cls(pretrained=model, tokenizer=tok, batch_size=batch_size, add_bos_token=False)
@@ -95,9 +99,14 @@ def reference(model, tok, prompts: list[str], max_new_tokens: int) -> list[str]:
     with torch.inference_mode():
         for p in prompts:
             ids = torch.tensor([tok(p, add_special_tokens=False).input_ids], device=model.device)
-            gen = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
-                                 do_sample=False, pad_token_id=tok.pad_token_id)
-            out.append(cut_at_stop(tok.decode(gen[0, ids.shape[1]:], skip_special_tokens=True), list(STOPS)))
+            gen = model.generate(
+                ids,
+                attention_mask=torch.ones_like(ids),
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                pad_token_id=tok.pad_token_id,
+            )
+            out.append(cut_at_stop(tok.decode(gen[0, ids.shape[1] :], skip_special_tokens=True), list(STOPS)))
     return out
 
 
@@ -136,8 +145,17 @@ def run(ctx: gb.Ctx, plan: GenPlan, budget_s: float) -> dict:
     and written after every measurement."""
     deadline = time.monotonic() + budget_s
     rec = ctx.results.setdefault("generation", {})
-    rec.update({"shape": plan.shape, "dtype": gb.SHAPES[plan.shape].dtype, "prompts": plan.prompts,
-                "shots": plan.shots, "max_new_tokens": plan.max_new_tokens, "stops": list(STOPS), "budget_s": budget_s})
+    rec.update(
+        {
+            "shape": plan.shape,
+            "dtype": gb.SHAPES[plan.shape].dtype,
+            "prompts": plan.prompts,
+            "shots": plan.shots,
+            "max_new_tokens": plan.max_new_tokens,
+            "stops": list(STOPS),
+            "budget_s": budget_s,
+        }
+    )
     prompts, lm = prepare(ctx, plan, rec)
     model = lm.hf_model
     hflm, inst, why = ctx.lmeval
@@ -162,9 +180,12 @@ def run(ctx: gb.Ctx, plan: GenPlan, budget_s: float) -> dict:
         best = min(ok, key=lambda t: t["seconds"])
         rec["best_batch"], rec["speedup"] = best["batch_size"], round(best["seconds"] / rec["thai_eval"]["seconds"], 2)
     if plan.reference:
-        ref = reference(model, ctx.tok, prompts[:plan.reference], plan.max_new_tokens)
-        rec["reference"] = {"prompts": len(ref), "thai_eval_equal": sum(a == b for a, b in zip(texts, ref)),
-                            "differ": [i for i, (a, b) in enumerate(zip(texts, ref)) if a != b]}
+        ref = reference(model, ctx.tok, prompts[: plan.reference], plan.max_new_tokens)
+        rec["reference"] = {
+            "prompts": len(ref),
+            "thai_eval_equal": sum(a == b for a, b in zip(texts, ref)),
+            "differ": [i for i, (a, b) in enumerate(zip(texts, ref)) if a != b],
+        }
     del lm, model
     gb.free(ctx.device)
     return rec
@@ -178,36 +199,49 @@ def prepare(ctx: gb.Ctx, plan: GenPlan, rec: dict) -> tuple[list[str], LocalMode
     prompts = gsm8k_prompts(plan.prompts, ctx.seed, plan.shots)
     ids = ctx.tok(prompts, add_special_tokens=False)["input_ids"]
     lens = [len(x) for x in ids]
-    rec.update({"prompt_tokens": sum(lens), "mean_prompt_tokens": round(sum(lens) / len(lens), 1),
-                "distinct_prompt_tokens": tree_positions([tuple(x) for x in ids])})
+    rec.update(
+        {
+            "prompt_tokens": sum(lens),
+            "mean_prompt_tokens": round(sum(lens) / len(lens), 1),
+            "distinct_prompt_tokens": tree_positions([tuple(x) for x in ids]),
+        }
+    )
     t0 = time.perf_counter()
     model = gb.build_model(plan.shape, ctx.tok, ctx.device, ctx.seed)
     gb._sync(ctx.device)
     rec["build_seconds"] = round(time.perf_counter() - t0, 1)
     rec["params"] = sum(p.numel() for p in model.parameters())
-    lm = LocalModel(model, ctx.tok, name=plan.shape,
-                    identity={"name": plan.shape, "source": f"random weights, seed {ctx.seed}"})
-    gb.log(f"generation: {plan.shape} built in {rec['build_seconds']} s; {len(prompts)} prompts, "
-           f"{rec['prompt_tokens']:,} prompt tokens, {plan.max_new_tokens} new tokens")
+    lm = LocalModel(
+        model, ctx.tok, name=plan.shape, identity={"name": plan.shape, "source": f"random weights, seed {ctx.seed}"}
+    )
+    gb.log(
+        f"generation: {plan.shape} built in {rec['build_seconds']} s; {len(prompts)} prompts, "
+        f"{rec['prompt_tokens']:,} prompt tokens, {plan.max_new_tokens} new tokens"
+    )
     return prompts, lm
 
 
-def lmeval_trials(ctx: gb.Ctx, plan: GenPlan, model, prompts: list[str], texts: list[str], generated: int,
-                  deadline: float) -> list[dict]:
+def lmeval_trials(
+    ctx: gb.Ctx, plan: GenPlan, model, prompts: list[str], texts: list[str], generated: int, deadline: float
+) -> list[dict]:
     """lm-eval at each batch size of the plan. A batch size is skipped when the deadline has passed or when the
     last one's time scaled by the number of batches (a decode step of a small batch is assumed to cost what one of
     a larger batch did: on a GPU a step is bound by reading the weights) would pass it."""
     hflm, inst, _ = ctx.lmeval
     trials, last = [], None
     for bs in plan.batch_sizes:
-        est = last["seconds"] * math.ceil(len(prompts) / bs) / math.ceil(len(prompts) / last["batch_size"]) \
-            if last else 0.0
+        est = (
+            last["seconds"] * math.ceil(len(prompts) / bs) / math.ceil(len(prompts) / last["batch_size"])
+            if last
+            else 0.0
+        )
         if time.monotonic() + est > deadline:
             why = "time budget" + (f" (estimated {est:.0f} s)" if est else "")
             trials.append({"batch_size": bs, "skipped": why})
             continue
-        res = gb.timed(lambda bs=bs: run_lmeval(hflm, inst, model, ctx.tok, prompts, plan.max_new_tokens, bs),
-                       ctx.device)
+        res = gb.timed(
+            lambda bs=bs: run_lmeval(hflm, inst, model, ctx.tok, prompts, plan.max_new_tokens, bs), ctx.device
+        )
         trials.append({"batch_size": bs, **_side(res, generated, texts)})
         if "result" in res:
             trials[-1]["computed_positions"] = res["result"][1]
@@ -222,8 +256,11 @@ def _row(name: str, r: dict, n: int) -> str:
     if "seconds" not in r or "error" in r:
         return f"| {name} | {r.get('error') or r.get('skipped') or '-'} | | | | |"
     peak = f"{r['peak_gib']}" if "peak_gib" in r else "-"
-    equal = f"{r['texts_equal']} of {n}" + (f" (differ: {r['differ'][:10]})" if r["differ"] else "") \
-        if "texts_equal" in r else "(the texts compared against)"
+    equal = (
+        f"{r['texts_equal']} of {n}" + (f" (differ: {r['differ'][:10]})" if r["differ"] else "")
+        if "texts_equal" in r
+        else "(the texts compared against)"
+    )
     positions = f"{r['computed_positions']:,}" if "computed_positions" in r else ""
     return f"| {name} | {r['seconds']:.2f} | {r['tokens_per_s']:,} | {peak} | {equal} | {positions} |"
 
@@ -233,29 +270,43 @@ def markdown(rec: dict) -> list[str]:
     if "thai_eval" not in rec:
         return ["", f"Generation: {rec.get('error') or rec.get('skipped') or 'not run'}."]
     n, te = rec["prompts"], rec["thai_eval"]
-    lines = ["", (f"**Generation**: {rec['shape']} ({rec['dtype']}), {n} GSM8K {rec['shots']}-shot Thai "
-                  f"prompts ({rec['prompt_tokens']:,} prompt tokens, mean {rec['mean_prompt_tokens']}), greedy, "
-                  f"{rec['max_new_tokens']} new tokens, stops {rec['stops']}. Tokens/s: thai-eval's generated tokens "
-                  f"({te.get('work', {}).get('generated_tokens', '-')}) over each side's wall time. Texts equal: to "
-                  "thai-eval's (in bfloat16 a batch's shapes may flip a near-tie of the random weights: reported, not "
-                  "failed). Positions computed: prompt tokens plus fed decode positions (lm-eval: rows x (padded "
-                  "width + new tokens - 1) per batch, padding and finished rows included)."),
-             "", "| side | seconds | generated tokens/s | peak GiB | texts equal | positions computed |",
-             "|---|---|---|---|---|---|", _row("thai-eval", te, n)]
+    lines = [
+        "",
+        (
+            f"**Generation**: {rec['shape']} ({rec['dtype']}), {n} GSM8K {rec['shots']}-shot Thai "
+            f"prompts ({rec['prompt_tokens']:,} prompt tokens, mean {rec['mean_prompt_tokens']}), greedy, "
+            f"{rec['max_new_tokens']} new tokens, stops {rec['stops']}. Tokens/s: thai-eval's generated tokens "
+            f"({te.get('work', {}).get('generated_tokens', '-')}) over each side's wall time. Texts equal: to "
+            "thai-eval's (in bfloat16 a batch's shapes may flip a near-tie of the random weights: reported, not "
+            "failed). Positions computed: prompt tokens plus fed decode positions (lm-eval: rows x (padded "
+            "width + new tokens - 1) per batch, padding and finished rows included)."
+        ),
+        "",
+        "| side | seconds | generated tokens/s | peak GiB | texts equal | positions computed |",
+        "|---|---|---|---|---|---|",
+        _row("thai-eval", te, n),
+    ]
     lm = rec.get("lmeval", {})
     if isinstance(lm, dict):
         lines.append(f"| lm-eval | {lm.get('skipped', '-')} | | | | |")
     else:
         lines += [_row(f"lm-eval 0.4.13 HF, batch {t['batch_size']}", t, n) for t in lm]
     w = te.get("work", {})
-    lines += ["", (f"thai-eval's engine: {w.get('prompt_tokens', 0):,} prompt tokens, {w.get('decode_row_steps', 0):,} "
-                   f"decode rows in {w.get('steps', 0):,} steps, widest batch {w.get('peak_rows', 0)} rows; a "
-                   f"perfect scheduler computes {perfect(w, n, rec.get('distinct_prompt_tokens', 0)):,} positions. Speed-up over lm-eval's best batch: "
-                   + (f"**{rec['speedup']}x** (batch {rec['best_batch']})." if "speedup" in rec else "not measured."))]
+    lines += [
+        "",
+        (
+            f"thai-eval's engine: {w.get('prompt_tokens', 0):,} prompt tokens, {w.get('decode_row_steps', 0):,} "
+            f"decode rows in {w.get('steps', 0):,} steps, widest batch {w.get('peak_rows', 0)} rows; a "
+            f"perfect scheduler computes {perfect(w, n, rec.get('distinct_prompt_tokens', 0)):,} positions. Speed-up over lm-eval's best batch: "
+            + (f"**{rec['speedup']}x** (batch {rec['best_batch']})." if "speedup" in rec else "not measured.")
+        ),
+    ]
     if "reference" in rec:
         ref = rec["reference"]
-        lines.append(f"thai-eval against transformers' `generate` at batch size 1: {ref['thai_eval_equal']} of "
-                     f"{ref['prompts']} texts equal" + (f" (differ: {ref['differ']})." if ref["differ"] else "."))
+        lines.append(
+            f"thai-eval against transformers' `generate` at batch size 1: {ref['thai_eval_equal']} of "
+            f"{ref['prompts']} texts equal" + (f" (differ: {ref['differ']})." if ref["differ"] else ".")
+        )
     return lines
 
 
@@ -263,11 +314,17 @@ def print_plan(plan: GenPlan, tok, seed: int) -> None:
     """The generation part's plan: prompts, their tokens, lm-eval's batch sizes and padded positions."""
     prompts = gsm8k_prompts(plan.prompts, seed, plan.shots)
     lens = sorted((len(x) for x in tok(prompts, add_special_tokens=False)["input_ids"]), reverse=True)
-    padded = {bs: sum(len(lens[i:i + bs]) * (lens[i] + plan.max_new_tokens - 1) for i in range(0, len(lens), bs))
-              for bs in plan.batch_sizes}
-    print(f"\ngeneration: {plan.shape} ({gb.SHAPES[plan.shape].dtype}), {len(prompts)} GSM8K {plan.shots}-shot "
-          f"prompts, {sum(lens):,} prompt tokens (longest {lens[0]:,}), {plan.max_new_tokens} new tokens, stops "
-          f"{list(STOPS)}")
-    print("  lm-eval positions at most (rows x (padded width + new tokens - 1)) by batch size: "
-          + ", ".join(f"{bs}: {n:,}" for bs, n in padded.items())
-          + f"; a perfect scheduler: {sum(lens) + len(lens) * (plan.max_new_tokens - 1):,}")
+    padded = {
+        bs: sum(len(lens[i : i + bs]) * (lens[i] + plan.max_new_tokens - 1) for i in range(0, len(lens), bs))
+        for bs in plan.batch_sizes
+    }
+    print(
+        f"\ngeneration: {plan.shape} ({gb.SHAPES[plan.shape].dtype}), {len(prompts)} GSM8K {plan.shots}-shot "
+        f"prompts, {sum(lens):,} prompt tokens (longest {lens[0]:,}), {plan.max_new_tokens} new tokens, stops "
+        f"{list(STOPS)}"
+    )
+    print(
+        "  lm-eval positions at most (rows x (padded width + new tokens - 1)) by batch size: "
+        + ", ".join(f"{bs}: {n:,}" for bs, n in padded.items())
+        + f"; a perfect scheduler: {sum(lens) + len(lens) * (plan.max_new_tokens - 1):,}"
+    )

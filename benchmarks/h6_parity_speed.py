@@ -37,13 +37,22 @@ DOC = REPO / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- h6-parity:begin -->", "<!-- h6-parity:end -->"
 LM_EVAL = "lm-eval[hf]==0.4.13"
 TORCH = "torch==2.13.0"  # first, so pip takes the on-disk CPU wheel
-OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "TOKENIZERS_PARALLELISM": "false"}
+OFFLINE = {
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}
 
 # setting -> (thai-eval task, shots); "longanswer0" runs on generated data (see long_answer_root)
 SETTINGS = {
-    "arc25": ("th_arc", 25), "arc5": ("th_arc", 5), "hellaswag10": ("th_hellaswag", 10), "mmlu5": ("th_mmlu", 5),
-    "truthfulqa0": ("th_truthfulqa", 0), "winogrande5": ("th_winogrande", 5), "longanswer0": ("th_arc", 0),
+    "arc25": ("th_arc", 25),
+    "arc5": ("th_arc", 5),
+    "hellaswag10": ("th_hellaswag", 10),
+    "mmlu5": ("th_mmlu", 5),
+    "truthfulqa0": ("th_truthfulqa", 0),
+    "winogrande5": ("th_winogrande", 5),
+    "longanswer0": ("th_arc", 0),
 }
 LONG_ANSWER = WORK / "long-answer"  # the generated data of the "longanswer0" setting
 YAML = """task: {name}
@@ -71,8 +80,11 @@ def log(msg: str) -> None:
 # --- environment ----------------------------------------------------------------------------------------------
 def ensure_venv() -> Path:
     """benchmarks/.work/lmeval-venv with lm-eval 0.4.13 and the project's torch/transformers/accelerate."""
-    pins = [f"transformers=={metadata.version('transformers')}", f"accelerate=={metadata.version('accelerate')}",
-            f"tokenizers=={metadata.version('tokenizers')}"]
+    pins = [
+        f"transformers=={metadata.version('transformers')}",
+        f"accelerate=={metadata.version('accelerate')}",
+        f"tokenizers=={metadata.version('tokenizers')}",
+    ]
     marker = VENV / "h6-installed.json"
     want = {"lm_eval": LM_EVAL, "torch": TORCH, "pins": pins}
     py = VENV / "bin" / "python"
@@ -112,17 +124,34 @@ def tiny_model_dir() -> Path:
     tk = Tokenizer(models.BPE())
     tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tk.decoder = decoders.ByteLevel()
-    tk.train_from_iterator(text, trainers.BpeTrainer(
-        vocab_size=3000, special_tokens=["<pad>", "<eos>", "<bos>"], show_progress=False,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tk.train_from_iterator(
+        text,
+        trainers.BpeTrainer(
+            vocab_size=3000,
+            special_tokens=["<pad>", "<eos>", "<bos>"],
+            show_progress=False,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        ),
+    )
     tk.post_processor = processors.TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", 2)])
     tok = PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>")
     torch.manual_seed(0)
     cfg = Gemma3TextConfig(
-        vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=4, num_attention_heads=2,
-        num_key_value_heads=1, head_dim=32, query_pre_attn_scalar=32, sliding_window=16,
+        vocab_size=len(tok),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=4,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=32,
+        query_pre_attn_scalar=32,
+        sliding_window=16,
         layer_types=["sliding_attention", "sliding_attention", "full_attention", "sliding_attention"],
-        max_position_embeddings=4096, bos_token_id=2, eos_token_id=1, pad_token_id=0)
+        max_position_embeddings=4096,
+        bos_token_id=2,
+        eos_token_id=1,
+        pad_token_id=0,
+    )
     Gemma3ForCausalLM(cfg).save_pretrained(out)
     tok.save_pretrained(out)
     return out
@@ -152,13 +181,20 @@ def long_answer_root() -> Path:
     out.mkdir(parents=True, exist_ok=True)
     docs = []
     for r in rows(arc / "th_arc_challenge_test.jsonl"):
-        texts = [t[:rng.randint(25, 90)].strip() for t in rng.sample(pool, 5)]
-        docs.append({**r, "choices": {"text": texts, "label": list("ABCDE")},
-                     "answerKey": r["answerKey"] if r["answerKey"] in "ABCDE" else "A"})
+        texts = [t[: rng.randint(25, 90)].strip() for t in rng.sample(pool, 5)]
+        docs.append(
+            {
+                **r,
+                "choices": {"text": texts, "label": list("ABCDE")},
+                "answerKey": r["answerKey"] if r["answerKey"] in "ABCDE" else "A",
+            }
+        )
     (out / "th_arc_challenge_test.jsonl").write_text(
-        "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
+        "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8"
+    )
     (out / "th_arc_challenge_validation.jsonl").write_text(
-        (arc / "th_arc_challenge_validation.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
+        (arc / "th_arc_challenge_validation.jsonl").read_text(encoding="utf-8"), encoding="utf-8"
+    )
     return LONG_ANSWER
 
 
@@ -197,12 +233,24 @@ def evaluate_setting(local, setting: str, outputs: Path) -> dict:
     shutil.rmtree(outputs, ignore_errors=True)
     rec = _Recording(local)
     t0 = time.perf_counter()
-    res = evaluate(rec, task, data_root(setting), replace(LEADERBOARD, num_fewshot=shots), chunk_size=1_000_000,
-                   outputs=outputs, progress=False)
+    res = evaluate(
+        rec,
+        task,
+        data_root(setting),
+        replace(LEADERBOARD, num_fewshot=shots),
+        chunk_size=1_000_000,
+        outputs=outputs,
+        progress=False,
+    )
     wall = time.perf_counter() - t0
     table = res.table.sort_values("doc")
-    return {"wall": wall, "ll_seconds": rec.seconds, "requests": rec.requests,
-            "doc_lls": [list(x) for x in table["lls"]], "docs": [int(d) for d in table["doc"]]}
+    return {
+        "wall": wall,
+        "ll_seconds": rec.seconds,
+        "requests": rec.requests,
+        "doc_lls": [list(x) for x in table["lls"]],
+        "docs": [int(d) for d in table["doc"]],
+    }
 
 
 def write_task(task_dir: Path, setting: str, requests: list[tuple[str, str]]) -> None:
@@ -228,17 +276,33 @@ def mem_available() -> int:
     return 8 << 30
 
 
-def run_lmeval(py: Path, model_dir: Path, setting: str, bs: int, out: Path, mem_limit: int,
-               threads: int | None, task_dir: Path) -> dict:
+def run_lmeval(
+    py: Path, model_dir: Path, setting: str, bs: int, out: Path, mem_limit: int, threads: int | None, task_dir: Path
+) -> dict:
     """One lm-eval run; returns its per-request results in request order and the timed loglikelihood seconds
     (or the failure)."""
     out.mkdir(parents=True, exist_ok=True)
     timing = out / "timing.jsonl"
     timing.unlink(missing_ok=True)
-    cmd = [str(py), str(REPO / "benchmarks" / "lmeval_timed.py"), "--model", "hf",
-           "--model_args", f"pretrained={model_dir},dtype=float32,add_bos_token=False",
-           "--device", "cpu", "--batch_size", str(bs), "--include_path", str(task_dir),
-           "--tasks", f"h6bench_{setting}", "--output_path", str(out), "--log_samples"]
+    cmd = [
+        str(py),
+        str(REPO / "benchmarks" / "lmeval_timed.py"),
+        "--model",
+        "hf",
+        "--model_args",
+        f"pretrained={model_dir},dtype=float32,add_bos_token=False",
+        "--device",
+        "cpu",
+        "--batch_size",
+        str(bs),
+        "--include_path",
+        str(task_dir),
+        "--tasks",
+        f"h6bench_{setting}",
+        "--output_path",
+        str(out),
+        "--log_samples",
+    ]
     env = {**os.environ, **OFFLINE, "H6_TIMING_FILE": str(timing), "HF_HOME": str(WORK / "hf-home")}
     if threads:
         env["H6_THREADS"] = str(threads)
@@ -261,23 +325,33 @@ def run_lmeval(py: Path, model_dir: Path, setting: str, bs: int, out: Path, mem_
     for line in sorted(samples.read_text(encoding="utf-8").splitlines(), key=lambda x: json.loads(x)["doc_id"]):
         s = json.loads(line)
         args = [s["arguments"][k] for k in sorted(s["arguments"], key=lambda k: int(k.rsplit("_", 1)[1]))]
-        reqs += [{"context": a["arg_0"], "continuation": a["arg_1"], "ll": float(r[0][0]),
-                  "greedy": str(r[0][1]) == "True"} for a, r in zip(args, s["resps"])]
+        reqs += [
+            {"context": a["arg_0"], "continuation": a["arg_1"], "ll": float(r[0][0]), "greedy": str(r[0][1]) == "True"}
+            for a, r in zip(args, s["resps"])
+        ]
     lines = [json.loads(x) for x in timing.read_text().splitlines()]
     seconds, cpu = sum(x["seconds"] for x in lines), sum(x["cpu_seconds"] for x in lines)
     log(f"  {len(reqs)} requests, loglikelihood {seconds:.1f} s (process {wall:.1f} s)")
-    return {"batch_size": bs, "seconds": seconds, "cpu_seconds": cpu, "wall": wall, "threads": lines[0]["torch_threads"],
-            "requests": reqs}
+    return {
+        "batch_size": bs,
+        "seconds": seconds,
+        "cpu_seconds": cpu,
+        "wall": wall,
+        "threads": lines[0]["torch_threads"],
+        "requests": reqs,
+    }
 
 
-def run_engine(model, tok, pairs: list[tuple[str, str]], budget: int | None = None
-               ) -> tuple[float, float, list[tuple[float, bool]]]:
+def run_engine(
+    model, tok, pairs: list[tuple[str, str]], budget: int | None = None
+) -> tuple[float, float, list[tuple[float, bool]]]:
     """thai-eval's engine on the setting's requests; timed like lm-eval (tokenization in, model load out)."""
     from thai_eval_utils.backend.loglikelihood import loglikelihood
 
     t0, c0 = time.perf_counter(), time.process_time()
-    out = loglikelihood(model, tok, pairs, add_bos_token=False, max_length=max_length(model, tok), progress=False,
-                        batch_tokens=budget)
+    out = loglikelihood(
+        model, tok, pairs, add_bos_token=False, max_length=max_length(model, tok), progress=False, batch_tokens=budget
+    )
     return time.perf_counter() - t0, time.process_time() - c0, out
 
 
@@ -332,10 +406,16 @@ def work_ratio(model, tok, encoded: list[tuple[list[int], list[int]]]) -> dict:
         node = stack.pop()
         tree += node.end - node.start
         stack += node.children
-    rows = {s[:len(s) - len(t) + j + 1] for s, t in zip(seqs, targets) if s for j in range(len(t))}
+    rows = {s[: len(s) - len(t) + j + 1] for s, t in zip(seqs, targets) if s for j in range(len(t))}
     lm, ours = 2 * fed * (body + head.numel()), 2 * (tree * body + len(rows) * head.numel())
-    return {"fed_tokens": fed, "tree_tokens": tree, "scored_rows": len(rows), "lmeval_gflop": lm / 1e9,
-            "thai_eval_gflop": ours / 1e9, "work_ratio": lm / ours}
+    return {
+        "fed_tokens": fed,
+        "tree_tokens": tree,
+        "scored_rows": len(rows),
+        "lmeval_gflop": lm / 1e9,
+        "thai_eval_gflop": ours / 1e9,
+        "work_ratio": lm / ours,
+    }
 
 
 def max_length(model, tok) -> int:
@@ -354,8 +434,10 @@ def doc_metrics(setting: str, docs: list[int], doc_lls: list[list[float]]) -> li
 
     spec = h6_tasks.get_task(SETTINGS[setting][0])
     data = load_h6_task(data_root(setting), spec.name)
-    return [{k: float(v) for k, v in h6_tasks.process_results(spec, data.docs[d], lls).items() if k in spec.metrics}
-            for d, lls in zip(docs, doc_lls)]
+    return [
+        {k: float(v) for k, v in h6_tasks.process_results(spec, data.docs[d], lls).items() if k in spec.metrics}
+        for d, lls in zip(docs, doc_lls)
+    ]
 
 
 def metric_deltas(ours: list[dict], theirs: list[dict]) -> tuple[bool, float]:
@@ -372,8 +454,9 @@ def metric_deltas(ours: list[dict], theirs: list[dict]) -> tuple[bool, float]:
 
 
 # --- report ---------------------------------------------------------------------------------------------------
-def summarise(setting: str, runs: list[dict], engine: list[tuple[float, float]], out, ev: dict, encoded,
-              yardstick: list[float]) -> dict:
+def summarise(
+    setting: str, runs: list[dict], engine: list[tuple[float, float]], out, ev: dict, encoded, yardstick: list[float]
+) -> dict:
     """Parity and speed of one setting: thai-eval against every lm-eval batch size that finished (``encoded``:
     the requests' (context, continuation) tokens as lm-eval encodes them)."""
     ok = [r for r in runs if "requests" in r]
@@ -399,38 +482,59 @@ def summarise(setting: str, runs: list[dict], engine: list[tuple[float, float]],
     best = min(ok, key=lambda r: r["seconds"])
     wall, cpu = statistics.median(w for w, _ in engine), statistics.median(c for _, c in engine)
     return {
-        "docs": len(ev["docs"]), "requests": len(pairs), "scored_tokens": sum(n_tok),
+        "docs": len(ev["docs"]),
+        "requests": len(pairs),
+        "scored_tokens": sum(n_tok),
         "lmeval": [{k: v for k, v in r.items() if k != "requests"} for r in runs],
-        "engine_seconds": [w for w, _ in engine], "engine_cpu_seconds": [c for _, c in engine],
-        "evaluate_seconds": ev["wall_runs"], "evaluate_ll_seconds": ev["ll_runs"],
-        "best_batch": best["batch_size"], "lmeval_seconds": best["seconds"], "engine_median": wall,
-        "speedup": best["seconds"] / wall, "cpu_speedup": min(r["cpu_seconds"] for r in ok) / cpu,
-        "max_delta": max(deltas), "max_delta_per_token": max(per_tok), "lmeval_own_max_delta": max(own, default=None),
-        "hf_cache_max_delta": max(hf), "hf_cache_over_1e-4": sum(d > 1e-4 for d in hf),
+        "engine_seconds": [w for w, _ in engine],
+        "engine_cpu_seconds": [c for _, c in engine],
+        "evaluate_seconds": ev["wall_runs"],
+        "evaluate_ll_seconds": ev["ll_runs"],
+        "best_batch": best["batch_size"],
+        "lmeval_seconds": best["seconds"],
+        "engine_median": wall,
+        "speedup": best["seconds"] / wall,
+        "cpu_speedup": min(r["cpu_seconds"] for r in ok) / cpu,
+        "max_delta": max(deltas),
+        "max_delta_per_token": max(per_tok),
+        "lmeval_own_max_delta": max(own, default=None),
+        "hf_cache_max_delta": max(hf),
+        "hf_cache_over_1e-4": sum(d > 1e-4 for d in hf),
         "over_1e-4": sum(abs(ll - x["ll"]) > 1e-4 for ll, x in zip(lls, ok[0]["requests"])),
         "within_token_tolerance": all(abs(ll - x["ll"]) <= t for r in ok for ll, x, t in zip(lls, r["requests"], tol)),
         "greedy_equal": all(g == x["greedy"] for r in ok for (_, g), x in zip(out, r["requests"])),
-        "metrics_equal": all(same for same, _ in compared), "mc2_max_delta": max(d for _, d in compared),
-        "headline": headline, "headline_values": (statistics.mean(m[headline] for m in theirs[0]),
-                                                  statistics.mean(m[headline] for m in ours)),
+        "metrics_equal": all(same for same, _ in compared),
+        "mc2_max_delta": max(d for _, d in compared),
+        "headline": headline,
+        "headline_values": (
+            statistics.mean(m[headline] for m in theirs[0]),
+            statistics.mean(m[headline] for m in ours),
+        ),
     }
 
 
 def report(results: dict, model_name: str, command: str) -> str:
-    lines = [f"Model: {model_name}, float32, CPU ({os.cpu_count()} cores, torch threads {results['threads']}); "
-             f"lm-eval 0.4.13, transformers {metadata.version('transformers')}, torch {metadata.version('torch')}, "
-             f"Python {platform.python_version()}. Load average (1 min) before each lm-eval run: {results['load']}; "
-             f"thai-eval token budget per forward call: {results['budget']}.",
-             "", "Command" + ("s" if len(results["commands"]) > 1 else "") + ": "
-             + "; then ".join(f"`{c}`" for c in results["commands"]), "",
-             "| setting | docs / requests | lm-eval s, batch size: s | thai-eval `loglikelihood` s (runs; median) | `h6.evaluate` s (inside loglikelihood) | evaluate outside loglikelihood "
-             "| speed-up, wall (CPU) | matmul work ratio | % of work ratio | max abs delta (per token) "
-             "| requests over 1e-4 | KV-cache yardstick: max delta | lm-eval vs itself | greedy equal "
-             "| metrics identical | headline, lm-eval / thai-eval |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Model: {model_name}, float32, CPU ({os.cpu_count()} cores, torch threads {results['threads']}); "
+        f"lm-eval 0.4.13, transformers {metadata.version('transformers')}, torch {metadata.version('torch')}, "
+        f"Python {platform.python_version()}. Load average (1 min) before each lm-eval run: {results['load']}; "
+        f"thai-eval token budget per forward call: {results['budget']}.",
+        "",
+        "Command"
+        + ("s" if len(results["commands"]) > 1 else "")
+        + ": "
+        + "; then ".join(f"`{c}`" for c in results["commands"]),
+        "",
+        "| setting | docs / requests | lm-eval s, batch size: s | thai-eval `loglikelihood` s (runs; median) | `h6.evaluate` s (inside loglikelihood) | evaluate outside loglikelihood "
+        "| speed-up, wall (CPU) | matmul work ratio | % of work ratio | max abs delta (per token) "
+        "| requests over 1e-4 | KV-cache yardstick: max delta | lm-eval vs itself | greedy equal "
+        "| metrics identical | headline, lm-eval / thai-eval |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, r in results["settings"].items():
-        lm = ", ".join(f"{x['batch_size']}: " + (f"{x['seconds']:.1f}" if "seconds" in x else x["error"])
-                       for x in r["lmeval"])
+        lm = ", ".join(
+            f"{x['batch_size']}: " + (f"{x['seconds']:.1f}" if "seconds" in x else x["error"]) for x in r["lmeval"]
+        )
         eng = ", ".join(f"{s:.1f}" for s in r["engine_seconds"]) + f"; {r['engine_median']:.1f}"
         ev = statistics.median(r["evaluate_seconds"])
         evll = statistics.median(r["evaluate_ll_seconds"])
@@ -447,14 +551,24 @@ def report(results: dict, model_name: str, command: str) -> str:
             f"{100 * r['speedup'] / r['work']['work_ratio']:.0f}% | "
             f"{r['max_delta']:.1e} ({r['max_delta_per_token']:.1e}) | {r['over_1e-4']} of {r['requests']} | "
             f"{r['hf_cache_max_delta']:.1e} | {own} | {'yes' if r['greedy_equal'] else 'NO'} | "
-            f"{same} | {head} |")
+            f"{same} | {head} |"
+        )
     if results.get("budgets"):
-        lines += ["", "thai-eval `loglikelihood` seconds by token budget per forward call: " + "; ".join(
-            f"{name}: " + ", ".join(f"{b} -> {t:.1f}" for b, t in res.items()) for name, res in results["budgets"].items())]
-    lines += ["", f"Per-document acc / acc_norm / acc_bytes / mc1 identical to every lm-eval batch size: "
-              f"{'yes' if results['metrics_equal'] else 'NO'}; every |delta| <= 1e-4: "
-              f"{'yes' if results['parity_strict'] else 'NO'}; every |delta| <= max(1e-4, 1e-5 x continuation tokens): "
-              f"{'yes' if results['parity'] else 'NO'}."]
+        lines += [
+            "",
+            "thai-eval `loglikelihood` seconds by token budget per forward call: "
+            + "; ".join(
+                f"{name}: " + ", ".join(f"{b} -> {t:.1f}" for b, t in res.items())
+                for name, res in results["budgets"].items()
+            ),
+        ]
+    lines += [
+        "",
+        f"Per-document acc / acc_norm / acc_bytes / mc1 identical to every lm-eval batch size: "
+        f"{'yes' if results['metrics_equal'] else 'NO'}; every |delta| <= 1e-4: "
+        f"{'yes' if results['parity_strict'] else 'NO'}; every |delta| <= max(1e-4, 1e-5 x continuation tokens): "
+        f"{'yes' if results['parity'] else 'NO'}.",
+    ]
     return "\n".join(lines)
 
 
@@ -478,8 +592,13 @@ def finish(results: dict, args, command: str, run_dir: Path) -> str:
     results["metrics_equal"] = all(t["metrics_equal"] and t["greedy_equal"] for t in results["settings"].values())
     results["parity_strict"] = all(t["max_delta"] <= 1e-4 for t in results["settings"].values())
     results["parity"] = all(t["within_token_tolerance"] for t in results["settings"].values())
-    name = "tiny random Gemma 3 (--quick)" if args.quick else (
-        "embedded Gemma 3 270M (Q4_K_M GGUF dequantised to float32)" if not args.model_dir else str(args.model_dir))
+    name = (
+        "tiny random Gemma 3 (--quick)"
+        if args.quick
+        else (
+            "embedded Gemma 3 270M (Q4_K_M GGUF dequantised to float32)" if not args.model_dir else str(args.model_dir)
+        )
+    )
     block = report(results, name, command)
     (run_dir / "results.json").write_text(json.dumps(results, indent=1))
     if args.write_doc:
@@ -526,8 +645,14 @@ def main(argv: list[str] | None = None) -> int:
     tok = AutoTokenizer.from_pretrained(model_dir)
     local = LocalModel(model, tok, name="h6bench", max_length=max_length(model, tok))
     sizes = [int(b) for b in args.batch_sizes.split(",")]
-    results = {"settings": {}, "threads": torch.get_num_threads(), "load": [], "batch_sizes": sizes,
-               "budget": default_budget(model), "budgets": {}}
+    results = {
+        "settings": {},
+        "threads": torch.get_num_threads(),
+        "load": [],
+        "batch_sizes": sizes,
+        "budget": default_budget(model),
+        "budgets": {},
+    }
     run_dir = WORK / ("runs-quick" if args.quick else "runs")
     if args.append and (run_dir / "results.json").exists():  # an earlier run's settings (their own batch sizes)
         old = json.loads((run_dir / "results.json").read_text())
@@ -546,8 +671,18 @@ def main(argv: list[str] | None = None) -> int:
         runs, engine, out = [], [], None
         for bs in sizes:
             results["load"].append(round(os.getloadavg()[0], 1))
-            runs.append(run_lmeval(py, model_dir, setting, bs, run_dir / setting / f"bs{bs}",
-                                   int(args.mem_fraction * mem_available()), args.threads, task_dir))
+            runs.append(
+                run_lmeval(
+                    py,
+                    model_dir,
+                    setting,
+                    bs,
+                    run_dir / setting / f"bs{bs}",
+                    int(args.mem_fraction * mem_available()),
+                    args.threads,
+                    task_dir,
+                )
+            )
             for _ in range(args.engine_runs):  # after each lm-eval run: both see similar load
                 wall, cpu, res = run_engine(model, tok, pairs)
                 assert out is None or res == out, "engine results differ between runs"
@@ -556,13 +691,16 @@ def main(argv: list[str] | None = None) -> int:
                 again = evaluate_setting(local, setting, run_dir / setting / "store")
                 ev["wall_runs"].append(again["wall"])
                 ev["ll_runs"].append(again["ll_seconds"])
-                log(f"  thai-eval {setting}: loglikelihood {wall:.1f} s (CPU {cpu:.1f} s); h6.evaluate "
-                    f"{again['wall']:.1f} s ({again['ll_seconds']:.1f} s inside loglikelihood)")
+                log(
+                    f"  thai-eval {setting}: loglikelihood {wall:.1f} s (CPU {cpu:.1f} s); h6.evaluate "
+                    f"{again['wall']:.1f} s ({again['ll_seconds']:.1f} s inside loglikelihood)"
+                )
         if not any("requests" in r for r in runs):
             raise SystemExit(f"lm-eval failed on {setting} at every batch size")
         if args.budgets:
-            results["budgets"][setting] = {int(b): run_engine(model, tok, pairs, int(b))[0]
-                                           for b in args.budgets.split(",")}
+            results["budgets"][setting] = {
+                int(b): run_engine(model, tok, pairs, int(b))[0] for b in args.budgets.split(",")
+            }
         log(f"  transformers KV-cache yardstick on {setting}")
         encoded = encode_pairs(tok, pairs, False)  # lm-eval's tokens, once
         results["settings"][setting] = summarise(setting, runs, engine, out, ev, encoded, hf_cache_path(model, encoded))

@@ -39,9 +39,11 @@ def main(argv: list[str] | None = None) -> int:
     from thai_eval_utils.backend.models import embedded_model_dir
 
     torch.set_num_threads(args.threads)
+
     def show(path: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", "-C", str(REPO), "show", f"{args.base}:thai_eval_utils/{path}"],
-                              capture_output=True, text=True)
+        return subprocess.run(
+            ["git", "-C", str(REPO), "show", f"{args.base}:thai_eval_utils/{path}"], capture_output=True, text=True
+        )
 
     found = next((f for f in map(show, ("backend/decoder.py", "core/decoder.py")) if f.returncode == 0), None)
     old_src = (found or show("core/prefix_tree.py")).stdout
@@ -71,8 +73,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name}: CPU {times[name][-1]:.2f} s (load {load:.1f})", flush=True)
     same = all(torch.equal(a, b) for a, b in zip(results["before"], results["after"]))
     b, a = statistics.median(times["before"]), statistics.median(times["after"])
-    print(f"{args.rows} rows, {args.threads} thread(s): median CPU before {b:.2f} s, after {a:.2f} s "
-          f"({100 * (a - b) / b:+.1f}%); results identical: {same}")
+    print(
+        f"{args.rows} rows, {args.threads} thread(s): median CPU before {b:.2f} s, after {a:.2f} s "
+        f"({100 * (a - b) / b:+.1f}%); results identical: {same}"
+    )
     return 0 if same else 1
 
 

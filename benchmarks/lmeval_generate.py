@@ -41,14 +41,23 @@ def main() -> None:
         given = [(r["prompt"], r["until"], r["max_gen_toks"]) for r in spec["requests"]]
     else:
         given = [(p, spec["until"], spec["max_gen_toks"]) for p in spec["prompts"]]
-    reqs = [Instance(request_type="generate_until", doc={}, idx=0,
-                     arguments=(p, {"until": list(until), "max_gen_toks": int(n), "do_sample": False}))
-            for p, until, n in given]  # fmt: skip
+    reqs = [
+        Instance(
+            request_type="generate_until",
+            doc={},
+            idx=0,
+            arguments=(p, {"until": list(until), "max_gen_toks": int(n), "do_sample": False}),
+        )
+        for p, until, n in given
+    ]
     t0 = time.perf_counter()
     texts = lm.generate_until(reqs, disable_tqdm=True)
     seconds = time.perf_counter() - t0
-    json.dump({"texts": texts, "seconds": seconds, "computed_positions": sum(computed), "batch_size": bs},
-              open(dst, "w", encoding="utf-8"), ensure_ascii=False)
+    json.dump(
+        {"texts": texts, "seconds": seconds, "computed_positions": sum(computed), "batch_size": bs},
+        open(dst, "w", encoding="utf-8"),
+        ensure_ascii=False,
+    )
 
 
 if __name__ == "__main__":

@@ -21,9 +21,18 @@ def _timed(self, requests, *args, **kwargs):
     t0, c0 = time.perf_counter(), time.process_time()
     out = _original(self, requests, *args, **kwargs)
     with open(os.environ["H6_TIMING_FILE"], "a", encoding="utf-8") as fh:
-        fh.write(json.dumps({"requests": len(requests), "seconds": time.perf_counter() - t0,
-                             "cpu_seconds": time.process_time() - c0,
-                             "batch_size": self.batch_size, "torch_threads": _threads()}) + "\n")
+        fh.write(
+            json.dumps(
+                {
+                    "requests": len(requests),
+                    "seconds": time.perf_counter() - t0,
+                    "cpu_seconds": time.process_time() - c0,
+                    "batch_size": self.batch_size,
+                    "torch_threads": _threads(),
+                }
+            )
+            + "\n"
+        )
     return out
 
 

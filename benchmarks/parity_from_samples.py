@@ -40,8 +40,10 @@ def main(argv: list[str] | None = None) -> int:
         s = json.loads(line)
         keys = sorted(s["arguments"], key=lambda k: int(k.rsplit("_", 1)[1]))
         docs.append(len(keys))
-        theirs += [(s["arguments"][k]["arg_0"], s["arguments"][k]["arg_1"], float(r[0][0]), str(r[0][1]) == "True")
-                   for k, r in zip(keys, s["resps"])]
+        theirs += [
+            (s["arguments"][k]["arg_0"], s["arguments"][k]["arg_1"], float(r[0][0]), str(r[0][1]) == "True")
+            for k, r in zip(keys, s["resps"])
+        ]
     model_dir = embedded_model_dir()
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
     tok = AutoTokenizer.from_pretrained(model_dir)
@@ -57,10 +59,12 @@ def main(argv: list[str] | None = None) -> int:
     m_ours = bench.doc_metrics(args.setting, ids, bench.per_doc([a[0] for a in ours], docs))
     m_theirs = bench.doc_metrics(args.setting, ids, bench.per_doc([b[2] for b in theirs], docs))
     same, mc2 = bench.metric_deltas(m_ours, m_theirs)
-    print(f"{args.setting}: {len(pairs)} requests, {len(docs)} documents; engine CPU {cpu:.1f} s; max |delta| "
-          f"{max(deltas):.1e}, max per token {max(d / n for d, n in zip(deltas, n_tok)):.1e}, over 1e-4: "
-          f"{sum(d > 1e-4 for d in deltas)}; within max(1e-4, 1e-5 x tokens): {within}; greedy flags equal: "
-          f"{greedy}; per-document metrics identical: {same} (mc2 max delta {mc2:.1e})")
+    print(
+        f"{args.setting}: {len(pairs)} requests, {len(docs)} documents; engine CPU {cpu:.1f} s; max |delta| "
+        f"{max(deltas):.1e}, max per token {max(d / n for d, n in zip(deltas, n_tok)):.1e}, over 1e-4: "
+        f"{sum(d > 1e-4 for d in deltas)}; within max(1e-4, 1e-5 x tokens): {within}; greedy flags equal: "
+        f"{greedy}; per-document metrics identical: {same} (mc2 max delta {mc2:.1e})"
+    )
     return 0 if within and greedy and same else 1
 
 

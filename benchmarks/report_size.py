@@ -41,7 +41,14 @@ from thai_eval_utils.thaicli.data import load_thaicli  # noqa: E402
 from thai_eval_utils.thaicli.judge import judge_answers  # noqa: E402
 
 #: Kim et al. Table 1 (thai_eval_utils/paper/published_tables/thai_h6_sizes_table1.csv).
-H6_SIZES = {"th_arc": 1222, "th_hellaswag": 10052, "th_mmlu": 14585, "th_truthfulqa": 817, "th_gsm8k": 1324, "th_winogrande": 1272}
+H6_SIZES = {
+    "th_arc": 1222,
+    "th_hellaswag": 10052,
+    "th_mmlu": 14585,
+    "th_truthfulqa": 817,
+    "th_gsm8k": 1324,
+    "th_winogrande": 1272,
+}
 #: Limkonchotiwat et al. Table 4 per dialect (translation: both directions).
 DIALECT_SIZES = {"qa": 20, "summarization": 20, "translation": 20, "conversation": 10, "food": 10}
 
@@ -52,8 +59,14 @@ def h6_runs(model: str, out: Path, total: int, rng: random.Random) -> int:
     for task, size in H6_SIZES.items():
         spec, data = T.get_task(task), load_h6_task(REPO / "data" / "thai_h6", task)
         n = round(size * scale)
-        with RunStore.open(model, f"thai_h6/{task}", {"task": task, "synthetic": "report_size benchmark"},
-                           data_files=data.files, prompt_templates=T.templates_for(spec), outputs=out) as store:
+        with RunStore.open(
+            model,
+            f"thai_h6/{task}",
+            {"task": task, "synthetic": "report_size benchmark"},
+            data_files=data.files,
+            prompt_templates=T.templates_for(spec),
+            outputs=out,
+        ) as store:
             metric = T.TASK_METRICS[task][0]
             values = []
             for i in range(n):
@@ -62,13 +75,18 @@ def h6_runs(model: str, out: Path, total: int, rng: random.Random) -> int:
                 shots = rng.sample(range(len(pool)), min(spec.num_fewshot, len(pool)))
                 rec = {"doc": i, "prompt_sha256": sha256_text(f"{model}{task}{i}"), "shots": shots}
                 if spec.uses_loglikelihood:
-                    k = len(T.P.get(T.P.get(doc, "mc1_targets"), "choices")) + len(doc["mc2_targets"]["choices"]) \
-                        if isinstance(spec, T.TruthfulQATask) else (2 if isinstance(spec, T.WinograndeTask) else len(T.choices(spec, doc)))
+                    k = (
+                        len(T.P.get(T.P.get(doc, "mc1_targets"), "choices")) + len(doc["mc2_targets"]["choices"])
+                        if isinstance(spec, T.TruthfulQATask)
+                        else (2 if isinstance(spec, T.WinograndeTask) else len(T.choices(spec, doc)))
+                    )
                     lls = [round(-rng.uniform(0.5, 20), 4) for _ in range(k)]
                     rec |= {"lls": lls, "is_greedy": [False] * k}
                     rec |= spec.score(doc, {"lls": lls}, T.LEADERBOARD)
                 else:
-                    rec |= {"generation": "ดังนั้นคำตอบคือ 42"} | spec.score(doc, {"generation": "ดังนั้นคำตอบคือ 42"}, T.LEADERBOARD)
+                    rec |= {"generation": "ดังนั้นคำตอบคือ 42"} | spec.score(
+                        doc, {"generation": "ดังนั้นคำตอบคือ 42"}, T.LEADERBOARD
+                    )
                 rec.setdefault("gold", record_gold(spec, doc))
                 rec["doc_row"] = doc
                 values.append(float(rec[metric]))
@@ -89,7 +107,9 @@ def make_data(folder: Path, thaicli_items: int) -> Path:
     (folder / "thaicli").mkdir(parents=True, exist_ok=True)
     for fmt, part in cli.groupby("format"):
         rows = _replicated(part.drop(columns=["id", "format"]).to_dict("records"), thaicli_items // 2, ("question",))
-        (folder / "thaicli" / f"CLI_{fmt}.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        (folder / "thaicli" / f"CLI_{fmt}.jsonl").write_text(
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+        )
     for dialect_dir in (REPO / "data" / "dialect").iterdir():
         if not dialect_dir.is_dir():
             continue
@@ -99,7 +119,8 @@ def make_data(folder: Path, thaicli_items: int) -> Path:
             n = next(v for k, v in DIALECT_SIZES.items() if f.stem.startswith(k))
             rows = [{**r, "id": i} for i, r in enumerate(_replicated(rows, n, ()))]
             (folder / "dialect" / dialect_dir.name / f.name).write_text(
-                "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+                "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+            )
     if not (folder / "thai_h6").exists():
         (folder / "thai_h6").symlink_to(REPO / "data" / "thai_h6")
     return folder
@@ -121,14 +142,25 @@ def main() -> None:
         dia = load_dialect(data / "dialect")
         script = PerAnswerScript({}, default=Reply("<score>7</score><explanation>คำตอบถูกต้องและครบถ้วน</explanation>"))
         with FakeOpenAIServer(script) as srv:
-            judge = ApiModel("fake-judge", base_url=srv.base_url, api_key="sk-" + "benchfake0123456789abcdef", concurrency=8)
+            judge = ApiModel(
+                "fake-judge", base_url=srv.base_url, api_key="sk-" + "benchfake0123456789abcdef", concurrency=8
+            )
             for j, name in enumerate(names):
                 h6_runs(name, outputs, args.h6_items, rng)
-                answers = generate_answers(FakeModel(name, reply=lambda m, j=j: m[-1]["content"][j * 5:j * 5 + 60]), cli,
-                                           outputs=outputs, progress=False)
+                answers = generate_answers(
+                    FakeModel(name, reply=lambda m, j=j: m[-1]["content"][j * 5 : j * 5 + 60]),
+                    cli,
+                    outputs=outputs,
+                    progress=False,
+                )
                 judge_answers(answers, judge, outputs=outputs, progress=False)
-                D.run_generation(FakeModel(name, reply=lambda m, j=j: m[0]["content"][-40 - j:]), dia, outputs=outputs,
-                                 greedy=True, progress=False)
+                D.run_generation(
+                    FakeModel(name, reply=lambda m, j=j: m[0]["content"][-40 - j :]),
+                    dia,
+                    outputs=outputs,
+                    greedy=True,
+                    progress=False,
+                )
     print(f"store: {time.perf_counter() - t0:.0f} s")
     t0 = time.perf_counter()
     path = write_report(outputs, args.out / "report.html", data_dir=data)
@@ -140,13 +172,29 @@ def main() -> None:
         n = page.evaluate("document.querySelector('#items-table_info').textContent")
         t0 = time.perf_counter()
         page.fill("#f-search", "ประเทศไทย")
-        page.wait_for_function("!document.querySelector('#items-table_info').textContent.includes('of ' + %r)" % n.split(" of ")[-1])
+        page.wait_for_function(
+            "!document.querySelector('#items-table_info').textContent.includes('of ' + %r)" % n.split(" of ")[-1]
+        )
         search_s = time.perf_counter() - t0
         found = page.evaluate("document.querySelector('#items-table_info').textContent")
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    print(json.dumps({"models": args.models, "h6_items_per_model": args.h6_items, "report_mb": round(path.stat().st_size / 1e6, 1),
-                      "write_s": round(write_s, 1), "load_until_ready_s": round(load_s, 1), "thai_search_s": round(search_s, 2),
-                      "items": n, "search": found, "uptime": uptime}, ensure_ascii=False, indent=1))
+    print(
+        json.dumps(
+            {
+                "models": args.models,
+                "h6_items_per_model": args.h6_items,
+                "report_mb": round(path.stat().st_size / 1e6, 1),
+                "write_s": round(write_s, 1),
+                "load_until_ready_s": round(load_s, 1),
+                "thai_search_s": round(search_s, 2),
+                "items": n,
+                "search": found,
+                "uptime": uptime,
+            },
+            ensure_ascii=False,
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -54,12 +54,25 @@ def main() -> int:
                 d_mean = abs(entry["mean"] - mine["mean"]) if mine else None
                 d_se = abs(entry["stderr"] - mine["stderr"]) if mine else None
                 worst = max(worst, d_mean or 0.0, d_se or 0.0)
-                rows.append({"task": task, "competency": comp, "seahelm_mean": entry["mean"],
-                             "seahelm_stderr": entry["stderr"], "thai_eval_mean": mine and mine["mean"],
-                             "thai_eval_stderr": mine and mine["stderr"], "abs_diff_mean": d_mean,
-                             "abs_diff_stderr": d_se})
-    print(json.dumps({"rows": rows, "incomplete": incomplete, "overall_mean": scores.get("mean"),
-                      "max_abs_diff": worst}, indent=1, ensure_ascii=False))
+                rows.append(
+                    {
+                        "task": task,
+                        "competency": comp,
+                        "seahelm_mean": entry["mean"],
+                        "seahelm_stderr": entry["stderr"],
+                        "thai_eval_mean": mine and mine["mean"],
+                        "thai_eval_stderr": mine and mine["stderr"],
+                        "abs_diff_mean": d_mean,
+                        "abs_diff_stderr": d_se,
+                    }
+                )
+    print(
+        json.dumps(
+            {"rows": rows, "incomplete": incomplete, "overall_mean": scores.get("mean"), "max_abs_diff": worst},
+            indent=1,
+            ensure_ascii=False,
+        )
+    )
     return 0 if rows and worst <= 1e-9 else 1
 
 

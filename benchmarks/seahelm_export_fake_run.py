@@ -39,16 +39,33 @@ def main() -> None:
     def reply(messages: list[dict[str, str]]) -> str:
         last = messages[-1]["content"]
         if "<CRITERION>" in last:
-            return "<classification>" + rng.choice(["CLASS_EXACTLY_MET", "CLASS_UNMET", "CLASS_MODERATELY_MET"]) \
+            return (
+                "<classification>"
+                + rng.choice(["CLASS_EXACTLY_MET", "CLASS_UNMET", "CLASS_MODERATELY_MET"])
                 + "</classification>"
+            )
         for text, label in gold.items():
             if text and text in last:
                 return "คำตอบ: " + (label if rng.random() < 0.7 else rng.choice("ABCDE"))
-        return rng.choice([last + "\nสวัสดีครับ", "คำตอบแรก\n******\nคำตอบที่สอง", "[ก] [ข] [ค] [ง] [จ] [ฉ] [ช]",
-                           "สวัสดีครับ", "Hello there my friend"])
+        return rng.choice(
+            [
+                last + "\nสวัสดีครับ",
+                "คำตอบแรก\n******\nคำตอบที่สอง",
+                "[ก] [ข] [ค] [ง] [จ] [ฉ] [ช]",
+                "สวัสดีครับ",
+                "Hello there my friend",
+            ]
+        )
 
-    done = run_suite(FakeModel("org/fake-e2e", reply=reply), TASKS, runs=2, limit=40, outputs=outputs, progress=False,
-                     options={"judge": FakeModel("fake-judge", reply=reply)})
+    done = run_suite(
+        FakeModel("org/fake-e2e", reply=reply),
+        TASKS,
+        runs=2,
+        limit=40,
+        outputs=outputs,
+        progress=False,
+        options={"judge": FakeModel("fake-judge", reply=reply)},
+    )
     for run in done.values():
         print(run)
     print(len(export("seahelm", to, outputs=outputs)), "files written under", to)

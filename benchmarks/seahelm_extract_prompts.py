@@ -31,19 +31,39 @@ TASKS = {
     "causal": "seahelm_tasks/nlr/causal/config.yaml",
     "nli": "seahelm_tasks/nlr/nli/config.yaml",
     "if-eval": "seahelm_tasks/instruction_following/ifeval/config.yaml",
-    **{f"thai_exam_{e}": "seahelm_tasks/knowledge/thai_exam/config.yaml" for e in ("a_level", "ic", "onet", "tgat", "tpat1")},
+    **{
+        f"thai_exam_{e}": "seahelm_tasks/knowledge/thai_exam/config.yaml"
+        for e in ("a_level", "ic", "onet", "tgat", "tpat1")
+    },
     "mt-bench-judge": "seahelm_tasks/multi_turn/mt_bench_judge/config.yaml",
     "belebele-qa-mc": "seahelm_tasks/nlu/belebele_mcqa/config.yaml",
 }
-LOGPROB_TWINS = ("sentiment", "toxicity", "causal", "nli", "belebele-qa-mc",
-                 *(f"thai_exam_{e}" for e in ("a_level", "ic", "onet", "tgat", "tpat1")))
-KEYS = ("name", "competency", "aggregation_group", "metric_class", "metric", "fewshot_num_examples", "use_logprobs",
-        "max_n_runs", "use_chrf_metric", "use_rougeL_metric")
+LOGPROB_TWINS = (
+    "sentiment",
+    "toxicity",
+    "causal",
+    "nli",
+    "belebele-qa-mc",
+    *(f"thai_exam_{e}" for e in ("a_level", "ic", "onet", "tgat", "tpat1")),
+)
+KEYS = (
+    "name",
+    "competency",
+    "aggregation_group",
+    "metric_class",
+    "metric",
+    "fewshot_num_examples",
+    "use_logprobs",
+    "max_n_runs",
+    "use_chrf_metric",
+    "use_rougeL_metric",
+)
 
 
 def show(mirror: Path, path: str) -> str:
-    return subprocess.run(["git", "--git-dir", str(mirror), "show", f"{COMMIT}:{path}"], check=True,
-                          capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["git", "--git-dir", str(mirror), "show", f"{COMMIT}:{path}"], check=True, capture_output=True, text=True
+    ).stdout
 
 
 def resolve(value: object, configs: dict) -> object:
@@ -57,9 +77,15 @@ def entry(key: str, configs: dict, source: str) -> dict:
     cfg = {k: resolve(v, configs) for k, v in configs[key].items()}
     th = cfg["languages"]["th"]
     out = {k: cfg[k] for k in KEYS if k in cfg}
-    out.update({"source": f"aisingapore/SEA-HELM@{COMMIT}:{source}", "filepath": th.get("filepath"),
-                "example_filepath": th.get("example_filepath"), "max_tokens": th["max_tokens"],
-                "prompt_template": th["prompt_template"]})
+    out.update(
+        {
+            "source": f"aisingapore/SEA-HELM@{COMMIT}:{source}",
+            "filepath": th.get("filepath"),
+            "example_filepath": th.get("example_filepath"),
+            "max_tokens": th["max_tokens"],
+            "prompt_template": th["prompt_template"],
+        }
+    )
     return out
 
 

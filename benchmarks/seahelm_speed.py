@@ -50,8 +50,22 @@ from thai_eval_utils.seahelm.prompts import build_messages  # noqa: E402
 
 BEGIN, END = "<!-- seahelm-speed:begin -->", "<!-- seahelm-speed:end -->"
 #: SEA-HELM's Thai generation tasks (the -logprobs variants, if-eval and mt-bench-judge left out)
-TASKS = ("sentiment", "qa", "toxicity", "translation-en-xx", "translation-xx-en", "abssum", "causal", "nli",
-         "thai_exam_a_level", "thai_exam_ic", "thai_exam_onet", "thai_exam_tgat", "thai_exam_tpat1", "belebele-qa-mc")
+TASKS = (
+    "sentiment",
+    "qa",
+    "toxicity",
+    "translation-en-xx",
+    "translation-xx-en",
+    "abssum",
+    "causal",
+    "nli",
+    "thai_exam_a_level",
+    "thai_exam_ic",
+    "thai_exam_onet",
+    "thai_exam_tgat",
+    "thai_exam_tpat1",
+    "belebele-qa-mc",
+)
 
 
 def conversations(tasks: list[str], limit: int) -> dict[str, list]:
@@ -100,8 +114,15 @@ def run_suite_path(model: NewEngine, tasks: list[str], limit: int, label: str, l
                 texts += [records[item_key(0, row)]["reply"] for row in setup.rows]
     model.lookup_tokens = LOOKUP_TOKENS
     log(f"  {seconds:.1f} s")
-    return {"engine": label, "seconds": seconds, "computed": model.computed(), "texts": texts,
-            "generated": model.work.generated_tokens, "load": [start, load1()], "steps": decode_steps(model)}
+    return {
+        "engine": label,
+        "seconds": seconds,
+        "computed": model.computed(),
+        "texts": texts,
+        "generated": model.work.generated_tokens,
+        "load": [start, load1()],
+        "steps": decode_steps(model),
+    }
 
 
 def decode_steps(model: NewEngine) -> str:
@@ -121,8 +142,15 @@ def run_per_task(model: NewEngine, convs: dict[str, list], label: str) -> dict:
         texts += chat_replies(model, cs, max_tokens=task_config(key).max_tokens, seed=SEEDS[0], sampling=sampling)
     seconds = time.perf_counter() - t0
     log(f"  {seconds:.1f} s")
-    return {"engine": label, "seconds": seconds, "computed": model.computed(), "texts": texts,
-            "generated": model.work.generated_tokens, "load": [start, load1()], "steps": decode_steps(model)}
+    return {
+        "engine": label,
+        "seconds": seconds,
+        "computed": model.computed(),
+        "texts": texts,
+        "generated": model.work.generated_tokens,
+        "load": [start, load1()],
+        "steps": decode_steps(model),
+    }
 
 
 def run_lmeval(model_dir: Path, bs: int, requests: list[dict], out: Path) -> dict:
@@ -133,8 +161,19 @@ def run_lmeval(model_dir: Path, bs: int, requests: list[dict], out: Path) -> dic
     start = load1()
     log(f"lm-eval generate_until batch {bs} (load {start})")
     env = {**os.environ, **OFFLINE, "HF_HOME": str(WORK / "hf-home")}
-    proc = subprocess.run([str(VENV / "bin" / "python"), str(REPO / "benchmarks" / "lmeval_generate.py"),
-                           str(model_dir), str(bs), str(src), str(dst)], env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            str(VENV / "bin" / "python"),
+            str(REPO / "benchmarks" / "lmeval_generate.py"),
+            str(model_dir),
+            str(bs),
+            str(src),
+            str(dst),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     label = f"lm-eval 0.4.13 HF, batch {bs}"
     if proc.returncode != 0:
         (out / f"bs{bs}.stderr").write_text(proc.stderr)
@@ -142,27 +181,39 @@ def run_lmeval(model_dir: Path, bs: int, requests: list[dict], out: Path) -> dic
         return {"engine": label, "error": f"exit {proc.returncode}", "load": [start, load1()]}
     res = json.loads(dst.read_text(encoding="utf-8"))
     log(f"  {res['seconds']:.1f} s")
-    return {"engine": label, "seconds": res["seconds"], "computed": res["computed_positions"], "texts": res["texts"],
-            "load": [start, load1()]}
+    return {
+        "engine": label,
+        "seconds": res["seconds"],
+        "computed": res["computed_positions"],
+        "texts": res["texts"],
+        "load": [start, load1()],
+    }
 
 
 def exact_bound(model: NewEngine, prompts: list[str], generated: int) -> int:
     """Each distinct prompt position once (all prompts in one prefix tree) + each generated token but a row's last."""
-    encoded = encode_prompts(model.tokenizer, prompts, add_special_tokens=False, room=model.max_length,
-                             max_length=model.max_length)
+    encoded = encode_prompts(
+        model.tokenizer, prompts, add_special_tokens=False, room=model.max_length, max_length=model.max_length
+    )
     return tree_positions([tuple(p) for p in encoded]) + generated - len(prompts)
 
 
 def report(res: dict) -> str:
-    lines = [f"Model: embedded Gemma 3 270M, float32, CPU ({os.cpu_count()} cores shared with other engineers' jobs, "
-             f"torch threads {res['threads']}); transformers {metadata.version('transformers')}, torch "
-             f"{metadata.version('torch')}. `uptime` before: {res['uptime_before']}; after: {res['uptime_after']}.",
-             "", f"Command: `{res['command']}`", "",
-             f"{res['items']} prompts ({res['limit']} per task: {', '.join(res['tasks'])}); {res['prompt_tokens']:,} "
-             f"prompt tokens, {res['generated']:,} generated by thai-eval; the exact-work bound is "
-             f"{res['bound']:,} token positions.", "",
-             "| engine | seconds | lm-eval's best batch / this | texts equal to thai-eval's | positions computed "
-             "| exact bound / computed | decode steps | load (1 min) start -> end |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Model: embedded Gemma 3 270M, float32, CPU ({os.cpu_count()} cores shared with other engineers' jobs, "
+        f"torch threads {res['threads']}); transformers {metadata.version('transformers')}, torch "
+        f"{metadata.version('torch')}. `uptime` before: {res['uptime_before']}; after: {res['uptime_after']}.",
+        "",
+        f"Command: `{res['command']}`",
+        "",
+        f"{res['items']} prompts ({res['limit']} per task: {', '.join(res['tasks'])}); {res['prompt_tokens']:,} "
+        f"prompt tokens, {res['generated']:,} generated by thai-eval; the exact-work bound is "
+        f"{res['bound']:,} token positions.",
+        "",
+        "| engine | seconds | lm-eval's best batch / this | texts equal to thai-eval's | positions computed "
+        "| exact bound / computed | decode steps | load (1 min) start -> end |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     ok = [r for r in res["rows"] if "error" not in r and r["engine"].startswith("lm-eval")]
     best = min((r["seconds"] for r in ok), default=None)
     base = res["rows"][0]["texts"]
@@ -173,9 +224,11 @@ def report(res: dict) -> str:
         d = diff(base, r["texts"])
         differ = f" (differ: {d})" if d else ""
         ratio = f"{best / r['seconds']:.2f}x" if best else ""
-        lines.append(f"| {r['engine']} | {r['seconds']:.1f} | {ratio} | {len(base) - len(d)} of {len(base)}{differ} "
-                     f"| {r['computed']:,} | {100 * res['bound'] / r['computed']:.0f}% | {r.get('steps', '')} "
-                     f"| {r['load'][0]} -> {r['load'][1]} |")
+        lines.append(
+            f"| {r['engine']} | {r['seconds']:.1f} | {ratio} | {len(base) - len(d)} of {len(base)}{differ} "
+            f"| {r['computed']:,} | {100 * res['bound'] / r['computed']:.0f}% | {r.get('steps', '')} "
+            f"| {r['load'][0]} -> {r['load'][1]} |"
+        )
     return "\n".join(lines)
 
 
@@ -192,28 +245,52 @@ def main(argv: list[str] | None = None) -> int:
     command = ".venv/bin/python benchmarks/seahelm_speed.py " + " ".join(argv if argv is not None else sys.argv[1:])
     model_dir = embedded_model_dir().resolve()
     tasks = args.tasks.split(",")
-    res = {"threads": torch.get_num_threads(), "command": command, "uptime_before": uptime(), "limit": args.limit,
-           "tasks": tasks, "rows": []}
+    res = {
+        "threads": torch.get_num_threads(),
+        "command": command,
+        "uptime_before": uptime(),
+        "limit": args.limit,
+        "tasks": tasks,
+        "rows": [],
+    }
     ensure_venv()
     model = load(model_dir, NewEngine)
     convs = conversations(tasks, args.limit)
     prompts = [model.render_chat(c) for cs in convs.values() for c in cs]
-    requests = [{"prompt": model.render_chat(c), "until": [], "max_gen_toks": task_config(k).max_tokens}
-                for k, cs in convs.items() for c in cs]  # fmt: skip
+    requests = [
+        {"prompt": model.render_chat(c), "until": [], "max_gen_toks": task_config(k).max_tokens}
+        for k, cs in convs.items()
+        for c in cs
+    ]
     log(f"{len(prompts)} prompts over {len(tasks)} tasks")
     run_dir = WORK / args.run_name
     run_dir.mkdir(parents=True, exist_ok=True)
-    first = run_suite_path(model, tasks, args.limit, "thai-eval, the suite's path (`run_suite`: all tasks pooled, "
-                           "one engine call)")
-    res.update({"items": len(prompts), "generated": first["generated"], "rows": [first],
-                "prompt_tokens": sum(len(model.tokenizer(p, add_special_tokens=False).input_ids) for p in prompts),
-                "bound": exact_bound(model, prompts, first["generated"])})
-    steps = [lambda: run_suite_path(model, tasks, args.limit, "thai-eval, the suite's path, prompt lookup off",
-                                    lookup=0)] if args.lookup_off else []
-    steps += [lambda: run_per_task(model, convs, "thai-eval before pooling (one chat call per task)")] \
-        if args.per_task else []
-    steps += [lambda bs=bs: run_lmeval(model_dir, bs, requests, run_dir / "lmeval")
-              for bs in [int(b) for b in args.batch_sizes.split(",") if b]]
+    first = run_suite_path(
+        model, tasks, args.limit, "thai-eval, the suite's path (`run_suite`: all tasks pooled, one engine call)"
+    )
+    res.update(
+        {
+            "items": len(prompts),
+            "generated": first["generated"],
+            "rows": [first],
+            "prompt_tokens": sum(len(model.tokenizer(p, add_special_tokens=False).input_ids) for p in prompts),
+            "bound": exact_bound(model, prompts, first["generated"]),
+        }
+    )
+    steps = (
+        [lambda: run_suite_path(model, tasks, args.limit, "thai-eval, the suite's path, prompt lookup off", lookup=0)]
+        if args.lookup_off
+        else []
+    )
+    steps += (
+        [lambda: run_per_task(model, convs, "thai-eval before pooling (one chat call per task)")]
+        if args.per_task
+        else []
+    )
+    steps += [
+        lambda bs=bs: run_lmeval(model_dir, bs, requests, run_dir / "lmeval")
+        for bs in [int(b) for b in args.batch_sizes.split(",") if b]
+    ]
     block = ""
     for step in [None, *steps]:  # the report is rewritten after every row: a stopped run still reports
         if step is not None:

@@ -60,8 +60,10 @@ def log(msg: str) -> None:
 def ensure_lmeval() -> Path:
     if not (LMEVAL_DIR / "lm_eval" / "models" / "gguf.py").exists():
         log(f"installing lm-eval 0.4.13 (no dependencies) into {LMEVAL_DIR}")
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(LMEVAL_DIR),
-                        "lm-eval==0.4.13"], check=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(LMEVAL_DIR), "lm-eval==0.4.13"],
+            check=True,
+        )
     return LMEVAL_DIR
 
 
@@ -97,7 +99,7 @@ def straddles(gguf: Path, requests: list[tuple[str, str]]) -> list[bool]:
         ctx, cont = (ctx[:-n], ctx[-n:] + cont) if n else (ctx, cont)
         a = vocab.tokenize(ctx.encode(), add_bos=False, special=True)
         b = vocab.tokenize((ctx + cont).encode(), add_bos=False, special=True)
-        out.append(b[:len(a)] != a)
+        out.append(b[: len(a)] != a)
     return out
 
 
@@ -113,8 +115,9 @@ def explain_delta(base_url: str, model_id: str, request: tuple[str, str], delta:
 
     ctx, cont = request
     client = openai.OpenAI(base_url=base_url, api_key="none")
-    choice = client.completions.create(model=model_id, prompt=ctx + cont, echo=True, logprobs=1, max_tokens=1,
-                                       temperature=0.0).choices[0]
+    choice = client.completions.create(
+        model=model_id, prompt=ctx + cont, echo=True, logprobs=1, max_tokens=1, temperature=0.0
+    ).choices[0]
     lp, n = choice.logprobs, len(ctx + cont)
     generated = [v for o, v in zip(lp.text_offset, lp.token_logprobs) if o >= n]
     extra = sum(generated[:-1])  # lm-eval drops only the last one
@@ -131,7 +134,7 @@ def metrics_equal(task: str, docs: list[tuple[dict, list]], a: list, b: list) ->
 
     spec, same, k = T.get_task(task), 0, 0
     for doc, reqs in docs:
-        la, lb = [x[0] for x in a[k:k + len(reqs)]], [x[0] for x in b[k:k + len(reqs)]]
+        la, lb = [x[0] for x in a[k : k + len(reqs)]], [x[0] for x in b[k : k + len(reqs)]]
         k += len(reqs)
         ma, mb = T.process_results(spec, doc, la), T.process_results(spec, doc, lb)
         same += all(abs(ma[m] - mb[m]) <= 1e-9 for m in spec.metrics)
@@ -141,13 +144,19 @@ def metrics_equal(task: str, docs: list[tuple[dict, list]], a: list, b: list) ->
 def run_lmeval(base_url: str, requests: list[tuple[str, str]], path: Path) -> dict:
     path.write_text(json.dumps(requests, ensure_ascii=False))
     env = {**os.environ, "PYTHONPATH": str(ensure_lmeval())}
-    res = subprocess.run([sys.executable, "-c", LMEVAL_RUNNER, base_url.removesuffix("/v1"), str(path)],
-                         env=env, capture_output=True, text=True, check=True)
+    res = subprocess.run(
+        [sys.executable, "-c", LMEVAL_RUNNER, base_url.removesuffix("/v1"), str(path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-def run_thai_eval(base_url: str, model_id: str, requests: list[tuple[str, str]], concurrency: int | None,
-                  tokenizer: str | None) -> dict:
+def run_thai_eval(
+    base_url: str, model_id: str, requests: list[tuple[str, str]], concurrency: int | None, tokenizer: str | None
+) -> dict:
     from thai_eval_utils.backend.served import ServedModel
 
     # no order probe: its requests would change the server's KV cache before the timed ones, and lm-eval has none
@@ -162,17 +171,24 @@ def run_thai_eval(base_url: str, model_id: str, requests: list[tuple[str, str]],
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--gguf", default="embedded",
-                    help="'embedded' (Gemma 3 270M, 262k vocabulary) or 'tiny' (tests/tiny_gguf.py: random weights, "
-                         "~1,100-piece Thai vocabulary, so full few-shot prompts fit in the time)")
+    ap.add_argument(
+        "--gguf",
+        default="embedded",
+        help="'embedded' (Gemma 3 270M, 262k vocabulary) or 'tiny' (tests/tiny_gguf.py: random weights, "
+        "~1,100-piece Thai vocabulary, so full few-shot prompts fit in the time)",
+    )
     ap.add_argument("--base-url", help="a running llama-cpp-python server (default: start one on --gguf)")
     ap.add_argument("--model-id", default=None, help="the served id (default: gemma-3-270m / tiny-thai)")
     ap.add_argument("--docs", type=int, default=3, help="documents per task (MMLU: per subject)")
     ap.add_argument("--shots", type=int, default=None, help="few-shot examples per prompt (default: the leaderboard's)")
     ap.add_argument("--tasks", default="th_arc,th_hellaswag")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--concurrency", type=int, default=None,
-                    help="requests in flight (default: thai-eval's, 1 for a text-only server such as llama-cpp-python)")
+    ap.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help="requests in flight (default: thai-eval's, 1 for a text-only server such as llama-cpp-python)",
+    )
     args = ap.parse_args(argv)
     WORK.mkdir(parents=True, exist_ok=True)
     ensure_lmeval()
@@ -190,12 +206,21 @@ def main(argv: list[str] | None = None) -> int:
         n_ctx = 16384
     else:
         gguf, tokenizer, model_id, n_ctx = embedded_gguf_path(), "embedded", args.model_id or "gemma-3-270m", 4096
-    server = nullcontext() if args.base_url else LlamaCppServer(
-        gguf, alias=model_id, n_ctx=n_ctx, n_threads=args.threads, log=WORK / "llamacpp.log")
-    results: dict = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                                 "llama_cpp_python": metadata.version("llama_cpp_python"),
-                                 "load_before": os.getloadavg()[0]},
-                     "settings": vars(args), "tasks": {}}
+    server = (
+        nullcontext()
+        if args.base_url
+        else LlamaCppServer(gguf, alias=model_id, n_ctx=n_ctx, n_threads=args.threads, log=WORK / "llamacpp.log")
+    )
+    results: dict = {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "llama_cpp_python": metadata.version("llama_cpp_python"),
+            "load_before": os.getloadavg()[0],
+        },
+        "settings": vars(args),
+        "tasks": {},
+    }
     with server as srv:
         base_url = args.base_url or srv.base_url
         for task in args.tasks.split(","):
@@ -210,41 +235,61 @@ def main(argv: list[str] | None = None) -> int:
             deltas = [abs(a[0] - b[0]) for a, b in zip(te["results"], lm["results"])]
             plain = [d for d, st in zip(deltas, split) if not st]
             signed = [a[0] - b[0] for a, b in zip(te["results"], lm["results"])]
-            why = {i: explain_delta(base_url, model_id, reqs[i], signed[i])
-                   for i, (d, st) in enumerate(zip(deltas, split)) if d > 1e-6 and not st}
+            why = {
+                i: explain_delta(base_url, model_id, reqs[i], signed[i])
+                for i, (d, st) in enumerate(zip(deltas, split))
+                if d > 1e-6 and not st
+            }
             explained = {i for i, st in enumerate(split) if st} | {i for i, w in why.items() if w != "unexplained"}
             same_docs, n_docs = metrics_equal(task, docs, te["results"], lm["results"])
             results["tasks"][task] = {
-                "docs": n_docs, "requests": len(reqs), "prompt_chars": sum(len(c) + len(x) for c, x in reqs),
-                "lmeval_seconds": lm["seconds"], "thai_eval_seconds": te["seconds"],
-                "probe_seconds": te["probe_seconds"], "lmeval_req_per_s": len(reqs) / lm["seconds"],
-                "thai_eval_req_per_s": len(reqs) / te["seconds"], "speedup": lm["seconds"] / te["seconds"],
-                "straddling": sum(split), "max_abs_delta": max(plain, default=0.0),
+                "docs": n_docs,
+                "requests": len(reqs),
+                "prompt_chars": sum(len(c) + len(x) for c, x in reqs),
+                "lmeval_seconds": lm["seconds"],
+                "thai_eval_seconds": te["seconds"],
+                "probe_seconds": te["probe_seconds"],
+                "lmeval_req_per_s": len(reqs) / lm["seconds"],
+                "thai_eval_req_per_s": len(reqs) / te["seconds"],
+                "speedup": lm["seconds"] / te["seconds"],
+                "straddling": sum(split),
+                "max_abs_delta": max(plain, default=0.0),
                 "max_abs_delta_straddling": max((d for d, st in zip(deltas, split) if st), default=None),
                 "n_delta_over_1e-4": sum(d > 1e-4 for d in plain),
                 "explained": {i: w for i, w in why.items()},
                 "n_extra_generated": sum(w == "extra generated tokens" for w in why.values()),
                 "n_unexplained": sum(w == "unexplained" for w in why.values()),
                 "max_abs_delta_others": max((d for i, d in enumerate(deltas) if i not in explained), default=0.0),
-                "greedy_agree": sum(bool(a[1]) == bool(b[1]) for i, (a, b) in enumerate(zip(te["results"], lm["results"]))
-                                    if i not in explained),
+                "greedy_agree": sum(
+                    bool(a[1]) == bool(b[1])
+                    for i, (a, b) in enumerate(zip(te["results"], lm["results"]))
+                    if i not in explained
+                ),
                 "others": len(reqs) - len(explained),
-                "docs_metrics_equal": same_docs, "thai_eval": te["results"], "lmeval": lm["results"],
+                "docs_metrics_equal": same_docs,
+                "thai_eval": te["results"],
+                "lmeval": lm["results"],
             }
     results["machine"]["load_after"] = os.getloadavg()[0]
     out = WORK / f"served_parity_{args.gguf}.json"
     out.write_text(json.dumps(results, indent=1, ensure_ascii=False))
-    print(f"\nserver: llama-cpp-python {results['machine']['llama_cpp_python']} on {args.gguf} GGUF; load "
-          f"{results['machine']['load_before']:.1f} before, {results['machine']['load_after']:.1f} after")
-    print("\n| task | docs / requests | lm-eval gguf req/s | thai-eval req/s | speed-up | straddling (by design) | "
-          "lm-eval summed extra generated tokens | other requests: max abs delta | greedy agree (others) | "
-          "docs with equal metrics |")
+    print(
+        f"\nserver: llama-cpp-python {results['machine']['llama_cpp_python']} on {args.gguf} GGUF; load "
+        f"{results['machine']['load_before']:.1f} before, {results['machine']['load_after']:.1f} after"
+    )
+    print(
+        "\n| task | docs / requests | lm-eval gguf req/s | thai-eval req/s | speed-up | straddling (by design) | "
+        "lm-eval summed extra generated tokens | other requests: max abs delta | greedy agree (others) | "
+        "docs with equal metrics |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for task, r in results["tasks"].items():
-        print(f"| {task} | {r['docs']} / {r['requests']} | {r['lmeval_req_per_s']:.3f} | "
-              f"{r['thai_eval_req_per_s']:.3f} | {r['speedup']:.2f}x | {r['straddling']} | {r['n_extra_generated']} | "
-              f"{r['max_abs_delta_others']:.1e} ({r['n_unexplained']} unexplained) | "
-              f"{r['greedy_agree']}/{r['others']} | {r['docs_metrics_equal']}/{r['docs']} |")
+        print(
+            f"| {task} | {r['docs']} / {r['requests']} | {r['lmeval_req_per_s']:.3f} | "
+            f"{r['thai_eval_req_per_s']:.3f} | {r['speedup']:.2f}x | {r['straddling']} | {r['n_extra_generated']} | "
+            f"{r['max_abs_delta_others']:.1e} ({r['n_unexplained']} unexplained) | "
+            f"{r['greedy_agree']}/{r['others']} | {r['docs_metrics_equal']}/{r['docs']} |"
+        )
     log(f"wrote {out}")
     return 0
 

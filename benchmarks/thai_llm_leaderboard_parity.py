@@ -77,14 +77,19 @@ ROWS = {"m3exam_tha_seacrowd_qa": [0, 6, 11], "xnli.tha_seacrowd_pairs": [0, 1, 
 RUNNER_PATCHES = [
     ('device_map="auto",', 'device_map="cpu",', "model_utils.py:345: weights on the CPU (was device_map='auto')"),
     ("torch_dtype=torch.bfloat16,", "torch_dtype=torch.float32,", "model_utils.py:347: float32 (was bfloat16)"),
-    ('attn_implementation="flash_attention_2",', 'attn_implementation="sdpa",',
-     "model_utils.py:348: sdpa attention (was flash_attention_2, CUDA only)"),
+    (
+        'attn_implementation="flash_attention_2",',
+        'attn_implementation="sdpa",',
+        "model_utils.py:348: sdpa attention (was flash_attention_2, CUDA only)",
+    ),
     ('.to("cuda")', '.to("cpu")', "model_utils.py:383: inputs stay on the CPU (was .to('cuda'))"),
 ]
-SHIM = ("model_utils._get_and_verify_max_len (model_utils.py:136-223) is called with a view of the config whose "
-        "rope_scaling is what transformers 4.53 reported for Gemma 3 (None when every per-layer-type entry of "
-        "transformers 5's nested rope_parameters is 'default'; else the full_attention entry): spec section 6, "
-        "quirk 19. Gives model_max_length 8192, as at the runner's pinned transformers 4.53.0.")
+SHIM = (
+    "model_utils._get_and_verify_max_len (model_utils.py:136-223) is called with a view of the config whose "
+    "rope_scaling is what transformers 4.53 reported for Gemma 3 (None when every per-layer-type entry of "
+    "transformers 5's nested rope_parameters is 'default'; else the full_attention entry): spec section 6, "
+    "quirk 19. Gives model_max_length 8192, as at the runner's pinned transformers 4.53.0."
+)
 ENV_STUBS = [
     "nltk.download is a no-op (data_utils.py:8 downloads punkt_tab at import; nothing here needs it)",
     "evaluate.load('bleu'|'chrf'|'rouge') loads the v0.4.2 metric scripts from a local copy of huggingface/evaluate "
@@ -182,8 +187,13 @@ def setup_side_env(runner: Path, metrics: Path) -> dict:
     # process (recorded in the fixture).
     import metrics_utils
 
-    return {"model_utils": model_utils, "data_utils": data_utils, "prompt_utils": prompt_utils, "ev": ev,
-            "metrics_utils": metrics_utils}
+    return {
+        "model_utils": model_utils,
+        "data_utils": data_utils,
+        "prompt_utils": prompt_utils,
+        "ev": ev,
+        "metrics_utils": metrics_utils,
+    }
 
 
 def load_split(path: Path, rows: int | list[int]):
@@ -221,9 +231,15 @@ class Recorder:
             for b, (p, h) in enumerate(zip(prompts, hyps)):
                 texts = [p.replace("[LABEL_CHOICE]", lab) for lab in labels]
                 n_ids = [len(model.tokenizer(t)["input_ids"]) for t in texts]
-                self.calls.append({"prompt": p, "pred": int(h), "batch": len(prompts),
-                                   "sums": [self._current[j][b] for j in range(len(labels))],
-                                   "scored_tokens": [n - 1 for n in n_ids]})
+                self.calls.append(
+                    {
+                        "prompt": p,
+                        "pred": int(h),
+                        "batch": len(prompts),
+                        "sums": [self._current[j][b] for j in range(len(labels))],
+                        "scored_tokens": [n - 1 for n in n_ids],
+                    }
+                )
             return hyps
 
         model._get_logprobs, model.predict_classification = logprobs, predict
@@ -264,8 +280,12 @@ def run_nlu(side: dict, model_dir: str, n_items: int, batch_sizes: list[int]) ->
             seconds = time.perf_counter() - t0
             name = Path(model_dir).name
             metrics = pd.read_csv(Path(tmp) / "metrics_nlu" / f"nlu_results_tha_{name}.csv").to_dict("records")
-            outputs = {key: pd.read_csv(Path(tmp) / "outputs_nlu" / f"{key}_tha_0_{name}.csv",
-                                        keep_default_na=False).to_dict("records") for key, _, _ in NLU_TASKS}
+            outputs = {
+                key: pd.read_csv(Path(tmp) / "outputs_nlu" / f"{key}_tha_0_{name}.csv", keep_default_na=False).to_dict(
+                    "records"
+                )
+                for key, _, _ in NLU_TASKS
+            }
         runs[bs] = {"calls": rec.calls, "metrics": metrics, "outputs": outputs, "seconds": seconds}
         log(f"NLU batch size {bs}: {len(rec.calls)} items in {seconds:.1f} s")
     # which loaded rows the runner scored (QA rows whose answer is not among the choices are dropped,
@@ -284,9 +304,14 @@ def run_nlu(side: dict, model_dir: str, n_items: int, batch_sizes: list[int]) ->
                 j += 1
         assert j == len(inputs), f"{key}: scored prompts are not a subsequence of the loaded rows' prompts"
         ids[key] = {"loaded": [str(r["id"]) for r in rows], "scored": kept}
-    return {"runs": runs, "load_seconds": load_s, "model": model, "ids": ids, "model_max_length": model.model_max_length,
-            "label_names": {k: list(side["prompt_utils"].get_label_mapping(k, "tha").values())
-                            for k, _, _ in NLU_TASKS}}
+    return {
+        "runs": runs,
+        "load_seconds": load_s,
+        "model": model,
+        "ids": ids,
+        "model_max_length": model.model_max_length,
+        "label_names": {k: list(side["prompt_utils"].get_label_mapping(k, "tha").values()) for k, _, _ in NLU_TASKS},
+    }
 
 
 def nlu_fixture(nlu: dict, batch_sizes: list[int], n_items: int) -> tuple[list[dict], dict]:
@@ -301,17 +326,26 @@ def nlu_fixture(nlu: dict, batch_sizes: list[int], n_items: int) -> tuple[list[d
             for bs in batch_sizes:
                 assert c[bs]["prompt"] == out[bs][i]["Input"] == o["Input"], (key, i, bs)
                 assert int(out[bs][i]["Pred"]) == c[bs]["pred"], (key, i, bs)
-            row = {"task": key, "index": i, "id": nlu["ids"][key]["scored"][i], "prompt": o["Input"], "labels": nlu["label_names"][key],
-                   "gold": int(o["Gold"]), "scored_tokens": c[ref]["scored_tokens"],
-                   "sums": c[ref]["sums"], "pred": c[ref]["pred"]}
+            row = {
+                "task": key,
+                "index": i,
+                "id": nlu["ids"][key]["scored"][i],
+                "prompt": o["Input"],
+                "labels": nlu["label_names"][key],
+                "gold": int(o["Gold"]),
+                "scored_tokens": c[ref]["scored_tokens"],
+                "sums": c[ref]["sums"],
+                "pred": c[ref]["pred"],
+            }
             for bs in other:
                 row[f"sums_bs{bs}"] = c[bs]["sums"]
                 row[f"pred_bs{bs}"] = c[bs]["pred"]
                 row[f"bs{bs}_changed_pred"] = c[bs]["pred"] != c[ref]["pred"]
             rows.append(row)
         metrics[key] = {"loaded_ids": nlu["ids"][key]["loaded"], "scored_ids": nlu["ids"][key]["scored"]}
-        metrics[key] |= {f"bs{bs}": next(m for m in nlu["runs"][bs]["metrics"] if m["dataset"] == key)
-                        for bs in batch_sizes}
+        metrics[key] |= {
+            f"bs{bs}": next(m for m in nlu["runs"][bs]["metrics"] if m["dataset"] == key) for bs in batch_sizes
+        }
     assert all(not v for v in calls.values()), "unmatched predict_classification records"
     return rows, metrics
 
@@ -329,8 +363,8 @@ def hypotheses(ref: str, i: int) -> str:
     if i == 2:
         return "\n" + ref[: 2 * n // 3]
     if i == 3:
-        return ref[n // 2:] + " " + ref[: n // 2]
-    return ref[: 3 * n // 5] + " " + ref[n // 5: 2 * n // 5]
+        return ref[n // 2 :] + " " + ref[: n // 2]
+    return ref[: 3 * n // 5] + " " + ref[n // 5 : 2 * n // 5]
 
 
 def run_nlg(side: dict, n_items: int, model) -> dict:
@@ -350,11 +384,21 @@ def run_nlg(side: dict, n_items: int, model) -> dict:
         template = templates[types_[key]][0]
         prompts = [nlg["to_prompt"](row, template, "tha", key, types_[key]) for row in data]
         golds = [row["answer"][0] if "answer" in row else row["text_2"] for row in data]  # main_nlg:206-210
-        chat = [model.tokenizer.apply_chat_template([{"role": "user", "content": p}], add_generation_prompt=True,
-                                                    tokenize=False) for p in prompts]  # model_utils.py:422-430
+        chat = [
+            model.tokenizer.apply_chat_template(
+                [{"role": "user", "content": p}], add_generation_prompt=True, tokenize=False
+            )
+            for p in prompts
+        ]  # model_utils.py:422-430
         hyps = [hypotheses(g, i) for i, g in enumerate(golds)]
-        tasks[key] = {"template": template, "prompts": prompts, "chat_prompts": chat, "golds": golds,
-                      "hypotheses": hyps, "hypotheses_latin": [anyascii(h) for h in hyps]}
+        tasks[key] = {
+            "template": template,
+            "prompts": prompts,
+            "chat_prompts": chat,
+            "golds": golds,
+            "hypotheses": hyps,
+            "hypotheses_latin": [anyascii(h) for h in hyps],
+        }
     set_seed(42)  # main_nlg_prompt_batch.py:100 (no effect on the metrics: see setup_side_env)
     for key, _, _ in NLG_TASKS:
         t = tasks[key]
@@ -362,13 +406,17 @@ def run_nlg(side: dict, n_items: int, model) -> dict:
         t["metrics_latin"] = metrics_utils.generation_metrics_fn(t["hypotheses_latin"], t["golds"])
     for key, _, _ in NLG_TASKS:  # the exact per-row means beside the bootstrap medians (no RNG used)
         t = tasks[key]
-        per_row = metrics_utils.rouge.compute(predictions=t["hypotheses"], references=t["golds"],
-                                              tokenizer=metrics_utils.tokenizer, use_aggregator=False)
+        per_row = metrics_utils.rouge.compute(
+            predictions=t["hypotheses"], references=t["golds"], tokenizer=metrics_utils.tokenizer, use_aggregator=False
+        )
         t["rouge_per_row"] = per_row
         t["rouge_mean"] = {k: 100 * sum(v) / len(v) for k, v in per_row.items()}
         t["newmm_tokens_first_gold"] = metrics_utils.tokenizer(t["golds"][0])
-    return {"rouge_module_seed": int(metrics_utils.rouge.seed), "evaluate_module_seeds": {
-        k: int(getattr(metrics_utils, k).seed) for k in ("bleu", "rouge", "chrf")}, "tasks": tasks}
+    return {
+        "rouge_module_seed": int(metrics_utils.rouge.seed),
+        "evaluate_module_seeds": {k: int(getattr(metrics_utils, k).seed) for k in ("bleu", "rouge", "chrf")},
+        "tasks": tasks,
+    }
 
 
 # --- MT-Bench Thai judge ---------------------------------------------------------------------------------------
@@ -411,23 +459,54 @@ def run_judge(side: dict) -> dict:
         user = conv[1]["content"]
         k = next(i for i, q in enumerate(questions) if q["turns"][0] in user)
         turn = 1 if questions[k]["turns"][1] in user else 0
-        calls.append({"question_id": questions[k]["question_id"], "turn": turn, "temperature": temperature,
-                      "max_tokens": max_tokens, "system": conv[0]["content"]})
+        calls.append(
+            {
+                "question_id": questions[k]["question_id"],
+                "turn": turn,
+                "temperature": temperature,
+                "max_tokens": max_tokens,
+                "system": conv[0]["content"],
+            }
+        )
         return JUDGE_REPLIES[k][turn]
 
     h._call_openai = call_openai
     avg, results = h.pipeline()
-    return {"avg_rating": avg["avg_rating"], "judgments": [
-        {"question_id": r["question_id"], "turn": r["turn"], "category": r["category"],
-         "rating": r["result"]["rating"], "judgment": r["result"]["judgment"],
-         "user_prompt": r["result"]["user_prompt"], "responses": r["payload"]["responses"]} for r in results],
-        "calls": sorted(calls, key=lambda c: (c["question_id"], c["turn"]))}
+    return {
+        "avg_rating": avg["avg_rating"],
+        "judgments": [
+            {
+                "question_id": r["question_id"],
+                "turn": r["turn"],
+                "category": r["category"],
+                "rating": r["result"]["rating"],
+                "judgment": r["result"]["judgment"],
+                "user_prompt": r["result"]["user_prompt"],
+                "responses": r["payload"]["responses"],
+            }
+            for r in results
+        ],
+        "calls": sorted(calls, key=lambda c: (c["question_id"], c["turn"])),
+    }
 
 
 # --- main ------------------------------------------------------------------------------------------------------
 def versions() -> dict:
-    names = ["torch", "transformers", "tokenizers", "datasets", "evaluate", "scikit-learn", "pythainlp", "sacrebleu",
-             "rouge_score", "nltk", "numpy", "pandas", "anyascii"]
+    names = [
+        "torch",
+        "transformers",
+        "tokenizers",
+        "datasets",
+        "evaluate",
+        "scikit-learn",
+        "pythainlp",
+        "sacrebleu",
+        "rouge_score",
+        "nltk",
+        "numpy",
+        "pandas",
+        "anyascii",
+    ]
     return {"python": sys.version.split()[0], **{n: metadata.version(n) for n in names}}
 
 
@@ -458,22 +537,46 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     write_jsonl(args.out / "nlu_items.jsonl", rows)
     changed = sum(r["bs4_changed_pred"] for r in rows)
-    (args.out / "nlu_metrics.json").write_text(json.dumps(
-        {"tasks": nlu_metrics, "items_per_task_requested": args.nlu_items,
-         "model_max_length": nlu["model_max_length"], "bs4_changed_predictions": changed, "items": len(rows),
-         "seconds": {f"bs{bs}": nlu["runs"][bs]["seconds"] for bs in (1, 4)}},
-        ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    (args.out / "nlg_metrics.json").write_text(json.dumps(nlg, ensure_ascii=False, indent=1) + "\n",
-                                               encoding="utf-8")
+    (args.out / "nlu_metrics.json").write_text(
+        json.dumps(
+            {
+                "tasks": nlu_metrics,
+                "items_per_task_requested": args.nlu_items,
+                "model_max_length": nlu["model_max_length"],
+                "bs4_changed_predictions": changed,
+                "items": len(rows),
+                "seconds": {f"bs{bs}": nlu["runs"][bs]["seconds"] for bs in (1, 4)},
+            },
+            ensure_ascii=False,
+            indent=1,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    (args.out / "nlg_metrics.json").write_text(json.dumps(nlg, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     (args.out / "judge.json").write_text(json.dumps(judge, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    (args.out / "environment.json").write_text(json.dumps(
-        {"runner": "scbdatax/seacrowd-eval", "runner_commit": RUNNER_COMMIT, "evaluate_metrics_tag": EVALUATE_TAG,
-         "tensorflow_nmt_commit": NMT_COMMIT, "model_dir": Path(model_dir).name,
-         "model_patches": [d for _, _, d in RUNNER_PATCHES], "shim": SHIM, "environment_stubs": ENV_STUBS,
-         "torch_threads": args.threads, "versions": versions(),
-         "command": "/work/sidevenv/tllb/bin/python benchmarks/thai_llm_leaderboard_parity.py"
-                    + (f" --nlu-items {args.nlu_items}" if args.nlu_items != 1 else "")},
-        ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    (args.out / "environment.json").write_text(
+        json.dumps(
+            {
+                "runner": "scbdatax/seacrowd-eval",
+                "runner_commit": RUNNER_COMMIT,
+                "evaluate_metrics_tag": EVALUATE_TAG,
+                "tensorflow_nmt_commit": NMT_COMMIT,
+                "model_dir": Path(model_dir).name,
+                "model_patches": [d for _, _, d in RUNNER_PATCHES],
+                "shim": SHIM,
+                "environment_stubs": ENV_STUBS,
+                "torch_threads": args.threads,
+                "versions": versions(),
+                "command": "/work/sidevenv/tllb/bin/python benchmarks/thai_llm_leaderboard_parity.py"
+                + (f" --nlu-items {args.nlu_items}" if args.nlu_items != 1 else ""),
+            },
+            ensure_ascii=False,
+            indent=1,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     log(f"wrote {args.out}: {len(rows)} NLU items, bs4 changed {changed} predictions")
 
 

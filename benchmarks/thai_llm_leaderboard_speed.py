@@ -46,10 +46,20 @@ DATA = REPO / "data" / "thai_llm_leaderboard"
 SIDE_PY = Path("/work/sidevenv/tllb/bin/python")
 DOC = REPO / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- tllb-speed:begin -->", "<!-- tllb-speed:end -->"
-TASKS = ["wisesight_thai_sentiment_seacrowd_text", "m3exam_tha_seacrowd_qa", "xcopa_tha_seacrowd_qa",
-         "belebele_tha_thai_seacrowd_qa", "xnli.tha_seacrowd_pairs", "thaiexam_qa"]
-NLG_TASKS = ["xl_sum_tha_seacrowd_t2t", "flores200_eng_Latn_tha_Thai_seacrowd_t2t",
-             "flores200_tha_Thai_eng_Latn_seacrowd_t2t", "iapp_squad_seacrowd_qa"]
+TASKS = [
+    "wisesight_thai_sentiment_seacrowd_text",
+    "m3exam_tha_seacrowd_qa",
+    "xcopa_tha_seacrowd_qa",
+    "belebele_tha_thai_seacrowd_qa",
+    "xnli.tha_seacrowd_pairs",
+    "thaiexam_qa",
+]
+NLG_TASKS = [
+    "xl_sum_tha_seacrowd_t2t",
+    "flores200_eng_Latn_tha_Thai_seacrowd_t2t",
+    "flores200_tha_Thai_eng_Latn_seacrowd_t2t",
+    "iapp_squad_seacrowd_qa",
+]
 
 
 def log(msg: str) -> None:
@@ -67,8 +77,10 @@ def selection(n_items: int, n_gen: int) -> dict:
     nlu = {}
     for t in TASKS:
         data = load_task(nlu_task(t), DATA)
-        nlu[t] = [{"id": str(it["id"]), "index": i, "prompt": it["prompt"], "labels": list(it["labels"]),
-                   "gold": it["gold"]} for i, it in enumerate(data.items[:n_items])]
+        nlu[t] = [
+            {"id": str(it["id"]), "index": i, "prompt": it["prompt"], "labels": list(it["labels"]), "gold": it["gold"]}
+            for i, it in enumerate(data.items[:n_items])
+        ]
     gen = []
     for key in NLG_TASKS:
         task = nlg_task(key)
@@ -94,33 +106,39 @@ def runner_part(spec: dict) -> dict:
         model.max_generation_length = spec["new_tokens"]
         prompts, texts, t0 = spec["gen"], [], time.perf_counter()
         for i in range(0, len(prompts), 4):  # main_nlg_prompt_batch.py: batches of BATCH_SIZE = 4
-            texts += model.predict_generation(prompts[i:i + 4], top_k=1)
+            texts += model.predict_generation(prompts[i : i + 4], top_k=1)
         return {"seconds": time.perf_counter() - t0, "texts": texts}
     bs, out = spec["batch"], {"seconds": 0.0, "preds": {}, "fed_padded": 0, "forwards": 0}
     for task, items in spec["nlu"].items():
         labels, prompts = items[0]["labels"], [it["prompt"] for it in items]
         preds, t0 = [], time.perf_counter()
         for i in range(0, len(prompts), bs):  # main_nlu_prompt_batch.py:196-225
-            preds += model.predict_classification(prompts[i:i + bs], labels)
+            preds += model.predict_classification(prompts[i : i + bs], labels)
         out["seconds"] += time.perf_counter() - t0
         out["preds"][task] = preds
         for i in range(0, len(prompts), bs):  # the tokens each forward runs (counted after the timing)
             for label in labels:
-                lens = [len(tok(p.replace("[LABEL_CHOICE]", label))["input_ids"]) for p in prompts[i:i + bs]]
+                lens = [len(tok(p.replace("[LABEL_CHOICE]", label))["input_ids"]) for p in prompts[i : i + bs]]
                 out["fed_padded"] += len(lens) * max(lens)
                 out["forwards"] += 1
     return out
 
 
 def run_runner(spec: dict, args) -> dict:
-    spec = {**spec, "runner": str(args.runner), "metrics": str(args.metrics), "model_dir": args.model_dir,
-            "threads": args.threads}
+    spec = {
+        **spec,
+        "runner": str(args.runner),
+        "metrics": str(args.metrics),
+        "model_dir": args.model_dir,
+        "threads": args.threads,
+    }
     path = REPO / "benchmarks" / ".work" / "tllb-runner-spec.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([str(SIDE_PY), __file__, "--runner-part", str(path)], capture_output=True, text=True,
-                          env=env, cwd=str(REPO))
+    proc = subprocess.run(
+        [str(SIDE_PY), __file__, "--runner-part", str(path)], capture_output=True, text=True, env=env, cwd=str(REPO)
+    )
     if proc.returncode:
         sys.exit(f"runner part failed:\n{proc.stderr[-4000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -137,8 +155,17 @@ def ours_nlu(model, nlu: dict, sums: str) -> tuple[float, dict, str]:
     protocol = NLUProtocol(sums=sums)
     for task, items in nlu.items():
         t0 = time.perf_counter()
-        its = [{"id": it["id"], "row": it["index"], "key": f"{task}/{it['id']}", "prompt": it["prompt"],
-                "labels": it["labels"], "gold": it["gold"]} for it in items]
+        its = [
+            {
+                "id": it["id"],
+                "row": it["index"],
+                "key": f"{task}/{it['id']}",
+                "prompt": it["prompt"],
+                "labels": it["labels"],
+                "gold": it["gold"],
+            }
+            for it in items
+        ]
         preds[task] = [r["pred"] for r in score_batch(model, its, protocol, limit=model_limit(model, protocol))]
         total += time.perf_counter() - t0
     return total, preds, f"thai_llm_leaderboard.scoring.score_batch, sums={sums}"
@@ -171,10 +198,14 @@ def work(model, nlu: dict, runner_fed: dict[int, int]) -> dict:
                         scored_labels.add(seq[:p])
         tree, whole_rows, label_rows = tree + len(fed), whole_rows + len(scored_whole), label_rows + len(scored_labels)
     flops = {"whole": 2 * (tree * body + whole_rows * head), "labels": 2 * (tree * body + label_rows * head)}
-    out = {"tree_tokens": tree, "scored_rows_whole": whole_rows, "scored_rows_labels": label_rows,
-           **{f"thai_eval_{k}_gflop": v / 1e9 for k, v in flops.items()},
-           **{f"runner_bs{b}_fed": f for b, f in runner_fed.items()},
-           **{f"runner_bs{b}_gflop": 2 * f * (body + head) / 1e9 for b, f in runner_fed.items()}}
+    out = {
+        "tree_tokens": tree,
+        "scored_rows_whole": whole_rows,
+        "scored_rows_labels": label_rows,
+        **{f"thai_eval_{k}_gflop": v / 1e9 for k, v in flops.items()},
+        **{f"runner_bs{b}_fed": f for b, f in runner_fed.items()},
+        **{f"runner_bs{b}_gflop": 2 * f * (body + head) / 1e9 for b, f in runner_fed.items()},
+    }
     out.update({f"ratio_{k}_bs{b}": 2 * f * (body + head) / v for k, v in flops.items() for b, f in runner_fed.items()})
     return out
 
@@ -182,14 +213,19 @@ def work(model, nlu: dict, runner_fed: dict[int, int]) -> dict:
 def ours_generate(model, prompts: list[str], new_tokens: int) -> tuple[float, list[str]]:
     """thai-eval's generation engine on the runner's chat strings, tokenized as the runner does (default special
     tokens: a second BOS), greedy, stopping where the runner stops (the tokenizer's EOS only)."""
-    chat = [model.tokenizer.apply_chat_template([{"role": "user", "content": p}], add_generation_prompt=True,
-                                                tokenize=False) for p in prompts]
+    chat = [
+        model.tokenizer.apply_chat_template(
+            [{"role": "user", "content": p}], add_generation_prompt=True, tokenize=False
+        )
+        for p in prompts
+    ]
     cfg = model.hf_model.generation_config
     saved, cfg.eos_token_id = cfg.eos_token_id, model.tokenizer.eos_token_id
     try:
         t0 = time.perf_counter()
-        texts = model._generate_ids(chat, True, max_new_tokens=new_tokens, stop=None, temperature=0.0, top_p=1.0,
-                                    seed=None, desc="chat")
+        texts = model._generate_ids(
+            chat, True, max_new_tokens=new_tokens, stop=None, temperature=0.0, top_p=1.0, seed=None, desc="chat"
+        )
         return time.perf_counter() - t0, texts
     finally:
         cfg.eos_token_id = saved
@@ -205,8 +241,17 @@ def fixture_parity(model) -> str:
 
     deltas, within, same, same4 = [], True, 0, 0
     for t, items in by_task.items():
-        its = [{"id": r["id"], "row": r["index"], "key": f"{t}/{r['id']}", "prompt": r["prompt"],
-                "labels": r["labels"], "gold": r["gold"]} for r in items]
+        its = [
+            {
+                "id": r["id"],
+                "row": r["index"],
+                "key": f"{t}/{r['id']}",
+                "prompt": r["prompt"],
+                "labels": r["labels"],
+                "gold": r["gold"],
+            }
+            for r in items
+        ]
         whole = NLUProtocol(sums="whole")  # the runner's totals, to compare with its sums
         ours = score_batch(model, its, whole, limit=model_limit(model, whole))
         for r, o in zip(items, ours):
@@ -216,9 +261,11 @@ def fixture_parity(model) -> str:
             same += o["pred"] == r["pred"]
             same4 += o["pred"] == r["pred_bs4"]
     seconds = time.perf_counter() - t0
-    return (f"{len(rows)} fixture items ({len(deltas)} label sums): predictions equal to the runner's batch size 1 "
-            f"{same}/{len(rows)}, to its batch size 4 {same4}/{len(rows)}; max |sum delta| {max(deltas):.1e}, all "
-            f"within max(1e-4, 1e-5 x tokens): {'yes' if within else 'NO'} ({path}; {seconds:.0f} s)")
+    return (
+        f"{len(rows)} fixture items ({len(deltas)} label sums): predictions equal to the runner's batch size 1 "
+        f"{same}/{len(rows)}, to its batch size 4 {same4}/{len(rows)}; max |sum delta| {max(deltas):.1e}, all "
+        f"within max(1e-4, 1e-5 x tokens): {'yes' if within else 'NO'} ({path}; {seconds:.0f} s)"
+    )
 
 
 # --- report ---------------------------------------------------------------------------------------------------
@@ -249,13 +296,18 @@ def report(res: dict, command: str) -> str:
         f"{best} | matmul work ratio | % of work ratio | predictions identical to the runner's |",
         "|---|---|---|---|---|---|",
     ]
-    for sums, what in (("labels", "`sums=\"labels\"` (default): label parts"), ("whole", "`sums=\"whole\"`: the runner's totals")):
+    for sums, what in (
+        ("labels", '`sums="labels"` (default): label parts'),
+        ("whole", '`sums="whole"`: the runner\'s totals'),
+    ):
         secs = res[f"ours_{sums}_seconds"]
         ours = statistics.median(secs)
         speedup, ratio = fast / ours, w[f"ratio_{sums}_bs{best}"]
-        lines.append(f"| {what} | {', '.join(f'{s:.1f}' for s in secs)}; {ours:.1f} | **{speedup:.1f}x** "
-                     f"| {ratio:.2f}x ({w[f'runner_bs{best}_gflop']:,.0f} / {w[f'thai_eval_{sums}_gflop']:,.0f} GFLOP) "
-                     f"| {100 * speedup / ratio:.0f}% | {'yes' if res[f'preds_equal_{sums}'] else 'NO'} |")
+        lines.append(
+            f"| {what} | {', '.join(f'{s:.1f}' for s in secs)}; {ours:.1f} | **{speedup:.1f}x** "
+            f"| {ratio:.2f}x ({w[f'runner_bs{best}_gflop']:,.0f} / {w[f'thai_eval_{sums}_gflop']:,.0f} GFLOP) "
+            f"| {100 * speedup / ratio:.0f}% | {'yes' if res[f'preds_equal_{sums}'] else 'NO'} |"
+        )
     lines += [
         "",
         f"Tokens through the decoder: runner batch 4 {w['runner_bs4_fed']:,} (padding included), batch 1 "
@@ -273,7 +325,7 @@ def report(res: dict, command: str) -> str:
 def write_doc(text: str) -> None:
     doc = DOC.read_text(encoding="utf-8")
     if BEGIN in doc:
-        doc = doc[:doc.index(BEGIN) + len(BEGIN)] + "\n" + text + "\n" + doc[doc.index(END):]
+        doc = doc[: doc.index(BEGIN) + len(BEGIN)] + "\n" + text + "\n" + doc[doc.index(END) :]
         DOC.write_text(doc, encoding="utf-8")
     else:
         print(f"{DOC} has no {BEGIN} block: results not written", file=sys.stderr)
@@ -289,8 +341,9 @@ def main() -> None:
     ap.add_argument("--runner", type=Path, default=Path("/work/sidevenv/tllb/seacrowd-eval"))
     ap.add_argument("--metrics", type=Path, default=Path("/work/sidevenv/tllb/evaluate-v0.4.2/metrics"))
     ap.add_argument("--model-dir", default=None)
-    ap.add_argument("--fixture-parity", action="store_true",
-                    help="only: thai-eval on every fixture item against the runner's sums")
+    ap.add_argument(
+        "--fixture-parity", action="store_true", help="only: thai-eval on every fixture item against the runner's sums"
+    )
     ap.add_argument("--write-doc", action="store_true", help="replace the tllb-speed block of docs/benchmarks.md")
     args = ap.parse_args()
     if args.runner_part:
@@ -328,27 +381,52 @@ def main() -> None:
     log(f"runner generation: {gen['seconds']:.1f} s")
     g_s, g_texts = ours_generate(model, sel["gen"], args.new_tokens)
     log(f"thai-eval generation: {g_s:.1f} s")
-    side_versions = json.loads(subprocess.run(
-        [str(SIDE_PY), "-c", "import json, torch, transformers; print(json.dumps({'torch': torch.__version__, "
-         "'transformers': transformers.__version__}))"], capture_output=True, text=True, check=True).stdout)
+    side_versions = json.loads(
+        subprocess.run(
+            [
+                str(SIDE_PY),
+                "-c",
+                "import json, torch, transformers; print(json.dumps({'torch': torch.__version__, "
+                "'transformers': transformers.__version__}))",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     res = {
-        "threads": args.threads, "loads": loads, "n_items": {t: len(v) for t, v in sel["nlu"].items()},
+        "threads": args.threads,
+        "loads": loads,
+        "n_items": {t: len(v) for t, v in sel["nlu"].items()},
         "runner_bs4": {k: v for k, v in runs[4].items() if k != "preds"},
         "runner_bs1": {k: v for k, v in runs[1].items() if k != "preds"},
-        "ours_labels_seconds": ours_s["labels"], "ours_whole_seconds": ours_s["whole"],
-        "preds_equal_labels": equal["labels"], "preds_equal_whole": equal["whole"], "bs4_changed": changed,
+        "ours_labels_seconds": ours_s["labels"],
+        "ours_whole_seconds": ours_s["whole"],
+        "preds_equal_labels": equal["labels"],
+        "preds_equal_whole": equal["whole"],
+        "bs4_changed": changed,
         "work": work(model, sel["nlu"], {4: runs[4]["fed_padded"], 1: runs[1]["fed_padded"]}),
-        "versions": {"runner": side_versions, "thai_eval": {"torch": torch.__version__,
-                                                            "transformers": transformers.__version__}},
-        "generation": {"prompts": sel["gen"], "new_tokens": args.new_tokens, "runner_seconds": gen["seconds"],
-                       "ours_seconds": g_s, "runner_texts": gen["texts"], "ours_texts": g_texts,
-                       "equal": sum(a == b for a, b in zip(gen["texts"], g_texts))},
+        "versions": {
+            "runner": side_versions,
+            "thai_eval": {"torch": torch.__version__, "transformers": transformers.__version__},
+        },
+        "generation": {
+            "prompts": sel["gen"],
+            "new_tokens": args.new_tokens,
+            "runner_seconds": gen["seconds"],
+            "ours_seconds": g_s,
+            "runner_texts": gen["texts"],
+            "ours_texts": g_texts,
+            "equal": sum(a == b for a, b in zip(gen["texts"], g_texts)),
+        },
     }
     out = REPO / "benchmarks" / ".work" / "tllb-speed.json"
     out.write_text(json.dumps(res, ensure_ascii=False, indent=1), encoding="utf-8")
     cmd = ".venv/bin/python benchmarks/thai_llm_leaderboard_speed.py" + "".join(
-        f" --{k} {getattr(args, k.replace('-', '_'))}" for k, d in (("items", 2), ("gen-items", 1), ("new-tokens", 24))
-        if getattr(args, k.replace("-", "_")) != d)
+        f" --{k} {getattr(args, k.replace('-', '_'))}"
+        for k, d in (("items", 2), ("gen-items", 1), ("new-tokens", 24))
+        if getattr(args, k.replace("-", "_")) != d
+    )
     text = report(res, cmd + (" --write-doc" if args.write_doc else ""))
     print(text)
     if args.write_doc:

@@ -36,28 +36,42 @@ CASES = {
 
 def function_from(git_dir: str, path: str, name: str) -> tuple[object, str]:
     """The function ``name`` of ``path`` at the repository's HEAD, compiled alone, and the commit."""
-    source = subprocess.run(["git", "--git-dir", git_dir, "show", f"HEAD:{path}"], check=True, capture_output=True,
-                            text=True).stdout
-    commit = subprocess.run(["git", "--git-dir", git_dir, "rev-parse", "HEAD"], check=True, capture_output=True,
-                            text=True).stdout.strip()
+    source = subprocess.run(
+        ["git", "--git-dir", git_dir, "show", f"HEAD:{path}"], check=True, capture_output=True, text=True
+    ).stdout
+    commit = subprocess.run(
+        ["git", "--git-dir", git_dir, "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
     node = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == name)
     namespace: dict[str, object] = {}
-    exec(compile("from __future__ import annotations\n" + ast.get_source_segment(source, node), path, "exec"),
-         namespace)
+    exec(
+        compile("from __future__ import annotations\n" + ast.get_source_segment(source, node), path, "exec"), namespace
+    )
     return namespace[name], commit
 
 
 def main(lighteval_dir: str, lm_eval_dir: str) -> None:
     lighteval, le_commit = function_from(lighteval_dir, "src/lighteval/utils/utils.py", "remove_reasoning_tags")
     lm_eval, lm_commit = function_from(lm_eval_dir, "lm_eval/models/utils.py", "postprocess_generated_text")
-    out = {"lighteval": {"repo": "huggingface/lighteval", "commit": le_commit,
-                         "function": "src/lighteval/utils/utils.py:remove_reasoning_tags"},
-           "lm-eval": {"repo": "EleutherAI/lm-evaluation-harness", "commit": lm_commit,
-                       "function": "lm_eval/models/utils.py:postprocess_generated_text (stop=None)"},
-           "cases": {}}
+    out = {
+        "lighteval": {
+            "repo": "huggingface/lighteval",
+            "commit": le_commit,
+            "function": "src/lighteval/utils/utils.py:remove_reasoning_tags",
+        },
+        "lm-eval": {
+            "repo": "EleutherAI/lm-evaluation-harness",
+            "commit": lm_commit,
+            "function": "lm_eval/models/utils.py:postprocess_generated_text (stop=None)",
+        },
+        "cases": {},
+    }
     for name, raw in CASES.items():
-        out["cases"][name] = {"raw": raw, "lighteval": lighteval(raw, [("<think>", "</think>")]),
-                              "lm-eval": lm_eval(raw, None, "</think>")}
+        out["cases"][name] = {
+            "raw": raw,
+            "lighteval": lighteval(raw, [("<think>", "</think>")]),
+            "lm-eval": lm_eval(raw, None, "</think>"),
+        }
     target = Path(__file__).resolve().parents[1] / "tests" / "data" / "thinking" / "reference_cuts.json"
     target.write_text(json.dumps(out, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {target}: {len(CASES)} cases")

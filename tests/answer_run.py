@@ -26,10 +26,20 @@ def answer_run(model: Any, questions: list[str], outputs: str | Path) -> list[st
         texts = model.chat([[{"role": "user", "content": questions[i]}] for i in rows], max_new_tokens=64, seed=1)
         return [{"answer": t} for t in texts]
 
-    with RunStore.open(model.name, "test/answers", {"max_new_tokens": 64}, model_identity={"name": model.name},
-                       outputs=outputs) as store:  # fmt: skip
-        run = run_items(store, range(len(questions)), keys.__getitem__, answer, batch_size=getattr(model, "concurrency", 4),
-                        desc="answers", progress=False, tolerate=(ApiError,), fields={"answer": str})  # fmt: skip
+    with RunStore.open(
+        model.name, "test/answers", {"max_new_tokens": 64}, model_identity={"name": model.name}, outputs=outputs
+    ) as store:
+        run = run_items(
+            store,
+            range(len(questions)),
+            keys.__getitem__,
+            answer,
+            batch_size=getattr(model, "concurrency", 4),
+            desc="answers",
+            progress=False,
+            tolerate=(ApiError,),
+            fields={"answer": str},
+        )
     return [run.records[k]["answer"] if k in run.records else None for k in keys]
 
 
@@ -68,8 +78,14 @@ def run_batch_file(model: Any, requests: str | Path, replies: str | Path) -> int
     with open(replies, "w", encoding="utf-8") as out:
         for n, req in enumerate(lines):
             body = req["body"]
-            text = model.chat([body["messages"]], max_new_tokens=body["max_tokens"], temperature=body["temperature"],
-                              top_p=body["top_p"], seed=body.get("seed"), stop=body.get("stop"))[0]  # fmt: skip
+            text = model.chat(
+                [body["messages"]],
+                max_new_tokens=body["max_tokens"],
+                temperature=body["temperature"],
+                top_p=body["top_p"],
+                seed=body.get("seed"),
+                stop=body.get("stop"),
+            )[0]
             _, line = FakeBatchServer.answer_line(req, Reply(text), model.name, f"req-{n}")
             out.write(json.dumps(line, ensure_ascii=False) + "\n")
     return len(lines)

@@ -62,7 +62,9 @@ def _train_tiny_tokenizer(out_dir: Path):
     tk.train_from_iterator(TRAINING_TEXT * 3, trainer=trainer)
     bos = tk.token_to_id("<bos>")
     # Like Gemma: BOS is added when add_special_tokens=True.
-    tk.post_processor = processors.TemplateProcessing(single="<bos> $A", pair="<bos> $A $B", special_tokens=[("<bos>", bos)])
+    tk.post_processor = processors.TemplateProcessing(
+        single="<bos> $A", pair="<bos> $A $B", special_tokens=[("<bos>", bos)]
+    )
     tok = PreTrainedTokenizerFast(
         tokenizer_object=tk, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>", unk_token="<unk>"
     )
@@ -82,9 +84,16 @@ def _tiny_llama(tok):
 
     torch.manual_seed(0)
     cfg = LlamaConfig(
-        vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
-        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
     )
     return LlamaForCausalLM(cfg).eval()
 
@@ -95,12 +104,20 @@ def _tiny_gemma3(tok):
 
     torch.manual_seed(0)
     cfg = Gemma3TextConfig(
-        vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=4,
-        num_attention_heads=2, num_key_value_heads=1, head_dim=16, query_pre_attn_scalar=16,
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=4,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        query_pre_attn_scalar=16,
         sliding_window=6,
         layer_types=["sliding_attention", "sliding_attention", "full_attention", "sliding_attention"],
         max_position_embeddings=1024,
-        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
     )
     return Gemma3ForCausalLM(cfg).eval()
 

@@ -24,9 +24,13 @@ from urllib.parse import urlparse
 from fake_openai_server import Fail, FakeOpenAIServer, Raw, Reply, Slow, _Handler
 
 #: The error of a request its batch never ran (the OpenAI Batch API's error-file line for it): by batch status.
-NOT_RUN = {"expired": {"code": "batch_expired",
-                       "message": "This request could not be executed before the completion window expired."},
-           "cancelled": {"code": "batch_cancelled", "message": "The batch was cancelled before this request executed."}}
+NOT_RUN = {
+    "expired": {
+        "code": "batch_expired",
+        "message": "This request could not be executed before the completion window expired.",
+    },
+    "cancelled": {"code": "batch_cancelled", "message": "The batch was cancelled before this request executed."},
+}
 
 
 class FakeBatchServer(FakeOpenAIServer):
@@ -52,8 +56,12 @@ class FakeBatchServer(FakeOpenAIServer):
         """How many batches each request was sent in: its ``custom_id`` without the try (``...#a1t0`` and
         ``...#a1t1`` are one request sent twice)."""
         with self.batch_lock:
-            ids = [json.loads(x)["custom_id"] for b in self.batches.values()
-                   for x in self.files[b["input_file_id"]].decode().splitlines() if x.strip()]  # fmt: skip
+            ids = [
+                json.loads(x)["custom_id"]
+                for b in self.batches.values()
+                for x in self.files[b["input_file_id"]].decode().splitlines()
+                if x.strip()
+            ]
         return Counter(cid.rsplit("t", 1)[0] for cid in ids)
 
     def _line(self, req: dict[str, Any], auth: str | None) -> tuple[str, dict[str, Any]]:
@@ -63,8 +71,9 @@ class FakeBatchServer(FakeOpenAIServer):
         return self.answer_line(req, action, self.served_model, f"req-{sum(self.answered.values())}", auth)
 
     @staticmethod
-    def answer_line(req: dict[str, Any], action: Any, served_model: str, rid: str, auth: str | None = None
-                    ) -> tuple[str, dict[str, Any]]:  # fmt: skip
+    def answer_line(
+        req: dict[str, Any], action: Any, served_model: str, rid: str, auth: str | None = None
+    ) -> tuple[str, dict[str, Any]]:
         """The output line of ``req`` answered by ``action`` (also a stand-in for ``vllm run-batch``)."""
         cid = req["custom_id"]
         if isinstance(action, Slow):
@@ -72,21 +81,39 @@ class FakeBatchServer(FakeOpenAIServer):
         if isinstance(action, Fail):
             message = action.message.replace("{authorization}", auth or "")  # a careless server echoes the key
             body = {"error": {"message": message, "type": "server_error"}}
-            return "error", {"id": rid, "custom_id": cid, "response": {"status_code": action.status, "body": body},
-                             "error": None}
+            return "error", {
+                "id": rid,
+                "custom_id": cid,
+                "response": {"status_code": action.status, "body": body},
+                "error": None,
+            }
         if isinstance(action, Raw):
             try:
                 body = json.loads(action.body)
             except ValueError:
                 body = action.body.decode("utf-8", "replace")
-            return "output", {"id": rid, "custom_id": cid, "response": {"status_code": action.status, "body": body},
-                              "error": None}
+            return "output", {
+                "id": rid,
+                "custom_id": cid,
+                "response": {"status_code": action.status, "body": body},
+                "error": None,
+            }
         assert isinstance(action, Reply)
-        body = {"id": f"chatcmpl-{rid}", "object": "chat.completion", "created": 0,
-                "model": action.model or served_model, "system_fingerprint": action.fingerprint,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": action.text}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": action.prompt_tokens, "completion_tokens": action.completion_tokens,
-                          "total_tokens": action.prompt_tokens + action.completion_tokens}}
+        body = {
+            "id": f"chatcmpl-{rid}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": action.model or served_model,
+            "system_fingerprint": action.fingerprint,
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": action.text}, "finish_reason": "stop"}
+            ],
+            "usage": {
+                "prompt_tokens": action.prompt_tokens,
+                "completion_tokens": action.completion_tokens,
+                "total_tokens": action.prompt_tokens + action.completion_tokens,
+            },
+        }
         return "output", {"id": rid, "custom_id": cid, "response": {"status_code": 200, "body": body}, "error": None}
 
     def _process(self, batch: dict[str, Any], auth: str | None, status: str = "completed") -> None:
@@ -100,8 +127,12 @@ class FakeBatchServer(FakeOpenAIServer):
         out: dict[str, list[str]] = {"output": [], "error": []}
         for n, req in enumerate(lines):
             if limit is not None and n >= limit:
-                line = {"id": f"batch_req_{batch['id']}_{n}", "custom_id": req["custom_id"], "response": None,
-                        "error": dict(NOT_RUN[status])}  # fmt: skip
+                line = {
+                    "id": f"batch_req_{batch['id']}_{n}",
+                    "custom_id": req["custom_id"],
+                    "response": None,
+                    "error": dict(NOT_RUN[status]),
+                }
                 out["error"].append(json.dumps(line, ensure_ascii=False))
                 continue
             kind, line = self._line(req, auth)
@@ -166,17 +197,36 @@ class _BatchHandler(_Handler):
         if path == "/v1/files":
             content = _multipart_file(self.headers.get("Content-Type", ""), data)
             fid = fake.add_file(content)
-            self._send(200, {"id": fid, "object": "file", "bytes": len(content), "created_at": 0,
-                             "filename": "batch_input.jsonl", "purpose": "batch", "status": "processed"})
+            self._send(
+                200,
+                {
+                    "id": fid,
+                    "object": "file",
+                    "bytes": len(content),
+                    "created_at": 0,
+                    "filename": "batch_input.jsonl",
+                    "purpose": "batch",
+                    "status": "processed",
+                },
+            )
         elif path == "/v1/batches":
             req = json.loads(data)
             with fake.batch_lock:
                 bid = f"batch_{len(fake.batches) + 1}"
-                fake.batches[bid] = {"id": bid, "object": "batch", "endpoint": req["endpoint"], "errors": None,
-                                     "input_file_id": req["input_file_id"], "completion_window": req["completion_window"],
-                                     "status": "in_progress", "output_file_id": None, "error_file_id": None,
-                                     "created_at": 0, "metadata": req.get("metadata"),
-                                     "request_counts": {"total": 0, "completed": 0, "failed": 0}}
+                fake.batches[bid] = {
+                    "id": bid,
+                    "object": "batch",
+                    "endpoint": req["endpoint"],
+                    "errors": None,
+                    "input_file_id": req["input_file_id"],
+                    "completion_window": req["completion_window"],
+                    "status": "in_progress",
+                    "output_file_id": None,
+                    "error_file_id": None,
+                    "created_at": 0,
+                    "metadata": req.get("metadata"),
+                    "request_counts": {"total": 0, "completed": 0, "failed": 0},
+                }
                 self._send(200, fake.batches[bid])
         elif len(parts) == 5 and parts[2] == "batches" and parts[4] == "cancel":
             with fake.batch_lock:
@@ -194,5 +244,5 @@ def _multipart_file(content_type: str, data: bytes) -> bytes:
     for part in data.split(b"--" + boundary):
         head, _, body = part.partition(b"\r\n\r\n")
         if b'name="file"' in head:
-            return body[: -2] if body.endswith(b"\r\n") else body
+            return body[:-2] if body.endswith(b"\r\n") else body
     raise ValueError("no file part")

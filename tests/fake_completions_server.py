@@ -116,11 +116,23 @@ class FakeCompletionsServer(LocalHTTPServer):
 
     ``bodies``: every POST body (completions and chat) in arrival order; ``n_completions`` counts completions."""
 
-    def __init__(self, model: Any, tokenizer: Any, *, served_model: str = "tiny", ids: bool = True,
-                 lists: bool = True, style: str = "echo", text_bos: bool = True, ids_status: int = 422,
-                 fault: Callable[[dict, int], Any] | None = None,
-                 generation: Callable[[Any], str] | None = None, owned_by: str = "fake", max_requests: int = 200,
-                 hold_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        served_model: str = "tiny",
+        ids: bool = True,
+        lists: bool = True,
+        style: str = "echo",
+        text_bos: bool = True,
+        ids_status: int = 422,
+        fault: Callable[[dict, int], Any] | None = None,
+        generation: Callable[[Any], str] | None = None,
+        owned_by: str = "fake",
+        max_requests: int = 200,
+        hold_s: float = 30.0,
+    ) -> None:
         self.model, self.tok, self.served_model, self.owned_by = model, tokenizer, served_model, owned_by
         self.ids, self.lists, self.style, self.text_bos, self.ids_status = ids, lists, style, text_bos, ids_status
         self.fault, self.max_requests, self.hold_s = fault, max_requests, hold_s
@@ -131,7 +143,6 @@ class FakeCompletionsServer(LocalHTTPServer):
         self.n_completions = 0
         self._lock = threading.Lock()
         super().__init__(_Handler)
-
 
     # --- the model side ---------------------------------------------------------------------------------
     def _piece(self, tid: int) -> str:
@@ -162,10 +173,18 @@ class FakeCompletionsServer(LocalHTTPServer):
             if text is not None:
                 offsets.append(len(self.tok.decode(full[:j]).rstrip("\ufffd")))
         if self.style == "generated_only":
-            return {"tokens": tokens[-1:], "token_logprobs": values[-1:], "top_logprobs": tops[-1:],
-                    "text_offset": offsets[-1:] if offsets else None}, gen
-        return {"tokens": tokens, "token_logprobs": values, "top_logprobs": tops,
-                "text_offset": offsets if text is not None else list(range(len(full)))}, gen
+            return {
+                "tokens": tokens[-1:],
+                "token_logprobs": values[-1:],
+                "top_logprobs": tops[-1:],
+                "text_offset": offsets[-1:] if offsets else None,
+            }, gen
+        return {
+            "tokens": tokens,
+            "token_logprobs": values,
+            "top_logprobs": tops,
+            "text_offset": offsets if text is not None else list(range(len(full))),
+        }, gen
 
     def complete(self, body: dict) -> tuple[int, dict]:
         prompt = body.get("prompt")
@@ -188,9 +207,18 @@ class FakeCompletionsServer(LocalHTTPServer):
                 n_prompt += len(p)
             text = (p if isinstance(p, str) else self.tok.decode(p)) + self._piece(gen)
             choices.append({"index": k, "text": text, "finish_reason": "length", "logprobs": lp})
-        return 200, {"id": "cmpl-fake", "object": "text_completion", "created": 0, "model": self.served_model,
-                     "choices": choices, "usage": {"prompt_tokens": n_prompt, "completion_tokens": len(batch),
-                                                   "total_tokens": n_prompt + len(batch)}}
+        return 200, {
+            "id": "cmpl-fake",
+            "object": "text_completion",
+            "created": 0,
+            "model": self.served_model,
+            "choices": choices,
+            "usage": {
+                "prompt_tokens": n_prompt,
+                "completion_tokens": len(batch),
+                "total_tokens": n_prompt + len(batch),
+            },
+        }
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -217,7 +245,7 @@ class _Handler(BaseHTTPRequestHandler):
             for k in range(min(len(data), int(fake.hold_s / 0.25))):
                 if fake.stopping.wait(0.25):
                     break
-                self.wfile.write(data[k:k + 1])
+                self.wfile.write(data[k : k + 1])
                 self.wfile.flush()
             self.close_connection = True
         except (BrokenPipeError, ConnectionResetError):
@@ -227,8 +255,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.fake.authorizations.append(self.headers.get("Authorization"))
         self.server.fake.targets.append((self.path, self.headers.get("api-key")))
         if self.path.split("?")[0].rstrip("/") == "/v1/models":
-            self._send(200, {"object": "list", "data": [{"id": self.server.fake.served_model, "object": "model",
-                                                          "created": 0, "owned_by": self.server.fake.owned_by}]})
+            self._send(
+                200,
+                {
+                    "object": "list",
+                    "data": [
+                        {
+                            "id": self.server.fake.served_model,
+                            "object": "model",
+                            "created": 0,
+                            "owned_by": self.server.fake.owned_by,
+                        }
+                    ],
+                },
+            )
         else:
             self._send(404, {"error": {"message": "not found"}})
 
@@ -242,9 +282,18 @@ class _Handler(BaseHTTPRequestHandler):
             with fake._lock:
                 fake.bodies.append(body)
             text = "แชท: " + body["messages"][-1]["content"]
-            self._send(200, {"id": "c", "object": "chat.completion", "created": 0, "model": fake.served_model,
-                             "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                          "finish_reason": "stop"}]})
+            self._send(
+                200,
+                {
+                    "id": "c",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": fake.served_model,
+                    "choices": [
+                        {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                    ],
+                },
+            )
             return
         if path != "/v1/completions":
             self._send(404, {"error": {"message": "not found"}})

@@ -47,9 +47,19 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from local_http_server import LocalHTTPServer, ServerWithFake
 
 #: Environment variables a client must not inherit: a token, another cache, the staging hub.
-_UNSET_FOR_CLIENT = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH", "HF_OIDC_RESOURCE", "HF_OIDC_ID_TOKEN",
-                     "HUGGINGFACE_HUB_CACHE", "HUGGINGFACE_ASSETS_CACHE", "HF_ASSETS_CACHE", "HF_XET_CACHE",
-                     "HUGGINGFACE_CO_STAGING", "HF_HUB_ENABLE_HF_TRANSFER")
+_UNSET_FOR_CLIENT = (
+    "HF_TOKEN",
+    "HUGGING_FACE_HUB_TOKEN",
+    "HF_TOKEN_PATH",
+    "HF_OIDC_RESOURCE",
+    "HF_OIDC_ID_TOKEN",
+    "HUGGINGFACE_HUB_CACHE",
+    "HUGGINGFACE_ASSETS_CACHE",
+    "HF_ASSETS_CACHE",
+    "HF_XET_CACHE",
+    "HUGGINGFACE_CO_STAGING",
+    "HF_HUB_ENABLE_HF_TRANSFER",
+)
 _TIMESTAMP = "2026-01-01T00:00:00.000Z"
 
 
@@ -72,8 +82,9 @@ class HubFile:
     @property
     def pointer(self) -> bytes:
         """The LFS pointer file git stores in place of an LFS file's bytes."""
-        return (f"version https://git-lfs.github.com/spec/v1\noid sha256:{self.sha256}\nsize {len(self.data)}\n"
-                ).encode()
+        return (
+            f"version https://git-lfs.github.com/spec/v1\noid sha256:{self.sha256}\nsize {len(self.data)}\n"
+        ).encode()
 
     @property
     def etag(self) -> str:
@@ -82,8 +93,12 @@ class HubFile:
 
     def tree_entry(self, path: str) -> dict[str, Any]:
         """The file's entry in ``/tree`` listings."""
-        entry: dict[str, Any] = {"type": "file", "path": path, "size": len(self.data),
-                                 "oid": _git_blob_sha1(self.pointer if self.lfs else self.data)}
+        entry: dict[str, Any] = {
+            "type": "file",
+            "path": path,
+            "size": len(self.data),
+            "oid": _git_blob_sha1(self.pointer if self.lfs else self.data),
+        }
         if self.lfs:
             entry["lfs"] = {"oid": self.sha256, "size": len(self.data), "pointerSize": len(self.pointer)}
         return entry
@@ -148,8 +163,15 @@ class FakeHub(LocalHTTPServer):
     def stop(self) -> None:
         self.__exit__(None, None, None)
 
-    def add_dataset(self, repo_id: str, files: dict[str, bytes], *, tag: str | None = None, branch: str = "main",
-                    lfs: Iterable[str] = ()) -> str:
+    def add_dataset(
+        self,
+        repo_id: str,
+        files: dict[str, bytes],
+        *,
+        tag: str | None = None,
+        branch: str = "main",
+        lfs: Iterable[str] = (),
+    ) -> str:
         """A new commit of dataset ``repo_id`` (``owner/name``) holding exactly ``files``, on top of ``branch``
         (which then points to it), tagged ``tag`` if given; the paths in ``lfs`` are served as LFS files. Returns
         its sha, a function of the repo, the parent commit, the commit count and the files."""
@@ -223,7 +245,7 @@ def _byte_range(header: str | None, size: int) -> tuple[int, int] | None:
     ValueError when it cannot be satisfied."""
     if not header or "," in header or not header.strip().startswith("bytes="):
         return None
-    first, _, last = header.strip()[len("bytes="):].partition("-")
+    first, _, last = header.strip()[len("bytes=") :].partition("-")
     if not first:  # the last n bytes
         start, end = max(size - int(last), 0), size
     else:
@@ -281,8 +303,12 @@ class _HubHandler(BaseHTTPRequestHandler):
         if file is None:
             self._error(404, "EntryNotFound", f"{path} does not exist at {sha}", head, {"X-Repo-Commit": sha})
             return
-        headers = {"X-Repo-Commit": sha, "ETag": f'"{file.etag}"', "Accept-Ranges": "bytes",
-                   "Content-Type": "application/octet-stream"}
+        headers = {
+            "X-Repo-Commit": sha,
+            "ETag": f'"{file.etag}"',
+            "Accept-Ranges": "bytes",
+            "Content-Type": "application/octet-stream",
+        }
         if file.lfs:
             headers |= {"X-Linked-Etag": f'"{file.sha256}"', "X-Linked-Size": str(len(file.data))}
         if head:
@@ -297,7 +323,7 @@ class _HubHandler(BaseHTTPRequestHandler):
         status = 200
         if span is not None:
             status, headers["Content-Range"] = 206, f"bytes {span[0]}-{span[1] - 1}/{len(body)}"
-            body = body[span[0]:span[1]]
+            body = body[span[0] : span[1]]
         self._reply(status, headers | {"Content-Length": str(len(body))}, body, False, hub._take_cut(path))
 
     def _api(self, repo_id: str, rest: list[str], query: dict[str, list[str]], head: bool) -> None:
@@ -316,11 +342,30 @@ class _HubHandler(BaseHTTPRequestHandler):
     def _info(self, repo_id: str, sha: str) -> dict[str, Any]:
         """The dataset info the Hub answers ``/api/datasets/{repo}/revision/{rev}`` with."""
         files = self.server.fake.repos[repo_id].commits[sha]
-        siblings = [{"rfilename": p, "size": len(f.data), "blobId": f.tree_entry(p)["oid"],
-                     **({"lfs": f.tree_entry(p)["lfs"]} if f.lfs else {})} for p, f in sorted(files.items())]
-        return {"_id": sha[:24], "id": repo_id, "author": repo_id.split("/")[0], "sha": sha, "private": False,
-                "gated": False, "disabled": False, "downloads": 0, "likes": 0, "tags": [], "createdAt": _TIMESTAMP,
-                "lastModified": _TIMESTAMP, "siblings": siblings}
+        siblings = [
+            {
+                "rfilename": p,
+                "size": len(f.data),
+                "blobId": f.tree_entry(p)["oid"],
+                **({"lfs": f.tree_entry(p)["lfs"]} if f.lfs else {}),
+            }
+            for p, f in sorted(files.items())
+        ]
+        return {
+            "_id": sha[:24],
+            "id": repo_id,
+            "author": repo_id.split("/")[0],
+            "sha": sha,
+            "private": False,
+            "gated": False,
+            "disabled": False,
+            "downloads": 0,
+            "likes": 0,
+            "tags": [],
+            "createdAt": _TIMESTAMP,
+            "lastModified": _TIMESTAMP,
+            "siblings": siblings,
+        }
 
     def _tree(self, repo_id: str, sha: str, under: str, recursive: bool) -> list[dict[str, Any]]:
         """The entries below folder ``under`` ("" for the root): its children, or all its descendants."""
@@ -329,11 +374,18 @@ class _HubHandler(BaseHTTPRequestHandler):
         for path, file in sorted(self.server.fake.repos[repo_id].commits[sha].items()):
             if not path.startswith(prefix):
                 continue
-            parts = path[len(prefix):].split("/")
+            parts = path[len(prefix) :].split("/")
             for depth in range(1, len(parts)):  # the folders on the way
                 folder = prefix + "/".join(parts[:depth])
-                entries.setdefault(folder, {"type": "directory", "path": folder, "size": 0,
-                                            "oid": hashlib.sha1(f"{sha}:{folder}".encode()).hexdigest()})
+                entries.setdefault(
+                    folder,
+                    {
+                        "type": "directory",
+                        "path": folder,
+                        "size": 0,
+                        "oid": hashlib.sha1(f"{sha}:{folder}".encode()).hexdigest(),
+                    },
+                )
                 if not recursive:
                     break
             if recursive or len(parts) == 1:
@@ -342,11 +394,16 @@ class _HubHandler(BaseHTTPRequestHandler):
 
     def _json(self, status: int, payload: Any, head: bool, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
-        self._reply(status, {"Content-Type": "application/json", "Content-Length": str(len(data)), **(headers or {})},
-                    data, head)
+        self._reply(
+            status,
+            {"Content-Type": "application/json", "Content-Length": str(len(data)), **(headers or {})},
+            data,
+            head,
+        )
 
-    def _error(self, status: int, code: str | None, message: str, head: bool,
-               headers: dict[str, str] | None = None) -> None:
+    def _error(
+        self, status: int, code: str | None, message: str, head: bool, headers: dict[str, str] | None = None
+    ) -> None:
         extra = {"X-Error-Message": message, **({"X-Error-Code": code} if code else {}), **(headers or {})}
         self._json(status, {"error": message}, head, extra)
 
@@ -368,10 +425,18 @@ def hub_client_env(endpoint: str, hf_home: Path) -> dict[str, str]:
     ``hf_home`` and no Xet, telemetry, progress bars or proxy. A subprocess also needs the variables in
     ``_UNSET_FOR_CLIENT`` removed (:meth:`FakeHub.subprocess_env` does both)."""
     no_proxy = ",".join(filter(None, ["127.0.0.1,localhost", os.environ.get("NO_PROXY")]))
-    return {"HF_ENDPOINT": endpoint, "HF_HOME": str(hf_home), "HF_HUB_CACHE": str(hf_home / "hub"),
-            "HF_HUB_OFFLINE": "0", "HF_HUB_DISABLE_XET": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
-            "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_HUB_DISABLE_UPDATE_CHECK": "1",
-            "NO_PROXY": no_proxy, "no_proxy": no_proxy}
+    return {
+        "HF_ENDPOINT": endpoint,
+        "HF_HOME": str(hf_home),
+        "HF_HUB_CACHE": str(hf_home / "hub"),
+        "HF_HUB_OFFLINE": "0",
+        "HF_HUB_DISABLE_XET": "1",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+        "HF_HUB_DISABLE_UPDATE_CHECK": "1",
+        "NO_PROXY": no_proxy,
+        "no_proxy": no_proxy,
+    }
 
 
 def _client_attributes(endpoint: str, hf_home: Path) -> list[tuple[Any, str, Any]]:
@@ -382,19 +447,33 @@ def _client_attributes(endpoint: str, hf_home: Path) -> list[tuple[Any, str, Any
 
     home, cache, assets = str(hf_home), str(hf_home / "hub"), str(hf_home / "assets")
     template = endpoint + "/{repo_id}/resolve/{revision}/{filename}"
-    values = {"ENDPOINT": endpoint, "HUGGINGFACE_CO_URL_TEMPLATE": template,
-              "HF_URL_HOSTS": constants.HF_URL_HOSTS | {urlsplit(endpoint).hostname}, "HF_HOME": home,
-              "HF_HUB_CACHE": cache, "HUGGINGFACE_HUB_CACHE": cache, "HF_ASSETS_CACHE": assets,
-              "HUGGINGFACE_ASSETS_CACHE": assets, "HF_XET_CACHE": str(hf_home / "xet"),
-              "HF_TOKEN_PATH": str(hf_home / "token"), "HF_STORED_TOKENS_PATH": str(hf_home / "stored_tokens"),
-              "AGENT_HARNESSES_PATH": str(hf_home / ".agent_harnesses.json"),
-              "CHECK_FOR_UPDATE_DONE_PATH": str(hf_home / ".check_for_update_done"),
-              "HF_HUB_OFFLINE": False, "HF_HUB_DISABLE_XET": True, "HF_HUB_DISABLE_TELEMETRY": True,
-              "HF_HUB_DISABLE_UPDATE_CHECK": True}
+    values = {
+        "ENDPOINT": endpoint,
+        "HUGGINGFACE_CO_URL_TEMPLATE": template,
+        "HF_URL_HOSTS": constants.HF_URL_HOSTS | {urlsplit(endpoint).hostname},
+        "HF_HOME": home,
+        "HF_HUB_CACHE": cache,
+        "HUGGINGFACE_HUB_CACHE": cache,
+        "HF_ASSETS_CACHE": assets,
+        "HUGGINGFACE_ASSETS_CACHE": assets,
+        "HF_XET_CACHE": str(hf_home / "xet"),
+        "HF_TOKEN_PATH": str(hf_home / "token"),
+        "HF_STORED_TOKENS_PATH": str(hf_home / "stored_tokens"),
+        "AGENT_HARNESSES_PATH": str(hf_home / ".agent_harnesses.json"),
+        "CHECK_FOR_UPDATE_DONE_PATH": str(hf_home / ".check_for_update_done"),
+        "HF_HUB_OFFLINE": False,
+        "HF_HUB_DISABLE_XET": True,
+        "HF_HUB_DISABLE_TELEMETRY": True,
+        "HF_HUB_DISABLE_UPDATE_CHECK": True,
+    }
     patches = [(constants, name, value) for name, value in values.items()]
-    patches += [(_http, "_HUB_ORIGINS", _http._HUB_ORIGINS | {_http._url_origin(endpoint)}),
-                (_cache_manager, "HF_HUB_CACHE", cache), (_cache_assets, "HF_ASSETS_CACHE", assets),
-                (_git_credential, "ENDPOINT", endpoint), (hf_api.api, "endpoint", endpoint)]
+    patches += [
+        (_http, "_HUB_ORIGINS", _http._HUB_ORIGINS | {_http._url_origin(endpoint)}),
+        (_cache_manager, "HF_HUB_CACHE", cache),
+        (_cache_assets, "HF_ASSETS_CACHE", assets),
+        (_git_credential, "ENDPOINT", endpoint),
+        (hf_api.api, "endpoint", endpoint),
+    ]
     cli_auth = sys.modules.get("huggingface_hub.cli.auth")
     return patches + ([(cli_auth, "ENDPOINT", endpoint)] if cli_auth is not None else [])
 
@@ -453,8 +532,7 @@ def hub_offline() -> Iterator[None]:
 def _git(repo: Path, *args: str) -> str:
     """Run git in ``repo`` with no global or system configuration; its standard output."""
     env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env=env).stdout
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env).stdout
 
 
 def make_git_repo(path: Path | str, files: dict[str, bytes], message: str = "Test data") -> str:
@@ -464,8 +542,12 @@ def make_git_repo(path: Path | str, files: dict[str, bytes], message: str = "Tes
     if not (repo / ".git").exists():
         repo.mkdir(parents=True, exist_ok=True)
         _git(repo, "init", "-q", "-b", "main")
-        for key, value in (("user.name", "Fake Hub Tests"), ("user.email", "tests@example.invalid"),
-                           ("commit.gpgsign", "false"), ("uploadpack.allowAnySHA1InWant", "true")):
+        for key, value in (
+            ("user.name", "Fake Hub Tests"),
+            ("user.email", "tests@example.invalid"),
+            ("commit.gpgsign", "false"),
+            ("uploadpack.allowAnySHA1InWant", "true"),
+        ):
             _git(repo, "config", key, value)
     for old in filter(None, _git(repo, "ls-files", "-z").split("\0")):
         (repo / old).unlink(missing_ok=True)

@@ -65,13 +65,26 @@ MALFORMED_REPLIES: dict[str, Raw] = {
     "not_json": Raw(b"upstream busy, try again", content_type="application/json"),
     "html_page": Raw(b"<!doctype html><html><body>502 Bad Gateway</body></html>", content_type="text/html"),
     "json_list": Raw.json([{"message": {"content": "<score>7</score>"}}]),
-    "message_null": Raw.json({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                              "choices": [{"index": 0, "message": None, "finish_reason": "stop"}]}),
+    "message_null": Raw.json(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "message": None, "finish_reason": "stop"}],
+        }
+    ),
     "choices_empty": Raw.json({"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []}),
     "choices_missing": Raw.json({"id": "x", "object": "chat.completion", "created": 0, "model": "m"}),
-    "content_null": Raw.json({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                              "choices": [{"index": 0, "message": {"role": "assistant", "content": None},
-                                           "finish_reason": "stop"}]}),
+    "content_null": Raw.json(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": None}, "finish_reason": "stop"}],
+        }
+    ),
 }
 
 
@@ -90,7 +103,9 @@ _ANSWER = re.compile(r"<model_answer>\s*(.*?)\s*</model_answer>", re.S)
 class PerAnswerScript:
     """Per-item scripted actions keyed by the model answer inside the judge prompt."""
 
-    def __init__(self, scripts: dict[str, list[Action]] | None = None, default: Action = Reply("<score>7</score>")) -> None:
+    def __init__(
+        self, scripts: dict[str, list[Action]] | None = None, default: Action = Reply("<score>7</score>")
+    ) -> None:
         self.scripts = {k: list(v) for k, v in (scripts or {}).items()}
         self.default = default
         self.calls: Counter[str] = Counter()
@@ -108,8 +123,12 @@ class PerAnswerScript:
 class FakeOpenAIServer(LocalHTTPServer):
     """``with FakeOpenAIServer(responder) as srv: ... srv.base_url ... srv.n_chat_calls``."""
 
-    def __init__(self, responder: Callable[[dict[str, Any]], Action] | None = None, served_model: str = "fake-judge-2024-01-01",
-                 owned_by: str = "fake") -> None:
+    def __init__(
+        self,
+        responder: Callable[[dict[str, Any]], Action] | None = None,
+        served_model: str = "fake-judge-2024-01-01",
+        owned_by: str = "fake",
+    ) -> None:
         self.responder = responder or PerAnswerScript()
         self.served_model = served_model
         self.owned_by = owned_by  # ``owned_by`` of its /v1/models entry ("me" is llama-cpp-python's)
@@ -119,7 +138,6 @@ class FakeOpenAIServer(LocalHTTPServer):
         self.auth_headers: set[str] = set()
         self._lock = threading.Lock()
         super().__init__(_Handler)
-
 
     def _next(self, body: dict[str, Any], auth: str | None) -> Action:
         with self._lock:
@@ -163,8 +181,12 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
             self.server.fake.n_model_lists += 1
-            model = {"id": self.server.fake.served_model, "object": "model", "created": 0,
-                     "owned_by": self.server.fake.owned_by}
+            model = {
+                "id": self.server.fake.served_model,
+                "object": "model",
+                "created": 0,
+                "owned_by": self.server.fake.owned_by,
+            }
             self._send(200, {"object": "list", "data": [model]})
         else:
             self._send(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
@@ -200,9 +222,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "created": 0,
                 "model": action.model or self.server.fake.served_model,
                 "system_fingerprint": action.fingerprint,
-                "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-                ],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
                 "usage": {
                     "prompt_tokens": action.prompt_tokens,
                     "completion_tokens": action.completion_tokens,

@@ -31,12 +31,19 @@ class FakeModel:
     (conversations, prompts or requests), in call order.
     """
 
-    def __init__(self, name: str = "fake-model", *, reply: Callable[[list[dict[str, str]]], str] = _refuse,
-                 complete: Callable[[str], str] | None = None,
-                 score: Callable[[str, str], tuple[float, bool]] = _refuse,
-                 add_bos_token: bool = False, identity: dict[str, Any] | None = None, tokenizer: Any = None,
-                 render_chat: Callable[[list[dict[str, str]]], str] | None = None,
-                 fail_on_call: int | None = None) -> None:
+    def __init__(
+        self,
+        name: str = "fake-model",
+        *,
+        reply: Callable[[list[dict[str, str]]], str] = _refuse,
+        complete: Callable[[str], str] | None = None,
+        score: Callable[[str, str], tuple[float, bool]] = _refuse,
+        add_bos_token: bool = False,
+        identity: dict[str, Any] | None = None,
+        tokenizer: Any = None,
+        render_chat: Callable[[list[dict[str, str]]], str] | None = None,
+        fail_on_call: int | None = None,
+    ) -> None:
         self.name = name
         self._identity = {"name": name, "source": "test double", **(identity or {})}
         self._reply, self._score = reply, score

@@ -32,8 +32,11 @@ class LlamaCppReference:
         whole = llm.tokenize((ctx + cont).encode(), add_bos=True, special=True)
         start = len(ids_ctx)
         if whole[:start] != ids_ctx:  # a token straddles the boundary: scored with the continuation (the client's
-            start = next(i for i in range(1, len(whole))  # TEXT_BOUNDARY_RULE), i.e. the first token ending after it
-                         if len(llm.detokenize(whole[1:i + 1]).decode("utf-8", errors="ignore")) > len(ctx))
+            start = next(
+                i
+                for i in range(1, len(whole))  # TEXT_BOUNDARY_RULE), i.e. the first token ending after it
+                if len(llm.detokenize(whole[1 : i + 1]).decode("utf-8", errors="ignore")) > len(ctx)
+            )
             self.straddled += 1
         common = 0
         while not self.fresh and common < min(len(whole) - 1, len(self.prev)) and whole[common] == self.prev[common]:
@@ -45,8 +48,10 @@ class LlamaCppReference:
             llm.reset()
         llm.eval(whole[common:])
         self.prev = whole
-        logits = np.asarray(llm.scores[start - 1:len(whole) - 1], dtype=np.float64)
+        logits = np.asarray(llm.scores[start - 1 : len(whole) - 1], dtype=np.float64)
         logp = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
         cont_ids = whole[start:]
-        return (float(sum(logp[i, t] for i, t in enumerate(cont_ids))),
-                bool(all(logp[i].argmax() == t for i, t in enumerate(cont_ids))))
+        return (
+            float(sum(logp[i, t] for i, t in enumerate(cont_ids))),
+            bool(all(logp[i].argmax() == t for i, t in enumerate(cont_ids))),
+        )

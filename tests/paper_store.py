@@ -13,8 +13,14 @@ from typing import Any
 from thai_eval_utils.core.provenance import Score
 from thai_eval_utils.core.store import RunStore
 
-H6_HEADLINES = {"th_arc": "acc_norm", "th_hellaswag": "acc_norm", "th_mmlu": "acc", "th_truthfulqa": "mc2",
-                "th_winogrande": "acc", "th_gsm8k": "exact_match"}  # fmt: skip
+H6_HEADLINES = {
+    "th_arc": "acc_norm",
+    "th_hellaswag": "acc_norm",
+    "th_mmlu": "acc",
+    "th_truthfulqa": "mc2",
+    "th_winogrande": "acc",
+    "th_gsm8k": "exact_match",
+}
 LB_SHOTS = {"th_arc": 25, "th_hellaswag": 10, "th_mmlu": 5, "th_truthfulqa": 0, "th_winogrande": 5, "th_gsm8k": 5}
 #: The shown runs' Thai-H6 scores (0-1), task order as H6_HEADLINES: small-a averages 43.33 (260 / 6), small-b 50.00.
 SMALL_A = (0.50, 0.40, 0.30, 0.60, 0.70, 0.10)
@@ -43,23 +49,42 @@ def _run(out: Path, model: str, bench: str, config: dict, summary: dict | None, 
     return store.config_id
 
 
-def h6_run(out: Path, model: str, task: str, value: float, limit: int, *, rev: str, shots: int | None = None,
-           finished: bool = True) -> str:
+def h6_run(
+    out: Path,
+    model: str,
+    task: str,
+    value: float,
+    limit: int,
+    *,
+    rev: str,
+    shots: int | None = None,
+    finished: bool = True,
+) -> str:
     """A Thai-H6 run of ``limit`` documents scoring ``value`` (unfinished: one record, no summary)."""
     config = {"task": task, "num_fewshot": LB_SHOTS[task] if shots is None else shots, "sampler": "lb"}
     metric = H6_HEADLINES[task]
-    summary = {"task": task, "n": limit, "n_docs": limit, "limit": limit,
-               "scores": {metric: Score(f"{task}/{metric}", value, limit).to_dict()}}
-    return _run(out, model, f"thai_h6/{task}", config, summary if finished else None, rev=rev,
-                items=limit if finished else 1)
+    summary = {
+        "task": task,
+        "n": limit,
+        "n_docs": limit,
+        "limit": limit,
+        "scores": {metric: Score(f"{task}/{metric}", value, limit).to_dict()},
+    }
+    return _run(
+        out, model, f"thai_h6/{task}", config, summary if finished else None, rev=rev, items=limit if finished else 1
+    )
 
 
 def judge_run(out: Path, model: str, judge: str, factoid: float, instruction: float) -> str:
     """A finished ThaiCLI judge run of three answers (two factoid, one instruction)."""
-    scores = {"thaicli": Score("thaicli", (factoid + instruction) / 2, 3).to_dict(),
-              "factoid": Score("factoid", factoid, 2).to_dict(), "instruction": Score("instruction", instruction, 1).to_dict()}
-    return _run(out, model, "thaicli/judge", {"judge": {"model": judge}}, {"n_unjudged": 0, "scores": scores},
-                rev="r1", items=3)
+    scores = {
+        "thaicli": Score("thaicli", (factoid + instruction) / 2, 3).to_dict(),
+        "factoid": Score("factoid", factoid, 2).to_dict(),
+        "instruction": Score("instruction", instruction, 1).to_dict(),
+    }
+    return _run(
+        out, model, "thaicli/judge", {"judge": {"model": judge}}, {"n_unjudged": 0, "scores": scores}, rev="r1", items=3
+    )
 
 
 def add_mixed_runs(out: Path, monkeypatch: Any) -> dict[str, str]:

@@ -38,15 +38,30 @@ def score_b(context: str, continuation: str) -> tuple[float, bool]:
 def make_store(out: Path, *, limit: int = 5) -> Path:
     """Write runs of ``model-a`` and ``model-b`` under ``out/runs``; returns ``out``."""
     for name, score, gen in (("model-a", score_a, "คำตอบคือ 42"), ("model-b", score_b, "ไม่ทราบ")):
-        h6.evaluate_tasks(FakeModel(name, score=score, complete=lambda p, g=gen: g), str(H6_DATA), H6_TASKS,
-                          limit=limit, outputs=out, progress=False)
-    items = D.select_items(load_dialect(REPO / "data" / "dialect", dialects=["center", "east"]),
-                           tasks=["qa", "translation_en_to_dialect"], limit=3)
-    D.run_generation(FakeModel("model-a", reply=lambda m: m[0]["content"][-30:]), items, outputs=out, greedy=True, progress=False)
-    D.run_generation(FakeModel("model-b", reply=lambda m: m[0]["content"][:30]), items, outputs=out, greedy=True, progress=False)
+        h6.evaluate_tasks(
+            FakeModel(name, score=score, complete=lambda p, g=gen: g),
+            str(H6_DATA),
+            H6_TASKS,
+            limit=limit,
+            outputs=out,
+            progress=False,
+        )
+    items = D.select_items(
+        load_dialect(REPO / "data" / "dialect", dialects=["center", "east"]),
+        tasks=["qa", "translation_en_to_dialect"],
+        limit=3,
+    )
+    D.run_generation(
+        FakeModel("model-a", reply=lambda m: m[0]["content"][-30:]), items, outputs=out, greedy=True, progress=False
+    )
+    D.run_generation(
+        FakeModel("model-b", reply=lambda m: m[0]["content"][:30]), items, outputs=out, greedy=True, progress=False
+    )
     cli = load_thaicli(REPO / "data" / "thaicli").groupby("format").head(3).reset_index(drop=True)
-    script = PerAnswerScript({"ข้าวเหนียว": [Reply("<score>5</score><explanation>พอใช้</explanation>")] * 6},
-                             default=Reply("<score>7</score><explanation>ตอบดีมาก</explanation>"))
+    script = PerAnswerScript(
+        {"ข้าวเหนียว": [Reply("<score>5</score><explanation>พอใช้</explanation>")] * 6},
+        default=Reply("<score>7</score><explanation>ตอบดีมาก</explanation>"),
+    )
     with FakeOpenAIServer(script) as srv:
         judge = ApiModel("fake-judge", base_url=srv.base_url, api_key=JUDGE_KEY, concurrency=2)
         for name, answer in (("model-a", "กรุงเทพมหานคร"), ("model-b", "ข้าวเหนียว")):
@@ -67,10 +82,12 @@ def shared_store(tmp_path_factory) -> Path:
 
 #: Hostile text: markup, a script, an inline handler, an entity and GSM8K's calculator annotation.
 #: A report that parsed it as HTML would set ``window.__pwned`` or the page title, or make a bold or image element.
-PAYLOAD = ("<img src=x onerror=\"window.__pwned=1;document.title='PWNED'\"> <script>window.__pwned=2</script> "
-           "<b>หนา</b> &amp; <<3*4=12>> 3 > 2")
+PAYLOAD = (
+    "<img src=x onerror=\"window.__pwned=1;document.title='PWNED'\"> <script>window.__pwned=2</script> "
+    "<b>หนา</b> &amp; <<3*4=12>> 3 > 2"
+)
 #: A model name carrying markup and a handler.
-HOSTILE_MODEL = "<b>evil</b><img src=x onerror=\"window.__pwned=3\">"
+HOSTILE_MODEL = '<b>evil</b><img src=x onerror="window.__pwned=3">'
 
 
 def _hostile_arc(data: Path) -> Path:
@@ -88,8 +105,14 @@ def make_hostile_store(out: Path) -> Path:
     Thai-H6 ARC and GSM8K and ThaiCLI runs of :data:`HOSTILE_MODEL` and ``model-b``; returns ``out``."""
     data = _hostile_arc(out / "data_thai_h6")
     for name, output in ((HOSTILE_MODEL, PAYLOAD), ("model-b", "ไม่ทราบ")):
-        h6.evaluate_tasks(FakeModel(name, score=score_a, complete=lambda p, o=output: o), str(data),
-                          ["th_arc", "th_gsm8k"], limit=2, outputs=out, progress=False)
+        h6.evaluate_tasks(
+            FakeModel(name, score=score_a, complete=lambda p, o=output: o),
+            str(data),
+            ["th_arc", "th_gsm8k"],
+            limit=2,
+            outputs=out,
+            progress=False,
+        )
     cli = load_thaicli(REPO / "data" / "thaicli").groupby("format").head(1).reset_index(drop=True)
     script = PerAnswerScript({}, default=Reply(f"<score>6</score><explanation>{PAYLOAD}</explanation>"))
     with FakeOpenAIServer(script) as srv:

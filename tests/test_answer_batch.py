@@ -75,14 +75,22 @@ def test_dialect_generation_in_batch_mode_equals_live(dialect_items, tmp_path):
         live = dialect_run(api_model(live_srv), dialect_items, tmp_path / "live")
     with FakeBatchServer(Echo()) as srv:
         model = api_model(srv)
-        res = run_answers(model, lambda m: dialect_run(m, dialect_items, tmp_path / "batch"), submit=True, wait_s=30,
-                          poll_s=0.01, progress=False)  # fmt: skip
+        res = run_answers(
+            model,
+            lambda m: dialect_run(m, dialect_items, tmp_path / "batch"),
+            submit=True,
+            wait_s=30,
+            poll_s=0.01,
+            progress=False,
+        )
         assert len(srv.batches) == 1 and sum(srv.answered.values()) == len(dialect_items) == 8
         assert max(srv.answered.values()) == 1
         assert srv.auth_headers == {f"Bearer {FAKE_KEY}"}
     assert live_srv.n_chat_calls == 8
     assert list(res["output"]) == list(live["output"]) and res["output"].notna().all()
-    assert res.attrs["run_dir"].replace(str(tmp_path / "batch"), "") == live.attrs["run_dir"].replace(str(tmp_path / "live"), "")
+    assert res.attrs["run_dir"].replace(str(tmp_path / "batch"), "") == live.attrs["run_dir"].replace(
+        str(tmp_path / "live"), ""
+    )
     assert stored(res.attrs["run_dir"]) == stored(live.attrs["run_dir"])
     summary = json.loads((Path(res.attrs["run_dir"]) / "summary.json").read_text(encoding="utf-8"))
     live_summary = json.loads((Path(live.attrs["run_dir"]) / "summary.json").read_text(encoding="utf-8"))
@@ -92,15 +100,22 @@ def test_dialect_generation_in_batch_mode_equals_live(dialect_items, tmp_path):
     run_dir = Path(res.attrs["run_dir"])
     first = json.loads((run_dir / "batch_input.jsonl").read_text(encoding="utf-8").splitlines()[0])
     assert first["custom_id"] == f"{run_dir.name}/center/qa/0#a1t0"
-    assert first["body"] == {**{k: v for k, v in live_srv.bodies[0].items() if k in first["body"]},
-                             "messages": first["body"]["messages"]}  # fmt: skip
+    assert first["body"] == {
+        **{k: v for k, v in live_srv.bodies[0].items() if k in first["body"]},
+        "messages": first["body"]["messages"],
+    }
     assert set(first["body"]) == {"model", "messages", "max_tokens", "temperature", "top_p", "seed"}
     assert (first["body"]["temperature"], first["body"]["seed"], first["body"]["max_tokens"]) == (0.0, 42, 3000)
     no_key_anywhere(tmp_path)
     # a rerun asks nothing: every item is stored
     with FakeBatchServer(Echo()) as srv2:
-        again = run_answers(api_model(srv2), lambda m: dialect_run(m, dialect_items, tmp_path / "batch"), submit=True,
-                            wait_s=0, progress=False)  # fmt: skip
+        again = run_answers(
+            api_model(srv2),
+            lambda m: dialect_run(m, dialect_items, tmp_path / "batch"),
+            submit=True,
+            wait_s=0,
+            progress=False,
+        )
         assert not srv2.batches and srv2.n_chat_calls == 0
     assert list(again["output"]) == list(res["output"])
 
@@ -113,8 +128,14 @@ def test_thaicli_answers_in_batch_mode_equal_live(thaicli_items, tmp_path):
     with FakeOpenAIServer(Echo()) as live_srv:
         live = thaicli_run(api_model(live_srv), thaicli_items, tmp_path / "live")
     with FakeBatchServer(Echo()) as srv:
-        res = run_answers(api_model(srv), lambda m: thaicli_run(m, thaicli_items, tmp_path / "batch"), submit=True,
-                          wait_s=30, poll_s=0.01, progress=False)  # fmt: skip
+        res = run_answers(
+            api_model(srv),
+            lambda m: thaicli_run(m, thaicli_items, tmp_path / "batch"),
+            submit=True,
+            wait_s=30,
+            poll_s=0.01,
+            progress=False,
+        )
         assert len(srv.batches) == 1 and max(srv.answered.values()) == 1 and sum(srv.answered.values()) == 4
     assert list(res["answer"]) == list(live["answer"]) == [Echo.text(q) for q in thaicli_items["question"]]
     assert stored(res.attrs["run_dir"]) == stored(live.attrs["run_dir"])
@@ -127,8 +148,14 @@ def test_not_waiting_says_so_and_a_later_run_collects(thaicli_items, tmp_path, c
         model = api_model(srv)
 
         def again():
-            return run_answers(model, lambda m: thaicli_run(m, thaicli_items, tmp_path), submit=True, wait_s=0,
-                               poll_s=0.01, progress=False)  # fmt: skip
+            return run_answers(
+                model,
+                lambda m: thaicli_run(m, thaicli_items, tmp_path),
+                submit=True,
+                wait_s=0,
+                poll_s=0.01,
+                progress=False,
+            )
 
         with pytest.warns(UserWarning, match="4 of 4 answers not generated"):
             first = again()
@@ -165,16 +192,36 @@ KILLER = textwrap.dedent("""
 
 def killed(srv: FakeBatchServer, tmp_path: Path, questions: list[str], point: str, max_requests: int = 50_000) -> None:
     """Run the small generation run (``answer_run.py``) in batch mode in a subprocess, SIGKILLed at ``point``."""
-    code = KILLER.format(tests=str(REPO / "tests"), url=srv.base_url, key=FAKE_KEY, point=point, out=str(tmp_path),
-                         questions=json.dumps(questions, ensure_ascii=False), max_requests=max_requests)  # fmt: skip
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
+    code = KILLER.format(
+        tests=str(REPO / "tests"),
+        url=srv.base_url,
+        key=FAKE_KEY,
+        point=point,
+        out=str(tmp_path),
+        questions=json.dumps(questions, ensure_ascii=False),
+        max_requests=max_requests,
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
 
 
 def resumed(srv: FakeBatchServer, tmp_path: Path, questions: list[str], **kw: Any) -> list[str | None]:
-    return run_answers(api_model(srv), lambda m: answer_run(m, questions, tmp_path), submit=True, wait_s=30,
-                       poll_s=0.01, progress=False, **kw)  # fmt: skip
+    return run_answers(
+        api_model(srv),
+        lambda m: answer_run(m, questions, tmp_path),
+        submit=True,
+        wait_s=30,
+        poll_s=0.01,
+        progress=False,
+        **kw,
+    )
 
 
 @pytest.mark.parametrize("point", ["after_upload", "created", "after_create", "poll"])
@@ -201,14 +248,24 @@ def test_errors_malformed_and_expiry_are_retried_or_left_unanswered(dialect_item
     marks = prompts
     assert len(set(marks)) == 8
     err = Fail(500, message="boom {authorization}")
-    script = Echo({marks[0]: [err],                                   # retried in the follow-up batch, then answered
-                   marks[1]: [err, err, err],                         # 3 failed tries: ungenerated
-                   marks[2]: [MALFORMED_REPLIES["content_null"]] * 3})  # malformed bodies: ungenerated
+    script = Echo(
+        {
+            marks[0]: [err],  # retried in the follow-up batch, then answered
+            marks[1]: [err, err, err],  # 3 failed tries: ungenerated
+            marks[2]: [MALFORMED_REPLIES["content_null"]] * 3,
+        }
+    )  # malformed bodies: ungenerated
     with FakeBatchServer(script) as srv:
         srv.expire_next = 6  # the first batch answers its first 6 lines, then expires: the last 2 are sent once more
         with pytest.warns(UserWarning, match="2 of 8 dialect items not generated"):
-            res = run_answers(api_model(srv), lambda m: dialect_run(m, dialect_items, tmp_path), submit=True,
-                              wait_s=30, poll_s=0.01, progress=False)  # fmt: skip
+            res = run_answers(
+                api_model(srv),
+                lambda m: dialect_run(m, dialect_items, tmp_path),
+                submit=True,
+                wait_s=30,
+                poll_s=0.01,
+                progress=False,
+            )
         assert max(srv.answered.values()) == 1 and len(srv.batches) == 3
     out = list(res["output"])
     assert out[0] == Echo.text(prompts[0]) and pd.isna(out[1]) and pd.isna(out[2])
@@ -243,15 +300,23 @@ def test_a_request_expired_every_time_is_sent_twice_then_ungenerated(thaicli_ite
             srv.expire_next = 0
 
         with pytest.warns(UserWarning, match="4 of 4 answers not generated"):
-            res = run_answers(api_model(srv), lambda m: thaicli_run(m, thaicli_items, tmp_path), submit=True,
-                              wait_s=30, poll_s=0.01, progress=False, hooks={"after_create": expire})  # fmt: skip
+            res = run_answers(
+                api_model(srv),
+                lambda m: thaicli_run(m, thaicli_items, tmp_path),
+                submit=True,
+                wait_s=30,
+                poll_s=0.01,
+                progress=False,
+                hooks={"after_create": expire},
+            )
         assert len(srv.batches) == MAX_EXPIRED == 2 and srv.n_chat_calls == 0
         assert sorted(srv.sent().values()) == [2, 2, 2, 2]
     assert res["answer"].isna().all()
     summary = json.loads((Path(res.attrs["run_dir"]) / "summary.json").read_text(encoding="utf-8"))
     assert summary["n_ungenerated"] == 4 and summary["n_generated_this_run"] == 0
-    assert set(summary["ungenerated"].values()) == {"batch request not answered twice: not answered: batch batch_2 "
-                                                    "expired"}  # fmt: skip
+    assert set(summary["ungenerated"].values()) == {
+        "batch request not answered twice: not answered: batch batch_2 expired"
+    }
     printed = capsys.readouterr().out
     for bid in ("batch_1", "batch_2"):
         assert f"batch {bid} expired: 0 of 4 requests came back; the other 4 are sent once more" in printed
@@ -283,8 +348,9 @@ def test_cancel_keeps_what_came_back_and_status_lists_it(thaicli_items, tmp_path
 
     with FakeBatchServer(Echo(), polls_to_finish=1000) as srv:
         with pytest.warns(UserWarning):
-            run_answers(api_model(srv), lambda m: thaicli_run(m, thaicli_items, tmp_path), submit=True, wait_s=0,
-                        progress=False)  # fmt: skip
+            run_answers(
+                api_model(srv), lambda m: thaicli_run(m, thaicli_items, tmp_path), submit=True, wait_s=0, progress=False
+            )
         capsys.readouterr()
         assert main(["batch", "status", "--outputs", str(tmp_path)]) == 0
         listing = capsys.readouterr().out
@@ -296,8 +362,14 @@ def test_cancel_keeps_what_came_back_and_status_lists_it(thaicli_items, tmp_path
         assert "batch batch_1: cancel requested" in printed
         assert "batch batch_1 cancelled: 0 of 4 requests came back; the other 4 are sent once more" in printed
         srv.polls_to_finish = 1
-        res = run_answers(api_model(srv), lambda m: thaicli_run(m, thaicli_items, tmp_path), submit=True, wait_s=30,
-                          poll_s=0.01, progress=False)  # fmt: skip
+        res = run_answers(
+            api_model(srv),
+            lambda m: thaicli_run(m, thaicli_items, tmp_path),
+            submit=True,
+            wait_s=30,
+            poll_s=0.01,
+            progress=False,
+        )
         assert len(srv.batches) == 2 and max(srv.answered.values()) == 1
     assert res["answer"].notna().all()
     no_key_anywhere(tmp_path)
@@ -338,8 +410,13 @@ def test_offline_files_store_what_live_calls_store(dialect_items, thaicli_items,
     lines = [json.loads(x) for x in requests.read_text(encoding="utf-8").splitlines()]
     assert len(lines) == 12  # both runs' requests in the one file (the second run kept the first's lines)
     assert {ln["body"]["model"] for ln in lines} == {"fake-model"} and FAKE_KEY not in requests.read_text()
-    subprocess.run([sys.executable, str(stand_in), str(requests), str(replies)], check=True, cwd=REPO, timeout=60,
-                   env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
+    subprocess.run(
+        [sys.executable, str(stand_in), str(requests), str(replies)],
+        check=True,
+        cwd=REPO,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     requests.unlink()
     d, t = both(replies)
     assert not requests.exists()  # nothing left to ask
@@ -362,15 +439,18 @@ def test_cli_flags_become_answer_parameters(tmp_path):
     from thai_eval_utils.cli.commands import _batch_parameters
     from thai_eval_utils.notebook_exec import notebook_parameters
 
-    args = build_parser().parse_args(["run", "--model", "openai:x", "--batch", "--batch-wait", "60",
-                                      "--batch-file-out", str(tmp_path / "req.jsonl")])  # fmt: skip
+    args = build_parser().parse_args(
+        ["run", "--model", "openai:x", "--batch", "--batch-wait", "60", "--batch-file-out", str(tmp_path / "req.jsonl")]
+    )
     params = _batch_parameters(args)
     assert params["answers_batch"] is True and params["answers_batch_wait_s"] == 60.0
     assert params["answers_batch_file_out"] == str(tmp_path / "req.answers.jsonl")
     assert params["judge_batch_file_out"] == str(tmp_path / "req.jsonl")
     for nb in ("thaicli.ipynb", "dialect_benchmark.ipynb", "task.ipynb"):
         declared = notebook_parameters(REPO / "notebooks" / nb)
-        assert {"answers_batch", "answers_batch_wait_s", "answers_batch_file_out", "answers_batch_file_in"} <= set(declared), nb
+        assert {"answers_batch", "answers_batch_wait_s", "answers_batch_file_out", "answers_batch_file_in"} <= set(
+            declared
+        ), nb
 
 
 def test_a_declared_generation_task_in_batch_mode_equals_live(tmp_path, monkeypatch):
@@ -390,8 +470,14 @@ def test_a_declared_generation_task_in_batch_mode_equals_live(tmp_path, monkeypa
     with FakeOpenAIServer(respond) as live_srv:
         live = run_task(api_model(live_srv), task, outputs=tmp_path / "live", progress=False)
     with FakeBatchServer(respond) as srv:
-        res = run_answers(api_model(srv), lambda m: run_task(m, task, outputs=tmp_path / "batch", progress=False),
-                          submit=True, wait_s=30, poll_s=0.01, progress=False)  # fmt: skip
+        res = run_answers(
+            api_model(srv),
+            lambda m: run_task(m, task, outputs=tmp_path / "batch", progress=False),
+            submit=True,
+            wait_s=30,
+            poll_s=0.01,
+            progress=False,
+        )
         assert len(srv.batches) == 1 and max(srv.answered.values()) == 1
         first = json.loads(srv.files[srv.batches["batch_1"]["input_file_id"]].decode().splitlines()[0])
         assert first["body"]["stop"] == ["\n"] and first["body"]["max_tokens"] == 16
@@ -429,9 +515,13 @@ def test_an_offline_file_answered_by_the_embedded_model_stores_its_live_answers(
     requests, replies = tmp_path / "requests.jsonl", tmp_path / "replies.jsonl"
 
     def offline(file_in):
-        return run_answers(model, lambda m: generate_answers(m, items, outputs=tmp_path / "offline",
-                                                             max_new_tokens=16, progress=False),
-                           file_out=requests, file_in=file_in, progress=False)  # fmt: skip
+        return run_answers(
+            model,
+            lambda m: generate_answers(m, items, outputs=tmp_path / "offline", max_new_tokens=16, progress=False),
+            file_out=requests,
+            file_in=file_in,
+            progress=False,
+        )
 
     with pytest.warns(UserWarning):
         offline(None)
@@ -446,8 +536,15 @@ def test_an_offline_file_answered_by_the_embedded_model_stores_its_live_answers(
 def test_polling_split_batches_shows_one_progress_bar(thaicli_items, tmp_path, capsys):
     questions = list(thaicli_items["question"])
     with FakeBatchServer(Echo(), polls_to_finish=2) as srv:
-        answers = run_answers(api_model(srv), lambda m: answer_run(m, questions, tmp_path), submit=True, wait_s=30,
-                              poll_s=0.01, progress=True, max_requests=2)  # fmt: skip
+        answers = run_answers(
+            api_model(srv),
+            lambda m: answer_run(m, questions, tmp_path),
+            submit=True,
+            wait_s=30,
+            poll_s=0.01,
+            progress=True,
+            max_requests=2,
+        )
         assert len(srv.batches) == 2 and srv.polls["batch_1"] == srv.polls["batch_2"] == 2
     assert answers == [Echo.text(q) for q in questions]
     captured = capsys.readouterr()
@@ -469,8 +566,9 @@ def test_a_thai_llm_leaderboard_generation_task_in_batch_mode_equals_live(tmp_pa
     with FakeOpenAIServer(Echo()) as live_srv:
         live = run(api_model(live_srv), tmp_path / "live")
     with FakeBatchServer(Echo()) as srv:
-        res = run_answers(api_model(srv), lambda m: run(m, tmp_path / "batch"), submit=True, wait_s=30, poll_s=0.01,
-                          progress=False)  # fmt: skip
+        res = run_answers(
+            api_model(srv), lambda m: run(m, tmp_path / "batch"), submit=True, wait_s=30, poll_s=0.01, progress=False
+        )
         assert len(srv.batches) == 1 and sum(srv.answered.values()) == 3 and max(srv.answered.values()) == 1
     assert [r["output"] for r in res.records] == [r["output"] for r in live.records]
     assert stored(res.run_dir) == stored(live.run_dir)

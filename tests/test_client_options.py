@@ -19,8 +19,9 @@ PASSWORD = "pw-" + "c0ffee-4242-beef"
 
 def _shows(options: ClientOptions) -> str:
     """Every way the options may be printed or stored, joined."""
-    return " ".join([repr(options), str(options), f"{options}", repr(dataclasses.asdict(options)),
-                     str(options.public_urls)])
+    return " ".join(
+        [repr(options), str(options), f"{options}", repr(dataclasses.asdict(options)), str(options.public_urls)]
+    )
 
 
 def test_the_key_comes_from_the_argument_then_the_url_then_the_environment(monkeypatch):
@@ -46,20 +47,30 @@ def test_the_key_never_shows_in_a_repr_asdict_json_or_the_urls(monkeypatch):
         json.dumps(dataclasses.asdict(options))  # refused, never written
     assert repr(Secret(KEY)) == str(Secret(KEY)) == "<redacted>" and Secret(KEY) == Secret(KEY) != Secret("other")
     kwargs = options.client_kwargs()  # the one place the key is handed out: to the openai client
-    assert kwargs == {"base_url": "https://example.org/openai/v1", "api_key": PASSWORD, "timeout": 5.0,
-                      "max_retries": 1, "default_query": {"api-version": "2024-06"},
-                      "default_headers": {"api-key": PASSWORD}}
+    assert kwargs == {
+        "base_url": "https://example.org/openai/v1",
+        "api_key": PASSWORD,
+        "timeout": 5.0,
+        "max_retries": 1,
+        "default_query": {"api-version": "2024-06"},
+        "default_headers": {"api-key": PASSWORD},
+    }
 
 
 def test_bad_values_are_refused():
     with pytest.raises(ModelLoadError, match="2 different credentials"):
         ClientOptions.resolve(["http://u:one-secret@h/v1?api-key=another-secret"], timeout=5, max_retries=1)
-    for bad in ({"timeout": 0, "max_retries": 1}, {"timeout": 5, "max_retries": -1},
-                {"timeout": 5, "max_retries": 1, "concurrency": 0}):
+    for bad in (
+        {"timeout": 0, "max_retries": 1},
+        {"timeout": 5, "max_retries": -1},
+        {"timeout": 5, "max_retries": 1, "concurrency": 0},
+    ):
         with pytest.raises(ValueError):
             ClientOptions.resolve(["http://127.0.0.1:9/v1"], **bad)
     check_local_only_options("ServedModel", "m", {"dtype": None, "batch_size": 8})  # unset and ignored ones pass
-    with pytest.raises(ModelLoadError, match="trust_remote_code=True applies to local weights only, not to the ServedModel"):
+    with pytest.raises(
+        ModelLoadError, match="trust_remote_code=True applies to local weights only, not to the ServedModel"
+    ):
         check_local_only_options("ServedModel", "m", {"trust_remote_code": True})
     with pytest.raises(TypeError, match="ApiModel got an unknown option 'colour'"):
         check_local_only_options("ApiModel", "m", {"colour": "red"})

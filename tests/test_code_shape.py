@@ -25,17 +25,21 @@ FILES = {
     "core/__init__.py": "",
     "core/models.py": "from thai_eval_utils.core.served import Served\n",
     "core/served/__init__.py": "from thai_eval_utils.core.served.model import Served\n",
-    "core/served/model.py": ("from thai_eval_utils.core import served\n\nclass Served:\n    def load(self):\n"
-                             "        from ..models import x\n        return x\n"),
+    "core/served/model.py": (
+        "from thai_eval_utils.core import served\n\nclass Served:\n    def load(self):\n"
+        "        from ..models import x\n        return x\n"
+    ),
     "compare/__init__.py": "",
     "compare/differ.py": "from ..thaicli import judge\n",
     "thaicli/__init__.py": "",
     "thaicli/judge.py": "from thai_eval_utils.compare import differ\n\n\ndef judge_answers():\n" + LONG_BODY,
     "dialect/__init__.py": "",
-    "dialect/human_eval.py": ("import numpy as np\nfrom scipy import stats\n\n\ndef spearman(x, n_boot=10, ci=0.9):\n"
-                              "    rng = np.random.default_rng(0)\n    for _ in range(n_boot):\n"
-                              "        idx = rng.integers(0, 3, 3)\n    return stats.bootstrap((x,), len)\n\n\n"
-                              "def round_half_up(v):\n    return v\n"),
+    "dialect/human_eval.py": (
+        "import numpy as np\nfrom scipy import stats\n\n\ndef spearman(x, n_boot=10, ci=0.9):\n"
+        "    rng = np.random.default_rng(0)\n    for _ in range(n_boot):\n"
+        "        idx = rng.integers(0, 3, 3)\n    return stats.bootstrap((x,), len)\n\n\n"
+        "def round_half_up(v):\n    return v\n"
+    ),
     "stats/__init__.py": "from thai_eval_utils.stats.bootstrap import draws\n",
     "stats/bootstrap.py": "from thai_eval_utils import stats\n\n\ndef draws(rng, n_resamples):\n    return [rng.integers(0, 2, 2) for _ in range(n_resamples)]\n",
     "core/tables.py": "def round_half_up(v, d):\n    return v\n" + "\n" * 400,
@@ -81,8 +85,13 @@ def test_sizes_and_duplicated_statistics_helpers_are_listed(shape):
 
 
 def test_the_script_reads_a_git_revision(tmp_path):
-    out = subprocess.run([sys.executable, str(SCRIPT), "--rev", "HEAD", "--no-details"], check=True,
-                         capture_output=True, text=True).stdout
-    head = subprocess.run(["git", "-C", str(SCRIPT.parents[1]), "rev-parse", "--short", "HEAD"], check=True,
-                          capture_output=True, text=True).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), "--rev", "HEAD", "--no-details"], check=True, capture_output=True, text=True
+    ).stdout
+    head = subprocess.run(
+        ["git", "-C", str(SCRIPT.parents[1]), "rev-parse", "--short", "HEAD"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     assert out.splitlines()[0] == f"| measure | HEAD ({head}) |" and len(out.splitlines()) == 2 + len(C.ROWS)

@@ -63,7 +63,11 @@ def test_kappa_intervals_on_example_file(gf):
     assert table["estimate"].tolist() == pytest.approx(ref["kappa"].tolist(), nan_ok=True)
     centre = table[(table["dialect"] == "center") & (table["aspect"] == "generation")].iloc[0]["interval"]
     # in the example, both Central annotators rate Generation 1 everywhere: undefined, no interval, said so
-    assert np.isnan(centre.estimate) and centre.n_undefined == 100 and "undefined on the full data" in centre.undefined_reason
+    assert (
+        np.isnan(centre.estimate)
+        and centre.n_undefined == 100
+        and "undefined on the full data" in centre.undefined_reason
+    )
     east = table[(table["dialect"] == "east") & (table["aspect"] == "generation")].iloc[0]
     assert east["ci_low"] <= 0.875 <= east["ci_high"]
 
@@ -80,7 +84,11 @@ def test_spearman_interval_parity_and_undefined():
         else:
             boot.append(stats.spearmanr(x[idx], y[idx]).statistic)
     assert iv.estimate == pytest.approx(stats.spearmanr(judge, human).statistic)
-    assert (iv.low, iv.high, iv.n_undefined) == (pytest.approx(np.percentile(boot, 2.5)), pytest.approx(np.percentile(boot, 97.5)), undefined)
+    assert (iv.low, iv.high, iv.n_undefined) == (
+        pytest.approx(np.percentile(boot, 2.5)),
+        pytest.approx(np.percentile(boot, 97.5)),
+        undefined,
+    )
     few = spearman_interval([1, 2, 3], [3, 1, 2], n_resamples=R)
     assert few.n_undefined > 0 and "constant scores on one side" in few.undefined_reason  # P(3 distinct) = 6/27
 
@@ -102,13 +110,29 @@ def test_delta_diff_paired_vs_independent_is_stated():
     c, d = list(central.values()), list(dialect.values())
     stat = lambda x, y, axis: x.mean(axis) - y.mean(axis)
     direct = stats.bootstrap((c, d), stat, paired=True, vectorized=True, n_resamples=R, rng=np.random.default_rng(1))
-    assert (paired.low, paired.high) == (pytest.approx(direct.confidence_interval.low), pytest.approx(direct.confidence_interval.high))
+    assert (paired.low, paired.high) == (
+        pytest.approx(direct.confidence_interval.low),
+        pytest.approx(direct.confidence_interval.high),
+    )
     dialect_other = {0: 31.0, 1: 50.0, 2: 22.0, 7: 49.0}
     ind = delta_diff_interval(central, dialect_other, n_resamples=R, seed=1, method="percentile")
-    assert ind.design.startswith("independent resampling of Central (5) and dialect (4) items") and "3 shared" in ind.design
-    direct = stats.bootstrap((c, [31.0, 50.0, 22.0, 49.0]), stat, paired=False, vectorized=True, n_resamples=R,
-                             method="percentile", rng=np.random.default_rng(1))
-    assert (ind.low, ind.high) == (pytest.approx(direct.confidence_interval.low), pytest.approx(direct.confidence_interval.high))
+    assert (
+        ind.design.startswith("independent resampling of Central (5) and dialect (4) items")
+        and "3 shared" in ind.design
+    )
+    direct = stats.bootstrap(
+        (c, [31.0, 50.0, 22.0, 49.0]),
+        stat,
+        paired=False,
+        vectorized=True,
+        n_resamples=R,
+        method="percentile",
+        rng=np.random.default_rng(1),
+    )
+    assert (ind.low, ind.high) == (
+        pytest.approx(direct.confidence_interval.low),
+        pytest.approx(direct.confidence_interval.high),
+    )
     assert ind.estimate == pytest.approx(46.8 - 38.0)
     # the independent interval ignores the item pairing, so it is wider here
     assert ind.high - ind.low > paired.high - paired.low

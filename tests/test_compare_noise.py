@@ -17,7 +17,9 @@ def test_noise_floor_hand_computed():
     df = pd.DataFrame({"key": ["a", "a", "b", "b"], "repeat": [0, 1, 0, 1], "score": [7, 9, 5, 5]})
     nf = noise_floor(df)
     assert nf.repeat_means == (6.0, 7.0)
-    assert nf.sd_of_mean_repeats == pytest.approx(math.sqrt(0.5)) and nf.sd_of_mean_pooled == pytest.approx(math.sqrt(0.5))
+    assert nf.sd_of_mean_repeats == pytest.approx(math.sqrt(0.5)) and nf.sd_of_mean_pooled == pytest.approx(
+        math.sqrt(0.5)
+    )
     assert nf.min_detectable_diff == pytest.approx(1.959964 * math.sqrt(2) * math.sqrt(0.5), rel=1e-6)
     assert (nf.mean_item_range, nf.max_item_range) == (1.0, 2.0)
     assert nf.exceeds(2.0) and not nf.exceeds(-1.9)

@@ -25,7 +25,17 @@ def test_parameters_cell():
     for line in code[0].source.splitlines():
         assert " = " in line and "  # " in line and line.count("=") == 1
     declared = notebook_parameters(NOTEBOOK)
-    assert {"model_a", "model_b", "runs_a", "runs_b", "benchmarks", "outputs_dir", "n_resamples", "seed", "level"} <= set(declared)
+    assert {
+        "model_a",
+        "model_b",
+        "runs_a",
+        "runs_b",
+        "benchmarks",
+        "outputs_dir",
+        "n_resamples",
+        "seed",
+        "level",
+    } <= set(declared)
     assert declared["n_resamples"]["default"] == "10000"
 
 
@@ -34,12 +44,32 @@ def test_notebook_runs_on_two_few_shot_seeds(tmp_path):
 
     out = tmp_path / "outputs"
     for seed in (42, 7):
-        h6.evaluate_tasks(FakeModel("fake", score=_score), str(REPO / "data" / "thai_h6"), ["th_arc", "th_winogrande"],
-                          h6.LEADERBOARD.replace(fewshot_seed=seed), limit=5, outputs=out, progress=False)
+        h6.evaluate_tasks(
+            FakeModel("fake", score=_score),
+            str(REPO / "data" / "thai_h6"),
+            ["th_arc", "th_winogrande"],
+            h6.LEADERBOARD.replace(fewshot_seed=seed),
+            limit=5,
+            outputs=out,
+            progress=False,
+        )
     executed = tmp_path / "compare_runs.ipynb"
-    papermill.execute_notebook(str(NOTEBOOK), str(executed), cwd=str(REPO / "notebooks"), progress_bar=False, parameters={
-        "model_a": "fake", "model_b": "fake", "where_a": {"fewshot_seed": 42}, "where_b": {"fewshot_seed": 7},
-        "benchmarks": ["thai_h6"], "outputs_dir": str(out), "n_resamples": 199, "name": "cmp"})
+    papermill.execute_notebook(
+        str(NOTEBOOK),
+        str(executed),
+        cwd=str(REPO / "notebooks"),
+        progress_bar=False,
+        parameters={
+            "model_a": "fake",
+            "model_b": "fake",
+            "where_a": {"fewshot_seed": 42},
+            "where_b": {"fewshot_seed": 7},
+            "benchmarks": ["thai_h6"],
+            "outputs_dir": str(out),
+            "n_resamples": 199,
+            "name": "cmp",
+        },
+    )
     table = read_table_csv(out / "tables" / "cmp.csv")
     assert table["score"].tolist() == ["thai_h6/th_arc/acc_norm", "thai_h6/th_winogrande/acc", "thai_h6/average"]
     assert table["n_paired"].tolist() == ["5", "5", "10"]
@@ -56,10 +86,21 @@ def test_demo_comparison_reruns_thai_h6_with_another_seed_and_compares(tmp_path,
     from thai_eval_utils.backend.models import load_model
 
     out = tmp_path / "outputs"
-    h6.evaluate_tasks(load_model(str(tiny_model_dir)), str(REPO / "data" / "thai_h6"), DEMO_COMPARE_TASKS, limit=1,
-                      outputs=out, progress=False)  # the demo's first Thai-H6 run (LB seed 42)
+    h6.evaluate_tasks(
+        load_model(str(tiny_model_dir)),
+        str(REPO / "data" / "thai_h6"),
+        DEMO_COMPARE_TASKS,
+        limit=1,
+        outputs=out,
+        progress=False,
+    )  # the demo's first Thai-H6 run (LB seed 42)
     runs = demo_comparison(str(tiny_model_dir), limit=1, outputs=out, notebooks_dir=REPO / "notebooks", verbose=False)
     assert [r.status for r in runs] == ["ok", "ok"], [r.error for r in runs]
     table = next((out / "tables").glob("compare_*_fewshot_seed42_vs_7.csv"))
     scores = read_table_csv(table)["score"].tolist()
-    assert scores == ["thai_h6/th_arc/acc_norm", "thai_h6/th_hellaswag/acc_norm", "thai_h6/th_winogrande/acc", "thai_h6/average"]
+    assert scores == [
+        "thai_h6/th_arc/acc_norm",
+        "thai_h6/th_hellaswag/acc_norm",
+        "thai_h6/th_winogrande/acc",
+        "thai_h6/average",
+    ]

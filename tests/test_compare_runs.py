@@ -47,14 +47,27 @@ def _score_b(context: str, continuation: str) -> tuple[float, bool]:
 def outputs(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("outputs")
     for name, score in (("model-a", _score_a), ("model-b", _score_b)):
-        h6.evaluate_tasks(FakeModel(name, score=score), str(H6_DATA), ["th_arc", "th_winogrande"], limit=6, outputs=out, progress=False)
+        h6.evaluate_tasks(
+            FakeModel(name, score=score),
+            str(H6_DATA),
+            ["th_arc", "th_winogrande"],
+            limit=6,
+            outputs=out,
+            progress=False,
+        )
     items = load_dialect(REPO / "data" / "dialect", dialects=["center"])
     items = D.select_items(items, tasks=["qa", "translation_en_to_dialect"], limit=4)
-    D.run_generation(FakeModel("model-a", reply=lambda m: m[0]["content"][-30:]), items, outputs=out, greedy=True, progress=False)
-    D.run_generation(FakeModel("model-b", reply=lambda m: m[0]["content"][:30]), items, outputs=out, greedy=True, progress=False)
+    D.run_generation(
+        FakeModel("model-a", reply=lambda m: m[0]["content"][-30:]), items, outputs=out, greedy=True, progress=False
+    )
+    D.run_generation(
+        FakeModel("model-b", reply=lambda m: m[0]["content"][:30]), items, outputs=out, greedy=True, progress=False
+    )
     cli = load_thaicli(REPO / "data" / "thaicli").groupby("format").head(3).reset_index(drop=True)
-    script = PerAnswerScript({"ข": [Reply("<score>5</score><explanation>พอใช้</explanation>")] * 6},
-                             default=Reply("<score>7</score><explanation>ดี</explanation>"))
+    script = PerAnswerScript(
+        {"ข": [Reply("<score>5</score><explanation>พอใช้</explanation>")] * 6},
+        default=Reply("<score>7</score><explanation>ดี</explanation>"),
+    )
     with FakeOpenAIServer(script) as srv:
         judge = ApiModel("fake-judge", base_url=srv.base_url, api_key="sk-" + "fake0123456789abcdef", concurrency=2)
         for name, answer in (("model-a", "ก"), ("model-b", "ข")):
@@ -76,9 +89,16 @@ def test_select_latest_runs_by_model_and_by_folder(outputs):
 def test_table_matches_the_runs_own_scores(outputs):
     cmp = compare_runs("model-a", "model-b", n_resamples=R, outputs=outputs)
     table = cmp.table().set_index("score")
-    assert list(table.index) == ["thai_h6/th_arc/acc_norm", "thai_h6/th_winogrande/acc", "thai_h6/average",
-                                 "thaicli/factoid", "thaicli/instruction", "thaicli/thaicli",
-                                 "dialect/center/qa/rougeL", "dialect/center/translation_eng_center/bleu"]
+    assert list(table.index) == [
+        "thai_h6/th_arc/acc_norm",
+        "thai_h6/th_winogrande/acc",
+        "thai_h6/average",
+        "thaicli/factoid",
+        "thaicli/instruction",
+        "thaicli/thaicli",
+        "dialect/center/qa/rougeL",
+        "dialect/center/translation_eng_center/bleu",
+    ]
     sel = {s: select_runs(s, outputs=outputs) for s in ("model-a", "model-b")}
     arc = {s: sel[s].runs["thai_h6/th_arc"].summary["scores"]["acc_norm"]["value"] for s in sel}
     assert table.loc["thai_h6/th_arc/acc_norm", "mean_a"] == pytest.approx(100 * arc["model-a"])
@@ -94,11 +114,14 @@ def test_table_matches_the_runs_own_scores(outputs):
     assert table.loc["thaicli/thaicli", "diff"] == 2.0 and table.loc["thaicli/thaicli", "n_paired"] == 6
     # dialect: the run summaries' ROUGE-L and paper BLEU are reproduced from the stored outputs
     dsum = {s: sel[s].runs["dialect/generation"].summary["scores"] for s in sel}
-    assert table.loc["dialect/center/qa/rougeL", "mean_a"] == pytest.approx(dsum["model-a"]["center/qa/rougeL"]["value"])
+    assert table.loc["dialect/center/qa/rougeL", "mean_a"] == pytest.approx(
+        dsum["model-a"]["center/qa/rougeL"]["value"]
+    )
     key = "center/translation_eng_center/bleu"
     assert table.loc["dialect/" + key, "mean_b"] == pytest.approx(dsum["model-b"][key]["value"])
     assert table.loc["thai_h6/average", "mean_a"] == pytest.approx(
-        50 * (arc["model-a"] + sel["model-a"].runs["thai_h6/th_winogrande"].summary["scores"]["acc"]["value"]))
+        50 * (arc["model-a"] + sel["model-a"].runs["thai_h6/th_winogrande"].summary["scores"]["acc"]["value"])
+    )
     # Holm across the 8 rows
     p = table["p_value"].to_numpy()
     order = np.argsort(p)
@@ -116,7 +139,11 @@ def test_the_bleu_rows_sufficient_statistics_by_hand():
     assert PAPER_BLEU.score(stats[1]) == pytest.approx(100 * math.exp(1 - 9 / 5))  # precisions 1, brevity penalty
     # c = 10, r = 12: BP = exp(1 - 12/10); precisions 8/10, 6/8, 4/6, 2/4
     both = 100 * math.exp(1 - 1.2) * (0.8 * 0.75 * (4 / 6) * 0.5) ** 0.25
-    assert PAPER_BLEU.score(stats.sum(axis=0)) == pytest.approx(both) == bleu(["แมว กิน ปลา"] * 2, ["แมว กิน", "แมว กิน ปลา ทุก วัน"])
+    assert (
+        PAPER_BLEU.score(stats.sum(axis=0))
+        == pytest.approx(both)
+        == bleu(["แมว กิน ปลา"] * 2, ["แมว กิน", "แมว กิน ปลา ทุก วัน"])
+    )
 
 
 def _shuffle_items(run_dir: Path, seed: int) -> None:

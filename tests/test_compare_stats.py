@@ -58,9 +58,19 @@ def test_compare_paired_binary_uses_mcnemar_and_scipy_bootstrap():
     assert r.p_value == pytest.approx(92 / 512)
     assert "b=7" in r.note and "c=2" in r.note
     keys = sorted(a)  # canonical order: keys are strings, sorted as text
-    direct = stats.bootstrap(([a[k] for k in keys], [b[k] for k in keys]), lambda x, y, axis: x.mean(axis) - y.mean(axis),
-                             paired=True, vectorized=True, n_resamples=R, method="BCa", rng=np.random.default_rng(3))
-    assert (r.ci_low, r.ci_high) == (pytest.approx(direct.confidence_interval.low), pytest.approx(direct.confidence_interval.high))
+    direct = stats.bootstrap(
+        ([a[k] for k in keys], [b[k] for k in keys]),
+        lambda x, y, axis: x.mean(axis) - y.mean(axis),
+        paired=True,
+        vectorized=True,
+        n_resamples=R,
+        method="BCa",
+        rng=np.random.default_rng(3),
+    )
+    assert (r.ci_low, r.ci_high) == (
+        pytest.approx(direct.confidence_interval.low),
+        pytest.approx(direct.confidence_interval.high),
+    )
     assert r.signature == "bootstrap:BCa|level:0.95|resamples:2000|seed:3|test:mcnemar-exact"
     assert r.to_dict()["signature"] == r.signature and r.to_dict()["only_in_a"] == []
 
@@ -81,8 +91,14 @@ def test_sign_flip_exact_hand_computed():
     assert sign_flip_test(a, b, n_resamples=R) == pytest.approx(2 / 16)
     r = compare_paired(dict(enumerate(a)), dict(enumerate(b)), metric="rougeL", n_resamples=R)
     assert (r.test, r.p_value, r.diff) == ("sign-flip-permutation", pytest.approx(0.125), pytest.approx(2.5))
-    direct = stats.permutation_test((a, b), lambda x, y, axis: x.mean(axis) - y.mean(axis), permutation_type="samples",
-                                    vectorized=True, n_resamples=R, rng=np.random.default_rng(0))
+    direct = stats.permutation_test(
+        (a, b),
+        lambda x, y, axis: x.mean(axis) - y.mean(axis),
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=R,
+        rng=np.random.default_rng(0),
+    )
     assert r.p_value == pytest.approx(direct.pvalue)
     assert sign_flip_test([1, 2], [1, 2]) == 1.0
 
@@ -92,10 +108,20 @@ def test_item_order_changes_nothing_and_dataframes_match_mappings():
     df_a = pd.DataFrame({"key": [f"th_{i}" for i in range(40)], "value": rng.normal(6, 2, 40)})
     df_b = df_a.assign(value=df_a["value"] - 0.4 + rng.normal(0, 1, 40))
     first = compare_paired(df_a, df_b, metric="thaicli", n_resamples=R, seed=11)
-    shuffled = compare_paired(df_a.sample(frac=1, random_state=1), df_b.sample(frac=1, random_state=2),
-                              metric="thaicli", n_resamples=R, seed=11)
-    as_maps = compare_paired(dict(zip(df_a["key"], df_a["value"])), dict(zip(df_b["key"][::-1], df_b["value"][::-1])),
-                             metric="thaicli", n_resamples=R, seed=11)
+    shuffled = compare_paired(
+        df_a.sample(frac=1, random_state=1),
+        df_b.sample(frac=1, random_state=2),
+        metric="thaicli",
+        n_resamples=R,
+        seed=11,
+    )
+    as_maps = compare_paired(
+        dict(zip(df_a["key"], df_a["value"])),
+        dict(zip(df_b["key"][::-1], df_b["value"][::-1])),
+        metric="thaicli",
+        n_resamples=R,
+        seed=11,
+    )
     assert first.to_dict() == shuffled.to_dict() == as_maps.to_dict()
 
 
@@ -118,9 +144,13 @@ def test_different_data_is_refused_unless_allowed():
     with pytest.raises(DataMismatchError, match="different data") as err:
         compare_paired(a, b, metric="acc", data_hash_a="aaaa", data_hash_b="bbbb")
     assert isinstance(err.value, ThaiEvalDataError)
-    r = compare_paired(a, b, metric="acc", data_hash_a="aaaa", data_hash_b="bbbb", allow_different_data=True, n_resamples=200)
+    r = compare_paired(
+        a, b, metric="acc", data_hash_a="aaaa", data_hash_b="bbbb", allow_different_data=True, n_resamples=200
+    )
     assert "different data hashes" in r.note
-    assert compare_paired(a, b, metric="acc", data_hash_a="h", data_hash_b="h", n_resamples=200).p_value == pytest.approx(92 / 512)
+    assert compare_paired(
+        a, b, metric="acc", data_hash_a="h", data_hash_b="h", n_resamples=200
+    ).p_value == pytest.approx(92 / 512)
 
 
 def test_holm_against_hand_computation():
@@ -135,8 +165,12 @@ def test_holm_against_hand_computation():
 
 def test_results_table_fills_holm_across_rows():
     a, b = _mcnemar_runs()
-    rows = [compare_paired(a, b, metric="acc", n_resamples=200),
-            compare_paired({1: 1.5, 2: 2.5, 3: 3.5, 4: 4.5}, {1: 0.5, 2: 0.5, 3: 0.5, 4: 0.5}, metric="rougeL", n_resamples=200)]
+    rows = [
+        compare_paired(a, b, metric="acc", n_resamples=200),
+        compare_paired(
+            {1: 1.5, 2: 2.5, 3: 3.5, 4: 4.5}, {1: 0.5, 2: 0.5, 3: 0.5, 4: 0.5}, metric="rougeL", n_resamples=200
+        ),
+    ]
     table = results_table(rows)
     assert list(table["metric"]) == ["acc", "rougeL"]
     # p = 0.1797, 0.125 -> Holm: 0.125 x 2 = 0.25, max(0.1797, 0.25) = 0.25
@@ -152,7 +186,9 @@ def test_stratified_average_hand_case_and_order():
     assert (r.mean_a, r.mean_b, r.diff, r.ci_low, r.ci_high) == (0.75, 0.25, 0.5, 0.5, 0.5)
     # sign flips: T = (task-1 mean of +-1) / 2 reaches 0.5 only with all 3 signs equal: p ~ 2/8
     assert r.p_value == pytest.approx(0.25, abs=0.03)
-    again = stratified_paired_bootstrap(a.iloc[::-1], b.sample(frac=1, random_state=0), name="h6_avg", n_resamples=R, seed=5)
+    again = stratified_paired_bootstrap(
+        a.iloc[::-1], b.sample(frac=1, random_state=0), name="h6_avg", n_resamples=R, seed=5
+    )
     assert again.to_dict() == r.to_dict()
     assert "2 tasks: arc, gsm8k" in r.note and r.n_paired == 5
 
@@ -165,9 +201,14 @@ def test_corpus_bleu_bootstrap_on_thai_dialect_sentences():
     isan = rows("data/dialect/east/translation_eng_east.jsonl")
     # system A repeats the Central reference (BLEU 100), system B answers in Isan
     r = corpus_paired_bootstrap(central, isan, central, PAPER_BLEU, name="bleu", n_resamples=60, seed=1)
-    assert (r.mean_a, r.mean_b) == (pytest.approx(100.0), pytest.approx(bleu([isan[k] for k in sorted(isan)], [central[k] for k in sorted(central)])))
+    assert (r.mean_a, r.mean_b) == (
+        pytest.approx(100.0),
+        pytest.approx(bleu([isan[k] for k in sorted(isan)], [central[k] for k in sorted(central)])),
+    )
     assert r.diff == pytest.approx(100.0 - r.mean_b) and 0 <= r.ci_low <= r.diff <= r.ci_high <= 100
-    reordered = corpus_paired_bootstrap(dict(reversed(central.items())), isan, central, PAPER_BLEU, name="bleu", n_resamples=60, seed=1)
+    reordered = corpus_paired_bootstrap(
+        dict(reversed(central.items())), isan, central, PAPER_BLEU, name="bleu", n_resamples=60, seed=1
+    )
     assert reordered.to_dict() == r.to_dict()
     iv = corpus_delta_diff_interval((central, central), (isan, central), PAPER_BLEU, n_resamples=30)
     assert iv.estimate == pytest.approx(r.diff) and iv.design.startswith("paired over 3")
@@ -189,8 +230,14 @@ class _MeanLength:
 
 def test_corpus_resampling_scores_each_system_once_and_sums_resampled_rows():
     metric = _MeanLength()  # A always beats B by exactly 1 per sentence
-    r = corpus_paired_bootstrap({i: "xx" * i + "x" for i in range(5)}, {i: "xx" * i for i in range(5)},
-                                {i: "" for i in range(5)}, metric, name="len", n_resamples=50)
+    r = corpus_paired_bootstrap(
+        {i: "xx" * i + "x" for i in range(5)},
+        {i: "xx" * i for i in range(5)},
+        {i: "" for i in range(5)},
+        metric,
+        name="len",
+        n_resamples=50,
+    )
     assert metric.calls == [5, 5]
     assert (r.diff, r.ci_low, r.ci_high) == (1.0, pytest.approx(1.0), pytest.approx(1.0))
     ind = corpus_delta_diff_interval(({1: "a", 2: "b"}, {1: "", 2: ""}), ({7: "a"}, {7: ""}), metric, n_resamples=20)
@@ -206,6 +253,7 @@ def test_bootstrap_indices_are_the_draws_of_one_call_per_resample():
 
 def _dialect_corpus() -> tuple[dict, dict, dict]:
     """Nine real sentences: Isan/Lanna/Southern translations (A) and half of each Central one (B) against Central."""
+
     def rows(path: str) -> dict[int, str]:
         return {d["id"]: d["text_2"] for d in map(json.loads, (REPO / path).read_text(encoding="utf-8").splitlines())}
 
@@ -231,8 +279,9 @@ def test_corpus_bleu_from_statistics_equals_rescoring_the_texts_to_the_last_digi
     assert (r.ci_low, r.ci_high) == percentile_ci(boot, 0.95) and r.ci_low < r.ci_high
     assert r.p_value == shifted_p(boot, r.diff)
     six = keys[:6]
-    iv = corpus_delta_diff_interval((a, refs), ({k: b[k] for k in six}, {k: refs[k] for k in six}), PAPER_BLEU,
-                                    n_resamples=100, seed=2)
+    iv = corpus_delta_diff_interval(
+        (a, refs), ({k: b[k] for k in six}, {k: refs[k] for k in six}), PAPER_BLEU, n_resamples=100, seed=2
+    )
     rng, boot = np.random.default_rng(2), np.empty(100)
     for i in range(100):
         i_c, i_d = rng.integers(0, 9, 9), rng.integers(0, 6, 6)

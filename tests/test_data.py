@@ -24,23 +24,51 @@ SARA_AM_DECOMPOSED = "\u0e4d\u0e32"
 # ------------------------------------------------------------------ tiny fakes of each task
 
 ARC = [
-    {"id": "a1", "question": "ข้อใดเป็นสัตว์", "choices": {"text": ["แมว", "หิน", "น้ำ", "ลม"], "label": ["A", "B", "C", "D"]}, "answerKey": "A"},
-    {"id": "a2", "question": "ข้อใดเป็นพืช", "choices": {"text": ["รถ", "ข้าว", "เหล็ก"], "label": ["1", "2", "3"]}, "answerKey": "2"},
+    {
+        "id": "a1",
+        "question": "ข้อใดเป็นสัตว์",
+        "choices": {"text": ["แมว", "หิน", "น้ำ", "ลม"], "label": ["A", "B", "C", "D"]},
+        "answerKey": "A",
+    },
+    {
+        "id": "a2",
+        "question": "ข้อใดเป็นพืช",
+        "choices": {"text": ["รถ", "ข้าว", "เหล็ก"], "label": ["1", "2", "3"]},
+        "answerKey": "2",
+    },
 ]
 HELLASWAG = [
-    {"ind": 1, "activity_label": "ทำอาหาร", "ctx_a": "เขาตั้งกระทะ", "ctx_b": "เขา", "ctx": "เขาตั้งกระทะ เขา",
-     "endings": ["ผัดผัก", "นอน", "ร้องเพลง", "วิ่ง"], "label": "0"},
+    {
+        "ind": 1,
+        "activity_label": "ทำอาหาร",
+        "ctx_a": "เขาตั้งกระทะ",
+        "ctx_b": "เขา",
+        "ctx": "เขาตั้งกระทะ เขา",
+        "endings": ["ผัดผัก", "นอน", "ร้องเพลง", "วิ่ง"],
+        "label": "0",
+    },
 ]
 MMLU = {  # subject -> (few-shot split, few-shot rows, test rows)
-    "zoology": ("validation", [{"question": "สัตว์ใดบินได้", "choices": ["นก", "ปลา", "หมู", "วัว"], "answer": 0}],
-                [{"question": "สัตว์ใดว่ายน้ำ", "choices": ["นก", "ปลา", "หมู", "วัว"], "answer": 1},
-                 {"question": "สัตว์ใดร้องเหมียว", "choices": ["นก", "ปลา", "แมว", "วัว"], "answer": 2}]),
-    "astronomy": ("train", [{"question": "ดาวใดใกล้โลกที่สุด", "choices": ["ดวงอาทิตย์", "ดาวอังคาร", "ดาวพุธ", "ดาวเสาร์"], "answer": 0}],
-                  [{"question": "โลกโคจรรอบอะไร", "choices": ["ดวงจันทร์", "ดาวอังคาร", "ดวงอาทิตย์", "ดาวเสาร์"], "answer": 2}]),
+    "zoology": (
+        "validation",
+        [{"question": "สัตว์ใดบินได้", "choices": ["นก", "ปลา", "หมู", "วัว"], "answer": 0}],
+        [
+            {"question": "สัตว์ใดว่ายน้ำ", "choices": ["นก", "ปลา", "หมู", "วัว"], "answer": 1},
+            {"question": "สัตว์ใดร้องเหมียว", "choices": ["นก", "ปลา", "แมว", "วัว"], "answer": 2},
+        ],
+    ),
+    "astronomy": (
+        "train",
+        [{"question": "ดาวใดใกล้โลกที่สุด", "choices": ["ดวงอาทิตย์", "ดาวอังคาร", "ดาวพุธ", "ดาวเสาร์"], "answer": 0}],
+        [{"question": "โลกโคจรรอบอะไร", "choices": ["ดวงจันทร์", "ดาวอังคาร", "ดวงอาทิตย์", "ดาวเสาร์"], "answer": 2}],
+    ),
 }
 TRUTHFULQA = [
-    {"question": "ค้างคาวตาบอดไหม", "mc1_targets": {"choices": ["ไม่", "ใช่"], "labels": [1, 0]},
-     "mc2_targets": {"choices": ["ใช่", "ไม่", "มองเห็นได้"], "labels": [0, 1, 1]}},
+    {
+        "question": "ค้างคาวตาบอดไหม",
+        "mc1_targets": {"choices": ["ไม่", "ใช่"], "labels": [1, 0]},
+        "mc2_targets": {"choices": ["ใช่", "ไม่", "มองเห็นได้"], "labels": [0, 1, 1]},
+    },
 ]
 WINOGRANDE = [{"sentence": "แก้วตกบนพรมแต่ไม่แตกเพราะ _ นุ่ม", "option1": "แก้ว", "option2": "พรม", "answer": "2"}]
 GSM8K = [{"question": "มีส้ม 3 ผล กินไป 1 ผล เหลือกี่ผล", "answer": "3 - 1 = <<3-1=2>>2\n#### 2"}]
@@ -91,8 +119,10 @@ def test_official_parquet_layout_all_tasks(official):
     assert isinstance(arc, H6TaskData) and arc.task == "th_arc" and arc.source == str(official)
     assert arc.docs == ARC and arc.fewshot_pool == ARC[:1] and arc.fewshot_by_subject is None
     assert type(arc.docs[0]["choices"]["text"]) is list  # not a numpy array
-    assert arc.files == [official / "h6/th_arc_challenge/th_arc_challenge_test.parquet",
-                         official / "h6/th_arc_challenge/th_arc_challenge_validation.parquet"]
+    assert arc.files == [
+        official / "h6/th_arc_challenge/th_arc_challenge_test.parquet",
+        official / "h6/th_arc_challenge/th_arc_challenge_validation.parquet",
+    ]
     hs = load_h6_task(official, "th_hellaswag")
     assert hs.docs == HELLASWAG and hs.fewshot_pool == HELLASWAG
     tqa = load_h6_task(official, "th_truthfulqa")
@@ -114,8 +144,10 @@ def test_official_mmlu_subjects_sorted_train_or_validation(official):
     }
     assert mmlu.fewshot_pool == mmlu.fewshot_by_subject["astronomy"] + mmlu.fewshot_by_subject["zoology"]
     assert [p.name for p in mmlu.files] == [
-        "th_mmlu_astronomy_test.parquet", "th_mmlu_astronomy_train.parquet",
-        "th_mmlu_zoology_test.parquet", "th_mmlu_zoology_validation.parquet",
+        "th_mmlu_astronomy_test.parquet",
+        "th_mmlu_astronomy_train.parquet",
+        "th_mmlu_zoology_test.parquet",
+        "th_mmlu_zoology_validation.parquet",
     ]
 
 
@@ -129,8 +161,9 @@ def test_flat_jsonl_and_csv_without_h6_prefix(tmp_path):
     write_jsonl(tmp_path / "th_arc_challenge" / "th_arc_challenge_validation.jsonl", ARC)
     tqa_dir = tmp_path / "th_truthfulqa"
     tqa_dir.mkdir()
-    pd.DataFrame([{k: json.dumps(v, ensure_ascii=False) if isinstance(v, dict) else v for k, v in r.items()} for r in TRUTHFULQA]).to_csv(
-        tqa_dir / "th_truthfulqa_validation.csv", index=False)
+    pd.DataFrame(
+        [{k: json.dumps(v, ensure_ascii=False) if isinstance(v, dict) else v for k, v in r.items()} for r in TRUTHFULQA]
+    ).to_csv(tqa_dir / "th_truthfulqa_validation.csv", index=False)
     assert load_h6_task(tmp_path, "th_arc").docs == ARC
     assert load_h6_task(tmp_path, "th_truthfulqa").docs == TRUTHFULQA
 
@@ -144,7 +177,10 @@ def test_arc_prefers_train_pool_over_validation(official):
 def test_mmlu_with_two_fewshot_files_is_ambiguous(official):
     d = official / "h6" / "th_mmlu" / "zoology"
     pd.DataFrame(MMLU["zoology"][1]).to_parquet(d / "th_mmlu_zoology_train.parquet")
-    with pytest.raises(ThaiEvalDataError, match=r"zoology: ambiguous few-shot split \(th_mmlu_zoology_train.parquet, th_mmlu_zoology_validation.parquet\)"):
+    with pytest.raises(
+        ThaiEvalDataError,
+        match=r"zoology: ambiguous few-shot split \(th_mmlu_zoology_train.parquet, th_mmlu_zoology_validation.parquet\)",
+    ):
         load_h6_task(official, "th_mmlu")
 
 
@@ -184,26 +220,94 @@ def test_wrong_type(tmp_path):
 
 
 BAD_GOLD = [
-    ("th_arc", "th_arc_challenge", "test", ARC[0], {"answerKey": "E"}, "answerKey",
-     "answerKey 'E' does not pick one of the 4 choices (labels ['A', 'B', 'C', 'D'])"),
-    ("th_arc", "th_arc_challenge", "test", ARC[1], {"answerKey": "4"}, "answerKey",
-     "answerKey '4' does not pick one of the 3 choices (labels ['1', '2', '3'])"),
-    ("th_hellaswag", "th_hellaswag", "validation", HELLASWAG[0], {"label": "4"}, "label", "label '4' is not an index into 4 endings"),
-    ("th_hellaswag", "th_hellaswag", "validation", HELLASWAG[0], {"label": ""}, "label", "label '' is not an index into 4 endings"),
-    ("th_winogrande", "th_winogrande", "validation", WINOGRANDE[0], {"answer": "3"}, "answer", "answer '3' is not '1' or '2'"),
-    ("th_winogrande", "th_winogrande", "validation", WINOGRANDE[0], {"sentence": "_ และ _"}, "sentence",
-     "sentence must contain exactly one '_' blank, found 2"),
+    (
+        "th_arc",
+        "th_arc_challenge",
+        "test",
+        ARC[0],
+        {"answerKey": "E"},
+        "answerKey",
+        "answerKey 'E' does not pick one of the 4 choices (labels ['A', 'B', 'C', 'D'])",
+    ),
+    (
+        "th_arc",
+        "th_arc_challenge",
+        "test",
+        ARC[1],
+        {"answerKey": "4"},
+        "answerKey",
+        "answerKey '4' does not pick one of the 3 choices (labels ['1', '2', '3'])",
+    ),
+    (
+        "th_hellaswag",
+        "th_hellaswag",
+        "validation",
+        HELLASWAG[0],
+        {"label": "4"},
+        "label",
+        "label '4' is not an index into 4 endings",
+    ),
+    (
+        "th_hellaswag",
+        "th_hellaswag",
+        "validation",
+        HELLASWAG[0],
+        {"label": ""},
+        "label",
+        "label '' is not an index into 4 endings",
+    ),
+    (
+        "th_winogrande",
+        "th_winogrande",
+        "validation",
+        WINOGRANDE[0],
+        {"answer": "3"},
+        "answer",
+        "answer '3' is not '1' or '2'",
+    ),
+    (
+        "th_winogrande",
+        "th_winogrande",
+        "validation",
+        WINOGRANDE[0],
+        {"sentence": "_ และ _"},
+        "sentence",
+        "sentence must contain exactly one '_' blank, found 2",
+    ),
     ("th_gsm8k", "th_gsm8k", "test", GSM8K[0], {"answer": "2"}, "answer", "answer has no '#### <number>' final answer"),
-    ("th_truthfulqa", "th_truthfulqa", "validation", TRUTHFULQA[0], {"mc1_targets": {"choices": ["ใช่", "ไม่"], "labels": [0, 1]}},
-     "mc1_targets", "mc1 needs exactly one true answer and it must come first (mc1 = argmax is index 0)"),
-    ("th_truthfulqa", "th_truthfulqa", "validation", TRUTHFULQA[0], {"mc2_targets": {"choices": ["ไม่", "ใช่"], "labels": [1, 1]}},
-     "mc2_targets", "mc2 needs at least one true (1) and one false (0) answer"),
-    ("th_truthfulqa", "th_truthfulqa", "validation", TRUTHFULQA[0], {"mc2_targets": {"choices": ["ไม่", "ใช่"], "labels": [1]}},
-     "mc2_targets", "mc2_targets.labels must be 2 values 0/1, got [1]"),
+    (
+        "th_truthfulqa",
+        "th_truthfulqa",
+        "validation",
+        TRUTHFULQA[0],
+        {"mc1_targets": {"choices": ["ใช่", "ไม่"], "labels": [0, 1]}},
+        "mc1_targets",
+        "mc1 needs exactly one true answer and it must come first (mc1 = argmax is index 0)",
+    ),
+    (
+        "th_truthfulqa",
+        "th_truthfulqa",
+        "validation",
+        TRUTHFULQA[0],
+        {"mc2_targets": {"choices": ["ไม่", "ใช่"], "labels": [1, 1]}},
+        "mc2_targets",
+        "mc2 needs at least one true (1) and one false (0) answer",
+    ),
+    (
+        "th_truthfulqa",
+        "th_truthfulqa",
+        "validation",
+        TRUTHFULQA[0],
+        {"mc2_targets": {"choices": ["ไม่", "ใช่"], "labels": [1]}},
+        "mc2_targets",
+        "mc2_targets.labels must be 2 values 0/1, got [1]",
+    ),
 ]
 
 
-@pytest.mark.parametrize("task,folder,split,good,change,field,reason", BAD_GOLD, ids=[f"{b[0]}-{b[5]}-{i}" for i, b in enumerate(BAD_GOLD)])
+@pytest.mark.parametrize(
+    "task,folder,split,good,change,field,reason", BAD_GOLD, ids=[f"{b[0]}-{b[5]}-{i}" for i, b in enumerate(BAD_GOLD)]
+)
 def test_gold_out_of_range_names_file_row_field(official, task, folder, split, good, change, field, reason):
     path = official / "h6" / folder / f"{folder}_{split}.parquet"
     pd.DataFrame([good, {**good, **change}]).to_parquet(path)
@@ -260,11 +364,17 @@ def test_empty_h6_file(tmp_path):
 
 def test_decomposed_sara_am_is_kept(tmp_path):
     question = "ข้อความนี้มีกี่ค" + SARA_AM_DECOMPOSED  # "คํา" with U+0E4D U+0E32
-    rec = {**ARC[0], "question": question, "choices": {"text": ["๑ ค" + SARA_AM_DECOMPOSED, "๒ คำ"], "label": ["A", "B"]}}
+    rec = {
+        **ARC[0],
+        "question": question,
+        "choices": {"text": ["๑ ค" + SARA_AM_DECOMPOSED, "๒ คำ"], "label": ["A", "B"]},
+    }
     d = tmp_path / "th_arc_challenge"
     d.mkdir()
     pd.DataFrame([rec]).to_parquet(d / "th_arc_challenge_test.parquet")
-    pd.DataFrame([rec]).to_csv(d / "th_arc_challenge_validation.csv", index=False)  # nested column as Python repr: invalid
+    pd.DataFrame([rec]).to_csv(
+        d / "th_arc_challenge_validation.csv", index=False
+    )  # nested column as Python repr: invalid
     with pytest.raises(ThaiEvalDataError, match="invalid JSON in CSV cell"):
         load_h6_task(tmp_path, "th_arc")
     (d / "th_arc_challenge_validation.csv").unlink()
@@ -279,8 +389,12 @@ def test_decomposed_sara_am_is_kept(tmp_path):
 
 
 SAMPLE_COUNTS = {  # task -> (scored docs, few-shot pool); pools cover LB's shot counts 25/10/5/0/5/5
-    "th_arc": (12, 25), "th_hellaswag": (10, 10), "th_mmlu": (15, 15),
-    "th_truthfulqa": (12, 0), "th_winogrande": (10, 5), "th_gsm8k": (12, 6),
+    "th_arc": (12, 25),
+    "th_hellaswag": (10, 10),
+    "th_mmlu": (15, 15),
+    "th_truthfulqa": (12, 0),
+    "th_winogrande": (10, 5),
+    "th_gsm8k": (12, 6),
 }
 
 
@@ -295,7 +409,10 @@ def test_shipped_samples_content():
     root = REPO / "data" / "thai_h6"
     mmlu = load_h6_task(root, "th_mmlu")
     assert {k: len(v) for k, v in mmlu.fewshot_by_subject.items()} == {
-        "derivatives_markets": 5, "investment_fundamentals": 5, "management": 5}
+        "derivatives_markets": 5,
+        "investment_fundamentals": 5,
+        "management": 5,
+    }
     assert {p.stem.rsplit("_", 1)[1] for p in mmlu.files} == {"test", "train", "validation"}
     arc = load_h6_task(root, "th_arc")
     assert all(re.fullmatch(r"(onet|tgat|tpat1|a_level)_test_\d+", d["id"]) for d in arc.docs + arc.fewshot_pool)
@@ -332,10 +449,18 @@ def test_shipped_dialect_samples():
 # ------------------------------------------------------------------ ThaiCLI
 
 CLI_ROWS = [
-    {"id": "0123456789abcdef0123456789abcdef", "question": {"content": "วันพ่อแห่งชาติคือวันใด", "role": "user"},
-     "answers": [{"content": "5 ธันวาคม", "score": 1}, {"content": "1 มกราคม", "score": 0}], "theme": "Royal Family"},
-    {"id": "fedcba9876543210fedcba9876543210", "question": "ไหว้พระอย่างไร",
-     "answers": [{"content": "ผิด", "score": 0}, {"content": "กราบสามครั้ง", "score": 1}], "theme": "Religion"},
+    {
+        "id": "0123456789abcdef0123456789abcdef",
+        "question": {"content": "วันพ่อแห่งชาติคือวันใด", "role": "user"},
+        "answers": [{"content": "5 ธันวาคม", "score": 1}, {"content": "1 มกราคม", "score": 0}],
+        "theme": "Royal Family",
+    },
+    {
+        "id": "fedcba9876543210fedcba9876543210",
+        "question": "ไหว้พระอย่างไร",
+        "answers": [{"content": "ผิด", "score": 0}, {"content": "กราบสามครั้ง", "score": 1}],
+        "theme": "Religion",
+    },
 ]
 
 
@@ -343,27 +468,48 @@ def test_thaicli_official_parquet_root_and_cli_folder(tmp_path):
     cli = tmp_path / "cli"
     cli.mkdir()
     pd.DataFrame(CLI_ROWS[:1] + [{**CLI_ROWS[1], "question": {"content": "ไหว้พระอย่างไร", "role": "user"}}]).to_parquet(
-        cli / "CLI_factoid.parquet")
+        cli / "CLI_factoid.parquet"
+    )
     pd.DataFrame(CLI_ROWS[1:]).to_parquet(cli / "CLI_instruction.parquet")  # question as a plain string
     for source in (tmp_path, cli):
         df = load_thaicli(source)
         assert df.to_dict("records") == [
-            {"id": CLI_ROWS[0]["id"], "format": "factoid", "theme": "Royal Family", "question": "วันพ่อแห่งชาติคือวันใด",
-             "chosen": "5 ธันวาคม", "rejected": "1 มกราคม"},
-            {"id": CLI_ROWS[1]["id"], "format": "factoid", "theme": "Religion", "question": "ไหว้พระอย่างไร",
-             "chosen": "กราบสามครั้ง", "rejected": "ผิด"},
-            {"id": CLI_ROWS[1]["id"], "format": "instruction", "theme": "Religion", "question": "ไหว้พระอย่างไร",
-             "chosen": "กราบสามครั้ง", "rejected": "ผิด"},
+            {
+                "id": CLI_ROWS[0]["id"],
+                "format": "factoid",
+                "theme": "Royal Family",
+                "question": "วันพ่อแห่งชาติคือวันใด",
+                "chosen": "5 ธันวาคม",
+                "rejected": "1 มกราคม",
+            },
+            {
+                "id": CLI_ROWS[1]["id"],
+                "format": "factoid",
+                "theme": "Religion",
+                "question": "ไหว้พระอย่างไร",
+                "chosen": "กราบสามครั้ง",
+                "rejected": "ผิด",
+            },
+            {
+                "id": CLI_ROWS[1]["id"],
+                "format": "instruction",
+                "theme": "Religion",
+                "question": "ไหว้พระอย่างไร",
+                "chosen": "กราบสามครั้ง",
+                "rejected": "ผิด",
+            },
         ]
     assert [p.name for p in df.attrs["files"]] == ["CLI_factoid.parquet", "CLI_instruction.parquet"]
 
 
 def test_thaicli_flat_csv_with_format_column(tmp_path):
     path = tmp_path / "my_triplets.csv"
-    pd.DataFrame([
-        {"question": "ข้อหนึ่ง", "chosen": "ดี", "rejected": "ไม่ดี", "theme": "Culture", "format": "Factoid"},
-        {"question": "ข้อสอง", "chosen": "ดี", "rejected": "ไม่ดี", "theme": "Economy", "format": "instruction"},
-    ]).to_csv(path, index=False)
+    pd.DataFrame(
+        [
+            {"question": "ข้อหนึ่ง", "chosen": "ดี", "rejected": "ไม่ดี", "theme": "Culture", "format": "Factoid"},
+            {"question": "ข้อสอง", "chosen": "ดี", "rejected": "ไม่ดี", "theme": "Economy", "format": "instruction"},
+        ]
+    ).to_csv(path, index=False)
     df = load_thaicli(path)
     assert df["format"].tolist() == ["factoid", "instruction"]
     assert df["id"].tolist()[0] == hashlib.md5("factoid\nข้อหนึ่ง".encode()).hexdigest()
@@ -371,7 +517,9 @@ def test_thaicli_flat_csv_with_format_column(tmp_path):
 
 def test_thaicli_single_official_csv_json_cells(tmp_path):
     path = tmp_path / "CLI_instruction.csv"
-    pd.DataFrame([{k: json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v for k, v in CLI_ROWS[0].items()}]).to_csv(path, index=False)
+    pd.DataFrame(
+        [{k: json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v for k, v in CLI_ROWS[0].items()}]
+    ).to_csv(path, index=False)
     df = load_thaicli(path)
     assert df.loc[0, ["format", "question", "chosen"]].tolist() == ["instruction", "วันพ่อแห่งชาติคือวันใด", "5 ธันวาคม"]
 
@@ -383,7 +531,8 @@ def test_thaicli_two_chosen_answers_rejected(tmp_path):
     with pytest.raises(ThaiEvalDataError) as exc:
         load_thaicli(path)
     assert _err(exc, path, 1, "answers") == (
-        "expected exactly one chosen (score 1) and one rejected (score 0) answer, found 2 chosen, 0 rejected and 0 other")
+        "expected exactly one chosen (score 1) and one rejected (score 0) answer, found 2 chosen, 0 rejected and 0 other"
+    )
 
 
 def test_thaicli_bad_rows(tmp_path):
@@ -404,7 +553,9 @@ def test_thaicli_bad_rows(tmp_path):
     write_jsonl(flat, [{"question": "ก", "chosen": "ข", "rejected": "ค", "theme": "Culture"}])
     with pytest.raises(ThaiEvalDataError) as exc:
         load_thaicli(flat)
-    assert _err(exc, flat, 0, "format") == "no format: name the file CLI_factoid/CLI_instruction or add a 'format' column"
+    assert (
+        _err(exc, flat, 0, "format") == "no format: name the file CLI_factoid/CLI_instruction or add a 'format' column"
+    )
     flat2 = tmp_path / "CLI_factoid_flat.jsonl"
     write_jsonl(flat2, [{"question": "ก", "chosen": "ข", "theme": "Culture"}])
     with pytest.raises(ThaiEvalDataError) as exc:
@@ -447,13 +598,69 @@ def test_load_dialect_rows_and_nulls(tmp_path):
     df = load_dialect(_write_dialects(tmp_path))
     assert list(df.columns) == ["dialect", "task", "id", "text_1", "text_2", "question", "context"]
     assert df.to_dict("records") == [
-        {"dialect": "center", "task": "qa", "id": "7", "text_1": None, "text_2": "สมชาย", "question": "ใคร", "context": "สมชายไปตลาด"},
-        {"dialect": "center", "task": "translation_eng_center", "id": "0", "text_1": "Hello", "text_2": "สวัสดี", "question": None, "context": None},
-        {"dialect": "center", "task": "translation_eng_center", "id": "1", "text_1": "Thanks", "text_2": "ขอบคุณ", "question": None, "context": None},
-        {"dialect": "center", "task": "food", "id": "f1", "text_1": "ส้มตำ", "text_2": ".", "question": None, "context": None},
-        {"dialect": "east", "task": "qa", "id": "0", "text_1": None, "text_2": "", "question": "ไผ", "context": "สมชายไปตลาด"},
-        {"dialect": "east", "task": "summarization", "id": "0", "text_1": "บทความ", "text_2": "สรุป", "question": None, "context": None},
-        {"dialect": "east", "task": "conversation", "id": "0", "text_1": "หัวข้อ", "text_2": ".", "question": None, "context": None},
+        {
+            "dialect": "center",
+            "task": "qa",
+            "id": "7",
+            "text_1": None,
+            "text_2": "สมชาย",
+            "question": "ใคร",
+            "context": "สมชายไปตลาด",
+        },
+        {
+            "dialect": "center",
+            "task": "translation_eng_center",
+            "id": "0",
+            "text_1": "Hello",
+            "text_2": "สวัสดี",
+            "question": None,
+            "context": None,
+        },
+        {
+            "dialect": "center",
+            "task": "translation_eng_center",
+            "id": "1",
+            "text_1": "Thanks",
+            "text_2": "ขอบคุณ",
+            "question": None,
+            "context": None,
+        },
+        {
+            "dialect": "center",
+            "task": "food",
+            "id": "f1",
+            "text_1": "ส้มตำ",
+            "text_2": ".",
+            "question": None,
+            "context": None,
+        },
+        {
+            "dialect": "east",
+            "task": "qa",
+            "id": "0",
+            "text_1": None,
+            "text_2": "",
+            "question": "ไผ",
+            "context": "สมชายไปตลาด",
+        },
+        {
+            "dialect": "east",
+            "task": "summarization",
+            "id": "0",
+            "text_1": "บทความ",
+            "text_2": "สรุป",
+            "question": None,
+            "context": None,
+        },
+        {
+            "dialect": "east",
+            "task": "conversation",
+            "id": "0",
+            "text_1": "หัวข้อ",
+            "text_2": ".",
+            "question": None,
+            "context": None,
+        },
     ]
     assert len(df.attrs["files"]) == 6
     assert load_dialect(tmp_path, dialects=["east"])["dialect"].unique().tolist() == ["east"]
@@ -472,7 +679,13 @@ def test_load_dialect_parquet_and_errors(tmp_path):
     with pytest.raises(ThaiEvalDataError) as exc:
         load_dialect(tmp_path)
     assert _err(exc, path, 0, "text_2") == "expected str or None, got int 5"
-    write_jsonl(path, [{"id": 0, "question": "ก", "context": "ค", "text_2": "ง"}, {"id": "0", "question": "ก", "context": "ค", "text_2": "ง"}])
+    write_jsonl(
+        path,
+        [
+            {"id": 0, "question": "ก", "context": "ค", "text_2": "ง"},
+            {"id": "0", "question": "ก", "context": "ค", "text_2": "ง"},
+        ],
+    )
     with pytest.raises(ThaiEvalDataError) as exc:
         load_dialect(tmp_path)
     assert _err(exc, path, 1, "id") == "duplicate id '0' (also row 0)"
@@ -496,9 +709,11 @@ class _FakeDataset:
 
 def _pickle(tmp_path: Path) -> Path:
     obj = {
-        "center": {"qa": list(DIALECT_DATA["center"]["qa"]),
-                   "translation_eng_center": {"text_1": ["Hello", "Thanks"], "text_2": ["สวัสดี", "ขอบคุณ"]},
-                   "food": _FakeDataset(DIALECT_DATA["center"]["food"])},
+        "center": {
+            "qa": list(DIALECT_DATA["center"]["qa"]),
+            "translation_eng_center": {"text_1": ["Hello", "Thanks"], "text_2": ["สวัสดี", "ขอบคุณ"]},
+            "food": _FakeDataset(DIALECT_DATA["center"]["food"]),
+        },
         "east": {t: list(rows) for t, rows in DIALECT_DATA["east"].items()},
     }
     path = tmp_path / "dataset.pkl"
@@ -521,9 +736,16 @@ def test_convert_dialect_pickle_round_trip(tmp_path):
     with pytest.warns(UserWarning, match="runs code stored in the file"):
         written = convert_dialect_pickle(path, out, allow_pickle=True)
     assert [p.relative_to(out).as_posix() for p in written] == [
-        "center/qa.jsonl", "center/translation_eng_center.jsonl", "center/food.jsonl",
-        "east/qa.jsonl", "east/summarization.jsonl", "east/conversation.jsonl"]
-    assert json.loads((out / "east/qa.jsonl").read_text(encoding="utf-8")) == DIALECT_DATA["east"]["qa"][0]  # null kept in JSONL
+        "center/qa.jsonl",
+        "center/translation_eng_center.jsonl",
+        "center/food.jsonl",
+        "east/qa.jsonl",
+        "east/summarization.jsonl",
+        "east/conversation.jsonl",
+    ]
+    assert (
+        json.loads((out / "east/qa.jsonl").read_text(encoding="utf-8")) == DIALECT_DATA["east"]["qa"][0]
+    )  # null kept in JSONL
     expected = load_dialect(_write_dialects(tmp_path / "direct"))
     pd.testing.assert_frame_equal(load_dialect(out), expected)
 
@@ -556,11 +778,14 @@ def test_each_benchmark_subpackage_exports_its_loaders():
     from thai_eval_utils.h6 import data as data_h6
     from thai_eval_utils.thaicli import data as data_thaicli
 
-    exported = {h6: (data_h6, ["load_h6_task", "H6TaskData", "H6_TASKS"]),
-                thaicli: (data_thaicli, ["load_thaicli", "THAICLI_FORMATS"]),
-                dialect: (data_dialect, ["load_dialect", "dialect_tasks", "convert_dialect_pickle", "DIALECTS"])}
+    exported = {
+        h6: (data_h6, ["load_h6_task", "H6TaskData", "H6_TASKS"]),
+        thaicli: (data_thaicli, ["load_thaicli", "THAICLI_FORMATS"]),
+        dialect: (data_dialect, ["load_dialect", "dialect_tasks", "convert_dialect_pickle", "DIALECTS"]),
+    }
     for package, (module, names) in exported.items():
         for name in names:
             assert getattr(package, name) is getattr(module, name), name
-    assert thai_eval_utils.load_dialect is data_dialect.load_dialect and thai_eval_utils.H6TaskData is data_h6.H6TaskData
-
+    assert (
+        thai_eval_utils.load_dialect is data_dialect.load_dialect and thai_eval_utils.H6TaskData is data_h6.H6TaskData
+    )

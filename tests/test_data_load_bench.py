@@ -18,8 +18,7 @@ from thai_eval_utils.thaicli.data import load_thaicli
 
 def test_grow_repeats_rows_in_order_and_makes_ids_unique():
     rows = [{"id": "a", "x": 1}, {"id": 5, "question_id": 9, "qID": True}]
-    assert dl.grow(rows, 3) == [{"id": "a-0", "x": 1}, {"id": 1, "question_id": 2, "qID": True},
-                                {"id": "a-2", "x": 1}]
+    assert dl.grow(rows, 3) == [{"id": "a-0", "x": 1}, {"id": 1, "question_id": 2, "qID": True}, {"id": "a-2", "x": 1}]
     assert rows[0] == {"id": "a", "x": 1}  # the samples are not changed
 
 
@@ -37,8 +36,19 @@ def test_built_copies_hold_the_manifest_rows_and_pass_verify(tmp_path):
 
 
 def _row(load_s: float, peak: float) -> dict:
-    return {"suite": "s", "tasks": 1, "scored": 10, "read": 12, "files": 1, "import_s": 5.0, "load_s": load_s,
-            "peak_mib": peak, "import_mib": 400.0, "verify_s": 0.1, "problems": []}
+    return {
+        "suite": "s",
+        "tasks": 1,
+        "scored": 10,
+        "read": 12,
+        "files": 1,
+        "import_s": 5.0,
+        "load_s": load_s,
+        "peak_mib": peak,
+        "import_mib": 400.0,
+        "verify_s": 0.1,
+        "problems": [],
+    }
 
 
 def test_report_verdict_follows_the_goal():

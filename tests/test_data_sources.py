@@ -171,24 +171,42 @@ def _drop_why(raw: dict[str, Any]) -> None:
 
 
 BROKEN = {
-    "wrong type": (lambda raw: raw["tasks"]["generation"].update(rows="400"), "tasks.generation.rows",
-                   'expected int, found "400"'),
-    "bool for int": (lambda raw: raw["tasks"]["generation"]["files"][0].update(rows=True),
-                     "tasks.generation.files[0].rows", "expected int, found true"),
-    "branch as revision": (_set_source("thai_local_benchmark", revision="main"),
-                           "sources.thai_local_benchmark.revision",
-                           "revision must be a full 40-hex commit hash (a branch or tag moves), found 'main'"),
-    "bad sha256": (lambda raw: raw["tasks"]["generation"]["files"][0].update(sha256="ABC123"),
-                   "tasks.generation.files[0].sha256", "sha256 must be 64 lower-case hex digits, found 'ABC123'"),
-    "path with ..": (lambda raw: raw["tasks"]["generation"]["files"][0].update(path="datasets/../../x.pkl"),
-                     "tasks.generation.files[0].path",
-                     "paths must stay inside their folder, found 'datasets/../../x.pkl' -> 'datasets/../../x.pkl'"),
-    "unknown source": (lambda raw: raw["tasks"]["generation"].update(source="nope"), "tasks.generation.source",
-                       "unknown source 'nope' (sources: thai_local_benchmark)"),
-    "unknown kind": (_set_source("thai_local_benchmark", kind="svn"), "sources.thai_local_benchmark.kind",
-                     "kind must be 'huggingface' or 'git', found 'svn'"),
-    "unpinned without why": (_drop_why, "sources.thai_local_benchmark.why",
-                             "an unpinned source must say why in 'why'"),
+    "wrong type": (
+        lambda raw: raw["tasks"]["generation"].update(rows="400"),
+        "tasks.generation.rows",
+        'expected int, found "400"',
+    ),
+    "bool for int": (
+        lambda raw: raw["tasks"]["generation"]["files"][0].update(rows=True),
+        "tasks.generation.files[0].rows",
+        "expected int, found true",
+    ),
+    "branch as revision": (
+        _set_source("thai_local_benchmark", revision="main"),
+        "sources.thai_local_benchmark.revision",
+        "revision must be a full 40-hex commit hash (a branch or tag moves), found 'main'",
+    ),
+    "bad sha256": (
+        lambda raw: raw["tasks"]["generation"]["files"][0].update(sha256="ABC123"),
+        "tasks.generation.files[0].sha256",
+        "sha256 must be 64 lower-case hex digits, found 'ABC123'",
+    ),
+    "path with ..": (
+        lambda raw: raw["tasks"]["generation"]["files"][0].update(path="datasets/../../x.pkl"),
+        "tasks.generation.files[0].path",
+        "paths must stay inside their folder, found 'datasets/../../x.pkl' -> 'datasets/../../x.pkl'",
+    ),
+    "unknown source": (
+        lambda raw: raw["tasks"]["generation"].update(source="nope"),
+        "tasks.generation.source",
+        "unknown source 'nope' (sources: thai_local_benchmark)",
+    ),
+    "unknown kind": (
+        _set_source("thai_local_benchmark", kind="svn"),
+        "sources.thai_local_benchmark.kind",
+        "kind must be 'huggingface' or 'git', found 'svn'",
+    ),
+    "unpinned without why": (_drop_why, "sources.thai_local_benchmark.why", "an unpinned source must say why in 'why'"),
 }
 
 
@@ -206,13 +224,23 @@ def test_the_command_names_a_broken_override_manifest(home, capsys):
     path = _write_manifest(home.manifests, "dialect", _set_source("thai_local_benchmark", revision="v1.0"))
     code, out, err = _cli(capsys, "data", "list")
     assert code == 1 and out == ""
-    assert err.startswith(f"thai-eval data: error: ThaiEvalDataError: {path}, field "
-                          "'sources.thai_local_benchmark.revision': revision must be a full 40-hex commit hash")
+    assert err.startswith(
+        f"thai-eval data: error: ThaiEvalDataError: {path}, field "
+        "'sources.thai_local_benchmark.revision': revision must be a full 40-hex commit hash"
+    )
 
 
 # -------------------------------------------------------------------------------------------------- the pickle reader
-_DATASETS_MODULES = ("datasets", "datasets.dataset_dict", "datasets.arrow_dataset", "datasets.table", "datasets.info",
-                     "datasets.features", "datasets.features.features", "datasets.splits")
+_DATASETS_MODULES = (
+    "datasets",
+    "datasets.dataset_dict",
+    "datasets.arrow_dataset",
+    "datasets.table",
+    "datasets.info",
+    "datasets.features",
+    "datasets.features.features",
+    "datasets.splits",
+)
 
 
 @contextlib.contextmanager
@@ -259,10 +287,15 @@ def fake_datasets() -> Iterator[types.SimpleNamespace]:
             self._format_type, self._format_kwargs, self._format_columns = None, {}, None
             self._output_all_columns, self._fingerprint = False, "6f8e7c4c0a7d2b91"
 
-    for module, cls in (("datasets.dataset_dict", DatasetDict), ("datasets.arrow_dataset", Dataset),
-                        ("datasets.table", InMemoryTable), ("datasets.info", DatasetInfo),
-                        ("datasets.features.features", Features), ("datasets.features.features", Value),
-                        ("datasets.splits", NamedSplit)):
+    for module, cls in (
+        ("datasets.dataset_dict", DatasetDict),
+        ("datasets.arrow_dataset", Dataset),
+        ("datasets.table", InMemoryTable),
+        ("datasets.info", DatasetInfo),
+        ("datasets.features.features", Features),
+        ("datasets.features.features", Value),
+        ("datasets.splits", NamedSplit),
+    ):
         cls.__module__, cls.__qualname__ = module, cls.__name__
         setattr(modules[module], cls.__name__, cls)
     saved = {name: sys.modules.get(name) for name in _DATASETS_MODULES}
@@ -279,8 +312,17 @@ def fake_datasets() -> Iterator[types.SimpleNamespace]:
 
 def _sample_rows(dialects=DIALECTS, tasks: Callable[[str], list[str]] = dialect_tasks) -> dict[str, dict[str, list]]:
     """The shipped dialect samples (real Thai rows): dialect -> task -> rows as stored."""
-    return {d: {t: [json.loads(line) for line in (SAMPLES / "dialect" / d / f"{t}.jsonl").read_text(
-        encoding="utf-8").splitlines() if line.strip()] for t in tasks(d)} for d in dialects}
+    return {
+        d: {
+            t: [
+                json.loads(line)
+                for line in (SAMPLES / "dialect" / d / f"{t}.jsonl").read_text(encoding="utf-8").splitlines()
+                if line.strip()
+            ]
+            for t in tasks(d)
+        }
+        for d in dialects
+    }
 
 
 def dataset_dict_pickle(rows: dict[str, dict[str, list]], *, foreign_split: bool = False) -> bytes:
@@ -288,9 +330,17 @@ def dataset_dict_pickle(rows: dict[str, dict[str, list]], *, foreign_split: bool
     ``foreign_split``: each Dataset's ``_split`` a ``datasets.splits.NamedSplit``, a class outside the allow-list)."""
     assert "datasets" not in sys.modules
     with fake_datasets() as ds:
-        obj = ds.DatasetDict({d: ds.DatasetDict({t: ds.Dataset(pa.Table.from_pylist(r), ds.NamedSplit("test") if
-                                                                foreign_split else None)
-                                                 for t, r in tasks.items()}) for d, tasks in rows.items()})
+        obj = ds.DatasetDict(
+            {
+                d: ds.DatasetDict(
+                    {
+                        t: ds.Dataset(pa.Table.from_pylist(r), ds.NamedSplit("test") if foreign_split else None)
+                        for t, r in tasks.items()
+                    }
+                )
+                for d, tasks in rows.items()
+            }
+        )
         data = pickle.dumps(obj, protocol=4)
     assert "datasets" not in sys.modules and "datasets.arrow_dataset" not in sys.modules
     return data
@@ -315,8 +365,15 @@ def test_a_dataset_dict_pickle_is_read_without_the_datasets_package(tmp_path):
     # the file names exactly what the real one does: the six datasets classes and pyarrow's rebuilders
     named = _globals_of(data)
     assert set(STAND_INS) <= named - {("datasets.splits", "NamedSplit")}
-    assert {m for m, _ in named} == {"datasets.dataset_dict", "datasets.arrow_dataset", "datasets.table",
-                                     "datasets.info", "datasets.features.features", "pyarrow.lib", "builtins"}
+    assert {m for m, _ in named} == {
+        "datasets.dataset_dict",
+        "datasets.arrow_dataset",
+        "datasets.table",
+        "datasets.info",
+        "datasets.features.features",
+        "pyarrow.lib",
+        "builtins",
+    }
     path = tmp_path / "dataset.pkl"
     path.write_bytes(data)
     read = read_dataset_dict_pickle(path)
@@ -334,8 +391,9 @@ def test_the_dialect_converter_writes_the_files_load_dialect_reads(tmp_path):
     assert written == [out / d / f"{t}.jsonl" for d in DIALECTS for t in dialect_tasks(d)]
     for d in DIALECTS:  # byte for byte the shipped samples (the converter writes them as they were written)
         for t in dialect_tasks(d):
-            assert [json.loads(x) for x in (out / d / f"{t}.jsonl").read_text(encoding="utf-8").splitlines()] == \
-                rows[d][t]
+            assert [json.loads(x) for x in (out / d / f"{t}.jsonl").read_text(encoding="utf-8").splitlines()] == rows[
+                d
+            ][t]
     converted, shipped = load_dialect(out), load_dialect(SAMPLES / "dialect")
     assert len(converted) == 72 and converted.equals(shipped)
     with pytest.raises(ThaiEvalDataError, match=f"field 'files': the dialect converter needs {PICKLE}"):
@@ -379,8 +437,10 @@ def test_a_pickle_naming_anything_else_is_refused_before_it_runs(case, tmp_path)
     with pytest.raises(RefusedPickleError) as err:
         read_dataset_dict_pickle(path)
     assert (err.value.path, err.value.field) == (str(path), named)
-    assert str(err.value) == (f"{path}, field {named!r}: refused to load {named}: only a datasets.DatasetDict of Arrow "
-                              "tables is read, and this file names another class or function (nothing was run)")
+    assert str(err.value) == (
+        f"{path}, field {named!r}: refused to load {named}: only a datasets.DatasetDict of Arrow "
+        "tables is read, and this file names another class or function (nothing was run)"
+    )
     assert not marker.exists()
     if case == "os.system":  # the payload is real: the standard unpickler runs it
         pickle.loads(data)  # noqa: S301 - our own harmless file, to show what the reader prevented
@@ -399,8 +459,10 @@ def test_a_foreign_class_inside_a_dataset_dict_is_refused_by_name(tmp_path):
 def _dialect_source(mirror: Path, home: types.SimpleNamespace, data: bytes, *, sha256: str | None = None) -> str:
     """A new commit of the stand-in Thai_local_benchmark holding ``data`` as its pickle, and the dialect manifest
     copy pinned at it with ``sha256`` (default: the pickle's); the commit."""
-    commit = make_git_repo(mirror / "mrpeerat" / "Thai_local_benchmark.git",
-                           {PICKLE: data, "README.md": "# Thai local benchmark (stand-in)\n".encode()})
+    commit = make_git_repo(
+        mirror / "mrpeerat" / "Thai_local_benchmark.git",
+        {PICKLE: data, "README.md": "# Thai local benchmark (stand-in)\n".encode()},
+    )
 
     def pin(raw: dict[str, Any]) -> None:
         raw["sources"]["thai_local_benchmark"]["revision"] = commit
@@ -454,11 +516,34 @@ def test_a_git_source_is_fetched_verified_and_kept(home, github_mirror, capsys, 
     origin = read_origin(folder)
     assert sorted(origin) == DIALECT_FILES
     qa = origin["center/qa.jsonl"]
-    assert {k: qa[k] for k in ("suite", "task", "kind", "source", "revision", "pinned", "resolved_revision", "path",
-                               "source_sha256", "sha256", "rows")} == {
-        "suite": "dialect", "task": "generation", "kind": "git", "source": DIALECT_URL, "revision": commit,
-        "pinned": True, "resolved_revision": commit, "path": PICKLE, "source_sha256": {PICKLE: _sha(data)},
-        "sha256": placed["center/qa.jsonl"], "rows": 3}
+    assert {
+        k: qa[k]
+        for k in (
+            "suite",
+            "task",
+            "kind",
+            "source",
+            "revision",
+            "pinned",
+            "resolved_revision",
+            "path",
+            "source_sha256",
+            "sha256",
+            "rows",
+        )
+    } == {
+        "suite": "dialect",
+        "task": "generation",
+        "kind": "git",
+        "source": DIALECT_URL,
+        "revision": commit,
+        "pinned": True,
+        "resolved_revision": commit,
+        "path": PICKLE,
+        "source_sha256": {PICKLE: _sha(data)},
+        "sha256": placed["center/qa.jsonl"],
+        "rows": 3,
+    }
     assert qa["licence"].startswith("none stated")
     assert {e["revision"] for e in origin.values()} == {commit} and {e["rows"] for e in origin.values()} == {3}
 
@@ -483,16 +568,19 @@ def test_a_git_source_is_fetched_verified_and_kept(home, github_mirror, capsys, 
     code, out, _ = _cli(capsys, "data", "verify", "dialect")
     lines = out.splitlines()
     assert code == 1 and lines[-1] == "2 problem(s)" and len(lines) == 3
-    assert lines[0] == (f"{qa_path}: SHA-256 {_file_sha(qa_path)[:16]}... is not the fetched "
-                        f"{placed['center/qa.jsonl'][:16]}... (changed since the fetch; fetch again: thai-eval data "
-                        "fetch dialect/generation)")
+    assert lines[0] == (
+        f"{qa_path}: SHA-256 {_file_sha(qa_path)[:16]}... is not the fetched "
+        f"{placed['center/qa.jsonl'][:16]}... (changed since the fetch; fetch again: thai-eval data "
+        "fetch dialect/generation)"
+    )
     assert lines[1] == f"{food_path}: missing (thai-eval data fetch dialect/generation)"
     # a fetch puts both back from the clone, without fetching from the remote again
     code, out, _ = _cli(capsys, "data", "fetch", "dialect")
     assert code == 0 and out.splitlines()[3].split() == ["dialect/generation", "fetched", commit[:12], "24"]
     assert not any(c[0] == "fetch" for c in calls) and (clone / ".git" / "FETCH_HEAD").stat().st_mtime_ns == fetched_at
-    assert {k: v for k, v in _placed(folder).items() if k != ORIGIN_FILE} == \
-        {k: v for k, v in placed.items() if k != ORIGIN_FILE}
+    assert {k: v for k, v in _placed(folder).items() if k != ORIGIN_FILE} == {
+        k: v for k, v in placed.items() if k != ORIGIN_FILE
+    }
     placed, origin = _placed(folder), read_origin(folder)
     assert _cli(capsys, "data", "verify", "dialect")[0] == 0
 
@@ -500,8 +588,10 @@ def test_a_git_source_is_fetched_verified_and_kept(home, github_mirror, capsys, 
     unknown = "1234567890abcdef" * 2 + "12345678"
     code, out, err = _cli(capsys, "data", "fetch", "dialect", "--revision", f"dialect={unknown}")
     assert code == 1 and out == ""
-    assert err.startswith(f"thai-eval data: error: ThaiEvalDataError: {DIALECT_URL}, field 'revision': cannot fetch "
-                          f"commit {unknown} of {DIALECT_URL}: ")
+    assert err.startswith(
+        f"thai-eval data: error: ThaiEvalDataError: {DIALECT_URL}, field 'revision': cannot fetch "
+        f"commit {unknown} of {DIALECT_URL}: "
+    )
     assert err.rstrip().endswith(f"not our ref {unknown}")  # git's own reason
     assert _placed(folder) == placed and read_origin(folder) == origin
     # the run refuses that revision (not fetched at it) and names the command that fetches it
@@ -509,7 +599,8 @@ def test_a_git_source_is_fetched_verified_and_kept(home, github_mirror, capsys, 
         catalogue.require_present(registry.suites()["dialect"], ("generation",), revisions={"dialect": unknown})
     assert refused.value.field == "data" and refused.value.reason == (
         "the full data of dialect/generation is not fetched here at the revision asked for; run: HF_HUB_OFFLINE=0 "
-        f"thai-eval data fetch dialect/generation --revision dialect={unknown}")
+        f"thai-eval data fetch dialect/generation --revision dialect={unknown}"
+    )
     assert catalogue.require_present(registry.suites()["dialect"], ("generation",)) == folder
 
 
@@ -520,8 +611,9 @@ def test_a_pickle_that_does_not_match_its_pinned_sha256_places_nothing(home, git
     with pytest.raises(ThaiEvalDataError) as err:
         catalogue.fetch(["dialect"])
     assert (err.value.field, err.value.path) == ("sha256", f"{DIALECT_URL}@{commit}:{PICKLE}")  # the file in its source
-    assert err.value.reason == (f"SHA-256 {_sha(data)} is not the pinned {pinned} (a changed or tampered file; "
-                                "nothing was placed)")
+    assert err.value.reason == (
+        f"SHA-256 {_sha(data)} is not the pinned {pinned} (a changed or tampered file; nothing was placed)"
+    )
     assert _placed(home.full / "dialect") == {}
 
 
@@ -543,19 +635,24 @@ XCOPA_ROWS = 200  # data/thai_llm_leaderboard/xcopa_tha_seacrowd_qa_test.jsonl: 
 MT_BENCH_ROWS = 9  # data/thai_llm_leaderboard/mt_bench_thai_full.json: a list of 9 questions
 
 
-def _leaderboard_hub(hub: FakeHub, home: types.SimpleNamespace, *, nlu_pinned: bool = True,
-                     xcopa_rows: int = XCOPA_ROWS) -> dict[str, str]:
+def _leaderboard_hub(
+    hub: FakeHub, home: types.SimpleNamespace, *, nlu_pinned: bool = True, xcopa_rows: int = XCOPA_ROWS
+) -> dict[str, str]:
     """The leaderboard's NLU repo (XCOPA's samples) and MT-Bench repo on the fake hub, and the leaderboard manifest
     copy pinned at their commits with the files' SHA-256 and rows (``nlu_pinned=False``: the NLU source left
     unpinned, as shipped); the commits."""
-    commits = {"nlu": hub.add_dataset(NLU_REPO, {XCOPA: _sample(XCOPA), "README.md": b"# NLU\n"}),
-               "mt": hub.add_dataset(MT_REPO, {MT_BENCH: _sample(MT_BENCH), "README.md": b"# MT-Bench Thai\n"})}
+    commits = {
+        "nlu": hub.add_dataset(NLU_REPO, {XCOPA: _sample(XCOPA), "README.md": b"# NLU\n"}),
+        "mt": hub.add_dataset(MT_REPO, {MT_BENCH: _sample(MT_BENCH), "README.md": b"# MT-Bench Thai\n"}),
+    }
 
     def pin(raw: dict[str, Any]) -> None:
         raw["sources"]["leaderboard_nlu"]["revision"] = commits["nlu"] if nlu_pinned else None
         raw["sources"]["mt_bench_thai"]["revision"] = commits["mt"]
-        for task, name, rows in (("xcopa_tha_seacrowd_qa", XCOPA, xcopa_rows), ("mt_bench_thai", MT_BENCH,
-                                                                               MT_BENCH_ROWS)):
+        for task, name, rows in (
+            ("xcopa_tha_seacrowd_qa", XCOPA, xcopa_rows),
+            ("mt_bench_thai", MT_BENCH, MT_BENCH_ROWS),
+        ):
             raw["tasks"][task]["rows"] = rows
             raw["tasks"][task]["files"][0].update(sha256=_sha(_sample(name)), rows=rows)
 
@@ -566,8 +663,7 @@ def _leaderboard_hub(hub: FakeHub, home: types.SimpleNamespace, *, nlu_pinned: b
 XCOPA_REF, MT_REF = "thai_llm_leaderboard/xcopa_tha_seacrowd_qa", "thai_llm_leaderboard/mt_bench_thai"
 
 
-def test_hugging_face_sources_are_fetched_and_a_cut_download_leaves_the_other_task(fake_hub, home, capsys,
-                                                                                     monkeypatch):
+def test_hugging_face_sources_are_fetched_and_a_cut_download_leaves_the_other_task(fake_hub, home, capsys, monkeypatch):
     commits = _leaderboard_hub(fake_hub, home)
     folder = home.full / "thai_llm_leaderboard"
     code, out, err = _cli(capsys, "data", "fetch", MT_REF)
@@ -576,8 +672,14 @@ def test_hugging_face_sources_are_fetched_and_a_cut_download_leaves_the_other_ta
     assert _placed(folder) == {ORIGIN_FILE: _file_sha(folder / ORIGIN_FILE), MT_BENCH: _sha(_sample(MT_BENCH))}
     entry = read_origin(folder)[MT_BENCH]
     assert {k: entry[k] for k in ("kind", "source", "revision", "pinned", "resolved_revision", "path", "rows")} == {
-        "kind": "huggingface", "source": MT_REPO, "revision": commits["mt"], "pinned": True,
-        "resolved_revision": commits["mt"], "path": MT_BENCH, "rows": MT_BENCH_ROWS}
+        "kind": "huggingface",
+        "source": MT_REPO,
+        "revision": commits["mt"],
+        "pinned": True,
+        "resolved_revision": commits["mt"],
+        "path": MT_BENCH,
+        "rows": MT_BENCH_ROWS,
+    }
     assert fake_hub.downloads(MT_BENCH)[0].path == f"/datasets/{MT_REPO}/resolve/{commits['mt']}/{MT_BENCH}"
     assert [p for _, p in fake_hub.requests if "README" in p] == []  # only the manifest's files
 
@@ -587,14 +689,20 @@ def test_hugging_face_sources_are_fetched_and_a_cut_download_leaves_the_other_ta
     before = _placed(folder)
     code, out, err = _cli(capsys, "data", "fetch", XCOPA_REF)
     assert code == 1 and out == ""
-    assert err.splitlines()[-1] == (  # after the client's progress bar
-        f"thai-eval data: error: ThaiEvalDataError: {NLU_REPO}: cannot download {NLU_REPO}@{commits['nlu'][:12]}: "
-        "RemoteProtocolError: peer closed connection without sending complete message body (received 100 bytes, "
-        f"expected {len(_sample(XCOPA))})")
+    assert (
+        err.splitlines()[-1]
+        == (  # after the client's progress bar
+            f"thai-eval data: error: ThaiEvalDataError: {NLU_REPO}: cannot download {NLU_REPO}@{commits['nlu'][:12]}: "
+            "RemoteProtocolError: peer closed connection without sending complete message body (received 100 bytes, "
+            f"expected {len(_sample(XCOPA))})"
+        )
+    )
     assert len(fake_hub.downloads(XCOPA)) == 6
     assert _placed(folder) == before
-    assert _cli(capsys, "data", "verify", MT_REF)[:2] == (0, "verified: every fetched file matches its fetch and "
-                                                             "manifest\n")
+    assert _cli(capsys, "data", "verify", MT_REF)[:2] == (
+        0,
+        "verified: every fetched file matches its fetch and manifest\n",
+    )
     # the next fetch completes
     code, out, _ = _cli(capsys, "data", "fetch", XCOPA_REF, MT_REF)
     assert code == 0 and [line.split()[1] for line in out.splitlines()[3:]] == ["fetched", "up"]
@@ -612,8 +720,9 @@ def test_a_tampered_hugging_face_file_is_refused_and_the_next_fetch_downloads_it
     with pytest.raises(ThaiEvalDataError) as err:
         catalogue.fetch([XCOPA_REF])
     assert (err.value.field, err.value.path) == ("sha256", f"{NLU_REPO}@{commits['nlu']}:{XCOPA}")
-    assert err.value.reason == (f"SHA-256 {_sha(bad)} is not the pinned {_sha(good)} (a changed or tampered file; "
-                                "nothing was placed)")
+    assert err.value.reason == (
+        f"SHA-256 {_sha(bad)} is not the pinned {_sha(good)} (a changed or tampered file; nothing was placed)"
+    )
     assert _placed(home.full / "thai_llm_leaderboard") == {}
     # the mirror is repaired: the next fetch must not read the tampered bytes back from the Hugging Face cache
     fake_hub.tamper(NLU_REPO, commits["nlu"], XCOPA, good)
@@ -625,8 +734,9 @@ def test_a_file_with_other_rows_than_the_manifest_pins_is_refused(fake_hub, home
     commits = _leaderboard_hub(fake_hub, home, xcopa_rows=500)
     with pytest.raises(ThaiEvalDataError) as err:
         catalogue.fetch([XCOPA_REF])
-    assert str(err.value) == (f"{NLU_REPO}@{commits['nlu']}:{XCOPA}, field 'rows': {XCOPA_ROWS} rows, the manifest "
-                              "pins 500")
+    assert str(err.value) == (
+        f"{NLU_REPO}@{commits['nlu']}:{XCOPA}, field 'rows': {XCOPA_ROWS} rows, the manifest pins 500"
+    )
     assert _placed(home.full / "thai_llm_leaderboard") == {}
 
 
@@ -660,28 +770,57 @@ def test_offline_a_fetch_stops_at_once_with_the_command_to_run(fake_hub, home, c
 @pytest.mark.parametrize("dry_run", [True, False])
 def test_run_on_full_data_not_fetched_names_the_fetch_command(home, tmp_path, capsys, dry_run):
     out_dir = tmp_path / "outputs"
-    code, out, err = _cli(capsys, "run", "--model", "embedded", "--benchmarks", "dialect", "--data", "full",
-                          "--no-paper", "--outputs", str(out_dir), *(["--dry-run"] if dry_run else []))
+    code, out, err = _cli(
+        capsys,
+        "run",
+        "--model",
+        "embedded",
+        "--benchmarks",
+        "dialect",
+        "--data",
+        "full",
+        "--no-paper",
+        "--outputs",
+        str(out_dir),
+        *(["--dry-run"] if dry_run else []),
+    )
     assert code == 1
-    assert f"ThaiEvalDataError: {home.full / 'dialect'}, field 'data': the full data of dialect/generation is not " \
-           "fetched here at the revision asked for; run: HF_HUB_OFFLINE=0 thai-eval data fetch dialect/generation" \
-           in err
+    assert (
+        f"ThaiEvalDataError: {home.full / 'dialect'}, field 'data': the full data of dialect/generation is not "
+        "fetched here at the revision asked for; run: HF_HUB_OFFLINE=0 thai-eval data fetch dialect/generation" in err
+    )
     assert not (out_dir / "runs").exists()
 
 
 def test_a_revision_without_full_data_is_refused(home, capsys):
-    code, out, err = _cli(capsys, "run", "--model", "embedded", "--benchmarks", "dialect", "--revision",
-                          "dialect=" + "a" * 40, "--dry-run")
+    code, out, err = _cli(
+        capsys,
+        "run",
+        "--model",
+        "embedded",
+        "--benchmarks",
+        "dialect",
+        "--revision",
+        "dialect=" + "a" * 40,
+        "--dry-run",
+    )
     assert code == 1 and out == ""
-    assert err == ("thai-eval run: error: ThaiEvalError: --revision applies to the full data sets: add --data full "
-                   "(and fetch them at that revision first: thai-eval data fetch ... --revision ...)\n")
+    assert err == (
+        "thai-eval run: error: ThaiEvalError: --revision applies to the full data sets: add --data full "
+        "(and fetch them at that revision first: thai-eval data fetch ... --revision ...)\n"
+    )
 
 
 # ------------------------------------------------------------------------------------ the origin in a run's config id
 def _old_config_id(benchmark: str, config: dict[str, Any], model: str, data: list[Path]) -> str:
     """The config id as RunStore computed it before data origins were keyed."""
-    keyed = {"benchmark": benchmark, "config": config, "model": {"name": model},
-             "data": sorted(_file_sha(p) for p in data), "templates": {}}
+    keyed = {
+        "benchmark": benchmark,
+        "config": config,
+        "model": {"name": model},
+        "data": sorted(_file_sha(p) for p in data),
+        "templates": {},
+    }
     return hashlib.sha256(canonical_json(keyed).encode()).hexdigest()[:12]
 
 
@@ -689,10 +828,19 @@ def test_run_store_keys_and_records_the_origin_of_fetched_files(tmp_path):
     plain, fetched = tmp_path / "plain", tmp_path / "fetched"
     for folder in (plain, fetched):
         (folder / "center").mkdir(parents=True)
-        (folder / "center" / "qa.jsonl").write_text('{"id": 0, "question": "ใคร", "context": "แม่", "text_2": "แม่"}\n',
-                                                    encoding="utf-8")
-    entry = {"suite": "dialect", "task": "generation", "kind": "git", "source": DIALECT_URL, "revision": "b" * 40,
-             "resolved_revision": "b" * 40, "path": PICKLE, "sha256": _file_sha(plain / "center" / "qa.jsonl")}
+        (folder / "center" / "qa.jsonl").write_text(
+            '{"id": 0, "question": "ใคร", "context": "แม่", "text_2": "แม่"}\n', encoding="utf-8"
+        )
+    entry = {
+        "suite": "dialect",
+        "task": "generation",
+        "kind": "git",
+        "source": DIALECT_URL,
+        "revision": "b" * 40,
+        "resolved_revision": "b" * 40,
+        "path": PICKLE,
+        "sha256": _file_sha(plain / "center" / "qa.jsonl"),
+    }
     update_origin(fetched, {"center/qa.jsonl": entry})
     config = {"limit": 2, "seed": 42}
     old_id = _old_config_id("dialect/generation", config, "m", [plain / "center" / "qa.jsonl"])
@@ -708,9 +856,14 @@ def test_run_store_keys_and_records_the_origin_of_fetched_files(tmp_path):
     data_file = fetched / "center" / "qa.jsonl"
     _, with_origin = card(data_file)
     assert with_origin["data_sources"] == [{"file": str(data_file), **entry}]
-    keyed = {"benchmark": "dialect/generation", "config": config, "model": {"name": "m"},
-             "data": [entry["sha256"]], "templates": {},
-             "data_sources": [f"{DIALECT_URL}@{'b' * 40}:{PICKLE}"]}
+    keyed = {
+        "benchmark": "dialect/generation",
+        "config": config,
+        "model": {"name": "m"},
+        "data": [entry["sha256"]],
+        "templates": {},
+        "data_sources": [f"{DIALECT_URL}@{'b' * 40}:{PICKLE}"],
+    }
     assert with_origin["config_id"] == hashlib.sha256(canonical_json(keyed).encode()).hexdigest()[:12] != old_id
     # another revision of the same bytes is another configuration
     update_origin(fetched, {"center/qa.jsonl": {**entry, "revision": "c" * 40, "resolved_revision": "c" * 40}})
@@ -728,15 +881,45 @@ def test_a_run_on_fetched_full_data_records_its_origin(home, github_mirror, tmp_
     commit = _dialect_source(github_mirror, home, data)
     [result] = catalogue.fetch(["dialect"])
     folder = home.full / "dialect"
-    assert result.status == "fetched" and sorted(_placed(folder)) == sorted([ORIGIN_FILE, *(f"{d}/qa.jsonl" for d in
-                                                                                          DIALECTS)])
+    assert result.status == "fetched" and sorted(_placed(folder)) == sorted(
+        [ORIGIN_FILE, *(f"{d}/qa.jsonl" for d in DIALECTS)]
+    )
     out = tmp_path / "outputs"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "THAI_EVAL_DATA": str(home.data), "THAI_EVAL_MANIFESTS": str(home.manifests)}
-    proc = subprocess.run([sys.executable, "-m", "thai_eval_utils", "run", "--model", "embedded", "--benchmarks",
-                           "dialect", "--data", "full", "--limit", "2", "--no-paper", "--max-new-tokens", "4",
-                           "--greedy", "--outputs", str(out)], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=900)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "THAI_EVAL_DATA": str(home.data),
+        "THAI_EVAL_MANIFESTS": str(home.manifests),
+    }
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "thai_eval_utils",
+            "run",
+            "--model",
+            "embedded",
+            "--benchmarks",
+            "dialect",
+            "--data",
+            "full",
+            "--limit",
+            "2",
+            "--no-paper",
+            "--max-new-tokens",
+            "4",
+            "--greedy",
+            "--outputs",
+            str(out),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     [card_path] = (out / "runs").rglob("dialect/generation/*/run_card.json")
     card = json.loads(card_path.read_text(encoding="utf-8"))
@@ -744,19 +927,29 @@ def test_a_run_on_fetched_full_data_records_its_origin(home, github_mirror, tmp_
     assert sorted(card["data_files"]) == files
     assert sorted(s["file"] for s in card["data_sources"]) == files
     assert {(s["source"], s["revision"], s["resolved_revision"], s["path"]) for s in card["data_sources"]} == {
-        (DIALECT_URL, commit, commit, PICKLE)}
+        (DIALECT_URL, commit, commit, PICKLE)
+    }
     # the id the same settings on the same bytes get without an origin file (as before origins were keyed) differs
-    keyed = {"benchmark": card["benchmark"], "config": card["config"],
-             "model": {k: v for k, v in card["model"].items() if k not in UNKEYED_IDENTITY_KEYS},
-             "data": sorted(card["data_files"].values()), "templates": card["prompt_template_sha256"]}
+    keyed = {
+        "benchmark": card["benchmark"],
+        "config": card["config"],
+        "model": {k: v for k, v in card["model"].items() if k not in UNKEYED_IDENTITY_KEYS},
+        "data": sorted(card["data_files"].values()),
+        "templates": card["prompt_template_sha256"],
+    }
     plain_id = hashlib.sha256(canonical_json(keyed).encode()).hexdigest()[:12]
     with_sources = {**keyed, "data_sources": [f"{DIALECT_URL}@{commit}:{PICKLE}"]}
-    assert card_path.parent.name == card["config_id"] == hashlib.sha256(
-        canonical_json(with_sources).encode()).hexdigest()[:12] != plain_id
+    assert (
+        card_path.parent.name
+        == card["config_id"]
+        == hashlib.sha256(canonical_json(with_sources).encode()).hexdigest()[:12]
+        != plain_id
+    )
 
 
 def test_a_branch_given_as_revision_resolves_to_its_commit_and_drops_the_earlier_revisions_files(
-        home, github_mirror, capsys):
+    home, github_mirror, capsys
+):
     """``--revision dialect=main`` on a Git source: the origin records the branch as asked and the commit it
     resolved to (which keys the runs); files an earlier fetch placed that this revision lacks are removed."""
     rows = _sample_rows()
@@ -765,8 +958,7 @@ def test_a_branch_given_as_revision_resolves_to_its_commit_and_drops_the_earlier
     folder = home.data / "full" / "dialect"
     assert (folder / "east" / "food.jsonl").is_file()
     fewer = {d: {t: r for t, r in tasks.items() if t != "food"} for d, tasks in rows.items()}
-    newer = make_git_repo(github_mirror / "mrpeerat" / "Thai_local_benchmark.git",
-                          {PICKLE: dataset_dict_pickle(fewer)})
+    newer = make_git_repo(github_mirror / "mrpeerat" / "Thai_local_benchmark.git", {PICKLE: dataset_dict_pickle(fewer)})
     code, out, _ = _cli(capsys, "data", "fetch", "dialect", "--revision", "dialect=main")
     assert code == 0 and "fetched" in out
     origin = read_origin(folder)

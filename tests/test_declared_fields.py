@@ -76,8 +76,9 @@ def test_the_local_engine_takes_one_stop_string(tiny_local_model):
 
 
 def test_batch_request_bodies_take_one_stop_string():
-    body = chat_body("m", [{"role": "user", "content": "x"}], max_tokens=4, temperature=0.0, top_p=1.0, seed=None,
-                     stop="###")
+    body = chat_body(
+        "m", [{"role": "user", "content": "x"}], max_tokens=4, temperature=0.0, top_p=1.0, seed=None, stop="###"
+    )
     assert body["stop"] == ["###"]
     with pytest.raises(ThaiEvalDataError) as err:
         chat_body("m", [], max_tokens=4, temperature=0.0, top_p=1.0, seed=None, stop=["###", None])
@@ -157,8 +158,11 @@ GEN_ONLY = [
     ("prompt", [], PROMPT + "list []"),
     ("prompt", ["{q}"], PROMPT + "list ['{q}']"),
     ("prompt", " ", TEXT + "str ' '"),
-    ("prompt", [{"role": "user"}], "expected chat messages with exactly 'role' and 'content' text, got dict "
-                                   "{'role': 'user'}"),
+    (
+        "prompt",
+        [{"role": "user"}],
+        "expected chat messages with exactly 'role' and 'content' text, got dict {'role': 'user'}",
+    ),
     ("reference", None, TEXT + "NoneType None"),
     ("metrics", 5, "expected a metric name or a list of them, got int 5"),
     ("metrics", ("meteor",), "unknown generation metric(s) ['meteor']; choose from exact_match, rougeL, chrf, bleu"),
@@ -191,8 +195,9 @@ FEWSHOT_FIELDS = [
     ("n", True, "fewshot.n", "expected an integer >= 0, got bool True"),
     ("delimiter", None, "fewshot.delimiter", ANY_TEXT + "NoneType None"),
 ]
-CASES = ([pytest.param(MultipleChoiceTask, MC, f, v, m, id=f"mc-{f}-{v!r}") for f, v, m in COMMON + MC_ONLY]
-         + [pytest.param(GenerationTask, GEN, f, v, m, id=f"gen-{f}-{v!r}") for f, v, m in COMMON + GEN_ONLY])
+CASES = [pytest.param(MultipleChoiceTask, MC, f, v, m, id=f"mc-{f}-{v!r}") for f, v, m in COMMON + MC_ONLY] + [
+    pytest.param(GenerationTask, GEN, f, v, m, id=f"gen-{f}-{v!r}") for f, v, m in COMMON + GEN_ONLY
+]
 
 
 @pytest.mark.parametrize("kind, base, name, value, message", CASES)
@@ -203,8 +208,9 @@ def test_each_declared_field_is_checked(kind, base, name, value, message):
     assert str(err.value) == f"field {name!r}: {message}"
 
 
-@pytest.mark.parametrize("name, value, field, message", FEWSHOT_FIELDS,
-                         ids=[f"{f}-{v!r}" for f, v, _, _ in FEWSHOT_FIELDS])
+@pytest.mark.parametrize(
+    "name, value, field, message", FEWSHOT_FIELDS, ids=[f"{f}-{v!r}" for f, v, _, _ in FEWSHOT_FIELDS]
+)
 def test_each_fewshot_field_is_checked(name, value, field, message):
     with pytest.raises(ThaiEvalDataError) as err:
         FewShot(**{"file": "train.jsonl", "n": 1, name: value})
@@ -221,15 +227,26 @@ def test_every_field_of_each_kind_is_tried():
 
 
 def test_good_declarations_are_kept_as_plain_values():
-    task = GenerationTask(**{**GEN, "prompt": [{"role": "user", "content": "{q}"}]}, metrics="chrf",
-                          max_new_tokens=np.int64(6), temperature=np.float32(0.5), top_p=1, seed=None,
-                          extra={"note": "x"})  # fmt: skip
+    task = GenerationTask(
+        **{**GEN, "prompt": [{"role": "user", "content": "{q}"}]},
+        metrics="chrf",
+        max_new_tokens=np.int64(6),
+        temperature=np.float32(0.5),
+        top_p=1,
+        seed=None,
+        extra={"note": "x"},
+    )
     assert task.metrics == ("chrf",) and task.max_new_tokens == 6 and type(task.max_new_tokens) is int
     assert task.temperature == 0.5 and type(task.temperature) is float and task.seed is None
     assert task.top_p == 1 and type(task.top_p) is int  # as given: the declaration keys the task's runs
     assert json.dumps(task.declaration())  # the run card records it: plain JSON values only
-    mc = MultipleChoiceTask(**{**MC, "choices": ["a", "b"], "data": ""}, labels=["A", "B"], metrics="acc_norm",
-                            fewshot=FewShot("train.jsonl", np.int32(0)), id_field=None)  # fmt: skip
+    mc = MultipleChoiceTask(
+        **{**MC, "choices": ["a", "b"], "data": ""},
+        labels=["A", "B"],
+        metrics="acc_norm",
+        fewshot=FewShot("train.jsonl", np.int32(0)),
+        id_field=None,
+    )
     assert mc.choices == ("a", "b") and mc.labels == ("A", "B") and mc.metrics == ("acc_norm",)
     assert mc.fewshot.n == 0 and type(mc.fewshot.n) is int
     with pytest.raises(ThaiEvalDataError) as err:
@@ -238,10 +255,10 @@ def test_good_declarations_are_kept_as_plain_values():
 
 
 # --------------------------------------------------------------------------------------- task files, command
-BAD_FILE = '''from thai_eval_utils.tasks import GenerationTask
+BAD_FILE = """from thai_eval_utils.tasks import GenerationTask
 
 TASK = GenerationTask(name="bad_task", data="d.jsonl", prompt="{q}", reference="r", fewshot=1)
-'''
+"""
 
 
 @pytest.fixture
@@ -268,11 +285,30 @@ def test_a_bad_field_in_a_task_file_names_the_file(bad_task_file):
 def test_the_command_prints_a_bad_declaration_as_one_line(bad_task_file, tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     env.pop(registry.TASKS_ENV, None)
-    done = subprocess.run([sys.executable, "-m", "thai_eval_utils", "run", "--model", "embedded", "--tasks-dir",
-                           str(bad_task_file.parent), "--benchmarks", "bad_task", "--dry-run", "--outputs",
-                           str(tmp_path / "out")], capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "thai_eval_utils",
+            "run",
+            "--model",
+            "embedded",
+            "--tasks-dir",
+            str(bad_task_file.parent),
+            "--benchmarks",
+            "bad_task",
+            "--dry-run",
+            "--outputs",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     said = done.stdout + done.stderr
     assert done.returncode == 1 and "Traceback" not in said, said[-3000:]
-    assert done.stderr.strip().splitlines()[-1] == (f"thai-eval run: error: ThaiEvalDataError: {bad_task_file}, "
-                                                    f"field 'fewshot': {FEWSHOT}int 1")
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"thai-eval run: error: ThaiEvalDataError: {bad_task_file}, field 'fewshot': {FEWSHOT}int 1"
+    )
     assert not (tmp_path / "out").exists()

@@ -25,7 +25,13 @@ def prompts() -> D.DialectPrompts:
 
 def test_prompt_file_keeps_its_source(prompts):
     assert prompts.source.startswith("mrpeerat/Thai_local_benchmark @b5597ba")
-    assert prompts.language_names == {"east": "ภาษาอีสาน", "center": "ภาษาไทย", "north": "ภาษาเหนือ", "south": "ภาษาใต้", "eng": "ภาษาอังกฤษ"}
+    assert prompts.language_names == {
+        "east": "ภาษาอีสาน",
+        "center": "ภาษาไทย",
+        "north": "ภาษาเหนือ",
+        "south": "ภาษาใต้",
+        "eng": "ภาษาอังกฤษ",
+    }
     assert D.load_prompts().source == prompts.source  # the default path is the shipped file (package data)
     assert not (SAMPLES / "dialect_prompts.json").exists()  # one copy: the package's
 
@@ -39,14 +45,38 @@ EXPECTED_QA = {
     "south": "ช่วยใช้ข้อความข้างล่างนี้ตอบคำถามเป็นภาษาใต้โดยตอบแค่คำตอบที่มีอยู๋ในบทความ:\nข้อความ: บริบท ก\nคำถาม: ถาม ข\nคำตอบ:",
 }
 EXPECTED_TRANSLATION = {
-    ("east", "translation_eng_east"): "แปลข้อความต่อไปนี้จาก ภาษาอังกฤษ เป็น ภาษาอีสาน ให้เจ้าแปลโดยตรงโดยบ่ต้องมีข้อมูลเพิ่มเติมใดๆ\nข้อความ: Hello.\nคำแปล:",
-    ("east", "translation_east_eng"): "แปลข้อความต่อไปนี้จาก ภาษาอีสาน เป็น ภาษาอังกฤษ ให้เจ้าแปลโดยตรงโดยบ่ต้องมีข้อมูลเพิ่มเติมใดๆ\nข้อความ: Hello.\nคำแปล:",
-    ("center", "translation_eng_center"): "แปลข้อความต่อไปนี้จาก ภาษาอังกฤษ เป็น ภาษาไทย ให้การแปลของคุณโดยตรงโดยไม่ต้องมีข้อมูลเพิ่มเติมใดๆ\nข้อความ: Hello.\nคำแปล:",
-    ("center", "translation_center_eng"): "แปลข้อความต่อไปนี้จาก ภาษาไทย เป็น ภาษาอังกฤษ ให้การแปลของคุณโดยตรงโดยไม่ต้องมีข้อมูลเพิ่มเติมใดๆ\nข้อความ: Hello.\nคำแปล:",
-    ("north", "translation_eng_north"): "แปลข้อความต่อไปนี้จาก ภาษาอังกฤษ เป๋น ภาษาเหนือ หื้อตั๋วแปลโดยตรงโดยตี้บะต้องมีข้อมูลเพิ่มเติมใดๆ\nข้อความ: Hello.\nคำแปล:",
-    ("north", "translation_north_eng"): "แปลข้อความต่อไปนี้จาก ภาษาเหนือ เป๋น ภาษาอังกฤษ หื้อตั๋วแปลโดยตรงโดยตี้บะต้องมีข้อมูลเพิ่มเติมใดๆ\nข้อความ: Hello.\nคำแปล:",
-    ("south", "translation_eng_south"): "แปลข้อความต่อจากนี้ ภาษาอังกฤษ เป็น ภาษาใต้ ให้การแปลของเติ้ลแปลตรงตัวเลย ไม่ต้องไสข้อมูลเพิ่มเติมไหร\nข้อความ: Hello.\nคำแปล:",
-    ("south", "translation_south_eng"): "แปลข้อความต่อจากนี้ ภาษาใต้ เป็น ภาษาอังกฤษ ให้การแปลของเติ้ลแปลตรงตัวเลย ไม่ต้องไสข้อมูลเพิ่มเติมไหร\nข้อความ: Hello.\nคำแปล:",
+    (
+        "east",
+        "translation_eng_east",
+    ): "แปลข้อความต่อไปนี้จาก ภาษาอังกฤษ เป็น ภาษาอีสาน ให้เจ้าแปลโดยตรงโดยบ่ต้องมีข้อมูลเพิ่มเติมใดๆ\nข้อความ: Hello.\nคำแปล:",
+    (
+        "east",
+        "translation_east_eng",
+    ): "แปลข้อความต่อไปนี้จาก ภาษาอีสาน เป็น ภาษาอังกฤษ ให้เจ้าแปลโดยตรงโดยบ่ต้องมีข้อมูลเพิ่มเติมใดๆ\nข้อความ: Hello.\nคำแปล:",
+    (
+        "center",
+        "translation_eng_center",
+    ): "แปลข้อความต่อไปนี้จาก ภาษาอังกฤษ เป็น ภาษาไทย ให้การแปลของคุณโดยตรงโดยไม่ต้องมีข้อมูลเพิ่มเติมใดๆ\nข้อความ: Hello.\nคำแปล:",
+    (
+        "center",
+        "translation_center_eng",
+    ): "แปลข้อความต่อไปนี้จาก ภาษาไทย เป็น ภาษาอังกฤษ ให้การแปลของคุณโดยตรงโดยไม่ต้องมีข้อมูลเพิ่มเติมใดๆ\nข้อความ: Hello.\nคำแปล:",
+    (
+        "north",
+        "translation_eng_north",
+    ): "แปลข้อความต่อไปนี้จาก ภาษาอังกฤษ เป๋น ภาษาเหนือ หื้อตั๋วแปลโดยตรงโดยตี้บะต้องมีข้อมูลเพิ่มเติมใดๆ\nข้อความ: Hello.\nคำแปล:",
+    (
+        "north",
+        "translation_north_eng",
+    ): "แปลข้อความต่อไปนี้จาก ภาษาเหนือ เป๋น ภาษาอังกฤษ หื้อตั๋วแปลโดยตรงโดยตี้บะต้องมีข้อมูลเพิ่มเติมใดๆ\nข้อความ: Hello.\nคำแปล:",
+    (
+        "south",
+        "translation_eng_south",
+    ): "แปลข้อความต่อจากนี้ ภาษาอังกฤษ เป็น ภาษาใต้ ให้การแปลของเติ้ลแปลตรงตัวเลย ไม่ต้องไสข้อมูลเพิ่มเติมไหร\nข้อความ: Hello.\nคำแปล:",
+    (
+        "south",
+        "translation_south_eng",
+    ): "แปลข้อความต่อจากนี้ ภาษาใต้ เป็น ภาษาอังกฤษ ให้การแปลของเติ้ลแปลตรงตัวเลย ไม่ต้องไสข้อมูลเพิ่มเติมไหร\nข้อความ: Hello.\nคำแปล:",
 }
 EXPECTED_OTHER = {
     ("center", "summarization"): "จงสรุปข้อความด้านล่าง\nข้อความ: ข่าว\nสรุป:",
@@ -119,13 +149,20 @@ def chat_model(name="fake-local", *, local=True, fail_on_call=None, reply=None) 
     reply = reply or (lambda messages: "ตอบ " + messages[-1]["content"][-6:])
     if not local:
         return FakeModel(name, reply=reply, fail_on_call=fail_on_call)
-    return FakeModel(name, reply=reply, fail_on_call=fail_on_call, tokenizer=CharTokenizer(),
-                     render_chat=lambda messages: "<u>" + messages[0]["content"] + "</u><m>")  # fmt: skip
+    return FakeModel(
+        name,
+        reply=reply,
+        fail_on_call=fail_on_call,
+        tokenizer=CharTokenizer(),
+        render_chat=lambda messages: "<u>" + messages[0]["content"] + "</u><m>",
+    )
 
 
 def chats(model: FakeModel) -> list[dict]:
     """The model's chat calls: batch size, settings and the conversations sent."""
-    return [{**settings, "messages": batch} for (kind, settings), batch in zip(model.calls, model.inputs) if kind == "chat"]
+    return [
+        {**settings, "messages": batch} for (kind, settings), batch in zip(model.calls, model.inputs) if kind == "chat"
+    ]
 
 
 @pytest.fixture()
@@ -138,13 +175,19 @@ def test_run_generation_paper_settings_and_resume(items, tmp_path):
     model = chat_model()
     out = D.run_generation(model, items, outputs=tmp_path, batch_size=5, progress=False)
     assert [c["n"] for c in chats(model)] == [5, 5, 2]
-    assert {(c["temperature"], c["seed"], c["max_new_tokens"], c["top_p"]) for c in chats(model)} == {(0.2, 42, 3000, 1.0)}
+    assert {(c["temperature"], c["seed"], c["max_new_tokens"], c["top_p"]) for c in chats(model)} == {
+        (0.2, 42, 3000, 1.0)
+    }
     first = chats(model)[0]["messages"][0]
     assert len(first) == 1 and first[0]["role"] == "user"
     assert list(out["output"]) == ["ตอบ " + p[-6:] for p in out["prompt"]]
     card = json.loads((Path(out.attrs["run_dir"]) / "run_card.json").read_text(encoding="utf-8"))
     assert card["config"]["decoding"] == "sampling" and card["config"]["temperature"] == 0.2
-    assert card["config"]["seed"] == 42 and card["config"]["max_new_tokens"] == 3000 and card["config"]["max_prompt_tokens"] == 3000
+    assert (
+        card["config"]["seed"] == 42
+        and card["config"]["max_new_tokens"] == 3000
+        and card["config"]["max_prompt_tokens"] == 3000
+    )
     assert card["package_versions"]["pythainlp"] == "5.0.4"
     again = chat_model()
     out2 = D.run_generation(again, items, outputs=tmp_path, batch_size=5, progress=False)
@@ -168,7 +211,9 @@ def test_greedy_and_api_settings_are_recorded(items, tmp_path):
     sampled = D.run_generation(chat_model(), items, outputs=tmp_path, progress=False)
     greedy_model = chat_model()
     greedy = D.run_generation(greedy_model, items, outputs=tmp_path, greedy=True, max_new_tokens=48, progress=False)
-    assert {c["temperature"] for c in chats(greedy_model)} == {0.0} and {c["max_new_tokens"] for c in chats(greedy_model)} == {48}
+    assert {c["temperature"] for c in chats(greedy_model)} == {0.0} and {
+        c["max_new_tokens"] for c in chats(greedy_model)
+    } == {48}
     assert greedy.attrs["run_dir"] != sampled.attrs["run_dir"] and greedy.attrs["config"]["decoding"] == "greedy"
     api = chat_model("fake-api", local=False)
     out = D.run_generation(api, items, outputs=tmp_path, progress=False)
@@ -180,8 +225,13 @@ def test_token_named_settings_survive_in_the_run_card(items, tmp_path):
     """redact() drops secret-looking keys (``token``, ``hf_token``), not ``max_new_tokens``/``max_prompt_tokens``."""
     from thai_eval_utils.core.provenance import redact
 
-    assert redact({"max_new_tokens": 7, "max_prompt_tokens": 9, "hf_token": "x", "token": "y"}) == {"max_new_tokens": 7, "max_prompt_tokens": 9}
-    out = D.run_generation(chat_model(), items.head(1), outputs=tmp_path, max_new_tokens=7, max_prompt_tokens=90, progress=False)
+    assert redact({"max_new_tokens": 7, "max_prompt_tokens": 9, "hf_token": "x", "token": "y"}) == {
+        "max_new_tokens": 7,
+        "max_prompt_tokens": 9,
+    }
+    out = D.run_generation(
+        chat_model(), items.head(1), outputs=tmp_path, max_new_tokens=7, max_prompt_tokens=90, progress=False
+    )
     run_dir = Path(out.attrs["run_dir"])
     card = json.loads((run_dir / "run_card.json").read_text(encoding="utf-8"))
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
@@ -198,16 +248,42 @@ def test_a_run_stored_under_the_old_config_keys_is_resumed(items, tmp_path):
     from thai_eval_utils.core.store import RunStore
 
     prompts = D.load_prompts()
-    old_config = {"decoding": "sampling", "temperature": 0.2, "top_p": 1.0, "seed": 42, "max_new": 3000,
-                  "prompt_cap": 3000, "model_kind": "local", "system_prompt": None, "n_shot": 0,
-                  "prompt_source": prompts.source}  # fmt: skip
+    old_config = {
+        "decoding": "sampling",
+        "temperature": 0.2,
+        "top_p": 1.0,
+        "seed": 42,
+        "max_new": 3000,
+        "prompt_cap": 3000,
+        "model_kind": "local",
+        "system_prompt": None,
+        "n_shot": 0,
+        "prompt_source": prompts.source,
+    }
     templates = {f"{d}/{t}": prompts.prompts[d][t] for d in ("center", "east") for t in ("food", "qa")}
-    old = RunStore.open("fake-local", "dialect/generation", old_config, model_identity={"name": "fake-local", "source": "test double"},
-                        data_files=[str(p) for p in items.attrs["files"]], prompt_templates=templates, outputs=tmp_path)  # fmt: skip
+    old = RunStore.open(
+        "fake-local",
+        "dialect/generation",
+        old_config,
+        model_identity={"name": "fake-local", "source": "test double"},
+        data_files=[str(p) for p in items.attrs["files"]],
+        prompt_templates=templates,
+        outputs=tmp_path,
+    )
     finished = items.head(5).to_dict("records")
     for it in finished:
-        old.append(D.item_key(it), {"dialect": it["dialect"], "task": it["task"], "id": str(it["id"]), "prompt": "p",
-                                    "prompt_len": 1, "prompt_truncated": False, "output": f"old {it['id']}"})  # fmt: skip
+        old.append(
+            D.item_key(it),
+            {
+                "dialect": it["dialect"],
+                "task": it["task"],
+                "id": str(it["id"]),
+                "prompt": "p",
+                "prompt_len": 1,
+                "prompt_truncated": False,
+                "output": f"old {it['id']}",
+            },
+        )
     old.close()  # that run ended (its process let go of the run)
     card = json.loads(old.card_path.read_text(encoding="utf-8"))
     del card["store_format"]  # format 1 cards did not record it
@@ -252,8 +328,14 @@ def test_score_generations_perfect_outputs():
     df = load_dialect(SAMPLES, dialects=["center", "east"])
     df = df.assign(model="m", output=df["text_2"])
     scores = D.score_generations(df)
-    assert set(scores["task"]) == {"qa", "summarization", "translation_eng_center", "translation_center_eng",
-                                   "translation_eng_east", "translation_east_eng"}
+    assert set(scores["task"]) == {
+        "qa",
+        "summarization",
+        "translation_eng_center",
+        "translation_center_eng",
+        "translation_eng_east",
+        "translation_east_eng",
+    }
     assert set(scores["metric"]) == {"rougeL", "bleu", "sacrebleu", "chrf"}
     rouge = scores[scores["metric"] == "rougeL"]
     assert (rouge["value"] == 100.0).all() and (rouge["n"] == 3).all()
@@ -266,8 +348,13 @@ def test_score_generations_perfect_outputs():
 def test_select_items_by_family_and_limit_keeps_the_file_list():
     df = load_dialect(SAMPLES)
     picked = D.select_items(df, tasks=["translation_dialect_to_en", "food"], limit=2)
-    assert sorted(picked["task"].unique()) == ["food", "translation_center_eng", "translation_east_eng",
-                                               "translation_north_eng", "translation_south_eng"]
+    assert sorted(picked["task"].unique()) == [
+        "food",
+        "translation_center_eng",
+        "translation_east_eng",
+        "translation_north_eng",
+        "translation_south_eng",
+    ]
     assert (picked.groupby(["dialect", "task"]).size() == 2).all() and list(picked["id"][:2]) == ["0", "1"]
     assert picked.attrs["files"] == df.attrs["files"] and len(df.attrs["files"]) == 24
     with pytest.raises(ValueError):
@@ -295,11 +382,14 @@ def test_run_summary_holds_the_scores_of_a_tiny_model(tiny_local_model, scored_i
     exactly what the metric functions give on the stored outputs."""
     from thai_eval_utils.dialect import metrics as M
 
-    out = D.run_generation(tiny_local_model, scored_items, outputs=tmp_path, greedy=True, max_new_tokens=12, progress=False)
+    out = D.run_generation(
+        tiny_local_model, scored_items, outputs=tmp_path, greedy=True, max_new_tokens=12, progress=False
+    )
     summary = _summary(out)
     tasks = {"center": ("qa", "translation_eng_center"), "east": ("qa", "translation_eng_east")}
-    assert set(summary["scores"]) == {f"{d}/{t}/{m}" for d, ts in tasks.items() for t in ts
-                                      for m in ("rougeL", "bleu", "sacrebleu", "chrf")}  # no food: no reference
+    assert set(summary["scores"]) == {
+        f"{d}/{t}/{m}" for d, ts in tasks.items() for t in ts for m in ("rougeL", "bleu", "sacrebleu", "chrf")
+    }  # no food: no reference
     for d, ts in tasks.items():
         for t in ts:
             hyp, ref = _direct(out, d, t)
@@ -307,11 +397,14 @@ def test_run_summary_holds_the_scores_of_a_tiny_model(tiny_local_model, scored_i
             assert rouge["value"] == pytest.approx(M.rouge_l(hyp, ref)) and rouge["n"] == 2
             assert bleu["value"] == pytest.approx(M.bleu(hyp, ref)) and bleu["n"] == 2
             assert rouge["name"] == f"{d}/{t}/rougeL" and "pythainlp:5.0.4" in rouge["signature"]
-    assert set(summary["delta_diff"]) == {f"east/{f}/{m}" for f in ("qa", "translation_en_to_dialect")
-                                          for m in ("rougeL", "bleu", "sacrebleu", "chrf")}
+    assert set(summary["delta_diff"]) == {
+        f"east/{f}/{m}" for f in ("qa", "translation_en_to_dialect") for m in ("rougeL", "bleu", "sacrebleu", "chrf")
+    }
     qa_delta = M.rouge_l(*_direct(out, "center", "qa")) - M.rouge_l(*_direct(out, "east", "qa"))
     assert summary["delta_diff"]["east/qa/rougeL"]["value"] == pytest.approx(qa_delta)
-    bleu_delta = M.bleu(*_direct(out, "center", "translation_eng_center")) - M.bleu(*_direct(out, "east", "translation_eng_east"))
+    bleu_delta = M.bleu(*_direct(out, "center", "translation_eng_center")) - M.bleu(
+        *_direct(out, "east", "translation_eng_east")
+    )
     assert summary["delta_diff"]["east/translation_en_to_dialect/bleu"]["value"] == pytest.approx(bleu_delta)
     assert summary["n_items"] == 12 and summary["n_generated"] == 12
 
@@ -319,8 +412,12 @@ def test_run_summary_holds_the_scores_of_a_tiny_model(tiny_local_model, scored_i
 def reference_model(items: pd.DataFrame) -> FakeModel:
     """Answers every item with its reference (Central) or the first half of it (other dialects)."""
     prompts = D.load_prompts()
-    answers = {D.build_prompt(it, prompts): (it["text_2"] if it["dialect"] == "center" else it["text_2"][: len(it["text_2"]) // 2])
-               for it in items.to_dict("records")}  # fmt: skip
+    answers = {
+        D.build_prompt(it, prompts): (
+            it["text_2"] if it["dialect"] == "center" else it["text_2"][: len(it["text_2"]) // 2]
+        )
+        for it in items.to_dict("records")
+    }
     return chat_model("reference-echo", reply=lambda messages: answers[messages[-1]["content"]])
 
 
@@ -339,7 +436,9 @@ def test_run_summary_scores_and_deltas_with_known_outputs(scored_items, tmp_path
     assert scores["east/translation_eng_east/bleu"]["value"] == pytest.approx(east_bleu)
     assert deltas["east/qa/rougeL"]["value"] == pytest.approx(100.0 - east_qa)
     assert deltas["east/translation_en_to_dialect/bleu"]["value"] == pytest.approx(100.0 - east_bleu)
-    assert deltas["east/qa/rougeL"]["n"] == 2 and deltas["east/qa/rougeL"]["signature"].startswith("delta_diff|central-minus-dialect|")
+    assert deltas["east/qa/rougeL"]["n"] == 2 and deltas["east/qa/rougeL"]["signature"].startswith(
+        "delta_diff|central-minus-dialect|"
+    )
     # the same numbers as score_generations + metrics.delta_diff give on the returned table
     table = D.score_generations(out)
     expected = M.delta_diff(table)

@@ -28,8 +28,14 @@ def test_notebook_stored_without_outputs_and_with_a_parameters_cell(name):
 
 def _run(name, tmp_path, **params):
     out = tmp_path / f"{name}.ipynb"
-    pm.execute_notebook(str(REPO / "notebooks" / f"{name}.ipynb"), str(out), cwd=str(REPO / "notebooks"),
-                        parameters={"outputs_dir": str(tmp_path), **params}, progress_bar=False, kernel_name="python3")
+    pm.execute_notebook(
+        str(REPO / "notebooks" / f"{name}.ipynb"),
+        str(out),
+        cwd=str(REPO / "notebooks"),
+        parameters={"outputs_dir": str(tmp_path), **params},
+        progress_bar=False,
+        kernel_name="python3",
+    )
     return tmp_path / "tables", tmp_path / "figures"
 
 
@@ -50,10 +56,21 @@ def test_judge_vs_human_notebook(tmp_path):
 
 
 def test_benchmark_notebook_with_the_embedded_model(tmp_path):
-    tables, figures = _run("dialect_benchmark", tmp_path, dialects=["center", "east"], tasks=["qa"], limit=1,
-                           max_new_tokens=8, greedy=True, tokenizer="longest")
+    tables, figures = _run(
+        "dialect_benchmark",
+        tmp_path,
+        dialects=["center", "east"],
+        tasks=["qa"],
+        limit=1,
+        max_new_tokens=8,
+        greedy=True,
+        tokenizer="longest",
+    )
     scores = pd.read_csv(next(tables.glob("dialect_scores_*.csv"))).set_index("metric")
-    assert scores.loc["rougeL", "signature"].tolist() == ["rougeL|rouge-score|f1-mean|tok:longest|keep_ws:yes|pythainlp:5.0.4"] * 2
+    assert (
+        scores.loc["rougeL", "signature"].tolist()
+        == ["rougeL|rouge-score|f1-mean|tok:longest|keep_ws:yes|pythainlp:5.0.4"] * 2
+    )
     table1 = pd.read_csv(next(tables.glob("dialect_table1_*.csv")))
     assert list(table1["dialect"]) == ["Central", "Isan"] and table1["qa_delta"].notna().tolist() == [False, True]
     assert next(figures.glob("dialect_delta_heatmap_*.png")).exists()

@@ -20,8 +20,11 @@ def _titles(fig):
 
 
 def test_delta_heatmap_panels_and_values(tmp_path):
-    rows = [("m", d, t, metric, v) for d, off in (("center", 0), ("east", 4), ("south", 1))
-            for t, metric, v in (("qa", "rougeL", 30 - off), (f"translation_eng_{d}", "bleu", 10 - off), ("qa", "bleu", 99))]
+    rows = [
+        ("m", d, t, metric, v)
+        for d, off in (("center", 0), ("east", 4), ("south", 1))
+        for t, metric, v in (("qa", "rougeL", 30 - off), (f"translation_eng_{d}", "bleu", 10 - off), ("qa", "bleu", 99))
+    ]
     fig = P.delta_heatmap(delta_diff(pd.DataFrame(rows, columns=["model", "dialect", "task", "metric", "value"])))
     assert _titles(fig) == ["Isan", "Dambro"]
     labels = sorted(t.get_text() for t in fig.axes[0].texts)

@@ -32,10 +32,12 @@ HTML_TAGS = frozenset(
     "html head body meta title link script style div span a p ul ol li code pre table thead tbody tfoot tr th td h1 "
     "h2 h3 h4 h5 h6 em strong img br hr nav header footer main article section label input form button svg path "
     "aside details summary blockquote sup sub small abbr kbd dl dt dd del ins mark s i b u noscript use g defs "
-    "circle rect line polyline polygon template source picture figure figcaption caption colgroup col".split())
+    "circle rect line polyline polygon template source picture figure figcaption caption colgroup col".split()
+)
 
 
 # ------------------------------------------------------------------------------------------------ sizes
+
 
 def test_readme_is_at_most_12_kb():
     assert (REPO / "README.md").stat().st_size <= README_LIMIT
@@ -47,13 +49,29 @@ def test_developers_md_is_at_most_15_kb():
 
 # ------------------------------------------------------------------------------------------------ the site
 
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
     """``mkdocs build --strict`` of the repository's site into a temporary folder: (the process, the folder)."""
     out = tmp_path_factory.mktemp("site")
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(REPO / "mkdocs.yml"),
-                           "--site-dir", str(out)], cwd=REPO, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--config-file",
+            str(REPO / "mkdocs.yml"),
+            "--site-dir",
+            str(out),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
     return proc, out
 
 
@@ -75,17 +93,32 @@ def test_every_page_is_built(site):
     _, out = site
     missing = [str(p.relative_to(REPO)) for p in DOCS.rglob("*.md") if not _built(out, p).is_file()]
     assert missing == []
-    for page in ["suites/thai_h6", "suites/thaicli", "suites/dialect", "suites/thai_llm_leaderboard", "suites/seahelm",
-                 "models", "engines", "command", "notebooks", "contributing", "api"]:
+    for page in [
+        "suites/thai_h6",
+        "suites/thaicli",
+        "suites/dialect",
+        "suites/thai_llm_leaderboard",
+        "suites/seahelm",
+        "models",
+        "engines",
+        "command",
+        "notebooks",
+        "contributing",
+        "api",
+    ]:
         assert (out / page / "index.html").is_file(), page
 
 
 def test_the_api_page_renders_the_public_modules(site):
     _, out = site
     html = (out / "api" / "index.html").read_text(encoding="utf-8")
-    for name in ["thai_eval_utils.core.store.RunStore", "thai_eval_utils.core.runs.list_runs",
-                 "thai_eval_utils.tasks.run_task", "thai_eval_utils.backend.models.load_model",
-                 "thai_eval_utils.sources.catalogue.fetch"]:
+    for name in [
+        "thai_eval_utils.core.store.RunStore",
+        "thai_eval_utils.core.runs.list_runs",
+        "thai_eval_utils.tasks.run_task",
+        "thai_eval_utils.backend.models.load_model",
+        "thai_eval_utils.sources.catalogue.fetch",
+    ]:
         assert f'id="{name}"' in html, name
 
 
@@ -116,7 +149,11 @@ def test_no_text_is_lost_as_raw_html(site):
 
 
 def test_unknown_tags_are_found():
-    assert _unknown_tags("<p>the <code>&lt;id&gt;</code> of <config id>/<store key>#a1t<try></p>") == {"config", "store", "try"}
+    assert _unknown_tags("<p>the <code>&lt;id&gt;</code> of <config id>/<store key>#a1t<try></p>") == {
+        "config",
+        "store",
+        "try",
+    }
 
 
 def test_the_site_fetches_nothing_from_the_network(site):
@@ -128,9 +165,11 @@ def test_the_site_fetches_nothing_from_the_network(site):
 
 # ------------------------------------------------------------------------------------------------ commands
 
+
 @pytest.fixture(scope="module")
 def parser() -> argparse.ArgumentParser:
     from thai_eval_utils.cli import build_parser
+
     return build_parser()
 
 
@@ -200,26 +239,40 @@ def problems(command: str, parser: argparse.ArgumentParser) -> list[str]:
 
 
 def test_commands_are_read_from_code_blocks():
-    page = ("Text `thai-eval nothing` is not a block.\n\n```bash\n$ thai-eval run --model embedded \\\n"
-            "    --limit 2   # --not-read\nthai-eval data fetch A && thai-eval run --data full\nvllm serve x\n```\n\n"
-            "  ```text\n  $ python -m thai_eval_utils runs --csv x.csv\n  ```\n")
-    assert commands(page) == ["thai-eval run --model embedded --limit 2   # --not-read", "thai-eval data fetch A",
-                              "thai-eval run --data full", "python -m thai_eval_utils runs --csv x.csv"]
+    page = (
+        "Text `thai-eval nothing` is not a block.\n\n```bash\n$ thai-eval run --model embedded \\\n"
+        "    --limit 2   # --not-read\nthai-eval data fetch A && thai-eval run --data full\nvllm serve x\n```\n\n"
+        "  ```text\n  $ python -m thai_eval_utils runs --csv x.csv\n  ```\n"
+    )
+    assert commands(page) == [
+        "thai-eval run --model embedded --limit 2   # --not-read",
+        "thai-eval data fetch A",
+        "thai-eval run --data full",
+        "python -m thai_eval_utils runs --csv x.csv",
+    ]
 
 
 def test_a_wrong_subcommand_verb_or_option_is_found(parser):
     assert problems("thai-eval run --model embedded --limit 2 --no-such-flag", parser) == [
-        "thai-eval run --model embedded --limit 2 --no-such-flag: no option --no-such-flag"]
+        "thai-eval run --model embedded --limit 2 --no-such-flag: no option --no-such-flag"
+    ]
     assert problems("thai-eval frobnicate", parser) == ["thai-eval frobnicate: no subcommand 'frobnicate'"]
-    assert problems("thai-eval data purge thai_h6", parser)[0].startswith("thai-eval data purge thai_h6: no verb 'purge'")
+    assert problems("thai-eval data purge thai_h6", parser)[0].startswith(
+        "thai-eval data purge thai_h6: no verb 'purge'"
+    )
     assert problems("thai-eval batch restart", parser)[0].startswith("thai-eval batch restart: no verb 'restart'")
     assert problems("thai-eval data list --revision a=b", parser) == [
-        "thai-eval data list --revision a=b: no option --revision"]  # fetch's option, not list's
+        "thai-eval data list --revision a=b: no option --revision"
+    ]  # fetch's option, not list's
     assert problems("thai-eval data fetch thai_h6 --revision thai_h6=abc", parser) == []
     assert problems("thai-eval runs --model gemma   # --not-an-option in a comment", parser) == []
     assert problems("thai-eval --help", parser) == []
-    assert problems("thai-eval run --model vllm:x --server-arg '--max-model-len 8192' --server-arg=--enforce-eager",
-                    parser) == []  # an option's value that starts with a dash is the value, not an option
+    assert (
+        problems(
+            "thai-eval run --model vllm:x --server-arg '--max-model-len 8192' --server-arg=--enforce-eager", parser
+        )
+        == []
+    )  # an option's value that starts with a dash is the value, not an option
 
 
 def test_every_command_shown_exists(parser):
@@ -244,6 +297,7 @@ def test_the_command_page_names_every_subcommand_and_option(parser):
 
 
 # ------------------------------------------------------------------------------------------------ notebooks
+
 
 def _parameters(notebook: Path) -> list[str]:
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]

@@ -54,8 +54,10 @@ def test_estimated_tokens_and_judge_bounds():
     answers = rows["answers"]
     assert answers["prompt_tokens"] == round(sum(len(q) for q in items["question"]) / 3.0)
     assert answers["tokens_are"] == "estimated (chars/3.0)" and CHARS_PER_TOKEN == 3.0
-    chars = sum(len(TEMPLATE_TEXT) + len(q) + len(c) + len(r)
-                for q, c, r in zip(items["question"], items["chosen"], items["rejected"]))
+    chars = sum(
+        len(TEMPLATE_TEXT) + len(q) + len(c) + len(r)
+        for q, c, r in zip(items["question"], items["chosen"], items["rejected"])
+    )
     judge = rows["judge"]
     per_call = round(chars / 3.0) + n * 512  # template + texts, and each answer at most its 512-token budget
     assert judge["prompt_tokens"] == per_call and judge["tokens_are"].startswith("estimated (chars/3.0")
@@ -69,13 +71,36 @@ def test_estimated_tokens_and_judge_bounds():
 
 
 def test_cli_prices_the_api_model_and_states_assumptions(tiny_model_dir, capsys):
-    code = main(["run", "--model", "openai:m", "--tokenizer", str(tiny_model_dir), "--benchmarks", "thaicli",
-                 "--limit", "2", "--dry-run", "--price-in", "2", "--price-out", "8"])
+    code = main(
+        [
+            "run",
+            "--model",
+            "openai:m",
+            "--tokenizer",
+            str(tiny_model_dir),
+            "--benchmarks",
+            "thaicli",
+            "--limit",
+            "2",
+            "--dry-run",
+            "--price-in",
+            "2",
+            "--price-out",
+            "8",
+        ]
+    )
     text = capsys.readouterr().out
     assert code == 0
     header = next(line for line in text.splitlines() if line.startswith("benchmark "))
-    assert header.split() == [*COLUMNS, "prompt_tokens", "tokens_are", "max_output_tokens", "cost_live", "cost_batch",
-                              "cost_live_min"]
+    assert header.split() == [
+        *COLUMNS,
+        "prompt_tokens",
+        "tokens_are",
+        "max_output_tokens",
+        "cost_live",
+        "cost_batch",
+        "cost_live_min",
+    ]
     assert f"counted ({tiny_model_dir})" in text
     assert "model 2 in / 8 out USD per 1M tokens from --price-in/--price-out" in text
     assert "cost_batch = 0.5 x live" in text and "upper bounds" in text
@@ -84,8 +109,22 @@ def test_cli_prices_the_api_model_and_states_assumptions(tiny_model_dir, capsys)
 def test_prices_file_and_shipped_table_for_the_judge(tmp_path, capsys):
     path = tmp_path / "prices.json"
     path.write_text(json.dumps({"_about": "test", "m": {"input": 3, "output": 6}}))
-    code = main(["run", "--model", "openai:m", "--benchmarks", "thaicli", "--limit", "2", "--dry-run",
-                 "--prices", str(path), "--judge", "gpt-4o-2024-05-13"])
+    code = main(
+        [
+            "run",
+            "--model",
+            "openai:m",
+            "--benchmarks",
+            "thaicli",
+            "--limit",
+            "2",
+            "--dry-run",
+            "--prices",
+            str(path),
+            "--judge",
+            "gpt-4o-2024-05-13",
+        ]
+    )
     text = capsys.readouterr().out
     assert code == 0
     assert "model 3 in / 6 out USD per 1M tokens from --prices (m)" in text
@@ -98,12 +137,15 @@ def test_prices_file_and_shipped_table_for_the_judge(tmp_path, capsys):
     assert find_price("openai:unknown", price_in=None, price_out=None, table=None) is None
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--price-in", "-1"], "a price is a finite number >= 0"),
-    (["--price-out", "abc"], "'abc' is not a number"),
-    (["--price-in", "nan"], "a price is a finite number >= 0"),
-    (["--prices", "/nonexistent/prices.json"], "prices file /nonexistent/prices.json"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--price-in", "-1"], "a price is a finite number >= 0"),
+        (["--price-out", "abc"], "'abc' is not a number"),
+        (["--price-in", "nan"], "a price is a finite number >= 0"),
+        (["--prices", "/nonexistent/prices.json"], "prices file /nonexistent/prices.json"),
+    ],
+)
 def test_bad_price_is_an_argparse_error(args, message, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["run", "--model", "openai:m", "--benchmarks", "thaicli", "--dry-run", *args])

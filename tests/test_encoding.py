@@ -14,8 +14,9 @@ def test_trailing_whitespace_moves_to_the_continuation():
 def test_one_pair_and_many_pairs_encode_alike(tiny_tokenizer):
     reqs = [("Question: What is ", "Bangkok"), ("สวัสดีค", "รับ"), ("", " Bangkok")]
     for bos in (False, True):
-        assert [encoding.encode_pair(tiny_tokenizer, c, x, add_bos_token=bos) for c, x in reqs] == \
-            encoding.encode_pairs(tiny_tokenizer, reqs, bos)
+        assert [
+            encoding.encode_pair(tiny_tokenizer, c, x, add_bos_token=bos) for c, x in reqs
+        ] == encoding.encode_pairs(tiny_tokenizer, reqs, bos)
 
 
 def test_the_local_engine_and_served_models_share_it(tiny_tokenizer):

@@ -54,7 +54,7 @@ def _margins(model, tok, reqs) -> list[float]:
     out = []
     with torch.inference_mode():
         for seq, tgt in zip(seqs, targets):
-            logp = torch.log_softmax(model(torch.tensor([seq])).logits[0, -len(tgt):].float(), -1)
+            logp = torch.log_softmax(model(torch.tensor([seq])).logits[0, -len(tgt) :].float(), -1)
             t = torch.tensor(tgt)
             own = logp.gather(1, t[:, None])[:, 0]
             other = logp.scatter(1, t[:, None], float("-inf")).amax(-1)
@@ -89,8 +89,9 @@ def test_every_dtype_and_path_equals_full_forward(tiny_tokenizer, monkeypatch, d
         monkeypatch.setattr(_prefix, "MASK_ELEMENTS", 60)
     reqs = _requests(seed=11)
     n_tokens = [max(1, len(t)) for _, t in encode_pairs(tok, reqs, False)]
-    got = _quiet(loglikelihood, model, tok, reqs, max_length=1024, progress=False,
-                 batch_tokens=7 if path == "chunked" else None)
+    got = _quiet(
+        loglikelihood, model, tok, reqs, max_length=1024, progress=False, batch_tokens=7 if path == "chunked" else None
+    )
     want = _quiet(_reference_loglikelihood, model, tok, reqs, max_length=1024)
     _check(got, want, dtype, n_tokens, _margins(model, tok, reqs))
     assert len({round(x, 2) for x, _ in got}) > len(reqs) // 2  # real, varied values
@@ -124,8 +125,11 @@ class _VocabTensors(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        inputs = {a.untyped_storage().data_ptr() for a in torch.utils._pytree.tree_leaves((args, kwargs))
-                  if isinstance(a, torch.Tensor)}
+        inputs = {
+            a.untyped_storage().data_ptr()
+            for a in torch.utils._pytree.tree_leaves((args, kwargs))
+            if isinstance(a, torch.Tensor)
+        }
         for t in torch.utils._pytree.tree_leaves(out):
             if isinstance(t, torch.Tensor) and self.vocab in t.shape and t.untyped_storage().data_ptr() not in inputs:
                 self.sizes.append(t.numel())
@@ -142,7 +146,7 @@ def test_output_layer_rows_and_vocab_tensors_are_bounded(tiny_tokenizer, monkeyp
     monkeypatch.setattr(_decoder, "HEAD_BYTES", 4 * vocab * 3)  # three rows per output-layer call
     reqs = _requests(seed=13)
     seqs, targets = fed_tokens(encode_pairs(tok, reqs, False), 1024)
-    scored = {s[:len(s) - len(t) + j + 1] for s, t in zip(seqs, targets) if s for j in range(len(t))}
+    scored = {s[: len(s) - len(t) + j + 1] for s, t in zip(seqs, targets) if s for j in range(len(t))}
     rows = []
     hook = model.lm_head.register_forward_hook(lambda m, a, o: rows.append(a[0].shape))
     probe = _VocabTensors(vocab)
@@ -168,11 +172,10 @@ def test_long_context_runs_in_bounded_calls(tiny_tokenizer):
     words = ["สวัสดี", "ครับ", " วันนี้", "อากาศ", "ดีมาก", " Question", ": What", " is", " Bangkok", "\n"]
     ctx = "".join(words[(7 * i) % len(words)] for i in range(400))
     reqs = [(ctx, c) for c in (" Bangkok", " วันนี้อากาศดีมาก", " the quick", " 12")]
-    (c_ids, _), = encode_pairs(tok, reqs[:1], False)
+    ((c_ids, _),) = encode_pairs(tok, reqs[:1], False)
     assert len(c_ids) > 900
     calls = []
-    hook = model.model.register_forward_pre_hook(lambda m, a, k: calls.append(k["input_ids"].shape),
-                                                 with_kwargs=True)
+    hook = model.model.register_forward_pre_hook(lambda m, a, k: calls.append(k["input_ids"].shape), with_kwargs=True)
     try:
         got = _quiet(loglikelihood, model, tok, reqs, max_length=1024, batch_tokens=64, progress=False)
         assert len(calls) >= len(c_ids) / 64 and max(s[0] * s[1] for s in calls) <= 64
@@ -193,8 +196,7 @@ def test_local_model_passes_its_token_budget(tiny_tokenizer):
     local = LocalModel(model, tiny_tokenizer, name="tiny")
     reqs = _requests(seed=17)
     calls = []
-    hook = model.model.register_forward_pre_hook(lambda m, a, k: calls.append(k["input_ids"].numel()),
-                                                 with_kwargs=True)
+    hook = model.model.register_forward_pre_hook(lambda m, a, k: calls.append(k["input_ids"].numel()), with_kwargs=True)
     try:
         default = local.loglikelihood(reqs, progress=False)
         n_default, calls[:] = len(calls), []
@@ -213,8 +215,9 @@ def test_packed_calls_hold_many_documents(tiny_tokenizer):
     model, tok = _self_checked(_tiny_gemma3(tiny_tokenizer)), tiny_tokenizer
     reqs = _requests(seed=14, docs=12)
     calls = []
-    hook = model.model.register_forward_pre_hook(lambda m, a, k: calls.append(k["input_ids"].shape[1]),
-                                                 with_kwargs=True)
+    hook = model.model.register_forward_pre_hook(
+        lambda m, a, k: calls.append(k["input_ids"].shape[1]), with_kwargs=True
+    )
     try:
         packed = _quiet(loglikelihood, model, tok, reqs, max_length=1024, progress=False)
         n_packed, calls[:] = len(calls), []
@@ -256,15 +259,25 @@ def test_device_map_spread_over_gpu_and_cpu(tiny_tokenizer, tmp_path):
     from transformers import AutoModelForCausalLM
 
     _tiny_llama(tiny_tokenizer).save_pretrained(tmp_path)
-    spread = AutoModelForCausalLM.from_pretrained(tmp_path, dtype=torch.float32, device_map={
-        "model.embed_tokens": 0, "model.rotary_emb": 0, "model.layers.0": 0, "model.layers.1": "cpu",
-        "model.norm": "cpu", "lm_head": "cpu"}).eval()
+    spread = AutoModelForCausalLM.from_pretrained(
+        tmp_path,
+        dtype=torch.float32,
+        device_map={
+            "model.embed_tokens": 0,
+            "model.rotary_emb": 0,
+            "model.layers.0": 0,
+            "model.layers.1": "cpu",
+            "model.norm": "cpu",
+            "lm_head": "cpu",
+        },
+    ).eval()
     single = _tiny_llama(tiny_tokenizer)
     reqs = _requests(seed=16)
     n_tokens = [max(1, len(t)) for _, t in encode_pairs(tiny_tokenizer, reqs, False)]
     got = loglikelihood(spread, tiny_tokenizer, reqs, max_length=1024, progress=False)
-    _check(got, _quiet(_reference_loglikelihood, single, tiny_tokenizer, reqs, max_length=1024), torch.float32,
-           n_tokens)
+    _check(
+        got, _quiet(_reference_loglikelihood, single, tiny_tokenizer, reqs, max_length=1024), torch.float32, n_tokens
+    )
 
 
 def test_block_attention_gathers_the_keys_each_block_sees():

@@ -73,7 +73,7 @@ os.execv(sys.executable, [sys.executable, "-m", "llama_cpp.server", "--model", a
                           "--n_threads", "1"])
 '''
 
-LAUNCHER = r'''
+LAUNCHER = r"""
 import json, sys, time
 from thai_eval_utils.backend.served.launch import launch_servers
 try:
@@ -83,14 +83,15 @@ try:
         time.sleep(600)
 except KeyboardInterrupt:
     sys.exit(130)
-'''
+"""
 
 
 # ------------------------------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="module")
 def gguf(tmp_path_factory):
-    return write_tiny_gguf(tmp_path_factory.mktemp("tiny") / "tiny-thai.gguf", h6_sample_texts(DATA), n_ctx=16384,
-                           add_bos=False)
+    return write_tiny_gguf(
+        tmp_path_factory.mktemp("tiny") / "tiny-thai.gguf", h6_sample_texts(DATA), n_ctx=16384, add_bos=False
+    )
 
 
 @pytest.fixture(scope="module")
@@ -145,8 +146,9 @@ def launcher(gguf: Path, logs: Path, replicas: int, tmp_path: Path) -> tuple[sub
     script = tmp_path / "launcher.py"
     script.write_text(LAUNCHER)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, str(script), str(gguf), str(logs), str(replicas)], stdout=subprocess.PIPE,
-                            text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(gguf), str(logs), str(replicas)], stdout=subprocess.PIPE, text=True, env=env
+    )
     line = proc.stdout.readline()
     assert line, f"the launcher ended with code {proc.wait()}"
     return proc, json.loads(line)
@@ -161,7 +163,9 @@ def test_gpus_and_replica_plans(monkeypatch):
     assert plan_replicas(gpus, tp=2, replicas=1) == [("0", "1")]
     assert plan_replicas(gpus, tp=3) == [("0", "1", "2")]
     assert plan_replicas(gpus) == [("0",), ("1",), ("2",), ("3",)]
-    with pytest.raises(ModelLoadError, match=r"^3 replica\(s\) x --tp 2 need 6 GPUs; this machine shows 4 \(0, 1, 2, 3;"):
+    with pytest.raises(
+        ModelLoadError, match=r"^3 replica\(s\) x --tp 2 need 6 GPUs; this machine shows 4 \(0, 1, 2, 3;"
+    ):
         plan_replicas(gpus, tp=2, replicas=3)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5,-1,6")  # CUDA stops at an invalid entry
     assert visible_gpus() == ["5"]
@@ -172,13 +176,39 @@ def test_gpus_and_replica_plans(monkeypatch):
 def test_documented_command_lines():
     flags = engine_flags("vllm", 2, False, ["--dtype", "bfloat16"])
     assert server_command("vllm", "/m/qwen", "qwen", 8001, flags) == [
-        "vllm", "serve", "/m/qwen", "--host", "127.0.0.1", "--port", "8001", "--tensor-parallel-size", "2",
-        "--served-model-name", "qwen", "--no-enable-prefix-caching", "--dtype", "bfloat16"]
+        "vllm",
+        "serve",
+        "/m/qwen",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8001",
+        "--tensor-parallel-size",
+        "2",
+        "--served-model-name",
+        "qwen",
+        "--no-enable-prefix-caching",
+        "--dtype",
+        "bfloat16",
+    ]
     assert engine_flags("vllm", 1, True) == ["--tensor-parallel-size", "1", "--enable-prefix-caching"]
     assert engine_flags("vllm", 1, None) == ["--tensor-parallel-size", "1"]  # the engine's default
     sglang = server_command("sglang", "org/m", "org/m", 30000, engine_flags("sglang", 4, False))
-    assert sglang[1:] == ["-m", "sglang.launch_server", "--model-path", "org/m", "--host", "127.0.0.1", "--port",
-                          "30000", "--tp-size", "4", "--served-model-name", "org/m", "--disable-radix-cache"]
+    assert sglang[1:] == [
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        "org/m",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "30000",
+        "--tp-size",
+        "4",
+        "--served-model-name",
+        "org/m",
+        "--disable-radix-cache",
+    ]
     assert engine_flags("sglang", 1, True) == ["--tp-size", "1"]  # the radix cache is on unless disabled
 
 
@@ -191,13 +221,23 @@ def test_specs_names_and_secret_flags(tmp_path):
         parse_engine_spec("vllm:")
     assert served_name(str(tmp_path / "qwen") + "/") == "qwen" and served_name("org/m") == "org/m"
     assert recorded_flags(["--api-key", "sk-1", "--hf-token=abc", "--dtype", "half"]) == [
-        "--api-key", "***", "--hf-token=***", "--dtype", "half"]
+        "--api-key",
+        "***",
+        "--hf-token=***",
+        "--dtype",
+        "half",
+    ]
 
 
 def _launched(urls, flags, replicas):
-    return json.dumps({"model_id": "tiny", "base_urls": urls,
-                       "engine": {"name": "vllm", "version": "0.9", "model": "/m", "flags": flags},
-                       "engine_launch": {"replicas": replicas, "gpus": [], "logs": [], "started": "t"}})
+    return json.dumps(
+        {
+            "model_id": "tiny",
+            "base_urls": urls,
+            "engine": {"name": "vllm", "version": "0.9", "model": "/m", "flags": flags},
+            "engine_launch": {"replicas": replicas, "gpus": [], "logs": [], "started": "t"},
+        }
+    )
 
 
 def test_run_cards_key_the_engine_and_not_where_it_ran(tiny_llama, tiny_model_dir, tmp_path, monkeypatch):
@@ -229,11 +269,30 @@ def test_run_cards_key_the_engine_and_not_where_it_ran(tiny_llama, tiny_model_di
 @pytest.mark.parametrize("task, flag", [("th_winogrande", "--no-enable-prefix-caching"), ("th_gsm8k", None)])
 def test_dry_run_prints_the_servers_and_starts_none(standin, monkeypatch, capsys, task, flag):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")
-    assert main(["run", "--model", "vllm:org/tiny", "--tp", "2", "--benchmarks", f"thai_h6/{task}", "--limit", "1",
-                 "--dry-run", "--server-arg", "--max-model-len 4096"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--model",
+                "vllm:org/tiny",
+                "--tp",
+                "2",
+                "--benchmarks",
+                f"thai_h6/{task}",
+                "--limit",
+                "1",
+                "--dry-run",
+                "--server-arg",
+                "--max-model-len 4096",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
-    line = ("  vllm serve org/tiny --host 127.0.0.1 --port 0 --tensor-parallel-size 2 --served-model-name org/tiny"
-            f"{' ' + flag if flag else ''} --max-model-len 4096")
+    line = (
+        "  vllm serve org/tiny --host 127.0.0.1 --port 0 --tensor-parallel-size 2 --served-model-name org/tiny"
+        f"{' ' + flag if flag else ''} --max-model-len 4096"
+    )
     assert out.count(line + "\n") == 2 and records(standin) == []
 
 
@@ -254,30 +313,50 @@ def test_replicas_pinned_to_their_gpus_and_one_dying_mid_run(gguf, standin, tmp_
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")
     logs = tmp_path / "servers"
     reqs = requests_from_samples()
-    with launch_servers("vllm", str(gguf), tp=2, extra_args=["--max-model-len", "4096"], logs_dir=logs,
-                        deadline_s=60, grace_s=5) as launch:
+    with launch_servers(
+        "vllm", str(gguf), tp=2, extra_args=["--max-model-len", "4096"], logs_dir=logs, deadline_s=60, grace_s=5
+    ) as launch:
         recs = records(standin)
         assert [r["cuda"] for r in recs] == ["0,1", "2,3"]
         for r, replica in zip(recs, launch.replicas):
-            assert r["argv"] == ["serve", str(gguf), "--host", "127.0.0.1", "--port", str(replica.port),
-                                 "--tensor-parallel-size", "2", "--served-model-name", "tiny-thai",
-                                 "--no-enable-prefix-caching", "--max-model-len", "4096"]
+            assert r["argv"] == [
+                "serve",
+                str(gguf),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(replica.port),
+                "--tensor-parallel-size",
+                "2",
+                "--served-model-name",
+                "tiny-thai",
+                "--no-enable-prefix-caching",
+                "--max-model-len",
+                "4096",
+            ]
             assert r["pgid"] == r["pid"] and replica.log == logs / f"vllm-tiny-thai-{replica.index}.log"
         record = json.loads((logs / "running.json").read_text())
         assert record["launcher_pid"] == os.getpid()
         assert [(s["pid"], s["port"]) for s in record["servers"]] == [(r["pid"], port_of(r)) for r in recs]
         assert launch.identity()["engine"] == {
-            "name": "vllm", "version": "0.0.0+standin", "model": str(gguf),
-            "flags": ["--tensor-parallel-size", "2", "--no-enable-prefix-caching", "--max-model-len", "4096"]}
+            "name": "vllm",
+            "version": "0.0.0+standin",
+            "model": str(gguf),
+            "flags": ["--tensor-parallel-size", "2", "--no-enable-prefix-caching", "--max-model-len", "4096"],
+        }
         assert launch.identity()["engine_launch"]["gpus"] == ["0,1", "2,3"]
 
-        single = ServedModel("tiny-thai", base_url=launch.base_urls[0], max_retries=1).loglikelihood(reqs, progress=False)
+        single = ServedModel("tiny-thai", base_url=launch.base_urls[0], max_retries=1).loglikelihood(
+            reqs, progress=False
+        )
         pooled = ServedModel("tiny-thai", base_url=launch.base_urls, max_retries=1)
         pooled.probe()
         pooled.prepare_loglikelihood()  # the request-order probe first: the kill below is meant for the scoring calls
         victim, when = recs[1], {}
         seen = launch.replicas[1].log.read_text().count("POST /v1/completions")
-        killer = threading.Thread(target=_kill_after_a_request, args=(launch.replicas[1].log, seen, victim["pgid"], when))
+        killer = threading.Thread(
+            target=_kill_after_a_request, args=(launch.replicas[1].log, seen, victim["pgid"], when)
+        )
         killer.start()
         got = pooled.loglikelihood(reqs, progress=False)
         finished = time.monotonic()
@@ -290,11 +369,16 @@ def test_replicas_pinned_to_their_gpus_and_one_dying_mid_run(gguf, standin, tmp_
     assert not any(running(r["pid"]) for r in recs)
 
 
-@pytest.mark.parametrize("mode, what, said", [
-    ("STANDIN_HANG", "did not become healthy within the 3 s deadline", "stand-in: loading forever"),
-    ("STANDIN_EXIT", "exited with code 3 before it became healthy", "stand-in: cannot load the model")])
-def test_a_server_that_never_answers_is_named_and_everything_stopped(gguf, standin, tmp_path, monkeypatch, mode, what,
-                                                                      said):
+@pytest.mark.parametrize(
+    "mode, what, said",
+    [
+        ("STANDIN_HANG", "did not become healthy within the 3 s deadline", "stand-in: loading forever"),
+        ("STANDIN_EXIT", "exited with code 3 before it became healthy", "stand-in: cannot load the model"),
+    ],
+)
+def test_a_server_that_never_answers_is_named_and_everything_stopped(
+    gguf, standin, tmp_path, monkeypatch, mode, what, said
+):
     monkeypatch.setenv(mode, "1")
     logs = tmp_path / "servers"
     began = time.monotonic()
@@ -302,8 +386,10 @@ def test_a_server_that_never_answers_is_named_and_everything_stopped(gguf, stand
         launch_servers("vllm", str(gguf), logs_dir=logs, deadline_s=3, grace_s=2)
     took = time.monotonic() - began
     (rec,) = records(standin)
-    head = (f"vllm replica 0 (port {port_of(rec)}, GPUs none) {what}; the servers were stopped. Last lines of "
-            f"{logs / 'vllm-tiny-thai-0.log'}:\n")
+    head = (
+        f"vllm replica 0 (port {port_of(rec)}, GPUs none) {what}; the servers were stopped. Last lines of "
+        f"{logs / 'vllm-tiny-thai-0.log'}:\n"
+    )
     assert str(err.value).startswith(head) and str(err.value).endswith(said)
     assert took < 3 + 2 + 3
     assert not running(rec["pid"]) and not (logs / "running.json").exists()
@@ -334,8 +420,10 @@ def test_servers_of_a_killed_launcher_are_ended_by_the_next_launch(gguf, standin
     assert all(running(p) for p in pids)  # orphans, still holding their GPUs
     with launch_servers("vllm", str(gguf), logs_dir=logs, deadline_s=60, grace_s=5) as launch:
         assert not any(running(p) for p in pids)
-        assert (f"thai-eval: ended 2 server(s) left running by an earlier thai-eval (pid {proc.pid}) that no longer "
-                f"runs: pids {pids[0]}, {pids[1]} ({logs / 'running.json'})") in capsys.readouterr().err
+        assert (
+            f"thai-eval: ended 2 server(s) left running by an earlier thai-eval (pid {proc.pid}) that no longer "
+            f"runs: pids {pids[0]}, {pids[1]} ({logs / 'running.json'})"
+        ) in capsys.readouterr().err
         assert json.loads((logs / "running.json").read_text())["launcher_pid"] == os.getpid()
         assert launch.replicas[0].proc.poll() is None
 
@@ -359,19 +447,42 @@ def test_thai_eval_run_starts_the_servers_and_stops_them(gguf, standin, tmp_path
     tokenizer = write_tokenizer_folder(gguf, tmp_path / "tokenizer")
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    cmd = [sys.executable, "-m", "thai_eval_utils", "run", "--model", f"vllm:{gguf}", "--benchmarks",
-           "thai_h6/th_winogrande", "--limit", "2", "--no-paper", "--outputs", str(out), "--tokenizer", str(tokenizer),
-           "--server-arg", "--max-model-len 4096", "--server-deadline", "120"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "thai_eval_utils",
+        "run",
+        "--model",
+        f"vllm:{gguf}",
+        "--benchmarks",
+        "thai_h6/th_winogrande",
+        "--limit",
+        "2",
+        "--no-paper",
+        "--outputs",
+        str(out),
+        "--tokenizer",
+        str(tokenizer),
+        "--server-arg",
+        "--max-model-len 4096",
+        "--server-deadline",
+        "120",
+    ]
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=400)
     assert done.returncode == 0, done.stderr[-4000:]
     (rec,) = records(standin)
     assert rec["argv"][rec["argv"].index("--served-model-name") + 1] == "tiny-thai"
     (card_path,) = (out / "runs").rglob("run_card.json")
     card = json.loads(card_path.read_text())
-    assert card["model"]["model_id"] == "tiny-thai" and card["model"]["base_urls"] == [f"http://127.0.0.1:{port_of(rec)}/v1"]
+    assert card["model"]["model_id"] == "tiny-thai" and card["model"]["base_urls"] == [
+        f"http://127.0.0.1:{port_of(rec)}/v1"
+    ]
     assert card["model"]["engine"] == {
-        "name": "vllm", "version": "0.0.0+standin", "model": str(gguf),
-        "flags": ["--tensor-parallel-size", "1", "--no-enable-prefix-caching", "--max-model-len", "4096"]}
+        "name": "vllm",
+        "version": "0.0.0+standin",
+        "model": str(gguf),
+        "flags": ["--tensor-parallel-size", "1", "--no-enable-prefix-caching", "--max-model-len", "4096"],
+    }
     assert card["model"]["engine_launch"]["replicas"] == 1 and card["model"]["tokenizer"] == str(tokenizer.resolve())
     assert not (out / "servers" / "running.json").exists() and (out / "servers" / "vllm-tiny-thai-0.log").is_file()
     left = [p.pid for p in psutil.process_iter(["cmdline"]) if str(gguf) in " ".join(p.info["cmdline"] or [])]

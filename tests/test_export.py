@@ -25,10 +25,33 @@ from thai_eval_utils.export.stored import finished_runs
 
 DATA = REPO / "data" / "thai_h6"
 LMEVAL_PY = REPO / "benchmarks" / ".work" / "lmeval-venv" / "bin" / "python"
-SAMPLE_KEYS = {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter", "metrics", "doc_hash",
-               "prompt_hash", "target_hash"}
-RESULTS_KEYS = {"results", "group_subtasks", "configs", "versions", "n-shot", "higher_is_better", "n-samples", "config",
-                "date", "model_name", "model_name_sanitized", "task_hashes"}
+SAMPLE_KEYS = {
+    "doc_id",
+    "doc",
+    "target",
+    "arguments",
+    "resps",
+    "filtered_resps",
+    "filter",
+    "metrics",
+    "doc_hash",
+    "prompt_hash",
+    "target_hash",
+}
+RESULTS_KEYS = {
+    "results",
+    "group_subtasks",
+    "configs",
+    "versions",
+    "n-shot",
+    "higher_is_better",
+    "n-samples",
+    "config",
+    "date",
+    "model_name",
+    "model_name_sanitized",
+    "task_hashes",
+}
 SECRET = "s3cret-pass-word"
 
 
@@ -41,13 +64,30 @@ def outputs(tmp_path_factory, tiny_local_model):
     """Four Thai-H6 tasks of the tiny model (limited), a ThaiCLI judge run and a dialect run, one outputs folder."""
     out = tmp_path_factory.mktemp("export") / "outputs"
     protocol = h6.LEADERBOARD.replace(max_new_tokens=4)
-    results = h6.evaluate_tasks(tiny_local_model, DATA, ["th_arc", "th_mmlu", "th_truthfulqa", "th_gsm8k"], protocol,
-                                limit=2, limits={"th_mmlu": 1, "th_gsm8k": 1}, outputs=out, progress=False)
-    judge = RunStore.open("tiny-llama", "thaicli/judge", {"judge": {"model": "j"}}, outputs=out,
-                          model_identity={"name": "tiny-llama", "base_url": f"http://user:{SECRET}@judge.example/v1"})
+    results = h6.evaluate_tasks(
+        tiny_local_model,
+        DATA,
+        ["th_arc", "th_mmlu", "th_truthfulqa", "th_gsm8k"],
+        protocol,
+        limit=2,
+        limits={"th_mmlu": 1, "th_gsm8k": 1},
+        outputs=out,
+        progress=False,
+    )
+    judge = RunStore.open(
+        "tiny-llama",
+        "thaicli/judge",
+        {"judge": {"model": "j"}},
+        outputs=out,
+        model_identity={"name": "tiny-llama", "base_url": f"http://user:{SECRET}@judge.example/v1"},
+    )
     judge.append("factoid-1", {"id": 1, "format": "factoid", "score": 7.0})
-    judge.write_summary({"n_unjudged": 0, "scores": {"thaicli": {"value": 7.0, "n": 1, "stderr": None},
-                                                     "factoid": {"value": 7.0, "n": 1}}})
+    judge.write_summary(
+        {
+            "n_unjudged": 0,
+            "scores": {"thaicli": {"value": 7.0, "n": 1, "stderr": None}, "factoid": {"value": 7.0, "n": 1}},
+        }
+    )
     judge.close()
     dialect = RunStore.open("tiny-llama", "dialect/generation", {"temperature": 0.2}, outputs=out)
     dialect.append("east/qa/0", {"dialect": "east", "task": "qa", "output": "x"})
@@ -69,7 +109,9 @@ def test_lm_eval_schema_and_numbers(outputs, tmp_path):
     assert doc["results"]["th_arc"]["acc_norm,none"] == arc.scores["acc_norm"].value
     assert doc["results"]["th_arc"]["acc_stderr,none"] == arc.scores["acc"].stderr
     assert doc["results"]["th_gsm8k"]["exact_match,strict-match"] == results["th_gsm8k"].scores["exact_match"].value
-    assert doc["results"]["th_gsm8k"]["exact_match,flexible-extract"] == results["th_gsm8k"].scores["flexible_match"].value
+    assert (
+        doc["results"]["th_gsm8k"]["exact_match,flexible-extract"] == results["th_gsm8k"].scores["flexible_match"].value
+    )
     assert doc["results"]["th_truthfulqa"]["mc2,none"] == results["th_truthfulqa"].scores["mc2"].value
     assert doc["n-shot"] == {"th_arc": 25, "th_mmlu": 5, "th_truthfulqa": 0, "th_gsm8k": 5}
     assert doc["n-samples"]["th_arc"] == {"original": 12, "effective": 2}  # the samples' 12 ARC documents, limit 2
@@ -78,7 +120,9 @@ def test_lm_eval_schema_and_numbers(outputs, tmp_path):
     assert sig["protocol"]["num_fewshot"] == 25 and sig["prompt_template_sha256"] and len(sig["data_sha256"]) == 2
     assert sig["package_versions"]["torch"] and sig["score_signatures"][0].startswith("th_arc|shots:25|sampler:lb")
 
-    lines = [json.loads(x) for x in (tmp_path / "tiny-llama" / f"samples_th_arc_{stamp}.jsonl").read_text().splitlines()]
+    lines = [
+        json.loads(x) for x in (tmp_path / "tiny-llama" / f"samples_th_arc_{stamp}.jsonl").read_text().splitlines()
+    ]
     stored = {int(r["doc"]): r for _, r in arc.table.iterrows()}
     built = {d.index: d for d in h6.document_requests("th_arc", DATA, limit=2)}
     assert [s["doc_id"] for s in lines] == [0, 1]
@@ -95,8 +139,12 @@ def test_lm_eval_schema_and_numbers(outputs, tmp_path):
         assert s["thai_eval"]["config_id"] == arc.run_dir.name
     assert sum(s["acc_norm"] for s in lines) / len(lines) == pytest.approx(arc.scores["acc_norm"].value)
     # lm-eval's task hash: SHA-256 of the concatenated per-sample hashes
-    assert doc["task_hashes"]["th_arc"] == _sha("".join(s["doc_hash"] + s["prompt_hash"] + s["target_hash"] for s in lines))
-    gsm = [json.loads(x) for x in (tmp_path / "tiny-llama" / f"samples_th_gsm8k_{stamp}.jsonl").read_text().splitlines()]
+    assert doc["task_hashes"]["th_arc"] == _sha(
+        "".join(s["doc_hash"] + s["prompt_hash"] + s["target_hash"] for s in lines)
+    )
+    gsm = [
+        json.loads(x) for x in (tmp_path / "tiny-llama" / f"samples_th_gsm8k_{stamp}.jsonl").read_text().splitlines()
+    ]
     assert [s["filter"] for s in gsm] == ["strict-match", "flexible-extract"]  # one line per filter, as lm-eval
     g = results["th_gsm8k"].table.iloc[0]
     assert gsm[0]["resps"] == [[g["generation"]]] and gsm[0]["filtered_resps"] == [g["strict"]]
@@ -130,7 +178,10 @@ def test_leaderboard_round_trip(outputs, tmp_path):
     out, results = outputs
     files = export("thai-llm-leaderboard", tmp_path, outputs=out)
     assert sorted(p.relative_to(tmp_path).as_posix() for p in files) == [
-        "dialect/tiny-llama/results.json", "thai_h6/tiny-llama/results.json", "thaicli/tiny-llama/results.json"]
+        "dialect/tiny-llama/results.json",
+        "thai_h6/tiny-llama/results.json",
+        "thaicli/tiny-llama/results.json",
+    ]
     h6 = tmp_path / "thai_h6" / "tiny-llama" / "results.json"
     raw = h6.read_text(encoding="utf-8")
     doc = json.loads(raw)
@@ -157,10 +208,14 @@ def test_leaderboard_model_names():
     assert leaderboard_model_name("scb10x/typhoon-7b") == "scb10x/typhoon-7b"
     assert leaderboard_model_name("gpt-4o-2024-05-13") == "api/gpt-4o-2024-05-13"
     # the spec's worked example (section 5.3), byte for byte
-    text = results_json("Konthee/Llama-3.1-8B-ThaiInstruct", {"thaiexam_qa": {"accuracy": 0.4106194690265486},
-                                                              "m3exam_tha_seacrowd_qa": {"accuracy": 0.4109778597785978}})
-    assert text == ('{"config": {"model_name": "Konthee/Llama-3.1-8B-ThaiInstruct"}, "results": {"thaiexam_qa": '
-                    '{"accuracy": 0.4106194690265486}, "m3exam_tha_seacrowd_qa": {"accuracy": 0.4109778597785978}}}')
+    text = results_json(
+        "Konthee/Llama-3.1-8B-ThaiInstruct",
+        {"thaiexam_qa": {"accuracy": 0.4106194690265486}, "m3exam_tha_seacrowd_qa": {"accuracy": 0.4109778597785978}},
+    )
+    assert text == (
+        '{"config": {"model_name": "Konthee/Llama-3.1-8B-ThaiInstruct"}, "results": {"thaiexam_qa": '
+        '{"accuracy": 0.4106194690265486}, "m3exam_tha_seacrowd_qa": {"accuracy": 0.4109778597785978}}}'
+    )
 
 
 def test_parquet_round_trip(outputs, tmp_path):
@@ -168,10 +223,24 @@ def test_parquet_round_trip(outputs, tmp_path):
 
     out, results = outputs
     files = export("parquet", tmp_path, outputs=out)
-    assert sorted(p.name for p in files) == ["details_dialect.parquet", "details_thai_h6.parquet", "details_thaicli.parquet"]
+    assert sorted(p.name for p in files) == [
+        "details_dialect.parquet",
+        "details_thai_h6.parquet",
+        "details_thaicli.parquet",
+    ]
     frame = pd.read_parquet(tmp_path / "details_thai_h6.parquet")
-    assert list(frame.columns) == ["model", "benchmark", "task", "key", "prompt_hash", "inputs", "outputs", "metrics",
-                                   "config_id", "signature"]
+    assert list(frame.columns) == [
+        "model",
+        "benchmark",
+        "task",
+        "key",
+        "prompt_hash",
+        "inputs",
+        "outputs",
+        "metrics",
+        "config_id",
+        "signature",
+    ]
     assert len(frame) == sum(len(r.table) for r in results.values())
     for task, res in results.items():
         rows = frame[frame["task"] == task]
@@ -207,8 +276,10 @@ def test_export_errors(tmp_path):
 
 
 def _lm_eval_installed() -> bool:
-    return LMEVAL_PY.exists() and subprocess.run([str(LMEVAL_PY), "-c", "import lm_eval.api.metrics"],
-                                                 capture_output=True).returncode == 0
+    return (
+        LMEVAL_PY.exists()
+        and subprocess.run([str(LMEVAL_PY), "-c", "import lm_eval.api.metrics"], capture_output=True).returncode == 0
+    )
 
 
 LMEVAL_CHECK = r"""
@@ -253,8 +324,9 @@ def test_lmeval_reads_export(outputs, tmp_path):
     and mean_stderr over the exported per-sample values give the exported task numbers."""
     out, results = outputs
     export("lm-eval", tmp_path, outputs=out)
-    proc = subprocess.run([str(LMEVAL_PY), "-c", LMEVAL_CHECK, str(tmp_path / "tiny-llama")], capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run(
+        [str(LMEVAL_PY), "-c", LMEVAL_CHECK, str(tmp_path / "tiny-llama")], capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert sorted(got["table_rows"]) == sorted(results)

@@ -26,15 +26,17 @@ DATA = REPO / "data" / "thai_h6"
 #: lm-eval's top-level results keys thai-eval does not write, and why.
 OMITTED = {
     "pretty_env_info": "torch's environment dump of lm-eval's machine; thai-eval records package versions and "
-                       "platform in each task's signature (thai_eval.tasks)",
+    "platform in each task's signature (thai_eval.tasks)",
     "tokenizer_pad_token": "HFLM's tokenizer details: run cards do not record them (API models have none)",
     "tokenizer_eos_token": "as tokenizer_pad_token",
     "tokenizer_bos_token": "as tokenizer_pad_token; whether a BOS was fed is in each task's protocol (add_bos_token)",
     "eot_token_id": "as tokenizer_pad_token",
 }
 #: Keys thai-eval adds to lm-eval's results file, and why.
-ADDED = {"thai_eval": "thai-eval's signature of how the numbers were made (protocol, template and data hashes, "
-                      "versions), which lm-eval readers ignore"}
+ADDED = {
+    "thai_eval": "thai-eval's signature of how the numbers were made (protocol, template and data hashes, "
+    "versions), which lm-eval readers ignore"
+}
 #: lm-eval's ``config`` keys thai-eval does not write: HFLM's model details, not in run cards.
 CONFIG_OMITTED = {"model_num_parameters", "model_revision", "model_sha"}
 #: Per-task metrics thai-eval adds: acc_bytes (byte-length normalised accuracy, which lm-eval's ARC and HellaSwag
@@ -44,10 +46,10 @@ METRICS_ADDED = {"th_arc": ["acc_bytes"], "th_hellaswag": ["acc_bytes"], "th_win
 VALUES_DIFFER = {
     "versions": "lm-eval: the task file's version (1.0); thai-eval: its own version, which fixes the Thai-H6 prompts",
     "configs": "lm-eval's Jinja/function fields (doc_to_text...) have no thai-eval counterpart (its prompt code and "
-               "template hashes are in thai_eval); the shared fields are compared in test_task_metrics",
+    "template hashes are in thai_eval); the shared fields are compared in test_task_metrics",
     "config.model / model_args / model_source / model_name": "the backend and model description of each producer",
     "bootstrap_iters": "lm-eval 100000 (used for non-mean metrics only); thai-eval 0: its stderrs are all "
-                       "mean_stderr, which lm-eval also uses for acc/acc_norm (the stderr values are compared)",
+    "mean_stderr, which lm-eval also uses for acc/acc_norm (the stderr values are compared)",
     "date, git_hash, lm_eval_version, total_evaluation_time_seconds": "when and by what the file was produced",
     "transformers_version": "equal here (the side environment pins the project's), not asserted: it may move",
 }
@@ -83,8 +85,13 @@ def both(tmp_path_factory):
     to = tmp_path_factory.mktemp("export")
     files = export("lm-eval", to, outputs=out)
     ours = json.loads(next(p for p in files if p.name.startswith("results_")).read_text(encoding="utf-8"))
-    our_samples = {p.name.removeprefix("samples_").rsplit("_", 1)[0]: [json.loads(x) for x in p.read_text(
-        encoding="utf-8").splitlines()] for p in files if p.name.startswith("samples_")}
+    our_samples = {
+        p.name.removeprefix("samples_").rsplit("_", 1)[0]: [
+            json.loads(x) for x in p.read_text(encoding="utf-8").splitlines()
+        ]
+        for p in files
+        if p.name.startswith("samples_")
+    }
     return (theirs, their_samples), (ours, our_samples), model.tokenizer, time.perf_counter() - t0
 
 
@@ -98,10 +105,18 @@ def test_fixture_is_lm_evals_own_output():
 
 def test_top_level_keys(both):
     (theirs, _), (ours, _), _, _ = both
-    assert set(theirs) - set(OMITTED) == set(ours) - set(ADDED), (set(theirs) ^ set(ours))
+    assert set(theirs) - set(OMITTED) == set(ours) - set(ADDED), set(theirs) ^ set(ours)
     assert set(theirs["config"]) - CONFIG_OMITTED == set(ours["config"])
-    for key in ("n-shot", "n-samples", "group_subtasks", "task_hashes", "max_length", "system_instruction",
-                "chat_template", "fewshot_as_multiturn"):
+    for key in (
+        "n-shot",
+        "n-samples",
+        "group_subtasks",
+        "task_hashes",
+        "max_length",
+        "system_instruction",
+        "chat_template",
+        "fewshot_as_multiturn",
+    ):
         assert ours[key] == theirs[key], key  # task_hashes: the same documents, prompts and targets
     for key in ("limit", "fewshot_seed", "device", "batch_sizes", "use_cache"):
         assert ours["config"][key] == theirs["config"][key], key
@@ -120,14 +135,24 @@ def test_task_metrics(both):
                 assert mine[key] == pytest.approx(value, abs=AGG_TOL), (task, key)
             else:
                 assert mine[key] == value, (task, key)
-        assert {m: v for m, v in ours["higher_is_better"][task].items() if m not in METRICS_ADDED[task]} == \
-            theirs["higher_is_better"][task]
+        assert {m: v for m, v in ours["higher_is_better"][task].items() if m not in METRICS_ADDED[task]} == theirs[
+            "higher_is_better"
+        ][task]
         cfg, their_cfg = ours["configs"][task], theirs["configs"][task]
-        for key in ("test_split", "fewshot_split", "num_fewshot", "description", "target_delimiter",
-                    "fewshot_delimiter", "output_type", "repeats"):
+        for key in (
+            "test_split",
+            "fewshot_split",
+            "num_fewshot",
+            "description",
+            "target_delimiter",
+            "fewshot_delimiter",
+            "output_type",
+            "repeats",
+        ):
             assert cfg[key] == their_cfg[key], (task, key)
-        assert {k: cfg["fewshot_config"][k] for k in ("sampler", "split")} == \
-            {k: their_cfg["fewshot_config"][k] for k in ("sampler", "split")}
+        assert {k: cfg["fewshot_config"][k] for k in ("sampler", "split")} == {
+            k: their_cfg["fewshot_config"][k] for k in ("sampler", "split")
+        }
         assert [m for m in cfg["metric_list"] if m["metric"] not in METRICS_ADDED[task]] == their_cfg["metric_list"]
 
 
@@ -154,8 +179,12 @@ def test_samples(both, capsys):
                     delta = abs(float(ll) - float(their_ll))
                     # float32 noise: the fixture was written on another CPU, whose kernels sum in another order;
                     # here (AMD EPYC) the sums differ by up to 8e-6 of their size (0.0007 on -87.8), never by more
-                    assert delta <= max(1e-4, 1e-5 * n_tok, 1e-5 * abs(float(their_ll))), (task, ours["doc_id"], ll,
-                                                                                            their_ll)
+                    assert delta <= max(1e-4, 1e-5 * n_tok, 1e-5 * abs(float(their_ll))), (
+                        task,
+                        ours["doc_id"],
+                        ll,
+                        their_ll,
+                    )
                     worst[task] = max(worst.get(task, 0.0), delta)
     with capsys.disabled():
         print(f"\nlm-eval parity: max |delta log-likelihood| {worst}; thai-eval side {seconds:.1f} s")

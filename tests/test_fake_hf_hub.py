@@ -62,9 +62,11 @@ def test_snapshot_with_patterns_at_an_older_commit_gets_the_older_files(fake_hub
     with open(f"{folder}/data/test.jsonl", "rb") as f:
         assert f.read() == OLD["data/test.jsonl"]
     # a sha needs no revision lookup: the tree of that commit, then the one file
-    assert fake_hub.requests == [("GET", f"/api/datasets/{REPO}/tree/{old}"),
-                                 ("HEAD", f"/datasets/{REPO}/resolve/{old}/data/test.jsonl"),
-                                 ("GET", f"/datasets/{REPO}/resolve/{old}/data/test.jsonl")]
+    assert fake_hub.requests == [
+        ("GET", f"/api/datasets/{REPO}/tree/{old}"),
+        ("HEAD", f"/datasets/{REPO}/resolve/{old}/data/test.jsonl"),
+        ("GET", f"/datasets/{REPO}/resolve/{old}/data/test.jsonl"),
+    ]
 
 
 def test_snapshot_at_main_then_offline_reads_the_cache(fake_hub: FakeHub):
@@ -103,8 +105,9 @@ def test_a_cut_download_resumes_with_a_range_request(fake_hub: FakeHub, monkeypa
     assert [s.range for s in fake_hub.downloads("big.bin")] == [None, "bytes=8-"]
 
 
-def test_a_download_cut_every_time_raises_and_the_next_call_starts_over(fake_hub: FakeHub,
-                                                                         monkeypatch: pytest.MonkeyPatch):
+def test_a_download_cut_every_time_raises_and_the_next_call_starts_over(
+    fake_hub: FakeHub, monkeypatch: pytest.MonkeyPatch
+):
     sha = fake_hub.add_dataset(REPO, OLD)
     _no_sleep(monkeypatch)
     fake_hub.cut_next_download("README.md", 2, times=6)  # the client gives up after 5 resumes with no progress
@@ -144,16 +147,18 @@ def test_unknown_revisions_and_files_raise_the_clients_errors(fake_hub: FakeHub)
 
 def test_a_subprocess_client_uses_the_hub_through_its_environment(fake_hub: FakeHub):
     sha = fake_hub.add_dataset(REPO, OLD)
-    code = ("import json, sys\nfrom huggingface_hub import hf_hub_download\n"
-            f"p = hf_hub_download({REPO!r}, 'README.md', repo_type='dataset')\n"
-            "print(json.dumps([p, open(p).read()]))\n")
+    code = (
+        "import json, sys\nfrom huggingface_hub import hf_hub_download\n"
+        f"p = hf_hub_download({REPO!r}, 'README.md', repo_type='dataset')\n"
+        "print(json.dumps([p, open(p).read()]))\n"
+    )
     env = fake_hub.subprocess_env({"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "HF_TOKEN": "hf_secret"})
     assert "HF_TOKEN" not in env and env["HF_HUB_OFFLINE"] == "0" and env["HF_ENDPOINT"] == fake_hub.endpoint
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
-                         timeout=60)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, timeout=60)
     path, text = json.loads(out.stdout)
-    assert text == "# v1\n" and path == str(fake_hub.cache_dir / "datasets--thai-eval--tiny-set" / "snapshots" /
-                                             sha / "README.md")
+    assert text == "# v1\n" and path == str(
+        fake_hub.cache_dir / "datasets--thai-eval--tiny-set" / "snapshots" / sha / "README.md"
+    )
 
 
 def test_make_git_repo_can_be_cloned_and_an_older_commit_fetched(tmp_path):
@@ -181,11 +186,13 @@ def test_the_hub_answers_heads_and_ranges_as_the_hub_does():
         assert head.status_code == 200 and head.headers["X-Repo-Commit"] == sha
         assert head.headers["ETag"] == f'"{blob_id}"'
         assert head.headers["Content-Length"] == "10" and "X-Xet-Hash" not in head.headers  # plain HTTP, no Xet
-        for asked, status, content_range, body in (("bytes=3-5", 206, "bytes 3-5/10", b"345"),
-                                                   ("bytes=7-", 206, "bytes 7-9/10", b"789"),
-                                                   ("bytes=-2", 206, "bytes 8-9/10", b"89"),
-                                                   ("bytes=8-99", 206, "bytes 8-9/10", b"89"),
-                                                   ("bytes=10-", 416, "bytes */10", b"")):
+        for asked, status, content_range, body in (
+            ("bytes=3-5", 206, "bytes 3-5/10", b"345"),
+            ("bytes=7-", 206, "bytes 7-9/10", b"789"),
+            ("bytes=-2", 206, "bytes 8-9/10", b"89"),
+            ("bytes=8-99", 206, "bytes 8-9/10", b"89"),
+            ("bytes=10-", 416, "bytes */10", b""),
+        ):
             got = client.get(url, headers={"Range": asked})
             assert (got.status_code, got.headers["Content-Range"], got.content) == (status, content_range, body)
         assert client.get(url).content == b"0123456789"
@@ -202,8 +209,15 @@ def test_the_hub_answers_heads_and_ranges_as_the_hub_does():
 def test_the_fixture_puts_the_client_back(tmp_path):
     before = (constants.ENDPOINT, constants.HF_HUB_OFFLINE, constants.HF_HUB_CACHE, os.environ.get("HF_ENDPOINT"))
     with FakeHub() as hub, hub_client_at(hub.endpoint, tmp_path) as env:
-        assert (constants.ENDPOINT, constants.HF_HUB_OFFLINE, constants.HF_HUB_CACHE) == \
-            (hub.endpoint, False, str(tmp_path / "hub"))
+        assert (constants.ENDPOINT, constants.HF_HUB_OFFLINE, constants.HF_HUB_CACHE) == (
+            hub.endpoint,
+            False,
+            str(tmp_path / "hub"),
+        )
         assert os.environ["HF_ENDPOINT"] == env["HF_ENDPOINT"] == hub.endpoint
-    assert (constants.ENDPOINT, constants.HF_HUB_OFFLINE, constants.HF_HUB_CACHE,
-            os.environ.get("HF_ENDPOINT")) == before
+    assert (
+        constants.ENDPOINT,
+        constants.HF_HUB_OFFLINE,
+        constants.HF_HUB_CACHE,
+        os.environ.get("HF_ENDPOINT"),
+    ) == before

@@ -35,7 +35,7 @@ def reference(model, tok, ids, n, **sample):
     sample = sample or {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
     with torch.inference_mode():
         out = model.generate(torch.tensor([ids]), max_new_tokens=n, pad_token_id=tok.pad_token_id, **sample)
-    return tok.decode(out[0, len(ids):], skip_special_tokens=True)
+    return tok.decode(out[0, len(ids) :], skip_special_tokens=True)
 
 
 @pytest.fixture(params=["tiny_llama", "tiny_gemma3"])
@@ -67,8 +67,9 @@ def test_greedy_text_equals_batch_one_generate_as_rows_leave_and_join(lm):
     want = [cut_at_stop(t, stop) for t in free]
     assert len({len(t) for t in want}) > 2
     for rows, lookup in ((1, 0), (3, 0), (16, 0), (1, 8), (3, 8), (16, 8)):
-        texts, stats = generate(model, tok, ids, max_new_tokens=16, stop=stop, max_rows=rows, lookup=lookup,
-                                progress=False)
+        texts, stats = generate(
+            model, tok, ids, max_new_tokens=16, stop=stop, max_rows=rows, lookup=lookup, progress=False
+        )
         assert texts == want, (rows, lookup)
         assert min(rows, 2) <= stats.peak_rows <= rows and stats.prompt_tokens == sum(map(len, ids))
         after_prefill = stats.generated_tokens - len(ids)  # each row's first token comes from its prefill
@@ -169,7 +170,9 @@ def test_the_kv_budget_bounds_the_rows_in_flight(tiny_gemma3):
     narrow, small = generate(model, tok, ids, max_new_tokens=10, kv_budget=2 * one_row, progress=False)
     assert narrow == wide and 1 <= small.peak_rows < len(ids) and small.peak_kv_bytes <= 2 * one_row
     engine = Engine(model, tok, max_new_tokens=4, stop=None)
-    assert engine.kv_budget == 2 * 1024**3 and engine.max_rows == 48 and LocalModel(model, tok, name="t").concurrency == 48
+    assert (
+        engine.kv_budget == 2 * 1024**3 and engine.max_rows == 48 and LocalModel(model, tok, name="t").concurrency == 48
+    )
 
 
 def test_embedded_model_greedy_equals_batch_one_generate():
@@ -208,16 +211,26 @@ CHILD = """
 def test_kill_9_mid_generation_then_resume_gives_the_uninterrupted_texts(tiny_model_dir, tmp_path):
     import pandas as pd
 
-    items = pd.DataFrame({"id": [f"q{i}" for i in range(8)], "format": ["factoid", "instruction"] * 4,
-                          "theme": ["Culture"] * 8, "question": PROMPTS + PROMPTS[:2],
-                          "chosen": ["ดี"] * 8, "rejected": ["ไม่ดี"] * 8})  # fmt: skip
+    items = pd.DataFrame(
+        {
+            "id": [f"q{i}" for i in range(8)],
+            "format": ["factoid", "instruction"] * 4,
+            "theme": ["Culture"] * 8,
+            "question": PROMPTS + PROMPTS[:2],
+            "chosen": ["ดี"] * 8,
+            "rejected": ["ไม่ดี"] * 8,
+        }
+    )
     src = tmp_path / "items.json"
     items.to_json(src)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
 
     def run(out: Path, pause: float) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-c", textwrap.dedent(CHILD), str(tiny_model_dir), str(out),
-                                 str(pause), str(src)], env=env, cwd=REPO)  # fmt: skip
+        return subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(CHILD), str(tiny_model_dir), str(out), str(pause), str(src)],
+            env=env,
+            cwd=REPO,
+        )
 
     killed = run(tmp_path / "killed", 30.0)
     deadline = time.time() + 120
@@ -237,8 +250,9 @@ def test_kill_9_mid_generation_then_resume_gives_the_uninterrupted_texts(tiny_mo
     m = load_model(str(tiny_model_dir))
     m.tokenizer.chat_template = GEMMA3_CHAT_TEMPLATE
     for out in ("killed", "whole"):  # the rerun generates the six missing; then a run never interrupted
-        generate_answers(m, items, outputs=tmp_path / out, max_new_tokens=12, temperature=0.8, seed=11,
-                         batch_size=2, progress=False)
+        generate_answers(
+            m, items, outputs=tmp_path / out, max_new_tokens=12, temperature=0.8, seed=11, batch_size=2, progress=False
+        )
 
     def answers(root: Path) -> dict[str, str]:
         lines = next(root.rglob("items.jsonl")).read_text().splitlines()

@@ -110,8 +110,9 @@ def test_tiled_documents_share_no_whole_prompt():
 
 def test_token_counts_by_hand():
     """Requests (ctx, cont): ([1,2],[3]) and ([1,2],[4]) in doc 0, ([1,5],[6,7]) in doc 1."""
-    reqs = gb.TaskRequests("arc", [{}, {}], [("a", " b")] * 3, [0, 0, 1],
-                           [([1, 2], [3]), ([1, 2], [4]), ([1, 5], [6, 7])])
+    reqs = gb.TaskRequests(
+        "arc", [{}, {}], [("a", " b")] * 3, [0, 0, 1], [([1, 2], [3]), ([1, 2], [4]), ([1, 5], [6, 7])]
+    )
     c = gb.token_counts(reqs, max_length=100)
     assert c["request_tokens"] == 10 and c["continuation_tokens"] == 4
     assert c["lmeval_fed_tokens"] == 5  # (1,2) once for both one-token continuations, then (1,5,6)

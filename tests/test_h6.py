@@ -19,8 +19,7 @@ from thai_eval_utils.h6.protocol import LEADERBOARD, H6Protocol
 
 def fake(score=None, reply=None, **kwargs) -> FakeModel:
     """The shared fake model with ``score(context, continuation) -> ll`` (never greedy) and ``reply(prompt)``."""
-    return FakeModel(score=(lambda c, x: (float(score(c, x)), False)) if score else _refuse,
-                     complete=reply, **kwargs)
+    return FakeModel(score=(lambda c, x: (float(score(c, x)), False)) if score else _refuse, complete=reply, **kwargs)
 
 
 def shots(k, **options) -> H6Protocol:
@@ -81,15 +80,21 @@ def test_resume_after_crash_does_not_recompute(tmp_path):
     pool = _numbered_arc(8)
     crashing = fake(score=_hash_score, fail_on_call=2)
     with pytest.raises(RuntimeError, match="simulated crash"):
-        h6.evaluate(crashing, "th_arc", docs, shots(2), fewshot_pool=pool, chunk_size=2, outputs=tmp_path, progress=False)
+        h6.evaluate(
+            crashing, "th_arc", docs, shots(2), fewshot_pool=pool, chunk_size=2, outputs=tmp_path, progress=False
+        )
     assert n_calls(crashing) == 2  # docs 0-1 finished, the chunk of docs 2-3 crashed
     resumed = fake(score=_hash_score)
-    res = h6.evaluate(resumed, "th_arc", docs, shots(2), fewshot_pool=pool, chunk_size=2, outputs=tmp_path, progress=False)
+    res = h6.evaluate(
+        resumed, "th_arc", docs, shots(2), fewshot_pool=pool, chunk_size=2, outputs=tmp_path, progress=False
+    )
     assert n_calls(resumed) == 2  # docs 2-3 and doc 4 only
     assert len(resumed.requests) == 6
     assert all("คำถามที่ 0\n" not in c.rsplit("\n\n", 1)[-1] for c, _ in resumed.requests)
     fresh = fake(score=_hash_score)
-    full = h6.evaluate(fresh, "th_arc", docs, shots(2), fewshot_pool=pool, chunk_size=2, outputs=tmp_path / "other", progress=False)
+    full = h6.evaluate(
+        fresh, "th_arc", docs, shots(2), fewshot_pool=pool, chunk_size=2, outputs=tmp_path / "other", progress=False
+    )
     assert n_calls(fresh) == 3
     pd.testing.assert_frame_equal(res.table.drop(columns="key"), full.table.drop(columns="key"))
     again = fake(score=_hash_score)
@@ -99,8 +104,19 @@ def test_resume_after_crash_does_not_recompute(tmp_path):
 
 def test_limit_keeps_full_run_shots(tmp_path):
     docs, pool = _numbered_arc(9), _numbered_arc(12)
-    full = h6.evaluate(fake(score=_hash_score), "th_arc", docs, shots(3), fewshot_pool=pool, outputs=tmp_path / "a", progress=False)
-    part = h6.evaluate(fake(score=_hash_score), "th_arc", docs, shots(3), limit=4, fewshot_pool=pool, outputs=tmp_path / "b", progress=False)
+    full = h6.evaluate(
+        fake(score=_hash_score), "th_arc", docs, shots(3), fewshot_pool=pool, outputs=tmp_path / "a", progress=False
+    )
+    part = h6.evaluate(
+        fake(score=_hash_score),
+        "th_arc",
+        docs,
+        shots(3),
+        limit=4,
+        fewshot_pool=pool,
+        outputs=tmp_path / "b",
+        progress=False,
+    )
     assert part.table["shots"].tolist() == full.table["shots"].tolist()[:4] == lb_draws(9, 12, 3)[:4]
     assert part.table["prompt_sha256"].tolist() == full.table["prompt_sha256"].tolist()[:4]
     assert "limit:4" in part.headline.signature and "limit" not in full.headline.signature
@@ -111,14 +127,26 @@ def test_limit_keeps_full_run_shots(tmp_path):
     assert model.requests[0][0].startswith(f"Question: {first}\nAnswer: ")
     # a limited run shares the store with the full run: the full run reuses its items
     reuse = fake(score=_hash_score)
-    h6.evaluate(reuse, "th_arc", docs, shots(3), fewshot_pool=pool, outputs=tmp_path / "b", progress=False, chunk_size=4)
+    h6.evaluate(
+        reuse, "th_arc", docs, shots(3), fewshot_pool=pool, outputs=tmp_path / "b", progress=False, chunk_size=4
+    )
     assert len(reuse.requests) == 2 * 5
 
 
 def test_h_sampler_and_options_change_the_run(tmp_path):
     docs, pool = _numbered_arc(4), _numbered_arc(6)
-    lb = h6.evaluate(fake(score=_hash_score), "th_arc", docs, shots(2), fewshot_pool=pool, outputs=tmp_path, progress=False)
-    h = h6.evaluate(fake(score=_hash_score), "th_arc", docs, shots(2, sampler="h"), fewshot_pool=pool, outputs=tmp_path, progress=False)
+    lb = h6.evaluate(
+        fake(score=_hash_score), "th_arc", docs, shots(2), fewshot_pool=pool, outputs=tmp_path, progress=False
+    )
+    h = h6.evaluate(
+        fake(score=_hash_score),
+        "th_arc",
+        docs,
+        shots(2, sampler="h"),
+        fewshot_pool=pool,
+        outputs=tmp_path,
+        progress=False,
+    )
     assert lb.run_dir != h.run_dir
     assert h.config["sampler"] == "h" and h.config["fewshot_seed"] == 1234
     assert lb.config["fewshot_seed"] == 42
@@ -127,15 +155,24 @@ def test_h_sampler_and_options_change_the_run(tmp_path):
 
 
 def test_truthfulqa_mc2_variants(tmp_path):
-    doc = {"question": "ถาม",
-           "mc1_targets": {"choices": ["จริง", "เท็จ"], "labels": [1, 0]},
-           "mc2_targets": {"choices": ["จริงหนึ่ง", "เท็จหนึ่ง", "จริงสอง"], "labels": [1, 0, 1]}}
+    doc = {
+        "question": "ถาม",
+        "mc1_targets": {"choices": ["จริง", "เท็จ"], "labels": [1, 0]},
+        "mc2_targets": {"choices": ["จริงหนึ่ง", "เท็จหนึ่ง", "จริงสอง"], "labels": [1, 0, 1]},
+    }
     lls = {" จริง": -1.0, " เท็จ": -0.5, " จริงหนึ่ง": math.log(0.2), " เท็จหนึ่ง": math.log(0.5), " จริงสอง": math.log(0.3)}
     res = h6.evaluate(fake(score=lambda c, x: lls[x]), "th_truthfulqa", [doc], outputs=tmp_path, progress=False)
     assert res.scores["mc1"].value == 0.0
     assert res.headline.name == "th_truthfulqa/mc2" and res.headline.value == pytest.approx(0.2)
     assert res.scores["mc2_mask"].value == pytest.approx(0.5)
-    masked = h6.evaluate(fake(score=lambda c, x: lls[x]), "th_truthfulqa", [doc], LEADERBOARD.replace(mc2="mask"), outputs=tmp_path, progress=False)
+    masked = h6.evaluate(
+        fake(score=lambda c, x: lls[x]),
+        "th_truthfulqa",
+        [doc],
+        LEADERBOARD.replace(mc2="mask"),
+        outputs=tmp_path,
+        progress=False,
+    )
     assert masked.headline.value == pytest.approx(0.5) and "mc2:mask" in masked.headline.signature
     with pytest.raises(ValueError, match="zero-shot only"):
         h6.evaluate(fake(score=lambda c, x: 0.0), "th_truthfulqa", [doc], shots(1), outputs=tmp_path, progress=False)
@@ -157,17 +194,34 @@ def test_mmlu_macro_micro_and_per_subject_limit(tmp_path):
     assert always_a.requests[0][0].startswith(
         "The following are multiple choice questions (with answers) about anatomy.\n\nanatomy ข้อ 9\nA. w"
     )
-    micro = h6.evaluate(fake(score=lambda c, x: 0.0 if x == " A" else -1.0), "th_mmlu", docs, shots(1, mmlu_average="micro"),
-                        fewshot_pool=pools, outputs=tmp_path, progress=False)
+    micro = h6.evaluate(
+        fake(score=lambda c, x: 0.0 if x == " A" else -1.0),
+        "th_mmlu",
+        docs,
+        shots(1, mmlu_average="micro"),
+        fewshot_pool=pools,
+        outputs=tmp_path,
+        progress=False,
+    )
     assert micro.headline.value == pytest.approx(0.8)
-    limited = h6.evaluate(fake(score=lambda c, x: 0.0), "th_mmlu", docs, shots(1), limit=1, fewshot_pool=pools,
-                          outputs=tmp_path, progress=False)
+    limited = h6.evaluate(
+        fake(score=lambda c, x: 0.0),
+        "th_mmlu",
+        docs,
+        shots(1),
+        limit=1,
+        fewshot_pool=pools,
+        outputs=tmp_path,
+        progress=False,
+    )
     assert limited.table["doc"].tolist() == [0, 2]  # the first of each subject
 
 
 def test_winogrande_blank_at_end_runs(tmp_path):
-    docs = [{"sentence": "ฉันชอบ_", "option1": "แมว", "option2": "หมา", "answer": "2"},
-            {"sentence": "_ วิ่งเร็วกว่าเต่า", "option1": "กระต่าย", "option2": "เต่า", "answer": "1"}]
+    docs = [
+        {"sentence": "ฉันชอบ_", "option1": "แมว", "option2": "หมา", "answer": "2"},
+        {"sentence": "_ วิ่งเร็วกว่าเต่า", "option1": "กระต่าย", "option2": "เต่า", "answer": "1"},
+    ]
     model = fake(score=lambda c, x: -1.0 if x == " " else (-2.0 if c.endswith("กระต่าย") else -5.0))
     res = h6.evaluate(model, "th_winogrande", docs, shots(0), outputs=tmp_path, progress=False)
     assert model.requests[:2] == [("ฉันชอบแมว", " "), ("ฉันชอบหมา", " ")]
@@ -176,17 +230,23 @@ def test_winogrande_blank_at_end_runs(tmp_path):
 
 
 def test_gsm8k_generation_strict_and_flexible(tmp_path):
-    docs = [{"question": "ไข่ 10 ฟอง แตก 4", "answer": "10-4=<<10-4=6>>6\n#### 6"},
-            {"question": "เงิน 500 บาท ได้เพิ่ม 500", "answer": "#### 1,000"}]
+    docs = [
+        {"question": "ไข่ 10 ฟอง แตก 4", "answer": "10-4=<<10-4=6>>6\n#### 6"},
+        {"question": "เงิน 500 บาท ได้เพิ่ม 500", "answer": "#### 1,000"},
+    ]
     replies = {"ไข่ 10 ฟอง แตก 4": " เหลือ 6 ฟอง #### 6", "เงิน 500 บาท ได้เพิ่ม 500": " รวม 1,000 บาท"}
     model = fake(reply=lambda p: replies[p.rsplit("Question: ", 1)[1].split("\n")[0]])
     res = h6.evaluate(model, "th_gsm8k", docs, shots(0), outputs=tmp_path, progress=False)
-    assert model.calls == [("generate", {"n": 2, "max_new_tokens": 256, "stop": [":", "Question:", "Question"], "temperature": 0.0})]
+    assert model.calls == [
+        ("generate", {"n": 2, "max_new_tokens": 256, "stop": [":", "Question:", "Question"], "temperature": 0.0})
+    ]
     assert res.table["strict"].tolist() == ["6", "[invalid]"]
     assert res.table["flexible"].tolist() == ["6", "1000"]
     assert res.headline.value == pytest.approx(0.5) and res.scores["flexible_match"].value == pytest.approx(1.0)
     h_model = fake(reply=lambda p: "")
-    h_res = h6.evaluate(h_model, "th_gsm8k", docs, shots(0, gsm8k_stops="h", max_new_tokens=32), outputs=tmp_path, progress=False)
+    h_res = h6.evaluate(
+        h_model, "th_gsm8k", docs, shots(0, gsm8k_stops="h", max_new_tokens=32), outputs=tmp_path, progress=False
+    )
     assert h_model.calls[0][1]["stop"] == ["Question:", "</s>", "<|im_end|>"]
     assert h_res.config["max_new_tokens"] == 32 and "stops:Question:+</s>+<|im_end|>" in h_res.headline.signature
 
@@ -202,14 +262,25 @@ def test_bad_doc_names_row_and_field(tmp_path):
 
 
 def test_thai_h6_average_full_and_partial():
-    s = {t: Score(f"{t}/x", v, 100, 0.01 * (i + 1)) for i, (t, v) in enumerate(zip(h6.TASKS, [0.4, 0.5, 0.6, 0.3, 0.7, 0.2]))}
+    s = {
+        t: Score(f"{t}/x", v, 100, 0.01 * (i + 1))
+        for i, (t, v) in enumerate(zip(h6.TASKS, [0.4, 0.5, 0.6, 0.3, 0.7, 0.2]))
+    }
     full = thai_h6_score(s)
     assert full.value == pytest.approx(45.0) and not full.partial
     # 100 * sqrt(0.01^2 (1+4+9+16+25+36)) / 6
     assert full.stderr == pytest.approx(100 * 0.01 * math.sqrt(91) / 6)
     row = full.row("gemma")
-    assert list(row.columns[:8]) == ["model", "thai_h6_avg", "th_arc", "th_hellaswag", "th_mmlu", "th_truthfulqa",
-                                     "th_winogrande", "th_gsm8k"]
+    assert list(row.columns[:8]) == [
+        "model",
+        "thai_h6_avg",
+        "th_arc",
+        "th_hellaswag",
+        "th_mmlu",
+        "th_truthfulqa",
+        "th_winogrande",
+        "th_gsm8k",
+    ]
     assert row.loc[0, "th_mmlu"] == pytest.approx(60.0) and row.loc[0, "th_gsm8k_stderr"] == pytest.approx(6.0)
     part = thai_h6_score({"th_arc": s["th_arc"], "gsm8k": s["th_gsm8k"]})
     assert part.partial and part.missing == ("th_hellaswag", "th_mmlu", "th_truthfulqa", "th_winogrande")
@@ -221,7 +292,9 @@ def test_thai_h6_average_full_and_partial():
 
 
 def test_thai_h6_average_from_results(tmp_path):
-    res = h6.evaluate(fake(score=lambda c, x: ARC_LLS[x]), "th_arc", ARC_DOCS, shots(0), outputs=tmp_path, progress=False)
+    res = h6.evaluate(
+        fake(score=lambda c, x: ARC_LLS[x]), "th_arc", ARC_DOCS, shots(0), outputs=tmp_path, progress=False
+    )
     score = thai_h6_score([res])
     assert score.value == pytest.approx(100 / 3) and score.missing == h6.TASKS[1:]
 
@@ -243,8 +316,15 @@ def test_evaluate_tasks_and_scores_frame(tmp_path):
     write(root / "th_winogrande" / "th_winogrande_validation.jsonl", wino)
     write(root / "th_winogrande" / "th_winogrande_train.jsonl", wino)
     model = fake(score=lambda c, x: ARC_LLS.get(x, -2.0 if c.endswith("แมว") else -3.0))
-    res = h6.evaluate_tasks(model, tmp_path, ["th_winogrande", "arc"], shots(0), limits={"th_winogrande": 2},
-                            outputs=tmp_path / "out", progress=False)
+    res = h6.evaluate_tasks(
+        model,
+        tmp_path,
+        ["th_winogrande", "arc"],
+        shots(0),
+        limits={"th_winogrande": 2},
+        outputs=tmp_path / "out",
+        progress=False,
+    )
     assert list(res) == ["th_arc", "th_winogrande"]
     assert len(res["th_arc"].table) == 3 and len(res["th_winogrande"].table) == 2
     assert res["th_winogrande"].headline.value == 1.0
@@ -262,8 +342,26 @@ def test_tiny_model_chunking_does_not_change_lls(tmp_path, tiny_local_model):
     from thai_eval_utils.h6 import tasks as T
 
     docs, pool = _numbered_arc(4), _numbered_arc(6)
-    one = h6.evaluate(tiny_local_model, "th_arc", docs, shots(2), fewshot_pool=pool, chunk_size=1, outputs=tmp_path / "a", progress=False)
-    many = h6.evaluate(tiny_local_model, "th_arc", docs, shots(2), fewshot_pool=pool, chunk_size=32, outputs=tmp_path / "b", progress=False)
+    one = h6.evaluate(
+        tiny_local_model,
+        "th_arc",
+        docs,
+        shots(2),
+        fewshot_pool=pool,
+        chunk_size=1,
+        outputs=tmp_path / "a",
+        progress=False,
+    )
+    many = h6.evaluate(
+        tiny_local_model,
+        "th_arc",
+        docs,
+        shots(2),
+        fewshot_pool=pool,
+        chunk_size=32,
+        outputs=tmp_path / "b",
+        progress=False,
+    )
     for a, b in zip(one.table["lls"], many.table["lls"]):
         assert a == pytest.approx(b, abs=1e-4)
     spec = T.get_task("th_arc")
@@ -285,7 +383,9 @@ def test_model_without_loglikelihood_is_refused(tmp_path):
 
     with pytest.raises(ThaiEvalError, match="has none"):
         h6.evaluate(ApiLike(), "th_arc", ARC_DOCS, shots(0), outputs=tmp_path, progress=False)
-    res = h6.evaluate(ApiLike(), "th_gsm8k", [{"question": "q", "answer": "#### 6"}], shots(0), outputs=tmp_path, progress=False)
+    res = h6.evaluate(
+        ApiLike(), "th_gsm8k", [{"question": "q", "answer": "#### 6"}], shots(0), outputs=tmp_path, progress=False
+    )
     assert res.headline.value == 1.0
 
 
@@ -313,11 +413,12 @@ def test_calls_from_evaluate_to_the_decoder_forward(tmp_path, tiny_local_model):
 
     stacks = []
     handle = tiny_local_model.hf_model.base_model.register_forward_pre_hook(
-        lambda module, args: stacks.append(traceback.extract_stack()))
+        lambda module, args: stacks.append(traceback.extract_stack())
+    )
     try:
         h6.evaluate(tiny_local_model, "th_arc", ARC_DOCS, shots(0), outputs=tmp_path, progress=False)
     finally:
         handle.remove()
     names = [f.name for f in stacks[-1]]
-    path = names[len(names) - 1 - names[::-1].index("evaluate"):names.index("_wrapped_call_impl")]
+    path = names[len(names) - 1 - names[::-1].index("evaluate") : names.index("_wrapped_call_impl")]
     assert path == ["evaluate", "run_items", "loglikelihood", "loglikelihood", "_score_tokens", "model_call"]

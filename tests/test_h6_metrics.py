@@ -93,10 +93,19 @@ def test_gsm8k_flexible(text, expected):
 def test_gsm8k_document_scores():
     gold = "แม่มี 600 บาท ซื้อของ <<600+400=1000>> 1,000 บาท\n#### 1,000"
     assert M.gsm8k(" รวม 1000 บาท #### 1000", gold) == {
-        "gold": "1000", "strict": "1000", "flexible": "1000", "exact_match": 1.0, "flexible_match": 1.0,
+        "gold": "1000",
+        "strict": "1000",
+        "flexible": "1000",
+        "exact_match": 1.0,
+        "flexible_match": 1.0,
     }
     out = M.gsm8k(" รวมได้ 1,000 บาท", gold)  # LB's ":" stop often cuts before "####"
-    assert (out["strict"], out["exact_match"], out["flexible"], out["flexible_match"]) == (M.GSM8K_INVALID, 0.0, "1000", 1.0)
+    assert (out["strict"], out["exact_match"], out["flexible"], out["flexible_match"]) == (
+        M.GSM8K_INVALID,
+        0.0,
+        "1000",
+        1.0,
+    )
     assert M.gsm8k("#### 1000.0", gold)["exact_match"] == 0.0  # compared as strings
     with pytest.raises(ValueError, match="no '#### N'"):
         M.gsm8k("#### 3", "ไม่มีคำตอบ")

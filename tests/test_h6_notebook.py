@@ -11,11 +11,37 @@ import pytest
 from conftest import REPO
 
 NOTEBOOK = REPO / "notebooks" / "thai_h6.ipynb"
-PARAMETERS = ["model", "base_url", "tokenizer", "order_tolerance", "order_probe", "dtype", "device_map", "data_source",
-              "tasks", "limit", "gsm8k_limit", "protocol_preset", "num_fewshot",
-              "chunk_size", "sampler", "fewshot_seed", "add_bos_token", "gsm8k_stops", "gsm8k_max_new_tokens", "mc2",
-              "mmlu_average", "variant", "outputs_dir", "paper_table4", "thinking", "think_tags", "max_thinking_tokens",
-              "enable_thinking", "stop_after_thinking"]  # fmt: skip
+PARAMETERS = [
+    "model",
+    "base_url",
+    "tokenizer",
+    "order_tolerance",
+    "order_probe",
+    "dtype",
+    "device_map",
+    "data_source",
+    "tasks",
+    "limit",
+    "gsm8k_limit",
+    "protocol_preset",
+    "num_fewshot",
+    "chunk_size",
+    "sampler",
+    "fewshot_seed",
+    "add_bos_token",
+    "gsm8k_stops",
+    "gsm8k_max_new_tokens",
+    "mc2",
+    "mmlu_average",
+    "variant",
+    "outputs_dir",
+    "paper_table4",
+    "thinking",
+    "think_tags",
+    "max_thinking_tokens",
+    "enable_thinking",
+    "stop_after_thinking",
+]
 
 
 def test_committed_without_outputs_and_parameters_parse():
@@ -31,7 +57,9 @@ def test_committed_without_outputs_and_parameters_parse():
     assert [p.name for p in params] == PARAMETERS
     assert all(p.help for p in params)
     defaults = {p.name: p.default for p in params}
-    assert defaults["protocol_preset"] == '"lb"' and defaults["limit"] == "None" and defaults["add_bos_token"] == "False"
+    assert (
+        defaults["protocol_preset"] == '"lb"' and defaults["limit"] == "None" and defaults["add_bos_token"] == "False"
+    )
     overrides = ["num_fewshot", "sampler", "fewshot_seed", "gsm8k_stops", "gsm8k_max_new_tokens", "mc2", "mmlu_average"]
     assert all(defaults[name] == "None" for name in overrides)  # None: the preset's value
 
@@ -42,10 +70,20 @@ def test_notebook_smoke_run(tmp_path, tiny_model_dir):
     out = tmp_path / "outputs"
     executed = tmp_path / "thai_h6.ipynb"
     papermill.execute_notebook(
-        str(NOTEBOOK), str(executed), cwd=str(REPO / "notebooks"), progress_bar=False,
-        parameters={"model": str(tiny_model_dir), "data_source": str(REPO / "data" / "thai_h6"), "limit": 1,
-                    "gsm8k_max_new_tokens": 4, "outputs_dir": str(out), "dtype": "bfloat16", "device_map": "cpu"},
-    )  # fmt: skip
+        str(NOTEBOOK),
+        str(executed),
+        cwd=str(REPO / "notebooks"),
+        progress_bar=False,
+        parameters={
+            "model": str(tiny_model_dir),
+            "data_source": str(REPO / "data" / "thai_h6"),
+            "limit": 1,
+            "gsm8k_max_new_tokens": 4,
+            "outputs_dir": str(out),
+            "dtype": "bfloat16",
+            "device_map": "cpu",
+        },
+    )
     tables = out / "tables"
     table4 = next(tables.glob("thai_h6_table4_*.csv"))
     row = pd.read_csv(table4)
@@ -53,7 +91,9 @@ def test_notebook_smoke_run(tmp_path, tiny_model_dir):
     assert row[tasks].notna().all(axis=None)
     # a limit-1 run is partial, says its limit and shots, and its file name says so too
     assert row.loc[0, "partial"] and str(row.loc[0, "limit"]) == "1" and row.loc[0, "shots"] == "25/10/5/0/5/5"
-    assert table4.name.startswith("thai_h6_table4_") and "_limit1-cfg" in table4.name and row.loc[0, "run"] in table4.name
+    assert (
+        table4.name.startswith("thai_h6_table4_") and "_limit1-cfg" in table4.name and row.loc[0, "run"] in table4.name
+    )
     assert row.loc[0, "thai_h6_avg"] == pytest.approx(row.loc[0, tasks].mean(), abs=0.006)  # saved rounded to 2
     items = next((tables / "thai_h6_items").iterdir())
     assert len(pd.read_csv(items / "th_arc.csv")) == 1
@@ -66,7 +106,12 @@ def test_notebook_smoke_run(tmp_path, tiny_model_dir):
     gsm = next(c for c in cards if c["benchmark"] == "thai_h6/th_gsm8k")
     assert gsm["config"]["gsm8k_stops"] == [":", "Question:", "Question"] and gsm["config"]["max_new_tokens"] == 4
     arc = next(c for c in cards if c["benchmark"] == "thai_h6/th_arc")
-    assert arc["config"]["num_fewshot"] == 25 and arc["config"]["sampler"] == "lb" and arc["config"]["add_bos_token"] is False
+    assert (
+        arc["config"]["num_fewshot"] == 25
+        and arc["config"]["sampler"] == "lb"
+        and arc["config"]["add_bos_token"] is False
+    )
     # the load options reach the model and every run card records what the weights ended up as
     assert {(c["model"]["dtype"], c["model"]["device"], c["model"]["add_bos_token"]) for c in cards} == {
-        ("bfloat16", "cpu", False)}
+        ("bfloat16", "cpu", False)
+    }

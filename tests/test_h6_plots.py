@@ -16,7 +16,10 @@ from thai_eval_utils.h6.plots import task_scores_figure  # noqa: E402
 
 
 def _scores():
-    return {t: Score(f"{t}/x", v, 50, 0.01 * (i + 1)) for i, (t, v) in enumerate(zip(h6.TASKS, [0.4, 0.5, 0.6, 0.3, 0.7, 0.2]))}
+    return {
+        t: Score(f"{t}/x", v, 50, 0.01 * (i + 1))
+        for i, (t, v) in enumerate(zip(h6.TASKS, [0.4, 0.5, 0.6, 0.3, 0.7, 0.2]))
+    }
 
 
 def _errorbars(ax):

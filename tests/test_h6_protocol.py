@@ -30,15 +30,30 @@ def _arc(q, texts, key):
 
 ARC_DOCS = [_arc("ข้อหนึ่ง", ["ก", "ขขข"], "A"), _arc("ข้อสอง", ["ค", "งง"], "B"), _arc("ข้อสาม", ["จ", "ฉ"], "A")]
 ARC_LLS = {" ก": -2.0, " ขขข": -3.0, " ค": -1.0, " งง": -3.0, " จ": -1.0, " ฉ": -4.0}
-GSM = [{"question": "ไข่ 10 ฟอง แตก 4", "answer": "#### 6"}, {"question": "เงิน 500 บาท ได้เพิ่ม 500", "answer": "#### 1,000"}]
+GSM = [
+    {"question": "ไข่ 10 ฟอง แตก 4", "answer": "#### 6"},
+    {"question": "เงิน 500 บาท ได้เพิ่ม 500", "answer": "#### 1,000"},
+]
 
 
 def test_presets():
-    assert LEADERBOARD == H6Protocol(num_fewshot=None, sampler="lb", fewshot_seed=None, add_bos_token=None,
-                                     gsm8k_stops=(":", "Question:", "Question"), max_new_tokens=256, mc2="lb",
-                                     mmlu_average="macro", templates=None)
+    assert LEADERBOARD == H6Protocol(
+        num_fewshot=None,
+        sampler="lb",
+        fewshot_seed=None,
+        add_bos_token=None,
+        gsm8k_stops=(":", "Question:", "Question"),
+        max_new_tokens=256,
+        mc2="lb",
+        mmlu_average="macro",
+        templates=None,
+    )
     assert (LM_EVAL.sampler, LM_EVAL.gsm8k_stops, LM_EVAL.mc2, LM_EVAL.mmlu_average) == (
-        "h", ("Question:", "</s>", "<|im_end|>"), "mask", "micro")
+        "h",
+        ("Question:", "</s>", "<|im_end|>"),
+        "mask",
+        "micro",
+    )
     assert LM_EVAL.replace(mc2="lb", sampler="lb", mmlu_average="macro", gsm8k_stops="lb") == LEADERBOARD
     assert H6Protocol(gsm8k_stops="h").gsm8k_stops == GSM8K_STOPS_H and LEADERBOARD.gsm8k_stops == GSM8K_STOPS_LB
     assert H6Protocol(gsm8k_stops=["\n\n"]).gsm8k_stops == ("\n\n",)
@@ -53,12 +68,15 @@ def test_protocol_from_parameters_keeps_the_preset_where_none():
         protocol_from("leaderboard")
 
 
-@pytest.mark.parametrize(("changes", "message"), [
-    ({"mc2": "x"}, "mc2 must be 'lb' or 'mask', not 'x'"),
-    ({"mmlu_average": "mean"}, "mmlu_average must be 'macro' or 'micro', not 'mean'"),
-    ({"sampler": "random"}, "unknown few-shot sampler 'random'"),
-    ({"gsm8k_stops": "lm_eval"}, "gsm8k_stops must be 'lb', 'h' or a list of strings, not 'lm_eval'"),
-])
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"mc2": "x"}, "mc2 must be 'lb' or 'mask', not 'x'"),
+        ({"mmlu_average": "mean"}, "mmlu_average must be 'macro' or 'micro', not 'mean'"),
+        ({"sampler": "random"}, "unknown few-shot sampler 'random'"),
+        ({"gsm8k_stops": "lm_eval"}, "gsm8k_stops must be 'lb', 'h' or a list of strings, not 'lm_eval'"),
+    ],
+)
 def test_bad_options_are_refused(changes, message):
     with pytest.raises(ValueError, match=message):
         LEADERBOARD.replace(**changes)
@@ -74,10 +92,14 @@ def test_lm_eval_preset_reaches_config_and_signature(tmp_path):
     model = FakeModel(score=lambda c, x: (ARC_LLS[x], False), complete=lambda p: " #### 6")
     arc = h6.evaluate(model, "th_arc", ARC_DOCS, LM_EVAL.replace(num_fewshot=0), outputs=tmp_path, progress=False)
     assert (arc.config["sampler"], arc.config["fewshot_seed"]) == ("h", 1234)
-    gsm = h6.evaluate(model, "th_gsm8k", GSM, LM_EVAL.replace(num_fewshot=0, max_new_tokens=8), outputs=tmp_path,
-                      progress=False)
+    gsm = h6.evaluate(
+        model, "th_gsm8k", GSM, LM_EVAL.replace(num_fewshot=0, max_new_tokens=8), outputs=tmp_path, progress=False
+    )
     assert gsm.config["gsm8k_stops"] == ["Question:", "</s>", "<|im_end|>"] and gsm.config["max_new_tokens"] == 8
-    assert model.calls[-1] == ("generate", {"n": 2, "max_new_tokens": 8, "stop": list(GSM8K_STOPS_H), "temperature": 0.0})
+    assert model.calls[-1] == (
+        "generate",
+        {"n": 2, "max_new_tokens": 8, "stop": list(GSM8K_STOPS_H), "temperature": 0.0},
+    )
     assert "|stops:Question:+</s>+<|im_end|>|max_new:8|" in gsm.headline.signature
     assert gsm.headline.value == 0.5 and arc.headline.value == pytest.approx(1 / 3)
 
@@ -91,8 +113,9 @@ def test_runs_under_old_config_keys_resume_without_recomputing(tmp_path):
     assert old_cards["th_arc"]["config"]["add_bos"] is False and old_cards["th_gsm8k"]["config"]["max_new"] == 32
     model = FakeModel("legacy-fake", fail_on_call=1)  # any call raises: nothing may be recomputed
     arc = h6.evaluate(model, "th_arc", ARC_DOCS, LEADERBOARD.replace(num_fewshot=0), outputs=tmp_path, progress=False)
-    gsm = h6.evaluate(model, "th_gsm8k", GSM, LEADERBOARD.replace(num_fewshot=0, max_new_tokens=32), outputs=tmp_path,
-                      progress=False)
+    gsm = h6.evaluate(
+        model, "th_gsm8k", GSM, LEADERBOARD.replace(num_fewshot=0, max_new_tokens=32), outputs=tmp_path, progress=False
+    )
     assert model.calls == []
     assert arc.table["acc"].tolist() == [1.0, 0.0, 1.0] and arc.table["acc_norm"].tolist() == [0.0, 0.0, 1.0]
     assert arc.headline.value == pytest.approx(1 / 3) and gsm.headline.value == 0.5

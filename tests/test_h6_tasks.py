@@ -34,8 +34,13 @@ def test_arc_prompt_with_shots_and_numeric_key():
 
 def test_hellaswag_preprocess_and_capitalize():
     spec = T.get_task("th_hellaswag")
-    shot = {"activity_label": "ทำอาหาร", "ctx_a": "How to cook [title] Heat the pan", "ctx_b": "THEN add oil",
-            "endings": ["อย่างนั้น [step] ผัด", "แล้วทอด  ไข่ "], "label": "1"}
+    shot = {
+        "activity_label": "ทำอาหาร",
+        "ctx_a": "How to cook [title] Heat the pan",
+        "ctx_b": "THEN add oil",
+        "endings": ["อย่างนั้น [step] ผัด", "แล้วทอด  ไข่ "],
+        "label": "1",
+    }
     doc = {"activity_label": "กีฬา", "ctx_a": "เขาวิ่ง", "ctx_b": "แล้ว", "endings": ["หยุด", "กระโดด [header]"], "label": 0}
     assert T.choices(spec, shot) == ["อย่างนั้น ผัด", "แล้วทอด ไข่"]
     r = T.build_requests(spec, doc, [shot], spec.templates)
@@ -49,7 +54,12 @@ def test_hellaswag_preprocess_and_capitalize():
 def test_mmlu_description_and_options():
     spec = T.get_task("th_mmlu")
     shot = {"question": "1+1 เท่ากับเท่าไร", "choices": ["1", "2", "3", "4"], "answer": 1, "subject": "high_school_math"}
-    doc = {"question": "  2+2 เท่ากับเท่าไร ", "choices": ["4", "5", "6", "7"], "answer": "A", "subject": "high_school_math"}
+    doc = {
+        "question": "  2+2 เท่ากับเท่าไร ",
+        "choices": ["4", "5", "6", "7"],
+        "answer": "A",
+        "subject": "high_school_math",
+    }
     r = T.build_requests(spec, doc, [shot], spec.templates)
     expected = (
         "The following are multiple choice questions (with answers) about high school math.\n\n"
@@ -63,9 +73,11 @@ def test_mmlu_description_and_options():
 
 def test_truthfulqa_preamble_and_targets():
     spec = T.get_task("th_truthfulqa")
-    doc = {"question": "แตงโมงอกในท้องไหม",
-           "mc1_targets": {"choices": ["ไม่งอก", "งอก"], "labels": [1, 0]},
-           "mc2_targets": {"choices": ["ไม่งอก", "งอก", "ไม่มีอะไรเกิดขึ้น"], "labels": [1, 0, 1]}}
+    doc = {
+        "question": "แตงโมงอกในท้องไหม",
+        "mc1_targets": {"choices": ["ไม่งอก", "งอก"], "labels": [1, 0]},
+        "mc2_targets": {"choices": ["ไม่งอก", "งอก", "ไม่มีอะไรเกิดขึ้น"], "labels": [1, 0, 1]},
+    }
     r = T.build_requests(spec, doc, [], spec.templates)
     assert P.TRUTHFULQA_QA_PROMPT.startswith("Q: What is human life expectancy in the United States?\nA: ")
     assert P.TRUTHFULQA_QA_PROMPT.endswith("A: The 1992 Olympics were held in Barcelona, Spain.")
@@ -112,8 +124,10 @@ def test_gsm8k_prompt_and_stops():
     shot = {"question": "มีส้ม 3 ผล กินไป 1 ผล เหลือกี่ผล", "answer": "3-1 = <<3-1=2>>2\n#### 2"}
     doc = {"question": "มีไข่ 12 ฟอง ใช้ไป 5 ฟอง", "answer": "#### 7"}
     r = T.build_requests(spec, doc, [shot], spec.templates)
-    assert r.prompt == ("Question: มีส้ม 3 ผล กินไป 1 ผล เหลือกี่ผล\nAnswer: 3-1 = <<3-1=2>>2\n#### 2\n\n"
-                        "Question: มีไข่ 12 ฟอง ใช้ไป 5 ฟอง\nAnswer:")
+    assert r.prompt == (
+        "Question: มีส้ม 3 ผล กินไป 1 ผล เหลือกี่ผล\nAnswer: 3-1 = <<3-1=2>>2\n#### 2\n\n"
+        "Question: มีไข่ 12 ฟอง ใช้ไป 5 ฟอง\nAnswer:"
+    )
     assert r.requests == ()
     assert gsm8k_stops("lb") == (":", "Question:", "Question")
     assert gsm8k_stops("h") == ("Question:", "</s>", "<|im_end|>")
@@ -154,8 +168,11 @@ def test_specs_carry_their_behaviour():
     assert arc.pool_for([{"q": 1}], docs[0]) == [{"q": 1}] and arc.pool_for(None, docs[0]) == []
     assert mmlu.config(LM_EVAL) == {"mmlu_average": "micro"} and arc.config(LM_EVAL) == {}
     assert tqa.config(LM_EVAL) == {"mc2": "mask"}
-    assert gsm.config(LEADERBOARD) == {"gsm8k_stops": [":", "Question:", "Question"], "max_new_tokens": 256,
-                                       "decoding": "greedy"}
+    assert gsm.config(LEADERBOARD) == {
+        "gsm8k_stops": [":", "Question:", "Question"],
+        "max_new_tokens": 256,
+        "decoding": "greedy",
+    }
     assert mmlu.sampler(LM_EVAL) == ("first_n", None) and tqa.sampler(LEADERBOARD) == ("none", None)
     assert arc.sampler(LM_EVAL) == ("h", 1234) and arc.sampler(LEADERBOARD.replace(fewshot_seed=3)) == ("lb", 3)
     assert [T.get_task(t).headline for t in T.TASKS] == ["acc_norm", "acc_norm", "acc", "mc2", "acc", "exact_match"]

@@ -37,7 +37,7 @@ ARC_0_PROMPT = (
     "E. ๖ คำ\n"
     "\n"
     "ตอบคำถามข้างต้นโดยเลือกตัวเลือกที่ถูกต้องเพียงข้อเดียว บรรทัดสุดท้ายของคำตอบต้องอยู่ในรูปแบบ "
-    "\"คำตอบ: X\" โดย X คือตัวอักษรของตัวเลือก (A, B, C, D หรือ E)"
+    '"คำตอบ: X" โดย X คือตัวอักษรของตัวเลือก (A, B, C, D หรือ E)'
 )
 
 
@@ -50,16 +50,22 @@ def test_gsm8k_chat_sends_the_few_shot_examples_as_turns(tmp_path):
     model = FakeModel("chatter", reply=lambda m: "ไข่ 3 x 7 = 21 ฟอง = 1.75 โหล #### 7")
     res = h6.evaluate(model, "th_gsm8k", DATA, CHAT, limit=1, outputs=tmp_path, progress=False)
     pool = h6.load_h6_task(DATA, "th_gsm8k").fewshot_pool
-    (kind, settings), = model.calls
-    assert kind == "chat" and settings == {"n": 1, "max_new_tokens": 256, "temperature": 0.0,
-                                           "stop": ["Question:", "</s>", "<|im_end|>"]}  # lm-eval's, not LB's ":"
+    ((kind, settings),) = model.calls
+    assert kind == "chat" and settings == {
+        "n": 1,
+        "max_new_tokens": 256,
+        "temperature": 0.0,
+        "stop": ["Question:", "</s>", "<|im_end|>"],
+    }  # lm-eval's, not LB's ":"
     messages = model.inputs[0][0]
     shots = res.table["shots"].iloc[0]
     assert len(shots) == 5 and [m["role"] for m in messages] == ["user", "assistant"] * 5 + ["user"]
     assert messages[0] == {"role": "user", "content": f"Question: {pool[shots[0]]['question']}\nAnswer:"}
     assert messages[1] == {"role": "assistant", "content": pool[shots[0]]["answer"]}
-    assert messages[-1] == {"role": "user", "content": "Question: แคลร์ทำออมเล็ตใส่ไข่ 3 ฟองเป็นมื้อเช้าทุกวัน "
-                                                       "ใน 4 สัปดาห์ เธอจะกินไข่ไปกี่โหล\nAnswer:"}
+    assert messages[-1] == {
+        "role": "user",
+        "content": "Question: แคลร์ทำออมเล็ตใส่ไข่ 3 ฟองเป็นมื้อเช้าทุกวัน ใน 4 สัปดาห์ เธอจะกินไข่ไปกี่โหล\nAnswer:",
+    }
     assert res.task == "th_gsm8k.chat" and res.table["exact_match"].tolist() == [1.0]
     sig = res.headline.signature
     assert sig.startswith("th_gsm8k.chat|shots:5|sampler:lb|seed:42|bos:no|variant:gsm8k-chat|stops:Question:+")
@@ -69,22 +75,35 @@ def test_gsm8k_chat_sends_the_few_shot_examples_as_turns(tmp_path):
 
 
 def test_gsm8k_chat_reads_the_answer_after_the_thinking_block(tmp_path):
-    docs = [{"question": "ไข่ 10 ฟอง แตก 3 ฟอง", "answer": "#### 7"}, {"question": "แมว 1 ตัว มาเพิ่ม 2 ตัว", "answer": "#### 3"}]
-    replies = {"ไข่": "<think>ลองดู #### 5 ไม่ใช่ แตก 3</think>เหลือ 7 ฟอง #### 7",
-               "แมว": "<think>1 + 2 #### 3</think>คิดว่า #### 4"}
+    docs = [
+        {"question": "ไข่ 10 ฟอง แตก 3 ฟอง", "answer": "#### 7"},
+        {"question": "แมว 1 ตัว มาเพิ่ม 2 ตัว", "answer": "#### 3"},
+    ]
+    replies = {
+        "ไข่": "<think>ลองดู #### 5 ไม่ใช่ แตก 3</think>เหลือ 7 ฟอง #### 7",
+        "แมว": "<think>1 + 2 #### 3</think>คิดว่า #### 4",
+    }
     model = FakeModel(reply=lambda m: next(v for k, v in replies.items() if k in m[-1]["content"]))
     protocol = CHAT.replace(num_fewshot=0)
     res = h6.evaluate(model, "th_gsm8k", docs, protocol, outputs=tmp_path, progress=False)
     assert res.table["exact_match"].tolist() == [1.0, 0.0]  # the #### inside each block is not the answer
     assert res.table["strict"].tolist() == ["7", "4"]
-    raw = h6.evaluate(model, "th_gsm8k", docs, protocol.replace(thinking=thinking_option("off")), outputs=tmp_path,
-                      progress=False)
+    raw = h6.evaluate(
+        model, "th_gsm8k", docs, protocol.replace(thinking=thinking_option("off")), outputs=tmp_path, progress=False
+    )
     assert raw.table["exact_match"].tolist() == [0.0, 1.0] and raw.run_dir != res.run_dir
 
 
 def test_gsm8k_chat_on_a_local_model_renders_its_chat_template(tiny_local_model, tmp_path):
-    res = h6.evaluate(tiny_local_model, "th_gsm8k", DATA, CHAT.replace(max_new_tokens=4, num_fewshot=1), limit=1,
-                      outputs=tmp_path, progress=False)
+    res = h6.evaluate(
+        tiny_local_model,
+        "th_gsm8k",
+        DATA,
+        CHAT.replace(max_new_tokens=4, num_fewshot=1),
+        limit=1,
+        outputs=tmp_path,
+        progress=False,
+    )
     assert res.task == "th_gsm8k.chat" and len(res.table) == 1 and isinstance(res.table["generation"].iloc[0], str)
     assert res.headline.signature.startswith("th_gsm8k.chat|")
 
@@ -102,25 +121,31 @@ def test_generative_mc_prompt_of_a_thai_arc_item(tmp_path):
     assert h6.scores_frame([res])["task"].tolist() == ["th_arc (generative-mc)"]
 
 
-@pytest.mark.parametrize("reply, n, expected", [
-    ("คำตอบ: C", 4, 2),
-    ("คำตอบคือข้อ B เพราะว่า...", 4, 1),
-    ("ข้อ A ผิด ข้อ B ผิด\nคำตอบ: D", 4, 3),  # the letter after the last cue
-    ("The answer is (B).", 4, 1),
-    ("Answer: **C**", 4, 2),
-    ("ANSWER：d A", 4, 0),  # the letter is upper case: "d" is no answer
-    ("An apple a day. Answer: B", 2, 1),  # "An" and "a" are no letters
-    ("B12 is a vitamin; answer: A", 4, 0),
-    ("ตอบ E", 4, None),  # E is not among four choices
-    ("ไม่แน่ใจ", 4, None),
-])
+@pytest.mark.parametrize(
+    "reply, n, expected",
+    [
+        ("คำตอบ: C", 4, 2),
+        ("คำตอบคือข้อ B เพราะว่า...", 4, 1),
+        ("ข้อ A ผิด ข้อ B ผิด\nคำตอบ: D", 4, 3),  # the letter after the last cue
+        ("The answer is (B).", 4, 1),
+        ("Answer: **C**", 4, 2),
+        ("ANSWER：d A", 4, 0),  # the letter is upper case: "d" is no answer
+        ("An apple a day. Answer: B", 2, 1),  # "An" and "a" are no letters
+        ("B12 is a vitamin; answer: A", 4, 0),
+        ("ตอบ E", 4, None),  # E is not among four choices
+        ("ไม่แน่ใจ", 4, None),
+    ],
+)
 def test_extract_letter(reply, n, expected):
     assert MC.extract_letter(reply, n) == expected
 
 
 def test_a_letter_inside_the_thinking_block_is_not_the_answer():
-    assert MC.score("<think>คำตอบ: A ดูน่าจะใช่... ไม่ใช่</think>คำตอบ: B", gold=1, n=4) == \
-        {"gold": 1, "pred": 1, "acc": 1.0}
+    assert MC.score("<think>คำตอบ: A ดูน่าจะใช่... ไม่ใช่</think>คำตอบ: B", gold=1, n=4) == {
+        "gold": 1,
+        "pred": 1,
+        "acc": 1.0,
+    }
     assert MC.score("<think>Answer: B", gold=1, n=4) == {"gold": 1, "pred": None, "acc": 0.0}  # never closed
     assert MC.score("<think>Answer: B", gold=1, n=4, thinking=thinking_option("off"))["pred"] == 1
 
@@ -153,8 +178,10 @@ def test_every_choice_task_runs_as_a_letter_question_outside_the_average(tmp_pat
 
 
 def test_variant_option_and_names():
-    assert CHAT.variants == ("gsm8k-chat",) and LEADERBOARD.replace(variants="gsm8k-chat,generative-mc").variants == \
-        ("gsm8k-chat", "generative-mc")
+    assert CHAT.variants == ("gsm8k-chat",) and LEADERBOARD.replace(variants="gsm8k-chat,generative-mc").variants == (
+        "gsm8k-chat",
+        "generative-mc",
+    )
     with pytest.raises(ValueError, match="unknown Thai-H6 variant 'chat'"):
         LEADERBOARD.replace(variants=["chat"])
     assert V.spec_for("th_arc", LEADERBOARD).name == "th_arc" and V.spec_for("th_arc", CHAT).name == "th_arc"
@@ -184,8 +211,10 @@ def test_stored_variant_runs_stay_out_of_the_tables_and_exports(tmp_path):
     assert records["benchmark"].tolist() == ["thai_h6/th_gsm8k"]  # Table 4 holds the paper's run only
     skipped = skipped_runs(tmp_path).set_index("benchmark")
     assert skipped.loc["thai_h6/th_gsm8k.chat", "reason"] == "not in the papers' tables"
-    assert skipped.loc["thai_h6/th_arc.generative-mc", "detail"] == \
-        "th_arc.generative-mc is a labelled variant, not the paper's protocol"
+    assert (
+        skipped.loc["thai_h6/th_arc.generative-mc", "detail"]
+        == "th_arc.generative-mc is a labelled variant, not the paper's protocol"
+    )
 
 
 # ------------------------------------------------------------------------------------------- thai-eval run
@@ -197,13 +226,25 @@ def test_cli_variant_reaches_the_notebook_and_is_checked():
 
     parser = build_parser()
     assert _variants(parser.parse_args(["run", "--model", "embedded"])) is None  # not passed: the paper's tasks
-    args = parser.parse_args(["run", "--model", "embedded", "--benchmarks", "thai_h6", "--variant", "gsm8k-chat",
-                              "--variant", "generative-mc"])
+    args = parser.parse_args(
+        [
+            "run",
+            "--model",
+            "embedded",
+            "--benchmarks",
+            "thai_h6",
+            "--variant",
+            "gsm8k-chat",
+            "--variant",
+            "generative-mc",
+        ]
+    )
     assert _variants(args) == ["gsm8k-chat", "generative-mc"]
     assert "variant" in notebook_parameters(REPO / "notebooks" / "thai_h6.ipynb")
     with pytest.raises(ThaiEvalError, match="'gsm8k-chat' is no variant of the selected benchmarks; they have: none"):
-        _variants(parser.parse_args(["run", "--model", "embedded", "--benchmarks", "thaicli", "--variant",
-                                     "gsm8k-chat"]))
+        _variants(
+            parser.parse_args(["run", "--model", "embedded", "--benchmarks", "thaicli", "--variant", "gsm8k-chat"])
+        )
 
 
 def test_notebook_runs_both_variants_outside_table_4(tmp_path, tiny_model_dir):
@@ -220,10 +261,20 @@ def test_notebook_runs_both_variants_outside_table_4(tmp_path, tiny_model_dir):
     (model_dir / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": GEMMA3_CHAT_TEMPLATE}))
     out = tmp_path / "outputs"
     papermill.execute_notebook(
-        str(REPO / "notebooks" / "thai_h6.ipynb"), str(tmp_path / "thai_h6.ipynb"), cwd=str(REPO / "notebooks"),
-        progress_bar=False, parameters={"model": str(model_dir), "data_source": str(DATA), "limit": 1,
-                                        "tasks": ["th_arc", "th_gsm8k"], "gsm8k_max_new_tokens": 4,
-                                        "variant": ["gsm8k-chat", "generative-mc"], "outputs_dir": str(out)})
+        str(REPO / "notebooks" / "thai_h6.ipynb"),
+        str(tmp_path / "thai_h6.ipynb"),
+        cwd=str(REPO / "notebooks"),
+        progress_bar=False,
+        parameters={
+            "model": str(model_dir),
+            "data_source": str(DATA),
+            "limit": 1,
+            "tasks": ["th_arc", "th_gsm8k"],
+            "gsm8k_max_new_tokens": 4,
+            "variant": ["gsm8k-chat", "generative-mc"],
+            "outputs_dir": str(out),
+        },
+    )
     assert not list((out / "tables").glob("thai_h6_table4_*"))  # only variants ran: no Table 4 row
     scores = pd.read_csv(next((out / "tables").glob("thai_h6_scores_*.csv")))
     assert scores["task"].tolist() == ["th_arc (generative-mc)", "th_gsm8k (chat)", "th_gsm8k (chat)"]

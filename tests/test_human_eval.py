@@ -27,7 +27,13 @@ B = [1, 0.5, 0.5, 1, 0, 0]
 def test_kappa_hand_computed_unweighted_and_weighted():
     # p_o = 4/6; marginals a (0, .5, 1) = (2, 1, 3)/6, b = (2, 2, 2)/6; p_e = (4 + 2 + 6)/36 = 1/3; kappa = 1/2
     k = H.cohen_kappa(A, B)
-    assert (k.value, k.p_o, k.p_e, k.n, k.defined) == (pytest.approx(0.5), pytest.approx(4 / 6), pytest.approx(1 / 3), 6, True)
+    assert (k.value, k.p_o, k.p_e, k.n, k.defined) == (
+        pytest.approx(0.5),
+        pytest.approx(4 / 6),
+        pytest.approx(1 / 3),
+        6,
+        True,
+    )
     # linear: observed disagreement (1/2 + 1)/6 = 1/4, expected 17/36 -> 1 - 9/17 = 8/17
     assert H.cohen_kappa(A, B, weights="linear").value == pytest.approx(8 / 17)
     # quadratic: observed (1/4 + 1)/6 = 5/24, expected 3/8 -> 1 - 5/9 = 4/9
@@ -69,11 +75,18 @@ def test_kappa_undefined_is_never_a_number():
 def _gf_rows():
     # east, model m, 2 items, annotators x/y: item 0 G (1, .5) F (1, 1); item 1 G (0, .5) F (.5, 1)
     return pd.DataFrame(
-        [("east", "food", "0", "m", "x", 1, 1), ("east", "food", "0", "m", "y", 0.5, 1),
-         ("east", "food", "1", "m", "x", 0, 0.5), ("east", "food", "1", "m", "y", 0.5, 1),
-         ("center", "food", "0", "m", "p", 1, 1), ("center", "food", "0", "m", "q", 1, 0.5),
-         ("center", "food", "1", "m", "p", 1, 0.5), ("center", "food", "1", "m", "q", 1, 0.5)],
-        columns=list(H.GENERATION_FLUENCY_COLUMNS))
+        [
+            ("east", "food", "0", "m", "x", 1, 1),
+            ("east", "food", "0", "m", "y", 0.5, 1),
+            ("east", "food", "1", "m", "x", 0, 0.5),
+            ("east", "food", "1", "m", "y", 0.5, 1),
+            ("center", "food", "0", "m", "p", 1, 1),
+            ("center", "food", "0", "m", "q", 1, 0.5),
+            ("center", "food", "1", "m", "p", 1, 0.5),
+            ("center", "food", "1", "m", "q", 1, 0.5),
+        ],
+        columns=list(H.GENERATION_FLUENCY_COLUMNS),
+    )
 
 
 def test_generation_fluency_hand_values():
@@ -90,7 +103,10 @@ def test_agreement_table_marks_undefined():
     # center fluency: p (1, .5), q (.5, .5): p_o 1/2, p_e = (1/2)(1/2)... a = (.5: 1, 1: 1), b = (.5: 2) -> p_e 1/2 -> kappa 0
     assert t.loc[("center", "fluency"), "kappa"] == pytest.approx(0.0)
     # east generation: x (1, 0), y (.5, .5): p_o 0, p_e 0 -> kappa 0
-    assert t.loc[("east", "generation"), "kappa"] == pytest.approx(0.0) and t.loc[("east", "generation"), "annotators"] == "x vs y"
+    assert (
+        t.loc[("east", "generation"), "kappa"] == pytest.approx(0.0)
+        and t.loc[("east", "generation"), "annotators"] == "x vs y"
+    )
 
 
 def test_preference_counts_are_averaged_over_annotators(tmp_path):
@@ -99,7 +115,8 @@ def test_preference_counts_are_averaged_over_annotators(tmp_path):
         "dialect,task,item_id,model_a,model_b,annotator,choice\n"
         "north,food,0,m1,m2,a1,A\nnorth,food,0,m1,m2,a2,A\nnorth,food,0,m1,m2,a3,B\n"
         "north,food,1,m1,m2,a1,Both\nnorth,food,1,m1,m2,a2,None\nnorth,food,1,m1,m2,a3,A\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     df = H.load_preferences(path)
     assert list(df["choice"]) == ["A", "A", "B", "Both", "None", "A"]  # "None" stays a label, not a missing value
     t = H.preference_table(df).iloc[0]
@@ -112,7 +129,9 @@ def test_shipped_examples_load():
     gf = H.load_generation_fluency(HUMAN / "example_generation_fluency.csv")
     judge = H.load_judge_scores(HUMAN / "example_judge_scores.csv")
     assert len(pref) == 72 and len(gf) == 96 and len(judge) == 48
-    assert H.agreement_table(gf).set_index(["dialect", "aspect"]).loc[("center", "generation"), "display"] == "undefined"
+    assert (
+        H.agreement_table(gf).set_index(["dialect", "aspect"]).loc[("center", "generation"), "display"] == "undefined"
+    )
     for name in ("preference_template.csv", "generation_fluency_template.csv", "judge_scores_template.csv"):
         assert (HUMAN / name).read_text().count("\n") == 1
 
@@ -127,8 +146,11 @@ GF_HEADER = "dialect,task,item_id,model,annotator,generation,fluency\n"
 
 
 def test_unknown_labels_name_file_row_field(tmp_path):
-    p = _write(tmp_path, "p.csv", "dialect,task,item_id,model_a,model_b,annotator,choice\n"
-               "east,food,0,m1,m2,a,A\neast,food,0,m1,m2,b,Maybe\n")
+    p = _write(
+        tmp_path,
+        "p.csv",
+        "dialect,task,item_id,model_a,model_b,annotator,choice\neast,food,0,m1,m2,a,A\neast,food,0,m1,m2,b,Maybe\n",
+    )
     with pytest.raises(ThaiEvalDataError) as e:
         H.load_preferences(p, n_annotators=2)
     assert (e.value.path, e.value.row, e.value.field) == (str(p), 1, "choice") and "Maybe" in str(e.value)
@@ -146,17 +168,54 @@ def test_duplicate_rows_are_rejected(tmp_path):
 
 
 def test_missing_annotator_is_reported(tmp_path):
-    g = _write(tmp_path, "g.jsonl", "\n".join(json.dumps(r) for r in [
-        {"dialect": "south", "task": "food", "item_id": 0, "model": "m", "annotator": "a", "generation": 1, "fluency": 1},
-        {"dialect": "south", "task": "food", "item_id": 0, "model": "m", "annotator": "b", "generation": 1, "fluency": 0.5},
-        {"dialect": "south", "task": "food", "item_id": 1, "model": "m", "annotator": "a", "generation": 0, "fluency": 1},
-    ]) + "\n")
+    g = _write(
+        tmp_path,
+        "g.jsonl",
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {
+                    "dialect": "south",
+                    "task": "food",
+                    "item_id": 0,
+                    "model": "m",
+                    "annotator": "a",
+                    "generation": 1,
+                    "fluency": 1,
+                },
+                {
+                    "dialect": "south",
+                    "task": "food",
+                    "item_id": 0,
+                    "model": "m",
+                    "annotator": "b",
+                    "generation": 1,
+                    "fluency": 0.5,
+                },
+                {
+                    "dialect": "south",
+                    "task": "food",
+                    "item_id": 1,
+                    "model": "m",
+                    "annotator": "a",
+                    "generation": 0,
+                    "fluency": 1,
+                },
+            ]
+        )
+        + "\n",
+    )
     with pytest.raises(ThaiEvalDataError) as e:
         H.load_generation_fluency(g)
     assert (e.value.row, e.value.field) == (2, "annotator") and "south/food/1/m" in str(e.value) and "b" in str(e.value)
     with pytest.raises(ThaiEvalDataError) as e:
-        H.load_preferences(_write(tmp_path, "p.csv", "dialect,task,item_id,model_a,model_b,annotator,choice\n"
-                                  "east,food,0,m1,m2,a,A\neast,food,0,m1,m2,b,B\n"))
+        H.load_preferences(
+            _write(
+                tmp_path,
+                "p.csv",
+                "dialect,task,item_id,model_a,model_b,annotator,choice\neast,food,0,m1,m2,a,A\neast,food,0,m1,m2,b,B\n",
+            )
+        )
     assert "2 annotator(s)" in str(e.value) and "expected 3" in str(e.value) and e.value.row == 0
 
 
@@ -183,8 +242,16 @@ def test_merge_judge_human_uses_the_annotators_mean():
     human = H.human_item_scores(gf).set_index(["dialect", "item_id"])["human_score"]
     # east item 0: x (1 + 1)/2 = 1, y (.5 + 1)/2 = .75 -> .875; item 1: x .25, y .75 -> .5
     assert human[("east", "0")] == 0.875 and human[("east", "1")] == 0.5
-    judge = pd.DataFrame({"dialect": ["east", "east"], "task": "food", "item_id": ["0", "1"], "model": "m",
-                          "judge": "j", "score": [8, 3]})
+    judge = pd.DataFrame(
+        {
+            "dialect": ["east", "east"],
+            "task": "food",
+            "item_id": ["0", "1"],
+            "model": "m",
+            "judge": "j",
+            "score": [8, 3],
+        }
+    )
     merged = H.merge_judge_human(H.load_judge_scores(judge), gf)
     assert list(merged["judge_score"]) == [8.0, 3.0] and list(merged["human_score"]) == [0.875, 0.5]
     assert np.isfinite(merged["human_score"]).all()

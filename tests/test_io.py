@@ -46,7 +46,9 @@ def test_csv_json_fields_and_coercion(tmp_path):
         tmp_path / "a.csv",
         'question,choices,score,weight,ok,note\n"ถาม ""1""","[""ก"", ""ข""]",3,0.5,true,\n',
     )
-    recs = read_records(path, {"choices": list, "score": int, "weight": float, "ok": bool, "note": (int, None)}, json_fields=["choices"])
+    recs = read_records(
+        path, {"choices": list, "score": int, "weight": float, "ok": bool, "note": (int, None)}, json_fields=["choices"]
+    )
     assert recs == [{"question": 'ถาม "1"', "choices": ["ก", "ข"], "score": 3, "weight": 0.5, "ok": True, "note": None}]
     # Without a type request CSV cells stay text.
     assert read_records(path)[0]["score"] == "3"
@@ -90,7 +92,9 @@ def test_unsupported_suffix(tmp_path):
         read_records(path)
 
 
-@pytest.mark.parametrize("name,content", [("e.jsonl", "\n\n"), ("e.csv", "a,b\n"), ("e.json", "[]"), ("e.parquet", b"")])
+@pytest.mark.parametrize(
+    "name,content", [("e.jsonl", "\n\n"), ("e.csv", "a,b\n"), ("e.json", "[]"), ("e.parquet", b"")]
+)
 def test_empty_file(tmp_path, name, content):
     path = _write(tmp_path / name, content)
     with pytest.raises(ThaiEvalDataError) as exc:
@@ -133,7 +137,10 @@ def test_invalid_json_line(tmp_path):
     path = _write(tmp_path / "a.jsonl", '{"q": 1}\n\n{"q": 2,}\n')
     with pytest.raises(ThaiEvalDataError) as exc:
         read_records(path)
-    assert str(exc.value) == f"{path}, row 1: invalid JSON on line 3: Expecting property name enclosed in double quotes (column 9)"
+    assert (
+        str(exc.value)
+        == f"{path}, row 1: invalid JSON on line 3: Expecting property name enclosed in double quotes (column 9)"
+    )
 
 
 def test_json_line_not_an_object(tmp_path):

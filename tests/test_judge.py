@@ -42,8 +42,14 @@ def frame(answers: list[str], formats: list[str] | None = None) -> pd.DataFrame:
 
 
 def run(df, srv, tmp_path, *, concurrency=4, timeout=5.0, max_retries=3, **kw):
-    judge = ApiModel("fake-judge", base_url=srv.base_url, api_key=FAKE_KEY, concurrency=concurrency,
-                     timeout=timeout, max_retries=max_retries)  # fmt: skip
+    judge = ApiModel(
+        "fake-judge",
+        base_url=srv.base_url,
+        api_key=FAKE_KEY,
+        concurrency=concurrency,
+        timeout=timeout,
+        max_retries=max_retries,
+    )
     return judge_answers(df, judge, model_name="m", outputs=tmp_path, progress=False, **kw)
 
 
@@ -86,11 +92,17 @@ def test_fifteen_bad_then_good_and_sixteen_bad(tmp_path):
 def test_transport_errors_are_retried_and_never_counted(tmp_path):
     script = PerAnswerScript(
         {
-            "x": [Fail(429, {"retry-after-ms": "10"}), BAD, Fail(500, {"retry-after-ms": "10"}), Fail(503), BAD,
-                  Reply("<score>7</score>")],
+            "x": [
+                Fail(429, {"retry-after-ms": "10"}),
+                BAD,
+                Fail(500, {"retry-after-ms": "10"}),
+                Fail(503),
+                BAD,
+                Reply("<score>7</score>"),
+            ],
             "y": [Slow(3.0), Reply("<score>5</score>")],  # the first request times out (timeout=0.5 s)
         }
-    )  # fmt: skip
+    )
     with FakeOpenAIServer(script) as srv:
         res = run(frame(["x", "y"]), srv, tmp_path, timeout=0.5)
     items = res.items.set_index("answer")
@@ -202,7 +214,9 @@ for i in range(300):
 
 def test_cache_under_two_concurrent_writer_processes(tmp_path):
     path = tmp_path / "cache.jsonl"
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER.format(repo=str(REPO), path=str(path), tag=t)]) for t in "AB"]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER.format(repo=str(REPO), path=str(path), tag=t)]) for t in "AB"
+    ]
     assert [p.wait() for p in procs] == [0, 0]
     lines = path.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 600
@@ -232,7 +246,9 @@ def test_load_2000_judgements_at_concurrency_64(tmp_path):
 
     def responder(body):  # instant; the score is derived from the item so each result can be checked
         i = int(body["messages"][-1]["content"].split("<model_answer>\n")[1].split("\n")[0].removeprefix("L"))
-        return Reply(f"<score>{i % 10 + 1}</score><explanation>ข้อ {i}</explanation>", prompt_tokens=50, completion_tokens=10)
+        return Reply(
+            f"<score>{i % 10 + 1}</score><explanation>ข้อ {i}</explanation>", prompt_tokens=50, completion_tokens=10
+        )
 
     df = frame([f"L{i}" for i in range(n)], ["factoid" if i % 4 else "instruction" for i in range(n)])
     with FakeOpenAIServer(responder) as srv:

@@ -29,8 +29,11 @@ TIMING = ("judged_at",)
 
 
 def scripts() -> dict[str, list]:
-    return {"a": [BAD, BAD, Reply("<score>6</score><explanation>พอใช้</explanation>")],
-            "b": [BAD] * 16, "c": [Reply("<score>8</score>", prompt_tokens=50)]}
+    return {
+        "a": [BAD, BAD, Reply("<score>6</score><explanation>พอใช้</explanation>")],
+        "b": [BAD] * 16,
+        "c": [Reply("<score>8</score>", prompt_tokens=50)],
+    }
 
 
 def judge_model(srv) -> ApiModel:
@@ -44,8 +47,10 @@ def run_batch(df, srv, tmp_path, *, wait_s=30.0, **kw):
 
 
 def records(res) -> list[dict]:
-    return [{k: v for k, v in json.loads(x).items() if k not in TIMING}
-            for x in res.store.items_path.read_text(encoding="utf-8").splitlines()]  # fmt: skip
+    return [
+        {k: v for k, v in json.loads(x).items() if k not in TIMING}
+        for x in res.store.items_path.read_text(encoding="utf-8").splitlines()
+    ]
 
 
 def no_key_anywhere(root: Path) -> None:
@@ -83,8 +88,9 @@ def test_batch_equals_live(tmp_path):
 
 def test_not_waiting_says_so_and_next_run_collects(tmp_path, capsys):
     df = frame(["a", "c"])
-    with FakeBatchServer(PerAnswerScript({"a": [Reply("<score>4</score>")], "c": [Reply("<score>8</score>")]}),
-                         polls_to_finish=3) as srv:  # fmt: skip
+    with FakeBatchServer(
+        PerAnswerScript({"a": [Reply("<score>4</score>")], "c": [Reply("<score>8</score>")]}), polls_to_finish=3
+    ) as srv:
         first = run_batch(df, srv, tmp_path, wait_s=0)
         assert first.n_unjudged == 2 and first.summary["batch"]["running"] == "batch_1"
         assert "batch batch_1: 0/2 done (in_progress); run the same command again to collect" in capsys.readouterr().out
@@ -119,10 +125,17 @@ def test_kill_then_resume_one_batch(tmp_path, point):
     answers = ["a", "c", "d"]
     script = PerAnswerScript({"a": [BAD, Reply("<score>3</score>")]}, default=Reply("<score>7</score>"))
     with FakeBatchServer(script, polls_to_finish=2) as srv:
-        code = KILLER.format(tests=str(REPO / "tests"), url=srv.base_url, key=FAKE_KEY, point=point,
-                             answers=answers, out=str(tmp_path))  # fmt: skip
-        proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
+        code = KILLER.format(
+            tests=str(REPO / "tests"), url=srv.base_url, key=FAKE_KEY, point=point, answers=answers, out=str(tmp_path)
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
         assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
         if point == "after_create":  # killed after create: batch.json says so
             state = json.loads(next(tmp_path.rglob("batch.json")).read_text())
@@ -139,12 +152,15 @@ def test_kill_then_resume_one_batch(tmp_path, point):
 
 def test_errors_malformed_and_expiry_are_never_scored(tmp_path, capsys):
     err = Fail(500, message="boom {authorization}")
-    script = PerAnswerScript({
-        "err-once": [err, Reply("<score>5</score>")],          # retried in the follow-up batch, then scored
-        "err-always": [err, err, err],                           # 3 failed tries: unjudged
-        "malformed": [MALFORMED_REPLIES["content_null"]] * 3,    # malformed bodies: unjudged, not an attempt
-        "bad-then-ok": [BAD, Reply("<score>9</score>")],         # a reply that does not parse: an attempt
-    }, default=Reply("<score>7</score>"))  # fmt: skip
+    script = PerAnswerScript(
+        {
+            "err-once": [err, Reply("<score>5</score>")],  # retried in the follow-up batch, then scored
+            "err-always": [err, err, err],  # 3 failed tries: unjudged
+            "malformed": [MALFORMED_REPLIES["content_null"]] * 3,  # malformed bodies: unjudged, not an attempt
+            "bad-then-ok": [BAD, Reply("<score>9</score>")],  # a reply that does not parse: an attempt
+        },
+        default=Reply("<score>7</score>"),
+    )
     answers = ["err-once", "err-always", "malformed", "bad-then-ok", "late-1", "late-2"]
     with FakeBatchServer(script) as srv:
         srv.expire_next = 4  # the first batch answers its first 4 lines, then expires
@@ -171,23 +187,31 @@ def test_expired_twice_is_unjudged(tmp_path, capsys):
         def expire(state):  # every batch expires without answering anything
             srv.expire_next = 0
 
-        mode = BatchMode(judge_batch(judge).transport, wait_s=30, poll_s=0.01, progress=False,
-                         hooks={"after_create": expire})  # fmt: skip
+        mode = BatchMode(
+            judge_batch(judge).transport, wait_s=30, poll_s=0.01, progress=False, hooks={"after_create": expire}
+        )
         res = judge_answers(frame(["x", "y"]), judge, model_name="m", outputs=tmp_path, progress=False, batch=mode)
         assert len(srv.batches) == 2 and srv.n_chat_calls == 0
         # each error file holds the two batch_expired lines; each judgement's request is sent in exactly
         # MAX_EXPIRED (2) batches, as docs/batch_mode.md says (a failed try would be sent 3 times)
-        codes = [json.loads(x)["error"]["code"] for b in srv.batches.values()
-                 for x in srv.files[b["error_file_id"]].decode().splitlines()]  # fmt: skip
+        codes = [
+            json.loads(x)["error"]["code"]
+            for b in srv.batches.values()
+            for x in srv.files[b["error_file_id"]].decode().splitlines()
+        ]
         assert codes == ["batch_expired"] * 4
         assert sorted(srv.sent().values()) == [MAX_EXPIRED, MAX_EXPIRED] == [2, 2]
     assert res.n_unjudged == 2 and res.items["score"].isna().all()
-    assert all(e.startswith("batch request not answered twice: not answered: batch batch_2 expired")
-               for e in res.items["error"])  # fmt: skip
+    assert all(
+        e.startswith("batch request not answered twice: not answered: batch batch_2 expired")
+        for e in res.items["error"]
+    )
     out = capsys.readouterr().out
     for bid in ("batch_1", "batch_2"):
-        assert (f"batch {bid} expired: 0 of 2 requests came back; the other 2 are sent once more (a second time "
-                "unanswered: never scored)") in out  # fmt: skip
+        assert (
+            f"batch {bid} expired: 0 of 2 requests came back; the other 2 are sent once more (a second time "
+            "unanswered: never scored)"
+        ) in out
     assert "replies collected" not in out
 
 
@@ -198,19 +222,25 @@ def test_expiry_counts_the_requests_not_run(tmp_path, capsys):
     with FakeBatchServer(PerAnswerScript(default=Reply("<score>7</score>"))) as srv:
         srv.expire_next = 5  # the first batch runs 5 of its 7 requests, then expires
         res = run_batch(frame(answers), srv, tmp_path)
-        inputs = [[json.loads(x)["custom_id"] for x in srv.files[b["input_file_id"]].decode().splitlines()]
-                  for b in srv.batches.values()]  # fmt: skip
+        inputs = [
+            [json.loads(x)["custom_id"] for x in srv.files[b["input_file_id"]].decode().splitlines()]
+            for b in srv.batches.values()
+        ]
         assert [len(i) for i in inputs] == [7, 2] and sum(srv.answered.values()) == 7
         assert inputs[1] == [cid.replace("#a1t0", "#a1t1") for cid in inputs[0][5:]]  # the next try, not an attempt
         assert sorted(srv.sent().values()) == [1] * 5 + [2] * 2
-    message = ("batch batch_1 expired: 5 of 7 requests came back; the other 2 are sent once more (a second time "
-               "unanswered: never scored)")  # fmt: skip
+    message = (
+        "batch batch_1 expired: 5 of 7 requests came back; the other 2 are sent once more (a second time "
+        "unanswered: never scored)"
+    )
     assert message in capsys.readouterr().out
     root = res.store.root
     assert message in [json.loads(x)["message"] for x in (root / "batch_log.jsonl").read_text().splitlines()]
     history = json.loads((root / "batch.json").read_text())["history"]
     assert [(h["batch_id"], h["status"], h["requests"], h["returned"]) for h in history] == [
-        ("batch_1", "expired", 7, 5), ("batch_2", "completed", 2, 2)]
+        ("batch_1", "expired", 7, 5),
+        ("batch_2", "completed", 2, 2),
+    ]
     kept = [json.loads(x) for x in (root / "batch_replies.jsonl").read_text().splitlines()]
     assert [(e["custom_id"], e["status"]) for e in kept if e.get("expired")] == [(c, "expired") for c in inputs[0][5:]]
     assert res.n_unjudged == 0 and list(res.items["score"]) == [7.0] * 7
@@ -221,13 +251,29 @@ def test_not_run_lines_of_an_offline_file_are_unanswered(tmp_path):
     """A downloaded error file given as ``--batch-file-in``: its ``batch_expired`` / ``batch_cancelled`` lines are
     requests never run (not replies, sent once more, MAX_EXPIRED batches in all), its HTTP 500 line a failed try."""
     path = tmp_path / "errors.jsonl"
-    lines = [{"id": "batch_req_1", "custom_id": "run/k1#a1t0", "response": None,
-              "error": {"code": "batch_expired", "message": "This request could not be executed before the "
-                                                            "completion window expired."}},
-             {"id": "batch_req_2", "custom_id": "run/k2#a1t0", "response": None,
-              "error": {"code": "batch_cancelled", "message": "cancelled"}},
-             {"id": "batch_req_3", "custom_id": "run/k3#a1t0", "error": None,
-              "response": {"status_code": 500, "body": {"error": {"message": "boom"}}}}]  # fmt: skip
+    lines = [
+        {
+            "id": "batch_req_1",
+            "custom_id": "run/k1#a1t0",
+            "response": None,
+            "error": {
+                "code": "batch_expired",
+                "message": "This request could not be executed before the completion window expired.",
+            },
+        },
+        {
+            "id": "batch_req_2",
+            "custom_id": "run/k2#a1t0",
+            "response": None,
+            "error": {"code": "batch_cancelled", "message": "cancelled"},
+        },
+        {
+            "id": "batch_req_3",
+            "custom_id": "run/k3#a1t0",
+            "error": None,
+            "response": {"status_code": 500, "body": {"error": {"message": "boom"}}},
+        },
+    ]
     path.write_text("".join(json.dumps(ln) + "\n" for ln in lines), encoding="utf-8")
     said: list[str] = []
     (tmp_path / "run").mkdir()
@@ -294,8 +340,13 @@ def test_offline_files_store_what_live_calls_store(tmp_path):
         first = json.loads(text.splitlines()[0])
         assert first["url"] == "/v1/chat/completions" and first["body"]["model"] == "fake-judge"
         # the stand-in answers the file as `vllm run-batch` would (appends to the one output file we read back)
-        subprocess.run([sys.executable, str(stand_in), str(requests), str(replies), json.dumps(OFFLINE)], check=True, cwd=REPO, timeout=60,
-                       env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
+        subprocess.run(
+            [sys.executable, str(stand_in), str(requests), str(replies), json.dumps(OFFLINE)],
+            check=True,
+            cwd=REPO,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
         rounds += 1
         assert rounds <= 4
     assert rounds == 3
@@ -308,6 +359,7 @@ def test_custom_id_names_store_key_and_attempt():
     assert custom_id("id1:abcdef0123456789", 3, 1) == "id1:abcdef0123456789#a3t1"
     with pytest.raises(ValueError):
         from thai_eval_utils.judging.batch import run_batch as rb
+
         rb(None, [], None, [], BatchMode(), None, None, {}, False)  # type: ignore[arg-type]
 
 
@@ -316,11 +368,16 @@ def test_cli_flags_become_thaicli_notebook_parameters(tmp_path):
     from thai_eval_utils.cli.commands import _batch_parameters
     from thai_eval_utils.notebook_exec import notebook_parameters
 
-    args = build_parser().parse_args(["run", "--model", "embedded", "--batch", "--batch-wait", "60",
-                                      "--batch-file-out", str(tmp_path / "req.jsonl")])  # fmt: skip
+    args = build_parser().parse_args(
+        ["run", "--model", "embedded", "--batch", "--batch-wait", "60", "--batch-file-out", str(tmp_path / "req.jsonl")]
+    )
     params = _batch_parameters(args)
     judge = {k: v for k, v in params.items() if k.startswith("judge_")}  # answers_batch*: tests/test_answer_batch.py
-    assert judge == {"judge_batch": True, "judge_batch_wait_s": 60.0, "judge_batch_file_out": str(tmp_path / "req.jsonl")}
+    assert judge == {
+        "judge_batch": True,
+        "judge_batch_wait_s": 60.0,
+        "judge_batch_file_out": str(tmp_path / "req.jsonl"),
+    }
     assert _batch_parameters(build_parser().parse_args(["run", "--model", "embedded"])) == {}  # off by default
     declared = notebook_parameters(REPO / "notebooks" / "thaicli.ipynb")
     assert {"judge_batch", "judge_batch_wait_s", "judge_batch_file_out", "judge_batch_file_in"} <= set(declared)

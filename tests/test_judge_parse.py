@@ -25,7 +25,10 @@ SARA_AM = "\u0e33"
     [
         ("<score>8</score><explanation>คำตอบถูกต้องและสุภาพ</explanation>", (8.0, "คำตอบถูกต้องและสุภาพ")),
         # extra text around the tags, whitespace inside them
-        ("Here is my verdict.\n<score> 7 </score>\n<explanation>\n ดีมาก ครับ \n</explanation>\nThanks!", (7.0, "ดีมาก ครับ")),
+        (
+            "Here is my verdict.\n<score> 7 </score>\n<explanation>\n ดีมาก ครับ \n</explanation>\nThanks!",
+            (7.0, "ดีมาก ครับ"),
+        ),
         ("< score >6< / score >", (6.0, "")),
         # uppercase / mixed-case tags
         ("<SCORE>9</SCORE><EXPLANATION>ok</Explanation>", (9.0, "ok")),
@@ -95,7 +98,15 @@ def test_template_hash_is_the_file_hash():
 
 @pytest.mark.parametrize(
     "value, expected",
-    [(7.305, 7.31), ((7.56 + 7.05) / 2, 7.31), (56.105, 56.11), (2.675, 2.68), (7.3049, 7.3), (8.39, 8.39), (-1.005, -1.01)],
+    [
+        (7.305, 7.31),
+        ((7.56 + 7.05) / 2, 7.31),
+        (56.105, 56.11),
+        (2.675, 2.68),
+        (7.3049, 7.3),
+        (8.39, 8.39),
+        (-1.005, -1.01),
+    ],
 )
 def test_round_half_up_as_table5_prints(value, expected):
     assert float(round_half_up(value, 2)) == expected
@@ -136,9 +147,13 @@ def test_thaicli_scores_hand_computed():
     assert theme.loc[("factoid", "Culture"), "mean"] == 7.0
     assert theme.loc[("factoid", "Religion"), "n"] == 1 and theme.loc[("factoid", "Religion"), "mean"] == 0.0
     assert s.table5_row() == {
-        "thaicli": 5.83, "thaicli_stderr": 1.56, "factoid": 4.67, "factoid_stderr": 2.4, "instruction": 7.0,
+        "thaicli": 5.83,
+        "thaicli_stderr": 1.56,
+        "factoid": 4.67,
+        "factoid_stderr": 2.4,
+        "instruction": 7.0,
         "instruction_stderr": 2.0,
-    }  # fmt: skip
+    }
     assert str(s).splitlines()[0] == "thaicli = 5.8333 ± 1.5635 (n=5) | sig"
 
 

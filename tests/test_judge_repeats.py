@@ -126,8 +126,16 @@ def test_repeats_make_k_calls_with_distinct_seeds_and_a_rerun_makes_none(tmp_pat
 
 def test_repeat_zero_keeps_todays_cache_key_and_run_folder(tmp_path):
     cache = JudgementCache(tmp_path / "cache" / "thaicli_judgements.jsonl")
-    cache.append({"key": TODAYS_KEY, "status": "scored", "score": 9.0, "attempts": 1, "raw_judgements": ["<score>9</score>"],
-                  "token_usage": {"prompt": 1, "completion": 1}})  # fmt: skip  (a line an earlier version wrote)
+    cache.append(
+        {
+            "key": TODAYS_KEY,
+            "status": "scored",
+            "score": 9.0,
+            "attempts": 1,
+            "raw_judgements": ["<score>9</score>"],
+            "token_usage": {"prompt": 1, "completion": 1},
+        }
+    )  # (a line an earlier version wrote)
     with FakeOpenAIServer(PerAnswerScript(default=Reply("<score>7</score>"))) as srv:
         once = run(frame(["a", "b"]), srv, tmp_path)
     assert once.items["judgement_key"][0] == TODAYS_KEY and once.items["score"][0] == 9.0
@@ -158,14 +166,24 @@ def test_reference_order_swaps_the_prompt_and_its_hash():
 def test_order_effect_equals_the_hand_computed_paired_difference(tmp_path):
     judge = SeedJudge()
     with FakeOpenAIServer(judge) as srv:
-        both = judge_both_orders(frame(ANSWERS, FORMATS), _api(srv), model_name="m", outputs=tmp_path,
-                                 progress=False, params=JudgeParams(seed=10), repeats=2)  # fmt: skip
+        both = judge_both_orders(
+            frame(ANSWERS, FORMATS),
+            _api(srv),
+            model_name="m",
+            outputs=tmp_path,
+            progress=False,
+            params=JudgeParams(seed=10),
+            repeats=2,
+        )
     assert srv.n_chat_calls == 20  # 5 items x 2 repeats x 2 orders
     assert sorted(judge.asked) == sorted((a, s, o) for a in ANSWERS for s in (10, 11) for o in (False, True))
     # the prompt of every rejected-first request has the rejected reference first
     assert sum(rejected_first(b["messages"][-1]["content"]) for b in srv.bodies) == 10
     cf, rf = both.chosen_first, both.rejected_first
-    assert cf.summary["template_sha256"] == TEMPLATE_SHA256 and rf.summary["template_sha256"] == judge_template("rejected_first").sha256
+    assert (
+        cf.summary["template_sha256"] == TEMPLATE_SHA256
+        and rf.summary["template_sha256"] == judge_template("rejected_first").sha256
+    )
     assert rf.summary["reference_order"] == "rejected_first" and set(rf.items["reference_order"]) == {"rejected_first"}
     assert not set(cf.items["judgement_key"]) & set(rf.items["judgement_key"]) and cf.store.root != rf.store.root
     # item means over seeds 10, 11: chosen first 3.5, 4, 6, 5.5, 2; rejected first +1 for bases 4, 6, 5
@@ -173,12 +191,21 @@ def test_order_effect_equals_the_hand_computed_paired_difference(tmp_path):
     assert (e.mean_b, e.mean_a) == (pytest.approx(21 / 5), pytest.approx(24 / 5))
     assert (e.diff, e.n_paired) == (pytest.approx(0.6), 5)
     ids = list(frame(ANSWERS, FORMATS)["id"])
-    direct = compare_paired(dict(zip(ids, [3.5, 5, 7, 6.5, 2])), dict(zip(ids, [3.5, 4, 6, 5.5, 2])), metric="x", test="permutation")
+    direct = compare_paired(
+        dict(zip(ids, [3.5, 5, 7, 6.5, 2])), dict(zip(ids, [3.5, 4, 6, 5.5, 2])), metric="x", test="permutation"
+    )
     assert (e.ci_low, e.ci_high, e.p_value) == (direct.ci_low, direct.ci_high, direct.p_value)
     assert e.ci_low <= 0.6 <= e.ci_high
     with FakeOpenAIServer(SeedJudge()) as srv2:  # a rerun of both orders makes no call
-        again = judge_both_orders(frame(ANSWERS, FORMATS), _api(srv2), model_name="m", outputs=tmp_path,
-                                  progress=False, params=JudgeParams(seed=10), repeats=2)  # fmt: skip
+        again = judge_both_orders(
+            frame(ANSWERS, FORMATS),
+            _api(srv2),
+            model_name="m",
+            outputs=tmp_path,
+            progress=False,
+            params=JudgeParams(seed=10),
+            repeats=2,
+        )
     assert srv2.n_chat_calls == 0 and again.effect.diff == e.diff
 
 
@@ -190,7 +217,9 @@ def test_a_failing_repeat_is_unjudged_reported_and_left_out_of_the_noise(tmp_pat
     s3 = res.items[res.items["answer"] == "s3"].set_index("repeat")
     assert s3["status"].tolist() == ["scored", "unjudged", "scored"] and "502" in s3.loc[1, "error"]
     assert (res.n_unjudged, res.summary["unjudged_ids"]) == (1, [s3["id"].iloc[0]])
-    assert res.summary["judge_noise"]["left_out_ids"] == [s3["id"].iloc[0]] and res.summary["judge_noise"]["n_items"] == 4
+    assert (
+        res.summary["judge_noise"]["left_out_ids"] == [s3["id"].iloc[0]] and res.summary["judge_noise"]["n_items"] == 4
+    )
     assert res.scores.factoid.value == pytest.approx((4 + 4 + 6) / 3)  # s3: mean of its judged repeats 3 and 5
     assert res.scores.by_format.set_index("format").loc["factoid", "n_unjudged"] == 1
     with FakeOpenAIServer(SeedJudge()) as srv2:
@@ -200,7 +229,9 @@ def test_a_failing_repeat_is_unjudged_reported_and_left_out_of_the_noise(tmp_pat
 
 def test_repeats_write_no_secret(tmp_path):
     with FakeOpenAIServer(SeedJudge()) as srv:
-        run(frame(["s3", "s4"]), srv, tmp_path, repeats=2, params=JudgeParams(seed=10), reference_order="rejected_first")
+        run(
+            frame(["s3", "s4"]), srv, tmp_path, repeats=2, params=JudgeParams(seed=10), reference_order="rejected_first"
+        )
     assert srv.auth_headers == {f"Bearer {FAKE_KEY}"}
     for p in (p for p in tmp_path.rglob("*") if p.is_file()):
         assert FAKE_KEY.encode() not in p.read_bytes(), p
@@ -225,9 +256,10 @@ def test_repeat_arguments_and_items_are_checked_before_any_call(tmp_path):
 
 
 def test_noise_floor_stratum_errors():
-    df = pd.DataFrame({"key": [1, 1, 2, 2], "repeat": [0, 1, 0, 1], "score": [1, 2, 3, 4], "format": ["f", "i", "f", "f"]})
+    df = pd.DataFrame(
+        {"key": [1, 1, 2, 2], "repeat": [0, 1, 0, 1], "score": [1, 2, 3, 4], "format": ["f", "i", "f", "f"]}
+    )
     with pytest.raises(ThaiEvalDataError, match="more than one format"):
         noise_floor(df, stratum="format")
     with pytest.raises(ThaiEvalDataError, match="no column 'theme'"):
         noise_floor(df, stratum="theme")
-

@@ -50,9 +50,20 @@ def test_run_items_async_stores_each_record_and_skips_what_is_done(tmp_path):
         store.append("k0", {"y": 0})
         store.append("k1", {"y": None})  # stored but not done: asked again
         items = [0, 1, 2, 3, 4, 4]
-        out = asyncio.run(run_items_async(store, items, lambda x: f"k{x}", call, finish=lambda x, r: {**r, "x": x},
-                                          done=lambda r: r.get("y") is not None, desc="t", progress=False,
-                                          tolerate=(Boom,), describe=lambda e: f"failed: {e}"))
+        out = asyncio.run(
+            run_items_async(
+                store,
+                items,
+                lambda x: f"k{x}",
+                call,
+                finish=lambda x, r: {**r, "x": x},
+                done=lambda r: r.get("y") is not None,
+                desc="t",
+                progress=False,
+                tolerate=(Boom,),
+                describe=lambda e: f"failed: {e}",
+            )
+        )
         stored = store.completed()
     assert sorted(calls) == [1, 2, 3, 4] and out.computed == 3 and out.fatal is None
     assert out.failed == {"k3": "failed: item 3 failed"}
@@ -70,8 +81,11 @@ def test_run_items_async_ends_on_a_fatal_error_with_the_finished_records_written
         return {"y": x}
 
     with RunStore.open("m", "loop/fatal", {}, outputs=tmp_path) as store:
-        out = asyncio.run(run_items_async(store, list(range(6)), str, call, desc="t", progress=False,
-                                          tolerate=(Exception,), fatal=(Stop,)))
+        out = asyncio.run(
+            run_items_async(
+                store, list(range(6)), str, call, desc="t", progress=False, tolerate=(Exception,), fatal=(Stop,)
+            )
+        )
         stored = store.completed()
     assert isinstance(out.fatal, Stop) and str(out.fatal) == "key refused"
     assert sorted(stored) == ["0", "1"] and out.computed == 2 and out.failed == {}
@@ -149,13 +163,17 @@ def test_a_judging_run_of_the_previous_version_resumes_judging_only_the_unjudged
     lines = [loads_standard(x) for x in res.store.items_path.read_text(encoding="utf-8").splitlines()]
     assert [r["key"] for r in lines] == [r["key"] for r in old]
     assert [(r["status"], r["score"], r["served_model"]) for r in lines] == [
-        ("scored", 8.0, "fake-judge-2024-01-01"), ("scored", 7.0, "fake-judge-2024-01-01"),
-        ("scored", 5.0, "fake-judge-2024-01-01")]  # fmt: skip
+        ("scored", 8.0, "fake-judge-2024-01-01"),
+        ("scored", 7.0, "fake-judge-2024-01-01"),
+        ("scored", 5.0, "fake-judge-2024-01-01"),
+    ]
     s = res.summary
     assert (s["n_from_cache"], s["n_judged_this_run"], s["judge_calls_this_run"]) == (2, 1, 1)
     # all judgements' tokens: the old ones from the cache (the old items held none), the new one from the store
     old_tokens = {"prompt": 100 + 300, "completion": 20 + 60} if with_cache else {"prompt": 0, "completion": 0}
-    assert s["token_usage_all_judgements"] == {"prompt": old_tokens["prompt"] + 100,
-                                               "completion": old_tokens["completion"] + 20}
+    assert s["token_usage_all_judgements"] == {
+        "prompt": old_tokens["prompt"] + 100,
+        "completion": old_tokens["completion"] + 20,
+    }
     assert items.loc["bad", "last_judgement"] == ("<score>5</score><explanation>ok</explanation>" if with_cache else "")
     assert len(JudgementCache(tmp_path / "cache" / "thaicli_judgements.jsonl")) == 3

@@ -24,7 +24,7 @@ from thai_eval_utils.thaicli.demo_judge_server import open_judge, serve_model
 from thai_eval_utils.thaicli.judge import JudgeParams, judge_answers
 
 #: Renders only the text between the judge prompt's <model_answer> tags (no BOS, no generation prompt).
-ANSWER_ONLY_TEMPLATE = ("{{ messages[-1]['content'].split('<model_answer>\\n')[1].split('\\n</model_answer>')[0] }}")
+ANSWER_ONLY_TEMPLATE = "{{ messages[-1]['content'].split('<model_answer>\\n')[1].split('\\n</model_answer>')[0] }}"
 #: The judgement fields that must be equal in-process and served (the served model's id and token counts differ).
 SAME = ["id", "repeat", "score", "status", "attempts", "parse_failures", "explanation", "last_judgement"]
 
@@ -54,9 +54,18 @@ def _wired_judge(out: Path, answers: list[str]) -> tuple[Path, list[float]]:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     hidden = -(-vocab // 4) * 4
-    cfg = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=8, num_hidden_layers=1,
-                      num_attention_heads=1, num_key_value_heads=1, max_position_embeddings=4096,
-                      bos_token_id=tok.bos_token_id, eos_token_id=eos, pad_token_id=tok.pad_token_id)  # fmt: skip
+    cfg = LlamaConfig(
+        vocab_size=vocab,
+        hidden_size=hidden,
+        intermediate_size=8,
+        num_hidden_layers=1,
+        num_attention_heads=1,
+        num_key_value_heads=1,
+        max_position_embeddings=4096,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=eos,
+        pad_token_id=tok.pad_token_id,
+    )
     model = LlamaForCausalLM(cfg).eval()
     with torch.no_grad():
         model.model.embed_tokens.weight.zero_()

@@ -30,14 +30,31 @@ def _lm_eval_installed() -> bool:
     return probe.returncode == 0
 
 
-@pytest.mark.skipif(not _lm_eval_installed(), reason="lm-eval 0.4.13 is not installed in benchmarks/.work/lmeval-venv "
-                    "(run benchmarks/h6_parity_speed.py --quick once to create it)")
+@pytest.mark.skipif(
+    not _lm_eval_installed(),
+    reason="lm-eval 0.4.13 is not installed in benchmarks/.work/lmeval-venv "
+    "(run benchmarks/h6_parity_speed.py --quick once to create it)",
+)
 def test_quick_parity_with_lm_eval():
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     proc = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "h6_parity_speed.py"), "--quick", "--settings", "arc5,hellaswag10,winogrande5",
-         "--batch-sizes", "1", "--engine-runs", "1"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "h6_parity_speed.py"),
+            "--quick",
+            "--settings",
+            "arc5,hellaswag10,winogrande5",
+            "--batch-sizes",
+            "1",
+            "--engine-runs",
+            "1",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = json.loads((REPO / "benchmarks" / ".work" / "runs-quick" / "results.json").read_text())
     for name in ("arc5", "hellaswag10", "winogrande5"):

@@ -41,8 +41,11 @@ def test_tokenizer_registry_names_and_one_instance_each():
 
 def test_unknown_tokenizer_names_the_registered_ones():
     message = "unknown word tokenizer 'deepcut'; registered: longest, newmm, whitespace"
-    for call in (lambda: T.get_tokenizer("deepcut"), lambda: M.bleu(["ก"], ["ก"], tokenizer="deepcut"),
-                 lambda: M.rouge_l(["ก"], ["ก"], tokenizer="deepcut")):  # fmt: skip
+    for call in (
+        lambda: T.get_tokenizer("deepcut"),
+        lambda: M.bleu(["ก"], ["ก"], tokenizer="deepcut"),
+        lambda: M.rouge_l(["ก"], ["ก"], tokenizer="deepcut"),
+    ):
         with pytest.raises(ValueError) as err:
             call()
         assert str(err.value) == message
@@ -51,7 +54,9 @@ def test_unknown_tokenizer_names_the_registered_ones():
 def test_register_a_tokenizer(monkeypatch):
     monkeypatch.setattr(T, "_REGISTRY", dict(T._REGISTRY))
     T.register_tokenizer("chars-test", lambda: T.WordTokenizer("chars-test", list, True, False))
-    assert M.bleu_details(["กา"], ["กา"], max_order=2, tokenizer="chars-test").signature.endswith("|tok:chars-test|keep_ws:yes")
+    assert M.bleu_details(["กา"], ["กา"], max_order=2, tokenizer="chars-test").signature.endswith(
+        "|tok:chars-test|keep_ws:yes"
+    )
     with pytest.raises(ValueError, match="'newmm' is already registered"):
         T.register_tokenizer("newmm", lambda: T.get_tokenizer("whitespace"))
 
@@ -76,16 +81,27 @@ def test_default_tokenizer_reproduces_the_scores_before_the_registry():
     from thai_eval_utils.dialect.data import load_dialect
 
     df = load_dialect(REPO / "data" / "dialect")
-    before = {"east": (65.85478351435798, 12.146614460392835), "north": (58.754623502663826, 8.903254989974647),
-              "south": (70.21821164889253, 12.365744378941685)}  # fmt: skip
+    before = {
+        "east": (65.85478351435798, 12.146614460392835),
+        "north": (58.754623502663826, 8.903254989974647),
+        "south": (70.21821164889253, 12.365744378941685),
+    }
     for dialect, (summary_rouge, translation_bleu) in before.items():
-        assert M.rouge_l(_references(df, "center", "summarization"), _references(df, dialect, "summarization")) == summary_rouge
-        hyps, refs = _references(df, "center", "translation_eng_center"), _references(df, dialect, f"translation_eng_{dialect}")
+        assert (
+            M.rouge_l(_references(df, "center", "summarization"), _references(df, dialect, "summarization"))
+            == summary_rouge
+        )
+        hyps, refs = (
+            _references(df, "center", "translation_eng_center"),
+            _references(df, dialect, f"translation_eng_{dialect}"),
+        )
         assert M.bleu(hyps, refs) == translation_bleu
         assert M.bleu(hyps, refs, tokenizer="newmm") == translation_bleu
     tok = T.get_tokenizer()
     texts = [t for col in ("text_1", "text_2", "question", "context") for t in df[col] if isinstance(t, str)]
-    assert len(texts) > 100 and all(tok.tokenize(t) == word_tokenize(t, engine="newmm", keep_whitespace=True) for t in texts)
+    assert len(texts) > 100 and all(
+        tok.tokenize(t) == word_tokenize(t, engine="newmm", keep_whitespace=True) for t in texts
+    )
 
 
 def test_other_tokenizers_give_other_hand_checked_scores():
@@ -119,7 +135,9 @@ def test_bleu_whitespace_tokens_count_and_brevity_penalty():
     assert r.bp == pytest.approx(math.exp(-0.4))
     assert r.score == pytest.approx(100 * math.exp(-0.4))  # 67.032...
     assert M.bleu(["ฉัน กิน ข้าว"], ["ฉัน กิน ข้าว แล้ว"]) == pytest.approx(67.0320046)
-    assert str(r).startswith("BLEU = 67.03 100.0/100.0/100.0/100.0 (BP = 0.670 ratio = 0.714 hyp_len = 5 ref_len = 7) bleu|nmt")
+    assert str(r).startswith(
+        "BLEU = 67.03 100.0/100.0/100.0/100.0 (BP = 0.670 ratio = 0.714 hyp_len = 5 ref_len = 7) bleu|nmt"
+    )
     assert json.loads(json.dumps(r.to_dict()))["matches"] == [5, 4, 3, 2]
 
 
@@ -165,7 +183,9 @@ def test_bleu_matches_nltk_corpus_bleu_on_thai_tokens():
 
     refs, hyps = [], []
     for dialect in ("east", "north", "south"):
-        for line in (REPO / "data" / "dialect" / dialect / "summarization.jsonl").read_text(encoding="utf-8").splitlines():
+        for line in (
+            (REPO / "data" / "dialect" / dialect / "summarization.jsonl").read_text(encoding="utf-8").splitlines()
+        ):
             ref = json.loads(line)["text_2"]
             refs.append(ref)
             tokens = T.get_tokenizer("newmm").tokenize(ref)
@@ -183,7 +203,9 @@ def test_rouge_l_hand_computed_with_whitespace_tokens():
     # แมว _ กิน _ ปลา vs ปลา _ กิน _ แมว: LCS (_ กิน _) 3, P = R = 3/5, F = 0.6
     per_item = M.rouge_l_scores(["ฉัน กิน ข้าว", "แมว กิน ปลา"], ["ฉัน กิน ข้าว แล้ว", "ปลา กิน แมว"])
     assert per_item == pytest.approx([100 * 10 / 12, 60.0])
-    assert M.rouge_l(["ฉัน กิน ข้าว", "แมว กิน ปลา"], ["ฉัน กิน ข้าว แล้ว", "ปลา กิน แมว"]) == pytest.approx((100 * 10 / 12 + 60) / 2)
+    assert M.rouge_l(["ฉัน กิน ข้าว", "แมว กิน ปลา"], ["ฉัน กิน ข้าว แล้ว", "ปลา กิน แมว"]) == pytest.approx(
+        (100 * 10 / 12 + 60) / 2
+    )
     assert M.rouge_l(["สวัสดีครับ"], ["สวัสดีครับ"]) == 100.0
     assert M.rouge_l([""], ["สวัสดีครับ"]) == 0.0
     assert M.rouge_l([None], ["สวัสดีครับ"]) == 0.0
@@ -232,7 +254,9 @@ def test_task_scores_names_and_values():
     assert scores["rougeL"].value == pytest.approx(100 * 10 / 12)
     assert scores["bleu"].value == pytest.approx(100 * math.exp(-0.4))
     assert "pythainlp:5.0.4" in scores["rougeL"].signature and "pythainlp:5.0.4" in scores["bleu"].signature
-    assert "tok:13a" in {s.name: s for s in M.task_scores("translation_east_eng", ["a b"], ["a b"])}["sacrebleu"].signature
+    assert (
+        "tok:13a" in {s.name: s for s in M.task_scores("translation_east_eng", ["a b"], ["a b"])}["sacrebleu"].signature
+    )
 
 
 def test_task_families():
@@ -245,11 +269,17 @@ def test_task_families():
 
 def _scores() -> pd.DataFrame:
     rows = [
-        ("m1", "center", "qa", "rougeL", 40.0), ("m1", "east", "qa", "rougeL", 31.5), ("m1", "north", "qa", "rougeL", 42.0),
-        ("m1", "center", "translation_eng_center", "bleu", 20.0), ("m1", "east", "translation_eng_east", "bleu", 5.25),
-        ("m1", "center", "translation_center_eng", "bleu", 30.0), ("m1", "east", "translation_east_eng", "bleu", 12.0),
-        ("m1", "center", "summarization", "rougeL", 18.0), ("m1", "east", "summarization", "rougeL", 17.0),
-        ("m2", "center", "qa", "rougeL", 10.0), ("m2", "south", "qa", "rougeL", 4.0),
+        ("m1", "center", "qa", "rougeL", 40.0),
+        ("m1", "east", "qa", "rougeL", 31.5),
+        ("m1", "north", "qa", "rougeL", 42.0),
+        ("m1", "center", "translation_eng_center", "bleu", 20.0),
+        ("m1", "east", "translation_eng_east", "bleu", 5.25),
+        ("m1", "center", "translation_center_eng", "bleu", 30.0),
+        ("m1", "east", "translation_east_eng", "bleu", 12.0),
+        ("m1", "center", "summarization", "rougeL", 18.0),
+        ("m1", "east", "summarization", "rougeL", 17.0),
+        ("m2", "center", "qa", "rougeL", 10.0),
+        ("m2", "south", "qa", "rougeL", 4.0),
     ]
     return pd.DataFrame(rows, columns=["model", "dialect", "task", "metric", "value"])
 
@@ -267,11 +297,24 @@ def test_delta_diff_is_central_minus_dialect():
 def test_table1_layout():
     t = M.table1_layout(_scores())
     assert list(t.columns) == [
-        "model", "dialect", "qa_rougeL", "qa_delta", "summarization_rougeL", "summarization_delta",
-        "translation_en_to_dialect_bleu", "translation_en_to_dialect_delta",
-        "translation_dialect_to_en_bleu", "translation_dialect_to_en_delta",
+        "model",
+        "dialect",
+        "qa_rougeL",
+        "qa_delta",
+        "summarization_rougeL",
+        "summarization_delta",
+        "translation_en_to_dialect_bleu",
+        "translation_en_to_dialect_delta",
+        "translation_dialect_to_en_bleu",
+        "translation_dialect_to_en_delta",
     ]
-    assert list(zip(t["model"], t["dialect"])) == [("m1", "Central"), ("m1", "Isan"), ("m1", "Lanna"), ("m2", "Central"), ("m2", "Dambro")]
+    assert list(zip(t["model"], t["dialect"])) == [
+        ("m1", "Central"),
+        ("m1", "Isan"),
+        ("m1", "Lanna"),
+        ("m2", "Central"),
+        ("m2", "Dambro"),
+    ]
     isan = t.iloc[1]
     assert (isan["qa_rougeL"], isan["qa_delta"]) == (31.5, 8.5)
     assert (isan["summarization_rougeL"], isan["summarization_delta"]) == (17.0, 1.0)

@@ -80,8 +80,12 @@ def test_seeded_sampling_is_reproducible(tiny_local_model):
 
 def test_gemma_chat_template_renders_turns(tiny_local_model):
     text = tiny_local_model.render_chat(
-        [{"role": "system", "content": "ตอบสั้น ๆ"}, {"role": "user", "content": " สวัสดี "},
-         {"role": "assistant", "content": "ครับ"}, {"role": "user", "content": "ชื่ออะไร"}]
+        [
+            {"role": "system", "content": "ตอบสั้น ๆ"},
+            {"role": "user", "content": " สวัสดี "},
+            {"role": "assistant", "content": "ครับ"},
+            {"role": "user", "content": "ชื่ออะไร"},
+        ]
     )
     assert text == (
         "<bos><start_of_turn>user\nตอบสั้น ๆ\n\nสวัสดี<end_of_turn>\n<start_of_turn>model\nครับ<end_of_turn>\n"
@@ -96,7 +100,9 @@ def test_generation_bos_follows_add_bos_token(tiny_llama, monkeypatch):
 
     model, tok = tiny_llama
     fed = []  # the token ids LocalModel.generate hands the engine
-    monkeypatch.setattr(local_model, "generate", lambda hf, t, encoded, **kw: (fed.append(encoded), ([""] * len(encoded), None))[1])
+    monkeypatch.setattr(
+        local_model, "generate", lambda hf, t, encoded, **kw: (fed.append(encoded), ([""] * len(encoded), None))[1]
+    )
     LocalModel(model, tok, name="t", add_bos_token=True).generate(["สวัสดี"], max_new_tokens=4)
     LocalModel(model, tok, name="t", add_bos_token=False).generate(["สวัสดี"], max_new_tokens=4)
     assert fed[0][0][0] == tok.bos_token_id
@@ -113,6 +119,7 @@ def _fake_gguf_env(monkeypatch, tmp_path, tiny_gemma3, fail_on_save=False):
     monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda *a, **k: tok)
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", lambda *a, **k: model)
     if fail_on_save:
+
         def crash(self, path, **kw):
             Path(path).mkdir(parents=True, exist_ok=True)
             (Path(path) / "model.safetensors").write_bytes(b"partial")
@@ -136,7 +143,10 @@ def test_gguf_conversion_is_cached_with_chat_template(monkeypatch, tmp_path, tin
     out = models.convert_gguf(gguf)
     marker = json.loads((out / "thai_eval_conversion.json").read_text())
     assert marker["source_gguf"] == "fake-model.gguf" and len(marker["gguf_sha256"]) == 64
-    assert json.loads((out / "tokenizer_config.json").read_text()).get("chat_template") or (out / "chat_template.jinja").exists()
+    assert (
+        json.loads((out / "tokenizer_config.json").read_text()).get("chat_template")
+        or (out / "chat_template.jinja").exists()
+    )
     assert "quantization_config" not in json.loads((out / "config.json").read_text())
     mtime = (out / "thai_eval_conversion.json").stat().st_mtime_ns
     assert models.convert_gguf(gguf) == out  # second call: cached, nothing rewritten
@@ -158,8 +168,9 @@ def test_embedded_model_offline(embedded):
     # Thai is covered by the vocabulary: no unknown tokens, a few tokens per word.
     ids = embedded.tokenizer("สวัสดีครับ วันนี้อากาศดี", add_special_tokens=False).input_ids
     assert embedded.tokenizer.unk_token_id not in ids and len(ids) <= 8
-    reply = embedded.chat([[{"role": "user", "content": "กรุงเทพมหานครเป็นเมืองหลวงของประเทศอะไร ตอบสั้น ๆ"}]],
-                          max_new_tokens=12)[0]
+    reply = embedded.chat(
+        [[{"role": "user", "content": "กรุงเทพมหานครเป็นเมืองหลวงของประเทศอะไร ตอบสั้น ๆ"}]], max_new_tokens=12
+    )[0]
     assert reply.strip() and "<end_of_turn>" not in reply
     with torch.inference_mode():
         assert embedded.generate(["1, 2, 3, 4,"], max_new_tokens=6, stop=[","])[0].strip() == "5"
@@ -170,7 +181,10 @@ def test_model_options_drops_nones_and_checks_dtype():
     kept = models.model_options(dtype=None, device_map=None, add_bos_token=False, max_length=None)
     assert kept == {"add_bos_token": False}  # False is a value, not a missing one
     assert models.model_options(dtype="bfloat16", device_map="auto", batch_size=4) == {
-        "dtype": "bfloat16", "device_map": "auto", "batch_size": 4}
+        "dtype": "bfloat16",
+        "device_map": "auto",
+        "batch_size": 4,
+    }
     assert models.model_options(dtype=torch.float16)["dtype"] is torch.float16
     for bad in ("bf16", "float64", "half", 16):
         with pytest.raises(ValueError) as err:

@@ -60,6 +60,8 @@ def test_model_notebooks_expose_dtype_and_device_map(path):
     nb = nbformat.read(path, as_version=4)
     source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     assert "model_options(dtype=dtype, device_map=device_map" in source
-    assert [line.strip() for line in source.splitlines() if "load_model(" in line] == ["lm = load_model(model, **load_options)"]
+    assert [line.strip() for line in source.splitlines() if "load_model(" in line] == [
+        "lm = load_model(model, **load_options)"
+    ]
     if path.stem in ("thai_h6", "thaicli"):  # log-likelihoods depend on BOS; dialect generation uses the chat template
         assert params["add_bos_token"]["default"] == "False" and "add_bos_token=add_bos_token" in source

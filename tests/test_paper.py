@@ -125,7 +125,9 @@ def test_python_round_would_disagree():
     assert round(0.125, 2) == 0.12 and round(7.305, 2) == 7.3  # why the module never uses round()
 
 
-@pytest.mark.parametrize("printed, decimals", [("7.30", 2), ("6.0", 1), ("1222", 0), ("21.926", 3), ("1,790", 0), (" 0.93318 ", 5)])
+@pytest.mark.parametrize(
+    "printed, decimals", [("7.30", 2), ("6.0", 1), ("1222", 0), ("21.926", 3), ("1,790", 0), (" 0.93318 ", 5)]
+)
 def test_decimals_of(printed, decimals):
     assert paper.decimals_of(printed) == decimals
 
@@ -142,7 +144,10 @@ def test_numeric_view():
     auto = paper.numeric(paper.load_published("dialect_auto", DATA))
     assert auto["qa_rougeL"].dtype == float and not pd.api.types.is_numeric_dtype(auto["model"])
     assert auto.loc[auto["dialect"] == "Central", "qa_delta"].isna().all()
-    assert auto.loc[(auto["model"] == "GPT-4o") & (auto["dialect"] == "Central"), "translation_en_to_dialect_bleu"].item() == 21.926
+    assert (
+        auto.loc[(auto["model"] == "GPT-4o") & (auto["dialect"] == "Central"), "translation_en_to_dialect_bleu"].item()
+        == 21.926
+    )
 
 
 def test_bad_cell_and_missing_file(tmp_path):
@@ -160,19 +165,44 @@ def test_bad_cell_and_missing_file(tmp_path):
 from thai_eval_utils.core.provenance import Score  # noqa: E402
 from thai_eval_utils.core.store import RunStore  # noqa: E402
 
-H6_HEADLINES = {"th_arc": "acc_norm", "th_hellaswag": "acc_norm", "th_mmlu": "acc", "th_truthfulqa": "mc2",
-                "th_winogrande": "acc", "th_gsm8k": "exact_match"}  # fmt: skip
+H6_HEADLINES = {
+    "th_arc": "acc_norm",
+    "th_hellaswag": "acc_norm",
+    "th_mmlu": "acc",
+    "th_truthfulqa": "mc2",
+    "th_winogrande": "acc",
+    "th_gsm8k": "exact_match",
+}
 LB_SHOTS = {"th_arc": 25, "th_hellaswag": 10, "th_mmlu": 5, "th_truthfulqa": 0, "th_winogrande": 5, "th_gsm8k": 5}
-FULL_SIZES = {"th_arc": 1222, "th_hellaswag": 10052, "th_mmlu": 14585, "th_truthfulqa": 817, "th_winogrande": 1272, "th_gsm8k": 1324}
+FULL_SIZES = {
+    "th_arc": 1222,
+    "th_hellaswag": 10052,
+    "th_mmlu": 14585,
+    "th_truthfulqa": 817,
+    "th_winogrande": 1272,
+    "th_gsm8k": 1324,
+}
 
 
 def _h6_run(outputs, model, task, value, n, *, limit=None, shots=5, finished=True):
-    store = RunStore.open(model, f"thai_h6/{task}", {"task": task, "num_fewshot": shots, "sampler": "lb"}, outputs=outputs)
+    store = RunStore.open(
+        model, f"thai_h6/{task}", {"task": task, "num_fewshot": shots, "sampler": "lb"}, outputs=outputs
+    )
     store.append("0-abc", {"doc": 0})
     if finished:
         metric = H6_HEADLINES[task]
-        store.write_summary({"task": task, "n": n, "n_docs": n, "limit": limit,
-                             "scores": {metric: Score(f"{task}/{metric}", value, n, 0.01).to_dict(), "extra": {"value": 0.99, "n": n}}})
+        store.write_summary(
+            {
+                "task": task,
+                "n": n,
+                "n_docs": n,
+                "limit": limit,
+                "scores": {
+                    metric: Score(f"{task}/{metric}", value, n, 0.01).to_dict(),
+                    "extra": {"value": 0.99, "n": n},
+                },
+            }
+        )
     return store
 
 
@@ -186,21 +216,49 @@ def outputs(tmp_path):
     _h6_run(out, "demo-model", "th_arc", 0.5, 2, limit=2, shots=25)
     _h6_run(out, "demo-model", "th_gsm8k", 0.0, 0, finished=False)
     judge = RunStore.open("full-model", "thaicli/judge", {"judge": {"model": "gpt-4o-2024-05-13"}}, outputs=out)
-    judge.write_summary({"n_unjudged": 0, "scores": {"thaicli": Score("thaicli", 7.305, 1890).to_dict(),
-                                                     "factoid": Score("factoid", 7.56, 1790).to_dict(),
-                                                     "instruction": Score("instruction", 7.05, 100).to_dict()}})  # fmt: skip
+    judge.write_summary(
+        {
+            "n_unjudged": 0,
+            "scores": {
+                "thaicli": Score("thaicli", 7.305, 1890).to_dict(),
+                "factoid": Score("factoid", 7.56, 1790).to_dict(),
+                "instruction": Score("instruction", 7.05, 100).to_dict(),
+            },
+        }
+    )
     judge = RunStore.open("demo-model", "thaicli/judge", {"judge": {"model": "local"}}, outputs=out)
-    judge.write_summary({"n_unjudged": 1, "scores": {"thaicli": Score("thaicli", 5.0, 3).to_dict(),
-                                                     "factoid": Score("factoid", 6.0, 2).to_dict(),
-                                                     "instruction": Score("instruction", 4.0, 1).to_dict()}})  # fmt: skip
+    judge.write_summary(
+        {
+            "n_unjudged": 1,
+            "scores": {
+                "thaicli": Score("thaicli", 5.0, 3).to_dict(),
+                "factoid": Score("factoid", 6.0, 2).to_dict(),
+                "instruction": Score("instruction", 4.0, 1).to_dict(),
+            },
+        }
+    )
     loglik = RunStore.open("demo-model", "thaicli/loglik", {"context_template": "Q"}, outputs=out)
-    loglik.write_summary({"scores": {"win_raw": Score("win_raw", 0.625, 3).to_dict(), "win_norm": Score("win_norm", 0.5, 3).to_dict()}})
-    scores = {f"{d}/{t}/{m}": Score(f"{d}/{t}/{m}", v, 20).to_dict()  # as dialect.run_generation writes them
-              for d, base in (("center", 40.0), ("east", 30.0), ("north", 42.5))
-              for t, m, v in (("qa", "rougeL", base), ("summarization", "rougeL", base / 2), (f"translation_eng_{d}", "bleu", base / 4),
-                              (f"translation_{d}_eng", "bleu", base / 5), ("qa", "sacrebleu", 99.0))}  # fmt: skip
+    loglik.write_summary(
+        {"scores": {"win_raw": Score("win_raw", 0.625, 3).to_dict(), "win_norm": Score("win_norm", 0.5, 3).to_dict()}}
+    )
+    scores = {
+        f"{d}/{t}/{m}": Score(f"{d}/{t}/{m}", v, 20).to_dict()  # as dialect.run_generation writes them
+        for d, base in (("center", 40.0), ("east", 30.0), ("north", 42.5))
+        for t, m, v in (
+            ("qa", "rougeL", base),
+            ("summarization", "rougeL", base / 2),
+            (f"translation_eng_{d}", "bleu", base / 4),
+            (f"translation_{d}_eng", "bleu", base / 5),
+            ("qa", "sacrebleu", 99.0),
+        )
+    }
     RunStore.open("full-model", "dialect/generation", {"temperature": 0.2}, outputs=out).write_summary(
-        {"n_items": 300, "scores": scores, "delta_diff": {"east/qa/rougeL": Score("east/qa/rougeL", 123.0, 20).to_dict()}})
+        {
+            "n_items": 300,
+            "scores": scores,
+            "delta_diff": {"east/qa/rougeL": Score("east/qa/rougeL", 123.0, 20).to_dict()},
+        }
+    )
     unscored = RunStore.open("demo-model", "dialect/generation", {"temperature": 0.0}, outputs=out)
     for k in range(3):
         unscored.append(f"east/food/{k}", {"output": "x"})
@@ -211,7 +269,11 @@ def outputs(tmp_path):
 
 def test_run_records_read_full_and_partial_summaries(outputs):
     recs = paper_runs.run_records(outputs, paper.load_all_published(DATA))
-    assert set(recs["benchmark"]) == {"thai_h6/" + t for t in H6_HEADLINES} | {"thaicli/judge", "thaicli/loglik", "dialect/generation"}
+    assert set(recs["benchmark"]) == {"thai_h6/" + t for t in H6_HEADLINES} | {
+        "thaicli/judge",
+        "thaicli/loglik",
+        "dialect/generation",
+    }
     arc = recs[(recs["model"] == "demo-model") & (recs["column"] == "th_arc")].iloc[0]
     assert (arc["value"], arc["n"], arc["expected_n"], arc["partial"], arc["finished"]) == (50.0, 2, 1222, True, True)
     gsm = recs[(recs["model"] == "demo-model") & (recs["column"] == "th_gsm8k")].iloc[0]
@@ -234,7 +296,7 @@ def test_h6_table_with_runs(outputs):
     demo = table[table["model"] == "demo-model"].iloc[0]
     assert demo["partial"] and demo["thai_h6_avg"] == "" and demo["th_arc"] == "50.00" and demo["th_mmlu"] == ""
     assert "th_arc 2/1222" in demo["samples"] and "th_gsm8k 1/1324" in demo["samples"]
-    assert demo["options"] == "num_fewshot=5/25, sampler=\"lb\""  # the unfinished GSM8K run (5 shots) first
+    assert demo["options"] == 'num_fewshot=5/25, sampler="lb"'  # the unfinished GSM8K run (5 shots) first
     paper_rows = table[table["source"] == "paper"]
     assert paper_rows["thai_h6_avg"].tolist() == paper.load_published("h6", DATA)["thai_h6_avg"].tolist()
 
@@ -246,7 +308,11 @@ def test_differently_configured_runs_are_separate_rows(outputs):
     table = paper_runs.table_with_runs("h6", paper.load_all_published(DATA), outputs)
     rows = table[table["model"] == "full-model"].set_index("setting")
     assert sorted(rows.index) == ["", "shots:0"]
-    assert rows.loc["", "th_arc"] == "40.00" and not rows.loc["", "partial"] and len(rows.loc["", "config_ids"].split()) == 6
+    assert (
+        rows.loc["", "th_arc"] == "40.00"
+        and not rows.loc["", "partial"]
+        and len(rows.loc["", "config_ids"].split()) == 6
+    )
     zero = rows.loc["shots:0"]
     assert zero["th_arc"] == "90.00" and zero["partial"] and zero["samples"] == "th_arc 3/1222"
     assert len(zero["config_ids"]) == 12
@@ -255,7 +321,12 @@ def test_differently_configured_runs_are_separate_rows(outputs):
 def test_thaicli_table_with_runs(outputs):
     table = paper_runs.table_with_runs("thaicli", paper.load_all_published(DATA), outputs)
     full = table[table["model"] == "full-model"].iloc[0]
-    assert (full["thaicli_avg"], full["factoid"], full["instruction"], full["partial"]) == ("7.31", "7.56", "7.05", False)
+    assert (full["thaicli_avg"], full["factoid"], full["instruction"], full["partial"]) == (
+        "7.31",
+        "7.56",
+        "7.05",
+        False,
+    )
     demo = table[table["model"] == "demo-model"].iloc[0]
     assert demo["partial"] and demo["thaicli_avg"] == "5.00"
     assert (demo["loglik_win_raw"], demo["loglik_win_norm"]) == ("62.50", "50.00")
@@ -265,7 +336,10 @@ def test_thaicli_table_with_runs(outputs):
 def test_dialect_table_with_runs_recomputes_deltas(outputs):
     table = paper_runs.table_with_runs("dialect_auto", paper.load_all_published(DATA), outputs)
     runs = table[table["source"] == "thai-eval run"].set_index(["model", "dialect"])
-    assert runs.loc[("full-model", "Central"), "qa_rougeL"] == "40.00" and runs.loc[("full-model", "Central"), "qa_delta"] == ""
+    assert (
+        runs.loc[("full-model", "Central"), "qa_rougeL"] == "40.00"
+        and runs.loc[("full-model", "Central"), "qa_delta"] == ""
+    )
     isan = runs.loc[("full-model", "Isan")]
     assert (isan["qa_rougeL"], isan["qa_delta"], isan["summarization_delta"]) == ("30.00", "10.00", "5.00")
     assert isan["translation_en_to_dialect_delta"] == "2.50" and isan["translation_dialect_to_en_delta"] == "2.00"
@@ -313,33 +387,58 @@ def test_paper_tables_notebook_runs(tmp_path, outputs, monkeypatch):
     repo = REPO
     executed = tmp_path / "paper_tables.ipynb"
     papermill.execute_notebook(
-        str(repo / "notebooks" / "paper_tables.ipynb"), str(executed), cwd=str(repo / "notebooks"),
-        parameters={"outputs_dir": str(outputs)}, progress_bar=False,
-    )  # fmt: skip
-    text = "\n".join(o.get("text", "") for c in nbformat.read(executed, as_version=4).cells for o in c.get("outputs", []))
+        str(repo / "notebooks" / "paper_tables.ipynb"),
+        str(executed),
+        cwd=str(repo / "notebooks"),
+        parameters={"outputs_dir": str(outputs)},
+        progress_bar=False,
+    )
+    text = "\n".join(
+        o.get("text", "") for c in nbformat.read(executed, as_version=4).cells for o in c.get("outputs", [])
+    )
     assert "6 of 130 checked cells differ from their recomputed value" in text
     mismatching = pd.read_csv(outputs / "tables" / "paper_mismatches.csv", dtype=str)
-    assert set(zip(mismatching["row"], mismatching["printed"], mismatching["rounded"])) == {k[1:2] + k[3:] for k in KNOWN_INCONSISTENT}
+    assert set(zip(mismatching["row"], mismatching["printed"], mismatching["rounded"])) == {
+        k[1:2] + k[3:] for k in KNOWN_INCONSISTENT
+    }
     h6 = pd.read_csv(outputs / "tables" / "paper_h6.csv", dtype=str, keep_default_na=False)
-    assert h6.loc[h6["model"] == "full-model", ["source", "thai_h6_avg"]].values.tolist() == [["thai-eval run", "52.50"]]
+    assert h6.loc[h6["model"] == "full-model", ["source", "thai_h6_avg"]].values.tolist() == [
+        ["thai-eval run", "52.50"]
+    ]
     small = h6[h6["model"].str.startswith("small-")].sort_values(["model", "setting"])
     assert small[["model", "setting", "thai_h6_avg", "th_arc"]].values.tolist() == [
-        ["small-a", "", "43.33", "50.00"], ["small-a", "shots:0", "", "90.00"], ["small-b", "", "50.00", "25.00"],
-        ["small-c", "", "", ""]]  # fmt: skip
+        ["small-a", "", "43.33", "50.00"],
+        ["small-a", "shots:0", "", "90.00"],
+        ["small-b", "", "50.00", "25.00"],
+        ["small-c", "", "", ""],
+    ]
     skipped = pd.read_csv(outputs / "tables" / "paper_skipped_runs.csv", dtype=str, keep_default_na=False)
     assert skipped.loc[skipped["model"] == "full-model", ["benchmark", "reason"]].values.tolist() == [
-        ["other/bench", "not in the papers' tables"]]
+        ["other/bench", "not in the papers' tables"]
+    ]
     skipped = skipped[skipped["model"] != "full-model"]
-    assert sorted(zip(skipped["config_id"], skipped["reason"])) == sorted([
-        (ids["a_other"], "not in the papers' tables"), (ids["a_arc_old"], "superseded by a later run"),
-        (ids["a_gsm8k_rerun"], "unfinished"), (ids["b_mmlu_old"], "superseded by a later run"),
-        (ids["b_judge_old"], "superseded by a later run"), (ids["c_arc_old"], "unfinished")])  # fmt: skip
+    assert sorted(zip(skipped["config_id"], skipped["reason"])) == sorted(
+        [
+            (ids["a_other"], "not in the papers' tables"),
+            (ids["a_arc_old"], "superseded by a later run"),
+            (ids["a_gsm8k_rerun"], "unfinished"),
+            (ids["b_mmlu_old"], "superseded by a later run"),
+            (ids["b_judge_old"], "superseded by a later run"),
+            (ids["c_arc_old"], "unfinished"),
+        ]
+    )
     assert "7 stored runs are not in the tables" in text
     for suffix in ("md", "tex"):
         assert (outputs / "tables" / f"paper_dialect_auto.{suffix}").exists()
     figures = {p.name for p in (outputs / "figures").iterdir()}
-    for name in ("thai_h6_task_scores", "thai_h6_vs_thaicli", "thaicli_factoid_vs_instruction", "dialect_delta_heatmap",
-                 "dialect_preference", "dialect_generation_fluency"):  # fmt: skip
+    for name in (
+        "thai_h6_task_scores",
+        "thai_h6_vs_thaicli",
+        "thaicli_factoid_vs_instruction",
+        "dialect_delta_heatmap",
+        "dialect_preference",
+        "dialect_generation_fluency",
+    ):
         assert {f"paper_{name}.png", f"paper_{name}.svg"} <= figures
 
 
@@ -360,11 +459,37 @@ def test_dialect_scores_from_the_notebooks_table(tmp_path):
     store = RunStore.open("Qwen/Qwen2.5-0.5B", "dialect/generation", {"temperature": 0.0}, outputs=out)
     store.write_summary({"n_items": 8})  # an old summary (no "scores"); the notebook saved the scores as a table
     (out / "tables").mkdir(parents=True)
-    pd.DataFrame([
-        {"model": "Qwen/Qwen2.5-0.5B", "dialect": "center", "task": "qa", "table_task": "qa", "metric": "rougeL", "value": 31.0, "n": 2},
-        {"model": "Qwen/Qwen2.5-0.5B", "dialect": "south", "task": "qa", "table_task": "qa", "metric": "rougeL", "value": 20.5, "n": 2},
-        {"model": "Qwen/Qwen2.5-0.5B", "dialect": "south", "task": "qa", "table_task": "qa", "metric": "chrf", "value": 50.0, "n": 2},
-    ]).to_csv(out / "tables" / "dialect_scores_Qwen_Qwen2.5-0.5B.csv", index=False)  # fmt: skip
+    pd.DataFrame(
+        [
+            {
+                "model": "Qwen/Qwen2.5-0.5B",
+                "dialect": "center",
+                "task": "qa",
+                "table_task": "qa",
+                "metric": "rougeL",
+                "value": 31.0,
+                "n": 2,
+            },
+            {
+                "model": "Qwen/Qwen2.5-0.5B",
+                "dialect": "south",
+                "task": "qa",
+                "table_task": "qa",
+                "metric": "rougeL",
+                "value": 20.5,
+                "n": 2,
+            },
+            {
+                "model": "Qwen/Qwen2.5-0.5B",
+                "dialect": "south",
+                "task": "qa",
+                "table_task": "qa",
+                "metric": "chrf",
+                "value": 50.0,
+                "n": 2,
+            },
+        ]
+    ).to_csv(out / "tables" / "dialect_scores_Qwen_Qwen2.5-0.5B.csv", index=False)
     table = paper_runs.table_with_runs("dialect_auto", paper.load_all_published(DATA), out)
     south = table[(table["source"] == "thai-eval run") & (table["dialect"] == "Dambro")].iloc[0]
     assert (south["model"], south["qa_rougeL"], south["qa_delta"]) == ("Qwen/Qwen2.5-0.5B", "20.50", "10.50")
@@ -378,11 +503,27 @@ def test_reads_a_real_h6_run(tmp_path):
     # log-likelihood = -(characters of the continuation): acc picks the shortest choice
     length_lm = FakeModel("length-lm", score=lambda ctx, cont: (-float(len(cont)), False))
     # choices " ก" (ll -2, per char -2), " ขข" (-3, -1.5), " คคค" (-4, -1.33): acc_norm picks C, acc picks A
-    docs = [{"question": f"q{i}", "choices": {"text": ["ก", "ขข", "คคค"], "label": ["A", "B", "C"]}, "answerKey": "C"} for i in range(4)]
-    h6.evaluate(length_lm, "th_arc", docs, h6.LEADERBOARD.replace(num_fewshot=0), fewshot_pool=docs, limit=3,
-                outputs=tmp_path, progress=False)
+    docs = [
+        {"question": f"q{i}", "choices": {"text": ["ก", "ขข", "คคค"], "label": ["A", "B", "C"]}, "answerKey": "C"}
+        for i in range(4)
+    ]
+    h6.evaluate(
+        length_lm,
+        "th_arc",
+        docs,
+        h6.LEADERBOARD.replace(num_fewshot=0),
+        fewshot_pool=docs,
+        limit=3,
+        outputs=tmp_path,
+        progress=False,
+    )
     row = paper_runs.table_with_runs("h6", paper.load_all_published(DATA), tmp_path).iloc[-1]
-    assert (row["source"], row["model"], row["th_arc"], row["thai_h6_avg"]) == ("thai-eval run", "length-lm", "100.00", "")
+    assert (row["source"], row["model"], row["th_arc"], row["thai_h6_avg"]) == (
+        "thai-eval run",
+        "length-lm",
+        "100.00",
+        "",
+    )
     assert row["partial"] and row["samples"] == "th_arc 3/1222" and "num_fewshot=0" in row["options"]
 
 
@@ -394,11 +535,18 @@ def test_reads_a_real_dialect_run(tmp_path):
     from thai_eval_utils.dialect import generation as D
     from thai_eval_utils.dialect import metrics as M
 
-    items = D.select_items(load_dialect(REPO / "data" / "dialect", dialects=["center", "east"]),
-                           tasks=["qa", "translation_en_to_dialect"], limit=2)
+    items = D.select_items(
+        load_dialect(REPO / "data" / "dialect", dialects=["center", "east"]),
+        tasks=["qa", "translation_en_to_dialect"],
+        limit=2,
+    )
     prompts = D.load_prompts()  # Central answers: the reference; Isan: its first half
-    answers = {D.build_prompt(it, prompts): it["text_2"] if it["dialect"] == "center" else it["text_2"][: len(it["text_2"]) // 2]
-               for it in items.to_dict("records")}  # fmt: skip
+    answers = {
+        D.build_prompt(it, prompts): it["text_2"]
+        if it["dialect"] == "center"
+        else it["text_2"][: len(it["text_2"]) // 2]
+        for it in items.to_dict("records")
+    }
     half_ref = FakeModel("half-ref", reply=lambda messages: answers[messages[-1]["content"]])
     out = D.run_generation(half_ref, items, outputs=tmp_path, progress=False)
     assert not (tmp_path / "tables").exists()
@@ -408,11 +556,17 @@ def test_reads_a_real_dialect_run(tmp_path):
         return metric(list(part["output"]), list(part["text_2"]))
 
     recs = paper_runs.run_records(tmp_path, paper.load_all_published(DATA)).set_index(["dialect", "column"])
-    assert set(recs.index) == {(d, c) for d in ("Central", "Isan") for c in ("qa_rougeL", "translation_en_to_dialect_bleu")}
+    assert set(recs.index) == {
+        (d, c) for d in ("Central", "Isan") for c in ("qa_rougeL", "translation_en_to_dialect_bleu")
+    }
     assert recs.loc[("Isan", "qa_rougeL"), "value"] == pytest.approx(direct(M.rouge_l, "east", "qa"))
-    assert recs.loc[("Isan", "translation_en_to_dialect_bleu"), "value"] == pytest.approx(direct(M.bleu, "east", "translation_eng_east"))
+    assert recs.loc[("Isan", "translation_en_to_dialect_bleu"), "value"] == pytest.approx(
+        direct(M.bleu, "east", "translation_eng_east")
+    )
     assert recs.loc[("Central", "qa_rougeL"), "value"] == pytest.approx(100.0)
-    assert (recs["n"] == 2).all() and (recs["expected_n"] == 20).all() and recs["partial"].all() and recs["finished"].all()
+    assert (
+        (recs["n"] == 2).all() and (recs["expected_n"] == 20).all() and recs["partial"].all() and recs["finished"].all()
+    )
     table = paper_runs.table_with_runs("dialect_auto", paper.load_all_published(DATA), tmp_path)
     isan = table[(table["source"] == "thai-eval run") & (table["dialect"] == "Isan")].iloc[0]
     qa_delta = direct(M.rouge_l, "center", "qa") - direct(M.rouge_l, "east", "qa")
@@ -426,8 +580,18 @@ def test_the_paper_package_exports_published_tables_and_own_runs():
     from thai_eval_utils import paper
     from thai_eval_utils.paper import own_runs, published
 
-    for name in ("run_records", "table_with_runs", "expected_sizes", "h6_with_runs", "thaicli_with_runs",
-                 "dialect_with_runs", "WITH_RUNS", "RUN_ADAPTERS", "RUN_RECORD_COLUMNS", "DIALECT_DISPLAY"):  # fmt: skip
+    for name in (
+        "run_records",
+        "table_with_runs",
+        "expected_sizes",
+        "h6_with_runs",
+        "thaicli_with_runs",
+        "dialect_with_runs",
+        "WITH_RUNS",
+        "RUN_ADAPTERS",
+        "RUN_RECORD_COLUMNS",
+        "DIALECT_DISPLAY",
+    ):
         assert getattr(paper, name) is getattr(own_runs, name) and name in paper.__all__
     for name in ("check_published", "mismatches", "load_all_published", "numeric", "rank_agreement", "CENTRAL"):
         assert getattr(paper, name) is getattr(published, name) and name in paper.__all__

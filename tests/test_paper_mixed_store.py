@@ -34,12 +34,17 @@ def mixed(tmp_path_factory):
 def test_each_model_shows_its_latest_finished_run(mixed):
     _, ids, tables = mixed
     runs = tables["h6"][tables["h6"]["source"] == paper.RUN_SOURCE]
-    assert sorted(runs[["model", "setting"]].values.tolist()) == [["small-a", ""], ["small-a", "shots:0"], ["small-b", ""],
-                                                                  ["small-c", ""]]  # fmt: skip
+    assert sorted(runs[["model", "setting"]].values.tolist()) == [
+        ["small-a", ""],
+        ["small-a", "shots:0"],
+        ["small-b", ""],
+        ["small-c", ""],
+    ]
     rows = runs.set_index(["model", "setting"])
     a = rows.loc[("small-a", "")]  # ARC 50.00 from the later run, not the older 20.00; GSM8K the finished run's
-    assert [a[c] for c in ("thai_h6_avg", "th_arc", "th_hellaswag", "th_mmlu", "th_truthfulqa", "th_winogrande",
-                           "th_gsm8k")] == ["43.33", "50.00", "40.00", "30.00", "60.00", "70.00", "10.00"]  # fmt: skip
+    assert [
+        a[c] for c in ("thai_h6_avg", "th_arc", "th_hellaswag", "th_mmlu", "th_truthfulqa", "th_winogrande", "th_gsm8k")
+    ] == ["43.33", "50.00", "40.00", "30.00", "60.00", "70.00", "10.00"]
     assert a["partial"] and "th_arc 3/1222" in a["samples"] and ids["a_arc_old"] not in a["config_ids"]
     assert sorted(a["config_ids"].split()) == sorted(ids[f"a_{t}"] for t in paper.H6_TASKS)
     zero = rows.loc[("small-a", "shots:0")]
@@ -64,7 +69,11 @@ def test_every_paper_figure_builds(mixed):
     plt.close(fig)
     fig = paper_plots.h6_task_scores(tables["h6"])
     labels = {t.get_text() for t in fig.axes[0].get_legend().get_texts()}
-    assert {"small-a (thai-eval, partial)", "small-a (thai-eval, shots:0, partial)", "small-b (thai-eval, partial)"} <= labels
+    assert {
+        "small-a (thai-eval, partial)",
+        "small-a (thai-eval, shots:0, partial)",
+        "small-b (thai-eval, partial)",
+    } <= labels
     plt.close(fig)
     for name, (draw, keys) in paper_plots.PAPER_FIGURES.items():
         plt.close(draw(*(tables[k] for k in keys)))
@@ -106,7 +115,9 @@ def test_the_records_mark_the_shown_runs(mixed):
     out, ids, _ = mixed
     records = paper.run_records(out, paper.load_all_published(DATA))
     shown = records.groupby("config_id")["shown"].all()
-    assert not shown[[ids["a_arc_old"], ids["a_gsm8k_rerun"], ids["b_mmlu_old"], ids["b_judge_old"], ids["c_arc_old"]]].any()
+    assert not shown[
+        [ids["a_arc_old"], ids["a_gsm8k_rerun"], ids["b_mmlu_old"], ids["b_judge_old"], ids["c_arc_old"]]
+    ].any()
     assert shown[[ids["a_th_arc"], ids["a_arc_0shot"], ids["a_th_gsm8k"], ids["b_judge"], ids["c_arc"]]].all()
 
 

@@ -40,8 +40,13 @@ def test_a_prompt_keeps_at_least_its_last_token_to_compute_and_sharing_can_be_of
 def _shared_prompts(tok, prefix_chars: int) -> list[list[int]]:
     """Prompts that share a long few-shot-like prefix, two levels deep, and one that shares nothing."""
     block = " ".join(TRAINING_TEXT[:4])[:prefix_chars]
-    texts = [block + TRAINING_TEXT[5][:18], block + TRAINING_TEXT[5][:9] + TRAINING_TEXT[6][:14],
-             block + TRAINING_TEXT[7][:20], TRAINING_TEXT[8][:30], block[:60] + TRAINING_TEXT[2][:16]]
+    texts = [
+        block + TRAINING_TEXT[5][:18],
+        block + TRAINING_TEXT[5][:9] + TRAINING_TEXT[6][:14],
+        block + TRAINING_TEXT[7][:20],
+        TRAINING_TEXT[8][:30],
+        block[:60] + TRAINING_TEXT[2][:16],
+    ]
     return [tok(t, add_special_tokens=False).input_ids for t in texts]
 
 
@@ -52,9 +57,16 @@ def lm(request):
 
 def _alone(model, tok, ids, n):
     with torch.inference_mode():
-        out = model.generate(torch.tensor([ids]), max_new_tokens=n, do_sample=False, temperature=None, top_p=None,
-                             top_k=None, pad_token_id=tok.pad_token_id)
-    return tok.decode(out[0, len(ids):], skip_special_tokens=True)
+        out = model.generate(
+            torch.tensor([ids]),
+            max_new_tokens=n,
+            do_sample=False,
+            temperature=None,
+            top_p=None,
+            top_k=None,
+            pad_token_id=tok.pad_token_id,
+        )
+    return tok.decode(out[0, len(ids) :], skip_special_tokens=True)
 
 
 @pytest.mark.parametrize("rows", [1, 16])

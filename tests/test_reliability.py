@@ -49,16 +49,28 @@ PASSWORD = "pw@/Gr33n!Mango-77"  # needs percent-encoding inside a URL
 
 def frame(answers: list[str]) -> pd.DataFrame:
     n = len(answers)
-    return pd.DataFrame({
-        "id": [f"{i:032x}" for i in range(n)], "format": ["factoid", "instruction"] * (n // 2) + ["factoid"] * (n % 2),
-        "theme": ["Culture"] * n, "question": [f"คำถามที่ {i}" for i in range(n)],
-        "chosen": ["คำตอบที่ดี"] * n, "rejected": ["คำตอบที่ไม่ดี"] * n, "answer": answers,
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "id": [f"{i:032x}" for i in range(n)],
+            "format": ["factoid", "instruction"] * (n // 2) + ["factoid"] * (n % 2),
+            "theme": ["Culture"] * n,
+            "question": [f"คำถามที่ {i}" for i in range(n)],
+            "chosen": ["คำตอบที่ดี"] * n,
+            "rejected": ["คำตอบที่ไม่ดี"] * n,
+            "answer": answers,
+        }
+    )
 
 
 def spawn(code: str, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args], env=ENV, cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        env=ENV,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.fixture
@@ -131,8 +143,13 @@ HOLDER = """
 
 
 def test_a_second_writer_process_is_refused_naming_the_folder_and_pid(tmp_path):
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(HOLDER), str(tmp_path)], env=ENV,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(HOLDER), str(tmp_path)],
+        env=ENV,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout.readline().strip() == "open"
     with pytest.raises(RunLockedError) as exc:
         RunStore.open("m", "lock/run", {}, outputs=tmp_path)
@@ -216,19 +233,26 @@ def test_a_malformed_reply_is_a_failed_call_never_a_score(tmp_path, name):
     script = PerAnswerScript({"always-bad": [bad] * 10, "bad-once": [bad, good]}, default=good)
     with FakeOpenAIServer(script) as srv:
         judge = ApiModel("fake-judge", base_url=srv.base_url, api_key="k", concurrency=3, max_retries=2)
-        run = judge_answers(frame(["always-bad", "bad-once", "fine"]), judge, model_name="m", outputs=tmp_path,
-                            progress=False)  # fmt: skip
+        run = judge_answers(
+            frame(["always-bad", "bad-once", "fine"]), judge, model_name="m", outputs=tmp_path, progress=False
+        )
     items = run.items.set_index("answer")
     # retried like a 5xx (1 + max_retries calls), then unjudged and reported; the run went on
     assert script.calls == {"always-bad": 3, "bad-once": 2, "fine": 1}
     assert items.loc["always-bad", "status"] == "unjudged" and pd.isna(items.loc["always-bad", "score"])
     assert "malformed reply" in items.loc["always-bad", "error"]
     # the malformed reply was not one of the 16 parse attempts
-    assert (items.loc["bad-once", "status"], items.loc["bad-once", "attempts"], items.loc["bad-once", "score"]) == ("scored", 1, 7.0)
+    assert (items.loc["bad-once", "status"], items.loc["bad-once", "attempts"], items.loc["bad-once", "score"]) == (
+        "scored",
+        1,
+        7.0,
+    )
     assert run.summary["n_unjudged"] == 1 and run.scores.thaicli.n == 2
     lines = [json.loads(x) for x in run.store.items_path.read_text(encoding="utf-8").splitlines()]
     assert [r["status"] for r in lines] == ["unjudged", "scored", "scored"]
-    assert json.loads(run.store.summary_path.read_text(encoding="utf-8"))["unjudged_ids"] == [items.loc["always-bad", "id"]]
+    assert json.loads(run.store.summary_path.read_text(encoding="utf-8"))["unjudged_ids"] == [
+        items.loc["always-bad", "id"]
+    ]
 
 
 def test_reply_problem_names_each_malformed_shape():
@@ -247,7 +271,10 @@ def test_reply_problem_names_each_malformed_shape():
     ok = {"choices": [{"message": {"content": ""}}]}
     assert reply_problem("chat", "application/json; charset=utf-8", json.dumps(ok).encode()) is None
     assert reply_problem("completions", "application/json", b'{"choices": [{"text": "x"}]}') is None
-    assert reply_problem("completions", "application/json", b'{"choices": [{"text": null}]}') == "choices[0].text is null, not text"
+    assert (
+        reply_problem("completions", "application/json", b'{"choices": [{"text": null}]}')
+        == "choices[0].text is null, not text"
+    )
 
 
 def test_chat_raises_a_named_api_error_after_retrying_a_malformed_reply():
@@ -309,8 +336,9 @@ def test_keys_echoed_by_the_server_reach_no_file_and_no_message(tmp_path, monkey
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with FakeOpenAIServer(echo_responder) as srv:
         monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
-        answers = generate_answers(ApiModel("fake-model"), frame(["-"] * 4).drop(columns="answer"), outputs=tmp_path,
-                                   progress=False)  # fmt: skip
+        answers = generate_answers(
+            ApiModel("fake-model"), frame(["-"] * 4).drop(columns="answer"), outputs=tmp_path, progress=False
+        )
         url = srv.base_url.replace("http://", f"http://u:{urllib.parse.quote(PASSWORD, safe='')}@")
         judge = ApiModel("fake-judge", base_url=url, max_retries=1)
         run = judge_answers(answers, judge, outputs=tmp_path, progress=False)
@@ -335,14 +363,27 @@ def test_the_batch_runner_writes_no_secret(tmp_path, monkeypatch):
     with FakeOpenAIServer(echo_responder) as srv:
         monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
         url = srv.base_url.replace("http://", f"http://u:{urllib.parse.quote(PASSWORD, safe='')}@")
-        report = run_models(["openai:fake-model"], notebooks=["thaicli.ipynb"], limit=1, judge="fake-judge",
-                            judge_base_url=url, outputs=tmp_path, notebooks_dir=REPO / "notebooks",
-                            paper_notebook=None, verbose=False)  # fmt: skip
+        report = run_models(
+            ["openai:fake-model"],
+            notebooks=["thaicli.ipynb"],
+            limit=1,
+            judge="fake-judge",
+            judge_base_url=url,
+            outputs=tmp_path,
+            notebooks_dir=REPO / "notebooks",
+            paper_notebook=None,
+            verbose=False,
+        )
     assert report.ok, report.summary()
     assert f"Bearer {PASSWORD}" in srv.auth_headers and f"Bearer {KEY}" in srv.auth_headers
     files = all_files(tmp_path)
     assert any(p.name == "thaicli.ipynb" for p in files) and any(p.name == "batch_report.json" for p in files)
-    assert json.loads((tmp_path / "notebooks" / "batch_report.json").read_text())["runs"][0]["parameters"]["judge_base_url"] == srv.base_url
+    assert (
+        json.loads((tmp_path / "notebooks" / "batch_report.json").read_text())["runs"][0]["parameters"][
+            "judge_base_url"
+        ]
+        == srv.base_url
+    )
     assert_no_secret(files, KEY, PASSWORD)
 
 
@@ -352,9 +393,13 @@ def test_the_batch_runner_writes_no_secret(tmp_path, monkeypatch):
 def test_moving_the_server_keeps_resuming_the_same_runs(tmp_path):
     df = frame(["-"] * 4).drop(columns="answer")
     with FakeOpenAIServer(lambda body: Reply("คำตอบ")) as first:
-        a = generate_answers(ApiModel("fake-model", base_url=first.base_url, api_key="k"), df, outputs=tmp_path, progress=False)
+        a = generate_answers(
+            ApiModel("fake-model", base_url=first.base_url, api_key="k"), df, outputs=tmp_path, progress=False
+        )
     with FakeOpenAIServer(lambda body: Reply("อื่น")) as moved:  # another port
-        b = generate_answers(ApiModel("fake-model", base_url=moved.base_url, api_key="k"), df, outputs=tmp_path, progress=False)
+        b = generate_answers(
+            ApiModel("fake-model", base_url=moved.base_url, api_key="k"), df, outputs=tmp_path, progress=False
+        )
         card = json.loads((Path(b.attrs["run_dir"]) / "run_card.json").read_text())
     assert first.n_chat_calls == 4 and moved.n_chat_calls == 0
     assert a.attrs["config_id"] == b.attrs["config_id"] and list(b["answer"]) == ["คำตอบ"] * 4
@@ -393,7 +438,9 @@ def test_a_nan_gold_string_is_named(tmp_path):
     path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
     with pytest.raises(ThaiEvalDataError) as exc:
         load_dialect(tmp_path)
-    assert (exc.value.row, exc.value.field) == (1, "text_2") and "'NaN' is a missing value written as text" in str(exc.value)
+    assert (exc.value.row, exc.value.field) == (1, "text_2") and "'NaN' is a missing value written as text" in str(
+        exc.value
+    )
     with pytest.raises(ValueError, match="unknown dialect 'isan'"):
         load_dialect(tmp_path, dialects=["isan"])
 
@@ -419,7 +466,9 @@ def test_human_eval_refuses_unknown_dialects_and_bool_labels(tmp_path):
 
 
 def test_thaicli_scores_without_status_and_with_bad_scores():
-    plain = pd.DataFrame({"format": ["factoid", "factoid", "instruction"], "theme": ["a", "a", "b"], "score": [6, 8, 5]})
+    plain = pd.DataFrame(
+        {"format": ["factoid", "factoid", "instruction"], "theme": ["a", "a", "b"], "score": [6, 8, 5]}
+    )
     s = thaicli_scores(plain)  # no status/attempts: every row judged, one call each
     assert (s.factoid.value, s.instruction.value, s.thaicli.value) == (7.0, 5.0, 6.0)
     assert s.by_format["n_parse_retries"].tolist() == [0, 0]
@@ -432,7 +481,9 @@ def test_thaicli_scores_without_status_and_with_bad_scores():
 
 def test_judgement_cache_refuses_non_finite_scores(tmp_path):
     path = tmp_path / "cache.jsonl"
-    path.write_text('{"key": "a", "status": "scored", "score": Infinity}\n{"key": "b", "status": "scored", "score": 7}\n')
+    path.write_text(
+        '{"key": "a", "status": "scored", "score": Infinity}\n{"key": "b", "status": "scored", "score": 7}\n'
+    )
     cache = JudgementCache(path)
     assert "a" not in cache and cache.get("b")["score"] == 7 and cache.n_bad_lines == 1
     with pytest.raises(ValueError, match="finite score"):
@@ -449,7 +500,6 @@ def test_nan_hypothesis_and_duplicate_central_rows_are_named():
     assert M.delta_diff(scores.drop(index=1))["delta"].tolist() == [20.0]
     with pytest.raises(ThaiEvalDataError, match="unknown dialect 'centre'"):
         M.delta_diff(scores.drop(index=1).replace("center", "centre"))
-
 
 
 def test_a_run_keyed_with_its_address_before_is_migrated_and_resumed(tmp_path, monkeypatch):
@@ -503,10 +553,17 @@ def test_answers_and_dialect_generation_survive_a_failing_server(tmp_path):
         seen.append(text)
         return bad if text in failing else Reply("ตอบแล้ว")
 
-    questions = pd.DataFrame([{"id": f"q{i}", "format": "factoid", "theme": "Culture", "question": q,
-                               "chosen": "ดี", "rejected": "ไม่ดี"} for i, q in enumerate(["ข้อดีคืออะไร", "ข้อเสียคืออะไร"])])
-    items = D.select_items(load_dialect(Path(__file__).resolve().parents[1] / "data" / "dialect", dialects=["center"]),
-                           tasks=["qa"], limit=2)
+    questions = pd.DataFrame(
+        [
+            {"id": f"q{i}", "format": "factoid", "theme": "Culture", "question": q, "chosen": "ดี", "rejected": "ไม่ดี"}
+            for i, q in enumerate(["ข้อดีคืออะไร", "ข้อเสียคืออะไร"])
+        ]
+    )
+    items = D.select_items(
+        load_dialect(Path(__file__).resolve().parents[1] / "data" / "dialect", dialects=["center"]),
+        tasks=["qa"],
+        limit=2,
+    )
     second_prompt = D.build_prompt(items.iloc[1].to_dict(), D.load_prompts())
     failing.update({"ข้อเสียคืออะไร", second_prompt})
     with FakeOpenAIServer(responder) as srv:

@@ -45,8 +45,11 @@ def test_leaderboard_cells_are_the_runs_scores_with_n_and_intervals(store):
     ours = cells[cells["source"] == "thai-eval run"].set_index(["model", "column", "group"], drop=False)
     for model in ("model-a", "model-b"):
         recs = _run(store, model, "thai_h6/th_winogrande").records()
-        cell = ours.loc[(model, "th_winogrande", None)] if (model, "th_winogrande", None) in ours.index else \
-            cells[(cells.model == model) & (cells.column == "th_winogrande")].iloc[0]
+        cell = (
+            ours.loc[(model, "th_winogrande", None)]
+            if (model, "th_winogrande", None) in ours.index
+            else cells[(cells.model == model) & (cells.column == "th_winogrande")].iloc[0]
+        )
         assert cell["value"] == pytest.approx(100 * np.mean([r["acc"] for r in recs]))
         assert cell["n"] == 5 and cell["ci_low"] <= cell["value"] <= cell["ci_high"]
         assert cell["items"] == "thai_h6|th_winogrande"
@@ -60,7 +63,9 @@ def test_leaderboard_cells_are_the_runs_scores_with_n_and_intervals(store):
     assert cli.loc[("model-a", "thaicli_avg"), "n"] == 6
     dia = cells[(cells.table == "dialect_auto") & (cells.source == "thai-eval run")]
     assert set(dia["group"]) == {"Central", "Isan"}
-    assert {"qa_rougeL", "qa_delta", "translation_en_to_dialect_bleu", "translation_en_to_dialect_delta"} <= set(dia["column"])
+    assert {"qa_rougeL", "qa_delta", "translation_en_to_dialect_bleu", "translation_en_to_dialect_delta"} <= set(
+        dia["column"]
+    )
     delta = dia[(dia.model == "model-a") & (dia.column == "qa_delta")].iloc[0]
     central = dia[(dia.model == "model-a") & (dia.column == "qa_rougeL") & (dia.group == "Central")].iloc[0]["value"]
     isan = dia[(dia.model == "model-a") & (dia.column == "qa_rougeL") & (dia.group == "Isan")].iloc[0]["value"]
@@ -89,7 +94,12 @@ def test_items_read_on_their_own(store):
     cli = next(it for it in items if it["b"] == "thaicli" and it["m"] == "model-b")
     assert cli["o"] == "ข้าวเหนียว" and cli["j"] == "พอใช้" and cli["v"] == 5.0 and cli["q"] and "chosen:" in cli["ref"]
     dia = [it for it in items if it["b"] == "dialect"]
-    assert {it["t"] for it in dia} == {"center/qa", "east/qa", "center/translation_eng_center", "east/translation_eng_east"}
+    assert {it["t"] for it in dia} == {
+        "center/qa",
+        "east/qa",
+        "center/translation_eng_center",
+        "east/translation_eng_east",
+    }
     assert all(it["ref"] and it["q"] for it in dia)
 
 
@@ -106,8 +116,10 @@ def test_new_h6_records_store_the_document_and_gold(store):
 def _strip(run_dir: Path, fields: tuple[str, ...]) -> None:
     path = run_dir / "items.jsonl"
     recs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    path.write_text("".join(json.dumps({k: v for k, v in r.items() if k not in fields}, ensure_ascii=False) + "\n"
-                            for r in recs), encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps({k: v for k, v in r.items() if k not in fields}, ensure_ascii=False) + "\n" for r in recs),
+        encoding="utf-8",
+    )
 
 
 def test_older_records_resolve_from_the_data_or_say_why_not(store, tmp_path):
@@ -140,7 +152,9 @@ def test_older_records_resolve_from_the_data_or_say_why_not(store, tmp_path):
 
 def test_resuming_an_old_run_keeps_its_folder_and_computes_nothing(store, tmp_path):
     out = tmp_path / "resume"
-    shutil.copytree(store / "runs" / "model-a" / "thai_h6" / "th_winogrande", out / "runs" / "model-a" / "thai_h6" / "th_winogrande")
+    shutil.copytree(
+        store / "runs" / "model-a" / "thai_h6" / "th_winogrande", out / "runs" / "model-a" / "thai_h6" / "th_winogrande"
+    )
     run_dir = next((out / "runs" / "model-a" / "thai_h6" / "th_winogrande").iterdir())
     _strip(run_dir, ("doc_row",))
     model = FakeModel("model-a")  # refuses every call: all five documents must come from the store
@@ -169,7 +183,7 @@ def test_report_file_is_offline_scrubbed_and_labelled_by_model_name(store, tmp_p
     everything = html + json.dumps(payload, ensure_ascii=False)
     assert secret not in everything and JUDGE_KEY not in everything and "<redacted>" in everything
     assert str(copy) not in everything and str(tmp_path) not in everything  # labels are names, not paths
-    assert re.findall(r'<(?:script|link|img|iframe)[^>]+(?:src|href)=', html) == []  # nothing to fetch
+    assert re.findall(r"<(?:script|link|img|iframe)[^>]+(?:src|href)=", html) == []  # nothing to fetch
     assert {it["m"] for it in payload["items"]} == {"model-a", "model-b"}
     assert html.count("<svg") >= 4  # Thai-H6 scores, two ThaiCLI distributions, ΔDiff, forest plot
 
@@ -181,9 +195,17 @@ def test_one_model_in_two_outputs_folders_is_labelled_by_what_differs(store, tmp
     from report_store import score_a
 
     from thai_eval_utils.h6.protocol import LEADERBOARD
+
     other = tmp_path / "demo_compare"
-    h6.evaluate_tasks(FakeModel("model-a", score=score_a), str(H6_DATA), ["th_arc"], replace(LEADERBOARD, fewshot_seed=7),
-                      limit=5, outputs=other, progress=False)
+    h6.evaluate_tasks(
+        FakeModel("model-a", score=score_a),
+        str(H6_DATA),
+        ["th_arc"],
+        replace(LEADERBOARD, fewshot_seed=7),
+        limit=5,
+        outputs=other,
+        progress=False,
+    )
     runs = collect_runs([store, other], ["model-a"])
     assert runs.models == ["model-a (fewshot_seed=42)", "model-a (fewshot_seed=7)"]
     assert [s.label for s in runs.selections.values()] == runs.models
@@ -208,11 +230,17 @@ def test_explore_notebook_shows_the_runs_and_writes_the_report(store, tmp_path):
     import papermill
 
     executed = tmp_path / "explore_runs.ipynb"
-    papermill.execute_notebook(str(REPO / "notebooks" / "explore_runs.ipynb"), str(executed), cwd=str(REPO / "notebooks"),
-                               progress_bar=False, parameters={"outputs_dir": str(store), "n_resamples": 200,
-                                                               "report_path": str(tmp_path / "report.html")})
+    papermill.execute_notebook(
+        str(REPO / "notebooks" / "explore_runs.ipynb"),
+        str(executed),
+        cwd=str(REPO / "notebooks"),
+        progress_bar=False,
+        parameters={"outputs_dir": str(store), "n_resamples": 200, "report_path": str(tmp_path / "report.html")},
+    )
     text = "".join(str(o) for c in nbformat.read(executed, 4).cells for o in c.get("outputs", []))
-    thai = "ข้าวเหนียว".encode("ascii", "backslashreplace").decode().replace("\\", "\\\\\\\\")  # as itables' JSON escapes it
+    thai = (
+        "ข้าวเหนียว".encode("ascii", "backslashreplace").decode().replace("\\", "\\\\\\\\")
+    )  # as itables' JSON escapes it
     assert "['model-a', 'model-b']" in text and "Meta-Llama-3.1-8B-Instruct" in text and thai in text
     assert (tmp_path / "report.html").stat().st_size > 100_000
 
@@ -250,11 +278,16 @@ def test_policy_allows_exactly_the_reports_own_script(store, tmp_path):
 
 
 def test_policy_helpers():
-    page = ('<head><meta content="{p}"></head><script type="application/json">{{"a": 1}}</script>'
-            "<script>one()\r\n</script><SCRIPT TYPE='Module'>two()</SCRIPT><script type=text/plain>x</script>")
+    page = (
+        '<head><meta content="{p}"></head><script type="application/json">{{"a": 1}}</script>'
+        "<script>one()\r\n</script><SCRIPT TYPE='Module'>two()</SCRIPT><script type=text/plain>x</script>"
+    )
     assert csp.executable_scripts(page) == ["one()\r\n", "two()"]
-    assert csp.script_hash("one()\r\n") == csp.script_hash("one()\n") == \
-        "'sha256-" + base64.b64encode(hashlib.sha256(b"one()\n").digest()).decode() + "'"
+    assert (
+        csp.script_hash("one()\r\n")
+        == csp.script_hash("one()\n")
+        == "'sha256-" + base64.b64encode(hashlib.sha256(b"one()\n").digest()).decode() + "'"
+    )
     out = csp.with_policy(page.replace("{p}", csp.PLACEHOLDER))
     assert "script-src " + csp.script_hash("one()\n") + " " + csp.script_hash("two()") + " blob:;" in out
     with pytest.raises(ValueError, match="placeholder"):

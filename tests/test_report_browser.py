@@ -81,8 +81,11 @@ def test_leaderboard_rows_and_numbers(page, report):
     rows = {r.split("\t")[0]: r for r in _visible_rows(page, "#lb-h6")}
     assert {"model-a", "model-b", "Meta-Llama-3.1-8B-Instruct"} <= set(rows)
     store = report[0]
-    wino = json.loads((next((store / "runs" / "model-b" / "thai_h6" / "th_winogrande").iterdir()) / "summary.json")
-                      .read_text(encoding="utf-8"))["scores"]["acc"]
+    wino = json.loads(
+        (next((store / "runs" / "model-b" / "thai_h6" / "th_winogrande").iterdir()) / "summary.json").read_text(
+            encoding="utf-8"
+        )
+    )["scores"]["acc"]
     cell = page.locator("#lb-h6 tr[data-model='model-b'] a[data-items='thai_h6|th_winogrande']").inner_text()
     assert f"{100 * wino['value']:.2f}" in cell and "n=5" in cell and "[" in cell  # value, interval, n
     assert "52.42" in rows["Meta-Llama-3.1-8B-Instruct"]  # Kim et al. Table 4, marked published
@@ -94,7 +97,9 @@ def test_leaderboard_rows_and_numbers(page, report):
 def test_thai_search_filters_items(page, report):
     page.evaluate("location.hash = '#items'")
     items = _items(report[0])
-    total = page.evaluate("document.querySelector('#items-table').closest('.dt-container').querySelector('.dt-info').textContent")
+    total = page.evaluate(
+        "document.querySelector('#items-table').closest('.dt-container').querySelector('.dt-info').textContent"
+    )
     assert f"of {len(items)} entries" in total
     word = "ตื่นนอน"  # inside "สมชายตื่นนอนตอนหกโมงเช้า": no space around it
     expected = sum(word in json.dumps(it, ensure_ascii=False) for it in items)
@@ -157,7 +162,7 @@ def _payload_items(html: Path) -> list[dict]:
 def _search_text(it: dict) -> str:
     """An item's search text, as report.js's searchText builds it."""
     q = it.get("q") or ""
-    own = q[q.rindex("\n\n") + 2:] if "\n\n" in q else ""
+    own = q[q.rindex("\n\n") + 2 :] if "\n\n" in q else ""
     parts = [own, q, "\n".join(it.get("ch") or []), it.get("o"), it.get("ref"), it.get("j"), it.get("sub")]
     return "\n".join(p for p in parts if p not in (None, ""))
 
@@ -168,7 +173,9 @@ def _short(text: str) -> str:
 
 def _cells(page, table: str) -> list[list[str]]:
     """Each visible row's cells' text exactly (``textContent``: newlines kept)."""
-    return page.evaluate(f"[...document.querySelectorAll('{table} tbody tr')].map(r => [...r.cells].map(c => c.textContent))")
+    return page.evaluate(
+        f"[...document.querySelectorAll('{table} tbody tr')].map(r => [...r.cells].map(c => c.textContent))"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -216,8 +223,12 @@ def test_hostile_texts_read_literally_in_titles_leaderboard_figures_and_side_by_
     page.locator(".dt-search input").last.fill("<<3*4=12>>")
     rows = _cells(page, "#pairs-table")
     assert sorted((b, t, k) for b, t, k, *_ in rows) == [  # each pair whose texts hold it (model-b's ARC 0 too)
-        ("thai_h6", "th_arc", "0"), ("thai_h6", "th_gsm8k", "0"), ("thai_h6", "th_gsm8k", "1"),
-        ("thaicli", "factoid", "16154ecb0f5176d4f453d4cfecbee85a"), ("thaicli", "instruction", "a50b11bd43561d1a8ba44cc025a251ad")]
+        ("thai_h6", "th_arc", "0"),
+        ("thai_h6", "th_gsm8k", "0"),
+        ("thai_h6", "th_gsm8k", "1"),
+        ("thaicli", "factoid", "16154ecb0f5176d4f453d4cfecbee85a"),
+        ("thaicli", "instruction", "a50b11bd43561d1a8ba44cc025a251ad"),
+    ]
     page.locator("#pairs-table tbody tr", has_text="factoid").first.click()
     assert page.locator("#pair-a strong").first.inner_text() == HOSTILE_MODEL
     for side in ("#pair-a", "#pair-b"):
@@ -230,7 +241,7 @@ def test_content_security_policy_blocks_handlers_put_in_by_hand(hostile, browser
     policy = page.locator("meta[http-equiv='Content-Security-Policy']").get_attribute("content")
     assert policy.startswith("script-src 'sha256-") and "unsafe" not in policy.split(";")[0]
     assert page.log["errors"] == [] and [m for m in page.log["console"] if m[0] in ("error", "warning")] == []
-    probe = "<img src=x onerror=\"window.__probe = 1\">"
+    probe = '<img src=x onerror="window.__probe = 1">'
     page.evaluate("html => document.body.insertAdjacentHTML('beforeend', html)", probe)
     page.wait_for_timeout(500)
     assert page.evaluate("window.__probe ?? null") is None

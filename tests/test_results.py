@@ -57,7 +57,13 @@ def test_killed_run_resumes_without_losing_or_redoing_work(tmp_path):
 def test_different_settings_never_mix(tmp_path):
     a = RunStore.open("m", "thai_h6/th_arc", {"shots": 25}, outputs=tmp_path)
     b = RunStore.open("m", "thai_h6/th_arc", {"shots": 0}, outputs=tmp_path)
-    c = RunStore.open("m", "thai_h6/th_arc", {"shots": 25}, model_identity={"name": "m", "weights_fingerprint": "ab"}, outputs=tmp_path)
+    c = RunStore.open(
+        "m",
+        "thai_h6/th_arc",
+        {"shots": 25},
+        model_identity={"name": "m", "weights_fingerprint": "ab"},
+        outputs=tmp_path,
+    )
     a.append("x", {"v": 1})
     assert a.root != b.root and a.root != c.root
     assert b.completed() == {} and c.completed() == {}
@@ -75,15 +81,23 @@ def test_data_and_template_hashes_are_recorded_and_keyed(tmp_path):
     assert card["prompt_template_sha256"]["judge"] == hashlib.sha256(b"v1").hexdigest()
     assert card["package_versions"]["torch"] and card["package_versions"]["python"].startswith("3.")
     data.write_text('{"q": "ข"}\n', encoding="utf-8")
-    assert RunStore.open("m", "b", {}, data_files=[data], prompt_templates={"judge": "v1"}, outputs=tmp_path / "o").root != s1.root
+    assert (
+        RunStore.open("m", "b", {}, data_files=[data], prompt_templates={"judge": "v1"}, outputs=tmp_path / "o").root
+        != s1.root
+    )
     s3 = RunStore.open("m", "b", {}, data_files=[data], prompt_templates={"judge": "v2"}, outputs=tmp_path / "o")
     assert s3.root != s1.root
 
 
 def test_secrets_never_written(tmp_path):
     key = "sk-" + "test-SECRET0123456789abcdef"  # a fake key, built at run time
-    store = RunStore.open("openai:gpt-4o", "thaicli/judge", {"api_key": key, "base_url": "http://x", "max_tokens": 9},
-                          model_identity={"name": "gpt-4o", "OPENAI_API_KEY": key}, outputs=tmp_path)
+    store = RunStore.open(
+        "openai:gpt-4o",
+        "thaicli/judge",
+        {"api_key": key, "base_url": "http://x", "max_tokens": 9},
+        model_identity={"name": "gpt-4o", "OPENAI_API_KEY": key},
+        outputs=tmp_path,
+    )
     store.append("i", {"answer": f"the key is {key}", "authorization": f"Bearer {key}"})
     store.write_summary({"note": key})
     for path in tmp_path.rglob("*"):
@@ -94,15 +108,27 @@ def test_secrets_never_written(tmp_path):
 
 def test_redact_keeps_token_counts():
     kept = {"max_new_tokens": 5, "prompt_tokens": 3, "add_bos_token": False, "stop_tokens": ["x"]}
-    secret = {"api_key": "x", "OPENAI_API_KEY": "x", "hf_token": "y", "token": "z", "access_token": "a",
-              "client_secret": "c", "Authorization": "Bearer x"}
+    secret = {
+        "api_key": "x",
+        "OPENAI_API_KEY": "x",
+        "hf_token": "y",
+        "token": "z",
+        "access_token": "a",
+        "client_secret": "c",
+        "Authorization": "Bearer x",
+    }
     assert redact({**kept, **secret, "nested": [{"password": 1}]}) == {**kept, "nested": [{}]}
 
 
 @pytest.mark.parametrize(
     "name, slug",
-    [("../../etc/passwd", "etc_passwd"), ("openai:gpt-4o-2024-05-13", "openai_gpt-4o-2024-05-13"),
-     ("/abs/path/Qwen2-72B", "abs_path_Qwen2-72B"), ("..", "model"), ("โมเดล ไทย", "model")],
+    [
+        ("../../etc/passwd", "etc_passwd"),
+        ("openai:gpt-4o-2024-05-13", "openai_gpt-4o-2024-05-13"),
+        ("/abs/path/Qwen2-72B", "abs_path_Qwen2-72B"),
+        ("..", "model"),
+        ("โมเดล ไทย", "model"),
+    ],
 )
 def test_slugify_cannot_escape(name, slug, tmp_path):
     assert slugify(name) == slug

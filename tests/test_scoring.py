@@ -22,8 +22,25 @@ from thai_eval_utils.backend.loglikelihood import (
 )
 from thai_eval_utils.backend.prefix_tree import build_tree
 
-WORDS = ["สวัสดี", "ครับ", " วันนี้", "อากาศ", "ดีมาก", " Question", ": What", " is", " Bangkok", "\n", " ",
-         "ข้าว", "เหนียว", "มะม่วง", " the", " quick", " 12"]
+WORDS = [
+    "สวัสดี",
+    "ครับ",
+    " วันนี้",
+    "อากาศ",
+    "ดีมาก",
+    " Question",
+    ": What",
+    " is",
+    " Bangkok",
+    "\n",
+    " ",
+    "ข้าว",
+    "เหนียว",
+    "มะม่วง",
+    " the",
+    " quick",
+    " 12",
+]
 TOL = 1e-4
 
 
@@ -54,6 +71,7 @@ def _assert_same(got, want, tol=TOL):
 
 def _fixed_mode(name):
     """A stand-in for the engine's self-check (no forward calls) that picks runner mode ``name``."""
+
     def mode(model, budget):
         return name
 
@@ -80,21 +98,21 @@ def test_encoding_follows_lm_eval(tiny_tokenizer):
     tok = tiny_tokenizer
     enc = lambda s, bos=False: tok(s, add_special_tokens=bos)["input_ids"]  # noqa: E731
     # trailing whitespace moves to the continuation; joint encoding; the context fed is encode(context)
-    (ctx, cont), = encode_pairs(tok, [("Question: What is ", "Bangkok")], False)
+    ((ctx, cont),) = encode_pairs(tok, [("Question: What is ", "Bangkok")], False)
     assert ctx == enc("Question: What is")
-    assert cont == enc("Question: What is Bangkok")[len(ctx):]
+    assert cont == enc("Question: What is Bangkok")[len(ctx) :]
     # a merge across the boundary: whole[:len(ctx)] differs from encode(ctx), and lm-eval feeds encode(ctx)
     whole, c = enc("สวัสดีครับ"), enc("สวัสดีค")
-    assert whole[:len(c)] != c
-    (ctx, cont), = encode_pairs(tok, [("สวัสดีค", "รับ")], False)
-    assert ctx == c and cont == whole[len(c):]
+    assert whole[: len(c)] != c
+    ((ctx, cont),) = encode_pairs(tok, [("สวัสดีค", "รับ")], False)
+    assert ctx == c and cont == whole[len(c) :]
     # BOS: the tokenizer's special tokens, except when the string already starts with the BOS text
-    (ctx, cont), = encode_pairs(tok, [("สวัสดี", "ครับ")], True)
+    ((ctx, cont),) = encode_pairs(tok, [("สวัสดี", "ครับ")], True)
     assert ctx[0] == tok.bos_token_id and ctx == enc("สวัสดี", True)
-    (ctx, _), = encode_pairs(tok, [("<bos>สวัสดี", "ครับ")], True)
+    ((ctx, _),) = encode_pairs(tok, [("<bos>สวัสดี", "ครับ")], True)
     assert ctx.count(tok.bos_token_id) == 1
     # empty context: BOS as the context, continuation encoded without special tokens
-    (ctx, cont), = encode_pairs(tok, [("", " Bangkok")], True)
+    ((ctx, cont),) = encode_pairs(tok, [("", " Bangkok")], True)
     assert ctx == [tok.bos_token_id] and cont == enc(" Bangkok")
 
 
@@ -155,8 +173,11 @@ def test_order_and_batch_size_independence(tiny_gemma3, mode):
     shuffled = _quiet(loglikelihood, model, tok, [reqs[i] for i in perm], max_length=1024, progress=False)
     assert [shuffled[perm.index(i)] for i in range(len(reqs))] == base  # bitwise: the tree ignores order
     for budget in (7, 40, 300):  # chunked prefixes, long leaves run alone, several leaf groups per node
-        _assert_same(_quiet(loglikelihood, model, tok, reqs, max_length=1024, batch_tokens=budget,
-                            progress=False), base, tol=1e-5)
+        _assert_same(
+            _quiet(loglikelihood, model, tok, reqs, max_length=1024, batch_tokens=budget, progress=False),
+            base,
+            tol=1e-5,
+        )
     one_by_one = [_quiet(loglikelihood, model, tok, [r], max_length=1024, progress=False)[0] for r in reqs[::4]]
     _assert_same(one_by_one, base[::4], tol=1e-5)
 
@@ -170,8 +191,9 @@ def test_packing_limits_split_calls(tiny_gemma3, monkeypatch):
     want = _quiet(_reference_loglikelihood, model, tok, reqs, max_length=1024)
     for tokens, elements in ((12, 10_000), (4096, 300), (6, 60), (4096, 1 << 25)):
         monkeypatch.setattr(_prefix, "MASK_ELEMENTS", elements)
-        _assert_same(_quiet(loglikelihood, model, tok, reqs, max_length=1024, batch_tokens=tokens,
-                            progress=False), want)
+        _assert_same(
+            _quiet(loglikelihood, model, tok, reqs, max_length=1024, batch_tokens=tokens, progress=False), want
+        )
 
 
 def test_left_truncation_warns_and_matches(tiny_llama, mode):
@@ -183,7 +205,7 @@ def test_left_truncation_warns_and_matches(tiny_llama, mode):
     assert got != _quiet(loglikelihood, model, tok, reqs, max_length=1024, progress=False)
     # the fed window is exactly max_length tokens ending just before the last continuation token
     ctx, cont = "".join(WORDS) * 2, " Bangkok"
-    (c_ids, t_ids), = encode_pairs(tok, [(ctx, cont)], False)
+    ((c_ids, t_ids),) = encode_pairs(tok, [(ctx, cont)], False)
     fed = tuple((c_ids + t_ids)[-13:][:-1])
     want = _reference_tokens(model, [fed], [t_ids])
     with pytest.warns(UserWarning, match=r"1 of 1 requests exceed max_length 12"):
@@ -204,7 +226,7 @@ def test_empty_and_whitespace_continuations(tiny_gemma3, mode):
     assert got[0] == (0.0, True) and got[4] == (0.0, True)
     assert got[1][0] < 0 and got[1] == pytest.approx(got[2])  # " " moved from the context gives one token
     # empty context: log p(continuation | BOS)
-    (c_ids, t_ids), = encode_pairs(tok, [("", " Bangkok")], False)
+    ((c_ids, t_ids),) = encode_pairs(tok, [("", " Bangkok")], False)
     assert c_ids == [tok.bos_token_id]
     _assert_same([got[3]], _reference_tokens(model, [tuple(c_ids + t_ids[:-1])], [t_ids]))
     _assert_same(got[1:4], _quiet(_reference_loglikelihood, model, tok, reqs[1:4], max_length=1024))
@@ -223,7 +245,7 @@ def test_greedy_flags(request, which):
                 ids.append(int(model(torch.tensor([ids])).logits[0, -1].argmax()))
         seqs += [tuple(ids[:-1])] * 2
         bad = (ids[-1] + 1) % model.config.vocab_size
-        targets += [ids[len(p):], ids[len(p):-1] + [bad]]
+        targets += [ids[len(p) :], ids[len(p) : -1] + [bad]]
     got = _score_tokens(model, seqs, targets, 4096, "tree")
     assert [g for _, g in got] == [True, False] * 3
     _assert_same(got, _reference_tokens(model, seqs, targets))
@@ -240,8 +262,10 @@ def test_each_prefix_runs_once_and_output_layer_only_at_scored_positions(tiny_ge
     embedded, head_rows = [], []
     pad = 0
     assert pad == tok.pad_token_id and all(pad not in s for s in fed)
-    hooks = [model.model.embed_tokens.register_forward_hook(lambda m, a, o: embedded.append(a[0].flatten())),
-             model.lm_head.register_forward_hook(lambda m, a, o: head_rows.append(a[0].shape))]
+    hooks = [
+        model.model.embed_tokens.register_forward_hook(lambda m, a, o: embedded.append(a[0].flatten())),
+        model.lm_head.register_forward_hook(lambda m, a, o: head_rows.append(a[0].shape)),
+    ]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # no fallback to the reference path
@@ -316,8 +340,10 @@ def test_mode_selection(tiny_tokenizer, tiny_gemma3, monkeypatch):
     eager.load_state_dict(base.state_dict())
     assert eager.config._attn_implementation == "eager" and scoring._mode(eager, 4096) == "tree"
     reqs = _requests(seed=8, docs=3)
-    _assert_same(loglikelihood(eager, tok, reqs, max_length=1024, progress=False),
-                 _reference_loglikelihood(eager, tok, reqs, max_length=1024))
+    _assert_same(
+        loglikelihood(eager, tok, reqs, max_length=1024, progress=False),
+        _reference_loglikelihood(eager, tok, reqs, max_length=1024),
+    )
     monkeypatch.setattr(scoring, "tree_supported", lambda m: False)
     fresh = _tiny_gemma3(tiny_tokenizer)
     assert scoring._mode(fresh, 4096) == "batch"

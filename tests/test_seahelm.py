@@ -35,9 +35,10 @@ TAG = "คำตอบ:"
 #: Spec 2.5, the worked example (Wisesight row 543), byte for byte.
 WORKED_EXAMPLE = (
     "ประโยคดังต่อไปนี้มีความรู้สึกอย่างไร? ตอบได้แค่ตัวเลือกดังต่อไปนี้: แง่บวก, แง่ลบ, หรือเฉยๆ\n\n"
-    "จงตอบตามรูปแบบดังต่อไปนี้:\n\"คำตอบ: ANSWER\"\nโดยแค่แทนที่ ANSWER ด้วยตัวเลือกของคุณ\n\n"
+    'จงตอบตามรูปแบบดังต่อไปนี้:\n"คำตอบ: ANSWER"\nโดยแค่แทนที่ ANSWER ด้วยตัวเลือกของคุณ\n\n'
     "ประโยค:\n```\nนี่คือรูปกุ้งที่ไปทานในวันนั้น ทั้งเน่า ทั้งเหม็น ทั้งดำ ทั้งหมด3ตัว เสิร์ฟมาแมลงวัน พนักงานก็ไม่สนใจ "
-    "ต้องการให้ทางเอ็มเค ชี้แจงด้วย\n```")
+    "ต้องการให้ทางเอ็มเค ชี้แจงด้วย\n```"
+)
 
 
 def test_worked_example_byte_for_byte():
@@ -58,12 +59,42 @@ def test_config_pieces_verbatim():
         assert t[f"thai_exam_{exam}"].templates() == t["thai_exam_a_level"].templates()
     assert t["thai_exam_ic"].task_template.endswith("C: {c}\nD: {d}")
     assert {k: t[k].answer_tag for k in ("qa", "translation-en-xx", "abssum")} == {
-        "qa": "คำตอบ:", "translation-en-xx": "คำแปล:", "abssum": "บทสรุป:"}
-    assert {k: t[k].max_tokens for k in ("sentiment", "qa", "toxicity", "translation-xx-en", "abssum", "causal", "nli",
-                                         "thai_exam_ic", "belebele-qa-mc", "if-eval", "mt-bench-judge")} == {
-        "sentiment": 32, "qa": 256, "toxicity": 64, "translation-xx-en": 256, "abssum": 512, "causal": 128, "nli": 128,
-        "thai_exam_ic": 32, "belebele-qa-mc": 16, "if-eval": 4096, "mt-bench-judge": 4096}
-    assert t["translation-en-xx"].aggregation_group == "translations" and t["thai_exam_tgat"].aggregation_group == "thai_exam"
+        "qa": "คำตอบ:",
+        "translation-en-xx": "คำแปล:",
+        "abssum": "บทสรุป:",
+    }
+    assert {
+        k: t[k].max_tokens
+        for k in (
+            "sentiment",
+            "qa",
+            "toxicity",
+            "translation-xx-en",
+            "abssum",
+            "causal",
+            "nli",
+            "thai_exam_ic",
+            "belebele-qa-mc",
+            "if-eval",
+            "mt-bench-judge",
+        )
+    } == {
+        "sentiment": 32,
+        "qa": 256,
+        "toxicity": 64,
+        "translation-xx-en": 256,
+        "abssum": 512,
+        "causal": 128,
+        "nli": 128,
+        "thai_exam_ic": 32,
+        "belebele-qa-mc": 16,
+        "if-eval": 4096,
+        "mt-bench-judge": 4096,
+    }
+    assert (
+        t["translation-en-xx"].aggregation_group == "translations"
+        and t["thai_exam_tgat"].aggregation_group == "thai_exam"
+    )
     twin = t["sentiment-logprobs"]
     assert twin.max_n_runs == 1 and twin.templates() == t["sentiment"].templates() and twin.runs(8) == [0]
     assert t["sentiment"].runs(8) == list(range(8)) and twin.runs(8, reasoning=True) == list(range(8))
@@ -94,17 +125,20 @@ def test_empty_exam_option_loses_its_space_zero_shot():
 
 
 # --------------------------------------------------------------------------------------------- extraction
-@pytest.mark.parametrize("reply, labels, expected", [
-    ("คำตอบ: แง่ลบ", ["แง่บวก", "แง่ลบ", "เฉยๆ"], "แง่ลบ"),
-    ("คำตอบ: **แง่บวก**\nคำตอบ: แง่ลบ", ["แง่บวก", "แง่ลบ", "เฉยๆ"], "แง่บวก"),  # the first tag wins
-    ("แง่ลบ.", ["แง่บวก", "แง่ลบ", "เฉยๆ"], "แง่ลบ"),  # no tag: the whole reply, ASCII punctuation stripped
-    ("คำตอบ: Because it rains", ["A", "B"], "B"),  # IGNORECASE: an English word starting with a label letter
-    ("คำตอบ: AB", ["A", "B"], "B"),  # the repeated group keeps its last repetition
-    ("คำตอบ: ค", ["A", "B"], NULL_LABEL),
-    ("", ["A", "B"], NULL_LABEL),
-    (None, ["Y", "N"], NULL_LABEL),  # a failed generation is ""
-    ("คำตอบ: y", ["Y", "N"], "Y"),
-])
+@pytest.mark.parametrize(
+    "reply, labels, expected",
+    [
+        ("คำตอบ: แง่ลบ", ["แง่บวก", "แง่ลบ", "เฉยๆ"], "แง่ลบ"),
+        ("คำตอบ: **แง่บวก**\nคำตอบ: แง่ลบ", ["แง่บวก", "แง่ลบ", "เฉยๆ"], "แง่บวก"),  # the first tag wins
+        ("แง่ลบ.", ["แง่บวก", "แง่ลบ", "เฉยๆ"], "แง่ลบ"),  # no tag: the whole reply, ASCII punctuation stripped
+        ("คำตอบ: Because it rains", ["A", "B"], "B"),  # IGNORECASE: an English word starting with a label letter
+        ("คำตอบ: AB", ["A", "B"], "B"),  # the repeated group keeps its last repetition
+        ("คำตอบ: ค", ["A", "B"], NULL_LABEL),
+        ("", ["A", "B"], NULL_LABEL),
+        (None, ["Y", "N"], NULL_LABEL),  # a failed generation is ""
+        ("คำตอบ: y", ["Y", "N"], "Y"),
+    ],
+)
 def test_extract_choice(reply, labels, expected):
     assert extract_choice(reply, TAG, labels) == expected
 
@@ -186,10 +220,23 @@ def test_standard_error_multiple_choice_branch():
 
 def test_run_totals_spec_example():
     """Spec 6.4: the th total of the worked results JSON is 52.785714285714285."""
-    primary = {"sentiment": 55.0, "qa": 60.0, "translation-en-xx": 80.0, "translation-xx-en": 88.0, "abssum": 20.0,
-               "causal": 80.0, "nli": 40.0, "toxicity": 30.0, "if-eval": 70.0, "thai_exam_a_level": 40.0,
-               "thai_exam_ic": 50.0, "thai_exam_onet": 30.0, "thai_exam_tgat": 20.0, "thai_exam_tpat1": 35.0,
-               "mt-bench-judge": 65.0}
+    primary = {
+        "sentiment": 55.0,
+        "qa": 60.0,
+        "translation-en-xx": 80.0,
+        "translation-xx-en": 88.0,
+        "abssum": 20.0,
+        "causal": 80.0,
+        "nli": 40.0,
+        "toxicity": 30.0,
+        "if-eval": 70.0,
+        "thai_exam_a_level": 40.0,
+        "thai_exam_ic": 50.0,
+        "thai_exam_onet": 30.0,
+        "thai_exam_tgat": 20.0,
+        "thai_exam_tpat1": 35.0,
+        "mt-bench-judge": 65.0,
+    }
     comp = {k: task_config(k).competency for k in primary}
     group = {k: task_config(k).aggregation_group for k in primary}
     out = run_totals(primary, comp, group)
@@ -226,7 +273,9 @@ def test_hf_cache_loader_pinned_revision(tmp_path):
     rev = "a" * 40
     snap = tmp_path / "datasets--typhoon-ai--thai_exam" / "snapshots" / rev / "ic"
     snap.mkdir(parents=True)
-    rows = [{"question": f"ข้อ {i}", "a": "1", "b": "2", "c": "3", "d": "4", "answer": "b", "subject": "x"} for i in range(6)]
+    rows = [
+        {"question": f"ข้อ {i}", "a": "1", "b": "2", "c": "3", "d": "4", "answer": "b", "subject": "x"} for i in range(6)
+    ]
     (snap / "test.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     (tmp_path / "datasets--typhoon-ai--thai_exam" / "refs").mkdir()
     data = load_hf_task_data(task_config("thai_exam_ic"), rev, cache_dir=tmp_path)
@@ -244,6 +293,7 @@ def _fake(fail_on_call=None):
         if "สาเหตุ" in text:
             return "<think>คำตอบ: A ไหมนะ</think>คำตอบ: B"
         return "<think>ยังคิดไม่จบ" if "ปลวก" in text else "คำตอบ: A"
+
     return FakeModel(reply=reply, fail_on_call=fail_on_call)
 
 
@@ -263,17 +313,33 @@ def test_runs_resume_and_thinking(tmp_path):
     assert again.computed == 0 and len(model.calls) == 3
     more = run_task(model, "causal", runs=4, limit=4, outputs=tmp_path, progress=False)
     assert more.computed == 4 and more.run_dir == run.run_dir and sorted(more.summary["runs"]) == ["0", "1", "2", "3"]
-    off = run_task(model, "causal", runs=1, limit=4, outputs=tmp_path, progress=False,
-                   protocol=Protocol(thinking=ThinkingOption(strip=False)))
+    off = run_task(
+        model,
+        "causal",
+        runs=1,
+        limit=4,
+        outputs=tmp_path,
+        progress=False,
+        protocol=Protocol(thinking=ThinkingOption(strip=False)),
+    )
     assert off.run_dir != run.run_dir and "think:off" in off.summary["signature"]
 
 
 def test_crash_mid_run_resumes_without_loss_or_duplicates(tmp_path):
     with pytest.raises(RuntimeError, match="simulated crash"):
-        run_task(_fake(fail_on_call=2), "toxicity", runs=2, limit=3, outputs=tmp_path, progress=False,
-                 protocol=Protocol(batch_size=3))
+        run_task(
+            _fake(fail_on_call=2),
+            "toxicity",
+            runs=2,
+            limit=3,
+            outputs=tmp_path,
+            progress=False,
+            protocol=Protocol(batch_size=3),
+        )
     model = _fake()
-    run = run_task(model, "toxicity", runs=2, limit=3, outputs=tmp_path, progress=False, protocol=Protocol(batch_size=3))
+    run = run_task(
+        model, "toxicity", runs=2, limit=3, outputs=tmp_path, progress=False, protocol=Protocol(batch_size=3)
+    )
     assert run.computed == 3 and len(model.calls) == 1  # run 0 was stored before the crash
     keys = [json.loads(x)["key"] for x in (run.run_dir / "items.jsonl").read_text().splitlines()]
     assert sorted(keys) == sorted(f"r{r}/{i}" for r in (0, 1) for i in (0, 1, 2))
@@ -294,11 +360,28 @@ def test_cli_embedded_runs_and_resumes_after_kill(tmp_path):
     (generations capped at 4 tokens: 2 shared cores), killed with SIGKILL mid-run, then rerun: every (run, item)
     stored exactly once."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    cmd = [sys.executable, "-m", "thai_eval_utils", "run", "--model", "embedded", "--benchmarks",
-           "seahelm/sentiment seahelm/thai_exam_ic", "--limit", "2", "--runs", "2", "--max-new-tokens", "4",
-           "--no-paper", "--outputs", str(tmp_path)]
-    proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "thai_eval_utils",
+        "run",
+        "--model",
+        "embedded",
+        "--benchmarks",
+        "seahelm/sentiment seahelm/thai_exam_ic",
+        "--limit",
+        "2",
+        "--runs",
+        "2",
+        "--max-new-tokens",
+        "4",
+        "--no-paper",
+        "--outputs",
+        str(tmp_path),
+    ]
+    proc = subprocess.Popen(
+        cmd, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     items = tmp_path / "runs"
     deadline = time.time() + 900
     while time.time() < deadline and not any(p.stat().st_size for p in items.rglob("items.jsonl")):
@@ -314,8 +397,11 @@ def test_cli_embedded_runs_and_resumes_after_kill(tmp_path):
     for task in ("sentiment", "thai_exam_ic"):
         (folder,) = [p.parent for p in items.rglob("items.jsonl") if f"seahelm/{task}/" in str(p)]
         keys = [json.loads(x)["key"] for x in (folder / "items.jsonl").read_text().splitlines()]
-        assert sorted(keys) == sorted(f"r{r}/{i}" for r in (0, 1) for i in ("0", "2")) if task == "thai_exam_ic" \
+        assert (
+            sorted(keys) == sorted(f"r{r}/{i}" for r in (0, 1) for i in ("0", "2"))
+            if task == "thai_exam_ic"
             else len(keys) == 4 and len(set(keys)) == 4
+        )
         summary = json.loads((folder / "summary.json").read_text())
         assert summary["over_runs"]["runs"] == 2 and summary["n"] == 2
 
@@ -334,7 +420,9 @@ def test_suite_hooks_show_mean_and_se_over_runs(tmp_path):
     assert suite.notebook_parameters(("qa",), {"runs": 3}) == {"tasks": ["qa"], "runs": 3}
     assert suite.notebook_parameters((), {"demo": True, "runs": 2}) == {"tasks": list(DEMO_TASKS), "runs": 2}
     declared = notebook_parameters(REPO / "notebooks" / "seahelm.ipynb")
-    assert {"model", "tasks", "runs", "limit", "data_source", "outputs_dir", "max_new_tokens", "greedy"} <= set(declared)
+    assert {"model", "tasks", "runs", "limit", "data_source", "outputs_dir", "max_new_tokens", "greedy"} <= set(
+        declared
+    )
     run_task(_fake(), "causal", runs=2, limit=4, outputs=tmp_path, progress=False)
     (stored,) = [r for r in list_runs(tmp_path) if r.family == "seahelm"]
     (head,) = suite.headlines(stored)
@@ -342,7 +430,10 @@ def test_suite_hooks_show_mean_and_se_over_runs(tmp_path):
     summary = stored.summary
     assert head.items["value"].tolist() == summary["item_means"]
     cells = {c["column"]: c for c in suite.leaderboard_cells("fake", [head], Bootstrap())}
-    assert cells["score"]["value"] == pytest.approx(summary["over_runs"]["mean"]) and cells["score"]["group"] == "nlr / causal"
+    assert (
+        cells["score"]["value"] == pytest.approx(summary["over_runs"]["mean"])
+        and cells["score"]["group"] == "nlr / causal"
+    )
     assert cells["se_over_runs"]["value"] == pytest.approx(summary["over_runs"]["stderr"])
     assert cells["runs"]["value"] == 2 and cells["failed_thinking"]["value"] == 2
     assert cells["score"]["note"].startswith("partial: 4 of 200")
@@ -383,6 +474,8 @@ def test_external_task_table(tmp_path, monkeypatch):
     seen = {}
     monkeypatch.setattr(mt_bench_run, "run_task", lambda model, key, **kw: f"patched {key}")
     assert run_task(FakeModel(), "mt-bench-judge", runs=1, outputs=tmp_path) == "patched mt-bench-judge"
-    monkeypatch.setitem(runner.EXTERNAL_RUNNERS, "if-eval", lambda model, key, **kw: seen.update(key=key, **kw) or "ran")
+    monkeypatch.setitem(
+        runner.EXTERNAL_RUNNERS, "if-eval", lambda model, key, **kw: seen.update(key=key, **kw) or "ran"
+    )
     assert run_task(FakeModel(), "if-eval", runs=2, limit=3, outputs=tmp_path, options={"judge": "j"}) == "ran"
     assert seen["key"] == "if-eval" and seen["runs"] == 2 and seen["limit"] == 3 and seen["judge"] == "j"

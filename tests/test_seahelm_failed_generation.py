@@ -44,14 +44,17 @@ def test_a_null_served_reply_is_retried_then_never_stored_or_scored(tmp_path):
     responder = _Responder()
     protocol = Protocol(batch_size=2)  # rows 1-2, then rows 3-4 (the null one): one call each
     with FakeOpenAIServer(responder, served_model="served") as srv:
-        model = ApiModel("served", base_url=srv.base_url, api_key="not-needed", concurrency=2, max_retries=1,
-                         timeout=5.0)  # fmt: skip
+        model = ApiModel(
+            "served", base_url=srv.base_url, api_key="not-needed", concurrency=2, max_retries=1, timeout=5.0
+        )
         with pytest.raises(ApiError) as err:
             run_task(model, "sentiment", runs=1, limit=LIMIT, outputs=tmp_path, progress=False, protocol=protocol)
         assert responder.asked == {"null": 2, "other": 3}  # the null reply sent twice (1 + max_retries)
         message = str(err.value)
-        assert message.startswith("seahelm sentiment: 2 of 4 replies not generated (2 stored), so nothing is scored; "
-                                  "run the same command again to generate them. The failed request: served at ")
+        assert message.startswith(
+            "seahelm sentiment: 2 of 4 replies not generated (2 stored), so nothing is scored; "
+            "run the same command again to generate them. The failed request: served at "
+        )
         assert message.endswith("malformed reply: choices[0].message.content is null, not text")
         run_dir = next(tmp_path.rglob("items.jsonl")).parent
         stored = _records(run_dir)
@@ -95,13 +98,16 @@ def test_unclosed_thinking_is_a_counted_failed_answer_read_by_metricx_as_none(tm
         return "<think>ยังแปลไม่เสร็จ" if first else "คำแปล: สวัสดี"
 
     metricx = _Inputs("metricx-stand-in")
-    run = run_task(FakeModel(reply=reply), "translation-en-xx", runs=1, limit=2, outputs=tmp_path, progress=False,
-                   metricx=metricx)  # fmt: skip
+    run = run_task(
+        FakeModel(reply=reply), "translation-en-xx", runs=1, limit=2, outputs=tmp_path, progress=False, metricx=metricx
+    )
     first, second = _records(run.run_dir)
     assert (first["reply"], first["scored"], first["failed"]) == ("<think>ยังแปลไม่เสร็จ", "", True)
     sources, labels = [r["prompts"][0]["text"] for r in rows], [r["label"] for r in rows]
-    assert metricx.inputs == [f"source: {sources[0]} candidate: None reference: {labels[0]}",  # SEA-HELM's None
-                              f"source: {sources[1]} candidate: สวัสดี reference: {labels[1]}"]
+    assert metricx.inputs == [
+        f"source: {sources[0]} candidate: None reference: {labels[0]}",  # SEA-HELM's None
+        f"source: {sources[1]} candidate: สวัสดี reference: {labels[1]}",
+    ]
     s = run.summary
     assert (s["failed_thinking"], s["null_count"]) == (1, 1)
     assert s["runs"]["0"]["metrics"]["metricx_wmt24_scores"] == 5.0
@@ -123,8 +129,10 @@ def test_every_seahelm_runner_stops_unscored_counting_what_it_lacks(tmp_path, ke
     model = FakeModel(reply=reply)
     with pytest.raises(ApiError) as err:
         run_task(model, key, runs=1, limit=2, outputs=tmp_path, progress=False, protocol=Protocol(batch_size=1))
-    assert str(err.value) == (f"seahelm {key}: 1 of 2 replies not generated (1 stored), so nothing is scored; run the "
-                              "same command again to generate them. The failed request: the endpoint went away")
+    assert str(err.value) == (
+        f"seahelm {key}: 1 of 2 replies not generated (1 stored), so nothing is scored; run the "
+        "same command again to generate them. The failed request: the endpoint went away"
+    )
     run_dir = next(tmp_path.rglob("items.jsonl")).parent
     assert len(_records(run_dir)) == 1 and not (run_dir / "summary.json").exists()
     calls["fail"] = False

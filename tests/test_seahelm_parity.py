@@ -52,8 +52,10 @@ def test_prompts_byte_equal(key):
         assert build_messages(task, rows[str(item["id"])]) == item["messages"]
     for item in inst.get("turn2", []):  # MT-Bench's second turn: the first turn, its answer, the second question
         first = build_messages(task, rows[str(item["id"])])
-        assert build_messages(task, rows[str(item["id"])], turn=2, history=first,
-                              previous_answer=item["turn1_response"]) == item["messages"]
+        assert (
+            build_messages(task, rows[str(item["id"])], turn=2, history=first, previous_answer=item["turn1_response"])
+            == item["messages"]
+        )
     base = fx["base"]
     if "error" in base:  # SEA-HELM raises on a null base shot count (P7); we refuse to run it the same way
         assert task.shots(True) is None
@@ -87,8 +89,9 @@ def test_metrics_equal(section, key):
         metrics, per_item, preds = qa_metrics(labels, replies, tag)
         assert text_pattern(tag) == fx["regex"]
         for it in items:
-            assert thai_words(it["label"][0]).split(" ") == it["newmm_tokens_reference"] or \
-                thai_words(it["label"][0]) == " ".join(it["newmm_tokens_reference"])
+            assert thai_words(it["label"][0]).split(" ") == it["newmm_tokens_reference"] or thai_words(
+                it["label"][0]
+            ) == " ".join(it["newmm_tokens_reference"])
     elif cls == "SummarizationMetric":
         metrics, per_item, preds = summarization_metrics(labels, replies, tag)
         for it in items:
@@ -99,7 +102,9 @@ def test_metrics_equal(section, key):
         mx, per_item = metricx_metrics(fx["metricx_scores_given"])
         metrics = {**metrics, **mx}
         # the judge input is built before a failed generation becomes "": its candidate prints as None
-        inputs = [metricx_input(it["source"], None if it["reply"] is None else p, it["label"]) for it, p in zip(items, preds)]
+        inputs = [
+            metricx_input(it["source"], None if it["reply"] is None else p, it["label"]) for it, p in zip(items, preds)
+        ]
         assert inputs == [j["messages"][0]["content"] for j in fx["metricx_judge_inputs"]]
         assert chrf_pp(preds, labels) == pytest.approx(fx["chrf_when_enabled"]["chrf_score"], abs=TOL)
     else:
@@ -148,8 +153,9 @@ def test_per_run_totals_equal():
     cfg = fx["config"]["tasks"]
     th = fx["metrics_in"]["th"]
     primary = {t: th[c["competency"]][t][c["metric"]] for t, c in cfg.items()}
-    out = run_totals(primary, {t: c["competency"] for t, c in cfg.items()},
-                     {t: c.get("aggregation_group") for t, c in cfg.items()})
+    out = run_totals(
+        primary, {t: c["competency"] for t, c in cfg.items()}, {t: c.get("aggregation_group") for t, c in cfg.items()}
+    )
     expected = fx.get("aggregated") or fx.get("metrics_out")
     th_out = expected["th"]
     for c, total in out["competencies"].items():

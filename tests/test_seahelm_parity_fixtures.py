@@ -49,7 +49,7 @@ def test_commit_versions_and_command_are_recorded() -> None:
 
 SPEC_WORKED_EXAMPLE = (  # shared/spec/seahelm_thai.md 2.5, row 543 of the Wisesight sample
     "ประโยคดังต่อไปนี้มีความรู้สึกอย่างไร? ตอบได้แค่ตัวเลือกดังต่อไปนี้: แง่บวก, แง่ลบ, หรือเฉยๆ\n\n"
-    "จงตอบตามรูปแบบดังต่อไปนี้:\n\"คำตอบ: ANSWER\"\nโดยแค่แทนที่ ANSWER ด้วยตัวเลือกของคุณ\n\n"
+    'จงตอบตามรูปแบบดังต่อไปนี้:\n"คำตอบ: ANSWER"\nโดยแค่แทนที่ ANSWER ด้วยตัวเลือกของคุณ\n\n'
     "ประโยค:\n```\nนี่คือรูปกุ้งที่ไปทานในวันนั้น ทั้งเน่า ทั้งเหม็น ทั้งดำ ทั้งหมด3ตัว เสิร์ฟมาแมลงวัน "
     "พนักงานก็ไม่สนใจ ต้องการให้ทางเอ็มเค ชี้แจงด้วย\n```"
 )
@@ -72,8 +72,11 @@ def test_zero_shot_messages_follow_from_config_and_rows() -> None:
         by_id = {r["id"]: r for r in task["rows"]}
         for item in task["instruct"]["items"]:
             row = by_id[item["id"]]
-            expected = (cfg["preamble"].format(answer_tag=cfg["answer_tag"]) + "\n\n"
-                        + cfg["task_template"].format(**row["prompts"][0])).strip()
+            expected = (
+                cfg["preamble"].format(answer_tag=cfg["answer_tag"])
+                + "\n\n"
+                + cfg["task_template"].format(**row["prompts"][0])
+            ).strip()
             assert item["messages"] == [{"role": "user", "content": expected}], name
             checked += 1
     assert checked == 11 * 3
@@ -103,7 +106,9 @@ def test_base_prompts_render_with_the_plain_template() -> None:
             messages = item["messages"]
             assert [m["role"] for m in messages] == ["user", "assistant"] * 5 + ["user"]
             for shot, answer in zip(base["shot_rows"], messages[1:10:2], strict=True):
-                assert answer["content"] == cfg["answer_template"].format(answer_tag=cfg["answer_tag"], label=shot["label"])
+                assert answer["content"] == cfg["answer_template"].format(
+                    answer_tag=cfg["answer_tag"], label=shot["label"]
+                )
             plain = "\n\n".join(m["content"].strip() for m in messages) + "\n\n"
             assert item["rendered"]["no_bos"] == plain
             assert item["rendered"]["bos=<bos>"] == "<bos>" + plain
@@ -132,8 +137,16 @@ def macro_f1(golds: list[str], preds: list[str], labels: list[str]) -> float:
     return sum(scores) / len(scores)
 
 
-@pytest.mark.parametrize(("group", "task"), [("tasks", "sentiment"), ("tasks", "thai_exam_onet"), ("tasks", "toxicity"),
-                                             ("tasks", "nli"), ("tasks_imbalanced", "sentiment")])
+@pytest.mark.parametrize(
+    ("group", "task"),
+    [
+        ("tasks", "sentiment"),
+        ("tasks", "thai_exam_onet"),
+        ("tasks", "toxicity"),
+        ("tasks", "nli"),
+        ("tasks_imbalanced", "sentiment"),
+    ],
+)
 def test_normalised_accuracy_recomputed_by_hand(group: str, task: str) -> None:
     record = load("metrics.json")[group][task]
     golds = [i["label"] for i in record["items"]]
@@ -141,15 +154,20 @@ def test_normalised_accuracy_recomputed_by_hand(group: str, task: str) -> None:
     k = len(set(golds))
     acc = balanced_accuracy(golds, preds)
     assert record["metrics"]["accuracy"] == pytest.approx(100 * acc, abs=1e-9)
-    assert record["metrics"]["normalized_accuracy"] == pytest.approx(100 * max((acc - 1 / k) / (1 - 1 / k), 0), abs=1e-9)
+    assert record["metrics"]["normalized_accuracy"] == pytest.approx(
+        100 * max((acc - 1 / k) / (1 - 1 / k), 0), abs=1e-9
+    )
     assert record["metrics"]["null_count"] == preds.count("null")
-    assert [i["individual_scores"]["normalized_accuracy"] for i in record["items"]] == [int(p == g) for p, g in zip(preds, golds)]
+    assert [i["individual_scores"]["normalized_accuracy"] for i in record["items"]] == [
+        int(p == g) for p, g in zip(preds, golds)
+    ]
     # macro_f1 runs over gold and predicted labels, "null" included; null_weighted_f1 over gold labels (spec P22)
     union = sorted(set(golds) | set(preds))
     assert record["metrics"]["macro_f1"] == pytest.approx(100 * macro_f1(golds, preds, union), abs=1e-9)
     nulls = preds.count("null")
     assert record["metrics"]["null_weighted_f1"] == pytest.approx(
-        100 * macro_f1(golds, preds, sorted(set(golds))) * (1 - nulls / len(preds)), abs=1e-9)
+        100 * macro_f1(golds, preds, sorted(set(golds))) * (1 - nulls / len(preds)), abs=1e-9
+    )
     if group == "tasks_imbalanced":  # balanced accuracy is not the plain share correct here
         assert abs(100 * sum(p == g for p, g in zip(preds, golds)) / len(golds) - record["metrics"]["accuracy"]) > 10
 
@@ -162,7 +180,10 @@ def test_extraction_cases_pin_seahelm_rules() -> None:
     assert items["tag_english_word_starting_with_B"]["cleaned_response"] == "B"
     assert items["think_with_wrong_tag_inside"]["cleaned_response"] != items["think_with_wrong_tag_inside"]["label"]
     assert items["english_tag"]["cleaned_response"] == "null"
-    assert items["none_generation_failed"]["reply"] is None and items["none_generation_failed"]["cleaned_response"] == "null"
+    assert (
+        items["none_generation_failed"]["reply"] is None
+        and items["none_generation_failed"]["cleaned_response"] == "null"
+    )
     onet = {i["case"]: i for i in load("metrics.json")["tasks"]["thai_exam_onet"]["items"]}
     assert onet["tag_english_word_starting_with_B"]["cleaned_response"] == "A"  # "Beca" -> last repetition "a"
     qa = {i["case"]: i for i in load("metrics.json")["tasks"]["qa"]["items"]}
@@ -183,6 +204,7 @@ def test_label_subset_counts_an_absent_label_as_no_answer() -> None:
 
 def squad_f1(prediction_tokens: list[str], reference_tokens: list[str]) -> float:
     """question_answering.py: tokens joined by spaces, lowercased, ASCII punctuation deleted, split; SQuAD F1."""
+
     def norm(tokens: list[str]) -> list[str]:
         text = " ".join(tokens).lower()
         text = "".join(ch for ch in text if ch not in set(string.punctuation))
@@ -228,7 +250,9 @@ def test_rouge_l_recomputed_from_its_thai_tokens(group: str) -> None:
     if group != "tasks":
         return
     zwsp = next(i for i in record["items"] if i["case"] == "zero_width_space_and_punctuation")
-    assert "\u200b" in zwsp["cleaned_response"] and not any("\u200b" in t or "!" in t for t in zwsp["rouge_tokens_prediction"])
+    assert "\u200b" in zwsp["cleaned_response"] and not any(
+        "\u200b" in t or "!" in t for t in zwsp["rouge_tokens_prediction"]
+    )
     assert " " in zwsp["rouge_tokens_prediction"]  # newmm keeps spaces as tokens (spec P9)
 
 
@@ -237,9 +261,13 @@ def test_corpus_rouge_l_is_the_median_of_its_seeded_bootstrap(group: str) -> Non
     """scoring.py BootstrapAggregator: np.random.seed(4156), 1000 resamples of the items, the 50th percentile of
     their means (spec 4.4, P9). The second set is where that median differs from the plain mean."""
     record = load("metrics.json")[group]["abssum"]
-    matrix = np.array([[i["rougeL"]["precision"], i["rougeL"]["recall"], i["rougeL"]["fmeasure"]] for i in record["items"]])
+    matrix = np.array(
+        [[i["rougeL"]["precision"], i["rougeL"]["recall"], i["rougeL"]["fmeasure"]] for i in record["items"]]
+    )
     legacy = np.random.RandomState(4156)
-    means = np.array([matrix[legacy.choice(np.arange(len(matrix)), size=len(matrix))].mean(axis=0) for _ in range(1000)])
+    means = np.array(
+        [matrix[legacy.choice(np.arange(len(matrix)), size=len(matrix))].mean(axis=0) for _ in range(1000)]
+    )
     mid = np.percentile(means, 50, axis=0) * 100
     metrics = record["metrics"]
     got = [metrics["rougel_precision"], metrics["rougel_recall"], metrics["rougel_f1"]]
@@ -254,7 +282,9 @@ def test_translation_metricx_normalisation_and_judge_inputs() -> None:
     normalised = [max((s - 25) / (0 - 25), 0) * 100 for s in record["metricx_scores_given"]]
     got = [i["individual_scores"]["normalized_metricx_wmt24_scores"] for i in record["items"]]
     assert got == pytest.approx(normalised, abs=1e-9)
-    assert record["metrics"]["normalized_metricx_wmt24_scores"] == pytest.approx(sum(normalised) / len(normalised), abs=1e-9)
+    assert record["metrics"]["normalized_metricx_wmt24_scores"] == pytest.approx(
+        sum(normalised) / len(normalised), abs=1e-9
+    )
     failed = next(c for c, i in zip(record["metricx_judge_inputs"], record["items"]) if i["reply"] is None)
     assert " candidate: None reference: " in failed["messages"][0]["content"]  # spec 4.5
 
@@ -273,7 +303,9 @@ def test_ifeval_rates_follow_from_the_items() -> None:
     assert metrics["overall_pass"] == passes
     assert metrics["overall_acc"] == pytest.approx(100 * passes / len(scored), abs=1e-9)
     assert metrics["overall_lang_normalized_acc"] == pytest.approx(100 * gated / len(scored), abs=1e-9)
-    assert metrics["correct_language_rate"] == pytest.approx(sum(i["correct_language"] for i in scored) / len(scored), abs=1e-12)
+    assert metrics["correct_language_rate"] == pytest.approx(
+        sum(i["correct_language"] for i in scored) / len(scored), abs=1e-12
+    )
     for item in scored:
         assert item["lang_normalized_result"] == (item["result"] and item["correct_language"])
         assert item["individual_scores"] == {"overall_lang_normalized_acc": item["lang_normalized_result"]}
@@ -386,7 +418,9 @@ def test_groups_competencies_and_language_average_the_replicate_lists() -> None:
     knowledge = th["knowledge"]
     exams = [knowledge["tasks"][t]["mean_list"] for t in knowledge["tasks"]]
     assert all(knowledge["tasks"][t]["ignore"] for t in knowledge["tasks"])
-    assert knowledge["aggregation_groups"]["thai_exam"]["mean_list"] == pytest.approx(np.mean(exams, axis=0).tolist(), abs=1e-9)
+    assert knowledge["aggregation_groups"]["thai_exam"]["mean_list"] == pytest.approx(
+        np.mean(exams, axis=0).tolist(), abs=1e-9
+    )
     competencies = [v["mean_list"] for k, v in th.items() if isinstance(v, dict)]
     assert len(competencies) == 7
     assert th["mean_list"] == pytest.approx(np.mean(competencies, axis=0).tolist(), abs=1e-9)

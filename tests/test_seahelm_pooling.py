@@ -44,7 +44,10 @@ def test_pooled_records_and_scores_equal_the_per_task_path(tiny_local_model, tmp
     b = run_suite(pooled, TASKS, runs=2, limit=2, outputs=tmp_path / "b", progress=False)
     assert len(per_task.calls) == 2 * len(TASKS)  # one chat call per task and run
     # one call per run, each prompt with its task's budget (longest first), each run with its own seed
-    assert pooled.calls == [(8, [128, 128, 32, 32, 32, 32, 16, 16], 25008113), (8, [128, 128, 32, 32, 32, 32, 16, 16], 42008474)]
+    assert pooled.calls == [
+        (8, [128, 128, 32, 32, 32, 32, 16, 16], 25008113),
+        (8, [128, 128, 32, 32, 32, 32, 16, 16], 42008474),
+    ]
     for task in TASKS:
         folder_a, recs_a, n_a = _records(tmp_path / "a", task)
         folder_b, recs_b, n_b = _records(tmp_path / "b", task)
@@ -58,8 +61,7 @@ def test_pooled_records_and_scores_equal_the_per_task_path(tiny_local_model, tmp
 
 def test_a_killed_pooled_run_resumes_without_loss_or_duplicates(tiny_local_model, tmp_path):
     with pytest.raises(RuntimeError, match="simulated kill"):
-        run_suite(CountingModel(tiny_local_model, fail_on=2), TASKS, runs=2, limit=2, outputs=tmp_path,
-                  progress=False)
+        run_suite(CountingModel(tiny_local_model, fail_on=2), TASKS, runs=2, limit=2, outputs=tmp_path, progress=False)
     assert all(_records(tmp_path, t)[2] == 2 for t in TASKS)  # run 0 of every task was stored before the kill
     model = CountingModel(tiny_local_model)
     assert pool_replies(model, TASKS, runs=2, limit=2, outputs=tmp_path, progress=False) == 8  # run 1 only

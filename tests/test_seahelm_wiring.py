@@ -66,8 +66,15 @@ def test_planted_thinking_counts_and_thai_rate_in_summary_and_table(tmp_path):
     (table,) = SUITE.leaderboard_tables
     assert {"answers_in_thai", "thinking_unclosed"} <= set(table.columns)
     # the lighteval rule keeps the unclosed block in the scored text: counted, not failed
-    lax = run_task(_planted_model(), "causal", runs=1, limit=4, outputs=tmp_path, progress=False,
-                   protocol=Protocol(thinking=ThinkingOption(rule="lighteval")))
+    lax = run_task(
+        _planted_model(),
+        "causal",
+        runs=1,
+        limit=4,
+        outputs=tmp_path,
+        progress=False,
+        protocol=Protocol(thinking=ThinkingOption(rule="lighteval")),
+    )
     assert lax.run_dir != run.run_dir
     assert (lax.summary["replies"]["n_thinking_unclosed"], lax.summary["replies"]["n_failed"]) == (1, 0)
     assert lax.summary["replies"]["answers_in_thai"]["n_thai"] == 3  # "<think>ยังคิดไม่จบ" is Thai text then
@@ -79,21 +86,47 @@ def test_enable_thinking_reaches_the_model_and_is_restored(tmp_path):
     model.chat_template_kwargs = None
     inner = model._reply
     model._reply = lambda m: (seen.append(dict(model.chat_template_kwargs or {})), inner(m))[1]
-    run = run_task(model, "causal", runs=1, limit=4, outputs=tmp_path, progress=False,
-                   protocol=Protocol(thinking=ThinkingOption(enable_thinking=False, max_thinking_tokens=64)))
+    run = run_task(
+        model,
+        "causal",
+        runs=1,
+        limit=4,
+        outputs=tmp_path,
+        progress=False,
+        protocol=Protocol(thinking=ThinkingOption(enable_thinking=False, max_thinking_tokens=64)),
+    )
     assert seen and all(x == {"enable_thinking": False} for x in seen) and model.chat_template_kwargs is None
-    assert run.summary["thinking"]["support"] == {"enable_thinking": "chat_template_kwargs",
-                                                  "max_thinking_tokens": "not supported by this backend"}
+    assert run.summary["thinking"]["support"] == {
+        "enable_thinking": "chat_template_kwargs",
+        "max_thinking_tokens": "not supported by this backend",
+    }
     assert "think:strip(<think>,</think>,budget:64,enable:False)" in run.summary["signature"]
 
 
 def test_cli_thinking_flags_reach_the_notebook_and_its_protocol():
-    args = build_parser().parse_args(["run", "--model", "embedded", "--benchmarks", "seahelm", "--thinking",
-                                      "lm-eval", "--think-tags", "<r>,</r>", "--max-thinking-tokens", "10",
-                                      "--no-enable-thinking"])
+    args = build_parser().parse_args(
+        [
+            "run",
+            "--model",
+            "embedded",
+            "--benchmarks",
+            "seahelm",
+            "--thinking",
+            "lm-eval",
+            "--think-tags",
+            "<r>,</r>",
+            "--max-thinking-tokens",
+            "10",
+            "--no-enable-thinking",
+        ]
+    )
     params = thinking_parameters(args)
-    assert params == {"thinking": "lm-eval", "think_tags": "<r>,</r>", "max_thinking_tokens": 10,
-                      "enable_thinking": False}
+    assert params == {
+        "thinking": "lm-eval",
+        "think_tags": "<r>,</r>",
+        "max_thinking_tokens": 10,
+        "enable_thinking": False,
+    }
     path = REPO / "notebooks" / "seahelm.ipynb"
     assert set(params) <= set(notebook_parameters(path))  # batch passes a parameter to the notebooks declaring it
     code = [c for c in json.loads(path.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
@@ -101,9 +134,10 @@ def test_cli_thinking_flags_reach_the_notebook_and_its_protocol():
     exec("".join(code[0]["source"]), scope)  # the parameters cell, then papermill's injected values
     scope.update(params)
     exec("".join(code[1]["source"]), scope)  # the setup cell builds the protocol
-    assert scope["protocol"].thinking == ThinkingOption(open_tag="<r>", close_tag="</r>", max_thinking_tokens=10,
-                                                        enable_thinking=False, rule="lm-eval")
-    assert "stats_columns(s.get(\"replies\"))" in "".join(code[4]["source"])  # the score table's Thai-rate columns
+    assert scope["protocol"].thinking == ThinkingOption(
+        open_tag="<r>", close_tag="</r>", max_thinking_tokens=10, enable_thinking=False, rule="lm-eval"
+    )
+    assert 'stats_columns(s.get("replies"))' in "".join(code[4]["source"])  # the score table's Thai-rate columns
 
 
 class _Tok:
@@ -118,28 +152,36 @@ class _Tok:
 
 def test_dry_run_counts_runs_ifeval_and_mt_bench_by_hand():
     data = REPO / "data" / "seahelm"
-    rows = dry_run_rows([(SUITE, ("sentiment", "if-eval", "mt-bench-judge"))], {"seahelm": data}, _Tok(), limit=2,
-                        runs=2)
+    rows = dry_run_rows(
+        [(SUITE, ("sentiment", "if-eval", "mt-bench-judge"))], {"seahelm": data}, _Tok(), limit=2, runs=2
+    )
     by = {r["task"]: r for r in rows}
     # sentiment: 2 rows x 2 runs, SEA-HELM's 32 tokens; prompts' characters x 2 runs
     task = task_config("sentiment")
     prompts = [build_messages(task, r)[0]["content"] for r in load_task_data(task).rows[:2]]
-    assert (by["sentiment"]["documents"], by["sentiment"]["generations"], by["sentiment"]["max_new_tokens"]) == (2, 4, 32)
+    assert (by["sentiment"]["documents"], by["sentiment"]["generations"], by["sentiment"]["max_new_tokens"]) == (
+        2,
+        4,
+        32,
+    )
     assert by["sentiment"]["fed_tokens"] == 2 * sum(len(p) for p in prompts)
     assert (by["if-eval"]["documents"], by["if-eval"]["generations"], by["if-eval"]["max_new_tokens"]) == (2, 4, 4096)
     # MT-Bench: 2 rows x 2 turns x 2 runs answers; one judge call per criterion per run
     mt = by["mt-bench-judge"]
     assert (mt["documents"], mt["generations"], mt["max_new_tokens"]) == (2, 8, 4096)
     raw = [json.loads(x) for x in (data / "mt-bench-judge.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
-    criteria = sum(len(r["criteria"]) if isinstance(r["criteria"], list) else
-                   sum(len(v) for v in r["criteria"].values()) for r in raw[:2])
+    criteria = sum(
+        len(r["criteria"]) if isinstance(r["criteria"], list) else sum(len(v) for v in r["criteria"].values())
+        for r in raw[:2]
+    )
     judge = by["mt-bench-judge (judge)"]
     assert judge["judge_calls"] == 2 * criteria and judge["judge_max_tokens"] == 16384
     total = rows[-1]
     assert total["benchmark"] == "total" and total["generations"] == 4 + 4 + 8
     # --runs omitted: SEA-HELM's eight; --max-new-tokens caps the answers and the judge
-    eight = dry_run_rows([(SUITE, ("sentiment", "mt-bench-judge"))], {"seahelm": data}, _Tok(), limit=2,
-                         max_new_tokens=64)
+    eight = dry_run_rows(
+        [(SUITE, ("sentiment", "mt-bench-judge"))], {"seahelm": data}, _Tok(), limit=2, max_new_tokens=64
+    )
     by8 = {r["task"]: r for r in eight}
     assert by8["sentiment"]["generations"] == 16 and by8["sentiment"]["max_new_tokens"] == 32
     assert by8["mt-bench-judge (judge)"]["judge_calls"] == 8 * criteria
@@ -147,8 +189,9 @@ def test_dry_run_counts_runs_ifeval_and_mt_bench_by_hand():
     # a suite whose dry_run takes no runs is unaffected by --runs
     other = registry.suites()["thaicli"]
     folders = {"thaicli": REPO / "data" / other.data_folder}
-    assert dry_run_rows([(other, ("answers",))], folders, _Tok(), limit=2, runs=2) == \
-        dry_run_rows([(other, ("answers",))], folders, _Tok(), limit=2)
+    assert dry_run_rows([(other, ("answers",))], folders, _Tok(), limit=2, runs=2) == dry_run_rows(
+        [(other, ("answers",))], folders, _Tok(), limit=2
+    )
 
 
 def test_runs_table_items_and_total_count_stored_replies(tmp_path):
@@ -183,6 +226,12 @@ def test_mt_bench_item_view_shows_both_turns_and_self_judge_is_capped(tmp_path):
     cells = {c["column"]: c for c in SUITE.leaderboard_cells("fake", heads, Bootstrap())}
     assert "self-judged" in cells["score"]["note"] and cells["answers_in_thai"]["value"] == 100.0
     # a judge given: SEA-HELM's budget
-    judged = mt_bench_run.run_mt_bench(_mt_model(), runs=1, limit=1, outputs=tmp_path / "j", progress=False,
-                                       judge=FakeModel("fake-judge", reply=lambda m: "<classification>CLASS_UNMET</classification>"))
+    judged = mt_bench_run.run_mt_bench(
+        _mt_model(),
+        runs=1,
+        limit=1,
+        outputs=tmp_path / "j",
+        progress=False,
+        judge=FakeModel("fake-judge", reply=lambda m: "<classification>CLASS_UNMET</classification>"),
+    )
     assert judged.summary["judge"]["max_tokens"] == 16384

@@ -54,8 +54,9 @@ def test_token_ids_match_the_local_engine(tiny_llama, tiny_model_dir, tiny_local
     # batches (a document's choices together, at most 4 per request): [A1-A4], [B1, B2], then [B2, B1], [A4-A1]
     assert [len(b["prompt"]) for b in srv.bodies[2:6]] == [4, 2, 2, 4]
     scoring = srv.bodies[6:]
-    assert all(b["echo"] is True and b["logprobs"] == 1 and b["max_tokens"] == 1 and b["temperature"] == 0
-               for b in scoring)
+    assert all(
+        b["echo"] is True and b["logprobs"] == 1 and b["max_tokens"] == 1 and b["temperature"] == 0 for b in scoring
+    )
     # documents packed whole into requests of at most 4 prompts: [3], [3], [2, 2]
     assert sorted(len(b["prompt"]) if isinstance(b["prompt"][0], list) else 1 for b in scoring) == [3, 3, 4]
 
@@ -86,9 +87,13 @@ def test_text_prompts_find_the_boundary_from_text_offset(tiny_llama, tiny_model_
         with pytest.raises(AttributeError, match="prepends BOS"):
             m.add_bos_token = False
         with pytest.raises(ValueError, match="cannot be changed"):
-            h6.evaluate(m, "th_arc", [{"question": "ก", "choices": {"text": ["ข", "ค"], "label": ["A", "B"]},
-                                       "answerKey": "A"}], h6.LEADERBOARD.replace(num_fewshot=0, add_bos_token=False),
-                        progress=False)
+            h6.evaluate(
+                m,
+                "th_arc",
+                [{"question": "ก", "choices": {"text": ["ข", "ค"], "label": ["A", "B"]}, "answerKey": "A"}],
+                h6.LEADERBOARD.replace(num_fewshot=0, add_bos_token=False),
+                progress=False,
+            )
         ident = m.identity
     tiny_local_model.add_bos_token = True
     try:
@@ -112,9 +117,9 @@ def test_a_straddling_token_is_scored_with_the_continuation(tiny_llama, tiny_mod
     with FakeCompletionsServer(model, tok, ids=False, lists=False) as srv:
         m = served(srv, tiny_model_dir)
         with pytest.warns(UserWarning, match="straddling"):
-            (ll, _), = m.loglikelihood([(text[:cut], text[cut:])], progress=False)
+            ((ll, _),) = m.loglikelihood([(text[:cut], text[cut:])], progress=False)
         echo, _ = srv.echo(ids, True, text)
-    assert ll == pytest.approx(sum(echo["token_logprobs"][k:len(ids)]), abs=1e-9)
+    assert ll == pytest.approx(sum(echo["token_logprobs"][k : len(ids)]), abs=1e-9)
     assert m.observed["straddled"] == 1
 
 
@@ -135,10 +140,18 @@ def test_probe_refuses_a_mismatched_tokenizer(tiny_llama, tiny_model_dir, tmp_pa
 
     tk = Tokenizer(models.BPE())
     tk.pre_tokenizer, tk.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
-    tk.train_from_iterator(["ภาษาไทย ทดสอบ น้ำเดือด"] * 3, trainer=trainers.BpeTrainer(
-        vocab_size=300, special_tokens=["<pad>", "<eos>", "<bos>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False))
-    PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>").save_pretrained(tmp_path)
+    tk.train_from_iterator(
+        ["ภาษาไทย ทดสอบ น้ำเดือด"] * 3,
+        trainer=trainers.BpeTrainer(
+            vocab_size=300,
+            special_tokens=["<pad>", "<eos>", "<bos>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
+    PreTrainedTokenizerFast(
+        tokenizer_object=tk, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>"
+    ).save_pretrained(tmp_path)
     model, tok = tiny_llama
     for prompt in ("auto", "text"):
         with FakeCompletionsServer(model, tok) as srv:
@@ -162,16 +175,26 @@ def test_replicas_share_the_work_and_take_over_from_a_failing_one(tiny_llama, ti
     many = REQUESTS * 4
     want = tiny_local_model.loglikelihood(many, progress=False)
     with FakeCompletionsServer(model, tok) as a, FakeCompletionsServer(model, tok) as b:
-        m = ServedModel("tiny", base_url=f"{a.base_url}, {b.base_url}", tokenizer=tiny_model_dir, batch_size=1,
-                        concurrency=2)
+        m = ServedModel(
+            "tiny", base_url=f"{a.base_url}, {b.base_url}", tokenizer=tiny_model_dir, batch_size=1, concurrency=2
+        )
         assert_close(m.loglikelihood(many, progress=False), want)
         assert set(m.observed["replicas"]) == {a.base_url, b.base_url}
         assert all(n > 0 for n in m.observed["replicas"].values())
         assert m.identity["base_urls"] == [a.base_url, b.base_url]
-    with FakeCompletionsServer(model, tok) as a, \
-            FakeCompletionsServer(model, tok, fault=lambda body, n: "die" if n > 4 else None) as b:
-        m = ServedModel("tiny", base_url=[a.base_url, b.base_url], tokenizer=tiny_model_dir, batch_size=1,
-                        concurrency=2, max_retries=1, order_probe=False)  # b dies after 4 scoring requests
+    with (
+        FakeCompletionsServer(model, tok) as a,
+        FakeCompletionsServer(model, tok, fault=lambda body, n: "die" if n > 4 else None) as b,
+    ):
+        m = ServedModel(
+            "tiny",
+            base_url=[a.base_url, b.base_url],
+            tokenizer=tiny_model_dir,
+            batch_size=1,
+            concurrency=2,
+            max_retries=1,
+            order_probe=False,
+        )  # b dies after 4 scoring requests
         assert_close(m.loglikelihood(many, progress=False), want)
         assert m.observed["replicas"][b.base_url] <= 2 and m.observed["replicas"][a.base_url] >= len(many) - 2
 
@@ -199,8 +222,10 @@ def test_generate_uses_completions_and_chat_uses_chat(tiny_llama, tiny_model_dir
     assert m.identity["generate_endpoint"] == "/v1/completions"
 
 
-@pytest.mark.parametrize("owner, server, sent", [("me", "llama-cpp-python", {"repeat_penalty": 1.0}),
-                                                  ("vllm", "vLLM", {}), ("fake", None, {})])
+@pytest.mark.parametrize(
+    "owner, server, sent",
+    [("me", "llama-cpp-python", {"repeat_penalty": 1.0}), ("vllm", "vLLM", {}), ("fake", None, {})],
+)
 def test_generation_undoes_the_servers_sampling_defaults(tiny_llama, tiny_model_dir, owner, server, sent):
     """llama-cpp-python's server defaults repeat_penalty to 1.1 (not greedy at temperature 0): it gets 1.0 with
     every completion and chat request; other servers get no extra field (docs/protocol_notes.md)."""
@@ -222,8 +247,18 @@ def test_h6_evaluate_through_a_served_model(tiny_llama, tiny_model_dir, tiny_loc
     data = "data/thai_h6/h6"
     with FakeCompletionsServer(model, tok) as srv:
         m = served(srv, tiny_model_dir)
-        res = h6.evaluate(m, "th_arc", data, h6.LEADERBOARD.replace(num_fewshot=1), limit=2, outputs=tmp_path, progress=False)
-    ref = h6.evaluate(tiny_local_model, "th_arc", data, h6.LEADERBOARD.replace(num_fewshot=1), limit=2, outputs=tmp_path, progress=False)
+        res = h6.evaluate(
+            m, "th_arc", data, h6.LEADERBOARD.replace(num_fewshot=1), limit=2, outputs=tmp_path, progress=False
+        )
+    ref = h6.evaluate(
+        tiny_local_model,
+        "th_arc",
+        data,
+        h6.LEADERBOARD.replace(num_fewshot=1),
+        limit=2,
+        outputs=tmp_path,
+        progress=False,
+    )
     for a, b in zip(res.table["lls"], ref.table["lls"]):
         assert a == pytest.approx(b, abs=1e-4)
     assert res.scores["acc_norm"].value == ref.scores["acc_norm"].value

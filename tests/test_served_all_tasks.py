@@ -102,14 +102,15 @@ def test_loglikelihood_tasks_at_leaderboard_shots(server, llama_ref, task, tmp_p
     assert card["boundary"] == TEXT_BOUNDARY_RULE
     if task == "th_winogrande":  # "... เพราะ กระเป๋า" + " ใหญ่เกินไป": the piece "า▁ใ" spans the boundary
         assert reference.straddled >= 1
-    print(f"\n{task}: {len(got.table)} docs, {n} requests ({reference.straddled} with a straddling token) through "
-          "the server, equal to llama.cpp in process")
+    print(
+        f"\n{task}: {len(got.table)} docs, {n} requests ({reference.straddled} with a straddling token) through "
+        "the server, equal to llama.cpp in process"
+    )
 
 
 def test_gsm8k_raw_completions_at_five_shots(server, llama_ref, tmp_path):
     spec = T.get_task("th_gsm8k")
-    got = h6.evaluate(_served(server), "th_gsm8k", DATA, h6.LEADERBOARD, limit=LIMIT, outputs=tmp_path,
-                      progress=False)
+    got = h6.evaluate(_served(server), "th_gsm8k", DATA, h6.LEADERBOARD, limit=LIMIT, outputs=tmp_path, progress=False)
     card = _card(got)["model"]
     assert card["generate_endpoint"] == "/v1/completions"
     assert card["server"] == "llama-cpp-python" and card["sampling_overrides"] == {"repeat_penalty": 1.0}
@@ -122,12 +123,18 @@ def test_gsm8k_raw_completions_at_five_shots(server, llama_ref, tmp_path):
         doc = docs[row["doc"]]
         prompt = _rebuilt(spec, doc, pool, row["shots"], tmpl).prompt
         llama_ref.reset()
-        want = llama_ref.create_completion(prompt, max_tokens=p.max_new_tokens, temperature=0.0,
-                                           stop=list(p.gsm8k_stops))["choices"][0]["text"]
+        want = llama_ref.create_completion(
+            prompt, max_tokens=p.max_new_tokens, temperature=0.0, stop=list(p.gsm8k_stops)
+        )["choices"][0]["text"]
         assert row["generation"] == want
         # without the override the server applies its default repeat_penalty of 1.1: not greedy decoding
-        plain = client.completions.create(model="tiny-thai", prompt=prompt, max_tokens=p.max_new_tokens,
-                                          temperature=0.0, stop=list(p.gsm8k_stops)).choices[0].text
+        plain = (
+            client.completions.create(
+                model="tiny-thai", prompt=prompt, max_tokens=p.max_new_tokens, temperature=0.0, stop=list(p.gsm8k_stops)
+            )
+            .choices[0]
+            .text
+        )
         penalised.append(plain != want)
         assert row["exact_match"] == T.process_results(spec, doc, want)["exact_match"]
     assert any(penalised)

@@ -99,7 +99,10 @@ def test_a_malformed_echo_ends_in_a_named_error_and_stores_nothing_wrong(fault, 
     start = srv.n_completions
     srv.fault = switch(fault, after=start + first)
     try:
-        with must_end_within(60), pytest.raises(ApiError, match=r"malformed reply after 2 attempts: .*" + ATTACKS[fault]):
+        with (
+            must_end_within(60),
+            pytest.raises(ApiError, match=r"malformed reply after 2 attempts: .*" + ATTACKS[fault]),
+        ):
             h6.evaluate(m, "th_arc", DATA, PROTOCOL, limit=2, chunk_size=1, outputs=tmp_path, progress=False)
     finally:
         srv.fault = None
@@ -126,17 +129,27 @@ def test_token_id_prompts_refuse_the_same_faults(fault, tiny_llama, tiny_model_d
     assert m.identity["loglikelihood"] == "/v1/completions echo, prompt as token ids"
 
 
-@pytest.mark.parametrize("fault, timeout, deadline, words", [
-    # a server that accepts the request and never answers: the read timeout, no retry left, the replica dropped
-    ("hold", 1.0, 30.0, r"every server failed \(http://127\.0\.0\.1:\d+/v1: APITimeoutError"),
-    # one byte every 0.25 s never trips a 5 s read timeout: the per-request deadline ends it
-    ("trickle", 5.0, 1.5, r"every server failed .*no complete reply within the 1\.5 s deadline per request"),
-])
+@pytest.mark.parametrize(
+    "fault, timeout, deadline, words",
+    [
+        # a server that accepts the request and never answers: the read timeout, no retry left, the replica dropped
+        ("hold", 1.0, 30.0, r"every server failed \(http://127\.0\.0\.1:\d+/v1: APITimeoutError"),
+        # one byte every 0.25 s never trips a 5 s read timeout: the per-request deadline ends it
+        ("trickle", 5.0, 1.5, r"every server failed .*no complete reply within the 1\.5 s deadline per request"),
+    ],
+)
 def test_a_reply_held_back_or_trickled_ends_by_itself(tiny_llama, tiny_model_dir, fault, timeout, deadline, words):
     model, tok = tiny_llama
     with FakeCompletionsServer(model, tok, ids=False, lists=False, hold_s=20, fault=switch(fault, after=2)) as srv:
-        m = ServedModel("tiny", base_url=srv.base_url, tokenizer=tiny_model_dir, timeout=timeout, max_retries=0,
-                        deadline=deadline, **SCORING_ONLY)
+        m = ServedModel(
+            "tiny",
+            base_url=srv.base_url,
+            tokenizer=tiny_model_dir,
+            timeout=timeout,
+            max_retries=0,
+            deadline=deadline,
+            **SCORING_ONLY,
+        )
         with must_end_within(60), pytest.raises(ApiError, match=words):
             m.loglikelihood([("คำถาม: เมืองหลวงของไทย\nคำตอบ:", " กรุงเทพ")], progress=False)
     assert srv.n_completions == PROBE_REQUESTS + 1

@@ -108,16 +108,25 @@ def test_h6_tasks_on_the_served_gguf(server, llama_ref, local, task, tmp_path):
         top2 = sorted(lw)[-2:]
         if top2[1] - top2[0] > 2 * TOTAL_TOL:  # a clear local winner must win on the server too
             assert lg.index(max(lg)) == lw.index(max(lw))
-    print(f"\n{task}: {len(deltas)} requests, served vs llama.cpp in process max {same:.2e} (vs whole-prompt "
-          f"decodes {max(abs(a - b) for a, b in zip(flat_g, fresh)):.4f}); vs local engine |delta| max {max(deltas):.4f} mean {sum(deltas) / len(deltas):.4f}, "
-          f"per continuation token max {max(per_token):.4f}; served lls {flat_g}; local {flat_w}")
+    print(
+        f"\n{task}: {len(deltas)} requests, served vs llama.cpp in process max {same:.2e} (vs whole-prompt "
+        f"decodes {max(abs(a - b) for a, b in zip(flat_g, fresh)):.4f}); vs local engine |delta| max {max(deltas):.4f} mean {sum(deltas) / len(deltas):.4f}, "
+        f"per continuation token max {max(per_token):.4f}; served lls {flat_g}; local {flat_w}"
+    )
     assert max(deltas) <= TOTAL_TOL and max(per_token) <= PER_TOKEN_TOL
 
 
 def test_gsm8k_generates_through_completions(server, tmp_path):
     m = ServedModel("gemma-3-270m", base_url=server.base_url, tokenizer="embedded")
-    res = h6.evaluate(m, "th_gsm8k", _docs("th_gsm8k"), h6.LEADERBOARD.replace(num_fewshot=0, max_new_tokens=24),
-                      fewshot_pool=[], outputs=tmp_path, progress=False)
+    res = h6.evaluate(
+        m,
+        "th_gsm8k",
+        _docs("th_gsm8k"),
+        h6.LEADERBOARD.replace(num_fewshot=0, max_new_tokens=24),
+        fewshot_pool=[],
+        outputs=tmp_path,
+        progress=False,
+    )
     assert m.identity["generate_endpoint"] == "/v1/completions"
     assert isinstance(res.table["generation"][0], str) and len(res.table) == 1
     print(f"\nth_gsm8k generation: {res.table['generation'][0]!r}")

@@ -65,8 +65,9 @@ def test_a_server_whose_numbers_change_with_the_order_is_refused(tiny_llama, tin
         want = plain.loglikelihood(list(ORDER_PROBE_REQUESTS), progress=False)
     with OrderDependentServer(model, tok, mode=mode, **kw) as srv:
         with pytest.raises(OrderDependentError) as info:
-            h6.evaluate(served(srv, tiny_model_dir), "th_arc", DATA, PROTOCOL, limit=1, outputs=tmp_path,
-                        progress=False)
+            h6.evaluate(
+                served(srv, tiny_model_dir), "th_arc", DATA, PROTOCOL, limit=1, outputs=tmp_path, progress=False
+            )
     err, n = info.value, len(ORDER_PROBE_REQUESTS)
     i = ORDER_PROBE_REQUESTS.index(err.request)
     a, b = err.values
@@ -76,10 +77,12 @@ def test_a_server_whose_numbers_change_with_the_order_is_refused(tiny_llama, tin
         assert (a, b) == (want[i][0], pytest.approx(want[i][0] - SHIFT, abs=1e-9))
     assert err.difference == abs(a - b) and err.tolerance == 0.01 and err.servers == (srv.base_url, srv.base_url)
     message = str(err)
-    assert message.startswith(f"order probe: 'tiny' scored request {i + 1} of {n} ({err.request[0]!r} + "
-                              f"{err.request[1]!r}) {a:.6f} in order on {srv.base_url} and {b:.6f} in reverse order "
-                              f"on {srv.base_url}: a difference of 0.25 nats > order_tolerance 0.01. Likely cause: the "
-                              "server's prefix cache")
+    assert message.startswith(
+        f"order probe: 'tiny' scored request {i + 1} of {n} ({err.request[0]!r} + "
+        f"{err.request[1]!r}) {a:.6f} in order on {srv.base_url} and {b:.6f} in reverse order "
+        f"on {srv.base_url}: a difference of 0.25 nats > order_tolerance 0.01. Likely cause: the "
+        "server's prefix cache"
+    )
     assert "--no-enable-prefix-caching (vLLM) or --disable-radix-cache (SGLang)" in message
     assert "order_probe=False (thai-eval run --no-order-probe)" in message and "different servers" not in message
     # refused before any run folder or document request: the probe's 2 requests, then 2 passes
@@ -99,7 +102,9 @@ def test_an_order_independent_server_passes_and_the_card_records_it(tiny_llama, 
         recorded = _card(arc)["model"]["order_probe"]
         for srv in (a, b):  # after the probe's two requests: the whole list in order, then reversed
             assert [[tok.decode(p) for p in body["prompt"]] for body in srv.bodies[2:4]] == [
-                [c + x for c, x in ORDER_PROBE_REQUESTS], [c + x for c, x in reversed(ORDER_PROBE_REQUESTS)]]
+                [c + x for c, x in ORDER_PROBE_REQUESTS],
+                [c + x for c, x in reversed(ORDER_PROBE_REQUESTS)],
+            ]
         sent = a.n_completions + b.n_completions
         h6.evaluate(m, "th_hellaswag", DATA, PROTOCOL, limit=1, outputs=tmp_path, progress=False)
         assert not any(body["prompt"] == srv.bodies[2]["prompt"] for srv in (a, b) for body in srv.bodies[4:])
@@ -111,8 +116,11 @@ def test_an_order_independent_server_passes_and_the_card_records_it(tiny_llama, 
     assert recorded == {"requests": 6, "max_abs_diff": 0.0, "tolerance": 0.01}
     assert m.identity["order_probe"] == {"requests": 6, "max_abs_diff": 0.0, "tolerance": 0.01}
     assert again.run_dir == arc.run_dir  # the probe's outcome is not part of the config id
-    assert _card(again)["model"]["order_probe"] == SKIPPED == {
-        "skipped": "order_probe=False: log-likelihoods not checked for request-order dependence"}
+    assert (
+        _card(again)["model"]["order_probe"]
+        == SKIPPED
+        == {"skipped": "order_probe=False: log-likelihoods not checked for request-order dependence"}
+    )
 
 
 def test_a_replica_that_computes_differently_is_named(tiny_llama, tiny_model_dir):
@@ -149,8 +157,11 @@ def test_a_probe_that_cannot_run_is_a_named_load_error(tiny_llama, tiny_model_di
         with pytest.raises(ModelLoadError, match=rf"^order probe of {srv.base_url} failed: the reply has no logprobs$"):
             served(srv, tiny_model_dir).check_order()
     with FakeCompletionsServer(model, tok) as srv:  # a max_length shorter than the probe's continuations
-        with pytest.raises(ModelLoadError, match=r"^order probe of .*: request \d+: continuation of \d+ tokens exceeds "
-                                                 r"max_length 12; order_probe=False skips it$"):
+        with pytest.raises(
+            ModelLoadError,
+            match=r"^order probe of .*: request \d+: continuation of \d+ tokens exceeds "
+            r"max_length 12; order_probe=False skips it$",
+        ):
             served(srv, tiny_model_dir, max_length=12).check_order()
 
 
@@ -158,8 +169,9 @@ def test_generation_runs_skip_the_probe(tiny_llama, tiny_model_dir, tmp_path):
     model, tok = tiny_llama
     with FakeCompletionsServer(model, tok) as srv:
         m = served(srv, tiny_model_dir)
-        res = h6.evaluate(m, "th_gsm8k", DATA, PROTOCOL.replace(max_new_tokens=4), limit=1, outputs=tmp_path,
-                          progress=False)
+        res = h6.evaluate(
+            m, "th_gsm8k", DATA, PROTOCOL.replace(max_new_tokens=4), limit=1, outputs=tmp_path, progress=False
+        )
     assert [b.get("echo", False) for b in srv.bodies] == [True, True, False]  # the probe's two, one generation
     assert "order_probe" not in _card(res)["model"] and "order_probe" not in m.identity
 
@@ -173,7 +185,11 @@ def test_cli_flags_become_served_parameters():
 
     run = ["run", "--model", "completions:x", "--base-url", "http://gpu:8000/v1"]
     assert served_parameters(build_parser().parse_args(run)) == {
-        "base_url": "http://gpu:8000/v1", "tokenizer": None, "order_tolerance": None, "order_probe": None}
+        "base_url": "http://gpu:8000/v1",
+        "tokenizer": None,
+        "order_tolerance": None,
+        "order_probe": None,
+    }
     args = build_parser().parse_args(run + ["--order-tolerance", "0.05", "--no-order-probe"])
     assert served_parameters(args)["order_tolerance"] == 0.05 and served_parameters(args)["order_probe"] is False
     for nb in ("thai_h6.ipynb", "task.ipynb", "thai_llm_leaderboard.ipynb", "seahelm.ipynb"):

@@ -41,8 +41,10 @@ def test_cut_skips_stops_inside_thinking_blocks():
     assert cut_at_stop("a: b</think>c: d", ":", think_tags=TAGS, starts_open=True) == "a: b</think>c"
     assert cut_at_stop("a: b", ":", think_tags=TAGS, starts_open=True) == "a: b"  # the prompt opened the block
     assert cut_at_stop("คำตอบ: 5 <think>x: y</think>", ":", think_tags=TAGS) == "คำตอบ"  # outside any block: cut
-    assert cut_at_stop("<think>1: 2</think>A<think>3: 4</think>B: C", ":", think_tags=TAGS) == \
-        "<think>1: 2</think>A<think>3: 4</think>B"  # a reply that thinks twice
+    assert (
+        cut_at_stop("<think>1: 2</think>A<think>3: 4</think>B: C", ":", think_tags=TAGS)
+        == "<think>1: 2</think>A<think>3: 4</think>B"
+    )  # a reply that thinks twice
     assert thinking_spans("<think>a</think>b<think>c", TAGS) == [(0, 16), (17, 25)]
     assert first_stop("no stop here", [":"], TAGS) is None
     assert opens_thinking("<start>user\nq<end>\n<think>\n", TAGS) and not opens_thinking("<think>x</think>", TAGS)
@@ -115,8 +117,11 @@ def scripted(monkeypatch, tiny_llama):
     def scripted_logits(self, hidden):
         import torch
 
-        at = [(self._scripted, 0)] if getattr(self, "_scripted", None) is not None else \
-            [(row.index, len(row.tokens)) for row in self.rows]
+        at = (
+            [(self._scripted, 0)]
+            if getattr(self, "_scripted", None) is not None
+            else [(row.index, len(row.tokens)) for row in self.rows]
+        )
         out = torch.zeros((len(at), model.config.vocab_size))
         for k, (i, n) in enumerate(at):
             out[k, scripts[i][n] if n < len(scripts[i]) else tok.eos_token_id] = 1e4
@@ -162,10 +167,17 @@ def test_local_engine_chat_whose_template_opens_the_block(scripted, tiny_llama):
 def test_declared_generation_task_is_scored_after_the_block(scripted, tmp_path):
     from thai_eval_utils.tasks import GenerationTask, run_task
 
-    (tmp_path / "g.jsonl").write_text(json.dumps({"id": "c1", "country": "ญี่ปุ่น", "capital": "โตเกียว"},
-                                                 ensure_ascii=False) + "\n", "utf-8")
-    task = GenerationTask(name="gen", data="g.jsonl", reference="capital", prompt="เมืองหลวงของ{country}:",
-                          metrics=("exact_match",), stop=["\n", ":"]).bind(tmp_path)
+    (tmp_path / "g.jsonl").write_text(
+        json.dumps({"id": "c1", "country": "ญี่ปุ่น", "capital": "โตเกียว"}, ensure_ascii=False) + "\n", "utf-8"
+    )
+    task = GenerationTask(
+        name="gen",
+        data="g.jsonl",
+        reference="capital",
+        prompt="เมืองหลวงของ{country}:",
+        metrics=("exact_match",),
+        stop=["\n", ":"],
+    ).bind(tmp_path)
     lm = scripted("<think>Japan: capital\nTokyo</think>โตเกียว\nต่อ")
     off = run_task(lm, task, outputs=tmp_path / "out", progress=False)
     on = run_task(lm, task, outputs=tmp_path / "out", progress=False, thinking=ON)
@@ -225,8 +237,14 @@ def test_seahelm_base_answer_tag_inside_thinking_is_not_the_answer():
     def run(option: ThinkingOption) -> list[str]:
         model = _ThinkingFake(complete=complete)
         with apply_to_model(model, option):
-            return base_replies(model, [[{"role": "user", "content": "ข้อใด"}]], max_tokens=64, seed=0,
-                                sampling=Sampling(0.0, 1.0, "test"), answer_tag="คำตอบ:")
+            return base_replies(
+                model,
+                [[{"role": "user", "content": "ข้อใด"}]],
+                max_tokens=64,
+                seed=0,
+                sampling=Sampling(0.0, 1.0, "test"),
+                answer_tag="คำตอบ:",
+            )
 
     assert run(ThinkingOption()) == ["<think>คำตอบ: C"]  # the tag inside the block ends phase 1 (as before)
     assert run(ON) == ["<think>คำตอบ: B? ไม่ใช่</think>คำตอบ: C"]
@@ -240,8 +258,9 @@ def test_paths_without_stop_strings_send_none(tmp_path):
     from thai_eval_utils.thaicli.answers import generate_answers
 
     model = FakeModel("thinker", reply=lambda m: "<think>a: b</think>ตอบ")
-    df = pd.DataFrame([{"id": "q0", "format": "factoid", "theme": "x", "question": "หนึ่ง", "chosen": "ก",
-                        "rejected": "ข"}])
+    df = pd.DataFrame(
+        [{"id": "q0", "format": "factoid", "theme": "x", "question": "หนึ่ง", "chosen": "ก", "rejected": "ข"}]
+    )
     generate_answers(model, df, outputs=tmp_path, progress=False, thinking=ON)
     generate_replies(model, [[{"role": "user", "content": "สอง"}]], GenerationOptions())
     assert [kind for kind, _ in model.calls] == ["chat", "chat"]

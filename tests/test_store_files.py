@@ -43,7 +43,9 @@ def fresh_store(tmp_path, **kw):
 def test_a_non_finite_number_is_never_stored(tmp_path):
     with fresh_store(tmp_path) as store:
         before = store.items_path.read_bytes()
-        with pytest.raises(NonFiniteRecordError, match=r"items\.jsonl: item 'c': field lls\[1\] is not a finite number"):
+        with pytest.raises(
+            NonFiniteRecordError, match=r"items\.jsonl: item 'c': field lls\[1\] is not a finite number"
+        ):
             store.append("c", {"lls": [-1.0, float("-inf")], "acc": 0.0})
         with pytest.raises(NonFiniteRecordError, match=r"field scores\.acc is not a finite"):
             store.append("d", {"scores": {"acc": float("nan")}})
@@ -64,8 +66,15 @@ def test_a_moved_served_model_resumes_with_no_new_scoring_request(tiny_llama, ti
     the probe's two requests per server and the order probe's two), the card recording the new addresses."""
     model, tok = tiny_llama
     with FakeCompletionsServer(model, tok) as first:
-        a = h6.evaluate(ServedModel("tiny", base_url=first.base_url, tokenizer=tiny_model_dir), "th_arc", DATA,
-                        PROTOCOL, limit=2, outputs=tmp_path, progress=False)
+        a = h6.evaluate(
+            ServedModel("tiny", base_url=first.base_url, tokenizer=tiny_model_dir),
+            "th_arc",
+            DATA,
+            PROTOCOL,
+            limit=2,
+            outputs=tmp_path,
+            progress=False,
+        )
     assert first.n_completions > 2
     with FakeCompletionsServer(model, tok) as b, FakeCompletionsServer(model, tok) as c:
         m = ServedModel("tiny", base_url=[b.base_url, c.base_url], tokenizer=tiny_model_dir)
@@ -76,18 +85,33 @@ def test_a_moved_served_model_resumes_with_no_new_scoring_request(tiny_llama, ti
     assert card["model"]["base_urls"] == [b.base_url, c.base_url] and len(card["resumed_at"]) == 1
 
 
-def test_a_served_run_keyed_with_its_addresses_is_migrated_from_any_address(tiny_llama, tiny_model_dir, tmp_path,
-                                                                            monkeypatch):
+def test_a_served_run_keyed_with_its_addresses_is_migrated_from_any_address(
+    tiny_llama, tiny_model_dir, tmp_path, monkeypatch
+):
     """A run stored by the previous version (``base_urls`` keyed) is found from another port and resumed."""
     model, tok = tiny_llama
     monkeypatch.setattr(S, "UNKEYED_IDENTITY_KEYS", tuple(k for k in S.UNKEYED_IDENTITY_KEYS if k != "base_urls"))
     with FakeCompletionsServer(model, tok) as first:
-        old = h6.evaluate(ServedModel("tiny", base_url=first.base_url, tokenizer=tiny_model_dir), "th_arc", DATA,
-                          PROTOCOL, limit=2, outputs=tmp_path, progress=False)
+        old = h6.evaluate(
+            ServedModel("tiny", base_url=first.base_url, tokenizer=tiny_model_dir),
+            "th_arc",
+            DATA,
+            PROTOCOL,
+            limit=2,
+            outputs=tmp_path,
+            progress=False,
+        )
     monkeypatch.undo()
     with FakeCompletionsServer(model, tok) as moved:
-        new = h6.evaluate(ServedModel("tiny", base_url=moved.base_url, tokenizer=tiny_model_dir), "th_arc", DATA,
-                          PROTOCOL, limit=2, outputs=tmp_path, progress=False)
+        new = h6.evaluate(
+            ServedModel("tiny", base_url=moved.base_url, tokenizer=tiny_model_dir),
+            "th_arc",
+            DATA,
+            PROTOCOL,
+            limit=2,
+            outputs=tmp_path,
+            progress=False,
+        )
     assert moved.n_completions == 4 and new.run_dir != old.run_dir and not old.run_dir.exists()
     card = json.loads((new.run_dir / "run_card.json").read_text())
     assert card["migrated_from"] == old.run_dir.name and card["config_id"] == new.run_dir.name
@@ -97,13 +121,19 @@ def test_a_served_run_keyed_with_its_addresses_is_migrated_from_any_address(tiny
 # --------------------------------------------------------------------------------- damaged or foreign files
 
 
-@pytest.mark.parametrize("line, words", [
-    (b'{"foo": 1}', r"line 3 of the file \(\{\"foo\": 1\}\) is not a record of this run"),
-    (b"null", r"line 3 of the file \(null\) is not a record of this run"),
-    (b'{"key": "c", "v": NaN}', r"line 3 of the file is not a standard JSON record \(ValueError: NaN is not standard"),
-    (b'{"key": "c", "v": "\xe0\xb8"}', r"line 3 of the file is not a standard JSON record \(UnicodeDecodeError"),
-    (b'{"key": "c", oops}', r"line 3 of the file is not a standard JSON record \(JSONDecodeError"),
-])
+@pytest.mark.parametrize(
+    "line, words",
+    [
+        (b'{"foo": 1}', r"line 3 of the file \(\{\"foo\": 1\}\) is not a record of this run"),
+        (b"null", r"line 3 of the file \(null\) is not a record of this run"),
+        (
+            b'{"key": "c", "v": NaN}',
+            r"line 3 of the file is not a standard JSON record \(ValueError: NaN is not standard",
+        ),
+        (b'{"key": "c", "v": "\xe0\xb8"}', r"line 3 of the file is not a standard JSON record \(UnicodeDecodeError"),
+        (b'{"key": "c", oops}', r"line 3 of the file is not a standard JSON record \(JSONDecodeError"),
+    ],
+)
 def test_a_damaged_or_foreign_line_is_named_with_what_to_do(tmp_path, line, words):
     with fresh_store(tmp_path) as store:
         with open(store.items_path, "ab") as fh:
@@ -118,7 +148,9 @@ def test_a_damaged_run_card_is_named(tmp_path):
     with fresh_store(tmp_path) as store:
         root, text = store.root, store.card_path.read_text()
     (root / "run_card.json").write_text(text[: len(text) // 2])
-    with pytest.raises(ThaiEvalDataError, match=r"run_card\.json: the run card is damaged \(ValueError|JSONDecodeError") as err:
+    with pytest.raises(
+        ThaiEvalDataError, match=r"run_card\.json: the run card is damaged \(ValueError|JSONDecodeError"
+    ) as err:
         RunStore.open("m", "files/run", {"n": 1}, outputs=tmp_path)
     assert "delete it: the next run with the same settings writes a new one" in str(err.value)
     with pytest.raises(ThaiEvalDataError, match=r"run_card\.json: the run card is damaged"):
@@ -128,13 +160,24 @@ def test_a_damaged_run_card_is_named(tmp_path):
         assert sorted(store.completed()) == ["a", "b"]
 
 
-@pytest.mark.parametrize("field, value, words", [
-    ("model", "gpt", r"field 'model': the run card's 'model' is \"gpt\", not dict"),
-    ("config_id", "0123456789ab", r"field 'config_id': the run card's config_id '0123456789ab' is not its folder's"),
-    ("resumed_at", 3, r"field 'resumed_at': the run card's 'resumed_at' is 3, not list"),
-    ("store_format", "2", r"field 'store_format': the run card's 'store_format' is \"2\", not int"),
-    ("store_format", 9, r"field 'store_format': the run was written in store format 9, newer than this thai-eval's 2"),
-])
+@pytest.mark.parametrize(
+    "field, value, words",
+    [
+        ("model", "gpt", r"field 'model': the run card's 'model' is \"gpt\", not dict"),
+        (
+            "config_id",
+            "0123456789ab",
+            r"field 'config_id': the run card's config_id '0123456789ab' is not its folder's",
+        ),
+        ("resumed_at", 3, r"field 'resumed_at': the run card's 'resumed_at' is 3, not list"),
+        ("store_format", "2", r"field 'store_format': the run card's 'store_format' is \"2\", not int"),
+        (
+            "store_format",
+            9,
+            r"field 'store_format': the run was written in store format 9, newer than this thai-eval's 2",
+        ),
+    ],
+)
 def test_an_edited_run_card_field_is_named(tmp_path, field, value, words):
     with fresh_store(tmp_path) as store:
         card = json.loads(store.card_path.read_text())
@@ -148,7 +191,9 @@ def test_a_damaged_summary_is_named(tmp_path):
     with fresh_store(tmp_path) as store:
         store.write_summary({"n": 2})
         store.summary_path.write_text('{"n": 2, "scores": {')
-        with pytest.raises(ThaiEvalDataError, match=r"summary\.json: the run's summary is damaged .*delete summary\.json"):
+        with pytest.raises(
+            ThaiEvalDataError, match=r"summary\.json: the run's summary is damaged .*delete summary\.json"
+        ):
             list_runs(tmp_path)
         store.summary_path.write_text('{"n": 0, "acc": NaN}')  # as earlier versions wrote an undefined score
         assert [r.summary for r in list_runs(tmp_path)] == [{"n": 0, "acc": None}]
@@ -167,8 +212,11 @@ def test_a_record_whose_output_was_replaced_is_named_at_its_line(tmp_path):
     lines[1] = json.dumps({**json.loads(lines[1]), "lls": 5}, ensure_ascii=False)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     calls = len(model.calls)
-    with pytest.raises(ThaiEvalDataError, match=r"row 1, field 'lls': line 2 of the file: the stored 'lls' is 5, "
-                                                r"not list; delete that line") as err:
+    with pytest.raises(
+        ThaiEvalDataError,
+        match=r"row 1, field 'lls': line 2 of the file: the stored 'lls' is 5, "
+        r"not list; delete that line",
+    ) as err:
         h6.evaluate(model, "th_arc", DATA, PROTOCOL, limit=3, outputs=tmp_path, progress=False)
     assert err.value.path == str(path) and len(model.calls) == calls
 
@@ -185,8 +233,11 @@ def test_a_full_disk_names_the_file_and_the_resume_repairs_the_torn_line(tmp_pat
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "write", half_then_full)
-    with pytest.raises(StoreWriteError, match=r"items\.jsonl: could not write \(No space left on device\); free disk "
-                                              r"space") as err:
+    with pytest.raises(
+        StoreWriteError,
+        match=r"items\.jsonl: could not write \(No space left on device\); free disk "
+        r"space",
+    ) as err:
         store.append("c", {"lls": [-1.0, -2.0], "acc": 1.0})
     monkeypatch.undo()
     assert err.value.errno == 28 and err.value.filename == str(store.items_path)
@@ -200,6 +251,7 @@ def test_a_full_disk_names_the_file_and_the_resume_repairs_the_torn_line(tmp_pat
 
 def test_a_summary_that_cannot_be_written_names_the_file(tmp_path, monkeypatch):
     with fresh_store(tmp_path) as store:
+
         def refuse(src, dst):
             raise PermissionError(13, "Permission denied")
 

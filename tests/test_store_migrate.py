@@ -30,12 +30,15 @@ def test_a_current_card_keeps_its_keys_whatever_their_names():
     assert migrate_card(card) == card
 
 
-@pytest.mark.parametrize("version, words", [
-    (3, r"field 'store_format': the run was written in store format 3, newer than this thai-eval's 2: upgrade"),
-    (0, r"store_format 0 is not a positive integer"),
-    (True, r"store_format True is not a positive integer"),
-    ("1", r"store_format '1' is not a positive integer"),
-])
+@pytest.mark.parametrize(
+    "version, words",
+    [
+        (3, r"field 'store_format': the run was written in store format 3, newer than this thai-eval's 2: upgrade"),
+        (0, r"store_format 0 is not a positive integer"),
+        (True, r"store_format True is not a positive integer"),
+        ("1", r"store_format '1' is not a positive integer"),
+    ],
+)
 def test_an_unknown_format_is_refused_naming_the_card(tmp_path, version, words):
     with pytest.raises(ThaiEvalDataError, match=words) as err:
         migrate_card({"config": {}, "store_format": version}, tmp_path / "run_card.json")

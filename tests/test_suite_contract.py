@@ -26,8 +26,10 @@ from thai_eval_utils.report.runs import collect_runs
 from thai_eval_utils.stats.cells import cell, mean_ci, summary_value
 
 #: model -> task -> each item's 0/1 value (questions q0..q5)
-ANSWERS = {"model-a": {"qa": [1, 1, 1, 1, 0, 1], "yesno": [1, 0, 1, 1, 1, 1]},
-           "model-b": {"qa": [0, 1, 0, 0, 0, 1], "yesno": [1, 0, 0, 1, 0, 1]}}
+ANSWERS = {
+    "model-a": {"qa": [1, 1, 1, 1, 0, 1], "yesno": [1, 0, 1, 1, 1, 1]},
+    "model-b": {"qa": [0, 1, 0, 0, 0, 1], "yesno": [1, 0, 0, 1, 0, 1]},
+}
 
 
 class ToySuite(Suite):
@@ -38,17 +40,45 @@ class ToySuite(Suite):
     position: ClassVar[int] = 5  # sorts first
     tasks: ClassVar[tuple[str, ...]] = ("qa", "yesno")
     averages: ClassVar[tuple[Average, ...]] = (Average("toy/average", "toy/", expected=2, scale=100.0),)
-    leaderboard_tables: ClassVar[tuple[LeaderboardTable, ...]] = (LeaderboardTable("toy", "Toy (0-100)", ("toy_avg", "qa", "yesno")),)
+    leaderboard_tables: ClassVar[tuple[LeaderboardTable, ...]] = (
+        LeaderboardTable("toy", "Toy (0-100)", ("toy_avg", "qa", "yesno")),
+    )
 
     def headlines(self, run: StoredRun, data_dir: Path | None = None) -> list[Headline]:
-        items = pd.DataFrame([{"key": r["id"], "value": float(r["correct"]), "input": r["question"], "ref": r["answer"],
-                               "hyp": r["output"]} for r in run.records()])
+        items = pd.DataFrame(
+            [
+                {
+                    "key": r["id"],
+                    "value": float(r["correct"]),
+                    "input": r["question"],
+                    "ref": r["answer"],
+                    "hyp": r["output"],
+                }
+                for r in run.records()
+            ]
+        )
         return [Headline(f"toy/{run.task}/acc", "toy", run.task, "binary", 100.0, items, run)]
 
-    def item_views(self, run: StoredRun, heads: Sequence[Headline], data_dir: Path | None,
-                   pools: dict[str, list[str]], notes: list[str]) -> list[ItemView]:
-        return [ItemView(task=run.task, key=r["id"], value=float(r["correct"]), correct=bool(r["correct"]),
-                         question=r["question"], output=r["output"], reference=r["answer"]) for r in run.records()]
+    def item_views(
+        self,
+        run: StoredRun,
+        heads: Sequence[Headline],
+        data_dir: Path | None,
+        pools: dict[str, list[str]],
+        notes: list[str],
+    ) -> list[ItemView]:
+        return [
+            ItemView(
+                task=run.task,
+                key=r["id"],
+                value=float(r["correct"]),
+                correct=bool(r["correct"]),
+                question=r["question"],
+                output=r["output"],
+                reference=r["answer"],
+            )
+            for r in run.records()
+        ]
 
     def leaderboard_cells(self, model: str, heads: Sequence[Headline], boot: Interval) -> list[dict[str, Any]]:
         out = []
@@ -71,9 +101,19 @@ def _store(out: Path) -> Path:
         for task, values in tasks.items():
             with RunStore.open(model, f"toy/{task}", {"limit": None}, outputs=out) as store:
                 for i, v in enumerate(values):
-                    store.append(f"q{i}", {"id": f"q{i}", "question": f"คำถาม {task} {i}", "answer": "ก",
-                                           "output": "ก" if v else "ข", "correct": v})
-                store.write_summary({"scores": {"acc": {"name": "acc", "value": sum(values) / len(values), "n": len(values)}}})
+                    store.append(
+                        f"q{i}",
+                        {
+                            "id": f"q{i}",
+                            "question": f"คำถาม {task} {i}",
+                            "answer": "ก",
+                            "output": "ก" if v else "ข",
+                            "correct": v,
+                        },
+                    )
+                store.write_summary(
+                    {"scores": {"acc": {"name": "acc", "value": sum(values) / len(values), "n": len(values)}}}
+                )
     return out
 
 
@@ -93,8 +133,11 @@ def test_a_registered_suite_is_compared_without_changing_compare(toy):
     assert table.loc["toy/qa/acc", "test"] == "mcnemar-exact" and table.loc["toy/qa/acc", "n_paired"] == 6
     assert table.loc["toy/average", "diff"] == pytest.approx(100 * ((5 / 6 + 5 / 6) - (2 / 6 + 3 / 6)) / 2)
     assert table.loc["toy/average", "n_paired"] == 12 and "partial" not in table.loc["toy/average", "note"]
-    only_qa = compare_runs(select_runs(folders=[toy / "runs" / "model-a" / "toy" / "qa"]),
-                           select_runs(folders=[toy / "runs" / "model-b" / "toy" / "qa"]), n_resamples=99)
+    only_qa = compare_runs(
+        select_runs(folders=[toy / "runs" / "model-a" / "toy" / "qa"]),
+        select_runs(folders=[toy / "runs" / "model-b" / "toy" / "qa"]),
+        n_resamples=99,
+    )
     assert [r.metric for r in only_qa.rows] == ["toy/qa/acc"]  # one member: no average (min_members)
     side = largest_differences(cmp, n=2, scores=["toy/qa/acc"])
     assert side["key"].tolist() == ["q0", "q2"]  # |diff| 1, ties by key
@@ -115,7 +158,16 @@ def test_a_registered_suite_is_in_the_leaderboard_items_and_report(toy, tmp_path
     assert len(items) == 24 and item_notes == [] and pools == {}
     first = items[0]
     assert {k: first[k] for k in ("b", "m", "t", "k", "v", "c", "q", "o", "ref")} == {
-        "b": "toy", "m": "model-a", "t": "qa", "k": "q0", "v": 1.0, "c": True, "q": "คำถาม qa 0", "o": "ก", "ref": "ก"}
+        "b": "toy",
+        "m": "model-a",
+        "t": "qa",
+        "k": "q0",
+        "v": 1.0,
+        "c": True,
+        "q": "คำถาม qa 0",
+        "o": "ก",
+        "ref": "ก",
+    }
     html = write_report(toy, tmp_path / "report.html", n_resamples=100, published=False).read_text(encoding="utf-8")
     assert "Toy (0-100)" in html and "Toy: accuracy" in html and "Toy: nothing to draw" not in html
     assert "toy/average" in html  # the side-by-side comparison of the two models

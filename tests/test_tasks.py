@@ -32,8 +32,9 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
 
 def mc_task(tmp_path: Path, rows: list[dict] = ROWS, **options) -> MultipleChoiceTask:
     write_jsonl(tmp_path / "mc.jsonl", rows)
-    return MultipleChoiceTask(name="mc", data="mc.jsonl", prompt="Q: {q}\nA:", choices="choices", gold="answer",
-                              **options).bind(tmp_path / "mc.py")  # fmt: skip
+    return MultipleChoiceTask(
+        name="mc", data="mc.jsonl", prompt="Q: {q}\nA:", choices="choices", gold="answer", **options
+    ).bind(tmp_path / "mc.py")
 
 
 # -------------------------------------------------------------------------------------------------- metrics
@@ -68,21 +69,25 @@ def test_generation_metrics():
     assert M.corpus_bleu([same], [same]) == pytest.approx(100.0)
     assert M.corpus_chrf(["abc"], ["abc"]) == pytest.approx(100.0)
     import sacrebleu  # noqa: PLC0415
+
     hyps, refs = ["ไปโรงเรียน", "กินข้าว"], ["ไปโรงเรียนแล้ว", "กินข้าวเช้า"]
     assert M.corpus_chrf(hyps, refs) == pytest.approx(sacrebleu.corpus_chrf(hyps, [refs]).score)
     assert 0 < M.corpus_chrf(["ปารีส"], ["ปารีสฝรั่งเศส"]) < 100
 
 
 # ----------------------------------------------------------------------------------------------- validation
-@pytest.mark.parametrize("row, field, words", [
-    ({"id": "x", "choices": ["ก", "ข"], "answer": 0}, "q", "missing field"),
-    ({"id": "x", "q": "  ", "choices": ["ก", "ข"], "answer": 0}, "q", "empty text"),
-    ({"id": "x", "q": "ค", "choices": ["ก", "ข"], "answer": 2}, "answer", "out of range"),
-    ({"id": "x", "q": "ค", "choices": ["ก", "ข"], "answer": "ง"}, "answer", "unknown gold"),
-    ({"id": "x", "q": "ค", "choices": ["ก", ""], "answer": 0}, "choices[1]", "empty text"),
-    ({"id": "x", "q": "ค", "choices": "ก", "answer": 0}, "choices", "list of at least 2"),
-    ({"id": "a", "q": "ค", "choices": ["ก", "ข"], "answer": 0}, "id", "duplicate"),
-])
+@pytest.mark.parametrize(
+    "row, field, words",
+    [
+        ({"id": "x", "choices": ["ก", "ข"], "answer": 0}, "q", "missing field"),
+        ({"id": "x", "q": "  ", "choices": ["ก", "ข"], "answer": 0}, "q", "empty text"),
+        ({"id": "x", "q": "ค", "choices": ["ก", "ข"], "answer": 2}, "answer", "out of range"),
+        ({"id": "x", "q": "ค", "choices": ["ก", "ข"], "answer": "ง"}, "answer", "unknown gold"),
+        ({"id": "x", "q": "ค", "choices": ["ก", ""], "answer": 0}, "choices[1]", "empty text"),
+        ({"id": "x", "q": "ค", "choices": "ก", "answer": 0}, "choices", "list of at least 2"),
+        ({"id": "a", "q": "ค", "choices": ["ก", "ข"], "answer": 0}, "id", "duplicate"),
+    ],
+)
 def test_bad_rows_name_file_row_and_field(tmp_path, row, field, words):
     task = mc_task(tmp_path, [ROWS[0], row])
     with pytest.raises(ThaiEvalDataError) as err:
@@ -93,17 +98,36 @@ def test_bad_rows_name_file_row_and_field(tmp_path, row, field, words):
 
 
 def test_labels_fields_and_fewshot(tmp_path):
-    rows = [{"id": 1, "q": "x", "a": "ก", "b": "ข", "label": "B"}, {"id": 2, "q": "y", "a": "ค", "b": "ง", "label": "A"}]
+    rows = [
+        {"id": 1, "q": "x", "a": "ก", "b": "ข", "label": "B"},
+        {"id": 2, "q": "y", "a": "ค", "b": "ง", "label": "A"},
+    ]
     write_jsonl(tmp_path / "d.jsonl", rows)
     write_jsonl(tmp_path / "train.jsonl", [{"id": 9, "q": "z", "a": "จ", "b": "ฉ", "label": "A"}])
-    task = MultipleChoiceTask(name="lab", data="d.jsonl", prompt="{q}?", choices=("a", "b"), gold="label",
-                              labels=("A", "B"), fewshot=FewShot("train.jsonl", 1)).bind(tmp_path)  # fmt: skip
+    task = MultipleChoiceTask(
+        name="lab",
+        data="d.jsonl",
+        prompt="{q}?",
+        choices=("a", "b"),
+        gold="label",
+        labels=("A", "B"),
+        fewshot=FewShot("train.jsonl", 1),
+    ).bind(tmp_path)
     items = load_items(task)
     assert [it["gold"] for it in items] == [1, 0] and items[0]["choices"] == ["ก", "ข"] and items[0]["id"] == "1"
     assert items[0]["context"] == "z? จ\n\nx?"
     with pytest.raises(ThaiEvalDataError, match="2 shots asked for"):
-        load_items(MultipleChoiceTask(name="lab", data="d.jsonl", prompt="{q}?", choices=("a", "b"), gold="label",
-                                      labels=("A", "B"), fewshot=FewShot("train.jsonl", 2)).bind(tmp_path))  # fmt: skip
+        load_items(
+            MultipleChoiceTask(
+                name="lab",
+                data="d.jsonl",
+                prompt="{q}?",
+                choices=("a", "b"),
+                gold="label",
+                labels=("A", "B"),
+                fewshot=FewShot("train.jsonl", 2),
+            ).bind(tmp_path)
+        )
 
 
 def test_bad_declarations():
@@ -166,8 +190,10 @@ def test_limited_run_then_full_run_share_the_folder(tmp_path):
 
 
 def gen_task(tmp_path: Path, **options) -> GenerationTask:
-    write_jsonl(tmp_path / "g.jsonl", [{"id": "c1", "country": "ญี่ปุ่น", "capital": "โตเกียว"},
-                                       {"id": "c2", "country": "ลาว", "capital": "เวียงจันทน์"}])
+    write_jsonl(
+        tmp_path / "g.jsonl",
+        [{"id": "c1", "country": "ญี่ปุ่น", "capital": "โตเกียว"}, {"id": "c2", "country": "ลาว", "capital": "เวียงจันทน์"}],
+    )
     options = {"prompt": "เมืองหลวงของ{country}:", **options}
     return GenerationTask(name="gen", data="g.jsonl", reference="capital", **options).bind(tmp_path)
 
@@ -177,7 +203,12 @@ def test_generation_run(tmp_path):
     task = gen_task(tmp_path, metrics=("exact_match", "rougeL", "chrf", "bleu"), max_new_tokens=8, stop=("\n",))
     run = run_task(model, task, outputs=tmp_path / "out", progress=False)
     kind, settings = model.calls[0]
-    assert kind == "generate" and settings["max_new_tokens"] == 8 and settings["stop"] == ["\n"] and settings["seed"] == 1234
+    assert (
+        kind == "generate"
+        and settings["max_new_tokens"] == 8
+        and settings["stop"] == ["\n"]
+        and settings["seed"] == 1234
+    )
     assert [r["exact_match"] for r in run.records] == [1.0, 0.0]
     assert run.scores["exact_match"]["value"] == 0.5 and run.scores["rougeL"]["value"] == pytest.approx(50.0)
     assert run.scores["chrf"]["value"] == pytest.approx(M.corpus_chrf([" โตเกียว", "ปารีส"], ["โตเกียว", "เวียงจันทน์"]))
@@ -186,8 +217,9 @@ def test_generation_run(tmp_path):
 
 def test_chat_generation_task(tmp_path):
     model = FakeModel(reply=lambda m: "โตเกียว")
-    task = gen_task(tmp_path, prompt=[{"role": "system", "content": "ตอบสั้น ๆ"},
-                                      {"role": "user", "content": "เมืองหลวงของ{country}"}])  # fmt: skip
+    task = gen_task(
+        tmp_path, prompt=[{"role": "system", "content": "ตอบสั้น ๆ"}, {"role": "user", "content": "เมืองหลวงของ{country}"}]
+    )
     run = run_task(model, task, outputs=tmp_path / "out", progress=False)
     assert model.calls[0][0] == "chat" and model.inputs[0][1][1] == {"role": "user", "content": "เมืองหลวงของลาว"}
     assert run.scores["exact_match"]["value"] == 0.5
@@ -237,7 +269,10 @@ def test_suite_hooks_on_a_stored_run(tmp_path):
 
     dry = suite.dry_run(tmp_path, Counter(), limit=2, max_new_tokens=None)
     assert dry[0]["documents"] == 2 and dry[0]["requests"] == 4
-    assert dry[0]["fed_tokens"] == len("Q: สีของท้องฟ้า\nA: ฟ้า") + len("Q: สีของท้องฟ้า\nA: เขียวมาก") + 2 * len("Q: หนึ่งบวกหนึ่ง\nA:") + 8
+    assert (
+        dry[0]["fed_tokens"]
+        == len("Q: สีของท้องฟ้า\nA: ฟ้า") + len("Q: สีของท้องฟ้า\nA: เขียวมาก") + 2 * len("Q: หนึ่งบวกหนึ่ง\nA:") + 8
+    )
 
 
 def test_generation_suite_corpus_headline(tmp_path):
@@ -250,7 +285,9 @@ def test_generation_suite_corpus_headline(tmp_path):
     hyps, refs = chrf.items["hyp"].tolist(), chrf.items["ref"].tolist()
     assert chrf.corpus_metric(hyps, refs) == pytest.approx(run.scores["chrf"]["value"])
     # by sufficient statistics (stats.corpus.CorpusMetric): the same number from summed rows
-    assert chrf.corpus_metric.score(chrf.corpus_metric.statistics(hyps, refs).sum(axis=0)) == pytest.approx(run.scores["chrf"]["value"])
+    assert chrf.corpus_metric.score(chrf.corpus_metric.statistics(hyps, refs).sum(axis=0)) == pytest.approx(
+        run.scores["chrf"]["value"]
+    )
     assert "value" not in chrf.items and chrf.scale == 1.0
     cells = suite.leaderboard_cells("m", heads, Boot())
     assert [c["column"] for c in cells] == ["exact_match", "chrf"] and cells[0]["value"] == 50.0
@@ -258,10 +295,19 @@ def test_generation_suite_corpus_headline(tmp_path):
 
 # ------------------------------------------------------------------------------------ judge-free ThaiCLI
 def test_judge_free_thaicli_is_a_two_choice_task_with_lm_evals_acc_norm(tmp_path):
-    df = pd.DataFrame([
-        {"id": "f1", "format": "factoid", "theme": "Culture", "question": "ก", "chosen": "ab", "rejected": "abcde"},
-        {"id": "i1", "format": "instruction", "theme": "Culture", "question": "ข", "chosen": "ดี", "rejected": "ไม่ดี"},
-    ])  # fmt: skip
+    df = pd.DataFrame(
+        [
+            {"id": "f1", "format": "factoid", "theme": "Culture", "question": "ก", "chosen": "ab", "rejected": "abcde"},
+            {
+                "id": "i1",
+                "format": "instruction",
+                "theme": "Culture",
+                "question": "ข",
+                "chosen": "ดี",
+                "rejected": "ไม่ดี",
+            },
+        ]
+    )
     table = {" ab": -3.0, " abcde": -7.0, " ดี": -2.0, " ไม่ดี": -2.0}
     model = FakeModel("m", score=lambda ctx, cont: (table[cont], False))
     prefs = loglikelihood_preferences(model, df, outputs=tmp_path, progress=False)
@@ -271,7 +317,9 @@ def test_judge_free_thaicli_is_a_two_choice_task_with_lm_evals_acc_norm(tmp_path
     assert prefs["win_raw"].tolist() == [1.0, 0.5] and prefs["win_norm"].tolist() == [0.0, 0.0]
     assert prefs["chars_chosen"].tolist() == [2, 2] and prefs["ll_rejected"].tolist() == [-7.0, -2.0]
     summary = json.loads((Path(prefs.attrs["run_dir"]) / "summary.json").read_text())
-    assert summary["scores"]["win_raw"]["value"] == pytest.approx(0.75) and summary["scores"]["win_norm"]["value"] == 0.0
+    assert (
+        summary["scores"]["win_raw"]["value"] == pytest.approx(0.75) and summary["scores"]["win_norm"]["value"] == 0.0
+    )
     assert summary["scores"]["by_format"][0]["format"] == "factoid" and "thaicli/loglik" in prefs.attrs["run_dir"]
     assert JUDGE_FREE_TASK.target_delimiter == " " and JUDGE_FREE_TASK.ties == "split"
     again = FakeModel("m", score=lambda ctx, cont: (table[cont], False))

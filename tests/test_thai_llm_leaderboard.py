@@ -41,41 +41,66 @@ def _items(key: str) -> list[dict]:
 # ------------------------------------------------------------------------------------------ prompts and labels
 def test_templates_are_the_runners_strings_byte_for_byte():
     # spec 2.1 (JSON string literals copied from the spec, which quotes evaluation/prompt_utils.py:9, 17, 21, 33)
-    assert template("SA") == json.loads('"จง classify sentiment ของข้อความด้านล่าง\\n[INPUT] => Sentiment ([OPTIONS]): [LABEL_CHOICE]"')
-    assert template("TE") == json.loads('"เลือกความสัมพันธ์ที่เหมาะสมที่สุด ([OPTIONS]) ระหว่างข้อความตั้งต้นและสมมติฐาน:\\nความสัมพันธ์ ระหว่าง \\"[INPUT_B]\\" กับ \\"[INPUT_A]\\": [LABEL_CHOICE]"')
-    assert template("QA") == json.loads('"[CONTEXT]\\n---\\nคำถาม: [QUESTION]\\nตัวเลือก: [ANSWER_CHOICES]\\nคำตอบ: [LABEL_CHOICE]"')
-    assert template("CR") == json.loads('"คำถาม: [CONTEXT]\\nคำตอบใดที่มีเหตุผลมากกว่าในการตอบคำถามนี้?\\nตัวเลือก: [ANSWER_CHOICES]\\nคำตอบ: [LABEL_CHOICE]"')
+    assert template("SA") == json.loads(
+        '"จง classify sentiment ของข้อความด้านล่าง\\n[INPUT] => Sentiment ([OPTIONS]): [LABEL_CHOICE]"'
+    )
+    assert template("TE") == json.loads(
+        '"เลือกความสัมพันธ์ที่เหมาะสมที่สุด ([OPTIONS]) ระหว่างข้อความตั้งต้นและสมมติฐาน:\\nความสัมพันธ์ ระหว่าง \\"[INPUT_B]\\" กับ \\"[INPUT_A]\\": [LABEL_CHOICE]"'
+    )
+    assert template("QA") == json.loads(
+        '"[CONTEXT]\\n---\\nคำถาม: [QUESTION]\\nตัวเลือก: [ANSWER_CHOICES]\\nคำตอบ: [LABEL_CHOICE]"'
+    )
+    assert template("CR") == json.loads(
+        '"คำถาม: [CONTEXT]\\nคำตอบใดที่มีเหตุผลมากกว่าในการตอบคำถามนี้?\\nตัวเลือก: [ANSWER_CHOICES]\\nคำตอบ: [LABEL_CHOICE]"'
+    )
 
 
 def test_prompts_on_real_rows_equal_the_specs_worked_examples():
     xcopa = _items("xcopa_tha_seacrowd_qa")[0]
     assert (xcopa["id"], xcopa["gold"]) == ("0", 0)
-    assert xcopa["prompt"] == json.loads('"คำถาม: สิ่งของถูกห่อไว้ในพลาสติก\\nคำตอบใดที่มีเหตุผลมากกว่าในการตอบคำถามนี้?\\nตัวเลือก: a. มันบอบบาง\\nb. มันเล็ก\\nคำตอบ: [LABEL_CHOICE]"')
+    assert xcopa["prompt"] == json.loads(
+        '"คำถาม: สิ่งของถูกห่อไว้ในพลาสติก\\nคำตอบใดที่มีเหตุผลมากกว่าในการตอบคำถามนี้?\\nตัวเลือก: a. มันบอบบาง\\nb. มันเล็ก\\nคำตอบ: [LABEL_CHOICE]"'
+    )
     wise = _items("wisesight_thai_sentiment_seacrowd_text")[0]
     assert (wise["id"], wise["gold"]) == ("543", 2)
-    assert wise["prompt"] == json.loads('"จง classify sentiment ของข้อความด้านล่าง\\nนี่คือรูปกุ้งที่ไปทานในวันนั้น ทั้งเน่า ทั้งเหม็น ทั้งดำ ทั้งหมด3ตัว เสิร์ฟมาแมลงวัน พนักงานก็ไม่สนใจ ต้องการให้ทางเอ็มเค ชี้แจงด้วย => Sentiment (positive, neutral, negative, not applicable (question)): [LABEL_CHOICE]"')
+    assert wise["prompt"] == json.loads(
+        '"จง classify sentiment ของข้อความด้านล่าง\\nนี่คือรูปกุ้งที่ไปทานในวันนั้น ทั้งเน่า ทั้งเหม็น ทั้งดำ ทั้งหมด3ตัว เสิร์ฟมาแมลงวัน พนักงานก็ไม่สนใจ ต้องการให้ทางเอ็มเค ชี้แจงด้วย => Sentiment (positive, neutral, negative, not applicable (question)): [LABEL_CHOICE]"'
+    )
     ic = next(it for it in _items("thaiexam_qa") if it["id"] == "ic_test_0")
     assert ic["gold"] == 1 and ic["labels"] == ["a", "b", "c", "d", "e"]  # 4 choices, 5 labels scored (quirk 6)
     head = json.loads('"\\n---\\nคำถาม: ตัวเลือกใดไม่ถูกต้องเกี่ยวกับสัญญาซื้อขายล่วงหน้า\\nตัวเลือก: a. "')
     assert ic["prompt"].startswith(head) and ic["prompt"].endswith("\nคำตอบ: [LABEL_CHOICE]")
     assert [line[:3] for line in ic["prompt"].split("\n")[4:8]] == ["b. ", "c. ", "d. ", "คำต"]
     xnli = _items("xnli.tha_seacrowd_pairs")[0]  # premise is [INPUT_A], hypothesis [INPUT_B], named B first
-    assert xnli["prompt"] == ("เลือกความสัมพันธ์ที่เหมาะสมที่สุด (contradiction, neutral, irrelevant) ระหว่างข้อความตั้งต้นและสมมติฐาน:\n"
-                              "ความสัมพันธ์ ระหว่าง \"ถนนหน้าบ้านแห้งสนิทตลอดทั้งคืน\" กับ \"ฝนตกหนักทั้งคืน ทำให้ถนนหน้าบ้านมีน้ำท่วมขัง\": [LABEL_CHOICE]")
+    assert xnli["prompt"] == (
+        "เลือกความสัมพันธ์ที่เหมาะสมที่สุด (contradiction, neutral, irrelevant) ระหว่างข้อความตั้งต้นและสมมติฐาน:\n"
+        'ความสัมพันธ์ ระหว่าง "ถนนหน้าบ้านแห้งสนิทตลอดทั้งคืน" กับ "ฝนตกหนักทั้งคืน ทำให้ถนนหน้าบ้านมีน้ำท่วมขัง": [LABEL_CHOICE]'
+    )
     assert with_label(xcopa["prompt"], "b").endswith("คำตอบ: b")
 
 
 def test_label_lists_are_the_runners():
     labels = {k: t.labels for k, t in NLU_TASKS.items()}
-    assert labels["wisesight_thai_sentiment_seacrowd_text"] == ("positive", "neutral", "negative", "not applicable (question)")
+    assert labels["wisesight_thai_sentiment_seacrowd_text"] == (
+        "positive",
+        "neutral",
+        "negative",
+        "not applicable (question)",
+    )
     assert labels["xnli.tha_seacrowd_pairs"] == ("contradiction", "neutral", "irrelevant")
     assert labels["xnli.tha_seacrowd_pairs.corrected"] == ("contradiction", "entailment", "neutral")
     assert labels["m3exam_tha_seacrowd_qa"] == ("a", "b", "c", "d")
     assert labels["xcopa_tha_seacrowd_qa"] == ("a", "b")
     assert labels["belebele_tha_thai_seacrowd_qa"] == ("a", "b", "c", "d")
     assert labels["thaiexam_qa"] == ("a", "b", "c", "d", "e")
-    assert list(NLU_TASKS)[:6] == ["wisesight_thai_sentiment_seacrowd_text", "m3exam_tha_seacrowd_qa", "xcopa_tha_seacrowd_qa",
-                                   "belebele_tha_thai_seacrowd_qa", "xnli.tha_seacrowd_pairs", "thaiexam_qa"]
+    assert list(NLU_TASKS)[:6] == [
+        "wisesight_thai_sentiment_seacrowd_text",
+        "m3exam_tha_seacrowd_qa",
+        "xcopa_tha_seacrowd_qa",
+        "belebele_tha_thai_seacrowd_qa",
+        "xnli.tha_seacrowd_pairs",
+        "thaiexam_qa",
+    ]
 
 
 def test_m3exam_rows_excluded_and_gold_e_as_the_runner_has_them():
@@ -92,9 +117,16 @@ def test_m3exam_rows_excluded_and_gold_e_as_the_runner_has_them():
 
 def test_sample_sizes_and_source_ids():
     sizes = {k: len(load_task(t, DATA).items) for k, t in NLU_TASKS.items()}
-    assert sizes == {"wisesight_thai_sentiment_seacrowd_text": 200, "m3exam_tha_seacrowd_qa": 11, "xcopa_tha_seacrowd_qa": 200,
-                     "belebele_tha_thai_seacrowd_qa": 200, "xnli.tha_seacrowd_pairs": 12, "thaiexam_qa": 200,
-                     "xnli.tha_seacrowd_pairs.corrected": 12, "m3exam_tha_seacrowd_qa.corrected": 11}
+    assert sizes == {
+        "wisesight_thai_sentiment_seacrowd_text": 200,
+        "m3exam_tha_seacrowd_qa": 11,
+        "xcopa_tha_seacrowd_qa": 200,
+        "belebele_tha_thai_seacrowd_qa": 200,
+        "xnli.tha_seacrowd_pairs": 12,
+        "thaiexam_qa": 200,
+        "xnli.tha_seacrowd_pairs.corrected": 12,
+        "m3exam_tha_seacrowd_qa.corrected": 11,
+    }
     assert _items("thaiexam_qa")[0]["id"] == "onet_test_0"
 
 
@@ -105,20 +137,61 @@ def _write(tmp_path: Path, name: str, rows: list[dict]) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("key", "bad", "row", "field", "message"), [
-    ("wisesight_thai_sentiment_seacrowd_text", {"id": "x", "text": "ดีมาก", "label": 7}, 1, "label", "unknown label 7"),
-    ("wisesight_thai_sentiment_seacrowd_text", {"id": "x", "text": "ดีมาก", "label": "pos"}, 1, "label", "expected int"),
-    ("wisesight_thai_sentiment_seacrowd_text", {"id": "x", "text": " \u200b ", "label": 0}, 1, "text", "empty text"),
-    ("xnli.tha_seacrowd_pairs", {"id": "x", "text_1": "ฝนตก", "label": 0}, 1, "text_2", "missing field"),
-    ("belebele_tha_thai_seacrowd_qa", {"id": "x", "context": "ข้อความ", "question": "ข้อใด", "choices": ["ก", "ข"],
-                                       "answer": "ค"}, 1, "answer", "not among the choices"),
-    ("belebele_tha_thai_seacrowd_qa", {"id": "x", "context": "ข้อความ", "question": "", "choices": ["ก", "ข"],
-                                       "answer": ["ก"]}, 1, "question", "empty text"),
-    ("xcopa_tha_seacrowd_qa", {"id": "x", "context": None, "question": "", "choices": ["ก", "ข"], "answer": ["ก"]},
-     1, "context", "expected text"),
-    ("belebele_tha_thai_seacrowd_qa", {"id": "0", "context": "ข้อความ", "question": "ข้อใด", "choices": ["ก"],
-                                       "answer": ["ก"]}, 1, "id", "duplicate id"),
-])
+@pytest.mark.parametrize(
+    ("key", "bad", "row", "field", "message"),
+    [
+        (
+            "wisesight_thai_sentiment_seacrowd_text",
+            {"id": "x", "text": "ดีมาก", "label": 7},
+            1,
+            "label",
+            "unknown label 7",
+        ),
+        (
+            "wisesight_thai_sentiment_seacrowd_text",
+            {"id": "x", "text": "ดีมาก", "label": "pos"},
+            1,
+            "label",
+            "expected int",
+        ),
+        (
+            "wisesight_thai_sentiment_seacrowd_text",
+            {"id": "x", "text": " \u200b ", "label": 0},
+            1,
+            "text",
+            "empty text",
+        ),
+        ("xnli.tha_seacrowd_pairs", {"id": "x", "text_1": "ฝนตก", "label": 0}, 1, "text_2", "missing field"),
+        (
+            "belebele_tha_thai_seacrowd_qa",
+            {"id": "x", "context": "ข้อความ", "question": "ข้อใด", "choices": ["ก", "ข"], "answer": "ค"},
+            1,
+            "answer",
+            "not among the choices",
+        ),
+        (
+            "belebele_tha_thai_seacrowd_qa",
+            {"id": "x", "context": "ข้อความ", "question": "", "choices": ["ก", "ข"], "answer": ["ก"]},
+            1,
+            "question",
+            "empty text",
+        ),
+        (
+            "xcopa_tha_seacrowd_qa",
+            {"id": "x", "context": None, "question": "", "choices": ["ก", "ข"], "answer": ["ก"]},
+            1,
+            "context",
+            "expected text",
+        ),
+        (
+            "belebele_tha_thai_seacrowd_qa",
+            {"id": "0", "context": "ข้อความ", "question": "ข้อใด", "choices": ["ก"], "answer": ["ก"]},
+            1,
+            "id",
+            "duplicate id",
+        ),
+    ],
+)
 def test_bad_rows_name_file_row_and_field(tmp_path, key, bad, row, field, message):
     task = nlu_task(key)
     good = load_task(task, DATA)
@@ -133,8 +206,10 @@ def test_bad_rows_name_file_row_and_field(tmp_path, key, bad, row, field, messag
 
 def test_list_answer_not_among_choices_is_excluded_not_an_error(tmp_path):
     task = nlu_task("belebele_tha_thai_seacrowd_qa")
-    rows = [{"id": "a", "context": "ข้อความ", "question": "ข้อใด", "choices": ["ก", "ข"], "answer": ["ค"]},
-            {"id": "b", "context": None, "question": "ข้อใด", "choices": ["ก", "ข", "ก"], "answer": ["ก"]}]
+    rows = [
+        {"id": "a", "context": "ข้อความ", "question": "ข้อใด", "choices": ["ก", "ข"], "answer": ["ค"]},
+        {"id": "b", "context": None, "question": "ข้อใด", "choices": ["ก", "ข", "ก"], "answer": ["ก"]},
+    ]
     items, excluded = build_items(task, rows, tmp_path / "x.jsonl")
     assert excluded == [{"row": 0, "id": "a", "reason": "answer[0] is not among the choices"}]
     assert items[0]["gold"] == 0 and items[0]["prompt"].startswith("\n---\nคำถาม: ข้อใด\nตัวเลือก: a. ก\nb. ข\nc. ก\n")
@@ -169,19 +244,35 @@ class _Cfg:
         self.__dict__.update(kw)
 
 
-@pytest.mark.parametrize(("config", "expected"), [
-    (_Cfg(max_position_embeddings=32768), 8192),
-    (_Cfg(max_position_embeddings=2048), 2048),
-    (_Cfg(n_positions=1024, max_position_embeddings=4096), 1024),
-    (_Cfg(), 2048),
-    (_Cfg(max_position_embeddings=2048, rope_scaling={"type": "linear", "factor": 2.0}), 4096),
-    (_Cfg(max_position_embeddings=1024, rope_scaling={"rope_type": "llama3", "factor": 8.0}), 1024),
-    (_Cfg(max_position_embeddings=999, rope_scaling={"rope_type": "yarn", "factor": 2.0,
-                                                     "original_max_position_embeddings": 1500}), 3000),
-    (_Cfg(max_position_embeddings=1000, rope_scaling={"full_attention": {"rope_type": "linear", "factor": 3.0},
-                                                      "sliding_attention": {"rope_type": "default"}}), 3000),
-    (_Cfg(max_position_embeddings=32768, rope_scaling={"full_attention": {"rope_type": "default"}}), 8192),
-])
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        (_Cfg(max_position_embeddings=32768), 8192),
+        (_Cfg(max_position_embeddings=2048), 2048),
+        (_Cfg(n_positions=1024, max_position_embeddings=4096), 1024),
+        (_Cfg(), 2048),
+        (_Cfg(max_position_embeddings=2048, rope_scaling={"type": "linear", "factor": 2.0}), 4096),
+        (_Cfg(max_position_embeddings=1024, rope_scaling={"rope_type": "llama3", "factor": 8.0}), 1024),
+        (
+            _Cfg(
+                max_position_embeddings=999,
+                rope_scaling={"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 1500},
+            ),
+            3000,
+        ),
+        (
+            _Cfg(
+                max_position_embeddings=1000,
+                rope_scaling={
+                    "full_attention": {"rope_type": "linear", "factor": 3.0},
+                    "sliding_attention": {"rope_type": "default"},
+                },
+            ),
+            3000,
+        ),
+        (_Cfg(max_position_embeddings=32768, rope_scaling={"full_attention": {"rope_type": "default"}}), 8192),
+    ],
+)
 def test_model_max_length_as_the_runner_derives_it(config, expected):
     assert runner_max_length(config) == expected
 
@@ -237,10 +328,13 @@ def test_the_engines_forward_calls_run_each_prompt_once(tiny_local_model, monkey
     def spy(self, ids, *args, **kwargs):
         fed.append(sum(len(row) for row in ids))
         return real(self, ids, *args, **kwargs)
+
     monkeypatch.setattr(decoder.Decoder, "model_call", spy)
     score_batch(tiny_local_model, items, NLUProtocol(sums="whole"), limit=None)
     texts = [with_label(it["prompt"], lab) for it in items for lab in it["labels"]]
-    counts = count_tokens(tiny_local_model.tokenizer, sequence_requests(tiny_local_model.tokenizer, texts, None).requests)
+    counts = count_tokens(
+        tiny_local_model.tokenizer, sequence_requests(tiny_local_model.tokenizer, texts, None).requests
+    )
     assert sum(fed) == counts["tree"] and counts["fed"] > 4 * counts["tree"]  # 5 labels share each prompt
 
 
@@ -261,9 +355,11 @@ def test_truncated_items_score_the_kept_tokens_and_tie_to_the_first_label(tiny_l
 
 def _fake(prefer: dict[str, float]) -> FakeModel:
     """A fake model whose sequence score is ``prefer[label]`` for the label the text ends with (else -50)."""
+
     def score(ctx: str, text: str) -> tuple[float, bool]:
         assert ctx == ""
         return max((v for lab, v in prefer.items() if text.endswith(": " + lab)), default=-50.0), False
+
     return FakeModel(score=score)
 
 
@@ -298,8 +394,9 @@ def test_bf16_sums_round_the_totals_as_the_runner_at_head_does():
     assert bf16["lls"] == fp32["lls"]  # the stored sums stay float32
     assert NLUProtocol().signature() == "sum:fp32|trunc:runner@-512|ties:first|sums:labels"
     assert NLUProtocol().for_model(model).sums == "whole"  # a model that cannot score token ids from a position
-    assert NLUProtocol(sum_precision="bf16", truncation="none").signature() == \
-        "sum:bf16|trunc:none|ties:first|sums:whole"  # bf16 rounds the whole total: label parts cannot mimic it
+    assert (
+        NLUProtocol(sum_precision="bf16", truncation="none").signature() == "sum:bf16|trunc:none|ties:first|sums:whole"
+    )  # bf16 rounds the whole total: label parts cannot mimic it
     with pytest.raises(ThaiEvalError, match="sums must be"):
         NLUProtocol(sums="prompt")
     with pytest.raises(ThaiEvalError):
@@ -329,7 +426,7 @@ def test_a_tokenizer_without_bos_scores_every_token_but_the_first(no_bos_model, 
     xcopa, exam = _items("xcopa_tha_seacrowd_qa")[0], _items("thaiexam_qa")[0]
     texts = [with_label(it["prompt"], "a") for it in (xcopa, exam)]
     plan = sequence_requests(tok, texts, None)
-    assert plan.requests[0] == ("คำถาม", texts[0][len("คำถาม"):])  # the first token's text is the unscored context
+    assert plan.requests[0] == ("คำถาม", texts[0][len("คำถาม") :])  # the first token's text is the unscored context
     assert plan.requests[1] is None  # "\n---\n...": lm-eval's encoding would move the "\n" context out
     whole = score_batch(no_bos_model, [xcopa, exam], NLUProtocol(sums="whole"), limit=None)
     parts = score_batch(no_bos_model, [xcopa, exam], NLUProtocol(), limit=None)
@@ -377,15 +474,18 @@ def test_published_row_is_package_data_with_n_and_interval():
 # ----------------------------------------------------------------------------------- runs, resume, the suite
 def test_run_stores_summary_and_suite_hooks_read_it(tmp_path):
     model = _fake({"a": -1.0, "contradiction": -1.0})
-    runs = {key: run_nlu_task(model, key, data_dir=DATA, limit=4, outputs=tmp_path, progress=False)
-            for key in ("xcopa_tha_seacrowd_qa", "xnli.tha_seacrowd_pairs.corrected", "m3exam_tha_seacrowd_qa")}
+    runs = {
+        key: run_nlu_task(model, key, data_dir=DATA, limit=4, outputs=tmp_path, progress=False)
+        for key in ("xcopa_tha_seacrowd_qa", "xnli.tha_seacrowd_pairs.corrected", "m3exam_tha_seacrowd_qa")
+    }
     xcopa = runs["xcopa_tha_seacrowd_qa"]
     golds = [it["gold"] for it in _items("xcopa_tha_seacrowd_qa")[:4]]
     assert [r["pred"] for r in xcopa.records] == [0] * 4
     assert xcopa.accuracy.value == golds.count(0) / 4 and xcopa.accuracy.n == 4
     sig = xcopa.summary["scores"]["accuracy"]["signature"]
-    assert sig.startswith("xcopa_tha_seacrowd_qa:runner|labels:a,b|sum:fp32|trunc:runner@-512|ties:first|sums:whole|"
-                          "data:")  # a fake model scores no token ids: the whole sums
+    assert sig.startswith(
+        "xcopa_tha_seacrowd_qa:runner|labels:a,b|sum:fp32|trunc:runner@-512|ties:first|sums:whole|data:"
+    )  # a fake model scores no token ids: the whole sums
     assert "|limit:4/200" in sig and "model:fake-model" in sig
     assert runs["m3exam_tha_seacrowd_qa"].summary["n_excluded"] == 1
     again = run_nlu_task(model, "xcopa_tha_seacrowd_qa", data_dir=DATA, limit=4, outputs=tmp_path, progress=False)
@@ -402,7 +502,8 @@ def test_run_stores_summary_and_suite_hooks_read_it(tmp_path):
     assert cells[0]["value"] == pytest.approx(100 * golds.count(0) / 4) and cells[0]["n"] == 4
     assert "partial: 4 of 200 items" in cells[0]["note"]
     assert suite.leaderboard_results(stored["xcopa_tha_seacrowd_qa"]) == {
-        "xcopa_tha_seacrowd_qa": {"accuracy": golds.count(0) / 4}}
+        "xcopa_tha_seacrowd_qa": {"accuracy": golds.count(0) / 4}
+    }
     assert suite.leaderboard_results(stored["xnli.tha_seacrowd_pairs.corrected"]) == {}  # not a leaderboard key
     views = suite.item_views(stored["m3exam_tha_seacrowd_qa"], [], None, {}, [])
     assert len(views) == 4 and views[0].choices == ["a", "b", "c", "d"] and len(views[0].loglikelihoods) == 4
@@ -415,8 +516,9 @@ def test_dry_run_counts_runner_and_tree_tokens(tiny_tokenizer):
     from thai_eval_utils.cli.dry_run import Tokenizer
 
     suite = registry.get_suite("thai_llm_leaderboard")
-    rows = suite.dry_run(DATA, Tokenizer(tiny_tokenizer, "tiny"), tasks=("xcopa_tha_seacrowd_qa",), limit=3,
-                         max_new_tokens=None)
+    rows = suite.dry_run(
+        DATA, Tokenizer(tiny_tokenizer, "tiny"), tasks=("xcopa_tha_seacrowd_qa",), limit=3, max_new_tokens=None
+    )
     assert rows[0]["documents"] == 3 and rows[0]["requests"] == 6
     assert rows[0]["tree_tokens"] < rows[0]["fed_tokens"]
 
@@ -444,8 +546,9 @@ def test_kill_9_mid_run_then_resume_gives_the_uninterrupted_records(tiny_model_d
     from thai_eval_utils.backend.models import load_model
 
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(tiny_model_dir), str(tmp_path / "killed"), str(DATA)],
-                             env=env, cwd=REPO)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(tiny_model_dir), str(tmp_path / "killed"), str(DATA)], env=env, cwd=REPO
+    )
     deadline, store = time.time() + 120, None
     while time.time() < deadline:
         found = list((tmp_path / "killed").rglob("items.jsonl"))
@@ -457,10 +560,12 @@ def test_kill_9_mid_run_then_resume_gives_the_uninterrupted_records(tiny_model_d
     child.wait()
     assert store is not None and store.read_text().count("\n") == 2
     m = load_model(str(tiny_model_dir))
-    resumed = run_nlu_task(m, "xcopa_tha_seacrowd_qa", data_dir=DATA, limit=6, outputs=tmp_path / "killed",
-                           batch_size=2, progress=False)
-    whole = run_nlu_task(m, "xcopa_tha_seacrowd_qa", data_dir=DATA, limit=6, outputs=tmp_path / "whole",
-                         batch_size=2, progress=False)
+    resumed = run_nlu_task(
+        m, "xcopa_tha_seacrowd_qa", data_dir=DATA, limit=6, outputs=tmp_path / "killed", batch_size=2, progress=False
+    )
+    whole = run_nlu_task(
+        m, "xcopa_tha_seacrowd_qa", data_dir=DATA, limit=6, outputs=tmp_path / "whole", batch_size=2, progress=False
+    )
     assert resumed.computed == 4 and store.read_text().count("\n") == 6  # nothing lost, nothing twice
     strip = [{k: v for k, v in r.items() if k != "key"} for r in resumed.records]
     assert [(r["pred"], r["gold"]) for r in resumed.records] == [(r["pred"], r["gold"]) for r in whole.records]
@@ -483,12 +588,28 @@ def test_cli_run_on_the_embedded_model_then_export(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
     def cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "thai_eval_utils", *args], cwd=REPO, env=env, capture_output=True,
-                              text=True, timeout=900)
+        return subprocess.run(
+            [sys.executable, "-m", "thai_eval_utils", *args],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+
     out = tmp_path / "out"
-    proc = cli("run", "--model", "embedded", "--benchmarks",
-               "thai_llm_leaderboard/xcopa_tha_seacrowd_qa,thai_llm_leaderboard/xnli.tha_seacrowd_pairs.corrected",
-               "--limit", "2", "--no-paper", "--outputs", str(out))
+    proc = cli(
+        "run",
+        "--model",
+        "embedded",
+        "--benchmarks",
+        "thai_llm_leaderboard/xcopa_tha_seacrowd_qa,thai_llm_leaderboard/xnli.tha_seacrowd_pairs.corrected",
+        "--limit",
+        "2",
+        "--no-paper",
+        "--outputs",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     runs = {r.task: r for r in list_runs(out)}
     assert set(runs) == {"xcopa_tha_seacrowd_qa", "xnli.tha_seacrowd_pairs.corrected"}
@@ -501,8 +622,10 @@ def test_cli_run_on_the_embedded_model_then_export(tmp_path):
     proc = cli("export", "--format", "thai-llm-leaderboard", "--outputs", str(out), "--to", str(tmp_path / "lb"))
     assert proc.returncode == 0, proc.stderr[-2000:]
     doc = json.loads((tmp_path / "lb" / "NLU" / "gemma-3-270m-embedded" / "results.json").read_text(encoding="utf-8"))
-    assert doc == {"config": {"model_name": "api/gemma-3-270m-embedded"},  # no Hub id: the transform's api/ prefix
-                   "results": {"xcopa_tha_seacrowd_qa": {"accuracy": summary["scores"]["accuracy"]["value"]}}}
+    assert doc == {
+        "config": {"model_name": "api/gemma-3-270m-embedded"},  # no Hub id: the transform's api/ prefix
+        "results": {"xcopa_tha_seacrowd_qa": {"accuracy": summary["scores"]["accuracy"]["value"]}},
+    }
 
 
 # ------------------------------------------------------------------------------ parity with the runner's own code

@@ -57,20 +57,25 @@ def test_template_chosen_by_reference_not_category():
     assert judge_messages(_q("Writing", ("ก", "ข")), 1, "ตอบ")[0] == "single-math-v1"
     name, msgs = judge_messages(_q("Knowledge III", ("อ้างหนึ่ง", "อ้างสอง")), 2, "ตอบหนึ่ง", "ตอบสอง")
     assert name == "single-math-v1-multi-turn"
-    assert "### Reference answer:\nอ้างสอง\n" in msgs[1]["content"] and "### Assistant A:\nตอบสอง\n" in msgs[1]["content"]
+    assert (
+        "### Reference answer:\nอ้างสอง\n" in msgs[1]["content"] and "### Assistant A:\nตอบสอง\n" in msgs[1]["content"]
+    )
     assert msgs[0]["content"].startswith("Please act as an impartial judge") and msgs[0]["content"].endswith("\n\n")
 
 
-@pytest.mark.parametrize(("reply", "rating"), [
-    ("Rating: [[7]]", 7.0),
-    ("Rating: [[7.5]]", 7.5),
-    ("as the answer cites [2], it is weak.", 2.0),        # the backup pattern: any single-bracket number
-    ("no rating here", None),                             # -> the fallback -1
-    ("Rating: [[11]]", 11.0),                             # unclamped
-    ("see [5]; final: [[8]]", 8.0),                       # [[n]] anywhere beats an earlier [n]
-    ("[[3]] then [[9]]", 3.0),                            # the first match
-    ("$ERROR$", None),
-])
+@pytest.mark.parametrize(
+    ("reply", "rating"),
+    [
+        ("Rating: [[7]]", 7.0),
+        ("Rating: [[7.5]]", 7.5),
+        ("as the answer cites [2], it is weak.", 2.0),  # the backup pattern: any single-bracket number
+        ("no rating here", None),  # -> the fallback -1
+        ("Rating: [[11]]", 11.0),  # unclamped
+        ("see [5]; final: [[8]]", 8.0),  # [[n]] anywhere beats an earlier [n]
+        ("[[3]] then [[9]]", 3.0),  # the first match
+        ("$ERROR$", None),
+    ],
+)
 def test_rating_parse(reply, rating):
     parsed = MT_BENCH_PARSER.parse(reply)
     assert (parsed[0] if parsed else None) == rating
@@ -99,11 +104,15 @@ def test_questions_validated_and_temperatures(tmp_path):
     assert temperature_of(Question(1, ("a", "b"), None, "Math", {}), "fastchat", opts) == 0.0
     assert temperature_of(Question(1, ("a", "b"), None, "Knowledge III", {}), "fastchat", opts) == 0.7
     bad = tmp_path / "mt.json"
-    bad.write_text(json.dumps([{"question_id": 1, "turns": ["ก"], "reference": None, "category": "Writing"}]), encoding="utf-8")
+    bad.write_text(
+        json.dumps([{"question_id": 1, "turns": ["ก"], "reference": None, "category": "Writing"}]), encoding="utf-8"
+    )
     with pytest.raises(ThaiEvalDataError) as err:
         load_questions(bad)
     assert err.value.row == 0 and err.value.field == "turns"
-    bad.write_text(json.dumps([{"question_id": 1, "turns": ["ก", "ข"], "reference": ["x"], "category": "Math"}]), encoding="utf-8")
+    bad.write_text(
+        json.dumps([{"question_id": 1, "turns": ["ก", "ข"], "reference": ["x"], "category": "Math"}]), encoding="utf-8"
+    )
     with pytest.raises(ThaiEvalDataError, match="reference"):
         load_questions(bad)
 
@@ -127,8 +136,13 @@ def test_two_turns_judged_resumed_and_aggregated(tmp_path):
     answers = generate_answers(model, qs, outputs=tmp_path, progress=False)
     assert len(answers.records) == 18
     second = [conv for batch in model.inputs for conv in batch if len(conv) == 3]
-    assert len(second) == 9 and second[0][1] == {"role": "assistant", "content": answers.records[(qs[0].question_id, 1)]["output"]}
-    assert {c[1]["temperature"] for c in model.calls} == {0.2} and {c[1]["max_new_tokens"] for c in model.calls} == {512}
+    assert len(second) == 9 and second[0][1] == {
+        "role": "assistant",
+        "content": answers.records[(qs[0].question_id, 1)]["output"],
+    }
+    assert {c[1]["temperature"] for c in model.calls} == {0.2} and {c[1]["max_new_tokens"] for c in model.calls} == {
+        512
+    }
     judge = FakeModel("fake-judge", reply=_judge_reply)
     run = judge_answers(answers, judge, model_name="fake-answerer", outputs=tmp_path, progress=False)
     # by hand: a question with a reference scores 9 on both turns; without one, 6 then -1
@@ -138,13 +152,22 @@ def test_two_turns_judged_resumed_and_aggregated(tmp_path):
     fc = run.summary["by_aggregation"]["fastchat"]["avg_rating"]
     assert fc == {c: (9.0 if ref else 6.0) for c, ref in cats.items()}
     assert run.summary["n_no_rating"] == 7 and run.summary["n_unjudged"] == 0
-    assert run.summary["templates_used"] == {"single-v1": 7, "single-math-v1": 2, "single-v1-multi-turn": 7,
-                                             "single-math-v1-multi-turn": 2}
+    assert run.summary["templates_used"] == {
+        "single-v1": 7,
+        "single-math-v1": 2,
+        "single-v1-multi-turn": 7,
+        "single-math-v1-multi-turn": 2,
+    }
     s = run.summary["scores"]["Math"]
     assert s["n"] == 2 and "judge:fake-judge" in s["signature"] and "agg:faithful" in s["signature"]
     n_calls = len(judge.calls)
-    again = judge_answers(generate_answers(model, qs, outputs=tmp_path, progress=False), judge, model_name="fake-answerer",
-                          outputs=tmp_path, progress=False)
+    again = judge_answers(
+        generate_answers(model, qs, outputs=tmp_path, progress=False),
+        judge,
+        model_name="fake-answerer",
+        outputs=tmp_path,
+        progress=False,
+    )
     assert len(judge.calls) == n_calls and again.avg_rating == expected  # resumed: no judge call repeated
 
 
@@ -157,8 +180,14 @@ def test_failed_judge_requests_stay_unjudged(tmp_path):
             raise RuntimeError("server said 503")
         return "[[5]]"
 
-    run = judge_answers(answers, FakeModel("fake-flaky", reply=flaky), model_name="fake-a", outputs=tmp_path,
-                        batch_size=1, progress=False)
+    run = judge_answers(
+        answers,
+        FakeModel("fake-flaky", reply=flaky),
+        model_name="fake-a",
+        outputs=tmp_path,
+        batch_size=1,
+        progress=False,
+    )
     assert run.summary["n_unjudged"] == 2 and all(v == 5.0 for v in run.avg_rating.values())  # never -1
     assert [r["rating"] for r in run.records] == [5.0, None, 5.0, None]
     assert all("503" in r["judgements"][0]["error"] for r in run.records if r["rating"] is None)
@@ -171,8 +200,13 @@ def test_embedded_answers_and_stub_judge(tmp_path):
     qs = load_questions(DATA)[:2]
     answers = generate_answers(model, qs, options=GenerationOptions(max_new_tokens=4), outputs=tmp_path, progress=False)
     assert len(answers.records) == 4 and all(isinstance(r["output"], str) for r in answers.records.values())
-    run = judge_answers(answers, FakeModel("stub-judge", reply=lambda m: "Rating: [[4]]"), model_name=model.name,
-                        outputs=tmp_path, progress=False)
+    run = judge_answers(
+        answers,
+        FakeModel("stub-judge", reply=lambda m: "Rating: [[4]]"),
+        model_name=model.name,
+        outputs=tmp_path,
+        progress=False,
+    )
     assert set(run.avg_rating.values()) == {4.0} and run.summary["n_judgements"] == 4
 
 
@@ -182,17 +216,28 @@ def test_suite_hooks_for_mt_bench(tmp_path):
 
     qs = load_questions(DATA)
     answers = generate_answers(FakeModel("fake-h", reply=_answer), qs, outputs=tmp_path, progress=False)
-    run = judge_answers(answers, FakeModel("fake-judge", reply=_judge_reply), model_name="fake-h", outputs=tmp_path,
-                        progress=False)
+    run = judge_answers(
+        answers, FakeModel("fake-judge", reply=_judge_reply), model_name="fake-h", outputs=tmp_path, progress=False
+    )
     stored = next(r for r in list_runs(tmp_path) if r.task == "mt_bench_thai")
     assert SUITE.leaderboard_results(stored) == {c: {"avg_rating": v} for c, v in run.avg_rating.items()}
     (head,) = SUITE.headlines(stored)
     assert len(head.items) == 18 and sorted(set(head.items["category"])) == sorted({q.category for q in qs})
     assert head.items["value"].mean() == pytest.approx(sum(r["rating"] for r in run.records) / 18)
     rows = SUITE.dry_run(DATA.parent, _Count(), tasks=("mt_bench_thai",), limit=2, max_new_tokens=None)
-    assert rows == [{"benchmark": "thai_llm_leaderboard", "task": "mt_bench_thai", "documents": 2, "requests": 4,
-                     "fed_tokens": sum(len(t) for q in qs[:2] for t in q.turns), "tree_tokens": None,
-                     "generations": 4, "max_new_tokens": 512, "judge_calls": 4}]
+    assert rows == [
+        {
+            "benchmark": "thai_llm_leaderboard",
+            "task": "mt_bench_thai",
+            "documents": 2,
+            "requests": 4,
+            "fed_tokens": sum(len(t) for q in qs[:2] for t in q.turns),
+            "tree_tokens": None,
+            "generations": 4,
+            "max_new_tokens": 512,
+            "judge_calls": 4,
+        }
+    ]
 
 
 class _Count:

@@ -47,18 +47,28 @@ def _first(task_key: str) -> dict:
 def test_prompts_byte_for_byte_on_real_rows():
     iapp = _first("iapp_squad_seacrowd_qa")
     assert fill_prompt(nlg_task("iapp_squad_seacrowd_qa"), iapp) == (
-        iapp["context"].strip() + "\n---\nคำถาม: " + iapp["question"].strip() + "\nคำตอบ: ")  # trailing space
+        iapp["context"].strip() + "\n---\nคำถาม: " + iapp["question"].strip() + "\nคำตอบ: "
+    )  # trailing space
     fl = _first("flores200_eng_Latn_tha_Thai_seacrowd_t2t")
     assert fill_prompt(nlg_task("flores200_eng_Latn_tha_Thai_seacrowd_t2t"), fl) == (
         "แปลข้อความต่อไปนี้จาก English เป็น Thai ให้การแปลของคุณโดยตรงโดยไม่ต้องมีข้อมูลเพิ่มเติมใดๆ\nข้อความ: "
-        "\"We now have 4-month-old mice that are non-diabetic that used to be diabetic,\" he added.\nคำแปล:")
+        '"We now have 4-month-old mice that are non-diabetic that used to be diabetic," he added.\nคำแปล:'
+    )
     back = _first("flores200_tha_Thai_eng_Latn_seacrowd_t2t")
     assert fill_prompt(nlg_task("flores200_tha_Thai_eng_Latn_seacrowd_t2t"), back).startswith(
-        "แปลข้อความต่อไปนี้จาก Thai เป็น English ให้")
+        "แปลข้อความต่อไปนี้จาก Thai เป็น English ให้"
+    )
     xl = _first("xl_sum_tha_seacrowd_t2t")
-    assert fill_prompt(nlg_task("xl_sum_tha_seacrowd_t2t"), xl) == "จงสรุปข้อความด้านล่าง\nข้อความ: " + xl["text_1"].strip() + "\nสรุป:"
-    assert list(NLG_TASKS) == ["xl_sum_tha_seacrowd_t2t", "flores200_eng_Latn_tha_Thai_seacrowd_t2t",
-                               "flores200_tha_Thai_eng_Latn_seacrowd_t2t", "iapp_squad_seacrowd_qa"]
+    assert (
+        fill_prompt(nlg_task("xl_sum_tha_seacrowd_t2t"), xl)
+        == "จงสรุปข้อความด้านล่าง\nข้อความ: " + xl["text_1"].strip() + "\nสรุป:"
+    )
+    assert list(NLG_TASKS) == [
+        "xl_sum_tha_seacrowd_t2t",
+        "flores200_eng_Latn_tha_Thai_seacrowd_t2t",
+        "flores200_tha_Thai_eng_Latn_seacrowd_t2t",
+        "iapp_squad_seacrowd_qa",
+    ]
 
 
 def test_prompt_replacement_order_and_unstripped_gold():
@@ -73,8 +83,11 @@ def test_prompt_replacement_order_and_unstripped_gold():
 
 def test_bad_rows_are_named(tmp_path):
     path = tmp_path / "iapp_squad_seacrowd_qa_test.jsonl"
-    path.write_text('{"id": "a", "context": "c", "question": "q", "answer": ["x"]}\n'
-                    '{"id": "b", "context": "c", "question": "q", "answer": []}\n', encoding="utf-8")
+    path.write_text(
+        '{"id": "a", "context": "c", "question": "q", "answer": ["x"]}\n'
+        '{"id": "b", "context": "c", "question": "q", "answer": []}\n',
+        encoding="utf-8",
+    )
     with pytest.raises(ThaiEvalDataError) as err:
         load_nlg_rows(nlg_task("iapp_squad_seacrowd_qa"), path)
     assert err.value.row == 1 and err.value.field == "answer" and "answer[0]" in str(err.value)
@@ -84,7 +97,9 @@ def test_bad_rows_are_named(tmp_path):
         load_nlg_rows(nlg_task("xl_sum_tha_seacrowd_t2t"), t2t)
     assert err.value.row == 0 and err.value.field == "text_1"
     dup = tmp_path / "d.jsonl"
-    dup.write_text('{"id": "a", "text_1": "x", "text_2": "y"}\n{"id": "a", "text_1": "x", "text_2": "y"}\n', encoding="utf-8")
+    dup.write_text(
+        '{"id": "a", "text_1": "x", "text_2": "y"}\n{"id": "a", "text_1": "x", "text_2": "y"}\n', encoding="utf-8"
+    )
     with pytest.raises(ThaiEvalDataError, match="also on row 0"):
         load_nlg_rows(nlg_task("xl_sum_tha_seacrowd_t2t"), dup)
 
@@ -113,24 +128,37 @@ def test_bleu_equals_sacrebleu_on_prejoined_tokens():
     hyps = ["วันนี้ฝนตกหนักมากที่กรุงเทพ", "แมวกินปลาทูที่บ้านของฉัน", "เด็กนักเรียนอ่านหนังสือในห้องสมุด"]
     refs = ["วันนี้ฝนตกหนักมากที่เชียงใหม่", "แมวกินปลาทูที่บ้านของเธอ", "เด็กนักเรียนอ่านหนังสือทุกวัน"]
     assert all(not t.isspace() for s in hyps + refs for t in M.newmm_tokens(s))
-    joined = sacrebleu.corpus_bleu([" ".join(M.newmm_tokens(h)) for h in hyps], [[" ".join(M.newmm_tokens(r)) for r in refs]],
-                                   tokenize="none", smooth_method="none", force=True)
+    joined = sacrebleu.corpus_bleu(
+        [" ".join(M.newmm_tokens(h)) for h in hyps],
+        [[" ".join(M.newmm_tokens(r)) for r in refs]],
+        tokenize="none",
+        smooth_method="none",
+        force=True,
+    )
     assert joined.score > 0
     assert M.RUNNER_BLEU(hyps, refs) == pytest.approx(joined.score, abs=1e-9)
 
 
 def test_chrf_equals_sacrebleu_on_real_rows():
-    rows = [json.loads(line) for line in open(DATA / nlg_task("flores200_eng_Latn_tha_Thai_seacrowd_t2t").data_file, encoding="utf-8")][:8]
+    rows = [
+        json.loads(line)
+        for line in open(DATA / nlg_task("flores200_eng_Latn_tha_Thai_seacrowd_t2t").data_file, encoding="utf-8")
+    ][:8]
     refs = [r["text_2"] for r in rows]
     hyps = [r[: len(r) // 2] + " ครับ" for r in refs]
     assert M.CHRF_METRIC(hyps, refs) == pytest.approx(sacrebleu.corpus_chrf(hyps, [refs]).score, abs=1e-9)
     assert sacrebleu.CHRF().word_order == 0  # "chrF++" is chrF: evaluate's default word_order 0
 
 
-CASE_H = ["แมวกินปลา", "วันนี้ฝนตกหนัก\nพรุ่งนี้แดดออก", "the cat sat", "หมา", "เด็กนักเรียนอ่านหนังสือ",
-          "ฉันชอบกินข้าวเหนียวมะม่วง"]
-CASE_R = ["แมวกินข้าว", "วันนี้ฝนตกหนักมาก\nพรุ่งนี้แดดออก", "the cat sat down", "หมาป่า",
-          "นักเรียนอ่านหนังสือในห้องสมุด", "ข้าวเหนียวมะม่วงอร่อย"]
+CASE_H = ["แมวกินปลา", "วันนี้ฝนตกหนัก\nพรุ่งนี้แดดออก", "the cat sat", "หมา", "เด็กนักเรียนอ่านหนังสือ", "ฉันชอบกินข้าวเหนียวมะม่วง"]
+CASE_R = [
+    "แมวกินข้าว",
+    "วันนี้ฝนตกหนักมาก\nพรุ่งนี้แดดออก",
+    "the cat sat down",
+    "หมาป่า",
+    "นักเรียนอ่านหนังสือในห้องสมุด",
+    "ข้าวเหนียวมะม่วงอร่อย",
+]
 
 
 def _aggregator_median(hyps, refs, seed):
@@ -159,7 +187,9 @@ def test_rouge_mean_by_hand_and_bootstrap_median_replay():
     assert np.array_equal(np.random.get_state()[1], saved[1])  # the global RNG was never drawn from
     assert replay == pytest.approx(_aggregator_median(CASE_H, CASE_R, 42), abs=1e-12)
     assert M.rouge_bootstrap_median(CASE_H, CASE_R) == replay  # a second call restarts at the seed
-    assert M.rouge_bootstrap_median(CASE_H, CASE_R, M.RunnerRng(seed=7)) == pytest.approx(_aggregator_median(CASE_H, CASE_R, 7), abs=1e-12)
+    assert M.rouge_bootstrap_median(CASE_H, CASE_R, M.RunnerRng(seed=7)) == pytest.approx(
+        _aggregator_median(CASE_H, CASE_R, 7), abs=1e-12
+    )
     assert abs(replay["ROUGE1"] - mean["ROUGE1"]) > 0.5  # the median is not the exact mean (49.27 vs 49.83 here)
 
 
@@ -196,7 +226,9 @@ def test_run_thinking_raw_stored_and_leaderboard_keys(tmp_path):
     # scored text = the reply after the thinking block: recompute chrF from it
     hyps = [r["output"].split("</think>", 1)[1] for r in run.records]
     assert run.scores["chrF++"]["value"] == pytest.approx(M.CHRF_METRIC(hyps, [r["reference"] for r in run.records]))
-    greedy = run_nlg_task(model, key, DATA, limit=1, options=GenerationOptions(greedy=True), outputs=tmp_path, progress=False)
+    greedy = run_nlg_task(
+        model, key, DATA, limit=1, options=GenerationOptions(greedy=True), outputs=tmp_path, progress=False
+    )
     assert model.calls[-1][1]["temperature"] == 0.0 and greedy.config_id != run.config_id
     assert "greedy|" in greedy.scores["BLEU"]["signature"]
 
@@ -219,8 +251,14 @@ _KILL_SCRIPT = textwrap.dedent("""
 
 def test_resume_after_kill_9(tmp_path):
     script = _KILL_SCRIPT.format(repo=str(REPO), data=str(DATA), out=str(tmp_path))
-    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=300,
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
     model = FakeModel("fake-kill", reply=lambda conv: "ตอบ " + conv[-1]["content"][-8:])
     run = run_nlg_task(model, "iapp_squad_seacrowd_qa", DATA, limit=4, outputs=tmp_path, batch_size=1, progress=False)
@@ -258,7 +296,10 @@ def test_embedded_each_task_limit_2(embedded, tmp_path):
         run = run_nlg_task(embedded, key, DATA, limit=2, options=opts, outputs=tmp_path, progress=False)
         assert len(run.records) == 2 and all(isinstance(r["output"], str) for r in run.records)
         assert run.summary["n"] == 2 and run.summary["n_docs"] == sum(1 for _ in open(DATA / nlg_task(key).data_file))
-        assert "limit:2/" in run.scores["BLEU"]["signature"] and "sample(T:0.2,seed:42/item)" in run.scores["BLEU"]["signature"]
+        assert (
+            "limit:2/" in run.scores["BLEU"]["signature"]
+            and "sample(T:0.2,seed:42/item)" in run.scores["BLEU"]["signature"]
+        )
         again = run_nlg_task(embedded, key, DATA, limit=2, options=opts, outputs=tmp_path, progress=False)
         assert again.computed == 0 and [r["output"] for r in again.records] == [r["output"] for r in run.records]
 
@@ -278,8 +319,9 @@ def test_suite_hooks_for_generation_runs(tmp_path):
     (h_xl,), (h_fl,) = SUITE.headlines(xl), SUITE.headlines(fl)
     assert h_xl.kind == "mean" and h_xl.items["value"].mean() == pytest.approx(xl.summary["scores"]["ROUGEL"]["value"])
     assert h_fl.kind == "corpus" and h_fl.corpus_metric is M.RUNNER_BLEU
-    assert SUITE.leaderboard_results(xl) == {"xl_sum_tha_seacrowd_t2t": {
-        k: xl.summary["scores"][k]["value"] for k in ("ROUGE1", "ROUGE2", "ROUGEL")}}
+    assert SUITE.leaderboard_results(xl) == {
+        "xl_sum_tha_seacrowd_t2t": {k: xl.summary["scores"][k]["value"] for k in ("ROUGE1", "ROUGE2", "ROUGEL")}
+    }
     assert set(SUITE.leaderboard_results(fl)["flores200_tha_Thai_eng_Latn_seacrowd_t2t"]) >= {"BLEU", "chrF++"}
     boot = Interval("x", 0, 0, 0, 0.95, "percentile", 200, 0, 3, 200)
     cells = SUITE.leaderboard_cells("fake-hooks", [h_xl, h_fl], boot)

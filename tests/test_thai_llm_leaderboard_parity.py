@@ -21,10 +21,20 @@ from sklearn.metrics import classification_report, precision_recall_fscore_suppo
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "data" / "thai_llm_leaderboard_runner"
 DATA = ROOT / "data" / "thai_llm_leaderboard"
-TASKS = ["wisesight_thai_sentiment_seacrowd_text", "m3exam_tha_seacrowd_qa", "xcopa_tha_seacrowd_qa",
-         "belebele_tha_thai_seacrowd_qa", "xnli.tha_seacrowd_pairs", "thaiexam_qa"]
-NLG_TASKS = ["xl_sum_tha_seacrowd_t2t", "flores200_eng_Latn_tha_Thai_seacrowd_t2t",
-             "flores200_tha_Thai_eng_Latn_seacrowd_t2t", "iapp_squad_seacrowd_qa"]
+TASKS = [
+    "wisesight_thai_sentiment_seacrowd_text",
+    "m3exam_tha_seacrowd_qa",
+    "xcopa_tha_seacrowd_qa",
+    "belebele_tha_thai_seacrowd_qa",
+    "xnli.tha_seacrowd_pairs",
+    "thaiexam_qa",
+]
+NLG_TASKS = [
+    "xl_sum_tha_seacrowd_t2t",
+    "flores200_eng_Latn_tha_Thai_seacrowd_t2t",
+    "flores200_tha_Thai_eng_Latn_seacrowd_t2t",
+    "iapp_squad_seacrowd_qa",
+]
 LABELS = {  # spec 1.3 (evaluation/prompt_utils.py:449-452, 830-836, 845-848, 927-930, 976-979)
     "wisesight_thai_sentiment_seacrowd_text": ["positive", "neutral", "negative", "not applicable (question)"],
     "m3exam_tha_seacrowd_qa": ["a", "b", "c", "d"],
@@ -33,7 +43,12 @@ LABELS = {  # spec 1.3 (evaluation/prompt_utils.py:449-452, 830-836, 845-848, 92
     "xnli.tha_seacrowd_pairs": ["contradiction", "neutral", "irrelevant"],
     "thaiexam_qa": ["a", "b", "c", "d", "e"],
 }
-ROUGE_KEYS = {"rouge1": "ROUGE1", "rouge2": "ROUGE2", "rougeL": "ROUGEL", "rougeLsum": "ROUGELsum"}  # metrics_utils:51-55
+ROUGE_KEYS = {
+    "rouge1": "ROUGE1",
+    "rouge2": "ROUGE2",
+    "rougeL": "ROUGEL",
+    "rougeLsum": "ROUGELsum",
+}  # metrics_utils:51-55
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -97,15 +112,19 @@ def test_items_cover_every_task_with_the_runner_labels(items):
 def test_prompts_match_the_spec_examples(items):
     first = {it["task"]: it["prompt"] for it in reversed(items)}
     # spec 2.2, rows from shared/real-data (xcopa id 0, gold 0; wisesight id 543, gold 2)
-    assert first["xcopa_tha_seacrowd_qa"] == ("คำถาม: สิ่งของถูกห่อไว้ในพลาสติก\nคำตอบใดที่มีเหตุผลมากกว่าในการตอบคำถามนี้?\n"
-                                              "ตัวเลือก: a. มันบอบบาง\nb. มันเล็ก\nคำตอบ: [LABEL_CHOICE]")
+    assert first["xcopa_tha_seacrowd_qa"] == (
+        "คำถาม: สิ่งของถูกห่อไว้ในพลาสติก\nคำตอบใดที่มีเหตุผลมากกว่าในการตอบคำถามนี้?\n"
+        "ตัวเลือก: a. มันบอบบาง\nb. มันเล็ก\nคำตอบ: [LABEL_CHOICE]"
+    )
     assert first["wisesight_thai_sentiment_seacrowd_text"] == (
         "จง classify sentiment ของข้อความด้านล่าง\nนี่คือรูปกุ้งที่ไปทานในวันนั้น ทั้งเน่า ทั้งเหม็น ทั้งดำ ทั้งหมด3ตัว "
         "เสิร์ฟมาแมลงวัน พนักงานก็ไม่สนใจ ต้องการให้ทางเอ็มเค ชี้แจงด้วย => Sentiment (positive, neutral, negative, "
-        "not applicable (question)): [LABEL_CHOICE]")
+        "not applicable (question)): [LABEL_CHOICE]"
+    )
     assert first["thaiexam_qa"].startswith("\n---\nคำถาม: ") and first["m3exam_tha_seacrowd_qa"].startswith("\n---\n")
-    assert first["xnli.tha_seacrowd_pairs"].startswith("เลือกความสัมพันธ์ที่เหมาะสมที่สุด (contradiction, neutral, "
-                                                       "irrelevant) ระหว่างข้อความตั้งต้นและสมมติฐาน:\nความสัมพันธ์ ระหว่าง \"")
+    assert first["xnli.tha_seacrowd_pairs"].startswith(
+        'เลือกความสัมพันธ์ที่เหมาะสมที่สุด (contradiction, neutral, irrelevant) ระหว่างข้อความตั้งต้นและสมมติฐาน:\nความสัมพันธ์ ระหว่าง "'
+    )
 
 
 def test_predictions_are_the_argmax_of_the_sums(items):
@@ -155,8 +174,9 @@ def test_nlg_fixture_is_self_consistent(nlg, nlg_all):
         assert len(t["prompts"]) == len(t["hypotheses"]) == n >= 6
         assert t["hypotheses"][0] == t["golds"][0] and t["hypotheses"][1] == ""
         assert all(h.isascii() for h in t["hypotheses_latin"])
-        assert [lat for h, lat in zip(t["hypotheses"], t["hypotheses_latin"]) if h.isascii()] == \
-            [h for h in t["hypotheses"] if h.isascii()]
+        assert [lat for h, lat in zip(t["hypotheses"], t["hypotheses_latin"]) if h.isascii()] == [
+            h for h in t["hypotheses"] if h.isascii()
+        ]
         for key in ("rouge1", "rouge2", "rougeL", "rougeLsum"):
             rows = t["rouge_per_row"][key]
             assert rows[0] == pytest.approx(1.0) and rows[1] == 0.0  # exact copy; empty hypothesis
@@ -267,10 +287,25 @@ def test_our_scores_match_the_runners_on_the_embedded_model(items, embedded):
     from thai_eval_utils.thai_llm_leaderboard.scoring import model_limit, score_batch
 
     firsts = [next(it for it in items if it["task"] == t) for t in TASKS]
-    protocol = NLUProtocol(sums="whole")  # the runner's totals (the default, "labels": tests/test_thai_llm_leaderboard.py)
-    ours = score_batch(embedded, [{"id": it["id"], "row": it["index"], "key": f"{it['task']}/{it['id']}",
-                                   "prompt": it["prompt"], "labels": it["labels"], "gold": it["gold"]}
-                                  for it in firsts], protocol, limit=model_limit(embedded, protocol))
+    protocol = NLUProtocol(
+        sums="whole"
+    )  # the runner's totals (the default, "labels": tests/test_thai_llm_leaderboard.py)
+    ours = score_batch(
+        embedded,
+        [
+            {
+                "id": it["id"],
+                "row": it["index"],
+                "key": f"{it['task']}/{it['id']}",
+                "prompt": it["prompt"],
+                "labels": it["labels"],
+                "gold": it["gold"],
+            }
+            for it in firsts
+        ],
+        protocol,
+        limit=model_limit(embedded, protocol),
+    )
     for it, mine in zip(firsts, ours):
         assert mine["pred"] == it["pred"], it["task"]
         assert mine["tokens"] == it["scored_tokens"], it["task"]
@@ -294,7 +329,12 @@ def test_our_nlg_metrics_equal_the_runners(nlg, nlg_all):
     ``rouge.compute``, from the seed ``evaluate`` fixed for the module at load time (recorded in the fixture; not
     ``set_seed(42)``'s stream), so each task replays from a fresh RNG with that seed and no prior draws."""
     from thai_eval_utils.thai_llm_leaderboard.nlg_metrics import (
-        CHRF_METRIC, RUNNER_BLEU, RunnerRng, rouge_bootstrap_median, rouge_mean)
+        CHRF_METRIC,
+        RUNNER_BLEU,
+        RunnerRng,
+        rouge_bootstrap_median,
+        rouge_mean,
+    )
 
     seed = nlg_all["rouge_module_seed"]
     for task in NLG_TASKS:
@@ -311,7 +351,12 @@ def test_our_nlg_metrics_equal_the_runners(nlg, nlg_all):
 
 def test_our_judge_prompts_ratings_and_means_equal_the_runners(judge):
     from thai_eval_utils.judging.mt_bench import MT_BENCH_PARSER, NO_RATING
-    from thai_eval_utils.thai_llm_leaderboard.mt_bench import avg_rating, category_ratings, judge_messages, load_questions
+    from thai_eval_utils.thai_llm_leaderboard.mt_bench import (
+        avg_rating,
+        category_ratings,
+        judge_messages,
+        load_questions,
+    )
 
     questions = {q.question_id: q for q in load_questions(DATA / "mt_bench_thai_full.json")}
     items, ratings = [], []

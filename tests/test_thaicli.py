@@ -20,8 +20,16 @@ def items(n_factoid=2, n_instruction=1) -> pd.DataFrame:
     rows = []
     for fmt, n in (("factoid", n_factoid), ("instruction", n_instruction)):
         for i in range(n):
-            rows.append({"id": f"{fmt}{i}", "format": fmt, "theme": "Culture", "question": f"คำถาม {fmt} ข้อ {i} คืออะไร",
-                         "chosen": "คำตอบที่ดี", "rejected": "คำตอบที่ไม่ดี"})  # fmt: skip
+            rows.append(
+                {
+                    "id": f"{fmt}{i}",
+                    "format": fmt,
+                    "theme": "Culture",
+                    "question": f"คำถาม {fmt} ข้อ {i} คืออะไร",
+                    "chosen": "คำตอบที่ดี",
+                    "rejected": "คำตอบที่ไม่ดี",
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -71,7 +79,9 @@ def test_generate_answers_with_a_local_model(tmp_path, tiny_local_model):
     assert out["answer"].map(type).tolist() == [str, str]
     again = generate_answers(tiny_local_model, df, outputs=tmp_path, max_new_tokens=4, progress=False)
     assert again["answer"].tolist() == out["answer"].tolist()
-    summary = json.loads((tmp_path / "runs" / "tiny-llama" / "thaicli" / "answers" / out.attrs["config_id"] / "summary.json").read_text())
+    summary = json.loads(
+        (tmp_path / "runs" / "tiny-llama" / "thaicli" / "answers" / out.attrs["config_id"] / "summary.json").read_text()
+    )
     assert summary["n_generated_this_run"] == 0
 
 
@@ -86,10 +96,16 @@ PREFS = [
 
 
 def test_judge_free_variant_with_known_loglikelihoods(tmp_path):
-    df = pd.DataFrame([{"id": i, "format": f, "theme": t, "question": f"คำถาม {i}", "chosen": c, "rejected": r}
-                       for i, f, t, c, _, r, _ in PREFS])  # fmt: skip
+    df = pd.DataFrame(
+        [
+            {"id": i, "format": f, "theme": t, "question": f"คำถาม {i}", "chosen": c, "rejected": r}
+            for i, f, t, c, _, r, _ in PREFS
+        ]
+    )
     table = {" " + c: lc for *_, c, lc, _, _ in PREFS} | {" " + r: lr for *_, r, lr in PREFS}
-    model = FakeModel("table-model", score=lambda ctx, cont: (table[cont], False))  # log-likelihoods looked up by continuation
+    model = FakeModel(
+        "table-model", score=lambda ctx, cont: (table[cont], False)
+    )  # log-likelihoods looked up by continuation
     prefs = loglikelihood_preferences(model, df, outputs=tmp_path, batch_size=2, progress=False)
     assert [c for c, _ in model.calls] == ["loglikelihood"] * 3 and [len(r) for r in model.inputs] == [4, 4, 2]
     assert model.inputs[0][:2] == [("คำถาม: คำถาม f1\nคำตอบ:", " ดี"), ("คำถาม: คำถาม f1\nคำตอบ:", " ไม่ดีเลย")]
@@ -102,7 +118,9 @@ def test_judge_free_variant_with_known_loglikelihoods(tmp_path):
     assert prefs["chars_chosen"].tolist() == [2, 1, 7, 3, 4]
     s = judge_free_scores(prefs)
     fmt = s.by_format.set_index("format")
-    assert fmt.loc["factoid", "win_raw"] == pytest.approx(2.5 / 3) and fmt.loc["factoid", "win_norm"] == pytest.approx(1 / 3)
+    assert fmt.loc["factoid", "win_raw"] == pytest.approx(2.5 / 3) and fmt.loc["factoid", "win_norm"] == pytest.approx(
+        1 / 3
+    )
     # factoid raw wins 1, 0.5, 1: sample variance 1/12, stderr sqrt(1/12 / 3) = 1/6
     assert fmt.loc["factoid", "win_raw_stderr"] == pytest.approx(1 / 6)
     assert fmt.loc["instruction", "win_raw"] == 0.5 and fmt.loc["instruction", "n"] == 2
@@ -110,17 +128,26 @@ def test_judge_free_variant_with_known_loglikelihoods(tmp_path):
     assert s.win_norm.value == pytest.approx((1 / 3 + 0.5) / 2)
     assert s.win_raw.n == 5
     theme = s.by_theme.set_index(["format", "theme"])
-    assert theme.loc[("factoid", "Religion"), "win_raw"] == 0.75 and theme.loc[("factoid", "Religion"), "win_norm"] == 0.5
+    assert (
+        theme.loc[("factoid", "Religion"), "win_raw"] == 0.75 and theme.loc[("factoid", "Religion"), "win_norm"] == 0.5
+    )
     # resumed: nothing recomputed
     model2 = FakeModel("table-model", score=lambda ctx, cont: (table[cont], False))
     again = loglikelihood_preferences(model2, df, outputs=tmp_path, progress=False)
     assert model2.calls == [] and again["win_raw"].tolist() == prefs["win_raw"].tolist()
-    summary = json.loads((tmp_path / "runs" / "table-model" / "thaicli" / "loglik" / prefs.attrs["config_id"] / "summary.json").read_text())
+    summary = json.loads(
+        (
+            tmp_path / "runs" / "table-model" / "thaicli" / "loglik" / prefs.attrs["config_id"] / "summary.json"
+        ).read_text()
+    )
     assert summary["scores"]["win_raw"]["value"] == pytest.approx(s.win_raw.value)
 
 
 def test_judge_free_variant_matches_the_model_loglikelihood(tmp_path, tiny_local_model):
-    pytest.importorskip("thai_eval_utils.backend.loglikelihood", reason="LocalModel.loglikelihood needs thai_eval_utils.backend.loglikelihood (not landed yet)")
+    pytest.importorskip(
+        "thai_eval_utils.backend.loglikelihood",
+        reason="LocalModel.loglikelihood needs thai_eval_utils.backend.loglikelihood (not landed yet)",
+    )
     df = items(1, 1)
     prefs = loglikelihood_preferences(tiny_local_model, df, outputs=tmp_path, progress=False)
     ctx = LL_CONTEXT_TEMPLATE.format(question=df["question"][0])
@@ -136,17 +163,28 @@ def test_figures_report_counts():
     matplotlib.use("Agg")
     from thai_eval_utils.thaicli import plots as cli_plots
 
-    judged = pd.DataFrame({"format": ["factoid", "factoid", "instruction", "instruction"], "theme": ["Culture"] * 4,
-                           "score": [8.0, 0.0, float("nan"), 6.0],
-                           "status": ["scored", "fallback_zero", "unjudged", "scored"]})  # fmt: skip
+    judged = pd.DataFrame(
+        {
+            "format": ["factoid", "factoid", "instruction", "instruction"],
+            "theme": ["Culture"] * 4,
+            "score": [8.0, 0.0, float("nan"), 6.0],
+            "status": ["scored", "fallback_zero", "unjudged", "scored"],
+        }
+    )
     fig = cli_plots.score_distribution(judged, title="m by j")
     hist, theme = fig.axes[:2]
     assert hist.get_title() == "score distribution (n=3, 1 zero fallbacks, 1 unjudged)"
     assert fig._suptitle.get_text() == "m by j"
     heights = sorted(round(p.get_height()) for p in hist.patches if p.get_height() > 0)
     assert heights == [50, 50, 100]  # factoid: 0 and 8 at 50% each; instruction: 6 at 100%
-    prefs = pd.DataFrame({"format": ["factoid", "instruction"], "theme": ["Culture", "Culture"],
-                          "win_raw": [1.0, 0.0], "win_norm": [0.0, 1.0]})  # fmt: skip
+    prefs = pd.DataFrame(
+        {
+            "format": ["factoid", "instruction"],
+            "theme": ["Culture", "Culture"],
+            "win_raw": [1.0, 0.0],
+            "win_norm": [0.0, 1.0],
+        }
+    )
     ax = cli_plots.judge_free_rates(prefs).axes[0]
     widths = [p.get_width() for p in ax.patches if p.get_height() > 0]
     assert sorted(widths) == [0.0, 0.0, 1.0, 1.0]  # factoid raw 1 / per char 0; instruction raw 0 / per char 1

@@ -12,11 +12,35 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "thaicli.ipynb"
-EXPECTED = {"model", "dtype", "device_map", "add_bos_token", "data_source", "limit", "judge_model", "judge_base_url",
-            "concurrency", "max_new_tokens", "judge_max_tokens", "judge_max_calls", "judge_repeats", "seed", "outputs_dir",
-            "judge_batch", "judge_batch_wait_s", "judge_batch_file_out", "judge_batch_file_in",
-            "thinking", "think_tags", "max_thinking_tokens", "enable_thinking",
-            "answers_batch", "answers_batch_wait_s", "answers_batch_file_out", "answers_batch_file_in"}  # fmt: skip
+EXPECTED = {
+    "model",
+    "dtype",
+    "device_map",
+    "add_bos_token",
+    "data_source",
+    "limit",
+    "judge_model",
+    "judge_base_url",
+    "concurrency",
+    "max_new_tokens",
+    "judge_max_tokens",
+    "judge_max_calls",
+    "judge_repeats",
+    "seed",
+    "outputs_dir",
+    "judge_batch",
+    "judge_batch_wait_s",
+    "judge_batch_file_out",
+    "judge_batch_file_in",
+    "thinking",
+    "think_tags",
+    "max_thinking_tokens",
+    "enable_thinking",
+    "answers_batch",
+    "answers_batch_wait_s",
+    "answers_batch_file_out",
+    "answers_batch_file_in",
+}
 
 
 def _cells():
@@ -49,9 +73,36 @@ def test_parameters_cell():
 
 def test_runs_under_papermill_without_a_judge(tmp_path):
     out = tmp_path / "thaicli.ipynb"
-    cmd = [sys.executable, "-m", "papermill", "--cwd", str(REPO / "notebooks"), str(NOTEBOOK), str(out),
-           "-p", "limit", "1", "-p", "max_new_tokens", "8", "-p", "judge_model", "None", "-p", "outputs_dir", str(tmp_path / "outputs"),
-           "-p", "dtype", "float32", "-p", "device_map", "cpu", "-p", "add_bos_token", "True"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "papermill",
+        "--cwd",
+        str(REPO / "notebooks"),
+        str(NOTEBOOK),
+        str(out),
+        "-p",
+        "limit",
+        "1",
+        "-p",
+        "max_new_tokens",
+        "8",
+        "-p",
+        "judge_model",
+        "None",
+        "-p",
+        "outputs_dir",
+        str(tmp_path / "outputs"),
+        "-p",
+        "dtype",
+        "float32",
+        "-p",
+        "device_map",
+        "cpu",
+        "-p",
+        "add_bos_token",
+        "True",
+    ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MPLBACKEND": "Agg"}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -59,8 +110,16 @@ def test_runs_under_papermill_without_a_judge(tmp_path):
     assert "No judge configured" in text
     assert "thaicli_loglik/win_raw" in text  # the judge-free headline was printed
     assert list((tmp_path / "outputs" / "figures").glob("thaicli_loglik_*.png"))
-    cards = {c["benchmark"]: c for c in (json.loads(p.read_text(encoding="utf-8"))
-                                         for p in (tmp_path / "outputs" / "runs").rglob("run_card.json"))}
+    cards = {
+        c["benchmark"]: c
+        for c in (
+            json.loads(p.read_text(encoding="utf-8")) for p in (tmp_path / "outputs" / "runs").rglob("run_card.json")
+        )
+    }
     assert set(cards) == {"thaicli/answers", "thaicli/loglik"}
     for card in cards.values():  # the load options from papermill reach the model and its run cards
-        assert (card["model"]["dtype"], card["model"]["device"], card["model"]["add_bos_token"]) == ("float32", "cpu", True)
+        assert (card["model"]["dtype"], card["model"]["device"], card["model"]["add_bos_token"]) == (
+            "float32",
+            "cpu",
+            True,
+        )

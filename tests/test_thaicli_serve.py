@@ -17,8 +17,18 @@ from thai_eval_utils.thaicli.judge import JudgeParams, judge_answers
 
 def test_answer_and_judge_through_transformers_serve(tmp_path):
     model_dir = embedded_model_dir()
-    df = pd.DataFrame([{"id": "0" * 32, "format": "factoid", "theme": "Culture", "question": "เมืองหลวงของประเทศไทยคือเมืองใด",
-                        "chosen": "กรุงเทพมหานคร", "rejected": "เชียงใหม่"}])  # fmt: skip
+    df = pd.DataFrame(
+        [
+            {
+                "id": "0" * 32,
+                "format": "factoid",
+                "theme": "Culture",
+                "question": "เมืองหลวงของประเทศไทยคือเมืองใด",
+                "chosen": "กรุงเทพมหานคร",
+                "rejected": "เชียงใหม่",
+            }
+        ]
+    )
     with serve_model(model_dir) as url:
         served = ApiModel(str(model_dir), base_url=url, concurrency=1, timeout=900.0, max_retries=0)
         assert served.list_models() == [str(model_dir)] == served_model_ids(url)

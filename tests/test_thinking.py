@@ -107,8 +107,10 @@ def test_signatures():
     assert DEFAULT.signature() == "think:strip(<think>,</think>)"
     assert ThinkingOption(strip=False).signature() == "think:off"
     assert thinking_option("lighteval").signature() == "think:lighteval(<think>,</think>)"
-    assert thinking_option("lm-eval", max_thinking_tokens=512, enable_thinking=False).signature() == \
-        "think:lm-eval(<think>,</think>,budget:512,enable:False)"
+    assert (
+        thinking_option("lm-eval", max_thinking_tokens=512, enable_thinking=False).signature()
+        == "think:lm-eval(<think>,</think>,budget:512,enable:False)"
+    )
     assert thinking_option("off", enable_thinking=True).signature() == "think:off(enable:True)"
 
 
@@ -166,10 +168,26 @@ def test_cli_flags_become_the_notebooks_parameters():
     parser = build_parser()
     args = parser.parse_args(["run", "--model", "embedded"])
     assert _thinking_parameters(args) == {}  # unset: the notebooks keep their defaults (and the config ids)
-    args = parser.parse_args(["run", "--model", "embedded", "--thinking", "lighteval", "--think-tags", "<r>,</r>",
-                              "--max-thinking-tokens", "128", "--no-enable-thinking"])
-    assert _thinking_parameters(args) == {"thinking": "lighteval", "think_tags": "<r>,</r>", "max_thinking_tokens": 128,
-                                          "enable_thinking": False}
+    args = parser.parse_args(
+        [
+            "run",
+            "--model",
+            "embedded",
+            "--thinking",
+            "lighteval",
+            "--think-tags",
+            "<r>,</r>",
+            "--max-thinking-tokens",
+            "128",
+            "--no-enable-thinking",
+        ]
+    )
+    assert _thinking_parameters(args) == {
+        "thinking": "lighteval",
+        "think_tags": "<r>,</r>",
+        "max_thinking_tokens": 128,
+        "enable_thinking": False,
+    }
     with pytest.raises(SystemExit):
         parser.parse_args(["run", "--model", "embedded", "--thinking", "maybe"])
     bad = parser.parse_args(["run", "--model", "embedded", "--think-tags", "<r>"])

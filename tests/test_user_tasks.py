@@ -63,15 +63,24 @@ def test_the_page_shows_both_kinds_whole_and_the_examples_are_its_files():
     for name, text in files.items():  # the committed examples are the page's blocks, byte for byte
         assert (EXAMPLES / name).read_text(encoding="utf-8") == text, name
     commands = doc_commands()
-    assert [shlex.split(c.split("thai-eval", 1)[1])[0] for c in commands] == ["run", "runs", "compare", "export", "export",
-                                                                               "report"]
+    assert [shlex.split(c.split("thai-eval", 1)[1])[0] for c in commands] == [
+        "run",
+        "runs",
+        "compare",
+        "export",
+        "export",
+        "report",
+    ]
 
 
 def test_the_registry_finds_the_documented_tasks(my_tasks):
     assert {"thai_facts", "thai_facts/thai_facts", "thai_capitals"} <= set(registry.names())
     suite = registry.get_suite("thai_facts")
     assert isinstance(suite, DeclaredSuite) and suite.source == (my_tasks / "thai_facts.py").resolve()
-    assert suite.notebook_parameters(()) == {"task": "thai_facts", "tasks_dir": str((my_tasks / "thai_facts.py").resolve())}
+    assert suite.notebook_parameters(()) == {
+        "task": "thai_facts",
+        "tasks_dir": str((my_tasks / "thai_facts.py").resolve()),
+    }
     assert task_named("thai_facts").data_path == my_tasks / "thai_facts.jsonl"
 
 
@@ -84,7 +93,9 @@ def test_the_documented_multiple_choice_task_runs_on_the_engine(my_tasks, tmp_pa
     assert first["lls"] == pytest.approx([ll for ll, _ in direct], abs=1e-4)
     assert run.summary["n"] == 2 and run.summary["n_docs"] == 4 and set(run.scores) == {"acc", "acc_norm"}
     stored = StoredRun.from_dir(run.run_dir)
-    assert stored.benchmark == "thai_facts/thai_facts" and registry.suite_of(stored.benchmark) is registry.get_suite("thai_facts")
+    assert stored.benchmark == "thai_facts/thai_facts" and registry.suite_of(stored.benchmark) is registry.get_suite(
+        "thai_facts"
+    )
     heads = registry.get_suite("thai_facts").headlines(stored)
     assert heads[0].items["value"].tolist() == [r["acc"] for r in run.records]
 
@@ -94,7 +105,12 @@ def test_the_documented_generation_task_runs(my_tasks, tmp_path):
     run = run_task(model, task_named("thai_capitals"), outputs=tmp_path / "out", progress=False)
     kind, settings = model.calls[0]
     assert model.inputs[0][0] == "คำถาม: เมืองหลวงของประเทศญี่ปุ่นคือเมืองใด\nคำตอบ:"
-    assert kind == "generate" and settings["max_new_tokens"] == 16 and settings["stop"] == ["\n"] and settings["temperature"] == 0.0
+    assert (
+        kind == "generate"
+        and settings["max_new_tokens"] == 16
+        and settings["stop"] == ["\n"]
+        and settings["temperature"] == 0.0
+    )
     assert [r["exact_match"] for r in run.records] == [1.0, 1.0, 0.0, 0.0]
     assert run.scores["exact_match"]["value"] == 0.5 and 0 < run.scores["chrf"]["value"] < 100
 
@@ -104,8 +120,13 @@ def test_the_documented_task_runs_through_its_notebook(my_tasks, tmp_path, tiny_
     suite = registry.get_suite("thai_facts")
     out = tmp_path / "outputs"
     params = {"model": str(tiny_model_dir), "limit": 2, "outputs_dir": str(out), **suite.notebook_parameters(())}
-    run = batch.execute(REPO / "notebooks" / suite.notebooks[0], out / "notebooks" / "task.ipynb", params,
-                        cwd=REPO / "notebooks", model=str(tiny_model_dir))  # fmt: skip
+    run = batch.execute(
+        REPO / "notebooks" / suite.notebooks[0],
+        out / "notebooks" / "task.ipynb",
+        params,
+        cwd=REPO / "notebooks",
+        model=str(tiny_model_dir),
+    )
     assert run.status == "ok", run.error
     (stored,) = list_runs(out)
     assert stored.benchmark == "thai_facts/thai_facts" and stored.finished and len(stored.records()) == 2
@@ -120,12 +141,18 @@ def test_the_documented_commands_run_verbatim(tmp_path, tiny_model_dir):
     for name, text in doc_files().items():
         (tmp_path / "my_tasks" / name).write_text(text, encoding="utf-8")
     bindir = str(Path(sys.executable).parent)
-    env = {**os.environ, "OTHER_MODEL": str(tiny_model_dir), "PATH": bindir + os.pathsep + os.environ.get("PATH", ""),
-           "THAI_EVAL_OUTPUTS": str(tmp_path / "outputs")}
+    env = {
+        **os.environ,
+        "OTHER_MODEL": str(tiny_model_dir),
+        "PATH": bindir + os.pathsep + os.environ.get("PATH", ""),
+        "THAI_EVAL_OUTPUTS": str(tmp_path / "outputs"),
+    }
     env.pop("THAI_EVAL_TASKS", None)
     said = {}
     for command in doc_commands():
-        done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+        done = subprocess.run(
+            ["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900
+        )
         assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
         said[shlex.split(command)[1]] = done.stdout
     assert "thai_facts" in said["runs"] and "thai_capitals" in said["runs"]
@@ -154,8 +181,22 @@ def test_two_declared_tasks_keep_their_own_executed_notebooks(tmp_path, tiny_mod
     monkeypatch.setattr(registry, "_included", [])
     monkeypatch.setattr(registry, "_suites", None)
     out = tmp_path / "outputs"
-    code = main(["run", "--model", str(tiny_model_dir), "--tasks-dir", str(folder), "--benchmarks",
-                 "thai_facts,thai_capitals", "--limit", "1", "--no-paper", "--outputs", str(out)])
+    code = main(
+        [
+            "run",
+            "--model",
+            str(tiny_model_dir),
+            "--tasks-dir",
+            str(folder),
+            "--benchmarks",
+            "thai_facts,thai_capitals",
+            "--limit",
+            "1",
+            "--no-paper",
+            "--outputs",
+            str(out),
+        ]
+    )
     assert code == 0, capsys.readouterr()
     executed = out / "notebooks" / slugify(str(tiny_model_dir))
     assert sorted(p.name for p in executed.glob("*.ipynb")) == ["task_thai_capitals.ipynb", "task_thai_facts.ipynb"]
@@ -165,8 +206,10 @@ def test_two_declared_tasks_keep_their_own_executed_notebooks(tmp_path, tiny_mod
         source = "".join(injected["source"])
         assert f'task = "{task}"' in source and f'tasks_dir = "{(folder / task).resolve()}.py"' in source
     report = json.loads((out / "notebooks" / "batch_report.json").read_text(encoding="utf-8"))
-    assert sorted(Path(r["output"]).name for r in report["runs"]) == ["task_thai_capitals.ipynb",
-                                                                       "task_thai_facts.ipynb"]
+    assert sorted(Path(r["output"]).name for r in report["runs"]) == [
+        "task_thai_capitals.ipynb",
+        "task_thai_facts.ipynb",
+    ]
     assert {(r.family, r.finished) for r in list_runs(out)} == {("thai_facts", True), ("thai_capitals", True)}
     shipped = [s for s in registry.suites().values() if not isinstance(s, DeclaredSuite)]
     assert shipped and all(s.executed_notebook(nb) == nb for s in shipped for nb in s.notebooks)

@@ -28,12 +28,12 @@ PACKAGE = REPO / "thai_eval_utils"
 REPO_READS = {
     "report/render.py": "its own templates/ (package data, in the wheel)",
     "h6/data.py": "data/thai_h6 and the folders a run card names, relative to the checkout: where run_data_roots "
-                  "looks for a stored run's data (the caller's roots come first; missing folders are skipped)",
+    "looks for a stored run's data (the caller's roots come first; missing folders are skipped)",
     "seahelm/data.py": "data/seahelm: the shipped SEA-HELM samples, the default data folder in a checkout (an "
-                       "installed wheel passes --data or reads the Hugging Face cache)",
+    "installed wheel passes --data or reads the Hugging Face cache)",
     "report/__init__.py": "data/: texts older run records lack (only when that folder exists; --data overrides)",
     "cli/commands.py": "notebooks/ and data/: the notebooks `thai-eval run` executes and their sample data (defaults "
-                       "of --notebooks-dir and --data, which point elsewhere for an installed wheel)",
+    "of --notebooks-dir and --data, which point elsewhere for an installed wheel)",
     "notebook_exec.py": "no file: the package's parent folder goes first on the notebook kernels' PYTHONPATH",
 }
 
@@ -41,8 +41,13 @@ REPO_READS = {
 def _tracked(prefix: str = "thai_eval_utils") -> list[str]:
     """Repository-relative paths of the files git tracks (or would: untracked, not ignored) under ``prefix``."""
     try:
-        out = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "--", prefix], cwd=REPO,
-                             capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(
+            ["git", "ls-files", "-co", "--exclude-standard", "--", prefix],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
     except (OSError, subprocess.CalledProcessError):
         pytest.skip("not a git checkout")
     return sorted(p for p in out.splitlines() if (REPO / p).is_file())
@@ -56,8 +61,25 @@ def wheel(tmp_path_factory) -> Path:
     for rel in ["pyproject.toml", "README.md", *_tracked()]:
         (src / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / rel, src / rel)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation", "--no-index",
-                    "-q", "-w", str(tmp / "dist")], check=True, capture_output=True, text=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(src),
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-q",
+            "-w",
+            str(tmp / "dist"),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     (found,) = (tmp / "dist").glob("thai_eval-*.whl")
     return found
 
@@ -66,8 +88,13 @@ def wheel(tmp_path_factory) -> Path:
 def site(wheel) -> Path:
     """The wheel installed into a folder of its own (no dependencies: this environment has them)."""
     target = wheel.parent / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q", "--target", str(target),
-                    str(wheel)], check=True, capture_output=True, text=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q", "--target", str(target), str(wheel)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return target
 
 
@@ -76,9 +103,13 @@ def test_the_wheel_holds_every_tracked_package_file(wheel):
         names = {n for n in z.namelist() if n.startswith("thai_eval_utils/")}
     tracked = set(_tracked())
     data = {p for p in tracked if not p.endswith(".py")}
-    assert data >= {"thai_eval_utils/dialect/prompts/dialect_prompts.json", "thai_eval_utils/templates/judge_v1.txt",
-                    "thai_eval_utils/templates/prices.json", "thai_eval_utils/report/templates/report.html.j2",
-                    "thai_eval_utils/paper/published_tables/thai_h6_table4.csv"}
+    assert data >= {
+        "thai_eval_utils/dialect/prompts/dialect_prompts.json",
+        "thai_eval_utils/templates/judge_v1.txt",
+        "thai_eval_utils/templates/prices.json",
+        "thai_eval_utils/report/templates/report.html.j2",
+        "thai_eval_utils/paper/published_tables/thai_h6_table4.csv",
+    }
     assert sorted(data - names) == []  # package data not declared in pyproject's [tool.setuptools.package-data]
     assert sorted(tracked - names) == []
     assert sorted(names - tracked) == []  # nothing stale or untracked
@@ -151,16 +182,25 @@ def test_the_installed_wheel_runs_a_dialect_generation_run(site, tmp_path):
     work = tmp_path / "elsewhere"
     work.mkdir()
     env = {**os.environ, "PYTHONPATH": str(site), "THAI_EVAL_OUTPUTS": str(work / "outputs")}
-    done = subprocess.run([sys.executable, "-c", RUN, str(site), str(data), str(work / "outputs")], cwd=work, env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", RUN, str(site), str(data), str(work / "outputs")],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert Path(got["module"]).resolve().is_relative_to(site.resolve())  # the wheel's copy, not the checkout's
     assert Path(got["prompts"]).resolve().is_relative_to(site.resolve())
     shipped = json.loads((PACKAGE / "dialect" / "prompts" / "dialect_prompts.json").read_text(encoding="utf-8"))
     item = json.loads((data / "center" / "qa.jsonl").read_text(encoding="utf-8"))
-    expected = (shipped["prompts"]["center"]["qa"].replace("[CONTEXT]", item["context"].strip())
-                .replace("[QUESTION]", item["question"].strip()))
+    expected = (
+        shipped["prompts"]["center"]["qa"]
+        .replace("[CONTEXT]", item["context"].strip())
+        .replace("[QUESTION]", item["question"].strip())
+    )
     assert got["first"] == expected and got["prompts_sent"][0] == expected  # the benchmark's prompt, as sent
     assert len(got["prompts_sent"]) == 2 and got["n_items"] == 2
     assert set(got["scores"]) and not (REPO / "outputs" / "runs" / "wheel-check").exists()

@@ -36,7 +36,7 @@ def thai_vocabulary(texts: Iterable[str], n_pieces: int = 700) -> tuple[list[str
         s = text.replace(" ", SPACE)
         chars.update(s)
         for n in (2, 3):
-            grams.update(s[i:i + n] for i in range(len(s) - n + 1) if "\n" not in s[i:i + n])
+            grams.update(s[i : i + n] for i in range(len(s) - n + 1) if "\n" not in s[i : i + n])
     pieces = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
     types = [T.UNKNOWN, T.CONTROL, T.CONTROL] + [T.BYTE] * 256
     scores = [0.0] * len(pieces)
@@ -50,8 +50,18 @@ def thai_vocabulary(texts: Iterable[str], n_pieces: int = 700) -> tuple[list[str
     return pieces, scores, [int(t) for t in types]
 
 
-def write_tiny_gguf(path: str | Path, texts: Iterable[str], *, seed: int = 0, n_embd: int = 64, n_layer: int = 2,
-                    n_head: int = 4, n_ff: int = 128, n_ctx: int = 4096, add_bos: bool = True) -> Path:
+def write_tiny_gguf(
+    path: str | Path,
+    texts: Iterable[str],
+    *,
+    seed: int = 0,
+    n_embd: int = 64,
+    n_layer: int = 2,
+    n_head: int = 4,
+    n_ff: int = 128,
+    n_ctx: int = 4096,
+    add_bos: bool = True,
+) -> Path:
     """Write a random-weight Llama GGUF (float32 tensors) with :func:`thai_vocabulary` of ``texts``; return its path.
     ``add_bos``: whether llama.cpp (and so llama-cpp-python's server) prepends BOS to a text prompt."""
     import gguf

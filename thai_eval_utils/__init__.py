@@ -19,27 +19,50 @@ __version__ = "0.1.0"
 #: Public names a researcher would guess, re-exported here: name -> module that defines it.
 _EXPORTS: dict[str, str] = {
     # errors
-    "ThaiEvalError": "core.errors", "ThaiEvalDataError": "core.errors", "ModelLoadError": "core.errors",
+    "ThaiEvalError": "core.errors",
+    "ThaiEvalDataError": "core.errors",
+    "ModelLoadError": "core.errors",
     "JudgeError": "core.errors",
     # models
-    "load_model": "backend.models", "embedded_model_dir": "backend.model_sources",
-    "LocalModel": "backend.local_model", "ApiModel": "backend.openai_client", "read_records": "core.records",
+    "load_model": "backend.models",
+    "embedded_model_dir": "backend.model_sources",
+    "LocalModel": "backend.local_model",
+    "ApiModel": "backend.openai_client",
+    "read_records": "core.records",
     # results
-    "RunStore": "core.store", "list_runs": "core.runs", "StoredRun": "core.runs", "Score": "core.provenance", "save_table": "core.tables",
+    "RunStore": "core.store",
+    "list_runs": "core.runs",
+    "StoredRun": "core.runs",
+    "Score": "core.provenance",
+    "save_table": "core.tables",
     # Thai-H6
-    "H6TaskData": "h6.data", "load_h6_task": "h6.data", "thai_h6_score": "h6.average",
+    "H6TaskData": "h6.data",
+    "load_h6_task": "h6.data",
+    "thai_h6_score": "h6.average",
     # ThaiCLI
-    "load_thaicli": "thaicli.data", "build_messages": "thaicli.judge_prompt", "parse_judgement": "thaicli.judge_prompt",
-    "judge_answers": "thaicli.judge", "thaicli_scores": "thaicli.judge", "generate_answers": "thaicli.answers",
+    "load_thaicli": "thaicli.data",
+    "build_messages": "thaicli.judge_prompt",
+    "parse_judgement": "thaicli.judge_prompt",
+    "judge_answers": "thaicli.judge",
+    "thaicli_scores": "thaicli.judge",
+    "generate_answers": "thaicli.answers",
     "judge_free_scores": "thaicli.judge_free",
     # dialects
-    "load_dialect": "dialect.data", "convert_dialect_pickle": "dialect.data", "run_generation": "dialect.generation",
-    "bleu": "dialect.metrics", "rouge_l": "dialect.metrics", "delta_diff": "dialect.metrics",
-    "word_overlap": "dialect.metrics", "preference_table": "dialect.human_eval",
-    "generation_fluency": "dialect.human_eval", "cohen_kappa": "dialect.human_eval",
+    "load_dialect": "dialect.data",
+    "convert_dialect_pickle": "dialect.data",
+    "run_generation": "dialect.generation",
+    "bleu": "dialect.metrics",
+    "rouge_l": "dialect.metrics",
+    "delta_diff": "dialect.metrics",
+    "word_overlap": "dialect.metrics",
+    "preference_table": "dialect.human_eval",
+    "generation_fluency": "dialect.human_eval",
+    "cohen_kappa": "dialect.human_eval",
     "judge_human_spearman": "dialect.human_eval",
     # paper tables and batch runs
-    "check_published": "paper.published", "mismatches": "paper.published", "run_models": "batch",
+    "check_published": "paper.published",
+    "mismatches": "paper.published",
+    "run_models": "batch",
 }
 #: Subpackages and modules reachable as attributes (``thai_eval_utils.h6.evaluate``).
 _SUBMODULES = {"backend", "batch", "cli", "core", "dialect", "export", "h6", "paper", "plots", "thaicli"}

@@ -50,7 +50,6 @@ from thai_eval_utils.notebook_exec import (  # noqa: F401 - one notebook's execu
 JUDGE_KEY_ENV = "THAI_EVAL_JUDGE_API_KEY"
 
 
-
 def benchmark_notebooks() -> tuple[str, ...]:
     """The benchmark notebooks under ``notebooks/``, in the order they run: every registered suite's, in suite
     order (also ``batch.BENCHMARK_NOTEBOOKS``)."""
@@ -60,8 +59,9 @@ def benchmark_notebooks() -> tuple[str, ...]:
 def suite_parameters(options: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """Notebook -> its suite's own parameters for a whole run (``Suite.notebook_parameters``) given the run's
     common ``options``."""
-    return {nb: suite.notebook_parameters((), options) for suite in registry.suites().values()
-            for nb in suite.notebooks}
+    return {
+        nb: suite.notebook_parameters((), options) for suite in registry.suites().values() for nb in suite.notebooks
+    }
 
 
 def __getattr__(name: str) -> Any:
@@ -69,6 +69,7 @@ def __getattr__(name: str) -> Any:
     if name == "BENCHMARK_NOTEBOOKS":
         return benchmark_notebooks()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: The notebook that rebuilds the papers' tables and places the runs beside them; runs last.
 PAPER_NOTEBOOK = "paper_tables.ipynb"
@@ -123,13 +124,12 @@ class BatchReport:
     def __str__(self) -> str:
         return self.summary()
 
+
 def _for_kernel(path: str | Path, nb_dir: Path) -> str:
     """A path given relative to this process's folder, as the kernels see it (their cwd is ``nb_dir``):
     relative to ``nb_dir`` inside the project (``../outputs``), absolute elsewhere."""
     target = Path(path).resolve()
     return os.path.relpath(target, nb_dir) if target.is_relative_to(nb_dir.parent) else str(target)
-
-
 
 
 def _declares_model(path: Path) -> bool:
@@ -187,8 +187,14 @@ def run_models(
         judge_base_url, password = split_credentials(judge_base_url)
         if password and not os.environ.get(JUDGE_KEY_ENV):
             env[JUDGE_KEY_ENV] = password
-    shared = {"limit": limit, "data_source": None if data is None else _for_kernel(data, nb_dir), "judge_model": judge,
-              "judge_base_url": judge_base_url, "outputs_dir": _for_kernel(out, nb_dir), **(extra_parameters or {})}
+    shared = {
+        "limit": limit,
+        "data_source": None if data is None else _for_kernel(data, nb_dir),
+        "judge_model": judge,
+        "judge_base_url": judge_base_url,
+        "outputs_dir": _for_kernel(out, nb_dir),
+        **(extra_parameters or {}),
+    }
     runs: list[NotebookRun] = []
 
     def record(run: NotebookRun) -> None:
@@ -222,28 +228,50 @@ def run_models(
     return report
 
 
-def run_suites(models: Sequence[str], *, outputs: str | Path = "outputs", extra_parameters: Mapping[str, Any] | None = None,
-               paper_notebook: str | None = PAPER_NOTEBOOK, verbose: bool = True, **options: Any) -> BatchReport:
+def run_suites(
+    models: Sequence[str],
+    *,
+    outputs: str | Path = "outputs",
+    extra_parameters: Mapping[str, Any] | None = None,
+    paper_notebook: str | None = PAPER_NOTEBOOK,
+    verbose: bool = True,
+    **options: Any,
+) -> BatchReport:
     """Every registered suite's notebooks for every model, suite by suite (each with its own parameters and its own
     executed copies: two declared tasks of one model keep two notebooks), then the paper tables; ``options`` as
     :func:`run_models` takes them (limit, data, judge, notebooks_dir...). One report for the whole batch."""
     runs: list[NotebookRun] = []
     for suite in registry.suites().values():
         own = suite.notebook_parameters((), extra_parameters)
-        part = run_models(models, notebooks=suite.notebooks, outputs=outputs, extra_parameters=extra_parameters,
-                          per_notebook={nb: own for nb in suite.notebooks},
-                          executed={nb: suite.executed_notebook(nb) for nb in suite.notebooks},
-                          paper_notebook=None, verbose=False, **options)
+        part = run_models(
+            models,
+            notebooks=suite.notebooks,
+            outputs=outputs,
+            extra_parameters=extra_parameters,
+            per_notebook={nb: own for nb in suite.notebooks},
+            executed={nb: suite.executed_notebook(nb) for nb in suite.notebooks},
+            paper_notebook=None,
+            verbose=False,
+            **options,
+        )
         runs += part.runs
         for run in part.runs if verbose else ():
             print(run, flush=True)
-    paper = run_models([], notebooks=(), outputs=outputs, extra_parameters=extra_parameters,
-                       paper_notebook=paper_notebook, verbose=False, **options)
+    paper = run_models(
+        [],
+        notebooks=(),
+        outputs=outputs,
+        extra_parameters=extra_parameters,
+        paper_notebook=paper_notebook,
+        verbose=False,
+        **options,
+    )
     report = BatchReport(runs + paper.runs, paper.outputs, paper.html)
     out = Path(outputs).resolve()
     (out / "notebooks").mkdir(parents=True, exist_ok=True)
     (out / "notebooks" / "batch_report.json").write_text(
-        json.dumps(scrub_strings(report.to_dict()), indent=2, default=str) + "\n")
+        json.dumps(scrub_strings(report.to_dict()), indent=2, default=str) + "\n"
+    )
     if verbose:
         print(report.summary(), flush=True)
     return report
@@ -254,9 +282,16 @@ def demo_comparisons() -> list[tuple[Suite, DemoComparison]]:
     return [(suite, plan) for suite in registry.suites().values() if (plan := suite.demo_comparison()) is not None]
 
 
-def demo_comparison(model: str, *, limit: int | None, outputs: str | Path = "outputs", notebooks_dir: str | Path = "notebooks",
-                    extra_parameters: Mapping[str, Any] | None = None, verbose: bool = True,
-                    done: Sequence[str] | None = None) -> list[NotebookRun]:
+def demo_comparison(
+    model: str,
+    *,
+    limit: int | None,
+    outputs: str | Path = "outputs",
+    notebooks_dir: str | Path = "notebooks",
+    extra_parameters: Mapping[str, Any] | None = None,
+    verbose: bool = True,
+    done: Sequence[str] | None = None,
+) -> list[NotebookRun]:
     """The demo's comparisons: for each suite's :class:`~thai_eval_utils.core.benchmark.DemoComparison` (whose
     notebook is in ``done``, the notebooks that ran ok; None: every one), the notebook again with the plan's
     parameters (into ``<outputs>/demo_compare``, so the first run's tables stay), then ``compare_runs.ipynb`` on
@@ -267,13 +302,24 @@ def demo_comparison(model: str, *, limit: int | None, outputs: str | Path = "out
     for suite, plan in demo_comparisons():
         if done is not None and plan.notebook not in done:
             continue
-        rerun = {"limit": limit, **(extra_parameters or {}), **suite.notebook_parameters((), extra_parameters),
-                 "model": model, **plan.parameters, "outputs_dir": _for_kernel(out_b, nb_dir)}
+        rerun = {
+            "limit": limit,
+            **(extra_parameters or {}),
+            **suite.notebook_parameters((), extra_parameters),
+            "model": model,
+            **plan.parameters,
+            "outputs_dir": _for_kernel(out_b, nb_dir),
+        }
         executed = out / "notebooks" / slugify(model) / f"{Path(plan.notebook).stem}_{plan.variant}.ipynb"
         runs.append(execute(nb_dir / plan.notebook, executed, rerun, cwd=nb_dir, model=model))
-        compare = {"outputs_dir": _for_kernel(out, nb_dir), "model_a": model, "where_a": dict(plan.where_a),
-                   "runs_b": [_for_kernel(out_b / "runs", nb_dir)], "benchmarks": [suite.name],
-                   "name": f"compare_{slugify(model)}_{plan.name}"}
+        compare = {
+            "outputs_dir": _for_kernel(out, nb_dir),
+            "model_a": model,
+            "where_a": dict(plan.where_a),
+            "runs_b": [_for_kernel(out_b / "runs", nb_dir)],
+            "benchmarks": [suite.name],
+            "name": f"compare_{slugify(model)}_{plan.name}",
+        }
         runs.append(execute(nb_dir / COMPARE_NOTEBOOK, out / "notebooks" / COMPARE_NOTEBOOK, compare, cwd=nb_dir))
     if verbose:
         for r in runs:
@@ -289,15 +335,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", default=None, help="data folder passed as data_source (default: each notebook's)")
     parser.add_argument("--judge", default=None, help="judge model id (judge_model) of the notebooks that judge")
     parser.add_argument("--judge-base-url", default=None, help="the judge's OpenAI-compatible base URL")
-    parser.add_argument("--dtype", default=None, help="weights dtype of local models: float32, bfloat16, float16 or auto "
-                        "(default: float32 on CPU, bfloat16 on GPU)")
-    parser.add_argument("--device-map", default=None, help='weight placement of local models, e.g. "auto" over all GPUs')
+    parser.add_argument(
+        "--dtype",
+        default=None,
+        help="weights dtype of local models: float32, bfloat16, float16 or auto "
+        "(default: float32 on CPU, bfloat16 on GPU)",
+    )
+    parser.add_argument(
+        "--device-map", default=None, help='weight placement of local models, e.g. "auto" over all GPUs'
+    )
     parser.add_argument("--outputs", default="outputs", help="outputs folder (default: outputs)")
     parser.add_argument("--notebooks-dir", default="notebooks", help="folder of the notebooks (default: notebooks)")
     parser.add_argument("--notebooks", nargs="+", default=None, help="benchmark notebooks to run (default: all)")
     parser.add_argument("--no-paper", action="store_true", help="skip the paper-tables notebook")
-    parser.add_argument("--demo", action="store_true",
-                        help=f"demo: models {' '.join(DEMO_MODELS)}, limit {DEMO_LIMIT}, {DEMO_PARAMETERS}")
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help=f"demo: models {' '.join(DEMO_MODELS)}, limit {DEMO_LIMIT}, {DEMO_PARAMETERS}",
+    )
     args = parser.parse_args(argv)
     models = [m for spec in args.models for m in spec.split()]
     limit, extra = args.limit, {}
@@ -312,16 +367,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(str(exc))
     if not models:
         parser.error("give --models (or --demo)")
-    common = dict(limit=limit, data=args.data, judge=args.judge, judge_base_url=args.judge_base_url,
-                  outputs=args.outputs, notebooks_dir=args.notebooks_dir, extra_parameters=extra,
-                  paper_notebook=None if args.no_paper else PAPER_NOTEBOOK)
+    common = dict(
+        limit=limit,
+        data=args.data,
+        judge=args.judge,
+        judge_base_url=args.judge_base_url,
+        outputs=args.outputs,
+        notebooks_dir=args.notebooks_dir,
+        extra_parameters=extra,
+        paper_notebook=None if args.no_paper else PAPER_NOTEBOOK,
+    )
     if args.notebooks:  # the notebooks named, each with its suite's parameters
         report = run_models(models, notebooks=args.notebooks, per_notebook=suite_parameters(extra), **common)
     else:
         report = run_suites(models, **common)
     done = [r.notebook for r in report.runs if r.ok]  # the first runs to compare with
-    compared = demo_comparison(models[0], limit=limit, outputs=args.outputs, notebooks_dir=args.notebooks_dir,
-                               extra_parameters=extra, done=done) if args.demo else []
+    compared = (
+        demo_comparison(
+            models[0],
+            limit=limit,
+            outputs=args.outputs,
+            notebooks_dir=args.notebooks_dir,
+            extra_parameters=extra,
+            done=done,
+        )
+        if args.demo
+        else []
+    )
     return 0 if report.ok and all(r.ok for r in compared) else 1
 
 

@@ -48,7 +48,6 @@ class NotebookRun:
         return f"[{self.status:>7}] {who}{self.notebook} ({self.seconds:.0f} s) -> {self.output}{tail}"
 
 
-
 def notebook_parameters(path: str | Path) -> dict[str, dict[str, Any]]:
     """The parameters a notebook declares in its ``parameters`` cell: name -> info.
 
@@ -65,10 +64,19 @@ def notebook_parameters(path: str | Path) -> dict[str, dict[str, Any]]:
     if cell is not None:
         with contextlib.suppress(SyntaxError):  # a non-Python cell: papermill's reading alone
             for node in ast.parse(cell.source).body:
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+                targets = (
+                    node.targets
+                    if isinstance(node, ast.Assign)
+                    else [node.target]
+                    if isinstance(node, ast.AnnAssign)
+                    else []
+                )
                 for target in targets:
                     if isinstance(target, ast.Name):
-                        found[target.id] = {"name": target.id, "default": ast.get_source_segment(cell.source, node.value) if node.value else None}
+                        found[target.id] = {
+                            "name": target.id,
+                            "default": ast.get_source_segment(cell.source, node.value) if node.value else None,
+                        }
     found.update(dict(papermill.inspect_notebook(str(path))))
     return found
 
@@ -150,9 +158,15 @@ def execute(
         run.parameters, run.dropped_parameters = filter_parameters(notebook_parameters(notebook), parameters)
         output.parent.mkdir(parents=True, exist_ok=True)
         with _kernel_env(env):
-            papermill.execute_notebook(str(notebook), str(output), parameters=run.parameters, cwd=str(cwd),
-                                       kernel_name=kernel_name, progress_bar=False,
-                                       kernel_manager_class=IpcKernelManager)  # no TCP warning per notebook
+            papermill.execute_notebook(
+                str(notebook),
+                str(output),
+                parameters=run.parameters,
+                cwd=str(cwd),
+                kernel_name=kernel_name,
+                progress_bar=False,
+                kernel_manager_class=IpcKernelManager,
+            )  # no TCP warning per notebook
     except PapermillExecutionError as exc:
         run.status, run.error = "failed", scrub(f"cell {exc.exec_count}: {exc.ename}: {exc.evalue}")
     except Exception as exc:  # noqa: BLE001 - a broken notebook or kernel must not stop the batch

@@ -97,10 +97,13 @@ def reply_problem(kind: str, content_type: str, body: bytes) -> str | None:
         if not isinstance(message, Mapping):
             return f"choices[0].message is {json.dumps(message)[:40]}, not an object"
         content = message.get("content")
-        if content is None and any(isinstance(message.get(k), str) and message.get(k)
-                                   for k in ("reasoning_content", "reasoning")):
+        if content is None and any(
+            isinstance(message.get(k), str) and message.get(k) for k in ("reasoning_content", "reasoning")
+        ):
             return None  # a reasoning parser split every token off as thinking (it never closed)
-        return None if isinstance(content, str) else f"choices[0].message.content is {json.dumps(content)[:40]}, not text"
+        return (
+            None if isinstance(content, str) else f"choices[0].message.content is {json.dumps(content)[:40]}, not text"
+        )
     text = first.get("text")
     return None if isinstance(text, str) else f"choices[0].text is {json.dumps(text)[:40]}, not text"
 
@@ -122,5 +125,7 @@ class ReplyCheckingClient(openai.DefaultAsyncHttpxClient):
         if problem is None:
             return response
         await response.aclose()
-        error = {"error": {"message": f"malformed reply: {problem}", "type": "malformed_reply", "code": MALFORMED_STATUS}}
+        error = {
+            "error": {"message": f"malformed reply: {problem}", "type": "malformed_reply", "code": MALFORMED_STATUS}
+        }
         return httpx2.Response(MALFORMED_STATUS, json=error, headers={MALFORMED_HEADER: "1"}, request=request)

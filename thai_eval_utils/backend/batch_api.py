@@ -51,11 +51,26 @@ class OpenAIBatchTransport:
         credentials, no query) and the model id."""
         return {"base_url": public_base_url(self.model.base_url), "model": self.model.model_id}
 
-    def body(self, messages: list[dict[str, str]], *, max_tokens: int, temperature: float, top_p: float,
-             seed: int | None, stop: Sequence[str] | str | None = None) -> dict[str, Any]:  # fmt: skip
+    def body(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        max_tokens: int,
+        temperature: float,
+        top_p: float,
+        seed: int | None,
+        stop: Sequence[str] | str | None = None,
+    ) -> dict[str, Any]:
         """A request body as ``ApiSession.complete`` sends it (seed and stop only when set)."""
-        body = chat_body(self.model.model_id, messages, max_tokens=max_tokens, temperature=temperature, top_p=top_p,
-                         seed=seed, stop=stop)  # fmt: skip
+        body = chat_body(
+            self.model.model_id,
+            messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
+            stop=stop,
+        )
         body.update(self.model.sampling_overrides)  # extra_body's fields, as the live client sends them
         return body
 
@@ -70,8 +85,14 @@ class OpenAIBatchTransport:
         return str(self._call("upload", self.client.files.create, file=("batch_input.jsonl", data), purpose="batch").id)
 
     def create(self, input_file_id: str, metadata: Mapping[str, str]) -> str:
-        batch = self._call("create", self.client.batches.create, input_file_id=input_file_id, endpoint=ENDPOINT,
-                           completion_window=COMPLETION_WINDOW, metadata=dict(metadata))  # fmt: skip
+        batch = self._call(
+            "create",
+            self.client.batches.create,
+            input_file_id=input_file_id,
+            endpoint=ENDPOINT,
+            completion_window=COMPLETION_WINDOW,
+            metadata=dict(metadata),
+        )
         return str(batch.id)
 
     def find(self, input_file_id: str) -> str | None:
@@ -84,10 +105,17 @@ class OpenAIBatchTransport:
     def retrieve(self, batch_id: str) -> dict[str, Any]:
         batch = self._call("retrieve", self.client.batches.retrieve, batch_id)
         counts = getattr(batch, "request_counts", None)
-        return {"status": batch.status, "output_file_id": batch.output_file_id, "error_file_id": batch.error_file_id,
-                "request_counts": {"total": getattr(counts, "total", 0), "completed": getattr(counts, "completed", 0),
-                                   "failed": getattr(counts, "failed", 0)},
-                "errors": batch.errors.model_dump() if getattr(batch, "errors", None) else None}  # fmt: skip
+        return {
+            "status": batch.status,
+            "output_file_id": batch.output_file_id,
+            "error_file_id": batch.error_file_id,
+            "request_counts": {
+                "total": getattr(counts, "total", 0),
+                "completed": getattr(counts, "completed", 0),
+                "failed": getattr(counts, "failed", 0),
+            },
+            "errors": batch.errors.model_dump() if getattr(batch, "errors", None) else None,
+        }
 
     def content(self, file_id: str) -> str:
         return str(self._call("download", self.client.files.content, file_id).text)

@@ -144,32 +144,48 @@ class BatchChatModel:
         ours = tuple(f.prefix for f in folders)
         kept = []
         if path.exists():
-            kept = [ln for ln in read_output_lines(path.read_text(encoding="utf-8"), str(path))
-                    if not ln["custom_id"].startswith(ours)]  # fmt: skip
+            kept = [
+                ln
+                for ln in read_output_lines(path.read_text(encoding="utf-8"), str(path))
+                if not ln["custom_id"].startswith(ours)
+            ]
         lines = [*kept, *(input_line(cid, body) for f in folders for cid, body in f.requests.items())]
         write_text_atomic(path, scrub("".join(dumps_standard(ln) + "\n" for ln in lines)))
         for f in folders:
             if f.requests:
                 self.report.written += len(f.requests)
-                f.rounds.say(f"batch file {path}: {len(f.requests)} requests written; answer them (e.g. `vllm "
-                             "run-batch`) and run again with --batch-file-in")  # fmt: skip
+                f.rounds.say(
+                    f"batch file {path}: {len(f.requests)} requests written; answer them (e.g. `vllm "
+                    "run-batch`) and run again with --batch-file-in"
+                )
 
     # -- the calls ----------------------------------------------------------------------------------------------------
-    def chat(self, messages_list: list[Messages], *, max_new_tokens: int = 256, temperature: float = 0.0,
-             top_p: float = 1.0, seed: int | None = None, stop: Sequence[str] | str | None = None) -> list[str]:  # fmt: skip
+    def chat(
+        self,
+        messages_list: list[Messages],
+        *,
+        max_new_tokens: int = 256,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        stop: Sequence[str] | str | None = None,
+    ) -> list[str]:
         """The collected reply of each conversation (one per item of the run loop's call), cut before the first stop
         string; raises :class:`BatchPending` / :class:`BatchRequestFailed` (after recording every conversation's
         request) when one has none."""
         call = current_call()
         if call is None or len(call.keys) != len(messages_list):
-            raise ValueError("batch mode answers inside a run loop's call, one conversation per item "
-                             "(core.runloop.run_items); use BatchChatModel.run(lambda m: <the generation run>(m, ...))")  # fmt: skip
+            raise ValueError(
+                "batch mode answers inside a run loop's call, one conversation per item "
+                "(core.runloop.run_items); use BatchChatModel.run(lambda m: <the generation run>(m, ...))"
+            )
         folder = self._folder(call.store)
         texts: list[str] = []
         problem: ApiError | None = None
         for key, messages in zip(call.keys, messages_list):
-            body = self._body(messages, max_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed,
-                              stop=stop)  # fmt: skip
+            body = self._body(
+                messages, max_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed, stop=stop
+            )
             try:
                 texts.append(self._answer(folder, key, body, stop))
             except ApiError as exc:
@@ -178,11 +194,25 @@ class BatchChatModel:
             raise problem
         return texts
 
-    def generate(self, prompts: list[str], *, max_new_tokens: int = 256, stop: Sequence[str] | str | None = None,
-                 temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None) -> list[str]:  # fmt: skip
+    def generate(
+        self,
+        prompts: list[str],
+        *,
+        max_new_tokens: int = 256,
+        stop: Sequence[str] | str | None = None,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+    ) -> list[str]:
         """Each prompt as one user message (as ``ApiModel.generate``: a chat endpoint has no raw completion)."""
-        return self.chat([[{"role": "user", "content": p}] for p in prompts], max_new_tokens=max_new_tokens,
-                         temperature=temperature, top_p=top_p, seed=seed, stop=stop)  # fmt: skip
+        return self.chat(
+            [[{"role": "user", "content": p}] for p in prompts],
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
+            stop=stop,
+        )
 
     def _body(self, messages: Messages, **kw: Any) -> dict[str, Any]:
         t = self.mode.transport
@@ -216,9 +246,17 @@ class BatchChatModel:
             return cut_at_stop(reply.text, stop)
 
 
-def batch_mode(model: ChatModel, *, submit: bool = False, file_out: str | Path | None = None,
-               file_in: str | Path | None = None, wait_s: float = 0.0, poll_s: float = 10.0,
-               progress: bool = True, **options: Any) -> BatchMode | None:  # fmt: skip
+def batch_mode(
+    model: ChatModel,
+    *,
+    submit: bool = False,
+    file_out: str | Path | None = None,
+    file_in: str | Path | None = None,
+    wait_s: float = 0.0,
+    poll_s: float = 10.0,
+    progress: bool = True,
+    **options: Any,
+) -> BatchMode | None:
     """The batch mode of a model's answers: submit to its endpoint (an ``ApiModel``: the OpenAI Batch API, waiting at
     most ``wait_s`` seconds, polling every ``poll_s``), or write the requests still needed to ``file_out`` (no
     network), after reading the replies of ``file_in``. None when no option asks for batches, or (said so) when the
@@ -229,12 +267,27 @@ def batch_mode(model: ChatModel, *, submit: bool = False, file_out: str | Path |
         print(f"{model.name}: not an API model, so its answers are made live (batch mode is for openai: models)")
         return None
     transport = OpenAIBatchTransport(model) if submit and file_out is None else None
-    return BatchMode(transport=transport, file_out=file_out, file_in=file_in, wait_s=wait_s, poll_s=poll_s,
-                     progress=progress, **options)  # fmt: skip
+    return BatchMode(
+        transport=transport,
+        file_out=file_out,
+        file_in=file_in,
+        wait_s=wait_s,
+        poll_s=poll_s,
+        progress=progress,
+        **options,
+    )
 
 
-def run_answers(model: ChatModel, fn: Callable[[Any], T], *, submit: bool = False, file_out: str | Path | None = None,
-                file_in: str | Path | None = None, wait_s: float = 0.0, **options: Any) -> T:  # fmt: skip
+def run_answers(
+    model: ChatModel,
+    fn: Callable[[Any], T],
+    *,
+    submit: bool = False,
+    file_out: str | Path | None = None,
+    file_in: str | Path | None = None,
+    wait_s: float = 0.0,
+    **options: Any,
+) -> T:
     """``fn(model)``: live, or in batch rounds (:class:`BatchChatModel`) when a batch option is set and ``model`` is an
     API model. The notebooks' one line: ``run_answers(lm, lambda m: generate_answers(m, items, ...), submit=...)``."""
     mode = batch_mode(model, submit=submit, file_out=file_out, file_in=file_in, wait_s=wait_s, **options)

@@ -47,7 +47,9 @@ def check_local_only_options(kind: str, model_id: str, options: Mapping[str, Any
         if key not in LOCAL_ONLY_OPTIONS:
             raise TypeError(f"{kind} got an unknown option {key!r}")
         if value != LOCAL_ONLY_OPTIONS[key]:
-            raise ModelLoadError(f"option {key}={value!r} applies to local weights only, not to the {kind} {model_id!r}")
+            raise ModelLoadError(
+                f"option {key}={value!r} applies to local weights only, not to the {kind} {model_id!r}"
+            )
 
 
 def base_url_or_env(base_url: Any, default: str | None = None) -> Any:
@@ -97,8 +99,15 @@ class ClientOptions:
     concurrency: int | None = None  # requests in flight (None: the model decides, e.g. after probing)
 
     @classmethod
-    def resolve(cls, urls: Sequence[str], api_key: str | None = None, *, timeout: float, max_retries: int,
-                concurrency: int | None = None) -> ClientOptions:
+    def resolve(
+        cls,
+        urls: Sequence[str],
+        api_key: str | None = None,
+        *,
+        timeout: float,
+        max_retries: int,
+        concurrency: int | None = None,
+    ) -> ClientOptions:
         """Options for the servers at ``urls`` (credentials taken out of them and registered as secrets).
 
         Raises ModelLoadError for a URL holding two different credentials, ValueError for a timeout that is
@@ -114,10 +123,16 @@ class ClientOptions:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
         key = api_key or next((e.key for e in endpoints if e.key), None) or os.environ.get("OPENAI_API_KEY")
         register_secret(key)
-        return cls(urls=tuple(e.url for e in endpoints), queries=tuple(e.query for e in endpoints),
-                   api_key=Secret(key or PLACEHOLDER_API_KEY), has_key=bool(key),
-                   key_header=next((e.key_header for e in endpoints if e.key_header), None),
-                   timeout=float(timeout), max_retries=int(max_retries), concurrency=concurrency)
+        return cls(
+            urls=tuple(e.url for e in endpoints),
+            queries=tuple(e.query for e in endpoints),
+            api_key=Secret(key or PLACEHOLDER_API_KEY),
+            has_key=bool(key),
+            key_header=next((e.key_header for e in endpoints if e.key_header), None),
+            timeout=float(timeout),
+            max_retries=int(max_retries),
+            concurrency=concurrency,
+        )
 
     @property
     def public_urls(self) -> list[str]:
@@ -127,16 +142,21 @@ class ClientOptions:
     def with_url(self, url: str) -> ClientOptions:
         """The same options for one server at ``url``; the key stays (the URL's own credential, if any, is the key
         only when none was found before)."""
-        moved = ClientOptions.resolve([url], self.api_key.reveal() if self.has_key else None,
-                                      timeout=self.timeout, max_retries=self.max_retries)
+        moved = ClientOptions.resolve(
+            [url], self.api_key.reveal() if self.has_key else None, timeout=self.timeout, max_retries=self.max_retries
+        )
         return replace(self, urls=moved.urls, queries=moved.queries, key_header=moved.key_header or self.key_header)
 
     def client_kwargs(self, index: int = 0) -> dict[str, Any]:
         """``AsyncOpenAI`` keyword arguments for server ``index``: URL, key, timeout, retries, its plain query
         (``default_query``) and the header the key is also sent in (``default_headers``)."""
         key = self.api_key.reveal()
-        out: dict[str, Any] = {"base_url": self.urls[index], "api_key": key, "timeout": self.timeout,
-                               "max_retries": self.max_retries}
+        out: dict[str, Any] = {
+            "base_url": self.urls[index],
+            "api_key": key,
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+        }
         if self.queries[index]:
             out["default_query"] = dict(self.queries[index])
         if self.key_header:

@@ -65,8 +65,14 @@ class Decoder:
         self.window = getattr(cfg, "sliding_window", None)
         self.eager = getattr(model.config, "_attn_implementation", None) == "eager"
 
-    def model_call(self, ids: list[list[int]], cache: DynamicCache | None, positions: list[int] | None = None,
-                   segment: list[int] | None = None, ancestors: np.ndarray | None = None) -> torch.Tensor:
+    def model_call(
+        self,
+        ids: list[list[int]],
+        cache: DynamicCache | None,
+        positions: list[int] | None = None,
+        segment: list[int] | None = None,
+        ancestors: np.ndarray | None = None,
+    ) -> torch.Tensor:
         """Hidden states [rows, length, hidden] of ``ids`` [rows, length] after the keys in ``cache`` (None: no
         cache), which the call extends. With ``positions``/``segment`` [tokens] and ``ancestors`` [segments,
         segments] (one packed row): query i sees key j iff pos[j] <= pos[i] and j's segment is i's or one of its
@@ -83,8 +89,9 @@ class Decoder:
         seg = torch.tensor(segment, dtype=torch.long, device=dev)  # [tokens] segment of each token
         anc = torch.tensor(ancestors, dtype=torch.bool, device=dev)  # [segments, segments]
         mask = packed_masks(pos, seg, anc, past, self.kinds, self.window, self.dtype if self.eager else None)
-        return self.net(input_ids=x, attention_mask=mask, position_ids=pos[None], use_cache=True,
-                        **{self.cache_kw: cache}).last_hidden_state
+        return self.net(
+            input_ids=x, attention_mask=mask, position_ids=pos[None], use_cache=True, **{self.cache_kw: cache}
+        ).last_hidden_state
 
 
 class Head:
@@ -101,8 +108,9 @@ class Head:
         self.softcap = getattr(model.config.get_text_config(), "final_logit_softcapping", None)
         self.rows = max(1, HEAD_BYTES // (4 * self.proj.weight.shape[0]))
         # a plain bias-free Linear without accelerate hooks can write its logits into a reused buffer
-        self.plain = (type(self.proj) is torch.nn.Linear and self.proj.bias is None
-                      and not hasattr(self.proj, "_hf_hook"))
+        self.plain = (
+            type(self.proj) is torch.nn.Linear and self.proj.bias is None and not hasattr(self.proj, "_hf_hook")
+        )
         self.buffers: dict[str, torch.Tensor] = {}
 
     def _buffer(self, name: str, rows: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
@@ -131,7 +139,7 @@ class Head:
         lp = torch.empty(len(rows), dtype=torch.float32)
         greedy = torch.empty(len(rows), dtype=torch.bool)
         for s in range(0, len(hidden), self.rows):
-            logits = self.logits(hidden[s:s + self.rows])
+            logits = self.logits(hidden[s : s + self.rows])
             out = self._buffer("logp", len(logits), torch.float32, logits.device)
             logp = torch.log_softmax(logits.float(), dim=-1, out=out)
             sel = ((rows >= s) & (rows < s + self.rows)).nonzero()[:, 0]

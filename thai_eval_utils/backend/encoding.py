@@ -37,8 +37,9 @@ def move_trailing_space(context: str, continuation: str) -> tuple[str, str]:
     return (context[:-n], context[-n:] + continuation) if n else (context, continuation)
 
 
-def encode_pairs(tokenizer: Any, requests: Sequence[tuple[str, str]],
-                 add_bos_token: bool = False) -> list[tuple[list[int], list[int]]]:
+def encode_pairs(
+    tokenizer: Any, requests: Sequence[tuple[str, str]], add_bos_token: bool = False
+) -> list[tuple[list[int], list[int]]]:
     """(context tokens, continuation tokens) of each ``(context, continuation)`` request, as lm-eval computes them
     (rules 1-4 of the module docstring); each distinct string is tokenized once, in one batch per setting.
 
@@ -70,24 +71,27 @@ def encode_pairs(tokenizer: Any, requests: Sequence[tuple[str, str]],
     for i, (ctx, cont) in enumerate(pairs):
         if ctx == "":  # empty context: BOS/EOS as context unless the continuation already starts with it
             cont_ids = list(ids[False][cont])
-            out.append((cont_ids[:1], cont_ids[1:]) if cont_ids and cont_ids[0] == prefix_id
-                       else ([prefix_id], cont_ids))
+            out.append(
+                (cont_ids[:1], cont_ids[1:]) if cont_ids and cont_ids[0] == prefix_id else ([prefix_id], cont_ids)
+            )
             continue
         whole, ctx_ids = ids[special(ctx + cont)][ctx + cont], ids[special(ctx)][ctx]
         if not ctx_ids:
             raise ThaiEvalError(f"request {i}: context {requests[i][0]!r} encodes to no tokens")
-        out.append((list(ctx_ids), list(whole[len(ctx_ids):])))
+        out.append((list(ctx_ids), list(whole[len(ctx_ids) :])))
     return out
 
 
-def encode_pair(tokenizer: Any, context: str, continuation: str, *,
-                add_bos_token: bool = False) -> tuple[list[int], list[int]]:
+def encode_pair(
+    tokenizer: Any, context: str, continuation: str, *, add_bos_token: bool = False
+) -> tuple[list[int], list[int]]:
     """lm-eval's ``_encode_pair`` for one request: (context tokens, continuation tokens); see :func:`encode_pairs`."""
     return encode_pairs(tokenizer, [(context, continuation)], add_bos_token)[0]
 
 
-def fed_tokens(encoded: Sequence[tuple[list[int], list[int]]],
-               max_length: int) -> tuple[list[tuple[int, ...] | None], list[list[int]]]:
+def fed_tokens(
+    encoded: Sequence[tuple[list[int], list[int]]], max_length: int
+) -> tuple[list[tuple[int, ...] | None], list[list[int]]]:
     """The token sequence fed per encoded request, ``(ctx + cont)[-(max_length + 1):][:-1]`` (None: empty
     continuation), and the continuation tokens it is scored on; warns once about left truncation and about
     empty continuations.
@@ -102,13 +106,19 @@ def fed_tokens(encoded: Sequence[tuple[list[int], list[int]]],
         full = ctx + cont
         if len(full) > max_length + 1:
             cut.append(len(full))
-        seqs.append(tuple(full[-(max_length + 1):][:-1]) if cont else None)
+        seqs.append(tuple(full[-(max_length + 1) :][:-1]) if cont else None)
         targets.append(cont)
     if cut:
-        warnings.warn(f"{len(cut)} of {len(encoded)} requests exceed max_length {max_length} (+1) and were "
-                      f"left-truncated (longest: {max(cut)} tokens); continuations are kept whole", stacklevel=3)
+        warnings.warn(
+            f"{len(cut)} of {len(encoded)} requests exceed max_length {max_length} (+1) and were "
+            f"left-truncated (longest: {max(cut)} tokens); continuations are kept whole",
+            stacklevel=3,
+        )
     n_empty = sum(1 for c in targets if not c)
     if n_empty:
-        warnings.warn(f"{n_empty} continuation(s) encode to no tokens; scored (0.0, True): the log-probability "
-                      "of an empty string (lm-eval 0.4.13 fails an assertion instead)", stacklevel=3)
+        warnings.warn(
+            f"{n_empty} continuation(s) encode to no tokens; scored (0.0, True): the log-probability "
+            "of an empty string (lm-eval 0.4.13 fails an assertion instead)",
+            stacklevel=3,
+        )
     return seqs, targets

@@ -142,15 +142,18 @@ class _Row:
         return []
 
 
-def encode_prompts(tokenizer: Any, prompts: Sequence[str], *, add_special_tokens: bool, room: int,
-                   max_length: int) -> list[list[int]]:
+def encode_prompts(
+    tokenizer: Any, prompts: Sequence[str], *, add_special_tokens: bool, room: int, max_length: int
+) -> list[list[int]]:
     """Token ids of each prompt, left-truncated to ``room`` tokens with a warning (lm-eval's ``generate_until``
     keeps the last ``max_length - max_gen_toks`` context tokens)."""
     encoded = []
     for p in prompts:
         ids = tokenizer(p, add_special_tokens=add_special_tokens).input_ids
         if len(ids) > room:
-            warnings.warn(f"prompt of {len(ids)} tokens left-truncated to {room} (max_length {max_length})", stacklevel=3)
+            warnings.warn(
+                f"prompt of {len(ids)} tokens left-truncated to {room} (max_length {max_length})", stacklevel=3
+            )
             ids = ids[-room:]
         encoded.append(ids)
     return encoded
@@ -190,13 +193,24 @@ def eos_ids(hf_model: Any, tokenizer: Any) -> set[int]:
 class Engine:
     """One call's continuous-batching run (see the module docstring); :meth:`run` returns the texts."""
 
-    def __init__(self, hf_model: Any, tokenizer: Any, *, max_new_tokens: int | Sequence[int],
-                 stop: Sequence[str] | str | None,
-                 temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
-                 kv_budget: int | None = None, max_rows: int | None = None,
-                 min_shared: int = MIN_SHARED_TOKENS, lookup: int = LOOKUP_TOKENS,
-                 step_positions: int = STEP_POSITIONS, think_tags: ThinkTags | None = None,
-                 starts_open: Sequence[bool] | None = None) -> None:
+    def __init__(
+        self,
+        hf_model: Any,
+        tokenizer: Any,
+        *,
+        max_new_tokens: int | Sequence[int],
+        stop: Sequence[str] | str | None,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        kv_budget: int | None = None,
+        max_rows: int | None = None,
+        min_shared: int = MIN_SHARED_TOKENS,
+        lookup: int = LOOKUP_TOKENS,
+        step_positions: int = STEP_POSITIONS,
+        think_tags: ThinkTags | None = None,
+        starts_open: Sequence[bool] | None = None,
+    ) -> None:
         self.model, self.tokenizer = hf_model, tokenizer
         self.decoder, self.head = Decoder(hf_model), Head(hf_model)
         self.device = next(hf_model.parameters()).device
@@ -246,8 +260,11 @@ class Engine:
         row.tokens.append(token)
         if self.lookup:
             row.context.append(token)
-        return token in self.eos or len(row.tokens) >= row.budget or \
-            self.scanner.hit(row.tokens, starts_open=self._opens(row))
+        return (
+            token in self.eos
+            or len(row.tokens) >= row.budget
+            or self.scanner.hit(row.tokens, starts_open=self._opens(row))
+        )
 
     def _opens(self, row: _Row) -> bool:
         """Whether the row's text starts inside a thinking block (its prompt opened one)."""
@@ -255,8 +272,9 @@ class Engine:
 
     def _body(self, ids: torch.Tensor, cache: DynamicCache, **kwargs: torch.Tensor) -> torch.Tensor:
         """The decoder body's last hidden states [rows, length, hidden] of ``ids`` after what ``cache`` holds."""
-        return self.decoder.net(input_ids=ids, use_cache=True, **{self.decoder.cache_kw: cache},
-                                **kwargs).last_hidden_state
+        return self.decoder.net(
+            input_ids=ids, use_cache=True, **{self.decoder.cache_kw: cache}, **kwargs
+        ).last_hidden_state
 
     def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Logits [rows, vocab] of ``hidden`` [rows, hidden] (the model's output layer and soft-capping), the rows
@@ -415,8 +433,12 @@ class Engine:
 
         def finish(row: _Row) -> None:
             self.stats.generated_tokens += len(row.tokens)
-            texts[row.index] = cut_at_stop(self.tokenizer.decode(row.tokens, skip_special_tokens=True), self.stop,
-                                           think_tags=self.think_tags, starts_open=self._opens(row))
+            texts[row.index] = cut_at_stop(
+                self.tokenizer.decode(row.tokens, skip_special_tokens=True),
+                self.stop,
+                think_tags=self.think_tags,
+                starts_open=self._opens(row),
+            )
             bar.update(1)
 
         while queue or self.rows:
@@ -444,17 +466,42 @@ class Engine:
         return texts
 
 
-def generate(hf_model: Any, tokenizer: Any, prompts: Sequence[list[int]], *, max_new_tokens: int | Sequence[int],
-             stop: Sequence[str] | str | None = None, temperature: float = 0.0, top_p: float = 1.0,
-             seed: int | None = None, kv_budget: int | None = None, max_rows: int | None = None,
-             min_shared: int = MIN_SHARED_TOKENS, lookup: int = LOOKUP_TOKENS, progress: bool = True,
-             desc: str = "generate", think_tags: ThinkTags | None = None,
-             starts_open: Sequence[bool] | None = None) -> tuple[list[str], GenerationStats]:
+def generate(
+    hf_model: Any,
+    tokenizer: Any,
+    prompts: Sequence[list[int]],
+    *,
+    max_new_tokens: int | Sequence[int],
+    stop: Sequence[str] | str | None = None,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    seed: int | None = None,
+    kv_budget: int | None = None,
+    max_rows: int | None = None,
+    min_shared: int = MIN_SHARED_TOKENS,
+    lookup: int = LOOKUP_TOKENS,
+    progress: bool = True,
+    desc: str = "generate",
+    think_tags: ThinkTags | None = None,
+    starts_open: Sequence[bool] | None = None,
+) -> tuple[list[str], GenerationStats]:
     """Generate from token-id prompts with :class:`Engine`; (texts in order, the work done). ``max_new_tokens``:
     one budget, or one per prompt; ``lookup``: prompt-lookup proposals per row (greedy only; 0: off);
     ``think_tags``: stop strings count only outside the model's thinking (``starts_open``: per prompt, whether
     its row starts inside a block)."""
-    engine = Engine(hf_model, tokenizer, max_new_tokens=max_new_tokens, stop=stop, temperature=temperature,
-                    top_p=top_p, seed=seed, kv_budget=kv_budget, max_rows=max_rows, min_shared=min_shared,
-                    lookup=lookup, think_tags=think_tags, starts_open=starts_open)
+    engine = Engine(
+        hf_model,
+        tokenizer,
+        max_new_tokens=max_new_tokens,
+        stop=stop,
+        temperature=temperature,
+        top_p=top_p,
+        seed=seed,
+        kv_budget=kv_budget,
+        max_rows=max_rows,
+        min_shared=min_shared,
+        lookup=lookup,
+        think_tags=think_tags,
+        starts_open=starts_open,
+    )
     return engine.run(prompts, progress=progress, desc=desc), engine.stats

@@ -152,8 +152,12 @@ class LocalModel:
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
         identity["load_seconds"] = round(time.perf_counter() - t0, 2)
         return cls(
-            hf_model, tokenizer, name=name or (identity["name"] if spec != "embedded" else "gemma-3-270m-embedded"),
-            identity={"spec": spec, **identity}, max_length=max_length, add_bos_token=add_bos_token,
+            hf_model,
+            tokenizer,
+            name=name or (identity["name"] if spec != "embedded" else "gemma-3-270m-embedded"),
+            identity={"spec": spec, **identity},
+            max_length=max_length,
+            add_bos_token=add_bos_token,
         )
 
     @property
@@ -169,20 +173,38 @@ class LocalModel:
     def loglikelihood(self, requests: Sequence[tuple[str, str]], *, progress: bool = True) -> list[tuple[float, bool]]:
         """lm-eval's contract: summed log-probability of each continuation and whether it is greedy
         (:func:`thai_eval_utils.backend.loglikelihood.loglikelihood`)."""
-        return loglikelihood(self.hf_model, self.tokenizer, requests, add_bos_token=self.add_bos_token,
-                             max_length=self.max_length, batch_tokens=self.batch_tokens, progress=progress)
+        return loglikelihood(
+            self.hf_model,
+            self.tokenizer,
+            requests,
+            add_bos_token=self.add_bos_token,
+            max_length=self.max_length,
+            batch_tokens=self.batch_tokens,
+            progress=progress,
+        )
 
-    def loglikelihood_tokens(self, sequences: Sequence[Sequence[int]], *, scored_from: Sequence[int] | None = None,
-                             progress: bool = True) -> list[tuple[float, bool]]:
+    def loglikelihood_tokens(
+        self, sequences: Sequence[Sequence[int]], *, scored_from: Sequence[int] | None = None, progress: bool = True
+    ) -> list[tuple[float, bool]]:
         """Summed log-probability of each token sequence's tokens from ``scored_from[i]`` on (default: after its
         first) (:func:`thai_eval_utils.backend.loglikelihood.token_loglikelihood`; no truncation here)."""
-        return token_loglikelihood(self.hf_model, sequences, scored_from=scored_from, batch_tokens=self.batch_tokens,
-                                   progress=progress)
+        return token_loglikelihood(
+            self.hf_model, sequences, scored_from=scored_from, batch_tokens=self.batch_tokens, progress=progress
+        )
 
     # --- generation -----------------------------------------------------------------------------
-    def _generate_ids(self, prompts: Sequence[str], add_special_tokens: bool, *, max_new_tokens: int | Sequence[int],
-                      stop: Sequence[str] | str | None, temperature: float, top_p: float, seed: int | None,
-                      desc: str) -> list[str]:
+    def _generate_ids(
+        self,
+        prompts: Sequence[str],
+        add_special_tokens: bool,
+        *,
+        max_new_tokens: int | Sequence[int],
+        stop: Sequence[str] | str | None,
+        temperature: float,
+        top_p: float,
+        seed: int | None,
+        desc: str,
+    ) -> list[str]:
         """Encode (each prompt left-truncated to ``max_length`` minus its budget) and run the engine
         (:func:`thai_eval_utils.backend.generation.generate`); its work is kept in ``last_generation``.
         ``max_new_tokens``: one budget, or one per prompt (each row then gets the text a call of its own gives)."""
@@ -190,42 +212,96 @@ class LocalModel:
         budgets = [int(max_new_tokens)] * len(prompts) if isinstance(max_new_tokens, int) else list(max_new_tokens)
         if len(budgets) != len(prompts):
             raise ValueError(f"{len(budgets)} max_new_tokens for {len(prompts)} prompts")
-        encoded = [ids for p, n in zip(prompts, budgets) for ids in encode_prompts(
-            self.tokenizer, [p], add_special_tokens=add_special_tokens, room=max(1, self.max_length - n),
-            max_length=self.max_length)]
+        encoded = [
+            ids
+            for p, n in zip(prompts, budgets)
+            for ids in encode_prompts(
+                self.tokenizer,
+                [p],
+                add_special_tokens=add_special_tokens,
+                room=max(1, self.max_length - n),
+                max_length=self.max_length,
+            )
+        ]
         tags = self.think_stop_tags
         texts, self.last_generation = generate(
-            self.hf_model, self.tokenizer, encoded, max_new_tokens=max_new_tokens, stop=stop, temperature=temperature,
-            top_p=top_p, seed=seed, kv_budget=self.kv_budget, max_rows=self.max_rows, desc=desc,
-            min_shared=self.min_shared, lookup=self.lookup_tokens, think_tags=tags,
+            self.hf_model,
+            self.tokenizer,
+            encoded,
+            max_new_tokens=max_new_tokens,
+            stop=stop,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
+            kv_budget=self.kv_budget,
+            max_rows=self.max_rows,
+            desc=desc,
+            min_shared=self.min_shared,
+            lookup=self.lookup_tokens,
+            think_tags=tags,
             starts_open=[opens_thinking(p, tags) for p in prompts] if tags else None,
         )
         return texts
 
-    def generate(self, prompts: Sequence[str], *, max_new_tokens: int | Sequence[int] = 256,
-                 stop: Sequence[str] | str | None = None, temperature: float = 0.0, top_p: float = 1.0,
-                 seed: int | None = None) -> list[str]:
+    def generate(
+        self,
+        prompts: Sequence[str],
+        *,
+        max_new_tokens: int | Sequence[int] = 256,
+        stop: Sequence[str] | str | None = None,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+    ) -> list[str]:
         """Complete each prompt (greedy unless ``temperature`` > 0); text is cut before the first stop string
         (``stop``: one string or a list of them). ``max_new_tokens``: one budget, or one per prompt."""
-        return self._generate_ids(prompts, self.add_bos_token, max_new_tokens=max_new_tokens, stop=stop,
-                                  temperature=temperature, top_p=top_p, seed=seed, desc="generate")
+        return self._generate_ids(
+            prompts,
+            self.add_bos_token,
+            max_new_tokens=max_new_tokens,
+            stop=stop,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
+            desc="generate",
+        )
 
     def render_chat(self, messages: list[dict[str, str]]) -> str:
         """The prompt text of one conversation under the tokenizer's chat template (generation prompt added)."""
         if not self.tokenizer.chat_template:
-            raise ThaiEvalError(f"model {self.name!r} has no chat template; set tokenizer.chat_template or use generate()")
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
-                                                  **(self.chat_template_kwargs or {}))
+            raise ThaiEvalError(
+                f"model {self.name!r} has no chat template; set tokenizer.chat_template or use generate()"
+            )
+        return self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True, **(self.chat_template_kwargs or {})
+        )
 
-    def chat(self, messages_list: Sequence[list[dict[str, str]]], *, max_new_tokens: int | Sequence[int] = 256,
-             temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
-             stop: Sequence[str] | str | None = None) -> list[str]:
+    def chat(
+        self,
+        messages_list: Sequence[list[dict[str, str]]],
+        *,
+        max_new_tokens: int | Sequence[int] = 256,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        stop: Sequence[str] | str | None = None,
+    ) -> list[str]:
         """One assistant reply per conversation, through the tokenizer's chat template; ``max_new_tokens``: one
         budget, or one per conversation (:class:`~thai_eval_utils.core.protocols.BudgetPerPromptModel`)."""
         # The rendered template already starts with BOS where the model wants one.
-        return self._generate_ids([self.render_chat(m) for m in messages_list], False, max_new_tokens=max_new_tokens,
-                                  stop=stop, temperature=temperature, top_p=top_p, seed=seed, desc="chat")
+        return self._generate_ids(
+            [self.render_chat(m) for m in messages_list],
+            False,
+            max_new_tokens=max_new_tokens,
+            stop=stop,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
+            desc="chat",
+        )
 
     def __repr__(self) -> str:
-        return (f"LocalModel({self.name!r}, dtype={self.identity['dtype']}, device={self.device}, "
-                f"max_length={self.max_length}, add_bos_token={self.add_bos_token})")
+        return (
+            f"LocalModel({self.name!r}, dtype={self.identity['dtype']}, device={self.device}, "
+            f"max_length={self.max_length}, add_bos_token={self.add_bos_token})"
+        )

@@ -88,8 +88,9 @@ def _scored_tree(seqs, targets, offsets: np.ndarray) -> Node:
     return root
 
 
-def _score_tokens(model, seqs, targets, budget: int, mode: str, progress: bool = False,
-                  desc: str = "loglikelihood") -> list[tuple[float, bool]]:
+def _score_tokens(
+    model, seqs, targets, budget: int, mode: str, progress: bool = False, desc: str = "loglikelihood"
+) -> list[tuple[float, bool]]:
     """``(log_likelihood, is_greedy)`` of continuation tokens ``targets[i]`` after the fed sequence ``seqs[i]``
     (None: an empty continuation): the prefix tree's calls (:func:`~thai_eval_utils.backend.prefix_tree.schedule`,
     runner ``mode`` "tree" or "batch", ``budget`` tokens per call) made one after the other over one cache."""
@@ -143,8 +144,13 @@ def _mode(model, budget: int) -> str | None:
     try:
         vocab = model.get_output_embeddings().weight.shape[0]
         base = [(7 + 31 * i) % vocab for i in range(40)]
-        seqs = [tuple(base[:12]), tuple(base[:8] + [(b + 5) % vocab for b in base[8:12]]), tuple(base[:5]),
-                tuple(base), tuple(base[20:30])]
+        seqs = [
+            tuple(base[:12]),
+            tuple(base[:8] + [(b + 5) % vocab for b in base[8:12]]),
+            tuple(base[:5]),
+            tuple(base),
+            tuple(base[20:30]),
+        ]
         targets = [[base[3], base[5]], [base[1], base[2], base[0]], [base[6]], [base[9]] * 6, [base[1], base[2]]]
         slow = _reference_tokens(model, seqs, targets)
         tol = _self_check_tol(model.dtype)
@@ -159,15 +165,25 @@ def _mode(model, budget: int) -> str | None:
                 return mode
     except Exception as exc:  # noqa: BLE001 - an unsupported architecture: fall back rather than fail
         why = f"{type(exc).__name__}: {exc}"
-    warnings.warn(f"log-likelihood engine self-check failed for {type(model).__name__} ({why}); "
-                  "using the full-forward reference path", stacklevel=3)
+    warnings.warn(
+        f"log-likelihood engine self-check failed for {type(model).__name__} ({why}); "
+        "using the full-forward reference path",
+        stacklevel=3,
+    )
     seen[key] = None
     return None
 
 
-def loglikelihood(model, tokenizer, requests: list[tuple[str, str]], *, add_bos_token: bool = False,
-                  max_length: int, batch_tokens: int | None = None,
-                  progress: bool = True) -> list[tuple[float, bool]]:
+def loglikelihood(
+    model,
+    tokenizer,
+    requests: list[tuple[str, str]],
+    *,
+    add_bos_token: bool = False,
+    max_length: int,
+    batch_tokens: int | None = None,
+    progress: bool = True,
+) -> list[tuple[float, bool]]:
     """Summed log-probability of each continuation after its context, and whether it is the greedy output.
 
     Same numbers as lm-evaluation-harness 0.4.13 ``HFLM.loglikelihood`` up to float32 summation-order noise
@@ -207,8 +223,9 @@ def loglikelihood(model, tokenizer, requests: list[tuple[str, str]], *, add_bos_
     if not requests:
         return []
     if model.training:
-        warnings.warn("the model is in training mode (dropout is active); call model.eval() for lm-eval's numbers",
-                      stacklevel=2)
+        warnings.warn(
+            "the model is in training mode (dropout is active); call model.eval() for lm-eval's numbers", stacklevel=2
+        )
     seqs, targets = fed_tokens(encode_pairs(tokenizer, requests, add_bos_token), max_length)
     budget = batch_tokens or default_budget(model)
     mode = _mode(model, budget)
@@ -219,8 +236,14 @@ def loglikelihood(model, tokenizer, requests: list[tuple[str, str]], *, add_bos_
     return _score_tokens(model, seqs, targets, budget, mode, progress)
 
 
-def token_loglikelihood(model, sequences: Sequence[Sequence[int]], *, scored_from: Sequence[int] | None = None,
-                        batch_tokens: int | None = None, progress: bool = False) -> list[tuple[float, bool]]:
+def token_loglikelihood(
+    model,
+    sequences: Sequence[Sequence[int]],
+    *,
+    scored_from: Sequence[int] | None = None,
+    batch_tokens: int | None = None,
+    progress: bool = False,
+) -> list[tuple[float, bool]]:
     """Summed log-probability of the tokens of each token sequence from index ``scored_from[i]`` on (default 1:
     every token after the first), each given the tokens before it, and whether all are greedy.
 
@@ -245,8 +268,9 @@ def token_loglikelihood(model, sequences: Sequence[Sequence[int]], *, scored_fro
     return _score_tokens(model, seqs, targets, budget, mode, progress)
 
 
-def count_tokens(tokenizer, requests: Sequence[tuple[str, str]], *, add_bos_token: bool = False,
-                 max_length: int = 1 << 30) -> dict[str, int]:
+def count_tokens(
+    tokenizer, requests: Sequence[tuple[str, str]], *, add_bos_token: bool = False, max_length: int = 1 << 30
+) -> dict[str, int]:
     """What :func:`loglikelihood` would compute for ``requests``, without a model (``thai-eval run --dry-run``):
     ``requests``; ``fed`` tokens as lm-eval feeds them (one forward per request, the sum of every fed sequence's
     length); ``tree`` tokens this engine runs through the decoder body (the edges of the prefix tree over the
@@ -257,8 +281,12 @@ def count_tokens(tokenizer, requests: Sequence[tuple[str, str]], *, add_bos_toke
     with warnings.catch_warnings():  # truncation and empty continuations are the real run's to report
         warnings.simplefilter("ignore")
         seqs, targets = fed_tokens(encode_pairs(tokenizer, requests, add_bos_token), max_length)
-    return {"requests": len(requests), "fed": sum(len(s) for s in seqs if s), "tree": tree_positions(seqs),
-            "scored": sum(len(t) for t in targets)}
+    return {
+        "requests": len(requests),
+        "fed": sum(len(s) for s in seqs if s),
+        "tree": tree_positions(seqs),
+        "scored": sum(len(t) for t in targets),
+    }
 
 
 # --- reference: one full forward per request, like lm-eval (used by the tests and as the fallback) ---------------
@@ -272,15 +300,16 @@ def _reference_tokens(model, seqs, targets, *, progress: bool = False) -> list[t
             continue
         ids = torch.tensor([list(seq)], device=model.get_input_embeddings().weight.device)  # [1, length]
         with torch.inference_mode():
-            logits = model(input_ids=ids).logits[0, -len(tgt):]  # [continuation, vocab]
+            logits = model(input_ids=ids).logits[0, -len(tgt) :]  # [continuation, vocab]
             logp = torch.log_softmax(logits.float(), dim=-1)
             t = torch.tensor(tgt, device=logp.device)
             out.append((float(logp.gather(1, t[:, None]).sum()), bool((logp.argmax(-1) == t).all())))
     return out
 
 
-def _reference_loglikelihood(model, tokenizer, requests, *, add_bos_token: bool = False,
-                             max_length: int) -> list[tuple[float, bool]]:
+def _reference_loglikelihood(
+    model, tokenizer, requests, *, add_bos_token: bool = False, max_length: int
+) -> list[tuple[float, bool]]:
     """The straightforward lm-eval procedure, request by request (independent encoding; tests compare to it)."""
     prefix_id = prefix_token_id(tokenizer)
     seqs, targets = [], []
@@ -297,7 +326,7 @@ def _reference_loglikelihood(model, tokenizer, requests, *, add_bos_token: bool 
             bos = tokenizer.decode([prefix_id])
             whole = tokenizer.encode(ctx + cont, add_special_tokens=add_bos_token and not (ctx + cont).startswith(bos))
             ctx_ids = tokenizer.encode(ctx, add_special_tokens=add_bos_token and not ctx.startswith(bos))
-            cont_ids = whole[len(ctx_ids):]
-        seqs.append(tuple((ctx_ids + cont_ids)[-(max_length + 1):][:-1]))
+            cont_ids = whole[len(ctx_ids) :]
+        seqs.append(tuple((ctx_ids + cont_ids)[-(max_length + 1) :][:-1]))
         targets.append(cont_ids)
     return _reference_tokens(model, seqs, targets)

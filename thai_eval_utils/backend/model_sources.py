@@ -108,8 +108,11 @@ def convert_gguf(gguf_path: str | Path, target: str | Path | None = None) -> Pat
     try:
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
-        marker = {"source_gguf": gguf_path.name, "gguf_sha256": sha,
-                  "versions": package_versions(("transformers", "gguf", "torch"))}
+        marker = {
+            "source_gguf": gguf_path.name,
+            "gguf_sha256": sha,
+            "versions": package_versions(("transformers", "gguf", "torch")),
+        }
         (tmp / _CONVERSION_MARKER).write_text(json.dumps(marker, indent=2))  # written last: marks completeness
         os.rename(tmp, target)
     except BaseException:
@@ -130,7 +133,9 @@ def _detach_gguf_quantizer(model: Any) -> None:
 
     packed = [n for n, p in model.named_parameters() if not torch.is_floating_point(p)]
     if packed:
-        raise ModelLoadError(f"GGUF weights still packed after loading ({packed[:3]}...); cannot cache them as safetensors")
+        raise ModelLoadError(
+            f"GGUF weights still packed after loading ({packed[:3]}...); cannot cache them as safetensors"
+        )
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config  # the saved weights are plain float32
@@ -172,14 +177,21 @@ def resolve_spec(spec: str) -> tuple[Path | str, dict[str, Any]]:
     if spec == EMBEDDED:
         path = embedded_model_dir()
         marker = json.loads((path / _CONVERSION_MARKER).read_text())
-        return path, {"name": "gemma-3-270m (embedded, Q4_K_M GGUF dequantised)", "source": f"pypi:{EMBEDDED_PACKAGE}",
-                      "gguf_sha256": marker["gguf_sha256"]}
+        return path, {
+            "name": "gemma-3-270m (embedded, Q4_K_M GGUF dequantised)",
+            "source": f"pypi:{EMBEDDED_PACKAGE}",
+            "gguf_sha256": marker["gguf_sha256"],
+        }
     p = Path(spec).expanduser()
     if p.suffix == ".gguf":
         if not p.is_file():
             raise ModelLoadError(f"GGUF file not found: {p}")
         path = convert_gguf(p)
-        return path, {"name": p.stem, "source": str(p), "gguf_sha256": json.loads((path / _CONVERSION_MARKER).read_text())["gguf_sha256"]}
+        return path, {
+            "name": p.stem,
+            "source": str(p),
+            "gguf_sha256": json.loads((path / _CONVERSION_MARKER).read_text())["gguf_sha256"],
+        }
     if p.is_dir():
         if not (p / "config.json").exists():
             raise ModelLoadError(f"{p} is a directory but has no config.json: not a Hugging Face model directory")
@@ -227,8 +239,10 @@ def check_dtype(dtype: Any) -> Any:
     that names the value and the allowed ones."""
     name = dtype if dtype is None or isinstance(dtype, str) else str(dtype).removeprefix("torch.")
     if dtype is not None and name not in DTYPES:
-        raise ValueError(f"dtype {dtype!r} is not supported; use one of {', '.join(map(repr, DTYPES))} or None "
-                         "(float32 on CPU, bfloat16 on GPU)")
+        raise ValueError(
+            f"dtype {dtype!r} is not supported; use one of {', '.join(map(repr, DTYPES))} or None "
+            "(float32 on CPU, bfloat16 on GPU)"
+        )
     return dtype
 
 
@@ -274,7 +288,9 @@ def check_device(device: Any = None, device_map: Any = None) -> None:
         try:
             dev = torch.device(place)
         except (RuntimeError, TypeError, ValueError):
-            raise ModelLoadError(f"device {place!r} is not a torch device; this machine has: {', '.join(have)}") from None
+            raise ModelLoadError(
+                f"device {place!r} is not a torch device; this machine has: {', '.join(have)}"
+            ) from None
         if dev.type in ("cpu", "meta", "disk"):
             continue
         name = f"{dev.type}:{dev.index or 0}" if dev.type != "mps" else "mps"

@@ -56,5 +56,18 @@ def load_model(spec: str = EMBEDDED, **options: Any) -> LocalModel | ApiModel | 
     return LocalModel.from_spec(spec, **options)
 
 
-__all__ = ["DTYPES", "EMBEDDED", "GEMMA3_CHAT_TEMPLATE", "LocalModel", "cache_dir", "check_device", "check_dtype", "convert_gguf",
-           "embedded_gguf_path", "embedded_model_dir", "load_model", "model_options", "resolve_spec"]
+__all__ = [
+    "DTYPES",
+    "EMBEDDED",
+    "GEMMA3_CHAT_TEMPLATE",
+    "LocalModel",
+    "cache_dir",
+    "check_device",
+    "check_dtype",
+    "convert_gguf",
+    "embedded_gguf_path",
+    "embedded_model_dir",
+    "load_model",
+    "model_options",
+    "resolve_spec",
+]

@@ -51,10 +51,29 @@ from thai_eval_utils.backend.stops import cut_at_stop, sent_stops
 
 #: The public names; ``ApiError``, ``FATAL_ERRORS``, ``describe_error``, ``reply_problem`` (from :mod:`.api_replies`)
 #: and ``run_sync`` (from :mod:`thai_eval_utils.core.async_bridge`) are re-exported, as ``thaicli`` and the tests import them from here.
-__all__ = ["DEFAULT_BASE_URL", "DEFAULT_CONCURRENCY", "DEFAULT_MAX_RETRIES", "DEFAULT_TIMEOUT", "FATAL_ERRORS",
-           "NEUTRAL_SAMPLING", "OBSERVED_IDENTITY_KEYS", "PRICES_FILE", "SERVER_BY_OWNER", "ApiError", "ApiModel",
-           "ApiSession", "cut_at_stop", "describe_error", "estimate_cost", "load_prices", "public_base_url",
-           "reply_problem", "run_sync", "server_from_owners", "stable_identity"]
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "DEFAULT_CONCURRENCY",
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_TIMEOUT",
+    "FATAL_ERRORS",
+    "NEUTRAL_SAMPLING",
+    "OBSERVED_IDENTITY_KEYS",
+    "PRICES_FILE",
+    "SERVER_BY_OWNER",
+    "ApiError",
+    "ApiModel",
+    "ApiSession",
+    "cut_at_stop",
+    "describe_error",
+    "estimate_cost",
+    "load_prices",
+    "public_base_url",
+    "reply_problem",
+    "run_sync",
+    "server_from_owners",
+    "stable_identity",
+]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_CONCURRENCY = 16
@@ -171,7 +190,9 @@ class ApiSession:
         choices = getattr(resp, "choices", None)
         message = getattr(choices[0], "message", None) if choices else None
         rejoined = rejoin_reasoning(message, self.model.reasoning_tags)  # the reply whole
-        if rejoined is None and not isinstance(getattr(message, "content", None), str):  # ReplyCheckingClient lets none through
+        if rejoined is None and not isinstance(
+            getattr(message, "content", None), str
+        ):  # ReplyCheckingClient lets none through
             raise MalformedReplyError(f"{self.model.model_id}: malformed reply ({type(resp).__name__} without text)")
         usage = resp.usage
         completion = Completion(
@@ -219,8 +240,13 @@ class ApiModel(HasClientOptions):
         check_local_only_options("ApiModel", model_id, options)
         if not model_id:
             raise ModelLoadError("ApiModel needs a model id, e.g. 'openai:gpt-4o-2024-05-13'")
-        resolved = ClientOptions.resolve([base_url_or_env(base_url, DEFAULT_BASE_URL)], api_key, timeout=timeout,
-                                         max_retries=max_retries, concurrency=concurrency)
+        resolved = ClientOptions.resolve(
+            [base_url_or_env(base_url, DEFAULT_BASE_URL)],
+            api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            concurrency=concurrency,
+        )
         if not resolved.has_key and resolved.urls[0] == public_base_url(DEFAULT_BASE_URL):
             raise ModelLoadError("OpenAI's API needs a key: set OPENAI_API_KEY in the environment")
         self._start(model_id, resolved)
@@ -268,7 +294,9 @@ class ApiModel(HasClientOptions):
         return int(self.options.concurrency or DEFAULT_CONCURRENCY)
 
     def __repr__(self) -> str:
-        return f"ApiModel({self.model_id!r}, base_url={public_base_url(self.base_url)!r}, concurrency={self.concurrency})"
+        return (
+            f"ApiModel({self.model_id!r}, base_url={public_base_url(self.base_url)!r}, concurrency={self.concurrency})"
+        )
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -345,7 +373,9 @@ class ApiModel(HasClientOptions):
             async with self.session() as s:
                 return await asyncio.gather(
                     *(
-                        s.complete(m, max_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed, stop=stop)
+                        s.complete(
+                            m, max_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed, stop=stop
+                        )
                         for m in messages_list
                     )
                 )
@@ -353,7 +383,9 @@ class ApiModel(HasClientOptions):
         try:
             completions = run_sync(go)
         except openai.APIError as exc:  # "from None": the chained original would print the server's raw text
-            raise ApiError(f"{self.model_id} at {public_base_url(self.base_url)}: {describe_error(exc)}", cause=exc) from None
+            raise ApiError(
+                f"{self.model_id} at {public_base_url(self.base_url)}: {describe_error(exc)}", cause=exc
+            ) from None
         return [cut_at_stop(c.text, stop, think_tags=self.think_stop_tags) for c in completions]
 
     def generate(

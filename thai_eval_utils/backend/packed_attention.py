@@ -28,8 +28,15 @@ _BLOCK_IMPL = "thai_eval_block_sdpa"
 _SPANS: dict[tuple, list[tuple[int, slice | torch.Tensor]]] = {}
 
 
-def packed_masks(pos: torch.Tensor, seg: torch.Tensor, anc: torch.Tensor, past: int, kinds: list[str],
-                 window: int | None, additive: torch.dtype | None) -> torch.Tensor | dict[str, torch.Tensor]:
+def packed_masks(
+    pos: torch.Tensor,
+    seg: torch.Tensor,
+    anc: torch.Tensor,
+    past: int,
+    kinds: list[str],
+    window: int | None,
+    additive: torch.dtype | None,
+) -> torch.Tensor | dict[str, torch.Tensor]:
     """The attention mask of one packed row: query i sees key j iff pos[j] <= pos[i] and j's segment is i's or
     one of its ancestors (``anc[a, b]``), within ``window`` on sliding-window layers; every query sees the
     ``past`` cached keys (the common ancestors). ``pos``, ``seg``: [tokens]; ``anc``: [segments, segments].
@@ -88,15 +95,15 @@ def _block_sdpa(module, query, key, value, attention_mask, **kwargs):
     block = CUDA_BLOCK_ROWS if query.device.type == "cuda" else BLOCK_ROWS
     if attention_mask is None or attention_mask.dtype != torch.bool or rows < 2 * block:
         return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
-    mask = attention_mask[..., :key.shape[2]]  # [batch or 1, 1, queries, keys]
+    mask = attention_mask[..., : key.shape[2]]  # [batch or 1, 1, queries, keys]
     out = []
     for q0, keys in _spans(mask, block):
-        m = mask[..., q0:q0 + block, :]
+        m = mask[..., q0 : q0 + block, :]
         if isinstance(keys, slice):
             k, v, m = key[:, :, keys], value[:, :, keys], m[..., keys]
         else:  # gathered keys: [batch, kv heads, visible keys, head_dim]
             k, v, m = key.index_select(2, keys), value.index_select(2, keys), m.index_select(-1, keys)
-        o, _ = sdpa_attention_forward(module, query[:, :, q0:q0 + block], k, v, m, **kwargs)
+        o, _ = sdpa_attention_forward(module, query[:, :, q0 : q0 + block], k, v, m, **kwargs)
         out.append(o)  # [batch, rows, heads, head_dim]
     return torch.cat(out, dim=1), None
 

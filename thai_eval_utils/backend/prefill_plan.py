@@ -68,8 +68,9 @@ def _longest_prompt(root: Node, ending: dict[int, list[int]], prompts: Sequence[
     return longest
 
 
-def _depth_first(root: Node, ending: dict[int, list[int]], longest: dict[int, int],
-                 prompts: Sequence[Sequence[int]]) -> list[int]:
+def _depth_first(
+    root: Node, ending: dict[int, list[int]], longest: dict[int, int], prompts: Sequence[Sequence[int]]
+) -> list[int]:
     """Prompt indices in depth-first order: at each node its children's subtrees, the one holding the longest
     prompt first, then the prompts ending at the node itself (shorter than any below it)."""
     order: list[int] = []

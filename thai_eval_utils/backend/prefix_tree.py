@@ -59,7 +59,7 @@ class Node:
     @property
     def tokens(self) -> tuple[int, ...]:
         """The edge's own tokens."""
-        return self.seq[self.start:self.end]
+        return self.seq[self.start : self.end]
 
 
 def _common_prefix_len(a: tuple[int, ...], b: tuple[int, ...]) -> int:
@@ -183,8 +183,13 @@ class Call:
         if self.kind == "edge":
             node = self.nodes[0]
             entries = [e for e in node.entries if self.lo <= e[0] < self.hi]
-            return Inputs([list(node.seq[self.lo:self.hi])], entries, [p - self.lo for p, _, _ in entries],
-                          [node] if self.hi == node.end else [], self.hi - self.lo)
+            return Inputs(
+                [list(node.seq[self.lo : self.hi])],
+                entries,
+                [p - self.lo for p, _, _ in entries],
+                [node] if self.hi == node.end else [],
+                self.hi - self.lo,
+            )
         if self.kind == "batch":
             width = max(len(n.tokens) for n in self.nodes)
             ids = [list(n.tokens) + [0] * (width - len(n.tokens)) for n in self.nodes]  # [leaves, width]
@@ -206,7 +211,7 @@ def _packed_inputs(trunk: Node | None, lo: int, subtrees: list[Node]) -> Inputs:
         off, k = len(ids), len(parent)
         index[id(node)] = k
         parent.append(parent_seg)
-        ids.extend(node.seq[a:node.end])
+        ids.extend(node.seq[a : node.end])
         pos.extend(range(a, node.end))
         segment.extend([k] * (node.end - a))
         own = [e for e in node.entries if e[0] >= a]

@@ -55,8 +55,9 @@ def opens_thinking(prompt: str, tags: ThinkTags) -> bool:
     return last != -1 and prompt.find(tags[1], last + len(tags[0])) == -1
 
 
-def first_stop(text: str, stops: Sequence[str], think_tags: ThinkTags | None = None, *,
-               starts_open: bool = False) -> int | None:
+def first_stop(
+    text: str, stops: Sequence[str], think_tags: ThinkTags | None = None, *, starts_open: bool = False
+) -> int | None:
     """Where the earliest stop string of ``stops`` starts in ``text`` (None: none); with ``think_tags``, only
     occurrences that start outside every thinking block count (:func:`thinking_spans`)."""
     if think_tags is None:
@@ -75,8 +76,9 @@ def first_stop(text: str, stops: Sequence[str], think_tags: ThinkTags | None = N
     return best
 
 
-def cut_at_stop(text: str, stop: Sequence[str] | str | None, *, think_tags: ThinkTags | None = None,
-                starts_open: bool = False) -> str:
+def cut_at_stop(
+    text: str, stop: Sequence[str] | str | None, *, think_tags: ThinkTags | None = None, starts_open: bool = False
+) -> str:
     """``text`` cut before the earliest occurrence of any stop string (one string is one stop string, empty ones
     are ignored: :func:`~thai_eval_utils.core.protocols.stop_strings`); with ``think_tags``, a stop string inside a
     thinking block does not cut (:func:`first_stop`).
@@ -111,8 +113,9 @@ class StopScanner:
     Gemma 3) for every new set of stop strings.
     """
 
-    def __init__(self, decode: Callable[[list[int]], str], stop: Sequence[str] | str | None,
-                 think_tags: ThinkTags | None = None) -> None:
+    def __init__(
+        self, decode: Callable[[list[int]], str], stop: Sequence[str] | str | None, think_tags: ThinkTags | None = None
+    ) -> None:
         self.decode = decode
         self.stops = stop_strings(stop)
         self.think_tags = think_tags

@@ -37,8 +37,12 @@ Results go to --outputs, else $THAI_EVAL_OUTPUTS, else ./outputs (runs/, tables/
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line: one sub-parser per subcommand, each with its own help and example."""
-    parser = argparse.ArgumentParser(prog="thai-eval", description=f"Evaluate large language models in Thai: {_titles()}.",
-                                     epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="thai-eval",
+        description=f"Evaluate large language models in Thai: {_titles()}.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"thai-eval {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     commands.add_run(sub)

@@ -24,22 +24,31 @@ from thai_eval_utils.core.runs import StoredRun, list_runs
 
 
 def add_batch(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("batch", help="the stored runs' batches (OpenAI Batch API): status, cancel",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="status: every run folder with batches (state, batch ids, requests, replies "
-                       "collected), read from its batch.json (no network). cancel: cancel the running batches of the "
-                       "runs (--model/--run narrow them), wait up to --wait seconds and keep what came back; the next "
-                       "`thai-eval run --batch` sends the rest once more.",
-                       epilog="examples:\n  thai-eval batch status\n  thai-eval batch cancel --model gpt-4o-mini\n"
-                       "  thai-eval batch cancel --run outputs/runs/<model>/<suite>/<task>/<config id>")
+    p = sub.add_parser(
+        "batch",
+        help="the stored runs' batches (OpenAI Batch API): status, cancel",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="status: every run folder with batches (state, batch ids, requests, replies "
+        "collected), read from its batch.json (no network). cancel: cancel the running batches of the "
+        "runs (--model/--run narrow them), wait up to --wait seconds and keep what came back; the next "
+        "`thai-eval run --batch` sends the rest once more.",
+        epilog="examples:\n  thai-eval batch status\n  thai-eval batch cancel --model gpt-4o-mini\n"
+        "  thai-eval batch cancel --run outputs/runs/<model>/<suite>/<task>/<config id>",
+    )
     p.add_argument("action", choices=("status", "cancel"))
     p.add_argument("--model", action="append", default=[], help="only runs whose model name or folder contains this")
     p.add_argument("--run", action="append", default=[], metavar="DIR", help="only this run folder (repeatable)")
-    p.add_argument("--wait", type=float, default=60.0, metavar="SECONDS", help="cancel: how long to wait for the "
-                   "batches to end and collect what came back (default 60)")
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="cancel: how long to wait for the batches to end and collect what came back (default 60)",
+    )
     p.add_argument("--base-url", default=None, help="cancel: the endpoint, when not the one batch.json records")
-    p.add_argument("--outputs", default=None, metavar="DIR", help="outputs folder (default: $THAI_EVAL_OUTPUTS, else "
-                   "./outputs)")
+    p.add_argument(
+        "--outputs", default=None, metavar="DIR", help="outputs folder (default: $THAI_EVAL_OUTPUTS, else ./outputs)"
+    )
     p.set_defaults(handler=cmd_batch)
 
 
@@ -66,12 +75,20 @@ def status_table(runs: list[StoredRun], outputs: Path) -> pd.DataFrame:
         folder = BatchFolder(run.dir)
         state = read_state(folder)
         parts = state.get("parts") or []
-        rows.append({"run": str(run.dir.relative_to(outputs / "runs")), "state": state.get("state"),
-                     "batches": ", ".join(p["batch_id"] for p in parts if p.get("batch_id")) or "",
-                     "running": ", ".join(running_ids(state)) if state.get("state") == "submitted" else "",
-                     "requests": state.get("requests"), "replies_kept": len(folder.replies()),
-                     "batches_done": len(state.get("history") or [])})  # fmt: skip
-    return pd.DataFrame(rows, columns=["run", "state", "batches", "running", "requests", "replies_kept", "batches_done"])
+        rows.append(
+            {
+                "run": str(run.dir.relative_to(outputs / "runs")),
+                "state": state.get("state"),
+                "batches": ", ".join(p["batch_id"] for p in parts if p.get("batch_id")) or "",
+                "running": ", ".join(running_ids(state)) if state.get("state") == "submitted" else "",
+                "requests": state.get("requests"),
+                "replies_kept": len(folder.replies()),
+                "batches_done": len(state.get("history") or []),
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["run", "state", "batches", "running", "requests", "replies_kept", "batches_done"]
+    )
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
@@ -93,8 +110,9 @@ def cmd_batch(args: argparse.Namespace) -> int:
             continue
         transport = OpenAIBatchTransport(ApiModel(model_id, base_url=base_url, max_retries=2))
         where = run.dir.relative_to(outputs / "runs")
-        mode = BatchMode(transport=transport, wait_s=args.wait, poll_s=2.0,
-                         echo=lambda text, where=where: print(f"{where}: {text}"))  # fmt: skip
+        mode = BatchMode(
+            transport=transport, wait_s=args.wait, poll_s=2.0, echo=lambda text, where=where: print(f"{where}: {text}")
+        )
         ids = BatchRounds(run.dir, mode, BatchReport(), time.monotonic() + max(0.0, args.wait)).cancel()
         cancelled += len(ids)
     print(f"{cancelled} batch(es) cancelled")

@@ -26,7 +26,14 @@ from tqdm.auto import tqdm
 from thai_eval_utils import batch
 from thai_eval_utils.cli.dry_run import COLUMNS as DRY_RUN_COLUMNS
 from thai_eval_utils.cli.dry_run import Tokenizer, dry_run_rows, load_tokenizer
-from thai_eval_utils.cli.dry_run_cost import add_costs, assumptions, cost_columns, find_price, price_arg, prices_file_arg
+from thai_eval_utils.cli.dry_run_cost import (
+    add_costs,
+    assumptions,
+    cost_columns,
+    find_price,
+    price_arg,
+    prices_file_arg,
+)
 from thai_eval_utils.cli.data_command import add_revision
 from thai_eval_utils.cli.engine_args import add_engine_arguments, engine_specs, planned_servers, served_engine
 from thai_eval_utils.cli.runs_table import runs_table
@@ -55,8 +62,9 @@ def _outputs(args: argparse.Namespace) -> Path:
 
 
 def _add_outputs(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--outputs", default=None, metavar="DIR",
-                   help="outputs folder (default: $THAI_EVAL_OUTPUTS, else ./outputs)")
+    p.add_argument(
+        "--outputs", default=None, metavar="DIR", help="outputs folder (default: $THAI_EVAL_OUTPUTS, else ./outputs)"
+    )
 
 
 def _benchmarks(text: str) -> list[str]:
@@ -77,13 +85,24 @@ def _names() -> str:
 
 
 def _add_benchmarks(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--benchmarks", type=_benchmarks, default=None, metavar="LIST",
-                   help=f"comma-separated suites or <suite>/<task>: {_names()} (default: every suite)")
+    p.add_argument(
+        "--benchmarks",
+        type=_benchmarks,
+        default=None,
+        metavar="LIST",
+        help=f"comma-separated suites or <suite>/<task>: {_names()} (default: every suite)",
+    )
 
 
 def _add_tasks_dir(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tasks-dir", action="append", default=[], metavar="DIR", help="a folder of your own task files "
-                   "(*.py declaring SUITE, TASK or TASKS), or one such file; repeatable (also $THAI_EVAL_TASKS)")
+    p.add_argument(
+        "--tasks-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder of your own task files "
+        "(*.py declaring SUITE, TASK or TASKS), or one such file; repeatable (also $THAI_EVAL_TASKS)",
+    )
 
 
 def use_tasks_dirs(dirs: Sequence[str]) -> None:
@@ -117,8 +136,10 @@ def suite_data(args: argparse.Namespace, suite: Suite, tasks: tuple[str, ...]) -
     revisions = dict(getattr(args, "revision", None) or [])
     if args.data != FULL:
         if revisions:
-            raise ThaiEvalError("--revision applies to the full data sets: add --data full (and fetch them at that "
-                                "revision first: thai-eval data fetch ... --revision ...)")
+            raise ThaiEvalError(
+                "--revision applies to the full data sets: add --data full (and fetch them at that "
+                "revision first: thai-eval data fetch ... --revision ...)"
+            )
         return _data_for(args.data, suite.data_folder)
     return str(require_present(suite, tasks, revisions=revisions))
 
@@ -135,75 +156,169 @@ def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
 
 # ---------------------------------------------------------------------------------------------------------- run
 def add_run(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="run benchmarks on models (the notebooks via papermill), then the paper tables",
-                       description="Run the benchmark notebooks for every --model, then the paper tables. A rerun "
-                       "resumes: finished items are read back from the results store.", formatter_class=_FORMATTER,
-                       epilog="examples:\n  thai-eval run --model embedded --limit 2\n"
-                       f"  thai-eval run --model embedded --benchmarks {_first_suite()} --dry-run\n"
-                       "  thai-eval run --model embedded --tasks-dir my_tasks/ --benchmarks my_suite\n"
-                       "  thai-eval run --model /models/llama --model /models/qwen --dtype bfloat16 --device-map auto\n"
-                       "  thai-eval run --model completions:llama --base-url http://gpu:8000/v1 --tokenizer /models/llama\n"
-                       "  thai-eval run --model vllm:/models/llama --tp 2   # starts and stops the servers itself")
-    p.add_argument("--model", action="append", default=[], metavar="SPEC", required=True,
-                   help='model spec (repeatable): "embedded", a local HF folder, a .gguf file, "openai:<id>", '
-                   '"completions:<id>", "vllm:<folder or hub id>" or "sglang:<folder or hub id>" (servers started '
-                   "for the run and stopped after it)")
+    p = sub.add_parser(
+        "run",
+        help="run benchmarks on models (the notebooks via papermill), then the paper tables",
+        description="Run the benchmark notebooks for every --model, then the paper tables. A rerun "
+        "resumes: finished items are read back from the results store.",
+        formatter_class=_FORMATTER,
+        epilog="examples:\n  thai-eval run --model embedded --limit 2\n"
+        f"  thai-eval run --model embedded --benchmarks {_first_suite()} --dry-run\n"
+        "  thai-eval run --model embedded --tasks-dir my_tasks/ --benchmarks my_suite\n"
+        "  thai-eval run --model /models/llama --model /models/qwen --dtype bfloat16 --device-map auto\n"
+        "  thai-eval run --model completions:llama --base-url http://gpu:8000/v1 --tokenizer /models/llama\n"
+        "  thai-eval run --model vllm:/models/llama --tp 2   # starts and stops the servers itself",
+    )
+    p.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        required=True,
+        help='model spec (repeatable): "embedded", a local HF folder, a .gguf file, "openai:<id>", '
+        '"completions:<id>", "vllm:<folder or hub id>" or "sglang:<folder or hub id>" (servers started '
+        "for the run and stopped after it)",
+    )
     _add_benchmarks(p)
     _add_tasks_dir(p)
-    p.add_argument("--limit", type=int, default=None, help="first N items per task (default: all); a limited run is "
-                   "marked partial in every table")
-    p.add_argument("--data", default=None, metavar="DIR", help="data root holding each suite's data folder ("
-                   f"{_data_folders()}), or one benchmark's folder, or 'full': the full data sets fetched by "
-                   "`thai-eval data fetch` at their pinned revisions; default: the shipped samples in data/")
+    p.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="first N items per task (default: all); a limited run is marked partial in every table",
+    )
+    p.add_argument(
+        "--data",
+        default=None,
+        metavar="DIR",
+        help="data root holding each suite's data folder ("
+        f"{_data_folders()}), or one benchmark's folder, or 'full': the full data sets fetched by "
+        "`thai-eval data fetch` at their pinned revisions; default: the shipped samples in data/",
+    )
     add_revision(p)
-    p.add_argument("--judge", default=None, help="judge model id of the suites that judge (judge_model; default: the "
-                   "notebook's local demo judge)")
+    p.add_argument(
+        "--judge",
+        default=None,
+        help="judge model id of the suites that judge (judge_model; default: the notebook's local demo judge)",
+    )
     p.add_argument("--judge-base-url", default=None, help="the judge's OpenAI-compatible base URL")
     p.add_argument("--dtype", default=None, help="weights dtype of local models: float32, bfloat16, float16 or auto")
     p.add_argument("--device-map", default=None, help='weight placement of local models, e.g. "auto" over all GPUs')
     p.add_argument("--base-url", default=None, help="served models: the server URL (comma-separated replicas)")
-    p.add_argument("--tokenizer", default=None, help='served models: "embedded" or a tokenizer folder (token-id '
-                   "prompts; vllm:/sglang: models default to the model's folder); --dry-run counts tokens with it")
-    p.add_argument("--order-tolerance", type=float, default=None, metavar="NATS", help="served models: the largest "
-                   "change of a log-likelihood with the request order that the order probe accepts (default 0.01)")
-    p.add_argument("--no-order-probe", action="store_true", help="served models: skip the order probe (a few "
-                   "requests scored in two orders before a log-likelihood run, refusing prefix-cached servers whose "
-                   "numbers change); the run cards record that it was skipped")
-    p.add_argument("--max-new-tokens", type=int, default=None, metavar="N", help="cap every generation of every suite "
-                   "at N tokens; default: each protocol's own. A quick look, not the papers' protocol: the run configs "
-                   "record it")
-    p.add_argument("--greedy", action="store_true", help="greedy generation where a protocol samples (lets it batch "
-                   "prompts)")
-    p.add_argument("--runs", type=int, default=None, metavar="N", help="repeated runs, each with its own seed, for the "
-                   "suites that repeat their tasks (SEA-HELM: default its eight); other suites ignore it")
-    p.add_argument("--variant", action="append", default=[], metavar="NAME", help="a labelled variant for instruct "
-                   f"and reasoning models, run instead of the published protocol where it applies ({_variant_names()}; "
-                   "repeatable): scored under its own task names and signatures, never in the averages or the paper "
-                   "tables (docs/protocol_notes.md)")
+    p.add_argument(
+        "--tokenizer",
+        default=None,
+        help='served models: "embedded" or a tokenizer folder (token-id '
+        "prompts; vllm:/sglang: models default to the model's folder); --dry-run counts tokens with it",
+    )
+    p.add_argument(
+        "--order-tolerance",
+        type=float,
+        default=None,
+        metavar="NATS",
+        help="served models: the largest "
+        "change of a log-likelihood with the request order that the order probe accepts (default 0.01)",
+    )
+    p.add_argument(
+        "--no-order-probe",
+        action="store_true",
+        help="served models: skip the order probe (a few "
+        "requests scored in two orders before a log-likelihood run, refusing prefix-cached servers whose "
+        "numbers change); the run cards record that it was skipped",
+    )
+    p.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help="cap every generation of every suite "
+        "at N tokens; default: each protocol's own. A quick look, not the papers' protocol: the run configs "
+        "record it",
+    )
+    p.add_argument(
+        "--greedy", action="store_true", help="greedy generation where a protocol samples (lets it batch prompts)"
+    )
+    p.add_argument(
+        "--runs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="repeated runs, each with its own seed, for the "
+        "suites that repeat their tasks (SEA-HELM: default its eight); other suites ignore it",
+    )
+    p.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a labelled variant for instruct "
+        f"and reasoning models, run instead of the published protocol where it applies ({_variant_names()}; "
+        "repeatable): scored under its own task names and signatures, never in the averages or the paper "
+        "tables (docs/protocol_notes.md)",
+    )
     add_engine_arguments(p)
     add_thinking(p)
     _add_outputs(p)
-    p.add_argument("--batch", action="store_true", help="judge, and answer with an openai: model, through the OpenAI "
-                   "Batch API (half the price): submit, and a later run of the same command collects "
-                   "(docs/batch_mode.md; `thai-eval batch status|cancel`)")
-    p.add_argument("--batch-wait", type=float, default=None, metavar="SECONDS", help="with --batch: wait this long for "
-                   "the batch before going on (default: look once)")
-    p.add_argument("--batch-file-out", default=None, metavar="PATH", help="write the judge requests still needed to "
-                   "this Batch API JSONL file, an openai: model's answer requests to PATH's <stem>.answers.jsonl (no "
-                   "network; e.g. for `vllm run-batch`)")
-    p.add_argument("--batch-file-in", default=None, metavar="PATH", help="read judge replies and answers from this "
-                   "batch output file (`vllm run-batch`'s) before anything else")
+    p.add_argument(
+        "--batch",
+        action="store_true",
+        help="judge, and answer with an openai: model, through the OpenAI "
+        "Batch API (half the price): submit, and a later run of the same command collects "
+        "(docs/batch_mode.md; `thai-eval batch status|cancel`)",
+    )
+    p.add_argument(
+        "--batch-wait",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with --batch: wait this long for the batch before going on (default: look once)",
+    )
+    p.add_argument(
+        "--batch-file-out",
+        default=None,
+        metavar="PATH",
+        help="write the judge requests still needed to "
+        "this Batch API JSONL file, an openai: model's answer requests to PATH's <stem>.answers.jsonl (no "
+        "network; e.g. for `vllm run-batch`)",
+    )
+    p.add_argument(
+        "--batch-file-in",
+        default=None,
+        metavar="PATH",
+        help="read judge replies and answers from this batch output file (`vllm run-batch`'s) before anything else",
+    )
     p.add_argument("--notebooks-dir", default=str(REPO / "notebooks"), metavar="DIR", help="the notebooks' folder")
     p.add_argument("--no-paper", action="store_true", help="skip the paper-tables notebook at the end")
-    p.add_argument("--dry-run", action="store_true", help="print per task the documents, requests and tokens the run "
-                   "would compute (only the tokenizer is loaded, no weights), then exit")
-    p.add_argument("--price-in", type=price_arg, default=None, metavar="USD", help="with --dry-run: US dollars per 1 "
-                   "million input tokens of the API model and judge (docs/batch_mode.md, Cost before the run)")
-    p.add_argument("--price-out", type=price_arg, default=None, metavar="USD", help="with --dry-run: US dollars per 1 "
-                   "million output tokens")
-    p.add_argument("--prices", type=prices_file_arg, default=None, metavar="FILE", help='with --dry-run: a JSON file '
-                   '{model id: {"input": USD, "output": USD}} per 1M tokens (as templates/prices.json); with --judge '
-                   "and no price, the shipped table prices the judge")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print per task the documents, requests and tokens the run "
+        "would compute (only the tokenizer is loaded, no weights), then exit",
+    )
+    p.add_argument(
+        "--price-in",
+        type=price_arg,
+        default=None,
+        metavar="USD",
+        help="with --dry-run: US dollars per 1 "
+        "million input tokens of the API model and judge (docs/batch_mode.md, Cost before the run)",
+    )
+    p.add_argument(
+        "--price-out",
+        type=price_arg,
+        default=None,
+        metavar="USD",
+        help="with --dry-run: US dollars per 1 million output tokens",
+    )
+    p.add_argument(
+        "--prices",
+        type=prices_file_arg,
+        default=None,
+        metavar="FILE",
+        help="with --dry-run: a JSON file "
+        '{model id: {"input": USD, "output": USD}} per 1M tokens (as templates/prices.json); with --judge '
+        "and no price, the shipped table prices the judge",
+    )
     p.set_defaults(handler=cmd_run)
 
 
@@ -213,12 +328,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _dry_run(args, models)
     out = _outputs(args)
     check_dtype(args.dtype)  # a bad dtype fails here, once, not in every notebook
-    extra = {**served_parameters(args), "dtype": args.dtype, "device_map": args.device_map,
-             "max_new_tokens": args.max_new_tokens,
-             "greedy": True if args.greedy else None,  # None: the notebook's default (batch drops it)
-             "runs": args.runs,  # suites that repeat runs take it (Suite.notebook_parameters); None: their default
-             "variant": _variants(args),  # the notebooks that declare it (Suite.variants); None: not passed
-             **thinking_parameters(args), **_batch_parameters(args)}
+    extra = {
+        **served_parameters(args),
+        "dtype": args.dtype,
+        "device_map": args.device_map,
+        "max_new_tokens": args.max_new_tokens,
+        "greedy": True if args.greedy else None,  # None: the notebook's default (batch drops it)
+        "runs": args.runs,  # suites that repeat runs take it (Suite.notebook_parameters); None: their default
+        "variant": _variants(args),  # the notebooks that declare it (Suite.variants); None: not passed
+        **thinking_parameters(args),
+        **_batch_parameters(args),
+    }
     start = now_utc()
     runs: list[batch.NotebookRun] = []
     engines = engine_specs(models)
@@ -250,22 +370,35 @@ def _variants(args: argparse.Namespace) -> list[str] | None:
     known = {v for suite, _ in selected(args) for v in suite.variants}
     unknown = [v for v in args.variant if v not in known]
     if unknown:
-        raise ThaiEvalError(f"--variant {unknown[0]!r} is no variant of the selected benchmarks; they have: "
-                            f"{', '.join(sorted(known)) or 'none'}")
+        raise ThaiEvalError(
+            f"--variant {unknown[0]!r} is no variant of the selected benchmarks; they have: "
+            f"{', '.join(sorted(known)) or 'none'}"
+        )
     return list(dict.fromkeys(args.variant))
 
 
-def _run_suites(args: argparse.Namespace, models: list[str], extra: dict[str, Any], out: Path) -> list[batch.NotebookRun]:
+def _run_suites(
+    args: argparse.Namespace, models: list[str], extra: dict[str, Any], out: Path
+) -> list[batch.NotebookRun]:
     """Every selected suite's notebooks for ``models`` (no paper tables); each run's status as it ends."""
     runs: list[batch.NotebookRun] = []
     for suite, tasks in tqdm(selected(args), desc="benchmarks", unit="benchmark"):
         own = suite.notebook_parameters(tasks, extra)
-        report = batch.run_models(models, notebooks=suite.notebooks, limit=args.limit,
-                                  data=suite_data(args, suite, tasks), judge=args.judge,
-                                  judge_base_url=args.judge_base_url, outputs=out, extra_parameters=extra,
-                                  per_notebook={nb: own for nb in suite.notebooks},
-                                  executed={nb: suite.executed_notebook(nb) for nb in suite.notebooks},
-                                  notebooks_dir=args.notebooks_dir, paper_notebook=None, verbose=False)
+        report = batch.run_models(
+            models,
+            notebooks=suite.notebooks,
+            limit=args.limit,
+            data=suite_data(args, suite, tasks),
+            judge=args.judge,
+            judge_base_url=args.judge_base_url,
+            outputs=out,
+            extra_parameters=extra,
+            per_notebook={nb: own for nb in suite.notebooks},
+            executed={nb: suite.executed_notebook(nb) for nb in suite.notebooks},
+            notebooks_dir=args.notebooks_dir,
+            paper_notebook=None,
+            verbose=False,
+        )
         for run in report.runs:
             tqdm.write(str(run))
         runs += report.runs
@@ -288,8 +421,12 @@ def _loglikelihood(args: argparse.Namespace) -> bool:
 
 def served_parameters(args: argparse.Namespace) -> dict[str, Any]:
     """The served models' notebook parameters of ``thai-eval run`` (None: the notebook's default)."""
-    return {"base_url": args.base_url, "tokenizer": args.tokenizer, "order_tolerance": args.order_tolerance,
-            "order_probe": False if args.no_order_probe else None}
+    return {
+        "base_url": args.base_url,
+        "tokenizer": args.tokenizer,
+        "order_tolerance": args.order_tolerance,
+        "order_probe": False if args.no_order_probe else None,
+    }
 
 
 def batch_messages(outputs: Path, *, since: str) -> list[str]:
@@ -307,16 +444,23 @@ def _batch_parameters(args: argparse.Namespace) -> dict[str, Any]:
     """Batch mode as notebook parameters of the notebooks that declare them (paths absolute for the kernel): the
     judge's (``judge_batch*``) and API models' answers' (``answers_batch*``; their requests go to
     ``<file-out stem>.answers.jsonl``: another model's requests, for another ``vllm run-batch``)."""
+
     def path(p: str | None) -> str | None:
         return str(Path(p).resolve()) if p else None
 
     answers_out = path(args.batch_file_out)
     if answers_out is not None:
         answers_out = str(Path(answers_out).with_suffix("")) + ".answers" + (Path(answers_out).suffix or ".jsonl")
-    params = {"judge_batch": True if args.batch else None, "judge_batch_wait_s": args.batch_wait,
-              "judge_batch_file_out": path(args.batch_file_out), "judge_batch_file_in": path(args.batch_file_in),
-              "answers_batch": True if args.batch else None, "answers_batch_wait_s": args.batch_wait,
-              "answers_batch_file_out": answers_out, "answers_batch_file_in": path(args.batch_file_in)}
+    params = {
+        "judge_batch": True if args.batch else None,
+        "judge_batch_wait_s": args.batch_wait,
+        "judge_batch_file_out": path(args.batch_file_out),
+        "judge_batch_file_in": path(args.batch_file_in),
+        "answers_batch": True if args.batch else None,
+        "answers_batch_wait_s": args.batch_wait,
+        "answers_batch_file_out": answers_out,
+        "answers_batch_file_in": path(args.batch_file_in),
+    }
     return {k: v for k, v in params.items() if v is not None}  # unset: not passed at all (off by default)
 
 
@@ -328,8 +472,7 @@ def _dry_run(args: argparse.Namespace, models: Sequence[str]) -> int:
     for model in models:
         engine = engine_specs([model])
         tok = load_tokenizer(engine[0].model if engine else model, args.tokenizer)
-        rows = dry_run_rows(suites, data, tok, limit=args.limit, max_new_tokens=args.max_new_tokens,
-                           runs=args.runs)
+        rows = dry_run_rows(suites, data, tok, limit=args.limit, max_new_tokens=args.max_new_tokens, runs=args.runs)
         columns = DRY_RUN_COLUMNS
         if priced:
             options = {"price_in": args.price_in, "price_out": args.price_out, "table": args.prices}
@@ -338,14 +481,21 @@ def _dry_run(args: argparse.Namespace, models: Sequence[str]) -> int:
             columns = cost_columns(DRY_RUN_COLUMNS)
             notes.append(f"{model}: {assumptions(model_price, judge_price)}")
         frame = pd.DataFrame(rows, columns=columns)
-        print_table(frame, f"dry run for {model} (tokenizer: {tok.source}; limit: {args.limit or 'none'}); nothing "
-                    "was computed or written:")
-    print("\nfed_tokens: what lm-eval would feed (one forward per request); tree_tokens: what thai-eval's engine runs "
-          "(shared prefixes once). Generations add up to max_new_tokens each.")
+        print_table(
+            frame,
+            f"dry run for {model} (tokenizer: {tok.source}; limit: {args.limit or 'none'}); nothing "
+            "was computed or written:",
+        )
+    print(
+        "\nfed_tokens: what lm-eval would feed (one forward per request); tree_tokens: what thai-eval's engine runs "
+        "(shared prefixes once). Generations add up to max_new_tokens each."
+    )
     for line in notes:
         print(line)
     for spec in engine_specs(models):
-        print(f"\nservers `thai-eval run` would start for {spec.engine}:{spec.model} (none started; ports chosen then):")
+        print(
+            f"\nservers `thai-eval run` would start for {spec.engine}:{spec.model} (none started; ports chosen then):"
+        )
         for line in planned_servers(args, spec, _outputs(args), _loglikelihood(args)):
             print(f"  {line}")
     return 0
@@ -353,10 +503,14 @@ def _dry_run(args: argparse.Namespace, models: Sequence[str]) -> int:
 
 # --------------------------------------------------------------------------------------------------------- runs
 def add_runs(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("runs", help="list the stored runs", formatter_class=_FORMATTER,
-                       description="The stored runs under <outputs>/runs: model, benchmark, task, config id, setting, "
-                       "items done / total, limit, partial, finished, date, folder.",
-                       epilog="examples:\n  thai-eval runs\n  thai-eval runs --model gemma --outputs /data/thai-eval")
+    p = sub.add_parser(
+        "runs",
+        help="list the stored runs",
+        formatter_class=_FORMATTER,
+        description="The stored runs under <outputs>/runs: model, benchmark, task, config id, setting, "
+        "items done / total, limit, partial, finished, date, folder.",
+        epilog="examples:\n  thai-eval runs\n  thai-eval runs --model gemma --outputs /data/thai-eval",
+    )
     p.add_argument("--model", action="append", default=[], help="only runs whose model name or folder contains this")
     p.add_argument("--csv", default=None, metavar="FILE", help="also write the table as CSV")
     _add_tasks_dir(p)
@@ -368,8 +522,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
     out = _outputs(args)
     table = runs_table(out, models=args.model)
     print_table(table.drop(columns=["where"]), f"{len(table)} runs under {out / 'runs'}:")
-    print("items: records stored; total: the split's documents x per_item (records per document: one per repeated "
-          "run), so both count stored records")
+    print(
+        "items: records stored; total: the split's documents x per_item (records per document: one per repeated "
+        "run), so both count stored records"
+    )
     if args.csv:
         table.to_csv(args.csv, index=False)
         print(f"written: {args.csv}")
@@ -378,12 +534,15 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------------------------------ compare
 def add_compare(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("compare", help="compare two models' stored runs (paired bootstrap, Holm)",
-                       formatter_class=_FORMATTER,
-                       description="Run notebooks/compare_runs.ipynb on two models' latest stored runs: one row per "
-                       "headline score with the paired difference, its interval and Holm-adjusted p-value.",
-                       epilog="examples:\n  thai-eval compare embedded /models/qwen\n"
-                       f"  thai-eval compare embedded /models/qwen --benchmarks {_first_suite()} --resamples 2000")
+    p = sub.add_parser(
+        "compare",
+        help="compare two models' stored runs (paired bootstrap, Holm)",
+        formatter_class=_FORMATTER,
+        description="Run notebooks/compare_runs.ipynb on two models' latest stored runs: one row per "
+        "headline score with the paired difference, its interval and Holm-adjusted p-value.",
+        epilog="examples:\n  thai-eval compare embedded /models/qwen\n"
+        f"  thai-eval compare embedded /models/qwen --benchmarks {_first_suite()} --resamples 2000",
+    )
     p.add_argument("a", help="model A (name or spec as stored)")
     p.add_argument("b", help="model B")
     _add_benchmarks(p)
@@ -398,9 +557,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     out = _outputs(args).resolve()
     nb_dir = Path(args.notebooks_dir).resolve()
     stem = slugify(f"compare_{args.a}_vs_{args.b}")
-    params = {"model_a": args.a, "model_b": args.b, "n_resamples": args.resamples,
-              "benchmarks": list(args.benchmarks or registry.default_benchmarks()),
-              "outputs_dir": str(out), "name": stem}
+    params = {
+        "model_a": args.a,
+        "model_b": args.b,
+        "n_resamples": args.resamples,
+        "benchmarks": list(args.benchmarks or registry.default_benchmarks()),
+        "outputs_dir": str(out),
+        "name": stem,
+    }
     with tqdm(total=1, desc="compare_runs.ipynb") as bar:
         run = batch.execute(nb_dir / batch.COMPARE_NOTEBOOK, out / "notebooks" / f"{stem}.ipynb", params, cwd=nb_dir)
         bar.update()
@@ -417,12 +581,15 @@ SKIPPED_SHOWN = ["model", "benchmark", "setting", "config_id", "finished", "reas
 
 
 def add_tables(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("tables", help="rebuild the papers' tables with the stored runs beside them",
-                       formatter_class=_FORMATTER,
-                       description="Run notebooks/paper_tables.ipynb: the published tables re-checked, this toolkit's "
-                       "runs below them (each model's latest finished run per benchmark and setting; partial runs "
-                       "marked), CSV/Markdown/LaTeX, figures and an HTML export; then the runs left out and why.",
-                       epilog="examples:\n  thai-eval tables\n  thai-eval tables --outputs /data/thai-eval")
+    p = sub.add_parser(
+        "tables",
+        help="rebuild the papers' tables with the stored runs beside them",
+        formatter_class=_FORMATTER,
+        description="Run notebooks/paper_tables.ipynb: the published tables re-checked, this toolkit's "
+        "runs below them (each model's latest finished run per benchmark and setting; partial runs "
+        "marked), CSV/Markdown/LaTeX, figures and an HTML export; then the runs left out and why.",
+        epilog="examples:\n  thai-eval tables\n  thai-eval tables --outputs /data/thai-eval",
+    )
     _add_outputs(p)
     p.add_argument("--notebooks-dir", default=str(REPO / "notebooks"), metavar="DIR", help="the notebooks' folder")
     p.set_defaults(handler=cmd_tables)
@@ -435,29 +602,39 @@ def cmd_tables(args: argparse.Namespace) -> int:
         bar.update()
     print(report.summary())
     written = sorted((out / "tables").glob("paper_*.csv")) if (out / "tables").is_dir() else []
-    print_table(pd.DataFrame({"table": [p.name for p in written], "rows": [len(pd.read_csv(p)) for p in written]}),
-                f"tables in {out / 'tables'}:")
+    print_table(
+        pd.DataFrame({"table": [p.name for p in written], "rows": [len(pd.read_csv(p)) for p in written]}),
+        f"tables in {out / 'tables'}:",
+    )
     print_table(skipped_runs(out)[SKIPPED_SHOWN], "stored runs not in the tables, and why:")
     return 0 if report.ok else 1
 
 
 # ------------------------------------------------------------------------------------------------------- export
 def add_export(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("export", help="export stored runs for lm-eval's tools, the Thai LLM Leaderboard, Parquet or SEA-HELM",
-                       formatter_class=_FORMATTER,
-                       description="Write stored runs in another tool's format: lm-eval (results_<time>.json and "
-                       "samples_<task>_<time>.jsonl per task of the suites that export to it, lm-evaluation-harness "
-                       "0.4.13's schema), thai-llm-leaderboard (one results JSON per model), parquet (one details table "
-                       "per suite), SEA-HELM's run_<r>/ folders (run config, results JSON and per-row inference files, "
-                       "for the suites that export to it).",
-                       epilog="examples:\n  thai-eval export --format lm-eval\n"
-                       "  thai-eval export --format thai-llm-leaderboard --model gemma --to exports/leaderboard\n"
-                       "  thai-eval export --format parquet --to exports/parquet")
+    p = sub.add_parser(
+        "export",
+        help="export stored runs for lm-eval's tools, the Thai LLM Leaderboard, Parquet or SEA-HELM",
+        formatter_class=_FORMATTER,
+        description="Write stored runs in another tool's format: lm-eval (results_<time>.json and "
+        "samples_<task>_<time>.jsonl per task of the suites that export to it, lm-evaluation-harness "
+        "0.4.13's schema), thai-llm-leaderboard (one results JSON per model), parquet (one details table "
+        "per suite), SEA-HELM's run_<r>/ folders (run config, results JSON and per-row inference files, "
+        "for the suites that export to it).",
+        epilog="examples:\n  thai-eval export --format lm-eval\n"
+        "  thai-eval export --format thai-llm-leaderboard --model gemma --to exports/leaderboard\n"
+        "  thai-eval export --format parquet --to exports/parquet",
+    )
     p.add_argument("--format", required=True, choices=FORMATS)
     p.add_argument("--model", action="append", default=[], help="only runs whose model name or folder contains this")
     p.add_argument("--to", default=None, metavar="DIR", help="target folder (default: <outputs>/exports/<format>)")
-    p.add_argument("--data", default=None, metavar="DIR", help="data to rebuild lm-eval's documents and arguments from "
-                   "(default: the folder the run card names, else the shipped samples)")
+    p.add_argument(
+        "--data",
+        default=None,
+        metavar="DIR",
+        help="data to rebuild lm-eval's documents and arguments from "
+        "(default: the folder the run card names, else the shipped samples)",
+    )
     _add_tasks_dir(p)
     _add_outputs(p)
     p.set_defaults(handler=cmd_export)
@@ -473,14 +650,17 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def add_report(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="write the offline HTML report: leaderboard, figures, item browser, side by side",
-                       formatter_class=_FORMATTER,
-                       description="One self-contained HTML file of the stored runs (opens from disk, fetches nothing): "
-                       "a leaderboard with n and intervals beside the papers' rows, the figures, an item browser with "
-                       "Thai search, and two models side by side.",
-                       epilog="examples:\n  thai-eval report\n"
-                       "  thai-eval report --outputs outputs outputs/demo_compare --pair \"embedded,embedded "
-                       "(fewshot_seed=7)\" --screenshots outputs/report_screenshots")
+    p = sub.add_parser(
+        "report",
+        help="write the offline HTML report: leaderboard, figures, item browser, side by side",
+        formatter_class=_FORMATTER,
+        description="One self-contained HTML file of the stored runs (opens from disk, fetches nothing): "
+        "a leaderboard with n and intervals beside the papers' rows, the figures, an item browser with "
+        "Thai search, and two models side by side.",
+        epilog="examples:\n  thai-eval report\n"
+        '  thai-eval report --outputs outputs outputs/demo_compare --pair "embedded,embedded '
+        '(fewshot_seed=7)" --screenshots outputs/report_screenshots',
+    )
     add_report_arguments(p)
     _add_tasks_dir(p)
     p.set_defaults(handler=report_command)

@@ -20,8 +20,17 @@ from thai_eval_utils.backend.loglikelihood import count_tokens
 from thai_eval_utils.backend.model_sources import EMBEDDED, embedded_model_dir
 
 #: Columns of the dry-run table.
-COLUMNS = ["benchmark", "task", "documents", "requests", "fed_tokens", "tree_tokens", "generations", "max_new_tokens",
-           "judge_calls"]
+COLUMNS = [
+    "benchmark",
+    "task",
+    "documents",
+    "requests",
+    "fed_tokens",
+    "tree_tokens",
+    "generations",
+    "max_new_tokens",
+    "judge_calls",
+]
 
 
 @dataclass
@@ -36,7 +45,9 @@ class Tokenizer:
             return None if self.tokenizer is None else 0
         return sum(len(ids) for ids in self.tokenizer(list(texts), add_special_tokens=False)["input_ids"])
 
-    def count_requests(self, requests: Sequence[tuple[str, str]], *, add_bos_token: bool = False) -> dict[str, int] | None:
+    def count_requests(
+        self, requests: Sequence[tuple[str, str]], *, add_bos_token: bool = False
+    ) -> dict[str, int] | None:
         """lm-eval's (``fed``) and this engine's (``tree``) tokens of log-likelihood requests; None without a
         tokenizer."""
         if self.tokenizer is None:
@@ -71,15 +82,25 @@ def _runs_option(suite: Suite, runs: int | None) -> dict[str, int]:
     return {"runs": runs} if takes and runs is not None else {}
 
 
-def dry_run_rows(suites: Sequence[tuple[Suite, tuple[str, ...]]], data: Mapping[str, Path], tok: Tokenizer, *,
-                 limit: int | None = None, max_new_tokens: int | None = None,
-                 runs: int | None = None) -> list[dict[str, Any]]:
+def dry_run_rows(
+    suites: Sequence[tuple[Suite, tuple[str, ...]]],
+    data: Mapping[str, Path],
+    tok: Tokenizer,
+    *,
+    limit: int | None = None,
+    max_new_tokens: int | None = None,
+    runs: int | None = None,
+) -> list[dict[str, Any]]:
     """Every suite's rows (``suites``: (suite, tasks asked for), as :func:`~thai_eval_utils.core.registry.resolve`
     gives them; ``data``: suite name -> its data folder), with a total row (``max_new_tokens``:
     ``run --max-new-tokens``; ``runs``: ``run --runs``, given to the suites whose ``dry_run`` takes it)."""
-    rows = [row for suite, tasks in suites
-            for row in suite.dry_run(data[suite.name], tok, tasks=tasks, limit=limit, max_new_tokens=max_new_tokens,
-                                     **_runs_option(suite, runs))]
+    rows = [
+        row
+        for suite, tasks in suites
+        for row in suite.dry_run(
+            data[suite.name], tok, tasks=tasks, limit=limit, max_new_tokens=max_new_tokens, **_runs_option(suite, runs)
+        )
+    ]
     total: dict[str, Any] = {"benchmark": "total", "task": ""}
     for col in ("documents", "requests", "fed_tokens", "tree_tokens", "generations"):
         values = [r[col] for r in rows if isinstance(r.get(col), int)]

@@ -49,8 +49,7 @@ def price_arg(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number (US dollars per 1 million tokens)") from None
     if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: a price is a finite number >= 0 (US dollars per 1 million "
-                                         "tokens)")
+        raise argparse.ArgumentTypeError(f"{text!r}: a price is a finite number >= 0 (US dollars per 1 million tokens)")
     return value
 
 
@@ -67,10 +66,14 @@ def prices_file_arg(text: str) -> dict[str, dict[str, float]]:
     for model, p in table.items():
         if model.startswith("_"):
             continue
-        if not isinstance(p, dict) or any(not isinstance(p.get(k), (int, float)) or isinstance(p.get(k), bool)
-                                          or not math.isfinite(p[k]) or p[k] < 0 for k in ("input", "output")):
-            raise argparse.ArgumentTypeError(f'prices file {text}: {model!r} needs "input" and "output", numbers >= 0 '
-                                             "(US dollars per 1 million tokens)")
+        if not isinstance(p, dict) or any(
+            not isinstance(p.get(k), (int, float)) or isinstance(p.get(k), bool) or not math.isfinite(p[k]) or p[k] < 0
+            for k in ("input", "output")
+        ):
+            raise argparse.ArgumentTypeError(
+                f'prices file {text}: {model!r} needs "input" and "output", numbers >= 0 '
+                "(US dollars per 1 million tokens)"
+            )
         out[model] = {"input": float(p["input"]), "output": float(p["output"])}
     return out
 
@@ -83,8 +86,15 @@ def model_id(spec: str | None, *, judge: bool = False) -> str | None:
     return spec.removeprefix("openai:")
 
 
-def find_price(spec: str | None, *, price_in: float | None, price_out: float | None,
-               table: dict[str, dict[str, float]] | None, judge: bool = False, shipped: bool = True) -> Price | None:
+def find_price(
+    spec: str | None,
+    *,
+    price_in: float | None,
+    price_out: float | None,
+    table: dict[str, dict[str, float]] | None,
+    judge: bool = False,
+    shipped: bool = True,
+) -> Price | None:
     """The price of an API model: ``--price-in``/``--price-out`` (both given; one alone prices the other side at 0),
     else its line in ``--prices``, else (``shipped``) in the package's ``templates/prices.json``; None when unknown
     or local."""
@@ -103,8 +113,9 @@ def _estimate(chars: int | None) -> int | None:
     return None if chars is None else round(chars / CHARS_PER_TOKEN)
 
 
-def add_costs(rows: list[dict[str, Any]], *, tokenizer_source: str | None, model: Price | None,
-              judge: Price | None) -> list[dict[str, Any]]:
+def add_costs(
+    rows: list[dict[str, Any]], *, tokenizer_source: str | None, model: Price | None, judge: Price | None
+) -> list[dict[str, Any]]:
     """The rows (the last one the total) with :data:`COST_COLUMNS` filled: ``prompt_tokens`` counted (``fed_tokens``
     of ``tokenizer_source``) or estimated (characters / :data:`CHARS_PER_TOKEN`), output budgets, costs (``model``:
     the evaluated model's price, None when local; ``judge``: the judge's)."""
@@ -117,8 +128,11 @@ def add_costs(rows: list[dict[str, Any]], *, tokenizer_source: str | None, model
             row["max_output_tokens"] = n * calls * row["judge_max_tokens"]
             if judge is not None:
                 live = judge.cost(row["prompt_tokens"] * calls, row["max_output_tokens"])
-                row.update(cost_live=live, cost_batch=live * BATCH_DISCOUNT,
-                           cost_live_min=judge.cost(row["prompt_tokens"], n * row["judge_max_tokens"]))
+                row.update(
+                    cost_live=live,
+                    cost_batch=live * BATCH_DISCOUNT,
+                    cost_live_min=judge.cost(row["prompt_tokens"], n * row["judge_max_tokens"]),
+                )
             continue
         if isinstance(row.get("fed_tokens"), int):
             row["prompt_tokens"], row["tokens_are"] = row["fed_tokens"], f"counted ({tokenizer_source})"
@@ -143,12 +157,17 @@ def add_costs(rows: list[dict[str, Any]], *, tokenizer_source: str | None, model
 
 def assumptions(model: Price | None, judge: Price | None) -> str:
     """The printed line saying what the costs assume."""
-    said = [f"{who} {p.input:g} in / {p.output:g} out USD per 1M tokens from {p.source}"
-            for who, p in (("model", model), ("the judge", judge)) if p is not None]
-    return ("costs (USD) assume: " + "; ".join(said or ["no price"]) + f"; cost_batch = {BATCH_DISCOUNT:g} x live "
-            "(OpenAI Batch API discount; --batch batches the judge and an openai: model's answers); upper bounds: "
-            "every generation to max_new_tokens and every judge answer taking all its attempts (cost_live_min: one judge call each); "
-            "local models cost nothing (empty).")
+    said = [
+        f"{who} {p.input:g} in / {p.output:g} out USD per 1M tokens from {p.source}"
+        for who, p in (("model", model), ("the judge", judge))
+        if p is not None
+    ]
+    return (
+        "costs (USD) assume: " + "; ".join(said or ["no price"]) + f"; cost_batch = {BATCH_DISCOUNT:g} x live "
+        "(OpenAI Batch API discount; --batch batches the judge and an openai: model's answers); upper bounds: "
+        "every generation to max_new_tokens and every judge answer taking all its attempts (cost_live_min: one judge call each); "
+        "local models cost nothing (empty)."
+    )
 
 
 def cost_columns(columns: Sequence[str]) -> list[str]:

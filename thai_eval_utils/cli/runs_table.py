@@ -19,8 +19,21 @@ from thai_eval_utils.core.runs import list_runs
 from thai_eval_utils.paper.own_runs import run_records
 from thai_eval_utils.paper.run_choice import run_setting
 
-COLUMNS = ["model", "benchmark", "task", "config_id", "setting", "items", "total", "per_item", "limit", "partial",
-           "finished", "date", "where"]
+COLUMNS = [
+    "model",
+    "benchmark",
+    "task",
+    "config_id",
+    "setting",
+    "items",
+    "total",
+    "per_item",
+    "limit",
+    "partial",
+    "finished",
+    "date",
+    "where",
+]
 
 
 def _count_lines(path: Path) -> int:
@@ -43,12 +56,26 @@ def _run_row(run: dict[str, Any], paper_partial: dict[str, bool]) -> dict[str, A
     # the paper tables' verdict too: fewer items than the paper's dataset (ThaiCLI, dialects) is partial
     partial = partial or paper_partial.get(str(run.dir), False)
     when = (summary or {}).get("written_at") or (card.get("resumed_at") or [card.get("created_at")])[-1]
-    return {"model": card.get("model_name"), "benchmark": family, "task": task, "config_id": card.get("config_id"),
-            "setting": run_setting(card), "items": done, "total": total, "per_item": per_item, "limit": limit, "partial": partial,
-            "finished": summary is not None, "date": str(when or "")[:19].replace("T", " "), "where": str(run.dir)}
+    return {
+        "model": card.get("model_name"),
+        "benchmark": family,
+        "task": task,
+        "config_id": card.get("config_id"),
+        "setting": run_setting(card),
+        "items": done,
+        "total": total,
+        "per_item": per_item,
+        "limit": limit,
+        "partial": partial,
+        "finished": summary is not None,
+        "date": str(when or "")[:19].replace("T", " "),
+        "where": str(run.dir),
+    }
 
 
-def runs_table(outputs: str | Path | None = None, *, models: Sequence[str] = (), since: str | None = None) -> pd.DataFrame:
+def runs_table(
+    outputs: str | Path | None = None, *, models: Sequence[str] = (), since: str | None = None
+) -> pd.DataFrame:
     """Every stored run as a row (see the module docstring); ``models`` keeps runs whose model name or folder slug
     contains one of them; ``since`` (an ISO time) keeps runs created, resumed or finished at or after it."""
     records = run_records(outputs)
@@ -56,8 +83,9 @@ def runs_table(outputs: str | Path | None = None, *, models: Sequence[str] = (),
     rows = []
     for run in list_runs(outputs):
         card = run.card
-        if models and not any(m.lower() in str(card.get("model_name", "")).lower() or m.lower() in str(run.dir).lower()
-                              for m in models):
+        if models and not any(
+            m.lower() in str(card.get("model_name", "")).lower() or m.lower() in str(run.dir).lower() for m in models
+        ):
             continue
         stamps = [card.get("created_at"), card.get("finished_at"), *(card.get("resumed_at") or [])]
         if since is not None and not any(s and str(s) >= since for s in stamps):

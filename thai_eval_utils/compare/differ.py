@@ -13,8 +13,19 @@ from thai_eval_utils.compare.items import Headline
 from thai_eval_utils.compare.runs import Comparison
 from thai_eval_utils.core import registry
 
-COLUMNS = ["score", "key", "value_a", "value_b", "diff", "input", "reference", "output_a", "output_b",
-           "explanation_a", "explanation_b"]
+COLUMNS = [
+    "score",
+    "key",
+    "value_a",
+    "value_b",
+    "diff",
+    "input",
+    "reference",
+    "output_a",
+    "output_b",
+    "explanation_a",
+    "explanation_b",
+]
 
 
 def _values(h: Headline) -> pd.DataFrame:
@@ -48,12 +59,26 @@ def largest_differences(
         va, vb = _values(ha), _values(hb)
         both = va[["value"]].join(vb[["value"]], how="inner", lsuffix="_a", rsuffix="_b")
         both["diff"] = both["value_a"] - both["value_b"]
-        both = both.assign(_abs=both["diff"].abs(), _key=both.index.astype(str)).sort_values(["_abs", "_key"], ascending=[False, True])
+        both = both.assign(_abs=both["diff"].abs(), _key=both.index.astype(str)).sort_values(
+            ["_abs", "_key"], ascending=[False, True]
+        )
         top = both.head(n)
         suite = registry.get_suite(ha.run.benchmark)
         sides = suite.sides(ha, hb, [str(k) for k in top.index], root)
         for (key, row), side in zip(top.iterrows(), sides):
-            out.append({"score": name, "key": key, "value_a": row["value_a"], "value_b": row["value_b"], "diff": row["diff"],
-                        "input": side.input, "reference": side.reference, "output_a": side.output_a,
-                        "output_b": side.output_b, "explanation_a": side.explanation_a, "explanation_b": side.explanation_b})
+            out.append(
+                {
+                    "score": name,
+                    "key": key,
+                    "value_a": row["value_a"],
+                    "value_b": row["value_b"],
+                    "diff": row["diff"],
+                    "input": side.input,
+                    "reference": side.reference,
+                    "output_a": side.output_a,
+                    "output_b": side.output_b,
+                    "explanation_a": side.explanation_a,
+                    "explanation_b": side.explanation_b,
+                }
+            )
     return pd.DataFrame(out, columns=COLUMNS).fillna("")

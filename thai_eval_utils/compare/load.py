@@ -18,7 +18,6 @@ from thai_eval_utils.core.provenance import slugify
 from thai_eval_utils.core.runs import StoredRun, latest_finished, list_runs, recency
 
 
-
 @dataclass
 class RunSelection:
     """One side of a comparison: benchmark -> run, and how each was chosen (``notes``)."""
@@ -31,7 +30,9 @@ class RunSelection:
         return {r.family for r in self.runs.values()}
 
     def describe(self) -> str:
-        return "\n".join([f"{self.label}:", *(f"  {r}" for r in self.runs.values()), *(f"  note: {n}" for n in self.notes)])
+        return "\n".join(
+            [f"{self.label}:", *(f"  {r}" for r in self.runs.values()), *(f"  note: {n}" for n in self.notes)]
+        )
 
 
 def _wanted(run: StoredRun, benchmarks: Sequence[str]) -> bool:
@@ -82,13 +83,18 @@ def select_runs(
         chosen: dict[str, StoredRun] = {}
         for r in runs:
             if r.benchmark in chosen:
-                raise ThaiEvalDataError(f"two runs of {r.benchmark} among the folders: {chosen[r.benchmark].dir} and {r.dir}; "
-                                        "name one run folder, or pass `where` to tell them apart", path=r.dir)
+                raise ThaiEvalDataError(
+                    f"two runs of {r.benchmark} among the folders: {chosen[r.benchmark].dir} and {r.dir}; "
+                    "name one run folder, or pass `where` to tell them apart",
+                    path=r.dir,
+                )
             chosen[r.benchmark] = r
         label = label or str(folders[0])
     else:
         every = list_runs(outputs)
-        mine = [r for r in every if model in (r.model_name, slugify(r.model_name), (r.card.get("model") or {}).get("spec"))]
+        mine = [
+            r for r in every if model in (r.model_name, slugify(r.model_name), (r.card.get("model") or {}).get("spec"))
+        ]
         runs = [r for r in mine if _wanted(r, benchmarks) and _matches(r.card.get("config") or {}, where)]
         chosen = {}
         latest = {bench: run for (_, bench), run in latest_finished(runs).items()}
@@ -99,10 +105,14 @@ def select_runs(
                 continue
             chosen[bench] = taken = latest[bench]
             if len(cands) > 1:
-                notes.append(f"{bench}: latest of {len(cands)} runs taken ({taken.dir.name}, {taken.when}); "
-                             f"passed over: {', '.join(r.dir.name for r in cands if r is not taken)}")
+                notes.append(
+                    f"{bench}: latest of {len(cands)} runs taken ({taken.dir.name}, {taken.when}); "
+                    f"passed over: {', '.join(r.dir.name for r in cands if r is not taken)}"
+                )
         label = label or str(model)
     if not chosen:
-        raise ThaiEvalDataError(f"no finished run of {list(benchmarks)} for {label!r}"
-                                + (f" with config {dict(where)}" if where else ""), path=outputs)
+        raise ThaiEvalDataError(
+            f"no finished run of {list(benchmarks)} for {label!r}" + (f" with config {dict(where)}" if where else ""),
+            path=outputs,
+        )
     return RunSelection(label, dict(sorted(chosen.items())), notes)

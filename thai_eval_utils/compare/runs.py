@@ -41,21 +41,38 @@ class Comparison:
 
     @property
     def caption(self) -> str:
-        return (f"{self.label_a} (A) vs {self.label_b} (B): diff = A - B on paired items, {100 * self.level:g}% paired "
-                f"bootstrap CI ({self.n_resamples} resamples, seed {self.seed}; BCa where scipy gives it, else "
-                "percentile: see method); p: exact McNemar for 0/1 items, sign-flip permutation otherwise, paired "
-                f"bootstrap for corpus BLEU, stratified for averages; p_holm: Holm-adjusted across the {len(self.rows)} "
-                f"rows. {_scale_notes()}{signature('mixed', self.level, self.n_resamples, self.seed)}")
+        return (
+            f"{self.label_a} (A) vs {self.label_b} (B): diff = A - B on paired items, {100 * self.level:g}% paired "
+            f"bootstrap CI ({self.n_resamples} resamples, seed {self.seed}; BCa where scipy gives it, else "
+            "percentile: see method); p: exact McNemar for 0/1 items, sign-flip permutation otherwise, paired "
+            f"bootstrap for corpus BLEU, stratified for averages; p_holm: Holm-adjusted across the {len(self.rows)} "
+            f"rows. {_scale_notes()}{signature('mixed', self.level, self.n_resamples, self.seed)}"
+        )
 
     def table(self, digits: int | None = None) -> pd.DataFrame:
         """One row per headline score on its published scale (``digits``: round numbers for display)."""
         recs = []
         for r in self.rows:
             s = self.scales.get(r.metric, 1.0)
-            recs.append({"score": r.metric, "n_paired": r.n_paired, "only_a": r.n_only_a, "only_b": r.n_only_b,
-                         "mean_a": s * r.mean_a, "mean_b": s * r.mean_b, "diff": s * r.diff, "ci_low": s * r.ci_low,
-                         "ci_high": s * r.ci_high, "method": r.method, "test": r.test, "p_value": r.p_value,
-                         "p_holm": r.p_holm, "signature": r.signature, "note": r.note})
+            recs.append(
+                {
+                    "score": r.metric,
+                    "n_paired": r.n_paired,
+                    "only_a": r.n_only_a,
+                    "only_b": r.n_only_b,
+                    "mean_a": s * r.mean_a,
+                    "mean_b": s * r.mean_b,
+                    "diff": s * r.diff,
+                    "ci_low": s * r.ci_low,
+                    "ci_high": s * r.ci_high,
+                    "method": r.method,
+                    "test": r.test,
+                    "p_value": r.p_value,
+                    "p_holm": r.p_holm,
+                    "signature": r.signature,
+                    "note": r.note,
+                }
+            )
         df = pd.DataFrame(recs)
         if digits is not None and len(df):
             num = ["mean_a", "mean_b", "diff", "ci_low", "ci_high"]
@@ -65,8 +82,12 @@ class Comparison:
 
     def unmatched(self) -> pd.DataFrame:
         """Every item left out of a row because only one run has it: score, side, key."""
-        recs = [{"score": r.metric, "only_in": side, "key": k} for r in self.rows
-                for side, keys in (("A", r.only_in_a), ("B", r.only_in_b)) for k in keys]
+        recs = [
+            {"score": r.metric, "only_in": side, "key": k}
+            for r in self.rows
+            for side, keys in (("A", r.only_in_a), ("B", r.only_in_b))
+            for k in keys
+        ]
         return pd.DataFrame(recs, columns=["score", "only_in", "key"])
 
     def save(self, path_without_suffix: str | Path, digits: int = 4) -> list[Path]:
@@ -136,12 +157,23 @@ def compare_runs(
     for name in sorted(set(ha) & set(hb), key=_order):
         x, y = ha[name], hb[name]
         if x.kind == "corpus":
-            r = corpus_paired_bootstrap(dict(zip(x.items["key"], x.items["hyp"])), dict(zip(y.items["key"], y.items["hyp"])),
-                                        {**dict(zip(y.items["key"], y.items["ref"])), **dict(zip(x.items["key"], x.items["ref"]))},
-                                        x.corpus_metric, name=name, **opts)
+            r = corpus_paired_bootstrap(
+                dict(zip(x.items["key"], x.items["hyp"])),
+                dict(zip(y.items["key"], y.items["hyp"])),
+                {**dict(zip(y.items["key"], y.items["ref"])), **dict(zip(x.items["key"], x.items["ref"]))},
+                x.corpus_metric,
+                name=name,
+                **opts,
+            )
         else:
-            r = compare_paired(x.items, y.items, metric=name, test="mcnemar" if x.kind == "binary" else "permutation",
-                               method=method, **opts)
+            r = compare_paired(
+                x.items,
+                y.items,
+                metric=name,
+                test="mcnemar" if x.kind == "binary" else "permutation",
+                method=method,
+                **opts,
+            )
         extra = [data_notes.get(x.run.benchmark, ""), x.note and f"A: {x.note}", y.note and f"B: {y.note}"]
         rows.append(replace(r, note="; ".join(filter(None, [r.note, *extra]))))
     averages = [avg for suite in registry.suites().values() for avg in suite.averages]
@@ -149,10 +181,20 @@ def compare_runs(
         shared = [n for n in sorted(set(ha) & set(hb), key=_order) if n.startswith(avg.members)]
         if len(shared) < avg.min_members:
             continue
-        frame = {k: pd.concat([h[n].items[["key", "value"]].assign(task=h[n].stratum) for n in shared]) for k, h in (("a", ha), ("b", hb))}
+        frame = {
+            k: pd.concat([h[n].items[["key", "value"]].assign(task=h[n].stratum) for n in shared])
+            for k, h in (("a", ha), ("b", hb))
+        }
         r = stratified_paired_bootstrap(frame["a"], frame["b"], name=avg.name, **opts)
         partial = avg.expected is not None and len(shared) < avg.expected
-        rows.append(replace(r, note="; ".join(filter(None, [r.note, f"partial: {len(shared)} of {avg.expected} tasks" if partial else ""]))))
+        rows.append(
+            replace(
+                r,
+                note="; ".join(
+                    filter(None, [r.note, f"partial: {len(shared)} of {avg.expected} tasks" if partial else ""])
+                ),
+            )
+        )
     scales = {n: ha[n].scale for n in ha} | {avg.name: avg.scale for avg in averages}
     rows.sort(key=lambda r: _order(r.metric))
     return Comparison(sa.label, sb.label, with_holm(rows), scales, level, n_resamples, seed, notes, ha, hb)

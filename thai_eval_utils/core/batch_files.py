@@ -13,7 +13,13 @@ from typing import Any
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.provenance import now_utc, scrub
-from thai_eval_utils.core.run_files import append_line, dumps_standard, read_json_file, write_json_atomic, write_text_atomic
+from thai_eval_utils.core.run_files import (
+    append_line,
+    dumps_standard,
+    read_json_file,
+    write_json_atomic,
+    write_text_atomic,
+)
 from thai_eval_utils.core.protocols import Reply, stop_strings
 
 #: The Batch API's endpoint for chat requests (the ``url`` of each input line).
@@ -39,11 +45,24 @@ def custom_id(store_key: str, attempt: int, try_: int) -> str:
     return f"{store_key}#a{attempt}t{try_}"
 
 
-def chat_body(model: str, messages: list[dict[str, str]], *, max_tokens: int, temperature: float, top_p: float,
-              seed: int | None, stop: Sequence[str] | str | None = None) -> dict[str, Any]:  # fmt: skip
+def chat_body(
+    model: str,
+    messages: list[dict[str, str]],
+    *,
+    max_tokens: int,
+    temperature: float,
+    top_p: float,
+    seed: int | None,
+    stop: Sequence[str] | str | None = None,
+) -> dict[str, Any]:
     """A chat request's body as the live client sends it (seed and stop only when set)."""
-    body: dict[str, Any] = {"model": model, "messages": messages, "max_tokens": max_tokens,
-                            "temperature": temperature, "top_p": top_p}  # fmt: skip
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": messages,
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "top_p": top_p,
+    }
     if seed is not None:
         body["seed"] = seed
     if stops := stop_strings(stop):  # one string is one stop string, never its characters
@@ -89,7 +108,11 @@ def reply_of(entry: Mapping[str, Any]) -> Reply:
         raise ValueError("malformed reply: no response")
     status, body = response.get("status_code"), response.get("body")
     if status != 200:
-        msg = body.get("error", {}).get("message") if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping) else ""
+        msg = (
+            body.get("error", {}).get("message")
+            if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping)
+            else ""
+        )
         raise ValueError(scrub(f"request error: HTTP {status} {msg}".rstrip()))
     choices = body.get("choices") if isinstance(body, Mapping) else None
     first = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], Mapping) else None
@@ -98,9 +121,14 @@ def reply_of(entry: Mapping[str, Any]) -> Reply:
     if not isinstance(text, str):
         raise ValueError("malformed reply: no text")
     usage = body.get("usage") if isinstance(body.get("usage"), Mapping) else {}
-    return Reply(text=text, model=body.get("model"), system_fingerprint=body.get("system_fingerprint"),
-                 prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                 completion_tokens=int(usage.get("completion_tokens") or 0), finish_reason=first.get("finish_reason"))  # fmt: skip
+    return Reply(
+        text=text,
+        model=body.get("model"),
+        system_fingerprint=body.get("system_fingerprint"),
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+        finish_reason=first.get("finish_reason"),
+    )
 
 
 class BatchFolder:
@@ -109,7 +137,8 @@ class BatchFolder:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self.state_path, self.input_path, self.replies_path, self.log_path = (
-            self.root / n for n in (STATE_FILE, INPUT_FILE, REPLIES_FILE, LOG_FILE))
+            self.root / n for n in (STATE_FILE, INPUT_FILE, REPLIES_FILE, LOG_FILE)
+        )
 
     def state(self) -> dict[str, Any]:
         if not self.state_path.exists():
@@ -190,7 +219,7 @@ def split_lines(data: bytes, max_requests: int = MAX_REQUESTS, max_bytes: int = 
 
 def part_bytes(data: bytes, first: int, count: int) -> bytes:
     """Lines ``first`` to ``first + count`` of an input file (a part's upload)."""
-    return b"".join(data.splitlines(keepends=True)[first: first + count])
+    return b"".join(data.splitlines(keepends=True)[first : first + count])
 
 
 def write_input_file(path: Path, requests: Mapping[str, Mapping[str, Any]]) -> bytes:

@@ -66,8 +66,9 @@ class FailedTries:
 class BatchTransport(Protocol):
     """What batch mode needs of an API (``backend.batch_api.OpenAIBatchTransport``; tests may fake it)."""
 
-    def body(self, messages: list[dict[str, str]], *, max_tokens: int, temperature: float, top_p: float,
-             seed: int | None) -> dict[str, Any]: ...  # fmt: skip
+    def body(
+        self, messages: list[dict[str, str]], *, max_tokens: int, temperature: float, top_p: float, seed: int | None
+    ) -> dict[str, Any]: ...
 
     def upload(self, data: bytes) -> str: ...
 
@@ -123,8 +124,12 @@ class BatchReport:
     messages: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"batch_ids": self.batch_ids, "running": self.running, "requests_written": self.written,
-                "messages": self.messages}  # fmt: skip
+        return {
+            "batch_ids": self.batch_ids,
+            "running": self.running,
+            "requests_written": self.written,
+            "messages": self.messages,
+        }
 
 
 def read_state(folder: BatchFolder) -> dict[str, Any]:
@@ -132,8 +137,13 @@ def read_state(folder: BatchFolder) -> dict[str, Any]:
     ``input_file_id`` / ``batch_id`` at the top) becomes one part spanning the whole input."""
     state = folder.state()
     if "parts" not in state and state.get("state") in ("uploading", "uploaded", "submitted"):
-        part = {"first": 0, "count": int(state.get("requests") or 0), "input_file_id": state.get("input_file_id"),
-                "batch_id": state.get("batch_id"), "collected": False}  # fmt: skip
+        part = {
+            "first": 0,
+            "count": int(state.get("requests") or 0),
+            "input_file_id": state.get("input_file_id"),
+            "batch_id": state.get("batch_id"),
+            "collected": False,
+        }
         state = {**state, "state": "submitted" if part["batch_id"] else "uploading", "parts": [part]}
     return state
 
@@ -178,8 +188,11 @@ class BatchRounds:
             raise ThaiEvalDataError(f"cannot read the batch output file: {exc.strerror}", path=str(path)) from None
         lines = [ln for ln in read_output_lines(text, str(path)) if ln["custom_id"].startswith(self.prefix)]
         have = self.folder.replies()
-        new = [{"custom_id": ln["custom_id"], "batch_id": f"file:{path.name}", "line": ln} for ln in lines
-               if ln["custom_id"] not in have]  # fmt: skip
+        new = [
+            {"custom_id": ln["custom_id"], "batch_id": f"file:{path.name}", "line": ln}
+            for ln in lines
+            if ln["custom_id"] not in have
+        ]
         self.folder.add_replies(new)  # a line of a request never run is sent once more (FailedTries)
         unrun = sum(1 for ln in lines if not_run(ln))
         extra = f"; {unrun} requests its batch never ran are sent once more" if unrun else ""
@@ -192,11 +205,18 @@ class BatchRounds:
         state = read_state(self.folder)
         if requests is not None:
             data = write_input_file(self.folder.input_path, requests)
-            parts = [{"first": f, "count": c, "input_file_id": None, "batch_id": None, "collected": False}
-                     for f, c in split_lines(data, self.mode.max_requests, self.mode.max_bytes)]  # fmt: skip
-            state = {"state": "uploading", "requests": len(requests), "input_sha256": hashlib.sha256(data).hexdigest(),
-                     "parts": parts, "endpoint": getattr(self.mode.transport, "endpoint", None),
-                     "history": state.get("history", [])}  # fmt: skip
+            parts = [
+                {"first": f, "count": c, "input_file_id": None, "batch_id": None, "collected": False}
+                for f, c in split_lines(data, self.mode.max_requests, self.mode.max_bytes)
+            ]
+            state = {
+                "state": "uploading",
+                "requests": len(requests),
+                "input_sha256": hashlib.sha256(data).hexdigest(),
+                "parts": parts,
+                "endpoint": getattr(self.mode.transport, "endpoint", None),
+                "history": state.get("history", []),
+            }
             self.folder.write_state(state)
         data = self.folder.input_path.read_bytes()
         parts = state["parts"]
@@ -243,13 +263,19 @@ class BatchRounds:
         bar = None
         try:
             while True:
-                infos = {p["batch_id"]: self.transport.retrieve(p["batch_id"]) for p in state["parts"] if not p.get("collected")}
+                infos = {
+                    p["batch_id"]: self.transport.retrieve(p["batch_id"])
+                    for p in state["parts"]
+                    if not p.get("collected")
+                }
                 done = total = 0
                 for part in state["parts"]:
                     info = infos.get(part["batch_id"])
                     counts = (info or {}).get("request_counts") or {}
                     total += int(counts.get("total") or part["count"]) if info else part["count"]
-                    done += int(counts.get("completed") or 0) + int(counts.get("failed") or 0) if info else part["count"]
+                    done += (
+                        int(counts.get("completed") or 0) + int(counts.get("failed") or 0) if info else part["count"]
+                    )
                 if self.mode.progress:
                     if bar is None:
                         ids = [p["batch_id"] for p in state["parts"]]
@@ -269,8 +295,9 @@ class BatchRounds:
                     ids = ", ".join(running)
                     self.report.running = ids
                     status = sorted({str(infos[b].get("status")) for b in running})
-                    self.say(f"batch {ids}: {done}/{total} done ({', '.join(status)}); run the same command again "
-                             "to collect")  # fmt: skip
+                    self.say(
+                        f"batch {ids}: {done}/{total} done ({', '.join(status)}); run the same command again to collect"
+                    )
                     return ids
                 time.sleep(max(0.0, min(float(self.mode.poll_s), self.deadline - time.monotonic())))
         finally:
@@ -295,11 +322,16 @@ class BatchRounds:
         unrun = {ln["custom_id"]: str(not_run(ln)) for ln in lines if not_run(ln)}
         lines = [ln for ln in lines if not_run(ln) is None]
         raw = self.folder.input_path.read_bytes()
-        sent = [json.loads(x)["custom_id"] for x in part_bytes(raw, part["first"], part["count"]).splitlines() if x.strip()]
+        sent = [
+            json.loads(x)["custom_id"] for x in part_bytes(raw, part["first"], part["count"]).splitlines() if x.strip()
+        ]
         have, sent_set = self.folder.replies(), set(sent)
         back = {ln["custom_id"] for ln in lines}
-        entries = [{"custom_id": ln["custom_id"], "batch_id": batch_id, "line": ln} for ln in lines
-                   if ln["custom_id"] in sent_set and ln["custom_id"] not in have]  # fmt: skip
+        entries = [
+            {"custom_id": ln["custom_id"], "batch_id": batch_id, "line": ln}
+            for ln in lines
+            if ln["custom_id"] in sent_set and ln["custom_id"] not in have
+        ]
         absent = [cid for cid in sent if cid not in back and cid not in have]
         # a failed batch's requests absent from its files failed; the others were not run: sent once more
         failed = {cid for cid in absent if status == "failed" and cid not in unrun}
@@ -307,21 +339,36 @@ class BatchRounds:
         if failed:
             errs = info.get("errors") or {}
             why = scrub(str(errs)[:300]) if errs else "batch failed"
-            entries += [{"custom_id": cid, "batch_id": batch_id, "line": {"custom_id": cid, "error": {"message": why}}}
-                        for cid in absent if cid in failed]  # fmt: skip
-        entries += [{"custom_id": cid, "batch_id": batch_id, "expired": True, "status": unrun.get(cid, status)}
-                    for cid in missing]  # fmt: skip
+            entries += [
+                {"custom_id": cid, "batch_id": batch_id, "line": {"custom_id": cid, "error": {"message": why}}}
+                for cid in absent
+                if cid in failed
+            ]
+        entries += [
+            {"custom_id": cid, "batch_id": batch_id, "expired": True, "status": unrun.get(cid, status)}
+            for cid in missing
+        ]
         self.folder.add_replies(entries)
         self.hook("collected", state)  # a kill here: the next run downloads again and adds no line twice
         part["collected"] = True
-        state["history"] = [*state.get("history", []), {"batch_id": batch_id, "status": status, "requests": len(sent),
-                                                        "returned": len(back), "input_file_id": part.get("input_file_id")}]  # fmt: skip
+        state["history"] = [
+            *state.get("history", []),
+            {
+                "batch_id": batch_id,
+                "status": status,
+                "requests": len(sent),
+                "returned": len(back),
+                "input_file_id": part.get("input_file_id"),
+            },
+        ]
         if not running_ids(state):
             state["state"] = "collected"
         self.folder.write_state(state)
         if missing:
-            self.say(f"batch {batch_id} {status}: {len(sent) - len(missing)} of {len(sent)} requests came back; the "
-                     f"other {len(missing)} are sent once more (a second time unanswered: never scored)")  # fmt: skip
+            self.say(
+                f"batch {batch_id} {status}: {len(sent) - len(missing)} of {len(sent)} requests came back; the "
+                f"other {len(missing)} are sent once more (a second time unanswered: never scored)"
+            )
         else:
             self.say(f"batch {batch_id} {status}: {len(sent)} replies collected")
 

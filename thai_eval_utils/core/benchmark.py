@@ -116,11 +116,27 @@ class ItemView:
 
     #: ItemView field -> the report's short key (report/items.py documents them).
     SHORT: ClassVar[dict[str, str]] = {
-        "task": "t", "key": "k", "value": "v", "correct": "c", "question": "q", "choices": "ch", "loglikelihoods": "ll",
-        "pred": "p", "gold": "g", "output": "o", "reference": "ref", "judge_reply": "j", "judge_status": "js",
-        "repeat": "r", "subject": "sub", "fewshot": "fs", "prompt_hash": "hash", "note": "note",
-        "question_label": "ql", "output_label": "ol",
-    }  # fmt: skip
+        "task": "t",
+        "key": "k",
+        "value": "v",
+        "correct": "c",
+        "question": "q",
+        "choices": "ch",
+        "loglikelihoods": "ll",
+        "pred": "p",
+        "gold": "g",
+        "output": "o",
+        "reference": "ref",
+        "judge_reply": "j",
+        "judge_status": "js",
+        "repeat": "r",
+        "subject": "sub",
+        "fewshot": "fs",
+        "prompt_hash": "hash",
+        "note": "note",
+        "question_label": "ql",
+        "output_label": "ol",
+    }
 
     def record(self, family: str) -> dict[str, Any]:
         """The short-keyed record the report embeds (fields left None are left out, except ``v``)."""
@@ -146,8 +162,25 @@ class Sides:
 
 
 #: Record fields that say what was asked, in the records of any benchmark (:attr:`Suite.detail_inputs`).
-DETAIL_INPUTS = frozenset({"doc", "doc_row", "shots", "subject", "id", "format", "theme", "question", "prompt",
-                           "messages", "task", "gold", "chosen", "rejected", "reference"})
+DETAIL_INPUTS = frozenset(
+    {
+        "doc",
+        "doc_row",
+        "shots",
+        "subject",
+        "id",
+        "format",
+        "theme",
+        "question",
+        "prompt",
+        "messages",
+        "task",
+        "gold",
+        "chosen",
+        "rejected",
+        "reference",
+    }
+)
 
 
 def score_value(entry: Any) -> float | None:
@@ -314,8 +347,14 @@ class Suite:
         return self.tasks.index(task) if task in self.tasks else len(self.tasks)
 
     # ------------------------------------------------------------------------------------------------ display
-    def item_views(self, run: StoredRun, heads: Sequence[Headline], data_dir: Path | None,
-                   pools: dict[str, list[str]], notes: list[str]) -> list[ItemView]:
+    def item_views(
+        self,
+        run: StoredRun,
+        heads: Sequence[Headline],
+        data_dir: Path | None,
+        pools: dict[str, list[str]],
+        notes: list[str],
+    ) -> list[ItemView]:
         """Every item of ``run`` as the report shows it. ``heads``: the run's headlines (empty when its items could
         not be read); ``data_dir``: a data root (:meth:`data_path`) for what records lack; ``pools``: few-shot
         blocks shared by items (added to, by id); ``notes``: what could not be shown and why (appended to; the
@@ -330,6 +369,7 @@ class Suite:
         def text(frame: pd.DataFrame, key: str, col: str) -> str:
             value = frame.at[key, col] if col in frame.columns else None
             return "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+
         return [Sides(text(a, k, "input"), text(a, k, "ref"), text(a, k, "hyp"), text(b, k, "hyp")) for k in keys]
 
     def leaderboard_cells(self, model: str, heads: Sequence[Headline], boot: Interval) -> list[dict[str, Any]]:
@@ -337,8 +377,9 @@ class Suite:
         ``stats.cells.cell``); ``heads``: the model's headlines of this suite."""
         return []
 
-    def figures(self, runs: Mapping[str, Mapping[str, StoredRun]], heads: Mapping[str, Sequence[Headline]]
-                ) -> list[tuple[str, Figure | None]]:
+    def figures(
+        self, runs: Mapping[str, Mapping[str, StoredRun]], heads: Mapping[str, Sequence[Headline]]
+    ) -> list[tuple[str, Figure | None]]:
         """(caption, figure) for the report; ``runs``: model -> benchmark -> run (every suite's); ``heads``:
         model -> this suite's headlines. A None figure (nothing to draw) is left out."""
         return []
@@ -375,12 +416,17 @@ class Suite:
         rows = []
         for rec in run.records():
             fields = {k: v for k, v in rec.items() if k not in ("key", "prompt_sha256")}
-            rows.append({
-                "key": str(rec["key"]), "prompt_hash": rec.get("prompt_sha256"),
-                "inputs": {k: v for k, v in fields.items() if k in self.detail_inputs},
-                "outputs": {k: v for k, v in fields.items() if k not in self.detail_inputs and k not in self.detail_metrics},
-                "metrics": {k: v for k, v in fields.items() if k in self.detail_metrics},
-            })  # fmt: skip
+            rows.append(
+                {
+                    "key": str(rec["key"]),
+                    "prompt_hash": rec.get("prompt_sha256"),
+                    "inputs": {k: v for k, v in fields.items() if k in self.detail_inputs},
+                    "outputs": {
+                        k: v for k, v in fields.items() if k not in self.detail_inputs and k not in self.detail_metrics
+                    },
+                    "metrics": {k: v for k, v in fields.items() if k in self.detail_metrics},
+                }
+            )
         return rows
 
     def seahelm_results(self, run: StoredRun) -> list[SeahelmTask]:
@@ -412,8 +458,15 @@ class Suite:
         run the same notebook (declared tasks) and each must keep its own copy."""
         return notebook
 
-    def dry_run(self, data: Path, tokenizer: TokenCounter, *, tasks: tuple[str, ...] = (), limit: int | None,
-                max_new_tokens: int | None) -> list[dict[str, Any]]:
+    def dry_run(
+        self,
+        data: Path,
+        tokenizer: TokenCounter,
+        *,
+        tasks: tuple[str, ...] = (),
+        limit: int | None,
+        max_new_tokens: int | None,
+    ) -> list[dict[str, Any]]:
         """Rows of ``thai-eval run --dry-run`` (``cli.dry_run.COLUMNS``): what a run would compute, per task;
         ``tasks``: the tasks asked for (empty: all). A suite that repeats its tasks adds a keyword ``runs: int |
         None = None`` (``run --runs``; ``cli.dry_run`` passes it only to a ``dry_run`` that takes it)."""
@@ -446,8 +499,9 @@ class TokenCounter(Protocol):
         """Tokens of ``texts`` together."""
         ...
 
-    def count_requests(self, requests: Sequence[tuple[str, str]], *, add_bos_token: bool = False
-                       ) -> dict[str, int] | None:
+    def count_requests(
+        self, requests: Sequence[tuple[str, str]], *, add_bos_token: bool = False
+    ) -> dict[str, int] | None:
         """Log-likelihood requests' tokens: ``fed`` as lm-eval feeds them, ``tree`` as thai-eval's engine runs
         them (``backend.loglikelihood.count_tokens``); None without a tokenizer."""
         ...

@@ -34,8 +34,9 @@ def read_origin(folder: str | Path) -> dict[str, dict[str, Any]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise ThaiEvalDataError(f"unreadable origin file ({exc}); fetch the data again (thai-eval data fetch)",
-                                path=path) from None
+        raise ThaiEvalDataError(
+            f"unreadable origin file ({exc}); fetch the data again (thai-eval data fetch)", path=path
+        ) from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise ThaiEvalDataError("an origin file must map file paths to entries; fetch the data again", path=path)
     return data
@@ -45,7 +46,10 @@ def update_origin(folder: str | Path, entries: Mapping[str, Mapping[str, Any]], 
     """Merge ``entries`` (relative path -> entry) into the folder's origin file, less the paths in ``drop``,
     written atomically."""
     gone = set(drop)
-    merged = {**{k: v for k, v in read_origin(folder).items() if k not in gone}, **{k: dict(v) for k, v in entries.items()}}
+    merged = {
+        **{k: v for k, v in read_origin(folder).items() if k not in gone},
+        **{k: dict(v) for k, v in entries.items()},
+    }
     write_json_atomic(Path(folder) / ORIGIN_FILE, dict(sorted(merged.items())))
 
 
@@ -77,5 +81,6 @@ def origins_of(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
 def keyed_origins(origins: Iterable[Mapping[str, Any]]) -> list[str]:
     """What of ``origins`` keys a run: ``source@resolved revision:path`` per file, sorted (a run card's
     ``data_sources`` gives the same list back, so a stored card is keyed as it was)."""
-    return sorted({f"{o.get('source')}@{o.get('resolved_revision') or o.get('revision')}:{o.get('path')}"
-                   for o in origins})
+    return sorted(
+        {f"{o.get('source')}@{o.get('resolved_revision') or o.get('revision')}:{o.get('path')}" for o in origins}
+    )

@@ -44,12 +44,18 @@ def card_format(card: Mapping[str, Any], path: str | Path | None = None) -> int:
     """
     version = card.get("store_format", 1)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise ThaiEvalDataError(f"the run card's store_format {version!r} is not a positive integer; restore "
-                                "run_card.json from a backup", path=path, field="store_format")
+        raise ThaiEvalDataError(
+            f"the run card's store_format {version!r} is not a positive integer; restore run_card.json from a backup",
+            path=path,
+            field="store_format",
+        )
     if version > STORE_FORMAT:
-        raise ThaiEvalDataError(f"the run was written in store format {version}, newer than this thai-eval's "
-                                f"{STORE_FORMAT}: upgrade thai-eval to read or resume it", path=path,
-                                field="store_format")
+        raise ThaiEvalDataError(
+            f"the run was written in store format {version}, newer than this thai-eval's "
+            f"{STORE_FORMAT}: upgrade thai-eval to read or resume it",
+            path=path,
+            field="store_format",
+        )
     return version
 
 

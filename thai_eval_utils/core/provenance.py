@@ -197,8 +197,10 @@ def split_endpoint(url: str) -> Endpoint:
         (found if _CREDENTIAL_PARAM.search(name) else query)[name] = value
     keys = {v for v in [password, *found.values()] if v}
     if len(keys) > 1:
-        raise ValueError(f"{public_url(bare)} carries {len(keys)} different credentials (password and/or query "
-                         f"parameters {', '.join(sorted(found))}); pass the key as api_key and a URL without them")
+        raise ValueError(
+            f"{public_url(bare)} carries {len(keys)} different credentials (password and/or query "
+            f"parameters {', '.join(sorted(found))}); pass the key as api_key and a URL without them"
+        )
     key = next(iter(keys), None)
     header = "api-key" if key and any(n.lower().replace("_", "-") == "api-key" for n in found) else None
     return Endpoint(public_url(bare), key, query, header)

@@ -121,7 +121,9 @@ def _decode(path: Path, data: bytes) -> tuple[str, UnicodeDecodeError | None]:
         return data.decode("utf-8-sig", errors="surrogateescape"), exc
 
 
-def _utf8_error(path: Path, data: bytes, exc: UnicodeDecodeError, row: int | None, field: str | None) -> ThaiEvalDataError:
+def _utf8_error(
+    path: Path, data: bytes, exc: UnicodeDecodeError, row: int | None, field: str | None
+) -> ThaiEvalDataError:
     line = data.count(b"\n", 0, exc.start) + 1
     bad = data[exc.start : exc.end].hex(" ")
     return ThaiEvalDataError(f"not valid UTF-8 text (byte(s) {bad} on line {line})", path=path, row=row, field=field)
@@ -142,9 +144,13 @@ def _parse_jsonl(path: Path, text: str) -> list[dict[str, Any]]:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ThaiEvalDataError(f"invalid JSON on line {line_no}: {exc.msg} (column {exc.colno})", path=path, row=len(records)) from None
+            raise ThaiEvalDataError(
+                f"invalid JSON on line {line_no}: {exc.msg} (column {exc.colno})", path=path, row=len(records)
+            ) from None
         if not isinstance(obj, dict):
-            raise ThaiEvalDataError(f"line {line_no} is a JSON {type(obj).__name__}, expected an object", path=path, row=len(records))
+            raise ThaiEvalDataError(
+                f"line {line_no} is a JSON {type(obj).__name__}, expected an object", path=path, row=len(records)
+            )
         records.append(obj)
     return records
 
@@ -173,7 +179,9 @@ def _parse_csv(path: Path, text: str) -> list[dict[str, Any]]:
     header = [h.strip() for h in rows[0]]
     dupes = sorted({h for h in header if header.count(h) > 1})
     if dupes:
-        raise ThaiEvalDataError(f"duplicate column name(s) in the header: {', '.join(dupes)}", path=path, field=dupes[0])
+        raise ThaiEvalDataError(
+            f"duplicate column name(s) in the header: {', '.join(dupes)}", path=path, field=dupes[0]
+        )
     records = []
     for i, row in enumerate(rows[1:]):
         if len(row) != len(header):
@@ -196,7 +204,13 @@ def _read_parquet(path: Path) -> list[dict[str, Any]]:
     return [to_plain(r) for r in records]
 
 
-def _check(path: Path, records: list[dict[str, Any]], required: Mapping[str, TypeSpec], json_fields: Iterable[str], is_csv: bool) -> None:
+def _check(
+    path: Path,
+    records: list[dict[str, Any]],
+    required: Mapping[str, TypeSpec],
+    json_fields: Iterable[str],
+    is_csv: bool,
+) -> None:
     json_fields = set(json_fields)
     wanted = {name: _expected_tuple(spec) for name, spec in required.items()}
     for i, rec in enumerate(records):
@@ -204,7 +218,9 @@ def _check(path: Path, records: list[dict[str, Any]], required: Mapping[str, Typ
         if missing:
             found = ", ".join(map(str, rec)) or "(none)"
             names = ", ".join(repr(m) for m in missing)
-            raise ThaiEvalDataError(f"missing field(s) {names}; fields found: {found}", path=path, row=i, field=missing[0])
+            raise ThaiEvalDataError(
+                f"missing field(s) {names}; fields found: {found}", path=path, row=i, field=missing[0]
+            )
         if is_csv:
             for name in json_fields & rec.keys():
                 cell = rec[name]
@@ -212,7 +228,9 @@ def _check(path: Path, records: list[dict[str, Any]], required: Mapping[str, Typ
                     try:
                         rec[name] = json.loads(cell)
                     except json.JSONDecodeError as exc:
-                        raise ThaiEvalDataError(f"invalid JSON in CSV cell: {exc.msg}", path=path, row=i, field=name) from None
+                        raise ThaiEvalDataError(
+                            f"invalid JSON in CSV cell: {exc.msg}", path=path, row=i, field=name
+                        ) from None
             for name, expected in wanted.items():
                 if isinstance(rec[name], str) and name not in json_fields:
                     rec[name] = _coerce_csv(rec[name], expected)
@@ -221,7 +239,10 @@ def _check(path: Path, records: list[dict[str, Any]], required: Mapping[str, Typ
             if not _type_ok(value, expected):
                 shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
                 raise ThaiEvalDataError(
-                    f"expected {_type_names(expected)}, got {type(value).__name__} {shown}", path=path, row=i, field=name
+                    f"expected {_type_names(expected)}, got {type(value).__name__} {shown}",
+                    path=path,
+                    row=i,
+                    field=name,
                 )
 
 
@@ -257,7 +278,9 @@ def read_records(
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
-        raise ThaiEvalDataError(f"unsupported file type {suffix or '(none)'!r}; expected one of {', '.join(SUPPORTED_SUFFIXES)}", path=path)
+        raise ThaiEvalDataError(
+            f"unsupported file type {suffix or '(none)'!r}; expected one of {', '.join(SUPPORTED_SUFFIXES)}", path=path
+        )
     if not path.is_file():
         raise ThaiEvalDataError("file not found" if not path.exists() else "not a file", path=path)
     if suffix == ".parquet":
@@ -286,14 +309,18 @@ def read_records(
     return records
 
 
-def require_finite(value: Any, *, path: str | Path | None = None, row: int | None = None, field: str | None = None) -> float:
+def require_finite(
+    value: Any, *, path: str | Path | None = None, row: int | None = None, field: str | None = None
+) -> float:
     """``value`` as a finite float: a number or numeric text; bools, NaN, ±inf and overflowing text (``1e400``)
     raise :class:`ThaiEvalDataError` naming the file, row and field.
 
     Example: ``require_finite("7.5")`` -> ``7.5``; ``require_finite("-Infinity", row=2, field="score")`` raises.
     """
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):
-        raise ThaiEvalDataError(f"expected a number, got {type(value).__name__} {value!r:.60}", path=path, row=row, field=field)
+        raise ThaiEvalDataError(
+            f"expected a number, got {type(value).__name__} {value!r:.60}", path=path, row=row, field=field
+        )
     try:
         x = float(value.strip() if isinstance(value, str) else value)
     except ValueError:
@@ -311,17 +338,30 @@ def is_blank(value: str) -> bool:
 
 
 def require_text(
-    value: Any, *, path: str | Path | None = None, row: int | None = None, field: str | None = None, allow_empty: bool = False
+    value: Any,
+    *,
+    path: str | Path | None = None,
+    row: int | None = None,
+    field: str | None = None,
+    allow_empty: bool = False,
 ) -> str:
     """``value`` if it is real text: a string, not blank (unless ``allow_empty``), and not a missing value
     written as text (:data:`MISSING_SPELLINGS`, e.g. ``"NaN"``); else :class:`ThaiEvalDataError`."""
     if not isinstance(value, str):
-        raise ThaiEvalDataError(f"expected text, got {type(value).__name__} {value!r:.60}", path=path, row=row, field=field)
+        raise ThaiEvalDataError(
+            f"expected text, got {type(value).__name__} {value!r:.60}", path=path, row=row, field=field
+        )
     if is_blank(value) and not allow_empty:
-        shown = "" if not value.strip() else f" (only invisible characters: {', '.join(f'U+{ord(c):04X}' for c in dict.fromkeys(value))})"
+        shown = (
+            ""
+            if not value.strip()
+            else f" (only invisible characters: {', '.join(f'U+{ord(c):04X}' for c in dict.fromkeys(value))})"
+        )
         raise ThaiEvalDataError(f"empty text{shown[:120]}", path=path, row=row, field=field)
     if value.strip().lower() in MISSING_SPELLINGS:
-        raise ThaiEvalDataError(f"{value!r} is a missing value written as text, not text", path=path, row=row, field=field)
+        raise ThaiEvalDataError(
+            f"{value!r} is a missing value written as text, not text", path=path, row=row, field=field
+        )
     return value
 
 
@@ -330,10 +370,14 @@ def require_texts(values: Sequence[Any], *, field: str, path: str | Path | None 
     for a missing cell) or any other type raises :class:`ThaiEvalDataError` naming the 0-based row."""
     for i, value in enumerate(values):
         if value is not None and not isinstance(value, str):
-            raise ThaiEvalDataError(f"expected text or None, got {type(value).__name__} {value!r:.60}", path=path, row=i, field=field)
+            raise ThaiEvalDataError(
+                f"expected text or None, got {type(value).__name__} {value!r:.60}", path=path, row=i, field=field
+            )
 
 
-def require_unique(records: Sequence[Mapping[str, Any]], keys: Sequence[str], *, path: str | Path | None = None) -> None:
+def require_unique(
+    records: Sequence[Mapping[str, Any]], keys: Sequence[str], *, path: str | Path | None = None
+) -> None:
     """No two records share the values of ``keys``; else :class:`ThaiEvalDataError` naming both rows."""
     seen: dict[tuple[Any, ...], int] = {}
     for i, rec in enumerate(records):

@@ -92,8 +92,11 @@ def _suites_in(path: Path) -> list[Suite]:
     for task in declared:
         as_suite = getattr(task, "as_suite", None)
         if as_suite is None:
-            raise ThaiEvalDataError(f"TASK/TASKS holds {type(task).__name__}, not a declared task "
-                                    "(thai_eval_utils.tasks)", path=path, field="TASK")
+            raise ThaiEvalDataError(
+                f"TASK/TASKS holds {type(task).__name__}, not a declared task (thai_eval_utils.tasks)",
+                path=path,
+                field="TASK",
+            )
         found.append(as_suite(source=path))
     if not found:
         raise ThaiEvalDataError("the file defines no SUITE, TASK or TASKS", path=path)
@@ -112,8 +115,9 @@ def _add(table: dict[str, Suite], suite: Suite, where: str) -> None:
     if not suite.name or "/" in suite.name:
         raise ThaiEvalDataError(f"a suite needs a name without '/' (got {suite.name!r})", path=where, field="name")
     if suite.name in table and table[suite.name] is not suite:
-        raise ThaiEvalDataError(f"benchmark name {suite.name!r} is taken (by {table[suite.name]!r})", path=where,
-                                field="name")
+        raise ThaiEvalDataError(
+            f"benchmark name {suite.name!r} is taken (by {table[suite.name]!r})", path=where, field="name"
+        )
     table[suite.name] = suite
 
 
@@ -180,7 +184,9 @@ def resolve(requested: Iterable[str]) -> list[tuple[Suite, tuple[str, ...]]]:
         suite = get_suite(name)
         task = name.split("/", 1)[1] if "/" in name else None
         if task is not None and task not in suite.tasks:
-            raise UnknownBenchmarkError(f"suite {suite.name!r} has no task {task!r}; its tasks: {', '.join(suite.tasks)}")
+            raise UnknownBenchmarkError(
+                f"suite {suite.name!r} has no task {task!r}; its tasks: {', '.join(suite.tasks)}"
+            )
         if task is None:
             wanted[suite.name] = None
         elif wanted.get(suite.name, set()) is not None:

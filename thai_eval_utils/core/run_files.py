@@ -17,18 +17,32 @@ from thai_eval_utils.core.errors import ThaiEvalDataError, ThaiEvalError
 
 #: What a run card must hold (field -> type); a card with one of these missing or of another type is refused.
 CARD_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "model_name": str, "benchmark": str, "config_id": str, "model": dict, "config": dict, "data_files": dict,
-    "prompt_template_sha256": dict, "created_at": str,
+    "model_name": str,
+    "benchmark": str,
+    "config_id": str,
+    "model": dict,
+    "config": dict,
+    "data_files": dict,
+    "prompt_template_sha256": dict,
+    "created_at": str,
 }
 #: Optional run card fields and their types.
 CARD_OPTIONAL: dict[str, type | tuple[type, ...]] = {
-    "resumed_at": list, "migrated_from": str, "finished_at": str, "package_versions": dict, "platform": dict,
-    "store_format": int, "data_sources": list,
+    "resumed_at": list,
+    "migrated_from": str,
+    "finished_at": str,
+    "package_versions": dict,
+    "platform": dict,
+    "store_format": int,
+    "data_sources": list,
 }
-FIX_ITEM_LINE = ("delete that line (the item is then computed again on the next run) or restore items.jsonl from a "
-                 "backup")
-FIX_CARD = ("restore run_card.json from a backup, or delete it: the next run with the same settings writes a new one "
-            "(the folder's name is the config id of those settings, so its items stay valid)")
+FIX_ITEM_LINE = (
+    "delete that line (the item is then computed again on the next run) or restore items.jsonl from a backup"
+)
+FIX_CARD = (
+    "restore run_card.json from a backup, or delete it: the next run with the same settings writes a new one "
+    "(the folder's name is the config id of those settings, so its items stay valid)"
+)
 FIX_SUMMARY = "delete summary.json (rerunning the same settings writes it again from the stored items)"
 
 
@@ -84,9 +98,11 @@ def dumps_standard(obj: Any, *, indent: int | None = None) -> str:
 
 
 def _write_failed(path: Path, exc: OSError) -> StoreWriteError:
-    err = StoreWriteError(f"{path}: could not write ({exc.strerror or exc}); free disk space or fix the folder's "
-                          "permissions, then rerun: the items already stored are kept (a line cut off by the failure "
-                          "is dropped when the run is opened again)")
+    err = StoreWriteError(
+        f"{path}: could not write ({exc.strerror or exc}); free disk space or fix the folder's "
+        "permissions, then rerun: the items already stored are kept (a line cut off by the failure "
+        "is dropped when the run is opened again)"
+    )
     err.errno, err.filename = exc.errno, str(path)
     return err
 
@@ -146,7 +162,9 @@ def read_json_file(path: Path, what: str, fix: str) -> Any:
     try:
         return json.loads(data.decode("utf-8"), parse_constant=lambda name: None)
     except (UnicodeDecodeError, ValueError) as exc:
-        raise ThaiEvalDataError(f"{what} is damaged ({type(exc).__name__}: {str(exc)[:120]}); {fix}", path=path) from None
+        raise ThaiEvalDataError(
+            f"{what} is damaged ({type(exc).__name__}: {str(exc)[:120]}); {fix}", path=path
+        ) from None
 
 
 def null_legacy_non_finite(line: bytes, fields: Sequence[str]) -> bytes | None:
@@ -175,12 +193,19 @@ def parse_record(path: Path, lineno: int, line: bytes) -> dict[str, Any]:
     try:
         rec = loads_standard(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
-        raise ThaiEvalDataError(f"{where} is not a standard JSON record ({type(exc).__name__}: {str(exc)[:120]}); "
-                                f"{FIX_ITEM_LINE}", path=path, row=lineno) from None
+        raise ThaiEvalDataError(
+            f"{where} is not a standard JSON record ({type(exc).__name__}: {str(exc)[:120]}); {FIX_ITEM_LINE}",
+            path=path,
+            row=lineno,
+        ) from None
     if not isinstance(rec, dict) or not isinstance(rec.get("key"), str):
         shown = json.dumps(rec, ensure_ascii=False)[:80]
-        raise ThaiEvalDataError(f"{where} ({shown}) is not a record of this run (a JSON object with a string 'key'); "
-                                f"{FIX_ITEM_LINE}", path=path, row=lineno, field="key") from None
+        raise ThaiEvalDataError(
+            f"{where} ({shown}) is not a record of this run (a JSON object with a string 'key'); {FIX_ITEM_LINE}",
+            path=path,
+            row=lineno,
+            field="key",
+        ) from None
     return rec
 
 
@@ -198,16 +223,20 @@ def latest_records(path: Path) -> list[dict[str, Any]]:
     return list(latest.values())
 
 
-def check_record_fields(path: Path, lineno: int, rec: Mapping[str, Any],
-                        fields: Mapping[str, type | tuple[type, ...]]) -> None:
+def check_record_fields(
+    path: Path, lineno: int, rec: Mapping[str, Any], fields: Mapping[str, type | tuple[type, ...]]
+) -> None:
     """The stored record has each of ``fields`` with its type (a resumed run uses it as the item's result)."""
     for name, kind in fields.items():
         value = rec.get(name)
         if name not in rec or not isinstance(value, kind) or (isinstance(value, bool) and bool not in _types(kind)):
             raise ThaiEvalDataError(
                 f"line {lineno + 1} of the file: the stored {name!r} is {json.dumps(value, ensure_ascii=False)[:60]}, "
-                f"not {' or '.join(t.__name__ for t in _types(kind))}; {FIX_ITEM_LINE}", path=path, row=lineno,
-                field=name)
+                f"not {' or '.join(t.__name__ for t in _types(kind))}; {FIX_ITEM_LINE}",
+                path=path,
+                row=lineno,
+                field=name,
+            )
 
 
 def _types(kind: type | tuple[type, ...]) -> tuple[type, ...]:
@@ -222,9 +251,16 @@ def check_card(path: Path, card: Any, config_id: str | None) -> dict[str, Any]:
     for name, kind in {**CARD_FIELDS, **{k: v for k, v in CARD_OPTIONAL.items() if k in card}}.items():
         if not isinstance(card.get(name), kind):
             got = "missing" if name not in card else f"{json.dumps(card[name], ensure_ascii=False)[:60]}"
-            raise ThaiEvalDataError(f"the run card's {name!r} is {got}, not {' or '.join(t.__name__ for t in _types(kind))}; "
-                                    f"{FIX_CARD}", path=path, field=name)
+            raise ThaiEvalDataError(
+                f"the run card's {name!r} is {got}, not {' or '.join(t.__name__ for t in _types(kind))}; {FIX_CARD}",
+                path=path,
+                field=name,
+            )
     if config_id is not None and card["config_id"] != config_id:
-        raise ThaiEvalDataError(f"the run card's config_id {card['config_id']!r} is not its folder's {config_id!r} (an "
-                                f"edited or copied card); {FIX_CARD}", path=path, field="config_id")
+        raise ThaiEvalDataError(
+            f"the run card's config_id {card['config_id']!r} is not its folder's {config_id!r} (an "
+            f"edited or copied card); {FIX_CARD}",
+            path=path,
+            field="config_id",
+        )
     return card

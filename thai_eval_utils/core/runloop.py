@@ -87,9 +87,13 @@ def batches(indices: Sequence[int], size: int) -> list[list[int]]:
     return [list(indices[i : i + size]) for i in range(0, len(indices), size)]
 
 
-def _pending(store: RunStore, items: Sequence[Item], key: Callable[[Item], str],
-             fields: Mapping[str, type | tuple[type, ...]] | None,
-             done: Callable[[Record], bool] | None = None) -> tuple[list[str], dict[str, Record], list[int]]:
+def _pending(
+    store: RunStore,
+    items: Sequence[Item],
+    key: Callable[[Item], str],
+    fields: Mapping[str, type | tuple[type, ...]] | None,
+    done: Callable[[Record], bool] | None = None,
+) -> tuple[list[str], dict[str, Record], list[int]]:
     """The items' keys, the stored records that count as finished (``done``, default all) and the indices of the
     items to compute (the first item of each key without a finished record)."""
     keys = [key(item) for item in items]
@@ -262,7 +266,9 @@ async def run_items_async(
     return outcome
 
 
-async def _gather(coros: list[Coroutine[Any, Any, None]], fatal: tuple[type[BaseException], ...]) -> BaseException | None:
+async def _gather(
+    coros: list[Coroutine[Any, Any, None]], fatal: tuple[type[BaseException], ...]
+) -> BaseException | None:
     """Run ``coros`` together; on the first ``fatal`` error cancel the others and return it (None when all ended);
     any other error is raised."""
     try:

@@ -89,8 +89,9 @@ class StoredRun:
 def _read_summary(path: Path) -> dict[str, Any]:
     summary = read_json_file(path, "the run's summary", FIX_SUMMARY)
     if not isinstance(summary, dict):
-        raise ThaiEvalDataError(f"the run's summary is a JSON {type(summary).__name__}, not an object; {FIX_SUMMARY}",
-                                path=path)
+        raise ThaiEvalDataError(
+            f"the run's summary is a JSON {type(summary).__name__}, not an object; {FIX_SUMMARY}", path=path
+        )
     return summary
 
 

@@ -73,8 +73,17 @@ from thai_eval_utils.core.run_files import (
 #: request alone); their engine, version and flags are ``engine`` (keyed, ``backend.served.engines``). A served
 #: model's request-order probe (``order_probe``: the largest difference it saw and its tolerance, or that it was
 #: skipped) describes the servers of one session, as their address does.
-UNKEYED_IDENTITY_KEYS = ("loaded_at", "load_seconds", "base_url", "base_urls", "served_models", "system_fingerprints",
-                         "lookup_tokens", "engine_launch", "order_probe")
+UNKEYED_IDENTITY_KEYS = (
+    "loaded_at",
+    "load_seconds",
+    "base_url",
+    "base_urls",
+    "served_models",
+    "system_fingerprints",
+    "lookup_tokens",
+    "engine_launch",
+    "order_probe",
+)
 #: The unkeyed identity keys that say where the model is served and what its servers did this session: updated
 #: in the card when a run resumes.
 ADDRESS_KEYS = ("base_url", "base_urls", "engine_launch", "order_probe")
@@ -87,7 +96,6 @@ class RunLockedError(ThaiEvalError, RuntimeError):
 
 class NonFiniteRecordError(ThaiEvalError, ValueError):
     """A record to store holds NaN or an infinity (not standard JSON, and never a valid score)."""
-
 
 
 _held: dict[str, list[int]] = {}  # run folder -> [lock fd, open stores in this process, owner pid]
@@ -270,12 +278,15 @@ class RunStore:
         try:
             root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise StoreWriteError(f"{root}: cannot create the run folder ({exc.strerror or exc}); check the outputs "
-                                  "folder's permissions and free space") from None
+            raise StoreWriteError(
+                f"{root}: cannot create the run folder ({exc.strerror or exc}); check the outputs "
+                "folder's permissions and free space"
+            ) from None
         lock_key = _acquire(root)
         try:
-            card = cls._card(root, model_name, keyed, config_id, identity, data_hashes, template_hashes, migrated_from,
-                             origins)
+            card = cls._card(
+                root, model_name, keyed, config_id, identity, data_hashes, template_hashes, migrated_from, origins
+            )
             store = cls(root=root, card=card)
             store.repair_tail()
             store.migrate_legacy_nan(legacy_nan_fields)
@@ -286,15 +297,25 @@ class RunStore:
         return store
 
     @staticmethod
-    def _card(root: Path, model_name: str, keyed: Mapping[str, Any], config_id: str, identity: dict[str, Any],
-              data_hashes: dict[str, str], template_hashes: dict[str, str], migrated_from: str | None,
-              origins: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    def _card(
+        root: Path,
+        model_name: str,
+        keyed: Mapping[str, Any],
+        config_id: str,
+        identity: dict[str, Any],
+        data_hashes: dict[str, str],
+        template_hashes: dict[str, str],
+        migrated_from: str | None,
+        origins: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
         """Read (resume) or create the run card, stamp it and write it (``origins``: where fetched data files came
         from, :func:`~.data_origin.origins_of`)."""
         card_path = root / "run_card.json"
         if card_path.exists():
-            card = migrate_card(check_card(card_path, read_json_file(card_path, "the run card", FIX_CARD),
-                                           migrated_from or config_id), card_path)
+            card = migrate_card(
+                check_card(card_path, read_json_file(card_path, "the run card", FIX_CARD), migrated_from or config_id),
+                card_path,
+            )
             card["resumed_at"] = [*card.get("resumed_at", []), now_utc()]
             if migrated_from:
                 card.update(config_id=config_id, config=keyed["config"], migrated_from=migrated_from)
@@ -407,9 +428,11 @@ class RunStore:
         rec = redact({"key": key, **record})
         bad = first_non_finite(rec)
         if bad is not None:
-            raise NonFiniteRecordError(f"{self.items_path}: item {key!r}: field {bad} is not a finite number; a "
-                                       "non-finite value is never stored (it is no valid score): the model call "
-                                       "returned it, so nothing of this item was written")
+            raise NonFiniteRecordError(
+                f"{self.items_path}: item {key!r}: field {bad} is not a finite number; a "
+                "non-finite value is never stored (it is no valid score): the model call "
+                "returned it, so nothing of this item was written"
+            )
         return dumps_standard(rec) + "\n"
 
     def compact(self, keys: Sequence[str]) -> None:

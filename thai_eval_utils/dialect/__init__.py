@@ -10,17 +10,25 @@ Isan, Lanna and Southern Thai.
 """
 
 from thai_eval_utils.dialect.data import (
-           DIALECTS,
-           convert_dialect_pickle,
-           dialect_tasks,
-           load_dialect,
+    DIALECTS,
+    convert_dialect_pickle,
+    dialect_tasks,
+    load_dialect,
 )
 from thai_eval_utils.dialect.generation import (
-           example_outputs,
-           run_generation,
-           score_generations,
-           select_items,
+    example_outputs,
+    run_generation,
+    score_generations,
+    select_items,
 )
 
-__all__ = ["DIALECTS", "convert_dialect_pickle", "dialect_tasks", "example_outputs", "load_dialect", "run_generation",
-           "score_generations", "select_items"]
+__all__ = [
+    "DIALECTS",
+    "convert_dialect_pickle",
+    "dialect_tasks",
+    "example_outputs",
+    "load_dialect",
+    "run_generation",
+    "score_generations",
+    "select_items",
+]

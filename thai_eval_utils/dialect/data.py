@@ -39,7 +39,9 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 def check_dialect(name: Any, *, path: str | Path | None = None, row: int | None = None, field: str = "dialect") -> str:
     """``name`` if it is one of :data:`DIALECTS`; else :class:`ThaiEvalDataError` (a ``ValueError``) listing them."""
     if name not in DIALECTS:
-        raise ThaiEvalDataError(f"unknown dialect {name!r}; expected one of {', '.join(DIALECTS)}", path=path, row=row, field=field)
+        raise ThaiEvalDataError(
+            f"unknown dialect {name!r}; expected one of {', '.join(DIALECTS)}", path=path, row=row, field=field
+        )
     return name
 
 
@@ -81,9 +83,17 @@ def _dialect_rows(dialect: str, task: str, path: Path) -> list[dict[str, Any]]:
             require_text(gold, path=path, row=i, field="text_2", allow_empty=True)
         for name in ("question", "context") if kind == "qa" else ("text_1",):
             require_text(rec[name], path=path, row=i, field=name)
-        rows.append({"dialect": dialect, "task": task, "id": str(rid), "text_1": rec.get("text_1") if kind != "qa" else None,
-                     "text_2": gold or "", "question": rec["question"] if kind == "qa" else None,
-                     "context": rec["context"] if kind == "qa" else None})
+        rows.append(
+            {
+                "dialect": dialect,
+                "task": task,
+                "id": str(rid),
+                "text_1": rec.get("text_1") if kind != "qa" else None,
+                "text_2": gold or "",
+                "question": rec["question"] if kind == "qa" else None,
+                "context": rec["context"] if kind == "qa" else None,
+            }
+        )
     return rows
 
 
@@ -110,9 +120,12 @@ def load_dialect(source: str | Path, dialects: Iterable[str] | None = None) -> p
         raise ThaiEvalDataError("folder not found", path=source)
     for folder in sorted(p for p in source.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
         if folder.name not in DIALECTS:  # e.g. "isan/": skipping it would drop a dialect without a word
-            raise ThaiEvalDataError(f"unknown dialect folder {folder.name!r}; the dialect folders are "
-                                    f"{', '.join(DIALECTS)} (Isan is 'east', Lanna 'north', Dambro 'south'): rename it "
-                                    "or move it out of the folder", path=folder)
+            raise ThaiEvalDataError(
+                f"unknown dialect folder {folder.name!r}; the dialect folders are "
+                f"{', '.join(DIALECTS)} (Isan is 'east', Lanna 'north', Dambro 'south'): rename it "
+                "or move it out of the folder",
+                path=folder,
+            )
     wanted = list(dialects) if dialects is not None else [d for d in DIALECTS if (source / d).is_dir()]
     for d in wanted:
         check_dialect(d)
@@ -126,7 +139,10 @@ def load_dialect(source: str | Path, dialects: Iterable[str] | None = None) -> p
                 files.append(path)
                 rows += _dialect_rows(d, task, path)
     if not files:
-        raise ThaiEvalDataError(f"no dialect task files found (expected <dialect>/<task>.jsonl, dialects {', '.join(DIALECTS)})", path=source)
+        raise ThaiEvalDataError(
+            f"no dialect task files found (expected <dialect>/<task>.jsonl, dialects {', '.join(DIALECTS)})",
+            path=source,
+        )
     df = pd.DataFrame(rows, columns=_DIALECT_COLUMNS, dtype=object)
     df.attrs["files"] = files
     return df
@@ -163,16 +179,23 @@ def convert_dialect_pickle(pickle_path: str | Path, out_dir: str | Path, *, allo
     if not allow_pickle:
         raise ThaiEvalDataError(
             "refusing to unpickle: loading a pickle runs code stored in it. If you trust this file, call "
-            "convert_dialect_pickle(..., allow_pickle=True) once and use the JSONL files it writes", path=path)
+            "convert_dialect_pickle(..., allow_pickle=True) once and use the JSONL files it writes",
+            path=path,
+        )
     if not path.is_file():
         raise ThaiEvalDataError("file not found", path=path)
-    warnings.warn(f"unpickling {path}: this runs code stored in the file; do it only for a file you trust",
-                  UserWarning, stacklevel=2)
+    warnings.warn(
+        f"unpickling {path}: this runs code stored in the file; do it only for a file you trust",
+        UserWarning,
+        stacklevel=2,
+    )
     try:
         with open(path, "rb") as fh:
             obj = pickle.load(fh)  # noqa: S301 - explicitly allowed by the caller
     except ModuleNotFoundError as exc:
-        raise ThaiEvalDataError(f"the pickle needs the {exc.name!r} package to be read (pip install it)", path=path) from None
+        raise ThaiEvalDataError(
+            f"the pickle needs the {exc.name!r} package to be read (pip install it)", path=path
+        ) from None
     except Exception as exc:
         raise ThaiEvalDataError(f"cannot unpickle ({type(exc).__name__}: {exc})", path=path) from None
     if not hasattr(obj, "items"):
@@ -180,7 +203,11 @@ def convert_dialect_pickle(pickle_path: str | Path, out_dir: str | Path, *, allo
     planned: list[tuple[Path, list[dict[str, Any]]]] = []
     for dialect, tasks in obj.items():
         if not (isinstance(dialect, str) and _SAFE_NAME.match(dialect)) or not hasattr(tasks, "items"):
-            raise ThaiEvalDataError(f"expected dialect name -> dict of tasks, got {dialect!r} -> {type(tasks).__name__}", path=path, field=str(dialect))
+            raise ThaiEvalDataError(
+                f"expected dialect name -> dict of tasks, got {dialect!r} -> {type(tasks).__name__}",
+                path=path,
+                field=str(dialect),
+            )
         for task, data in tasks.items():
             if not (isinstance(task, str) and _SAFE_NAME.match(task)):
                 raise ThaiEvalDataError(f"bad task name {task!r}", path=path, field=f"{dialect}/{task}")

@@ -28,15 +28,30 @@ class DialectExports:
                 out.setdefault(f"{self.name}_{parts[0]}_{parts[1]}", {})[parts[2]] = v
         return out
 
-    def dry_run(self, data: Path, tokenizer: TokenCounter, *, tasks: tuple[str, ...] = (), limit: int | None,
-                max_new_tokens: int | None) -> list[dict[str, Any]]:
+    def dry_run(
+        self,
+        data: Path,
+        tokenizer: TokenCounter,
+        *,
+        tasks: tuple[str, ...] = (),
+        limit: int | None,
+        max_new_tokens: int | None,
+    ) -> list[dict[str, Any]]:
         """One generation per item, per task family (all dialects together), with the prompts' tokens."""
         items = select_items(load_dialect(data), limit=limit)
         prompts = load_prompts()
         rows = []
         for task, group in items.groupby("task", sort=False):
             texts = [build_prompt(item, prompts) for item in group.to_dict("records")]
-            rows.append({"benchmark": self.name, "task": str(task), "documents": len(group), "generations": len(group),
-                         "max_new_tokens": max_new_tokens or PAPER_MAX_NEW_TOKENS, "fed_tokens": tokenizer.count(texts),
-                         "prompt_chars": sum(len(t) for t in texts)})
+            rows.append(
+                {
+                    "benchmark": self.name,
+                    "task": str(task),
+                    "documents": len(group),
+                    "generations": len(group),
+                    "max_new_tokens": max_new_tokens or PAPER_MAX_NEW_TOKENS,
+                    "fed_tokens": tokenizer.count(texts),
+                    "prompt_chars": sum(len(t) for t in texts),
+                }
+            )
         return rows

@@ -77,7 +77,9 @@ def load_prompts(path: str | os.PathLike[str] | Traversable = DEFAULT_PROMPTS_PA
     for dialect, templates in obj["prompts"].items():
         for family in ("qa", "summarization", "translation", "conversation", "food"):
             if not isinstance(templates.get(family), str):
-                raise ThaiEvalDataError(f"dialect {dialect!r} has no {family!r} template", path=path, field=f"prompts.{dialect}.{family}")
+                raise ThaiEvalDataError(
+                    f"dialect {dialect!r} has no {family!r} template", path=path, field=f"prompts.{dialect}.{family}"
+                )
     return DialectPrompts(obj["prompts"], obj["language_names"], obj["source"], str(path))
 
 
@@ -114,7 +116,9 @@ def build_prompt(item: Mapping[str, Any], prompts: DialectPrompts) -> str:
         prompt = prompt.replace("[INPUT]", _text(item.get("text_1")).strip())
     if family == "translation":
         src, tgt = translation_languages(task)
-        prompt = prompt.replace("[SOURCE]", prompts.language_names[src]).replace("[TARGET]", prompts.language_names[tgt])
+        prompt = prompt.replace("[SOURCE]", prompts.language_names[src]).replace(
+            "[TARGET]", prompts.language_names[tgt]
+        )
     if family == "qa":
         prompt = prompt.replace("[CONTEXT]", _text(item.get("context")).strip())
         prompt = prompt.replace("[QUESTION]", _text(item.get("question")).strip())
@@ -159,7 +163,13 @@ def select_items(df: pd.DataFrame, *, tasks: Sequence[str] | None = None, limit:
     """
     out = df
     if tasks is not None:
-        unknown = set(tasks) - {"qa", "summarization", "translation_en_to_dialect", "translation_dialect_to_en", *UNSCORED_TASKS}
+        unknown = set(tasks) - {
+            "qa",
+            "summarization",
+            "translation_en_to_dialect",
+            "translation_dialect_to_en",
+            *UNSCORED_TASKS,
+        }
         if unknown:
             raise ValueError(f"unknown task famil(ies) {sorted(unknown)}")
         out = out[out["task"].map(table_task).isin(list(tasks))]
@@ -219,22 +229,47 @@ def run_generation(
         prompts = load_prompts(prompts or DEFAULT_PROMPTS_PATH)
     api = is_api_model(model)
     temperature, top_p = _decoding(api, temperature, top_p, greedy)
-    config = {"decoding": "greedy" if temperature == 0 else "sampling", "temperature": float(temperature),
-              "top_p": float(top_p), "seed": seed, "max_new_tokens": int(max_new_tokens),
-              "max_prompt_tokens": None if api else max_prompt_tokens, "model_kind": "api" if api else "local",
-              "system_prompt": None, "n_shot": 0, "prompt_source": prompts.source,
-              **config_entry(thinking)}  # fmt: skip
+    config = {
+        "decoding": "greedy" if temperature == 0 else "sampling",
+        "temperature": float(temperature),
+        "top_p": float(top_p),
+        "seed": seed,
+        "max_new_tokens": int(max_new_tokens),
+        "max_prompt_tokens": None if api else max_prompt_tokens,
+        "model_kind": "api" if api else "local",
+        "system_prompt": None,
+        "n_shot": 0,
+        "prompt_source": prompts.source,
+        **config_entry(thinking),
+    }
     identity = stable_identity(dict(model.identity)) if api else dict(model.identity)
-    with RunStore.open(model.name, BENCHMARK, config, model_identity=identity,
-                       data_files=[str(p) for p in df.attrs.get("files", [])], prompt_templates=_templates(df, prompts),
-                       outputs=outputs) as store, apply_to_model(model, thinking) as support:  # fmt: skip
+    with (
+        RunStore.open(
+            model.name,
+            BENCHMARK,
+            config,
+            model_identity=identity,
+            data_files=[str(p) for p in df.attrs.get("files", [])],
+            prompt_templates=_templates(df, prompts),
+            outputs=outputs,
+        ) as store,
+        apply_to_model(model, thinking) as support,
+    ):
         batch_size = batch_size or getattr(model, "concurrency", None) or 8
         return _generate_all(model, df, store, config, prompts, batch_size, progress, thinking, support)
 
 
-def _generate_all(model: Model, df: pd.DataFrame, store: RunStore, config: dict[str, Any], prompts: DialectPrompts,
-                  batch_size: int, progress: bool, thinking: ThinkingOption = DEFAULT_THINKING,
-                  support: Mapping[str, str] | None = None) -> pd.DataFrame:
+def _generate_all(
+    model: Model,
+    df: pd.DataFrame,
+    store: RunStore,
+    config: dict[str, Any],
+    prompts: DialectPrompts,
+    batch_size: int,
+    progress: bool,
+    thinking: ThinkingOption = DEFAULT_THINKING,
+    support: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
     """The run of :func:`run_generation` in its open store. A batch whose request fails after the client's retries
     (an :class:`ApiError`) stays ungenerated (``output`` None, listed in the summary) and the run goes on; scores
     and ΔDiff are computed on the generated items, with their n (a rerun generates what is missing)."""
@@ -243,35 +278,78 @@ def _generate_all(model: Model, df: pd.DataFrame, store: RunStore, config: dict[
 
     def generate(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
         capped = [cap_prompt(model, build_prompt(it, prompts), max_prompt_tokens) for it in chunk]
-        replies = model.chat([[{"role": "user", "content": c[0]}] for c in capped], max_new_tokens=max_new_tokens,
-                             temperature=temperature, top_p=top_p, seed=seed)  # fmt: skip
-        return [{"dialect": it["dialect"], "task": it["task"], "id": str(it["id"]), "prompt": content,
-                 "prompt_len": n_tokens, "prompt_truncated": cut, "output": reply}
-                for it, (content, n_tokens, cut), reply in zip(chunk, capped, replies)]  # fmt: skip
+        replies = model.chat(
+            [[{"role": "user", "content": c[0]}] for c in capped],
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
+        )
+        return [
+            {
+                "dialect": it["dialect"],
+                "task": it["task"],
+                "id": str(it["id"]),
+                "prompt": content,
+                "prompt_len": n_tokens,
+                "prompt_truncated": cut,
+                "output": reply,
+            }
+            for it, (content, n_tokens, cut), reply in zip(chunk, capped, replies)
+        ]
 
     items = df.to_dict("records")
-    run = run_items(store, items, item_key, generate, batch_size=batch_size, desc=f"dialect {model.name}",
-                    progress=progress, tolerate=(ApiError,), describe=lambda exc: scrub(str(exc)),
-                    fields={"output": str})  # fmt: skip
+    run = run_items(
+        store,
+        items,
+        item_key,
+        generate,
+        batch_size=batch_size,
+        desc=f"dialect {model.name}",
+        progress=progress,
+        tolerate=(ApiError,),
+        describe=lambda exc: scrub(str(exc)),
+        fields={"output": str},
+    )
     done = [run.records.get(item_key(it), {}) for it in items]
     raw = [r.get("output") for r in done]
     cut = reply_columns(raw, thinking)  # metrics read the reply with its thinking cut
-    out = df.assign(model=model.name, prompt=[r.get("prompt") for r in done], output=cut["scored"], raw_output=raw,
-                    thinking_unclosed=cut["unclosed"], answer_in_thai=cut["in_thai"],
-                    prompt_truncated=[bool(r.get("prompt_truncated")) for r in done])  # fmt: skip
+    out = df.assign(
+        model=model.name,
+        prompt=[r.get("prompt") for r in done],
+        output=cut["scored"],
+        raw_output=raw,
+        thinking_unclosed=cut["unclosed"],
+        answer_in_thai=cut["in_thai"],
+        prompt_truncated=[bool(r.get("prompt_truncated")) for r in done],
+    )
     generated = out[out["output"].notna()]
     if run.failed:
-        warnings.warn(f"{len(run.failed)} of {len(out)} dialect items not generated (the server failed; rerun to "
-                      f"retry); scores use the {len(generated)} generated: {next(iter(run.failed.values()))}", stacklevel=3)
-    scores, deltas = summary_scores(score_generations(generated, thinking=thinking)) \
-        if "text_2" in out.columns and len(generated) else ({}, {})
+        warnings.warn(
+            f"{len(run.failed)} of {len(out)} dialect items not generated (the server failed; rerun to "
+            f"retry); scores use the {len(generated)} generated: {next(iter(run.failed.values()))}",
+            stacklevel=3,
+        )
+    scores, deltas = (
+        summary_scores(score_generations(generated, thinking=thinking))
+        if "text_2" in out.columns and len(generated)
+        else ({}, {})
+    )
     stored = [r for r in done if r]
-    store.write_summary({"n_items": len(generated), "n_generated": run.computed, "n_ungenerated": len(run.failed),
-                         "ungenerated": run.failed, "config": config, "scores": scores, "delta_diff": deltas,
-                         "thinking": summary_entry(thinking, support),
-                         "replies": reply_stats(stored, "output", thinking),
-                         "replies_by_task": reply_stats_by(stored, lambda r: f"{r['dialect']}/{r['task']}", "output",
-                                                           thinking)})
+    store.write_summary(
+        {
+            "n_items": len(generated),
+            "n_generated": run.computed,
+            "n_ungenerated": len(run.failed),
+            "ungenerated": run.failed,
+            "config": config,
+            "scores": scores,
+            "delta_diff": deltas,
+            "thinking": summary_entry(thinking, support),
+            "replies": reply_stats(stored, "output", thinking),
+            "replies_by_task": reply_stats_by(stored, lambda r: f"{r['dialect']}/{r['task']}", "output", thinking),
+        }
+    )
     out.attrs.update({"run_dir": str(store.root), "config": config})
     return out
 
@@ -291,8 +369,9 @@ def _templates(df: pd.DataFrame, prompts: DialectPrompts) -> dict[str, str]:
     return {k: prompts.prompts[k.split("/")[0]][k.split("/")[1]] for k in used if k.split("/")[0] in prompts.prompts}
 
 
-def score_generations(df: pd.DataFrame, *, tokenizer: str = DEFAULT_TOKENIZER,
-                      thinking: ThinkingOption | None = None) -> pd.DataFrame:
+def score_generations(
+    df: pd.DataFrame, *, tokenizer: str = DEFAULT_TOKENIZER, thinking: ThinkingOption | None = None
+) -> pd.DataFrame:
     """BLEU, ROUGE-L, sacrebleu BLEU and chrF per (model, dialect, task) of generated outputs.
 
     Args:
@@ -321,9 +400,21 @@ def score_generations(df: pd.DataFrame, *, tokenizer: str = DEFAULT_TOKENIZER,
     for (model, dialect, task), group in scored.groupby(["model", "dialect", "task"], sort=False):
         extra = group_columns(group["answer_in_thai"], group["thinking_unclosed"]) if replies else {}
         for score in task_scores(task, list(group["output"]), list(group["text_2"]), tokenizer=tokenizer):
-            rows.append({"model": model, "dialect": dialect, "task": task, "table_task": table_task(task),
-                         "metric": score.name, "value": score.value, "n": score.n, "stderr": score.stderr,
-                         "signature": score.signature + think, "pythainlp": pythainlp_version(), **extra})
+            rows.append(
+                {
+                    "model": model,
+                    "dialect": dialect,
+                    "task": task,
+                    "table_task": table_task(task),
+                    "metric": score.name,
+                    "value": score.value,
+                    "n": score.n,
+                    "stderr": score.stderr,
+                    "signature": score.signature + think,
+                    "pythainlp": pythainlp_version(),
+                    **extra,
+                }
+            )
     cols = ["model", "dialect", "task", "table_task", "metric", "value", "n", "stderr", "signature", "pythainlp"]
     return pd.DataFrame(rows, columns=cols + (["thai_rate", "thai_n", "n_thinking_unclosed"] if replies else []))
 
@@ -339,22 +430,35 @@ def check_generations(df: pd.DataFrame) -> None:
     that is not text (an empty cell is NaN: it is no generation, and an empty string is scored as one)."""
     missing = [c for c in GENERATION_COLUMNS if c not in df.columns]
     if missing:
-        raise ThaiEvalDataError(f"missing column{'s' * (len(missing) > 1)} {', '.join(map(repr, missing))}; the table "
-                                f"needs {', '.join(GENERATION_COLUMNS)} (text_2: the reference); columns found: "
-                                f"{', '.join(map(str, df.columns))}", field=missing[0])
+        raise ThaiEvalDataError(
+            f"missing column{'s' * (len(missing) > 1)} {', '.join(map(repr, missing))}; the table "
+            f"needs {', '.join(GENERATION_COLUMNS)} (text_2: the reference); columns found: "
+            f"{', '.join(map(str, df.columns))}",
+            field=missing[0],
+        )
     for i, (dialect, task, output, ref) in enumerate(zip(df["dialect"], df["task"], df["output"], df["text_2"])):
         check_dialect(dialect, row=i)
         if task not in dialect_tasks(dialect):
-            raise ThaiEvalDataError(f"unknown task {task!r} for dialect {dialect!r}; its tasks are "
-                                    f"{', '.join(dialect_tasks(dialect))}", row=i, field="task")
+            raise ThaiEvalDataError(
+                f"unknown task {task!r} for dialect {dialect!r}; its tasks are {', '.join(dialect_tasks(dialect))}",
+                row=i,
+                field="task",
+            )
         if task in UNSCORED_TASKS:
             continue
         for column, value in (("output", output), ("text_2", ref)):
             if not isinstance(value, str):
-                what = "an empty cell" if value is None or (isinstance(value, float) and math.isnan(value)) \
+                what = (
+                    "an empty cell"
+                    if value is None or (isinstance(value, float) and math.isnan(value))
                     else f"{type(value).__name__} {value!r:.40}"
-                raise ThaiEvalDataError(f"{what}, not text ({'the generation' if column == 'output' else 'the reference'} "
-                                        f"of {dialect}/{task})", row=i, field=column)
+                )
+                raise ThaiEvalDataError(
+                    f"{what}, not text ({'the generation' if column == 'output' else 'the reference'} "
+                    f"of {dialect}/{task})",
+                    row=i,
+                    field=column,
+                )
 
 
 def score_key(dialect: str, task: str, metric: str) -> str:
@@ -386,7 +490,9 @@ def summary_scores(scores: pd.DataFrame) -> tuple[dict[str, dict], dict[str, dic
         for r in delta_diff(scores).itertuples(index=False):
             key = score_key(r.dialect, r.task, r.metric)
             n, signature = by_family.loc[(r.dialect, r.task, r.metric), ["n", "signature"]]
-            deltas[key] = Score(key, float(r.delta), int(n), None, f"delta_diff|central-minus-dialect|{signature}").to_dict()
+            deltas[key] = Score(
+                key, float(r.delta), int(n), None, f"delta_diff|central-minus-dialect|{signature}"
+            ).to_dict()
     return out, deltas
 
 

@@ -47,7 +47,9 @@ _LABEL = (str, int, float)
 # ------------------------------------------------------------------------------------ loading
 
 
-def _records(source: str | Path | pd.DataFrame, columns: Sequence[str], label_fields: Sequence[str]) -> tuple[list[dict], str | None]:
+def _records(
+    source: str | Path | pd.DataFrame, columns: Sequence[str], label_fields: Sequence[str]
+) -> tuple[list[dict], str | None]:
     if isinstance(source, pd.DataFrame):
         missing = [c for c in columns if c not in source.columns]
         if missing:
@@ -62,7 +64,12 @@ def _keys(recs: list[dict], key_fields: Sequence[str], path: str | None) -> None
     for i, rec in enumerate(recs):
         for f in key_fields:
             value = rec[f]
-            if value is None or (isinstance(value, float) and math.isnan(value)) or isinstance(value, bool) or not str(value).strip():
+            if (
+                value is None
+                or (isinstance(value, float) and math.isnan(value))
+                or isinstance(value, bool)
+                or not str(value).strip()
+            ):
                 raise ThaiEvalDataError("empty value", path=path, row=i, field=f)
             rec[f] = str(value).strip()
         check_dialect(rec["dialect"], path=path, row=i)
@@ -90,7 +97,10 @@ def _check_complete(recs: list[dict], unit: Sequence[str], path: str | None, n_a
         if key in seen:
             raise ThaiEvalDataError(
                 f"duplicate row: annotator {rec['annotator']!r} already rated {'/'.join(u)} in row {seen[key]}",
-                path=path, row=i, field="annotator")
+                path=path,
+                row=i,
+                field="annotator",
+            )
         seen[key] = i
         first_row.setdefault(u, i)
         raters.setdefault(u, set()).add(rec["annotator"])
@@ -100,13 +110,19 @@ def _check_complete(recs: list[dict], unit: Sequence[str], path: str | None, n_a
             row = min(r for u, r in first_row.items() if u[0] == dialect)
             raise ThaiEvalDataError(
                 f"dialect {dialect!r} has {len(names)} annotator(s) ({', '.join(sorted(names))}), expected {n_annotators}",
-                path=path, row=row, field="annotator")
+                path=path,
+                row=row,
+                field="annotator",
+            )
     for u, names in raters.items():
         missing = by_dialect[u[0]] - names
         if missing:
             raise ThaiEvalDataError(
                 f"item {'/'.join(u)} was not rated by annotator(s) {', '.join(sorted(missing))} of dialect {u[0]!r}",
-                path=path, row=first_row[u], field="annotator")
+                path=path,
+                row=first_row[u],
+                field="annotator",
+            )
 
 
 def load_preferences(source: str | Path | pd.DataFrame, *, n_annotators: int | None = 3) -> pd.DataFrame:
@@ -122,10 +138,16 @@ def load_preferences(source: str | Path | pd.DataFrame, *, n_annotators: int | N
     for i, rec in enumerate(recs):
         choice = str(rec["choice"]).strip() if rec["choice"] is not None else ""
         if choice not in PREFERENCE_CHOICES:
-            raise ThaiEvalDataError(f"unknown label {rec['choice']!r}; expected one of {', '.join(PREFERENCE_CHOICES)}",
-                                    path=path, row=i, field="choice")
+            raise ThaiEvalDataError(
+                f"unknown label {rec['choice']!r}; expected one of {', '.join(PREFERENCE_CHOICES)}",
+                path=path,
+                row=i,
+                field="choice",
+            )
         if rec["model_a"] == rec["model_b"]:
-            raise ThaiEvalDataError(f"model_a and model_b are both {rec['model_a']!r}", path=path, row=i, field="model_b")
+            raise ThaiEvalDataError(
+                f"model_a and model_b are both {rec['model_a']!r}", path=path, row=i, field="model_b"
+            )
         rec["choice"] = choice
     _check_complete(recs, ("dialect", "task", "item_id", "model_a", "model_b"), path, n_annotators)
     return pd.DataFrame(recs, columns=list(PREFERENCE_COLUMNS))
@@ -184,9 +206,12 @@ def preference_table(df: pd.DataFrame, *, by_task: bool = False) -> pd.DataFrame
 def generation_fluency(df: pd.DataFrame, *, by_task: bool = False) -> pd.DataFrame:
     """Paper Table 3: Generation and Fluency = 100 x mean over items of the annotators' mean; Avg = (G + F) / 2."""
     keys = ["dialect", "task", "model"] if by_task else ["dialect", "model"]
-    per_item = df.groupby([*keys, *(["task"] if not by_task else []), "item_id"], sort=False)[["generation", "fluency"]].mean()
+    per_item = df.groupby([*keys, *(["task"] if not by_task else []), "item_id"], sort=False)[
+        ["generation", "fluency"]
+    ].mean()
     table = per_item.groupby(level=list(range(len(keys))), sort=False).agg(
-        generation=("generation", "mean"), fluency=("fluency", "mean"), n_items=("generation", "size"))
+        generation=("generation", "mean"), fluency=("fluency", "mean"), n_items=("generation", "size")
+    )
     table[["generation", "fluency"]] *= 100.0
     table["avg"] = (table["generation"] + table["fluency"]) / 2
     return table.reset_index()[[*keys, "generation", "fluency", "avg", "n_items"]]
@@ -231,7 +256,9 @@ class KappaResult:
         return d
 
 
-def cohen_kappa(a: Sequence[Any], b: Sequence[Any], *, weights: str | None = None, labels: Sequence[Any] | None = None) -> KappaResult:
+def cohen_kappa(
+    a: Sequence[Any], b: Sequence[Any], *, weights: str | None = None, labels: Sequence[Any] | None = None
+) -> KappaResult:
     """Cohen's kappa of two annotators via ``sklearn.metrics.cohen_kappa_score``.
 
     sklearn rejects 0.5 as a class label ("continuous is not supported"), so labels are mapped to their
@@ -261,12 +288,21 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any], *, weights: str | None = Non
     expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
     i, j = np.indices((k, k))
     scale = max(k - 1, 1)
-    disagree = {None: (i != j).astype(float), "linear": np.abs(i - j) / scale, "quadratic": ((i - j) / scale) ** 2}[weights]
+    disagree = {None: (i != j).astype(float), "linear": np.abs(i - j) / scale, "quadratic": ((i - j) / scale) ** 2}[
+        weights
+    ]
     p_o, p_e = 1.0 - float((disagree * observed).sum()), 1.0 - float((disagree * expected).sum())
     if p_e >= 1.0 - 1e-12:
         used = sorted({labels[v] for v in np.concatenate([x, y])}, key=index.get)
-        return KappaResult(float("nan"), False, p_o, p_e, n, weights,
-                           f"both annotators gave every item the label {used[0]!r}, so chance agreement is 1 (0/0)")
+        return KappaResult(
+            float("nan"),
+            False,
+            p_o,
+            p_e,
+            n,
+            weights,
+            f"both annotators gave every item the label {used[0]!r}, so chance agreement is 1 (0/0)",
+        )
     value = float(cohen_kappa_score(x, y, labels=list(range(k)), weights=weights))
     return KappaResult(value, True, p_o, p_e, n, weights)
 
@@ -283,7 +319,9 @@ def annotator_pairs(df: pd.DataFrame) -> Iterator[tuple[str, str, list[str], lis
         if len(names) != 2:
             raise ValueError(f"dialect {dialect!r} has {len(names)} annotators; Cohen's kappa needs exactly 2")
         for aspect in ("generation", "fluency"):
-            wide = g.pivot_table(index=["task", "item_id", "model"], columns="annotator", values=aspect, aggfunc="first")
+            wide = g.pivot_table(
+                index=["task", "item_id", "model"], columns="annotator", values=aspect, aggfunc="first"
+            )
             yield dialect, aspect, names, list(wide[names[0]]), list(wide[names[1]])
 
 
@@ -297,8 +335,20 @@ def agreement_table(df: pd.DataFrame, *, weights: str | None = None) -> pd.DataF
     rows = []
     for dialect, aspect, names, a, b in annotator_pairs(df):
         r = cohen_kappa(a, b, weights=weights)
-        rows.append({"dialect": dialect, "aspect": aspect, "annotators": " vs ".join(names), "kappa": r.value,
-                         "defined": r.defined, "display": r.display(), "p_o": r.p_o, "p_e": r.p_e, "n": r.n, "result": r})
+        rows.append(
+            {
+                "dialect": dialect,
+                "aspect": aspect,
+                "annotators": " vs ".join(names),
+                "kappa": r.value,
+                "defined": r.defined,
+                "display": r.display(),
+                "p_o": r.p_o,
+                "p_e": r.p_e,
+                "n": r.n,
+                "result": r,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -314,17 +364,23 @@ def human_item_scores(df: pd.DataFrame, *, aspect: str = "avg") -> pd.DataFrame:
     return out.rename(columns={aspect: "human_score"})
 
 
-def merge_judge_human(judge: pd.DataFrame, human: pd.DataFrame, *, aspect: str = "avg", judge_name: str | None = None) -> pd.DataFrame:
+def merge_judge_human(
+    judge: pd.DataFrame, human: pd.DataFrame, *, aspect: str = "avg", judge_name: str | None = None
+) -> pd.DataFrame:
     """Pair judge scores with the human item scores (inner join on dialect, task, item_id, model)."""
     if judge_name is not None:
         judge = judge[judge["judge"] == judge_name]
     if judge["judge"].nunique() > 1:
         raise ValueError(f"several judges ({', '.join(sorted(judge['judge'].unique()))}): pass judge_name")
     keys = ["dialect", "task", "item_id", "model"]
-    return judge.rename(columns={"score": "judge_score"}).merge(human_item_scores(human, aspect=aspect), on=keys, how="inner")
+    return judge.rename(columns={"score": "judge_score"}).merge(
+        human_item_scores(human, aspect=aspect), on=keys, how="inner"
+    )
 
 
-def judge_human_spearman(df: pd.DataFrame, *, n_resamples: int = 1000, level: float = 0.95, seed: int = 0) -> pd.DataFrame:
+def judge_human_spearman(
+    df: pd.DataFrame, *, n_resamples: int = 1000, level: float = 0.95, seed: int = 0
+) -> pd.DataFrame:
     """Spearman's rho (``scipy.stats.spearmanr``, ties get average ranks) between ``judge_score`` and
     ``human_score`` (:func:`merge_judge_human`) per dialect.
 
@@ -340,6 +396,15 @@ def judge_human_spearman(df: pd.DataFrame, *, n_resamples: int = 1000, level: fl
         x, y = g["judge_score"].to_numpy(float), g["human_score"].to_numpy(float)
         rho, p, _ = spearman(x, y)
         iv = spearman_interval(x, y, level=level, n_resamples=n_resamples, seed=seed)
-        rows.append({"dialect": dialect, "rho": rho, "p_value": p, "n": len(x), "ci_low": iv.low, "ci_high": iv.high,
-                     "n_used": iv.n_used})
+        rows.append(
+            {
+                "dialect": dialect,
+                "rho": rho,
+                "p_value": p,
+                "n": len(x),
+                "ci_low": iv.low,
+                "ci_high": iv.high,
+                "n_used": iv.n_used,
+            }
+        )
     return pd.DataFrame(rows, columns=["dialect", "rho", "p_value", "n", "ci_low", "ci_high", "n_used"])

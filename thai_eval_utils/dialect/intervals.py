@@ -34,8 +34,15 @@ from thai_eval_utils.stats.bootstrap import (
 
 
 def kappa_interval(
-    a: Sequence[float | str], b: Sequence[float | str], *, weights: str | None = None, labels: Sequence[float | str] | None = None,
-    level: float = 0.95, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0, name: str = "kappa",
+    a: Sequence[float | str],
+    b: Sequence[float | str],
+    *,
+    weights: str | None = None,
+    labels: Sequence[float | str] | None = None,
+    level: float = 0.95,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    name: str = "kappa",
 ) -> Interval:
     """Cohen's kappa of two annotators (:func:`~thai_eval_utils.dialect.human_eval.cohen_kappa`) with a bootstrap
     interval over items; undefined resamples (every rating one label: chance agreement 1) are counted and dropped."""
@@ -60,8 +67,16 @@ def kappa_interval(
 
 
 def delta_diff_interval(
-    central: RunValues, dialect: RunValues, *, name: str = "delta_diff", key: str = "key", value: str = "value",
-    method: str = "BCa", level: float = 0.95, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+    central: RunValues,
+    dialect: RunValues,
+    *,
+    name: str = "delta_diff",
+    key: str = "key",
+    value: str = "value",
+    method: str = "BCa",
+    level: float = 0.95,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
 ) -> Interval:
     """ΔDiff = Central minus dialect mean per-item score (e.g. ROUGE-L), with a ``scipy.stats.bootstrap`` interval.
 
@@ -69,7 +84,10 @@ def delta_diff_interval(
     otherwise each side is resampled independently. ``Interval.design`` states which. The point estimate
     is :func:`thai_eval_utils.dialect.metrics.delta_diff` of the two means.
     """
-    vc, vd = per_item(central, key=key, value=value, name="Central"), per_item(dialect, key=key, value=value, name="dialect")
+    vc, vd = (
+        per_item(central, key=key, value=value, name="Central"),
+        per_item(dialect, key=key, value=value, name="dialect"),
+    )
     if vc.keys() == vd.keys():
         ids = sorted(vc, key=sort_key)
         c, d = np.array([vc[k] for k in ids]), np.array([vd[k] for k in ids])
@@ -78,34 +96,84 @@ def delta_diff_interval(
         c = np.array([vc[k] for k in sorted(vc, key=sort_key)])
         d = np.array([vd[k] for k in sorted(vd, key=sort_key)])
         shared = len(vc.keys() & vd.keys())
-        paired, design = False, f"independent resampling of Central ({c.size}) and dialect ({d.size}) items: ids do not align ({shared} shared)"
-    tidy = pd.DataFrame({"model": "m", "dialect": ["center", "east"], "task": name, "metric": name, "value": [c.mean(), d.mean()]})
+        paired, design = (
+            False,
+            f"independent resampling of Central ({c.size}) and dialect ({d.size}) items: ids do not align ({shared} shared)",
+        )
+    tidy = pd.DataFrame(
+        {"model": "m", "dialect": ["center", "east"], "task": name, "metric": name, "value": [c.mean(), d.mean()]}
+    )
     estimate = float(delta_diff(tidy)["delta"].iloc[0])
-    low, high, used, note = scipy_bootstrap((c, d), mean_diff, paired=paired, method=method, level=level,
-                                            n_resamples=n_resamples, seed=seed)
-    return Interval(name, estimate, low, high, level, used, n_resamples, seed, max(c.size, d.size), n_resamples,
-                    design=design, note=note)
+    low, high, used, note = scipy_bootstrap(
+        (c, d), mean_diff, paired=paired, method=method, level=level, n_resamples=n_resamples, seed=seed
+    )
+    return Interval(
+        name,
+        estimate,
+        low,
+        high,
+        level,
+        used,
+        n_resamples,
+        seed,
+        max(c.size, d.size),
+        n_resamples,
+        design=design,
+        note=note,
+    )
 
 
 def _table(rows: list[tuple[dict[str, object], Interval]]) -> pd.DataFrame:
-    return pd.DataFrame([{**keys, "estimate": iv.estimate, "ci_low": iv.low, "ci_high": iv.high, "n": iv.n,
-                          "n_undefined": iv.n_undefined, "signature": iv.signature, "interval": iv} for keys, iv in rows])
+    return pd.DataFrame(
+        [
+            {
+                **keys,
+                "estimate": iv.estimate,
+                "ci_low": iv.low,
+                "ci_high": iv.high,
+                "n": iv.n,
+                "n_undefined": iv.n_undefined,
+                "signature": iv.signature,
+                "interval": iv,
+            }
+            for keys, iv in rows
+        ]
+    )
 
 
-def generation_fluency_intervals(df: pd.DataFrame, *, aspect: str = "avg", method: str = "BCa",
-                                 level: float = 0.95, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> pd.DataFrame:
+def generation_fluency_intervals(
+    df: pd.DataFrame,
+    *,
+    aspect: str = "avg",
+    method: str = "BCa",
+    level: float = 0.95,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> pd.DataFrame:
     """Paper Table 3 cells with intervals: per (dialect, model), 100 x mean over items of the annotators' mean
     ``generation``, ``fluency`` or ``avg`` (``df`` from ``human_eval.load_generation_fluency``); bootstrap over items."""
     items = human_item_scores(df, aspect=aspect)
-    rows = [({"dialect": d, "model": m, "aspect": aspect},
-             mean_interval(g["human_score"].to_numpy(), name=f"{aspect}:{d}/{m}", scale=100.0,
-                           method=method, level=level, n_resamples=n_resamples, seed=seed))
-            for (d, m), g in items.groupby(["dialect", "model"], sort=False)]
+    rows = [
+        (
+            {"dialect": d, "model": m, "aspect": aspect},
+            mean_interval(
+                g["human_score"].to_numpy(),
+                name=f"{aspect}:{d}/{m}",
+                scale=100.0,
+                method=method,
+                level=level,
+                n_resamples=n_resamples,
+                seed=seed,
+            ),
+        )
+        for (d, m), g in items.groupby(["dialect", "model"], sort=False)
+    ]
     return _table(rows)
 
 
-def preference_share_intervals(df: pd.DataFrame, *, method: str = "BCa", level: float = 0.95,
-                               n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> pd.DataFrame:
+def preference_share_intervals(
+    df: pd.DataFrame, *, method: str = "BCa", level: float = 0.95, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> pd.DataFrame:
     """Paper Table 2 as shares with intervals: per (dialect, model pair, choice), the mean over items of the
     fraction of annotators choosing it (``df`` from ``human_eval.load_preferences``); times n_items it is
     Table 2's annotator-averaged count. Bootstrap over items."""
@@ -113,19 +181,36 @@ def preference_share_intervals(df: pd.DataFrame, *, method: str = "BCa", level: 
     for (d, ma, mb), g in df.groupby(["dialect", "model_a", "model_b"], sort=False):
         for choice in PREFERENCE_CHOICES:
             share = (g["choice"] == choice).groupby([g["task"], g["item_id"]], sort=True).mean()
-            rows.append(({"dialect": d, "model_a": ma, "model_b": mb, "choice": choice},
-                         mean_interval(share.to_numpy(), name=f"share:{choice}:{d}", method=method,
-                                       level=level, n_resamples=n_resamples, seed=seed)))
+            rows.append(
+                (
+                    {"dialect": d, "model_a": ma, "model_b": mb, "choice": choice},
+                    mean_interval(
+                        share.to_numpy(),
+                        name=f"share:{choice}:{d}",
+                        method=method,
+                        level=level,
+                        n_resamples=n_resamples,
+                        seed=seed,
+                    ),
+                )
+            )
     return _table(rows)
 
 
-def kappa_intervals(df: pd.DataFrame, *, weights: str | None = None, level: float = 0.95,
-                    n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> pd.DataFrame:
+def kappa_intervals(
+    df: pd.DataFrame,
+    *,
+    weights: str | None = None,
+    level: float = 0.95,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> pd.DataFrame:
     """Paper Table 6 with intervals: kappa per dialect for Generation and Fluency (two annotators, ratings paired
     by task, item and model, as ``human_eval.agreement_table``), bootstrap over those rated units."""
     rows = []
     for dialect, aspect, names, a, b in annotator_pairs(df):
-        iv = kappa_interval(a, b, weights=weights, seed=seed, name=f"kappa:{dialect}/{aspect}", level=level,
-                            n_resamples=n_resamples)
+        iv = kappa_interval(
+            a, b, weights=weights, seed=seed, name=f"kappa:{dialect}/{aspect}", level=level, n_resamples=n_resamples
+        )
         rows.append(({"dialect": dialect, "aspect": aspect}, iv))
     return _table(rows)

@@ -56,7 +56,9 @@ def target_language(task: str) -> str:
 def _check_pair(hypotheses: Sequence[str | None], references: Sequence[str | None]) -> tuple[list[str], list[str]]:
     """Non-empty, equal-length lists with None as "" (the paper's code does the same)."""
     if len(hypotheses) == 0 or len(hypotheses) != len(references):
-        raise ValueError(f"need equal, non-zero numbers of hypotheses and references (got {len(hypotheses)}, {len(references)})")
+        raise ValueError(
+            f"need equal, non-zero numbers of hypotheses and references (got {len(hypotheses)}, {len(references)})"
+        )
     require_texts(hypotheses, field="hypothesis"), require_texts(references, field="reference")  # NaN is no text
     return ["" if h is None else str(h) for h in hypotheses], ["" if r is None else str(r) for r in references]
 
@@ -101,7 +103,11 @@ def _ngrams(tokens: Sequence[str], max_order: int) -> Counter:
 
 
 def bleu_statistics(
-    hypotheses: Sequence[str | None], references: Sequence[str | None], *, max_order: int = 4, tokenizer: str = DEFAULT_TOKENIZER
+    hypotheses: Sequence[str | None],
+    references: Sequence[str | None],
+    *,
+    max_order: int = 4,
+    tokenizer: str = DEFAULT_TOKENIZER,
 ) -> np.ndarray:
     """Per sentence, the sufficient statistics of corpus BLEU (sacrebleu's design): an int64 array of shape
     ``(n, 2 + 2 * max_order)`` holding hypothesis length, reference length, the clipped n-gram matches for
@@ -125,7 +131,7 @@ def bleu_from_statistics(totals: Sequence[int] | np.ndarray, *, signature: str =
     """Corpus BLEU (the formula in the comment above) from the column sums of :func:`bleu_statistics`."""
     counts = [int(v) for v in totals]  # Python ints: the same arithmetic whether summed by numpy or by hand
     max_order = (len(counts) - 2) // 2
-    c, r, matches, possible = counts[0], counts[1], counts[2:2 + max_order], counts[2 + max_order:]
+    c, r, matches, possible = counts[0], counts[1], counts[2 : 2 + max_order], counts[2 + max_order :]
     precisions = tuple(m / p if p > 0 else 0.0 for m, p in zip(matches, possible))
     geo_mean = math.exp(sum(math.log(p) for p in precisions) / max_order) if min(precisions) > 0 else 0.0
     ratio = c / r if r > 0 else float("inf")
@@ -137,7 +143,11 @@ def bleu_from_statistics(totals: Sequence[int] | np.ndarray, *, signature: str =
 
 
 def bleu_details(
-    hypotheses: Sequence[str | None], references: Sequence[str | None], *, max_order: int = 4, tokenizer: str = DEFAULT_TOKENIZER
+    hypotheses: Sequence[str | None],
+    references: Sequence[str | None],
+    *,
+    max_order: int = 4,
+    tokenizer: str = DEFAULT_TOKENIZER,
 ) -> BleuResult:
     """Corpus BLEU of the paper (see the comment above) with all its parts, on the words of ``tokenizer``
     (a name of :mod:`~thai_eval_utils.dialect.tokenizers`; its signature ends the BLEU signature)."""
@@ -165,7 +175,9 @@ class PaperBleu:
 PAPER_BLEU = PaperBleu()
 
 
-def bleu(hypotheses: Sequence[str | None], references: Sequence[str | None], *, tokenizer: str = DEFAULT_TOKENIZER) -> float:
+def bleu(
+    hypotheses: Sequence[str | None], references: Sequence[str | None], *, tokenizer: str = DEFAULT_TOKENIZER
+) -> float:
     """Corpus BLEU x100 on ``tokenizer``'s words (default newmm: exactly as the paper's code), one reference each.
 
     Example: ``bleu(["แมว กิน ปลา"], ["แมว กิน ปลา"])`` -> ``100.0``.
@@ -186,7 +198,9 @@ def rouge_l_scores(
     return [100.0 * scorer.score(ref, hyp)["rougeL"].fmeasure for hyp, ref in zip(hyps, refs)]
 
 
-def rouge_l(hypotheses: Sequence[str | None], references: Sequence[str | None], *, tokenizer: str = DEFAULT_TOKENIZER) -> float:
+def rouge_l(
+    hypotheses: Sequence[str | None], references: Sequence[str | None], *, tokenizer: str = DEFAULT_TOKENIZER
+) -> float:
     """Mean ROUGE-L F1 x100 over items (the headline; deterministic)."""
     scores = rouge_l_scores(hypotheses, references, tokenizer=tokenizer)
     return sum(scores) / len(scores)
@@ -227,7 +241,11 @@ def _pretokenize(texts: Sequence[str], tok: WordTokenizer) -> list[str]:
 
 
 def sacrebleu_bleu(
-    hypotheses: Sequence[str | None], references: Sequence[str | None], *, target_lang: str = "th", tokenizer: str = DEFAULT_TOKENIZER
+    hypotheses: Sequence[str | None],
+    references: Sequence[str | None],
+    *,
+    target_lang: str = "th",
+    tokenizer: str = DEFAULT_TOKENIZER,
 ) -> Score:
     """sacrebleu corpus BLEU: pretokenised by ``tokenizer`` (whitespace tokens dropped) with ``tokenize="none"``
     for Thai targets, ``13a`` for English.
@@ -310,7 +328,12 @@ def table1_layout(scores: pd.DataFrame) -> pd.DataFrame:
         row: dict[str, object] = {"model": model, "dialect": dialect}
         for fam, (metric, col) in TABLE1_TASKS.items():
             hit = group[(group["task"] == fam) & (group["metric"] == metric)]["value"]
-            d = deltas[(deltas["model"] == model) & (deltas["dialect"] == dialect) & (deltas["task"] == fam) & (deltas["metric"] == metric)]
+            d = deltas[
+                (deltas["model"] == model)
+                & (deltas["dialect"] == dialect)
+                & (deltas["task"] == fam)
+                & (deltas["metric"] == metric)
+            ]
             row[col] = float(hit.iloc[0]) if len(hit) else float("nan")
             row[f"{fam}_delta"] = float(d["delta"].iloc[0]) if len(d) else float("nan")
         rows.append(row)
@@ -343,8 +366,14 @@ def word_overlap(
 
     Example: ``word_overlap(["ไป กิน ข้าว เด้อ"], ["ไป กิน ข้าว นะ"])`` -> ``0.75``.
     """
-    if unit not in ("type", "token") or level not in ("sentence", "corpus") or denominator not in ("dialect", "central"):
-        raise ValueError(f"unit must be type|token, level sentence|corpus, denominator dialect|central (got {unit}, {level}, {denominator})")
+    if (
+        unit not in ("type", "token")
+        or level not in ("sentence", "corpus")
+        or denominator not in ("dialect", "central")
+    ):
+        raise ValueError(
+            f"unit must be type|token, level sentence|corpus, denominator dialect|central (got {unit}, {level}, {denominator})"
+        )
     if len(dialect_texts) != len(central_texts) or not dialect_texts:
         raise ValueError("need equal, non-zero numbers of dialect and Central texts")
     tok = get_tokenizer(tokenizer)

@@ -41,17 +41,32 @@ def delta_heatmap(deltas: pd.DataFrame) -> plt.Figure:
     """
     import matplotlib.pyplot as plt
     import seaborn as sns
+
     primary = deltas[[TABLE1_TASKS.get(t, ("", ""))[0] == m for t, m in zip(deltas["task"], deltas["metric"])]]
     dialects = list(primary["dialect"].drop_duplicates())
     cols = [t for t in TASK_LABELS if t in set(primary["task"])]
     limit = float(np.nanmax(np.abs(primary["delta"].to_numpy(float)))) if len(primary) else 1.0
     n_models = max(primary["model"].nunique(), 1)
-    fig, axes = plt.subplots(1, max(len(dialects), 1), figsize=(3.6 * max(len(dialects), 1) + 1, 0.5 * n_models + 2.2), squeeze=False)
+    fig, axes = plt.subplots(
+        1, max(len(dialects), 1), figsize=(3.6 * max(len(dialects), 1) + 1, 0.5 * n_models + 2.2), squeeze=False
+    )
     for i, (ax, dialect) in enumerate(zip(axes[0], dialects)):
-        grid = primary[primary["dialect"] == dialect].pivot_table(index="model", columns="task", values="delta", aggfunc="first")
+        grid = primary[primary["dialect"] == dialect].pivot_table(
+            index="model", columns="task", values="delta", aggfunc="first"
+        )
         grid = grid.reindex(columns=cols).rename(columns=TASK_LABELS)
-        sns.heatmap(grid, annot=True, fmt=".2f", cmap="RdBu_r", center=0, vmin=-limit or -1, vmax=limit or 1, ax=ax,
-                    cbar=i == len(dialects) - 1, annot_kws={"fontsize": 8})
+        sns.heatmap(
+            grid,
+            annot=True,
+            fmt=".2f",
+            cmap="RdBu_r",
+            center=0,
+            vmin=-limit or -1,
+            vmax=limit or 1,
+            ax=ax,
+            cbar=i == len(dialects) - 1,
+            annot_kws={"fontsize": 8},
+        )
         ax.set(title=_name(dialect), xlabel="", ylabel="" if i else "model")
         ax.tick_params(axis="x", labelsize=7)
         if i:
@@ -69,13 +84,16 @@ def preference_bars(table: pd.DataFrame) -> plt.Figure:
     """
     import matplotlib.pyplot as plt
     import seaborn as sns
+
     pairs = list(table[["model_a", "model_b"]].drop_duplicates().itertuples(index=False, name=None))
     fig, axes = plt.subplots(1, len(pairs), figsize=(3.8 * len(pairs) + 1.2, 3.8), sharey=True, squeeze=False)
     colors = sns.color_palette("colorblind", len(PREFERENCE_CHOICES))
     for ax, (a, b) in zip(axes[0], pairs):
         sub = table[(table["model_a"] == a) & (table["model_b"] == b)].set_index("dialect")
         sub.index = [_name(d) for d in sub.index]
-        sub[list(PREFERENCE_CHOICES)].rename(columns=CHOICE_LABELS).plot.bar(stacked=True, ax=ax, color=colors, legend=False, rot=0)
+        sub[list(PREFERENCE_CHOICES)].rename(columns=CHOICE_LABELS).plot.bar(
+            stacked=True, ax=ax, color=colors, legend=False, rot=0
+        )
         ax.set(title=f"A = {a}\nB = {b}", xlabel="", ylabel="items (mean over annotators)")
         ax.title.set_fontsize(8)
     axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
@@ -91,9 +109,14 @@ def generation_fluency_bars(table: pd.DataFrame) -> plt.Figure:
         table: :func:`thai_eval_utils.dialect.human_eval.generation_fluency` output (without ``by_task``).
     """
     import seaborn as sns
-    long = table.melt(id_vars=["dialect", "model"], value_vars=["generation", "fluency"], var_name="measure", value_name="score")
+
+    long = table.melt(
+        id_vars=["dialect", "model"], value_vars=["generation", "fluency"], var_name="measure", value_name="score"
+    )
     long["dialect"] = long["dialect"].map(_name)
-    grid = sns.catplot(data=long, x="dialect", y="score", hue="measure", col="model", kind="bar", height=3.4, aspect=1.1)
+    grid = sns.catplot(
+        data=long, x="dialect", y="score", hue="measure", col="model", kind="bar", height=3.4, aspect=1.1
+    )
     grid.set_titles("{col_name}")
     grid.set(ylim=(0, 100), xlabel="", ylabel="score (0-100)")
     grid.figure.suptitle("Generation and Fluency in the dialect (human annotation)", fontsize=10, y=1.04)
@@ -108,8 +131,11 @@ def judge_human_scatter(merged: pd.DataFrame, correlations: pd.DataFrame | None 
         correlations: :func:`thai_eval_utils.dialect.human_eval.judge_human_spearman` output (optional).
     """
     import matplotlib.pyplot as plt
+
     dialects = list(merged["dialect"].drop_duplicates())
-    fig, axes = plt.subplots(1, len(dialects), figsize=(3.2 * len(dialects), 3.4), sharex=True, sharey=True, squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(dialects), figsize=(3.2 * len(dialects), 3.4), sharex=True, sharey=True, squeeze=False
+    )
     rng = np.random.default_rng(0)  # horizontal jitter only, so tied human scores stay visible
     for ax, dialect in zip(axes[0], dialects):
         sub = merged[merged["dialect"] == dialect]

@@ -20,7 +20,11 @@ class DialectSuite(DialectViews, DialectExports, Suite):
     short_title: ClassVar[str] = "Thai dialects"
     position: ClassVar[int] = 30
     tasks: ClassVar[tuple[str, ...]] = ("generation",)
-    notebooks: ClassVar[tuple[str, ...]] = ("dialect_benchmark.ipynb", "dialect_human_eval.ipynb", "judge_vs_human.ipynb")
+    notebooks: ClassVar[tuple[str, ...]] = (
+        "dialect_benchmark.ipynb",
+        "dialect_human_eval.ipynb",
+        "judge_vs_human.ipynb",
+    )
     data_folder: ClassVar[str] = "dialect"
 
     def data_converters(self) -> Mapping[str, DataConverter]:

@@ -76,7 +76,9 @@ def _pythainlp(name: str, engine: str) -> Callable[[], WordTokenizer]:
                 f"({engine} output, and so BLEU/ROUGE-L, can differ slightly)",
                 stacklevel=3,
             )
-        return WordTokenizer(name, _cached(functools.partial(word_tokenize, engine=engine, keep_whitespace=True)), True, True)
+        return WordTokenizer(
+            name, _cached(functools.partial(word_tokenize, engine=engine, keep_whitespace=True)), True, True
+        )
 
     return build
 

@@ -21,7 +21,15 @@ from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.dialect.data import load_dialect
 from thai_eval_utils.dialect.generation import UNSCORED_TASKS, item_key
 from thai_eval_utils.dialect.intervals import delta_diff_interval
-from thai_eval_utils.dialect.metrics import DIALECT_NAMES, PAPER_BLEU, TABLE1_TASKS, bleu, delta_diff, rouge_l_scores, table_task
+from thai_eval_utils.dialect.metrics import (
+    DIALECT_NAMES,
+    PAPER_BLEU,
+    TABLE1_TASKS,
+    bleu,
+    delta_diff,
+    rouge_l_scores,
+    table_task,
+)
 from thai_eval_utils.dialect.plots import delta_heatmap
 from thai_eval_utils.stats import cells
 from thai_eval_utils.stats.align import DataMismatchError
@@ -55,8 +63,11 @@ def dialect_references(run: StoredRun, data_source: str | Path | None = None) ->
     """
     sources = list(dict.fromkeys([*([Path(data_source)] if data_source else []), *_card_folders(run)]))
     if not sources:
-        raise ThaiEvalDataError("the run's dialect data files are not found from here; pass the data folder (data_dir)",
-                                path=run.dir / "run_card.json", field="data_files")
+        raise ThaiEvalDataError(
+            "the run's dialect data files are not found from here; pass the data folder (data_dir)",
+            path=run.dir / "run_card.json",
+            field="data_files",
+        )
     first_missing = None
     for source in sources:
         df = load_dialect(source)
@@ -67,8 +78,12 @@ def dialect_references(run: StoredRun, data_source: str | Path | None = None) ->
             df["key"] = [item_key(r) for r in df.to_dict("records")]
             return df.set_index("key")
         first_missing = first_missing or (source, missing[0])
-    raise DataMismatchError(f"{first_missing[0]} does not hold the data the run used (e.g. {first_missing[1]} differs): its "
-                            "references would not be the run's", path=run.dir / "run_card.json", field="data_files")
+    raise DataMismatchError(
+        f"{first_missing[0]} does not hold the data the run used (e.g. {first_missing[1]} differs): its "
+        "references would not be the run's",
+        path=run.dir / "run_card.json",
+        field="data_files",
+    )
 
 
 def corpus_ci(hyps: Sequence[str], refs: Sequence[str], boot: Interval) -> tuple[float | None, float | None]:
@@ -82,9 +97,12 @@ def dialect_items(h: Headline) -> list[ItemView]:
     translation: the sentence's own BLEU, for ranking: the task's BLEU is a corpus score)."""
     items = h.items
     values = items["value"] if "value" in items else [bleu([x], [r]) for x, r in zip(items["hyp"], items["ref"])]
-    return [ItemView(task=h.stratum, key=str(k), value=float(v), question=str(q or ""), output=str(x), reference=str(r))
-            for k, v, q, x, r in zip(items["key"], values, items["input"] if "input" in items else [""] * len(items),
-                                     items["hyp"], items["ref"])]
+    return [
+        ItemView(task=h.stratum, key=str(k), value=float(v), question=str(q or ""), output=str(x), reference=str(r))
+        for k, v, q, x, r in zip(
+            items["key"], values, items["input"] if "input" in items else [""] * len(items), items["hyp"], items["ref"]
+        )
+    ]
 
 
 class DialectViews:
@@ -92,8 +110,13 @@ class DialectViews:
 
     scale_note: ClassVar[str] = "ROUGE-L/BLEU 0-100"
     leaderboard_tables: ClassVar[tuple[LeaderboardTable, ...]] = (
-        LeaderboardTable(TABLE, "Thai dialects (ROUGE-L, BLEU x100 and ΔDiff; Limkonchotiwat et al. Table 1)",
-                         tuple(c for fam, (_, col) in TABLE1_TASKS.items() for c in (col, f"{fam}_delta")), group="dialect"),)
+        LeaderboardTable(
+            TABLE,
+            "Thai dialects (ROUGE-L, BLEU x100 and ΔDiff; Limkonchotiwat et al. Table 1)",
+            tuple(c for fam, (_, col) in TABLE1_TASKS.items() for c in (col, f"{fam}_delta")),
+            group="dialect",
+        ),
+    )
 
     def holds_headlines(self, run: StoredRun) -> bool:
         """The generation runs."""
@@ -116,20 +139,43 @@ class DialectViews:
             metric = TABLE1_TASKS[table_task(task)][0]
             missing = [k for k in group["key"] if k not in refs.index]
             if missing:
-                raise ThaiEvalDataError(f"no reference for item {missing[0]!r}", path=run.dir / "items.jsonl", field="key")
-            items = pd.DataFrame({"key": group["key"].tolist(), "hyp": group["output"].fillna("").tolist(),
-                                  "ref": refs.loc[group["key"], "text_2"].fillna("").tolist(),
-                                  "input": group["prompt"].tolist() if "prompt" in group else None})
+                raise ThaiEvalDataError(
+                    f"no reference for item {missing[0]!r}", path=run.dir / "items.jsonl", field="key"
+                )
+            items = pd.DataFrame(
+                {
+                    "key": group["key"].tolist(),
+                    "hyp": group["output"].fillna("").tolist(),
+                    "ref": refs.loc[group["key"], "text_2"].fillna("").tolist(),
+                    "input": group["prompt"].tolist() if "prompt" in group else None,
+                }
+            )
             kind: Kind = "corpus"
             if metric == "rougeL":
                 items["value"] = rouge_l_scores(items["hyp"].tolist(), items["ref"].tolist())
                 kind = "mean"
-            out.append(Headline(f"{NAME}/{dialect}/{task}/{metric}", NAME, f"{dialect}/{task}", kind, 1.0, items, run,
-                                corpus_metric=PAPER_BLEU if kind == "corpus" else None))
+            out.append(
+                Headline(
+                    f"{NAME}/{dialect}/{task}/{metric}",
+                    NAME,
+                    f"{dialect}/{task}",
+                    kind,
+                    1.0,
+                    items,
+                    run,
+                    corpus_metric=PAPER_BLEU if kind == "corpus" else None,
+                )
+            )
         return out
 
-    def item_views(self, run: StoredRun, heads: Sequence[Headline], data_dir: Path | None,
-                   pools: dict[str, list[str]], notes: list[str]) -> list[ItemView]:
+    def item_views(
+        self,
+        run: StoredRun,
+        heads: Sequence[Headline],
+        data_dir: Path | None,
+        pools: dict[str, list[str]],
+        notes: list[str],
+    ) -> list[ItemView]:
         """Every scored sentence of the run's headlines (none when the references were not at hand: a note)."""
         if not self.holds_headlines(run):
             return []
@@ -154,8 +200,11 @@ class DialectViews:
                 low, high = cells.mean_ci(h, boot)
             name = DIALECT_NAMES.get(dialect, dialect)
             note = stats_note(((h.run.summary or {}).get("replies_by_task") or {}).get(h.stratum))
-            out.append(cells.cell(TABLE, model, column, value, n, f"{NAME}|{h.stratum}", group=name, low=low, high=high,
-                                  note=note))
+            out.append(
+                cells.cell(
+                    TABLE, model, column, value, n, f"{NAME}|{h.stratum}", group=name, low=low, high=high, note=note
+                )
+            )
             by[(fam, dialect)] = h
         for (fam, dialect), h in by.items():
             central = by.get((fam, CENTRAL))
@@ -163,18 +212,41 @@ class DialectViews:
                 continue
             opts = dict(level=boot.level, n_resamples=boot.n_resamples, seed=boot.seed)
             if h.kind == "corpus":
-                iv = corpus_delta_diff_interval((dict(zip(central.items["key"], central.items["hyp"])), dict(zip(central.items["key"], central.items["ref"]))),
-                                                (dict(zip(h.items["key"], h.items["hyp"])), dict(zip(h.items["key"], h.items["ref"]))),
-                                                PAPER_BLEU, **opts)
+                iv = corpus_delta_diff_interval(
+                    (
+                        dict(zip(central.items["key"], central.items["hyp"])),
+                        dict(zip(central.items["key"], central.items["ref"])),
+                    ),
+                    (dict(zip(h.items["key"], h.items["hyp"])), dict(zip(h.items["key"], h.items["ref"]))),
+                    PAPER_BLEU,
+                    **opts,
+                )
             else:
-                iv = delta_diff_interval(central.items.assign(value=cells.scaled_values(central)),
-                                         h.items.assign(value=cells.scaled_values(h)), method="percentile", **opts)
-            out.append(cells.cell(TABLE, model, f"{fam}_delta", iv.estimate, iv.n, f"{NAME}|{h.stratum}",
-                                  group=DIALECT_NAMES.get(dialect, dialect), low=iv.low, high=iv.high, note=iv.design))
+                iv = delta_diff_interval(
+                    central.items.assign(value=cells.scaled_values(central)),
+                    h.items.assign(value=cells.scaled_values(h)),
+                    method="percentile",
+                    **opts,
+                )
+            out.append(
+                cells.cell(
+                    TABLE,
+                    model,
+                    f"{fam}_delta",
+                    iv.estimate,
+                    iv.n,
+                    f"{NAME}|{h.stratum}",
+                    group=DIALECT_NAMES.get(dialect, dialect),
+                    low=iv.low,
+                    high=iv.high,
+                    note=iv.design,
+                )
+            )
         return out
 
-    def figures(self, runs: Mapping[str, Mapping[str, StoredRun]], heads: Mapping[str, Sequence[Headline]]
-                ) -> list[tuple[str, Figure | None]]:
+    def figures(
+        self, runs: Mapping[str, Mapping[str, StoredRun]], heads: Mapping[str, Sequence[Headline]]
+    ) -> list[tuple[str, Figure | None]]:
         """ΔDiff (Central minus dialect) per model and task, from the runs' summary scores (none without a dialect
         beside Central)."""
         rows = []
@@ -183,8 +255,15 @@ class DialectViews:
             for key, entry in (((run.summary or {}).get("scores") or {}) if run else {}).items():
                 parts = key.split("/")
                 if len(parts) == 3 and entry.get("value") is not None:
-                    rows.append({"model": model, "dialect": parts[0], "task": parts[1], "metric": parts[2],
-                                 "value": float(entry["value"])})
+                    rows.append(
+                        {
+                            "model": model,
+                            "dialect": parts[0],
+                            "task": parts[1],
+                            "metric": parts[2],
+                            "value": float(entry["value"]),
+                        }
+                    )
         scores = pd.DataFrame(rows, columns=["model", "dialect", "task", "metric", "value"])
         fig = None
         if not scores.empty and not set(scores["dialect"]) <= {CENTRAL}:

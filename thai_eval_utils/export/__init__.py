@@ -37,12 +37,27 @@ from thai_eval_utils.export.stored import finished_runs
 
 FORMATS = ("lm-eval", "thai-llm-leaderboard", "parquet", "seahelm")
 
-__all__ = ["FORMATS", "StoredRun", "export", "finished_runs", "write_leaderboard", "write_lm_eval", "write_parquet",
-           "write_seahelm"]
+__all__ = [
+    "FORMATS",
+    "StoredRun",
+    "export",
+    "finished_runs",
+    "write_leaderboard",
+    "write_lm_eval",
+    "write_parquet",
+    "write_seahelm",
+]
 
 
-def export(fmt: str, to: str | Path, *, outputs: str | Path | None = None, models: Sequence[str] = (),
-           data: str | Path | None = None, progress: bool = False) -> list[Path]:
+def export(
+    fmt: str,
+    to: str | Path,
+    *,
+    outputs: str | Path | None = None,
+    models: Sequence[str] = (),
+    data: str | Path | None = None,
+    progress: bool = False,
+) -> list[Path]:
     """Write the stored runs under ``outputs`` (default ``$THAI_EVAL_OUTPUTS`` or ``outputs``) in format ``fmt``
     to the folder ``to``; ``models`` keeps runs whose model name or folder contains one of them; ``data`` is the
     data the lm-eval export rebuilds documents and arguments from (when the run cards' folders moved). Returns the
@@ -62,8 +77,9 @@ def export(fmt: str, to: str | Path, *, outputs: str | Path | None = None, model
         where = Path(outputs) if outputs else "the outputs folder"
         labels = [s.label for s in lm_eval_suites()] if fmt == "lm-eval" else []
         which = " or ".join(labels) + " " if labels else ""
-        raise ThaiEvalError(f"no finished {which}run to export under {where}"
-                            + (f" for models {list(models)}" if models else ""))
+        raise ThaiEvalError(
+            f"no finished {which}run to export under {where}" + (f" for models {list(models)}" if models else "")
+        )
     with tqdm(total=1, desc=f"export {fmt}", disable=not progress) as bar:
         if fmt == "lm-eval":
             files = write_lm_eval(runs, to, data=data)

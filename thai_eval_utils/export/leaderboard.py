@@ -52,9 +52,14 @@ def leaderboard_model_name(model_id: str) -> str:
 def _counts(run: StoredRun) -> dict[str, Any]:
     s = run.summary
     n, total = s.get("n", s.get("n_items")), s.get("n_docs")
-    return {"benchmark": run.benchmark, "n": n, "n_docs": total, "limit": s.get("limit"),
-            "partial": bool(s.get("n_unjudged")) or (n is not None and total is not None and n < total),
-            **signature(run)}
+    return {
+        "benchmark": run.benchmark,
+        "n": n,
+        "n_docs": total,
+        "limit": s.get("limit"),
+        "partial": bool(s.get("n_unjudged")) or (n is not None and total is not None and n < total),
+        **signature(run),
+    }
 
 
 def _order(suite: Suite, key: str) -> int:
@@ -87,8 +92,9 @@ def model_folders(runs: Sequence[StoredRun]) -> dict[str, dict[str, Any]]:
 
 def results_json(model_id: str, results: Mapping[str, Mapping[str, float]]) -> str:
     """The text of one ``results.json``, as the transform's ``json.dump(..., ensure_ascii=False)`` writes it."""
-    return json.dumps({"config": {"model_name": leaderboard_model_name(model_id)}, "results": results},
-                      ensure_ascii=False)
+    return json.dumps(
+        {"config": {"model_name": leaderboard_model_name(model_id)}, "results": results}, ensure_ascii=False
+    )
 
 
 def write_leaderboard(runs: Sequence[StoredRun], to: str | Path) -> list[Path]:
@@ -106,8 +112,13 @@ def write_leaderboard(runs: Sequence[StoredRun], to: str | Path) -> list[Path]:
             target.mkdir(parents=True, exist_ok=True)
             path = target / "results.json"
             path.write_text(results_json(model_id, entry["results"]), encoding="utf-8")
-            sig = redact({"producer": f"thai-eval {__version__}", "model_name": leaderboard_model_name(model_id),
-                          "tasks": entry["tasks"]})
+            sig = redact(
+                {
+                    "producer": f"thai-eval {__version__}",
+                    "model_name": leaderboard_model_name(model_id),
+                    "tasks": entry["tasks"],
+                }
+            )
             (target / SIGNATURE_FILE).write_text(json.dumps(sig, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
             written.append(path)
     return written

@@ -34,8 +34,13 @@ from thai_eval_utils.export.stored import signature
 
 #: Results keys of an lm-eval run that thai-eval's runs set the same way: no system instruction, no chat
 #: template (prompts are sent as plain text; a chat-only API model's server template is not seen).
-PLAIN_PROMPT_KEYS = ("system_instruction", "system_instruction_sha", "fewshot_as_multiturn", "chat_template",
-                     "chat_template_sha")
+PLAIN_PROMPT_KEYS = (
+    "system_instruction",
+    "system_instruction_sha",
+    "fewshot_as_multiturn",
+    "chat_template",
+    "chat_template_sha",
+)
 
 
 def hash_string(text: str) -> str:
@@ -83,8 +88,9 @@ def _task_hash(lines: Sequence[Mapping[str, Any]]) -> str:
     """lm-eval's task hash: SHA-256 of the concatenated per-sample hashes (one line per document: its first
     filter's)."""
     first = lines[0]["filter"] if lines else None
-    return hash_string("".join(s["doc_hash"] + s["prompt_hash"] + s["target_hash"] for s in lines
-                               if s.get("filter") == first))
+    return hash_string(
+        "".join(s["doc_hash"] + s["prompt_hash"] + s["target_hash"] for s in lines if s.get("filter") == first)
+    )
 
 
 def evaluation_seconds(runs: Sequence[StoredRun]) -> str | None:
@@ -99,8 +105,12 @@ def evaluation_seconds(runs: Sequence[StoredRun]) -> str | None:
     return str(total)
 
 
-def results_document(runs: Sequence[StoredRun], tasks: Sequence[LmEvalTask],
-                     task_samples: Mapping[str, list[dict[str, Any]]], when: datetime) -> dict[str, Any]:
+def results_document(
+    runs: Sequence[StoredRun],
+    tasks: Sequence[LmEvalTask],
+    task_samples: Mapping[str, list[dict[str, Any]]],
+    when: datetime,
+) -> dict[str, Any]:
     """One model's ``results_<date_id>.json`` over its exported runs (``tasks``: each run's lm-eval task, in the
     same order; lm-eval's keys, plus ``thai_eval``: each task's signature)."""
     model = runs[0].model_name
@@ -113,34 +123,59 @@ def results_document(runs: Sequence[StoredRun], tasks: Sequence[LmEvalTask],
         versions[task.name] = __version__
         nshot[task.name] = task.num_fewshot
         better[task.name] = {k.split(",")[0]: True for k in task.results if "," in k and "_stderr," not in k}
-        nsamples[task.name] = {"original": int(summary.get("n_docs", summary.get("n", 0))),
-                               "effective": int(summary.get("n", 0))}
+        nsamples[task.name] = {
+            "original": int(summary.get("n_docs", summary.get("n", 0))),
+            "effective": int(summary.get("n", 0)),
+        }
     limits = {(r.summary or {}).get("limit") for r in runs} - {None}
     identity = redact({k: v for k, v in (runs[0].card.get("model") or {}).items() if k != "base_url"})
     task_hashes = {t: _task_hash(lines) for t, lines in task_samples.items()}
     dtype = identity.get("dtype")
     return {
         # group_subtasks: lm-eval 0.4.13 lists groups only, and the exported tasks form none
-        "results": results, "group_subtasks": {}, "configs": configs, "versions": versions,
-        "n-shot": nshot, "higher_is_better": better, "n-samples": nsamples,
-        "config": {"model": "thai-eval", "model_args": identity, "model_dtype": f"torch.{dtype}" if dtype else None,
-                   "batch_size": None, "batch_sizes": [], "device": identity.get("device"), "use_cache": None,
-                   "limit": max(limits) if limits else None, "bootstrap_iters": 0, "gen_kwargs": None,
-                   # the runs seed no global generator (greedy, no sampling): lm-eval's None means "left unset"
-                   "random_seed": None, "numpy_seed": None, "torch_seed": None,
-                   "fewshot_seed": next((r.card.get("config", {}).get("fewshot_seed") for r in runs), None)},
-        "git_hash": None, "upper_git_hash": None,
+        "results": results,
+        "group_subtasks": {},
+        "configs": configs,
+        "versions": versions,
+        "n-shot": nshot,
+        "higher_is_better": better,
+        "n-samples": nsamples,
+        "config": {
+            "model": "thai-eval",
+            "model_args": identity,
+            "model_dtype": f"torch.{dtype}" if dtype else None,
+            "batch_size": None,
+            "batch_sizes": [],
+            "device": identity.get("device"),
+            "use_cache": None,
+            "limit": max(limits) if limits else None,
+            "bootstrap_iters": 0,
+            "gen_kwargs": None,
+            # the runs seed no global generator (greedy, no sampling): lm-eval's None means "left unset"
+            "random_seed": None,
+            "numpy_seed": None,
+            "torch_seed": None,
+            "fewshot_seed": next((r.card.get("config", {}).get("fewshot_seed") for r in runs), None),
+        },
+        "git_hash": None,
+        "upper_git_hash": None,
         "date": when.replace(tzinfo=timezone.utc).timestamp() if when.tzinfo is None else when.timestamp(),
-        "lm_eval_version": None, "transformers_version": (runs[0].card.get("package_versions") or {}).get("transformers"),
-        "max_length": identity.get("max_length"), "task_hashes": task_hashes,
-        "model_source": "thai-eval", "model_name": model, "model_name_sanitized": sanitize_model_name(model),
-        **dict.fromkeys(PLAIN_PROMPT_KEYS), "total_evaluation_time_seconds": evaluation_seconds(runs),
+        "lm_eval_version": None,
+        "transformers_version": (runs[0].card.get("package_versions") or {}).get("transformers"),
+        "max_length": identity.get("max_length"),
+        "task_hashes": task_hashes,
+        "model_source": "thai-eval",
+        "model_name": model,
+        "model_name_sanitized": sanitize_model_name(model),
+        **dict.fromkeys(PLAIN_PROMPT_KEYS),
+        "total_evaluation_time_seconds": evaluation_seconds(runs),
         "thai_eval": {"producer": f"thai-eval {__version__}", "tasks": signatures},
-    }  # fmt: skip
+    }
 
 
-def write_lm_eval(runs: Sequence[StoredRun], to: str | Path, *, data: str | Path | None = None,
-                  when: datetime | None = None) -> list[Path]:
+def write_lm_eval(
+    runs: Sequence[StoredRun], to: str | Path, *, data: str | Path | None = None, when: datetime | None = None
+) -> list[Path]:
     """Write every model's runs that export to lm-eval (:func:`exports_lm_eval`) in lm-eval's layout under ``to``;
     ``data``: where the suites find the data the runs scored. Returns the files written."""
     when = when or datetime.now()
@@ -158,7 +193,9 @@ def write_lm_eval(runs: Sequence[StoredRun], to: str | Path, *, data: str | Path
         lines = {task.name: _stamped(run, task) for run, task in zip(model_runs, tasks)}
         for task_name, task_lines in lines.items():
             path = folder / f"samples_{task_name}_{stamp}.jsonl"
-            path.write_text("".join(json.dumps(redact(s), ensure_ascii=False) + "\n" for s in task_lines), encoding="utf-8")
+            path.write_text(
+                "".join(json.dumps(redact(s), ensure_ascii=False) + "\n" for s in task_lines), encoding="utf-8"
+            )
             written.append(path)
         path = folder / f"results_{stamp}.json"
         doc = results_document(model_runs, tasks, lines, when)

@@ -35,13 +35,29 @@ def _json(obj: dict[str, Any]) -> str:
 def detail_rows(run: StoredRun) -> list[dict[str, Any]]:
     """One row per stored item of ``run`` (:data:`COLUMNS`; inputs, outputs and metrics as JSON texts)."""
     sig = signature(run)
-    made = _json({"config_id": run.card.get("config_id"), "scores": sig["score_signatures"],
-                  **({"data_sources": sig["data_sources"]} if "data_sources" in sig else {})})
+    made = _json(
+        {
+            "config_id": run.card.get("config_id"),
+            "scores": sig["score_signatures"],
+            **({"data_sources": sig["data_sources"]} if "data_sources" in sig else {}),
+        }
+    )
     suite = registry.suite_of(run.benchmark) or _UNREGISTERED
-    return [{"model": run.model_name, "benchmark": run.benchmark, "task": run.task, "key": str(row["key"]),
-             "prompt_hash": row.get("prompt_hash"), "inputs": _json(row.get("inputs") or {}),
-             "outputs": _json(row.get("outputs") or {}), "metrics": _json(row.get("metrics") or {}),
-             "config_id": run.card.get("config_id"), "signature": made} for row in suite.detail_rows(run)]
+    return [
+        {
+            "model": run.model_name,
+            "benchmark": run.benchmark,
+            "task": run.task,
+            "key": str(row["key"]),
+            "prompt_hash": row.get("prompt_hash"),
+            "inputs": _json(row.get("inputs") or {}),
+            "outputs": _json(row.get("outputs") or {}),
+            "metrics": _json(row.get("metrics") or {}),
+            "config_id": run.card.get("config_id"),
+            "signature": made,
+        }
+        for row in suite.detail_rows(run)
+    ]
 
 
 def write_parquet(runs: Sequence[StoredRun], to: str | Path) -> list[Path]:
@@ -55,8 +71,10 @@ def write_parquet(runs: Sequence[StoredRun], to: str | Path) -> list[Path]:
         frame = pd.DataFrame([r for run in family_runs for r in detail_rows(run)], columns=COLUMNS)
         frame = pd.DataFrame(redact(frame.to_dict("records")), columns=COLUMNS)
         table = pa.Table.from_pandas(frame, preserve_index=False)
-        meta = {**(table.schema.metadata or {}), b"thai_eval": _json(
-            {f"{r.model_name}|{r.benchmark}": signature(r) for r in family_runs}).encode("utf-8")}
+        meta = {
+            **(table.schema.metadata or {}),
+            b"thai_eval": _json({f"{r.model_name}|{r.benchmark}": signature(r) for r in family_runs}).encode("utf-8"),
+        }
         path = Path(to) / f"details_{family}.parquet"
         pq.write_table(table.replace_schema_metadata(meta), path)
         written.append(path)

@@ -80,7 +80,9 @@ def results_document(entries: Sequence[tuple[SeahelmTask, SeahelmRun]]) -> dict[
                 value = float(run.metrics[task.metric])
                 if task.aggregation_group:
                     groups.setdefault(task.aggregation_group, []).append(value)
-                    scores[task.aggregation_group] = sum(groups[task.aggregation_group]) / len(groups[task.aggregation_group])
+                    scores[task.aggregation_group] = sum(groups[task.aggregation_group]) / len(
+                        groups[task.aggregation_group]
+                    )
                     tasks[task.aggregation_group] = scores[task.aggregation_group]
                 else:
                     scores[task.task] = value
@@ -90,8 +92,9 @@ def results_document(entries: Sequence[tuple[SeahelmTask, SeahelmRun]]) -> dict[
     return doc
 
 
-def run_config(entries: Sequence[tuple[SeahelmTask, SeahelmRun]], run_index: int,
-               signatures: Mapping[str, Any]) -> dict[str, Any]:  # fmt: skip
+def run_config(
+    entries: Sequence[tuple[SeahelmTask, SeahelmRun]], run_index: int, signatures: Mapping[str, Any]
+) -> dict[str, Any]:
     """One run's config (what the aggregation notebook reads: ``tasks`` with each task's competency,
     ``aggregation_group`` and ``languages``; ``run_args.skip_task``), plus thai-eval's signature per task."""
     tasks: dict[str, Any] = {}
@@ -100,10 +103,19 @@ def run_config(entries: Sequence[tuple[SeahelmTask, SeahelmRun]], run_index: int
         entry.update({"competency": task.competency, "metric": task.metric})
         if task.aggregation_group:
             entry["aggregation_group"] = task.aggregation_group
-        entry.setdefault("languages", {})[task.language] = dict((task.config.get("languages") or {}).get(task.language) or {})
+        entry.setdefault("languages", {})[task.language] = dict(
+            (task.config.get("languages") or {}).get(task.language) or {}
+        )
     seeds = {run.seed for _, run in entries if run.seed is not None}
-    return _plain({"tasks": tasks, "seed": seeds.pop() if len(seeds) == 1 else sorted(seeds), "run_number": run_index,
-                   "run_args": {"skip_task": []}, "thai_eval": redact(dict(signatures))})  # fmt: skip
+    return _plain(
+        {
+            "tasks": tasks,
+            "seed": seeds.pop() if len(seeds) == 1 else sorted(seeds),
+            "run_number": run_index,
+            "run_args": {"skip_task": []},
+            "thai_eval": redact(dict(signatures)),
+        }
+    )
 
 
 def _write_jsonl(path: Path, rows: Sequence[Mapping[str, Any]]) -> Path:
@@ -140,8 +152,9 @@ def write_model(model: str, runs: Sequence[StoredRun], to: str | Path, *, when: 
             written.append(_write_jsonl(folder / f"{name}_{task.task}_{task.language}.jsonl", r.rows))
         (root / "configs").mkdir(parents=True, exist_ok=True)
         config = root / "configs" / f"{name}_run_config_{stamp}.yaml"
-        config.write_text(yaml.safe_dump(run_config(entries, index, sigs), allow_unicode=True, sort_keys=False),
-                          encoding="utf-8")  # fmt: skip
+        config.write_text(
+            yaml.safe_dump(run_config(entries, index, sigs), allow_unicode=True, sort_keys=False), encoding="utf-8"
+        )
         (root / "results").mkdir(parents=True, exist_ok=True)
         results = root / "results" / f"{name}_{FORMAT}_results_{stamp}.json"
         results.write_text(json.dumps(results_document(entries), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

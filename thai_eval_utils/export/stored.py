@@ -20,19 +20,27 @@ def signature(run: StoredRun) -> dict[str, Any]:
     data), package versions, the scores' signature strings, run dates (secrets redacted)."""
     card = run.card
     scores = (run.summary or {}).get("scores") or {}
-    return redact({
-        "producer": f"thai-eval {__version__}", "benchmark": run.benchmark, "config_id": card.get("config_id"),
-        "protocol": card.get("config", {}), "prompt_template_sha256": card.get("prompt_template_sha256", {}),
-        "data_sha256": sorted(set((card.get("data_files") or {}).values())),
-        **({"data_sources": keyed_origins(card["data_sources"])} if card.get("data_sources") else {}),
-        "package_versions": card.get("package_versions", {}),
-        "model": {k: v for k, v in (card.get("model") or {}).items() if k != "base_url"},
-        "score_signatures": sorted({s.get("signature", "") for s in scores.values() if isinstance(s, dict)} - {""}),
-        "created_at": card.get("created_at"), "finished_at": card.get("finished_at"),
-    })  # fmt: skip
+    return redact(
+        {
+            "producer": f"thai-eval {__version__}",
+            "benchmark": run.benchmark,
+            "config_id": card.get("config_id"),
+            "protocol": card.get("config", {}),
+            "prompt_template_sha256": card.get("prompt_template_sha256", {}),
+            "data_sha256": sorted(set((card.get("data_files") or {}).values())),
+            **({"data_sources": keyed_origins(card["data_sources"])} if card.get("data_sources") else {}),
+            "package_versions": card.get("package_versions", {}),
+            "model": {k: v for k, v in (card.get("model") or {}).items() if k != "base_url"},
+            "score_signatures": sorted({s.get("signature", "") for s in scores.values() if isinstance(s, dict)} - {""}),
+            "created_at": card.get("created_at"),
+            "finished_at": card.get("finished_at"),
+        }
+    )
 
 
-def finished_runs(outputs: str | Path | None = None, models: Sequence[str] = (), family: str | None = None) -> list[StoredRun]:
+def finished_runs(
+    outputs: str | Path | None = None, models: Sequence[str] = (), family: str | None = None
+) -> list[StoredRun]:
     """The latest finished run (:func:`~thai_eval_utils.core.runs.latest_finished`) per model and benchmark under
     ``<outputs>/runs``; ``models`` keeps those whose model name or folder contains one of the strings; ``family``
     keeps one suite."""

@@ -24,6 +24,26 @@ from thai_eval_utils.h6.evaluation import (
 )
 from thai_eval_utils.h6.protocol import LEADERBOARD, LM_EVAL, VARIANTS, H6Protocol, protocol_from
 
-__all__ = ["AVERAGE_COLUMN", "H6_TASKS", "LEADERBOARD", "LM_EVAL", "TASKS", "VARIANTS", "DocumentRequests", "H6Protocol",
-           "H6Result", "H6Score", "H6TaskData", "document_requests", "evaluate", "evaluate_tasks", "load_h6_task",
-           "paper_results", "protocol_from", "run_row", "run_tag", "scores_frame", "thai_h6_score"]
+__all__ = [
+    "AVERAGE_COLUMN",
+    "H6_TASKS",
+    "LEADERBOARD",
+    "LM_EVAL",
+    "TASKS",
+    "VARIANTS",
+    "DocumentRequests",
+    "H6Protocol",
+    "H6Result",
+    "H6Score",
+    "H6TaskData",
+    "document_requests",
+    "evaluate",
+    "evaluate_tasks",
+    "load_h6_task",
+    "paper_results",
+    "protocol_from",
+    "run_row",
+    "run_tag",
+    "scores_frame",
+    "thai_h6_score",
+]

@@ -59,8 +59,13 @@ class H6Score:
         return pd.DataFrame([row])
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "stderr": self.stderr, "partial": self.partial, "missing": list(self.missing),
-                "tasks": {t: s.to_dict() for t, s in self.tasks.items()}}
+        return {
+            "value": self.value,
+            "stderr": self.stderr,
+            "partial": self.partial,
+            "missing": list(self.missing),
+            "tasks": {t: s.to_dict() for t, s in self.tasks.items()},
+        }
 
     def __str__(self) -> str:
         se = f" ± {self.stderr:.2f}" if self.stderr is not None else ""
@@ -78,7 +83,11 @@ def thai_h6_score(results_or_scores: Mapping[str, H6Result | Score] | Iterable[H
             (``th_gsm8k.chat``, ``th_arc.generative-mc``: :mod:`.variants`) is left out: it is not the paper's
             protocol and never enters the average.
     """
-    items = results_or_scores.items() if isinstance(results_or_scores, Mapping) else ((r.task, r) for r in results_or_scores)
+    items = (
+        results_or_scores.items()
+        if isinstance(results_or_scores, Mapping)
+        else ((r.task, r) for r in results_or_scores)
+    )
     tasks: dict[str, Score] = {}
     for name, value in items:
         if V.is_variant(name) or (isinstance(value, H6Result) and V.is_variant(value.task)):

@@ -72,8 +72,12 @@ _H6_FIELDS: dict[str, dict[str, Any]] = {
     "th_winogrande": {"sentence": str, "option1": str, "option2": str, "answer": (str, int)},
     "th_gsm8k": {"question": str, "answer": str},
 }
-_H6_JSON_FIELDS = {"th_arc": ("choices",), "th_hellaswag": ("endings",), "th_mmlu": ("choices",),
-                   "th_truthfulqa": ("mc1_targets", "mc2_targets")}
+_H6_JSON_FIELDS = {
+    "th_arc": ("choices",),
+    "th_hellaswag": ("endings",),
+    "th_mmlu": ("choices",),
+    "th_truthfulqa": ("mc1_targets", "mc2_targets"),
+}
 
 
 def _str_list(value: Any, what: str, min_len: int = 1) -> str | None:
@@ -87,8 +91,13 @@ def _str_list(value: Any, what: str, min_len: int = 1) -> str | None:
 
 #: The gold index of each multiple-choice task: the functions the task specs score with (``h6.prompts``, the one
 #: implementation; ``h6.tasks`` builds its specs on them). TruthfulQA's true MC1 answer comes first (index 0).
-_GOLD = {"th_arc": P.arc_gold, "th_hellaswag": P.hellaswag_gold, "th_mmlu": P.mmlu_gold,
-         "th_winogrande": P.winogrande_gold, "th_truthfulqa": lambda doc: 0}
+_GOLD = {
+    "th_arc": P.arc_gold,
+    "th_hellaswag": P.hellaswag_gold,
+    "th_mmlu": P.mmlu_gold,
+    "th_winogrande": P.winogrande_gold,
+    "th_truthfulqa": lambda doc: 0,
+}
 
 
 def _h6_gold(task: str, doc: Mapping[str, Any]) -> int:
@@ -115,7 +124,10 @@ def _h6_problem(task: str, rec: dict[str, Any]) -> tuple[str, str] | None:
             return "choices", f"{len(ch['text'])} texts but {len(ch['label'])} labels"
         gold = _h6_gold(task, rec)
         if rec["answerKey"].strip() not in ch["label"] or not 0 <= gold < len(ch["text"]):
-            return "answerKey", f"answerKey {rec['answerKey']!r} does not pick one of the {len(ch['text'])} choices (labels {ch['label']})"
+            return (
+                "answerKey",
+                f"answerKey {rec['answerKey']!r} does not pick one of the {len(ch['text'])} choices (labels {ch['label']})",
+            )
     elif task == "th_hellaswag":
         bad = _str_list(rec["endings"], "endings", 2)
         if bad:
@@ -137,8 +149,10 @@ def _h6_problem(task: str, rec: dict[str, Any]) -> tuple[str, str] | None:
             if bad:
                 return name, bad
             labels = t["labels"]
-            if not isinstance(labels, list) or len(labels) != len(t["choices"]) or any(
-                isinstance(x, bool) or x not in (0, 1) for x in labels
+            if (
+                not isinstance(labels, list)
+                or len(labels) != len(t["choices"])
+                or any(isinstance(x, bool) or x not in (0, 1) for x in labels)
             ):
                 return name, f"{name}.labels must be {len(t['choices'])} values 0/1, got {labels!r:.80}"
         if rec["mc1_targets"]["labels"][0] != 1 or sum(rec["mc1_targets"]["labels"]) != 1:
@@ -213,7 +227,9 @@ def load_h6_task(source: str | Path, task: str) -> H6TaskData:
         doc_path = _require(directory, f"{folder}_{scored}")
         pool_path = _fewshot_file(directory, folder, fewshot_splits, False) if fewshot_splits else None
         if fewshot_splits and pool_path is None:
-            raise ThaiEvalDataError(f"few-shot file not found (tried {', '.join(fewshot_splits)})", path=directory / folder)
+            raise ThaiEvalDataError(
+                f"few-shot file not found (tried {', '.join(fewshot_splits)})", path=directory / folder
+            )
         docs = _read_h6_file(task, doc_path)
         pool = _read_h6_file(task, pool_path) if pool_path else []
         files = [doc_path] + ([pool_path] if pool_path else [])

@@ -68,7 +68,10 @@ class H6Result:
 
     def subject_table(self) -> pd.DataFrame:
         """MMLU per-subject accuracy (x 100) with standard errors and sizes."""
-        rows = [{"subject": k, "acc": 100 * s.value, "stderr": _x100(s.stderr), "n": s.n} for k, s in self.subject_scores.items()]
+        rows = [
+            {"subject": k, "acc": 100 * s.value, "stderr": _x100(s.stderr), "n": s.n}
+            for k, s in self.subject_scores.items()
+        ]
         return pd.DataFrame(rows, columns=["subject", "acc", "stderr", "n"])
 
     def __str__(self) -> str:
@@ -99,8 +102,9 @@ def _bos(model: Model, add_bos_token: bool | None) -> Iterator[None]:
     try:
         model.add_bos_token = add_bos_token  # type: ignore[attr-defined]
     except AttributeError:
-        raise ValueError(f"model has add_bos_token={current!r} and it cannot be changed; load it with "
-                         f"add_bos_token={add_bos_token}") from None
+        raise ValueError(
+            f"model has add_bos_token={current!r} and it cannot be changed; load it with add_bos_token={add_bos_token}"
+        ) from None
     try:
         yield
     finally:
@@ -108,13 +112,21 @@ def _bos(model: Model, add_bos_token: bool | None) -> Iterator[None]:
             model.add_bos_token = current  # type: ignore[attr-defined]
 
 
-def _config(spec: T.TaskSpec, model: Model, protocol: H6Protocol, k: int, docs: list[dict], pool: T.Pool,
-            in_memory: bool) -> dict[str, Any]:
+def _config(
+    spec: T.TaskSpec, model: Model, protocol: H6Protocol, k: int, docs: list[dict], pool: T.Pool, in_memory: bool
+) -> dict[str, Any]:
     """The run's config: every option that changes this task's numbers (the run folder hashes it)."""
     sampler, seed = spec.sampler(protocol)
     bos = protocol.add_bos_token if protocol.add_bos_token is not None else getattr(model, "add_bos_token", False)
-    config: dict[str, Any] = {"task": spec.name, "num_fewshot": k, "sampler": sampler, "fewshot_seed": seed,
-                              "add_bos_token": bool(bos), "acc_norm": "unicode code points", **spec.config(protocol)}
+    config: dict[str, Any] = {
+        "task": spec.name,
+        "num_fewshot": k,
+        "sampler": sampler,
+        "fewshot_seed": seed,
+        "add_bos_token": bool(bos),
+        "acc_norm": "unicode code points",
+        **spec.config(protocol),
+    }
     if in_memory:  # docs passed in memory: their content identifies the run
         config["docs_sha256"] = sha256_text(canonical_json([docs, pool]))
     return config
@@ -156,9 +168,11 @@ def evaluate(
     if chunk_size < 1:
         raise ValueError("chunk_size must be at least 1")
     if spec.uses_loglikelihood and not isinstance(model, LoglikelihoodModel):
-        raise ThaiEvalError(f"{spec.name} scores answer choices by log-likelihood: {model_label(model)!r} "
-                            "has none (API models can run th_gsm8k, or the labelled generative-mc variant: "
-                            "H6Protocol(variants=['generative-mc']))")
+        raise ThaiEvalError(
+            f"{spec.name} scores answer choices by log-likelihood: {model_label(model)!r} "
+            "has none (API models can run th_gsm8k, or the labelled generative-mc variant: "
+            "H6Protocol(variants=['generative-mc']))"
+        )
     tmpl, docs, pool, files, source, k, shots = _prepare(spec, data, protocol, fewshot_pool)
     if spec.uses_loglikelihood:
         prepare_loglikelihood(model)  # a served model's order probe: before the run card records its identity
@@ -167,31 +181,64 @@ def evaluate(
     docs_run = _DocRun(spec, docs, pool, shots, tmpl, protocol, spec.model_call(model, protocol))
     # every selected document's requests are built (and so checked) before the run folder exists
     keys = {i: f"{i}-{docs_run.requests(i).sha256[:16]}" for i in selected}
-    with RunStore.open(model.name, f"thai_h6/{spec.name}", config, model_identity=getattr(model, "identity", None),
-                       data_files=files, prompt_templates=tmpl, outputs=outputs) as store, _bos(model, protocol.add_bos_token), \
-            _thinking(model, protocol, spec) as support:
-        outcome = run_items(store, selected, keys.__getitem__, docs_run.call, batch_size=chunk_size, desc=spec.name,
-                            progress=progress, prepare=docs_run.inputs, finish=docs_run.records,
-                            fields=_record_fields(spec))
+    with (
+        RunStore.open(
+            model.name,
+            f"thai_h6/{spec.name}",
+            config,
+            model_identity=getattr(model, "identity", None),
+            data_files=files,
+            prompt_templates=tmpl,
+            outputs=outputs,
+        ) as store,
+        _bos(model, protocol.add_bos_token),
+        _thinking(model, protocol, spec) as support,
+    ):
+        outcome = run_items(
+            store,
+            selected,
+            keys.__getitem__,
+            docs_run.call,
+            batch_size=chunk_size,
+            desc=spec.name,
+            progress=progress,
+            prepare=docs_run.inputs,
+            finish=docs_run.records,
+            fields=_record_fields(spec),
+        )
         table = _table(spec, records := outcome.in_order())
         limited = limit is not None and len(selected) < len(docs)
         scores, subjects = spec.scores(table, spec.signature(config, limit=len(table) if limited else None), protocol)
         summary: dict[str, Any] = {
-            "task": spec.name, "source": source, "n": len(table), "n_docs": len(docs), "limit": limit,
+            "task": spec.name,
+            "source": source,
+            "n": len(table),
+            "n_docs": len(docs),
+            "limit": limit,
             "scores": {name: s.to_dict() for name, s in scores.items()},
             "subjects": {name: s.to_dict() for name, s in subjects.items()},
             **(_replies(records, protocol, support) if not spec.uses_loglikelihood else {}),
         }
         store.write_summary(summary)
-    return H6Result(spec.name, table, scores, config, store.root, subjects, limit=limit if limited else None,
-                    replies=summary.get("replies"))
+    return H6Result(
+        spec.name,
+        table,
+        scores,
+        config,
+        store.root,
+        subjects,
+        limit=limit if limited else None,
+        replies=summary.get("replies"),
+    )
 
 
 def _replies(records: list[dict[str, Any]], protocol: H6Protocol, support: dict[str, str]) -> dict[str, Any]:
     """GSM8K's thinking and answers-in-Thai summary entries: the option and what the model did with it, and the
     stored raw completions' (``generation``) thinking counts and answers-in-Thai rate."""
-    return {"thinking": summary_entry(protocol.thinking, support),
-            "replies": reply_stats(records, "generation", protocol.thinking)}
+    return {
+        "thinking": summary_entry(protocol.thinking, support),
+        "replies": reply_stats(records, "generation", protocol.thinking),
+    }
 
 
 @contextmanager
@@ -213,8 +260,9 @@ def _thinking(model: Model, protocol: H6Protocol, spec: T.TaskSpec) -> Iterator[
         yield support
 
 
-def _prepare(spec: T.TaskSpec, data: H6Source, protocol: H6Protocol,
-             fewshot_pool: T.Pool) -> tuple[dict[str, str], list[dict], T.Pool, list[Path], str, int, list[list[int]]]:
+def _prepare(
+    spec: T.TaskSpec, data: H6Source, protocol: H6Protocol, fewshot_pool: T.Pool
+) -> tuple[dict[str, str], list[dict], T.Pool, list[Path], str, int, list[list[int]]]:
     """(templates, docs, pool, data files, source label, shots k, every document's few-shot indices) of a task."""
     tmpl = T.templates_for(spec, protocol.templates)
     docs, pool, files, source = _resolve_data(spec, data, fewshot_pool)
@@ -233,8 +281,14 @@ class DocumentRequests:
     requests: T.DocRequests
 
 
-def document_requests(task: str, data: H6Source, protocol: H6Protocol = LEADERBOARD, *, fewshot_pool: T.Pool = None,
-                      limit: int | None = None) -> list[DocumentRequests]:
+def document_requests(
+    task: str,
+    data: H6Source,
+    protocol: H6Protocol = LEADERBOARD,
+    *,
+    fewshot_pool: T.Pool = None,
+    limit: int | None = None,
+) -> list[DocumentRequests]:
     """Every selected document's requests exactly as :func:`evaluate` builds them (same few-shot draws, templates
     and ``limit`` selection), without a model: for cost estimates (``thai-eval run --dry-run``) and for
     rebuilding what a stored run asked (the lm-eval export's ``arguments``)."""
@@ -250,8 +304,9 @@ def _no_model(inputs: list[Any]) -> list[Any]:
 
 def _record_fields(spec: T.TaskSpec) -> dict[str, type | tuple[type, ...]]:
     """The fields (and types) a stored record must have to be reused: the model's output and the metrics."""
-    output: dict[str, type | tuple[type, ...]] = {"lls": list, "is_greedy": list} if spec.uses_loglikelihood \
-        else {"generation": str}
+    output: dict[str, type | tuple[type, ...]] = (
+        {"lls": list, "is_greedy": list} if spec.uses_loglikelihood else {"generation": str}
+    )
     return {**output, **{m: (int, float) for m in spec.metrics}}
 
 
@@ -275,12 +330,14 @@ class _DocRun:
             return self.built[i]
         doc = self.docs[i]
         try:
-            self.built[i] = self.spec.requests(doc, [self.spec.pool_for(self.pool, doc)[j] for j in self.shots[i]],
-                                               self.templates)
+            self.built[i] = self.spec.requests(
+                doc, [self.spec.pool_for(self.pool, doc)[j] for j in self.shots[i]], self.templates
+            )
             return self.built[i]
         except T.DocError as exc:
-            raise ThaiEvalDataError(f"{self.spec.name} doc {i} (or one of its few-shot examples): {exc}", row=i,
-                                    field=exc.field) from None
+            raise ThaiEvalDataError(
+                f"{self.spec.name} doc {i} (or one of its few-shot examples): {exc}", row=i, field=exc.field
+            ) from None
 
     def inputs(self, batch: list[int]) -> list[Any]:
         """What one model call gets for the batch (``prepare`` of ``run_items``; the run loop makes the call)."""
@@ -324,8 +381,13 @@ def record_gold(spec: T.TaskSpec, doc: Mapping[str, Any]) -> int | str:
 def _table(spec: T.TaskSpec, records: list[dict[str, Any]]) -> pd.DataFrame:
     """Per-item table of the stored records (computed once, when each document finished), metric columns last;
     the stored document row (``doc_row``) stays in ``items.jsonl`` (``doc`` indexes the data)."""
-    rows = [{**{k: v for k, v in rec.items() if k not in spec.metrics and k != "doc_row"},
-             **{k: v for k, v in rec.items() if k in spec.metrics}} for rec in records]
+    rows = [
+        {
+            **{k: v for k, v in rec.items() if k not in spec.metrics and k != "doc_row"},
+            **{k: v for k, v in rec.items() if k in spec.metrics},
+        }
+        for rec in records
+    ]
     return pd.DataFrame(rows)
 
 
@@ -358,8 +420,9 @@ def evaluate_tasks(
     out = {}
     for name in [t for t in TASKS if t in names]:
         task_limit = (limits or {}).get(name, limit)
-        res = evaluate(model, name, source, protocol, limit=task_limit, chunk_size=chunk_size, outputs=outputs,
-                       progress=progress)
+        res = evaluate(
+            model, name, source, protocol, limit=task_limit, chunk_size=chunk_size, outputs=outputs, progress=progress
+        )
         out[res.task] = res
     return out
 
@@ -376,7 +439,30 @@ def scores_frame(results: Mapping[str, H6Result] | Iterable[H6Result]) -> pd.Dat
         if replies["thai_rate"] is not None:
             replies["thai_rate"] = 100 * replies["thai_rate"]
         for metric, s in res.scores.items():
-            rows.append({"task": V.label(res.task), "metric": metric, "value": 100 * s.value, "stderr": _x100(s.stderr),
-                         "n": s.n, "headline": metric == head, **replies, "signature": s.signature})
-    return pd.DataFrame(rows, columns=["task", "metric", "value", "stderr", "n", "headline", "thai_rate", "thai_n",
-                                       "n_thinking_unclosed", "signature"])
+            rows.append(
+                {
+                    "task": V.label(res.task),
+                    "metric": metric,
+                    "value": 100 * s.value,
+                    "stderr": _x100(s.stderr),
+                    "n": s.n,
+                    "headline": metric == head,
+                    **replies,
+                    "signature": s.signature,
+                }
+            )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "task",
+            "metric",
+            "value",
+            "stderr",
+            "n",
+            "headline",
+            "thai_rate",
+            "thai_n",
+            "n_thinking_unclosed",
+            "signature",
+        ],
+    )

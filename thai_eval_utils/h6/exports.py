@@ -68,8 +68,15 @@ class H6Exports:
             out["gsm8k_max_new_tokens"] = (options or {})["max_new_tokens"]
         return out
 
-    def dry_run(self, data: Path, tokenizer: TokenCounter, *, tasks: tuple[str, ...] = (), limit: int | None,
-                max_new_tokens: int | None) -> list[dict[str, Any]]:
+    def dry_run(
+        self,
+        data: Path,
+        tokenizer: TokenCounter,
+        *,
+        tasks: tuple[str, ...] = (),
+        limit: int | None,
+        max_new_tokens: int | None,
+    ) -> list[dict[str, Any]]:
         """One row per task (the notebook's defaults: LB protocol, no BOS): documents and log-likelihood requests
         built by :func:`~thai_eval_utils.h6.document_requests` as the run builds them, their tokens (fed / tree);
         GSM8K's prompt tokens and generation budget."""
@@ -85,9 +92,12 @@ class H6Exports:
                 if (counts := tokenizer.count_requests(requests, add_bos_token=False)) is not None:
                     row.update(fed_tokens=counts["fed"], tree_tokens=counts["tree"])
             else:
-                row.update(generations=len(docs), max_new_tokens=protocol.max_new_tokens,
-                           fed_tokens=tokenizer.count([d.requests.prompt for d in docs]),
-                           prompt_chars=sum(len(d.requests.prompt) for d in docs))
+                row.update(
+                    generations=len(docs),
+                    max_new_tokens=protocol.max_new_tokens,
+                    fed_tokens=tokenizer.count([d.requests.prompt for d in docs]),
+                    prompt_chars=sum(len(d.requests.prompt) for d in docs),
+                )
             rows.append(row)
         return rows
 
@@ -95,6 +105,10 @@ class H6Exports:
         """Thai-H6 again with the second of :data:`DEMO_COMPARE_SEEDS` on :data:`DEMO_COMPARE_TASKS`, compared with
         the first seed's run."""
         seed_a, seed_b = DEMO_COMPARE_SEEDS
-        return DemoComparison(notebook="thai_h6.ipynb", variant=f"fewshot_seed{seed_b}",
-                              parameters={"tasks": list(DEMO_COMPARE_TASKS), "fewshot_seed": seed_b},
-                              where_a={"fewshot_seed": seed_a}, name=f"fewshot_seed{seed_a}_vs_{seed_b}")
+        return DemoComparison(
+            notebook="thai_h6.ipynb",
+            variant=f"fewshot_seed{seed_b}",
+            parameters={"tasks": list(DEMO_COMPARE_TASKS), "fewshot_seed": seed_b},
+            where_a={"fewshot_seed": seed_a},
+            name=f"fewshot_seed{seed_a}_vs_{seed_b}",
+        )

@@ -55,8 +55,11 @@ def load_run_data(run: StoredRun, folder: Path | None) -> H6Data:
         templates = T.templates_for(spec, (run.card.get("config") or {}).get("templates"))
         exact = {k: sha256_text(v) for k, v in templates.items()} == (run.card.get("prompt_template_sha256") or {})
         return H6Data(list(data.docs), spec.pool_of(data), templates, exact_templates=exact)
-    return H6Data(None, missing="the run's data files are not at hand (no folder with files of the hashes in its "
-                                "run card): question, choices and gold come from the records only")
+    return H6Data(
+        None,
+        missing="the run's data files are not at hand (no folder with files of the hashes in its "
+        "run card): question, choices and gold come from the records only",
+    )
 
 
 def answer_texts(spec: T.TaskSpec, doc: Mapping[str, Any], *, mc2: bool = True) -> list[str]:
@@ -85,8 +88,9 @@ def fewshot_examples(spec: T.TaskSpec, data: H6Data, doc: Mapping[str, Any]) -> 
         return pool_id, []
 
 
-def h6_items(run: StoredRun, records: list[dict[str, Any]], metric: str, data: H6Data,
-             pools: dict[str, list[str]]) -> list[ItemView]:
+def h6_items(
+    run: StoredRun, records: list[dict[str, Any]], metric: str, data: H6Data, pools: dict[str, list[str]]
+) -> list[ItemView]:
     """One browser item per record; few-shot pools are added to ``pools`` once and referenced by id."""
     spec = T.get_task(run.task)
     out = []
@@ -99,8 +103,13 @@ def h6_items(run: StoredRun, records: list[dict[str, Any]], metric: str, data: H
             note = "question resolved from the data files (the record predates stored documents)"
         elif doc is None:
             note = data.missing
-        item = ItemView(task=spec.name, key=str(i), value=float(rec[metric]), subject=rec.get("subject"),
-                        prompt_hash=rec.get("prompt_sha256", "")[:16])
+        item = ItemView(
+            task=spec.name,
+            key=str(i),
+            value=float(rec[metric]),
+            subject=rec.get("subject"),
+            prompt_hash=rec.get("prompt_sha256", "")[:16],
+        )
         if metric in BINARY_METRICS:
             item.correct = bool(rec[metric] == 1.0)
         if "lls" in rec:
@@ -124,7 +133,11 @@ def h6_items(run: StoredRun, records: list[dict[str, Any]], metric: str, data: H
                     pools.setdefault(pool_id, examples)
                     item.fewshot = [pool_id, list(rec["shots"])]
             if data.docs is not None and not data.exact_templates:
-                note = "; ".join(filter(None, [note, "the run used other prompt templates: the prompt is shown with the default ones"]))
+                note = "; ".join(
+                    filter(
+                        None, [note, "the run used other prompt templates: the prompt is shown with the default ones"]
+                    )
+                )
         item.gold = gold
         item.note = note or None
         out.append(item)

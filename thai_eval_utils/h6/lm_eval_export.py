@@ -43,9 +43,12 @@ def protocol_of(card: Mapping[str, Any]) -> H6Protocol:
     """The :class:`H6Protocol` a Thai-H6 run card's config records (the options its numbers depend on)."""
     c = card.get("config") or {}
     sampler = c.get("sampler") if c.get("sampler") in ("lb", "h") else "lb"
-    options: dict[str, Any] = {"num_fewshot": c.get("num_fewshot"), "sampler": sampler,
-                               "fewshot_seed": c.get("fewshot_seed") if c.get("sampler") in ("lb", "h") else None,
-                               "add_bos_token": c.get("add_bos_token")}
+    options: dict[str, Any] = {
+        "num_fewshot": c.get("num_fewshot"),
+        "sampler": sampler,
+        "fewshot_seed": c.get("fewshot_seed") if c.get("sampler") in ("lb", "h") else None,
+        "add_bos_token": c.get("add_bos_token"),
+    }
     for key in ("mc2", "mmlu_average", "gsm8k_stops", "max_new_tokens"):
         if c.get(key) is not None:
             options[key] = tuple(c[key]) if key == "gsm8k_stops" else c[key]
@@ -57,9 +60,12 @@ def _task_data(run: StoredRun, data: str | Path | None) -> H6TaskData:
     loaded = find_run_data(run.card, run.task, [data] if data else [])
     if loaded is None:
         tried = [str(t) for t in run_data_roots(run.card, [data] if data else [])]
-        raise ThaiEvalDataError(f"no data with the hashes recorded for {run.benchmark} (tried {tried}); pass --data "
-                                "with the Thai-H6 folder the run scored", path=run.dir / "run_card.json",
-                                field="data_files")
+        raise ThaiEvalDataError(
+            f"no data with the hashes recorded for {run.benchmark} (tried {tried}); pass --data "
+            "with the Thai-H6 folder the run scored",
+            path=run.dir / "run_card.json",
+            field="data_files",
+        )
     return loaded
 
 
@@ -69,8 +75,11 @@ def _documents(run: StoredRun, data: str | Path | None) -> dict[int, DocumentReq
     templates = T.templates_for(spec)
     recorded = run.card.get("prompt_template_sha256") or {}
     if recorded and recorded != {k: sha256_text(v) for k, v in templates.items()}:
-        raise ThaiEvalDataError(f"{run.benchmark} ran with other prompt templates than thai-eval's; its arguments "
-                                "cannot be rebuilt", path=run.dir / "run_card.json", field="prompt_template_sha256")
+        raise ThaiEvalDataError(
+            f"{run.benchmark} ran with other prompt templates than thai-eval's; its arguments cannot be rebuilt",
+            path=run.dir / "run_card.json",
+            field="prompt_template_sha256",
+        )
     return {d.index: d for d in document_requests(spec.name, _task_data(run, data), protocol_of(run.card))}
 
 
@@ -127,29 +136,56 @@ def samples(run: StoredRun, data: str | Path | None = None) -> list[dict[str, An
     for rec in sorted(run.records(), key=doc_index):
         built = docs.get(doc_index(rec))
         if built is None or built.requests.sha256 != rec.get("prompt_sha256"):
-            raise ThaiEvalDataError(f"{run.benchmark} doc {doc_index(rec)}: the rebuilt prompt differs from the stored "
-                                    "one (other data or protocol)", path=run.dir / "items.jsonl", field="prompt_sha256")
+            raise ThaiEvalDataError(
+                f"{run.benchmark} doc {doc_index(rec)}: the rebuilt prompt differs from the stored "
+                "one (other data or protocol)",
+                path=run.dir / "items.jsonl",
+                field="prompt_sha256",
+            )
         doc = lm_eval_doc(spec, stored_doc(rec) or built.doc)
         target = lm_eval_target(spec, doc)
         common = {"doc_id": doc_index(rec), "doc": doc, "target": target}
         doc_hash = sha256_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str))
         if isinstance(spec, T.GenerationTask):
-            gen_kwargs = {"until": list(protocol.gsm8k_stops), "max_gen_toks": protocol.max_new_tokens,
-                          "do_sample": False, "temperature": 0.0}
+            gen_kwargs = {
+                "until": list(protocol.gsm8k_stops),
+                "max_gen_toks": protocol.max_new_tokens,
+                "do_sample": False,
+                "temperature": 0.0,
+            }
             for metric, (name, filt) in GSM8K_METRICS.items():
-                out.append({**common, "arguments": {"gen_args_0": {"arg_0": built.requests.prompt, "arg_1": gen_kwargs}},
-                            "resps": [[str(rec.get("generation", ""))]], "filtered_resps": [str(rec.get(GSM8K_FILTERED[filt]))],
-                            "filter": filt, "metrics": [name], "doc_hash": doc_hash,
-                            "prompt_hash": sha256_text(built.requests.prompt), "target_hash": sha256_text(target),
-                            name: float(rec[metric])})  # fmt: skip
+                out.append(
+                    {
+                        **common,
+                        "arguments": {"gen_args_0": {"arg_0": built.requests.prompt, "arg_1": gen_kwargs}},
+                        "resps": [[str(rec.get("generation", ""))]],
+                        "filtered_resps": [str(rec.get(GSM8K_FILTERED[filt]))],
+                        "filter": filt,
+                        "metrics": [name],
+                        "doc_hash": doc_hash,
+                        "prompt_hash": sha256_text(built.requests.prompt),
+                        "target_hash": sha256_text(target),
+                        name: float(rec[metric]),
+                    }
+                )
             continue
         pairs = built.requests.requests
         resps = [[[str(float(ll)), str(bool(g))]] for ll, g in zip(rec["lls"], rec["is_greedy"])]
         metrics = {m: float(rec[m]) for m in ordered_metrics(spec.metrics) if m in rec}
-        out.append({**common, "arguments": {f"gen_args_{i}": {"arg_0": c, "arg_1": x} for i, (c, x) in enumerate(pairs)},
-                    "resps": resps, "filtered_resps": [r[0] for r in resps], "filter": "none", "metrics": list(metrics),
-                    "doc_hash": doc_hash, "prompt_hash": sha256_text(pairs[0][0]), "target_hash": sha256_text(target),
-                    **metrics})  # fmt: skip
+        out.append(
+            {
+                **common,
+                "arguments": {f"gen_args_{i}": {"arg_0": c, "arg_1": x} for i, (c, x) in enumerate(pairs)},
+                "resps": resps,
+                "filtered_resps": [r[0] for r in resps],
+                "filter": "none",
+                "metrics": list(metrics),
+                "doc_hash": doc_hash,
+                "prompt_hash": sha256_text(pairs[0][0]),
+                "target_hash": sha256_text(target),
+                **metrics,
+            }
+        )
     return out
 
 
@@ -183,21 +219,32 @@ def task_config(run: StoredRun, results: Mapping[str, Any] | None = None) -> dic
     cfg = run.card.get("config") or {}
     split = fewshot_split(run)
     metrics = [k.split(",")[0] for k in (results or task_results(run)) if "," in k and "_stderr," not in k]
-    return redact({
-        "task": spec.name, "dataset_path": (run.summary or {}).get("source"), "test_split": H6_TASKS[spec.name][1],
-        "fewshot_split": split, "description": T.templates_for(spec).get("description", ""),
-        "target_delimiter": " ", "fewshot_delimiter": "\n\n",
-        "fewshot_config": {"sampler": "first_n" if spec.shots == "first_n" else "default", "split": split},
-        "num_fewshot": cfg.get("num_fewshot"),
-        "metric_list": [{"metric": m, "aggregation": "mean", "higher_is_better": True} for m in metrics],
-        "output_type": "generate_until" if isinstance(spec, T.GenerationTask) else "multiple_choice", "repeats": 1,
-        "metadata": {"version": __version__, "thai_eval_protocol": cfg},
-    })  # fmt: skip
+    return redact(
+        {
+            "task": spec.name,
+            "dataset_path": (run.summary or {}).get("source"),
+            "test_split": H6_TASKS[spec.name][1],
+            "fewshot_split": split,
+            "description": T.templates_for(spec).get("description", ""),
+            "target_delimiter": " ",
+            "fewshot_delimiter": "\n\n",
+            "fewshot_config": {"sampler": "first_n" if spec.shots == "first_n" else "default", "split": split},
+            "num_fewshot": cfg.get("num_fewshot"),
+            "metric_list": [{"metric": m, "aggregation": "mean", "higher_is_better": True} for m in metrics],
+            "output_type": "generate_until" if isinstance(spec, T.GenerationTask) else "multiple_choice",
+            "repeats": 1,
+            "metadata": {"version": __version__, "thai_eval_protocol": cfg},
+        }
+    )
 
 
 def lm_eval_task(run: StoredRun, data: str | Path | None = None) -> LmEvalTask:
     """The run as one lm-eval task: results and configs entries, its shots and its samples lines."""
     results = task_results(run)
-    return LmEvalTask(name=T.get_task(run.task).name, results=results, config=task_config(run, results),
-                      num_fewshot=int((run.card.get("config") or {}).get("num_fewshot") or 0),
-                      samples=samples(run, data))
+    return LmEvalTask(
+        name=T.get_task(run.task).name,
+        results=results,
+        config=task_config(run, results),
+        num_fewshot=int((run.card.get("config") or {}).get("num_fewshot") or 0),
+        samples=samples(run, data),
+    )

@@ -146,7 +146,13 @@ def macro_average(name: str, parts: Mapping[str, Score], signature: str = "") ->
 
 
 def task_scores(
-    task: str, metrics: Sequence[str], table: Any, signature: str = "", *, by_subject: bool = False, average: str = "macro"
+    task: str,
+    metrics: Sequence[str],
+    table: Any,
+    signature: str = "",
+    *,
+    by_subject: bool = False,
+    average: str = "macro",
 ) -> tuple[dict[str, Score], dict[str, Score]]:
     """A task's scores from its per-item table (a DataFrame with one column per metric).
 

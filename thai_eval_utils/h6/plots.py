@@ -23,11 +23,23 @@ def _scores_frame(scores: H6Score | Mapping[str, H6Score], average: bool) -> pd.
         for task in TASKS:
             if task in s.tasks:
                 sc: Score = s.tasks[task]
-                rows.append({"model": model, "task": task, "score": 100 * sc.value,
-                             "stderr": math.nan if sc.stderr is None else 100 * sc.stderr})
+                rows.append(
+                    {
+                        "model": model,
+                        "task": task,
+                        "score": 100 * sc.value,
+                        "stderr": math.nan if sc.stderr is None else 100 * sc.stderr,
+                    }
+                )
         if average:
-            rows.append({"model": model, "task": AVERAGE_COLUMN, "score": s.value,
-                         "stderr": math.nan if s.stderr is None else s.stderr})
+            rows.append(
+                {
+                    "model": model,
+                    "task": AVERAGE_COLUMN,
+                    "score": s.value,
+                    "stderr": math.nan if s.stderr is None else s.stderr,
+                }
+            )
     return pd.DataFrame(rows, columns=["model", "task", "score", "stderr"])
 
 
@@ -51,6 +63,7 @@ def task_scores_figure(
     import matplotlib.pyplot as plt
     import seaborn as sns
     from matplotlib.container import BarContainer
+
     if isinstance(scores, Mapping) and scores and not all(isinstance(v, H6Score) for v in scores.values()):
         scores = thai_h6_score(scores)
     df = _scores_frame(scores, average)

@@ -115,7 +115,9 @@ def hellaswag_gold(doc: Mapping[str, Any]) -> int:
 
 # --- MMLU (LB hendrycks_test.py) ------------------------------------------------------------------------------
 def mmlu_text(doc: Mapping[str, Any], templates: Mapping[str, str]) -> str:
-    opts = "".join(templates["option"].format(letter=letter, choice=c) for letter, c in zip(MMLU_LETTERS, get(doc, "choices")))
+    opts = "".join(
+        templates["option"].format(letter=letter, choice=c) for letter, c in zip(MMLU_LETTERS, get(doc, "choices"))
+    )
     return templates["query"].format(question=get(doc, "question").strip(), options=opts)
 
 

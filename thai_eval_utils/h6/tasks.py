@@ -151,12 +151,17 @@ class TaskSpec:
             for i, doc in enumerate(docs):
                 n_pool = len(self.pool_for(pool, doc))
                 if n_pool < k:
-                    raise ThaiEvalDataError(f"{k} shots requested, the few-shot pool of subject {doc.get('subject')!r} "
-                                            f"has {n_pool}", row=i, field="subject")
+                    raise ThaiEvalDataError(
+                        f"{k} shots requested, the few-shot pool of subject {doc.get('subject')!r} has {n_pool}",
+                        row=i,
+                        field="subject",
+                    )
             return [list(range(k)) for _ in docs]
         n_pool = len(pool or [])
         if n_pool < k:
-            raise ThaiEvalDataError(f"{self.name}: {k} shots requested from a few-shot pool of {n_pool} (pass num_fewshot)")
+            raise ThaiEvalDataError(
+                f"{self.name}: {k} shots requested from a few-shot pool of {n_pool} (pass num_fewshot)"
+            )
         name, seed = self.sampler(protocol)
         return draw_shots(name, len(docs), n_pool, k, seed)
 
@@ -172,7 +177,9 @@ class TaskSpec:
         desc = P.mmlu_description(doc, templates) + P.FEWSHOT_DELIMITER if "description" in templates else ""
         return desc + P.FEWSHOT_DELIMITER.join(parts)
 
-    def requests(self, doc: Mapping[str, Any], shots: Sequence[Mapping[str, Any]], templates: Mapping[str, str]) -> DocRequests:
+    def requests(
+        self, doc: Mapping[str, Any], shots: Sequence[Mapping[str, Any]], templates: Mapping[str, str]
+    ) -> DocRequests:
         """The requests of ``doc`` given its few-shot examples ``shots`` (in prompt order)."""
         raise NotImplementedError
 
@@ -192,8 +199,9 @@ class TaskSpec:
     def outputs(self, batch: Sequence[DocRequests], results: Sequence[Any]) -> list[dict[str, Any]]:
         """The model's answers to :meth:`model_inputs` split per document: ``lls`` and ``is_greedy``."""
         if len(results) != sum(len(r.requests) for r in batch):
-            raise RuntimeError(f"model returned {len(results)} log-likelihoods for "
-                               f"{sum(len(r.requests) for r in batch)} requests")
+            raise RuntimeError(
+                f"model returned {len(results)} log-likelihoods for {sum(len(r.requests) for r in batch)} requests"
+            )
         out, pos = [], 0
         for r in batch:
             part = results[pos : pos + len(r.requests)]
@@ -205,10 +213,13 @@ class TaskSpec:
         """Metric values (and gold, predictions) of one document from its model output."""
         raise NotImplementedError
 
-    def scores(self, table: pd.DataFrame, signature: str, protocol: H6Protocol) -> tuple[dict[str, Score], dict[str, Score]]:
+    def scores(
+        self, table: pd.DataFrame, signature: str, protocol: H6Protocol
+    ) -> tuple[dict[str, Score], dict[str, Score]]:
         """(metric -> Score, headline first; subject -> accuracy Score, by subject only)."""
-        return M.task_scores(self.name, self.metrics, table, signature, by_subject=self.by_subject,
-                             average=protocol.mmlu_average)
+        return M.task_scores(
+            self.name, self.metrics, table, signature, by_subject=self.by_subject, average=protocol.mmlu_average
+        )
 
     def signature(self, config: Mapping[str, Any], limit: int | None = None) -> str:
         """A sacrebleu-style signature of the options behind a score, e.g.
@@ -283,8 +294,9 @@ class WinograndeTask(TaskSpec):
         prefix = ctx.split(P.FEWSHOT_DELIMITER)[:-1]
         target = P.TARGET_DELIMITER + P.winogrande_target(doc)
         options = (P.get(doc, "option1"), P.get(doc, "option2"))
-        return DocRequests(ctx, tuple((P.FEWSHOT_DELIMITER.join([*prefix, P.winogrande_context(doc, o)]), target)
-                                      for o in options))
+        return DocRequests(
+            ctx, tuple((P.FEWSHOT_DELIMITER.join([*prefix, P.winogrande_context(doc, o)]), target) for o in options)
+        )
 
     def score(self, doc, output, protocol) -> dict[str, Any]:
         g, pred = P.winogrande_gold(doc), M.argmax_first(output["lls"])
@@ -304,8 +316,9 @@ class GenerationTask(TaskSpec):
         return DocRequests(self.context(doc, shots, templates))
 
     def model_call(self, model: Model, protocol: H6Protocol) -> Callable[[list[Any]], list[Any]]:
-        return partial(model.generate, max_new_tokens=protocol.max_new_tokens, stop=list(protocol.gsm8k_stops),
-                       temperature=0.0)
+        return partial(
+            model.generate, max_new_tokens=protocol.max_new_tokens, stop=list(protocol.gsm8k_stops), temperature=0.0
+        )
 
     def model_inputs(self, batch: Sequence[DocRequests]) -> list[Any]:
         return [r.prompt for r in batch]
@@ -324,41 +337,92 @@ class GenerationTask(TaskSpec):
 
     def config(self, protocol: H6Protocol) -> dict[str, Any]:
         """Stops, budget, decoding; the thinking option only when not the default (config ids of earlier runs)."""
-        return {"gsm8k_stops": list(protocol.gsm8k_stops), "max_new_tokens": protocol.max_new_tokens, "decoding": "greedy",
-                **config_entry(protocol.thinking)}
+        return {
+            "gsm8k_stops": list(protocol.gsm8k_stops),
+            "max_new_tokens": protocol.max_new_tokens,
+            "decoding": "greedy",
+            **config_entry(protocol.thinking),
+        }
 
     def _signature_extra(self, config: Mapping[str, Any]) -> str:
-        return (f"|stops:{'+'.join(config['gsm8k_stops'])}|max_new:{config['max_new_tokens']}"
-                f"|{option_of(config).signature()}")
+        return (
+            f"|stops:{'+'.join(config['gsm8k_stops'])}|max_new:{config['max_new_tokens']}"
+            f"|{option_of(config).signature()}"
+        )
 
 
 _QA = {"query": P.QUESTION_ANSWER_TEMPLATE}
 TASK_SPECS: dict[str, TaskSpec] = {
     s.name: s
     for s in (
-        ChoiceTask(name="th_arc", data_name="th_arc_challenge", num_fewshot=25, metrics=("acc_norm", "acc", "acc_bytes"),
-                   text=P.question_text, choices=P.arc_choices, gold=P.arc_gold, templates=_QA),
-        ChoiceTask(name="th_hellaswag", data_name="th_hellaswag", num_fewshot=10, metrics=("acc_norm", "acc", "acc_bytes"),
-                   text=P.hellaswag_text, choices=P.hellaswag_choices, gold=P.hellaswag_gold,
-                   templates={"query": P.HELLASWAG_TEMPLATE}),
-        ChoiceTask(name="th_mmlu", data_name="th_mmlu", num_fewshot=5, metrics=("acc", "acc_norm", "acc_bytes"),
-                   text=P.mmlu_text, choices=P.mmlu_choices, gold=P.mmlu_gold, shots="first_n", by_subject=True,
-                   templates={"description": P.MMLU_DESCRIPTION, "query": P.MMLU_TEMPLATE, "option": P.MMLU_OPTION_TEMPLATE}),
-        TruthfulQATask(name="th_truthfulqa", data_name="th_truthfulqa", num_fewshot=0,
-                       metrics=("mc2", "mc1", "mc2_lb", "mc2_mask"), text=P.truthfulqa_text, shots="none",
-                       templates={"preamble": P.TRUTHFULQA_QA_PROMPT, "query": P.TRUTHFULQA_TEMPLATE}),
-        WinograndeTask(name="th_winogrande", data_name="th_winogrande", num_fewshot=5, metrics=("acc",),
-                       text=P.winogrande_text),
-        GenerationTask(name="th_gsm8k", data_name="th_gsm8k", num_fewshot=5, metrics=("exact_match", "flexible_match"),
-                       text=P.question_text, templates=_QA),
+        ChoiceTask(
+            name="th_arc",
+            data_name="th_arc_challenge",
+            num_fewshot=25,
+            metrics=("acc_norm", "acc", "acc_bytes"),
+            text=P.question_text,
+            choices=P.arc_choices,
+            gold=P.arc_gold,
+            templates=_QA,
+        ),
+        ChoiceTask(
+            name="th_hellaswag",
+            data_name="th_hellaswag",
+            num_fewshot=10,
+            metrics=("acc_norm", "acc", "acc_bytes"),
+            text=P.hellaswag_text,
+            choices=P.hellaswag_choices,
+            gold=P.hellaswag_gold,
+            templates={"query": P.HELLASWAG_TEMPLATE},
+        ),
+        ChoiceTask(
+            name="th_mmlu",
+            data_name="th_mmlu",
+            num_fewshot=5,
+            metrics=("acc", "acc_norm", "acc_bytes"),
+            text=P.mmlu_text,
+            choices=P.mmlu_choices,
+            gold=P.mmlu_gold,
+            shots="first_n",
+            by_subject=True,
+            templates={"description": P.MMLU_DESCRIPTION, "query": P.MMLU_TEMPLATE, "option": P.MMLU_OPTION_TEMPLATE},
+        ),
+        TruthfulQATask(
+            name="th_truthfulqa",
+            data_name="th_truthfulqa",
+            num_fewshot=0,
+            metrics=("mc2", "mc1", "mc2_lb", "mc2_mask"),
+            text=P.truthfulqa_text,
+            shots="none",
+            templates={"preamble": P.TRUTHFULQA_QA_PROMPT, "query": P.TRUTHFULQA_TEMPLATE},
+        ),
+        WinograndeTask(
+            name="th_winogrande", data_name="th_winogrande", num_fewshot=5, metrics=("acc",), text=P.winogrande_text
+        ),
+        GenerationTask(
+            name="th_gsm8k",
+            data_name="th_gsm8k",
+            num_fewshot=5,
+            metrics=("exact_match", "flexible_match"),
+            text=P.question_text,
+            templates=_QA,
+        ),
     )
 }
 #: The six tasks in the paper's Table 4 order.
 TASKS = tuple(TASK_SPECS)
 #: Metrics each task reports (the headline first).
 TASK_METRICS = {name: spec.metrics for name, spec in TASK_SPECS.items()}
-_ALIASES = {"th_arc_challenge": "th_arc", "arc": "th_arc", "arc_challenge": "th_arc", "hellaswag": "th_hellaswag",
-            "mmlu": "th_mmlu", "truthfulqa": "th_truthfulqa", "winogrande": "th_winogrande", "gsm8k": "th_gsm8k"}
+_ALIASES = {
+    "th_arc_challenge": "th_arc",
+    "arc": "th_arc",
+    "arc_challenge": "th_arc",
+    "hellaswag": "th_hellaswag",
+    "mmlu": "th_mmlu",
+    "truthfulqa": "th_truthfulqa",
+    "winogrande": "th_winogrande",
+    "gsm8k": "th_gsm8k",
+}
 
 
 def get_task(name: str) -> TaskSpec:
@@ -396,19 +460,23 @@ def gold(spec: TaskSpec, doc: Mapping[str, Any]) -> int:
     raise ValueError(f"{spec.name} has no gold index")
 
 
-def fewshot_context(spec: TaskSpec, doc: Mapping[str, Any], shots: Sequence[Mapping[str, Any]],
-                    templates: Mapping[str, str]) -> str:
+def fewshot_context(
+    spec: TaskSpec, doc: Mapping[str, Any], shots: Sequence[Mapping[str, Any]], templates: Mapping[str, str]
+) -> str:
     """See :meth:`TaskSpec.context`."""
     return spec.context(doc, shots, templates)
 
 
-def build_requests(spec: TaskSpec, doc: Mapping[str, Any], shots: Sequence[Mapping[str, Any]],
-                   templates: Mapping[str, str]) -> DocRequests:
+def build_requests(
+    spec: TaskSpec, doc: Mapping[str, Any], shots: Sequence[Mapping[str, Any]], templates: Mapping[str, str]
+) -> DocRequests:
     """See :meth:`TaskSpec.requests`."""
     return spec.requests(doc, shots, templates)
 
 
-def process_results(spec: TaskSpec, doc: Mapping[str, Any], output: Any, *, protocol: H6Protocol = LEADERBOARD) -> dict[str, Any]:
+def process_results(
+    spec: TaskSpec, doc: Mapping[str, Any], output: Any, *, protocol: H6Protocol = LEADERBOARD
+) -> dict[str, Any]:
     """Metric values of one document from the model's output: the list of log-likelihoods (one per request) or,
     for GSM8K, the generated text."""
     return spec.score(doc, {"generation" if not spec.uses_loglikelihood else "lls": output}, protocol)

@@ -72,15 +72,20 @@ class ChatGenerationTask(T.GenerationTask):
         return T.DocRequests(query, messages=(*turns, ("user", query)))
 
     def model_call(self, model: Model, protocol: H6Protocol) -> Callable[[list[Any]], list[Any]]:
-        return partial(model.chat, max_new_tokens=protocol.max_new_tokens, stop=list(chat_stops(protocol)),
-                       temperature=0.0)
+        return partial(
+            model.chat, max_new_tokens=protocol.max_new_tokens, stop=list(chat_stops(protocol)), temperature=0.0
+        )
 
     def model_inputs(self, batch: Sequence[T.DocRequests]) -> list[Any]:
         return [_turns(r.messages) for r in batch]
 
     def config(self, protocol: H6Protocol) -> dict[str, Any]:
-        return {**super().config(protocol), "gsm8k_stops": list(chat_stops(protocol)), "variant": GSM8K_CHAT,
-                "format": "chat, few-shot as turns"}
+        return {
+            **super().config(protocol),
+            "gsm8k_stops": list(chat_stops(protocol)),
+            "variant": GSM8K_CHAT,
+            "format": "chat, few-shot as turns",
+        }
 
     def _signature_extra(self, config: Mapping[str, Any]) -> str:
         return f"|variant:{GSM8K_CHAT}" + super()._signature_extra(config)
@@ -138,13 +143,21 @@ class GenerativeChoiceTask(T.TaskSpec):
         return MC.score(output["generation"], gold, len(choices), protocol.thinking)
 
     def config(self, protocol: H6Protocol) -> dict[str, Any]:
-        return {**super().config(protocol), "variant": GENERATIVE_MC, "format": "chat, zero-shot, letter",
-                "choice_order": self.order, "max_new_tokens": protocol.max_new_tokens, "decoding": "greedy",
-                **config_entry(protocol.thinking)}
+        return {
+            **super().config(protocol),
+            "variant": GENERATIVE_MC,
+            "format": "chat, zero-shot, letter",
+            "choice_order": self.order,
+            "max_new_tokens": protocol.max_new_tokens,
+            "decoding": "greedy",
+            **config_entry(protocol.thinking),
+        }
 
     def _signature_extra(self, config: Mapping[str, Any]) -> str:
-        return (f"|variant:{GENERATIVE_MC}{super()._signature_extra(config)}|max_new:{config['max_new_tokens']}"
-                f"|{option_of(config).signature()}")
+        return (
+            f"|variant:{GENERATIVE_MC}{super()._signature_extra(config)}|max_new:{config['max_new_tokens']}"
+            f"|{option_of(config).signature()}"
+        )
 
 
 # --- each choice task's question and choices (the machinery is tasks.generative_mc's) --------------------------
@@ -181,10 +194,21 @@ _OPTIONS: dict[str, tuple[Question, Options]] = {
 def _generative(base: T.TaskSpec) -> GenerativeChoiceTask:
     question, options = _OPTIONS[base.name]
     return GenerativeChoiceTask(
-        name=f"{base.name}.{GENERATIVE_MC}", data_name=base.data_name, num_fewshot=0, metrics=("acc",), text=question,
-        templates={**base.templates, GENERATIVE_MC: MC.PROMPT}, shots="none", by_subject=base.by_subject,
-        base=base.name, question=question, options=options,
-        order="shuffled by question (tasks.generative_mc.shuffled)" if base.name == "th_truthfulqa" else "as in the data")
+        name=f"{base.name}.{GENERATIVE_MC}",
+        data_name=base.data_name,
+        num_fewshot=0,
+        metrics=("acc",),
+        text=question,
+        templates={**base.templates, GENERATIVE_MC: MC.PROMPT},
+        shots="none",
+        by_subject=base.by_subject,
+        base=base.name,
+        question=question,
+        options=options,
+        order="shuffled by question (tasks.generative_mc.shuffled)"
+        if base.name == "th_truthfulqa"
+        else "as in the data",
+    )
 
 
 def _chat(base: T.TaskSpec) -> ChatGenerationTask:

@@ -38,7 +38,8 @@ class H6Views:
     #: The H6 average (Table 4): unweighted over the six tasks, 0-100; fewer tasks make it partial.
     averages: ClassVar[tuple[Average, ...]] = (Average(AVERAGE, f"{NAME}/", expected=len(TASKS), scale=100.0),)
     leaderboard_tables: ClassVar[tuple[LeaderboardTable, ...]] = (
-        LeaderboardTable(TABLE, "Thai-H6 (0-100; Kim et al. Table 4)", ("thai_h6_avg", *TASKS)),)
+        LeaderboardTable(TABLE, "Thai-H6 (0-100; Kim et al. Table 4)", ("thai_h6_avg", *TASKS)),
+    )
 
     def holds_headlines(self, run: StoredRun) -> bool:
         """The runs of the paper's six tasks: a labelled variant's run (``th_gsm8k.chat``, ``<task>.generative-mc``:
@@ -56,15 +57,32 @@ class H6Views:
         rows = []
         for i, rec in enumerate(run.records()):
             if metric not in rec or "doc" not in rec:
-                raise ThaiEvalDataError(f"record lacks {metric!r} or 'doc'", path=run.dir / "items.jsonl", row=i, field=metric)
-            rows.append({"key": str(rec["doc"]), "value": float(rec[metric]), "store_key": rec["key"], "doc": int(rec["doc"]),
-                         "pred": rec.get("pred_norm" if metric == "acc_norm" else "pred"), "gold": rec.get("gold"),
-                         "generation": rec.get("generation"), "subject": rec.get("subject")})
+                raise ThaiEvalDataError(
+                    f"record lacks {metric!r} or 'doc'", path=run.dir / "items.jsonl", row=i, field=metric
+                )
+            rows.append(
+                {
+                    "key": str(rec["doc"]),
+                    "value": float(rec[metric]),
+                    "store_key": rec["key"],
+                    "doc": int(rec["doc"]),
+                    "pred": rec.get("pred_norm" if metric == "acc_norm" else "pred"),
+                    "gold": rec.get("gold"),
+                    "generation": rec.get("generation"),
+                    "subject": rec.get("subject"),
+                }
+            )
         kind: Kind = "binary" if metric in BINARY_METRICS else "mean"
         return [Headline(f"{NAME}/{task}/{metric}", NAME, task, kind, 100.0, pd.DataFrame(rows), run)]
 
-    def item_views(self, run: StoredRun, heads: Sequence[Headline], data_dir: Path | None,
-                   pools: dict[str, list[str]], notes: list[str]) -> list[ItemView]:
+    def item_views(
+        self,
+        run: StoredRun,
+        heads: Sequence[Headline],
+        data_dir: Path | None,
+        pools: dict[str, list[str]],
+        notes: list[str],
+    ) -> list[ItemView]:
         """Every document of the run: question, choices and log-likelihoods, gold, the model's choice, few-shot block
         (none for a labelled variant's run: :meth:`holds_headlines`)."""
         if not self.holds_headlines(run):
@@ -92,12 +110,24 @@ class H6Views:
             low, high = average_ci(heads_, boot)
             note = "" if len(parts) == len(TASKS) else f"partial: {len(parts)} of {len(TASKS)} tasks"
             avg = None if any(v is None for _, v in parts) else float(np.mean([v for _, v in parts]))
-            out.append(cell(TABLE, model, "thai_h6_avg", avg, sum(len(h.items) for h in heads_), f"{NAME}|", low=low,
-                            high=high, note=note))
+            out.append(
+                cell(
+                    TABLE,
+                    model,
+                    "thai_h6_avg",
+                    avg,
+                    sum(len(h.items) for h in heads_),
+                    f"{NAME}|",
+                    low=low,
+                    high=high,
+                    note=note,
+                )
+            )
         return out
 
-    def figures(self, runs: Mapping[str, Mapping[str, StoredRun]], heads: Mapping[str, Sequence[Headline]]
-                ) -> list[tuple[str, Figure | None]]:
+    def figures(
+        self, runs: Mapping[str, Mapping[str, StoredRun]], heads: Mapping[str, Sequence[Headline]]
+    ) -> list[tuple[str, Figure | None]]:
         """Each model's task headline scores (x 100, ± 1 s.e.) and average, grouped by model."""
         per_model = {}
         for model, by_bench in runs.items():

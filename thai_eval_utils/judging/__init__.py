@@ -18,5 +18,19 @@ from thai_eval_utils.judging.rubric import JudgeParams, JudgeRubric, ReplyParser
 from thai_eval_utils.judging.run import JudgeOutcome, Judgement, judge_items
 from thai_eval_utils.judging.sessions import BatchingSession, Reply, open_session
 
-__all__ = ["BatchingSession", "Judge", "JudgeOutcome", "JudgeParams", "JudgeRubric", "Judgement", "JudgementCache",
-           "Reply", "ReplyParser", "is_final", "judge_items", "judge_one", "judgement_key", "open_session"]
+__all__ = [
+    "BatchingSession",
+    "Judge",
+    "JudgeOutcome",
+    "JudgeParams",
+    "JudgeRubric",
+    "Judgement",
+    "JudgementCache",
+    "Reply",
+    "ReplyParser",
+    "is_final",
+    "judge_items",
+    "judge_one",
+    "judgement_key",
+    "open_session",
+]

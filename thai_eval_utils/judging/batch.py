@@ -26,8 +26,15 @@ from typing import Any
 
 from thai_eval_utils.core.async_bridge import run_sync
 from thai_eval_utils.core.batch_files import BatchFolder, chat_body, custom_id, reply_of, write_input_file
-from thai_eval_utils.core.batch_rounds import (MAX_EXPIRED, TERMINAL, BatchMode, BatchReport, BatchRounds,
-                                               BatchTransport, FailedTries)
+from thai_eval_utils.core.batch_rounds import (
+    MAX_EXPIRED,
+    TERMINAL,
+    BatchMode,
+    BatchReport,
+    BatchRounds,
+    BatchTransport,
+    FailedTries,
+)
 from thai_eval_utils.core.errors import JudgeError, ThaiEvalDataError
 from thai_eval_utils.core.protocols import Reply
 from thai_eval_utils.core.provenance import scrub
@@ -37,8 +44,19 @@ from thai_eval_utils.judging.cache import is_final
 from thai_eval_utils.judging.judge import Judge, judge_one
 
 #: Re-exported: the judge's callers and tests name them from here.
-__all__ = ["MAX_EXPIRED", "TERMINAL", "BatchFolder", "BatchIssue", "BatchMode", "BatchPending", "BatchReport",
-           "BatchRequestFailed", "BatchTransport", "custom_id", "run_batch"]
+__all__ = [
+    "MAX_EXPIRED",
+    "TERMINAL",
+    "BatchFolder",
+    "BatchIssue",
+    "BatchMode",
+    "BatchPending",
+    "BatchReport",
+    "BatchRequestFailed",
+    "BatchTransport",
+    "custom_id",
+    "run_batch",
+]
 
 
 class BatchIssue(Exception):
@@ -56,24 +74,38 @@ class BatchRequestFailed(BatchIssue):
 class _Replay:
     """One judgement's calls answered from the collected replies; the first without one becomes a request."""
 
-    def __init__(self, store_key: str, replies: Mapping[str, dict[str, Any]], requests: dict[str, dict[str, Any]],
-                 body: Callable[..., dict[str, Any]], max_failures: int,
-                 observe: Callable[[Reply], None] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        store_key: str,
+        replies: Mapping[str, dict[str, Any]],
+        requests: dict[str, dict[str, Any]],
+        body: Callable[..., dict[str, Any]],
+        max_failures: int,
+        observe: Callable[[Reply], None] | None = None,
+    ) -> None:
         self.store_key, self.replies, self.requests, self.body = store_key, replies, requests, body
         self.observe = observe
         self.max_failures = max_failures
         self.attempt = 0
 
-    async def complete(self, messages: list[dict[str, str]], *, max_tokens: int, temperature: float = 0.0,
-                       top_p: float = 1.0, seed: int | None = None) -> Reply:  # fmt: skip
+    async def complete(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+    ) -> Reply:
         self.attempt += 1
         tries, try_ = FailedTries(self.max_failures), 0
         while True:
             cid = custom_id(self.store_key, self.attempt, try_)
             entry = self.replies.get(cid)
             if entry is None:
-                self.requests[cid] = self.body(messages, max_tokens=max_tokens, temperature=temperature, top_p=top_p,
-                                               seed=seed)  # fmt: skip
+                self.requests[cid] = self.body(
+                    messages, max_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed
+                )
                 raise BatchPending(f"waiting for a batch reply ({cid})")
             try:
                 reply = reply_of(entry)
@@ -90,9 +122,17 @@ class _Replay:
 class _Runner:
     """One judging run in batch mode (rounds of replay, submit, poll, collect)."""
 
-    def __init__(self, judge: Judge, items: Sequence[Mapping[str, str]], store: RunStore, mode: BatchMode,
-                 record: Callable[..., dict[str, Any]], finish: Callable[..., dict[str, Any]],
-                 usage: dict[str, int], progress: bool) -> None:  # fmt: skip
+    def __init__(
+        self,
+        judge: Judge,
+        items: Sequence[Mapping[str, str]],
+        store: RunStore,
+        mode: BatchMode,
+        record: Callable[..., dict[str, Any]],
+        finish: Callable[..., dict[str, Any]],
+        usage: dict[str, int],
+        progress: bool,
+    ) -> None:
         self.judge, self.items, self.store, self.mode = judge, items, store, mode
         self.finish, self.usage, self.progress = finish, usage, progress
         self.folder = BatchFolder(store.root)
@@ -115,8 +155,14 @@ class _Runner:
 
         async def call(prepared: tuple[Any, list[dict[str, str]], Any]) -> dict[str, Any]:
             j, messages, params = prepared
-            session = _Replay(j.store_key, replies, requests, self.body, self.mode.max_request_failures,
-                              getattr(self.mode.transport, "observe", None))
+            session = _Replay(
+                j.store_key,
+                replies,
+                requests,
+                self.body,
+                self.mode.max_request_failures,
+                getattr(self.mode.transport, "observe", None),
+            )
             own = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
             result = await judge_one(session, messages, params, rubric.parser, own)
             for k, v in own.items():  # counted once: when the judgement is final (replayed calls are not new calls)
@@ -127,10 +173,20 @@ class _Runner:
             return str(exc) if isinstance(exc, BatchIssue) else judge.describe(exc)
 
         async def main() -> RunOutcome[Any]:
-            return await run_items_async(self.store, todo, lambda j: j.store_key, call, prepare=prepare,
-                                         finish=self.finish, done=lambda r: is_final(r, self.statuses),
-                                         desc=f"batch replies ({judge.label})", progress=False,
-                                         tolerate=(Exception,), fatal=(JudgeError,), describe=describe)  # fmt: skip
+            return await run_items_async(
+                self.store,
+                todo,
+                lambda j: j.store_key,
+                call,
+                prepare=prepare,
+                finish=self.finish,
+                done=lambda r: is_final(r, self.statuses),
+                desc=f"batch replies ({judge.label})",
+                progress=False,
+                tolerate=(Exception,),
+                fatal=(JudgeError,),
+                describe=describe,
+            )
 
         return run_sync(main), requests
 
@@ -169,17 +225,27 @@ class _Runner:
             if mode.file_out is not None:
                 write_input_file(Path(mode.file_out), requests)
                 self.report.written = len(requests)
-                self.rounds.say(f"batch file {mode.file_out}: {len(requests)} requests written; answer them (e.g. "
-                                "`vllm run-batch`) and run again with --batch-file-in")  # fmt: skip
+                self.rounds.say(
+                    f"batch file {mode.file_out}: {len(requests)} requests written; answer them (e.g. "
+                    "`vllm run-batch`) and run again with --batch-file-in"
+                )
                 break
             if mode.transport is None:
                 break
             self.rounds.submit(requests)
 
 
-def run_batch(judge: Judge, items: Sequence[Mapping[str, str]], store: RunStore, todo: list[Any], mode: BatchMode,
-              record: Callable[..., dict[str, Any]], finish: Callable[..., dict[str, Any]], usage: dict[str, int],
-              progress: bool) -> tuple[RunOutcome[Any], BatchReport]:  # fmt: skip
+def run_batch(
+    judge: Judge,
+    items: Sequence[Mapping[str, str]],
+    store: RunStore,
+    todo: list[Any],
+    mode: BatchMode,
+    record: Callable[..., dict[str, Any]],
+    finish: Callable[..., dict[str, Any]],
+    usage: dict[str, int],
+    progress: bool,
+) -> tuple[RunOutcome[Any], BatchReport]:
     """The call step of :func:`~thai_eval_utils.judging.run.judge_items` in batch mode (``finish`` makes a record of a
     judgement as the live call step does)."""
     if mode.transport is None and mode.file_in is None and mode.file_out is None:

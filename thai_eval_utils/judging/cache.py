@@ -39,8 +39,9 @@ def is_final(record: object, statuses: tuple[str, ...] = FINAL_STATUSES) -> bool
     return isinstance(score, (int, float)) and not isinstance(score, bool) and math.isfinite(score)
 
 
-def judgement_key(texts: Mapping[str, str], *, judge_model: str, template_sha256: str, params: Mapping[str, Any],
-                  repeat: int = 0) -> str:
+def judgement_key(
+    texts: Mapping[str, str], *, judge_model: str, template_sha256: str, params: Mapping[str, Any], repeat: int = 0
+) -> str:
     """SHA-256 of everything that decides a judgement: the item's texts (a rubric's ``fields``: ThaiCLI's question,
     chosen, rejected and answer), judge model, rubric hash and parameters, and for a repeated judgement
     its repeat index. Repeat 0 hashes no index, so its key is the key judgements had before repeats existed and old
@@ -114,11 +115,15 @@ class JudgementCache:
         """Append final judgements under one lock, one write and one fsync (a group commit)."""
         for record in records:
             if not is_final(record, self.statuses):
-                raise ValueError(f"only final judgements (finite score) are cached, got status {record.get('status')!r}, "
-                                 f"score {record.get('score')!r}")
+                raise ValueError(
+                    f"only final judgements (finite score) are cached, got status {record.get('status')!r}, "
+                    f"score {record.get('score')!r}"
+                )
         if not records:
             return
-        data = "".join(json.dumps(redact(dict(r)), ensure_ascii=False, default=str) + "\n" for r in records).encode("utf-8")
+        data = "".join(json.dumps(redact(dict(r)), ensure_ascii=False, default=str) + "\n" for r in records).encode(
+            "utf-8"
+        )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:

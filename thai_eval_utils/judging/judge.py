@@ -58,8 +58,13 @@ class Judge:
 
     def key(self, item: Mapping[str, str], repeat: int = 0) -> str:
         """The cache key of judging ``item`` in repeat ``repeat`` (seed ``settings.seed + repeat``)."""
-        return judgement_key(self.rubric.key_texts(item), judge_model=self.label, template_sha256=self.rubric.sha256,
-                             params=self.settings.for_repeat(repeat).to_dict(), repeat=repeat)  # fmt: skip
+        return judgement_key(
+            self.rubric.key_texts(item),
+            judge_model=self.label,
+            template_sha256=self.rubric.sha256,
+            params=self.settings.for_repeat(repeat).to_dict(),
+            repeat=repeat,
+        )
 
 
 def new_usage() -> dict[str, int]:
@@ -67,8 +72,13 @@ def new_usage() -> dict[str, int]:
     return {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
 
 
-async def judge_one(session: ChatSession, messages: Messages, params: JudgeParams, parser: ReplyParser,
-                    usage: dict[str, int] | None = None) -> dict[str, Any]:  # fmt: skip
+async def judge_one(
+    session: ChatSession,
+    messages: Messages,
+    params: JudgeParams,
+    parser: ReplyParser,
+    usage: dict[str, int] | None = None,
+) -> dict[str, Any]:
     """Ask until a reply parses, at most ``params.max_calls`` calls; the final judgement as a record (status
     ``scored``, or the parser's fallback status and score when no reply parsed). Every answered call is counted in
     ``usage``. Raises the session's error when a request fails (the judgement stays unjudged)."""
@@ -77,8 +87,9 @@ async def judge_one(session: ChatSession, messages: Messages, params: JudgeParam
     last = None
     result = None
     while result is None and len(raws) < params.max_calls:
-        last = await session.complete(messages, max_tokens=params.max_tokens, temperature=params.temperature,
-                                      top_p=params.top_p, seed=params.seed)  # fmt: skip
+        last = await session.complete(
+            messages, max_tokens=params.max_tokens, temperature=params.temperature, top_p=params.top_p, seed=params.seed
+        )
         raws.append(last.text)
         tokens[0] += last.prompt_tokens
         tokens[1] += last.completion_tokens

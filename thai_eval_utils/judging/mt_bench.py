@@ -23,8 +23,12 @@ RATING_PATTERN_BACKUP = re.compile(r"\[(\d+\.?\d*)\]")
 #: FastChat's rating of a judgement without one (``rating = -1``).
 NO_RATING = -1.0
 
-MT_BENCH_PARSER = ReplyParser(patterns=(RATING_PATTERN, RATING_PATTERN_BACKUP), score_range=None,
-                              fallback_score=NO_RATING, fallback_status="no_rating")  # fmt: skip
+MT_BENCH_PARSER = ReplyParser(
+    patterns=(RATING_PATTERN, RATING_PATTERN_BACKUP),
+    score_range=None,
+    fallback_score=NO_RATING,
+    fallback_status="no_rating",
+)
 
 #: judge_prompts.jsonl "single-v1": system prompt and prompt template (``{question}``/``{answer}`` as ``${...}``).
 SINGLE_V1_SYSTEM = "You are a helpful assistant."
@@ -33,14 +37,20 @@ SINGLE_V1_USER = (
     "assistant to the user question displayed below. Your evaluation should consider factors such as the helpfulness, "
     "relevance, accuracy, depth, creativity, and level of detail of the response. Begin your evaluation by providing a "
     "short explanation. Be as objective as possible. After providing your explanation, you must rate the response on "
-    "a scale of 1 to 10 by strictly following this format: \"[[rating]]\", for example: \"Rating: [[5]]\".\n\n"
+    'a scale of 1 to 10 by strictly following this format: "[[rating]]", for example: "Rating: [[5]]".\n\n'
     "[Question]\n${question}\n\n[The Start of Assistant's Answer]\n${answer}\n[The End of Assistant's Answer]"
 )
 
 #: FastChat's judge settings: temperature 0, 2,048 tokens, one call.
-MT_BENCH_SINGLE = JudgeRubric.declare("mt_bench_single", "single-v1", system=SINGLE_V1_SYSTEM, user=SINGLE_V1_USER,
-                                      fields=("question", "answer"), parser=MT_BENCH_PARSER,
-                                      params=JudgeParams(max_tokens=2048, temperature=0.0, seed=0, max_calls=1))  # fmt: skip
+MT_BENCH_SINGLE = JudgeRubric.declare(
+    "mt_bench_single",
+    "single-v1",
+    system=SINGLE_V1_SYSTEM,
+    user=SINGLE_V1_USER,
+    fields=("question", "answer"),
+    parser=MT_BENCH_PARSER,
+    params=JudgeParams(max_tokens=2048, temperature=0.0, seed=0, max_calls=1),
+)
 
 
 #: judge_prompts.jsonl "single-math-v1" system prompt and prompt template.
@@ -51,8 +61,8 @@ SINGLE_MATH_V1_USER = (
     "and helpfulness. You will be given a reference answer and the assistant's answer. Begin your "
     "evaluation by comparing the assistant's answer with the reference answer. Identify and correct any "
     "mistakes. Be as objective as possible. After providing your explanation, you must rate the response "
-    "on a scale of 1 to 10 by strictly following this format: \"[[rating]]\", for example: \"Rating: "
-    "[[5]]\".\n\n[Question]\n${question}\n\n[The Start of Reference Answer]\n${ref_answer_1}\n[The End of "
+    'on a scale of 1 to 10 by strictly following this format: "[[rating]]", for example: "Rating: '
+    '[[5]]".\n\n[Question]\n${question}\n\n[The Start of Reference Answer]\n${ref_answer_1}\n[The End of '
     "Reference Answer]\n\n[The Start of Assistant's Answer]\n${answer}\n[The End of Assistant's Answer]"
 )
 
@@ -64,7 +74,7 @@ SINGLE_V1_MULTI_TURN_SYSTEM = (
     "evaluation should focus on the assistant's answer to the second user question. Begin your "
     "evaluation by providing a short explanation. Be as objective as possible. After providing your "
     "explanation, you must rate the response on a scale of 1 to 10 by strictly following this format: "
-    "\"[[rating]]\", for example: \"Rating: [[5]]\".\n\n"
+    '"[[rating]]", for example: "Rating: [[5]]".\n\n'
 )
 SINGLE_V1_MULTI_TURN_USER = (
     "<|The Start of Assistant A's Conversation with User|>\n\n### User:\n${question_1}\n\n### Assistant A:\n"
@@ -80,7 +90,7 @@ SINGLE_MATH_V1_MULTI_TURN_SYSTEM = (
     "assistant's answer to the second question. Begin your evaluation by comparing the assistant's "
     "answer with the reference answer. Identify and correct any mistakes. Be as objective as possible. "
     "After providing your explanation, you must rate the response on a scale of 1 to 10 by strictly "
-    "following this format: \"[[rating]]\", for example: \"Rating: [[5]]\".\n\n"
+    'following this format: "[[rating]]", for example: "Rating: [[5]]".\n\n'
 )
 SINGLE_MATH_V1_MULTI_TURN_USER = (
     "<|The Start of Reference Answer|>\n\n### User:\n${question_1}\n\n### Reference answer:\n${ref_answer_1}\n\n"
@@ -92,21 +102,38 @@ SINGLE_MATH_V1_MULTI_TURN_USER = (
 
 #: FastChat's settings for every single-answer template: temperature 0, 2,048 tokens, one call.
 _PARAMS = JudgeParams(max_tokens=2048, temperature=0.0, seed=0, max_calls=1)
-MT_BENCH_SINGLE_MATH = JudgeRubric.declare("mt_bench_single_math", "single-math-v1", system=SINGLE_MATH_V1_SYSTEM,
-                                           user=SINGLE_MATH_V1_USER, fields=("question", "ref_answer_1", "answer"),
-                                           parser=MT_BENCH_PARSER, params=_PARAMS)  # fmt: skip
+MT_BENCH_SINGLE_MATH = JudgeRubric.declare(
+    "mt_bench_single_math",
+    "single-math-v1",
+    system=SINGLE_MATH_V1_SYSTEM,
+    user=SINGLE_MATH_V1_USER,
+    fields=("question", "ref_answer_1", "answer"),
+    parser=MT_BENCH_PARSER,
+    params=_PARAMS,
+)
 MT_BENCH_SINGLE_MULTI_TURN = JudgeRubric.declare(
-    "mt_bench_single_multi_turn", "single-v1-multi-turn", system=SINGLE_V1_MULTI_TURN_SYSTEM,
-    user=SINGLE_V1_MULTI_TURN_USER, fields=("question_1", "answer_1", "question_2", "answer_2"), parser=MT_BENCH_PARSER,
-    params=_PARAMS)
+    "mt_bench_single_multi_turn",
+    "single-v1-multi-turn",
+    system=SINGLE_V1_MULTI_TURN_SYSTEM,
+    user=SINGLE_V1_MULTI_TURN_USER,
+    fields=("question_1", "answer_1", "question_2", "answer_2"),
+    parser=MT_BENCH_PARSER,
+    params=_PARAMS,
+)
 MT_BENCH_SINGLE_MATH_MULTI_TURN = JudgeRubric.declare(
-    "mt_bench_single_math_multi_turn", "single-math-v1-multi-turn", system=SINGLE_MATH_V1_MULTI_TURN_SYSTEM,
+    "mt_bench_single_math_multi_turn",
+    "single-math-v1-multi-turn",
+    system=SINGLE_MATH_V1_MULTI_TURN_SYSTEM,
     user=SINGLE_MATH_V1_MULTI_TURN_USER,
     fields=("question_1", "ref_answer_1", "question_2", "ref_answer_2", "answer_1", "answer_2"),
-    parser=MT_BENCH_PARSER, params=_PARAMS)
+    parser=MT_BENCH_PARSER,
+    params=_PARAMS,
+)
 #: The four single-answer rubrics by FastChat's template name.
-MT_BENCH_RUBRICS = {r.version: r for r in (MT_BENCH_SINGLE, MT_BENCH_SINGLE_MATH, MT_BENCH_SINGLE_MULTI_TURN,
-                                           MT_BENCH_SINGLE_MATH_MULTI_TURN)}
+MT_BENCH_RUBRICS = {
+    r.version: r
+    for r in (MT_BENCH_SINGLE, MT_BENCH_SINGLE_MATH, MT_BENCH_SINGLE_MULTI_TURN, MT_BENCH_SINGLE_MATH_MULTI_TURN)
+}
 
 
 def template_name(*, math: bool, multi_turn: bool) -> str:

@@ -85,9 +85,13 @@ class ReplyParser:
 
     def spec(self) -> dict[str, Any]:
         """What decides a score, as JSON (hashed into a declared rubric's key: a changed parser never reuses scores)."""
-        return {"patterns": [[p.pattern, p.flags] for p in self.patterns], "score_range": self.score_range,
-                "fallback_score": self.fallback_score, "fallback_status": self.fallback_status,
-                "explanation": None if self.explanation is None else [self.explanation.pattern, self.explanation.flags]}  # fmt: skip
+        return {
+            "patterns": [[p.pattern, p.flags] for p in self.patterns],
+            "score_range": self.score_range,
+            "fallback_score": self.fallback_score,
+            "fallback_status": self.fallback_status,
+            "explanation": None if self.explanation is None else [self.explanation.pattern, self.explanation.flags],
+        }
 
 
 def split_sections(text: str) -> dict[str, str]:
@@ -130,21 +134,50 @@ class JudgeRubric:
         clash = sorted(set(self.fields) & set(RESERVED_FIELDS))
         if clash:
             raise ValueError(f"rubric {self.name!r}: fields {clash} are names the cache key uses itself")
-        used = {m.group("named") or m.group("braced") for t in (self.system or "", self.user)
-                for m in string.Template.pattern.finditer(t) if m.group("named") or m.group("braced")}  # fmt: skip
+        used = {
+            m.group("named") or m.group("braced")
+            for t in (self.system or "", self.user)
+            for m in string.Template.pattern.finditer(t)
+            if m.group("named") or m.group("braced")
+        }
         if used != set(self.fields):
-            raise ValueError(f"rubric {self.name!r}: the templates use {sorted(used)}, the fields are {sorted(self.fields)}")
+            raise ValueError(
+                f"rubric {self.name!r}: the templates use {sorted(used)}, the fields are {sorted(self.fields)}"
+            )
         if not self.text:
             object.__setattr__(self, "text", f"[[system]]\n{self.system or ''}\n[[user]]\n{self.user}\n")
 
     @classmethod
-    def declare(cls, name: str, version: str, *, user: str, fields: tuple[str, ...], parser: ReplyParser,
-                system: str | None = None, params: JudgeParams | None = None) -> JudgeRubric:  # fmt: skip
+    def declare(
+        cls,
+        name: str,
+        version: str,
+        *,
+        user: str,
+        fields: tuple[str, ...],
+        parser: ReplyParser,
+        system: str | None = None,
+        params: JudgeParams | None = None,
+    ) -> JudgeRubric:
         """A rubric whose key hash covers its name, version, templates and parser."""
-        spec = {"name": name, "version": version, "system": system, "user": user, "fields": list(fields),
-                "parser": parser.spec()}  # fmt: skip
-        return cls(name, version, system, user, tuple(fields), parser, sha256_text(canonical_json(spec)),
-                   params or JudgeParams())  # fmt: skip
+        spec = {
+            "name": name,
+            "version": version,
+            "system": system,
+            "user": user,
+            "fields": list(fields),
+            "parser": parser.spec(),
+        }
+        return cls(
+            name,
+            version,
+            system,
+            user,
+            tuple(fields),
+            parser,
+            sha256_text(canonical_json(spec)),
+            params or JudgeParams(),
+        )
 
     def messages(self, item: Mapping[str, str]) -> list[dict[str, str]]:
         """The judge's messages for one item (its ``fields``' texts inserted verbatim, never normalised).
@@ -153,7 +186,11 @@ class JudgeRubric:
             KeyError: the item lacks a field.
         """
         values = {f: item[f] for f in self.fields}
-        out = [] if self.system is None else [{"role": "system", "content": string.Template(self.system).substitute(values)}]
+        out = (
+            []
+            if self.system is None
+            else [{"role": "system", "content": string.Template(self.system).substitute(values)}]
+        )
         return [*out, {"role": "user", "content": string.Template(self.user).substitute(values)}]
 
     def key_texts(self, item: Mapping[str, str]) -> dict[str, str]:

@@ -72,14 +72,20 @@ def plan(judge: Judge, items: Sequence[Mapping[str, str]], ids: Sequence[str], r
     return out
 
 
-def default_record(ids: Sequence[str], judge: Judge, row_fields: Sequence[str] = ROW_FIELDS
-                   ) -> Callable[[Judgement, Mapping[str, Any]], dict[str, Any]]:  # fmt: skip
+def default_record(
+    ids: Sequence[str], judge: Judge, row_fields: Sequence[str] = ROW_FIELDS
+) -> Callable[[Judgement, Mapping[str, Any]], dict[str, Any]]:
     """The stored record of a judgement: its item's id, the judgement, its repeat, seed, error and key."""
 
     def record(j: Judgement, judgement: Mapping[str, Any]) -> dict[str, Any]:
-        return {"id": ids[j.row], **cache_part(judgement, row_fields), "repeat": j.repeat,
-                "seed": judge.settings.for_repeat(j.repeat).seed, "error": judgement.get("error", ""),
-                "judgement_key": j.key}  # fmt: skip
+        return {
+            "id": ids[j.row],
+            **cache_part(judgement, row_fields),
+            "repeat": j.repeat,
+            "seed": judge.settings.for_repeat(j.repeat).seed,
+            "error": judgement.get("error", ""),
+            "judgement_key": j.key,
+        }
 
     return record
 
@@ -89,11 +95,20 @@ def cache_part(record: Mapping[str, Any], row_fields: Sequence[str] = ROW_FIELDS
     return {k: v for k, v in record.items() if k not in ("key", *row_fields)}
 
 
-def judge_items(judge: Judge, items: Sequence[Mapping[str, str]], store: RunStore, cache: JudgementCache, *,
-                ids: Sequence[str], repeats: int = 1, skip: Mapping[int, str] | None = None,
-                record: Callable[[Judgement, Mapping[str, Any]], dict[str, Any]] | None = None,
-                row_fields: Sequence[str] = ROW_FIELDS, progress: bool = True,
-                batch: BatchMode | None = None) -> JudgeOutcome:  # fmt: skip
+def judge_items(
+    judge: Judge,
+    items: Sequence[Mapping[str, str]],
+    store: RunStore,
+    cache: JudgementCache,
+    *,
+    ids: Sequence[str],
+    repeats: int = 1,
+    skip: Mapping[int, str] | None = None,
+    record: Callable[[Judgement, Mapping[str, Any]], dict[str, Any]] | None = None,
+    row_fields: Sequence[str] = ROW_FIELDS,
+    progress: bool = True,
+    batch: BatchMode | None = None,
+) -> JudgeOutcome:
     """Judge every item ``repeats`` times through ``store`` and ``cache`` (prepare, call, finish: the module's docstring).
 
     Args:
@@ -126,8 +141,17 @@ def judge_items(judge: Judge, items: Sequence[Mapping[str, str]], store: RunStor
     else:
         outcome, report = run_batch(judge, items, store, todo, batch, record, _finisher(judge, record), usage, progress)
     records = _finish(judgements, store, cache, known, outcome, skip, record, row_fields, statuses)
-    return JudgeOutcome(judgements, known, records, len(todo), outcome.computed, usage, outcome.failed, outcome.fatal,
-                        batch=report.to_dict() if report is not None else None)  # fmt: skip
+    return JudgeOutcome(
+        judgements,
+        known,
+        records,
+        len(todo),
+        outcome.computed,
+        usage,
+        outcome.failed,
+        outcome.fatal,
+        batch=report.to_dict() if report is not None else None,
+    )
 
 
 def _merge(known: dict[str, dict[str, Any]], records: Iterable[Mapping[str, Any]], statuses: tuple[str, ...]) -> None:
@@ -138,8 +162,13 @@ def _merge(known: dict[str, dict[str, Any]], records: Iterable[Mapping[str, Any]
             known[rec["judgement_key"]] = {**known.get(rec["judgement_key"], {}), **rec}
 
 
-def _prepare(judgements: list[Judgement], store: RunStore, cache: JudgementCache, skip: Mapping[int, str],
-             statuses: tuple[str, ...]) -> tuple[dict[str, dict[str, Any]], list[Judgement]]:  # fmt: skip
+def _prepare(
+    judgements: list[Judgement],
+    store: RunStore,
+    cache: JudgementCache,
+    skip: Mapping[int, str],
+    statuses: tuple[str, ...],
+) -> tuple[dict[str, dict[str, Any]], list[Judgement]]:
     """The judgements made before (judgement key -> record, from the run's store and the shared cache) and the
     judgements to ask for: the first of each key that neither holds, whose item is not skipped."""
     known = {r["key"]: dict(r) for r in cache}
@@ -152,22 +181,38 @@ def _prepare(judgements: list[Judgement], store: RunStore, cache: JudgementCache
     return known, todo
 
 
-def _finisher(judge: Judge, record: Callable[[Judgement, Mapping[str, Any]], dict[str, Any]]
-              ) -> Callable[[Judgement, dict[str, Any]], dict[str, Any]]:  # fmt: skip
+def _finisher(
+    judge: Judge, record: Callable[[Judgement, Mapping[str, Any]], dict[str, Any]]
+) -> Callable[[Judgement, dict[str, Any]], dict[str, Any]]:
     """A finished judgement's stored record: the judge's record with the judge, template, settings and time."""
     rubric, settings = judge.rubric, judge.settings
 
     def finish(j: Judgement, rec: dict[str, Any]) -> dict[str, Any]:
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        return record(j, {**rec, "judge_model": judge.label, "template": rubric.version, "template_sha256": rubric.sha256,
-                          "params": settings.for_repeat(j.repeat).to_dict(), "judged_at": now})  # fmt: skip
+        return record(
+            j,
+            {
+                **rec,
+                "judge_model": judge.label,
+                "template": rubric.version,
+                "template_sha256": rubric.sha256,
+                "params": settings.for_repeat(j.repeat).to_dict(),
+                "judged_at": now,
+            },
+        )
 
     return finish
 
 
-def _call(judge: Judge, items: Sequence[Mapping[str, str]], store: RunStore, todo: list[Judgement],
-          record: Callable[[Judgement, Mapping[str, Any]], dict[str, Any]], usage: dict[str, int],
-          progress: bool) -> RunOutcome[Judgement]:  # fmt: skip
+def _call(
+    judge: Judge,
+    items: Sequence[Mapping[str, str]],
+    store: RunStore,
+    todo: list[Judgement],
+    record: Callable[[Judgement, Mapping[str, Any]], dict[str, Any]],
+    usage: dict[str, int],
+    progress: bool,
+) -> RunOutcome[Judgement]:
     """Ask the judge for every judgement of ``todo`` (each record stored as it finishes)."""
     rubric, settings, statuses = judge.rubric, judge.settings, judge.rubric.parser.final_statuses
 
@@ -185,28 +230,49 @@ def _call(judge: Judge, items: Sequence[Mapping[str, str]], store: RunStore, tod
                 except judge.fatal as exc:  # "from None": the chained original would print the server's raw text
                     raise JudgeError(f"judge {judge.label}: {judge.describe(exc)}") from None
 
-            return await run_items_async(store, todo, lambda j: j.store_key, call, prepare=prepare, finish=finish,
-                                         done=lambda r: is_final(r, statuses), desc=f"judging ({judge.label})",
-                                         progress=progress, tolerate=(Exception,), fatal=(JudgeError,),
-                                         describe=judge.describe)  # fmt: skip
+            return await run_items_async(
+                store,
+                todo,
+                lambda j: j.store_key,
+                call,
+                prepare=prepare,
+                finish=finish,
+                done=lambda r: is_final(r, statuses),
+                desc=f"judging ({judge.label})",
+                progress=progress,
+                tolerate=(Exception,),
+                fatal=(JudgeError,),
+                describe=judge.describe,
+            )
 
     return run_sync(main)
 
 
-def _finish(judgements: list[Judgement], store: RunStore, cache: JudgementCache, known: dict[str, dict[str, Any]],
-            outcome: RunOutcome[Judgement], skip: Mapping[int, str],
-            record: Callable[[Judgement, Mapping[str, Any]], dict[str, Any]], row_fields: Sequence[str],
-            statuses: tuple[str, ...]) -> dict[str, dict[str, Any]]:  # fmt: skip
+def _finish(
+    judgements: list[Judgement],
+    store: RunStore,
+    cache: JudgementCache,
+    known: dict[str, dict[str, Any]],
+    outcome: RunOutcome[Judgement],
+    skip: Mapping[int, str],
+    record: Callable[[Judgement, Mapping[str, Any]], dict[str, Any]],
+    row_fields: Sequence[str],
+    statuses: tuple[str, ...],
+) -> dict[str, dict[str, Any]]:
     """Store a record for every judgement of the plan that has none (made before, or unjudged with the reason),
     add the new final judgements to the shared cache, rewrite ``items.jsonl`` in plan order; the stored records."""
     _merge(known, outcome.records.values(), statuses)
     stored = store.completed()
-    asked = {j.key: j.store_key for j in reversed(judgements)}  # key -> the store key it was asked for under (its first)
+    asked = {
+        j.key: j.store_key for j in reversed(judgements)
+    }  # key -> the store key it was asked for under (its first)
     missing = []
     for j in judgements:
         if not is_final(stored.get(j.store_key), statuses):
             reason = skip[j.row] if j.row in skip else outcome.failed.get(asked[j.key], "not judged")
-            missing.append((j.store_key, record(j, known.get(j.key, {"status": "unjudged", "score": None, "error": reason}))))
+            missing.append(
+                (j.store_key, record(j, known.get(j.key, {"status": "unjudged", "score": None, "error": reason})))
+            )
     store.append_many(missing)
     cache.append_many([{**cache_part(r, row_fields), "key": k} for k, r in known.items() if k not in cache])
     store.compact([j.store_key for j in judgements])

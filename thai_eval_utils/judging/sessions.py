@@ -24,8 +24,15 @@ DEFAULT_BATCH_SIZE = 8
 class ChatSession(Protocol):
     """One judge call: the reply to ``messages`` (raises when the request fails; the judgement stays unjudged)."""
 
-    async def complete(self, messages: Messages, *, max_tokens: int, temperature: float = 0.0, top_p: float = 1.0,
-                       seed: int | None = None) -> Any: ...  # fmt: skip
+    async def complete(
+        self,
+        messages: Messages,
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+    ) -> Any: ...
 
 
 @runtime_checkable
@@ -62,8 +69,15 @@ class BatchingSession:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._collector
 
-    async def complete(self, messages: Messages, *, max_tokens: int, temperature: float = 0.0, top_p: float = 1.0,
-                       seed: int | None = None) -> Reply:  # fmt: skip
+    async def complete(
+        self,
+        messages: Messages,
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+    ) -> Reply:
         assert self._wake is not None, "use `async with BatchingSession(model)`"
         future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._queue.append(((max_tokens, temperature, top_p, seed), messages, future))
@@ -86,8 +100,14 @@ class BatchingSession:
     async def _run(self, settings: tuple[int, float, float, int | None], batch: list[Any]) -> None:
         max_tokens, temperature, top_p, seed = settings
         try:
-            texts = await asyncio.to_thread(self.model.chat, [m for _, m, _ in batch], max_new_tokens=max_tokens,
-                                            temperature=temperature, top_p=top_p, seed=seed)  # fmt: skip
+            texts = await asyncio.to_thread(
+                self.model.chat,
+                [m for _, m, _ in batch],
+                max_new_tokens=max_tokens,
+                temperature=temperature,
+                top_p=top_p,
+                seed=seed,
+            )
             if len(texts) != len(batch):
                 raise RuntimeError(f"{self.model.name}: {len(texts)} replies for {len(batch)} conversations")
         except Exception as exc:  # noqa: BLE001 - each request of the batch fails with it (unjudged, reported)

@@ -30,8 +30,30 @@ from thai_eval_utils.paper.published import (
 )
 from thai_eval_utils.paper.run_choice import SKIP_REASONS, SKIPPED_COLUMNS
 
-__all__ = ["CENTRAL", "DIALECT_DISPLAY", "H6_TASKS", "PAPER_SOURCE", "PUBLISHED_TABLES", "RUN_ADAPTERS",
-           "RUN_RECORD_COLUMNS", "RUN_SOURCE", "SKIPPED_COLUMNS", "SKIP_REASONS", "WITH_RUNS", "check_published",
-           "checks_for", "dialect_with_runs", "expected_sizes", "h6_with_runs", "load_all_published", "load_published",
-           "mismatches", "numeric", "rank_agreement", "run_records", "skipped_runs", "table_with_runs",
-           "thaicli_with_runs"]
+__all__ = [
+    "CENTRAL",
+    "DIALECT_DISPLAY",
+    "H6_TASKS",
+    "PAPER_SOURCE",
+    "PUBLISHED_TABLES",
+    "RUN_ADAPTERS",
+    "RUN_RECORD_COLUMNS",
+    "RUN_SOURCE",
+    "SKIPPED_COLUMNS",
+    "SKIP_REASONS",
+    "WITH_RUNS",
+    "check_published",
+    "checks_for",
+    "dialect_with_runs",
+    "expected_sizes",
+    "h6_with_runs",
+    "load_all_published",
+    "load_published",
+    "mismatches",
+    "numeric",
+    "rank_agreement",
+    "run_records",
+    "skipped_runs",
+    "table_with_runs",
+    "thaicli_with_runs",
+]

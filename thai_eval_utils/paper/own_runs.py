@@ -46,8 +46,24 @@ from thai_eval_utils.paper.run_choice import count_items, run_setting, shown_run
 # ``shown`` marks the records of the run the tables show for its cell (run_choice.shown_runs); the others are kept
 # (``thai-eval runs`` reads every run's partial verdict here) and never reach a table.
 
-RUN_RECORD_COLUMNS = ["model", "benchmark", "table", "dialect", "column", "value", "n", "expected_n", "partial",
-                      "finished", "setting", "options", "config_id", "run_dir", "written_at", "shown"]
+RUN_RECORD_COLUMNS = [
+    "model",
+    "benchmark",
+    "table",
+    "dialect",
+    "column",
+    "value",
+    "n",
+    "expected_n",
+    "partial",
+    "finished",
+    "setting",
+    "options",
+    "config_id",
+    "run_dir",
+    "written_at",
+    "shown",
+]
 #: Dialect keys of the benchmark and the names the paper prints (Limkonchotiwat et al. Table 1): the dialect
 #: benchmark's own dict (``dialect.metrics.DIALECT_NAMES``), under the name the paper tables and the report use.
 DIALECT_DISPLAY = DIALECT_NAMES
@@ -66,7 +82,10 @@ def _score_value(entry: Any) -> tuple[float | None, int | None]:
 def expected_sizes(tables: Mapping[str, pd.DataFrame]) -> dict[str, int]:
     """Full-run item counts from the published tables: Thai-H6 tasks (Table 1), ThaiCLI formats (Table 3),
     dialect tasks per dialect (Table 4; translation counts both directions, so each direction is half)."""
-    sizes = {r["dataset"].lower().replace("-", "_"): int(to_decimal(r["n_samples"])) for _, r in tables["h6_sizes"].iterrows()}
+    sizes = {
+        r["dataset"].lower().replace("-", "_"): int(to_decimal(r["n_samples"]))
+        for _, r in tables["h6_sizes"].iterrows()
+    }
     for fmt, part in tables["thaicli_distribution"].groupby("format"):
         sizes[f"thaicli/{fmt}"] = int(sum(to_decimal(v) for v in part["n_samples"]))
     counts = tables["dialect_counts"]
@@ -97,10 +116,20 @@ def _thaicli_records(run: Mapping[str, Any], sizes: Mapping[str, int]) -> list[d
     out = []
     for name in names:
         value, n = _score_value(scores.get(name))
-        expected = (sizes.get("thaicli/factoid", 0) + sizes.get("thaicli/instruction", 0)) if name not in ("factoid", "instruction") \
+        expected = (
+            (sizes.get("thaicli/factoid", 0) + sizes.get("thaicli/instruction", 0))
+            if name not in ("factoid", "instruction")
             else sizes.get(f"thaicli/{name}")
-        out.append({"table": "thaicli", "column": name if sub == "judge" else f"loglik_{name}",
-                    "value": None if value is None else (100 * value if sub == "loglik" else value), "n": n, "expected_n": expected})
+        )
+        out.append(
+            {
+                "table": "thaicli",
+                "column": name if sub == "judge" else f"loglik_{name}",
+                "value": None if value is None else (100 * value if sub == "loglik" else value),
+                "n": n,
+                "expected_n": expected,
+            }
+        )
     if sub == "judge" and (run.summary or {}).get("n_unjudged"):
         for rec in out:
             rec["partial_reason"] = f"{run.summary['n_unjudged']} unjudged"
@@ -144,11 +173,27 @@ def _dialect_records(run: Mapping[str, Any], sizes: Mapping[str, int]) -> list[d
         if column is None or rec.get("metric") != metric:
             continue
         dialect = DIALECT_DISPLAY.get(rec.get("dialect"), rec.get("dialect"))
-        out.append({"table": "dialect_auto", "dialect": dialect, "column": column, "value": rec.get("value"),
-                    "n": rec.get("n"), "expected_n": sizes.get(f"dialect/{family}")})
+        out.append(
+            {
+                "table": "dialect_auto",
+                "dialect": dialect,
+                "column": column,
+                "value": rec.get("value"),
+                "n": rec.get("n"),
+                "expected_n": sizes.get(f"dialect/{family}"),
+            }
+        )
     if not out:  # generations without scores: say so rather than show nothing
-        out.append({"table": "dialect_auto", "column": None, "value": None, "n": count_items(run.dir),
-                    "expected_n": None, "partial_reason": "not scored"})
+        out.append(
+            {
+                "table": "dialect_auto",
+                "column": None,
+                "value": None,
+                "n": count_items(run.dir),
+                "expected_n": None,
+                "partial_reason": "not scored",
+            }
+        )
     return out
 
 
@@ -181,15 +226,24 @@ def run_records(outputs: str | Path | None = None, tables: Mapping[str, pd.DataF
         for rec in adapter(run, sizes):
             n, expected = rec.get("n"), rec.get("expected_n")
             reason = rec.pop("partial_reason", None)
-            rows.append({
-                "model": card.get("model_name"), "benchmark": card.get("benchmark"), "dialect": None, **rec,
-                "partial": run.summary is None or reason is not None or (expected is not None and (n or 0) < expected),
-                "finished": run.summary is not None, "setting": run_setting(card),
-                "options": json.dumps(card.get("config", {}), ensure_ascii=False, sort_keys=True, default=str),
-                "config_id": card.get("config_id"), "run_dir": str(run.dir),
-                "written_at": (run.summary or {}).get("written_at") or card.get("created_at"),
-                "shown": run.dir in shown,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "model": card.get("model_name"),
+                    "benchmark": card.get("benchmark"),
+                    "dialect": None,
+                    **rec,
+                    "partial": run.summary is None
+                    or reason is not None
+                    or (expected is not None and (n or 0) < expected),
+                    "finished": run.summary is not None,
+                    "setting": run_setting(card),
+                    "options": json.dumps(card.get("config", {}), ensure_ascii=False, sort_keys=True, default=str),
+                    "config_id": card.get("config_id"),
+                    "run_dir": str(run.dir),
+                    "written_at": (run.summary or {}).get("written_at") or card.get("created_at"),
+                    "shown": run.dir in shown,
+                }
+            )
     return pd.DataFrame(rows, columns=RUN_RECORD_COLUMNS)
 
 
@@ -237,8 +291,11 @@ def _run_rows(records: pd.DataFrame, table: str, keys: list[str]) -> list[dict]:
         row.update(dict(zip(scored["column"], scored["value"])))
         row["partial"] = bool(group["partial"].any())
         row["samples"] = ", ".join(
-            f"{c} {'' if pd.isna(n) else int(n)}/{'' if pd.isna(e) else int(e)}" if not pd.isna(c) else f"{int(n or 0)} items, not scored"
-            for c, n, e in zip(group["column"], group["n"], group["expected_n"]))  # fmt: skip
+            f"{c} {'' if pd.isna(n) else int(n)}/{'' if pd.isna(e) else int(e)}"
+            if not pd.isna(c)
+            else f"{int(n or 0)} items, not scored"
+            for c, n, e in zip(group["column"], group["n"], group["expected_n"])
+        )
         row["options"] = _options_text(group["options"])
         rows.append(row)
     return rows
@@ -274,7 +331,11 @@ def thaicli_with_runs(published: pd.DataFrame, records: pd.DataFrame) -> pd.Data
     """Kim et al. Table 5 with this toolkit's runs below it (judge scores, and the judge-free win rates x100)."""
     rows = _run_rows(records, "thaicli", ["model"])
     for row in rows:
-        if pd.isna(row.get("thaicli", None)) and not pd.isna(row.get("factoid")) and not pd.isna(row.get("instruction")):
+        if (
+            pd.isna(row.get("thaicli", None))
+            and not pd.isna(row.get("factoid"))
+            and not pd.isna(row.get("instruction"))
+        ):
             row["thaicli"] = (row["factoid"] + row["instruction"]) / 2
         row["thaicli_avg"] = row.pop("thaicli", None)
         row["partial"] = row["partial"] or row["thaicli_avg"] is None or pd.isna(row["thaicli_avg"])

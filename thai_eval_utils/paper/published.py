@@ -48,21 +48,36 @@ class PublishedTable:
 #: Every published table, by the short key the rest of the toolkit uses.
 PUBLISHED_TABLES: dict[str, PublishedTable] = {
     "h6_sizes": PublishedTable("thai_h6_sizes_table1.csv", KIM, 1, "Thai-H6 dataset sizes"),
-    "thaicli_distribution": PublishedTable("thaicli_distribution_table3.csv", KIM, 3, "ThaiCLI questions per format and theme"),
+    "thaicli_distribution": PublishedTable(
+        "thaicli_distribution_table3.csv", KIM, 3, "ThaiCLI questions per format and theme"
+    ),
     "h6": PublishedTable("thai_h6_table4.csv", KIM, 4, "Thai-H6 scores"),
     "thaicli": PublishedTable("thaicli_table5.csv", KIM, 5, "ThaiCLI judge scores"),
-    "dialect_auto": PublishedTable("dialect_table1_auto_metrics.csv", LIMKONCHOTIWAT, 1, "Dialect automatic metrics and ΔDiff"),
+    "dialect_auto": PublishedTable(
+        "dialect_table1_auto_metrics.csv", LIMKONCHOTIWAT, 1, "Dialect automatic metrics and ΔDiff"
+    ),
     "dialect_preference": PublishedTable("dialect_table2_preference.csv", LIMKONCHOTIWAT, 2, "Human preference counts"),
-    "dialect_gen_fluency": PublishedTable("dialect_table3_generation_fluency.csv", LIMKONCHOTIWAT, 3, "Generation and Fluency"),
-    "dialect_counts": PublishedTable("dialect_table4_sample_counts.csv", LIMKONCHOTIWAT, 4, "Items per dialect and task"),
-    "dialect_overlap": PublishedTable("dialect_table5_word_overlap.csv", LIMKONCHOTIWAT, 5, "Central/dialect word overlap"),
+    "dialect_gen_fluency": PublishedTable(
+        "dialect_table3_generation_fluency.csv", LIMKONCHOTIWAT, 3, "Generation and Fluency"
+    ),
+    "dialect_counts": PublishedTable(
+        "dialect_table4_sample_counts.csv", LIMKONCHOTIWAT, 4, "Items per dialect and task"
+    ),
+    "dialect_overlap": PublishedTable(
+        "dialect_table5_word_overlap.csv", LIMKONCHOTIWAT, 5, "Central/dialect word overlap"
+    ),
     "dialect_kappa": PublishedTable("dialect_table6_kappa.csv", LIMKONCHOTIWAT, 6, "Cohen's kappa between annotators"),
 }
 
 #: Thai-H6 task columns of Kim et al. Table 4, in the paper's order.
 H6_TASKS = ("th_arc", "th_hellaswag", "th_mmlu", "th_truthfulqa", "th_winogrande", "th_gsm8k")
 #: Dialect Table 1 metric columns and their ΔDiff columns.
-DIALECT_METRICS = ("qa_rougeL", "summarization_rougeL", "translation_en_to_dialect_bleu", "translation_dialect_to_en_bleu")
+DIALECT_METRICS = (
+    "qa_rougeL",
+    "summarization_rougeL",
+    "translation_en_to_dialect_bleu",
+    "translation_dialect_to_en_bleu",
+)
 CENTRAL = "Central"
 #: ``source`` column values: a published row, or a row from this toolkit's own runs.
 PAPER_SOURCE = "paper"
@@ -138,16 +153,29 @@ def _mean(values: list[Decimal]) -> Decimal:
 def _check(table: str, row: str, column: str, rule: str, printed: str, recomputed: Decimal) -> dict:
     rounded = round_half_up(recomputed, decimals_of(printed))
     return {
-        "table": table, "row": row, "column": column, "rule": rule, "printed": printed,
+        "table": table,
+        "row": row,
+        "column": column,
+        "rule": rule,
+        "printed": printed,
         "recomputed": recomputed,
-        "rounded": str(rounded), "match": rounded == to_decimal(printed),
+        "rounded": str(rounded),
+        "match": rounded == to_decimal(printed),
     }
 
 
 def _predicate_check(table: str, row: str, column: str, rule: str, printed: str, ok: bool) -> dict:
     """A check of a property of the printed value (nothing recomputed)."""
-    return {"table": table, "row": row, "column": column, "rule": rule, "printed": printed,
-            "recomputed": None, "rounded": None, "match": bool(ok)}
+    return {
+        "table": table,
+        "row": row,
+        "column": column,
+        "rule": rule,
+        "printed": printed,
+        "recomputed": None,
+        "rounded": None,
+        "match": bool(ok),
+    }
 
 
 def check_h6_sizes(sizes: pd.DataFrame) -> list[dict]:
@@ -156,8 +184,16 @@ def check_h6_sizes(sizes: pd.DataFrame) -> list[dict]:
     out = []
     for _, r in sizes.iterrows():
         n = to_decimal(r["n_samples"])
-        out.append(_predicate_check(label, r["dataset"], "n_samples", "positive whole number", r["n_samples"],
-                                    n >= 1 and n == n.to_integral_value()))
+        out.append(
+            _predicate_check(
+                label,
+                r["dataset"],
+                "n_samples",
+                "positive whole number",
+                r["n_samples"],
+                n >= 1 and n == n.to_integral_value(),
+            )
+        )
     return out
 
 
@@ -167,23 +203,49 @@ def check_thaicli_distribution(dist: pd.DataFrame) -> list[dict]:
     out = []
     for fmt, total in THAICLI_TOTALS.items():
         cells = dist.loc[dist["format"] == fmt, "n_samples"]
-        out.append(_check(label, fmt, "n_samples (sum over themes)", f"sum of the {fmt} themes = total in the text",
-                          str(total), sum((to_decimal(c) for c in cells), Decimal(0))))
+        out.append(
+            _check(
+                label,
+                fmt,
+                "n_samples (sum over themes)",
+                f"sum of the {fmt} themes = total in the text",
+                str(total),
+                sum((to_decimal(c) for c in cells), Decimal(0)),
+            )
+        )
     return out
 
 
 def check_h6_averages(h6: pd.DataFrame) -> list[dict]:
     """Kim et al. Table 4: each Thai-H6 average is the mean of its six task scores."""
     label = PUBLISHED_TABLES["h6"].label
-    return [_check(label, r["model"], "thai_h6_avg", "mean of the six task scores", r["thai_h6_avg"],
-                   _mean([to_decimal(r[t]) for t in H6_TASKS])) for _, r in h6.iterrows()]
+    return [
+        _check(
+            label,
+            r["model"],
+            "thai_h6_avg",
+            "mean of the six task scores",
+            r["thai_h6_avg"],
+            _mean([to_decimal(r[t]) for t in H6_TASKS]),
+        )
+        for _, r in h6.iterrows()
+    ]
 
 
 def check_thaicli_averages(cli: pd.DataFrame) -> list[dict]:
     """Kim et al. Table 5: each ThaiCLI average is (factoid + instruction) / 2."""
     label = PUBLISHED_TABLES["thaicli"].label
-    return [_check(label, r["model"], "thaicli_avg", "(factoid + instruction) / 2", r["thaicli_avg"],
-                   _mean([to_decimal(r["factoid"]), to_decimal(r["instruction"])])) for _, r in cli.iterrows()]
+    return [
+        _check(
+            label,
+            r["model"],
+            "thaicli_avg",
+            "(factoid + instruction) / 2",
+            r["thaicli_avg"],
+            _mean([to_decimal(r["factoid"]), to_decimal(r["instruction"])]),
+        )
+        for _, r in cli.iterrows()
+    ]
 
 
 def check_dialect_deltas(auto: pd.DataFrame) -> list[dict]:
@@ -197,8 +259,16 @@ def check_dialect_deltas(auto: pd.DataFrame) -> list[dict]:
         for metric in DIALECT_METRICS:
             delta_col = metric.rsplit("_", 1)[0] + "_delta"
             diff = to_decimal(central.at[r["model"], metric]) - to_decimal(r[metric])
-            out.append(_check(label, f"{r['model']} / {r['dialect']}", delta_col, f"Central {metric} minus dialect",
-                              r[delta_col], diff))
+            out.append(
+                _check(
+                    label,
+                    f"{r['model']} / {r['dialect']}",
+                    delta_col,
+                    f"Central {metric} minus dialect",
+                    r[delta_col],
+                    diff,
+                )
+            )
     return out
 
 
@@ -208,42 +278,81 @@ def check_preference_totals(pref: pd.DataFrame, counts: pd.DataFrame) -> list[di
     per_dialect = counts.set_index("dialect")
     out = []
     for _, r in pref.iterrows():
-        items = to_decimal(per_dialect.at[r["dialect"], "conversation"]) + to_decimal(per_dialect.at[r["dialect"], "food"])
+        items = to_decimal(per_dialect.at[r["dialect"], "conversation"]) + to_decimal(
+            per_dialect.at[r["dialect"], "food"]
+        )
         total = sum((to_decimal(r[c]) for c in ("prefer_a", "prefer_b", "both", "none")), Decimal(0))
-        out.append(_check(label, f"{r['pair']} / {r['dialect']}", "prefer_a+prefer_b+both+none",
-                          "sum of the counts = conversation + food items (Table 4); printed = the item count",
-                          str(items), total))
+        out.append(
+            _check(
+                label,
+                f"{r['pair']} / {r['dialect']}",
+                "prefer_a+prefer_b+both+none",
+                "sum of the counts = conversation + food items (Table 4); printed = the item count",
+                str(items),
+                total,
+            )
+        )
     return out
 
 
 def check_generation_fluency_avg(gf: pd.DataFrame) -> list[dict]:
     """Limkonchotiwat et al. Table 3: Avg = (Generation + Fluency) / 2."""
     label = PUBLISHED_TABLES["dialect_gen_fluency"].label
-    return [_check(label, f"{r['model']} / {r['dialect']}", "avg", "(generation + fluency) / 2", r["avg"],
-                   _mean([to_decimal(r["generation"]), to_decimal(r["fluency"])])) for _, r in gf.iterrows()]
+    return [
+        _check(
+            label,
+            f"{r['model']} / {r['dialect']}",
+            "avg",
+            "(generation + fluency) / 2",
+            r["avg"],
+            _mean([to_decimal(r["generation"]), to_decimal(r["fluency"])]),
+        )
+        for _, r in gf.iterrows()
+    ]
 
 
 def check_sample_counts(counts: pd.DataFrame) -> list[dict]:
     """Limkonchotiwat et al. Table 4: the task counts of each dialect add up to the items per dialect."""
     label = PUBLISHED_TABLES["dialect_counts"].label
     tasks = [c for c in counts.columns if c != "dialect"]
-    return [_check(label, r["dialect"], "+".join(tasks), "sum of the task counts = items per dialect (section 2)",
-                   str(DIALECT_ITEMS_PER_DIALECT), sum((to_decimal(r[t]) for t in tasks), Decimal(0)))
-            for _, r in counts.iterrows()]
+    return [
+        _check(
+            label,
+            r["dialect"],
+            "+".join(tasks),
+            "sum of the task counts = items per dialect (section 2)",
+            str(DIALECT_ITEMS_PER_DIALECT),
+            sum((to_decimal(r[t]) for t in tasks), Decimal(0)),
+        )
+        for _, r in counts.iterrows()
+    ]
 
 
 def check_overlap_range(overlap: pd.DataFrame) -> list[dict]:
     """Limkonchotiwat et al. Table 5: every overlap is a share in [0, 1]."""
     label = PUBLISHED_TABLES["dialect_overlap"].label
-    return [_predicate_check(label, r["dialect"], col, "0 <= overlap <= 1", r[col], 0 <= to_decimal(r[col]) <= 1)
-            for _, r in overlap.iterrows() for col in overlap.columns if col != "dialect"]
+    return [
+        _predicate_check(label, r["dialect"], col, "0 <= overlap <= 1", r[col], 0 <= to_decimal(r[col]) <= 1)
+        for _, r in overlap.iterrows()
+        for col in overlap.columns
+        if col != "dialect"
+    ]
 
 
 def check_mean_kappa(kappa: pd.DataFrame) -> list[dict]:
     """Limkonchotiwat et al. Table 6: the mean kappa per measure equals the value stated in the text."""
     label = PUBLISHED_TABLES["dialect_kappa"].label
-    return [_check(label, "mean over dialects", measure, "mean of the per-dialect kappas = value in the text",
-                   printed, _mean([to_decimal(v) for v in kappa[measure]])) for measure, printed in MEAN_KAPPA_TEXT.items()]
+    return [
+        _check(
+            label,
+            "mean over dialects",
+            measure,
+            "mean of the per-dialect kappas = value in the text",
+            printed,
+            _mean([to_decimal(v) for v in kappa[measure]]),
+        )
+        for measure, printed in MEAN_KAPPA_TEXT.items()
+    ]
 
 
 #: table key -> check function over the loaded tables.
@@ -261,7 +370,9 @@ CHECKS: dict[str, Callable[[Mapping[str, pd.DataFrame]], list[dict]]] = {
 }
 
 
-def check_published(directory: str | Path | None = None, tables: Mapping[str, pd.DataFrame] | None = None) -> pd.DataFrame:
+def check_published(
+    directory: str | Path | None = None, tables: Mapping[str, pd.DataFrame] | None = None
+) -> pd.DataFrame:
     """Every check of every published table: one row per recomputed or range-checked cell.
 
     Args:
@@ -294,8 +405,10 @@ class RankAgreement:
     kendall_p: float
 
     def __str__(self) -> str:
-        return (f"Spearman rho = {self.spearman:.3f} (p = {self.spearman_p:.3f}), "
-                f"Kendall tau = {self.kendall:.3f} (p = {self.kendall_p:.3f}), n = {self.n}")
+        return (
+            f"Spearman rho = {self.spearman:.3f} (p = {self.spearman_p:.3f}), "
+            f"Kendall tau = {self.kendall:.3f} (p = {self.kendall_p:.3f}), n = {self.n}"
+        )
 
 
 def rank_agreement(a: pd.Series, b: pd.Series) -> RankAgreement:

@@ -25,8 +25,19 @@ from thai_eval_utils.h6.variants import is_variant
 #: Why a run is not in the tables: a later finished run of its cell is shown; it has not finished and another
 #: run of its cell is shown; it is of a benchmark no paper table holds.
 SKIP_REASONS = ("superseded by a later run", "unfinished", "not in the papers' tables")
-SKIPPED_COLUMNS = ["model", "benchmark", "setting", "config_id", "limit", "items", "finished", "when", "reason",
-                   "detail", "run_dir"]
+SKIPPED_COLUMNS = [
+    "model",
+    "benchmark",
+    "setting",
+    "config_id",
+    "limit",
+    "items",
+    "finished",
+    "when",
+    "reason",
+    "detail",
+    "run_dir",
+]
 #: A table cell of runs: (model name, benchmark, setting).
 Cell = tuple[str, str, str]
 
@@ -104,8 +115,9 @@ def _why(run: StoredRun, shown: StoredRun | None) -> tuple[str, str]:
     if not run.finished:
         if shown.finished:
             return SKIP_REASONS[1], f"the finished run {shown_text} is shown"
-        return SKIP_REASONS[1], (f"the later unfinished run {shown_text} is shown; no run of this model, benchmark "
-                                 "and setting has finished")
+        return SKIP_REASONS[1], (
+            f"the later unfinished run {shown_text} is shown; no run of this model, benchmark and setting has finished"
+        )
     detail = f"the later finished run {shown_text} is shown"
     if _limit(run) != _limit(shown):
         detail += f"; other limit: {_limit(run) or 'none'} here, {_limit(shown) or 'none'} there"
@@ -123,9 +135,20 @@ def skipped_table(runs: Iterable[StoredRun], families: Collection[str]) -> pd.Da
         if run.dir in shown_dirs:
             continue
         reason, detail = _why(run, shown.get(cell_of(run)) if in_tables(run, families) else None)
-        rows.append({"model": run.model_name, "benchmark": run.benchmark, "setting": run_setting(run.card),
-                     "config_id": run.card.get("config_id"), "limit": _limit(run), "items": count_items(run.dir),
-                     "finished": run.finished, "when": run.when, "reason": reason, "detail": detail,
-                     "run_dir": str(run.dir)})  # fmt: skip
+        rows.append(
+            {
+                "model": run.model_name,
+                "benchmark": run.benchmark,
+                "setting": run_setting(run.card),
+                "config_id": run.card.get("config_id"),
+                "limit": _limit(run),
+                "items": count_items(run.dir),
+                "finished": run.finished,
+                "when": run.when,
+                "reason": reason,
+                "detail": detail,
+                "run_dir": str(run.dir),
+            }
+        )
     table = pd.DataFrame(rows, columns=SKIPPED_COLUMNS)
     return table.sort_values(["model", "benchmark", "setting", "when"], kind="stable").reset_index(drop=True)

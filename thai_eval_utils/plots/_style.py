@@ -13,7 +13,9 @@ def set_theme() -> None:
     sns.set_theme(style="whitegrid", context="paper")
 
 
-def save_figure(fig: plt.Figure, path_without_suffix: str | Path, formats: tuple[str, ...] = ("png", "svg")) -> list[Path]:
+def save_figure(
+    fig: plt.Figure, path_without_suffix: str | Path, formats: tuple[str, ...] = ("png", "svg")
+) -> list[Path]:
     """Save ``fig`` as ``<path>.png`` and ``<path>.svg`` (parents created); returns the paths."""
     base = Path(path_without_suffix)
     base.parent.mkdir(parents=True, exist_ok=True)

@@ -84,16 +84,39 @@ def h6_vs_thaicli(h6: pd.DataFrame, thaicli: pd.DataFrame) -> plt.Figure:
     fig, (ax, ax_rank) = plt.subplots(1, 2, figsize=(12, 4.8), gridspec_kw={"width_ratios": [1.3, 1]})
     sns.scatterplot(data=both, x="thai_h6_avg", y="thaicli_avg", ax=ax, s=60)
     for label, row in both.iterrows():
-        ax.annotate(label, (row["thai_h6_avg"], row["thaicli_avg"]), fontsize=7, xytext=(4, 3), textcoords="offset points")
-    ax.set(xlabel="Thai-H6 average", ylabel="ThaiCLI average (judge score 1-10)", title="Core capability vs cultural alignment")
+        ax.annotate(
+            label, (row["thai_h6_avg"], row["thaicli_avg"]), fontsize=7, xytext=(4, 3), textcoords="offset points"
+        )
+    ax.set(
+        xlabel="Thai-H6 average",
+        ylabel="ThaiCLI average (judge score 1-10)",
+        title="Core capability vs cultural alignment",
+    )
     ranks = both.rank(ascending=False, method="min")
     for label, row in ranks.iterrows():
         ax_rank.plot([0, 1], [row["thai_h6_avg"], row["thaicli_avg"]], marker="o")
-        ax_rank.annotate(f"({row['thaicli_avg']:.0f}) {label}", (1, row["thaicli_avg"]), fontsize=7, xytext=(6, -2),
-                         textcoords="offset points")
-        ax_rank.annotate(f"{label} ({row['thai_h6_avg']:.0f})", (0, row["thai_h6_avg"]), fontsize=7, xytext=(-6, -2),
-                         textcoords="offset points", ha="right")
-    ax_rank.set(xticks=[0, 1], xticklabels=["Thai-H6 rank", "ThaiCLI rank"], xlim=(-1.1, 2.1), yticks=[], title="Ranks (1 = best)")
+        ax_rank.annotate(
+            f"({row['thaicli_avg']:.0f}) {label}",
+            (1, row["thaicli_avg"]),
+            fontsize=7,
+            xytext=(6, -2),
+            textcoords="offset points",
+        )
+        ax_rank.annotate(
+            f"{label} ({row['thai_h6_avg']:.0f})",
+            (0, row["thai_h6_avg"]),
+            fontsize=7,
+            xytext=(-6, -2),
+            textcoords="offset points",
+            ha="right",
+        )
+    ax_rank.set(
+        xticks=[0, 1],
+        xticklabels=["Thai-H6 rank", "ThaiCLI rank"],
+        xlim=(-1.1, 2.1),
+        yticks=[],
+        title="Ranks (1 = best)",
+    )
     ax_rank.invert_yaxis()
     ax_rank.grid(False)
     fig.suptitle(f"Thai-H6 vs ThaiCLI ranking of the same models: {agreement}", fontsize=9)
@@ -109,12 +132,19 @@ def thaicli_factoid_vs_instruction(thaicli: pd.DataFrame) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(6.5, 5.5))
     sns.scatterplot(data=df, x="factoid", y="instruction", hue="group" if "group" in df else None, s=60, ax=ax)
     for _, row in df.iterrows():
-        ax.annotate(row["label"], (row["factoid"], row["instruction"]), fontsize=7, xytext=(4, 3), textcoords="offset points")
+        ax.annotate(
+            row["label"], (row["factoid"], row["instruction"]), fontsize=7, xytext=(4, 3), textcoords="offset points"
+        )
     low = np.nanmin(df[["factoid", "instruction"]].to_numpy()) - 0.5
     high = np.nanmax(df[["factoid", "instruction"]].to_numpy()) + 0.5
     ax.plot([low, high], [low, high], color="grey", lw=0.8, ls="--")
-    ax.set(xlim=(low, high), ylim=(low, high), xlabel="factoid (1-10)", ylabel="instruction (1-10)",
-           title="ThaiCLI: factoid vs instruction (Kim et al. Table 5)")
+    ax.set(
+        xlim=(low, high),
+        ylim=(low, high),
+        xlabel="factoid (1-10)",
+        ylabel="instruction (1-10)",
+        title="ThaiCLI: factoid vs instruction (Kim et al. Table 5)",
+    )
     return fig
 
 
@@ -127,7 +157,8 @@ def dialect_delta_heatmap(auto: pd.DataFrame) -> plt.Figure:
     df = _labelled(auto)
     rows = [
         {"model": label, "dialect": dialect, "task": task, "metric": metric, "delta": float(delta)}
-        for task, (metric, _) in TABLE1_TASKS.items() if f"{task}_delta" in df
+        for task, (metric, _) in TABLE1_TASKS.items()
+        if f"{task}_delta" in df
         for label, dialect, delta in zip(df["label"], df["dialect"], df[f"{task}_delta"])
         if dialect != CENTRAL and pd.notna(delta)
     ]
@@ -143,7 +174,9 @@ def preference_bars(pref: pd.DataFrame) -> plt.Figure:
 def generation_fluency_bars(gf: pd.DataFrame) -> plt.Figure:
     """Generation and Fluency scores (0-100) per dialect and model (Limkonchotiwat et al. Table 3, runs marked)."""
     df = _labelled(gf)
-    return dialect_plots.generation_fluency_bars(df.assign(model=df["label"])[["dialect", "model", "generation", "fluency"]])
+    return dialect_plots.generation_fluency_bars(
+        df.assign(model=df["label"])[["dialect", "model", "generation", "fluency"]]
+    )
 
 
 #: Figure name -> (function, the table keys it takes), for drawing and saving all of them at once

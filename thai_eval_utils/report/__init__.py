@@ -64,8 +64,16 @@ def write_report(
     items, pools, item_notes = collect_items(runs, heads, data_dir=data_dir)
     sbs = side_by_side(runs, pair, n_resamples=n_resamples)
     figures = report_figures(runs, heads, sbs.comparison if sbs else None)
-    html = render_html(cells=cells, items=items, pools=pools, figures=figures, pair=sbs, models=runs.models,
-                       notes=runs.notes + notes + item_notes, interval_caption=boot.caption)
+    html = render_html(
+        cells=cells,
+        items=items,
+        pools=pools,
+        figures=figures,
+        pair=sbs,
+        models=runs.models,
+        notes=runs.notes + notes + item_notes,
+        interval_caption=boot.caption,
+    )
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html, encoding="utf-8")

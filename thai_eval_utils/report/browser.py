@@ -13,8 +13,15 @@ from typing import Any
 #: Where Debian (and most Linux distributions) install Chromium.
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
 #: A quiet, offline, throw-away browser: no GPU, no background fetches, no first-run pages.
-LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-               "--no-first-run", "--disable-default-apps", "--disable-sync"]
+LAUNCH_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-default-apps",
+    "--disable-sync",
+]
 #: The report's views (the ``#`` of its URL).
 VIEWS = ("leaderboard", "figures", "items", "compare")
 
@@ -44,8 +51,9 @@ def open_browser(width: int = 1400, height: int = 900) -> Iterator[Any]:
     if exe is None:
         raise RuntimeError(why_no_browser() or "no Chromium")
     with sync_playwright() as pw, tempfile.TemporaryDirectory(prefix="thai-eval-chromium-") as profile:
-        ctx = pw.chromium.launch_persistent_context(profile, executable_path=exe, headless=True, args=LAUNCH_ARGS,
-                                                    viewport={"width": width, "height": height})
+        ctx = pw.chromium.launch_persistent_context(
+            profile, executable_path=exe, headless=True, args=LAUNCH_ARGS, viewport={"width": width, "height": height}
+        )
         try:
             yield ctx
         finally:

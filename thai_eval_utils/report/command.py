@@ -15,8 +15,12 @@ from thai_eval_utils.report.browser import screenshots, why_no_browser
 
 def add_report_arguments(ap: argparse.ArgumentParser) -> None:
     """The report's options (shared by ``python -m thai_eval_utils.report`` and ``thai-eval report``)."""
-    ap.add_argument("--outputs", nargs="+", default=None,
-                    help="outputs folder(s) holding runs/ (default $THAI_EVAL_OUTPUTS or outputs)")
+    ap.add_argument(
+        "--outputs",
+        nargs="+",
+        default=None,
+        help="outputs folder(s) holding runs/ (default $THAI_EVAL_OUTPUTS or outputs)",
+    )
     ap.add_argument("--out", default=None, help="the HTML file (default <outputs>/report.html)")
     ap.add_argument("--models", default="", help="models to show, comma- or space-separated (default: all stored)")
     ap.add_argument("--pair", default="", help="the two models side by side (default: the first two)")
@@ -31,8 +35,14 @@ def report_command(args: argparse.Namespace) -> int:
     outputs = folders[0]
     split = lambda s: s.replace(",", " ").split()  # noqa: E731
     try:
-        path = write_report(folders, args.out or outputs / "report.html", split(args.models) or None,
-                            pair=split(args.pair) or None, data_dir=args.data, n_resamples=args.resamples)
+        path = write_report(
+            folders,
+            args.out or outputs / "report.html",
+            split(args.models) or None,
+            pair=split(args.pair) or None,
+            data_dir=args.data,
+            n_resamples=args.resamples,
+        )
     except ThaiEvalError as exc:
         print(f"error: {scrub(str(exc))}", file=sys.stderr)
         return 1

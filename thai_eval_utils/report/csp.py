@@ -16,8 +16,19 @@ SCRIPT = re.compile(r"<script\b([^>]*)>(.*?)</script\s*>", re.I | re.S)
 TYPE_ATTRIBUTE = re.compile(r"""\btype\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
 #: ``type`` values of scripts the browser runs (HTML Living Standard, "prepare the script element"); any other
 #: type (``application/json``, ``text/plain``) is a data block, never run, so it needs no hash.
-RUN_TYPES = frozenset({"", "module", "text/javascript", "application/javascript", "text/ecmascript",
-                       "application/ecmascript", "text/jscript", "text/livescript", "application/x-javascript"})
+RUN_TYPES = frozenset(
+    {
+        "",
+        "module",
+        "text/javascript",
+        "application/javascript",
+        "text/ecmascript",
+        "application/ecmascript",
+        "text/jscript",
+        "text/livescript",
+        "application/x-javascript",
+    }
+)
 #: Where the report's script imports the embedded DataTables bundle from (``import()`` of a ``blob:`` URL; Chromium
 #: checks that against ``script-src`` even under ``'strict-dynamic'``). Only running script can make a ``blob:``
 #: URL, and the report's revokes it once imported, so this lets no injected markup run anything.
@@ -26,8 +37,14 @@ MODULE_SOURCE = "blob:"
 #: URLs (the DataTables CSS), styles inline (the page's two ``<style>`` blocks, the figures' SVG ``style``
 #: attributes and those DataTables sets; a style runs no code, and with nothing fetchable it sends nothing), no
 #: ``<base>`` and no form submissions.
-OTHER_DIRECTIVES = ("default-src 'none'", "style-src 'unsafe-inline'", "img-src data:", "font-src data:",
-                    "base-uri 'none'", "form-action 'none'")
+OTHER_DIRECTIVES = (
+    "default-src 'none'",
+    "style-src 'unsafe-inline'",
+    "img-src data:",
+    "font-src data:",
+    "base-uri 'none'",
+    "form-action 'none'",
+)
 
 
 def executable_scripts(html: str) -> list[str]:

@@ -25,7 +25,7 @@ def svg(fig: plt.Figure) -> str:
         fig.savefig(buf, format="svg", bbox_inches="tight")
     plt.close(fig)
     text = buf.getvalue()
-    return text[text.index("<svg"):]
+    return text[text.index("<svg") :]
 
 
 def forest_figure(cmp: Comparison) -> plt.Figure:

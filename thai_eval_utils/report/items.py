@@ -22,8 +22,9 @@ from thai_eval_utils.core import registry
 from thai_eval_utils.report.runs import ReportRuns
 
 
-def collect_items(runs: ReportRuns, heads: dict[str, list[Headline]], *, data_dir: str | Path | None = None
-                  ) -> tuple[list[dict[str, Any]], dict[str, list[str]], list[str]]:
+def collect_items(
+    runs: ReportRuns, heads: dict[str, list[Headline]], *, data_dir: str | Path | None = None
+) -> tuple[list[dict[str, Any]], dict[str, list[str]], list[str]]:
     """Every item of every selected run.
 
     Args:
@@ -57,12 +58,33 @@ def collect_items(runs: ReportRuns, heads: dict[str, list[Headline]], *, data_di
 
 def items_frame(items: list[dict[str, Any]]) -> pd.DataFrame:
     """The items as a DataFrame with readable column names, every field a column (for notebooks and tests)."""
-    names = {"m": "model", "b": "benchmark", "t": "task", "k": "key", "v": "value", "c": "correct", "q": "question",
-             "ch": "choices", "ll": "loglikelihoods", "p": "pred", "g": "gold", "o": "output", "ref": "reference",
-             "j": "judge_reply", "js": "judge_status", "r": "repeat", "sub": "subject", "fs": "fewshot", "note": "note",
-             "ql": "question_label", "ol": "output_label"}
+    names = {
+        "m": "model",
+        "b": "benchmark",
+        "t": "task",
+        "k": "key",
+        "v": "value",
+        "c": "correct",
+        "q": "question",
+        "ch": "choices",
+        "ll": "loglikelihoods",
+        "p": "pred",
+        "g": "gold",
+        "o": "output",
+        "ref": "reference",
+        "j": "judge_reply",
+        "js": "judge_status",
+        "r": "repeat",
+        "sub": "subject",
+        "fs": "fewshot",
+        "note": "note",
+        "ql": "question_label",
+        "ol": "output_label",
+    }
     frame = pd.DataFrame(items).rename(columns=names)
-    return frame.reindex(columns=["id", *names.values(), *[c for c in frame.columns if c not in names.values() and c != "id"]])
+    return frame.reindex(
+        columns=["id", *names.values(), *[c for c in frame.columns if c not in names.values() and c != "id"]]
+    )
 
 
 def to_json(obj: Any) -> str:

@@ -44,12 +44,24 @@ def _published_cells() -> list[dict[str, Any]]:
         for row in published[table.key].to_dict("records"):
             for col in table.columns:
                 if col in row and str(row[col]).strip() not in ("", "nan"):
-                    out.append(cell(table.key, str(row["model"]), col, float(row[col]), None, "",
-                                    group=row.get(table.group) if table.group else None, source=source))
+                    out.append(
+                        cell(
+                            table.key,
+                            str(row["model"]),
+                            col,
+                            float(row[col]),
+                            None,
+                            "",
+                            group=row.get(table.group) if table.group else None,
+                            source=source,
+                        )
+                    )
     return out
 
 
-def model_headlines(runs: ReportRuns, *, data_dir: str | Path | None = None) -> tuple[dict[str, list[Headline]], list[str]]:
+def model_headlines(
+    runs: ReportRuns, *, data_dir: str | Path | None = None
+) -> tuple[dict[str, list[Headline]], list[str]]:
     """model -> the per-item headline values of its runs (``compare.items.headlines``), and notes on the runs whose
     items cannot be read (e.g. references not at hand: they keep their summary values without intervals).
 
@@ -72,7 +84,9 @@ def model_headlines(runs: ReportRuns, *, data_dir: str | Path | None = None) -> 
     return heads, notes
 
 
-def leaderboard(heads: dict[str, list[Headline]], *, boot: Bootstrap = Bootstrap(), published: bool = True) -> pd.DataFrame:
+def leaderboard(
+    heads: dict[str, list[Headline]], *, boot: Bootstrap = Bootstrap(), published: bool = True
+) -> pd.DataFrame:
     """Every cell of every model's headlines (:func:`model_headlines`) and the published rows: :data:`CELL_COLUMNS`."""
     rows = []
     for model, hs in heads.items():

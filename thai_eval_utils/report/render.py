@@ -69,8 +69,15 @@ def leaderboard_tables(cells: pd.DataFrame) -> list[dict[str, Any]]:
         rows = []
         for (model, label, source), group in part.groupby(["model", "group", "source"], sort=False, dropna=False):
             by_col = {c["column"]: _cell(c) for c in group.to_dict("records")}
-            rows.append({"model": model, "group": None if pd.isna(label) else label, "source": source,
-                         "published": str(source).startswith(PUBLISHED), "cells": [by_col.get(c) for c in columns]})
+            rows.append(
+                {
+                    "model": model,
+                    "group": None if pd.isna(label) else label,
+                    "source": source,
+                    "published": str(source).startswith(PUBLISHED),
+                    "cells": [by_col.get(c) for c in columns],
+                }
+            )
         rows.sort(key=lambda r: r["published"])  # stable: our runs first, in model order
         out.append({"key": key, "title": title, "columns": columns, "rows": rows, "group": spec.group})
     return out
@@ -91,14 +98,30 @@ def wide(cells: pd.DataFrame, table: str, digits: int = 2) -> pd.DataFrame:
     t = next((t for t in leaderboard_tables(cells) if t["key"] == table), None)
     if t is None:
         return pd.DataFrame()
-    rows = [{"model": r["model"], **({t["group"]: r["group"]} if t["group"] else {}), "source": r["source"],
-             **{col: _cell_text(c, digits) for col, c in zip(t["columns"], r["cells"])}} for r in t["rows"]]
+    rows = [
+        {
+            "model": r["model"],
+            **({t["group"]: r["group"]} if t["group"] else {}),
+            "source": r["source"],
+            **{col: _cell_text(c, digits) for col, c in zip(t["columns"], r["cells"])},
+        }
+        for r in t["rows"]
+    ]
     return pd.DataFrame(rows)
 
 
-def render_html(*, cells: pd.DataFrame, items: list[dict[str, Any]], pools: dict[str, list[str]],
-                figures: list[tuple[str, str]], pair: SideBySide | None, models: list[str], notes: list[str],
-                interval_caption: str, title: str = "thai-eval report") -> str:
+def render_html(
+    *,
+    cells: pd.DataFrame,
+    items: list[dict[str, Any]],
+    pools: dict[str, list[str]],
+    figures: list[tuple[str, str]],
+    pair: SideBySide | None,
+    models: list[str],
+    notes: list[str],
+    interval_caption: str,
+    title: str = "thai-eval report",
+) -> str:
     """The report's HTML text, every string scrubbed of secrets (``core.provenance.scrub``), with a
     Content-Security-Policy allowing only its own scripts (``report.csp``).
 
@@ -112,13 +135,27 @@ def render_html(*, cells: pd.DataFrame, items: list[dict[str, Any]], pools: dict
     payload = scrub(to_json({"items": items, "pools": pools}))  # scrubbed before it is compressed out of sight
     pair_ctx = None
     if pair is not None:
-        pair_ctx = {"model_a": pair.model_a, "model_b": pair.model_b, "caption": pair.caption, "notes": pair.notes,
-                    "rows": pair.table.to_dict("records")}
+        pair_ctx = {
+            "model_a": pair.model_a,
+            "model_b": pair.model_b,
+            "caption": pair.caption,
+            "notes": pair.notes,
+            "rows": pair.table.to_dict("records"),
+        }
     meta = {"models": models, "pair": None if pair is None else {"model_a": pair.model_a, "model_b": pair.model_b}}
     html = env.get_template("report.html.j2").render(
-        title=title, models=models, n_items=len(items), written_at=now_utc(), version=__version__,
-        tables=leaderboard_tables(cells), notes=notes, interval_caption=interval_caption, figures=figures,
-        pair=pair_ctx, meta_json=script_json(meta), csp=csp.PLACEHOLDER,
+        title=title,
+        models=models,
+        n_items=len(items),
+        written_at=now_utc(),
+        version=__version__,
+        tables=leaderboard_tables(cells),
+        notes=notes,
+        interval_caption=interval_caption,
+        figures=figures,
+        pair=pair_ctx,
+        meta_json=script_json(meta),
+        csp=csp.PLACEHOLDER,
         items_b64=_b64(gzip.compress(payload.encode("utf-8"), compresslevel=6, mtime=0)),
         dt_bundle_b64=_b64(bundle.read_bytes()),
         dt_css=raw_text(bundle.with_suffix(".css").read_text(encoding="utf-8"), "style"),

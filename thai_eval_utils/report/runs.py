@@ -53,8 +53,11 @@ def _distinct_label(name: str, first: RunSelection, other: RunSelection, folder:
     return name, f"{name} ({folder.name})"
 
 
-def collect_runs(outputs: str | Path | Sequence[str | Path], models: Sequence[str] | None = None,
-                 benchmarks: Sequence[str] | None = None) -> ReportRuns:
+def collect_runs(
+    outputs: str | Path | Sequence[str | Path],
+    models: Sequence[str] | None = None,
+    benchmarks: Sequence[str] | None = None,
+) -> ReportRuns:
     """The runs of ``models`` (names, folder slugs or specs such as ``embedded``; default: every stored model).
 
     ``outputs`` may list several outputs folders (e.g. ``outputs`` and ``outputs/demo_compare``); a model stored in
@@ -80,8 +83,10 @@ def collect_runs(outputs: str | Path | Sequence[str | Path], models: Sequence[st
             label = next(iter(sel.runs.values())).model_name or name  # the stored model name, not the spec or slug
             if label in selections:  # the same model in another outputs folder: tell the two apart
                 first_label, label = _distinct_label(label, selections[label], sel, folder)
-                selections = {(first_label if k == sel.runs[next(iter(sel.runs))].model_name else k): v
-                              for k, v in selections.items()}
+                selections = {
+                    (first_label if k == sel.runs[next(iter(sel.runs))].model_name else k): v
+                    for k, v in selections.items()
+                }
                 selections[first_label].label = first_label
             sel.label = label
             selections[label] = sel

@@ -27,8 +27,9 @@ class SideBySide:
     notes: list[str] = field(default_factory=list)
 
 
-def side_by_side(runs: ReportRuns, pair: Sequence[str] | None = None, *, n_resamples: int = 1000,
-                 seed: int = 0) -> SideBySide | None:
+def side_by_side(
+    runs: ReportRuns, pair: Sequence[str] | None = None, *, n_resamples: int = 1000, seed: int = 0
+) -> SideBySide | None:
     """Compare ``pair`` (default: the first two models) with ``compare_runs``; None with fewer than two models.
 
     Percentile intervals: BCa's jackknife holds an n x n array (14k MMLU items: 1.7 GB); ``make compare``
@@ -40,10 +41,30 @@ def side_by_side(runs: ReportRuns, pair: Sequence[str] | None = None, *, n_resam
     if a not in runs.selections or b not in runs.selections:
         raise ValueError(f"side by side: {a!r} and {b!r} must be among the report's models {runs.models}")
     try:
-        cmp = compare_runs(runs.selections[a], runs.selections[b], n_resamples=n_resamples, seed=seed,
-                           method="percentile", outputs=runs.outputs)
+        cmp = compare_runs(
+            runs.selections[a],
+            runs.selections[b],
+            n_resamples=n_resamples,
+            seed=seed,
+            method="percentile",
+            outputs=runs.outputs,
+        )
     except (ThaiEvalDataError, ValueError) as exc:
         return SideBySide(a, b, pd.DataFrame(), notes=[scrub(f"not compared: {exc}")])
-    table = cmp.table(digits=3)[["score", "n_paired", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "method", "test",
-                                 "p_value", "p_holm", "note"]]
+    table = cmp.table(digits=3)[
+        [
+            "score",
+            "n_paired",
+            "mean_a",
+            "mean_b",
+            "diff",
+            "ci_low",
+            "ci_high",
+            "method",
+            "test",
+            "p_value",
+            "p_holm",
+            "note",
+        ]
+    ]
     return SideBySide(a, b, table, cmp.caption, cmp, [scrub(n) for n in cmp.notes])

@@ -60,12 +60,24 @@ class OverRuns:
     branch: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"mean": self.mean, "stderr": self.stderr, "mean_list": self.mean_list, "runs": self.runs,
-                "is_incomplete": self.incomplete, "branch": self.branch}
+        return {
+            "mean": self.mean,
+            "stderr": self.stderr,
+            "mean_list": self.mean_list,
+            "runs": self.runs,
+            "is_incomplete": self.incomplete,
+            "branch": self.branch,
+        }
 
 
-def task_over_runs(scores: Sequence[Sequence[float]], labels: Sequence[Sequence[Any]], rng: np.random.Generator, *,
-                   single_run_logprobs: bool = False, n_bootstraps: int = N_BOOTSTRAPS) -> OverRuns:
+def task_over_runs(
+    scores: Sequence[Sequence[float]],
+    labels: Sequence[Sequence[Any]],
+    rng: np.random.Generator,
+    *,
+    single_run_logprobs: bool = False,
+    n_bootstraps: int = N_BOOTSTRAPS,
+) -> OverRuns:
     """One task's mean and standard error over runs, exactly as the notebook's ``aggregate_scores`` (ipynb:459-546).
 
     Args:
@@ -111,8 +123,9 @@ def _mean_lists(lists: Sequence[Sequence[float]]) -> list[float]:
     return np.mean(lists, axis=0).tolist()
 
 
-def language_over_runs(tasks: Mapping[str, OverRuns], competency: Mapping[str, str],
-                       group: Mapping[str, str | None]) -> dict[str, Any]:
+def language_over_runs(
+    tasks: Mapping[str, OverRuns], competency: Mapping[str, str], group: Mapping[str, str | None]
+) -> dict[str, Any]:
     """Competency and language rows from the tasks' replicates (ipynb:550-627): a group's list = the element-wise
     mean of its members' lists (a ``-logprobs`` suffix dropped from its name); a competency's = the element-wise
     mean of its ungrouped tasks' and its groups' lists; the language's = over competencies. Each row: mean,
@@ -144,8 +157,9 @@ def language_over_runs(tasks: Mapping[str, OverRuns], competency: Mapping[str, s
     return out
 
 
-def run_totals(primary: Mapping[str, float], competency: Mapping[str, str],
-               group: Mapping[str, str | None]) -> dict[str, Any]:
+def run_totals(
+    primary: Mapping[str, float], competency: Mapping[str, str], group: Mapping[str, str | None]
+) -> dict[str, Any]:
     """One run's results-JSON totals (``src/aggregate_metrics.py:175-272``, spec 5.1): competency total = mean of
     its ungrouped tasks' primary metrics and of its groups' plain means; language total = mean of competencies."""
     comps: dict[str, list[float]] = {}
@@ -160,5 +174,4 @@ def run_totals(primary: Mapping[str, float], competency: Mapping[str, str],
     for (c, g), _ in grouped.items():
         comps.setdefault(c, []).append(groups[g])
     totals = {c: statistics.mean(v) for c, v in comps.items()}
-    return {"groups": groups, "competencies": totals,
-            "total": statistics.mean(totals.values()) if totals else None}
+    return {"groups": groups, "competencies": totals, "total": statistics.mean(totals.values()) if totals else None}

@@ -26,9 +26,23 @@ BASE_STOP = ("\n\n",)
 MAX_THINK_TOKENS = 20000
 #: The tasks the Thai ``seahelm`` list runs after alias expansion (``task_config.yaml:20``), in that order, plus
 #: Belebele (a Thai entry in no list) and the ``-logprobs`` twins (``seahelm_logprobs``, spec 1.1).
-DEFAULT_TASKS = ("sentiment", "qa", "toxicity", "translation-en-xx", "translation-xx-en", "abssum", "causal", "nli",
-                 "if-eval", "thai_exam_a_level", "thai_exam_ic", "thai_exam_onet", "thai_exam_tgat", "thai_exam_tpat1",
-                 "mt-bench-judge")
+DEFAULT_TASKS = (
+    "sentiment",
+    "qa",
+    "toxicity",
+    "translation-en-xx",
+    "translation-xx-en",
+    "abssum",
+    "causal",
+    "nli",
+    "if-eval",
+    "thai_exam_a_level",
+    "thai_exam_ic",
+    "thai_exam_onet",
+    "thai_exam_tgat",
+    "thai_exam_tpat1",
+    "mt-bench-judge",
+)
 
 
 @dataclass(frozen=True)
@@ -77,8 +91,12 @@ class TaskConfig:
 
     def templates(self) -> dict[str, str]:
         """The prompt pieces by name (their hashes key the run)."""
-        return {"preamble": self.preamble, "task_template": self.task_template,
-                "answer_template": self.answer_template, "answer_tag": self.answer_tag}
+        return {
+            "preamble": self.preamble,
+            "task_template": self.task_template,
+            "answer_template": self.answer_template,
+            "answer_tag": self.answer_tag,
+        }
 
 
 @cache
@@ -99,12 +117,25 @@ def task_configs() -> dict[str, TaskConfig]:
     for key, c in _raw()["tasks"].items():
         pt, shots = c["prompt_template"], c.get("fewshot_num_examples") or {}
         out[key] = TaskConfig(
-            key=key, name=c["name"], competency=c["competency"], metric_class=c["metric_class"], metric=c["metric"],
-            max_tokens=int(c["max_tokens"]), preamble=pt["preamble"], task_template=pt["task_template"],
-            answer_template=pt["answer_template"], answer_tag=pt["answer_tag"], shots_instruct=shots.get("instruct"),
-            shots_base=shots.get("base"), aggregation_group=c.get("aggregation_group"),
-            max_n_runs=c.get("max_n_runs"), use_logprobs=bool(c.get("use_logprobs", False)),
-            filepath=c.get("filepath"), example_filepath=c.get("example_filepath"), source=c.get("source", ""))
+            key=key,
+            name=c["name"],
+            competency=c["competency"],
+            metric_class=c["metric_class"],
+            metric=c["metric"],
+            max_tokens=int(c["max_tokens"]),
+            preamble=pt["preamble"],
+            task_template=pt["task_template"],
+            answer_template=pt["answer_template"],
+            answer_tag=pt["answer_tag"],
+            shots_instruct=shots.get("instruct"),
+            shots_base=shots.get("base"),
+            aggregation_group=c.get("aggregation_group"),
+            max_n_runs=c.get("max_n_runs"),
+            use_logprobs=bool(c.get("use_logprobs", False)),
+            filepath=c.get("filepath"),
+            example_filepath=c.get("example_filepath"),
+            source=c.get("source", ""),
+        )
     return out
 
 

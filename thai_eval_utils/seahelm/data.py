@@ -47,7 +47,9 @@ def template_fields(template: str) -> list[str]:
     return [f for _, f, _, _ in string.Formatter().parse(template) if f]
 
 
-def check_rows(task: TaskConfig, rows: Sequence[Mapping[str, Any]], path: str | Path, *, examples: bool = False) -> None:
+def check_rows(
+    task: TaskConfig, rows: Sequence[Mapping[str, Any]], path: str | Path, *, examples: bool = False
+) -> None:
     """Refuse rows SEA-HELM's prompt code could not format: a missing ``id``, ``label`` (labelled tasks) or
     ``prompts``, a turn that is not a dict, a template field the first turn lacks, a QA label that is not a list of
     text (naming the file, row and field)."""
@@ -56,21 +58,41 @@ def check_rows(task: TaskConfig, rows: Sequence[Mapping[str, Any]], path: str | 
     for i, r in enumerate(rows):
         for key in ("id", "prompts") + (() if task.parent in UNLABELLED else ("label",)):
             if key not in r or r[key] is None:
-                raise ThaiEvalDataError(f"missing {key!r} (SEA-HELM's row contract: id, label, prompts, metadata)",
-                                        path=path, row=i, field=key)
+                raise ThaiEvalDataError(
+                    f"missing {key!r} (SEA-HELM's row contract: id, label, prompts, metadata)",
+                    path=path,
+                    row=i,
+                    field=key,
+                )
         prompts = r["prompts"]
         if not isinstance(prompts, list) or not prompts or not all(isinstance(p, dict) for p in prompts):
-            raise ThaiEvalDataError("prompts must be a non-empty list of dicts (one per turn)", path=path, row=i,
-                                    field="prompts")
+            raise ThaiEvalDataError(
+                "prompts must be a non-empty list of dicts (one per turn)", path=path, row=i, field="prompts"
+            )
         for name in fields:
             if not isinstance(prompts[0].get(name), str):
-                raise ThaiEvalDataError(f"the task template needs text field {name!r} in the first turn; found "
-                                        f"{sorted(prompts[0])}", path=path, row=i, field=f"prompts[0].{name}")
-        if task.parent == "qa" and not examples and not (isinstance(r["label"], list) and r["label"] and all(isinstance(x, str) for x in r["label"])):
-            raise ThaiEvalDataError("a QA label is a non-empty list of answer strings (label[0] is scored)", path=path,
-                                    row=i, field="label")
-        if task.parent not in UNLABELLED and (task.parent != "qa" or examples) and not isinstance(r["label"], str | list):
-            raise ThaiEvalDataError(f"label must be text, got {type(r['label']).__name__}", path=path, row=i, field="label")
+                raise ThaiEvalDataError(
+                    f"the task template needs text field {name!r} in the first turn; found {sorted(prompts[0])}",
+                    path=path,
+                    row=i,
+                    field=f"prompts[0].{name}",
+                )
+        if (
+            task.parent == "qa"
+            and not examples
+            and not (isinstance(r["label"], list) and r["label"] and all(isinstance(x, str) for x in r["label"]))
+        ):
+            raise ThaiEvalDataError(
+                "a QA label is a non-empty list of answer strings (label[0] is scored)", path=path, row=i, field="label"
+            )
+        if (
+            task.parent not in UNLABELLED
+            and (task.parent != "qa" or examples)
+            and not isinstance(r["label"], str | list)
+        ):
+            raise ThaiEvalDataError(
+                f"label must be text, got {type(r['label']).__name__}", path=path, row=i, field="label"
+            )
         if not examples:
             if str(r["id"]) in seen:
                 raise ThaiEvalDataError(f"duplicate id {r['id']!r}", path=path, row=i, field="id")
@@ -91,8 +113,9 @@ def load_task_data(task: TaskConfig, data_dir: str | Path | None = None) -> Task
         examples = read_records(ex_path, allow_empty=True)
         check_rows(task, examples, ex_path, examples=True)
         files.append(str(ex_path))
-    return TaskData(task.key, rows, examples, files,
-                    {"kind": "files", "files": {Path(f).name: sha256_file(f) for f in files}})
+    return TaskData(
+        task.key, rows, examples, files, {"kind": "files", "files": {Path(f).name: sha256_file(f) for f in files}}
+    )
 
 
 # ------------------------------------------------------------------------------------- Hugging Face, offline
@@ -104,13 +127,18 @@ def hf_snapshot(repo_id: str, revision: str, cache_dir: str | Path | None = None
     from huggingface_hub.errors import LocalEntryNotFoundError
 
     try:
-        return Path(snapshot_download(repo_id, repo_type="dataset", revision=revision, cache_dir=cache_dir,
-                                      local_files_only=True))
+        return Path(
+            snapshot_download(
+                repo_id, repo_type="dataset", revision=revision, cache_dir=cache_dir, local_files_only=True
+            )
+        )
     except (LocalEntryNotFoundError, FileNotFoundError, OSError) as exc:
-        raise ThaiEvalDataError(f"dataset {repo_id}@{revision} is not in the local Hugging Face cache (nothing is "
-                                f"downloaded at run time; fetch it first with huggingface-cli download --repo-type "
-                                f"dataset {repo_id} --revision {revision}): {type(exc).__name__}",
-                                path=str(cache_dir or "HF cache")) from None
+        raise ThaiEvalDataError(
+            f"dataset {repo_id}@{revision} is not in the local Hugging Face cache (nothing is "
+            f"downloaded at run time; fetch it first with huggingface-cli download --repo-type "
+            f"dataset {repo_id} --revision {revision}): {type(exc).__name__}",
+            path=str(cache_dir or "HF cache"),
+        ) from None
 
 
 def hf_split_files(snapshot: Path, config: str | None, split: str) -> list[Path]:
@@ -124,8 +152,9 @@ def hf_split_files(snapshot: Path, config: str | None, split: str) -> list[Path]
     raise ThaiEvalDataError(f"no {split!r} split for config {config!r} in the snapshot", path=snapshot)
 
 
-def load_hf_rows(repo_id: str, config: str | None, split: str, revision: str,
-                 cache_dir: str | Path | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def load_hf_rows(
+    repo_id: str, config: str | None, split: str, revision: str, cache_dir: str | Path | None = None
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """A split's rows from the local cache and its provenance (id, config, split, revision, file hashes)."""
     snap = hf_snapshot(repo_id, revision, cache_dir)
     rows: list[dict[str, Any]] = []
@@ -133,17 +162,30 @@ def load_hf_rows(repo_id: str, config: str | None, split: str, revision: str,
     for path in hf_split_files(snap, config, split):
         rows += read_records(path)
         hashes[str(path.relative_to(snap))] = sha256_file(path)
-    return rows, {"kind": "huggingface", "id": repo_id, "config": config, "split": split, "revision": revision,
-                  "snapshot": snap.name, "files": hashes}
+    return rows, {
+        "kind": "huggingface",
+        "id": repo_id,
+        "config": config,
+        "split": split,
+        "revision": revision,
+        "snapshot": snap.name,
+        "files": hashes,
+    }
 
 
 def thai_exam_rows(raw: Sequence[Mapping[str, Any]], exam: str) -> list[dict[str, Any]]:
     """typhoon-ai/thai_exam rows in SEA-HELM's contract (``thai_exam_dataloader.py:40-54``): ``id`` = row index,
     ``label`` = ``answer.upper()``, ``prompts`` = question and the options present (ic: a-d), ``metadata.subject``."""
     letters = "abcd" if exam == "ic" else "abcde"
-    return [{"id": i, "label": str(r["answer"]).upper(),
-             "prompts": [{"question": r["question"], **{k: r[k] for k in letters if k in r}}],
-             "metadata": {"language": "th", "subject": r.get("subject")}} for i, r in enumerate(raw)]
+    return [
+        {
+            "id": i,
+            "label": str(r["answer"]).upper(),
+            "prompts": [{"question": r["question"], **{k: r[k] for k in letters if k in r}}],
+            "metadata": {"language": "th", "subject": r.get("subject")},
+        }
+        for i, r in enumerate(raw)
+    ]
 
 
 def hf_files_to_task_files(task: str, files: Mapping[str, Path], out_dir: Path) -> list[Path]:
@@ -168,8 +210,9 @@ def hf_files_to_task_files(task: str, files: Mapping[str, Path], out_dir: Path) 
     return written
 
 
-def load_hf_task_data(task: TaskConfig, revision: str, *, cache_dir: str | Path | None = None,
-                      example_revision: str | None = None) -> TaskData:
+def load_hf_task_data(
+    task: TaskConfig, revision: str, *, cache_dir: str | Path | None = None, example_revision: str | None = None
+) -> TaskData:
     """A task's rows from SEA-HELM's own HF dataset (the config's ``filepath``) at a pinned revision: split
     ``eval`` and few-shot split ``examples`` with config ``th`` (translations: ``en_to_th`` / ``th_to_en``,
     ``translation_dataloader.py:46-72``); ThaiExam: config = the exam, split ``test`` for both
@@ -186,8 +229,9 @@ def load_hf_task_data(task: TaskConfig, revision: str, *, cache_dir: str | Path 
         rows, source = load_hf_rows(task.filepath, config, "eval", revision, cache_dir)
         examples = []
         if task.example_filepath:
-            examples, ex_source = load_hf_rows(task.example_filepath, config, "examples",
-                                               example_revision or revision, cache_dir)
+            examples, ex_source = load_hf_rows(
+                task.example_filepath, config, "examples", example_revision or revision, cache_dir
+            )
             source["examples"] = ex_source
     where = f"{task.filepath}@{revision}"
     check_rows(task, rows, where)

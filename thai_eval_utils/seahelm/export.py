@@ -27,9 +27,14 @@ IFEVAL, MT_BENCH = "if-eval", "mt-bench-judge"
 def task_entry(task: Mapping[str, Any]) -> dict[str, Any]:
     """The task's entry of SEA-HELM's run config from the stored task configuration (``asdict(TaskConfig)``)."""
     prompt = {k: task.get(k, "") for k in ("preamble", "task_template", "answer_template", "answer_tag")}
-    entry = {"name": task.get("name"), "competency": task.get("competency"), "metric": task.get("metric"),
-             "languages": {"th": {"filepath": task.get("filepath"), "max_tokens": task.get("max_tokens"),
-                                  "prompt_template": prompt}}}  # fmt: skip
+    entry = {
+        "name": task.get("name"),
+        "competency": task.get("competency"),
+        "metric": task.get("metric"),
+        "languages": {
+            "th": {"filepath": task.get("filepath"), "max_tokens": task.get("max_tokens"), "prompt_template": prompt}
+        },
+    }
     for k in ("aggregation_group", "max_n_runs", "use_logprobs"):
         if task.get(k) not in (None, False):
             entry[k] = task[k]
@@ -41,8 +46,14 @@ def _line(key: str, metric: str, rec: Mapping[str, Any], value: Any, extra: Mapp
     line: dict[str, Any] = {"id": rec.get("id")}
     if rec.get("label") is not None:
         line["label"] = rec["label"]
-    line.update({"conversations": rec.get("messages"), "responses": replies,
-                 "cleaned_responses": extra.pop("cleaned", rec.get("scored")), "individual_scores": {metric: value}})  # fmt: skip
+    line.update(
+        {
+            "conversations": rec.get("messages"),
+            "responses": replies,
+            "cleaned_responses": extra.pop("cleaned", rec.get("scored")),
+            "individual_scores": {metric: value},
+        }
+    )
     line.update(extra)
     return line
 
@@ -51,23 +62,34 @@ def _ifeval_lines(metric: str, recs: list[Mapping[str, Any]], run: Mapping[str, 
     out = []
     for rec, item in zip(recs, run["items"], strict=True):
         value = item["lang_normalized_result"]
-        extra = {"metadata": {"language": "th", "subcategory": item["subcategory"]}, "cleaned": item.get("checked"),
-                 **{k: item.get(k) for k in ("subcategory", "result", "correct_language", "detected_language",
-                                              "lang_normalized_result")}}  # fmt: skip
+        extra = {
+            "metadata": {"language": "th", "subcategory": item["subcategory"]},
+            "cleaned": item.get("checked"),
+            **{
+                k: item.get(k)
+                for k in ("subcategory", "result", "correct_language", "detected_language", "lang_normalized_result")
+            },
+        }
         out.append(_line(IFEVAL, metric, rec, float("nan") if value is None else bool(value), extra))
     return out
 
 
-def _mt_bench_lines(metric: str, recs: list[Mapping[str, Any]], run: Mapping[str, Any],
-                    thinking: ThinkingOption) -> list[dict[str, Any]]:  # fmt: skip
+def _mt_bench_lines(
+    metric: str, recs: list[Mapping[str, Any]], run: Mapping[str, Any], thinking: ThinkingOption
+) -> list[dict[str, Any]]:
     out = []
     for rec, row in zip(recs, run["rows"], strict=True):
         crit = row.get("criteria") or {}
         reflections = [[crit[c]["reflection"] for c in sorted(crit) if c.split("_")[1] == f"turn{t}"] for t in (0, 1)]
         cleaned = [None if t is None else split_reply(t, thinking).answer for t in rec.get("replies") or []]
-        extra = {"metadata": {"language": "th", "category": row["category"]}, "cleaned": cleaned,
-                 "scores": row["scores"], "turn_scores": row["turn_scores"], "reflection": reflections,
-                 "final_scores": row["final_scores"]}  # fmt: skip
+        extra = {
+            "metadata": {"language": "th", "category": row["category"]},
+            "cleaned": cleaned,
+            "scores": row["scores"],
+            "turn_scores": row["turn_scores"],
+            "reflection": reflections,
+            "final_scores": row["final_scores"],
+        }
         out.append(_line(MT_BENCH, metric, rec, row["final_scores"], extra))
     return out
 
@@ -95,10 +117,21 @@ def seahelm_results(run: StoredRun) -> list[SeahelmTask]:
             lines = _mt_bench_lines(metric, recs, data, ThinkingOption(**thinking))
         else:
             preds = data.get("predictions") or [None] * len(recs)
-            lines = [_line(key, metric, rec, value, {"cleaned": pred})
-                     for rec, value, pred in zip(recs, data["per_item"], preds, strict=True)]  # fmt: skip
+            lines = [
+                _line(key, metric, rec, value, {"cleaned": pred})
+                for rec, value, pred in zip(recs, data["per_item"], preds, strict=True)
+            ]
         runs.append(SeahelmRun(int(index), data.get("seed"), dict(data["metrics"]), lines))
     entry = task_entry(task_cfg)
     entry["metric"] = metric
-    return [SeahelmTask(key, "th", summary.get("competency") or entry["competency"], metric,
-                        summary.get("aggregation_group"), entry, tuple(runs))]  # fmt: skip
+    return [
+        SeahelmTask(
+            key,
+            "th",
+            summary.get("competency") or entry["competency"],
+            metric,
+            summary.get("aggregation_group"),
+            entry,
+            tuple(runs),
+        )
+    ]

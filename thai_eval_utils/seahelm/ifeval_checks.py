@@ -291,8 +291,9 @@ def response_language_ok(detected: str | None, wanted: str) -> bool:
     return detected == wanted
 
 
-def check_instruction(instruction_id: str, text: str, kwargs: Mapping[str, Any], language: str,
-                      detected: str | None = None) -> bool:  # fmt: skip
+def check_instruction(
+    instruction_id: str, text: str, kwargs: Mapping[str, Any], language: str, detected: str | None = None
+) -> bool:
     """Whether ``text`` follows the instruction. ``detected``: the reply's detected language (needed only by
     ``language:response_language``; the checker detects ``text`` with newlines made spaces). Note: SEA-HELM's
     response-language checker accepts Malay only when ``id`` is asked (not for ``ms``); the gate accepts both ways."""
@@ -304,8 +305,9 @@ def check_instruction(instruction_id: str, text: str, kwargs: Mapping[str, Any],
     return CHECKS[instruction_id](text, kwargs, language)
 
 
-def validate_kwargs(instruction_id: str, kwargs: Mapping[str, Any], *, path: str | None = None,
-                    row: int | None = None) -> None:  # fmt: skip
+def validate_kwargs(
+    instruction_id: str, kwargs: Mapping[str, Any], *, path: str | None = None, row: int | None = None
+) -> None:
     """Refuse what would make a check fail for a reason other than the reply: an unknown instruction, a missing
     argument, an unknown relation or postscript marker, a keyword that is not a valid regular expression."""
     if instruction_id not in CHECKS:
@@ -319,11 +321,15 @@ def validate_kwargs(instruction_id: str, kwargs: Mapping[str, Any], *, path: str
     marker = kwargs.get("postscript_marker")
     if instruction_id == "detectable_content:postscript" and marker not in POSTSCRIPT_PATTERNS:
         raise ThaiEvalDataError(f"unknown postscript marker {marker!r}", path=path, row=row, field="kwargs")
-    patterns = [*(kwargs.get("keywords") or []), *(kwargs.get("forbidden_words") or []),
-                *[kwargs[k] for k in ("keyword", "number", "section_title") if kwargs.get(k) is not None]]  # fmt: skip
+    patterns = [
+        *(kwargs.get("keywords") or []),
+        *(kwargs.get("forbidden_words") or []),
+        *[kwargs[k] for k in ("keyword", "number", "section_title") if kwargs.get(k) is not None],
+    ]
     for p in patterns:
         try:
             re.compile(str(p))
         except re.error as exc:
-            raise ThaiEvalDataError(f"{p!r} is not a valid regular expression ({exc})", path=path, row=row,
-                                    field="kwargs") from None  # fmt: skip
+            raise ThaiEvalDataError(
+                f"{p!r} is not a valid regular expression ({exc})", path=path, row=row, field="kwargs"
+            ) from None

@@ -29,8 +29,9 @@ def normalize_score(score: float, lo: float, hi: float) -> float:
 
 
 # ------------------------------------------------------------------------------------------ multiple choice
-def f1_acc_metrics(labels: Sequence[str], replies: Sequence[str | None], answer_tag: str
-                   ) -> tuple[dict[str, Any], list[float], list[str]]:
+def f1_acc_metrics(
+    labels: Sequence[str], replies: Sequence[str | None], answer_tag: str
+) -> tuple[dict[str, Any], list[float], list[str]]:
     """F1AccMetric (``src/metrics/f1_acc_metric.py:88-139``): predictions (``extract_choice``) against the gold
     labels present; ``accuracy`` = 100 x balanced accuracy (mean recall over gold classes; ``"null"`` and other
     non-gold predictions are wrong), ``normalized_accuracy`` = 100 x max((acc - 1/K)/(1 - 1/K), 0) with K the
@@ -52,9 +53,13 @@ def f1_acc_metrics(labels: Sequence[str], replies: Sequence[str | None], answer_
         avg_f1 = float(f1_score(gold, preds, labels=unique, average="macro"))
         macro_f1 = float(f1_score(gold, preds, average="macro"))
     k = len({g.lower() for g in unique})
-    metrics = {"accuracy": 100 * acc, "macro_f1": 100 * macro_f1,
-               "null_weighted_f1": 100 * avg_f1 * (1 - null_count / len(preds)),
-               "normalized_accuracy": 100 * normalize_score(acc, 1 / k, 1), "null_count": null_count}
+    metrics = {
+        "accuracy": 100 * acc,
+        "macro_f1": 100 * macro_f1,
+        "null_weighted_f1": 100 * avg_f1 * (1 - null_count / len(preds)),
+        "normalized_accuracy": 100 * normalize_score(acc, 1 / k, 1),
+        "null_count": null_count,
+    }
     return metrics, per_item, preds
 
 
@@ -82,8 +87,9 @@ def squad_f1(prediction: str, truth: str) -> float:
     return 2 * p * r / (p + r)
 
 
-def qa_metrics(labels: Sequence[Sequence[str]], replies: Sequence[str | None], answer_tag: str
-               ) -> tuple[dict[str, Any], list[float], list[str]]:
+def qa_metrics(
+    labels: Sequence[Sequence[str]], replies: Sequence[str | None], answer_tag: str
+) -> tuple[dict[str, Any], list[float], list[str]]:
     """QuestionAnsweringMetric for Thai (``question_answering.py:204-272``): prediction and ``label[0]`` as newmm
     words, then SQuAD F1 / exact match; ``f1`` and ``normalized_f1`` = 100 x mean F1, ``exact_match``,
     ``found_in_prediction`` (``label[0].lower().strip(".")`` a substring of the prediction's), ``null_count``
@@ -96,15 +102,26 @@ def qa_metrics(labels: Sequence[Sequence[str]], replies: Sequence[str | None], a
     n = len(preds)
     f1 = 100.0 * sum(f1s) / n
     found = sum(label[0].lower().strip(".") in p.lower().strip(".") for label, p in zip(labels, preds))
-    metrics = {"exact_match": 100.0 * sum(em) / n, "f1": f1, "normalized_f1": normalize_score(f1, 0, 1),
-               "found_in_prediction": found * 100 / n, "null_count": sum(p == "" for p in preds)}
+    metrics = {
+        "exact_match": 100.0 * sum(em) / n,
+        "f1": f1,
+        "normalized_f1": normalize_score(f1, 0, 1),
+        "found_in_prediction": found * 100 / n,
+        "null_count": sum(p == "" for p in preds),
+    }
     return metrics, [normalize_score(x, 0, 1) for x in f1s], preds
 
 
 # ------------------------------------------------------------------------------------------------- ROUGE-L
 def _is_punctuation(ch: str) -> bool:
     cp = ord(ch)
-    return 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126 or unicodedata.category(ch).startswith("P")
+    return (
+        33 <= cp <= 47
+        or 58 <= cp <= 64
+        or 91 <= cp <= 96
+        or 123 <= cp <= 126
+        or unicodedata.category(ch).startswith("P")
+    )
 
 
 def _clean(text: str) -> str:
@@ -184,15 +201,20 @@ def bootstrap_mid(matrix: np.ndarray, n_samples: int = 1000, seed: int = 4156) -
     return np.percentile(means, 50, axis=0)
 
 
-def summarization_metrics(labels: Sequence[str], replies: Sequence[str | None], answer_tag: str
-                          ) -> tuple[dict[str, Any], list[float], list[str]]:
+def summarization_metrics(
+    labels: Sequence[str], replies: Sequence[str | None], answer_tag: str
+) -> tuple[dict[str, Any], list[float], list[str]]:
     """SummarizationMetric (``summarization.py:60-133``): ROUGE-L per item; corpus precision/recall/F = 100 x the
     bootstrap mid; ``normalized_rougel_f1`` = 100 x mid F; ``null_count``. Per item: 100 x F."""
     preds = [extract_text(r, answer_tag) for r in replies]
     scores = np.array([rouge_l(ref, pred) for ref, pred in zip(labels, preds, strict=True)], dtype=float)
     mid = bootstrap_mid(scores)
     mid = [float(x) for x in mid]
-    metrics = {"null_count": sum(p == "" for p in preds), "rougel_precision": 100 * mid[0],
-               "rougel_recall": 100 * mid[1], "rougel_f1": 100 * mid[2],
-               "normalized_rougel_f1": 100 * normalize_score(mid[2], 0, 1)}
+    metrics = {
+        "null_count": sum(p == "" for p in preds),
+        "rougel_precision": 100 * mid[0],
+        "rougel_recall": 100 * mid[1],
+        "rougel_f1": 100 * mid[2],
+        "normalized_rougel_f1": 100 * normalize_score(mid[2], 0, 1),
+    }
     return metrics, [float(normalize_score(100 * f, 0, 1)) for f in scores[:, 2]], preds

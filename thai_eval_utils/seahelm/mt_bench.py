@@ -130,12 +130,23 @@ def rubric(params: JudgeParams | None = None) -> JudgeRubric:
         raise ValueError("SEA-HELM's two criteria templates differ in more than the conversation kind")
     fields = ("transcript", "response", "keyPointText")
     user = _as_template(t2, fields).replace(KINDS[1], "${conversation}")
-    parser = ClassificationParser(patterns=(CLASSIFICATION,), score_range=None, fallback_score=0.0,
-                                  fallback_status="no_classification", explanation=REFLECTION,
-                                  classes=tuple((k, float(v)) for k, v in cfg["classifications"].items()))  # fmt: skip
-    return JudgeRubric.declare("seahelm_mt_bench_judge", "seahelm-6844e6c", system=_as_template(cfg["system_prompt"], ()),
-                               user=user, fields=("conversation", *fields), parser=parser,
-                               params=params or judge_params())  # fmt: skip
+    parser = ClassificationParser(
+        patterns=(CLASSIFICATION,),
+        score_range=None,
+        fallback_score=0.0,
+        fallback_status="no_classification",
+        explanation=REFLECTION,
+        classes=tuple((k, float(v)) for k, v in cfg["classifications"].items()),
+    )
+    return JudgeRubric.declare(
+        "seahelm_mt_bench_judge",
+        "seahelm-6844e6c",
+        system=_as_template(cfg["system_prompt"], ()),
+        user=user,
+        fields=("conversation", *fields),
+        parser=parser,
+        params=params or judge_params(),
+    )
 
 
 # ------------------------------------------------------------------------------------------------- rows
@@ -163,16 +174,23 @@ def parse_row(rec: Mapping[str, Any], *, path: str | None = None, row: int = 0) 
     """One record in SEA-HELM's row contract (``id``, ``prompts`` of two turns, ``criteria``, ``metadata.category``),
     checked: a criterion that cannot be formatted (a brace) raises here, not mid-run (SEA-HELM: spec P16)."""
     ps = rec.get("prompts")
-    if not isinstance(ps, list) or len(ps) != 2 or not all(isinstance(p, Mapping) and isinstance(p.get("text"), str)
-                                                           and p["text"].strip() for p in ps):  # fmt: skip
-        raise ThaiEvalDataError("expected two turns, each {'text': <non-empty text>}", path=path, row=row, field="prompts")
+    if (
+        not isinstance(ps, list)
+        or len(ps) != 2
+        or not all(isinstance(p, Mapping) and isinstance(p.get("text"), str) and p["text"].strip() for p in ps)
+    ):
+        raise ThaiEvalDataError(
+            "expected two turns, each {'text': <non-empty text>}", path=path, row=row, field="prompts"
+        )
     crit = rec.get("criteria")
     if not isinstance(crit, list) or not crit:
         raise ThaiEvalDataError("expected a non-empty list of {turn, criterion}", path=path, row=row, field="criteria")
     criteria = []
     for c in crit:
         if not isinstance(c, Mapping) or c.get("turn") not in (0, 1) or not isinstance(c.get("criterion"), str):
-            raise ThaiEvalDataError(f"bad criterion {c!r}: turn 0 or 1 and a text", path=path, row=row, field="criteria")
+            raise ThaiEvalDataError(
+                f"bad criterion {c!r}: turn 0 or 1 and a text", path=path, row=row, field="criteria"
+            )
         criteria.append((int(c["turn"]), c["criterion"]))
     meta = rec.get("metadata")
     if not isinstance(meta, Mapping) or not isinstance(meta.get("category"), str):
@@ -181,15 +199,22 @@ def parse_row(rec: Mapping[str, Any], *, path: str | None = None, row: int = 0) 
         raise ThaiEvalDataError("missing", path=path, row=row, field="id")
     ident = str(rec["id"])
     if "_" in ident:  # SEA-HELM splits custom ids on "_" into three parts (spec P16)
-        raise ThaiEvalDataError(f"id {ident!r} contains '_', which SEA-HELM's judgement ids cannot carry", path=path,
-                                row=row, field="id")  # fmt: skip
-    out = MTBenchRow(ident, tuple(dict(p) for p in ps), tuple(criteria), meta["category"], str(meta.get("language") or "th"))
+        raise ThaiEvalDataError(
+            f"id {ident!r} contains '_', which SEA-HELM's judgement ids cannot carry", path=path, row=row, field="id"
+        )
+    out = MTBenchRow(
+        ident, tuple(dict(p) for p in ps), tuple(criteria), meta["category"], str(meta.get("language") or "th")
+    )
     for i in range(len(criteria)):
         try:
             out.key_point(i)
         except (KeyError, IndexError, ValueError) as exc:
-            raise ThaiEvalDataError(f"criterion {i} cannot be formatted with the first turn's fields ({exc!r})",
-                                    path=path, row=row, field="criteria") from None  # fmt: skip
+            raise ThaiEvalDataError(
+                f"criterion {i} cannot be formatted with the first turn's fields ({exc!r})",
+                path=path,
+                row=row,
+                field="criteria",
+            ) from None
     return out
 
 
@@ -211,8 +236,11 @@ def turn_messages(row: MTBenchRow, turn: int, first_answer: str | None = None) -
     first = [{"role": "user", "content": row.turn_text(0).strip()}]
     if turn == 0:
         return first
-    return [*first, {"role": "assistant", "content": first_answer or ""},
-            {"role": "user", "content": row.turn_text(1).strip()}]
+    return [
+        *first,
+        {"role": "assistant", "content": first_answer or ""},
+        {"role": "user", "content": row.turn_text(1).strip()},
+    ]
 
 
 def answered(raw: str | None, thinking: ThinkingOption) -> str | None:
@@ -233,8 +261,9 @@ class CriterionItem:
     texts: dict[str, str] = field(default_factory=dict)
 
 
-def judge_items_of(rows: Sequence[MTBenchRow], answers: Sequence[tuple[str | None, str | None]]
-                   ) -> tuple[list[CriterionItem], list[str]]:  # fmt: skip
+def judge_items_of(
+    rows: Sequence[MTBenchRow], answers: Sequence[tuple[str | None, str | None]]
+) -> tuple[list[CriterionItem], list[str]]:
     """The judgements of every row (``mtbench_judge_dataloader.py:14-82``), in row then criterion order, and the
     custom ids of the criteria SEA-HELM skips (turn 2 of a row without a first answer). ``answers``: per row the
     two answers as the judge sees them (thinking cut; None when missing)."""
@@ -248,11 +277,16 @@ def judge_items_of(rows: Sequence[MTBenchRow], answers: Sequence[tuple[str | Non
                 skipped.append(cid)
                 continue
             else:
-                transcript = ("[User]\n" + row.turn_text(0) + "\n\n[Assistant (fixed)]\n" + a1 + "\n\n[User]\n"
-                              + row.turn_text(1))  # fmt: skip
+                transcript = (
+                    "[User]\n" + row.turn_text(0) + "\n\n[Assistant (fixed)]\n" + a1 + "\n\n[User]\n" + row.turn_text(1)
+                )
                 response = a2
-            texts = {"conversation": KINDS[turn], "transcript": transcript, "response": str(response),
-                     "keyPointText": row.key_point(i)}  # fmt: skip
+            texts = {
+                "conversation": KINDS[turn],
+                "transcript": transcript,
+                "response": str(response),
+                "keyPointText": row.key_point(i),
+            }
             items.append(CriterionItem(r, i, turn, cid, texts))
     return items, skipped
 
@@ -262,7 +296,9 @@ def seahelm_messages(texts: Mapping[str, str]) -> list[dict[str, str]]:
     :func:`rubric`'s ``messages``, which must give the same bytes."""
     cfg = prompts()
     template = cfg["criteria_prompt"]["turn_1" if texts["conversation"] == KINDS[0] else "turn_2"]
-    user = template.format(transcript=texts["transcript"], response=texts["response"], keyPointText=texts["keyPointText"])
+    user = template.format(
+        transcript=texts["transcript"], response=texts["response"], keyPointText=texts["keyPointText"]
+    )
     return [{"role": "system", "content": cfg["system_prompt"]}, {"role": "user", "content": user}]
 
 
@@ -286,12 +322,15 @@ def mt_bench_metrics(finals: Sequence[float], categories: Sequence[str]) -> dict
     by: dict[str, list[float]] = {}
     for value, cat in zip(finals, categories, strict=True):
         by.setdefault(cat, []).append(float(value))
-    return {"categories": {c: sum(v) / len(v) for c, v in sorted(by.items())},
-            PRIMARY: (sum(finals) / len(finals) if finals else 0.0) * 100}  # fmt: skip
+    return {
+        "categories": {c: sum(v) / len(v) for c, v in sorted(by.items())},
+        PRIMARY: (sum(finals) / len(finals) if finals else 0.0) * 100,
+    }
 
 
-def scored_rows(rows: Sequence[MTBenchRow], items: Sequence[CriterionItem],
-                scores: Mapping[str, float | None]) -> list[dict[str, Any]]:  # fmt: skip
+def scored_rows(
+    rows: Sequence[MTBenchRow], items: Sequence[CriterionItem], scores: Mapping[str, float | None]
+) -> list[dict[str, Any]]:
     """Per row: id, category and :func:`row_scores` over the row's judgement ids (``scores``: custom id -> score)."""
     out = []
     for r, row in enumerate(rows):

@@ -34,8 +34,9 @@ def config() -> dict[str, Any]:
     return prompts("mt_bench_pairwise")
 
 
-def parse_verdict(text: str | None, order: str, labels: Mapping[str, str] | None = None,
-                  ties_allowed: bool = True) -> Verdict:  # fmt: skip
+def parse_verdict(
+    text: str | None, order: str, labels: Mapping[str, str] | None = None, ties_allowed: bool = True
+) -> Verdict:
     """A judge reply's verdict for the model (``parse_judgement``, ``pairwise_llm_judge_metric.py:176-230``): each
     label is looked for as a substring; not exactly one found -> ERROR; in ``baseline-before`` the model is B, so
     ``[[A]]`` is a LOSE and ``[[B]]`` a WIN."""
@@ -72,8 +73,11 @@ def pairwise_metrics(turn_verdicts: Sequence[Sequence[str]], categories: Sequenc
     for verdicts, cat in zip(turn_verdicts, categories, strict=True):
         by.setdefault(cat, []).extend(verdicts)
     cats = {c: win_rate(v) for c, v in sorted(by.items())}
-    return {"categories": cats, "win_rate": win_rate([v for vs in turn_verdicts for v in vs]),
-            PRIMARY: sum(cats.values()) / len(cats) * 100}  # fmt: skip
+    return {
+        "categories": cats,
+        "win_rate": win_rate([v for vs in turn_verdicts for v in vs]),
+        PRIMARY: sum(cats.values()) / len(cats) * 100,
+    }
 
 
 def individual_score(verdicts: Sequence[str]) -> dict[str, list[float]]:
@@ -91,8 +95,9 @@ def judge_conversations(row: Mapping[str, Any], responses: Sequence[str]) -> lis
     try:
         baseline = row["baselines"][cfg["baseline_model"]]
     except (KeyError, TypeError):
-        raise ThaiEvalDataError(f"no {cfg['baseline_model']} baseline answers (SEA-HELM's; not shipped with thai-eval)",
-                                field="baselines") from None  # fmt: skip
+        raise ThaiEvalDataError(
+            f"no {cfg['baseline_model']} baseline answers (SEA-HELM's; not shipped with thai-eval)", field="baselines"
+        ) from None
     with_ref = row["metadata"]["category"] in cfg["categories_with_reference"]
     templates = cfg["judge_prompts"]["with-reference" if with_ref else "without-reference"]
     out = []
@@ -108,8 +113,12 @@ def judge_conversations(row: Mapping[str, Any], responses: Sequence[str]) -> lis
                     info[f"ref_answer_{i + 1}"] = row["references"][i]
             system = templates[turn]["system_prompt"].format(**cfg["judgement_labels"])
             user = templates[turn]["prompt_template"].format(**info)
-            out.append((f"{qid}_turn{turn + 1}_{order}", [{"role": "system", "content": system},
-                                                          {"role": "user", "content": user}]))  # fmt: skip
+            out.append(
+                (
+                    f"{qid}_turn{turn + 1}_{order}",
+                    [{"role": "system", "content": system}, {"role": "user", "content": user}],
+                )
+            )
     return out
 
 

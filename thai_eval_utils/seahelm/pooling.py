@@ -56,9 +56,17 @@ def can_pool(model: Model, protocol: Protocol) -> bool:
     return isinstance(model, BudgetPerPromptModel) and bool(model.budget_per_prompt) and not protocol.base
 
 
-def pool_replies(model: Model, keys: Sequence[str], *, runs: int, limit: int | None = None,
-                 data_dir: str | Path | None = None, outputs: str | Path | None = None,
-                 protocol: Protocol = Protocol(), progress: bool = True) -> int:
+def pool_replies(
+    model: Model,
+    keys: Sequence[str],
+    *,
+    runs: int,
+    limit: int | None = None,
+    data_dir: str | Path | None = None,
+    outputs: str | Path | None = None,
+    protocol: Protocol = Protocol(),
+    progress: bool = True,
+) -> int:
     """Generate and store every pending reply of the tasks ``keys`` (tasks :mod:`.runner` runs itself, not IF-Eval
     or MT-Bench), run by run, several tasks per engine call; returns how many replies it computed. A no-op (0)
     where :func:`can_pool` is false."""
@@ -72,21 +80,36 @@ def pool_replies(model: Model, keys: Sequence[str], *, runs: int, limit: int | N
             setup = task_setup(model, key, runs=runs, limit=limit, data_dir=data_dir, protocol=protocol)
             store = stack.enter_context(setup.open_store(model, outputs))
             done = store.completed(RECORD_FIELDS)
-            pending += [_Pending(setup, store, r, row) for r in setup.run_ids for row in setup.rows
-                        if item_key(r, row) not in done]
+            pending += [
+                _Pending(setup, store, r, row)
+                for r in setup.run_ids
+                for row in setup.rows
+                if item_key(r, row) not in done
+            ]
         if not pending:
             return 0
         stack.enter_context(apply_to_model(model, protocol.thinking))
-        bar = stack.enter_context(tqdm(total=len(pending), desc=f"seahelm, {len(keys)} tasks pooled ({model.name})",
-                                       unit="item", disable=not progress))
+        bar = stack.enter_context(
+            tqdm(
+                total=len(pending),
+                desc=f"seahelm, {len(keys)} tasks pooled ({model.name})",
+                unit="item",
+                disable=not progress,
+            )
+        )
         for run in sorted({p.run for p in pending}):
             # the longest budgets first, so the rows that decode longest start earliest (stable: task, then row)
             todo = sorted((p for p in pending if p.run == run), key=lambda p: -p.setup.max_new)
             for start in range(0, len(todo), size):
                 chunk = todo[start : start + size]
                 convs = [p.setup.messages(p.row) for p in chunk]
-                replies = chat_replies(model, convs, max_tokens=[p.setup.max_new for p in chunk], seed=SEEDS[run],
-                                       sampling=chunk[0].setup.sampling)
+                replies = chat_replies(
+                    model,
+                    convs,
+                    max_tokens=[p.setup.max_new for p in chunk],
+                    seed=SEEDS[run],
+                    sampling=chunk[0].setup.sampling,
+                )
                 for p, conv, raw in zip(chunk, convs, replies, strict=True):
                     p.store.append(item_key(p.run, p.row), p.setup.record(model, p.run, p.row, conv, raw))
                 computed += len(chunk)

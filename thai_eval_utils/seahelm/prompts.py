@@ -22,8 +22,15 @@ def _shot_label(label: Any) -> Any:
     return label[0] if isinstance(label, list | tuple) and label else label
 
 
-def build_messages(task: TaskConfig, row: Mapping[str, Any], shots: Sequence[Mapping[str, Any]] = (), *,
-                   turn: int = 1, history: Messages | None = None, previous_answer: str | None = None) -> Messages:
+def build_messages(
+    task: TaskConfig,
+    row: Mapping[str, Any],
+    shots: Sequence[Mapping[str, Any]] = (),
+    *,
+    turn: int = 1,
+    history: Messages | None = None,
+    previous_answer: str | None = None,
+) -> Messages:
     """The conversation SEA-HELM sends for ``row``'s turn ``turn`` (1-based).
 
     Turn 1: for each shot a user message ``task_template.format(**shot.prompts[0], answer_tag=TAG)`` and an
@@ -39,7 +46,9 @@ def build_messages(task: TaskConfig, row: Mapping[str, Any], shots: Sequence[Map
         messages.append({"role": "user", "content": task.task_template.format(**{**p0, "answer_tag": tag})})
         fields = {**shot, "label": _shot_label(shot.get("label")), **p0, "answer_tag": tag}
         messages.append({"role": "assistant", "content": task.answer_template.format(**fields)})
-    messages.append({"role": "user", "content": task.task_template.format(**{**row["prompts"][turn - 1], "answer_tag": tag})})
+    messages.append(
+        {"role": "user", "content": task.task_template.format(**{**row["prompts"][turn - 1], "answer_tag": tag})}
+    )
     messages[0]["content"] = (task.preamble.format(answer_tag=tag) + "\n\n" + messages[0]["content"]).strip()
     if turn > 1:
         if history is None:

@@ -13,8 +13,16 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from thai_eval_utils.core.benchmark import (DETAIL_INPUTS, DataConverter, Headline, ItemView, LeaderboardTable, SeahelmTask, Suite,
-                                            TokenCounter)
+from thai_eval_utils.core.benchmark import (
+    DETAIL_INPUTS,
+    DataConverter,
+    Headline,
+    ItemView,
+    LeaderboardTable,
+    SeahelmTask,
+    Suite,
+    TokenCounter,
+)
 from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.seahelm.config import N_RUNS, task_config, task_configs
 from thai_eval_utils.seahelm.data import hf_files_to_task_files, load_task_data
@@ -68,11 +76,24 @@ class SeahelmSuite(Suite):
     def data_converters(self) -> Mapping[str, DataConverter]:
         """Its Hugging Face splits written in SEA-HELM's row contract (``data_manifest.json``'s ``seahelm_rows``)."""
         return {"seahelm_rows": hf_files_to_task_files}
+
     scale_note: ClassVar[str] = "SEA-HELM Thai on 0-100 (normalised accuracy, F1, ROUGE-L, MetricX or chrF++)"
     leaderboard_tables: ClassVar[tuple[LeaderboardTable, ...]] = (
-        LeaderboardTable("seahelm", "SEA-HELM Thai: mean over runs (SE over runs, SEA-HELM's)",
-                         ("score", "se_over_runs", "runs", "answers_in_thai", "thinking_unclosed", "null_answers",
-                          "failed_thinking"), group="competency / task"),)
+        LeaderboardTable(
+            "seahelm",
+            "SEA-HELM Thai: mean over runs (SE over runs, SEA-HELM's)",
+            (
+                "score",
+                "se_over_runs",
+                "runs",
+                "answers_in_thai",
+                "thinking_unclosed",
+                "null_answers",
+                "failed_thinking",
+            ),
+            group="competency / task",
+        ),
+    )
     detail_inputs: ClassVar[frozenset[str]] = DETAIL_INPUTS | {"run", "seed", "label", "source", "messages"}
     detail_metrics: ClassVar[frozenset[str]] = frozenset({"gold_logprob"})
 
@@ -87,17 +108,38 @@ class SeahelmSuite(Suite):
         recs = {}
         for r in run.records():
             recs.setdefault(str(r["id"]), r)
-        items = pd.DataFrame({"key": ids, "value": means,
-                              "input": [(recs.get(i) or {}).get("source") or "" for i in ids],
-                              "ref": [str((recs.get(i) or {}).get("label") or "") for i in ids],
-                              "hyp": [(recs.get(i) or {}).get("scored") or "" for i in ids]})
+        items = pd.DataFrame(
+            {
+                "key": ids,
+                "value": means,
+                "input": [(recs.get(i) or {}).get("source") or "" for i in ids],
+                "ref": [str((recs.get(i) or {}).get("label") or "") for i in ids],
+                "hyp": [(recs.get(i) or {}).get("scored") or "" for i in ids],
+            }
+        )
         primary = s.get("primary_metric", "score")
         note = f"mean over {s.get('over_runs', {}).get('runs')} run(s); SE over runs {s.get('over_runs', {}).get('stderr')}"
-        return [Headline(f"{self.name}/{run.task}/{primary}", self.name, run.task, "mean", _scale(run.task), items, run,
-                         note=note)]
+        return [
+            Headline(
+                f"{self.name}/{run.task}/{primary}",
+                self.name,
+                run.task,
+                "mean",
+                _scale(run.task),
+                items,
+                run,
+                note=note,
+            )
+        ]
 
-    def item_views(self, run: StoredRun, heads: Sequence[Headline], data_dir: Path | None,
-                   pools: dict[str, list[str]], notes: list[str]) -> list[ItemView]:
+    def item_views(
+        self,
+        run: StoredRun,
+        heads: Sequence[Headline],
+        data_dir: Path | None,
+        pools: dict[str, list[str]],
+        notes: list[str],
+    ) -> list[ItemView]:
         """Each stored reply (every run): the prompt, the raw reply, the gold label, the item's value in that run."""
         s = run.summary or {}
         ids = [str(i) for i in s.get("ids") or []]
@@ -108,9 +150,18 @@ class SeahelmSuite(Suite):
             value = per[pos] if pos is not None and pos < len(per) else None
             question, output = _item_texts(r)
             label = r.get("label")
-            views.append(ItemView(run.task, str(r["key"]), value=value, question=question, output=output,
-                                  reference=None if label is None else str(label), repeat=r.get("run"),
-                                  note="thinking never closed: a failed answer" if r.get("failed") else None))
+            views.append(
+                ItemView(
+                    run.task,
+                    str(r["key"]),
+                    value=value,
+                    question=question,
+                    output=output,
+                    reference=None if label is None else str(label),
+                    repeat=r.get("run"),
+                    note="thinking never closed: a failed answer" if r.get("failed") else None,
+                )
+            )
         return views
 
     def leaderboard_cells(self, model: str, heads: Sequence[Headline], boot: Any) -> list[dict[str, Any]]:
@@ -136,19 +187,46 @@ class SeahelmSuite(Suite):
             thai = None if cols["thai_rate"] is None else 100 * cols["thai_rate"]
             group = f"{s.get('competency')} / {h.stratum}"  # one row per task, sorted under its competency
             items = f"{self.name}|{h.stratum}"
-            out.append(cell(self.name, model, "score", over.get("mean"), n, items, group=group, low=iv.get("low"),
-                            high=iv.get("high"), note=note))
-            for column, value in (("se_over_runs", over.get("stderr")), ("runs", over.get("runs")),
-                                  ("null_answers", s.get("null_count")), ("failed_thinking", s.get("failed_thinking")),
-                                  ("thinking_unclosed", cols["n_thinking_unclosed"])):
+            out.append(
+                cell(
+                    self.name,
+                    model,
+                    "score",
+                    over.get("mean"),
+                    n,
+                    items,
+                    group=group,
+                    low=iv.get("low"),
+                    high=iv.get("high"),
+                    note=note,
+                )
+            )
+            for column, value in (
+                ("se_over_runs", over.get("stderr")),
+                ("runs", over.get("runs")),
+                ("null_answers", s.get("null_count")),
+                ("failed_thinking", s.get("failed_thinking")),
+                ("thinking_unclosed", cols["n_thinking_unclosed"]),
+            ):
                 out.append(cell(self.name, model, column, value, n, items, group=group))
             rate = (replies or {}).get("answers_in_thai") or {}
             iv_thai = rate.get("interval") or {}
-            out.append(cell(self.name, model, "answers_in_thai", thai, cols["thai_n"], items, group=group,
-                            low=None if iv_thai.get("low") is None else 100 * iv_thai["low"],
-                            high=None if iv_thai.get("high") is None else 100 * iv_thai["high"],
-                            note=f"% of {cols['thai_n']} replies (every run) mainly in Thai script, thinking cut; "
-                                 "Wilson 95%" if thai is not None else ""))
+            out.append(
+                cell(
+                    self.name,
+                    model,
+                    "answers_in_thai",
+                    thai,
+                    cols["thai_n"],
+                    items,
+                    group=group,
+                    low=None if iv_thai.get("low") is None else 100 * iv_thai["low"],
+                    high=None if iv_thai.get("high") is None else 100 * iv_thai["high"],
+                    note=f"% of {cols['thai_n']} replies (every run) mainly in Thai script, thinking cut; Wilson 95%"
+                    if thai is not None
+                    else "",
+                )
+            )
         return out
 
     # ------------------------------------------------------------------------------------------------ exports
@@ -175,8 +253,16 @@ class SeahelmSuite(Suite):
             params["runs"] = int(options["runs"])
         return params
 
-    def dry_run(self, data: Path, tokenizer: TokenCounter, *, tasks: tuple[str, ...] = (), limit: int | None,
-                max_new_tokens: int | None, runs: int | None = None) -> list[dict[str, Any]]:
+    def dry_run(
+        self,
+        data: Path,
+        tokenizer: TokenCounter,
+        *,
+        tasks: tuple[str, ...] = (),
+        limit: int | None,
+        max_new_tokens: int | None,
+        runs: int | None = None,
+    ) -> list[dict[str, Any]]:
         """Per task: rows, generations (rows x the runs asked for: ``--runs``, default SEA-HELM's eight, each task's
         ``max_n_runs`` respected; MT-Bench: x 2 turns) and the prompts' tokens (x the runs; MT-Bench's turn 2 counted
         without the first answer it carries); then MT-Bench's judge row: one judge call per criterion per run
@@ -189,43 +275,66 @@ class SeahelmSuite(Suite):
             d = load_task_data(task, data if data.is_dir() else None)
             reps = len(task.runs(n_runs))
             max_new = min(task.max_tokens, max_new_tokens or task.max_tokens)
-            row: dict[str, Any] = {"benchmark": self.name, "task": key, "tree_tokens": None, "judge_calls": 0,
-                                   "max_new_tokens": max_new}
+            row: dict[str, Any] = {
+                "benchmark": self.name,
+                "task": key,
+                "tree_tokens": None,
+                "judge_calls": 0,
+                "max_new_tokens": max_new,
+            }
             if task.metric_class == "MTBenchJudgeMetric":
                 rows_out += _mt_bench_dry_run(row, d, tokenizer, limit, reps, max_new, max_new_tokens)
                 continue
             if task.metric_class == "IFEvalMetric":
-                ifrows = [ifeval.parse_row(r, path=d.files[0], row=i) for i, r in enumerate(d.rows)][:limit or None]
+                ifrows = [ifeval.parse_row(r, path=d.files[0], row=i) for i, r in enumerate(d.rows)][: limit or None]
                 texts = [ifeval.messages(r)[-1]["content"] for r in ifrows]
             else:
                 texts = [build_messages(task, r)[0]["content"] for r in (d.rows[:limit] if limit else d.rows)]
             counted = tokenizer.count(texts)
-            row.update({"documents": len(texts), "requests": len(texts) * reps, "generations": len(texts) * reps,
-                        "fed_tokens": None if counted is None else counted * reps,
-                        "prompt_chars": sum(len(t) for t in texts) * reps})
+            row.update(
+                {
+                    "documents": len(texts),
+                    "requests": len(texts) * reps,
+                    "generations": len(texts) * reps,
+                    "fed_tokens": None if counted is None else counted * reps,
+                    "prompt_chars": sum(len(t) for t in texts) * reps,
+                }
+            )
             rows_out.append(row)
         return rows_out
 
 
-def _mt_bench_dry_run(row: dict[str, Any], d: Any, tokenizer: TokenCounter, limit: int | None, reps: int,
-                      max_new: int, cap: int | None) -> list[dict[str, Any]]:
+def _mt_bench_dry_run(
+    row: dict[str, Any], d: Any, tokenizer: TokenCounter, limit: int | None, reps: int, max_new: int, cap: int | None
+) -> list[dict[str, Any]]:
     """MT-Bench's answer row (2 turns per row per run) and its judge row (:meth:`SeahelmSuite.dry_run`)."""
-    rows = [mb.parse_row(r, path=d.files[0], row=i) for i, r in enumerate(d.rows)][:limit or None]
+    rows = [mb.parse_row(r, path=d.files[0], row=i) for i, r in enumerate(d.rows)][: limit or None]
     turn1 = [r.turn_text(0).strip() for r in rows]
     turn2 = [r.turn_text(0).strip() + r.turn_text(1).strip() for r in rows]  # without the first answer
     counted = tokenizer.count(turn1 + turn2)
-    answers = {**row, "documents": len(rows), "requests": 2 * len(rows) * reps, "generations": 2 * len(rows) * reps,
-               "fed_tokens": None if counted is None else counted * reps,
-               "prompt_chars": sum(len(t) for t in turn1 + turn2) * reps}
+    answers = {
+        **row,
+        "documents": len(rows),
+        "requests": 2 * len(rows) * reps,
+        "generations": 2 * len(rows) * reps,
+        "fed_tokens": None if counted is None else counted * reps,
+        "prompt_chars": sum(len(t) for t in turn1 + turn2) * reps,
+    }
     items, _ = mb.judge_items_of(rows, [("a", "a")] * len(rows))  # placeholder answers: every criterion is judged
     judge_tokens = min(mb.judge_params().max_tokens, cap or mb.judge_params().max_tokens)
     rubric_chars = len(mb.rubric().text)
-    judge = {"benchmark": row["benchmark"], "task": f"{row['task']} (judge)", "documents": len(rows),
-             "judge_calls": len(items) * reps,
-             # for cli.dry_run_cost: every judge call's input (the rubric, the texts, both answers at their budget)
-             "judge_items": len(items) * reps, "judge_max_calls": 1, "judge_max_tokens": judge_tokens,
-             "judge_prompt_chars": sum(rubric_chars + sum(len(v) for v in it.texts.values()) for it in items) * reps,
-             "judge_answer_tokens": len(items) * reps * 2 * max_new}
+    judge = {
+        "benchmark": row["benchmark"],
+        "task": f"{row['task']} (judge)",
+        "documents": len(rows),
+        "judge_calls": len(items) * reps,
+        # for cli.dry_run_cost: every judge call's input (the rubric, the texts, both answers at their budget)
+        "judge_items": len(items) * reps,
+        "judge_max_calls": 1,
+        "judge_max_tokens": judge_tokens,
+        "judge_prompt_chars": sum(rubric_chars + sum(len(v) for v in it.texts.values()) for it in items) * reps,
+        "judge_answer_tokens": len(items) * reps * 2 * max_new,
+    }
     return [answers, judge]
 
 

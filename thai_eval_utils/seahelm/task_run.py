@@ -32,6 +32,8 @@ SUITE = "seahelm"
 RECORD_FORMAT = 1
 #: Our interval beside SEA-HELM's standard error: a percentile bootstrap over items of the per-item run means.
 N_RESAMPLES, LEVEL, BOOT_SEED = 1000, 0.95, 0
+
+
 @dataclass(frozen=True)
 class Protocol:
     """Every option that changes a SEA-HELM number (keyed into the run's config id, except ``n_runs``)."""
@@ -50,11 +52,17 @@ class Protocol:
         return min(n, self.max_tokens) if self.max_tokens else n
 
     def keyed(self, task: TaskConfig, sampling: Sampling) -> dict[str, Any]:
-        return {"base": self.base, "reasoning": self.reasoning, "max_new_tokens": self.max_new_tokens(task),
-                "max_tokens_capped": bool(self.max_tokens and self.max_tokens < task.max_tokens),
-                "sampling": sampling.record(), "thinking": self.thinking.record(),
-                "thinking_signature": self.thinking.signature(), "system_prompt": None,
-                "template": "seahelm base_model.jinja" if self.base else "the model's own chat template"}
+        return {
+            "base": self.base,
+            "reasoning": self.reasoning,
+            "max_new_tokens": self.max_new_tokens(task),
+            "max_tokens_capped": bool(self.max_tokens and self.max_tokens < task.max_tokens),
+            "sampling": sampling.record(),
+            "thinking": self.thinking.record(),
+            "thinking_signature": self.thinking.signature(),
+            "system_prompt": None,
+            "template": "seahelm base_model.jinja" if self.base else "the model's own chat template",
+        }
 
 
 @dataclass
@@ -73,9 +81,11 @@ class TaskRun:
     def __str__(self) -> str:
         o = self.over_runs
         replies = stats_note(self.summary.get("replies"))
-        return (f"{self.task}: {self.summary.get('primary_metric')} = {o.get('mean', float('nan')):.2f} "
-                f"± {o.get('stderr', float('nan')):.2f} (SE over {o.get('runs')} run(s), n={self.summary.get('n')})"
-                + (f"; {replies}" if replies else ""))
+        return (
+            f"{self.task}: {self.summary.get('primary_metric')} = {o.get('mean', float('nan')):.2f} "
+            f"± {o.get('stderr', float('nan')):.2f} (SE over {o.get('runs')} run(s), n={self.summary.get('n')})"
+            + (f"; {replies}" if replies else "")
+        )
 
 
 def shots_for(task: TaskConfig, data: TaskData, base: bool) -> list[dict[str, Any]]:
@@ -112,8 +122,15 @@ class TaskSetup:
     def open_store(self, model: Model, outputs: str | Path | None) -> RunStore:
         """The task's run store (created or resumed; one writer at a time)."""
         identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
-        return RunStore.open(model.name, f"{SUITE}/{self.task.key}", self.config, model_identity=identity,
-                             data_files=self.data.files, prompt_templates=self.task.templates(), outputs=outputs)
+        return RunStore.open(
+            model.name,
+            f"{SUITE}/{self.task.key}",
+            self.config,
+            model_identity=identity,
+            data_files=self.data.files,
+            prompt_templates=self.task.templates(),
+            outputs=outputs,
+        )
 
     def messages(self, row: Mapping[str, Any]) -> Messages:
         """The conversation SEA-HELM sends for ``row`` (its preamble, template and shots)."""
@@ -123,13 +140,24 @@ class TaskSetup:
         """The stored record of one reply: the raw reply whole, the scored text with the thinking cut, and for a
         ``-logprobs`` task the gold answer's log-probability after the tag."""
         split = split_reply(raw, self.protocol.thinking)
-        rec = {"run": run, "seed": SEEDS[run], "id": row["id"], "label": row.get("label"),
-               "source": row["prompts"][0].get("text"), "messages": conv,
-               "prompt_sha256": sha256_text(canonical_json(conv)), "reply": raw, "scored": split.scored,
-               "failed": split.failed}
+        rec = {
+            "run": run,
+            "seed": SEEDS[run],
+            "id": row["id"],
+            "label": row.get("label"),
+            "source": row["prompts"][0].get("text"),
+            "messages": conv,
+            "prompt_sha256": sha256_text(canonical_json(conv)),
+            "reply": raw,
+            "scored": split.scored,
+            "failed": split.failed,
+        }
         if self.task.is_logprobs:
-            prompt = base_prompt(model, conv) if self.protocol.base or not isinstance(model, TokenizingModel) \
+            prompt = (
+                base_prompt(model, conv)
+                if self.protocol.base or not isinstance(model, TokenizingModel)
                 else model.render_chat(conv)
+            )
             rec["gold_logprob"] = gold_logprob(model, prompt, split.scored, self.task.answer_tag, str(row["label"]))
         return rec
 
@@ -145,13 +173,24 @@ def unscored_when_a_reply_fails(key: str, store: RunStore, wanted: Collection[st
         yield
     except ApiError as exc:
         have = len(set(wanted) & set(store.completed()))
-        raise ApiError(f"seahelm {key}: {len(wanted) - have} of {len(wanted)} replies not generated ({have} stored), "
-                       f"so nothing is scored; run the same command again to generate them. The failed request: "
-                       f"{exc}", cause=exc.cause) from None
+        raise ApiError(
+            f"seahelm {key}: {len(wanted) - have} of {len(wanted)} replies not generated ({have} stored), "
+            f"so nothing is scored; run the same command again to generate them. The failed request: "
+            f"{exc}",
+            cause=exc.cause,
+        ) from None
 
 
-def task_setup(model: Model, key: str, *, runs: int, limit: int | None = None, data_dir: str | Path | None = None,
-               data: TaskData | None = None, protocol: Protocol = Protocol()) -> TaskSetup:
+def task_setup(
+    model: Model,
+    key: str,
+    *,
+    runs: int,
+    limit: int | None = None,
+    data_dir: str | Path | None = None,
+    data: TaskData | None = None,
+    protocol: Protocol = Protocol(),
+) -> TaskSetup:
     """The :class:`TaskSetup` of SEA-HELM task ``key`` (not an externally run one) for ``runs`` runs."""
     if not 1 <= runs <= len(SEEDS):
         raise ValueError(f"runs must be 1-{len(SEEDS)} (SEA-HELM's seeds), got {runs}")
@@ -160,11 +199,26 @@ def task_setup(model: Model, key: str, *, runs: int, limit: int | None = None, d
     rows = data.rows if limit is None else data.rows[: max(0, int(limit))]
     shots = shots_for(task, data, protocol.base)
     sampling = model_sampling(model, greedy=protocol.greedy)
-    config = {"suite": SUITE, "seahelm_commit": SEAHELM_COMMIT, "task": asdict(task),
-              "protocol": protocol.keyed(task, sampling), "shots": [str(s.get("id", i)) for i, s in enumerate(shots)],
-              "data": data.source, "record_format": RECORD_FORMAT}
-    return TaskSetup(task, data, list(rows), shots, list(task.runs(runs, reasoning=protocol.reasoning)), sampling,
-                     protocol, config, protocol.max_new_tokens(task))
+    config = {
+        "suite": SUITE,
+        "seahelm_commit": SEAHELM_COMMIT,
+        "task": asdict(task),
+        "protocol": protocol.keyed(task, sampling),
+        "shots": [str(s.get("id", i)) for i, s in enumerate(shots)],
+        "data": data.source,
+        "record_format": RECORD_FORMAT,
+    }
+    return TaskSetup(
+        task,
+        data,
+        list(rows),
+        shots,
+        list(task.runs(runs, reasoning=protocol.reasoning)),
+        sampling,
+        protocol,
+        config,
+        protocol.max_new_tokens(task),
+    )
 
 
 def item_interval(values: Sequence[float]) -> dict[str, Any] | None:
@@ -175,8 +229,9 @@ def item_interval(values: Sequence[float]) -> dict[str, Any] | None:
     if len(set(values)) < 2:
         v = float(values[0])
         return {"low": v, "high": v, "level": LEVEL, "method": "percentile", "note": "every item has the same value"}
-    return mean_interval(list(values), name="item means", method="percentile", level=LEVEL, n_resamples=N_RESAMPLES,
-                         seed=BOOT_SEED).to_dict()
+    return mean_interval(
+        list(values), name="item means", method="percentile", level=LEVEL, n_resamples=N_RESAMPLES, seed=BOOT_SEED
+    ).to_dict()
 
 
 def data_hash(data: TaskData) -> str:
@@ -184,14 +239,30 @@ def data_hash(data: TaskData) -> str:
     return sha256_text(repr(sorted(data.source.get("files", {}).items())) + repr(data.source.get("revision")))
 
 
-def signature(task: TaskConfig, protocol: Protocol, sampling: Sampling, data_hash: str, n: int, n_docs: int,
-              runs: int, metricx: MetricX | None) -> str:
+def signature(
+    task: TaskConfig,
+    protocol: Protocol,
+    sampling: Sampling,
+    data_hash: str,
+    n: int,
+    n_docs: int,
+    runs: int,
+    metricx: MetricX | None,
+) -> str:
     """A score's provenance line: suite, SEA-HELM commit, task, prompts hash, data hash, shots, sampling, runs,
     thinking option, MetricX model, limit."""
     prompts = sha256_text("\x00".join(task.templates().values()))[:8]
-    parts = [f"seahelm@{SEAHELM_COMMIT}", task.key, f"prompts:{prompts}", f"data:{data_hash[:8]}",
-             f"{'base' if protocol.base else 'instruct'}", f"max_tokens:{protocol.max_new_tokens(task)}",
-             f"T:{sampling.temperature},top_p:{sampling.top_p}", f"runs:{runs}", protocol.thinking.signature()]
+    parts = [
+        f"seahelm@{SEAHELM_COMMIT}",
+        task.key,
+        f"prompts:{prompts}",
+        f"data:{data_hash[:8]}",
+        f"{'base' if protocol.base else 'instruct'}",
+        f"max_tokens:{protocol.max_new_tokens(task)}",
+        f"T:{sampling.temperature},top_p:{sampling.top_p}",
+        f"runs:{runs}",
+        protocol.thinking.signature(),
+    ]
     if task.metric_class == "TranslationMetric":
         parts.append(f"metricx:{metricx.model}" if metricx else "metricx:none,chrF++ ours")
     if n < n_docs:
@@ -199,8 +270,9 @@ def signature(task: TaskConfig, protocol: Protocol, sampling: Sampling, data_has
     return "|".join(parts)
 
 
-def reply_summary(records: Sequence[Mapping[str, Any]], thinking: ThinkingOption, support: Mapping[str, str],
-                  field: str = "reply") -> dict[str, Any]:
+def reply_summary(
+    records: Sequence[Mapping[str, Any]], thinking: ThinkingOption, support: Mapping[str, str], field: str = "reply"
+) -> dict[str, Any]:
     """What a SEA-HELM task's summary says about its replies (``tasks/language.py``), over the stored
     records of the requested runs (each record's raw reply under ``field``; a list, as MT-Bench's two turns, counts
     each element as a reply): ``thinking`` (the option and what the model did with its settings), ``replies``
@@ -211,5 +283,8 @@ def reply_summary(records: Sequence[Mapping[str, Any]], thinking: ThinkingOption
         raw = rec.get(field)
         for text in raw if isinstance(raw, list) else [raw]:
             flat.append({"run": rec.get("run"), field: text})
-    return {"thinking": summary_entry(thinking, support), "replies": reply_stats(flat, field, thinking),
-            "replies_by_run": reply_stats_by(flat, lambda x: str(x["run"]), field, thinking)}
+    return {
+        "thinking": summary_entry(thinking, support),
+        "replies": reply_stats(flat, field, thinking),
+        "replies_by_run": reply_stats_by(flat, lambda x: str(x["run"]), field, thinking),
+    }

@@ -18,7 +18,11 @@ from thai_eval_utils.seahelm.metrics import normalize_score
 METRICX_TEMPLATE = "source: {source} candidate: {pred} reference: {ref}"
 #: SEA-HELM's judge checkpoint and tokenizer (``nlg/translation/config.yaml:19-25``, ``metricx_serving.py:49-60``).
 METRICX_MODEL, METRICX_TOKENIZER, METRICX_BATCH, METRICX_MAX_LENGTH = (
-    "google/metricx-24-hybrid-xxl-v2p6-bfloat16", "google/mt5-xl", 32, 1536)
+    "google/metricx-24-hybrid-xxl-v2p6-bfloat16",
+    "google/mt5-xl",
+    32,
+    1536,
+)
 #: ``<extra_id_10>``: the logit MetricX reads as its score (``metricx_models.py:146-149``).
 METRICX_TOKEN = 250089
 
@@ -33,8 +37,10 @@ def metricx_metrics(scores: Sequence[float]) -> tuple[dict[str, float], list[flo
     """TranslationMetric's MetricX numbers (``translation_metric.py:41-68``): the mean raw score (0-25, lower is
     better) and the mean of 100 x max((25 - s)/25, 0); per item the normalised value."""
     norm = [normalize_score(s, 25, 0) * 100 for s in scores]
-    return {"metricx_wmt24_scores": sum(scores) / len(scores),
-            "normalized_metricx_wmt24_scores": sum(norm) / len(norm)}, norm
+    return {
+        "metricx_wmt24_scores": sum(scores) / len(scores),
+        "normalized_metricx_wmt24_scores": sum(norm) / len(norm),
+    }, norm
 
 
 def chrf_pp(predictions: Sequence[str], references: Sequence[str]) -> float:
@@ -52,8 +58,9 @@ def chrf_item(prediction: str, reference: str) -> float:
     return float(CHRF(word_order=2).sentence_score(prediction, [reference]).score)
 
 
-def translation_metrics(labels: Sequence[str], replies: Sequence[str | None], answer_tag: str
-                        ) -> tuple[dict[str, Any], list[float], list[str]]:
+def translation_metrics(
+    labels: Sequence[str], replies: Sequence[str | None], answer_tag: str
+) -> tuple[dict[str, Any], list[float], list[str]]:
     """The run's translation numbers without a MetricX model: ``null_count`` (SEA-HELM's) and ``chrf_pp_ours``
     (labelled ours); per item: sentence chrF++ (ours). MetricX, when given, is added by :class:`MetricX`."""
     preds = [extract_text(r, answer_tag) for r in replies]
@@ -77,8 +84,12 @@ class MetricX:
     device: str | None = None
 
     def identity(self) -> dict[str, Any]:
-        return {"metricx_model": str(self.model), "metricx_tokenizer": str(self.tokenizer or self.model),
-                "batch_size": self.batch_size, "max_length": METRICX_MAX_LENGTH}
+        return {
+            "metricx_model": str(self.model),
+            "metricx_tokenizer": str(self.tokenizer or self.model),
+            "batch_size": self.batch_size,
+            "max_length": METRICX_MAX_LENGTH,
+        }
 
     def score(self, inputs: Sequence[str]) -> list[float]:
         """MetricX scores of the judge inputs (:func:`metricx_input`), in order."""
@@ -95,8 +106,13 @@ class MetricX:
         net.to(device).eval()
         out: list[float] = []
         for i in range(0, len(inputs), self.batch_size):
-            enc = tok(list(inputs[i: i + self.batch_size]), truncation=True, padding=True,
-                      max_length=METRICX_MAX_LENGTH, return_tensors="pt")
+            enc = tok(
+                list(inputs[i : i + self.batch_size]),
+                truncation=True,
+                padding=True,
+                max_length=METRICX_MAX_LENGTH,
+                return_tensors="pt",
+            )
             ids, mask = enc["input_ids"][:, :-1].to(device), enc["attention_mask"][:, :-1].to(device)
             start = torch.zeros((ids.shape[0], 1), dtype=torch.long, device=device)
             with torch.no_grad():

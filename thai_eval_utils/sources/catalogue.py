@@ -18,8 +18,7 @@ from thai_eval_utils.core.benchmark import Suite
 from thai_eval_utils.core.data_origin import ORIGIN_FILE, read_origin
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.provenance import sha256_file
-from thai_eval_utils.sources.fetch import (FetchResult, fetch_command, fetch_task, is_offline, offline_error,
-                                           up_to_date)
+from thai_eval_utils.sources.fetch import FetchResult, fetch_command, fetch_task, is_offline, offline_error, up_to_date
 from thai_eval_utils.sources.locations import full_root
 from thai_eval_utils.sources.manifest import DataManifest, TaskSource, load_manifest
 from thai_eval_utils.sources.rows import count_rows
@@ -45,8 +44,9 @@ def manifests() -> dict[str, tuple[Suite, DataManifest]]:
         if path is not None:
             manifest = load_manifest(path)
             if manifest.suite != name:
-                raise ThaiEvalDataError(f"the manifest is suite {manifest.suite!r}'s, not {name!r}'s", path=path,
-                                        field="suite")
+                raise ThaiEvalDataError(
+                    f"the manifest is suite {manifest.suite!r}'s, not {name!r}'s", path=path, field="suite"
+                )
             out[name] = (suite, manifest)
     return out
 
@@ -59,14 +59,21 @@ def resolve_refs(refs: Sequence[str]) -> list[tuple[Suite, TaskSource]]:
     for ref in refs or list(known):
         suite_name, _, task = ref.partition("/")
         if suite_name not in known:
-            raise ThaiEvalDataError(f"no data manifest for {suite_name!r}; suites with full data: {', '.join(known)}",
-                                    field="suite")
+            raise ThaiEvalDataError(
+                f"no data manifest for {suite_name!r}; suites with full data: {', '.join(known)}", field="suite"
+            )
         suite, manifest = known[suite_name]
         if task and task not in manifest.tasks:
-            raise ThaiEvalDataError(f"{suite_name} has no data task {task!r}; its tasks: {', '.join(manifest.tasks)}",
-                                    path=manifest.path, field="task")
-        picked += [(suite, manifest.tasks[t]) for t in ([task] if task else manifest.tasks)
-                   if (suite, manifest.tasks[t]) not in picked]
+            raise ThaiEvalDataError(
+                f"{suite_name} has no data task {task!r}; its tasks: {', '.join(manifest.tasks)}",
+                path=manifest.path,
+                field="task",
+            )
+        picked += [
+            (suite, manifest.tasks[t])
+            for t in ([task] if task else manifest.tasks)
+            if (suite, manifest.tasks[t]) not in picked
+        ]
     return picked
 
 
@@ -90,8 +97,9 @@ def fetch(refs: Sequence[str], revisions: Mapping[str, str] | None = None) -> li
     results = []
     for suite, task in picked:
         converter = suite.data_converters().get(task.convert) if task.convert else None
-        results.append(fetch_task(task, suite_folder(suite), revision=_revision_for(task, revisions),
-                                  converter=converter))
+        results.append(
+            fetch_task(task, suite_folder(suite), revision=_revision_for(task, revisions), converter=converter)
+        )
     return results
 
 
@@ -107,7 +115,9 @@ class Presence:
 def presence(suite: Suite, task: TaskSource, root: Path | None = None) -> Presence:
     """What the full data root holds of ``task`` (by its origin entries)."""
     folder = suite_folder(suite, root)
-    entries = {k: v for k, v in read_origin(folder).items() if v.get("task") == task.task and v.get("suite") == task.suite}
+    entries = {
+        k: v for k, v in read_origin(folder).items() if v.get("task") == task.task and v.get("suite") == task.suite
+    }
     if not entries:
         return Presence("missing", None, ())
     revisions = {v.get("resolved_revision") or v.get("revision") for v in entries.values()}
@@ -121,11 +131,19 @@ def list_rows(refs: Sequence[str] = ()) -> list[dict[str, Any]]:
     rows = []
     for suite, task in resolve_refs(refs):
         here = presence(suite, task)
-        rows.append({"suite": task.suite, "task": task.task, "source": task.source.id,
-                     "revision": (task.source.revision or "unpinned")[:12], "licence": task.source.licence[:40],
-                     "rows": task.rows, "present": here.state + (f" ({here.revision[:12]})" if here.state ==
-                                                                  "other revision" and here.revision else ""),
-                     "where": str(suite_folder(suite)) if here.files else ""})
+        rows.append(
+            {
+                "suite": task.suite,
+                "task": task.task,
+                "source": task.source.id,
+                "revision": (task.source.revision or "unpinned")[:12],
+                "licence": task.source.licence[:40],
+                "rows": task.rows,
+                "present": here.state
+                + (f" ({here.revision[:12]})" if here.state == "other revision" and here.revision else ""),
+                "where": str(suite_folder(suite)) if here.files else "",
+            }
+        )
     return rows
 
 
@@ -136,11 +154,13 @@ def verify(refs: Sequence[str] = (), root: Path | None = None) -> list[str]:
     problems: list[str] = []
     for suite, task in resolve_refs(refs):
         folder = suite_folder(suite, root)
-        entries = {k: v for k, v in read_origin(folder).items()
-                   if v.get("task") == task.task and v.get("suite") == task.suite}
+        entries = {
+            k: v for k, v in read_origin(folder).items() if v.get("task") == task.task and v.get("suite") == task.suite
+        }
         if not entries:
-            problems.append(f"{task.ref}: not fetched ({folder / ORIGIN_FILE} has no entry; thai-eval data fetch "
-                            f"{task.ref})")
+            problems.append(
+                f"{task.ref}: not fetched ({folder / ORIGIN_FILE} has no entry; thai-eval data fetch {task.ref})"
+            )
             continue
         problems += _verify_entries(task, folder, entries)
     return problems
@@ -155,21 +175,27 @@ def _verify_entries(task: TaskSource, folder: Path, entries: Mapping[str, Mappin
             problems.append(f"{path}: missing (thai-eval data fetch {task.ref})")
             continue
         if (found := sha256_file(path)) != entry.get("sha256"):
-            problems.append(f"{path}: SHA-256 {found[:16]}... is not the fetched {str(entry.get('sha256'))[:16]}... "
-                            f"(changed since the fetch; fetch again: thai-eval data fetch {task.ref})")
+            problems.append(
+                f"{path}: SHA-256 {found[:16]}... is not the fetched {str(entry.get('sha256'))[:16]}... "
+                f"(changed since the fetch; fetch again: thai-eval data fetch {task.ref})"
+            )
         if (rows := count_rows(path)) != entry.get("rows"):
             problems.append(f"{path}: {rows} rows, the fetch recorded {entry.get('rows')}")
         if entry.get("revision") != (task.source.revision or "main"):
-            problems.append(f"{path}: fetched at revision {entry.get('revision')}, the manifest pins "
-                            f"{task.source.revision} (an override; runs record it)")
+            problems.append(
+                f"{path}: fetched at revision {entry.get('revision')}, the manifest pins "
+                f"{task.source.revision} (an override; runs record it)"
+            )
         for name, sha in (entry.get("source_sha256") or {}).items():
             if name in pinned and pinned[name].sha256 and pinned[name].sha256 != sha:
-                problems.append(f"{path}: source {name} had SHA-256 {sha[:16]}..., the manifest pins "
-                                f"{pinned[name].sha256[:16]}...")
+                problems.append(
+                    f"{path}: source {name} had SHA-256 {sha[:16]}..., the manifest pins {pinned[name].sha256[:16]}..."
+                )
     scored = sum(int(e.get("rows") or 0) for rel, e in entries.items() if _role(task, e) == "scored")
     if task.rows is not None and not task.convert and scored < task.rows:  # more: rows the anchor drops (M3Exam)
-        problems.append(f"{folder}: {task.ref} holds {scored} scored rows, fewer than the {task.rows} the anchor "
-                        "scores")
+        problems.append(
+            f"{folder}: {task.ref} holds {scored} scored rows, fewer than the {task.rows} the anchor scores"
+        )
     return problems
 
 
@@ -181,8 +207,9 @@ def _role(task: TaskSource, entry: Mapping[str, Any]) -> str:
     return "source"
 
 
-def require_present(suite: Suite, tasks: Iterable[str], root: Path | None = None,
-                    revisions: Mapping[str, str] | None = None) -> Path:
+def require_present(
+    suite: Suite, tasks: Iterable[str], root: Path | None = None, revisions: Mapping[str, str] | None = None
+) -> Path:
     """The suite's full data folder for ``thai-eval run --data full``, after checking that every task of the
     suite's manifest that ``tasks`` selects (all when empty) is placed at its pin or at its override; else a
     :class:`ThaiEvalDataError` with the fetch command. Suites without a manifest: their folder as it is."""
@@ -199,12 +226,19 @@ def require_present(suite: Suite, tasks: Iterable[str], root: Path | None = None
         here = presence(suite, task, root)
         asked = _revision_for(task, revisions)
         fetched_at = {v.get("revision") for v in entries.values() if v.get("task") == task.task}
-        if here.state == "missing" or (asked and fetched_at != {asked}) or (
-                not asked and here.state == "other revision"):
+        if (
+            here.state == "missing"
+            or (asked and fetched_at != {asked})
+            or (not asked and here.state == "other revision")
+        ):
             missing.append(task.ref)
     if missing:
-        raise ThaiEvalDataError(f"the full data of {', '.join(missing)} is not fetched here at the revision asked "
-                                f"for; run: {fetch_command(missing, revisions)}", path=folder, field="data")
+        raise ThaiEvalDataError(
+            f"the full data of {', '.join(missing)} is not fetched here at the revision asked "
+            f"for; run: {fetch_command(missing, revisions)}",
+            path=folder,
+            field="data",
+        )
     return folder
 
 

@@ -62,15 +62,18 @@ def fetch_command(refs: Iterable[str], revisions: Mapping[str, str] | None = Non
 def offline_error(refs: Iterable[str], revisions: Mapping[str, str] | None = None, why: str = "") -> OfflineError:
     """The error of a fetch that cannot reach its sources, with the exact command to run where a network is."""
     home = full_root().parent
-    return OfflineError(f"cannot download here{f' ({why})' if why else ' (offline: HF_HUB_OFFLINE=1)'}. On a machine "
-                        f"with a network run: {fetch_command(refs, revisions)} ; then copy {home} (and the Hugging "
-                        "Face cache, $HF_HOME) to this machine, or set THAI_EVAL_DATA to where they are")
+    return OfflineError(
+        f"cannot download here{f' ({why})' if why else ' (offline: HF_HUB_OFFLINE=1)'}. On a machine "
+        f"with a network run: {fetch_command(refs, revisions)} ; then copy {home} (and the Hugging "
+        "Face cache, $HF_HOME) to this machine, or set THAI_EVAL_DATA to where they are"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- download
 def _git(args: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False,
-                          env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
+    return subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, check=False, env={**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    )
 
 
 def _git_checkout(source: Source, revision: str, ref: str) -> tuple[Path, str]:
@@ -91,13 +94,15 @@ def _git_checkout(source: Source, revision: str, ref: str) -> tuple[Path, str]:
         text = message[-1] if message else "git fetch failed"
         if any(w in text.lower() for w in ("could not resolve host", "unable to access", "connection", "network")):
             raise offline_error([ref], None, why=text)
-        raise ThaiEvalDataError(f"cannot fetch commit {revision} of {source.id}: {text}", path=source.id,
-                                field="revision")
+        raise ThaiEvalDataError(
+            f"cannot fetch commit {revision} of {source.id}: {text}", path=source.id, field="revision"
+        )
     return clone, _git(["rev-parse", "FETCH_HEAD"], clone).stdout.decode().strip()
 
 
-def _git_files(source: Source, revision: str, files: Iterable[SourceFile], ref: str,
-               scratch: Path) -> tuple[dict[str, Path], str]:
+def _git_files(
+    source: Source, revision: str, files: Iterable[SourceFile], ref: str, scratch: Path
+) -> tuple[dict[str, Path], str]:
     """Each manifest file (a pattern: each match) read out of the pinned commit into ``scratch``; and the commit."""
     clone, revision = _git_checkout(source, revision, ref)
     listing = _git(["ls-tree", "-r", "--name-only", revision], clone).stdout.decode().splitlines()
@@ -124,20 +129,26 @@ def _hub_files(source: Source, revision: str, files: Iterable[SourceFile], ref: 
 
     files = list(files)
     try:
-        snap = Path(snapshot_download(source.id, repo_type="dataset", revision=revision,
-                                      allow_patterns=[f.path for f in files]))
+        snap = Path(
+            snapshot_download(source.id, repo_type="dataset", revision=revision, allow_patterns=[f.path for f in files])
+        )
     except RevisionNotFoundError:
-        raise ThaiEvalDataError(f"dataset {source.id} has no revision {revision}", path=source.id,
-                                field="revision") from None
+        raise ThaiEvalDataError(
+            f"dataset {source.id} has no revision {revision}", path=source.id, field="revision"
+        ) from None
     except LocalEntryNotFoundError:
         raise offline_error([ref], None, why=f"{source.id} could not be reached") from None
     except (HfHubHTTPError, OSError, httpx2.TransportError) as exc:  # a connection cut after the client's retries
-        raise ThaiEvalDataError(f"cannot download {source.id}@{revision[:12]}: {type(exc).__name__}: {exc}",
-                                path=source.id) from None
+        raise ThaiEvalDataError(
+            f"cannot download {source.id}@{revision[:12]}: {type(exc).__name__}: {exc}", path=source.id
+        ) from None
     out: dict[str, Path] = {}
     for f in files:
-        matches = sorted(p.relative_to(snap).as_posix() for p in snap.rglob("*") if p.is_file()
-                         and fnmatch.fnmatch(p.relative_to(snap).as_posix(), f.path))
+        matches = sorted(
+            p.relative_to(snap).as_posix()
+            for p in snap.rglob("*")
+            if p.is_file() and fnmatch.fnmatch(p.relative_to(snap).as_posix(), f.path)
+        )
         if not matches:
             raise ThaiEvalDataError(f"not in {source.id} at {revision[:12]}", path=f.path, field="path")
         out.update({m: snap / m for m in matches})
@@ -154,8 +165,11 @@ def check_downloaded(task: TaskSource, downloaded: Mapping[str, Path], revision:
         for name in names:
             path, where = downloaded[name], f"{task.source.id}@{revision}:{name}"
             if f.sha256 and (found := sha256_file(path)) != f.sha256:
-                raise ThaiEvalDataError(f"SHA-256 {found} is not the pinned {f.sha256} (a changed or tampered file; "
-                                        "nothing was placed)", path=where, field="sha256")
+                raise ThaiEvalDataError(
+                    f"SHA-256 {found} is not the pinned {f.sha256} (a changed or tampered file; nothing was placed)",
+                    path=where,
+                    field="sha256",
+                )
             if f.rows is not None and (n := count_rows(path)) != f.rows:
                 raise ThaiEvalDataError(f"{n} rows, the manifest pins {f.rows}", path=where, field="rows")
 
@@ -181,8 +195,9 @@ def _evict_from_hub_cache(downloaded: Mapping[str, Path]) -> None:
 
 
 # ------------------------------------------------------------------------------------------------------- place
-def _place(task: TaskSource, downloaded: Mapping[str, Path], folder: Path,
-           converter: Converter | None) -> dict[Path, str]:
+def _place(
+    task: TaskSource, downloaded: Mapping[str, Path], folder: Path, converter: Converter | None
+) -> dict[Path, str]:
     """Copy (or convert) the downloaded files into the suite's folder, one atomic rename per file; each placed file
     -> the source path it was copied from (all of them, comma-joined, for a converted file)."""
     staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=folder))
@@ -216,18 +231,22 @@ def up_to_date(task: TaskSource, folder: Path, revision: str | None = None) -> b
 
 def _up_to_date(task: TaskSource, folder: Path, revision: str) -> list[Path] | None:
     """The task's placed files when every one is recorded at ``revision`` and unchanged since; else None."""
-    entries = {k: v for k, v in read_origin(folder).items() if v.get("task") == task.task and v.get("suite") == task.suite}
+    entries = {
+        k: v for k, v in read_origin(folder).items() if v.get("task") == task.task and v.get("suite") == task.suite
+    }
     if not entries or any(v.get("revision") != revision for v in entries.values()):
         return None
     paths = [folder / k for k in entries]
-    if not all(p.is_file() and sha256_file(p) == entries[p.relative_to(folder).as_posix()].get("sha256")
-               for p in paths):
+    if not all(
+        p.is_file() and sha256_file(p) == entries[p.relative_to(folder).as_posix()].get("sha256") for p in paths
+    ):
         return None
     return paths
 
 
-def fetch_task(task: TaskSource, folder: Path, *, revision: str | None = None,
-               converter: Converter | None = None) -> FetchResult:
+def fetch_task(
+    task: TaskSource, folder: Path, *, revision: str | None = None, converter: Converter | None = None
+) -> FetchResult:
     """Fetch one task into ``folder`` (the suite's folder under the full data root) at its pinned revision, or at
     ``revision`` (an override, recorded as such). Skips a task already placed at that revision."""
     rev = revision or task.source.revision or "main"
@@ -235,8 +254,11 @@ def fetch_task(task: TaskSource, folder: Path, *, revision: str | None = None,
     if (done := _up_to_date(task, folder, rev)) is not None:
         return FetchResult(task.ref, "up to date", rev, done)
     if task.convert and converter is None:
-        raise ThaiEvalDataError(f"the manifest names converter {task.convert!r}, which suite {task.suite} does not "
-                                "have", path=task.ref, field="convert")
+        raise ThaiEvalDataError(
+            f"the manifest names converter {task.convert!r}, which suite {task.suite} does not have",
+            path=task.ref,
+            field="convert",
+        )
     if task.source.kind == "huggingface" and is_offline():
         raise offline_error([task.ref], {task.ref: rev} if revision else None)
     with tempfile.TemporaryDirectory(prefix=".download-", dir=folder) as scratch:
@@ -249,20 +271,40 @@ def fetch_task(task: TaskSource, folder: Path, *, revision: str | None = None,
         placed = _place(task, downloaded, folder, converter)
         raw = {name: sha256_file(p) for name, p in downloaded.items()}
     stamp = now_utc()
-    stale = [k for k, v in read_origin(folder).items() if v.get("task") == task.task and v.get("suite") == task.suite
-             and folder / k not in placed]  # files of an earlier fetch at another revision that this one lacks
-    update_origin(folder, {p.relative_to(folder).as_posix(): _entry(task, rev, resolved, name, raw, p, stamp)
-                           for p, name in placed.items()}, drop=stale)
+    stale = [
+        k
+        for k, v in read_origin(folder).items()
+        if v.get("task") == task.task and v.get("suite") == task.suite and folder / k not in placed
+    ]  # files of an earlier fetch at another revision that this one lacks
+    update_origin(
+        folder,
+        {
+            p.relative_to(folder).as_posix(): _entry(task, rev, resolved, name, raw, p, stamp)
+            for p, name in placed.items()
+        },
+        drop=stale,
+    )
     for rel in stale:
         (folder / rel).unlink(missing_ok=True)
     return FetchResult(task.ref, "fetched", rev, list(placed))
 
 
-def _entry(task: TaskSource, revision: str, resolved: str, name: str, raw: Mapping[str, str], placed: Path,
-           stamp: str) -> dict[str, Any]:
+def _entry(
+    task: TaskSource, revision: str, resolved: str, name: str, raw: Mapping[str, str], placed: Path, stamp: str
+) -> dict[str, Any]:
     """A placed file's origin entry (``core.data_origin``)."""
-    return {"suite": task.suite, "task": task.task, "kind": task.source.kind, "source": task.source.id,
-            "revision": revision, "pinned": revision == task.source.revision, "resolved_revision": resolved,
-            "path": name, "source_sha256": {n: raw[n] for n in name.split(",")},
-            "sha256": sha256_file(placed), "rows": count_rows(placed), "licence": task.source.licence,
-            "fetched_at": stamp}
+    return {
+        "suite": task.suite,
+        "task": task.task,
+        "kind": task.source.kind,
+        "source": task.source.id,
+        "revision": revision,
+        "pinned": revision == task.source.revision,
+        "resolved_revision": resolved,
+        "path": name,
+        "source_sha256": {n: raw[n] for n in name.split(",")},
+        "sha256": sha256_file(placed),
+        "rows": count_rows(placed),
+        "licence": task.source.licence,
+        "fetched_at": stamp,
+    }

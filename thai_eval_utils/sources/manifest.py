@@ -106,8 +106,9 @@ class DataManifest:
     note: str = ""
 
 
-def _field(obj: Mapping[str, Any], name: str, kind: type | tuple[type, ...], path: Path, where: str,
-           *, optional: bool = False) -> Any:
+def _field(
+    obj: Mapping[str, Any], name: str, kind: type | tuple[type, ...], path: Path, where: str, *, optional: bool = False
+) -> Any:
     """``obj[name]`` checked for its type; a named error otherwise (``where``: the field's place in the file)."""
     if name not in obj or obj[name] is None:
         if optional:
@@ -116,8 +117,9 @@ def _field(obj: Mapping[str, Any], name: str, kind: type | tuple[type, ...], pat
     value = obj[name]
     if isinstance(value, bool) and kind is not bool or not isinstance(value, kind):
         names = " or ".join(t.__name__ for t in (kind if isinstance(kind, tuple) else (kind,)))
-        raise ThaiEvalDataError(f"expected {names}, found {json.dumps(value, ensure_ascii=False)[:60]}",
-                                path=path, field=f"{where}.{name}")
+        raise ThaiEvalDataError(
+            f"expected {names}, found {json.dumps(value, ensure_ascii=False)[:60]}", path=path, field=f"{where}.{name}"
+        )
     return value
 
 
@@ -127,17 +129,28 @@ def _source(name: str, raw: Any, path: Path) -> Source:
         raise ThaiEvalDataError("a source must be an object", path=path, field=where)
     kind = _field(raw, "kind", str, path, where)
     if kind not in ("huggingface", "git"):
-        raise ThaiEvalDataError(f"kind must be 'huggingface' or 'git', found {kind!r}", path=path, field=f"{where}.kind")
+        raise ThaiEvalDataError(
+            f"kind must be 'huggingface' or 'git', found {kind!r}", path=path, field=f"{where}.kind"
+        )
     revision = _field(raw, "revision", str, path, where, optional=True)
     if revision is None:  # no pin could be found: the fetch resolves the default branch once and records it
         if not _field(raw, "why", str, path, where, optional=True):
             raise ThaiEvalDataError("an unpinned source must say why in 'why'", path=path, field=f"{where}.why")
     elif not _COMMIT.match(revision):
-        raise ThaiEvalDataError(f"revision must be a full 40-hex commit hash (a branch or tag moves), found "
-                                f"{revision!r}", path=path, field=f"{where}.revision")
-    return Source(name, kind, _field(raw, "id", str, path, where), revision, _field(raw, "licence", str, path, where),
-                  _field(raw, "why", str, path, where, optional=True) or "",
-                  _field(raw, "url", str, path, where, optional=True) or "")
+        raise ThaiEvalDataError(
+            f"revision must be a full 40-hex commit hash (a branch or tag moves), found {revision!r}",
+            path=path,
+            field=f"{where}.revision",
+        )
+    return Source(
+        name,
+        kind,
+        _field(raw, "id", str, path, where),
+        revision,
+        _field(raw, "licence", str, path, where),
+        _field(raw, "why", str, path, where, optional=True) or "",
+        _field(raw, "url", str, path, where, optional=True) or "",
+    )
 
 
 def _file(raw: Any, path: Path, where: str, convert: str | None) -> SourceFile:
@@ -146,21 +159,26 @@ def _file(raw: Any, path: Path, where: str, convert: str | None) -> SourceFile:
     src = _field(raw, "path", str, path, where)
     to = _field(raw, "to", str, path, where, optional=True) or src
     if Path(to).is_absolute() or ".." in Path(to).parts or Path(src).is_absolute() or ".." in Path(src).parts:
-        raise ThaiEvalDataError(f"paths must stay inside their folder, found {src!r} -> {to!r}", path=path,
-                                field=f"{where}.path")
+        raise ThaiEvalDataError(
+            f"paths must stay inside their folder, found {src!r} -> {to!r}", path=path, field=f"{where}.path"
+        )
     sha = _field(raw, "sha256", str, path, where, optional=True)
     if sha is not None and not _SHA256.match(sha):
-        raise ThaiEvalDataError(f"sha256 must be 64 lower-case hex digits, found {sha!r}", path=path,
-                                field=f"{where}.sha256")
+        raise ThaiEvalDataError(
+            f"sha256 must be 64 lower-case hex digits, found {sha!r}", path=path, field=f"{where}.sha256"
+        )
     rows = _field(raw, "rows", int, path, where, optional=True)
     if rows is not None and rows < 0:
         raise ThaiEvalDataError(f"rows must be >= 0, found {rows}", path=path, field=f"{where}.rows")
     role = _field(raw, "role", str, path, where, optional=True) or "scored"
     if role not in _ROLES:
-        raise ThaiEvalDataError(f"role must be one of {', '.join(_ROLES)}, found {role!r}", path=path,
-                                field=f"{where}.role")
+        raise ThaiEvalDataError(
+            f"role must be one of {', '.join(_ROLES)}, found {role!r}", path=path, field=f"{where}.role"
+        )
     if any(c in to for c in "*?[") and convert is None and to != src:
-        raise ThaiEvalDataError("a pattern is placed under its own names: leave 'to' out", path=path, field=f"{where}.to")
+        raise ThaiEvalDataError(
+            "a pattern is placed under its own names: leave 'to' out", path=path, field=f"{where}.to"
+        )
     return SourceFile(src, to, sha, rows, role)
 
 
@@ -170,16 +188,25 @@ def _task(suite: str, name: str, raw: Any, sources: Mapping[str, Source], path: 
         raise ThaiEvalDataError("a task must be an object", path=path, field=where)
     source_name = _field(raw, "source", str, path, where)
     if source_name not in sources:
-        raise ThaiEvalDataError(f"unknown source {source_name!r} (sources: {', '.join(sources)})", path=path,
-                                field=f"{where}.source")
+        raise ThaiEvalDataError(
+            f"unknown source {source_name!r} (sources: {', '.join(sources)})", path=path, field=f"{where}.source"
+        )
     convert = _field(raw, "convert", str, path, where, optional=True)
     files_raw = _field(raw, "files", list, path, where)
     if not files_raw:
         raise ThaiEvalDataError("a task needs at least one file", path=path, field=f"{where}.files")
     files = tuple(_file(f, path, f"{where}.files[{i}]", convert) for i, f in enumerate(files_raw))
     rows = _field(raw, "rows", int, path, where, optional=True)
-    return TaskSource(suite, name, sources[source_name], files, rows, convert,
-                      _field(raw, "loader", str, path, where), _field(raw, "note", str, path, where, optional=True) or "")
+    return TaskSource(
+        suite,
+        name,
+        sources[source_name],
+        files,
+        rows,
+        convert,
+        _field(raw, "loader", str, path, where),
+        _field(raw, "note", str, path, where, optional=True) or "",
+    )
 
 
 def load_manifest(path: str | Path) -> DataManifest:
@@ -193,8 +220,9 @@ def load_manifest(path: str | Path) -> DataManifest:
         raise ThaiEvalDataError("a data manifest must be a JSON object", path=path)
     version = _field(raw, "format", int, path, "manifest")
     if version != MANIFEST_FORMAT:
-        raise ThaiEvalDataError(f"unknown manifest format {version} (this thai-eval reads {MANIFEST_FORMAT})",
-                                path=path, field="format")
+        raise ThaiEvalDataError(
+            f"unknown manifest format {version} (this thai-eval reads {MANIFEST_FORMAT})", path=path, field="format"
+        )
     suite = _field(raw, "suite", str, path, "manifest")
     sources = {n: _source(n, s, path) for n, s in _field(raw, "sources", dict, path, "manifest").items()}
     tasks = {n: _task(suite, n, t, sources, path) for n, t in _field(raw, "tasks", dict, path, "manifest").items()}

@@ -70,9 +70,19 @@ STAND_INS: dict[tuple[str, str], type] = {
 }
 #: The real callables admitted: pyarrow's and numpy's rebuilding of arrays and tables from buffers.
 ALLOWED_CALLABLES: dict[tuple[str, str], Callable[..., Any]] = {
-    **{("pyarrow.lib", n): getattr(palib, n) for n in ("type_for_alias", "schema", "field", "_reconstruct_record_batch",
-                                                        "_restore_array", "py_buffer", "_reconstruct_table",
-                                                        "chunked_array")},
+    **{
+        ("pyarrow.lib", n): getattr(palib, n)
+        for n in (
+            "type_for_alias",
+            "schema",
+            "field",
+            "_reconstruct_record_batch",
+            "_restore_array",
+            "py_buffer",
+            "_reconstruct_table",
+            "chunked_array",
+        )
+    },
     ("numpy.core.multiarray", "_reconstruct"): _reconstruct,
     ("numpy._core.multiarray", "_reconstruct"): _reconstruct,
     ("numpy", "ndarray"): np.ndarray,
@@ -95,9 +105,12 @@ class _AllowListUnpickler(pickle.Unpickler):
             return STAND_INS[(module, name)]
         if (module, name) in ALLOWED_CALLABLES:
             return ALLOWED_CALLABLES[(module, name)]
-        raise RefusedPickleError(f"refused to load {module}.{name}: only a datasets.DatasetDict of Arrow tables is "
-                                 "read, and this file names another class or function (nothing was run)",
-                                 path=self._path, field=f"{module}.{name}")
+        raise RefusedPickleError(
+            f"refused to load {module}.{name}: only a datasets.DatasetDict of Arrow tables is "
+            "read, and this file names another class or function (nothing was run)",
+            path=self._path,
+            field=f"{module}.{name}",
+        )
 
 
 def _records(dataset: Any, path: Path, where: str) -> list[dict[str, Any]]:
@@ -109,7 +122,9 @@ def _records(dataset: Any, path: Path, where: str) -> list[dict[str, Any]]:
         raise ThaiEvalDataError("expected a datasets.Dataset holding an Arrow table", path=path, field=where)
     indices = state.get("_indices")
     if indices is not None:
-        inner = indices.state.get("table") if isinstance(indices, InertTable) and isinstance(indices.state, dict) else None
+        inner = (
+            indices.state.get("table") if isinstance(indices, InertTable) and isinstance(indices.state, dict) else None
+        )
         if not isinstance(inner, pa.Table):
             raise ThaiEvalDataError("unreadable row selection (_indices)", path=path, field=where)
         arrow = arrow.take(inner.column(0))

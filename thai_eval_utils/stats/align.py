@@ -34,7 +34,9 @@ def per_item(run: RunValues, *, key: str = "key", value: str = "value", name: st
     if isinstance(run, pd.DataFrame):
         for col in (key, value):
             if col not in run.columns:
-                raise ThaiEvalDataError(f"{name}: no column {col!r} (columns: {', '.join(map(str, run.columns))})", field=col)
+                raise ThaiEvalDataError(
+                    f"{name}: no column {col!r} (columns: {', '.join(map(str, run.columns))})", field=col
+                )
         pairs = list(zip(run[key].tolist(), run[value].tolist()))
     else:
         pairs = list(run.items())
@@ -73,7 +75,9 @@ def align(run_a: RunValues, run_b: RunValues, *, key: str = "key", value: str = 
     va, vb = per_item(run_a, key=key, value=value, name="run A"), per_item(run_b, key=key, value=value, name="run B")
     shared = sorted(va.keys() & vb.keys(), key=sort_key)
     if not shared:
-        raise ThaiEvalDataError(f"the runs share no item key (run A: {len(va)} items, run B: {len(vb)} items)", field=key)
+        raise ThaiEvalDataError(
+            f"the runs share no item key (run A: {len(va)} items, run B: {len(vb)} items)", field=key
+        )
     return Aligned(
         keys=tuple(shared),
         a=np.array([va[k] for k in shared], dtype=float),
@@ -103,5 +107,6 @@ def check_same_data(hash_a: str | None, hash_b: str | None, *, allow_different_d
         raise DataMismatchError(
             f"the runs used different data (hash {hash_a[:12]} vs {hash_b[:12]}); comparing them item by item "
             "may pair different questions under the same key. Pass allow_different_data=True to compare anyway.",
-            field="data_hash")
+            field="data_hash",
+        )
     return f"different data hashes ({hash_a[:12]} vs {hash_b[:12]}), compared as allowed"

@@ -62,7 +62,9 @@ class Interval:
         if self.design:
             text += f"; {self.design}"
         if self.n_undefined:
-            text += f"; {self.n_undefined} of {self.n_resamples} resamples undefined and dropped: {self.undefined_reason}"
+            text += (
+                f"; {self.n_undefined} of {self.n_resamples} resamples undefined and dropped: {self.undefined_reason}"
+            )
         if self.note:
             text += f"; {self.note}"
         return f"{text}) {self.signature}"
@@ -102,8 +104,16 @@ def scipy_bootstrap(
     def run(m: str) -> tuple[float, float, list[warnings.WarningMessage]]:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            res = stats.bootstrap(tuple(data), statistic, n_resamples=n_resamples, paired=paired, vectorized=True,
-                                  confidence_level=level, method=m, rng=np.random.default_rng(seed))
+            res = stats.bootstrap(
+                tuple(data),
+                statistic,
+                n_resamples=n_resamples,
+                paired=paired,
+                vectorized=True,
+                confidence_level=level,
+                method=m,
+                rng=np.random.default_rng(seed),
+            )
         ci = res.confidence_interval
         return float(ci.low), float(ci.high), caught
 
@@ -126,7 +136,9 @@ def mean_stat(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.mean(x, axis=axis)
 
 
-def bootstrap_indices(rng: np.random.Generator, n: int, n_resamples: int, *, max_cells: int = MAX_CELLS) -> Iterator[np.ndarray]:
+def bootstrap_indices(
+    rng: np.random.Generator, n: int, n_resamples: int, *, max_cells: int = MAX_CELLS
+) -> Iterator[np.ndarray]:
     """Resampled item indices (with replacement) as blocks of rows, shape ``(r, n)``, ``n_resamples`` rows in all.
 
     Hand-written resamplings (statistics that may be undefined, corpus metrics, strata) draw here. The rows are the
@@ -139,15 +151,34 @@ def bootstrap_indices(rng: np.random.Generator, n: int, n_resamples: int, *, max
 
 
 def loop_bootstrap(
-    name: str, n: int, stat: Callable[[np.ndarray], tuple[float, str]], *, level: float, n_resamples: int, seed: int | None,
+    name: str,
+    n: int,
+    stat: Callable[[np.ndarray], tuple[float, str]],
+    *,
+    level: float,
+    n_resamples: int,
+    seed: int | None,
 ) -> Interval:
     """Percentile bootstrap over ``n`` items of a statistic that may be undefined: ``stat(indices)`` returns
     ``(value, "")`` or ``(NaN, reason)``; undefined resamples are counted by reason and dropped, which
     ``scipy.stats.bootstrap`` cannot do (kappa with one label, Spearman with a constant side)."""
     estimate, why = stat(np.arange(n))
     if np.isnan(estimate):
-        return Interval(name, float("nan"), float("nan"), float("nan"), level, "percentile", n_resamples, seed, n, 0,
-                        n_resamples, f"undefined on the full data: {why}", "bootstrap over items")
+        return Interval(
+            name,
+            float("nan"),
+            float("nan"),
+            float("nan"),
+            level,
+            "percentile",
+            n_resamples,
+            seed,
+            n,
+            0,
+            n_resamples,
+            f"undefined on the full data: {why}",
+            "bootstrap over items",
+        )
     boot, reasons = [], {}
     for block in bootstrap_indices(np.random.default_rng(seed), n, n_resamples):
         for idx in block:
@@ -158,8 +189,21 @@ def loop_bootstrap(
                 boot.append(value)
     low, high = percentile_ci(np.asarray(boot), level)
     reason = "; ".join(f"{k} ({v})" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1]))
-    return Interval(name, estimate, low, high, level, "percentile", n_resamples, seed, n, len(boot),
-                    n_resamples - len(boot), reason, "bootstrap over items")
+    return Interval(
+        name,
+        estimate,
+        low,
+        high,
+        level,
+        "percentile",
+        n_resamples,
+        seed,
+        n,
+        len(boot),
+        n_resamples - len(boot),
+        reason,
+        "bootstrap over items",
+    )
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float, str]:
@@ -174,8 +218,13 @@ def spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float, str]:
 
 
 def spearman_interval(
-    judge: Sequence[float], human: Sequence[float], *, level: float = 0.95, n_resamples: int = DEFAULT_RESAMPLES,
-    seed: int | None = 0, name: str = "spearman_rho",
+    judge: Sequence[float],
+    human: Sequence[float],
+    *,
+    level: float = 0.95,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int | None = 0,
+    name: str = "spearman_rho",
 ) -> Interval:
     """Judge-vs-human Spearman's rho (:func:`spearman`) with a percentile bootstrap interval over items
     (:func:`loop_bootstrap`: undefined resamples are counted and dropped)."""
@@ -191,14 +240,33 @@ def spearman_interval(
 
 
 def mean_interval(
-    values: Sequence[float], *, name: str = "mean", method: str = "BCa", level: float = 0.95,
-    n_resamples: int = DEFAULT_RESAMPLES, seed: int | None = 0, scale: float = 1.0,
+    values: Sequence[float],
+    *,
+    name: str = "mean",
+    method: str = "BCa",
+    level: float = 0.95,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int | None = 0,
+    scale: float = 1.0,
 ) -> Interval:
     """Mean of per-item values (times ``scale``) with a ``scipy.stats.bootstrap`` interval over items."""
     x = np.asarray(values, dtype=float) * scale
     if x.size < 2:
         raise ValueError("a bootstrap interval needs at least 2 items")
-    low, high, used, note = scipy_bootstrap((x,), mean_stat, paired=False, method=method, level=level,
-                                            n_resamples=n_resamples, seed=seed)
-    return Interval(name, float(x.mean()), low, high, level, used, n_resamples, seed, x.size, n_resamples,
-                    design="bootstrap over items", note=note)
+    low, high, used, note = scipy_bootstrap(
+        (x,), mean_stat, paired=False, method=method, level=level, n_resamples=n_resamples, seed=seed
+    )
+    return Interval(
+        name,
+        float(x.mean()),
+        low,
+        high,
+        level,
+        used,
+        n_resamples,
+        seed,
+        x.size,
+        n_resamples,
+        design="bootstrap over items",
+        note=note,
+    )

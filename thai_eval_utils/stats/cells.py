@@ -33,17 +33,41 @@ class Bootstrap:
 
     @property
     def caption(self) -> str:
-        return (f"{100 * self.level:g}% percentile bootstrap interval over the run's items ({self.n_resamples} "
-                f"resamples, seed {self.seed}); averages resample within each task; BLEU is recomputed per resample")
+        return (
+            f"{100 * self.level:g}% percentile bootstrap interval over the run's items ({self.n_resamples} "
+            f"resamples, seed {self.seed}); averages resample within each task; BLEU is recomputed per resample"
+        )
 
 
-def cell(table: str, model: str, column: str, value: Any, n: Any, items: str, *, group: str | None = None,
-         low: float | None = None, high: float | None = None, source: str = RUN, note: str = "") -> dict[str, Any]:
+def cell(
+    table: str,
+    model: str,
+    column: str,
+    value: Any,
+    n: Any,
+    items: str,
+    *,
+    group: str | None = None,
+    low: float | None = None,
+    high: float | None = None,
+    source: str = RUN,
+    note: str = "",
+) -> dict[str, Any]:
     """One cell (:data:`CELL_COLUMNS`); ``group`` labels a row within a table whose rows are split by a group
     (``LeaderboardTable.group``); ``items`` is the item browser's filter (``<suite>|<task>``)."""
-    return {"table": table, "model": model, "group": group, "source": source, "column": column,
-            "value": None if value is None or pd.isna(value) else float(value), "n": None if n is None or pd.isna(n) else int(n),
-            "ci_low": low, "ci_high": high, "items": items, "note": note}
+    return {
+        "table": table,
+        "model": model,
+        "group": group,
+        "source": source,
+        "column": column,
+        "value": None if value is None or pd.isna(value) else float(value),
+        "n": None if n is None or pd.isna(n) else int(n),
+        "ci_low": low,
+        "ci_high": high,
+        "items": items,
+        "note": note,
+    }
 
 
 def summary_value(summary: dict[str, Any] | None, name: str, scale: float = 1.0) -> tuple[float | None, int | None]:
@@ -71,15 +95,20 @@ def mean_ci(h: Headline, boot: Interval) -> tuple[float | None, float | None]:
 def average_ci(parts: Sequence[Headline], boot: Interval) -> tuple[float | None, float | None]:
     """The interval of an unweighted average over tasks (formats), each resampled within itself: compare's
     stratified paired bootstrap against an all-zero partner is exactly the bootstrap of the average alone."""
-    frame = pd.concat([h.items[["key"]].assign(value=scaled_values(h), task=h.stratum) for h in parts], ignore_index=True)
+    frame = pd.concat(
+        [h.items[["key"]].assign(value=scaled_values(h), task=h.stratum) for h in parts], ignore_index=True
+    )
     if len(frame) < 2:
         return None, None
-    r = stratified_paired_bootstrap(frame, frame.assign(value=0.0), level=boot.level, n_resamples=boot.n_resamples, seed=boot.seed)
+    r = stratified_paired_bootstrap(
+        frame, frame.assign(value=0.0), level=boot.level, n_resamples=boot.n_resamples, seed=boot.seed
+    )
     return r.ci_low, r.ci_high
 
 
-def corpus_ci(hyps: Sequence[str], refs: Sequence[str], boot: Interval, metric: CorpusMetric
-              ) -> tuple[float | None, float | None]:
+def corpus_ci(
+    hyps: Sequence[str], refs: Sequence[str], boot: Interval, metric: CorpusMetric
+) -> tuple[float | None, float | None]:
     """Percentile bootstrap of a corpus metric over sentences (``stats.corpus.corpus_interval``: each resample's
     score from summed per-sentence statistics); (None, None) with fewer than 2 sentences."""
     if len(hyps) < 2:

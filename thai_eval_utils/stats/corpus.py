@@ -90,9 +90,20 @@ def corpus_paired_bootstrap(
     boot = _resampled_scores(metric, stats_a, blocks) - _resampled_scores(metric, stats_b, blocks)
     low, high = percentile_ci(boot, level)
     return PairedResult(
-        metric=name, n_paired=n, n_only_a=len(hyps_a.keys() - hyps_b.keys()), n_only_b=len(hyps_b.keys() - hyps_a.keys()),
-        mean_a=score_a, mean_b=score_b, diff=score_a - score_b, ci_low=low, ci_high=high, level=level,
-        method="percentile", n_resamples=n_resamples, seed=seed, test="paired-bootstrap-shifted",
+        metric=name,
+        n_paired=n,
+        n_only_a=len(hyps_a.keys() - hyps_b.keys()),
+        n_only_b=len(hyps_b.keys() - hyps_a.keys()),
+        mean_a=score_a,
+        mean_b=score_b,
+        diff=score_a - score_b,
+        ci_low=low,
+        ci_high=high,
+        level=level,
+        method="percentile",
+        n_resamples=n_resamples,
+        seed=seed,
+        test="paired-bootstrap-shifted",
         p_value=shifted_p(boot, score_a - score_b),
         only_in_a=tuple(sorted(hyps_a.keys() - hyps_b.keys(), key=sort_key)),
         only_in_b=tuple(sorted(hyps_b.keys() - hyps_a.keys(), key=sort_key)),
@@ -125,8 +136,11 @@ def corpus_delta_diff_interval(
         sides.append(([hyps[k] for k in ids], [refs[k] for k in ids], ids))
     (hc, rc, ic), (hd, rd, idd) = sides
     paired = ic == idd
-    design = (f"paired over {len(ic)} aligned items" if paired else
-              f"independent resampling of Central ({len(ic)}) and variety ({len(idd)}) items: ids do not align")
+    design = (
+        f"paired over {len(ic)} aligned items"
+        if paired
+        else f"independent resampling of Central ({len(ic)}) and variety ({len(idd)}) items: ids do not align"
+    )
     sc, sd = metric.statistics(hc, rc), metric.statistics(hd, rd)
     estimate = float(metric.score(sc.sum(axis=0))) - float(metric.score(sd.sum(axis=0)))
     rng = np.random.default_rng(seed)
@@ -140,8 +154,20 @@ def corpus_delta_diff_interval(
             i_d.append(next(bootstrap_indices(rng, len(idd), 1)))
         boot = _resampled_scores(metric, sc, i_c) - _resampled_scores(metric, sd, i_d)
     low, high = percentile_ci(boot, level)
-    return Interval(name, estimate, low, high, level, "percentile", n_resamples, seed, max(len(ic), len(idd)),
-                    n_resamples, design=design, note="corpus metric recomputed per resample (hand-written)")
+    return Interval(
+        name,
+        estimate,
+        low,
+        high,
+        level,
+        "percentile",
+        n_resamples,
+        seed,
+        max(len(ic), len(idd)),
+        n_resamples,
+        design=design,
+        note="corpus metric recomputed per resample (hand-written)",
+    )
 
 
 def corpus_interval(
@@ -158,7 +184,21 @@ def corpus_interval(
     each resample scored from its summed per-sentence statistics (the same draws as the paired bootstrap)."""
     stats = metric.statistics(hypotheses, references)
     estimate = float(metric.score(stats.sum(axis=0)))
-    boot = _resampled_scores(metric, stats, _blocks(np.random.default_rng(seed), len(stats), n_resamples, stats.shape[1]))
+    boot = _resampled_scores(
+        metric, stats, _blocks(np.random.default_rng(seed), len(stats), n_resamples, stats.shape[1])
+    )
     low, high = percentile_ci(boot, level)
-    return Interval(name, estimate, low, high, level, "percentile", n_resamples, seed, len(stats), n_resamples,
-                    design=f"{len(stats)} sentences", note="corpus metric recomputed per resample (hand-written)")
+    return Interval(
+        name,
+        estimate,
+        low,
+        high,
+        level,
+        "percentile",
+        n_resamples,
+        seed,
+        len(stats),
+        n_resamples,
+        design=f"{len(stats)} sentences",
+        note="corpus metric recomputed per resample (hand-written)",
+    )

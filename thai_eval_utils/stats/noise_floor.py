@@ -42,16 +42,27 @@ def item_spread(df: pd.DataFrame, *, key: str = "key", repeat: str = "repeat", s
     dup = np.flatnonzero(df.duplicated([key, repeat]).to_numpy())
     if dup.size:
         row = df.iloc[dup[0]]
-        raise ThaiEvalDataError(f"item {row[key]!r} judged twice in repeat {row[repeat]!r}", row=int(dup[0]), field=repeat)
+        raise ThaiEvalDataError(
+            f"item {row[key]!r} judged twice in repeat {row[repeat]!r}", row=int(dup[0]), field=repeat
+        )
     repeats = set(df[repeat])
     for k, g in df.groupby(key, sort=False):
         missing = repeats - set(g[repeat])
         if missing:
-            raise ThaiEvalDataError(f"item {k!r} has no score in repeat(s) {sorted(missing, key=str)}",
-                                    row=int(df.index.get_loc(g.index[0])), field=repeat)
+            raise ThaiEvalDataError(
+                f"item {k!r} has no score in repeat(s) {sorted(missing, key=str)}",
+                row=int(df.index.get_loc(g.index[0])),
+                field=repeat,
+            )
     grouped = values.groupby(df[key], sort=True)
-    out = pd.DataFrame({"n_repeats": grouped.size(), "mean": grouped.mean(), "std": grouped.std(ddof=1),
-                        "range": grouped.max() - grouped.min()})
+    out = pd.DataFrame(
+        {
+            "n_repeats": grouped.size(),
+            "mean": grouped.mean(),
+            "std": grouped.std(ddof=1),
+            "range": grouped.max() - grouped.min(),
+        }
+    )
     return out.rename_axis(key).reset_index()
 
 
@@ -87,15 +98,23 @@ class NoiseFloor:
         return {**asdict(self), "repeat_means": list(self.repeat_means), "signature": self.signature}
 
     def __str__(self) -> str:
-        return (f"judge noise: mean {self.mean:.3f} over {self.n_items} items x {self.n_repeats} repeats; "
-                f"item std {self.mean_item_std:.3f} (mean), range {self.mean_item_range:.3f} (mean) / {self.max_item_range:.3f} (max); "
-                f"sd of the mean {self.sd_of_mean:.4f}; differences under {self.min_detectable_diff:.4f} "
-                f"are within noise ({100 * self.level:g}%) {self.signature}")
+        return (
+            f"judge noise: mean {self.mean:.3f} over {self.n_items} items x {self.n_repeats} repeats; "
+            f"item std {self.mean_item_std:.3f} (mean), range {self.mean_item_range:.3f} (mean) / {self.max_item_range:.3f} (max); "
+            f"sd of the mean {self.sd_of_mean:.4f}; differences under {self.min_detectable_diff:.4f} "
+            f"are within noise ({100 * self.level:g}%) {self.signature}"
+        )
 
 
 def noise_floor(
-    df: pd.DataFrame, *, key: str = "key", repeat: str = "repeat", score: str = "score", level: float = 0.95,
-    basis: Literal["repeats", "pooled"] = "repeats", stratum: str | None = None,
+    df: pd.DataFrame,
+    *,
+    key: str = "key",
+    repeat: str = "repeat",
+    score: str = "score",
+    level: float = 0.95,
+    basis: Literal["repeats", "pooled"] = "repeats",
+    stratum: str | None = None,
 ) -> NoiseFloor:
     """The judge's noise floor from a DataFrame of ``key, repeat, score`` (k >= 2 repeats of every item).
 
@@ -123,10 +142,20 @@ def noise_floor(
     sd = sd_rep if basis == "repeats" else sd_pool
     z = float(stats.norm.ppf(0.5 + level / 2))
     return NoiseFloor(
-        n_items=n, n_repeats=k, mean=mean, repeat_means=tuple(float(m) for m in repeat_means),
-        sd_of_mean_repeats=sd_rep, sd_of_mean_pooled=sd_pool, mean_item_std=float(spread["std"].mean()),
-        mean_item_range=float(spread["range"].mean()), max_item_range=float(spread["range"].max()),
-        level=level, basis=basis, sd_of_mean=sd, min_detectable_diff=z * math.sqrt(2) * sd, stratum=stratum,
+        n_items=n,
+        n_repeats=k,
+        mean=mean,
+        repeat_means=tuple(float(m) for m in repeat_means),
+        sd_of_mean_repeats=sd_rep,
+        sd_of_mean_pooled=sd_pool,
+        mean_item_std=float(spread["std"].mean()),
+        mean_item_range=float(spread["range"].mean()),
+        max_item_range=float(spread["range"].max()),
+        level=level,
+        basis=basis,
+        sd_of_mean=sd,
+        min_detectable_diff=z * math.sqrt(2) * sd,
+        stratum=stratum,
     )
 
 

@@ -59,8 +59,10 @@ class PairedResult:
         return {**d, "signature": self.signature}
 
     def __str__(self) -> str:
-        text = (f"{self.metric}: A {self.mean_a:.4f} vs B {self.mean_b:.4f}, diff {self.diff:+.4f} "
-                f"[{100 * self.level:g}% CI {self.ci_low:+.4f}, {self.ci_high:+.4f}] (n={self.n_paired}")
+        text = (
+            f"{self.metric}: A {self.mean_a:.4f} vs B {self.mean_b:.4f}, diff {self.diff:+.4f} "
+            f"[{100 * self.level:g}% CI {self.ci_low:+.4f}, {self.ci_high:+.4f}] (n={self.n_paired}"
+        )
         if self.n_only_a or self.n_only_b:
             text += f"; left out: {self.n_only_a} only in A, {self.n_only_b} only in B"
         text += f"; {self.test} p={self.p_value:.4g}"
@@ -83,7 +85,9 @@ def mcnemar_exact(a: Sequence[float], b: Sequence[float]) -> tuple[int, int, flo
     return n_b, n_c, p
 
 
-def sign_flip_test(a: Sequence[float], b: Sequence[float], *, n_resamples: int = DEFAULT_RESAMPLES, seed: int | None = 0) -> float:
+def sign_flip_test(
+    a: Sequence[float], b: Sequence[float], *, n_resamples: int = DEFAULT_RESAMPLES, seed: int | None = 0
+) -> float:
     """Two-sided paired permutation (sign-flip) test of ``mean(a) - mean(b)`` via ``scipy.stats.permutation_test``.
 
     ``permutation_type="samples"`` swaps A and B within each pair, i.e. flips the sign of each difference;
@@ -94,8 +98,15 @@ def sign_flip_test(a: Sequence[float], b: Sequence[float], *, n_resamples: int =
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if np.all(x == y):
         return 1.0
-    res = stats.permutation_test((x, y), mean_diff, permutation_type="samples", vectorized=True,
-                                 n_resamples=n_resamples, alternative="two-sided", rng=np.random.default_rng(seed))
+    res = stats.permutation_test(
+        (x, y),
+        mean_diff,
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=n_resamples,
+        alternative="two-sided",
+        rng=np.random.default_rng(seed),
+    )
     return float(res.pvalue)
 
 
@@ -145,13 +156,28 @@ def compare_paired(
         low = high = float("nan")
         used, extra = method, "fewer than 2 paired items: no interval"
     else:
-        low, high, used, extra = scipy_bootstrap((x, y), mean_diff, paired=True, method=method, level=level,
-                                                 n_resamples=n_resamples, seed=seed)
+        low, high, used, extra = scipy_bootstrap(
+            (x, y), mean_diff, paired=True, method=method, level=level, n_resamples=n_resamples, seed=seed
+        )
     return PairedResult(
-        metric=metric, n_paired=len(x), n_only_a=len(al.only_in_a), n_only_b=len(al.only_in_b),
-        mean_a=float(x.mean()), mean_b=float(y.mean()), diff=float(x.mean() - y.mean()), ci_low=low, ci_high=high,
-        level=level, method=used, n_resamples=n_resamples, seed=seed, test=test_name, p_value=p,
-        only_in_a=al.only_in_a, only_in_b=al.only_in_b, note="; ".join(filter(None, [note, extra])),
+        metric=metric,
+        n_paired=len(x),
+        n_only_a=len(al.only_in_a),
+        n_only_b=len(al.only_in_b),
+        mean_a=float(x.mean()),
+        mean_b=float(y.mean()),
+        diff=float(x.mean() - y.mean()),
+        ci_low=low,
+        ci_high=high,
+        level=level,
+        method=used,
+        n_resamples=n_resamples,
+        seed=seed,
+        test=test_name,
+        p_value=p,
+        only_in_a=al.only_in_a,
+        only_in_b=al.only_in_b,
+        note="; ".join(filter(None, [note, extra])),
     )
 
 

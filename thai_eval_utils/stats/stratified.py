@@ -53,7 +53,10 @@ def stratified_paired_bootstrap(
     note = check_same_data(data_hash_a, data_hash_b, allow_different_data=allow_different_data)
     ta, tb = _by_task(run_a, task), _by_task(run_b, task)
     if set(ta) != set(tb):
-        raise ThaiEvalDataError(f"the runs cover different tasks: only A {sorted(set(ta) - set(tb))}, only B {sorted(set(tb) - set(ta))}", field=task)
+        raise ThaiEvalDataError(
+            f"the runs cover different tasks: only A {sorted(set(ta) - set(tb))}, only B {sorted(set(tb) - set(ta))}",
+            field=task,
+        )
     names = sorted(ta)
     aligned = [align(ta[t], tb[t], key=key, value=value) for t in names]
     diffs = [al.a - al.b for al in aligned]
@@ -64,20 +67,37 @@ def stratified_paired_bootstrap(
         start = 0
         for idx in bootstrap_indices(rng, d.size, n_resamples):  # after each block, that block's sign flips
             r = len(idx)
-            boot[start:start + r] += d[idx].mean(axis=1) / len(diffs)
+            boot[start : start + r] += d[idx].mean(axis=1) / len(diffs)
             signs = rng.choice(np.array([-1.0, 1.0]), size=(r, d.size))
-            flips[start:start + r] += (signs * d).mean(axis=1) / len(diffs)
+            flips[start : start + r] += (signs * d).mean(axis=1) / len(diffs)
             start += r
     low, high = percentile_ci(boot, level)
     mean_a = float(np.mean([al.a.mean() for al in aligned]))
     mean_b = float(np.mean([al.b.mean() for al in aligned]))
     only_a = tuple((t, k) for t, al in zip(names, aligned) for k in al.only_in_a)
     only_b = tuple((t, k) for t, al in zip(names, aligned) for k in al.only_in_b)
-    p = 1.0 if all(np.all(d == 0) for d in diffs) else float((1 + np.sum(np.abs(flips) >= abs(observed) - 1e-12)) / (n_resamples + 1))
+    p = (
+        1.0
+        if all(np.all(d == 0) for d in diffs)
+        else float((1 + np.sum(np.abs(flips) >= abs(observed) - 1e-12)) / (n_resamples + 1))
+    )
     return PairedResult(
-        metric=name, n_paired=sum(d.size for d in diffs), n_only_a=len(only_a), n_only_b=len(only_b),
-        mean_a=mean_a, mean_b=mean_b, diff=mean_a - mean_b, ci_low=low, ci_high=high, level=level,
-        method="percentile", n_resamples=n_resamples, seed=seed, test="stratified-sign-flip",
-        p_value=p, only_in_a=only_a, only_in_b=only_b,
+        metric=name,
+        n_paired=sum(d.size for d in diffs),
+        n_only_a=len(only_a),
+        n_only_b=len(only_b),
+        mean_a=mean_a,
+        mean_b=mean_b,
+        diff=mean_a - mean_b,
+        ci_low=low,
+        ci_high=high,
+        level=level,
+        method="percentile",
+        n_resamples=n_resamples,
+        seed=seed,
+        test="stratified-sign-flip",
+        p_value=p,
+        only_in_a=only_a,
+        only_in_b=only_b,
         note="; ".join(filter(None, [note, f"resampled within {len(names)} tasks: {', '.join(names)} (hand-written)"])),
     )

@@ -42,6 +42,22 @@ def task_named(name: str, tasks_dir: str | Path | None = None) -> MultipleChoice
     return suite.task
 
 
-__all__ = ["GENERATION_METRICS", "DeclaredSuite", "FewShot", "GenerationTask", "MultipleChoiceTask", "TaskRun",
-           "ThinkingOption", "acc", "acc_norm", "is_mainly_thai", "load_items", "multiple_choice", "reply_stats",
-           "run_task", "split_reply", "task_named", "thinking_option"]
+__all__ = [
+    "GENERATION_METRICS",
+    "DeclaredSuite",
+    "FewShot",
+    "GenerationTask",
+    "MultipleChoiceTask",
+    "TaskRun",
+    "ThinkingOption",
+    "acc",
+    "acc_norm",
+    "is_mainly_thai",
+    "load_items",
+    "multiple_choice",
+    "reply_stats",
+    "run_task",
+    "split_reply",
+    "task_named",
+    "thinking_option",
+]

@@ -52,8 +52,11 @@ def _texts(value: Any, name: str, expected: str, *, one: bool, at_least: int = 0
     when ``one`` (never its characters), refused otherwise."""
     if one and isinstance(value, str):
         value = (value,)
-    if (not isinstance(value, (list, tuple)) or len(value) < at_least
-            or not all(isinstance(v, str) and v.strip() for v in value)):
+    if (
+        not isinstance(value, (list, tuple))
+        or len(value) < at_least
+        or not all(isinstance(v, str) and v.strip() for v in value)
+    ):
         raise _refused(name, expected, value)
     return tuple(value)
 
@@ -70,8 +73,13 @@ def _integer(value: Any, name: str, minimum: int, *, optional: bool = False) -> 
 def _number(value: Any, name: str, low: float, high: float, *, open_low: bool = False) -> float:
     """``value``, a finite number in ``[low, high]`` (``(low, high]`` when ``open_low``; a bool is no number), as
     given when it is a plain int or float (the declaration keys its runs: ``0`` stays ``0``), else as a float."""
-    ok = (not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(value)
-          and (value > low if open_low else value >= low) and value <= high)
+    ok = (
+        not isinstance(value, bool)
+        and isinstance(value, numbers.Real)
+        and math.isfinite(value)
+        and (value > low if open_low else value >= low)
+        and value <= high
+    )
     if not ok:
         where = f"{'(' if open_low else '['}{low:g}, {high:g}]" if math.isfinite(high) else f">= {low:g}"
         raise _refused(name, f"a number {'in ' if math.isfinite(high) else ''}{where}", value)
@@ -124,8 +132,9 @@ class _Declared:
         metrics = _texts(self.metrics, "metrics", "a metric name or a list of them", one=True, at_least=1)
         unknown = [m for m in metrics if m not in known]
         if unknown:
-            raise ThaiEvalDataError(f"unknown {kind} metric(s) {unknown}; choose from {', '.join(known)}",
-                                    field="metrics")
+            raise ThaiEvalDataError(
+                f"unknown {kind} metric(s) {unknown}; choose from {', '.join(known)}", field="metrics"
+            )
         object.__setattr__(self, "metrics", metrics)
 
     def path(self, relative: str) -> Path:
@@ -205,14 +214,20 @@ class MultipleChoiceTask(_Declared):
         _text(self.prompt, "prompt")
         template_fields(self.prompt)
         if not isinstance(self.choices, str) or not self.choices.strip():
-            object.__setattr__(self, "choices", _texts(self.choices, "choices", "a field name or a list of at "
-                                                       "least 2 field names", one=False, at_least=2))
+            object.__setattr__(
+                self,
+                "choices",
+                _texts(
+                    self.choices, "choices", "a field name or a list of at least 2 field names", one=False, at_least=2
+                ),
+            )
         _text(self.gold, "gold")
         self._check_metrics(MC_METRICS, "multiple-choice")
         labels = _texts(self.labels, "labels", 'a list of labels (e.g. ("A", "B", "C", "D"))', one=False)
         if labels and not isinstance(self.choices, str) and len(labels) != len(self.choices):
-            raise ThaiEvalDataError(f"expected one label per choice field ({len(self.choices)}), got {len(labels)} "
-                                    f"labels", field="labels")
+            raise ThaiEvalDataError(
+                f"expected one label per choice field ({len(self.choices)}), got {len(labels)} labels", field="labels"
+            )
         object.__setattr__(self, "labels", labels)
         if not isinstance(self.ties, str) or self.ties not in TIES:
             raise _refused("ties", f"one of {TIES}", self.ties)
@@ -260,11 +275,13 @@ class GenerationTask(_Declared):
         self._check_prompt()
         _text(self.reference, "reference")
         self._check_metrics(list(GENERATION_METRICS), "generation")
-        checked = {"max_new_tokens": _integer(self.max_new_tokens, "max_new_tokens", 1),
-                   "stop": stop_strings(self.stop),  # one string is one stop string, never its characters
-                   "temperature": _number(self.temperature, "temperature", 0.0, math.inf),
-                   "top_p": _number(self.top_p, "top_p", 0.0, 1.0, open_low=True),
-                   "seed": _integer(self.seed, "seed", 0, optional=True)}
+        checked = {
+            "max_new_tokens": _integer(self.max_new_tokens, "max_new_tokens", 1),
+            "stop": stop_strings(self.stop),  # one string is one stop string, never its characters
+            "temperature": _number(self.temperature, "temperature", 0.0, math.inf),
+            "top_p": _number(self.top_p, "top_p", 0.0, 1.0, open_low=True),
+            "seed": _integer(self.seed, "seed", 0, optional=True),
+        }
         if not isinstance(self.extra, Mapping) or not all(isinstance(k, str) for k in self.extra):
             raise _refused("extra", "a mapping with text keys", self.extra)
         for name, value in {**checked, "extra": dict(self.extra)}.items():
@@ -275,20 +292,24 @@ class GenerationTask(_Declared):
         few-shot examples; every template's fields well formed."""
         if isinstance(self.prompt, str):
             _text(self.prompt, "prompt")
-        elif isinstance(self.prompt, (list, tuple)) and self.prompt and all(isinstance(m, Mapping)
-                                                                          for m in self.prompt):
+        elif (
+            isinstance(self.prompt, (list, tuple)) and self.prompt and all(isinstance(m, Mapping) for m in self.prompt)
+        ):
             messages = tuple(dict(m) for m in self.prompt)
-            bad = [m for m in messages
-                   if set(m) != {"role", "content"} or not all(isinstance(v, str) for v in m.values())]
+            bad = [
+                m for m in messages if set(m) != {"role", "content"} or not all(isinstance(v, str) for v in m.values())
+            ]
             if bad:
                 raise _refused("prompt", "chat messages with exactly 'role' and 'content' text", bad[0])
             if self.fewshot is not None:
-                raise ThaiEvalDataError("few-shot examples go with a plain prompt (write them as chat turns instead)",
-                                        field="fewshot")
+                raise ThaiEvalDataError(
+                    "few-shot examples go with a plain prompt (write them as chat turns instead)", field="fewshot"
+                )
             object.__setattr__(self, "prompt", messages)
         else:
-            raise _refused("prompt", 'a template text or a list of chat messages ({"role": ..., "content": ...})',
-                           self.prompt)
+            raise _refused(
+                "prompt", 'a template text or a list of chat messages ({"role": ..., "content": ...})', self.prompt
+            )
         for text in self.templates().values():
             template_fields(text)
 

@@ -82,8 +82,11 @@ class DeclaredSuite(Suite):
             items = base.copy()
             name = f"{self.name}/{run.task}/{metric}"
             if gm is not None and gm.corpus is not None:
-                out.append(Headline(name, self.name, run.task, "corpus", _scale(task, metric), items, run,
-                                    corpus_metric=gm.corpus))
+                out.append(
+                    Headline(
+                        name, self.name, run.task, "corpus", _scale(task, metric), items, run, corpus_metric=gm.corpus
+                    )
+                )
                 continue
             items["value"] = [float(r[metric]) for r in recs]
             kind = "binary" if metric in BINARY else "mean"
@@ -91,15 +94,23 @@ class DeclaredSuite(Suite):
         return out
 
     # ------------------------------------------------------------------------------------------------ display
-    def item_views(self, run: StoredRun, heads: Sequence[Headline], data_dir: Path | None,
-                   pools: dict[str, list[str]], notes: list[str]) -> list[ItemView]:
+    def item_views(
+        self,
+        run: StoredRun,
+        heads: Sequence[Headline],
+        data_dir: Path | None,
+        pools: dict[str, list[str]],
+        notes: list[str],
+    ) -> list[ItemView]:
         """Each item: the question, choices, log-likelihoods, prediction and gold (multiple choice) or the output
         and reference (generation); ``value`` is the first metric's."""
         first = self.task.metrics[0]
         views = []
         for r in run.records():
             value = r.get(first)
-            view = ItemView(run.task, str(r["id"]), value=None if value is None else float(value), question=r.get("question"))
+            view = ItemView(
+                run.task, str(r["id"]), value=None if value is None else float(value), question=r.get("question")
+            )
             if self.task.kind == "multiple_choice":
                 view.choices, view.loglikelihoods = list(r["choices"]), list(r["lls"])
                 view.pred, view.gold = int(r["pred_norm" if first == "acc_norm" else "pred"]), int(r["gold"])
@@ -122,8 +133,9 @@ class DeclaredSuite(Suite):
             note = f"partial: {len(h.items)} of {n_docs} items" if n_docs and len(h.items) < int(n_docs) else ""
             replies = stats_note((h.run.summary or {}).get("replies"))  # beside a generation score
             note = "; ".join(x for x in (note, replies) if x)
-            out.append(cell(self.name, model, metric, value, n, f"{self.name}|{h.stratum}", low=low, high=high,
-                            note=note))
+            out.append(
+                cell(self.name, model, metric, value, n, f"{self.name}|{h.stratum}", low=low, high=high, note=note)
+            )
         return out
 
     @staticmethod
@@ -141,7 +153,11 @@ class DeclaredSuite(Suite):
     def leaderboard_results(self, run: StoredRun) -> dict[str, dict[str, float]]:
         """``{task: {metric: value}}`` from the run's summary (values as stored: acc 0-1, chrF 0-100)."""
         scores = (run.summary or {}).get("scores") or {}
-        return {run.task: {m: float(e["value"]) for m, e in scores.items() if isinstance(e, dict) and e.get("value") is not None}}
+        return {
+            run.task: {
+                m: float(e["value"]) for m, e in scores.items() if isinstance(e, dict) and e.get("value") is not None
+            }
+        }
 
     def lm_eval_task(self, run: StoredRun) -> str | None:
         """lm-eval's task name of the run: the declared task's name."""
@@ -156,23 +172,36 @@ class DeclaredSuite(Suite):
         option = option_of(run.card.get("config") or {})
         samples = [self._sample(r, contexts.get(str(r["id"]), r.get("question", "")), option) for r in run.records()]
         summary = run.summary or {}
-        results: dict[str, Any] = {"name": run.task, "alias": run.task, "sample_len": int(summary.get("n", len(samples)))}
+        results: dict[str, Any] = {
+            "name": run.task,
+            "alias": run.task,
+            "sample_len": int(summary.get("n", len(samples))),
+        }
         for metric, entry in (summary.get("scores") or {}).items():
             if metric in self.task.metrics and isinstance(entry, dict):
                 results[f"{metric},none"] = entry.get("value")
                 results[f"{metric}_stderr,none"] = "N/A" if entry.get("stderr") is None else entry["stderr"]
         fewshot = self.task.fewshot
-        config = {"task": run.task, "dataset_path": self.task.data, "test_split": None,
-                  "fewshot_split": fewshot.file if fewshot else None, "output_type": _OUTPUT_TYPE[self.task.kind],
-                  "target_delimiter": self.task.target_delimiter,
-                  "fewshot_delimiter": fewshot.delimiter if fewshot else "\n\n",
-                  "fewshot_config": {"sampler": "first_n", "split": fewshot.file if fewshot else None},
-                  "num_fewshot": fewshot.n if fewshot else 0,
-                  "metric_list": [{"metric": m, "aggregation": "mean", "higher_is_better": True} for m in self.task.metrics],
-                  "metadata": {"version": self.task.version, "declaration": run.card.get("config", {}).get("task")}}  # fmt: skip
+        config = {
+            "task": run.task,
+            "dataset_path": self.task.data,
+            "test_split": None,
+            "fewshot_split": fewshot.file if fewshot else None,
+            "output_type": _OUTPUT_TYPE[self.task.kind],
+            "target_delimiter": self.task.target_delimiter,
+            "fewshot_delimiter": fewshot.delimiter if fewshot else "\n\n",
+            "fewshot_config": {"sampler": "first_n", "split": fewshot.file if fewshot else None},
+            "num_fewshot": fewshot.n if fewshot else 0,
+            "metric_list": [{"metric": m, "aggregation": "mean", "higher_is_better": True} for m in self.task.metrics],
+            "metadata": {"version": self.task.version, "declaration": run.card.get("config", {}).get("task")},
+        }
         if self.task.kind == "generation":
-            config["generation_kwargs"] = {"until": list(self.task.stop), "max_gen_toks": self.task.max_new_tokens,
-                                           "temperature": self.task.temperature, "do_sample": self.task.temperature > 0}
+            config["generation_kwargs"] = {
+                "until": list(self.task.stop),
+                "max_gen_toks": self.task.max_new_tokens,
+                "temperature": self.task.temperature,
+                "do_sample": self.task.temperature > 0,
+            }
         return LmEvalTask(run.task, results, config, fewshot.n if fewshot else 0, samples)
 
     def _contexts(self) -> dict[str, str]:
@@ -185,23 +214,39 @@ class DeclaredSuite(Suite):
     def _sample(self, r: dict[str, Any], context: str, option: ThinkingOption = DEFAULT) -> dict[str, Any]:
         if self.task.kind == "multiple_choice":
             target = r["choices"][r["gold"]]
-            args = {f"gen_args_{i}": {"arg_0": context, "arg_1": self.task.target_delimiter + c}
-                    for i, c in enumerate(r["choices"])}  # fmt: skip
+            args = {
+                f"gen_args_{i}": {"arg_0": context, "arg_1": self.task.target_delimiter + c}
+                for i, c in enumerate(r["choices"])
+            }
             greedy = r.get("is_greedy") or [False] * len(r["lls"])
             resps = [[[str(ll), str(g)]] for ll, g in zip(r["lls"], greedy)]
             filtered = [[str(ll), str(g)] for ll, g in zip(r["lls"], greedy)]
             doc = {"id": r["id"], "question": r["question"], "choices": r["choices"], "gold": r["gold"]}
         else:
             target = r["reference"]
-            args = {"gen_args_0": {"arg_0": context, "arg_1": {"until": list(self.task.stop),
-                                                               "max_gen_toks": self.task.max_new_tokens}}}
+            args = {
+                "gen_args_0": {
+                    "arg_0": context,
+                    "arg_1": {"until": list(self.task.stop), "max_gen_toks": self.task.max_new_tokens},
+                }
+            }
             resps, filtered = [[r["output"]]], [split_reply(r["output"], option).scored]  # lm-eval: after its filters
             doc = {"id": r["id"], "question": r["question"], "reference": r["reference"]}
         metrics = [m for m in self.task.metrics if m in r]
-        return {"doc_id": int(r["doc"]), "doc": doc, "target": target, "arguments": args, "resps": resps,
-                "filtered_resps": filtered, "filter": "none", "metrics": metrics,
-                "doc_hash": _hash(json.dumps(doc, indent=2, default=str, ensure_ascii=False)),
-                "prompt_hash": _hash(context), "target_hash": _hash(str(target)), **{m: r[m] for m in metrics}}  # fmt: skip
+        return {
+            "doc_id": int(r["doc"]),
+            "doc": doc,
+            "target": target,
+            "arguments": args,
+            "resps": resps,
+            "filtered_resps": filtered,
+            "filter": "none",
+            "metrics": metrics,
+            "doc_hash": _hash(json.dumps(doc, indent=2, default=str, ensure_ascii=False)),
+            "prompt_hash": _hash(context),
+            "target_hash": _hash(str(target)),
+            **{m: r[m] for m in metrics},
+        }
 
     # ---------------------------------------------------------------------------------------------------- run
     def notebook_parameters(self, tasks: tuple[str, ...], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -213,8 +258,15 @@ class DeclaredSuite(Suite):
         executed copy (as the scores' table ``task_<name>_<model>``)."""
         return f"{Path(notebook).stem}_{slugify(self.name)}{Path(notebook).suffix}"
 
-    def dry_run(self, data: Path, tokenizer: TokenCounter, *, tasks: tuple[str, ...] = (), limit: int | None,
-                max_new_tokens: int | None) -> list[dict[str, Any]]:
+    def dry_run(
+        self,
+        data: Path,
+        tokenizer: TokenCounter,
+        *,
+        tasks: tuple[str, ...] = (),
+        limit: int | None,
+        max_new_tokens: int | None,
+    ) -> list[dict[str, Any]]:
         """The items, requests and tokens the task would feed (multiple choice: one request per choice; ``fed``
         as lm-eval feeds them, ``tree`` as the prefix-sharing engine runs them, when the tokenizer counts requests)."""
         items = load_items(self.task, limit=limit)
@@ -222,14 +274,36 @@ class DeclaredSuite(Suite):
             requests = [(it["context"], self.task.target_delimiter + c) for it in items for c in it["choices"]]
             counts = tokenizer.count_requests(requests) if hasattr(tokenizer, "count_requests") else None
             fed = counts["fed"] if counts else tokenizer.count([c + x for c, x in requests])
-            return [{"benchmark": self.name, "task": self.name, "documents": len(items), "requests": len(requests),
-                     "fed_tokens": fed, "tree_tokens": counts["tree"] if counts else None, "generations": 0,
-                     "max_new_tokens": None, "judge_calls": 0}]  # fmt: skip
-        texts = [it["context"] if "messages" not in it else "\n".join(m["content"] for m in it["messages"]) for it in items]
+            return [
+                {
+                    "benchmark": self.name,
+                    "task": self.name,
+                    "documents": len(items),
+                    "requests": len(requests),
+                    "fed_tokens": fed,
+                    "tree_tokens": counts["tree"] if counts else None,
+                    "generations": 0,
+                    "max_new_tokens": None,
+                    "judge_calls": 0,
+                }
+            ]
+        texts = [
+            it["context"] if "messages" not in it else "\n".join(m["content"] for m in it["messages"]) for it in items
+        ]
         budget = max_new_tokens or self.task.max_new_tokens
-        return [{"benchmark": self.name, "task": self.name, "documents": len(items), "requests": len(items),
-                 "fed_tokens": tokenizer.count(texts), "tree_tokens": None, "generations": len(items),
-                 "max_new_tokens": budget, "judge_calls": 0}]  # fmt: skip
+        return [
+            {
+                "benchmark": self.name,
+                "task": self.name,
+                "documents": len(items),
+                "requests": len(items),
+                "fed_tokens": tokenizer.count(texts),
+                "tree_tokens": None,
+                "generations": len(items),
+                "max_new_tokens": budget,
+                "judge_calls": 0,
+            }
+        ]
 
     def templates(self) -> dict[str, str]:
         """The task's prompt templates by name."""

@@ -35,9 +35,11 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 #: One choice line.
 OPTION = "{letter}. {choice}"
 #: The user turn: question, choices, and the instruction to end with the letter (``{letters}``: "A, B, C หรือ D").
-PROMPT = ("{question}\n\n{options}\n\n"
-          "ตอบคำถามข้างต้นโดยเลือกตัวเลือกที่ถูกต้องเพียงข้อเดียว บรรทัดสุดท้ายของคำตอบต้องอยู่ในรูปแบบ "
-          "\"คำตอบ: X\" โดย X คือตัวอักษรของตัวเลือก ({letters})")
+PROMPT = (
+    "{question}\n\n{options}\n\n"
+    "ตอบคำถามข้างต้นโดยเลือกตัวเลือกที่ถูกต้องเพียงข้อเดียว บรรทัดสุดท้ายของคำตอบต้องอยู่ในรูปแบบ "
+    '"คำตอบ: X" โดย X คือตัวอักษรของตัวเลือก ({letters})'
+)
 #: An answer cue: "Answer:" / "คำตอบ:" (any case, ASCII or full-width colon); the letter is read after the last one.
 CUE_RE = re.compile(r"(?:(?i:answer)|คำตอบ)\s*[:：]")
 

@@ -29,7 +29,9 @@ def template_fields(template: str) -> list[str]:
 
 def _value(row: Row, name: str, path: Path, i: int) -> Any:
     if name not in row:
-        raise ThaiEvalDataError(f"missing field {name!r} (fields: {', '.join(map(str, row))})", path=path, row=i, field=name)
+        raise ThaiEvalDataError(
+            f"missing field {name!r} (fields: {', '.join(map(str, row))})", path=path, row=i, field=name
+        )
     return row[name]
 
 
@@ -47,15 +49,18 @@ def fill(template: str, row: Row, path: Path, i: int) -> str:
     try:
         return template.format_map(values)
     except (KeyError, IndexError, ValueError) as exc:  # a positional {} or a format spec on text
-        raise ThaiEvalDataError(f"the prompt template cannot be filled: {exc!r}", path=path, row=i, field="prompt") from None
+        raise ThaiEvalDataError(
+            f"the prompt template cannot be filled: {exc!r}", path=path, row=i, field="prompt"
+        ) from None
 
 
 def _choices(task: Any, row: Row, path: Path, i: int) -> list[str]:
     if isinstance(task.choices, str):
         value = _value(row, task.choices, path, i)
         if not isinstance(value, (list, tuple)) or len(value) < 2:
-            raise ThaiEvalDataError(f"expected a list of at least 2 choices, got {value!r:.80}", path=path, row=i,
-                                    field=task.choices)
+            raise ThaiEvalDataError(
+                f"expected a list of at least 2 choices, got {value!r:.80}", path=path, row=i, field=task.choices
+            )
         return [require_text(v, path=path, row=i, field=f"{task.choices}[{k}]") for k, v in enumerate(value)]
     return [_text(row, name, path, i) for name in task.choices]
 
@@ -64,8 +69,9 @@ def _gold(task: Any, row: Row, choices: Sequence[str], path: Path, i: int) -> in
     """The gold index: an int in range, one of ``labels``, a choice's text, or (CSV) an index written as text."""
     value = _value(row, task.gold, path, i)
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise ThaiEvalDataError(f"gold must be a choice index, label or text, got {value!r:.60}", path=path, row=i,
-                                field=task.gold)
+        raise ThaiEvalDataError(
+            f"gold must be a choice index, label or text, got {value!r:.60}", path=path, row=i, field=task.gold
+        )
     if isinstance(value, str):
         if value in task.labels:
             index = task.labels.index(value)
@@ -75,13 +81,18 @@ def _gold(task: Any, row: Row, choices: Sequence[str], path: Path, i: int) -> in
             index = int(value.strip())
         else:
             known = f"labels {list(task.labels)} or " if task.labels else ""
-            raise ThaiEvalDataError(f"unknown gold {value!r:.60}: not one of the {known}choices {list(choices)!r:.200}",
-                                    path=path, row=i, field=task.gold)
+            raise ThaiEvalDataError(
+                f"unknown gold {value!r:.60}: not one of the {known}choices {list(choices)!r:.200}",
+                path=path,
+                row=i,
+                field=task.gold,
+            )
     else:
         index = value
     if not 0 <= index < len(choices):
-        raise ThaiEvalDataError(f"gold {value!r} is out of range for {len(choices)} choices", path=path, row=i,
-                                field=task.gold)
+        raise ThaiEvalDataError(
+            f"gold {value!r} is out of range for {len(choices)} choices", path=path, row=i, field=task.gold
+        )
     return index
 
 
@@ -118,8 +129,9 @@ def _shots(task: Any) -> str:
     path = task.path(task.fewshot.file)
     rows = _rows(task, path)
     if len(rows) < task.fewshot.n:
-        raise ThaiEvalDataError(f"{task.fewshot.n} shots asked for, the file has {len(rows)} rows", path=path,
-                                field="fewshot")
+        raise ThaiEvalDataError(
+            f"{task.fewshot.n} shots asked for, the file has {len(rows)} rows", path=path, field="fewshot"
+        )
     parts = []
     for i, row in enumerate(rows[: task.fewshot.n]):
         if task.kind == "multiple_choice":

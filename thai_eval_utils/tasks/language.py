@@ -39,18 +39,36 @@ THAI_BLOCK = (0x0E00, 0x0E7F)
 #: Code points ranges that count neither for nor against Thai (the reference's allowed symbols, by block).
 NEUTRAL_RANGES: tuple[tuple[int, int], ...] = (
     (0x0030, 0x0039),  # ASCII digits
-    (0x00C0, 0x00FF), (0x0100, 0x017F), (0x0180, 0x024F),  # Latin-1 Supplement letters, Latin Extended-A and -B
+    (0x00C0, 0x00FF),
+    (0x0100, 0x017F),
+    (0x0180, 0x024F),  # Latin-1 Supplement letters, Latin Extended-A and -B
     (0x2000, 0x206F),  # General Punctuation
-    (0x2200, 0x22FF), (0x27C0, 0x27EF), (0x2980, 0x29FF),  # mathematical operators and symbols
-    (0x1F300, 0x1F5FF), (0x1F600, 0x1F64F), (0x1F680, 0x1F6FF), (0x1F700, 0x1F77F), (0x1F780, 0x1F7FF),
-    (0x1F800, 0x1F8FF), (0x1F900, 0x1F9FF), (0x1FA00, 0x1FA6F), (0x1FA70, 0x1FAFF), (0x2600, 0x26FF),
-    (0x2700, 0x27BF), (0x1F1E6, 0x1F1FF),  # emoji, pictographs, dingbats, regional indicators
+    (0x2200, 0x22FF),
+    (0x27C0, 0x27EF),
+    (0x2980, 0x29FF),  # mathematical operators and symbols
+    (0x1F300, 0x1F5FF),
+    (0x1F600, 0x1F64F),
+    (0x1F680, 0x1F6FF),
+    (0x1F700, 0x1F77F),
+    (0x1F780, 0x1F7FF),
+    (0x1F800, 0x1F8FF),
+    (0x1F900, 0x1F9FF),
+    (0x1FA00, 0x1FA6F),
+    (0x1FA70, 0x1FAFF),
+    (0x2600, 0x26FF),
+    (0x2700, 0x27BF),
+    (0x1F1E6, 0x1F1FF),  # emoji, pictographs, dingbats, regional indicators
 )
 #: Single neutral characters outside those ranges: ASCII punctuation and whitespace, and the reference's lists.
 NEUTRAL_EXTRA = frozenset(
-    ",.;:!?()[]{}'\"-_+=*/\\<>@#$%^&|~`" + " \t\n\r\f\v"
-    + "©™®" + "€£¥₹₩₺₴₦₱₲₵₸" + "²³⁴⁵⁶⁷⁸⁹⁰⁻⁺⁼⁽⁾ⁿⁱ"
-    + "→←↑↓↔↕↖↗↘↙↩↪↻↼↽↾↿" + "".join(chr(c) for c in range(0x21C0, 0x2200)) + "⟀⟁"
+    ",.;:!?()[]{}'\"-_+=*/\\<>@#$%^&|~`"
+    + " \t\n\r\f\v"
+    + "©™®"
+    + "€£¥₹₩₺₴₦₱₲₵₸"
+    + "²³⁴⁵⁶⁷⁸⁹⁰⁻⁺⁼⁽⁾ⁿⁱ"
+    + "→←↑↓↔↕↖↗↘↙↩↪↻↼↽↾↿"
+    + "".join(chr(c) for c in range(0x21C0, 0x2200))
+    + "⟀⟁"
     + "½⅓⅔¼¾⅛⅜⅝⅞⅑⅒⅕"
 )
 #: The rule's name in signatures and summaries.
@@ -128,13 +146,18 @@ def thai_rate(flags: Sequence[bool]) -> dict[str, Any]:
     """The share of True in ``flags`` with n and its Wilson interval (value None when n = 0)."""
     n, k = len(flags), sum(bool(f) for f in flags)
     iv = wilson_interval(k, n)
-    return {"value": k / n if n else None, "n": n, "n_thai": k,
-            "interval": None if iv is None else {"low": iv[0], "high": iv[1], "level": LEVEL, "method": "wilson"},
-            "rule": RULE}
+    return {
+        "value": k / n if n else None,
+        "n": n,
+        "n_thai": k,
+        "interval": None if iv is None else {"low": iv[0], "high": iv[1], "level": LEVEL, "method": "wilson"},
+        "rule": RULE,
+    }
 
 
-def reply_stats(records: Iterable[Mapping[str, Any]], field: str = "output",
-                option: ThinkingOption = DEFAULT) -> dict[str, Any]:
+def reply_stats(
+    records: Iterable[Mapping[str, Any]], field: str = "output", option: ThinkingOption = DEFAULT
+) -> dict[str, Any]:
     """What a generation run's summary shows about its replies: how many thought, how many never closed their
     thinking (failed answers under the strict rule), and the answers-in-Thai rate.
 
@@ -162,9 +185,15 @@ def reply_stats(records: Iterable[Mapping[str, Any]], field: str = "output",
         n_unclosed += split.unclosed
         n_failed += split.failed
         flags.append(not split.failed and is_mainly_thai(split.scored))
-    return {"n_replies": n_replies, "n_no_reply": n_no_reply, "n_thinking": n_thinking,
-            "n_thinking_unclosed": n_unclosed, "n_failed": n_failed, "thinking": option.signature(),
-            "answers_in_thai": thai_rate(flags)}
+    return {
+        "n_replies": n_replies,
+        "n_no_reply": n_no_reply,
+        "n_thinking": n_thinking,
+        "n_thinking_unclosed": n_unclosed,
+        "n_failed": n_failed,
+        "thinking": option.signature(),
+        "answers_in_thai": thai_rate(flags),
+    }
 
 
 def stats_columns(stats: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -174,7 +203,11 @@ def stats_columns(stats: Mapping[str, Any] | None) -> dict[str, Any]:
     if not stats:
         return {"thai_rate": None, "thai_n": None, "n_thinking_unclosed": None}
     rate = stats.get("answers_in_thai") or {}
-    return {"thai_rate": rate.get("value"), "thai_n": rate.get("n"), "n_thinking_unclosed": stats.get("n_thinking_unclosed")}
+    return {
+        "thai_rate": rate.get("value"),
+        "thai_n": rate.get("n"),
+        "n_thinking_unclosed": stats.get("n_thinking_unclosed"),
+    }
 
 
 def stats_note(stats: Mapping[str, Any] | None) -> str:
@@ -191,22 +224,31 @@ def reply_columns(raw: Sequence[str | None], option: ThinkingOption = DEFAULT) -
     """Per raw reply (None: not generated, None in every column): ``scored`` (the text metrics read),
     ``unclosed``, ``failed`` and ``in_thai`` (:func:`reply_in_thai`), for a suite's per-item frame."""
     splits = [None if r is None else split_reply(r, option) for r in raw]
-    return {"scored": [None if s is None else s.scored for s in splits],
-            "unclosed": [None if s is None else s.unclosed for s in splits],
-            "failed": [None if s is None else s.failed for s in splits],
-            "in_thai": [None if s is None else (not s.failed and is_mainly_thai(s.scored)) for s in splits]}
+    return {
+        "scored": [None if s is None else s.scored for s in splits],
+        "unclosed": [None if s is None else s.unclosed for s in splits],
+        "failed": [None if s is None else s.failed for s in splits],
+        "in_thai": [None if s is None else (not s.failed and is_mainly_thai(s.scored)) for s in splits],
+    }
 
 
 def group_columns(in_thai: Iterable[Any], unclosed: Iterable[Any]) -> dict[str, Any]:
     """A score table's reply columns for one group of items (per-item ``in_thai`` and ``unclosed`` flags):
     ``thai_rate``, ``thai_n``, ``n_thinking_unclosed``."""
     flags = [bool(x) for x in in_thai]
-    return {"thai_rate": sum(flags) / len(flags) if flags else None, "thai_n": len(flags),
-            "n_thinking_unclosed": sum(bool(x) for x in unclosed)}
+    return {
+        "thai_rate": sum(flags) / len(flags) if flags else None,
+        "thai_n": len(flags),
+        "n_thinking_unclosed": sum(bool(x) for x in unclosed),
+    }
 
 
-def reply_stats_by(records: Iterable[Mapping[str, Any]], key: Callable[[Mapping[str, Any]], str], field: str = "output",
-                   option: ThinkingOption = DEFAULT) -> dict[str, dict[str, Any]]:
+def reply_stats_by(
+    records: Iterable[Mapping[str, Any]],
+    key: Callable[[Mapping[str, Any]], str],
+    field: str = "output",
+    option: ThinkingOption = DEFAULT,
+) -> dict[str, dict[str, Any]]:
     """:func:`reply_stats` per group of records (``key(record)``, e.g. ``"<dialect>/<task>"``), in first-seen order."""
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for rec in records:

@@ -74,11 +74,16 @@ def acc_norm(lls: Sequence[float], choices: Sequence[str], gold: int, *, ties: s
     return _hit(normalised(lls, choices), gold, ties)
 
 
-def multiple_choice(lls: Sequence[float], choices: Sequence[str], gold: int, *, ties: str = "first"
-                    ) -> dict[str, float | int]:
+def multiple_choice(
+    lls: Sequence[float], choices: Sequence[str], gold: int, *, ties: str = "first"
+) -> dict[str, float | int]:
     """acc, acc_norm and the predicted indices (``pred``, ``pred_norm``) of one document."""
-    return {"acc": acc(lls, gold, ties=ties), "acc_norm": acc_norm(lls, choices, gold, ties=ties),
-            "pred": argmax_first(lls), "pred_norm": argmax_first(normalised(lls, choices))}
+    return {
+        "acc": acc(lls, gold, ties=ties),
+        "acc_norm": acc_norm(lls, choices, gold, ties=ties),
+        "pred": argmax_first(lls),
+        "pred_norm": argmax_first(normalised(lls, choices)),
+    }
 
 
 # ------------------------------------------------------------------------------------------------ generation
@@ -135,7 +140,9 @@ class SacrebleuCorpus:
         hyps = [self.prepare(h) for h in hypotheses]
         refs = [self.prepare(r) for r in references]
         # sacrebleu's own per-sentence statistics (what its paired bootstrap resamples); no public name exists
-        return np.asarray(self._metric()._extract_corpus_statistics(hyps, [refs]), dtype=np.int64).reshape(len(hyps), -1)
+        return np.asarray(self._metric()._extract_corpus_statistics(hyps, [refs]), dtype=np.int64).reshape(
+            len(hyps), -1
+        )
 
     def score(self, totals: np.ndarray) -> float:
         """The corpus score (0-100) from summed statistics."""
@@ -185,8 +192,9 @@ GENERATION_METRICS: dict[str, GenerationMetric] = {
     "exact_match": GenerationMetric("exact_match", item=exact_match, signature="exact_match|strip", scale=100.0),
     "rougeL": GenerationMetric("rougeL", item=rouge_l, signature="rougeL|f1|x100|words:newmm"),
     "chrf": GenerationMetric("chrf", corpus=CHRF_CORPUS, signature=f"chrF2|sacrebleu:{sacrebleu.__version__}"),
-    "bleu": GenerationMetric("bleu", corpus=BLEU_CORPUS,
-                             signature=f"bleu|sacrebleu:{sacrebleu.__version__}|tok:none|words:newmm"),
+    "bleu": GenerationMetric(
+        "bleu", corpus=BLEU_CORPUS, signature=f"bleu|sacrebleu:{sacrebleu.__version__}|tok:none|words:newmm"
+    ),
 }
 #: The multiple-choice metrics a declared task may name.
 MC_METRICS = ("acc", "acc_norm")

@@ -28,8 +28,14 @@ from thai_eval_utils.stats.corpus import corpus_interval
 from thai_eval_utils.tasks.items import load_items
 from thai_eval_utils.tasks.language import reply_stats, stats_columns
 from thai_eval_utils.tasks.metrics import GENERATION_METRICS, multiple_choice
-from thai_eval_utils.tasks.thinking import DEFAULT, ThinkingOption, apply_to_model, config_entry, \
-    split_reply, summary_entry
+from thai_eval_utils.tasks.thinking import (
+    DEFAULT,
+    ThinkingOption,
+    apply_to_model,
+    config_entry,
+    split_reply,
+    summary_entry,
+)
 
 #: The layout of a declared task's records and summary (recorded in each run's config).
 RECORD_FORMAT = 1
@@ -71,9 +77,19 @@ class TaskRun:
         """One row per metric: value, n, the interval and the signature; a generation task's rows also show the
         answers-in-Thai rate, its n and the replies whose thinking never closed."""
         replies = stats_columns(self.summary.get("replies")) if self.summary.get("kind") == "generation" else {}
-        rows = [{"task": self.task, "metric": m, "value": s["value"], "n": s["n"],
-                 "ci_low": (s.get("interval") or {}).get("low"), "ci_high": (s.get("interval") or {}).get("high"),
-                 **replies, "signature": s["signature"]} for m, s in self.scores.items()]  # fmt: skip
+        rows = [
+            {
+                "task": self.task,
+                "metric": m,
+                "value": s["value"],
+                "n": s["n"],
+                "ci_low": (s.get("interval") or {}).get("low"),
+                "ci_high": (s.get("interval") or {}).get("high"),
+                **replies,
+                "signature": s["signature"],
+            }
+            for m, s in self.scores.items()
+        ]
         return pd.DataFrame(rows)
 
     def __str__(self) -> str:
@@ -89,29 +105,51 @@ def _mc_records(task: Any, chunk: Sequence[dict[str, Any]], results: Sequence[tu
     out, at = [], 0
     for it in chunk:
         k = len(it["choices"])
-        part, at = results[at: at + k], at + k
+        part, at = results[at : at + k], at + k
         lls = [float(r[0]) for r in part]
         scores = multiple_choice(lls, it["choices"], it["gold"], ties=task.ties)
-        out.append({"id": it["id"], "doc": it["row"], "question": it["question"], "choices": it["choices"],
-                    "gold": it["gold"], "lls": lls, "is_greedy": [bool(r[1]) for r in part], **scores})
+        out.append(
+            {
+                "id": it["id"],
+                "doc": it["row"],
+                "question": it["question"],
+                "choices": it["choices"],
+                "gold": it["gold"],
+                "lls": lls,
+                "is_greedy": [bool(r[1]) for r in part],
+                **scores,
+            }
+        )
     return out
 
 
 def _gen_call(model: Any, task: Any):
-    options = {"max_new_tokens": task.max_new_tokens, "stop": list(task.stop) or None, "temperature": task.temperature,
-               "top_p": task.top_p, "seed": task.seed}
+    options = {
+        "max_new_tokens": task.max_new_tokens,
+        "stop": list(task.stop) or None,
+        "temperature": task.temperature,
+        "top_p": task.top_p,
+        "seed": task.seed,
+    }
     if task.is_chat:
         return lambda chunk: model.chat([it["messages"] for it in chunk], **options)
     return lambda chunk: model.generate([it["context"] for it in chunk], **options)
 
 
-def _gen_records(task: Any, chunk: Sequence[dict[str, Any]], outputs: Sequence[str],
-                 thinking: ThinkingOption = DEFAULT) -> list[dict]:
+def _gen_records(
+    task: Any, chunk: Sequence[dict[str, Any]], outputs: Sequence[str], thinking: ThinkingOption = DEFAULT
+) -> list[dict]:
     """Records of a generation batch: the raw reply stored whole (``output``), each per-item metric on the reply
     with its thinking cut (:func:`.thinking.split_reply`; a failed answer scores as the empty text)."""
     out = []
     for it, text in zip(chunk, outputs, strict=True):
-        rec = {"id": it["id"], "doc": it["row"], "question": it["question"], "output": text, "reference": it["reference"]}
+        rec = {
+            "id": it["id"],
+            "doc": it["row"],
+            "question": it["question"],
+            "output": text,
+            "reference": it["reference"],
+        }
         scored = split_reply(text, thinking).scored
         for name in task.metrics:
             metric = GENERATION_METRICS[name]
@@ -130,12 +168,25 @@ def _interval(values: Sequence[float], name: str) -> Interval | None:
 
 def _constant(values: Sequence[float], name: str) -> Interval:
     v = float(values[0])
-    return Interval(name, v, v, v, LEVEL, "percentile", N_RESAMPLES, BOOT_SEED, len(values), N_RESAMPLES,
-                    design="bootstrap over items", note="every item has the same value")
+    return Interval(
+        name,
+        v,
+        v,
+        v,
+        LEVEL,
+        "percentile",
+        N_RESAMPLES,
+        BOOT_SEED,
+        len(values),
+        N_RESAMPLES,
+        design="bootstrap over items",
+        note="every item has the same value",
+    )
 
 
-def score_records(task: Any, records: Sequence[dict[str, Any]], n_docs: int,
-                  thinking: ThinkingOption = DEFAULT) -> dict[str, dict[str, Any]]:
+def score_records(
+    task: Any, records: Sequence[dict[str, Any]], n_docs: int, thinking: ThinkingOption = DEFAULT
+) -> dict[str, dict[str, Any]]:
     """Each declared metric of the records: mean per item (acc, acc_norm, exact_match, rougeL) or the corpus
     value (chrf, bleu, on the replies with their thinking cut), with n, the standard error (per-item metrics), a
     percentile bootstrap interval over items and the signature (a generation task's with the thinking option)."""
@@ -143,7 +194,9 @@ def score_records(task: Any, records: Sequence[dict[str, Any]], n_docs: int,
     n = len(records)
     for name in task.metrics:
         metric = GENERATION_METRICS.get(name) if task.kind == "generation" else None
-        sig_part = metric.signature if metric else f"{name}|lm-eval|delimiter:{task.target_delimiter!r}|ties:{task.ties}"
+        sig_part = (
+            metric.signature if metric else f"{name}|lm-eval|delimiter:{task.target_delimiter!r}|ties:{task.ties}"
+        )
         sig = signature_of(task, sig_part, n, n_docs)
         if task.kind == "generation":
             sig += f"|{thinking.signature()}"
@@ -151,8 +204,13 @@ def score_records(task: Any, records: Sequence[dict[str, Any]], n_docs: int,
             hyps = [split_reply(r["output"], thinking).scored for r in records]
             refs = [r["reference"] for r in records]
             score = Score(f"{task.name}/{name}", metric.corpus(hyps, refs), n, None, sig)
-            iv = corpus_interval(hyps, refs, metric.corpus, name=name, level=LEVEL, n_resamples=N_RESAMPLES,
-                                 seed=BOOT_SEED) if n >= 2 else None  # fmt: skip
+            iv = (
+                corpus_interval(
+                    hyps, refs, metric.corpus, name=name, level=LEVEL, n_resamples=N_RESAMPLES, seed=BOOT_SEED
+                )
+                if n >= 2
+                else None
+            )
         else:
             values = [float(r[name]) for r in records]
             score = Score.mean(f"{task.name}/{name}", values, sig)
@@ -168,11 +226,19 @@ def _replies(records: Sequence[dict[str, Any]], thinking: ThinkingOption, suppor
 
 
 # ---------------------------------------------------------------------------------------------------- run
-def run_task(model: Any, task: Any, *, limit: int | None = None, outputs: str | Path | None = None,
-             batch_size: int | None = None, progress: bool = True, rows: Sequence[Mapping[str, Any]] | None = None,
-             benchmark: str | None = None,
-             summarize: Callable[[list[dict[str, Any]]], Mapping[str, Any]] | None = None,
-             thinking: ThinkingOption = DEFAULT) -> TaskRun:
+def run_task(
+    model: Any,
+    task: Any,
+    *,
+    limit: int | None = None,
+    outputs: str | Path | None = None,
+    batch_size: int | None = None,
+    progress: bool = True,
+    rows: Sequence[Mapping[str, Any]] | None = None,
+    benchmark: str | None = None,
+    summarize: Callable[[list[dict[str, Any]]], Mapping[str, Any]] | None = None,
+    thinking: ThinkingOption = DEFAULT,
+) -> TaskRun:
     """Run a declared task (:class:`~.declared.MultipleChoiceTask` or :class:`~.declared.GenerationTask`) on
     ``model``, resuming whatever its run already stored, and write the summary.
 
@@ -217,19 +283,45 @@ def run_task(model: Any, task: Any, *, limit: int | None = None, outputs: str | 
         finish, fields = (lambda chunk, res: _gen_records(task, chunk, res, thinking)), {"output": str}
     size = batch_size or getattr(model, "concurrency", None) or 8
     files = task.data_files()[1:] if rows is not None else task.data_files()
-    with RunStore.open(model.name, benchmark or benchmark_of(task), config, model_identity=identity,
-                       data_files=[str(p) for p in files], prompt_templates=templates_of(task),
-                       outputs=outputs) as store:  # fmt: skip
+    with RunStore.open(
+        model.name,
+        benchmark or benchmark_of(task),
+        config,
+        model_identity=identity,
+        data_files=[str(p) for p in files],
+        prompt_templates=templates_of(task),
+        outputs=outputs,
+    ) as store:
         with apply_to_model(model, thinking if task.kind == "generation" else DEFAULT) as support:
-            run = run_items(store, items, lambda it: it["id"], call, batch_size=size,
-                            desc=f"{task.name} ({model.name})", progress=progress, prepare=prepare, finish=finish,
-                            fields=fields, tolerate=(ApiError,), describe=lambda exc: scrub(str(exc)))  # fmt: skip
+            run = run_items(
+                store,
+                items,
+                lambda it: it["id"],
+                call,
+                batch_size=size,
+                desc=f"{task.name} ({model.name})",
+                progress=progress,
+                prepare=prepare,
+                finish=finish,
+                fields=fields,
+                tolerate=(ApiError,),
+                describe=lambda exc: scrub(str(exc)),
+            )
         records = run.in_order()
         scores = score_records(task, records, len(all_items), thinking)
-        summary = {"task": task.name, "kind": task.kind, "version": task.version, "n": len(records),
-                   "n_docs": len(all_items), "limit": limit, "n_computed_this_run": run.computed, "scores": scores,
-                   "n_ungenerated": len(run.failed), "ungenerated": run.failed,
-                   **(_replies(records, thinking, support) if task.kind == "generation" else {})}
+        summary = {
+            "task": task.name,
+            "kind": task.kind,
+            "version": task.version,
+            "n": len(records),
+            "n_docs": len(all_items),
+            "limit": limit,
+            "n_computed_this_run": run.computed,
+            "scores": scores,
+            "n_ungenerated": len(run.failed),
+            "ungenerated": run.failed,
+            **(_replies(records, thinking, support) if task.kind == "generation" else {}),
+        }
         if summarize is not None:
             extra = dict(summarize(records))
             summary = {**summary, **extra, "scores": {**scores, **(extra.get("scores") or {})}}

@@ -77,10 +77,12 @@ class ThinkingOption:
 
     def __post_init__(self) -> None:
         if not self.open_tag or not self.close_tag or self.open_tag == self.close_tag:
-            raise ValueError(f"think tags must be two different non-empty strings, got {self.open_tag!r}, "
-                             f"{self.close_tag!r}")
-        if self.max_thinking_tokens is not None and (isinstance(self.max_thinking_tokens, bool)
-                                                     or int(self.max_thinking_tokens) < 0):
+            raise ValueError(
+                f"think tags must be two different non-empty strings, got {self.open_tag!r}, {self.close_tag!r}"
+            )
+        if self.max_thinking_tokens is not None and (
+            isinstance(self.max_thinking_tokens, bool) or int(self.max_thinking_tokens) < 0
+        ):
             raise ValueError(f"max_thinking_tokens must be >= 0, got {self.max_thinking_tokens}")
         if self.rule not in RULES:
             raise ValueError(f"unknown thinking rule {self.rule!r}; expected one of {RULES}")
@@ -96,9 +98,13 @@ class ThinkingOption:
         """The option as a signature part, e.g. ``think:strip(<think>,</think>)``, ``think:lighteval(<think>,
         </think>)`` or ``think:off`` (with ``,budget:N``, ``,enable:True|False`` and ``,stops:after-think`` when
         set)."""
-        extra = "".join([f",budget:{self.max_thinking_tokens}" if self.max_thinking_tokens is not None else "",
-                         f",enable:{self.enable_thinking}" if self.enable_thinking is not None else "",
-                         ",stops:after-think" if self.stop_after_thinking else ""])
+        extra = "".join(
+            [
+                f",budget:{self.max_thinking_tokens}" if self.max_thinking_tokens is not None else "",
+                f",enable:{self.enable_thinking}" if self.enable_thinking is not None else "",
+                ",stops:after-think" if self.stop_after_thinking else "",
+            ]
+        )
         if not self.strip:
             return f"think:off({extra[1:]})" if extra else "think:off"
         return f"think:{self.mode}({self.open_tag},{self.close_tag}{extra})"
@@ -162,8 +168,8 @@ def _lighteval(raw: str, o: str, c: str) -> tuple[str, list[str]]:
         end = text.find(c, start)
         if end == -1:
             break
-        removed.append(text[start + len(o): end])
-        text = text[:start] + text[end + len(c):]
+        removed.append(text[start + len(o) : end])
+        text = text[:start] + text[end + len(c) :]
     return text, removed
 
 
@@ -186,10 +192,10 @@ def split_reply(raw: str, option: ThinkingOption = DEFAULT) -> SplitReply:
     first_close, first_open = rest.find(c), rest.find(o)
     if first_close != -1 and (first_open == -1 or first_close < first_open):
         thinking.append(rest[:first_close])
-        rest = rest[first_close + len(c):]
+        rest = rest[first_close + len(c) :]
     text, removed = _lighteval(rest, o, c)
     if unclosed:  # the open block left after the closed ones are cut: its text is thinking, nothing is scored
-        tail = text[text.rfind(o) + len(o):]
+        tail = text[text.rfind(o) + len(o) :]
         return SplitReply(raw, None, "\n".join([*thinking, *removed, tail]), True)
     return SplitReply(raw, text, "\n".join([*thinking, *removed]), False)
 
@@ -200,9 +206,13 @@ def scored_text(raw: str, option: ThinkingOption = DEFAULT) -> str:
 
 
 # ----------------------------------------------------------------------------------------- options and runs
-def thinking_option(thinking: str | ThinkingOption | None = "strip", think_tags: str | Sequence[str] | None = None,
-                    max_thinking_tokens: int | None = None, enable_thinking: bool | None = None,
-                    stop_after_thinking: bool | None = None) -> ThinkingOption:
+def thinking_option(
+    thinking: str | ThinkingOption | None = "strip",
+    think_tags: str | Sequence[str] | None = None,
+    max_thinking_tokens: int | None = None,
+    enable_thinking: bool | None = None,
+    stop_after_thinking: bool | None = None,
+) -> ThinkingOption:
     """The option from ``thai-eval run``'s flags or a notebook's parameters: ``thinking`` one of :data:`MODES`
     (None: "strip"), ``think_tags`` ``"OPEN,CLOSE"`` or a pair (None: ``<think>,</think>``),
     ``stop_after_thinking`` (None: False)."""
@@ -219,8 +229,15 @@ def thinking_option(thinking: str | ThinkingOption | None = "strip", think_tags:
         raise ValueError(f"think_tags must be two tags 'OPEN,CLOSE', got {think_tags!r}")
     rule = "strict" if mode in ("strip", "off") else mode
     budget = None if max_thinking_tokens is None else int(max_thinking_tokens)
-    return ThinkingOption(strip=mode != "off", open_tag=tags[0], close_tag=tags[1], max_thinking_tokens=budget,
-                          enable_thinking=enable_thinking, rule=rule, stop_after_thinking=bool(stop_after_thinking))
+    return ThinkingOption(
+        strip=mode != "off",
+        open_tag=tags[0],
+        close_tag=tags[1],
+        max_thinking_tokens=budget,
+        enable_thinking=enable_thinking,
+        rule=rule,
+        stop_after_thinking=bool(stop_after_thinking),
+    )
 
 
 def config_entry(option: ThinkingOption) -> dict[str, Any]:
@@ -260,8 +277,10 @@ def apply_to_model(model: Any, option: ThinkingOption) -> Iterator[dict[str, str
     if option.enable_thinking is not None:
         if hasattr(model, "chat_template_kwargs"):
             saved["chat_template_kwargs"] = model.chat_template_kwargs
-            model.chat_template_kwargs = {**(model.chat_template_kwargs or {}),
-                                          "enable_thinking": option.enable_thinking}
+            model.chat_template_kwargs = {
+                **(model.chat_template_kwargs or {}),
+                "enable_thinking": option.enable_thinking,
+            }
             support["enable_thinking"] = "chat_template_kwargs"
         else:
             support["enable_thinking"] = NOT_SUPPORTED

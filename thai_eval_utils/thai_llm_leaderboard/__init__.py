@@ -7,5 +7,17 @@ from thai_eval_utils.thai_llm_leaderboard.protocol import LEADERBOARD, NLUProtoc
 from thai_eval_utils.thai_llm_leaderboard.runner import NLURun, run_nlu_task, score_task
 from thai_eval_utils.thai_llm_leaderboard.tasks import CORRECTED_TASKS, NLU_TASKS, RUNNER_TASKS, nlu_task
 
-__all__ = ["CORRECTED_TASKS", "LEADERBOARD", "NLURun", "NLUProtocol", "NLU_TASKS", "RUNNER_TASKS", "TaskData",
-           "load_task", "nlu_task", "run_nlu_task", "runner_max_length", "score_task"]
+__all__ = [
+    "CORRECTED_TASKS",
+    "LEADERBOARD",
+    "NLURun",
+    "NLUProtocol",
+    "NLU_TASKS",
+    "RUNNER_TASKS",
+    "TaskData",
+    "load_task",
+    "nlu_task",
+    "run_nlu_task",
+    "runner_max_length",
+    "score_task",
+]

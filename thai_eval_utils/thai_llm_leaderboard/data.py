@@ -66,8 +66,10 @@ def local_file(task: NLUTask, data_dir: str | Path) -> Path:
     stem = task.file.rsplit(".", 1)[0]
     found = find_data_file(folder, stem)
     if found is None:
-        raise ThaiEvalDataError(f"no data file for task {task.key!r} (expected {task.file} or {stem}.parquet, as "
-                                f"{task.repo} names it)", path=folder)
+        raise ThaiEvalDataError(
+            f"no data file for task {task.key!r} (expected {task.file} or {stem}.parquet, as {task.repo} names it)",
+            path=folder,
+        )
     return found
 
 
@@ -77,21 +79,32 @@ def hub_file(task: NLUTask, revision: str | None = None, cache_dir: str | Path |
     from huggingface_hub import hf_hub_download
 
     try:
-        return Path(hf_hub_download(task.repo, task.file, revision=revision or task.revision, repo_type="dataset",
-                                    cache_dir=cache_dir))
+        return Path(
+            hf_hub_download(
+                task.repo, task.file, revision=revision or task.revision, repo_type="dataset", cache_dir=cache_dir
+            )
+        )
     except Exception as exc:  # noqa: BLE001 - offline cache miss, network, auth: say which file and why
         offline = " (offline: only the local cache is read)" if os.environ.get("HF_HUB_OFFLINE") == "1" else ""
-        raise ThaiEvalDataError(f"cannot get {task.file} of dataset {task.repo} at revision "
-                                f"{revision or task.revision}{offline}: {type(exc).__name__}", path=task.repo) from None
+        raise ThaiEvalDataError(
+            f"cannot get {task.file} of dataset {task.repo} at revision "
+            f"{revision or task.revision}{offline}: {type(exc).__name__}",
+            path=task.repo,
+        ) from None
 
 
 def _require_int_label(value: Any, n_labels: int, path: Path, row: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ThaiEvalDataError(f"label must be a ClassLabel index (int), got {value!r:.40}", path=path, row=row,
-                                field="label")
+        raise ThaiEvalDataError(
+            f"label must be a ClassLabel index (int), got {value!r:.40}", path=path, row=row, field="label"
+        )
     if not 0 <= value < n_labels:
-        raise ThaiEvalDataError(f"unknown label {value} (the task scores {n_labels} labels: 0..{n_labels - 1})",
-                                path=path, row=row, field="label")
+        raise ThaiEvalDataError(
+            f"unknown label {value} (the task scores {n_labels} labels: 0..{n_labels - 1})",
+            path=path,
+            row=row,
+            field="label",
+        )
     return value
 
 
@@ -100,8 +113,9 @@ def _check_qa(task: NLUTask, rec: dict[str, Any], path: Path, row: int) -> None:
     no ``[QUESTION]``); choices a non-empty list of strings; answer a string or a list of strings."""
     context = rec.get("context")
     if context is not None and not isinstance(context, str):
-        raise ThaiEvalDataError(f"context must be text or null, got {type(context).__name__}", path=path, row=row,
-                                field="context")
+        raise ThaiEvalDataError(
+            f"context must be text or null, got {type(context).__name__}", path=path, row=row, field="context"
+        )
     if task.task_type == "CR":
         require_text(context, path=path, row=row, field="context")
     else:
@@ -110,8 +124,9 @@ def _check_qa(task: NLUTask, rec: dict[str, Any], path: Path, row: int) -> None:
     if not choices or not all(isinstance(c, str) for c in choices):
         raise ThaiEvalDataError("choices must be a non-empty list of strings", path=path, row=row, field="choices")
     if len(choices) > 26:
-        raise ThaiEvalDataError(f"{len(choices)} choices: the runner letters them a-z", path=path, row=row,
-                                field="choices")
+        raise ThaiEvalDataError(
+            f"{len(choices)} choices: the runner letters them a-z", path=path, row=row, field="choices"
+        )
     answer = rec["answer"]
     if isinstance(answer, list) and not all(isinstance(a, str) for a in answer):
         raise ThaiEvalDataError("answer must be a list of strings", path=path, row=row, field="answer")
@@ -124,8 +139,12 @@ def _qa_gold(rec: dict[str, Any], path: Path, row: int) -> int | None:
     if isinstance(answer, list):
         return choices.index(answer[0]) if answer and answer[0] in choices else None
     if answer not in choices:
-        raise ThaiEvalDataError(f"answer {answer!r:.60} is not among the choices (the runner aborts on this row)",
-                                path=path, row=row, field="answer")
+        raise ThaiEvalDataError(
+            f"answer {answer!r:.60} is not among the choices (the runner aborts on this row)",
+            path=path,
+            row=row,
+            field="answer",
+        )
     return choices.index(answer)
 
 
@@ -153,13 +172,28 @@ def build_items(task: NLUTask, records: list[dict[str, Any]], path: Path) -> tup
             labels = task.labels
             gold = _require_int_label(rec["label"], len(labels), path, row)
         prompt = to_prompt(rec, prompt_template, labels, task.schema)
-        items.append({"key": key, "row": row, "id": row_id, "prompt": prompt, "labels": list(labels), "gold": gold,
-                      "n_choices": len(rec["choices"]) if task.schema == "qa" else len(labels)})
+        items.append(
+            {
+                "key": key,
+                "row": row,
+                "id": row_id,
+                "prompt": prompt,
+                "labels": list(labels),
+                "gold": gold,
+                "n_choices": len(rec["choices"]) if task.schema == "qa" else len(labels),
+            }
+        )
     return items, excluded
 
 
-def load_task(task: NLUTask, data_dir: str | Path | None = None, *, from_hub: bool = False,
-              revision: str | None = None, path: str | Path | None = None) -> TaskData:
+def load_task(
+    task: NLUTask,
+    data_dir: str | Path | None = None,
+    *,
+    from_hub: bool = False,
+    revision: str | None = None,
+    path: str | Path | None = None,
+) -> TaskData:
     """A task's data: from ``path``, else the task's file in ``data_dir``, else (``from_hub``) the Hub at
     ``revision`` (default: the task's pinned one). Every row is validated before any item is returned.
 
@@ -177,6 +211,13 @@ def load_task(task: NLUTask, data_dir: str | Path | None = None, *, from_hub: bo
         raise ThaiEvalDataError(f"task {task.key!r}: give a data folder, a file or from_hub=True")
     records = read_records(file, SCHEMA_FIELDS[task.schema])
     items, excluded = build_items(task, records, file)
-    source = {"repo": task.repo, "file": task.file, "split": task.split, "path": str(file), "origin": origin,
-              "revision": (revision or task.revision) if origin == "hub" else None, "sha256": sha256_file(file)}
+    source = {
+        "repo": task.repo,
+        "file": task.file,
+        "split": task.split,
+        "path": str(file),
+        "origin": origin,
+        "revision": (revision or task.revision) if origin == "hub" else None,
+        "sha256": sha256_file(file),
+    }
     return TaskData(task, file, items, excluded, source)

@@ -23,8 +23,17 @@ from thai_eval_utils.thai_llm_leaderboard.nlg_metrics import RUNNER_BLEU, rouge_
 NLG_TABLE, LLM_TABLE = "thai_llm_leaderboard_nlg", "thai_llm_leaderboard_mt_bench"
 MT_BENCH_TASK = "mt_bench_thai"
 #: MT-Bench Thai's nine categories as the results spell them (spec 1.4).
-MT_BENCH_CATEGORIES = ("Writing", "Roleplay", "Extraction", "Reasoning", "Math", "Coding", "STEM", "Social Science",
-                       "Knowledge III")
+MT_BENCH_CATEGORIES = (
+    "Writing",
+    "Roleplay",
+    "Extraction",
+    "Reasoning",
+    "Math",
+    "Coding",
+    "STEM",
+    "Social Science",
+    "Knowledge III",
+)
 #: The file name of MT-Bench Thai in the data folder (HF ``ThaiLLM-Leaderboard/mt-bench-thai``).
 MT_BENCH_FILE = "mt_bench_thai_full.json"
 
@@ -39,8 +48,12 @@ class GenerationViews:
 
     gen_tables: ClassVar[tuple[LeaderboardTable, ...]] = (
         LeaderboardTable(NLG_TABLE, "Thai LLM Leaderboard: generation (the displayed metric, 0-100)", tuple(NLG_TASKS)),
-        LeaderboardTable(LLM_TABLE, "Thai LLM Leaderboard: MT-Bench Thai (mean judge rating, -1 averaged in as the "
-                                    "runner does)", MT_BENCH_CATEGORIES))
+        LeaderboardTable(
+            LLM_TABLE,
+            "Thai LLM Leaderboard: MT-Bench Thai (mean judge rating, -1 averaged in as the runner does)",
+            MT_BENCH_CATEGORIES,
+        ),
+    )
 
     def gen_headlines(self, run: StoredRun) -> list[Headline]:
         """NLG: ROUGE-L F1 per item (x100, the runner's tokens) or the corpus BLEU over items (Flores); MT-Bench:
@@ -50,21 +63,66 @@ class GenerationViews:
             thinking = _thinking(run)
             hyps = [split_reply(str(r["output"]), thinking).scored for r in recs]
             refs = [str(r["reference"]) for r in recs]
-            frame = pd.DataFrame({"key": [str(r["key"]) for r in recs], "input": [r.get("prompt", "") for r in recs],
-                                  "hyp": hyps, "ref": refs})  # fmt: skip
+            frame = pd.DataFrame(
+                {
+                    "key": [str(r["key"]) for r in recs],
+                    "input": [r.get("prompt", "") for r in recs],
+                    "hyp": hyps,
+                    "ref": refs,
+                }
+            )
             if task.task_type == "MT":
-                return [Headline(f"{SUITE_NAME}/{task.key}/BLEU", SUITE_NAME, task.key, "corpus", 1.0, frame, run,
-                                 corpus_metric=RUNNER_BLEU)]  # fmt: skip
+                return [
+                    Headline(
+                        f"{SUITE_NAME}/{task.key}/BLEU",
+                        SUITE_NAME,
+                        task.key,
+                        "corpus",
+                        1.0,
+                        frame,
+                        run,
+                        corpus_metric=RUNNER_BLEU,
+                    )
+                ]
             frame["value"] = rouge_rows(hyps, refs)["rougeL"][:, 2] * 100 if recs else []
-            return [Headline(f"{SUITE_NAME}/{task.key}/ROUGEL", SUITE_NAME, task.key, "mean", 1.0, frame, run,
-                             note="per-item mean; the runner reports a bootstrap median")]  # fmt: skip
+            return [
+                Headline(
+                    f"{SUITE_NAME}/{task.key}/ROUGEL",
+                    SUITE_NAME,
+                    task.key,
+                    "mean",
+                    1.0,
+                    frame,
+                    run,
+                    note="per-item mean; the runner reports a bootstrap median",
+                )
+            ]
         if run.task == MT_BENCH_TASK:
-            rows = [{"key": str(r["key"]), "value": float(r["score"]), "input": r.get("template", ""),
-                     "category": r.get("category", ""), "hyp": "", "ref": ""}
-                    for r in run.records() if r.get("status") in ("scored", "no_rating")]  # fmt: skip
+            rows = [
+                {
+                    "key": str(r["key"]),
+                    "value": float(r["score"]),
+                    "input": r.get("template", ""),
+                    "category": r.get("category", ""),
+                    "hyp": "",
+                    "ref": "",
+                }
+                for r in run.records()
+                if r.get("status") in ("scored", "no_rating")
+            ]
             frame = pd.DataFrame(rows, columns=["key", "value", "input", "category", "hyp", "ref"])
-            return [Headline(f"{SUITE_NAME}/{MT_BENCH_TASK}/rating", SUITE_NAME, MT_BENCH_TASK, "mean", 1.0, frame, run,
-                             note="-1 (no rating) averaged in, as the runner")]  # fmt: skip
+            return [
+                Headline(
+                    f"{SUITE_NAME}/{MT_BENCH_TASK}/rating",
+                    SUITE_NAME,
+                    MT_BENCH_TASK,
+                    "mean",
+                    1.0,
+                    frame,
+                    run,
+                    note="-1 (no rating) averaged in, as the runner",
+                )
+            ]
         return []
 
     def gen_cells(self, model: str, heads: Sequence[Headline], boot: Interval) -> list[dict[str, Any]]:
@@ -81,13 +139,34 @@ class GenerationViews:
             else:
                 iv = entry.get("interval") or {}
                 low, high = (iv.get("low"), iv.get("high")) if key != "ROUGEL" else mean_ci(h, boot)
-            out.append(cell(NLG_TABLE, model, h.stratum, entry.get("value"), entry.get("n"), f"{SUITE_NAME}|{h.stratum}",
-                            low=low, high=high, note=note))  # fmt: skip
+            out.append(
+                cell(
+                    NLG_TABLE,
+                    model,
+                    h.stratum,
+                    entry.get("value"),
+                    entry.get("n"),
+                    f"{SUITE_NAME}|{h.stratum}",
+                    low=low,
+                    high=high,
+                    note=note,
+                )
+            )
         for h in (h for h in heads if h.family == SUITE_NAME and h.stratum == MT_BENCH_TASK):
             for cat, entry in ((h.run.summary or {}).get("scores") or {}).items():
                 iv = entry.get("interval") or {}
-                out.append(cell(LLM_TABLE, model, cat, entry.get("value"), entry.get("n"), f"{SUITE_NAME}|{MT_BENCH_TASK}",
-                                low=iv.get("low"), high=iv.get("high")))  # fmt: skip
+                out.append(
+                    cell(
+                        LLM_TABLE,
+                        model,
+                        cat,
+                        entry.get("value"),
+                        entry.get("n"),
+                        f"{SUITE_NAME}|{MT_BENCH_TASK}",
+                        low=iv.get("low"),
+                        high=iv.get("high"),
+                    )
+                )
         return out
 
     def gen_results(self, run: StoredRun) -> dict[str, dict[str, float]]:
@@ -102,8 +181,15 @@ class GenerationViews:
             return {c: {"avg_rating": float(v)} for c, v in means.items() if v is not None}
         return {}
 
-    def gen_dry_run(self, data: Path, tokenizer: TokenCounter, *, tasks: tuple[str, ...], limit: int | None,
-                    max_new_tokens: int | None) -> list[dict[str, Any]]:
+    def gen_dry_run(
+        self,
+        data: Path,
+        tokenizer: TokenCounter,
+        *,
+        tasks: tuple[str, ...],
+        limit: int | None,
+        max_new_tokens: int | None,
+    ) -> list[dict[str, Any]]:
         """Per generation task: items, the prompt tokens, one generation each (512 new tokens at most); MT-Bench:
         two generations and two judge calls per question."""
         rows = []
@@ -112,15 +198,35 @@ class GenerationViews:
             task = NLG_TASKS[key]
             items = load_nlg_rows(task, data / task.data_file)[:limit]
             prompts = [fill_prompt(task, r) for r in items]
-            rows.append({"benchmark": SUITE_NAME, "task": key, "documents": len(prompts), "requests": len(prompts),
-                         "fed_tokens": tokenizer.count(prompts), "tree_tokens": None, "generations": len(prompts),
-                         "max_new_tokens": budget, "judge_calls": 0})  # fmt: skip
+            rows.append(
+                {
+                    "benchmark": SUITE_NAME,
+                    "task": key,
+                    "documents": len(prompts),
+                    "requests": len(prompts),
+                    "fed_tokens": tokenizer.count(prompts),
+                    "tree_tokens": None,
+                    "generations": len(prompts),
+                    "max_new_tokens": budget,
+                    "judge_calls": 0,
+                }
+            )
         if (not tasks or MT_BENCH_TASK in tasks) and (data / MT_BENCH_FILE).is_file():
             qs = load_questions(data / MT_BENCH_FILE)[:limit]
             turns = [t for q in qs for t in q.turns]
-            rows.append({"benchmark": SUITE_NAME, "task": MT_BENCH_TASK, "documents": len(qs), "requests": len(turns),
-                         "fed_tokens": tokenizer.count(turns), "tree_tokens": None, "generations": len(turns),
-                         "max_new_tokens": budget, "judge_calls": len(turns)})  # fmt: skip
+            rows.append(
+                {
+                    "benchmark": SUITE_NAME,
+                    "task": MT_BENCH_TASK,
+                    "documents": len(qs),
+                    "requests": len(turns),
+                    "fed_tokens": tokenizer.count(turns),
+                    "tree_tokens": None,
+                    "generations": len(turns),
+                    "max_new_tokens": budget,
+                    "judge_calls": len(turns),
+                }
+            )
         return rows
 
     def gen_parameters(self, tasks: tuple[str, ...], options: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -28,8 +28,9 @@ from thai_eval_utils.thai_llm_leaderboard.nlg_metrics import ROUGE_SEED, nlg_sco
 
 #: evaluation/prompt_utils.py:51 (SUM), :46 (MT), :21 (QA; iapp's task value is QA, spec 3.1). Verbatim.
 SUM_TEMPLATE = "จงสรุปข้อความด้านล่าง\nข้อความ: [INPUT]\nสรุป:"
-MT_TEMPLATE = ("แปลข้อความต่อไปนี้จาก [SOURCE] เป็น [TARGET] ให้การแปลของคุณโดยตรงโดยไม่ต้องมีข้อมูลเพิ่มเติมใดๆ\n"
-               "ข้อความ: [INPUT]\nคำแปล:")
+MT_TEMPLATE = (
+    "แปลข้อความต่อไปนี้จาก [SOURCE] เป็น [TARGET] ให้การแปลของคุณโดยตรงโดยไม่ต้องมีข้อมูลเพิ่มเติมใดๆ\nข้อความ: [INPUT]\nคำแปล:"
+)
 QA_TEMPLATE = "[CONTEXT]\n---\nคำถาม: [QUESTION]\nตัวเลือก: [ANSWER_CHOICES]\nคำตอบ: [LABEL_CHOICE]"
 TEMPLATES = {"SUM": SUM_TEMPLATE, "MT": MT_TEMPLATE, "QA": QA_TEMPLATE}
 #: evaluation/prompt_utils.py:1039-1043 ``LANG_MAP["tha"]``: the Thai prompt names the languages in English.
@@ -76,12 +77,15 @@ class NlgTask:
 _ROUGE = ("ROUGE1", "ROUGE2", "ROUGEL")
 _TRANSLATION = ("BLEU", "SacreBLEU", "chrF++")
 #: The four tasks in the runner's ``NLG_TASK_LIST`` order (data_utils.py:135-140): the ROUGE RNG replay needs it.
-NLG_TASKS: dict[str, NlgTask] = {t.key: t for t in (
-    NlgTask("xl_sum_tha_seacrowd_t2t", "SUM", "test", _ROUGE, "ROUGEL"),
-    NlgTask("flores200_eng_Latn_tha_Thai_seacrowd_t2t", "MT", "devtest", _TRANSLATION, "SacreBLEU"),
-    NlgTask("flores200_tha_Thai_eng_Latn_seacrowd_t2t", "MT", "devtest", _TRANSLATION, "SacreBLEU"),
-    NlgTask("iapp_squad_seacrowd_qa", "QA", "test", _ROUGE, "ROUGEL"),
-)}
+NLG_TASKS: dict[str, NlgTask] = {
+    t.key: t
+    for t in (
+        NlgTask("xl_sum_tha_seacrowd_t2t", "SUM", "test", _ROUGE, "ROUGEL"),
+        NlgTask("flores200_eng_Latn_tha_Thai_seacrowd_t2t", "MT", "devtest", _TRANSLATION, "SacreBLEU"),
+        NlgTask("flores200_tha_Thai_eng_Latn_seacrowd_t2t", "MT", "devtest", _TRANSLATION, "SacreBLEU"),
+        NlgTask("iapp_squad_seacrowd_qa", "QA", "test", _ROUGE, "ROUGEL"),
+    )
+}
 
 
 def nlg_task(key: str) -> NlgTask:
@@ -134,7 +138,9 @@ def load_nlg_rows(task: NlgTask, path: str | Path) -> list[dict[str, Any]]:
             require_text(row["context"], path=path, row=i, field="context", allow_empty=True)
             require_text(row["question"], path=path, row=i, field="question")
             if not row["answer"]:
-                raise ThaiEvalDataError("empty answer list (the runner scores answer[0])", path=path, row=i, field="answer")
+                raise ThaiEvalDataError(
+                    "empty answer list (the runner scores answer[0])", path=path, row=i, field="answer"
+                )
             require_text(row["answer"][0], path=path, row=i, field="answer")
         else:
             require_text(row["text_1"], path=path, row=i, field="text_1")
@@ -190,8 +196,10 @@ class GenerationOptions:
 
     def signature(self) -> str:
         decode = "greedy" if self.greedy else f"sample(T:{self.temperature},seed:{self.seed}/item)"
-        return (f"{decode}|max_new:{self.max_new_tokens}|bos:{'double' if self.double_bos else 'template'}"
-                f"|trunc:{self.truncation}|eos:{'runner' if self.runner_terminators else 'runner+model'}")
+        return (
+            f"{decode}|max_new:{self.max_new_tokens}|bos:{'double' if self.double_bos else 'template'}"
+            f"|trunc:{self.truncation}|eos:{'runner' if self.runner_terminators else 'runner+model'}"
+        )
 
     def record(self) -> dict[str, Any]:
         return asdict(self)
@@ -248,8 +256,13 @@ def encode(tokenizer: Any, text: str, room: int, options: GenerationOptions) -> 
     return (ids[:room] if options.truncation == "right" else ids[-room:]), True
 
 
-def generate_replies(model: ChatModel, conversations: Sequence[list[dict[str, str]]], options: GenerationOptions,
-                     *, progress: bool = False) -> list[tuple[str, bool]]:  # fmt: skip
+def generate_replies(
+    model: ChatModel,
+    conversations: Sequence[list[dict[str, str]]],
+    options: GenerationOptions,
+    *,
+    progress: bool = False,
+) -> list[tuple[str, bool]]:
     """One raw reply per conversation and whether its prompt was truncated.
 
     A local model is driven as the runner drives ``HFModel.predict_generation``: the chat template rendered to
@@ -260,19 +273,32 @@ def generate_replies(model: ChatModel, conversations: Sequence[list[dict[str, st
     served) gets ``model.chat`` with the same temperature, budget and seed.
     """
     if not is_local(model):
-        texts = model.chat(list(conversations), max_new_tokens=options.max_new_tokens,
-                           temperature=options.sampling_temperature, seed=options.seed)  # fmt: skip
+        texts = model.chat(
+            list(conversations),
+            max_new_tokens=options.max_new_tokens,
+            temperature=options.sampling_temperature,
+            seed=options.seed,
+        )
         return [(t, False) for t in texts]
     tok, hf = model.tokenizer, model.hf_model
     room = max(1, min(int(model.max_length), RUNNER_MAX_LENGTH) - options.max_new_tokens)
     encoded = [encode(tok, render(tok, conv, options), room, options) for conv in conversations]
     top_p = getattr(hf.generation_config, "top_p", None) or 1.0
     with _eos_ids(hf, stop_ids(hf, tok, options)):
-        texts, stats = generate(hf, tok, [ids for ids, _ in encoded], max_new_tokens=options.max_new_tokens,
-                                temperature=options.sampling_temperature, top_p=float(top_p), seed=options.seed,
-                                kv_budget=getattr(model, "kv_budget", None), max_rows=getattr(model, "max_rows", None),
-                                lookup=getattr(model, "lookup_tokens", LOOKUP_TOKENS), progress=progress,
-                                desc="thai_llm_leaderboard")  # fmt: skip
+        texts, stats = generate(
+            hf,
+            tok,
+            [ids for ids, _ in encoded],
+            max_new_tokens=options.max_new_tokens,
+            temperature=options.sampling_temperature,
+            top_p=float(top_p),
+            seed=options.seed,
+            kv_budget=getattr(model, "kv_budget", None),
+            max_rows=getattr(model, "max_rows", None),
+            lookup=getattr(model, "lookup_tokens", LOOKUP_TOKENS),
+            progress=progress,
+            desc="thai_llm_leaderboard",
+        )
     model.last_generation = stats
     return [(t, cut) for t, (_, cut) in zip(texts, encoded, strict=True)]
 
@@ -299,22 +325,40 @@ class NlgRun:
 
 
 def _items(task: NlgTask, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    return [{"id": str(r.get("id", i)), "row": i, "prompt": fill_prompt(task, r), "reference": gold_of(r)}
-            for i, r in enumerate(rows)]
+    return [
+        {"id": str(r.get("id", i)), "row": i, "prompt": fill_prompt(task, r), "reference": gold_of(r)}
+        for i, r in enumerate(rows)
+    ]
 
 
 def _compute(model: ChatModel, options: GenerationOptions) -> Any:
     def call(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
         replies = generate_replies(model, [[{"role": "user", "content": it["prompt"]}] for it in chunk], options)
-        return [{"id": it["id"], "row": it["row"], "prompt": it["prompt"], "output": text, "reference": it["reference"],
-                 "truncated": cut} for it, (text, cut) in zip(chunk, replies, strict=True)]  # fmt: skip
+        return [
+            {
+                "id": it["id"],
+                "row": it["row"],
+                "prompt": it["prompt"],
+                "output": text,
+                "reference": it["reference"],
+                "truncated": cut,
+            }
+            for it, (text, cut) in zip(chunk, replies, strict=True)
+        ]
 
     return call
 
 
-def score_nlg_records(task: NlgTask, records: Sequence[Mapping[str, Any]], n_docs: int, options: GenerationOptions,
-                      *, thinking: ThinkingOption = ThinkingOption(), rouge: str = "mean",
-                      rouge_seed: int = ROUGE_SEED) -> dict[str, Any]:  # fmt: skip
+def score_nlg_records(
+    task: NlgTask,
+    records: Sequence[Mapping[str, Any]],
+    n_docs: int,
+    options: GenerationOptions,
+    *,
+    thinking: ThinkingOption = ThinkingOption(),
+    rouge: str = "mean",
+    rouge_seed: int = ROUGE_SEED,
+) -> dict[str, Any]:
     """The summary of a task's records: every runner metric on the scored texts (the thinking rule applied to each
     raw reply; a reply whose thinking never closed scores as ``""`` and is counted), what the leaderboard uploads
     and displays, notes."""
@@ -328,17 +372,37 @@ def score_nlg_records(task: NlgTask, records: Sequence[Mapping[str, Any]], n_doc
         scores, notes = {}, ["no item generated yet: no score"]
     uploaded = {k: scores[k]["value"] for k in task.uploaded if k in scores}
     missing = [k for k in task.uploaded if k not in scores]
-    return {"task": task.key, "n": len(records), "n_docs": n_docs, "scores": scores,
-            "leaderboard": uploaded, "displayed": task.displayed, "missing_leaderboard_keys": missing,
-            "rouge_aggregation": rouge, "rouge_seed": rouge_seed if rouge == "bootstrap_median" else None, "thinking": thinking.record(),
-            "n_thinking_failed": sum(s.failed for s in split),
-            "n_truncated": sum(bool(r.get("truncated")) for r in records), "notes": notes}  # fmt: skip
+    return {
+        "task": task.key,
+        "n": len(records),
+        "n_docs": n_docs,
+        "scores": scores,
+        "leaderboard": uploaded,
+        "displayed": task.displayed,
+        "missing_leaderboard_keys": missing,
+        "rouge_aggregation": rouge,
+        "rouge_seed": rouge_seed if rouge == "bootstrap_median" else None,
+        "thinking": thinking.record(),
+        "n_thinking_failed": sum(s.failed for s in split),
+        "n_truncated": sum(bool(r.get("truncated")) for r in records),
+        "notes": notes,
+    }
 
 
-def run_nlg_task(model: ChatModel, task_key: str, data: str | Path, *, limit: int | None = None,
-                 options: GenerationOptions = GenerationOptions(), thinking: ThinkingOption = ThinkingOption(),
-                 rouge: str = "mean", rouge_seed: int = ROUGE_SEED, outputs: str | Path | None = None,
-                 batch_size: int | None = None, progress: bool = True) -> NlgRun:  # fmt: skip
+def run_nlg_task(
+    model: ChatModel,
+    task_key: str,
+    data: str | Path,
+    *,
+    limit: int | None = None,
+    options: GenerationOptions = GenerationOptions(),
+    thinking: ThinkingOption = ThinkingOption(),
+    rouge: str = "mean",
+    rouge_seed: int = ROUGE_SEED,
+    outputs: str | Path | None = None,
+    batch_size: int | None = None,
+    progress: bool = True,
+) -> NlgRun:
     """Run one generation task on ``model`` (resuming what its run stored), score it and write the summary.
 
     Args:
@@ -362,22 +426,51 @@ def run_nlg_task(model: ChatModel, task_key: str, data: str | Path, *, limit: in
     rows = load_nlg_rows(task, path)
     all_items = _items(task, rows)
     items = all_items if limit is None else all_items[: max(0, int(limit))]
-    config = {"task": task.key, "template": task.template, "generation": options.record(),
-              "record_format": RECORD_FORMAT}  # fmt: skip
+    config = {
+        "task": task.key,
+        "template": task.template,
+        "generation": options.record(),
+        "record_format": RECORD_FORMAT,
+    }
     identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
     size = batch_size or getattr(model, "concurrency", None) or 8
-    with RunStore.open(model.name, task.benchmark, config, model_identity=identity, data_files=[str(path)],
-                       prompt_templates={task.task_type: task.template}, outputs=outputs) as store:  # fmt: skip
+    with RunStore.open(
+        model.name,
+        task.benchmark,
+        config,
+        model_identity=identity,
+        data_files=[str(path)],
+        prompt_templates={task.task_type: task.template},
+        outputs=outputs,
+    ) as store:
         # a call that fails after the client's retries (an ApiError; in batch mode also a reply not back yet)
         # leaves its items ungenerated, named in the summary, never scored
-        run = run_items(store, items, lambda it: it["id"], _compute(model, options), batch_size=size,
-                        desc=f"{task.key} ({model.name})", progress=progress, fields={"output": str},
-                        tolerate=(ApiError,), describe=lambda exc: scrub(str(exc)))  # fmt: skip
+        run = run_items(
+            store,
+            items,
+            lambda it: it["id"],
+            _compute(model, options),
+            batch_size=size,
+            desc=f"{task.key} ({model.name})",
+            progress=progress,
+            fields={"output": str},
+            tolerate=(ApiError,),
+            describe=lambda exc: scrub(str(exc)),
+        )
         records = run.in_order()
-        summary = score_nlg_records(task, records, len(all_items), options, thinking=thinking, rouge=rouge,
-                                    rouge_seed=rouge_seed)  # fmt: skip
-        summary.update({"limit": limit, "n_computed_this_run": run.computed, "generation": options.record(),
-                        "n_ungenerated": len(run.failed), "ungenerated": run.failed})
+        summary = score_nlg_records(
+            task, records, len(all_items), options, thinking=thinking, rouge=rouge, rouge_seed=rouge_seed
+        )
+        summary.update(
+            {
+                "limit": limit,
+                "n_computed_this_run": run.computed,
+                "generation": options.record(),
+                "n_ungenerated": len(run.failed),
+                "ungenerated": run.failed,
+            }
+        )
         store.write_summary(summary)
-    return NlgRun(task.key, records, summary["scores"], summary, store.root, store.config_id, run.computed,
-                  summary["notes"])  # fmt: skip
+    return NlgRun(
+        task.key, records, summary["scores"], summary, store.root, store.config_id, run.computed, summary["notes"]
+    )

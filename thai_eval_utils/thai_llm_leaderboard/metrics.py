@@ -18,8 +18,18 @@ import numpy as np
 from thai_eval_utils.stats.bootstrap import Interval, loop_bootstrap, mean_interval
 
 #: The metric columns of ``metrics_nlu/nlu_results_tha_{m}.csv`` after ``prompt_lang`` (``:253-268``).
-RUNNER_METRICS = ("accuracy", "micro_prec", "micro_rec", "micro_f1_score", "macro_prec", "macro_rec",
-                  "macro_f1_score", "weighted_prec", "weighted_rec", "weighted_f1_score")
+RUNNER_METRICS = (
+    "accuracy",
+    "micro_prec",
+    "micro_rec",
+    "micro_f1_score",
+    "macro_prec",
+    "macro_rec",
+    "macro_f1_score",
+    "weighted_prec",
+    "weighted_rec",
+    "weighted_f1_score",
+)
 #: The bootstrap of the intervals (the tasks' and the report's: percentile over items, 1000 resamples, seed 0).
 N_RESAMPLES, LEVEL, SEED = 1000, 0.95, 0
 
@@ -33,11 +43,18 @@ def runner_metrics(golds: Sequence[int], preds: Sequence[int]) -> dict[str, floa
         report = classification_report(list(golds), list(preds), output_dict=True)
         micro_f1, micro_prec, micro_rec, _ = precision_recall_fscore_support(list(golds), list(preds), average="micro")
     # "accuracy" is always in the report: with labels=None the micro average is the accuracy.
-    return {"accuracy": float(report["accuracy"]), "micro_prec": float(micro_prec), "micro_rec": float(micro_rec),
-            "micro_f1_score": float(micro_f1), "macro_prec": report["macro avg"]["precision"],
-            "macro_rec": report["macro avg"]["recall"], "macro_f1_score": report["macro avg"]["f1-score"],
-            "weighted_prec": report["weighted avg"]["precision"], "weighted_rec": report["weighted avg"]["recall"],
-            "weighted_f1_score": report["weighted avg"]["f1-score"]}
+    return {
+        "accuracy": float(report["accuracy"]),
+        "micro_prec": float(micro_prec),
+        "micro_rec": float(micro_rec),
+        "micro_f1_score": float(micro_f1),
+        "macro_prec": report["macro avg"]["precision"],
+        "macro_rec": report["macro avg"]["recall"],
+        "macro_f1_score": report["macro avg"]["f1-score"],
+        "weighted_prec": report["weighted avg"]["precision"],
+        "weighted_rec": report["weighted avg"]["recall"],
+        "weighted_f1_score": report["weighted avg"]["f1-score"],
+    }
 
 
 def accuracy_interval(correct: Sequence[int]) -> Interval | None:
@@ -48,8 +65,20 @@ def accuracy_interval(correct: Sequence[int]) -> Interval | None:
         return None
     if np.all(x == x[0]):
         v = float(x[0])
-        return Interval("accuracy", v, v, v, LEVEL, "percentile", N_RESAMPLES, SEED, int(x.size), N_RESAMPLES,
-                        design="bootstrap over items", note="every item has the same value")
+        return Interval(
+            "accuracy",
+            v,
+            v,
+            v,
+            LEVEL,
+            "percentile",
+            N_RESAMPLES,
+            SEED,
+            int(x.size),
+            N_RESAMPLES,
+            design="bootstrap over items",
+            note="every item has the same value",
+        )
     return mean_interval(x, name="accuracy", method="percentile", level=LEVEL, n_resamples=N_RESAMPLES, seed=SEED)
 
 
@@ -72,4 +101,5 @@ def macro_f1_interval(golds: Sequence[int], preds: Sequence[int]) -> Interval | 
 
     def stat(idx: np.ndarray) -> tuple[float, str]:
         return macro_f1(g[idx], p[idx]), ""
+
     return loop_bootstrap("macro_f1_score", int(g.size), stat, level=LEVEL, n_resamples=N_RESAMPLES, seed=SEED)

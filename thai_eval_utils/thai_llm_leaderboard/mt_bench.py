@@ -52,8 +52,17 @@ DEFAULT_JUDGE = "gpt-4o-2024-05-13"
 #: errors are the client's retries here, never a second judgement).
 JUDGE_PARAMS = JudgeParams(max_tokens=2048, temperature=0.0, seed=None, max_calls=1)
 #: FastChat common.py:40-50 ``temperature_config`` (categories in lower case; any other category: 0.7).
-FASTCHAT_TEMPERATURES = {"writing": 0.7, "roleplay": 0.7, "extraction": 0.0, "math": 0.0, "coding": 0.0,
-                         "reasoning": 0.0, "stem": 0.1, "humanities": 0.1, "arena-hard-200": 0.0}
+FASTCHAT_TEMPERATURES = {
+    "writing": 0.7,
+    "roleplay": 0.7,
+    "extraction": 0.0,
+    "math": 0.0,
+    "coding": 0.0,
+    "reasoning": 0.0,
+    "stem": 0.1,
+    "humanities": 0.1,
+    "arena-hard-200": 0.0,
+}
 FASTCHAT_DEFAULT_TEMPERATURE = 0.7
 #: Aggregations of the ratings: the runner's (-1 averaged in) and FastChat's (-1 dropped).
 AGGREGATIONS = ("faithful", "fastchat")
@@ -61,9 +70,15 @@ ANSWERS_BENCHMARK = f"{SUITE_NAME}/mt_bench_thai_answers"
 JUDGE_BENCHMARK = f"{SUITE_NAME}/mt_bench_thai"
 CACHE_NAME = "mt_bench_thai_judgements.jsonl"
 #: The rendered messages judged as they are (the FastChat template chosen and filled before): one rubric for all four.
-PASS_THROUGH = JudgeRubric.declare("thai_llm_leaderboard_mt_bench", "fastchat-single-rendered", system="${system}",
-                                   user="${user}", fields=("system", "user"), parser=MT_BENCH_PARSER,
-                                   params=JUDGE_PARAMS)  # fmt: skip
+PASS_THROUGH = JudgeRubric.declare(
+    "thai_llm_leaderboard_mt_bench",
+    "fastchat-single-rendered",
+    system="${system}",
+    user="${user}",
+    fields=("system", "user"),
+    parser=MT_BENCH_PARSER,
+    params=JUDGE_PARAMS,
+)
 N_RESAMPLES, LEVEL, BOOT_SEED = 1000, 0.95, 0
 #: Fields of an item stored with its judgement (never in the shared cache: they are the item's, not the judge's).
 _ITEM_FIELDS = ("question_id", "turn", "category", "template")
@@ -84,7 +99,7 @@ def open_judge(judge_model: str | None = None, *, base_url: str | None = None) -
     if judge_model is None:
         return load_model("embedded")
     if judge_model.startswith("local:"):
-        return load_model(judge_model[len("local:"):])
+        return load_model(judge_model[len("local:") :])
     options: dict[str, str] = {}
     if base_url:
         options["base_url"] = base_url
@@ -114,7 +129,9 @@ def load_questions(path: str | Path) -> list[Question]:
     for i, row in enumerate(rows):
         qid = row["question_id"]
         if isinstance(qid, bool):
-            raise ThaiEvalDataError(f"question_id must be an integer, got {qid!r}", path=path, row=i, field="question_id")
+            raise ThaiEvalDataError(
+                f"question_id must be an integer, got {qid!r}", path=path, row=i, field="question_id"
+            )
         if qid in seen:
             raise ThaiEvalDataError(f"question_id {qid} also on row {seen[qid]}", path=path, row=i, field="question_id")
         seen[qid] = i
@@ -126,17 +143,23 @@ def load_questions(path: str | Path) -> list[Question]:
         ref = row.get("reference")
         if ref is not None:
             if not isinstance(ref, list) or len(ref) != 2:
-                raise ThaiEvalDataError("reference must be null or a list of 2 texts (the runner reads reference[1] "
-                                        "for turn 2)", path=path, row=i, field="reference")  # fmt: skip
+                raise ThaiEvalDataError(
+                    "reference must be null or a list of 2 texts (the runner reads reference[1] for turn 2)",
+                    path=path,
+                    row=i,
+                    field="reference",
+                )
             for t in ref:
                 require_text(t, path=path, row=i, field="reference", allow_empty=True)
         require_text(row["category"], path=path, row=i, field="category")
         kwargs = row.get("generation_kwargs") or {}
         if not isinstance(kwargs, dict):
-            raise ThaiEvalDataError(f"generation_kwargs must be an object, got {kwargs!r:.40}", path=path, row=i,
-                                    field="generation_kwargs")  # fmt: skip
-        out.append(Question(qid, (turns[0], turns[1]), None if ref is None else (ref[0], ref[1]), row["category"],
-                            kwargs))  # fmt: skip
+            raise ThaiEvalDataError(
+                f"generation_kwargs must be an object, got {kwargs!r:.40}", path=path, row=i, field="generation_kwargs"
+            )
+        out.append(
+            Question(qid, (turns[0], turns[1]), None if ref is None else (ref[0], ref[1]), row["category"], kwargs)
+        )
     return out
 
 
@@ -163,8 +186,11 @@ def _conversation(q: Question, turn: int, first: str | None) -> list[dict[str, s
     """main_llm_judge_batch.py:70-83 ``_get_conversations``."""
     if turn == 1:
         return [{"role": "user", "content": q.turns[0]}]
-    return [{"role": "user", "content": q.turns[0]}, {"role": "assistant", "content": first or ""},
-            {"role": "user", "content": q.turns[1]}]  # fmt: skip
+    return [
+        {"role": "user", "content": q.turns[0]},
+        {"role": "assistant", "content": first or ""},
+        {"role": "user", "content": q.turns[1]},
+    ]
 
 
 def _answer_call(model: ChatModel, options: GenerationOptions, temperatures: str):
@@ -177,9 +203,17 @@ def _answer_call(model: ChatModel, options: GenerationOptions, temperatures: str
             opts = replace(options, greedy=temp == 0.0, temperature=temp if temp > 0 else options.temperature)
             for i, reply in zip(idx, generate_replies(model, [chunk[i]["messages"] for i in idx], opts), strict=True):
                 replies[i] = reply
-        return [{"id": it["key"], "question_id": it["question"].question_id, "turn": it["turn"], "output": text,
-                 "temperature": temperature_of(it["question"], temperatures, options), "truncated": cut}
-                for it, (text, cut) in zip(chunk, replies, strict=True)]  # fmt: skip
+        return [
+            {
+                "id": it["key"],
+                "question_id": it["question"].question_id,
+                "turn": it["turn"],
+                "output": text,
+                "temperature": temperature_of(it["question"], temperatures, options),
+                "truncated": cut,
+            }
+            for it, (text, cut) in zip(chunk, replies, strict=True)
+        ]
 
     return call
 
@@ -201,40 +235,95 @@ class Answers:
         return None if rec is None else split_reply(rec["output"], self.thinking).scored
 
 
-def generate_answers(model: ChatModel, questions: Sequence[Question], *, options: GenerationOptions = GenerationOptions(),
-                     temperatures: str = "runner", thinking: ThinkingOption = ThinkingOption(),
-                     outputs: str | Path | None = None, data_files: Sequence[str | Path] = (),
-                     batch_size: int | None = None, progress: bool = True) -> Answers:  # fmt: skip
+def generate_answers(
+    model: ChatModel,
+    questions: Sequence[Question],
+    *,
+    options: GenerationOptions = GenerationOptions(),
+    temperatures: str = "runner",
+    thinking: ThinkingOption = ThinkingOption(),
+    outputs: str | Path | None = None,
+    data_files: Sequence[str | Path] = (),
+    batch_size: int | None = None,
+    progress: bool = True,
+) -> Answers:
     """Both rounds of answers, resumable (``RunStore`` + ``run_items``; round 2 after round 1, from the stored first
     answers after the thinking rule)."""
-    config = {"generation": options.record(), "temperatures": temperatures, "thinking": thinking.record(),
-              "questions_sha256": sha256_text(canonical_json([q.question_id for q in questions]))}  # fmt: skip
+    config = {
+        "generation": options.record(),
+        "temperatures": temperatures,
+        "thinking": thinking.record(),
+        "questions_sha256": sha256_text(canonical_json([q.question_id for q in questions])),
+    }
     identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
     size = batch_size or getattr(model, "concurrency", None) or 8
     call = _answer_call(model, options, temperatures)
-    with RunStore.open(model.name, ANSWERS_BENCHMARK, config, model_identity=identity,
-                       data_files=[str(p) for p in data_files], outputs=outputs) as store:  # fmt: skip
-        first = [{"key": _answer_key(q.question_id, 1), "question": q, "turn": 1, "messages": _conversation(q, 1, None)}
-                 for q in questions]  # fmt: skip
-        run_items(store, first, lambda it: it["key"], call, batch_size=size, desc=f"MT-Bench Thai round 1 ({model.name})",
-                  progress=progress, fields={"output": str}, tolerate=(ApiError,),
-                  describe=lambda exc: scrub(str(exc)))  # fmt: skip
+    with RunStore.open(
+        model.name,
+        ANSWERS_BENCHMARK,
+        config,
+        model_identity=identity,
+        data_files=[str(p) for p in data_files],
+        outputs=outputs,
+    ) as store:
+        first = [
+            {"key": _answer_key(q.question_id, 1), "question": q, "turn": 1, "messages": _conversation(q, 1, None)}
+            for q in questions
+        ]
+        run_items(
+            store,
+            first,
+            lambda it: it["key"],
+            call,
+            batch_size=size,
+            desc=f"MT-Bench Thai round 1 ({model.name})",
+            progress=progress,
+            fields={"output": str},
+            tolerate=(ApiError,),
+            describe=lambda exc: scrub(str(exc)),
+        )
         done = store.completed()
-        second = [{"key": _answer_key(q.question_id, 2), "question": q, "turn": 2,
-                   "messages": _conversation(q, 2, split_reply(done[_answer_key(q.question_id, 1)]["output"], thinking).scored)}
-                  for q in questions if _answer_key(q.question_id, 1) in done]  # fmt: skip
-        run_items(store, second, lambda it: it["key"], call, batch_size=size, desc=f"MT-Bench Thai round 2 ({model.name})",
-                  progress=progress, fields={"output": str}, tolerate=(ApiError,),
-                  describe=lambda exc: scrub(str(exc)))  # fmt: skip
+        second = [
+            {
+                "key": _answer_key(q.question_id, 2),
+                "question": q,
+                "turn": 2,
+                "messages": _conversation(
+                    q, 2, split_reply(done[_answer_key(q.question_id, 1)]["output"], thinking).scored
+                ),
+            }
+            for q in questions
+            if _answer_key(q.question_id, 1) in done
+        ]
+        run_items(
+            store,
+            second,
+            lambda it: it["key"],
+            call,
+            batch_size=size,
+            desc=f"MT-Bench Thai round 2 ({model.name})",
+            progress=progress,
+            fields={"output": str},
+            tolerate=(ApiError,),
+            describe=lambda exc: scrub(str(exc)),
+        )
         done = store.completed()
         records = {(r["question_id"], r["turn"]): r for r in done.values()}
-        store.write_summary({"n_questions": len(questions), "n_answers": len(records),
-                             "generation": options.record(), "temperatures": temperatures})  # fmt: skip
+        store.write_summary(
+            {
+                "n_questions": len(questions),
+                "n_answers": len(records),
+                "generation": options.record(),
+                "temperatures": temperatures,
+            }
+        )
     return Answers(list(questions), records, store.config_id, identity, thinking)
 
 
 # ------------------------------------------------------------------------------------------------ judging
-def judge_messages(q: Question, turn: int, answer_1: str, answer_2: str | None = None) -> tuple[str, list[dict[str, str]]]:
+def judge_messages(
+    q: Question, turn: int, answer_1: str, answer_2: str | None = None
+) -> tuple[str, list[dict[str, str]]]:
     """The FastChat template the runner picks (by the row's reference, not its category) and its two messages
     (main_llm_judge_batch.py:153-190)."""
     name = template_name(math=q.reference is not None, multi_turn=turn == 2)
@@ -263,8 +352,17 @@ def _judge_items(answers: Answers) -> tuple[list[dict[str, Any]], dict[int, str]
                 name, messages = judge_messages(q, turn, a1, a2)
             system = messages[0]["content"] if messages else ""
             user = messages[1]["content"] if messages else ""
-            items.append({"id": _answer_key(q.question_id, turn), "question_id": q.question_id, "turn": turn,
-                          "category": q.category, "template": name, "system": system, "user": user})  # fmt: skip
+            items.append(
+                {
+                    "id": _answer_key(q.question_id, turn),
+                    "question_id": q.question_id,
+                    "turn": turn,
+                    "category": q.category,
+                    "template": name,
+                    "system": system,
+                    "user": user,
+                }
+            )
     return items, skip
 
 
@@ -275,8 +373,9 @@ def rating_of(record: Mapping[str, Any] | None) -> float | None:
     return float(record["score"])
 
 
-def category_ratings(items: Sequence[Mapping[str, Any]], ratings: Sequence[float | None], aggregation: str
-                     ) -> dict[str, list[float]]:  # fmt: skip
+def category_ratings(
+    items: Sequence[Mapping[str, Any]], ratings: Sequence[float | None], aggregation: str
+) -> dict[str, list[float]]:
     """Per category (first-seen order, as the runner's dict fills), the ratings that count: both turns pooled; -1
     kept (``"faithful"``) or dropped (``"fastchat"``); unjudged (None) never."""
     if aggregation not in AGGREGATIONS:
@@ -315,15 +414,25 @@ def _category_scores(per_category: Mapping[str, Sequence[float]], signature: str
         score = Score.mean(f"mt_bench_thai/{cat}", values, signature)
         iv = None
         if len(values) >= 2 and len(set(values)) > 1:
-            iv = mean_interval(list(values), name=cat, method="percentile", level=LEVEL, n_resamples=N_RESAMPLES,
-                               seed=BOOT_SEED).to_dict()  # fmt: skip
+            iv = mean_interval(
+                list(values), name=cat, method="percentile", level=LEVEL, n_resamples=N_RESAMPLES, seed=BOOT_SEED
+            ).to_dict()
         out[cat] = {**score.to_dict(), "value": None if not values else score.value, "interval": iv}
     return out
 
 
-def judge_answers(answers: Answers, judge_model: ChatModel, *, model_name: str, params: JudgeParams = JUDGE_PARAMS,
-                  aggregation: str = "faithful", repeats: int = 1, outputs: str | Path | None = None,
-                  batch_size: int | None = None, progress: bool = True) -> MtBenchRun:  # fmt: skip
+def judge_answers(
+    answers: Answers,
+    judge_model: ChatModel,
+    *,
+    model_name: str,
+    params: JudgeParams = JUDGE_PARAMS,
+    aggregation: str = "faithful",
+    repeats: int = 1,
+    outputs: str | Path | None = None,
+    batch_size: int | None = None,
+    progress: bool = True,
+) -> MtBenchRun:
     """Judge every (question, turn) through ``judging.judge_items`` (store, shared cache, resume, repeats) and
     aggregate per category (``aggregation``: the headline; the other is in the summary beside it).
     ``batch_size``: judgements per ``chat`` call of an in-process judge (``judging.Judge``; a failed call leaves all
@@ -337,19 +446,42 @@ def judge_answers(answers: Answers, judge_model: ChatModel, *, model_name: str, 
     items, skip = _judge_items(answers)
     judge = Judge(PASS_THROUGH, judge_model, params=params, batch_size=batch_size)
     templates = {name: r.text for name, r in MT_BENCH_RUBRICS.items()}
-    config = {"judge_model": judge.label, "judge_params": params.to_dict(), "answers_run": answers.config_id,
-              "repeats": repeats, "rubric": PASS_THROUGH.sha256}  # fmt: skip
-    with RunStore.open(model_name, JUDGE_BENCHMARK, config, model_identity=answers.model_identity,
-                       prompt_templates=templates, outputs=outputs) as store:  # fmt: skip
+    config = {
+        "judge_model": judge.label,
+        "judge_params": params.to_dict(),
+        "answers_run": answers.config_id,
+        "repeats": repeats,
+        "rubric": PASS_THROUGH.sha256,
+    }
+    with RunStore.open(
+        model_name,
+        JUDGE_BENCHMARK,
+        config,
+        model_identity=answers.model_identity,
+        prompt_templates=templates,
+        outputs=outputs,
+    ) as store:
         cache = JudgementCache(store.shared_file(CACHE_NAME), statuses=MT_BENCH_PARSER.final_statuses)
         ids = [it["id"] for it in items]
         base = default_record(ids, judge, _ROW_FIELDS)
 
-        def record(j: Any, judgement: Mapping[str, Any]) -> dict[str, Any]:  # the item's category, turn and template too
+        def record(
+            j: Any, judgement: Mapping[str, Any]
+        ) -> dict[str, Any]:  # the item's category, turn and template too
             return {**base(j, judgement), **{k: items[j.row][k] for k in _ITEM_FIELDS}}
 
-        outcome = judge_items(judge, items, store, cache, ids=ids, repeats=repeats, skip=skip, record=record,
-                              row_fields=_ROW_FIELDS, progress=progress)  # fmt: skip
+        outcome = judge_items(
+            judge,
+            items,
+            store,
+            cache,
+            ids=ids,
+            repeats=repeats,
+            skip=skip,
+            record=record,
+            row_fields=_ROW_FIELDS,
+            progress=progress,
+        )
         records = []
         ratings: list[float | None] = []
         for i, it in enumerate(items):
@@ -357,8 +489,13 @@ def judge_answers(answers: Answers, judge_model: ChatModel, *, model_name: str, 
             values = [v for v in (rating_of(r) for r in reps) if v is not None]
             rating = sum(values) / len(values) if values else None
             ratings.append(rating)
-            records.append({**{k: it[k] for k in ("id", "question_id", "turn", "category", "template")},
-                            "rating": rating, "judgements": reps})  # fmt: skip
+            records.append(
+                {
+                    **{k: it[k] for k in ("id", "question_id", "turn", "category", "template")},
+                    "rating": rating,
+                    "judgements": reps,
+                }
+            )
         summary = _summary(answers, judge, items, ratings, aggregation, repeats, outcome.usage)
         if outcome.fatal is not None:
             summary["fatal_error"] = str(outcome.fatal)
@@ -368,13 +505,21 @@ def judge_answers(answers: Answers, judge_model: ChatModel, *, model_name: str, 
     return MtBenchRun(records, summary, store.root, store.config_id)
 
 
-def _summary(answers: Answers, judge: Judge, items: list[dict[str, Any]], ratings: list[float | None],
-             aggregation: str, repeats: int, usage: Mapping[str, int]) -> dict[str, Any]:  # fmt: skip
+def _summary(
+    answers: Answers,
+    judge: Judge,
+    items: list[dict[str, Any]],
+    ratings: list[float | None],
+    aggregation: str,
+    repeats: int,
+    usage: Mapping[str, int],
+) -> dict[str, Any]:
     hashes = ",".join(f"{n}@{r.sha256[:8]}" for n, r in MT_BENCH_RUBRICS.items())
     p = judge.settings
-    base = (f"judge:{judge.label}|templates:{hashes}|temp:{p.temperature}|max_tokens:{p.max_tokens}"
-            f"|answers:{answers.config_id}|{answers.thinking.signature()}"
-            + (f"|repeats:{repeats}" if repeats != 1 else ""))  # fmt: skip
+    base = (
+        f"judge:{judge.label}|templates:{hashes}|temp:{p.temperature}|max_tokens:{p.max_tokens}"
+        f"|answers:{answers.config_id}|{answers.thinking.signature()}" + (f"|repeats:{repeats}" if repeats != 1 else "")
+    )
     both = {a: category_ratings(items, ratings, a) for a in AGGREGATIONS}
     scores = {a: _category_scores(both[a], f"{base}|agg:{a}") for a in AGGREGATIONS}
     means = {a: avg_rating(both[a]) for a in AGGREGATIONS}
@@ -391,6 +536,10 @@ def _summary(answers: Answers, judge: Judge, items: list[dict[str, Any]], rating
         "templates_used": {n: sum(1 for it in items if it["template"] == n) for n in MT_BENCH_RUBRICS},
         "judge_usage": dict(usage),
         "signature": f"{base}|agg:{aggregation}",
-        "note": ("overall = unweighted mean of the category means (the runner computes none; the Space's reading "
-                 "is unverified)") if defined else "no rating counts",
+        "note": (
+            "overall = unweighted mean of the category means (the runner computes none; the Space's reading "
+            "is unverified)"
+        )
+        if defined
+        else "no rating counts",
     }

@@ -101,8 +101,9 @@ class NewmmTokenizer:
 def _texts(hypotheses: Sequence[str | None], references: Sequence[str | None]) -> tuple[list[str], list[str]]:
     """metrics_utils.py:14-20: non-empty, equal lengths, None -> ""."""
     if not hypotheses or not references or len(hypotheses) != len(references):
-        raise ValueError(f"need equal, non-zero numbers of hypotheses and references (got {len(hypotheses)}, "
-                         f"{len(references)})")
+        raise ValueError(
+            f"need equal, non-zero numbers of hypotheses and references (got {len(hypotheses)}, {len(references)})"
+        )
     return ["" if h is None else h for h in hypotheses], ["" if r is None else r for r in references]
 
 
@@ -111,7 +112,7 @@ def _ngrams(tokens: Sequence[str], max_order: int) -> Counter[tuple[str, ...]]:
     counts: Counter[tuple[str, ...]] = Counter()
     for n in range(1, max_order + 1):
         for i in range(len(tokens) - n + 1):
-            counts[tuple(tokens[i: i + n])] += 1
+            counts[tuple(tokens[i : i + n])] += 1
     return counts
 
 
@@ -141,7 +142,7 @@ class RunnerBleu:
         reference token) the runner catches ZeroDivisionError and reports 0 (metrics_utils.py:26-30)."""
         k = self.max_order
         c, r = int(totals[0]), int(totals[1])
-        matches, possible = totals[2: 2 + k], totals[2 + k: 2 + 2 * k]
+        matches, possible = totals[2 : 2 + k], totals[2 + k : 2 + 2 * k]
         precisions = [float(m) / p if p > 0 else 0.0 for m, p in zip(matches, possible)]
         geo_mean = math.exp(sum((1.0 / k) * math.log(p) for p in precisions)) if min(precisions) > 0 else 0.0
         if r == 0 or c == 0:
@@ -197,8 +198,10 @@ def flores200_status() -> str | None:
         return "SacreBLEU not computed: the sentencepiece package is not installed (sacrebleu's flores200 tokenizer needs it)"
     path = flores200_model_path()
     if not path.is_file():
-        return (f"SacreBLEU not computed: sacrebleu's FLORES-200 SentencePiece model is not at {path} "
-                "(sacrebleu downloads it on first use; thai-eval never downloads at run time)")
+        return (
+            f"SacreBLEU not computed: sacrebleu's FLORES-200 SentencePiece model is not at {path} "
+            "(sacrebleu downloads it on first use; thai-eval never downloads at run time)"
+        )
     return None
 
 
@@ -249,8 +252,9 @@ class RunnerRng:
         return f"numpy-reseeded:{self.seed}"
 
 
-def rouge_bootstrap_median(hypotheses: Sequence[str], references: Sequence[str], rng: RunnerRng = RunnerRng()
-                           ) -> dict[str, float]:  # fmt: skip
+def rouge_bootstrap_median(
+    hypotheses: Sequence[str], references: Sequence[str], rng: RunnerRng = RunnerRng()
+) -> dict[str, float]:
     """The runner's ROUGE values (x100, runner keys): per rouge type, in order, the median F1 of 1000 bootstrap
     means, numpy reseeded with ``rng.seed`` first as ``evaluate`` reseeds it around every call."""
     return {ROUGE_KEYS[t]: v for t, v in _medians(rouge_rows(hypotheses, references), rng.seed).items()}
@@ -267,19 +271,24 @@ def _interval_dict(iv: Interval | None) -> dict | None:
     return iv.to_dict() if iv is not None else None
 
 
-def _corpus_score(key: str, metric: RunnerBleu | SacrebleuStats, hyps: list[str], refs: list[str],
-                  signature: str) -> dict:
+def _corpus_score(
+    key: str, metric: RunnerBleu | SacrebleuStats, hyps: list[str], refs: list[str], signature: str
+) -> dict:
     value = float(metric(hyps, refs))
-    iv = corpus_interval(hyps, refs, metric, name=key, level=LEVEL, n_resamples=N_RESAMPLES,
-                         seed=BOOT_SEED) if len(hyps) >= 2 else None  # fmt: skip
+    iv = (
+        corpus_interval(hyps, refs, metric, name=key, level=LEVEL, n_resamples=N_RESAMPLES, seed=BOOT_SEED)
+        if len(hyps) >= 2
+        else None
+    )
     return {**Score(key, value, len(hyps), None, signature).to_dict(), "interval": _interval_dict(iv)}
 
 
 def _item_interval(values: np.ndarray, key: str) -> Interval | None:
     if values.size < 2 or np.all(values == values[0]):
         return None
-    return mean_interval(values.tolist(), name=key, method="percentile", level=LEVEL, n_resamples=N_RESAMPLES,
-                         seed=BOOT_SEED)  # fmt: skip
+    return mean_interval(
+        values.tolist(), name=key, method="percentile", level=LEVEL, n_resamples=N_RESAMPLES, seed=BOOT_SEED
+    )
 
 
 def nlg_signatures(run_part: str) -> dict[str, str]:
@@ -295,8 +304,14 @@ def nlg_signatures(run_part: str) -> dict[str, str]:
     }
 
 
-def nlg_scores(hypotheses: Sequence[str], references: Sequence[str], *, run_part: str = "",
-               rouge: str = "mean", rouge_seed: int = ROUGE_SEED) -> tuple[dict[str, dict], list[str]]:
+def nlg_scores(
+    hypotheses: Sequence[str],
+    references: Sequence[str],
+    *,
+    run_part: str = "",
+    rouge: str = "mean",
+    rouge_seed: int = ROUGE_SEED,
+) -> tuple[dict[str, dict], list[str]]:
     """Every runner metric of a task's outputs: ``{key: Score dict + "interval"}`` and notes (e.g. why
     ``SacreBLEU`` is absent).
 
@@ -333,5 +348,8 @@ def nlg_scores(hypotheses: Sequence[str], references: Sequence[str], *, run_part
         value = medians[t] if medians is not None else float(f1.mean())
         sig = sigs["ROUGE"].replace("|f1|", f"|{t}|f1|agg:{agg}|")
         stderr = float(f1.std(ddof=1) / math.sqrt(f1.size)) if f1.size > 1 else None
-        out[key] = {**Score(key, value, f1.size, stderr, sig).to_dict(), "interval": _interval_dict(_item_interval(f1, key))}
+        out[key] = {
+            **Score(key, value, f1.size, stderr, sig).to_dict(),
+            "interval": _interval_dict(_item_interval(f1, key)),
+        }
     return out, notes

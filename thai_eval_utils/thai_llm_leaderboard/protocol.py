@@ -44,8 +44,16 @@ GENERATION_RESERVE = 512
 #: ``min(_get_and_verify_max_len(config), 8192)`` (``evaluation/model_utils.py:351``).
 MAX_LENGTH_CAP = 8192
 #: The config keys the runner reads, smallest wins (``evaluation/model_utils.py:144-159``, copied from vLLM).
-LENGTH_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
-               "max_sequence_length", "max_seq_length", "seq_len")
+LENGTH_KEYS = (
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+)
 #: No key found: the runner assumes 2048 (``evaluation/model_utils.py:185``).
 DEFAULT_LENGTH = 2048
 #: Rope types whose factor does not scale the length (``evaluation/model_utils.py:204``).
@@ -82,8 +90,12 @@ class NLUProtocol:
 
     def to_dict(self) -> dict[str, Any]:
         """The options as the run card records them (part of the run's config id)."""
-        return {**asdict(self), "ties": "first", "generation_reserve": GENERATION_RESERVE,
-                "max_length_cap": MAX_LENGTH_CAP}
+        return {
+            **asdict(self),
+            "ties": "first",
+            "generation_reserve": GENERATION_RESERVE,
+            "max_length_cap": MAX_LENGTH_CAP,
+        }
 
     def signature(self) -> str:
         """The options in a score's signature, e.g. ``sum:fp32|trunc:runner@-512|ties:first|sums:labels``."""
@@ -102,8 +114,9 @@ class NLUProtocol:
     @classmethod
     def from_options(cls, options: Mapping[str, Any] | None) -> NLUProtocol:
         """A protocol from a mapping (a notebook's parameters); unknown keys are ignored, None keeps the default."""
-        opts = {k: v for k, v in (options or {}).items()
-                if k in ("sum_precision", "truncation", "sums") and v is not None}
+        opts = {
+            k: v for k, v in (options or {}).items() if k in ("sum_precision", "truncation", "sums") and v is not None
+        }
         return cls(**opts)
 
 

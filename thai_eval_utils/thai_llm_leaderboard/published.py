@@ -34,7 +34,16 @@ def published_accuracy_rows() -> pd.DataFrame:
                 n = int(entry["n"])
                 k = int(round(entry["accuracy"] * n))
                 iv = accuracy_interval(np.r_[np.ones(k), np.zeros(n - k)])
-                rows.append({"model": model, "task": task, "value": 100 * entry["accuracy"], "n": n, "correct": k,
-                             "ci_low": None if iv is None else 100 * iv.low,
-                             "ci_high": None if iv is None else 100 * iv.high, "source": "published"})
+                rows.append(
+                    {
+                        "model": model,
+                        "task": task,
+                        "value": 100 * entry["accuracy"],
+                        "n": n,
+                        "correct": k,
+                        "ci_low": None if iv is None else 100 * iv.low,
+                        "ci_high": None if iv is None else 100 * iv.high,
+                        "source": "published",
+                    }
+                )
     return pd.DataFrame(rows)

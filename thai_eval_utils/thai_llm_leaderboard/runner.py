@@ -57,10 +57,20 @@ class NLURun:
 
     def table(self) -> pd.DataFrame:
         """One row per scored metric: value, n, the interval, the signature."""
-        return pd.DataFrame([{"task": self.task, "metric": m, "value": s["value"], "n": s["n"],
-                              "ci_low": (s.get("interval") or {}).get("low"),
-                              "ci_high": (s.get("interval") or {}).get("high"), "signature": s["signature"]}
-                             for m, s in self.summary["scores"].items()])
+        return pd.DataFrame(
+            [
+                {
+                    "task": self.task,
+                    "metric": m,
+                    "value": s["value"],
+                    "n": s["n"],
+                    "ci_low": (s.get("interval") or {}).get("low"),
+                    "ci_high": (s.get("interval") or {}).get("high"),
+                    "signature": s["signature"],
+                }
+                for m, s in self.summary["scores"].items()
+            ]
+        )
 
     def __str__(self) -> str:
         s = self.summary
@@ -73,18 +83,29 @@ def signature(task: NLUTask, protocol: NLUProtocol, data: TaskData, model: Any, 
     limit = f"|limit:{n}/{len(data.items)}" if n < len(data.items) else ""
     model_id = getattr(model, "name", "model")
     versions = package_versions(("torch", "transformers"))
-    return (f"{task.key}:{task.variant}|{task.label_note()}|{protocol.signature()}|data:{data.source['sha256'][:8]}"
-            f"|tmpl:{sha256_text(template(task.task_type))[:8]}|model:{model_id}|thai-eval {__version__}"
-            f"|transformers {versions.get('transformers')}{limit}")
+    return (
+        f"{task.key}:{task.variant}|{task.label_note()}|{protocol.signature()}|data:{data.source['sha256'][:8]}"
+        f"|tmpl:{sha256_text(template(task.task_type))[:8]}|model:{model_id}|thai-eval {__version__}"
+        f"|transformers {versions.get('transformers')}{limit}"
+    )
 
 
 def _batch_size(model: Any, batch_size: int | None) -> int:
     return int(batch_size or getattr(model, "concurrency", None) or DEFAULT_BATCH)
 
 
-def score_task(model: Any, task: NLUTask | str, data: TaskData | None = None, *, data_dir: str | Path | None = None,
-               protocol: NLUProtocol = LEADERBOARD, limit: int | None = None, batch_size: int | None = None,
-               progress: bool = False, from_hub: bool = False) -> list[dict[str, Any]]:
+def score_task(
+    model: Any,
+    task: NLUTask | str,
+    data: TaskData | None = None,
+    *,
+    data_dir: str | Path | None = None,
+    protocol: NLUProtocol = LEADERBOARD,
+    limit: int | None = None,
+    batch_size: int | None = None,
+    progress: bool = False,
+    from_hub: bool = False,
+) -> list[dict[str, Any]]:
     """Score a task's items on ``model`` without storing anything: one record per scored item (:func:`.scoring.
     score_batch`: ``lls``, ``pred``, ``gold``, ``correct``, ...), in item order. ``data``: the loaded task data,
     else read from ``data_dir`` (or the Hub cache, ``from_hub``); ``limit``: the first N scored items;
@@ -98,12 +119,18 @@ def score_task(model: Any, task: NLUTask | str, data: TaskData | None = None, *,
     size = max(1, int(batch_size or len(items) or 1))
     out = []
     for start in range(0, len(items), size):
-        out += score_batch(model, items[start: start + size], protocol, limit=trunc, progress=progress)
+        out += score_batch(model, items[start : start + size], protocol, limit=trunc, progress=progress)
     return out
 
 
-def summarize(task: NLUTask, records: Sequence[dict[str, Any]], data: TaskData, protocol: NLUProtocol, model: Any,
-              limit: int | None) -> dict[str, Any]:
+def summarize(
+    task: NLUTask,
+    records: Sequence[dict[str, Any]],
+    data: TaskData,
+    protocol: NLUProtocol,
+    model: Any,
+    limit: int | None,
+) -> dict[str, Any]:
     """The run's summary: ``scores`` (accuracy and macro F1 with n, interval and signature), ``runner_metrics``
     (the runner's ten columns), counts of items, excluded and truncated rows."""
     golds, preds = [int(r["gold"]) for r in records], [int(r["pred"]) for r in records]
@@ -112,21 +139,46 @@ def summarize(task: NLUTask, records: Sequence[dict[str, Any]], data: TaskData, 
     acc = Score.mean(f"{SUITE}/{task.key}/accuracy", [int(r["correct"]) for r in records], sig)
     acc_iv = accuracy_interval([int(r["correct"]) for r in records])
     f1_iv = macro_f1_interval(golds, preds)
-    f1 = Score(f"{SUITE}/{task.key}/macro_f1_score", metrics.get("macro_f1_score", float("nan")), len(records), None,
-               sig)
+    f1 = Score(
+        f"{SUITE}/{task.key}/macro_f1_score", metrics.get("macro_f1_score", float("nan")), len(records), None, sig
+    )
     truncated = [str(r["key"]) for r in records if r.get("truncated")]
-    return {"task": task.key, "variant": task.variant, "folder": task.folder, "n": len(records),
-            "n_docs": len(data.items), "limit": limit, "n_rows": data.n_rows, "n_excluded": len(data.excluded),
-            "excluded": data.excluded, "n_truncated": len(truncated), "truncated": truncated,
-            "source": data.source, "protocol": protocol.to_dict(), "runner_metrics": metrics,
-            "scores": {"accuracy": {**acc.to_dict(), "interval": acc_iv.to_dict() if acc_iv else None},
-                       "macro_f1_score": {**f1.to_dict(), "interval": f1_iv.to_dict() if f1_iv else None}}}
+    return {
+        "task": task.key,
+        "variant": task.variant,
+        "folder": task.folder,
+        "n": len(records),
+        "n_docs": len(data.items),
+        "limit": limit,
+        "n_rows": data.n_rows,
+        "n_excluded": len(data.excluded),
+        "excluded": data.excluded,
+        "n_truncated": len(truncated),
+        "truncated": truncated,
+        "source": data.source,
+        "protocol": protocol.to_dict(),
+        "runner_metrics": metrics,
+        "scores": {
+            "accuracy": {**acc.to_dict(), "interval": acc_iv.to_dict() if acc_iv else None},
+            "macro_f1_score": {**f1.to_dict(), "interval": f1_iv.to_dict() if f1_iv else None},
+        },
+    }
 
 
-def run_nlu_task(model: Any, task: NLUTask | str, *, data_dir: str | Path | None = None, data: TaskData | None = None,
-                 protocol: NLUProtocol = LEADERBOARD, limit: int | None = None, outputs: str | Path | None = None,
-                 batch_size: int | None = None, progress: bool = True, from_hub: bool = False,
-                 revision: str | None = None) -> NLURun:
+def run_nlu_task(
+    model: Any,
+    task: NLUTask | str,
+    *,
+    data_dir: str | Path | None = None,
+    data: TaskData | None = None,
+    protocol: NLUProtocol = LEADERBOARD,
+    limit: int | None = None,
+    outputs: str | Path | None = None,
+    batch_size: int | None = None,
+    progress: bool = True,
+    from_hub: bool = False,
+    revision: str | None = None,
+) -> NLURun:
     """Run one log-likelihood task on ``model``, resuming whatever its run already stored, and write the summary.
 
     Args:
@@ -149,18 +201,36 @@ def run_nlu_task(model: Any, task: NLUTask | str, *, data_dir: str | Path | None
     items = data.items if limit is None else data.items[: max(0, int(limit))]
     protocol = protocol.for_model(model)  # sums="labels" needs token-id scoring and float32 totals
     trunc = check_engine(model, protocol)
-    config = {"task": task.key, "variant": task.variant, "labels": task.label_note(), "protocol": protocol.to_dict(),
-              "truncation_length": trunc, "source": {k: data.source[k] for k in ("repo", "file", "split", "revision")},
-              "record_format": RECORD_FORMAT}
+    config = {
+        "task": task.key,
+        "variant": task.variant,
+        "labels": task.label_note(),
+        "protocol": protocol.to_dict(),
+        "truncation_length": trunc,
+        "source": {k: data.source[k] for k in ("repo", "file", "split", "revision")},
+        "record_format": RECORD_FORMAT,
+    }
     prepare_loglikelihood(model)  # a served model's order probe: before the run card records its identity
     identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
-    with RunStore.open(model.name, f"{SUITE}/{task.key}", config, model_identity=identity,
-                       data_files=[str(data.path)], prompt_templates={"prompt": template(task.task_type)},
-                       outputs=outputs) as store:
-        run = run_items(store, items, lambda it: it["key"],
-                        lambda chunk: score_batch(model, chunk, protocol, limit=trunc),
-                        batch_size=_batch_size(model, batch_size), desc=f"{task.key} ({model.name})",
-                        progress=progress, fields={"lls": list, "pred": int, "gold": int})
+    with RunStore.open(
+        model.name,
+        f"{SUITE}/{task.key}",
+        config,
+        model_identity=identity,
+        data_files=[str(data.path)],
+        prompt_templates={"prompt": template(task.task_type)},
+        outputs=outputs,
+    ) as store:
+        run = run_items(
+            store,
+            items,
+            lambda it: it["key"],
+            lambda chunk: score_batch(model, chunk, protocol, limit=trunc),
+            batch_size=_batch_size(model, batch_size),
+            desc=f"{task.key} ({model.name})",
+            progress=progress,
+            fields={"lls": list, "pred": int, "gold": int},
+        )
         records = run.in_order()
         summary = {**summarize(task, records, data, protocol, model, limit), "n_computed_this_run": run.computed}
         store.write_summary(summary)

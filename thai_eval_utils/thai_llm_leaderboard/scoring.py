@@ -77,8 +77,9 @@ class SequencePlan:
     cut: list[bool]
 
 
-def sequence_requests(tokenizer: Any | None, texts: Sequence[str], limit: int | None, *,
-                      add_bos_token: bool = False) -> SequencePlan:
+def sequence_requests(
+    tokenizer: Any | None, texts: Sequence[str], limit: int | None, *, add_bos_token: bool = False
+) -> SequencePlan:
     """One request per sequence, checked against the runner's tokens with the engine's own ``encode_pairs``: kept
     only when it encodes to exactly those tokens with the first as the only context token (else None).
 
@@ -96,8 +97,10 @@ def sequence_requests(tokenizer: Any | None, texts: Sequence[str], limit: int | 
             text = tokenizer.decode(ids[first:])
         candidates.append(_candidate(tokenizer, ids, text))
     encoded = encode_pairs(tokenizer, candidates, add_bos_token)
-    requests: list[Request | None] = [req if len(ctx) == 1 and list(ctx) + list(cont) == ids else None
-                                      for req, (ctx, cont), ids in zip(candidates, encoded, wanted)]
+    requests: list[Request | None] = [
+        req if len(ctx) == 1 and list(ctx) + list(cont) == ids else None
+        for req, (ctx, cont), ids in zip(candidates, encoded, wanted)
+    ]
     return SequencePlan(requests, wanted, [max(0, len(w) - 1) for w in wanted], cut)
 
 
@@ -120,9 +123,11 @@ def sequence_sums(model: Any, plan: SequencePlan, names: Sequence[str], progress
         by_tokens = getattr(model, "loglikelihood_tokens", None)
         if by_tokens is None:
             i = token_idx[0]
-            raise ThaiEvalError(f"{names[i]}: no (context, continuation) request encodes to the runner's token "
-                                f"sequence ({len(plan.ids[i])} tokens, first {plan.ids[i][:3]}), and model "
-                                f"{getattr(model, 'name', model)!r} cannot score token ids (a local model can)")
+            raise ThaiEvalError(
+                f"{names[i]}: no (context, continuation) request encodes to the runner's token "
+                f"sequence ({len(plan.ids[i])} tokens, first {plan.ids[i][:3]}), and model "
+                f"{getattr(model, 'name', model)!r} cannot score token ids (a local model can)"
+            )
         for i, r in zip(token_idx, by_tokens([plan.ids[i] for i in token_idx], progress=progress)):
             sums[i] = float(r[0])
     return sums
@@ -140,8 +145,9 @@ def shared_prefix(sequences: Sequence[Sequence[int]]) -> int:
     return n
 
 
-def label_sums(model: Any, ids: Sequence[Sequence[int]], groups: Sequence[int], progress: bool = False
-               ) -> tuple[list[float], list[int], list[int]]:
+def label_sums(
+    model: Any, ids: Sequence[Sequence[int]], groups: Sequence[int], progress: bool = False
+) -> tuple[list[float], list[int], list[int]]:
     """``sums="labels"``: each sequence's terms after the tokens its item's labels share (``groups``: labels per item,
     in order), from its token ids in one ``model.loglikelihood_tokens(..., scored_from=)`` call; (sums, scored
     tokens per sequence, shared tokens per item). The shared terms are the same for every label of the item, so
@@ -149,7 +155,7 @@ def label_sums(model: Any, ids: Sequence[Sequence[int]], groups: Sequence[int], 
     positions."""
     starts, shared, at = [], [], 0
     for k in groups:
-        d = shared_prefix(ids[at: at + k])
+        d = shared_prefix(ids[at : at + k])
         shared.append(d)
         starts += [max(1, d)] * k
         at += k
@@ -166,8 +172,9 @@ def model_limit(model: Any, protocol: NLUProtocol) -> int | None:
     return truncation_length(config)
 
 
-def score_batch(model: Any, items: Sequence[dict[str, Any]], protocol: NLUProtocol, *, limit: int | None,
-                progress: bool = False) -> list[dict[str, Any]]:
+def score_batch(
+    model: Any, items: Sequence[dict[str, Any]], protocol: NLUProtocol, *, limit: int | None, progress: bool = False
+) -> list[dict[str, Any]]:
     """One record per item: ``lls`` (per label, in label order: the runner's float32 totals with ``sums="whole"``,
     the label parts with ``"labels"``), ``sums`` (which), ``pred`` (argmax after the protocol's precision; ties ->
     first), ``correct``, ``tokens`` (scored tokens per label), ``shared_tokens`` (``"labels"``: the item's shared
@@ -195,11 +202,21 @@ def score_batch(model: Any, items: Sequence[dict[str, Any]], protocol: NLUProtoc
     out, at = [], 0
     for i, it in enumerate(items):
         k = len(it["labels"])
-        sums = results[at: at + k]
+        sums = results[at : at + k]
         pred = int(np.argmax(protocol.round_sums(np.array(sums))))
-        rec = {"id": it["id"], "row": it["row"], "prompt": it["prompt"], "labels": it["labels"], "gold": it["gold"],
-               "lls": sums, "sums": "labels" if shared else "whole", "pred": pred, "correct": int(pred == it["gold"]),
-               "tokens": counts[at: at + k], "truncated": any(cut[at: at + k])}
+        rec = {
+            "id": it["id"],
+            "row": it["row"],
+            "prompt": it["prompt"],
+            "labels": it["labels"],
+            "gold": it["gold"],
+            "lls": sums,
+            "sums": "labels" if shared else "whole",
+            "pred": pred,
+            "correct": int(pred == it["gold"]),
+            "tokens": counts[at : at + k],
+            "truncated": any(cut[at : at + k]),
+        }
         if shared:
             rec["shared_tokens"] = shared[i]
         out.append(rec)
@@ -211,6 +228,8 @@ def check_engine(model: Any, protocol: NLUProtocol | None = None) -> int | None:
     """The truncation length this model gets (:func:`model_limit`), failing early when the model cannot score
     log-likelihood requests."""
     if not callable(getattr(model, "loglikelihood", None)):
-        raise ThaiEvalError(f"model {getattr(model, 'name', model)!r} cannot score log-likelihoods (an API chat model?): "
-                            "the runner's API path (exact-prefix matching) is not implemented here")
+        raise ThaiEvalError(
+            f"model {getattr(model, 'name', model)!r} cannot score log-likelihoods (an API chat model?): "
+            "the runner's API path (exact-prefix matching) is not implemented here"
+        )
     return model_limit(model, protocol or NLUProtocol())

@@ -22,16 +22,22 @@ from thai_eval_utils.thai_llm_leaderboard.views import NAME, NLUViews
 #: Every task of the suite -> how it is scored, in display order (``--benchmarks thai_llm_leaderboard/<task>``).
 #: The log-likelihood tasks: the runner's six (spec 1.1) and the two corrected variants (spec 6.5, 6.6).
 #: Then the four generation tasks (spec 3) and MT-Bench Thai (spec 4; hooks: :class:`~.gen_views.GenerationViews`).
-TASK_KINDS: dict[str, str] = {**{key: "loglikelihood" for key in NLU_TASKS}, **{key: "generation" for key in NLG_TASKS},
-                              MT_BENCH_TASK: "judge"}
+TASK_KINDS: dict[str, str] = {
+    **{key: "loglikelihood" for key in NLU_TASKS},
+    **{key: "generation" for key in NLG_TASKS},
+    MT_BENCH_TASK: "judge",
+}
 
 
 #: ``make demo``'s slice (its 2 items, 48 greedy tokens): the runner's six log-likelihood tasks and XNLI's corrected
 #: variant, and two generation tasks (Thai QA by ROUGE, English -> Thai translation). MT-Bench Thai is left out: with
 #: no judge the demo would have the embedded model judge itself, minutes of CPU for ratings that mean nothing.
-DEMO_TASKS: tuple[str, ...] = (*(key for key, t in NLU_TASKS.items() if t.variant == "runner"),
-                               "xnli.tha_seacrowd_pairs.corrected", "iapp_squad_seacrowd_qa",
-                               "flores200_eng_Latn_tha_Thai_seacrowd_t2t")
+DEMO_TASKS: tuple[str, ...] = (
+    *(key for key, t in NLU_TASKS.items() if t.variant == "runner"),
+    "xnli.tha_seacrowd_pairs.corrected",
+    "iapp_squad_seacrowd_qa",
+    "flores200_eng_Latn_tha_Thai_seacrowd_t2t",
+)
 
 
 class ThaiLLMLeaderboardSuite(NLUViews, GenerationViews, Suite):
@@ -44,8 +50,10 @@ class ThaiLLMLeaderboardSuite(NLUViews, GenerationViews, Suite):
     tasks: ClassVar[tuple[str, ...]] = tuple(TASK_KINDS)
     notebooks: ClassVar[tuple[str, ...]] = ("thai_llm_leaderboard.ipynb",)
     data_folder: ClassVar[str] = "thai_llm_leaderboard"
-    leaderboard_tables: ClassVar[tuple[LeaderboardTable, ...]] = (*NLUViews.leaderboard_tables,
-                                                                  *GenerationViews.gen_tables)
+    leaderboard_tables: ClassVar[tuple[LeaderboardTable, ...]] = (
+        *NLUViews.leaderboard_tables,
+        *GenerationViews.gen_tables,
+    )
 
     # Each hook asks the log-likelihood tasks' views, then the generation tasks' (each answers for its own runs).
     def headlines(self, run: StoredRun, data_dir: Path | None = None) -> list[Headline]:
@@ -71,11 +79,21 @@ class ThaiLLMLeaderboardSuite(NLUViews, GenerationViews, Suite):
             tasks = DEMO_TASKS
         return {**NLUViews.notebook_parameters(self, tasks, options), **self.gen_parameters(tasks, options)}
 
-    def dry_run(self, data: Path, tokenizer: TokenCounter, *, tasks: tuple[str, ...] = (), limit: int | None,
-                max_new_tokens: int | None) -> list[dict[str, Any]]:
+    def dry_run(
+        self,
+        data: Path,
+        tokenizer: TokenCounter,
+        *,
+        tasks: tuple[str, ...] = (),
+        limit: int | None,
+        max_new_tokens: int | None,
+    ) -> list[dict[str, Any]]:
         nlu = [t for t in tasks if t in NLU_TASKS]
-        rows = NLUViews.dry_run(self, data, tokenizer, tasks=tuple(nlu), limit=limit,
-                                max_new_tokens=max_new_tokens) if nlu or not tasks else []  # fmt: skip
+        rows = (
+            NLUViews.dry_run(self, data, tokenizer, tasks=tuple(nlu), limit=limit, max_new_tokens=max_new_tokens)
+            if nlu or not tasks
+            else []
+        )
         return rows + self.gen_dry_run(data, tokenizer, tasks=tasks, limit=limit, max_new_tokens=max_new_tokens)
 
 

@@ -20,9 +20,18 @@ def run_rows(model: str, runs: Iterable[NLURun]) -> pd.DataFrame:
     for run in runs:
         acc = run.summary["scores"]["accuracy"]
         iv = acc.get("interval") or {}
-        rows.append({"model": model, "source": "thai-eval run", "task": run.task, "value": 100 * acc["value"],
-                     "n": acc["n"], "ci_low": None if iv.get("low") is None else 100 * iv["low"],
-                     "ci_high": None if iv.get("high") is None else 100 * iv["high"], "signature": acc["signature"]})
+        rows.append(
+            {
+                "model": model,
+                "source": "thai-eval run",
+                "task": run.task,
+                "value": 100 * acc["value"],
+                "n": acc["n"],
+                "ci_low": None if iv.get("low") is None else 100 * iv["low"],
+                "ci_high": None if iv.get("high") is None else 100 * iv["high"],
+                "signature": acc["signature"],
+            }
+        )
     return pd.DataFrame(rows, columns=ROW_COLUMNS)
 
 
@@ -36,7 +45,8 @@ def leaderboard_frame(rows: pd.DataFrame) -> pd.DataFrame:
     ``value [low, high] n=N`` (accuracy x 100, 95% percentile bootstrap interval over items)."""
     if rows.empty:
         return pd.DataFrame()
-    frame = rows.assign(cell=rows.apply(_cell, axis=1)).pivot_table(index=["model", "source"], columns="task",
-                                                                      values="cell", aggfunc="first")
+    frame = rows.assign(cell=rows.apply(_cell, axis=1)).pivot_table(
+        index=["model", "source"], columns="task", values="cell", aggfunc="first"
+    )
     order = [t for t in NLU_TASKS if t in frame.columns]
     return frame[order].fillna("")

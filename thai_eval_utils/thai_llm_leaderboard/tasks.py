@@ -64,10 +64,21 @@ class NLUTask:
         return "labels:letters-per-item" if self.per_item_letters else "labels:" + ",".join(self.labels)
 
 
-def _leaderboard(key: str, schema: Schema, task_type: str, folder: Literal["NLU", "MC"], title: str,
-                 split: str = "test") -> NLUTask:
-    return NLUTask(key, schema, task_type, folder, LEADERBOARD_REPO, f"{key}_{split}.jsonl", split,
-                   LEADERBOARD_REVISION, runner_labels(key), title)
+def _leaderboard(
+    key: str, schema: Schema, task_type: str, folder: Literal["NLU", "MC"], title: str, split: str = "test"
+) -> NLUTask:
+    return NLUTask(
+        key,
+        schema,
+        task_type,
+        folder,
+        LEADERBOARD_REPO,
+        f"{key}_{split}.jsonl",
+        split,
+        LEADERBOARD_REVISION,
+        runner_labels(key),
+        title,
+    )
 
 
 _XNLI = "xnli.tha_seacrowd_pairs"
@@ -80,23 +91,57 @@ RUNNER_TASKS: tuple[NLUTask, ...] = (
     _leaderboard("xcopa_tha_seacrowd_qa", "qa", "CR", "NLU", "XCOPA (Thai)"),
     _leaderboard("belebele_tha_thai_seacrowd_qa", "qa", "QA", "NLU", "Belebele (tha_Thai)"),
     _leaderboard(_XNLI, "pairs", "TE", "NLU", "XNLI (Thai)"),
-    NLUTask("thaiexam_qa", "qa", "QA", "MC", THAIEXAM_REPO, "thai_exam.jsonl", "train", THAIEXAM_REVISION,
-            runner_labels("thaiexam_qa"), "ThaiExam"),
+    NLUTask(
+        "thaiexam_qa",
+        "qa",
+        "QA",
+        "MC",
+        THAIEXAM_REPO,
+        "thai_exam.jsonl",
+        "train",
+        THAIEXAM_REVISION,
+        runner_labels("thaiexam_qa"),
+        "ThaiExam",
+    ),
 )
 _BY_KEY = {t.key: t for t in RUNNER_TASKS}
 
 #: The corrected variants (spec 6.5, 6.6): XNLI scored with its own label names, M3Exam scoring ``e`` on items with
 #: five options. Not leaderboard numbers: their own task names, never exported under the runner's keys.
 CORRECTED_TASKS: tuple[NLUTask, ...] = (
-    NLUTask(f"{_XNLI}.corrected", "pairs", "TE", "NLU", LEADERBOARD_REPO, _BY_KEY[_XNLI].file, "test",
-            LEADERBOARD_REVISION, ("contradiction", "entailment", "neutral"), "XNLI (Thai), label names corrected",
-            base=_XNLI, variant="corrected",
-            note="gold 1 (entailment) scored as 'entailment' and gold 2 (neutral) as 'neutral', where the runner "
-                 "scores 'neutral' and 'irrelevant'"),
-    NLUTask(f"{_M3EXAM}.corrected", "qa", "QA", "MC", LEADERBOARD_REPO, _BY_KEY[_M3EXAM].file, "test",
-            LEADERBOARD_REVISION, (), "M3Exam (Thai), option e scored", base=_M3EXAM, variant="corrected",
-            per_item_letters=True, note="each item scores the letters of its own options (a-e on 5-option items); "
-                                         "the runner scores a-d only, so a gold e is always wrong"),
+    NLUTask(
+        f"{_XNLI}.corrected",
+        "pairs",
+        "TE",
+        "NLU",
+        LEADERBOARD_REPO,
+        _BY_KEY[_XNLI].file,
+        "test",
+        LEADERBOARD_REVISION,
+        ("contradiction", "entailment", "neutral"),
+        "XNLI (Thai), label names corrected",
+        base=_XNLI,
+        variant="corrected",
+        note="gold 1 (entailment) scored as 'entailment' and gold 2 (neutral) as 'neutral', where the runner "
+        "scores 'neutral' and 'irrelevant'",
+    ),
+    NLUTask(
+        f"{_M3EXAM}.corrected",
+        "qa",
+        "QA",
+        "MC",
+        LEADERBOARD_REPO,
+        _BY_KEY[_M3EXAM].file,
+        "test",
+        LEADERBOARD_REVISION,
+        (),
+        "M3Exam (Thai), option e scored",
+        base=_M3EXAM,
+        variant="corrected",
+        per_item_letters=True,
+        note="each item scores the letters of its own options (a-e on 5-option items); "
+        "the runner scores a-d only, so a gold e is always wrong",
+    ),
 )
 
 #: Every log-likelihood task by name, in display order: the runner's six, then the corrected variants.

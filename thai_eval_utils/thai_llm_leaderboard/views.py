@@ -35,7 +35,8 @@ class NLUViews:
 
     scale_note: ClassVar[str] = "accuracy on 0-100"
     leaderboard_tables: ClassVar[tuple[LeaderboardTable, ...]] = (
-        LeaderboardTable(NLU_TABLE, "Thai LLM Leaderboard: NLU and exams (accuracy, 0-100)", tuple(NLU_TASKS)),)
+        LeaderboardTable(NLU_TABLE, "Thai LLM Leaderboard: NLU and exams (accuracy, 0-100)", tuple(NLU_TASKS)),
+    )
     detail_inputs: ClassVar[frozenset[str]] = DETAIL_INPUTS | {"labels", "row"}
     detail_metrics: ClassVar[frozenset[str]] = frozenset({"correct"})
 
@@ -47,16 +48,30 @@ class NLUViews:
         rows = []
         for i, rec in enumerate(run.records()):
             if "correct" not in rec or "pred" not in rec:
-                raise ThaiEvalDataError("record lacks 'correct' or 'pred'", path=run.dir / "items.jsonl", row=i,
-                                        field="correct")
+                raise ThaiEvalDataError(
+                    "record lacks 'correct' or 'pred'", path=run.dir / "items.jsonl", row=i, field="correct"
+                )
             labels = rec.get("labels") or []
-            rows.append({"key": str(rec["key"]), "value": float(rec["correct"]), "input": rec.get("prompt", ""),
-                         "ref": _label(labels, int(rec["gold"])), "hyp": _label(labels, int(rec["pred"]))})
+            rows.append(
+                {
+                    "key": str(rec["key"]),
+                    "value": float(rec["correct"]),
+                    "input": rec.get("prompt", ""),
+                    "ref": _label(labels, int(rec["gold"])),
+                    "hyp": _label(labels, int(rec["pred"])),
+                }
+            )
         items = pd.DataFrame(rows, columns=["key", "value", "input", "ref", "hyp"])
         return [Headline(f"{NAME}/{run.task}/accuracy", NAME, run.task, "binary", 100.0, items, run)]
 
-    def item_views(self, run: StoredRun, heads: Sequence[Headline], data_dir: Path | None,
-                   pools: dict[str, list[str]], notes: list[str]) -> list[ItemView]:
+    def item_views(
+        self,
+        run: StoredRun,
+        heads: Sequence[Headline],
+        data_dir: Path | None,
+        pools: dict[str, list[str]],
+        notes: list[str],
+    ) -> list[ItemView]:
         """Each item: the prompt, the label strings and their summed log-probabilities, prediction and gold."""
         if run.task not in NLU_TASKS:
             return []
@@ -67,10 +82,21 @@ class NLUViews:
             gold = int(rec["gold"])
             if gold >= len(labels):
                 note = f"gold is choice {gold}, which the runner never scores"
-            views.append(ItemView(run.task, str(rec["key"]), value=float(rec["correct"]), correct=int(rec["correct"]),
-                                  question=rec.get("prompt"), choices=labels, loglikelihoods=list(rec["lls"]),
-                                  pred=int(rec["pred"]), gold=gold, question_label="prompt ([LABEL_CHOICE] per label)",
-                                  note=note))
+            views.append(
+                ItemView(
+                    run.task,
+                    str(rec["key"]),
+                    value=float(rec["correct"]),
+                    correct=int(rec["correct"]),
+                    question=rec.get("prompt"),
+                    choices=labels,
+                    loglikelihoods=list(rec["lls"]),
+                    pred=int(rec["pred"]),
+                    gold=gold,
+                    question_label="prompt ([LABEL_CHOICE] per label)",
+                    note=note,
+                )
+            )
         return views
 
     def leaderboard_cells(self, model: str, heads: Sequence[Headline], boot: Interval) -> list[dict[str, Any]]:
@@ -84,8 +110,9 @@ class NLUViews:
             note = f"partial: {len(h.items)} of {n_docs} items" if n_docs and len(h.items) < int(n_docs) else ""
             if summary.get("n_excluded"):
                 note = "; ".join(filter(None, [note, f"{summary['n_excluded']} rows excluded as the runner does"]))
-            out.append(cell(NLU_TABLE, model, h.stratum, value, n, f"{NAME}|{h.stratum}", low=low, high=high,
-                            note=note))
+            out.append(
+                cell(NLU_TABLE, model, h.stratum, value, n, f"{NAME}|{h.stratum}", low=low, high=high, note=note)
+            )
         return out
 
     def leaderboard_results(self, run: StoredRun) -> dict[str, dict[str, float]]:
@@ -101,8 +128,15 @@ class NLUViews:
         """``tasks`` when some are asked for (the notebook's default: every task)."""
         return {"tasks": list(tasks)} if tasks else {}
 
-    def dry_run(self, data: Path, tokenizer: TokenCounter, *, tasks: tuple[str, ...] = (), limit: int | None,
-                max_new_tokens: int | None) -> list[dict[str, Any]]:
+    def dry_run(
+        self,
+        data: Path,
+        tokenizer: TokenCounter,
+        *,
+        tasks: tuple[str, ...] = (),
+        limit: int | None,
+        max_new_tokens: int | None,
+    ) -> list[dict[str, Any]]:
         """Per log-likelihood task: items, one request per (item, label), the tokens the runner feeds (``fed``:
         every label's whole sequence) and the engine's prefix tree runs (``tree``: the shared prompt once)."""
         rows = []
@@ -111,8 +145,17 @@ class NLUViews:
             items = items if limit is None else items[:limit]
             requests = [("", with_label(it["prompt"], label)) for it in items for label in it["labels"]]
             counts = tokenizer.count_requests(requests, add_bos_token=False)
-            rows.append({"benchmark": NAME, "task": key, "documents": len(items), "requests": len(requests),
-                         "fed_tokens": counts["fed"] if counts else tokenizer.count([t for _, t in requests]),
-                         "tree_tokens": counts["tree"] if counts else None, "generations": 0,
-                         "max_new_tokens": None, "judge_calls": 0})
+            rows.append(
+                {
+                    "benchmark": NAME,
+                    "task": key,
+                    "documents": len(items),
+                    "requests": len(requests),
+                    "fed_tokens": counts["fed"] if counts else tokenizer.count([t for _, t in requests]),
+                    "tree_tokens": counts["tree"] if counts else None,
+                    "generations": 0,
+                    "max_new_tokens": None,
+                    "judge_calls": 0,
+                }
+            )
         return rows

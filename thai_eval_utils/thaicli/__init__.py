@@ -20,32 +20,51 @@
 from thai_eval_utils.thaicli.answers import generate_answers, select_items
 from thai_eval_utils.thaicli.data import THAICLI_FORMATS, load_thaicli
 from thai_eval_utils.thaicli.judge import (
-           JudgeParams,
-           JudgeRun,
-           ThaiCLIScores,
-           item_means,
-           judge_answers,
-           thaicli_judge,
-           thaicli_scores,
+    JudgeParams,
+    JudgeRun,
+    ThaiCLIScores,
+    item_means,
+    judge_answers,
+    thaicli_judge,
+    thaicli_scores,
 )
 from thai_eval_utils.thaicli.judge_free import (
-           judge_free_scores,
-           judge_vs_loglik,
+    judge_free_scores,
+    judge_vs_loglik,
 )
 from thai_eval_utils.thaicli.loglik import loglikelihood_preferences
 from thai_eval_utils.thaicli.judge_order import (
-           OrderEffect,
-           judge_both_orders,
-           order_effect,
+    OrderEffect,
+    judge_both_orders,
+    order_effect,
 )
 from thai_eval_utils.thaicli.judge_prompt import (
-           build_messages,
-           judge_template,
-           parse_judgement,
-           thaicli_rubric,
+    build_messages,
+    judge_template,
+    parse_judgement,
+    thaicli_rubric,
 )
 
-__all__ = ["THAICLI_FORMATS", "JudgeParams", "JudgeRun", "OrderEffect", "ThaiCLIScores", "build_messages",
-           "generate_answers", "item_means", "judge_answers", "judge_both_orders", "judge_free_scores", "judge_template",
-           "judge_vs_loglik", "load_thaicli", "loglikelihood_preferences", "order_effect", "parse_judgement",
-           "select_items", "thaicli_judge", "thaicli_rubric", "thaicli_scores"]
+__all__ = [
+    "THAICLI_FORMATS",
+    "JudgeParams",
+    "JudgeRun",
+    "OrderEffect",
+    "ThaiCLIScores",
+    "build_messages",
+    "generate_answers",
+    "item_means",
+    "judge_answers",
+    "judge_both_orders",
+    "judge_free_scores",
+    "judge_template",
+    "judge_vs_loglik",
+    "load_thaicli",
+    "loglikelihood_preferences",
+    "order_effect",
+    "parse_judgement",
+    "select_items",
+    "thaicli_judge",
+    "thaicli_rubric",
+    "thaicli_scores",
+]

@@ -102,13 +102,21 @@ def generate_answers(
         outputs=outputs,
     )
     with store, apply_to_model(model, thinking) as support:
-        return _answer_all(model, df, store, settings, system_prompt, batch_size, identity, progress, thinking,
-                           support)
+        return _answer_all(model, df, store, settings, system_prompt, batch_size, identity, progress, thinking, support)
 
 
-def _answer_all(model: Model, df: pd.DataFrame, store: RunStore, settings: dict[str, Any], system_prompt: str | None,
-                batch_size: int, identity: dict[str, Any], progress: bool, thinking: ThinkingOption = DEFAULT,
-                support: dict[str, str] | None = None) -> pd.DataFrame:
+def _answer_all(
+    model: Model,
+    df: pd.DataFrame,
+    store: RunStore,
+    settings: dict[str, Any],
+    system_prompt: str | None,
+    batch_size: int,
+    identity: dict[str, Any],
+    progress: bool,
+    thinking: ThinkingOption = DEFAULT,
+    support: dict[str, str] | None = None,
+) -> pd.DataFrame:
     """The run of :func:`generate_answers` in its open store: a batch whose request fails after the client's
     retries (an :class:`ApiError`) stays ungenerated (``answer`` None, listed in ``attrs["ungenerated"]`` and the
     summary) and the run goes on; a rerun generates what is missing."""
@@ -116,21 +124,42 @@ def _answer_all(model: Model, df: pd.DataFrame, store: RunStore, settings: dict[
 
     def answer(rows: list[int]) -> list[dict[str, Any]]:
         replies = model.chat([chat_messages(df["question"].iloc[i], system_prompt) for i in rows], **settings)
-        return [{"id": df["id"].iloc[i], "format": df["format"].iloc[i], "theme": df["theme"].iloc[i], "answer": text}
-                for i, text in zip(rows, replies, strict=True)]  # fmt: skip
+        return [
+            {"id": df["id"].iloc[i], "format": df["format"].iloc[i], "theme": df["theme"].iloc[i], "answer": text}
+            for i, text in zip(rows, replies, strict=True)
+        ]
 
-    run = run_items(store, range(len(df)), keys.__getitem__, answer, batch_size=batch_size,
-                    desc=f"answers ({model.name})", progress=progress, tolerate=(ApiError,),
-                    describe=lambda exc: scrub(str(exc)), fields={"answer": str})  # fmt: skip
+    run = run_items(
+        store,
+        range(len(df)),
+        keys.__getitem__,
+        answer,
+        batch_size=batch_size,
+        desc=f"answers ({model.name})",
+        progress=progress,
+        tolerate=(ApiError,),
+        describe=lambda exc: scrub(str(exc)),
+        fields={"answer": str},
+    )
     if run.failed:
-        warnings.warn(f"{len(run.failed)} of {len(df)} answers not generated (the server failed; rerun to retry): "
-                      f"{next(iter(run.failed.values()))}", stacklevel=3)
+        warnings.warn(
+            f"{len(run.failed)} of {len(df)} answers not generated (the server failed; rerun to retry): "
+            f"{next(iter(run.failed.values()))}",
+            stacklevel=3,
+        )
     records = [run.records[k] for k in keys if k in run.records]
     replies = reply_stats(records, "answer", thinking)
     store.write_summary(
-        {"n_items": len(df), "n_generated_this_run": run.computed, "n_ungenerated": len(run.failed),
-         "ungenerated": run.failed, "generation": settings, "model_identity": dict(model.identity),
-         "thinking": summary_entry(thinking, support), "replies": replies}
+        {
+            "n_items": len(df),
+            "n_generated_this_run": run.computed,
+            "n_ungenerated": len(run.failed),
+            "ungenerated": run.failed,
+            "generation": settings,
+            "model_identity": dict(model.identity),
+            "thinking": summary_entry(thinking, support),
+            "replies": replies,
+        }
     )
     out = df.reset_index(drop=True).copy()
     raw = [run.records[k]["answer"] if k in run.records else None for k in keys]
@@ -138,6 +167,13 @@ def _answer_all(model: Model, df: pd.DataFrame, store: RunStore, settings: dict[
     out["raw_answer"], out["answer"] = raw, cut["scored"]  # the judge sees the answer with its thinking cut
     out["thinking_unclosed"], out["answer_failed"] = cut["unclosed"], cut["failed"]  # judge_answers: failed -> 0
     out["answer_in_thai"] = cut["in_thai"]
-    out.attrs.update(model_name=model.name, model_identity=identity, config_id=store.config_id, run_dir=str(store.root),
-                     ungenerated=sorted(run.failed), replies=replies, thinking=thinking.signature())
+    out.attrs.update(
+        model_name=model.name,
+        model_identity=identity,
+        config_id=store.config_id,
+        run_dir=str(store.root),
+        ungenerated=sorted(run.failed),
+        replies=replies,
+        thinking=thinking.signature(),
+    )
     return out

@@ -53,8 +53,10 @@ def _answer_pair(value: Any) -> tuple[str, str] | str:
     rejected = [a.get("content") for a in value if a.get("score") == 0]
     other = len(value) - len(chosen) - len(rejected)
     if len(chosen) != 1 or len(rejected) != 1 or other:
-        return (f"expected exactly one chosen (score 1) and one rejected (score 0) answer, found {len(chosen)} chosen, "
-                f"{len(rejected)} rejected and {other} other")
+        return (
+            f"expected exactly one chosen (score 1) and one rejected (score 0) answer, found {len(chosen)} chosen, "
+            f"{len(rejected)} rejected and {other} other"
+        )
     if not isinstance(chosen[0], str) or not isinstance(rejected[0], str):
         return "answer contents must be strings"
     return chosen[0], rejected[0]
@@ -68,7 +70,9 @@ def _thaicli_files(source: Path) -> list[Path]:
     directory = source / "cli" if (source / "cli").is_dir() else source
     files = [p for stem in ("CLI_factoid", "CLI_instruction") if (p := find_data_file(directory, stem))]
     if not files:
-        raise ThaiEvalDataError("no ThaiCLI file found (expected CLI_factoid.* and/or CLI_instruction.*)", path=directory)
+        raise ThaiEvalDataError(
+            "no ThaiCLI file found (expected CLI_factoid.* and/or CLI_instruction.*)", path=directory
+        )
     return files
 
 
@@ -82,25 +86,44 @@ def _read_thaicli_file(path: Path) -> list[dict[str, Any]]:
         fmt = fmt.strip().lower() if isinstance(fmt, str) else fmt
         if fmt not in THAICLI_FORMATS or (name_format and fmt != name_format):
             why = "no format: name the file CLI_factoid/CLI_instruction or add a 'format' column"
-            raise ThaiEvalDataError(why if fmt is None else f"format {rec.get('format')!r} is not factoid/instruction"
-                                    f"{' (file name says ' + name_format + ')' if name_format else ''}", path=path, row=i, field="format")
+            raise ThaiEvalDataError(
+                why
+                if fmt is None
+                else f"format {rec.get('format')!r} is not factoid/instruction"
+                f"{' (file name says ' + name_format + ')' if name_format else ''}",
+                path=path,
+                row=i,
+                field="format",
+            )
         question = _question_text(rec["question"])
         if question is None:
-            raise ThaiEvalDataError("question must be a string or a {'content', 'role'} message", path=path, row=i, field="question")
+            raise ThaiEvalDataError(
+                "question must be a string or a {'content', 'role'} message", path=path, row=i, field="question"
+            )
         if official:
             if "answers" not in rec:
-                raise ThaiEvalDataError(f"missing field 'answers'; fields found: {', '.join(rec)}", path=path, row=i, field="answers")
+                raise ThaiEvalDataError(
+                    f"missing field 'answers'; fields found: {', '.join(rec)}", path=path, row=i, field="answers"
+                )
             pair = _answer_pair(rec["answers"])
             if isinstance(pair, str):
                 raise ThaiEvalDataError(pair, path=path, row=i, field="answers")
         else:
             if rec["theme"] not in THAICLI_THEMES:
-                raise ThaiEvalDataError(f"unknown theme {rec['theme']!r}; the themes are {', '.join(THAICLI_THEMES)}",
-                                        path=path, row=i, field="theme")
+                raise ThaiEvalDataError(
+                    f"unknown theme {rec['theme']!r}; the themes are {', '.join(THAICLI_THEMES)}",
+                    path=path,
+                    row=i,
+                    field="theme",
+                )
             for name in ("chosen", "rejected"):
                 if not isinstance(rec.get(name), str):
                     found = ", ".join(rec)
-                    why = f"missing field {name!r}; fields found: {found}" if name not in rec else f"expected str, got {type(rec[name]).__name__}"
+                    why = (
+                        f"missing field {name!r}; fields found: {found}"
+                        if name not in rec
+                        else f"expected str, got {type(rec[name]).__name__}"
+                    )
                     raise ThaiEvalDataError(why, path=path, row=i, field=name)
             pair = (rec["chosen"], rec["rejected"])
         require_text(question, path=path, row=i, field="question")  # not empty, not "NaN"
@@ -114,8 +137,16 @@ def _read_thaicli_file(path: Path) -> list[dict[str, Any]]:
         if str(rid) in seen:
             raise ThaiEvalDataError(f"duplicate id {rid!r} (also row {seen[str(rid)]})", path=path, row=i, field="id")
         seen[str(rid)] = i
-        out.append({"id": str(rid), "format": fmt, "theme": rec["theme"], "question": question,
-                    "chosen": pair[0], "rejected": pair[1]})
+        out.append(
+            {
+                "id": str(rid),
+                "format": fmt,
+                "theme": rec["theme"],
+                "question": question,
+                "chosen": pair[0],
+                "rejected": pair[1],
+            }
+        )
     return out
 
 

@@ -91,9 +91,24 @@ def serve_model(
     port = port or free_port(host)
     base_url = f"http://{host}:{port}/v1"
     log = Path(tempfile.mkstemp(prefix="thai-eval-serve-", suffix=".log")[1])
-    cmd = [sys.executable, "-m", "transformers.cli.transformers", "serve", str(model_dir), "--host", host,
-           "--port", str(port), "--device", device, "--default-seed", "0", "--log-level", "warning",
-           *(["--dtype", dtype] if dtype else [])]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "transformers.cli.transformers",
+        "serve",
+        str(model_dir),
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--device",
+        device,
+        "--default-seed",
+        "0",
+        "--log-level",
+        "warning",
+        *(["--dtype", dtype] if dtype else []),
+    ]
     env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"), "TRANSFORMERS_OFFLINE": "1"}
     with open(log, "wb") as log_fh:
         proc = subprocess.Popen(cmd, stdout=log_fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -139,8 +154,13 @@ def open_judge(
     if judge_model == EMBEDDED_SERVE:
         model_dir = embedded_model_dir()
         with serve_model(model_dir) as url:
-            yield ApiModel(str(model_dir), base_url=url, concurrency=min(concurrency, LOCAL_CONCURRENCY),
-                           timeout=max(timeout, LOCAL_TIMEOUT), max_retries=1)  # fmt: skip
+            yield ApiModel(
+                str(model_dir),
+                base_url=url,
+                concurrency=min(concurrency, LOCAL_CONCURRENCY),
+                timeout=max(timeout, LOCAL_TIMEOUT),
+                max_retries=1,
+            )
         return
     if judge_model.startswith(LOCAL_PREFIX):
         try:
@@ -150,8 +170,14 @@ def open_judge(
         yield local
         return
     try:
-        judge = ApiModel(judge_model, base_url=base_url, api_key=os.environ.get(JUDGE_KEY_ENV) or None,
-                         concurrency=concurrency, timeout=timeout, max_retries=max_retries)
+        judge = ApiModel(
+            judge_model,
+            base_url=base_url,
+            api_key=os.environ.get(JUDGE_KEY_ENV) or None,
+            concurrency=concurrency,
+            timeout=timeout,
+            max_retries=max_retries,
+        )
     except ModelLoadError as exc:  # e.g. OpenAI's endpoint without OPENAI_API_KEY
         raise JudgeError(str(exc)) from None
     probe = ApiModel.from_options(judge_model, replace(judge.options, timeout=15.0, max_retries=1))

@@ -19,8 +19,10 @@ from thai_eval_utils.thaicli.judge_free import LL_CONTEXT_TEMPLATE, LL_TARGET_DE
 MAX_NEW_TOKENS = 512
 JUDGE_MAX_CALLS = 16
 #: Thai LLM Leaderboard task key -> the summary scores it carries, per stored task.
-LEADERBOARD = {"judge": ("thaicli", ("thaicli", "factoid", "instruction")),
-               "loglik": ("thaicli_loglik", ("win_raw", "win_norm"))}
+LEADERBOARD = {
+    "judge": ("thaicli", ("thaicli", "factoid", "instruction")),
+    "loglik": ("thaicli_loglik", ("win_raw", "win_norm")),
+}
 
 
 class ThaiCLIExports:
@@ -44,25 +46,51 @@ class ThaiCLIExports:
         """No judge when tasks are asked for and ``judge`` is not one of them."""
         return {"judge_model": None} if tasks and "judge" not in tasks else {}
 
-    def dry_run(self, data: Path, tokenizer: TokenCounter, *, tasks: tuple[str, ...] = (), limit: int | None,
-                max_new_tokens: int | None) -> list[dict[str, Any]]:
+    def dry_run(
+        self,
+        data: Path,
+        tokenizer: TokenCounter,
+        *,
+        tasks: tuple[str, ...] = (),
+        limit: int | None,
+        max_new_tokens: int | None,
+    ) -> list[dict[str, Any]]:
         """Answers to generate, the judge-free log-likelihood pairs, the judge calls (at least one, at most
         :data:`JUDGE_MAX_CALLS` per answer)."""
         items = select_items(load_thaicli(data), limit)
         n = len(items)
-        answers = {"benchmark": self.name, "task": "answers", "documents": n, "generations": n,
-                   "max_new_tokens": max_new_tokens or MAX_NEW_TOKENS, "fed_tokens": tokenizer.count(list(items["question"])),
-                   "prompt_chars": int(sum(len(q) for q in items["question"]))}
-        requests = [(LL_CONTEXT_TEMPLATE.format(question=q), LL_TARGET_DELIMITER + a)
-                    for q, c, r in zip(items["question"], items["chosen"], items["rejected"]) for a in (c, r)]
+        answers = {
+            "benchmark": self.name,
+            "task": "answers",
+            "documents": n,
+            "generations": n,
+            "max_new_tokens": max_new_tokens or MAX_NEW_TOKENS,
+            "fed_tokens": tokenizer.count(list(items["question"])),
+            "prompt_chars": int(sum(len(q) for q in items["question"])),
+        }
+        requests = [
+            (LL_CONTEXT_TEMPLATE.format(question=q), LL_TARGET_DELIMITER + a)
+            for q, c, r in zip(items["question"], items["chosen"], items["rejected"])
+            for a in (c, r)
+        ]
         loglik: dict[str, Any] = {"benchmark": self.name, "task": "loglik", "documents": n, "requests": len(requests)}
         if (counts := tokenizer.count_requests(requests)) is not None:
             loglik.update(fed_tokens=counts["fed"], tree_tokens=counts["tree"])
-        judge = {"benchmark": self.name, "task": "judge", "documents": n, "judge_calls": f"{n}-{n * JUDGE_MAX_CALLS}",
-                 # for cli.dry_run_cost: one call's input is the template, the three texts and the answer (at most
-                 # its generation budget); not printed without prices
-                 "judge_prompt_chars": int(sum(len(TEMPLATE_TEXT) + len(q) + len(c) + len(r) for q, c, r in
-                                               zip(items["question"], items["chosen"], items["rejected"]))),
-                 "judge_answer_tokens": n * (max_new_tokens or MAX_NEW_TOKENS), "judge_max_calls": JUDGE_MAX_CALLS,
-                 "judge_max_tokens": JudgeParams().max_tokens}
+        judge = {
+            "benchmark": self.name,
+            "task": "judge",
+            "documents": n,
+            "judge_calls": f"{n}-{n * JUDGE_MAX_CALLS}",
+            # for cli.dry_run_cost: one call's input is the template, the three texts and the answer (at most
+            # its generation budget); not printed without prices
+            "judge_prompt_chars": int(
+                sum(
+                    len(TEMPLATE_TEXT) + len(q) + len(c) + len(r)
+                    for q, c, r in zip(items["question"], items["chosen"], items["rejected"])
+                )
+            ),
+            "judge_answer_tokens": n * (max_new_tokens or MAX_NEW_TOKENS),
+            "judge_max_calls": JUDGE_MAX_CALLS,
+            "judge_max_tokens": JudgeParams().max_tokens,
+        }
         return [row for row in (answers, loglik, judge) if not tasks or row["task"] in tasks]

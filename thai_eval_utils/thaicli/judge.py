@@ -107,12 +107,14 @@ def _describe(exc: BaseException) -> str:
     return describe_error(exc) if isinstance(exc, (openai.APIError, ApiError)) else f"unexpected {describe_error(exc)}"
 
 
-def thaicli_judge(model: ChatModel, params: JudgeParams | None = None,
-                  reference_order: ReferenceOrder = "chosen_first") -> Judge:  # fmt: skip
+def thaicli_judge(
+    model: ChatModel, params: JudgeParams | None = None, reference_order: ReferenceOrder = "chosen_first"
+) -> Judge:
     """The ThaiCLI judge on ``model`` (any chat model): the versioned prompt, 16 calls then 0, an API's refused key
     ending the run."""
-    return Judge(judge_template(reference_order).rubric(params or JudgeParams()), model, fatal=FATAL_ERRORS,
-                 describe=_describe)  # fmt: skip
+    return Judge(
+        judge_template(reference_order).rubric(params or JudgeParams()), model, fatal=FATAL_ERRORS, describe=_describe
+    )
 
 
 def _not_generated(answers: pd.DataFrame) -> set[int]:
@@ -152,13 +154,24 @@ def _check_repeats(answers: pd.DataFrame, repeats: int) -> None:
         dup = answers["id"].duplicated()
         if dup.any():
             row = int(dup.to_numpy().nonzero()[0][0])
-            raise ThaiEvalDataError(f"id {answers['id'].iloc[row]!r} appears twice; repeats need unique ids", row=row, field="id")
+            raise ThaiEvalDataError(
+                f"id {answers['id'].iloc[row]!r} appears twice; repeats need unique ids", row=row, field="id"
+            )
 
 
-def judge_answers(answers: pd.DataFrame, judge: ChatModel, *, model_name: str | None = None,
-                  params: JudgeParams | None = None, outputs: str | Path | None = None,
-                  cache_path: str | Path | None = None, progress: bool = True, repeats: int = 1,
-                  reference_order: ReferenceOrder = "chosen_first", batch: BatchMode | None = None) -> JudgeRun:  # fmt: skip
+def judge_answers(
+    answers: pd.DataFrame,
+    judge: ChatModel,
+    *,
+    model_name: str | None = None,
+    params: JudgeParams | None = None,
+    outputs: str | Path | None = None,
+    cache_path: str | Path | None = None,
+    progress: bool = True,
+    repeats: int = 1,
+    reference_order: ReferenceOrder = "chosen_first",
+    batch: BatchMode | None = None,
+) -> JudgeRun:
     """Judge every answer (prepare, call, finish: see the module's docstring); record items, run card and summary.
 
     Args:
@@ -185,16 +198,31 @@ def judge_answers(answers: pd.DataFrame, judge: ChatModel, *, model_name: str | 
         JudgeError: the endpoint refused the key, the access or the model; what was judged before is written first.
         RunLockedError: another process is judging the same run (nothing is called twice).
     """
-    job = _job(answers, thaicli_judge(judge, params or JudgeParams(), reference_order), judge_template(reference_order), repeats)
+    job = _job(
+        answers,
+        thaicli_judge(judge, params or JudgeParams(), reference_order),
+        judge_template(reference_order),
+        repeats,
+    )
     store = _open_run(job, model_name or answers.attrs.get("model_name") or "unknown-model", outputs)
     try:  # prepare, call, finish: as every run, through the run's store (thai_eval_utils.judging.judge_items)
         cache = JudgementCache(cache_path or store.shared_file(CACHE_NAME))
         skip = dict.fromkeys(_not_generated(answers), NO_ANSWER)
         skip.update(dict.fromkeys(_failed(answers), FAILED_ANSWER))
         texts = answers[["question", "chosen", "rejected", "answer"]].to_dict(orient="records")
-        done = judge_items(job.judge, texts, store, cache, ids=list(answers["id"]), repeats=repeats, skip=skip,
-                           record=lambda j, judgement: _record(job, j, judgement), row_fields=ROW_FIELDS,
-                           progress=progress, batch=batch)  # fmt: skip
+        done = judge_items(
+            job.judge,
+            texts,
+            store,
+            cache,
+            ids=list(answers["id"]),
+            repeats=repeats,
+            skip=skip,
+            record=lambda j, judgement: _record(job, j, judgement),
+            row_fields=ROW_FIELDS,
+            progress=progress,
+            batch=batch,
+        )
         items = pd.DataFrame([item_row(answers.iloc[j.row], j.repeat, j.key, done.record(j)) for j in done.plan])
         scores, summary = _summarise(job, items, done)
         if answers.attrs.get("replies"):  # the answers' thinking and answers-in-Thai stats beside the scores
@@ -209,20 +237,30 @@ def judge_answers(answers: pd.DataFrame, judge: ChatModel, *, model_name: str | 
     return JudgeRun(items=items, summary=summary, scores=scores, store=store)
 
 
-def judge_batch(judge: ChatModel, *, submit: bool = True, file_out: str | Path | None = None,
-                file_in: str | Path | None = None, wait_s: float = 0.0, poll_s: float = 10.0,
-                progress: bool = True) -> BatchMode:  # fmt: skip
+def judge_batch(
+    judge: ChatModel,
+    *,
+    submit: bool = True,
+    file_out: str | Path | None = None,
+    file_in: str | Path | None = None,
+    wait_s: float = 0.0,
+    poll_s: float = 10.0,
+    progress: bool = True,
+) -> BatchMode:
     """The batch mode of a ThaiCLI judging run: submit to the judge's endpoint (an ``ApiModel``: the OpenAI Batch API,
     waiting at most ``wait_s`` seconds, polling every ``poll_s``), or write the requests still needed to ``file_out``
     (no network), after reading the replies of ``file_in`` (a batch output file: ``vllm run-batch``'s)."""
     transport = None
     if submit and file_out is None:
         if not isinstance(judge, ApiModel):
-            raise ValueError(f"batch submission needs an API judge (openai:<model-id>), not {type(judge).__name__}; "
-                             "use file_out / file_in for offline batches")  # fmt: skip
+            raise ValueError(
+                f"batch submission needs an API judge (openai:<model-id>), not {type(judge).__name__}; "
+                "use file_out / file_in for offline batches"
+            )
         transport = OpenAIBatchTransport(judge)
-    return BatchMode(transport=transport, file_out=file_out, file_in=file_in, wait_s=wait_s, poll_s=poll_s,
-                     progress=progress)  # fmt: skip
+    return BatchMode(
+        transport=transport, file_out=file_out, file_in=file_in, wait_s=wait_s, poll_s=poll_s, progress=progress
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -248,16 +286,24 @@ def _job(answers: pd.DataFrame, judge: Judge, template: JudgeTemplate, repeats: 
 
 def _open_run(job: _Job, model_name: str, outputs: str | Path | None) -> RunStore:
     """The judging run's store (its one writer: a second process is refused before any call)."""
-    config = {"judge_model": job.judge.label, "judge_params": job.params.to_dict(),
-              "answers_run": job.answers.attrs.get("config_id")}  # fmt: skip
+    config = {
+        "judge_model": job.judge.label,
+        "judge_params": job.params.to_dict(),
+        "answers_run": job.answers.attrs.get("config_id"),
+    }
     if job.repeats != 1:  # the defaults add nothing, so runs made before repeats and orders existed keep resuming
         config["repeats"] = job.repeats
     if job.template.reference_order != "chosen_first":
         config["reference_order"] = job.template.reference_order
-    return RunStore.open(model_name, "thaicli/judge", config, prompt_templates={job.template.version: job.template.text},
-                         model_identity=job.answers.attrs.get("model_identity") or {"name": model_name},
-                         outputs=Path(outputs) if outputs is not None else outputs_dir(),
-                         legacy_nan_fields=("served_model", "system_fingerprint"))  # fmt: skip
+    return RunStore.open(
+        model_name,
+        "thaicli/judge",
+        config,
+        prompt_templates={job.template.version: job.template.text},
+        model_identity=job.answers.attrs.get("model_identity") or {"name": model_name},
+        outputs=Path(outputs) if outputs is not None else outputs_dir(),
+        legacy_nan_fields=("served_model", "system_fingerprint"),
+    )
 
 
 def _record(job: _Job, j: Judgement, judgement: dict[str, Any]) -> dict[str, Any]:
@@ -266,24 +312,37 @@ def _record(job: _Job, j: Judgement, judgement: dict[str, Any]) -> dict[str, Any
     row = job.answers.iloc[j.row]
     if judgement.get("error") == FAILED_ANSWER:  # a failed answer: 0, as the judge's own fallback
         judgement = {**judgement, "status": FAILED_STATUS, "score": 0.0}
-    return {"id": row["id"], "format": row["format"], "theme": row["theme"], **judgement_part(judgement),
-            "repeat": j.repeat, "seed": job.params.for_repeat(j.repeat).seed,
-            "reference_order": job.template.reference_order, "error": judgement.get("error", ""),
-            "judgement_key": j.key}  # fmt: skip
+    return {
+        "id": row["id"],
+        "format": row["format"],
+        "theme": row["theme"],
+        **judgement_part(judgement),
+        "repeat": j.repeat,
+        "seed": job.params.for_repeat(j.repeat).seed,
+        "reference_order": job.template.reference_order,
+        "error": judgement.get("error", ""),
+        "judgement_key": j.key,
+    }
 
 
 def _summarise(job: _Job, items: pd.DataFrame, done: JudgeOutcome) -> tuple[ThaiCLIScores, dict[str, Any]]:
     """The scores and the summary (a fatal error named in it)."""
     params, template = job.params, job.template
-    signature = (f"judge:{job.judge.label}|prompt:{template.version}@{template.sha256[:8]}|max_calls:{params.max_calls}"
-                 f"|temp:{params.temperature}|seed:{params.seed}|max_tokens:{params.max_tokens}"
-                 + (f"|repeats:{job.repeats}" if job.repeats != 1 else ""))  # fmt: skip
+    signature = (
+        f"judge:{job.judge.label}|prompt:{template.version}@{template.sha256[:8]}|max_calls:{params.max_calls}"
+        f"|temp:{params.temperature}|seed:{params.seed}|max_tokens:{params.max_tokens}"
+        + (f"|repeats:{job.repeats}" if job.repeats != 1 else "")
+    )
     scores = thaicli_scores(items, signature=signature)
     judged = {j.key: done.known[j.key] for j in done.plan if j.key in done.known}
-    summary = run_summary(items, judged, job.judge.model, done.usage, len(done.plan) - done.n_asked, done.computed,
-                          scores)  # fmt: skip
-    summary.update(redact(repeat_summary(len(job.answers), items, [params.for_repeat(r).seed for r in range(job.repeats)],
-                                         template)))  # fmt: skip
+    summary = run_summary(
+        items, judged, job.judge.model, done.usage, len(done.plan) - done.n_asked, done.computed, scores
+    )
+    summary.update(
+        redact(
+            repeat_summary(len(job.answers), items, [params.for_repeat(r).seed for r in range(job.repeats)], template)
+        )
+    )
     if done.fatal is not None:
         summary["fatal_error"] = str(done.fatal)
     return scores, summary

@@ -17,10 +17,20 @@ __all__ = ["CACHE_FORMAT", "CACHE_NAME", "FINAL_STATUSES", "JudgementCache", "is
 CACHE_NAME = "thaicli_judgements.jsonl"
 
 
-def judgement_key(question: str, chosen: str, rejected: str, answer: str, *, judge_model: str, template_sha256: str,
-                  params: Mapping[str, Any], repeat: int = 0) -> str:  # fmt: skip
+def judgement_key(
+    question: str,
+    chosen: str,
+    rejected: str,
+    answer: str,
+    *,
+    judge_model: str,
+    template_sha256: str,
+    params: Mapping[str, Any],
+    repeat: int = 0,
+) -> str:
     """SHA-256 of everything that decides a ThaiCLI judgement: the four texts, judge model, prompt hash and parameters
     (and the repeat index from repeat 1 on): :func:`thai_eval_utils.judging.cache.judgement_key` of the ThaiCLI rubric."""
     texts = {"question": question, "chosen": chosen, "rejected": rejected, "answer": answer}
-    return rubric_judgement_key(texts, judge_model=judge_model, template_sha256=template_sha256, params=params,
-                                repeat=repeat)  # fmt: skip
+    return rubric_judgement_key(
+        texts, judge_model=judge_model, template_sha256=template_sha256, params=params, repeat=repeat
+    )

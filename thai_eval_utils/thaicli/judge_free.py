@@ -46,7 +46,13 @@ class JudgeFreeScores:
 
 def _rates(part: pd.DataFrame) -> dict[str, Any]:
     raw, norm = Score.mean("win_raw", part["win_raw"].tolist()), Score.mean("win_norm", part["win_norm"].tolist())
-    return {"n": raw.n, "win_raw": raw.value, "win_raw_stderr": raw.stderr, "win_norm": norm.value, "win_norm_stderr": norm.stderr}
+    return {
+        "n": raw.n,
+        "win_raw": raw.value,
+        "win_raw_stderr": raw.stderr,
+        "win_norm": norm.value,
+        "win_norm_stderr": norm.stderr,
+    }
 
 
 def judge_free_scores(prefs: pd.DataFrame) -> JudgeFreeScores:
@@ -64,8 +70,13 @@ def judge_free_scores(prefs: pd.DataFrame) -> JudgeFreeScores:
     for col in ("win_raw", "win_norm"):
         vals, ses = by_format[col].tolist(), by_format[f"{col}_stderr"].tolist()
         se = math.sqrt(ses[0] ** 2 + ses[1] ** 2) / 2 if all(s is not None and not math.isnan(s) for s in ses) else None
-        headline[col] = Score(f"thaicli_loglik/{col}", (vals[0] + vals[1]) / 2, int(by_format["n"].sum()), se,
-                              f"context:{sha256_text(LL_CONTEXT_TEMPLATE)[:8]}")  # fmt: skip
+        headline[col] = Score(
+            f"thaicli_loglik/{col}",
+            (vals[0] + vals[1]) / 2,
+            int(by_format["n"].sum()),
+            se,
+            f"context:{sha256_text(LL_CONTEXT_TEMPLATE)[:8]}",
+        )
     return JudgeFreeScores(headline["win_raw"], headline["win_norm"], by_format, by_theme)
 
 
@@ -78,4 +89,6 @@ def judge_vs_loglik(judge_by_theme: pd.DataFrame, loglik_by_theme: pd.DataFrame)
     """
     left = judge_by_theme.rename(columns={"n": "n_judged", "mean": "judge_mean", "stderr": "judge_stderr"})
     right = loglik_by_theme[["format", "theme", "n", "win_raw", "win_norm"]].rename(columns={"n": "n_loglik"})
-    return left.merge(right, on=["format", "theme"], how="outer").sort_values(["format", "theme"]).reset_index(drop=True)
+    return (
+        left.merge(right, on=["format", "theme"], how="outer").sort_values(["format", "theme"]).reset_index(drop=True)
+    )

@@ -19,8 +19,9 @@ from thai_eval_utils.thaicli.judge import JudgeRun, item_means, judge_answers
 ORDER_METRIC = "thaicli/judge_score rejected_first - chosen_first"
 
 
-def order_effect(chosen_first: pd.DataFrame, rejected_first: pd.DataFrame, *, level: float = 0.95,
-                 seed: int | None = 0) -> PairedResult:  # fmt: skip
+def order_effect(
+    chosen_first: pd.DataFrame, rejected_first: pd.DataFrame, *, level: float = 0.95, seed: int | None = 0
+) -> PairedResult:
     """Paired difference (rejected first - chosen first) of the item scores of two judgings of the same answers.
 
     Each item's score is the mean of its judged repeats (:func:`~thai_eval_utils.thaicli.judge.item_means`);
@@ -57,7 +58,9 @@ def judge_both_orders(answers: pd.DataFrame, judge: ChatModel, **kwargs: Any) ->
 
     The chosen-first run is the ordinary run (the same cache keys), so an existing judging is reused.
     """
-    runs = {order: judge_answers(answers, judge, reference_order=order, **kwargs)
-            for order in ("chosen_first", "rejected_first")}  # fmt: skip
+    runs = {
+        order: judge_answers(answers, judge, reference_order=order, **kwargs)
+        for order in ("chosen_first", "rejected_first")
+    }
     effect = order_effect(runs["chosen_first"].items, runs["rejected_first"].items)
     return OrderEffect(runs["chosen_first"], runs["rejected_first"], effect)

@@ -39,14 +39,21 @@ MIN_SCORE, MAX_SCORE = 1.0, 10.0
 #: optional decimal part. Digits may be ASCII or Thai (U+0E50-U+0E59, e.g. "๗" = 7): a Thai judge may
 #: write Thai numerals and their value is unambiguous; they are mapped digit by digit (no NFKC). The
 #: first pair that matches decides; a pair with other content ("N/A", "7/10") is skipped.
-SCORE_PATTERN = re.compile(r"<\s*score\s*>\s*([+-]?[0-9\u0e50-\u0e59]+(?:\.[0-9\u0e50-\u0e59]+)?)\s*<\s*/\s*score\s*>", re.I)
+SCORE_PATTERN = re.compile(
+    r"<\s*score\s*>\s*([+-]?[0-9\u0e50-\u0e59]+(?:\.[0-9\u0e50-\u0e59]+)?)\s*<\s*/\s*score\s*>", re.I
+)
 #: The text inside the first ``<explanation>`` tag, up to its closing tag or, when a reply was cut off,
 #: to the end of the reply.
 EXPLANATION_PATTERN = re.compile(r"<\s*explanation\s*>(.*?)(?:<\s*/\s*explanation\s*>|\Z)", re.I | re.S)
 #: The ThaiCLI reply parser: the first :data:`SCORE_PATTERN` match in [1, 10], else asked again; after
 #: :data:`MAX_JUDGE_CALLS` calls the item scores :data:`FALLBACK_SCORE` (status ``fallback_zero``).
-THAICLI_PARSER = ReplyParser(patterns=(SCORE_PATTERN,), score_range=(MIN_SCORE, MAX_SCORE), fallback_score=FALLBACK_SCORE,
-                             fallback_status="fallback_zero", explanation=EXPLANATION_PATTERN)  # fmt: skip
+THAICLI_PARSER = ReplyParser(
+    patterns=(SCORE_PATTERN,),
+    score_range=(MIN_SCORE, MAX_SCORE),
+    fallback_score=FALLBACK_SCORE,
+    fallback_status="fallback_zero",
+    explanation=EXPLANATION_PATTERN,
+)
 #: The template's fields, in the order the cache key has always named them.
 THAICLI_FIELDS = ("question", "chosen", "rejected", "answer")
 
@@ -64,7 +71,9 @@ ReferenceOrder = Literal["chosen_first", "rejected_first"]
 REFERENCE_ORDERS: tuple[ReferenceOrder, ...] = ("chosen_first", "rejected_first")
 #: The two reference sections of ``judge_v1.txt`` as written (chosen first); ``rejected_first`` swaps them.
 _REFERENCES = "<chosen_answer>\n${chosen}\n</chosen_answer>\n\n<rejected_answer>\n${rejected}\n</rejected_answer>"
-_REFERENCES_SWAPPED = "<rejected_answer>\n${rejected}\n</rejected_answer>\n\n<chosen_answer>\n${chosen}\n</chosen_answer>"
+_REFERENCES_SWAPPED = (
+    "<rejected_answer>\n${rejected}\n</rejected_answer>\n\n<chosen_answer>\n${chosen}\n</chosen_answer>"
+)
 
 
 @dataclass(frozen=True)
@@ -84,8 +93,17 @@ class JudgeTemplate:
     def rubric(self, params: JudgeParams | None = None) -> JudgeRubric:
         """This prompt as a :class:`~thai_eval_utils.judging.rubric.JudgeRubric` (key hash: this template's)."""
         sections = split_sections(self.text)
-        return JudgeRubric("thaicli", self.version, sections["system"], sections["user"], THAICLI_FIELDS, THAICLI_PARSER,
-                           self.sha256, params or JudgeParams(max_calls=MAX_JUDGE_CALLS), self.text)  # fmt: skip
+        return JudgeRubric(
+            "thaicli",
+            self.version,
+            sections["system"],
+            sections["user"],
+            THAICLI_FIELDS,
+            THAICLI_PARSER,
+            self.sha256,
+            params or JudgeParams(max_calls=MAX_JUDGE_CALLS),
+            self.text,
+        )
 
 
 def thaicli_rubric(reference_order: ReferenceOrder = "chosen_first", params: JudgeParams | None = None) -> JudgeRubric:

@@ -45,10 +45,12 @@ def item_row(row: pd.Series, repeat: int, key: str, rec: Mapping[str, Any]) -> d
         "system_fingerprint": rec.get("system_fingerprint"),
         "error": rec.get("error", ""),
         "judgement_key": key,
-    }  # fmt: skip
+    }
 
 
-def repeat_summary(n_items: int, items: pd.DataFrame, seeds: list[int | None], template: JudgeTemplate) -> dict[str, Any]:
+def repeat_summary(
+    n_items: int, items: pd.DataFrame, seeds: list[int | None], template: JudgeTemplate
+) -> dict[str, Any]:
     """The summary's prompt, order and repeat entries: counts per item and per judgement, seeds, noise floor."""
     return {
         "n_items": n_items,
@@ -63,34 +65,47 @@ def repeat_summary(n_items: int, items: pd.DataFrame, seeds: list[int | None], t
     }
 
 
-def run_summary(items: pd.DataFrame, judged: Mapping[str, Mapping[str, Any]], judge: ChatModel,
-                usage: Mapping[str, int], n_from_cache: int, n_made: int, scores: ThaiCLIScores) -> dict[str, Any]:  # fmt: skip
+def run_summary(
+    items: pd.DataFrame,
+    judged: Mapping[str, Mapping[str, Any]],
+    judge: ChatModel,
+    usage: Mapping[str, int],
+    n_from_cache: int,
+    n_made: int,
+    scores: ThaiCLIScores,
+) -> dict[str, Any]:
     """The run's counts, calls, tokens and costs (this run's: ``usage``, the answered calls and their tokens; and all
     its judgements': ``judged``, judgement key -> final record), the judge's identity and the scores."""
     served = sorted({r.get("served_model") for r in judged.values() if r.get("served_model")})
     run_tokens = (usage["prompt_tokens"], usage["completion_tokens"])
-    all_tokens = (sum((r.get("token_usage") or {}).get("prompt", 0) for r in judged.values()),
-                  sum((r.get("token_usage") or {}).get("completion", 0) for r in judged.values()))  # fmt: skip
+    all_tokens = (
+        sum((r.get("token_usage") or {}).get("prompt", 0) for r in judged.values()),
+        sum((r.get("token_usage") or {}).get("completion", 0) for r in judged.values()),
+    )
     price_ids = [*served, judge.name]
     unjudged = items[items["status"] == "unjudged"]
-    return redact({
-        "n_items": len(items),
-        "n_judged": int((items["status"] != "unjudged").sum()),
-        "n_unjudged": len(unjudged),
-        "unjudged_ids": unjudged["id"].tolist(),
-        "unjudged_errors": sorted(set(unjudged["error"])),
-        "n_judged_this_run": n_made,
-        "n_from_cache": n_from_cache,
-        "judge_calls_this_run": usage["requests"],
-        "token_usage_this_run": {"prompt": run_tokens[0], "completion": run_tokens[1]},
-        "token_usage_all_judgements": {"prompt": all_tokens[0], "completion": all_tokens[1]},
-        "cost_usd_this_run": estimate_cost(price_ids, *run_tokens),
-        "cost_usd_all_judgements": estimate_cost(price_ids, *all_tokens),
-        "judge_model": judge.name,
-        "judge_identity": judge.identity,
-        "served_models": served,
-        "system_fingerprints": sorted({r.get("system_fingerprint") for r in judged.values() if r.get("system_fingerprint")}),
-        "template": TEMPLATE_VERSION,
-        "template_sha256": TEMPLATE_SHA256,
-        "scores": scores.to_dict(),
-    })  # fmt: skip
+    return redact(
+        {
+            "n_items": len(items),
+            "n_judged": int((items["status"] != "unjudged").sum()),
+            "n_unjudged": len(unjudged),
+            "unjudged_ids": unjudged["id"].tolist(),
+            "unjudged_errors": sorted(set(unjudged["error"])),
+            "n_judged_this_run": n_made,
+            "n_from_cache": n_from_cache,
+            "judge_calls_this_run": usage["requests"],
+            "token_usage_this_run": {"prompt": run_tokens[0], "completion": run_tokens[1]},
+            "token_usage_all_judgements": {"prompt": all_tokens[0], "completion": all_tokens[1]},
+            "cost_usd_this_run": estimate_cost(price_ids, *run_tokens),
+            "cost_usd_all_judgements": estimate_cost(price_ids, *all_tokens),
+            "judge_model": judge.name,
+            "judge_identity": judge.identity,
+            "served_models": served,
+            "system_fingerprints": sorted(
+                {r.get("system_fingerprint") for r in judged.values() if r.get("system_fingerprint")}
+            ),
+            "template": TEMPLATE_VERSION,
+            "template_sha256": TEMPLATE_SHA256,
+            "scores": scores.to_dict(),
+        }
+    )

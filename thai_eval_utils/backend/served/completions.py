@@ -58,8 +58,9 @@ class Prompt:
         return list(self.ids) if self.ids is not None else self.text  # type: ignore[return-value]
 
 
-def token_prompts(tokenizer: Any, requests: Sequence[tuple[str, str]], *, add_bos_token: bool,
-                  max_length: int) -> list[Prompt | None]:
+def token_prompts(
+    tokenizer: Any, requests: Sequence[tuple[str, str]], *, add_bos_token: bool, max_length: int
+) -> list[Prompt | None]:
     """The id prompt of each request (None: empty continuation, scored ``(0.0, True)`` like the local engine)."""
     seqs, targets = fed_tokens(encode_pairs(tokenizer, requests, add_bos_token), max_length)
     out: list[Prompt | None] = []
@@ -77,8 +78,10 @@ def text_prompts(requests: Sequence[tuple[str, str]]) -> list[Prompt | None]:
     out: list[Prompt | None] = []
     for i, (ctx, cont) in enumerate(requests):
         if ctx == "":
-            raise ThaiEvalError(f"request {i}: an empty context cannot be scored through a text-only completions "
-                                "server (the server, not lm-eval's rule, would choose the first token's context)")
+            raise ThaiEvalError(
+                f"request {i}: an empty context cannot be scored through a text-only completions "
+                "server (the server, not lm-eval's rule, would choose the first token's context)"
+            )
         ctx, cont = move_trailing_space(ctx, cont)
         out.append(Prompt(text=ctx + cont, boundary=len(ctx)) if cont else None)
     return out
@@ -100,7 +103,7 @@ def group_prompts(requests: Sequence[tuple[str, str]], prompts: Sequence[Prompt 
         return docs
     groups: list[list[int]] = []
     for doc in docs:
-        for part in (doc[k:k + size] for k in range(0, len(doc), size)):
+        for part in (doc[k : k + size] for k in range(0, len(doc), size)):
             if groups and len(groups[-1]) + len(part) <= size:
                 groups[-1].extend(part)
             else:
@@ -123,8 +126,12 @@ def _logprobs(choice: Any) -> dict[str, Any]:
 
 def _logprob(value: Any, what: str) -> float:
     """``value`` as a log-probability: a finite number <= :data:`LOGPROB_TOLERANCE`; MalformedReply otherwise."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or value > LOGPROB_TOLERANCE:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value > LOGPROB_TOLERANCE
+    ):
         raise MalformedReply(f"{what} is {value!r}, not a finite log-probability <= 0")
     return float(value)
 
@@ -169,7 +176,7 @@ def parse_token_choice(choice: Any, prompt: Prompt) -> tuple[float, bool]:
     if isinstance(tokens, list) and len(tokens) < n:
         raise MalformedReply(f"{len(tokens)} echoed tokens for a prompt of {n} tokens")
     check_logprobs(values, tops, n)
-    return _score(values[prompt.n_ctx:n], tops[prompt.n_ctx:n])
+    return _score(values[prompt.n_ctx : n], tops[prompt.n_ctx : n])
 
 
 def text_split(offsets: list[Any], tokens: list[Any], text: str, boundary: int) -> tuple[int, int, bool]:
@@ -200,10 +207,16 @@ def text_split(offsets: list[Any], tokens: list[Any], text: str, boundary: int) 
         if special:
             continue
         if piece and nxt <= o:
-            raise MalformedReply(f"text_offset repeats after token {j} ({piece!r} at {o}): the echo does not cover the text")
-        if nxt > o + len(piece) + 2 or (piece and "\ufffd" not in piece and text.find(piece, o, o + len(piece) + 2) < 0):
-            raise MalformedReply(f"echoed token {j} ({piece!r} at text_offset {o}) does not match the prompt text "
-                                 f"(next offset {nxt} of {text_len}): the echo does not cover the text")
+            raise MalformedReply(
+                f"text_offset repeats after token {j} ({piece!r} at {o}): the echo does not cover the text"
+            )
+        if nxt > o + len(piece) + 2 or (
+            piece and "\ufffd" not in piece and text.find(piece, o, o + len(piece) + 2) < 0
+        ):
+            raise MalformedReply(
+                f"echoed token {j} ({piece!r} at text_offset {o}) does not match the prompt text "
+                f"(next offset {nxt} of {text_len}): the echo does not cover the text"
+            )
     for i in range(n_prompt):
         end = offsets[i + 1] if i + 1 < n_prompt else text_len
         if offsets[i] >= boundary or end > boundary:
@@ -216,9 +229,17 @@ def parse_text_choice(choice: Any, prompt: Prompt) -> tuple[float, bool, bool]:
     lp = _logprobs(choice)
     offsets, tokens = lp.get("text_offset"), lp.get("tokens")
     n = len(lp["token_logprobs"])
-    if not isinstance(offsets, list) or not offsets or len(offsets) != n or not isinstance(tokens, list) \
-            or len(tokens) != n or len(lp["top_logprobs"]) != n:
-        raise MalformedReply("logprobs.text_offset, tokens, token_logprobs and top_logprobs are not lists of one length")
+    if (
+        not isinstance(offsets, list)
+        or not offsets
+        or len(offsets) != n
+        or not isinstance(tokens, list)
+        or len(tokens) != n
+        or len(lp["top_logprobs"]) != n
+    ):
+        raise MalformedReply(
+            "logprobs.text_offset, tokens, token_logprobs and top_logprobs are not lists of one length"
+        )
     start, n_prompt, straddled = text_split(offsets, tokens, prompt.text or "", prompt.boundary)
     check_logprobs(lp["token_logprobs"], lp["top_logprobs"], n_prompt)
     ll, greedy = _score(lp["token_logprobs"][start:n_prompt], lp["top_logprobs"][start:n_prompt])

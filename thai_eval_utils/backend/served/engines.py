@@ -101,9 +101,11 @@ def plan_replicas(gpus: Sequence[str], tp: int = 1, replicas: int | None = None)
         return [()] * (replicas or 1)
     fit = len(gpus) // tp
     if fit < 1 or (replicas or 0) > fit:
-        raise ModelLoadError(f"{replicas or 1} replica(s) x --tp {tp} need {(replicas or 1) * tp} GPUs; this "
-                             f"machine shows {len(gpus)} ({', '.join(gpus)}; CUDA_VISIBLE_DEVICES or nvidia-smi -L)")
-    return [tuple(gpus[i * tp:(i + 1) * tp]) for i in range(replicas or fit)]
+        raise ModelLoadError(
+            f"{replicas or 1} replica(s) x --tp {tp} need {(replicas or 1) * tp} GPUs; this "
+            f"machine shows {len(gpus)} ({', '.join(gpus)}; CUDA_VISIBLE_DEVICES or nvidia-smi -L)"
+        )
+    return [tuple(gpus[i * tp : (i + 1) * tp]) for i in range(replicas or fit)]
 
 
 def cache_flags(engine: str, prefix_caching: bool | None) -> list[str]:
@@ -134,15 +136,27 @@ def server_command(engine: str, model: str, name: str, port: int, flags: Sequenc
     where = ["--host", "127.0.0.1", "--port", str(port)]
     if engine == "vllm":
         return ["vllm", "serve", model, *where, *flags[:2], "--served-model-name", name, *flags[2:]]
-    return [sglang_python(), "-m", "sglang.launch_server", "--model-path", model, *where, *flags[:2],
-            "--served-model-name", name, *flags[2:]]
+    return [
+        sglang_python(),
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        model,
+        *where,
+        *flags[:2],
+        "--served-model-name",
+        name,
+        *flags[2:],
+    ]
 
 
 def check_installed(engine: str) -> None:
     """ModelLoadError when the engine's command cannot be found (nothing is started then)."""
     if engine == "vllm" and shutil.which("vllm") is None:
-        raise ModelLoadError("vLLM is not installed here: no `vllm` command on PATH (pip install vllm), or start the "
-                             "servers yourself and pass --model completions:NAME --base-url URL (docs/engines.md)")
+        raise ModelLoadError(
+            "vLLM is not installed here: no `vllm` command on PATH (pip install vllm), or start the "
+            "servers yourself and pass --model completions:NAME --base-url URL (docs/engines.md)"
+        )
 
 
 def engine_version(engine: str, base_url: str) -> str:
@@ -156,7 +170,11 @@ def engine_version(engine: str, base_url: str) -> str:
             return version
     except (OSError, ValueError, AttributeError):
         pass
-    cmd = ["vllm", "--version"] if engine == "vllm" else [sglang_python(), "-c", "import sglang; print(sglang.__version__)"]
+    cmd = (
+        ["vllm", "--version"]
+        if engine == "vllm"
+        else [sglang_python(), "-c", "import sglang; print(sglang.__version__)"]
+    )
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=180).stdout
     except (OSError, subprocess.SubprocessError):

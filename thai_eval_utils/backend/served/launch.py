@@ -105,18 +105,31 @@ class EngineLaunch:
         grace_s: seconds between SIGTERM and SIGKILL when stopping.
     """
 
-    def __init__(self, engine: str, model: str, *, tp: int = 1, replicas: int | None = None,
-                 extra_args: Sequence[str] = (), logs_dir: str | Path, deadline_s: float = DEFAULT_DEADLINE_S,
-                 loglikelihood: bool = True, prefix_caching: bool | None = None, grace_s: float = DEFAULT_GRACE_S,
-                 poll_s: float = 0.5) -> None:
+    def __init__(
+        self,
+        engine: str,
+        model: str,
+        *,
+        tp: int = 1,
+        replicas: int | None = None,
+        extra_args: Sequence[str] = (),
+        logs_dir: str | Path,
+        deadline_s: float = DEFAULT_DEADLINE_S,
+        loglikelihood: bool = True,
+        prefix_caching: bool | None = None,
+        grace_s: float = DEFAULT_GRACE_S,
+        poll_s: float = 0.5,
+    ) -> None:
         self.engine, self.model, self.tp = engine, model, int(tp)
         self.name = served_name(model)
         caching = prefix_caching if prefix_caching is not None else (False if loglikelihood else None)
         self.flags = engine_flags(engine, self.tp, caching, list(extra_args))
         self.logs_dir, self.deadline_s, self.grace_s, self.poll_s = Path(logs_dir), float(deadline_s), grace_s, poll_s
         stem = slugify(f"{engine}-{self.name}")
-        self.replicas = [Replica(i, g, self.logs_dir / f"{stem}-{i}.log")
-                         for i, g in enumerate(plan_replicas(visible_gpus(), self.tp, replicas))]
+        self.replicas = [
+            Replica(i, g, self.logs_dir / f"{stem}-{i}.log")
+            for i, g in enumerate(plan_replicas(visible_gpus(), self.tp, replicas))
+        ]
         self.record = RunningRecord(self.logs_dir)
         self.version = "unknown"
         self.started_at: str | None = None
@@ -158,10 +171,17 @@ class EngineLaunch:
         with open(r.log, "ab") as log:
             log.write(f"\n=== thai-eval {now_utc()}: {' '.join(r.command)}\n".encode())
             log.flush()
-            r.proc = subprocess.Popen(r.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                      env=env, start_new_session=True)
-        self.record.add(ServerProcess(r.proc.pid, r.proc.pid, start_ticks(r.proc.pid), r.command, r.port, now_utc(),
-                                      str(r.log)))
+            r.proc = subprocess.Popen(
+                r.command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+            )
+        self.record.add(
+            ServerProcess(r.proc.pid, r.proc.pid, start_ticks(r.proc.pid), r.command, r.port, now_utc(), str(r.log))
+        )
 
     def _wait_healthy(self) -> None:
         """Poll every replica until all are healthy; restart one whose port was taken; raise for the rest."""
@@ -211,8 +231,10 @@ class EngineLaunch:
 
     def _error(self, r: Replica, what: str) -> ModelLoadError:
         """The named error for replica ``r`` (engine, replica, port, what happened, its log's end)."""
-        return ModelLoadError(f"{self.engine} replica {r.index} (port {r.port}, GPUs {','.join(r.gpus) or 'none'}) {what}; "
-                              f"the servers were stopped. Last lines of {r.log}:\n{log_tail(r.log)}")
+        return ModelLoadError(
+            f"{self.engine} replica {r.index} (port {r.port}, GPUs {','.join(r.gpus) or 'none'}) {what}; "
+            f"the servers were stopped. Last lines of {r.log}:\n{log_tail(r.log)}"
+        )
 
     # --- stop --------------------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -251,21 +273,50 @@ class EngineLaunch:
     def identity(self) -> dict[str, Any]:
         """``engine`` (keyed: engine, version, model, flags that change numbers) and ``engine_launch`` (unkeyed:
         replicas, their GPUs and logs, when they started)."""
-        return {"engine": {"name": self.engine, "version": self.version, "model": self.model,
-                           "flags": recorded_flags(self.flags)},
-                "engine_launch": {"replicas": len(self.replicas), "gpus": [",".join(r.gpus) for r in self.replicas],
-                                  "logs": [str(r.log) for r in self.replicas], "started": self.started_at}}
+        return {
+            "engine": {
+                "name": self.engine,
+                "version": self.version,
+                "model": self.model,
+                "flags": recorded_flags(self.flags),
+            },
+            "engine_launch": {
+                "replicas": len(self.replicas),
+                "gpus": [",".join(r.gpus) for r in self.replicas],
+                "logs": [str(r.log) for r in self.replicas],
+                "started": self.started_at,
+            },
+        }
 
     def environment(self) -> dict[str, str]:
         """:data:`ENGINE_ENV` for the notebooks' kernels: the record :func:`.engines.launched_identity` reads."""
         return {ENGINE_ENV: json.dumps({"model_id": self.name, "base_urls": self.base_urls, **self.identity()})}
 
 
-def launch_servers(engine: str, model: str, *, tp: int = 1, replicas: int | None = None, extra_args: Sequence[str] = (),
-                   logs_dir: str | Path, deadline_s: float = DEFAULT_DEADLINE_S, loglikelihood: bool = True,
-                   prefix_caching: bool | None = None, grace_s: float = DEFAULT_GRACE_S) -> EngineLaunch:
+def launch_servers(
+    engine: str,
+    model: str,
+    *,
+    tp: int = 1,
+    replicas: int | None = None,
+    extra_args: Sequence[str] = (),
+    logs_dir: str | Path,
+    deadline_s: float = DEFAULT_DEADLINE_S,
+    loglikelihood: bool = True,
+    prefix_caching: bool | None = None,
+    grace_s: float = DEFAULT_GRACE_S,
+) -> EngineLaunch:
     """Start the servers (:class:`EngineLaunch`, arguments as there) and return the launch; use it as a context
     manager (or call ``stop()``) so that they are stopped."""
-    return EngineLaunch(engine, model, tp=tp, replicas=replicas, extra_args=extra_args, logs_dir=logs_dir,
-                        deadline_s=deadline_s, loglikelihood=loglikelihood, prefix_caching=prefix_caching,
-                        grace_s=grace_s).start()
+    return EngineLaunch(
+        engine,
+        model,
+        tp=tp,
+        replicas=replicas,
+        extra_args=extra_args,
+        logs_dir=logs_dir,
+        deadline_s=deadline_s,
+        loglikelihood=loglikelihood,
+        prefix_caching=prefix_caching,
+        grace_s=grace_s,
+    ).start()

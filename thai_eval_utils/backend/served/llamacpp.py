@@ -40,8 +40,17 @@ class LlamaCppServer:
         startup_timeout: seconds to wait for the server to answer.
     """
 
-    def __init__(self, gguf: str | Path, *, alias: str = "model", n_ctx: int = 4096, n_threads: int | None = None,
-                 log: str | Path | None = None, startup_timeout: float = 180.0, port: int | None = None) -> None:
+    def __init__(
+        self,
+        gguf: str | Path,
+        *,
+        alias: str = "model",
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        log: str | Path | None = None,
+        startup_timeout: float = 180.0,
+        port: int | None = None,
+    ) -> None:
         self.gguf, self.alias, self.n_ctx = Path(gguf), alias, int(n_ctx)
         self.n_threads, self.log, self.startup_timeout = n_threads, log, startup_timeout
         self.port = port or free_port()
@@ -52,8 +61,21 @@ class LlamaCppServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def command(self) -> list[str]:
-        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.gguf), "--model_alias", self.alias,
-               "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(self.gguf),
+            "--model_alias",
+            self.alias,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            str(self.n_ctx),
+        ]
         if self.n_threads:
             cmd += ["--n_threads", str(self.n_threads), "--n_threads_batch", str(self.n_threads)]
         return cmd
@@ -66,8 +88,10 @@ class LlamaCppServer:
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise ModelLoadError(f"llama-cpp-python server exited with code {self.proc.returncode} "
-                                     f"({' '.join(self.command())}); see {self.log or 'its log'}")
+                raise ModelLoadError(
+                    f"llama-cpp-python server exited with code {self.proc.returncode} "
+                    f"({' '.join(self.command())}); see {self.log or 'its log'}"
+                )
             try:
                 with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as r:
                     if json.load(r).get("data"):

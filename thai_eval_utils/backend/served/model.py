@@ -46,10 +46,21 @@ from thai_eval_utils.backend.served.completions import (
     token_prompts,
 )
 from thai_eval_utils.backend.served.engines import launched_identity
-from thai_eval_utils.backend.served.order_probe import ORDER_PROBE_REQUESTS, REVERSED_REQUESTS, SKIPPED, OrderProbeResult
+from thai_eval_utils.backend.served.order_probe import (
+    ORDER_PROBE_REQUESTS,
+    REVERSED_REQUESTS,
+    SKIPPED,
+    OrderProbeResult,
+)
 from thai_eval_utils.backend.served.order_probe import check_tolerance, run_order_probe
 from thai_eval_utils.backend.served.probe import Prober, ProbeResult
-from thai_eval_utils.backend.served.replicas import MalformedReply, Pool, default_deadline, split_base_urls, within_deadline
+from thai_eval_utils.backend.served.replicas import (
+    MalformedReply,
+    Pool,
+    default_deadline,
+    split_base_urls,
+    within_deadline,
+)
 from thai_eval_utils.backend.served.tokenizer import load_tokenizer
 from thai_eval_utils.backend.stops import cut_at_stop, opens_thinking, sent_stops
 
@@ -89,12 +100,26 @@ class ServedModel(HasClientOptions):
         order_tolerance: the largest difference in nats the order probe accepts (default 0.01).
     """
 
-    def __init__(self, model_id: str, *, base_url: str | Sequence[str] | None = None, api_key: str | None = None,
-                 tokenizer: str | Path | None = None, prompt: str = "auto", max_length: int | None = None,
-                 add_bos_token: bool | None = None, batch_size: int = 16, concurrency: int | None = None,
-                 timeout: float = DEFAULT_TIMEOUT, max_retries: int = DEFAULT_MAX_RETRIES, name: str | None = None,
-                 deadline: float | None = None, order_probe: bool = True, order_tolerance: float | None = None,
-                 **options: Any) -> None:
+    def __init__(
+        self,
+        model_id: str,
+        *,
+        base_url: str | Sequence[str] | None = None,
+        api_key: str | None = None,
+        tokenizer: str | Path | None = None,
+        prompt: str = "auto",
+        max_length: int | None = None,
+        add_bos_token: bool | None = None,
+        batch_size: int = 16,
+        concurrency: int | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        name: str | None = None,
+        deadline: float | None = None,
+        order_probe: bool = True,
+        order_tolerance: float | None = None,
+        **options: Any,
+    ) -> None:
         check_local_only_options("ServedModel", model_id, options)
         if not model_id:
             raise ModelLoadError("a served model needs its id, e.g. 'completions:google/gemma-3-270m'")
@@ -104,12 +129,15 @@ class ServedModel(HasClientOptions):
             raise ModelLoadError("prompt='tokens' needs a tokenizer (tokenizer='embedded' or a local HF directory)")
         url = base_url_or_env(base_url)
         if not url:
-            raise ModelLoadError(f"served model {model_id!r} needs base_url (the server's URL, e.g. http://127.0.0.1:8000/v1)")
+            raise ModelLoadError(
+                f"served model {model_id!r} needs base_url (the server's URL, e.g. http://127.0.0.1:8000/v1)"
+            )
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
         self.model_id, self.name = model_id, name or model_id
-        self.options = ClientOptions.resolve(split_base_urls(url), api_key, timeout=timeout, max_retries=max_retries,
-                                             concurrency=concurrency)
+        self.options = ClientOptions.resolve(
+            split_base_urls(url), api_key, timeout=timeout, max_retries=max_retries, concurrency=concurrency
+        )
         self.prompt, self.batch_size = prompt, int(batch_size)
         if deadline is not None and not deadline > 0:
             raise ValueError(f"deadline must be > 0 seconds, got {deadline!r}")
@@ -165,7 +193,9 @@ class ServedModel(HasClientOptions):
         """Set BOS for token-id prompts; AttributeError when a text-prompt server does otherwise."""
         p = self.probe()
         if p.prompt_form == "text" and bool(value) != bool(p.text_bos):
-            raise AttributeError(f"{self._where()} {'prepends' if p.text_bos else 'does not prepend'} BOS to text prompts")
+            raise AttributeError(
+                f"{self._where()} {'prepends' if p.text_bos else 'does not prepend'} BOS to text prompts"
+            )
         self._bos = bool(value)
 
     # --- identity -----------------------------------------------------------------------------------------
@@ -185,9 +215,13 @@ class ServedModel(HasClientOptions):
         (``engine_launch``, not keyed; :func:`.engines.launched_identity`)."""
         p = self.probe()
         ident: dict[str, Any] = {
-            "name": self.name, "source": "openai-compatible completions", "model_id": self.model_id,
+            "name": self.name,
+            "source": "openai-compatible completions",
+            "model_id": self.model_id,
             "base_urls": self.options.public_urls,
-            "loglikelihood": f"/v1/completions echo, prompt as {p.prompt_form}" if p.prompt_form else f"refused: {p.refusal}",
+            "loglikelihood": f"/v1/completions echo, prompt as {p.prompt_form}"
+            if p.prompt_form
+            else f"refused: {p.refusal}",
             "generate_endpoint": "/v1/completions" if p.completions else "/v1/chat/completions",
             "chat_endpoint": "/v1/chat/completions",
             **self._tokenizer_id,
@@ -239,8 +273,14 @@ class ServedModel(HasClientOptions):
                 forward, backward = (self._scoring_jobs(list(r)) for r in (ORDER_PROBE_REQUESTS, REVERSED_REQUESTS))
             except ThaiEvalError as exc:  # e.g. a max_length shorter than the probe's continuations
                 raise ModelLoadError(f"order probe of {self._where()}: {exc}; order_probe=False skips it") from None
-            self._order = run_order_probe(self._pool(), forward, backward, self.order_tolerance,
-                                          model_id=self.model_id, server_kind=self.probe().server)
+            self._order = run_order_probe(
+                self._pool(),
+                forward,
+                backward,
+                self.order_tolerance,
+                model_id=self.model_id,
+                server_kind=self.probe().server,
+            )
         return self._order
 
     #: called before a log-likelihood run writes its card (:func:`thai_eval_utils.core.protocols.prepare_loglikelihood`)
@@ -288,8 +328,11 @@ class ServedModel(HasClientOptions):
                 straddled += cut
         if straddled:
             self.observed["straddled"] += straddled
-            warnings.warn(f"{straddled} request(s) had a token straddling the context/continuation boundary; "
-                          f"scored with the continuation ({TEXT_BOUNDARY_RULE})", stacklevel=2)
+            warnings.warn(
+                f"{straddled} request(s) had a token straddling the context/continuation boundary; "
+                f"scored with the continuation ({TEXT_BOUNDARY_RULE})",
+                stacklevel=2,
+            )
         return results
 
     def _scoring_jobs(self, requests: list[tuple[str, str]]):
@@ -306,6 +349,7 @@ class ServedModel(HasClientOptions):
     def _job(self, batch: list[Prompt]):
         """Token ids: one request holding every prompt of ``batch``. Text: one request per prompt, in order."""
         if batch[0].ids is None:
+
             async def text_job(client: Any) -> list[tuple[float, bool, bool]]:
                 out = []
                 for p in batch:
@@ -334,14 +378,28 @@ class ServedModel(HasClientOptions):
         return resp
 
     # --- generation -------------------------------------------------------------------------------------
-    def generate(self, prompts: Sequence[str], *, max_new_tokens: int = 256, stop: Sequence[str] | str | None = None,
-                 temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None) -> list[str]:
+    def generate(
+        self,
+        prompts: Sequence[str],
+        *,
+        max_new_tokens: int = 256,
+        stop: Sequence[str] | str | None = None,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+    ) -> list[str]:
         """Raw completion of each prompt through ``/v1/completions`` (token ids with BOS per ``add_bos_token``
         where the server takes them, else text); a server without that endpoint gets one user message each."""
         p = self.probe()
         if not p.completions:
-            return self.chat([[{"role": "user", "content": x}] for x in prompts], max_new_tokens=max_new_tokens,
-                             temperature=temperature, top_p=top_p, seed=seed, stop=stop)
+            return self.chat(
+                [[{"role": "user", "content": x}] for x in prompts],
+                max_new_tokens=max_new_tokens,
+                temperature=temperature,
+                top_p=top_p,
+                seed=seed,
+                stop=stop,
+            )
         payloads: list[Any] = list(prompts)
         if p.prompt_form == "token ids":
             room = max(1, self.max_length - max_new_tokens)
@@ -350,8 +408,9 @@ class ServedModel(HasClientOptions):
 
         def job_for(payload: Any):
             async def job(client: Any) -> str:
-                resp = await self._complete(client, prompt=payload, max_tokens=max_new_tokens,
-                                            temperature=temperature, top_p=top_p, **extra)
+                resp = await self._complete(
+                    client, prompt=payload, max_tokens=max_new_tokens, temperature=temperature, top_p=top_p, **extra
+                )
                 text = getattr(choices_in_order(resp, 1)[0], "text", None)
                 if not isinstance(text, str):
                     raise MalformedReply("the completion has no text")
@@ -361,8 +420,10 @@ class ServedModel(HasClientOptions):
 
         texts = self._run([job_for(x) for x in payloads], "generate")
         tags = self.think_stop_tags
-        return [cut_at_stop(t, stop, think_tags=tags, starts_open=bool(tags) and opens_thinking(x, tags))
-                for t, x in zip(texts, prompts)]
+        return [
+            cut_at_stop(t, stop, think_tags=tags, starts_open=bool(tags) and opens_thinking(x, tags))
+            for t, x in zip(texts, prompts)
+        ]
 
     def _sampling_extra(self, seed: int | None, stop: Sequence[str] | str | None) -> dict[str, Any]:
         """Keyword arguments of a generation request beyond the prompt: seed, stop strings, and the server's
@@ -375,17 +436,32 @@ class ServedModel(HasClientOptions):
             extra["extra_body"] = body
         return extra
 
-    def chat(self, messages_list: Sequence[list[dict[str, str]]], *, max_new_tokens: int = 256,
-             temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
-             stop: Sequence[str] | str | None = None) -> list[str]:
+    def chat(
+        self,
+        messages_list: Sequence[list[dict[str, str]]],
+        *,
+        max_new_tokens: int = 256,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        stop: Sequence[str] | str | None = None,
+    ) -> list[str]:
         """One reply per conversation through ``/v1/chat/completions`` (the server's chat template)."""
         extra = self._sampling_extra(seed, stop)
 
         def job_for(messages: list[dict[str, str]]):
             async def job(client: Any) -> str:
-                resp = await within_deadline(client.chat.completions.create(
-                    model=self.model_id, messages=messages, max_tokens=max_new_tokens, temperature=temperature,
-                    top_p=top_p, **extra), self._pool_deadline)
+                resp = await within_deadline(
+                    client.chat.completions.create(
+                        model=self.model_id,
+                        messages=messages,
+                        max_tokens=max_new_tokens,
+                        temperature=temperature,
+                        top_p=top_p,
+                        **extra,
+                    ),
+                    self._pool_deadline,
+                )
                 choices = getattr(resp, "choices", None)
                 if not choices or choices[0].message is None:
                     raise MalformedReply("the chat completion has no choices")

@@ -76,8 +76,16 @@ def check_tolerance(tolerance: float | None) -> float:
 class OrderDependentError(ModelLoadError):
     """A served model's log-likelihoods changed with the order of the requests (the probe's worst request named)."""
 
-    def __init__(self, message: str, *, request: tuple[str, str], values: tuple[float, float], difference: float,
-                 tolerance: float, servers: tuple[str, str]) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        request: tuple[str, str],
+        values: tuple[float, float],
+        difference: float,
+        tolerance: float,
+        servers: tuple[str, str],
+    ) -> None:
         super().__init__(message)
         self.request, self.values, self.difference = request, values, difference
         self.tolerance, self.servers = tolerance, servers
@@ -110,8 +118,9 @@ class OrderProbeResult:
 SKIPPED = {"skipped": "order_probe=False: log-likelihoods not checked for request-order dependence"}
 
 
-async def _run_pass(client: Any, where: str, jobs: Sequence[Job], groups: Sequence[Sequence[int]], n: int,
-                    order: str) -> Pass:
+async def _run_pass(
+    client: Any, where: str, jobs: Sequence[Job], groups: Sequence[Sequence[int]], n: int, order: str
+) -> Pass:
     """The jobs one after the other on one server; ``groups[k]`` are the request indices job ``k`` scores."""
     lls = [math.nan] * n
     try:
@@ -138,8 +147,9 @@ async def score_both_orders(pool: Pool, forward: Jobs, backward: Jobs, n: int) -
     return [p for passes in found for p in passes]
 
 
-def run_order_probe(pool: Pool, forward: Jobs, backward: Jobs, tolerance: float, *, model_id: str,
-                    server_kind: str | None) -> OrderProbeResult:
+def run_order_probe(
+    pool: Pool, forward: Jobs, backward: Jobs, tolerance: float, *, model_id: str, server_kind: str | None
+) -> OrderProbeResult:
     """Score :data:`ORDER_PROBE_REQUESTS` with ``forward``'s jobs, then ``backward``'s (the reversed requests), on
     every replica of ``pool`` (not entered) and :func:`judge` the passes."""
 
@@ -165,31 +175,46 @@ def judge(passes: Sequence[Pass], tolerance: float, *, model_id: str, server_kin
     return OrderProbeResult(len(reference.lls), worst, tolerance)
 
 
-def _order_error(reference: Pass, other: Pass, i: int, diff: float, tolerance: float, model_id: str,
-                 server_kind: str | None) -> OrderDependentError:
+def _order_error(
+    reference: Pass, other: Pass, i: int, diff: float, tolerance: float, model_id: str, server_kind: str | None
+) -> OrderDependentError:
     """The refusal: the request, both scorings (value, order, server), the difference, the cause and the fix."""
     request = ORDER_PROBE_REQUESTS[i]
     a, b = reference.lls[i], other.lls[i]
-    message = (f"order probe: {model_id!r} scored request {i + 1} of {len(reference.lls)} ({request[0]!r} + "
-               f"{request[1]!r}) {a:.6f} {reference.order} on {reference.server} and {b:.6f} {other.order} on "
-               f"{other.server}: a difference of {diff:.3g} nats > order_tolerance {tolerance:g}. ")
+    message = (
+        f"order probe: {model_id!r} scored request {i + 1} of {len(reference.lls)} ({request[0]!r} + "
+        f"{request[1]!r}) {a:.6f} {reference.order} on {reference.server} and {b:.6f} {other.order} on "
+        f"{other.server}: a difference of {diff:.3g} nats > order_tolerance {tolerance:g}. "
+    )
     message += _cause(server_kind)
     if other.server != reference.server:
         message += " The two values come from different servers: replicas on other hardware or software differ too."
-    message += (" Or accept numbers that depend on the request order: order_probe=False (thai-eval run "
-                "--no-order-probe) or a larger order_tolerance (--order-tolerance); the run card records either.")
-    return OrderDependentError(message, request=request, values=(a, b), difference=diff, tolerance=tolerance,
-                               servers=(reference.server, other.server))
+    message += (
+        " Or accept numbers that depend on the request order: order_probe=False (thai-eval run "
+        "--no-order-probe) or a larger order_tolerance (--order-tolerance); the run card records either."
+    )
+    return OrderDependentError(
+        message,
+        request=request,
+        values=(a, b),
+        difference=diff,
+        tolerance=tolerance,
+        servers=(reference.server, other.server),
+    )
 
 
 def _cause(server_kind: str | None) -> str:
     """The likely cause and its fix, by server software (``ProbeResult.server``)."""
     if server_kind == "llama-cpp-python":
-        return ("Likely cause: llama-cpp-python reuses the KV cache of the prefix a prompt shares with the previous "
-                "one (always on; no server option turns it off), and llama.cpp's kernels for quantised weights "
-                "give other numbers for other decode batch sizes, so a request's log-likelihood depends on the "
-                "request before it (a float32 GGUF gave the same numbers in any order in thai-eval's tests).")
-    return ("Likely cause: the server's prefix cache (vLLM's prompt log-probabilities change with request order "
-            "when prefix caching is on, its default: vllm-project/vllm#42019; SGLang's radix cache reuses prefixes the "
-            "same way). Fix: restart the server with --no-enable-prefix-caching (vLLM) or --disable-radix-cache "
-            "(SGLang).")
+        return (
+            "Likely cause: llama-cpp-python reuses the KV cache of the prefix a prompt shares with the previous "
+            "one (always on; no server option turns it off), and llama.cpp's kernels for quantised weights "
+            "give other numbers for other decode batch sizes, so a request's log-likelihood depends on the "
+            "request before it (a float32 GGUF gave the same numbers in any order in thai-eval's tests)."
+        )
+    return (
+        "Likely cause: the server's prefix cache (vLLM's prompt log-probabilities change with request order "
+        "when prefix caching is on, its default: vllm-project/vllm#42019; SGLang's radix cache reuses prefixes the "
+        "same way). Fix: restart the server with --no-enable-prefix-caching (vLLM) or --disable-radix-cache "
+        "(SGLang)."
+    )

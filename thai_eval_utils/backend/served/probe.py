@@ -66,9 +66,11 @@ class Prober:
             except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:  # odd types in the echo
                 raise ModelLoadError(f"{r.public}: malformed probe reply ({type(exc).__name__}: {exc})"[:600]) from None
         if result.prompt_form == "text" and self.bos_wanted is not None and bool(self.bos_wanted) != result.text_bos:
-            raise ModelLoadError(f"{pool.describe()} {'prepends' if result.text_bos else 'does not prepend'} BOS to text "
-                                 f"prompts, so add_bos_token={self.bos_wanted} cannot be honoured; pass "
-                                 f"add_bos_token=None to accept the server's choice, or serve with vLLM/SGLang (token ids)")
+            raise ModelLoadError(
+                f"{pool.describe()} {'prepends' if result.text_bos else 'does not prepend'} BOS to text "
+                f"prompts, so add_bos_token={self.bos_wanted} cannot be honoured; pass "
+                f"add_bos_token=None to accept the server's choice, or serve with vLLM/SGLang (token ids)"
+            )
         return result
 
     async def _probe_calls(self, client: Any, where: str, deadline: float | None) -> dict[str, Any]:
@@ -78,8 +80,9 @@ class Prober:
         async def call(payload: Any, retries: int | None = None) -> Any:
             c = client if retries is None else client.with_options(max_retries=retries)
             try:
-                resp = await within_deadline(c.completions.create(model=self.model_id, prompt=payload, **SCORING_PARAMS),
-                                             deadline)
+                resp = await within_deadline(
+                    c.completions.create(model=self.model_id, prompt=payload, **SCORING_PARAMS), deadline
+                )
                 check_model(resp, self.model_id)
             except (RequestDeadline, MalformedReply) as exc:
                 raise ModelLoadError(f"probe of {where} failed: {exc}") from None
@@ -115,9 +118,13 @@ class Prober:
             self._check_id_echo(where, got["ids"], got["text"], len(got["local"]))
             form = "token ids"
         elif self.prompt == "tokens":
-            raise ModelLoadError(f"{where} does not take token ids as the prompt ({got.get('ids_refused')}); use prompt='text'")
+            raise ModelLoadError(
+                f"{where} does not take token ids as the prompt ({got.get('ids_refused')}); use prompt='text'"
+            )
         if result.prompt_form not in (None, form) or (result.text_bos is not None and result.text_bos != bos):
-            raise ModelLoadError(f"replicas behave differently ({where}: prompt as {form}, BOS {bos}); refusing to mix them")
+            raise ModelLoadError(
+                f"replicas behave differently ({where}: prompt as {form}, BOS {bos}); refusing to mix them"
+            )
         result.prompt_form, result.text_bos = form, bos
 
     def _echo_fields(self, where: str, resp: Any) -> dict[str, Any]:
@@ -130,10 +137,12 @@ class Prober:
             raise ModelLoadError(f"{where}: malformed probe reply ({exc})") from None
         missing = [k for k in ("tokens", "token_logprobs", "top_logprobs") if not isinstance(lp.get(k), list)]
         if missing:
-            raise ModelLoadError(f"{where} returned no {', '.join('logprobs.' + m for m in missing)} for an echoed prompt "
-                                 "(echo=true, logprobs=1): it cannot score answer choices. llama.cpp's llama-server gives "
-                                 "log-probabilities only for generated tokens; serve the model with vLLM, SGLang or "
-                                 "llama-cpp-python instead")
+            raise ModelLoadError(
+                f"{where} returned no {', '.join('logprobs.' + m for m in missing)} for an echoed prompt "
+                "(echo=true, logprobs=1): it cannot score answer choices. llama.cpp's llama-server gives "
+                "log-probabilities only for generated tokens; serve the model with vLLM, SGLang or "
+                "llama-cpp-python instead"
+            )
         return lp
 
     def _check_text_echo(self, where: str, resp: Any, local: list[int] | None) -> tuple[str, bool]:
@@ -144,12 +153,15 @@ class Prober:
         n_prompt = sum(1 for o in offsets if o < len(PROBE_TEXT)) if offsets else len(values) - 1
         scored = [v for v in values[1:n_prompt] if isinstance(v, (int, float))]
         if n_prompt < 2 or len(scored) < n_prompt - 1:
-            raise ModelLoadError(f"{where} echoed log-probabilities for {len(scored)} of {n_prompt} prompt tokens "
-                                 "(only generated tokens are scored): it cannot score answer choices. llama.cpp's "
-                                 "llama-server does this; serve the model with vLLM, SGLang or llama-cpp-python instead")
+            raise ModelLoadError(
+                f"{where} echoed log-probabilities for {len(scored)} of {n_prompt} prompt tokens "
+                "(only generated tokens are scored): it cannot score answer choices. llama.cpp's "
+                "llama-server does this; serve the model with vLLM, SGLang or llama-cpp-python instead"
+            )
         pieces = lp["tokens"][:n_prompt]
-        visible_bos = bool(self.tokenizer is not None and pieces and self.tokenizer.bos_token
-                           and pieces[0] == self.tokenizer.bos_token)
+        visible_bos = bool(
+            self.tokenizer is not None and pieces and self.tokenizer.bos_token and pieces[0] == self.tokenizer.bos_token
+        )
         if visible_bos:
             pieces = pieces[1:]
         usage = getattr(resp, "usage", None)
@@ -157,13 +169,19 @@ class Prober:
         if local is not None:
             mine = [self.tokenizer.decode([t]) for t in local]
             if not _pieces_agree(pieces, mine):
-                raise ModelLoadError(f"{where} tokenizes the probe text into {len(pieces)} tokens {pieces[:8]}..., the local "
-                                     f"tokenizer ({self.tokenizer_spec}) into {len(mine)} {mine[:8]}...: wrong tokenizer "
-                                     "for this server; refusing to score")
+                raise ModelLoadError(
+                    f"{where} tokenizes the probe text into {len(pieces)} tokens {pieces[:8]}..., the local "
+                    f"tokenizer ({self.tokenizer_spec}) into {len(mine)} {mine[:8]}...: wrong tokenizer "
+                    "for this server; refusing to score"
+                )
         if offsets:  # the echoed pieces must sit at their offsets (a byte-level piece may start 1-2 characters on)
             for piece, o in zip(lp["tokens"][:n_prompt], offsets):
-                if piece and "\ufffd" not in piece and not (visible_bos and o == 0 and piece == self.tokenizer.bos_token) \
-                        and PROBE_TEXT.find(piece, o, o + len(piece) + 2) == -1:
+                if (
+                    piece
+                    and "\ufffd" not in piece
+                    and not (visible_bos and o == 0 and piece == self.tokenizer.bos_token)
+                    and PROBE_TEXT.find(piece, o, o + len(piece) + 2) == -1
+                ):
                     raise ModelLoadError(f"{where}: echoed token {piece!r} is not at text_offset {o} of the prompt")
         return "text", visible_bos or hidden_bos
 
@@ -173,11 +191,15 @@ class Prober:
         lp, lp_text = self._echo_fields(where, resp), self._echo_fields(where, text_resp)
         values = lp["token_logprobs"]
         if len(values) < n or any(not isinstance(v, (int, float)) for v in values[1:n]):
-            raise ModelLoadError(f"{where} echoed {len(values)} log-probabilities for a prompt of {n} token ids: "
-                                 "it cannot score answer choices")
+            raise ModelLoadError(
+                f"{where} echoed {len(values)} log-probabilities for a prompt of {n} token ids: "
+                "it cannot score answer choices"
+            )
         ids_pieces, text_pieces = lp["tokens"][:n], lp_text["tokens"]
         if self.tokenizer.bos_token and text_pieces and text_pieces[0] == self.tokenizer.bos_token:
             text_pieces = text_pieces[1:]
         if ids_pieces != text_pieces[:n] or len(text_pieces) < n:
-            raise ModelLoadError(f"{where}: the local tokenizer's ids of the probe text echo as {ids_pieces[:8]}..., the "
-                                 f"server's own tokens are {text_pieces[:8]}...: wrong tokenizer for this server")
+            raise ModelLoadError(
+                f"{where}: the local tokenizer's ids of the probe text echo as {ids_pieces[:8]}..., the "
+                f"server's own tokens are {text_pieces[:8]}...: wrong tokenizer for this server"
+            )

@@ -33,7 +33,7 @@ def _stat(pid: int) -> list[str] | None:
         raw = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return raw[raw.rfind(")") + 2:].split()
+    return raw[raw.rfind(")") + 2 :].split()
 
 
 def start_ticks(pid: int) -> int | None:
@@ -136,8 +136,14 @@ class RunningRecord:
 
     def _write(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(self.path, {"launcher_pid": os.getpid(), "launcher_start_ticks": start_ticks(os.getpid()),
-                                      "servers": [asdict(s) for s in self.servers]})
+        write_json_atomic(
+            self.path,
+            {
+                "launcher_pid": os.getpid(),
+                "launcher_start_ticks": start_ticks(os.getpid()),
+                "servers": [asdict(s) for s in self.servers],
+            },
+        )
 
     def clear(self) -> None:
         """Remove the record (a clean stop), if it is this process's."""
@@ -160,13 +166,18 @@ def end_orphans(logs_dir: str | Path, grace_s: float) -> list[int]:
         return []
     owner = int(record.get("launcher_pid", -1))
     if owner != os.getpid() and owner > 0 and alive(owner, record.get("launcher_start_ticks")):
-        raise ModelLoadError(f"{path} lists servers of a thai-eval that is still running (pid {owner}); wait for it "
-                             "to finish or give this run another --outputs folder")
+        raise ModelLoadError(
+            f"{path} lists servers of a thai-eval that is still running (pid {owner}); wait for it "
+            "to finish or give this run another --outputs folder"
+        )
     found = [s for s in record.get("servers", []) if _still_ours(s)]
     if found:
         end_groups([int(s["pgid"]) for s in found], grace_s)
-        print(f"thai-eval: ended {len(found)} server(s) left running by an earlier thai-eval (pid {owner}) that no "
-              f"longer runs: pids {', '.join(str(s['pid']) for s in found)} ({path})", file=sys.stderr)
+        print(
+            f"thai-eval: ended {len(found)} server(s) left running by an earlier thai-eval (pid {owner}) that no "
+            f"longer runs: pids {', '.join(str(s['pid']) for s in found)} ({path})",
+            file=sys.stderr,
+        )
     path.unlink(missing_ok=True)
     return [int(s["pid"]) for s in found]
 

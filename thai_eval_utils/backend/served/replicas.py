@@ -158,12 +158,20 @@ class Pool:
             raise ModelLoadError(f"replicas serve different models, refusing to mix them: {lines}")
         ids = list(next(iter(distinct)))
         if model_id not in ids:
-            raise ModelLoadError(f"{self.describe()} does not serve {model_id!r} (it serves: {', '.join(ids) or 'nothing'}); "
-                                 "use one of those ids in the model spec")
+            raise ModelLoadError(
+                f"{self.describe()} does not serve {model_id!r} (it serves: {', '.join(ids) or 'nothing'}); "
+                "use one of those ids in the model spec"
+            )
         return ids
 
-    async def run(self, jobs: Sequence[Callable[[AsyncOpenAI], Awaitable[T]]], *, desc: str = "requests",
-                  progress: bool = False, weights: Sequence[int] | None = None) -> list[T]:
+    async def run(
+        self,
+        jobs: Sequence[Callable[[AsyncOpenAI], Awaitable[T]]],
+        *,
+        desc: str = "requests",
+        progress: bool = False,
+        weights: Sequence[int] | None = None,
+    ) -> list[T]:
         """Results of ``jobs`` in order; each replica runs up to ``concurrency`` jobs at a time.
 
         A job whose replica still fails after the client's retries (connection error, 5xx, timeout, no reply

@@ -44,5 +44,8 @@ def load_tokenizer(spec: str | Path) -> LocalTokenizer:
     except (OSError, ValueError):
         config = None
     max_length = default_max_length(config, tokenizer) if config is not None else FALLBACK_MAX_LENGTH
-    return LocalTokenizer(tokenizer, {"tokenizer": spec if spec == EMBEDDED else str(path.resolve()),
-                                      "tokenizer_sha256": digest}, max_length)
+    return LocalTokenizer(
+        tokenizer,
+        {"tokenizer": spec if spec == EMBEDDED else str(path.resolve()), "tokenizer_sha256": digest},
+        max_length,
+    )
