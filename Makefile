@@ -44,7 +44,7 @@ model: install
 	$(PY) -c "from thai_eval_utils.backend.model_sources import embedded_model_dir; print('embedded model:', embedded_model_dir())"
 
 demo: model
-	$(PY) -m thai_eval_utils.batch --demo --outputs $(OUTPUTS)
+	$(PY) -m thai_eval_utils.notebook_runs --demo --outputs $(OUTPUTS)
 	$(THAI_EVAL) report --outputs $(OUTPUTS) $$(test -d $(OUTPUTS)/demo_compare && echo $(OUTPUTS)/demo_compare) \
 		--out $(OUTPUTS)/report.html --screenshots $(OUTPUTS)/report_screenshots
 

@@ -634,7 +634,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from thai_eval_utils.backend.local_model import LocalModel
     from thai_eval_utils.backend.encoding import encode_pairs
-    from thai_eval_utils.backend.loglikelihood import default_budget
+    from thai_eval_utils.backend.loglikelihood import loglikelihood_budget
     from thai_eval_utils.backend.models import embedded_model_dir
 
     if args.threads:
@@ -650,7 +650,7 @@ def main(argv: list[str] | None = None) -> int:
         "threads": torch.get_num_threads(),
         "load": [],
         "batch_sizes": sizes,
-        "budget": default_budget(model),
+        "budget": loglikelihood_budget(model),
         "budgets": {},
     }
     run_dir = WORK / ("runs-quick" if args.quick else "runs")

@@ -69,7 +69,7 @@ TASKS = (
 
 
 def conversations(tasks: list[str], limit: int) -> dict[str, list]:
-    """Each task's instruct conversations (zero-shot) for its first ``limit`` shipped rows, as ``run_task`` builds
+    """Each task's instruct conversations (zero-shot) for its first ``limit`` shipped rows, as ``run_seahelm_task`` builds
     them."""
     out = {}
     for key in tasks:

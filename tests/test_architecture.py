@@ -3,7 +3,7 @@
 not each other, ``judging`` (a layer above them) only ``core`` and ``stats``, ``tasks`` only ``core``, ``stats`` and
 ``backend``, a benchmark subpackage (each of :data:`BENCHMARKS`, the packages of the registry's shipped suites, so a
 new benchmark is held to the rules without editing this file) imports those and nothing of another benchmark or of
-the layers above (``compare``, ``paper``, ``plots``, ``batch``): :data:`ALLOWED` states it; no import cycles
+the layers above (``compare``, ``paper``, ``plots``, ``notebook_runs``): :data:`ALLOWED` states it; no import cycles
 between modules or between packages; no imports of the package inside functions, with no exceptions; no import of
 the package by a computed name (``importlib.import_module``, ``__import__``, ``importlib.util.find_spec``), which
 neither this file nor grimp could follow, except where :data:`DYNAMIC_IMPORTS` says why.
@@ -442,7 +442,7 @@ CONSUMERS = (
     "stats",
     "export",
     "cli",
-    "batch.py",
+    "notebook_runs.py",
     "notebook_exec.py",
     "notebook_kernel.py",
     "compare",

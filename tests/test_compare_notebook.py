@@ -9,7 +9,7 @@ from conftest import REPO
 from fakes import FakeModel
 
 from thai_eval_utils import h6
-from thai_eval_utils.batch import notebook_parameters
+from thai_eval_utils.notebook_runs import notebook_parameters
 from thai_eval_utils.core.tables import read_table_csv
 
 NOTEBOOK = REPO / "notebooks" / "compare_runs.ipynb"
@@ -81,7 +81,7 @@ def test_notebook_runs_on_two_few_shot_seeds(tmp_path):
 
 
 def test_demo_comparison_reruns_thai_h6_with_another_seed_and_compares(tmp_path, tiny_model_dir):
-    from thai_eval_utils.batch import demo_comparison
+    from thai_eval_utils.notebook_runs import demo_comparison
     from thai_eval_utils.h6.exports import DEMO_COMPARE_TASKS
     from thai_eval_utils.backend.models import load_model
 

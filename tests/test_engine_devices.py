@@ -232,7 +232,7 @@ def test_packed_calls_hold_many_documents(tiny_tokenizer):
 
 def test_default_budget_per_device(tiny_tokenizer):
     model = _tiny_llama(tiny_tokenizer)
-    assert scoring.default_budget(model) == scoring.CPU_TOKENS
+    assert scoring.loglikelihood_budget(model) == scoring.CPU_TOKENS
 
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -243,7 +243,7 @@ cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GP
 @pytest.mark.parametrize("which", ["llama", "gemma3"])
 def test_cuda_equals_full_forward(tiny_tokenizer, dtype, which):
     model, tok = BUILD[which](tiny_tokenizer).to("cuda", dtype), tiny_tokenizer
-    assert scoring.default_budget(model) == scoring.CUDA_TOKENS
+    assert scoring.loglikelihood_budget(model) == scoring.CUDA_TOKENS
     reqs = _requests(seed=15)
     n_tokens = [max(1, len(t)) for _, t in encode_pairs(tok, reqs, False)]
     with warnings.catch_warnings():

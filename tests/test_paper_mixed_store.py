@@ -132,7 +132,7 @@ def test_the_tables_command_prints_the_skipped_runs(mixed, monkeypatch, capsys):
         def summary(self) -> str:
             return "1/1 notebook runs succeeded."
 
-    monkeypatch.setattr("thai_eval_utils.cli.commands.batch.run_models", lambda *a, **k: Done())
+    monkeypatch.setattr("thai_eval_utils.cli.commands.notebook_runs.run_models", lambda *a, **k: Done())
     assert main(["tables", "--outputs", str(out)]) == 0
     printed = capsys.readouterr().out.split("stored runs not in the tables, and why:")[1].splitlines()
     header = printed[1].split()

@@ -357,7 +357,7 @@ def test_keys_echoed_by_the_server_reach_no_file_and_no_message(tmp_path, monkey
 
 
 def test_the_batch_runner_writes_no_secret(tmp_path, monkeypatch):
-    from thai_eval_utils.batch import run_models
+    from thai_eval_utils.notebook_runs import run_models
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with FakeOpenAIServer(echo_responder) as srv:

@@ -19,7 +19,7 @@ import pytest
 
 from tests.fakes import FakeModel
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.seahelm import Protocol, run_task, task_config
+from thai_eval_utils.seahelm import Protocol, run_seahelm_task, task_config
 from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED, language_over_runs, run_totals, task_over_runs
 from thai_eval_utils.seahelm.config import SEEDS, task_configs
 from thai_eval_utils.seahelm.data import DEFAULT_DATA, load_hf_task_data, load_task_data
@@ -299,7 +299,7 @@ def _fake(fail_on_call=None):
 
 def test_runs_resume_and_thinking(tmp_path):
     model = _fake()
-    run = run_task(model, "causal", runs=3, limit=4, outputs=tmp_path, progress=False)
+    run = run_seahelm_task(model, "causal", runs=3, limit=4, outputs=tmp_path, progress=False)
     s = run.summary
     assert sorted(s["runs"]) == ["0", "1", "2"] and [c[1]["seed"] for c in model.calls] == list(SEEDS[:3])
     assert s["failed_thinking"] == 3  # the ปลวก row never closes its thinking, in each run
@@ -309,11 +309,11 @@ def test_runs_resume_and_thinking(tmp_path):
     assert cause["reply"].startswith("<think>") and cause["scored"] == "คำตอบ: B"
     assert "think:strip(<think>,</think>)" in s["signature"] and "runs:3" in s["signature"]
     assert s["over_runs"]["runs"] == 3 and s["over_runs"]["stderr"] == 0  # identical runs: no spread
-    again = run_task(model, "causal", runs=3, limit=4, outputs=tmp_path, progress=False)
+    again = run_seahelm_task(model, "causal", runs=3, limit=4, outputs=tmp_path, progress=False)
     assert again.computed == 0 and len(model.calls) == 3
-    more = run_task(model, "causal", runs=4, limit=4, outputs=tmp_path, progress=False)
+    more = run_seahelm_task(model, "causal", runs=4, limit=4, outputs=tmp_path, progress=False)
     assert more.computed == 4 and more.run_dir == run.run_dir and sorted(more.summary["runs"]) == ["0", "1", "2", "3"]
-    off = run_task(
+    off = run_seahelm_task(
         model,
         "causal",
         runs=1,
@@ -327,7 +327,7 @@ def test_runs_resume_and_thinking(tmp_path):
 
 def test_crash_mid_run_resumes_without_loss_or_duplicates(tmp_path):
     with pytest.raises(RuntimeError, match="simulated crash"):
-        run_task(
+        run_seahelm_task(
             _fake(fail_on_call=2),
             "toxicity",
             runs=2,
@@ -337,7 +337,7 @@ def test_crash_mid_run_resumes_without_loss_or_duplicates(tmp_path):
             protocol=Protocol(batch_size=3),
         )
     model = _fake()
-    run = run_task(
+    run = run_seahelm_task(
         model, "toxicity", runs=2, limit=3, outputs=tmp_path, progress=False, protocol=Protocol(batch_size=3)
     )
     assert run.computed == 3 and len(model.calls) == 1  # run 0 was stored before the crash
@@ -347,7 +347,7 @@ def test_crash_mid_run_resumes_without_loss_or_duplicates(tmp_path):
 
 def test_logprobs_twin_runs_once_and_is_labelled(tmp_path):
     model = FakeModel(reply=lambda m: "คำตอบ: A", score=lambda ctx, cont: (math.log(0.25), False))
-    run = run_task(model, "causal-logprobs", runs=8, limit=2, outputs=tmp_path, progress=False)
+    run = run_seahelm_task(model, "causal-logprobs", runs=8, limit=2, outputs=tmp_path, progress=False)
     s = run.summary
     assert list(s["runs"]) == ["0"] and "P1" in s["logprobs_note"]
     assert s["runs"]["0"]["metrics"]["average_cumulative_probabilities"] == pytest.approx(25.0)
@@ -423,7 +423,7 @@ def test_suite_hooks_show_mean_and_se_over_runs(tmp_path):
     assert {"model", "tasks", "runs", "limit", "data_source", "outputs_dir", "max_new_tokens", "greedy"} <= set(
         declared
     )
-    run_task(_fake(), "causal", runs=2, limit=4, outputs=tmp_path, progress=False)
+    run_seahelm_task(_fake(), "causal", runs=2, limit=4, outputs=tmp_path, progress=False)
     (stored,) = [r for r in list_runs(tmp_path) if r.family == "seahelm"]
     (head,) = suite.headlines(stored)
     assert head.name == "seahelm/causal/normalized_accuracy" and head.scale == 100 and len(head.items) == 4
@@ -464,7 +464,7 @@ def test_sampling_is_the_models_generation_config_else_vllm_defaults():
 
 def test_external_task_table(tmp_path, monkeypatch):
     """IF-Eval and the MT-Bench judge run through their own modules (``runner.EXTERNAL_MODULES``, imported
-    statically: neither imports the runner back), each module's ``run_task`` looked up per call; a runner
+    statically: neither imports the runner back), each module's ``run_seahelm_task`` looked up per call; a runner
     registered in code comes first and gets the suite's arguments; a task the runner scores itself has none."""
     from thai_eval_utils.seahelm import ifeval_run, mt_bench_run, runner
 
@@ -472,10 +472,10 @@ def test_external_task_table(tmp_path, monkeypatch):
     assert runner.external_runner("mt-bench-judge") is mt_bench_run.run_mt_bench
     assert runner.external_runner("sentiment") is None
     seen = {}
-    monkeypatch.setattr(mt_bench_run, "run_task", lambda model, key, **kw: f"patched {key}")
-    assert run_task(FakeModel(), "mt-bench-judge", runs=1, outputs=tmp_path) == "patched mt-bench-judge"
+    monkeypatch.setattr(mt_bench_run, "run_seahelm_task", lambda model, key, **kw: f"patched {key}")
+    assert run_seahelm_task(FakeModel(), "mt-bench-judge", runs=1, outputs=tmp_path) == "patched mt-bench-judge"
     monkeypatch.setitem(
         runner.EXTERNAL_RUNNERS, "if-eval", lambda model, key, **kw: seen.update(key=key, **kw) or "ran"
     )
-    assert run_task(FakeModel(), "if-eval", runs=2, limit=3, outputs=tmp_path, options={"judge": "j"}) == "ran"
+    assert run_seahelm_task(FakeModel(), "if-eval", runs=2, limit=3, outputs=tmp_path, options={"judge": "j"}) == "ran"
     assert seen["key"] == "if-eval" and seen["runs"] == 2 and seen["limit"] == 3 and seen["judge"] == "j"

@@ -15,7 +15,7 @@ from tests.fakes import FakeModel
 from thai_eval_utils.backend.api_replies import ApiError
 from thai_eval_utils.backend.openai_client import ApiModel
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.seahelm import Protocol, run_task, task_config
+from thai_eval_utils.seahelm import Protocol, run_seahelm_task, task_config
 from thai_eval_utils.seahelm.data import load_task_data
 from thai_eval_utils.seahelm.translation import MetricX
 
@@ -48,7 +48,9 @@ def test_a_null_served_reply_is_retried_then_never_stored_or_scored(tmp_path):
             "served", base_url=srv.base_url, api_key="not-needed", concurrency=2, max_retries=1, timeout=5.0
         )
         with pytest.raises(ApiError) as err:
-            run_task(model, "sentiment", runs=1, limit=LIMIT, outputs=tmp_path, progress=False, protocol=protocol)
+            run_seahelm_task(
+                model, "sentiment", runs=1, limit=LIMIT, outputs=tmp_path, progress=False, protocol=protocol
+            )
         assert responder.asked == {"null": 2, "other": 3}  # the null reply sent twice (1 + max_retries)
         message = str(err.value)
         assert message.startswith(
@@ -62,7 +64,9 @@ def test_a_null_served_reply_is_retried_then_never_stored_or_scored(tmp_path):
         assert all(isinstance(r["reply"], str) and r["reply"] != "None" for r in stored)
         assert not (run_dir / "summary.json").exists()  # nothing scored
         responder.null = False
-        again = run_task(model, "sentiment", runs=1, limit=LIMIT, outputs=tmp_path, progress=False, protocol=protocol)
+        again = run_seahelm_task(
+            model, "sentiment", runs=1, limit=LIMIT, outputs=tmp_path, progress=False, protocol=protocol
+        )
     assert again.computed == 2 and again.run_dir == run_dir  # exactly the 2 missing replies, generated now
     s = again.summary
     assert (s["n"], s["n_computed_this_run"], s["null_count"], s["failed_thinking"]) == (4, 2, 0, 0)
@@ -72,12 +76,12 @@ def test_a_null_served_reply_is_retried_then_never_stored_or_scored(tmp_path):
 
 def test_a_stored_null_reply_is_refused_on_resume(tmp_path):
     model = FakeModel(reply=lambda m: "คำตอบ: แง่ลบ")
-    run = run_task(model, "sentiment", runs=1, limit=2, outputs=tmp_path, progress=False)
+    run = run_seahelm_task(model, "sentiment", runs=1, limit=2, outputs=tmp_path, progress=False)
     rec = _records(run.run_dir)[1]
     with (run.run_dir / "items.jsonl").open("a", encoding="utf-8") as fh:  # an edited store: a reply of null
         fh.write(json.dumps({**rec, "reply": None}, ensure_ascii=False) + "\n")
     with pytest.raises(ThaiEvalDataError) as err:
-        run_task(model, "sentiment", runs=1, limit=2, outputs=tmp_path, progress=False)
+        run_seahelm_task(model, "sentiment", runs=1, limit=2, outputs=tmp_path, progress=False)
     assert err.value.field == "reply" and err.value.row == 2
     assert "line 3 of the file: the stored 'reply' is null, not str" in str(err.value)
 
@@ -98,7 +102,7 @@ def test_unclosed_thinking_is_a_counted_failed_answer_read_by_metricx_as_none(tm
         return "<think>ยังแปลไม่เสร็จ" if first else "คำแปล: สวัสดี"
 
     metricx = _Inputs("metricx-stand-in")
-    run = run_task(
+    run = run_seahelm_task(
         FakeModel(reply=reply), "translation-en-xx", runs=1, limit=2, outputs=tmp_path, progress=False, metricx=metricx
     )
     first, second = _records(run.run_dir)
@@ -128,7 +132,7 @@ def test_every_seahelm_runner_stops_unscored_counting_what_it_lacks(tmp_path, ke
 
     model = FakeModel(reply=reply)
     with pytest.raises(ApiError) as err:
-        run_task(model, key, runs=1, limit=2, outputs=tmp_path, progress=False, protocol=Protocol(batch_size=1))
+        run_seahelm_task(model, key, runs=1, limit=2, outputs=tmp_path, progress=False, protocol=Protocol(batch_size=1))
     assert str(err.value) == (
         f"seahelm {key}: 1 of 2 replies not generated (1 stored), so nothing is scored; run the "
         "same command again to generate them. The failed request: the endpoint went away"
@@ -136,5 +140,7 @@ def test_every_seahelm_runner_stops_unscored_counting_what_it_lacks(tmp_path, ke
     run_dir = next(tmp_path.rglob("items.jsonl")).parent
     assert len(_records(run_dir)) == 1 and not (run_dir / "summary.json").exists()
     calls["fail"] = False
-    again = run_task(model, key, runs=1, limit=2, outputs=tmp_path, progress=False, protocol=Protocol(batch_size=1))
+    again = run_seahelm_task(
+        model, key, runs=1, limit=2, outputs=tmp_path, progress=False, protocol=Protocol(batch_size=1)
+    )
     assert again.computed == 1 and again.summary["n_computed_this_run"] == 1 and len(_records(run_dir)) == 2

@@ -18,7 +18,7 @@ from thai_eval_utils.cli.thinking_args import thinking_parameters
 from thai_eval_utils.core import registry
 from thai_eval_utils.core.runs import list_runs
 from thai_eval_utils.notebook_exec import notebook_parameters
-from thai_eval_utils.seahelm import mt_bench_run, run_task, task_config
+from thai_eval_utils.seahelm import mt_bench_run, run_seahelm_task, task_config
 from thai_eval_utils.seahelm.data import load_task_data
 from thai_eval_utils.seahelm.prompts import build_messages
 from thai_eval_utils.seahelm.runner import Protocol
@@ -41,7 +41,7 @@ def _planted_model() -> FakeModel:
 
 
 def test_planted_thinking_counts_and_thai_rate_in_summary_and_table(tmp_path):
-    run = run_task(_planted_model(), "causal", runs=2, limit=4, outputs=tmp_path, progress=False)
+    run = run_seahelm_task(_planted_model(), "causal", runs=2, limit=4, outputs=tmp_path, progress=False)
     s = run.summary
     r = s["replies"]
     # per run: 4 replies, 2 think, 1 never closes (a failed answer), Thai: rows 1 and 3 -> over 2 runs 8, 4, 2, 2, 4/8
@@ -66,7 +66,7 @@ def test_planted_thinking_counts_and_thai_rate_in_summary_and_table(tmp_path):
     (table,) = SUITE.leaderboard_tables
     assert {"answers_in_thai", "thinking_unclosed"} <= set(table.columns)
     # the lighteval rule keeps the unclosed block in the scored text: counted, not failed
-    lax = run_task(
+    lax = run_seahelm_task(
         _planted_model(),
         "causal",
         runs=1,
@@ -86,7 +86,7 @@ def test_enable_thinking_reaches_the_model_and_is_restored(tmp_path):
     model.chat_template_kwargs = None
     inner = model._reply
     model._reply = lambda m: (seen.append(dict(model.chat_template_kwargs or {})), inner(m))[1]
-    run = run_task(
+    run = run_seahelm_task(
         model,
         "causal",
         runs=1,
@@ -195,7 +195,7 @@ def test_dry_run_counts_runs_ifeval_and_mt_bench_by_hand():
 
 
 def test_runs_table_items_and_total_count_stored_replies(tmp_path):
-    run_task(_planted_model(), "causal", runs=2, limit=4, outputs=tmp_path, progress=False)
+    run_seahelm_task(_planted_model(), "causal", runs=2, limit=4, outputs=tmp_path, progress=False)
     table = runs_table(tmp_path)
     (row,) = table.to_dict("records")
     assert (row["items"], row["per_item"], row["total"]) == (8, 2, 400)  # 4 rows x 2 runs; 200 documents x 2 runs

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from fakes import FakeModel
 
-from thai_eval_utils import batch
+from thai_eval_utils import notebook_runs
 from thai_eval_utils.cli import main
 from thai_eval_utils.core import registry
 from thai_eval_utils.core.provenance import slugify
@@ -120,7 +120,7 @@ def test_the_documented_task_runs_through_its_notebook(my_tasks, tmp_path, tiny_
     suite = registry.get_suite("thai_facts")
     out = tmp_path / "outputs"
     params = {"model": str(tiny_model_dir), "limit": 2, "outputs_dir": str(out), **suite.notebook_parameters(())}
-    run = batch.execute(
+    run = notebook_runs.execute(
         REPO / "notebooks" / suite.notebooks[0],
         out / "notebooks" / "task.ipynb",
         params,

@@ -1,4 +1,4 @@
-"""One notebook's execution with papermill (what :mod:`thai_eval_utils.batch` runs for each model and notebook):
+"""One notebook's execution with papermill (what :mod:`thai_eval_utils.notebook_runs` runs for each model and notebook):
 the parameters a notebook declares, only those passed and never a secret, the kernel's environment, every secret
 in use masked in the executed copy, and its HTML export. :func:`execute` never raises: it returns a
 :class:`NotebookRun` saying how the notebook ended."""

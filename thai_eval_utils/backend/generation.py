@@ -159,7 +159,7 @@ def encode_prompts(
     return encoded
 
 
-def default_budget(device: torch.device) -> tuple[int, int]:
+def generation_budget(device: torch.device) -> tuple[int, int]:
     """(KV budget in bytes, most rows) for ``device``: a fixed 2 GiB and 48 rows on a CPU; half the free memory
     and 128 rows on an accelerator."""
     if device.type == "cuda":
@@ -214,7 +214,7 @@ class Engine:
         self.model, self.tokenizer = hf_model, tokenizer
         self.decoder, self.head = Decoder(hf_model), Head(hf_model)
         self.device = next(hf_model.parameters()).device
-        budget, rows = default_budget(self.device)
+        budget, rows = generation_budget(self.device)
         self.kv_budget, self.max_rows = kv_budget or budget, max_rows or rows
         # one budget for every prompt, or one per prompt (prompts of several tasks in one call, each task's budget:
         # a row's text does not depend on the rows beside it, so it is the text a call of its own gives)

@@ -17,7 +17,7 @@ import torch
 from thai_eval_utils.backend.generation import (
     LOOKUP_TOKENS,
     GenerationStats,
-    default_budget,
+    generation_budget,
     encode_prompts,
     generate,
 )
@@ -163,7 +163,7 @@ class LocalModel:
     @property
     def concurrency(self) -> int:
         """Prompts the run loops hand ``generate`` / ``chat`` per call: the rows the engine decodes together."""
-        return self.max_rows or default_budget(self.device)[1]
+        return self.max_rows or generation_budget(self.device)[1]
 
     @property
     def device(self) -> torch.device:

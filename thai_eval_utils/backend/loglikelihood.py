@@ -45,7 +45,7 @@ from thai_eval_utils.backend.encoding import encode_pairs, fed_tokens, prefix_to
 from thai_eval_utils.backend.packed_attention import block_attention
 from thai_eval_utils.backend.prefix_tree import Node, build_tree, schedule, tree_positions
 
-__all__ = ["count_tokens", "default_budget", "loglikelihood", "token_loglikelihood"]
+__all__ = ["count_tokens", "loglikelihood_budget", "loglikelihood", "token_loglikelihood"]
 
 _KV_BYTES = 1 << 30  # padded-batch fallback: about 1 GiB of repeated key/value cache per forward
 CPU_TOKENS = 2048  # default tokens per forward call on the CPU (measured: docs/benchmarks.md)
@@ -55,7 +55,7 @@ _checked: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {(
 
 
 # --- running ------------------------------------------------------------------------------------------------
-def default_budget(model) -> int:
+def loglikelihood_budget(model) -> int:
     """Tokens per forward call when ``batch_tokens`` is not given: ``CUDA_TOKENS`` when the input embeddings are
     on a GPU, else ``CPU_TOKENS`` (see docs/benchmarks.md for how they were chosen)."""
     return CUDA_TOKENS if model.get_input_embeddings().weight.device.type == "cuda" else CPU_TOKENS
@@ -207,7 +207,7 @@ def loglikelihood(
         batch_tokens: the token budget of one forward call: packed calls hold at most this many tokens (the
             prefix trees of as many documents as fit), long contexts run in chunks of at most this many (and of
             at most 8,192), padded choice batches (the fallback mode) hold at most this many rows x (cached +
-            new). Default :func:`default_budget`: ``CPU_TOKENS`` on the CPU, ``CUDA_TOKENS`` on a GPU (the
+            new). Default :func:`loglikelihood_budget`: ``CPU_TOKENS`` on the CPU, ``CUDA_TOKENS`` on a GPU (the
             fallback mode at least about 1 GiB of repeated key/value cache). Peak memory is the weights plus
             what this budget, ``max_length`` and the 128 MiB logit bound allow (see
             :mod:`thai_eval_utils.backend.decoder`).
@@ -227,7 +227,7 @@ def loglikelihood(
             "the model is in training mode (dropout is active); call model.eval() for lm-eval's numbers", stacklevel=2
         )
     seqs, targets = fed_tokens(encode_pairs(tokenizer, requests, add_bos_token), max_length)
-    budget = batch_tokens or default_budget(model)
+    budget = batch_tokens or loglikelihood_budget(model)
     mode = _mode(model, budget)
     if mode is None:
         return _reference_tokens(model, seqs, targets, progress=progress)
@@ -259,7 +259,7 @@ def token_loglikelihood(
         raise ValueError(f"{len(starts)} scored_from values for {len(sequences)} sequences")
     seqs = [tuple(s[:-1]) if len(s) > k else None for s, k in zip(sequences, starts)]
     targets = [list(s[k:]) for s, k in zip(sequences, starts)]
-    budget = batch_tokens or default_budget(model)
+    budget = batch_tokens or loglikelihood_budget(model)
     mode = _mode(model, budget)
     if mode is None:
         return _reference_tokens(model, seqs, targets, progress=progress)

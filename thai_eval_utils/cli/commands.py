@@ -1,8 +1,8 @@
 """The ``thai-eval`` subcommands: each has an ``add_<name>(subparsers)`` that declares its options (with an
 example in its help) and a handler that returns the exit status and ends with a summary table.
 
-``run`` is what ``make tables`` did with ``python -m thai_eval_utils.batch``: the benchmark notebooks for every
-model through papermill (:func:`thai_eval_utils.batch.run_models`), then the paper-tables notebook. A rerun resumes:
+``run`` is what ``make tables`` did with ``python -m thai_eval_utils.notebook_runs``: the benchmark notebooks for every
+model through papermill (:func:`thai_eval_utils.notebook_runs.run_models`), then the paper-tables notebook. A rerun resumes:
 the notebooks skip every item the results store already holds.
 
 Benchmarks are the registry's suites (:mod:`thai_eval_utils.core.registry`): ``--benchmarks`` takes suite names or
@@ -23,7 +23,7 @@ import pandas as pd
 from tabulate import tabulate
 from tqdm.auto import tqdm
 
-from thai_eval_utils import batch
+from thai_eval_utils import notebook_runs
 from thai_eval_utils.cli.dry_run import COLUMNS as DRY_RUN_COLUMNS
 from thai_eval_utils.cli.dry_run import Tokenizer, dry_run_rows, load_tokenizer
 from thai_eval_utils.cli.dry_run_cost import (
@@ -340,7 +340,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         **_batch_parameters(args),
     }
     start = now_utc()
-    runs: list[batch.NotebookRun] = []
+    runs: list[notebook_runs.NotebookRun] = []
     engines = engine_specs(models)
     plain = [m for m in models if not engine_specs([m])]
     if plain:
@@ -350,10 +350,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             runs += _run_suites(args, [served], {**extra, **parameters}, out)
     html = None
     if not args.no_paper:
-        paper = batch.run_models([], notebooks=(), outputs=out, notebooks_dir=args.notebooks_dir, verbose=False)
+        paper = notebook_runs.run_models([], notebooks=(), outputs=out, notebooks_dir=args.notebooks_dir, verbose=False)
         runs += paper.runs
         html = paper.html
-    final = batch.BatchReport(runs, str(out.resolve()), html)
+    final = notebook_runs.NotebookRunsReport(runs, str(out.resolve()), html)
     (out / "notebooks").mkdir(parents=True, exist_ok=True)
     (out / "notebooks" / "batch_report.json").write_text(json.dumps(scrub_strings(final.to_dict()), indent=2) + "\n")
     print("\n" + final.summary())
@@ -379,12 +379,12 @@ def _variants(args: argparse.Namespace) -> list[str] | None:
 
 def _run_suites(
     args: argparse.Namespace, models: list[str], extra: dict[str, Any], out: Path
-) -> list[batch.NotebookRun]:
+) -> list[notebook_runs.NotebookRun]:
     """Every selected suite's notebooks for ``models`` (no paper tables); each run's status as it ends."""
-    runs: list[batch.NotebookRun] = []
+    runs: list[notebook_runs.NotebookRun] = []
     for suite, tasks in tqdm(selected(args), desc="benchmarks", unit="benchmark"):
         own = suite.notebook_parameters(tasks, extra)
-        report = batch.run_models(
+        report = notebook_runs.run_models(
             models,
             notebooks=suite.notebooks,
             limit=args.limit,
@@ -566,7 +566,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         "name": stem,
     }
     with tqdm(total=1, desc="compare_runs.ipynb") as bar:
-        run = batch.execute(nb_dir / batch.COMPARE_NOTEBOOK, out / "notebooks" / f"{stem}.ipynb", params, cwd=nb_dir)
+        run = notebook_runs.execute(
+            nb_dir / notebook_runs.COMPARE_NOTEBOOK, out / "notebooks" / f"{stem}.ipynb", params, cwd=nb_dir
+        )
         bar.update()
     print(run)
     table = out / "tables" / f"{stem}.csv"
@@ -597,8 +599,10 @@ def add_tables(sub: argparse._SubParsersAction) -> None:
 
 def cmd_tables(args: argparse.Namespace) -> int:
     out = _outputs(args)
-    with tqdm(total=1, desc=batch.PAPER_NOTEBOOK) as bar:
-        report = batch.run_models([], notebooks=(), outputs=out, notebooks_dir=args.notebooks_dir, verbose=False)
+    with tqdm(total=1, desc=notebook_runs.PAPER_NOTEBOOK) as bar:
+        report = notebook_runs.run_models(
+            [], notebooks=(), outputs=out, notebooks_dir=args.notebooks_dir, verbose=False
+        )
         bar.update()
     print(report.summary())
     written = sorted((out / "tables").glob("paper_*.csv")) if (out / "tables").is_dir() else []

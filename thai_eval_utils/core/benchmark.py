@@ -473,7 +473,7 @@ class Suite:
         return []
 
     def demo_comparison(self) -> DemoComparison | None:
-        """The demo's comparison of two runs of this suite (``python -m thai_eval_utils.batch --demo``), if any."""
+        """The demo's comparison of two runs of this suite (``python -m thai_eval_utils.notebook_runs --demo``), if any."""
         return None
 
     def __repr__(self) -> str:

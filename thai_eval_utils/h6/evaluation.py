@@ -373,7 +373,7 @@ def record_gold(spec: T.TaskSpec, doc: Mapping[str, Any]) -> int | str:
         if 1 not in labels:
             raise T.DocError("mc1_targets.labels has no true (1) target", "mc1_targets")
         return labels.index(1)
-    if isinstance(spec, T.GenerationTask):
+    if isinstance(spec, T.GenerationSpec):
         return str(P.get(doc, "answer"))
     return T.gold(spec, doc)
 

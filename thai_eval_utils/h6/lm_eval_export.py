@@ -87,7 +87,7 @@ def lm_eval_target(spec: T.TaskSpec, doc: Mapping[str, Any]) -> str:
     """lm-eval's ``doc_to_target`` as text, from the task's own gold: the gold choice index (ARC, HellaSwag, MMLU),
     TruthfulQA's 0 (lm-eval's MC1 target: the true answer is listed first), GSM8K's answer, Winogrande's sentence
     after the blank (the task's few-shot target, as lm-eval's ``preprocess_winogrande.doc_to_target``)."""
-    if isinstance(spec, T.GenerationTask):
+    if isinstance(spec, T.GenerationSpec):
         return str(doc.get("answer", ""))
     if isinstance(spec, T.TruthfulQATask):
         return "0"
@@ -111,7 +111,7 @@ def ordered_metrics(names: Sequence[str]) -> list[str]:
 
 
 def _metric_key(spec: T.TaskSpec, metric: str) -> tuple[str, str]:
-    return GSM8K_METRICS[metric] if isinstance(spec, T.GenerationTask) else (metric, "none")
+    return GSM8K_METRICS[metric] if isinstance(spec, T.GenerationSpec) else (metric, "none")
 
 
 def doc_index(rec: Mapping[str, Any]) -> int:
@@ -146,7 +146,7 @@ def samples(run: StoredRun, data: str | Path | None = None) -> list[dict[str, An
         target = lm_eval_target(spec, doc)
         common = {"doc_id": doc_index(rec), "doc": doc, "target": target}
         doc_hash = sha256_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str))
-        if isinstance(spec, T.GenerationTask):
+        if isinstance(spec, T.GenerationSpec):
             gen_kwargs = {
                 "until": list(protocol.gsm8k_stops),
                 "max_gen_toks": protocol.max_new_tokens,
@@ -197,7 +197,7 @@ def task_results(run: StoredRun) -> dict[str, Any]:
     entry: dict[str, Any] = {"name": spec.name, "alias": spec.name, "sample_len": int(summary.get("n", 0))}
     scores = summary.get("scores") or {}
     for metric in ordered_metrics(list(scores)):
-        if isinstance(spec, T.GenerationTask) and metric not in GSM8K_METRICS:
+        if isinstance(spec, T.GenerationSpec) and metric not in GSM8K_METRICS:
             continue
         name, filt = _metric_key(spec, metric)
         entry[f"{name},{filt}"] = scores[metric]["value"]
@@ -231,7 +231,7 @@ def task_config(run: StoredRun, results: Mapping[str, Any] | None = None) -> dic
             "fewshot_config": {"sampler": "first_n" if spec.shots == "first_n" else "default", "split": split},
             "num_fewshot": cfg.get("num_fewshot"),
             "metric_list": [{"metric": m, "aggregation": "mean", "higher_is_better": True} for m in metrics],
-            "output_type": "generate_until" if isinstance(spec, T.GenerationTask) else "multiple_choice",
+            "output_type": "generate_until" if isinstance(spec, T.GenerationSpec) else "multiple_choice",
             "repeats": 1,
             "metadata": {"version": __version__, "thai_eval_protocol": cfg},
         }

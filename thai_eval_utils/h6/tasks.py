@@ -5,7 +5,7 @@ A :class:`TaskSpec` carries a task's behaviour: which documents ``limit`` keeps,
 examples come from, how one document plus its examples becomes :class:`DocRequests` (``(context,
 continuation)`` log-likelihood pairs, or a prompt to generate from), which model call answers a batch, which
 protocol options enter its config, and how one document's output is scored. Four kinds differ in requests and
-scoring (:class:`ChoiceTask`, :class:`TruthfulQATask`, :class:`WinograndeTask`, :class:`GenerationTask`);
+scoring (:class:`ChoiceTask`, :class:`TruthfulQATask`, :class:`WinograndeTask`, :class:`GenerationSpec`);
 MMLU is a choice task whose limit, few-shot pool, description and average go per subject (``by_subject``).
 """
 
@@ -304,7 +304,7 @@ class WinograndeTask(TaskSpec):
 
 
 @dataclass(frozen=True, kw_only=True)
-class GenerationTask(TaskSpec):
+class GenerationSpec(TaskSpec):
     """GSM8K: greedy generation with the protocol's stops and budget; strict and flexible exact match."""
 
     uses_loglikelihood: ClassVar[bool] = False
@@ -399,7 +399,7 @@ TASK_SPECS: dict[str, TaskSpec] = {
         WinograndeTask(
             name="th_winogrande", data_name="th_winogrande", num_fewshot=5, metrics=("acc",), text=P.winogrande_text
         ),
-        GenerationTask(
+        GenerationSpec(
             name="th_gsm8k",
             data_name="th_gsm8k",
             num_fewshot=5,

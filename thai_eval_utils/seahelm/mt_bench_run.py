@@ -34,9 +34,9 @@ from thai_eval_utils.seahelm.generation import chat_replies, model_sampling
 from thai_eval_utils.tasks.thinking import apply_to_model, split_reply
 from thai_eval_utils.seahelm.task_run import (
     RECORD_FORMAT,
-    SUITE,
+    SUITE_NAME,
     Protocol,
-    TaskRun,
+    SeahelmTaskRun,
     data_hash,
     item_interval,
     item_key,
@@ -46,7 +46,7 @@ from thai_eval_utils.seahelm.task_run import (
 )
 
 KEY = mb.TASK
-JUDGEMENTS = f"{SUITE}/{KEY}-judgements"
+JUDGEMENTS = f"{SUITE_NAME}/{KEY}-judgements"
 #: The shared judgement cache of every mt-bench-judge run under an outputs folder.
 CACHE_NAME = "seahelm_mt_bench_judgements.jsonl"
 
@@ -122,7 +122,7 @@ def run_mt_bench(
     judge: ChatModel | None = None,
     judge_batch_size: int | None = None,
     judge_max_tokens: int | None = None,
-) -> TaskRun:
+) -> SeahelmTaskRun:
     """Answer and judge mt-bench-judge ``runs`` times (run r: seed ``SEEDS[r]`` for the answers and the judge),
     resuming what the stores and the judgement cache hold; then score every run and aggregate over runs.
 
@@ -145,7 +145,7 @@ def run_mt_bench(
         SELF_JUDGE_MAX_TOKENS if judge is None else mb.judge_params().max_tokens,
     )
     config = {
-        "suite": SUITE,
+        "suite": SUITE_NAME,
         "seahelm_commit": SEAHELM_COMMIT,
         "task": asdict(task),
         "protocol": protocol.keyed(task, sampling),
@@ -162,7 +162,7 @@ def run_mt_bench(
     with (
         RunStore.open(
             model.name,
-            f"{SUITE}/{KEY}",
+            f"{SUITE_NAME}/{KEY}",
             config,
             model_identity=identity,
             data_files=data.files,
@@ -218,7 +218,7 @@ def run_mt_bench(
     fatal = next((o.fatal for _, _, o in outcomes.values() if o.fatal is not None), None)
     if fatal is not None:
         raise fatal
-    return TaskRun(KEY, summary, store.root, computed)
+    return SeahelmTaskRun(KEY, summary, store.root, computed)
 
 
 def judge_run(
@@ -346,7 +346,7 @@ def summarize(
         + f"|judge:{judge_model.name}{'(self)' if self_judged else ''}|rubric:{mb.rubric().sha256[:8]}"
         + f"|judge_max_tokens:{judge_tokens}"
     )
-    score = Score(f"{SUITE}/{KEY}/{mb.PRIMARY}", over.mean, len(rows), over.stderr, sig).to_dict()
+    score = Score(f"{SUITE_NAME}/{KEY}/{mb.PRIMARY}", over.mean, len(rows), over.stderr, sig).to_dict()
     score.update(
         {
             "stderr_kind": "SEA-HELM: sd of 30 bootstrap replicates over runs / sqrt(30) (not clustered)",
@@ -356,7 +356,7 @@ def summarize(
     )
     run_means = [v["metrics"][mb.PRIMARY] for v in per_run.values()]
     return {
-        "suite": SUITE,
+        "suite": SUITE_NAME,
         "task": KEY,
         "competency": task.competency,
         "aggregation_group": task.aggregation_group,
@@ -387,4 +387,4 @@ def summarize(
 
 
 #: The runner ``runner.external_runner`` finds (``EXTERNAL_MODULES``; this module never imports ``runner``).
-run_task = run_mt_bench
+run_seahelm_task = run_mt_bench

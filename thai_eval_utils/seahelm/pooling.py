@@ -5,8 +5,8 @@ local engine decodes a handful of rows per step whenever a task has few items (a
 and a decode step costs a full read of the weights however few rows it carries. :func:`pool_replies` hands the
 engine the pending items of every instruct generation task of a suite run at once, grouped by run (a run's seed is
 the same for every task), each prompt with its own task's budget (:class:`~thai_eval_utils.core.protocols.
-BudgetPerPromptModel`), and stores each reply in its own task's run store, as :func:`.runner.run_task` would: same
-record, same key, same run folder. ``run_task`` then finds every item stored and only scores.
+BudgetPerPromptModel`), and stores each reply in its own task's run store, as :func:`.runner.run_seahelm_task` would: same
+record, same key, same run folder. ``run_seahelm_task`` then finds every item stored and only scores.
 
 Pooling changes no text: the engine seeds each row with the call's seed and stops it at its own budget, so a row
 gets the text a call of its own gives (``tests/test_generation.py::test_a_budget_per_prompt_gives_each_prompt_

@@ -35,9 +35,9 @@ from thai_eval_utils.seahelm.pooling import pool_replies
 from thai_eval_utils.seahelm.task_run import (
     RECORD_FIELDS,
     RECORD_FORMAT,
-    SUITE,
+    SUITE_NAME,
     Protocol,
-    TaskRun,
+    SeahelmTaskRun,
     data_hash,
     item_interval,
     item_key,
@@ -54,19 +54,19 @@ __all__ = [
     "EXTERNAL_MODULES",
     "EXTERNAL_RUNNERS",
     "RECORD_FORMAT",
-    "SUITE",
+    "SUITE_NAME",
     "Protocol",
-    "TaskRun",
+    "SeahelmTaskRun",
     "item_key",
     "run_suite",
-    "run_task",
+    "run_seahelm_task",
     "signature",
     "reply_summary",
     "summarize",
 ]
 
 #: The task table's entries that another module runs (IF-Eval and the MT-Bench judge): key -> module. The module
-#: exposes ``run_task(model, key, *, runs, limit, data_dir, outputs, protocol, rng, progress, **options) -> TaskRun``
+#: exposes ``run_seahelm_task(model, key, *, runs, limit, data_dir, outputs, protocol, rng, progress, **options) -> SeahelmTaskRun``
 #: and writes a summary with this module's keys (``primary_metric``, ``n``, ``n_docs``, ``ids``, ``runs`` {run: {seed,
 #: metrics, per_item}}, ``over_runs`` (:func:`~.aggregate.task_over_runs` on the per-item values, consuming ``rng``),
 #: ``item_means``, ``null_count``, ``failed_thinking``, ``competency``, ``signature``, ``scores``), so the suite's
@@ -74,16 +74,16 @@ __all__ = [
 #: the signature, the reply summary) and never import this module, so the imports hold no cycle.
 EXTERNAL_MODULES: dict[str, ModuleType] = {"if-eval": ifeval_run, "mt-bench-judge": mt_bench_run}
 #: Runners registered in code (tests, a user's own): key -> runner with the signature above; before the modules.
-EXTERNAL_RUNNERS: dict[str, Callable[..., "TaskRun"]] = {}
+EXTERNAL_RUNNERS: dict[str, Callable[..., "SeahelmTaskRun"]] = {}
 
 
-def external_runner(key: str) -> Callable[..., "TaskRun"] | None:
-    """The runner of a task another module owns (registered, else its module's ``run_task``, looked up on each call
+def external_runner(key: str) -> Callable[..., "SeahelmTaskRun"] | None:
+    """The runner of a task another module owns (registered, else its module's ``run_seahelm_task``, looked up on each call
     so a patched module is honoured); None for a task this module runs itself."""
     if key in EXTERNAL_RUNNERS:
         return EXTERNAL_RUNNERS[key]
     module = EXTERNAL_MODULES.get(key)
-    return None if module is None else module.run_task
+    return None if module is None else module.run_seahelm_task
 
 
 def _score_run(
@@ -127,7 +127,7 @@ def primary_metric(task: TaskConfig, metricx: MetricX | None) -> str:
     return task.metric
 
 
-def run_task(
+def run_seahelm_task(
     model: Model,
     key: str,
     *,
@@ -141,7 +141,7 @@ def run_task(
     rng: np.random.Generator | None = None,
     progress: bool = True,
     options: Mapping[str, Any] | None = None,
-) -> TaskRun:
+) -> SeahelmTaskRun:
     """Run one SEA-HELM Thai task ``runs`` times (run r with seed ``SEEDS[r]``; ``max_n_runs`` respected), resuming
     what the store holds, then score every run and aggregate over runs.
 
@@ -212,7 +212,7 @@ def run_task(
         )
         summary.update({"n_computed_this_run": computed, "limit": limit})
         store.write_summary(summary)
-    return TaskRun(key, summary, store.root, computed)
+    return SeahelmTaskRun(key, summary, store.root, computed)
 
 
 def summarize(
@@ -255,7 +255,7 @@ def summarize(
     item_means = np.mean(done, axis=0).tolist() if done else []
     n_docs = len(data.rows)
     sig = signature(task, protocol, sampling, data_hash(data), len(ids), n_docs, len(done), metricx)
-    score = Score(f"{SUITE}/{task.key}/{primary}", over.mean, len(ids), over.stderr, sig).to_dict()
+    score = Score(f"{SUITE_NAME}/{task.key}/{primary}", over.mean, len(ids), over.stderr, sig).to_dict()
     score.update(
         {
             "stderr_kind": "SEA-HELM: sd of 30 bootstrap replicates over runs / sqrt(30) (not clustered)",
@@ -266,7 +266,7 @@ def summarize(
     )
     run_means = [per_run[str(r)]["metrics"].get(primary) for r in run_ids if str(r) in per_run]
     return {
-        "suite": SUITE,
+        "suite": SUITE_NAME,
         "task": task.key,
         "competency": task.competency,
         "aggregation_group": task.aggregation_group,
@@ -312,7 +312,7 @@ def run_suite(
     progress: bool = True,
     options: Mapping[str, Any] | None = None,
     pool: bool = True,
-) -> dict[str, TaskRun]:
+) -> dict[str, SeahelmTaskRun]:
     """Every task asked for (default: SEA-HELM's Thai list this package runs), in order, with ONE aggregation
     generator ``default_rng(94370244)`` consumed task by task as SEA-HELM's notebook consumes it (P3). Tasks
     another module owns (IF-Eval, MT-Bench judge) run through :func:`external_runner` (``options`` go to
@@ -336,7 +336,7 @@ def run_suite(
     rng = np.random.default_rng(AGGREGATION_SEED)
     out = {}
     for key in keys:
-        out[key] = run_task(
+        out[key] = run_seahelm_task(
             model,
             key,
             runs=runs,

@@ -30,7 +30,7 @@ from thai_eval_utils.seahelm import ifeval
 from thai_eval_utils.seahelm import mt_bench as mb
 from thai_eval_utils.seahelm.export import seahelm_results
 from thai_eval_utils.seahelm.prompts import build_messages
-from thai_eval_utils.seahelm.runner import RUN_BY_DEFAULT, SUITE as SUITE_NAME
+from thai_eval_utils.seahelm.runner import RUN_BY_DEFAULT, SUITE_NAME
 from thai_eval_utils.stats.cells import cell
 from thai_eval_utils.tasks.language import stats_columns, stats_note
 

@@ -1,6 +1,6 @@
 """What one SEA-HELM Thai task's run is made of, before and after the model is called (spec ``seahelm_thai.md``
 3.3, 5): the protocol options that key its run folder, its rows, shots, runs, sampling and new-token budget
-(:class:`TaskSetup`), the record each reply is stored as, the result a runner returns (:class:`TaskRun`), and
+(:class:`TaskSetup`), the record each reply is stored as, the result a runner returns (:class:`SeahelmTaskRun`), and
 what every runner's summary shares: the score's provenance line (:func:`signature`) and what the replies did
 (:func:`reply_summary`). :mod:`.runner` runs a task from it, :mod:`.pooling` several tasks' replies in shared engine
 calls, and the IF-Eval and MT-Bench runners (:mod:`.ifeval_run`, :mod:`.mt_bench_run`) build their own records
@@ -28,7 +28,7 @@ from thai_eval_utils.stats.bootstrap import mean_interval
 from thai_eval_utils.tasks.language import reply_stats, reply_stats_by, stats_note
 from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply, summary_entry
 
-SUITE = "seahelm"
+SUITE_NAME = "seahelm"
 RECORD_FORMAT = 1
 #: Our interval beside SEA-HELM's standard error: a percentile bootstrap over items of the per-item run means.
 N_RESAMPLES, LEVEL, BOOT_SEED = 1000, 0.95, 0
@@ -66,7 +66,7 @@ class Protocol:
 
 
 @dataclass
-class TaskRun:
+class SeahelmTaskRun:
     """One task's stored run: its summary (per run: metrics, per-item values; over runs: mean and SE)."""
 
     task: str
@@ -106,7 +106,7 @@ RECORD_FIELDS: dict[str, type] = {"reply": str, "scored": str}
 @dataclass
 class TaskSetup:
     """One task's run, before any model call: its config and rows, the runs asked for, the sampling and the
-    new-token budget, and the store they key (:func:`task_setup`; shared by :func:`run_task` and
+    new-token budget, and the store they key (:func:`task_setup`; shared by :func:`run_seahelm_task` and
     :mod:`.pooling`, so both write the same records into the same run folder)."""
 
     task: TaskConfig
@@ -124,7 +124,7 @@ class TaskSetup:
         identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
         return RunStore.open(
             model.name,
-            f"{SUITE}/{self.task.key}",
+            f"{SUITE_NAME}/{self.task.key}",
             self.config,
             model_identity=identity,
             data_files=self.data.files,
@@ -200,7 +200,7 @@ def task_setup(
     shots = shots_for(task, data, protocol.base)
     sampling = model_sampling(model, greedy=protocol.greedy)
     config = {
-        "suite": SUITE,
+        "suite": SUITE_NAME,
         "seahelm_commit": SEAHELM_COMMIT,
         "task": asdict(task),
         "protocol": protocol.keyed(task, sampling),

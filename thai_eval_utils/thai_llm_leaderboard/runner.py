@@ -31,7 +31,7 @@ from thai_eval_utils.thai_llm_leaderboard.scoring import check_engine, score_bat
 from thai_eval_utils.thai_llm_leaderboard.tasks import NLUTask, nlu_task
 
 #: The suite's name: runs are stored as ``thai_llm_leaderboard/<task>``.
-SUITE = "thai_llm_leaderboard"
+SUITE_NAME = "thai_llm_leaderboard"
 #: The layout of the records and summary (recorded in each run's config).
 RECORD_FORMAT = 1
 #: Items per model call when neither the caller nor the model says (each call's items are stored together).
@@ -136,11 +136,11 @@ def summarize(
     golds, preds = [int(r["gold"]) for r in records], [int(r["pred"]) for r in records]
     sig = signature(task, protocol, data, model, len(records))
     metrics = runner_metrics(golds, preds) if records else {}
-    acc = Score.mean(f"{SUITE}/{task.key}/accuracy", [int(r["correct"]) for r in records], sig)
+    acc = Score.mean(f"{SUITE_NAME}/{task.key}/accuracy", [int(r["correct"]) for r in records], sig)
     acc_iv = accuracy_interval([int(r["correct"]) for r in records])
     f1_iv = macro_f1_interval(golds, preds)
     f1 = Score(
-        f"{SUITE}/{task.key}/macro_f1_score", metrics.get("macro_f1_score", float("nan")), len(records), None, sig
+        f"{SUITE_NAME}/{task.key}/macro_f1_score", metrics.get("macro_f1_score", float("nan")), len(records), None, sig
     )
     truncated = [str(r["key"]) for r in records if r.get("truncated")]
     return {
@@ -214,7 +214,7 @@ def run_nlu_task(
     identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
     with RunStore.open(
         model.name,
-        f"{SUITE}/{task.key}",
+        f"{SUITE_NAME}/{task.key}",
         config,
         model_identity=identity,
         data_files=[str(data.path)],

@@ -9,9 +9,9 @@ credentials are stripped from the ``judge_base_url`` parameter (its password goe
 ``$THAI_EVAL_JUDGE_API_KEY``, the judge's Bearer key), and every secret in use is masked in the executed notebooks
 and ``batch_report.json``. Command line::
 
-    python -m thai_eval_utils.batch --models "embedded /models/qwen" --limit 20
-    python -m thai_eval_utils.batch --models /models/llama-70b --dtype bfloat16 --device-map auto
-    python -m thai_eval_utils.batch --demo
+    python -m thai_eval_utils.notebook_runs --models "embedded /models/qwen" --limit 20
+    python -m thai_eval_utils.notebook_runs --models /models/llama-70b --dtype bfloat16 --device-map auto
+    python -m thai_eval_utils.notebook_runs --demo
 
 The benchmark notebooks are the registry's suites' (:attr:`~thai_eval_utils.core.benchmark.Suite.notebooks`, in
 suite order), each given its suite's own parameters (``Suite.notebook_parameters``); the demo's comparisons are
@@ -89,7 +89,7 @@ COMPARE_NOTEBOOK = "compare_runs.ipynb"
 
 
 @dataclass
-class BatchReport:
+class NotebookRunsReport:
     """Every notebook run of a batch and where its products are."""
 
     runs: list[NotebookRun]
@@ -156,7 +156,7 @@ def run_models(
     paper_notebook: str | None = PAPER_NOTEBOOK,
     kernel_name: str | None = None,
     verbose: bool = True,
-) -> BatchReport:
+) -> NotebookRunsReport:
     """Execute each benchmark notebook for each model, then the paper-tables notebook and its HTML export.
 
     Args:
@@ -179,7 +179,7 @@ def run_models(
         verbose: print each run's status as it ends and the summary.
 
     Returns:
-        The :class:`BatchReport` (also written to ``<outputs>/notebooks/batch_report.json``).
+        The :class:`NotebookRunsReport` (also written to ``<outputs>/notebooks/batch_report.json``).
     """
     nb_dir, out = Path(notebooks_dir).resolve(), Path(outputs).resolve()
     env: dict[str, str] = {}
@@ -210,7 +210,7 @@ def run_models(
             params = {**shared, **(per_notebook or {}).get(name, {}), **({"model": model} if model else {})}
             copy = folder / (executed or {}).get(name, name)
             record(execute(path, copy, params, cwd=nb_dir, model=model, kernel_name=kernel_name, env=env))
-    report = BatchReport(runs, str(out))
+    report = NotebookRunsReport(runs, str(out))
     if paper_notebook:
         executed = out / "notebooks" / paper_notebook
         paper_run = execute(nb_dir / paper_notebook, executed, shared, cwd=nb_dir, kernel_name=kernel_name, env=env)
@@ -236,7 +236,7 @@ def run_suites(
     paper_notebook: str | None = PAPER_NOTEBOOK,
     verbose: bool = True,
     **options: Any,
-) -> BatchReport:
+) -> NotebookRunsReport:
     """Every registered suite's notebooks for every model, suite by suite (each with its own parameters and its own
     executed copies: two declared tasks of one model keep two notebooks), then the paper tables; ``options`` as
     :func:`run_models` takes them (limit, data, judge, notebooks_dir...). One report for the whole batch."""
@@ -266,7 +266,7 @@ def run_suites(
         verbose=False,
         **options,
     )
-    report = BatchReport(runs + paper.runs, paper.outputs, paper.html)
+    report = NotebookRunsReport(runs + paper.runs, paper.outputs, paper.html)
     out = Path(outputs).resolve()
     (out / "notebooks").mkdir(parents=True, exist_ok=True)
     (out / "notebooks" / "batch_report.json").write_text(
@@ -329,7 +329,9 @@ def demo_comparison(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line; returns the exit status (1 if any notebook failed)."""
-    parser = argparse.ArgumentParser(prog="python -m thai_eval_utils.batch", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m thai_eval_utils.notebook_runs", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--models", nargs="+", default=[], help='model specs, e.g. --models "embedded /path/to/model"')
     parser.add_argument("--limit", type=int, default=None, help="items per task (default: all)")
     parser.add_argument("--data", default=None, help="data folder passed as data_source (default: each notebook's)")

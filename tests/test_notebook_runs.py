@@ -6,7 +6,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from thai_eval_utils import batch
+from thai_eval_utils import notebook_runs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -50,7 +50,7 @@ def notebooks(tmp_path):
 
 def test_failure_isolation_parameter_filtering_and_html(tmp_path, notebooks):
     out = tmp_path / "out"
-    report = batch.run_models(
+    report = notebook_runs.run_models(
         ["good", "bad"],
         notebooks=["bench.ipynb", "shared.ipynb", "absent.ipynb"],
         limit=3,
@@ -105,18 +105,18 @@ def test_notebook_parameters_despite_papermill_parser(notebooks):
     import papermill
 
     assert "limit" not in papermill.inspect_notebook(str(notebooks / "bench.ipynb"))  # papermill alone misses it
-    declared = batch.notebook_parameters(notebooks / "bench.ipynb")
+    declared = notebook_runs.notebook_parameters(notebooks / "bench.ipynb")
     assert set(declared) == {"model", "limit", "data_source", "outputs_dir"} and declared["limit"]["default"] == "None"
-    assert set(batch.notebook_parameters(notebooks / "shared.ipynb")) == {"outputs_dir"}
+    assert set(notebook_runs.notebook_parameters(notebooks / "shared.ipynb")) == {"outputs_dir"}
 
 
 def test_filter_parameters_refuses_secrets():
     declared = {"model": {}, "limit": {}}
-    kept, dropped = batch.filter_parameters(declared, {"model": "x", "limit": None, "max_new_tokens": 8})
+    kept, dropped = notebook_runs.filter_parameters(declared, {"model": "x", "limit": None, "max_new_tokens": 8})
     assert kept == {"model": "x"} and dropped == ["max_new_tokens"]
     for secret in ({"api_key": "abc"}, {"OPENAI_API_KEY": "abc"}, {"judge_token": "abc"}, {"model": "sk-" + "a" * 30}):
         with pytest.raises(ValueError, match="secret-looking"):
-            batch.filter_parameters(declared, secret)
+            notebook_runs.filter_parameters(declared, secret)
 
 
 def test_cli_arguments(monkeypatch):
@@ -125,33 +125,35 @@ def test_cli_arguments(monkeypatch):
     def fake_run_models(models, **kwargs):
         calls.append((models, kwargs))
         ok = models != ["broken"]
-        run = batch.NotebookRun("x.ipynb", models[0], "o", "ok" if ok else "failed")
-        return batch.BatchReport([run], "outputs")
+        run = notebook_runs.NotebookRun("x.ipynb", models[0], "o", "ok" if ok else "failed")
+        return notebook_runs.NotebookRunsReport([run], "outputs")
 
-    monkeypatch.setattr(batch, "run_models", fake_run_models)
-    monkeypatch.setattr(batch, "run_suites", fake_run_models)  # every suite, suite by suite (no --notebooks)
-    assert batch.main(["--models", "embedded /models/qwen", "--limit", "5", "--judge", "gpt-4o-2024-05-13"]) == 0
+    monkeypatch.setattr(notebook_runs, "run_models", fake_run_models)
+    monkeypatch.setattr(notebook_runs, "run_suites", fake_run_models)  # every suite, suite by suite (no --notebooks)
+    assert (
+        notebook_runs.main(["--models", "embedded /models/qwen", "--limit", "5", "--judge", "gpt-4o-2024-05-13"]) == 0
+    )
     models, kwargs = calls[-1]
     assert models == ["embedded", "/models/qwen"] and kwargs["limit"] == 5 and kwargs["judge"] == "gpt-4o-2024-05-13"
-    assert kwargs["paper_notebook"] == batch.PAPER_NOTEBOOK and "notebooks" not in kwargs
-    assert batch.main(["--models", "m", "--notebooks", "a.ipynb"]) == 0  # named notebooks: run_models itself
+    assert kwargs["paper_notebook"] == notebook_runs.PAPER_NOTEBOOK and "notebooks" not in kwargs
+    assert notebook_runs.main(["--models", "m", "--notebooks", "a.ipynb"]) == 0  # named notebooks: run_models itself
     assert calls[-1][1]["notebooks"] == ["a.ipynb"]
-    assert batch.main(["--demo"]) == 0
-    assert calls[-1][0] == list(batch.DEMO_MODELS) and calls[-1][1]["limit"] == batch.DEMO_LIMIT
-    assert calls[-1][1]["extra_parameters"] == batch.DEMO_PARAMETERS
+    assert notebook_runs.main(["--demo"]) == 0
+    assert calls[-1][0] == list(notebook_runs.DEMO_MODELS) and calls[-1][1]["limit"] == notebook_runs.DEMO_LIMIT
+    assert calls[-1][1]["extra_parameters"] == notebook_runs.DEMO_PARAMETERS
     assert kwargs["extra_parameters"] == {}  # the earlier, non-demo call
-    assert batch.main(["--models", "/models/x", "--dtype", "bfloat16", "--device-map", "auto"]) == 0
+    assert notebook_runs.main(["--models", "/models/x", "--dtype", "bfloat16", "--device-map", "auto"]) == 0
     assert calls[-1][1]["extra_parameters"] == {"dtype": "bfloat16", "device_map": "auto"}
-    assert batch.main(["--demo", "--dtype", "float32"]) == 0
-    assert calls[-1][1]["extra_parameters"] == {**batch.DEMO_PARAMETERS, "dtype": "float32"}
+    assert notebook_runs.main(["--demo", "--dtype", "float32"]) == 0
+    assert calls[-1][1]["extra_parameters"] == {**notebook_runs.DEMO_PARAMETERS, "dtype": "float32"}
     n_calls = len(calls)
     with pytest.raises(SystemExit):
-        batch.main(["--models", "/models/x", "--dtype", "bf16"])  # refused before any notebook runs
+        notebook_runs.main(["--models", "/models/x", "--dtype", "bf16"])  # refused before any notebook runs
     assert len(calls) == n_calls
-    assert batch.main(["--models", "broken", "--no-paper"]) == 1
+    assert notebook_runs.main(["--models", "broken", "--no-paper"]) == 1
     assert calls[-1][1]["paper_notebook"] is None
     with pytest.raises(SystemExit):
-        batch.main([])
+        notebook_runs.main([])
 
 
 def test_notebooks_run_without_the_kernel_transport_warning(tmp_path, capfd):
@@ -165,7 +167,7 @@ def test_notebooks_run_without_the_kernel_transport_warning(tmp_path, capfd):
     _notebook(tmp_path / "tiny.ipynb", "x = 1  # a number", body)
     papermill.execute_notebook(str(tmp_path / "tiny.ipynb"), str(tmp_path / "tcp.ipynb"), progress_bar=False)
     assert "Kernel is running over TCP without encryption" in capfd.readouterr().err  # the control: it is seen
-    run = batch.execute(tmp_path / "tiny.ipynb", tmp_path / "quiet.ipynb", {"x": 41}, cwd=tmp_path)
+    run = notebook_runs.execute(tmp_path / "tiny.ipynb", tmp_path / "quiet.ipynb", {"x": 41}, cwd=tmp_path)
     captured = capfd.readouterr()
     assert run.ok and "without encryption" not in captured.err + captured.out
     assert "x plus one: 42 ipc" in json.dumps(nbformat.read(tmp_path / "quiet.ipynb", 4).cells[-1].outputs)
@@ -186,11 +188,11 @@ def test_batch_runs_each_declared_task_into_its_own_executed_notebook(tmp_path, 
 
     def fake_execute(path, copy, params, **kw):
         seen.append((path.name, copy.name, dict(params)))
-        return batch.NotebookRun(path.name, kw.get("model"), str(copy), "ok")
+        return notebook_runs.NotebookRun(path.name, kw.get("model"), str(copy), "ok")
 
-    monkeypatch.setattr(batch, "execute", fake_execute)
+    monkeypatch.setattr(notebook_runs, "execute", fake_execute)
     try:
-        report = batch.run_suites(
+        report = notebook_runs.run_suites(
             ["m"], outputs=tmp_path / "out", notebooks_dir=tmp_path, paper_notebook=None, verbose=False
         )
     finally:
