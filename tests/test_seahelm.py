@@ -22,7 +22,7 @@ from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.seahelm import Protocol, run_seahelm_task, task_config
 from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED, language_over_runs, run_totals, task_over_runs
 from thai_eval_utils.seahelm.config import SEEDS, task_configs
-from thai_eval_utils.seahelm.data import DEFAULT_DATA, load_hf_task_data, load_task_data
+from thai_eval_utils.seahelm.data import DEFAULT_DATA, hf_files_to_task_files, load_task_data
 from thai_eval_utils.seahelm.extract import NULL_LABEL, extract_choice, extract_text
 from thai_eval_utils.seahelm.metrics import f1_acc_metrics, qa_metrics, rouge_l, rouge_tokens, summarization_metrics
 from thai_eval_utils.seahelm.prompts import build_messages, render_base
@@ -267,23 +267,23 @@ def test_thai_exam_fewshot_leak_reported():
     assert data.leaked_ids() == ["0", "1", "3", "4"]  # the test rows 0-4 the sample holds are the few-shot rows
 
 
-def test_hf_cache_loader_pinned_revision(tmp_path):
-    """SEA-HELM's HF datasets read from the local cache at a pinned revision (no download); a missing revision is a
-    data error naming how to fetch it."""
-    rev = "a" * 40
-    snap = tmp_path / "datasets--typhoon-ai--thai_exam" / "snapshots" / rev / "ic"
-    snap.mkdir(parents=True)
+def test_downloaded_hugging_face_files_become_the_task_files_the_loader_reads(tmp_path):
+    """The data manifest's converter (``thai-eval data fetch``): typhoon-ai/thai_exam's downloaded ``ic/test`` split
+    becomes ``thai_exam_ic.jsonl`` in SEA-HELM's contract (id = row index, label = the answer upper-cased) and its
+    first five rows the few-shot file, as SEA-HELM's dataloader takes them; ``load_task_data`` reads the result."""
+    split = tmp_path / "ic" / "test.jsonl"
+    split.parent.mkdir()
     rows = [
         {"question": f"ข้อ {i}", "a": "1", "b": "2", "c": "3", "d": "4", "answer": "b", "subject": "x"} for i in range(6)
     ]
-    (snap / "test.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    (tmp_path / "datasets--typhoon-ai--thai_exam" / "refs").mkdir()
-    data = load_hf_task_data(task_config("thai_exam_ic"), rev, cache_dir=tmp_path)
+    split.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "task_files"
+    written = hf_files_to_task_files("thai_exam_ic", {"ic/test.jsonl": split}, out)
+    assert [p.name for p in written] == ["thai_exam_ic.jsonl", "thai_exam_ic_examples.jsonl"]
+    data = load_task_data(task_config("thai_exam_ic"), out)
     assert [r["id"] for r in data.rows] == list(range(6)) and data.rows[0]["label"] == "B"
+    assert data.rows[0]["prompts"] == [{"question": "ข้อ 0", "a": "1", "b": "2", "c": "3", "d": "4"}]
     assert len(data.examples) == 5 and data.leaked_ids() == ["0", "1", "2", "3", "4"]
-    assert data.source["revision"] == rev and list(data.source["files"]) == ["ic/test.jsonl"]
-    with pytest.raises(ThaiEvalDataError, match="not in the local Hugging Face cache"):
-        load_hf_task_data(task_config("thai_exam_ic"), "b" * 40, cache_dir=tmp_path)
 
 
 # ------------------------------------------------------------------------------------------- repeated runs

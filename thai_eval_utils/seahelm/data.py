@@ -1,6 +1,7 @@
 """SEA-HELM Thai rows (spec ``seahelm_thai.md`` 2.1): the shipped samples (``data/seahelm/<key>.jsonl`` and
-``<key>_examples.jsonl``) or SEA-HELM's own Hugging Face datasets read offline from the local cache at a pinned
-revision (``huggingface_hub``; SEA-HELM loads them unpinned, pitfall P21). Every row is checked against the row
+``<key>_examples.jsonl``) or the same layout written from SEA-HELM's own Hugging Face datasets by ``thai-eval data
+fetch`` (the data manifest's converter :func:`hf_files_to_task_files`; SEA-HELM loads them unpinned, pitfall P21: the
+fetch records the commit it got). Every row is checked against the row
 contract before anything runs: a bad row is a :class:`ThaiEvalDataError` naming the file, the row and the field.
 
 Row contract: ``id``; ``label`` (QA: a list, of which ``label[0]`` is used, P13; none for IF-Eval and MT-Bench);
@@ -118,61 +119,7 @@ def load_task_data(task: TaskConfig, data_dir: str | Path | None = None) -> Task
     )
 
 
-# ------------------------------------------------------------------------------------- Hugging Face, offline
-def hf_snapshot(repo_id: str, revision: str, cache_dir: str | Path | None = None) -> Path:
-    """The local snapshot folder of a dataset repository at ``revision`` (a commit hash, or a branch or tag the
-    cache has a ref for), offline: ``huggingface_hub.snapshot_download(local_files_only=True)``; nothing is
-    downloaded. A :class:`ThaiEvalDataError` when the cache lacks it."""
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import LocalEntryNotFoundError
-
-    try:
-        return Path(
-            snapshot_download(
-                repo_id, repo_type="dataset", revision=revision, cache_dir=cache_dir, local_files_only=True
-            )
-        )
-    except (LocalEntryNotFoundError, FileNotFoundError, OSError) as exc:
-        raise ThaiEvalDataError(
-            f"dataset {repo_id}@{revision} is not in the local Hugging Face cache (nothing is "
-            f"downloaded at run time; fetch it first with huggingface-cli download --repo-type "
-            f"dataset {repo_id} --revision {revision}): {type(exc).__name__}",
-            path=str(cache_dir or "HF cache"),
-        ) from None
-
-
-def hf_split_files(snapshot: Path, config: str | None, split: str) -> list[Path]:
-    """The data files of one config's split in a snapshot, as the Hub lays them out (``<config>/<split>-*.parquet``,
-    ``data/<config>/<split>*``, ``<split>*.jsonl`` for a single config)."""
-    roots = [snapshot / config, snapshot / "data" / config] if config else [snapshot, snapshot / "data"]
-    for root in roots:
-        found = sorted(p for p in root.glob(f"{split}*") if p.suffix in (".parquet", ".jsonl", ".json", ".csv"))
-        if found:
-            return found
-    raise ThaiEvalDataError(f"no {split!r} split for config {config!r} in the snapshot", path=snapshot)
-
-
-def load_hf_rows(
-    repo_id: str, config: str | None, split: str, revision: str, cache_dir: str | Path | None = None
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """A split's rows from the local cache and its provenance (id, config, split, revision, file hashes)."""
-    snap = hf_snapshot(repo_id, revision, cache_dir)
-    rows: list[dict[str, Any]] = []
-    hashes = {}
-    for path in hf_split_files(snap, config, split):
-        rows += read_records(path)
-        hashes[str(path.relative_to(snap))] = sha256_file(path)
-    return rows, {
-        "kind": "huggingface",
-        "id": repo_id,
-        "config": config,
-        "split": split,
-        "revision": revision,
-        "snapshot": snap.name,
-        "files": hashes,
-    }
-
-
+# ------------------------------------------------------------------------ the data manifest's converter
 def thai_exam_rows(raw: Sequence[Mapping[str, Any]], exam: str) -> list[dict[str, Any]]:
     """typhoon-ai/thai_exam rows in SEA-HELM's contract (``thai_exam_dataloader.py:40-54``): ``id`` = row index,
     ``label`` = ``answer.upper()``, ``prompts`` = question and the options present (ic: a-d), ``metadata.subject``."""
@@ -208,32 +155,3 @@ def hf_files_to_task_files(task: str, files: Mapping[str, Path], out_dir: Path) 
     if examples:
         written.append(write_jsonl(Path(out_dir) / f"{task}_examples.jsonl", examples))
     return written
-
-
-def load_hf_task_data(
-    task: TaskConfig, revision: str, *, cache_dir: str | Path | None = None, example_revision: str | None = None
-) -> TaskData:
-    """A task's rows from SEA-HELM's own HF dataset (the config's ``filepath``) at a pinned revision: split
-    ``eval`` and few-shot split ``examples`` with config ``th`` (translations: ``en_to_th`` / ``th_to_en``,
-    ``translation_dataloader.py:46-72``); ThaiExam: config = the exam, split ``test`` for both
-    (``thai_exam_dataloader.py:31-34,77-80``)."""
-    if not task.filepath:
-        raise ThaiEvalDataError(f"task {task.key} names no Hugging Face dataset", field="filepath")
-    if task.parent.startswith("thai_exam_"):
-        exam = task.parent.removeprefix("thai_exam_")
-        raw, source = load_hf_rows(task.filepath, exam, "test", revision, cache_dir)
-        rows = thai_exam_rows(raw, exam)
-        examples = rows[:5]
-    else:
-        config = {"translation-en-xx": "en_to_th", "translation-xx-en": "th_to_en"}.get(task.parent, "th")
-        rows, source = load_hf_rows(task.filepath, config, "eval", revision, cache_dir)
-        examples = []
-        if task.example_filepath:
-            examples, ex_source = load_hf_rows(
-                task.example_filepath, config, "examples", example_revision or revision, cache_dir
-            )
-            source["examples"] = ex_source
-    where = f"{task.filepath}@{revision}"
-    check_rows(task, rows, where)
-    check_rows(task, examples, where, examples=True)
-    return TaskData(task.key, rows, examples, [], source)
