@@ -17,7 +17,8 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+import copy
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +26,39 @@ from thai_eval_utils.core.benchmark import Suite
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.protocols import stop_strings
 from thai_eval_utils.tasks.items import template_fields
-from thai_eval_utils.tasks.metrics import GENERATION_METRICS, MC_METRICS, TIES
+from thai_eval_utils.tasks.metrics import (
+    GENERATION_METRICS,
+    MC_METRICS,
+    TIES,
+    Metric,
+    declared_form,
+    qualified_name,
+    resolve_metric,
+)
 from thai_eval_utils.tasks.declared_suite import DeclaredSuite
 
 #: lm-eval's defaults: the text between a context and its continuation, and between few-shot examples.
 LM_EVAL_TARGET_DELIMITER = " "
 LM_EVAL_FEWSHOT_DELIMITER = "\n\n"
+
+
+#: Fields added after declarations were first stored, with their defaults: a declaration leaves such a field out
+#: while it has its default, so the stored runs of tasks declared before keep their config ids.
+ADDED_FIELDS: dict[str, Any] = {"process_docs": None, "filters": (), "sampler": None}
+
+
+def recorded(value: Any) -> Any:
+    """A declaration's value as plain data: a dataclass (``FewShot``) as its declaration, a function or class of
+    code by its qualified name (``{"function": "module:qualname"}``: stable across processes), else a copy."""
+    if hasattr(value, "declaration") and callable(value.declaration):
+        return value.declaration()
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    if callable(value):
+        return {"function": qualified_name(value)}
+    if isinstance(value, (list, tuple)):
+        return type(value)(recorded(v) for v in value)
+    return copy.deepcopy(value)
 
 
 # ----------------------------------------------------------------------------------------------- field checks
@@ -112,7 +140,8 @@ class _Declared:
     target_delimiter: str
     title: str
     version: str
-    metrics: Sequence[str]
+    metrics: Sequence[str | Metric]
+    kind: str
 
     def _check_common(self) -> None:
         """Check the fields both kinds have: each one's type (and ``name``'s form)."""
@@ -127,15 +156,42 @@ class _Declared:
         _text(self.version, "version")
         _text(self.base_dir, "base_dir", optional=True)
 
-    def _check_metrics(self, known: Sequence[str], kind: str) -> None:
-        """``metrics``: one name or a list of names, each in ``known``."""
-        metrics = _texts(self.metrics, "metrics", "a metric name or a list of them", one=True, at_least=1)
-        unknown = [m for m in metrics if m not in known]
+    def _check_metrics(self, known: Sequence[str]) -> None:
+        """``metrics``: one name, one :class:`~.metrics.Metric` or a list of them; each name in ``known``, each
+        object of this kind of task, no two with the same name (a record holds each value under its name)."""
+        metrics = (self.metrics,) if isinstance(self.metrics, (str, Metric)) else self.metrics
+        if (
+            not isinstance(metrics, (list, tuple))
+            or not metrics
+            or not all(isinstance(m, Metric) or (isinstance(m, str) and m.strip()) for m in metrics)
+        ):
+            raise _refused("metrics", "a metric name or a list of them", self.metrics)
+        unknown = [m for m in metrics if isinstance(m, str) and m not in known]
+        kind = self.kind.replace("_", "-")
         if unknown:
             raise ThaiEvalDataError(
                 f"unknown {kind} metric(s) {unknown}; choose from {', '.join(known)}", field="metrics"
             )
-        object.__setattr__(self, "metrics", metrics)
+        wrong = [m for m in metrics if isinstance(m, Metric) and m.task_kind != self.kind]
+        if wrong:
+            raise ThaiEvalDataError(
+                f"{wrong[0]!r} is a {wrong[0].task_kind.replace('_', '-')} metric, not a {kind} one", field="metrics"
+            )
+        names = [resolve_metric(m, self.kind).name for m in metrics]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice or not all(isinstance(n, str) and n and "/" not in n for n in names):
+            raise ThaiEvalDataError(f"every metric needs its own name without '/' (twice: {twice})", field="metrics")
+        object.__setattr__(self, "metrics", tuple(metrics))
+
+    @property
+    def scorers(self) -> tuple[Metric, ...]:
+        """The declared metrics as objects (a name: its default object), in order."""
+        return tuple(resolve_metric(m, self.kind) for m in self.metrics)
+
+    @property
+    def metric_names(self) -> tuple[str, ...]:
+        """The declared metrics' names, in order (the records' and the summary's keys)."""
+        return tuple(m.name for m in self.scorers)
 
     def path(self, relative: str) -> Path:
         """``relative`` under the task file's folder (``base_dir``), else as given."""
@@ -152,8 +208,12 @@ class _Declared:
 
     def declaration(self) -> dict[str, Any]:
         """The declaration as plain data (without ``base_dir``: a moved folder resumes its runs)."""
-        out = asdict(self)  # type: ignore[call-overload]
-        out.pop("base_dir", None)
+        out = {}
+        for f in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if f.name == "base_dir" or (f.name in ADDED_FIELDS and value == ADDED_FIELDS[f.name]):
+                continue  # a field added later, at its default: the runs declared before keep their ids
+            out[f.name] = tuple(declared_form(m, self.kind) for m in value) if f.name == "metrics" else recorded(value)
         return out
 
     def bind(self, source: str | Path) -> Any:
@@ -199,7 +259,7 @@ class MultipleChoiceTask(_Declared):
     gold: str
     target_delimiter: str = LM_EVAL_TARGET_DELIMITER
     fewshot: FewShot | None = None
-    metrics: Sequence[str] = ("acc", "acc_norm")
+    metrics: Sequence[str | Metric] = ("acc", "acc_norm")
     labels: Sequence[str] = ()
     ties: str = "first"
     id_field: str | None = "id"
@@ -222,7 +282,7 @@ class MultipleChoiceTask(_Declared):
                 ),
             )
         _text(self.gold, "gold")
-        self._check_metrics(MC_METRICS, "multiple-choice")
+        self._check_metrics(MC_METRICS)
         labels = _texts(self.labels, "labels", 'a list of labels (e.g. ("A", "B", "C", "D"))', one=False)
         if labels and not isinstance(self.choices, str) and len(labels) != len(self.choices):
             raise ThaiEvalDataError(
@@ -254,7 +314,7 @@ class GenerationTask(_Declared):
     data: str
     prompt: str | Sequence[Mapping[str, str]]
     reference: str
-    metrics: Sequence[str] = ("exact_match",)
+    metrics: Sequence[str | Metric] = ("exact_match",)
     max_new_tokens: int = 256
     stop: Sequence[str] = ()
     temperature: float = 0.0
@@ -274,7 +334,7 @@ class GenerationTask(_Declared):
         self._check_common()
         self._check_prompt()
         _text(self.reference, "reference")
-        self._check_metrics(list(GENERATION_METRICS), "generation")
+        self._check_metrics(list(GENERATION_METRICS))
         checked = {
             "max_new_tokens": _integer(self.max_new_tokens, "max_new_tokens", 1),
             "stop": stop_strings(self.stop),  # one string is one stop string, never its characters

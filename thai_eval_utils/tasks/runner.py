@@ -27,7 +27,7 @@ from thai_eval_utils.stats.bootstrap import Interval, mean_interval
 from thai_eval_utils.stats.corpus import corpus_interval
 from thai_eval_utils.tasks.items import load_items
 from thai_eval_utils.tasks.language import reply_stats, stats_columns
-from thai_eval_utils.tasks.metrics import GENERATION_METRICS, multiple_choice
+from thai_eval_utils.tasks.metrics import multiple_choice
 from thai_eval_utils.tasks.thinking import (
     DEFAULT,
     ThinkingOption,
@@ -108,6 +108,8 @@ def _mc_records(task: Any, chunk: Sequence[dict[str, Any]], results: Sequence[tu
         part, at = results[at : at + k], at + k
         lls = [float(r[0]) for r in part]
         scores = multiple_choice(lls, it["choices"], it["gold"], ties=task.ties)
+        for metric in task.scorers:  # each declared metric under its name (acc and acc_norm: the same values)
+            scores[metric.name] = metric.score_choices(lls, it["choices"], it["gold"], task.ties)
         out.append(
             {
                 "id": it["id"],
@@ -151,10 +153,9 @@ def _gen_records(
             "reference": it["reference"],
         }
         scored = split_reply(text, thinking).scored
-        for name in task.metrics:
-            metric = GENERATION_METRICS[name]
-            if metric.item is not None:
-                rec[name] = float(metric.item(scored, it["reference"]))
+        for metric in task.scorers:
+            if metric.kind != "corpus":
+                rec[metric.name] = float(metric.score_item(scored, it["reference"]))
         out.append(rec)
     return out
 
@@ -192,22 +193,20 @@ def score_records(
     percentile bootstrap interval over items and the signature (a generation task's with the thinking option)."""
     out: dict[str, dict[str, Any]] = {}
     n = len(records)
-    for name in task.metrics:
-        metric = GENERATION_METRICS.get(name) if task.kind == "generation" else None
-        sig_part = (
-            metric.signature if metric else f"{name}|lm-eval|delimiter:{task.target_delimiter!r}|ties:{task.ties}"
-        )
+    for metric in task.scorers:
+        name = metric.name
+        sig_part = metric.signature()
+        if task.kind == "multiple_choice":
+            sig_part += f"|delimiter:{task.target_delimiter!r}|ties:{task.ties}"
         sig = signature_of(task, sig_part, n, n_docs)
         if task.kind == "generation":
             sig += f"|{thinking.signature()}"
-        if metric is not None and metric.corpus is not None:
+        if metric.kind == "corpus":
             hyps = [split_reply(r["output"], thinking).scored for r in records]
             refs = [r["reference"] for r in records]
-            score = Score(f"{task.name}/{name}", metric.corpus(hyps, refs), n, None, sig)
+            score = Score(f"{task.name}/{name}", metric(hyps, refs), n, None, sig)
             iv = (
-                corpus_interval(
-                    hyps, refs, metric.corpus, name=name, level=LEVEL, n_resamples=N_RESAMPLES, seed=BOOT_SEED
-                )
+                corpus_interval(hyps, refs, metric, name=name, level=LEVEL, n_resamples=N_RESAMPLES, seed=BOOT_SEED)
                 if n >= 2
                 else None
             )
