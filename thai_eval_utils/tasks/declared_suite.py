@@ -80,7 +80,9 @@ class DeclaredSuite(Suite):
                     Headline(name, self.name, run.task, "corpus", metric.scale, items, run, corpus_metric=metric)
                 )
                 continue
-            items["value"] = [float(r[metric.name]) for r in recs]
+            values = [r.get(metric.name) for r in recs]  # None: an unjudged item, left out (counted in the summary)
+            items = items[[v is not None for v in values]].reset_index(drop=True)
+            items["value"] = [float(v) for v in values if v is not None]
             out.append(Headline(name, self.name, run.task, metric.kind, metric.scale, items, run))
         return out
 

@@ -11,7 +11,7 @@ metrics (chrF, BLEU) over the outputs at the end.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,8 @@ from thai_eval_utils.stats.bootstrap import Interval, mean_interval
 from thai_eval_utils.stats.corpus import corpus_interval
 from thai_eval_utils.tasks.items import load_items
 from thai_eval_utils.tasks.language import reply_stats, stats_columns
-from thai_eval_utils.tasks.metrics import multiple_choice
+from thai_eval_utils.tasks.judged import JudgedMetric, judge_records, judged_metrics
+from thai_eval_utils.tasks.metrics import Metric, multiple_choice
 from thai_eval_utils.tasks.thinking import (
     DEFAULT,
     ThinkingOption,
@@ -154,7 +155,7 @@ def _gen_records(
         }
         scored = split_reply(text, thinking).scored
         for metric in task.scorers:
-            if metric.kind != "corpus":
+            if metric.kind != "corpus" and not getattr(metric, "judged", False):
                 rec[metric.name] = float(metric.score_item(scored, it["reference"]))
         out.append(rec)
     return out
@@ -186,14 +187,20 @@ def _constant(values: Sequence[float], name: str) -> Interval:
 
 
 def score_records(
-    task: Any, records: Sequence[dict[str, Any]], n_docs: int, thinking: ThinkingOption = DEFAULT
+    task: Any,
+    records: Sequence[dict[str, Any]],
+    n_docs: int,
+    thinking: ThinkingOption = DEFAULT,
+    metrics: Sequence[Metric] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Each declared metric of the records: mean per item (acc, acc_norm, exact_match, rougeL) or the corpus
     value (chrf, bleu, on the replies with their thinking cut), with n, the standard error (per-item metrics), a
-    percentile bootstrap interval over items and the signature (a generation task's with the thinking option)."""
+    percentile bootstrap interval over items and the signature (a generation task's with the thinking option).
+    ``metrics``: the task's metric objects (default ``task.scorers``; a judged one with the judge in force). An item
+    without a value (a judged metric's unjudged item) is left out of the mean and counted (``n_unjudged``)."""
     out: dict[str, dict[str, Any]] = {}
     n = len(records)
-    for metric in task.scorers:
+    for metric in task.scorers if metrics is None else metrics:
         name = metric.name
         sig_part = metric.signature()
         if task.kind == "multiple_choice":
@@ -211,10 +218,14 @@ def score_records(
                 else None
             )
         else:
-            values = [float(r[name]) for r in records]
+            values = [float(r[name]) for r in records if r.get(name) is not None]
             score = Score.mean(f"{task.name}/{name}", values, sig)
+            if type(metric).aggregate is not Metric.aggregate:  # the metric's own aggregation
+                score = replace(score, value=float(metric.aggregate(values)))
             iv = _interval(values, name)
         out[name] = {**score.to_dict(), "interval": iv.to_dict() if iv is not None else None}
+        if metric.kind != "corpus" and len(values) < n:
+            out[name]["n_unjudged"] = n - len(values)
     return out
 
 
@@ -237,6 +248,8 @@ def run_task(
     benchmark: str | None = None,
     summarize: Callable[[list[dict[str, Any]]], Mapping[str, Any]] | None = None,
     thinking: ThinkingOption = DEFAULT,
+    judge: Any = None,
+    judge_base_url: str | None = None,
 ) -> TaskRun:
     """Run a declared task (:class:`~.declared.MultipleChoiceTask` or :class:`~.declared.GenerationTask`) on
     ``model``, resuming whatever its run already stored, and write the summary.
@@ -256,6 +269,9 @@ def run_task(
         summarize: records -> more summary entries (their ``scores`` are added to the task's).
         thinking: a generation task's thinking option (:mod:`.thinking`): the reply stored whole, metrics
             on it cut; the summary's ``thinking`` and ``replies`` (:func:`.language.reply_stats`).
+        judge: the judge of the task's judged metrics (:class:`~.judged.JudgedMetric`), replacing the one the task
+            file names: a chat model, or an OpenAI-compatible model id at ``judge_base_url`` (``thai-eval run
+            --judge / --judge-base-url``); None: the task file's.
 
     Raises:
         ThaiEvalDataError: a bad row (file, row and field named) before any run folder is made or any call.
@@ -307,7 +323,12 @@ def run_task(
                 describe=lambda exc: scrub(str(exc)),
             )
         records = run.in_order()
-        scores = score_records(task, records, len(all_items), thinking)
+        metrics = [m.with_judge(judge, judge_base_url) if isinstance(m, JudgedMetric) else m for m in task.scorers]
+        judged = {}
+        for metric in judged_metrics(metrics):  # after the generations: each reply scored by the judge
+            predictions = [split_reply(r["output"], thinking).scored for r in records]
+            records, judged[metric.name] = judge_records(store, records, metric, predictions)
+        scores = score_records(task, records, len(all_items), thinking, metrics)
         summary = {
             "task": task.name,
             "kind": task.kind,
@@ -320,6 +341,7 @@ def run_task(
             "n_ungenerated": len(run.failed),
             "ungenerated": run.failed,
             **(_replies(records, thinking, support) if task.kind == "generation" else {}),
+            **({"judged": judged} if judged else {}),
         }
         if summarize is not None:
             extra = dict(summarize(records))
