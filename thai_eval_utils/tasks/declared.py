@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 import copy
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
@@ -25,7 +25,8 @@ from typing import Any
 from thai_eval_utils.core.benchmark import Suite
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.protocols import stop_strings
-from thai_eval_utils.tasks.items import template_fields
+from thai_eval_utils.tasks.items import Row, template_fields
+from thai_eval_utils.tasks.shaping import FirstN, ReplyFilter, Sampler
 from thai_eval_utils.tasks.metrics import (
     GENERATION_METRICS,
     MC_METRICS,
@@ -44,7 +45,7 @@ LM_EVAL_FEWSHOT_DELIMITER = "\n\n"
 
 #: Fields added after declarations were first stored, with their defaults: a declaration leaves such a field out
 #: while it has its default, so the stored runs of tasks declared before keep their config ids.
-ADDED_FIELDS: dict[str, Any] = {"process_docs": None, "filters": (), "sampler": None}
+ADDED_FIELDS: dict[str, Any] = {"process_docs": None, "filters": ()}
 
 
 def recorded(value: Any) -> Any:
@@ -116,17 +117,35 @@ def _number(value: Any, name: str, low: float, high: float, *, open_low: bool = 
 
 @dataclass(frozen=True)
 class FewShot:
-    """``n`` examples from ``file`` (relative to the task file), the first n rows, before every item; each
-    example is the prompt, the target delimiter and its gold choice (or reference), joined by ``delimiter``."""
+    """``n`` examples from ``file`` (relative to the task file) before every item; each example is the prompt, the
+    target delimiter and its gold choice (or reference), joined by ``delimiter``. ``sampler`` chooses the rows
+    (:mod:`.shaping`): None or :class:`~.shaping.FirstN`, the first n rows; :class:`~.shaping.RandomSample`,
+    lm-eval's seeded random draw per item (the item itself left out when ``file`` is the task's data)."""
 
     file: str
     n: int
     delimiter: str = LM_EVAL_FEWSHOT_DELIMITER
+    sampler: Sampler | None = None
 
     def __post_init__(self) -> None:
         _text(self.file, "fewshot.file")
         object.__setattr__(self, "n", _integer(self.n, "fewshot.n", 0))
         _text(self.delimiter, "fewshot.delimiter", empty=True)
+        if self.sampler is not None and not isinstance(self.sampler, Sampler):
+            raise _refused("fewshot.sampler", "a Sampler (FirstN(), RandomSample(seed)) or None", self.sampler)
+
+    @property
+    def chooser(self) -> Sampler:
+        """The sampler in force (None: first n)."""
+        return self.sampler or FirstN()
+
+    def declaration(self) -> dict[str, Any]:
+        """``file``, ``n``, ``delimiter`` and, unless it is first-n (as every declaration before samplers), the
+        sampler's spec."""
+        out: dict[str, Any] = {"file": self.file, "n": self.n, "delimiter": self.delimiter}
+        if self.chooser != FirstN():
+            out["sampler"] = self.chooser.declaration()
+        return out
 
 
 class _Declared:
@@ -142,6 +161,7 @@ class _Declared:
     version: str
     metrics: Sequence[str | Metric]
     kind: str
+    process_docs: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None
 
     def _check_common(self) -> None:
         """Check the fields both kinds have: each one's type (and ``name``'s form)."""
@@ -155,6 +175,8 @@ class _Declared:
         _text(self.title, "title", empty=True)
         _text(self.version, "version")
         _text(self.base_dir, "base_dir", optional=True)
+        if self.process_docs is not None and not callable(self.process_docs):
+            raise _refused("process_docs", "a function (rows -> rows) or None", self.process_docs)
 
     def _check_metrics(self, known: Sequence[str]) -> None:
         """``metrics``: one name, one :class:`~.metrics.Metric` or a list of them; each name in ``known``, each
@@ -254,9 +276,9 @@ class MultipleChoiceTask(_Declared):
 
     name: str
     data: str
-    prompt: str
-    choices: str | Sequence[str]
-    gold: str
+    prompt: str | Callable[[Row], str]
+    choices: str | Sequence[str] | Callable[[Row], Sequence[str]]
+    gold: str | Callable[[Row], Any]
     target_delimiter: str = LM_EVAL_TARGET_DELIMITER
     fewshot: FewShot | None = None
     metrics: Sequence[str | Metric] = ("acc", "acc_norm")
@@ -266,14 +288,18 @@ class MultipleChoiceTask(_Declared):
     title: str = ""
     version: str = "1"
     base_dir: str | None = None
+    process_docs: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
 
     kind = "multiple_choice"
 
     def __post_init__(self) -> None:
         self._check_common()
-        _text(self.prompt, "prompt")
-        template_fields(self.prompt)
-        if not isinstance(self.choices, str) or not self.choices.strip():
+        if not callable(self.prompt):
+            _text(self.prompt, "prompt")
+            template_fields(self.prompt)
+        if callable(self.choices):
+            pass
+        elif not isinstance(self.choices, str) or not self.choices.strip():
             object.__setattr__(
                 self,
                 "choices",
@@ -281,10 +307,11 @@ class MultipleChoiceTask(_Declared):
                     self.choices, "choices", "a field name or a list of at least 2 field names", one=False, at_least=2
                 ),
             )
-        _text(self.gold, "gold")
+        if not callable(self.gold):
+            _text(self.gold, "gold")
         self._check_metrics(MC_METRICS)
         labels = _texts(self.labels, "labels", 'a list of labels (e.g. ("A", "B", "C", "D"))', one=False)
-        if labels and not isinstance(self.choices, str) and len(labels) != len(self.choices):
+        if labels and isinstance(self.choices, tuple) and len(labels) != len(self.choices):
             raise ThaiEvalDataError(
                 f"expected one label per choice field ({len(self.choices)}), got {len(labels)} labels", field="labels"
             )
@@ -312,8 +339,8 @@ class GenerationTask(_Declared):
 
     name: str
     data: str
-    prompt: str | Sequence[Mapping[str, str]]
-    reference: str
+    prompt: str | Sequence[Mapping[str, str]] | Callable[[Row], str]
+    reference: str | Callable[[Row], str]
     metrics: Sequence[str | Metric] = ("exact_match",)
     max_new_tokens: int = 256
     stop: Sequence[str] = ()
@@ -327,13 +354,20 @@ class GenerationTask(_Declared):
     version: str = "1"
     base_dir: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    process_docs: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
+    filters: Sequence[ReplyFilter] = ()
 
     kind = "generation"
 
     def __post_init__(self) -> None:
         self._check_common()
         self._check_prompt()
-        _text(self.reference, "reference")
+        if not callable(self.reference):
+            _text(self.reference, "reference")
+        filters = (self.filters,) if isinstance(self.filters, ReplyFilter) else self.filters
+        if not isinstance(filters, (list, tuple)) or not all(isinstance(f, ReplyFilter) for f in filters):
+            raise _refused("filters", "a reply filter or a list of them (RegexExtract, AnswerTag)", self.filters)
+        object.__setattr__(self, "filters", tuple(filters))
         self._check_metrics(list(GENERATION_METRICS))
         checked = {
             "max_new_tokens": _integer(self.max_new_tokens, "max_new_tokens", 1),
@@ -349,7 +383,9 @@ class GenerationTask(_Declared):
 
     def _check_prompt(self) -> None:
         """``prompt``: a template text, or chat messages (exactly ``role`` and ``content`` text each) without
-        few-shot examples; every template's fields well formed."""
+        few-shot examples; every template's fields well formed; or a function (doc -> the prompt text)."""
+        if callable(self.prompt):
+            return
         if isinstance(self.prompt, str):
             _text(self.prompt, "prompt")
         elif (
@@ -375,10 +411,12 @@ class GenerationTask(_Declared):
 
     @property
     def is_chat(self) -> bool:
-        return not isinstance(self.prompt, str)
+        return isinstance(self.prompt, (list, tuple))
 
     def templates(self) -> dict[str, str]:
-        """Template name -> text (recorded by hash in the run card)."""
+        """Template name -> text (recorded by hash in the run card; a function: its qualified name)."""
+        if callable(self.prompt):
+            return {"prompt": qualified_name(self.prompt)}
         if isinstance(self.prompt, str):
             return {"prompt": self.prompt}
         return {f"message_{i}_{m['role']}": m["content"] for i, m in enumerate(self.prompt)}

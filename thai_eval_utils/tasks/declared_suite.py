@@ -23,9 +23,9 @@ from thai_eval_utils.core.provenance import slugify
 from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.stats.cells import cell, corpus_ci, mean_ci, scaled_values, summary_value
 from thai_eval_utils.tasks.language import stats_note
-from thai_eval_utils.tasks.thinking import DEFAULT, ThinkingOption, option_of, split_reply
+from thai_eval_utils.tasks.thinking import DEFAULT, ThinkingOption, option_of
 from thai_eval_utils.tasks.items import load_items
-from thai_eval_utils.tasks.runner import templates_of
+from thai_eval_utils.tasks.runner import scored_text, templates_of
 
 #: The notebook ``thai-eval run`` executes for a declared task (under ``notebooks/``).
 TASK_NOTEBOOK = "task.ipynb"
@@ -70,7 +70,7 @@ class DeclaredSuite(Suite):
         else:
             base["ref"] = [r.get("reference", "") for r in recs]
             option = option_of(run.card.get("config") or {})  # the replies as the run scored them
-            base["hyp"] = [split_reply(r.get("output") or "", option).scored for r in recs]
+            base["hyp"] = [scored_text(task, r.get("output") or "", option) for r in recs]
         out = []
         for metric in task.scorers:
             items = base.copy()
@@ -227,7 +227,10 @@ class DeclaredSuite(Suite):
                     "arg_1": {"until": list(self.task.stop), "max_gen_toks": self.task.max_new_tokens},
                 }
             }
-            resps, filtered = [[r["output"]]], [split_reply(r["output"], option).scored]  # lm-eval: after its filters
+            resps, filtered = (
+                [[r["output"]]],
+                [scored_text(self.task, r["output"], option)],
+            )  # lm-eval: after its filters
             doc = {"id": r["id"], "question": r["question"], "reference": r["reference"]}
         metrics = [m for m in self.task.metric_names if m in r]
         return {

@@ -28,7 +28,8 @@ from thai_eval_utils.stats.corpus import corpus_interval
 from thai_eval_utils.tasks.items import load_items
 from thai_eval_utils.tasks.language import reply_stats, stats_columns
 from thai_eval_utils.tasks.judged import JudgedMetric, judge_records, judged_metrics
-from thai_eval_utils.tasks.metrics import Metric, multiple_choice
+from thai_eval_utils.tasks.metrics import Metric, multiple_choice, qualified_name
+from thai_eval_utils.tasks.shaping import apply_filters
 from thai_eval_utils.tasks.thinking import (
     DEFAULT,
     ThinkingOption,
@@ -51,7 +52,9 @@ def benchmark_of(task: Any) -> str:
 
 def templates_of(task: Any) -> dict[str, str]:
     """The task's prompt templates by name (their hashes key the run)."""
-    return task.templates() if task.kind == "generation" else {"prompt": task.prompt}
+    if task.kind == "generation":
+        return task.templates()
+    return {"prompt": qualified_name(task.prompt) if callable(task.prompt) else task.prompt}
 
 
 def signature_of(task: Any, metric_signature: str, n: int, n_docs: int) -> str:
@@ -95,6 +98,12 @@ class TaskRun:
 
     def __str__(self) -> str:
         return "\n".join(f"{self.task}/{m} = {s['value']:.4f} (n={s['n']})" for m, s in self.scores.items())
+
+
+def scored_text(task: Any, output: str, thinking: ThinkingOption = DEFAULT) -> str:
+    """What a generation task's metrics score of a stored reply: its thinking cut first
+    (:func:`.thinking.split_reply`), then the task's reply filters in order (:mod:`.shaping`)."""
+    return apply_filters(split_reply(output, thinking).scored, getattr(task, "filters", ()))
 
 
 # ------------------------------------------------------------------------------------------------- compute
@@ -153,7 +162,7 @@ def _gen_records(
             "output": text,
             "reference": it["reference"],
         }
-        scored = split_reply(text, thinking).scored
+        scored = scored_text(task, text, thinking)
         for metric in task.scorers:
             if metric.kind != "corpus" and not getattr(metric, "judged", False):
                 rec[metric.name] = float(metric.score_item(scored, it["reference"]))
@@ -209,7 +218,7 @@ def score_records(
         if task.kind == "generation":
             sig += f"|{thinking.signature()}"
         if metric.kind == "corpus":
-            hyps = [split_reply(r["output"], thinking).scored for r in records]
+            hyps = [scored_text(task, r["output"], thinking) for r in records]
             refs = [r["reference"] for r in records]
             score = Score(f"{task.name}/{name}", metric(hyps, refs), n, None, sig)
             iv = (
@@ -326,7 +335,7 @@ def run_task(
         metrics = [m.with_judge(judge, judge_base_url) if isinstance(m, JudgedMetric) else m for m in task.scorers]
         judged = {}
         for metric in judged_metrics(metrics):  # after the generations: each reply scored by the judge
-            predictions = [split_reply(r["output"], thinking).scored for r in records]
+            predictions = [scored_text(task, r["output"], thinking) for r in records]
             records, judged[metric.name] = judge_records(store, records, metric, predictions)
         scores = score_records(task, records, len(all_items), thinking, metrics)
         summary = {
