@@ -1,7 +1,7 @@
 """The layering DEVELOPERS.md promises, checked on the source: ``core`` imports nothing above it,
 ``stats``, ``backend`` (the engines and model clients) and ``sources`` (the full data sets) import only ``core`` and
-not each other, ``judging`` (a layer above them) only ``core`` and ``stats``, ``tasks`` only ``core``, ``stats`` and
-``backend``, a benchmark subpackage (each of :data:`BENCHMARKS`, the packages of the registry's shipped suites, so a
+not each other, ``judging`` (a layer above them) only ``core`` and ``stats``, ``tasks`` only ``core``, ``stats``, ``backend`` and
+``judging``, a benchmark subpackage (each of :data:`BENCHMARKS`, the packages of the registry's shipped suites, so a
 new benchmark is held to the rules without editing this file) imports those and nothing of another benchmark or of
 the layers above (``compare``, ``paper``, ``plots``, ``notebook_runs``): :data:`ALLOWED` states it; no import cycles
 between modules or between packages; no imports of the package inside functions, with no exceptions; no import of
@@ -52,8 +52,8 @@ def _registered_benchmarks() -> tuple[str, ...]:
 
 BENCHMARKS = _registered_benchmarks()
 #: What each layer may import besides itself (the package root ``thai_eval_utils`` only re-exports lazily).
-#: ``backend`` (the models) sits beside ``stats``; ``judging`` (LLM judges) and ``tasks`` (declared tasks)
-#: sit above them, independent of each other: the benchmarks may use the judge, the declared-task metrics and runner.
+#: ``backend`` (the models) sits beside ``stats``; ``judging`` (LLM judges) sits above them and ``tasks`` (declared
+#: tasks) above ``judging`` (a declared task's judged metric is the judge's): the benchmarks may use both.
 #: ``sources`` (the full data sets: manifests, fetching, the pickle allow-list) sits beside them, on ``core`` only.
 ALLOWED = {
     "core": {"core"},
@@ -61,7 +61,7 @@ ALLOWED = {
     "backend": {"core", "backend"},
     "sources": {"core", "sources"},
     "judging": {"core", "stats", "judging"},
-    "tasks": {"core", "stats", "backend", "tasks"},
+    "tasks": {"core", "stats", "backend", "judging", "tasks"},
     **{b: {"core", "stats", "backend", "sources", "judging", "tasks", b} for b in BENCHMARKS},
 }
 
@@ -206,7 +206,8 @@ def _grimp_layer_leaks(package: str) -> list[tuple[str, str]]:
     layers = (
         Layer(*upper, independent=False),
         Layer(*BENCHMARKS, independent=True),
-        Layer("judging", "tasks", independent=True),
+        "tasks",
+        "judging",
         Layer("backend", "stats", "sources", independent=True),
         "core",
     )

@@ -133,6 +133,7 @@ COMMON = [  # the fields both kinds have: (field, bad value, the message)
     ("title", None, ANY_TEXT + "NoneType None"),
     ("version", 2, TEXT + "int 2"),
     ("base_dir", 1, "expected non-empty text or None, got int 1"),
+    ("process_docs", "rows", "expected a function (rows -> rows) or None, got str 'rows'"),
 ]
 MC_ONLY = [
     ("prompt", 5, TEXT + "int 5"),
@@ -185,6 +186,7 @@ GEN_ONLY = [
     ("seed", 1.5, "expected an integer >= 0 or None, got float 1.5"),
     ("extra", [], "expected a mapping with text keys, got list []"),
     ("extra", {1: "x"}, "expected a mapping with text keys, got dict {1: 'x'}"),
+    ("filters", "####", "expected a reply filter or a list of them (RegexExtract, AnswerTag), got str '####'"),
 ]
 FEWSHOT_FIELDS = [
     ("file", 5, "fewshot.file", TEXT + "int 5"),
@@ -194,6 +196,12 @@ FEWSHOT_FIELDS = [
     ("n", 1.0, "fewshot.n", "expected an integer >= 0, got float 1.0"),
     ("n", True, "fewshot.n", "expected an integer >= 0, got bool True"),
     ("delimiter", None, "fewshot.delimiter", ANY_TEXT + "NoneType None"),
+    (
+        "sampler",
+        "random",
+        "fewshot.sampler",
+        "expected a Sampler (FirstN(), RandomSample(seed)) or None, got str 'random'",
+    ),
 ]
 CASES = [pytest.param(MultipleChoiceTask, MC, f, v, m, id=f"mc-{f}-{v!r}") for f, v, m in COMMON + MC_ONLY] + [
     pytest.param(GenerationTask, GEN, f, v, m, id=f"gen-{f}-{v!r}") for f, v, m in COMMON + GEN_ONLY

@@ -4,15 +4,20 @@ benchmark. ``docs/adding_a_task.md`` shows both kinds.
 
 - ``declared``: :class:`MultipleChoiceTask`, :class:`GenerationTask`, :class:`FewShot` (frozen declarations);
 - ``items``: the data file read and validated whole (file, row and field named), the prompts filled;
-- ``metrics``: lm-eval's ``acc`` / ``acc_norm`` (the package's one implementation) and the generation metrics;
+- ``metrics``: metrics as objects (:class:`Metric`: per item, or over the corpus by sufficient statistics): lm-eval's
+  ``acc`` / ``acc_norm`` (the package's one implementation), exact match, ROUGE-L, token F1, BLEU, chrF;
 - ``runner``: :func:`run_task` (resumable), :class:`TaskRun`;
+- ``judged``: :class:`~.judged.JudgedMetric`, a generation metric scored by an LLM judge (``judging``);
+- ``shaping``: what code says where data cannot: few-shot samplers (``FirstN``, ``RandomSample``) and reply
+  filters (``RegexExtract``, ``AnswerTag``); prompt, choices, gold, reference and process_docs may be functions;
 - ``declared_suite``: :class:`DeclaredSuite`, the task as a registry suite (``task.as_suite(source)``);
 - ``thinking``: models that think: :class:`ThinkingOption`, :func:`split_reply` (the cut every
   generation task scores), :func:`thinking_option` (from the CLI flags / notebook parameters);
 - ``language``: answers in Thai: :func:`reply_stats` (unclosed thinking and the Thai rate of a run's
   replies, for any suite's summary), :func:`is_mainly_thai`.
 
-Layering: above ``core`` and ``stats``, below the benchmark packages (which may use its metrics and runner).
+Layering: above ``core``, ``stats``, ``backend`` and ``judging``, below the benchmark packages (which may use its
+metrics and runner).
 """
 
 from __future__ import annotations
@@ -22,7 +27,20 @@ from pathlib import Path
 from thai_eval_utils.core.registry import get_suite, include_path, suites
 from thai_eval_utils.tasks.declared import FewShot, GenerationTask, MultipleChoiceTask
 from thai_eval_utils.tasks.items import load_items
-from thai_eval_utils.tasks.metrics import GENERATION_METRICS, acc, acc_norm, multiple_choice
+from thai_eval_utils.tasks.metrics import (
+    GENERATION_METRICS,
+    Bleu,
+    ChoiceMetric,
+    ChrF,
+    ExactMatch,
+    LoglikelihoodAccuracy,
+    Metric,
+    RougeL,
+    TokenF1,
+    acc,
+    acc_norm,
+    multiple_choice,
+)
 from thai_eval_utils.tasks.runner import TaskRun, run_task
 from thai_eval_utils.tasks.declared_suite import DeclaredSuite
 from thai_eval_utils.tasks.language import is_mainly_thai, reply_stats
@@ -44,7 +62,15 @@ def task_named(name: str, tasks_dir: str | Path | None = None) -> MultipleChoice
 
 __all__ = [
     "GENERATION_METRICS",
+    "Bleu",
+    "ChoiceMetric",
+    "ChrF",
     "DeclaredSuite",
+    "ExactMatch",
+    "LoglikelihoodAccuracy",
+    "Metric",
+    "RougeL",
+    "TokenF1",
     "FewShot",
     "GenerationTask",
     "MultipleChoiceTask",

@@ -16,21 +16,50 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+import copy
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from thai_eval_utils.core.benchmark import Suite
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.protocols import stop_strings
-from thai_eval_utils.tasks.items import template_fields
-from thai_eval_utils.tasks.metrics import GENERATION_METRICS, MC_METRICS, TIES
+from thai_eval_utils.tasks.items import Row, template_fields
+from thai_eval_utils.tasks.shaping import FirstN, ReplyFilter, Sampler
+from thai_eval_utils.tasks.metrics import (
+    GENERATION_METRICS,
+    MC_METRICS,
+    TIES,
+    Metric,
+    declared_form,
+    qualified_name,
+    resolve_metric,
+)
 from thai_eval_utils.tasks.declared_suite import DeclaredSuite
 
 #: lm-eval's defaults: the text between a context and its continuation, and between few-shot examples.
 LM_EVAL_TARGET_DELIMITER = " "
 LM_EVAL_FEWSHOT_DELIMITER = "\n\n"
+
+
+#: Fields added after declarations were first stored, with their defaults: a declaration leaves such a field out
+#: while it has its default, so the stored runs of tasks declared before keep their config ids.
+ADDED_FIELDS: dict[str, Any] = {"process_docs": None, "filters": ()}
+
+
+def recorded(value: Any) -> Any:
+    """A declaration's value as plain data: a dataclass (``FewShot``) as its declaration, a function or class of
+    code by its qualified name (``{"function": "module:qualname"}``: stable across processes), else a copy."""
+    if hasattr(value, "declaration") and callable(value.declaration):
+        return value.declaration()
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    if callable(value):
+        return {"function": qualified_name(value)}
+    if isinstance(value, (list, tuple)):
+        return type(value)(recorded(v) for v in value)
+    return copy.deepcopy(value)
 
 
 # ----------------------------------------------------------------------------------------------- field checks
@@ -88,17 +117,35 @@ def _number(value: Any, name: str, low: float, high: float, *, open_low: bool = 
 
 @dataclass(frozen=True)
 class FewShot:
-    """``n`` examples from ``file`` (relative to the task file), the first n rows, before every item; each
-    example is the prompt, the target delimiter and its gold choice (or reference), joined by ``delimiter``."""
+    """``n`` examples from ``file`` (relative to the task file) before every item; each example is the prompt, the
+    target delimiter and its gold choice (or reference), joined by ``delimiter``. ``sampler`` chooses the rows
+    (:mod:`.shaping`): None or :class:`~.shaping.FirstN`, the first n rows; :class:`~.shaping.RandomSample`,
+    lm-eval's seeded random draw per item (the item itself left out when ``file`` is the task's data)."""
 
     file: str
     n: int
     delimiter: str = LM_EVAL_FEWSHOT_DELIMITER
+    sampler: Sampler | None = None
 
     def __post_init__(self) -> None:
         _text(self.file, "fewshot.file")
         object.__setattr__(self, "n", _integer(self.n, "fewshot.n", 0))
         _text(self.delimiter, "fewshot.delimiter", empty=True)
+        if self.sampler is not None and not isinstance(self.sampler, Sampler):
+            raise _refused("fewshot.sampler", "a Sampler (FirstN(), RandomSample(seed)) or None", self.sampler)
+
+    @property
+    def chooser(self) -> Sampler:
+        """The sampler in force (None: first n)."""
+        return self.sampler or FirstN()
+
+    def declaration(self) -> dict[str, Any]:
+        """``file``, ``n``, ``delimiter`` and, unless it is first-n (as every declaration before samplers), the
+        sampler's spec."""
+        out: dict[str, Any] = {"file": self.file, "n": self.n, "delimiter": self.delimiter}
+        if self.chooser != FirstN():
+            out["sampler"] = self.chooser.declaration()
+        return out
 
 
 class _Declared:
@@ -112,7 +159,9 @@ class _Declared:
     target_delimiter: str
     title: str
     version: str
-    metrics: Sequence[str]
+    metrics: Sequence[str | Metric]
+    kind: str
+    process_docs: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None
 
     def _check_common(self) -> None:
         """Check the fields both kinds have: each one's type (and ``name``'s form)."""
@@ -126,16 +175,45 @@ class _Declared:
         _text(self.title, "title", empty=True)
         _text(self.version, "version")
         _text(self.base_dir, "base_dir", optional=True)
+        if self.process_docs is not None and not callable(self.process_docs):
+            raise _refused("process_docs", "a function (rows -> rows) or None", self.process_docs)
 
-    def _check_metrics(self, known: Sequence[str], kind: str) -> None:
-        """``metrics``: one name or a list of names, each in ``known``."""
-        metrics = _texts(self.metrics, "metrics", "a metric name or a list of them", one=True, at_least=1)
-        unknown = [m for m in metrics if m not in known]
+    def _check_metrics(self, known: Sequence[str]) -> None:
+        """``metrics``: one name, one :class:`~.metrics.Metric` or a list of them; each name in ``known``, each
+        object of this kind of task, no two with the same name (a record holds each value under its name)."""
+        metrics = (self.metrics,) if isinstance(self.metrics, (str, Metric)) else self.metrics
+        if (
+            not isinstance(metrics, (list, tuple))
+            or not metrics
+            or not all(isinstance(m, Metric) or (isinstance(m, str) and m.strip()) for m in metrics)
+        ):
+            raise _refused("metrics", "a metric name or a list of them", self.metrics)
+        unknown = [m for m in metrics if isinstance(m, str) and m not in known]
+        kind = self.kind.replace("_", "-")
         if unknown:
             raise ThaiEvalDataError(
                 f"unknown {kind} metric(s) {unknown}; choose from {', '.join(known)}", field="metrics"
             )
-        object.__setattr__(self, "metrics", metrics)
+        wrong = [m for m in metrics if isinstance(m, Metric) and m.task_kind != self.kind]
+        if wrong:
+            raise ThaiEvalDataError(
+                f"{wrong[0]!r} is a {wrong[0].task_kind.replace('_', '-')} metric, not a {kind} one", field="metrics"
+            )
+        names = [resolve_metric(m, self.kind).name for m in metrics]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice or not all(isinstance(n, str) and n and "/" not in n for n in names):
+            raise ThaiEvalDataError(f"every metric needs its own name without '/' (twice: {twice})", field="metrics")
+        object.__setattr__(self, "metrics", tuple(metrics))
+
+    @property
+    def scorers(self) -> tuple[Metric, ...]:
+        """The declared metrics as objects (a name: its default object), in order."""
+        return tuple(resolve_metric(m, self.kind) for m in self.metrics)
+
+    @property
+    def metric_names(self) -> tuple[str, ...]:
+        """The declared metrics' names, in order (the records' and the summary's keys)."""
+        return tuple(m.name for m in self.scorers)
 
     def path(self, relative: str) -> Path:
         """``relative`` under the task file's folder (``base_dir``), else as given."""
@@ -152,8 +230,12 @@ class _Declared:
 
     def declaration(self) -> dict[str, Any]:
         """The declaration as plain data (without ``base_dir``: a moved folder resumes its runs)."""
-        out = asdict(self)  # type: ignore[call-overload]
-        out.pop("base_dir", None)
+        out = {}
+        for f in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if f.name == "base_dir" or (f.name in ADDED_FIELDS and value == ADDED_FIELDS[f.name]):
+                continue  # a field added later, at its default: the runs declared before keep their ids
+            out[f.name] = tuple(declared_form(m, self.kind) for m in value) if f.name == "metrics" else recorded(value)
         return out
 
     def bind(self, source: str | Path) -> Any:
@@ -194,26 +276,30 @@ class MultipleChoiceTask(_Declared):
 
     name: str
     data: str
-    prompt: str
-    choices: str | Sequence[str]
-    gold: str
+    prompt: str | Callable[[Row], str]
+    choices: str | Sequence[str] | Callable[[Row], Sequence[str]]
+    gold: str | Callable[[Row], Any]
     target_delimiter: str = LM_EVAL_TARGET_DELIMITER
     fewshot: FewShot | None = None
-    metrics: Sequence[str] = ("acc", "acc_norm")
+    metrics: Sequence[str | Metric] = ("acc", "acc_norm")
     labels: Sequence[str] = ()
     ties: str = "first"
     id_field: str | None = "id"
     title: str = ""
     version: str = "1"
     base_dir: str | None = None
+    process_docs: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
 
     kind = "multiple_choice"
 
     def __post_init__(self) -> None:
         self._check_common()
-        _text(self.prompt, "prompt")
-        template_fields(self.prompt)
-        if not isinstance(self.choices, str) or not self.choices.strip():
+        if not callable(self.prompt):
+            _text(self.prompt, "prompt")
+            template_fields(self.prompt)
+        if callable(self.choices):
+            pass
+        elif not isinstance(self.choices, str) or not self.choices.strip():
             object.__setattr__(
                 self,
                 "choices",
@@ -221,10 +307,11 @@ class MultipleChoiceTask(_Declared):
                     self.choices, "choices", "a field name or a list of at least 2 field names", one=False, at_least=2
                 ),
             )
-        _text(self.gold, "gold")
-        self._check_metrics(MC_METRICS, "multiple-choice")
+        if not callable(self.gold):
+            _text(self.gold, "gold")
+        self._check_metrics(MC_METRICS)
         labels = _texts(self.labels, "labels", 'a list of labels (e.g. ("A", "B", "C", "D"))', one=False)
-        if labels and not isinstance(self.choices, str) and len(labels) != len(self.choices):
+        if labels and isinstance(self.choices, tuple) and len(labels) != len(self.choices):
             raise ThaiEvalDataError(
                 f"expected one label per choice field ({len(self.choices)}), got {len(labels)} labels", field="labels"
             )
@@ -252,9 +339,9 @@ class GenerationTask(_Declared):
 
     name: str
     data: str
-    prompt: str | Sequence[Mapping[str, str]]
-    reference: str
-    metrics: Sequence[str] = ("exact_match",)
+    prompt: str | Sequence[Mapping[str, str]] | Callable[[Row], str]
+    reference: str | Callable[[Row], str]
+    metrics: Sequence[str | Metric] = ("exact_match",)
     max_new_tokens: int = 256
     stop: Sequence[str] = ()
     temperature: float = 0.0
@@ -267,14 +354,21 @@ class GenerationTask(_Declared):
     version: str = "1"
     base_dir: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    process_docs: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
+    filters: Sequence[ReplyFilter] = ()
 
     kind = "generation"
 
     def __post_init__(self) -> None:
         self._check_common()
         self._check_prompt()
-        _text(self.reference, "reference")
-        self._check_metrics(list(GENERATION_METRICS), "generation")
+        if not callable(self.reference):
+            _text(self.reference, "reference")
+        filters = (self.filters,) if isinstance(self.filters, ReplyFilter) else self.filters
+        if not isinstance(filters, (list, tuple)) or not all(isinstance(f, ReplyFilter) for f in filters):
+            raise _refused("filters", "a reply filter or a list of them (RegexExtract, AnswerTag)", self.filters)
+        object.__setattr__(self, "filters", tuple(filters))
+        self._check_metrics(list(GENERATION_METRICS))
         checked = {
             "max_new_tokens": _integer(self.max_new_tokens, "max_new_tokens", 1),
             "stop": stop_strings(self.stop),  # one string is one stop string, never its characters
@@ -289,7 +383,9 @@ class GenerationTask(_Declared):
 
     def _check_prompt(self) -> None:
         """``prompt``: a template text, or chat messages (exactly ``role`` and ``content`` text each) without
-        few-shot examples; every template's fields well formed."""
+        few-shot examples; every template's fields well formed; or a function (doc -> the prompt text)."""
+        if callable(self.prompt):
+            return
         if isinstance(self.prompt, str):
             _text(self.prompt, "prompt")
         elif (
@@ -315,10 +411,12 @@ class GenerationTask(_Declared):
 
     @property
     def is_chat(self) -> bool:
-        return not isinstance(self.prompt, str)
+        return isinstance(self.prompt, (list, tuple))
 
     def templates(self) -> dict[str, str]:
-        """Template name -> text (recorded by hash in the run card)."""
+        """Template name -> text (recorded by hash in the run card; a function: its qualified name)."""
+        if callable(self.prompt):
+            return {"prompt": qualified_name(self.prompt)}
         if isinstance(self.prompt, str):
             return {"prompt": self.prompt}
         return {f"message_{i}_{m['role']}": m["content"] for i, m in enumerate(self.prompt)}

@@ -2,8 +2,9 @@
 compare, the report, the exports and ``thai-eval run`` read it through the same hooks as a shipped benchmark.
 
 One suite per task (name = the task's name, one task of the same name; runs stored as ``<name>/<name>``). Its
-headline scores are the task's metrics: acc / acc_norm / exact_match per item (binary), ROUGE-L per item (mean),
-chrF / BLEU over the corpus (recomputed by compare and the report from the items' ``hyp`` and ``ref``).
+headline scores are the task's metrics, each as its object says (``Metric.kind`` and ``scale``): acc / acc_norm /
+exact_match per item (binary), ROUGE-L or a judge's score per item (mean; an unjudged item left out), chrF / BLEU
+over the corpus (recomputed by compare and the report from the items' ``hyp`` and ``ref``).
 """
 
 from __future__ import annotations
@@ -23,21 +24,15 @@ from thai_eval_utils.core.provenance import slugify
 from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.stats.cells import cell, corpus_ci, mean_ci, scaled_values, summary_value
 from thai_eval_utils.tasks.language import stats_note
-from thai_eval_utils.tasks.thinking import DEFAULT, ThinkingOption, option_of, split_reply
+from thai_eval_utils.tasks.thinking import DEFAULT, ThinkingOption, option_of
 from thai_eval_utils.tasks.items import load_items
-from thai_eval_utils.tasks.metrics import GENERATION_METRICS
-from thai_eval_utils.tasks.runner import templates_of
+from thai_eval_utils.tasks.judged import judged_metrics
+from thai_eval_utils.tasks.runner import scored_text, templates_of
 
 #: The notebook ``thai-eval run`` executes for a declared task (under ``notebooks/``).
 TASK_NOTEBOOK = "task.ipynb"
-#: Multiple-choice and exact-match values are 0/1 per item; the tables print them x100.
-BINARY = ("acc", "acc_norm", "exact_match")
 #: lm-eval's ``output_type`` of each kind.
 _OUTPUT_TYPE = {"multiple_choice": "multiple_choice", "generation": "generate_until"}
-
-
-def _scale(task: Any, metric: str) -> float:
-    return GENERATION_METRICS[metric].scale if task.kind == "generation" else 100.0
 
 
 def _hash(text: str) -> str:
@@ -60,8 +55,8 @@ class DeclaredSuite(Suite):
         self.tasks = (task.name,)  # type: ignore[misc]
         self.data_folder = task.name  # type: ignore[misc]  # --data ROOT: ROOT/<task> may hold the data files
         self.short_title = task.name  # type: ignore[misc]
-        self.leaderboard_tables = (LeaderboardTable(task.name, self.title, tuple(task.metrics)),)  # type: ignore[misc]
-        self.detail_metrics = frozenset(task.metrics)  # type: ignore[misc]
+        self.leaderboard_tables = (LeaderboardTable(task.name, self.title, task.metric_names),)  # type: ignore[misc]
+        self.detail_metrics = frozenset(task.metric_names)  # type: ignore[misc]
 
     # ------------------------------------------------------------------------------------------- stored runs
     def headlines(self, run: StoredRun, data_dir: Path | None = None) -> list[Headline]:
@@ -75,22 +70,20 @@ class DeclaredSuite(Suite):
         else:
             base["ref"] = [r.get("reference", "") for r in recs]
             option = option_of(run.card.get("config") or {})  # the replies as the run scored them
-            base["hyp"] = [split_reply(r.get("output") or "", option).scored for r in recs]
+            base["hyp"] = [scored_text(task, r.get("output") or "", option) for r in recs]
         out = []
-        for metric in task.metrics:
-            gm = GENERATION_METRICS.get(metric) if task.kind == "generation" else None
+        for metric in task.scorers:
             items = base.copy()
-            name = f"{self.name}/{run.task}/{metric}"
-            if gm is not None and gm.corpus is not None:
+            name = f"{self.name}/{run.task}/{metric.name}"
+            if metric.kind == "corpus":
                 out.append(
-                    Headline(
-                        name, self.name, run.task, "corpus", _scale(task, metric), items, run, corpus_metric=gm.corpus
-                    )
+                    Headline(name, self.name, run.task, "corpus", metric.scale, items, run, corpus_metric=metric)
                 )
                 continue
-            items["value"] = [float(r[metric]) for r in recs]
-            kind = "binary" if metric in BINARY else "mean"
-            out.append(Headline(name, self.name, run.task, kind, _scale(task, metric), items, run))
+            values = [r.get(metric.name) for r in recs]  # None: an unjudged item, left out (counted in the summary)
+            items = items[[v is not None for v in values]].reset_index(drop=True)
+            items["value"] = [float(v) for v in values if v is not None]
+            out.append(Headline(name, self.name, run.task, metric.kind, metric.scale, items, run))
         return out
 
     # ------------------------------------------------------------------------------------------------ display
@@ -104,7 +97,8 @@ class DeclaredSuite(Suite):
     ) -> list[ItemView]:
         """Each item: the question, choices, log-likelihoods, prediction and gold (multiple choice) or the output
         and reference (generation); ``value`` is the first metric's."""
-        first = self.task.metrics[0]
+        metric = self.task.scorers[0]
+        first = metric.name
         views = []
         for r in run.records():
             value = r.get(first)
@@ -113,11 +107,11 @@ class DeclaredSuite(Suite):
             )
             if self.task.kind == "multiple_choice":
                 view.choices, view.loglikelihoods = list(r["choices"]), list(r["lls"])
-                view.pred, view.gold = int(r["pred_norm" if first == "acc_norm" else "pred"]), int(r["gold"])
+                view.pred, view.gold = metric.predict(view.loglikelihoods, view.choices), int(r["gold"])
                 view.correct = int(float(r[first]) == 1.0)
             else:
                 view.output, view.reference = r.get("output"), r.get("reference")
-                if first == "exact_match" and value is not None:
+                if metric.kind == "binary" and value is not None:
                     view.correct = int(value)
             views.append(view)
         return views
@@ -178,7 +172,7 @@ class DeclaredSuite(Suite):
             "sample_len": int(summary.get("n", len(samples))),
         }
         for metric, entry in (summary.get("scores") or {}).items():
-            if metric in self.task.metrics and isinstance(entry, dict):
+            if metric in self.task.metric_names and isinstance(entry, dict):
                 results[f"{metric},none"] = entry.get("value")
                 results[f"{metric}_stderr,none"] = "N/A" if entry.get("stderr") is None else entry["stderr"]
         fewshot = self.task.fewshot
@@ -192,7 +186,10 @@ class DeclaredSuite(Suite):
             "fewshot_delimiter": fewshot.delimiter if fewshot else "\n\n",
             "fewshot_config": {"sampler": "first_n", "split": fewshot.file if fewshot else None},
             "num_fewshot": fewshot.n if fewshot else 0,
-            "metric_list": [{"metric": m, "aggregation": "mean", "higher_is_better": True} for m in self.task.metrics],
+            "metric_list": [
+                {"metric": m.name, "aggregation": "mean", "higher_is_better": m.higher_is_better}
+                for m in self.task.scorers
+            ],
             "metadata": {"version": self.task.version, "declaration": run.card.get("config", {}).get("task")},
         }
         if self.task.kind == "generation":
@@ -230,9 +227,12 @@ class DeclaredSuite(Suite):
                     "arg_1": {"until": list(self.task.stop), "max_gen_toks": self.task.max_new_tokens},
                 }
             }
-            resps, filtered = [[r["output"]]], [split_reply(r["output"], option).scored]  # lm-eval: after its filters
+            resps, filtered = (
+                [[r["output"]]],
+                [scored_text(self.task, r["output"], option)],
+            )  # lm-eval: after its filters
             doc = {"id": r["id"], "question": r["question"], "reference": r["reference"]}
-        metrics = [m for m in self.task.metrics if m in r]
+        metrics = [m for m in self.task.metric_names if m in r]
         return {
             "doc_id": int(r["doc"]),
             "doc": doc,
@@ -301,7 +301,7 @@ class DeclaredSuite(Suite):
                 "tree_tokens": None,
                 "generations": len(items),
                 "max_new_tokens": budget,
-                "judge_calls": 0,
+                "judge_calls": len(items) * len(judged_metrics(self.task.scorers)),  # at least one call per judgement
             }
         ]
 

@@ -42,6 +42,27 @@ def _text(row: Row, name: str, path: Path, i: int) -> str:
     return require_text(value, path=path, row=i, field=name)
 
 
+def _called(function: Any, row: Row, path: Path, i: int, name: str) -> Any:
+    """A declaration's function of one row (``prompt``, ``choices``, ``gold``, ``reference``: doc -> value); what
+    it raises is an error naming the file, the row and the field."""
+    try:
+        return function(dict(row))
+    except Exception as exc:  # noqa: BLE001 - a user's function: say which row failed and why, whatever it raised
+        raise ThaiEvalDataError(
+            f"the {name} function {getattr(function, '__qualname__', function)!r} failed: {type(exc).__name__}: {exc}",
+            path=path,
+            row=i,
+            field=name,
+        ) from None
+
+
+def _prompt(task: Any, row: Row, path: Path, i: int) -> str:
+    """The filled prompt: the template with the row's fields, or the prompt function's text."""
+    if not callable(task.prompt):
+        return fill(task.prompt, row, path, i)
+    return require_text(_called(task.prompt, row, path, i, "prompt"), path=path, row=i, field="prompt")
+
+
 def fill(template: str, row: Row, path: Path, i: int) -> str:
     """``template`` with each ``{field}`` replaced by the row's text (a number is written as text)."""
     names = template_fields(template)
@@ -55,6 +76,13 @@ def fill(template: str, row: Row, path: Path, i: int) -> str:
 
 
 def _choices(task: Any, row: Row, path: Path, i: int) -> list[str]:
+    if callable(task.choices):
+        value = _called(task.choices, row, path, i, "choices")
+        if not isinstance(value, (list, tuple)) or len(value) < 2:
+            raise ThaiEvalDataError(
+                f"expected a list of at least 2 choices, got {value!r:.80}", path=path, row=i, field="choices"
+            )
+        return [require_text(v, path=path, row=i, field=f"choices[{k}]") for k, v in enumerate(value)]
     if isinstance(task.choices, str):
         value = _value(row, task.choices, path, i)
         if not isinstance(value, (list, tuple)) or len(value) < 2:
@@ -67,10 +95,11 @@ def _choices(task: Any, row: Row, path: Path, i: int) -> list[str]:
 
 def _gold(task: Any, row: Row, choices: Sequence[str], path: Path, i: int) -> int:
     """The gold index: an int in range, one of ``labels``, a choice's text, or (CSV) an index written as text."""
-    value = _value(row, task.gold, path, i)
+    name = "gold" if callable(task.gold) else task.gold
+    value = _called(task.gold, row, path, i, "gold") if callable(task.gold) else _value(row, task.gold, path, i)
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise ThaiEvalDataError(
-            f"gold must be a choice index, label or text, got {value!r:.60}", path=path, row=i, field=task.gold
+            f"gold must be a choice index, label or text, got {value!r:.60}", path=path, row=i, field=name
         )
     if isinstance(value, str):
         if value in task.labels:
@@ -85,20 +114,36 @@ def _gold(task: Any, row: Row, choices: Sequence[str], path: Path, i: int) -> in
                 f"unknown gold {value!r:.60}: not one of the {known}choices {list(choices)!r:.200}",
                 path=path,
                 row=i,
-                field=task.gold,
+                field=name,
             )
     else:
         index = value
     if not 0 <= index < len(choices):
         raise ThaiEvalDataError(
-            f"gold {value!r} is out of range for {len(choices)} choices", path=path, row=i, field=task.gold
+            f"gold {value!r} is out of range for {len(choices)} choices", path=path, row=i, field=name
         )
     return index
 
 
-def _rows(task: Any, path: Path) -> list[dict[str, Any]]:
+def _rows(task: Any, path: Path, rows: Sequence[Row] | None = None) -> list[dict[str, Any]]:
+    """The rows of ``path`` (or the given ``rows``), through the task's ``process_docs`` when it has one."""
     json_fields = [task.choices] if task.kind == "multiple_choice" and isinstance(task.choices, str) else []
-    return read_records(path, json_fields=json_fields)
+    out = read_records(path, json_fields=json_fields) if rows is None else [dict(r) for r in rows]
+    if getattr(task, "process_docs", None) is None:
+        return out
+    try:
+        processed = task.process_docs(out)
+    except Exception as exc:  # noqa: BLE001 - a user's function: say where it failed, whatever it raised
+        raise ThaiEvalDataError(
+            f"process_docs failed: {type(exc).__name__}: {exc}", path=path, field="process_docs"
+        ) from None
+    if not isinstance(processed, (list, tuple)) or not all(isinstance(r, Mapping) for r in processed):
+        raise ThaiEvalDataError(
+            f"process_docs must return a list of rows (mappings), got {type(processed).__name__}",
+            path=path,
+            field="process_docs",
+        )
+    return [dict(r) for r in processed]
 
 
 def _ids(task: Any, rows: Sequence[Row], path: Path) -> list[str]:
@@ -111,52 +156,67 @@ def _ids(task: Any, rows: Sequence[Row], path: Path) -> list[str]:
 
 def _mc_item(task: Any, row: Row, path: Path, i: int) -> dict[str, Any]:
     choices = _choices(task, row, path, i)
-    return {"question": fill(task.prompt, row, path, i), "choices": choices, "gold": _gold(task, row, choices, path, i)}
+    return {"question": _prompt(task, row, path, i), "choices": choices, "gold": _gold(task, row, choices, path, i)}
 
 
 def _gen_item(task: Any, row: Row, path: Path, i: int) -> dict[str, Any]:
-    reference = _text(row, task.reference, path, i)
-    if isinstance(task.prompt, str):
-        return {"question": fill(task.prompt, row, path, i), "reference": reference}
+    if callable(task.reference):
+        reference = require_text(
+            _called(task.reference, row, path, i, "reference"), path=path, row=i, field="reference"
+        )
+    else:
+        reference = _text(row, task.reference, path, i)
+    if not isinstance(task.prompt, (list, tuple)):
+        return {"question": _prompt(task, row, path, i), "reference": reference}
     messages = [{"role": m["role"], "content": fill(m["content"], row, path, i)} for m in task.prompt]
     return {"question": messages[-1]["content"], "messages": messages, "reference": reference}
 
 
-def _shots(task: Any) -> str:
-    """The few-shot block (first n rows of the split file), ending with the few-shot delimiter; "" for none."""
+def _example(task: Any, row: Row, path: Path, i: int) -> str:
+    """One few-shot example: its prompt, the target delimiter and its gold choice (or reference)."""
+    if task.kind == "multiple_choice":
+        item = _mc_item(task, row, path, i)
+        return item["question"] + task.target_delimiter + item["choices"][item["gold"]]
+    item = _gen_item(task, row, path, i)
+    return item["question"] + task.target_delimiter + item["reference"]
+
+
+def _shots(task: Any, n_items: int) -> list[str]:
+    """Each item's few-shot block (its rows chosen by the few-shot sampler), ending with the few-shot delimiter;
+    "" for none. First n (the default): the same block before every item."""
     if task.fewshot is None or task.fewshot.n <= 0:
-        return ""
+        return [""] * n_items
     path = task.path(task.fewshot.file)
     rows = _rows(task, path)
     if len(rows) < task.fewshot.n:
         raise ThaiEvalDataError(
             f"{task.fewshot.n} shots asked for, the file has {len(rows)} rows", path=path, field="fewshot"
         )
-    parts = []
-    for i, row in enumerate(rows[: task.fewshot.n]):
-        if task.kind == "multiple_choice":
-            item = _mc_item(task, row, path, i)
-            target = item["choices"][item["gold"]]
-        else:
-            item = _gen_item(task, row, path, i)
-            target = item["reference"]
-        parts.append(item["question"] + task.target_delimiter + target)
-    return task.fewshot.delimiter.join(parts) + task.fewshot.delimiter
+    same = path.resolve() == task.data_path.resolve()  # the pool is the evaluated data: an item never shows itself
+    chosen = task.fewshot.chooser.choose(len(rows), task.fewshot.n, [i if same else None for i in range(n_items)])
+    examples: dict[int, str] = {}
+    blocks = []
+    for picks in chosen:
+        for k in picks:
+            if k not in examples:
+                examples[k] = _example(task, rows[k], path, k)
+        blocks.append(task.fewshot.delimiter.join(examples[k] for k in picks) + task.fewshot.delimiter)
+    return blocks
 
 
 def load_items(task: Any, *, limit: int | None = None, rows: Sequence[Row] | None = None) -> list[dict[str, Any]]:
     """Every item of ``task`` (the first ``limit``), validated whole first; each has ``id``, ``row``, ``question``
     (the filled prompt), ``context`` (few-shot block + question; chat tasks: ``messages``) and ``choices`` + ``gold``
     (multiple choice) or ``reference`` (generation). ``rows``: the records in memory instead of the data file
-    (a benchmark's own loader already read them); errors then name ``<task name> rows``."""
+    (a benchmark's own loader already read them); errors then name ``<task name> rows``. The task's
+    ``process_docs`` runs on the rows first (and on the few-shot pool's)."""
     path = task.data_path if rows is None else Path(f"<{task.name} rows>")
-    rows = _rows(task, path) if rows is None else [dict(r) for r in rows]
+    rows = _rows(task, path, rows)
     if not rows:
         raise ThaiEvalDataError("no items", path=path)
     ids = _ids(task, rows, path)
     make = _mc_item if task.kind == "multiple_choice" else _gen_item
     items = [{"id": ids[i], "row": i, **make(task, row, path, i)} for i, row in enumerate(rows)]
-    shots = _shots(task)
-    for item in items:
+    for item, shots in zip(items, _shots(task, len(items)), strict=True):
         item["context"] = shots + item["question"]
     return items if limit is None else items[: max(0, int(limit))]

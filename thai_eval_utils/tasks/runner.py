@@ -11,7 +11,7 @@ metrics (chrF, BLEU) over the outputs at the end.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,9 @@ from thai_eval_utils.stats.bootstrap import Interval, mean_interval
 from thai_eval_utils.stats.corpus import corpus_interval
 from thai_eval_utils.tasks.items import load_items
 from thai_eval_utils.tasks.language import reply_stats, stats_columns
-from thai_eval_utils.tasks.metrics import GENERATION_METRICS, multiple_choice
+from thai_eval_utils.tasks.judged import JudgedMetric, judge_records, judged_metrics
+from thai_eval_utils.tasks.metrics import Metric, multiple_choice, qualified_name
+from thai_eval_utils.tasks.shaping import apply_filters
 from thai_eval_utils.tasks.thinking import (
     DEFAULT,
     ThinkingOption,
@@ -50,7 +52,9 @@ def benchmark_of(task: Any) -> str:
 
 def templates_of(task: Any) -> dict[str, str]:
     """The task's prompt templates by name (their hashes key the run)."""
-    return task.templates() if task.kind == "generation" else {"prompt": task.prompt}
+    if task.kind == "generation":
+        return task.templates()
+    return {"prompt": qualified_name(task.prompt) if callable(task.prompt) else task.prompt}
 
 
 def signature_of(task: Any, metric_signature: str, n: int, n_docs: int) -> str:
@@ -96,6 +100,12 @@ class TaskRun:
         return "\n".join(f"{self.task}/{m} = {s['value']:.4f} (n={s['n']})" for m, s in self.scores.items())
 
 
+def scored_text(task: Any, output: str, thinking: ThinkingOption = DEFAULT) -> str:
+    """What a generation task's metrics score of a stored reply: its thinking cut first
+    (:func:`.thinking.split_reply`), then the task's reply filters in order (:mod:`.shaping`)."""
+    return apply_filters(split_reply(output, thinking).scored, getattr(task, "filters", ()))
+
+
 # ------------------------------------------------------------------------------------------------- compute
 def _mc_requests(task: Any, chunk: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
     return [(it["context"], task.target_delimiter + c) for it in chunk for c in it["choices"]]
@@ -108,6 +118,8 @@ def _mc_records(task: Any, chunk: Sequence[dict[str, Any]], results: Sequence[tu
         part, at = results[at : at + k], at + k
         lls = [float(r[0]) for r in part]
         scores = multiple_choice(lls, it["choices"], it["gold"], ties=task.ties)
+        for metric in task.scorers:  # each declared metric under its name (acc and acc_norm: the same values)
+            scores[metric.name] = metric.score_choices(lls, it["choices"], it["gold"], task.ties)
         out.append(
             {
                 "id": it["id"],
@@ -150,11 +162,10 @@ def _gen_records(
             "output": text,
             "reference": it["reference"],
         }
-        scored = split_reply(text, thinking).scored
-        for name in task.metrics:
-            metric = GENERATION_METRICS[name]
-            if metric.item is not None:
-                rec[name] = float(metric.item(scored, it["reference"]))
+        scored = scored_text(task, text, thinking)
+        for metric in task.scorers:
+            if metric.kind != "corpus" and not getattr(metric, "judged", False):
+                rec[metric.name] = float(metric.score_item(scored, it["reference"]))
         out.append(rec)
     return out
 
@@ -185,37 +196,45 @@ def _constant(values: Sequence[float], name: str) -> Interval:
 
 
 def score_records(
-    task: Any, records: Sequence[dict[str, Any]], n_docs: int, thinking: ThinkingOption = DEFAULT
+    task: Any,
+    records: Sequence[dict[str, Any]],
+    n_docs: int,
+    thinking: ThinkingOption = DEFAULT,
+    metrics: Sequence[Metric] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Each declared metric of the records: mean per item (acc, acc_norm, exact_match, rougeL) or the corpus
     value (chrf, bleu, on the replies with their thinking cut), with n, the standard error (per-item metrics), a
-    percentile bootstrap interval over items and the signature (a generation task's with the thinking option)."""
+    percentile bootstrap interval over items and the signature (a generation task's with the thinking option).
+    ``metrics``: the task's metric objects (default ``task.scorers``; a judged one with the judge in force). An item
+    without a value (a judged metric's unjudged item) is left out of the mean and counted (``n_unjudged``)."""
     out: dict[str, dict[str, Any]] = {}
     n = len(records)
-    for name in task.metrics:
-        metric = GENERATION_METRICS.get(name) if task.kind == "generation" else None
-        sig_part = (
-            metric.signature if metric else f"{name}|lm-eval|delimiter:{task.target_delimiter!r}|ties:{task.ties}"
-        )
+    for metric in task.scorers if metrics is None else metrics:
+        name = metric.name
+        sig_part = metric.signature()
+        if task.kind == "multiple_choice":
+            sig_part += f"|delimiter:{task.target_delimiter!r}|ties:{task.ties}"
         sig = signature_of(task, sig_part, n, n_docs)
         if task.kind == "generation":
             sig += f"|{thinking.signature()}"
-        if metric is not None and metric.corpus is not None:
-            hyps = [split_reply(r["output"], thinking).scored for r in records]
+        if metric.kind == "corpus":
+            hyps = [scored_text(task, r["output"], thinking) for r in records]
             refs = [r["reference"] for r in records]
-            score = Score(f"{task.name}/{name}", metric.corpus(hyps, refs), n, None, sig)
+            score = Score(f"{task.name}/{name}", metric(hyps, refs), n, None, sig)
             iv = (
-                corpus_interval(
-                    hyps, refs, metric.corpus, name=name, level=LEVEL, n_resamples=N_RESAMPLES, seed=BOOT_SEED
-                )
+                corpus_interval(hyps, refs, metric, name=name, level=LEVEL, n_resamples=N_RESAMPLES, seed=BOOT_SEED)
                 if n >= 2
                 else None
             )
         else:
-            values = [float(r[name]) for r in records]
+            values = [float(r[name]) for r in records if r.get(name) is not None]
             score = Score.mean(f"{task.name}/{name}", values, sig)
+            if type(metric).aggregate is not Metric.aggregate:  # the metric's own aggregation
+                score = replace(score, value=float(metric.aggregate(values)))
             iv = _interval(values, name)
         out[name] = {**score.to_dict(), "interval": iv.to_dict() if iv is not None else None}
+        if metric.kind != "corpus" and len(values) < n:
+            out[name]["n_unjudged"] = n - len(values)
     return out
 
 
@@ -238,6 +257,8 @@ def run_task(
     benchmark: str | None = None,
     summarize: Callable[[list[dict[str, Any]]], Mapping[str, Any]] | None = None,
     thinking: ThinkingOption = DEFAULT,
+    judge: Any = None,
+    judge_base_url: str | None = None,
 ) -> TaskRun:
     """Run a declared task (:class:`~.declared.MultipleChoiceTask` or :class:`~.declared.GenerationTask`) on
     ``model``, resuming whatever its run already stored, and write the summary.
@@ -257,6 +278,9 @@ def run_task(
         summarize: records -> more summary entries (their ``scores`` are added to the task's).
         thinking: a generation task's thinking option (:mod:`.thinking`): the reply stored whole, metrics
             on it cut; the summary's ``thinking`` and ``replies`` (:func:`.language.reply_stats`).
+        judge: the judge of the task's judged metrics (:class:`~.judged.JudgedMetric`), replacing the one the task
+            file names: a chat model, or an OpenAI-compatible model id at ``judge_base_url`` (``thai-eval run
+            --judge / --judge-base-url``); None: the task file's.
 
     Raises:
         ThaiEvalDataError: a bad row (file, row and field named) before any run folder is made or any call.
@@ -308,7 +332,12 @@ def run_task(
                 describe=lambda exc: scrub(str(exc)),
             )
         records = run.in_order()
-        scores = score_records(task, records, len(all_items), thinking)
+        metrics = [m.with_judge(judge, judge_base_url) if isinstance(m, JudgedMetric) else m for m in task.scorers]
+        judged = {}
+        for metric in judged_metrics(metrics):  # after the generations: each reply scored by the judge
+            predictions = [scored_text(task, r["output"], thinking) for r in records]
+            records, judged[metric.name] = judge_records(store, records, metric, predictions)
+        scores = score_records(task, records, len(all_items), thinking, metrics)
         summary = {
             "task": task.name,
             "kind": task.kind,
@@ -321,6 +350,7 @@ def run_task(
             "n_ungenerated": len(run.failed),
             "ungenerated": run.failed,
             **(_replies(records, thinking, support) if task.kind == "generation" else {}),
+            **({"judged": judged} if judged else {}),
         }
         if summarize is not None:
             extra = dict(summarize(records))

@@ -1,0 +1,152 @@
+"""A judged metric (``thai_eval_utils.tasks.judged.JudgedMetric``) in a declared generation task, end to end against
+the fake OpenAI server: a reply that does not parse is asked again, a request that keeps failing (a malformed 200
+reply) leaves its item unjudged, an item none of whose replies parse is final without a value, and only judged
+items are averaged (the rest counted); a rerun asks only for the unjudged; a task file that declares the judge runs
+through ``thai-eval run --tasks-dir``."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from fake_openai_server import MALFORMED_REPLIES, FakeOpenAIServer, PerAnswerScript, Reply
+from fakes import FakeModel
+
+from thai_eval_utils.backend.openai_client import ApiModel
+from thai_eval_utils.cli import main
+from thai_eval_utils.core import registry
+from thai_eval_utils.core.runs import StoredRun, list_runs
+from thai_eval_utils.judging import JudgeRubric, ReplyParser
+from thai_eval_utils.tasks import GenerationTask, run_task
+from thai_eval_utils.tasks.judged import JudgedMetric
+
+FAKE_KEY = "sk-" + "test-judged-0123456789abcdef"  # built at run time: a fake key
+RUBRIC = JudgeRubric.declare(
+    "answer_quality",
+    "1",
+    user="คำถาม: ${question}\nคำตอบอ้างอิง: ${reference}\n<model_answer>${prediction}</model_answer>\nคะแนน 1-10: <score>N</score>",
+    fields=("question", "reference", "prediction"),
+    parser=ReplyParser((re.compile(r"<score>\s*(\d+)\s*</score>"),), (1, 10), 0.0, "unparsed"),
+)
+ROWS = [{"id": str(i), "q": f"ข้อ {i}", "a": f"ref{i}"} for i in range(1, 5)]
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _judge(srv: FakeOpenAIServer) -> ApiModel:
+    return ApiModel("fake-judge", base_url=srv.base_url, api_key=FAKE_KEY, concurrency=4, timeout=5.0, max_retries=1)
+
+
+def _task(tmp_path: Path, judge) -> GenerationTask:
+    write_jsonl(tmp_path / "j.jsonl", ROWS)
+    metric = JudgedMetric(RUBRIC, judge, max_calls=2, scale=10.0, name="quality")
+    return GenerationTask(name="j", data="j.jsonl", prompt="{q}", reference="a", metrics=(metric, "exact_match")).bind(
+        tmp_path
+    )
+
+
+def test_judged_metric_retries_leaves_unjudged_and_averages_only_the_judged(tmp_path):
+    model = FakeModel(complete=lambda p: "A" + p[-1])  # "ข้อ 1" -> "A1"
+    script = PerAnswerScript(
+        {
+            "A1": [Reply("ดีมาก"), Reply("<score>8</score>")],  # no score: asked again, then 8
+            "A2": [MALFORMED_REPLIES["not_json"]] * 4,  # a malformed 200 reply, again after the retry: unjudged
+            "A4": [Reply("ไม่รู้"), Reply("<score>11</score>")],  # never a valid score in 2 calls: no value
+        },
+        default=Reply("<score>5</score>"),
+    )
+    with FakeOpenAIServer(script) as srv:
+        task = _task(tmp_path, "task-file-judge")
+        run = run_task(model, task, outputs=tmp_path / "out", progress=False, judge=_judge(srv))
+    by_id = {r["id"]: r for r in run.records}
+    assert [by_id[i]["quality"] for i in "1234"] == [8.0, None, 5.0, None]
+    assert [by_id[i]["quality_judgement"]["status"] for i in "1234"] == ["scored", "unjudged", "scored", "unparsed"]
+    assert by_id["1"]["quality_judgement"]["attempts"] == 2 and by_id["4"]["quality_judgement"]["attempts"] == 2
+    assert by_id["2"]["quality_judgement"]["error"] == (
+        "InternalServerError (HTTP 502): Error code: 502 - malformed reply: body is not JSON "
+        "(JSONDecodeError: Expecting value: line 1 column 1 (char 0))"
+    )
+    quality = run.scores["quality"]
+    assert quality["value"] == 6.5 and quality["n"] == 2 and quality["n_unjudged"] == 2
+    assert "|quality|judge:fake-judge|rubric:answer_quality@1@" in quality["signature"]
+    assert "|max_calls:2|temp:0.0|seed:0|max_tokens:512" in quality["signature"]
+    judged = run.summary["judged"]["quality"]
+    assert (judged["n_judged"], judged["n_unjudged"], judged["n_unparsed"]) == (2, 1, 1)
+    assert judged["judge_calls_this_run"] == 5  # A1 2, A3 1, A4 2: the failed requests are no answered calls
+    heads = task.as_suite(tmp_path / "j.py").headlines(StoredRun.from_dir(run.run_dir))
+    assert heads[0].items["key"].tolist() == ["1", "3"] and heads[0].items["value"].tolist() == [8.0, 5.0]
+    assert heads[0].scale == 10.0 and heads[0].kind == "mean"
+    # the judge is no part of the declaration: the same run folder whoever judges
+    assert run.config_id == run_task(model, task, outputs=tmp_path / "o2", progress=False, judge=_judge(srv)).config_id
+
+    with FakeOpenAIServer(PerAnswerScript(default=Reply("<score>9</score>"))) as srv2:
+        again = run_task(FakeModel(), task, outputs=tmp_path / "out", progress=False, judge=_judge(srv2))
+        assert srv2.n_chat_calls == 1  # only the unjudged item is asked again; no generation either
+    assert [r["quality"] for r in again.records] == [8.0, 9.0, 5.0, None]
+    assert again.scores["quality"]["value"] == pytest.approx(22 / 3) and again.scores["quality"]["n_unjudged"] == 1
+
+
+JUDGED_TASK_FILE = '''
+"""A generation task judged by an LLM judge, declared in one file."""
+
+import re
+
+from thai_eval_utils.judging import JudgeRubric, ReplyParser
+from thai_eval_utils.tasks import GenerationTask
+from thai_eval_utils.tasks.judged import JudgedMetric
+
+RUBRIC = JudgeRubric.declare(
+    "answer_quality",
+    "1",
+    user="${question}\\n<model_answer>${prediction}</model_answer>\\n${reference}",
+    fields=("question", "prediction", "reference"),
+    parser=ReplyParser((re.compile(r"<score>\\s*(\\d+)\\s*</score>"),), (1, 10), 0.0, "unparsed"),
+)
+
+TASK = GenerationTask(
+    name="judged_answers",
+    data="judged_answers.jsonl",
+    prompt="{q}",
+    reference="a",
+    metrics=JudgedMetric(RUBRIC, "fake-judge", base_url=BASE_URL, scale=10.0, name="quality"),
+    max_new_tokens=4,
+)
+'''
+
+
+def test_a_judged_task_file_runs_through_the_command(tmp_path, tiny_model_dir, monkeypatch, capsys):
+    folder = tmp_path / "my_tasks"
+    folder.mkdir()
+    write_jsonl(folder / "judged_answers.jsonl", ROWS[:2])
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    monkeypatch.setenv(registry.TASKS_ENV, "")
+    monkeypatch.setattr(registry, "_included", [])
+    monkeypatch.setattr(registry, "_suites", None)
+    out = tmp_path / "outputs"
+    with FakeOpenAIServer(PerAnswerScript(default=Reply("<score>7</score>"))) as srv:
+        (folder / "judged_answers.py").write_text(f"BASE_URL = {srv.base_url!r}\n" + JUDGED_TASK_FILE, encoding="utf-8")
+        args = ["run", "--model", str(tiny_model_dir), "--tasks-dir", str(folder), "--benchmarks", "judged_answers"]
+        code = main([*args, "--limit", "2", "--no-paper", "--outputs", str(out)])
+        assert code == 0, capsys.readouterr()
+        assert srv.n_chat_calls == 2
+    (stored,) = [r for r in list_runs(out) if r.family == "judged_answers"]
+    assert stored.finished and stored.summary["scores"]["quality"]["value"] == 7.0
+    assert stored.summary["scores"]["quality"]["n"] == 2 and stored.summary["judged"]["quality"]["n_judged"] == 2
+
+
+class _Chars:
+    tokenizer, source = None, "none"
+
+    def count(self, texts):
+        return sum(len(t) for t in texts)
+
+
+def test_the_dry_run_counts_one_judge_call_per_item_and_judged_metric(tmp_path):
+    suite = _task(tmp_path, "any-judge").as_suite(tmp_path / "j.py")
+    (row,) = suite.dry_run(tmp_path, _Chars(), limit=3, max_new_tokens=None)
+    assert (row["generations"], row["judge_calls"]) == (3, 3)
