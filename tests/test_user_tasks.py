@@ -1,5 +1,5 @@
-"""The documented user tasks (docs/adding_a_task.md), run as the page writes them: its fenced blocks
-marked ``file=NAME`` are written to a folder verbatim, found by the registry, run with ``run_task`` on a tiny
+"""The documented user tasks (docs/adding_a_task.md), run as the page writes them: its fenced blocks after a
+``<!-- file: NAME -->`` comment are written to a folder verbatim, found by the registry, run with ``run_task`` on a tiny
 random model and through ``notebooks/task.ipynb`` (what ``thai-eval run`` executes), and the page's ``console``
 block is run command by command once ``thai-eval run`` has ``--tasks-dir``."""
 
@@ -26,13 +26,15 @@ from thai_eval_utils.tasks import DeclaredSuite, run_task, task_named
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "adding_a_task.md"
 EXAMPLES = REPO / "docs" / "examples" / "user_tasks"
-FILE_BLOCK = re.compile(r"^```(\w+) file=(\S+)\n(.*?)^```$", re.S | re.M)
+#: A file the page shows: a ``<!-- file: NAME -->`` comment, then a plain fence (a fence with attributes is not a code
+#: block to the site's Markdown, which would render its text as paragraphs).
+FILE_BLOCK = re.compile(r"^<!-- file: (\S+) -->\n```\w+\n(.*?)^```$", re.S | re.M)
 CONSOLE_BLOCK = re.compile(r"^```console\n(.*?)^```$", re.S | re.M)
 
 
 def doc_files() -> dict[str, str]:
     """File name -> text of every ``file=`` block of the page."""
-    return {name: text for _, name, text in FILE_BLOCK.findall(DOC.read_text(encoding="utf-8"))}
+    return dict(FILE_BLOCK.findall(DOC.read_text(encoding="utf-8")))
 
 
 def doc_commands() -> list[str]:
