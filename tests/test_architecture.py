@@ -445,6 +445,7 @@ CONSUMERS = (
     "notebook_runs.py",
     "notebook_exec.py",
     "notebook_kernel.py",
+    "run_options.py",
     "compare",
     "report",
 )

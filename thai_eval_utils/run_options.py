@@ -62,10 +62,14 @@ REPLACED = {
     "max_thinking_tokens": "thinking.max_thinking_tokens",
     "enable_thinking": "thinking.enable_thinking",
     "stop_after_thinking": "thinking.stop_after_thinking",
-    **{f"{who}_batch": "batch.submit" for who in ("answers", "judge")},
-    **{f"{who}_batch_wait_s": "batch.wait_s" for who in ("answers", "judge")},
-    **{f"{who}_batch_file_out": "batch.file_out" for who in ("answers", "judge")},
-    **{f"{who}_batch_file_in": "batch.file_in" for who in ("answers", "judge")},
+    "answers_batch": "batch.submit",
+    "answers_batch_wait_s": "batch.wait_s",
+    "answers_batch_file_out": "batch.file_out",
+    "answers_batch_file_in": "batch.file_in",
+    "judge_batch": "batch.submit",
+    "judge_batch_wait_s": "batch.wait_s",
+    "judge_batch_file_out": "batch.file_out",
+    "judge_batch_file_in": "batch.file_in",
 }
 
 
