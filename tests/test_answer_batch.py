@@ -436,21 +436,24 @@ def test_outside_a_run_loop_the_batch_model_refuses(tmp_path):
 
 def test_cli_flags_become_answer_parameters(tmp_path):
     from thai_eval_utils.cli import build_parser
-    from thai_eval_utils.cli.commands import _batch_parameters
+    from thai_eval_utils.cli.run_config import notebook_options
     from thai_eval_utils.notebook_exec import notebook_parameters
+    from thai_eval_utils.run_options import run_options
 
     args = build_parser().parse_args(
         ["run", "--model", "openai:x", "--batch", "--batch-wait", "60", "--batch-file-out", str(tmp_path / "req.jsonl")]
     )
-    params = _batch_parameters(args)
-    assert params["answers_batch"] is True and params["answers_batch_wait_s"] == 60.0
-    assert params["answers_batch_file_out"] == str(tmp_path / "req.answers.jsonl")
-    assert params["judge_batch_file_out"] == str(tmp_path / "req.jsonl")
-    for nb in ("thaicli.ipynb", "dialect_benchmark.ipynb", "task.ipynb"):
+    batch = run_options(notebook_options(args)).batch
+    assert batch.answers() == {
+        "submit": True,
+        "wait_s": 60.0,
+        "file_out": str(tmp_path / "req.answers.jsonl"),
+        "file_in": None,
+    }
+    assert batch.judge()["file_out"] == str(tmp_path / "req.jsonl")
+    for nb in ("thaicli.ipynb", "dialect_benchmark.ipynb", "task.ipynb", "thai_llm_leaderboard.ipynb"):
         declared = notebook_parameters(REPO / "notebooks" / nb)
-        assert {"answers_batch", "answers_batch_wait_s", "answers_batch_file_out", "answers_batch_file_in"} <= set(
-            declared
-        ), nb
+        assert declared["options"]["default"] == "{}", nb
 
 
 def test_a_declared_generation_task_in_batch_mode_equals_live(tmp_path, monkeypatch):

@@ -446,6 +446,7 @@ CONSUMERS = (
     "notebook_runs.py",
     "notebook_exec.py",
     "notebook_kernel.py",
+    "run_options.py",
     "compare",
     "report",
 )

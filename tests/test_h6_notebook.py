@@ -13,12 +13,7 @@ from conftest import REPO
 NOTEBOOK = REPO / "notebooks" / "thai_h6.ipynb"
 PARAMETERS = [
     "model",
-    "base_url",
-    "tokenizer",
-    "order_tolerance",
-    "order_probe",
-    "dtype",
-    "device_map",
+    "options",
     "data_source",
     "tasks",
     "limit",
@@ -30,17 +25,12 @@ PARAMETERS = [
     "fewshot_seed",
     "add_bos_token",
     "gsm8k_stops",
-    "gsm8k_max_new_tokens",
+    "max_new_tokens",
     "mc2",
     "mmlu_average",
     "variant",
     "outputs_dir",
     "paper_table4",
-    "thinking",
-    "think_tags",
-    "max_thinking_tokens",
-    "enable_thinking",
-    "stop_after_thinking",
 ]
 
 
@@ -60,7 +50,7 @@ def test_committed_without_outputs_and_parameters_parse():
     assert (
         defaults["protocol_preset"] == '"lb"' and defaults["limit"] == "None" and defaults["add_bos_token"] == "False"
     )
-    overrides = ["num_fewshot", "sampler", "fewshot_seed", "gsm8k_stops", "gsm8k_max_new_tokens", "mc2", "mmlu_average"]
+    overrides = ["num_fewshot", "sampler", "fewshot_seed", "gsm8k_stops", "max_new_tokens", "mc2", "mmlu_average"]
     assert all(defaults[name] == "None" for name in overrides)  # None: the preset's value
 
 
@@ -78,10 +68,9 @@ def test_notebook_smoke_run(tmp_path, tiny_model_dir):
             "model": str(tiny_model_dir),
             "data_source": str(REPO / "data" / "thai_h6"),
             "limit": 1,
-            "gsm8k_max_new_tokens": 4,
+            "max_new_tokens": 4,
             "outputs_dir": str(out),
-            "dtype": "bfloat16",
-            "device_map": "cpu",
+            "options": {"model": {"dtype": "bfloat16", "device_map": "cpu"}},
         },
     )
     tables = out / "tables"

@@ -270,7 +270,7 @@ def test_notebook_runs_both_variants_outside_table_4(tmp_path, tiny_model_dir):
             "data_source": str(DATA),
             "limit": 1,
             "tasks": ["th_arc", "th_gsm8k"],
-            "gsm8k_max_new_tokens": 4,
+            "max_new_tokens": 4,
             "variant": ["gsm8k-chat", "generative-mc"],
             "outputs_dir": str(out),
         },

@@ -365,23 +365,25 @@ def test_custom_id_names_store_key_and_attempt():
 
 def test_cli_flags_become_thaicli_notebook_parameters(tmp_path):
     from thai_eval_utils.cli import build_parser
-    from thai_eval_utils.cli.commands import _batch_parameters
+    from thai_eval_utils.cli.run_config import notebook_options
     from thai_eval_utils.notebook_exec import notebook_parameters
+    from thai_eval_utils.run_options import run_options
 
     args = build_parser().parse_args(
         ["run", "--model", "embedded", "--batch", "--batch-wait", "60", "--batch-file-out", str(tmp_path / "req.jsonl")]
     )
-    params = _batch_parameters(args)
-    judge = {k: v for k, v in params.items() if k.startswith("judge_")}  # answers_batch*: tests/test_answer_batch.py
-    assert judge == {
-        "judge_batch": True,
-        "judge_batch_wait_s": 60.0,
-        "judge_batch_file_out": str(tmp_path / "req.jsonl"),
+    options = notebook_options(args)
+    assert options == {"batch": {"submit": True, "wait_s": 60.0, "file_out": str(tmp_path / "req.jsonl")}}
+    assert run_options(options).batch.judge() == {  # answers' file: tests/test_answer_batch.py
+        "submit": True,
+        "wait_s": 60.0,
+        "file_out": str(tmp_path / "req.jsonl"),
+        "file_in": None,
     }
-    assert _batch_parameters(build_parser().parse_args(["run", "--model", "embedded"])) == {}  # off by default
+    assert notebook_options(build_parser().parse_args(["run", "--model", "embedded"])) is None  # off by default
+    assert not run_options(None).batch.active
     declared = notebook_parameters(REPO / "notebooks" / "thaicli.ipynb")
-    assert {"judge_batch", "judge_batch_wait_s", "judge_batch_file_out", "judge_batch_file_in"} <= set(declared)
-    assert declared["judge_batch"]["default"] == "False"
+    assert declared["options"]["default"] == "{}"
 
 
 def test_polling_shows_a_progress_bar(tmp_path, capsys):

@@ -143,9 +143,12 @@ def test_cli_arguments(monkeypatch):
     assert calls[-1][1]["extra_parameters"] == notebook_runs.DEMO_PARAMETERS
     assert kwargs["extra_parameters"] == {}  # the earlier, non-demo call
     assert notebook_runs.main(["--models", "/models/x", "--dtype", "bfloat16", "--device-map", "auto"]) == 0
-    assert calls[-1][1]["extra_parameters"] == {"dtype": "bfloat16", "device_map": "auto"}
+    assert calls[-1][1]["extra_parameters"] == {"options": {"model": {"dtype": "bfloat16", "device_map": "auto"}}}
     assert notebook_runs.main(["--demo", "--dtype", "float32"]) == 0
-    assert calls[-1][1]["extra_parameters"] == {**notebook_runs.DEMO_PARAMETERS, "dtype": "float32"}
+    assert calls[-1][1]["extra_parameters"] == {
+        **notebook_runs.DEMO_PARAMETERS,
+        "options": {"model": {"dtype": "float32"}},
+    }
     n_calls = len(calls)
     with pytest.raises(SystemExit):
         notebook_runs.main(["--models", "/models/x", "--dtype", "bf16"])  # refused before any notebook runs

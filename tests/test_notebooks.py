@@ -13,6 +13,8 @@ import papermill
 import pytest
 from conftest import REPO
 
+from thai_eval_utils.run_options import REPLACED
+
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 #: The notebooks that load a model: the three benchmarks, the declared-task runner (tasks/), SEA-HELM and the
 #: Thai LLM Leaderboard's tasks.
@@ -51,15 +53,16 @@ def test_the_benchmark_notebooks_load_models():
 
 
 @pytest.mark.parametrize("path", MODEL_NOTEBOOKS, ids=lambda p: p.stem)
-def test_model_notebooks_expose_dtype_and_device_map(path):
-    """GPU runs are configured from papermill: dtype and device_map are parameters (default None: load_model's
-    own defaults), handed to load_model through models.model_options rather than code copied per notebook."""
+def test_model_notebooks_take_the_shared_options(path):
+    """GPU runs are configured from papermill: dtype and device_map are keys of the one ``options`` parameter
+    (default {}: load_model's own defaults), read by run_options rather than code copied per notebook; none of the
+    loose parameters it replaced is declared."""
     params = papermill.inspect_notebook(str(path))
-    assert params["dtype"]["default"] == "None" and params["device_map"]["default"] == "None"
-    assert params["dtype"]["help"] and params["device_map"]["help"]
+    assert params["options"]["default"] == "{}" and "docs/notebooks.md" in params["options"]["help"]
+    assert not set(REPLACED) & set(params)
     nb = nbformat.read(path, as_version=4)
     source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
-    assert "model_options(dtype=dtype, device_map=device_map" in source
+    assert "run_options(options, namespace=globals()" in source and "load_options = opts.load_options(model" in source
     assert [line.strip() for line in source.splitlines() if "load_model(" in line] == [
         "lm = load_model(model, **load_options)"
     ]

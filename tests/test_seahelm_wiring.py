@@ -14,6 +14,7 @@ from fakes import FakeModel
 from thai_eval_utils.cli import build_parser
 from thai_eval_utils.cli.dry_run import dry_run_rows
 from thai_eval_utils.cli.runs_table import runs_table
+from thai_eval_utils.cli.run_config import notebook_options
 from thai_eval_utils.cli.thinking_args import thinking_parameters
 from thai_eval_utils.core import registry
 from thai_eval_utils.core.runs import list_runs
@@ -127,12 +128,16 @@ def test_cli_thinking_flags_reach_the_notebook_and_its_protocol():
         "max_thinking_tokens": 10,
         "enable_thinking": False,
     }
+    options = notebook_options(args)  # the notebooks' one options parameter
+    assert options == {
+        "thinking": {"mode": "lm-eval", "think_tags": "<r>,</r>", "max_thinking_tokens": 10, "enable_thinking": False}
+    }
     path = REPO / "notebooks" / "seahelm.ipynb"
-    assert set(params) <= set(notebook_parameters(path))  # batch passes a parameter to the notebooks declaring it
+    assert "options" in notebook_parameters(path)  # batch passes a parameter to the notebooks declaring it
     code = [c for c in json.loads(path.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
     scope: dict = {}
     exec("".join(code[0]["source"]), scope)  # the parameters cell, then papermill's injected values
-    scope.update(params)
+    scope["options"] = options
     exec("".join(code[1]["source"]), scope)  # the setup cell builds the protocol
     assert scope["protocol"].thinking == ThinkingOption(
         open_tag="<r>", close_tag="</r>", max_thinking_tokens=10, enable_thinking=False, rule="lm-eval"

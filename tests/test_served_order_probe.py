@@ -180,20 +180,19 @@ def test_cli_flags_become_served_parameters():
     from conftest import REPO
 
     from thai_eval_utils.cli import build_parser
-    from thai_eval_utils.cli.commands import served_parameters
+    from thai_eval_utils.cli.run_config import notebook_options
     from thai_eval_utils.notebook_exec import notebook_parameters
+    from thai_eval_utils.run_options import run_options
 
     run = ["run", "--model", "completions:x", "--base-url", "http://gpu:8000/v1"]
-    assert served_parameters(build_parser().parse_args(run)) == {
-        "base_url": "http://gpu:8000/v1",
-        "tokenizer": None,
-        "order_tolerance": None,
-        "order_probe": None,
-    }
+    assert notebook_options(build_parser().parse_args(run)) == {"model": {"base_url": "http://gpu:8000/v1"}}
     args = build_parser().parse_args(run + ["--order-tolerance", "0.05", "--no-order-probe"])
-    assert served_parameters(args)["order_tolerance"] == 0.05 and served_parameters(args)["order_probe"] is False
+    model = notebook_options(args)["model"]
+    assert model == {"base_url": "http://gpu:8000/v1", "order_tolerance": 0.05, "order_probe": False}
+    assert run_options({"model": model}).load_options("completions:x") == model  # what load_model gets
+    assert run_options({"model": model}).load_options("/models/local") == {}  # a local model takes none of them
     for nb in ("thai_h6.ipynb", "task.ipynb", "thai_llm_leaderboard.ipynb", "seahelm.ipynb"):
-        assert {"order_tolerance", "order_probe"} <= set(notebook_parameters(REPO / "notebooks" / nb)), nb
+        assert "options" in notebook_parameters(REPO / "notebooks" / nb), nb
 
 
 def test_llama_cpp_python_on_a_float32_gguf_passes(tmp_path):

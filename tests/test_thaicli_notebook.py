@@ -14,8 +14,7 @@ REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "thaicli.ipynb"
 EXPECTED = {
     "model",
-    "dtype",
-    "device_map",
+    "options",
     "add_bos_token",
     "data_source",
     "limit",
@@ -28,18 +27,6 @@ EXPECTED = {
     "judge_repeats",
     "seed",
     "outputs_dir",
-    "judge_batch",
-    "judge_batch_wait_s",
-    "judge_batch_file_out",
-    "judge_batch_file_in",
-    "thinking",
-    "think_tags",
-    "max_thinking_tokens",
-    "enable_thinking",
-    "answers_batch",
-    "answers_batch_wait_s",
-    "answers_batch_file_out",
-    "answers_batch_file_in",
 }
 
 
@@ -66,8 +53,7 @@ def test_parameters_cell():
     assert set(names) == EXPECTED
     assert names["judge_model"] == "embedded-serve" and names["judge_max_calls"] == 16 and names["limit"] is None
     assert names["judge_repeats"] == 1  # the demo judges once, so `make demo` takes no longer
-    assert names["judge_batch"] is False and names["judge_batch_file_out"] is None  # batch mode: off by default
-    assert names["answers_batch"] is False and names["answers_batch_file_out"] is None
+    assert names["options"] == {}  # model loading, thinking and batch mode (off): their defaults
     assert not any("key" in n.lower() for n in names)  # the API key comes from the environment only
 
 
@@ -93,12 +79,8 @@ def test_runs_under_papermill_without_a_judge(tmp_path):
         "-p",
         "outputs_dir",
         str(tmp_path / "outputs"),
-        "-p",
-        "dtype",
-        "float32",
-        "-p",
-        "device_map",
-        "cpu",
+        "-y",
+        'options: {"model": {"dtype": "float32", "device_map": "cpu"}}',
         "-p",
         "add_bos_token",
         "True",

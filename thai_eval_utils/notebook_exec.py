@@ -23,6 +23,8 @@ from thai_eval_utils.notebook_kernel import IpcKernelManager
 #: Parameter names that hold secrets, found anywhere in the name (``judge_api_key``, ``hf_token``, ``db_password``);
 #: a value is refused too when :func:`~thai_eval_utils.core.provenance.redact` would mask it.
 _SECRET_NAME = re.compile(r"api[_-]?key|secret|passw(or)?d|bearer|authori[sz]ation|(^|_)token$", re.I)
+#: A URL's userinfo with a password (``https://user:pw@host``).
+_URL_PASSWORD = re.compile(r"^https?://[^/@\s]*:[^/@\s]*@")
 
 
 @dataclass
@@ -81,13 +83,28 @@ def notebook_parameters(path: str | Path) -> dict[str, dict[str, Any]]:
     return found
 
 
+def is_secret(name: str, value: Any = None) -> bool:
+    """Whether a parameter looks like a secret: its name (``judge_api_key``, ``hf_token``), a string value that
+    :func:`~thai_eval_utils.core.provenance.redact` would mask (an API key), a URL with a password, or such a
+    string anywhere inside a mapping or list value (the ``options`` parameter)."""
+    if _SECRET_NAME.search(name):
+        return True
+    if isinstance(value, str):
+        return redact(value) != value or bool(_URL_PASSWORD.search(value))
+    if isinstance(value, Mapping):
+        return any(is_secret(str(k), v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(is_secret("", v) for v in value)
+    return False
+
+
 def filter_parameters(declared: Mapping[str, Any], parameters: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """Split ``parameters`` into those the notebook declares and the names of the others (never passed).
 
     ``None`` values are dropped too (the notebook keeps its default). A secret-looking name or value
     (an API key) is refused: keys reach the kernels through the environment, never as parameters.
     """
-    secret = [k for k, v in parameters.items() if _SECRET_NAME.search(k) or (isinstance(v, str) and redact(v) != v)]
+    secret = [k for k, v in parameters.items() if is_secret(k, v)]
     if secret:
         raise ValueError(f"refusing to pass secret-looking parameter(s) {secret}; set API keys in the environment")
     kept = {k: v for k, v in parameters.items() if k in declared and v is not None}

@@ -362,9 +362,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         models = models or list(DEMO_MODELS)
         limit = DEMO_LIMIT if limit is None else limit
         extra = dict(DEMO_PARAMETERS)
-    if args.dtype is not None or args.device_map is not None:  # passed to the notebooks that declare them
+    if args.dtype is not None or args.device_map is not None:  # the notebooks' options parameter (run_options)
         try:  # a bad dtype fails now, not once per notebook
-            extra.update(model_options(dtype=args.dtype, device_map=args.device_map))
+            extra["options"] = {"model": model_options(dtype=args.dtype, device_map=args.device_map)}
         except ValueError as exc:
             parser.error(str(exc))
     if not models:

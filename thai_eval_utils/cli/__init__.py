@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from thai_eval_utils import __version__
-from thai_eval_utils.cli import batch_command, commands, data_command
+from thai_eval_utils.cli import batch_command, commands, data_command, run_config
 from thai_eval_utils.core import registry
 from thai_eval_utils.core.errors import ThaiEvalError
 from thai_eval_utils.core.provenance import scrub
@@ -72,6 +72,17 @@ def _tasks_dirs(argv: Sequence[str] | None) -> list[str]:
     return pre.parse_known_args(sys.argv[1:] if argv is None else list(argv))[0].tasks_dir
 
 
+def _apply_config(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str]) -> None:
+    """``run --config FILE``: the file's values set where the command line gave no option (the command line wins);
+    its ``tasks_dir`` registered (unless ``--tasks-dir`` is given) before any benchmark name is read."""
+    config = run_config.load_config(args.config)
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[args.command]
+    given = run_config.given_options(sub, argv[argv.index(args.command) + 1 :])
+    run_config.apply_config(args, config, given)
+    if "tasks_dir" not in given:
+        commands.use_tasks_dirs(args.tasks_dir)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status (0 ok, 1 failure, 2 usage error). Errors print without a traceback
     and with every secret in use masked. ``--tasks-dir`` is read first: the user's suites are registered before
@@ -80,6 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if getattr(args, "config", None):
+            _apply_config(parser, args, sys.argv[1:] if argv is None else list(argv))
+        if args.command == "run" and not args.model:
+            parser.error("the following arguments are required: --model (or model.spec in --config)")
         if getattr(args, "benchmarks", None):
             try:
                 registry.resolve(args.benchmarks)

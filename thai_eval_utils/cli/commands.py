@@ -36,6 +36,15 @@ from thai_eval_utils.cli.dry_run_cost import (
 )
 from thai_eval_utils.cli.data_command import add_revision
 from thai_eval_utils.cli.engine_args import add_engine_arguments, engine_specs, planned_servers, served_engine
+from thai_eval_utils.cli.run_config import (
+    RECORD_NAME,
+    add_config,
+    check_suite_options,
+    config_text,
+    notebook_options,
+    resolved_config,
+    write_config,
+)
 from thai_eval_utils.cli.runs_table import runs_table
 from thai_eval_utils.core import registry
 from thai_eval_utils.core.batch_files import BatchFolder
@@ -167,15 +176,16 @@ def add_run(sub: argparse._SubParsersAction) -> None:
         "  thai-eval run --model embedded --tasks-dir my_tasks/ --benchmarks my_suite\n"
         "  thai-eval run --model /models/llama --model /models/qwen --dtype bfloat16 --device-map auto\n"
         "  thai-eval run --model completions:llama --base-url http://gpu:8000/v1 --tokenizer /models/llama\n"
-        "  thai-eval run --model vllm:/models/llama --tp 2   # starts and stops the servers itself",
+        "  thai-eval run --model vllm:/models/llama --tp 2   # starts and stops the servers itself\n"
+        "  thai-eval run --config docs/examples/eval.yaml --limit 2   # the file's settings, --limit overriding",
     )
+    add_config(p)
     p.add_argument(
         "--model",
         action="append",
         default=[],
         metavar="SPEC",
-        required=True,
-        help='model spec (repeatable): "embedded", a local HF folder, a .gguf file, "openai:<id>", '
+        help='model spec (repeatable; required, here or as model.spec in --config): "embedded", a local HF folder, a .gguf file, "openai:<id>", '
         '"completions:<id>", "vllm:<folder or hub id>" or "sglang:<folder or hub id>" (servers started '
         "for the run and stopped after it)",
     )
@@ -319,25 +329,25 @@ def add_run(sub: argparse._SubParsersAction) -> None:
         '{model id: {"input": USD, "output": USD}} per 1M tokens (as templates/prices.json); with --judge '
         "and no price, the shipped table prices the judge",
     )
-    p.set_defaults(handler=cmd_run)
+    p.set_defaults(handler=cmd_run, suite_options=None, prices_file=None)  # suites / prices.file: --config only
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     models = [m for spec in args.model for m in spec.split()]
+    check_suite_options(args, args.config)
+    thinking_parameters(args)  # a bad thinking option fails here, once
+    check_dtype(args.dtype)  # a bad dtype fails here, once, not in every notebook
     if args.dry_run:
         return _dry_run(args, models)
     out = _outputs(args)
-    check_dtype(args.dtype)  # a bad dtype fails here, once, not in every notebook
+    recorded = write_config(out, resolved_config(args))
+    print(f"thai-eval: the resolved run configuration is in {recorded}")
     extra = {
-        **served_parameters(args),
-        "dtype": args.dtype,
-        "device_map": args.device_map,
         "max_new_tokens": args.max_new_tokens,
         "greedy": True if args.greedy else None,  # None: the notebook's default (batch drops it)
         "runs": args.runs,  # suites that repeat runs take it (Suite.notebook_parameters); None: their default
         "variant": _variants(args),  # the notebooks that declare it (Suite.variants); None: not passed
-        **thinking_parameters(args),
-        **_batch_parameters(args),
+        "options": notebook_options(args),  # model loading, thinking, batch mode (thai_eval_utils.run_options)
     }
     start = now_utc()
     runs: list[notebook_runs.NotebookRun] = []
@@ -347,7 +357,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         runs += _run_suites(args, plain, extra, out)
     for spec in engines:  # each served model's servers live through all its suites, then stop
         with served_engine(args, spec, out, _loglikelihood(args)) as (served, parameters):
-            runs += _run_suites(args, [served], {**extra, **parameters}, out)
+            runs += _run_suites(args, [served], {**extra, "options": notebook_options(args, parameters)}, out)
     html = None
     if not args.no_paper:
         paper = notebook_runs.run_models([], notebooks=(), outputs=out, notebooks_dir=args.notebooks_dir, verbose=False)
@@ -383,7 +393,7 @@ def _run_suites(
     """Every selected suite's notebooks for ``models`` (no paper tables); each run's status as it ends."""
     runs: list[notebook_runs.NotebookRun] = []
     for suite, tasks in tqdm(selected(args), desc="benchmarks", unit="benchmark"):
-        own = suite.notebook_parameters(tasks, extra)
+        own = {**suite.notebook_parameters(tasks, extra), **(args.suite_options or {}).get(suite.name, {})}
         report = notebook_runs.run_models(
             models,
             notebooks=suite.notebooks,
@@ -419,16 +429,6 @@ def _loglikelihood(args: argparse.Namespace) -> bool:
     return any((r.get("requests") or 0) > (r.get("generations") or 0) for r in rows if r.get("benchmark") != "total")
 
 
-def served_parameters(args: argparse.Namespace) -> dict[str, Any]:
-    """The served models' notebook parameters of ``thai-eval run`` (None: the notebook's default)."""
-    return {
-        "base_url": args.base_url,
-        "tokenizer": args.tokenizer,
-        "order_tolerance": args.order_tolerance,
-        "order_probe": False if args.no_order_probe else None,
-    }
-
-
 def batch_messages(outputs: Path, *, since: str) -> list[str]:
     """What batch mode said in the runs since ``since`` (each run folder's ``batch_log.jsonl``: batches submitted,
     collected, still running with how to collect them; the judge's and the answers' alike), each line prefixed with
@@ -438,30 +438,6 @@ def batch_messages(outputs: Path, *, since: str) -> list[str]:
         where = run.dir.relative_to(Path(outputs) / "runs")
         lines += [f"{where}: {m}" for m in BatchFolder(run.dir).messages(since)]
     return lines
-
-
-def _batch_parameters(args: argparse.Namespace) -> dict[str, Any]:
-    """Batch mode as notebook parameters of the notebooks that declare them (paths absolute for the kernel): the
-    judge's (``judge_batch*``) and API models' answers' (``answers_batch*``; their requests go to
-    ``<file-out stem>.answers.jsonl``: another model's requests, for another ``vllm run-batch``)."""
-
-    def path(p: str | None) -> str | None:
-        return str(Path(p).resolve()) if p else None
-
-    answers_out = path(args.batch_file_out)
-    if answers_out is not None:
-        answers_out = str(Path(answers_out).with_suffix("")) + ".answers" + (Path(answers_out).suffix or ".jsonl")
-    params = {
-        "judge_batch": True if args.batch else None,
-        "judge_batch_wait_s": args.batch_wait,
-        "judge_batch_file_out": path(args.batch_file_out),
-        "judge_batch_file_in": path(args.batch_file_in),
-        "answers_batch": True if args.batch else None,
-        "answers_batch_wait_s": args.batch_wait,
-        "answers_batch_file_out": answers_out,
-        "answers_batch_file_in": path(args.batch_file_in),
-    }
-    return {k: v for k, v in params.items() if v is not None}  # unset: not passed at all (off by default)
 
 
 def _dry_run(args: argparse.Namespace, models: Sequence[str]) -> int:
@@ -492,6 +468,11 @@ def _dry_run(args: argparse.Namespace, models: Sequence[str]) -> int:
     )
     for line in notes:
         print(line)
+    print(
+        "\nthe resolved run configuration (thai-eval run --config takes this file; recorded in "
+        f"{_outputs(args) / RECORD_NAME} when it runs):"
+    )
+    print(config_text(resolved_config(args)))
     for spec in engine_specs(models):
         print(
             f"\nservers `thai-eval run` would start for {spec.engine}:{spec.model} (none started; ports chosen then):"

@@ -3,7 +3,7 @@
 
 The servers are started before the model's first notebook and stopped after its last (every suite of the
 command); the notebooks get the model as ``completions:<name>`` with ``base_url`` (every replica) and
-``tokenizer`` (``--tokenizer``, else the model's own folder), the parameters they take for any served model,
+``tokenizer`` (``--tokenizer``, else the model's own folder) in their ``options`` parameter's ``model`` section,
 and their kernels inherit :data:`~thai_eval_utils.backend.served.engines.ENGINE_ENV`, from which the run cards
 record the engine, its version and its flags (docs/engines.md).
 """

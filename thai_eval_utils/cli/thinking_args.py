@@ -1,6 +1,6 @@
 """``thai-eval run``'s thinking flags (``tasks/thinking.py``): ``--thinking``, ``--think-tags``,
-``--max-thinking-tokens``, ``--enable-thinking``, ``--stop-after-thinking``, handed to the generation notebooks as their
-parameters."""
+``--max-thinking-tokens``, ``--enable-thinking``, ``--stop-after-thinking``, handed to the notebooks as the ``thinking``
+section of their ``options`` parameter (``cli.run_config.notebook_options``; ``thinking`` there is ``mode``)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def add_thinking(p: argparse.ArgumentParser) -> None:
 
 
 def thinking_parameters(args: argparse.Namespace) -> dict[str, Any]:
-    """The thinking flags as the generation notebooks' parameters (checked here once; unset: not passed)."""
+    """The thinking flags by their parameter names (checked here once; unset: left out)."""
     thinking_option(
         args.thinking, args.think_tags, args.max_thinking_tokens, args.enable_thinking, args.stop_after_thinking
     )  # a bad value fails now

@@ -62,11 +62,9 @@ class H6Exports:
 
     # ---------------------------------------------------------------------------------------------------- run
     def notebook_parameters(self, tasks: tuple[str, ...], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """``tasks`` (when some are asked for) and the generation cap as GSM8K's budget (``gsm8k_max_new_tokens``)."""
-        out: dict[str, Any] = {"tasks": list(tasks)} if tasks else {}
-        if (options or {}).get("max_new_tokens") is not None:
-            out["gsm8k_max_new_tokens"] = (options or {})["max_new_tokens"]
-        return out
+        """``tasks`` (when some are asked for); the run's ``max_new_tokens`` reaches the notebook under its own name
+        (GSM8K's generation budget, the suite's one generation)."""
+        return {"tasks": list(tasks)} if tasks else {}
 
     def dry_run(
         self,

@@ -28,6 +28,7 @@ from typing import Any
 import openai
 
 from thai_eval_utils.core.errors import JudgeError, ModelLoadError
+from thai_eval_utils.judging.rubric import JudgeParams
 from thai_eval_utils.backend.models import embedded_model_dir, load_model
 from thai_eval_utils.backend.openai_client import (
     DEFAULT_CONCURRENCY,
@@ -129,6 +130,21 @@ def serve_model(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def judge_params_for(judge_model: str | None, *, max_tokens: int, max_calls: int) -> JudgeParams:
+    """The judge's settings for ``judge_model``: ``max_tokens`` and ``max_calls`` as asked, except for the embedded
+    demo judge (:data:`EMBEDDED_SERVE`), which is greedy and repeats itself: its calls and reply length are capped at
+    :data:`EMBEDDED_JUDGE_MAX_CALLS` and :data:`EMBEDDED_JUDGE_MAX_TOKENS` (a real judge keeps the paper's 16 calls).
+
+    Example:
+        >>> judge_params_for("embedded-serve", max_tokens=512, max_calls=16)
+        JudgeParams(max_tokens=8, temperature=0.0, top_p=1.0, seed=0, max_calls=2)
+    """
+    if judge_model == EMBEDDED_SERVE:
+        max_calls = min(max_calls, EMBEDDED_JUDGE_MAX_CALLS)
+        max_tokens = min(max_tokens, EMBEDDED_JUDGE_MAX_TOKENS)
+    return JudgeParams(max_tokens=max_tokens, max_calls=max_calls)
 
 
 @contextlib.contextmanager
