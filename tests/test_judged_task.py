@@ -150,3 +150,29 @@ def test_the_dry_run_counts_one_judge_call_per_item_and_judged_metric(tmp_path):
     suite = _task(tmp_path, "any-judge").as_suite(tmp_path / "j.py")
     (row,) = suite.dry_run(tmp_path, _Chars(), limit=3, max_new_tokens=None)
     assert (row["generations"], row["judge_calls"]) == (3, 3)
+
+
+def test_the_commands_judge_replaces_the_one_the_task_file_names(tmp_path, tiny_model_dir, monkeypatch, capsys):
+    """``thai-eval run --judge ID --judge-base-url URL`` reaches a declared task (``task.ipynb``'s ``judge_model`` and
+    ``judge_base_url``): the file's judge at an unreachable address is never called, the command's judges both items,
+    and the score's signature names the command's judge."""
+    folder = tmp_path / "my_tasks"
+    folder.mkdir()
+    write_jsonl(folder / "judged_answers.jsonl", ROWS[:2])
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    monkeypatch.setenv(registry.TASKS_ENV, "")
+    monkeypatch.setattr(registry, "_included", [])
+    monkeypatch.setattr(registry, "_suites", None)
+    out = tmp_path / "outputs"
+    unreachable = "http://127.0.0.1:9/v1"  # the discard port: nothing answers there
+    (folder / "judged_answers.py").write_text(f"BASE_URL = {unreachable!r}\n" + JUDGED_TASK_FILE, encoding="utf-8")
+    with FakeOpenAIServer(PerAnswerScript(default=Reply("<score>4</score>"))) as srv:
+        args = ["run", "--model", str(tiny_model_dir), "--tasks-dir", str(folder), "--benchmarks", "judged_answers"]
+        judge = ["--judge", "the-commands-judge", "--judge-base-url", srv.base_url]
+        code = main([*args, *judge, "--limit", "2", "--no-paper", "--outputs", str(out)])
+        assert code == 0, capsys.readouterr()
+        assert srv.n_chat_calls == 2
+    (stored,) = [r for r in list_runs(out) if r.family == "judged_answers"]
+    score = stored.summary["scores"]["quality"]
+    assert (score["value"], score["n"]) == (4.0, 2) and "the-commands-judge" in score["signature"]
+    assert "fake-judge" not in score["signature"]
