@@ -137,3 +137,16 @@ def test_a_judged_task_file_runs_through_the_command(tmp_path, tiny_model_dir, m
     (stored,) = [r for r in list_runs(out) if r.family == "judged_answers"]
     assert stored.finished and stored.summary["scores"]["quality"]["value"] == 7.0
     assert stored.summary["scores"]["quality"]["n"] == 2 and stored.summary["judged"]["quality"]["n_judged"] == 2
+
+
+class _Chars:
+    tokenizer, source = None, "none"
+
+    def count(self, texts):
+        return sum(len(t) for t in texts)
+
+
+def test_the_dry_run_counts_one_judge_call_per_item_and_judged_metric(tmp_path):
+    suite = _task(tmp_path, "any-judge").as_suite(tmp_path / "j.py")
+    (row,) = suite.dry_run(tmp_path, _Chars(), limit=3, max_new_tokens=None)
+    assert (row["generations"], row["judge_calls"]) == (3, 3)

@@ -1,4 +1,4 @@
-"""The task examples of docs/adding_a_task.md beyond the two whole files (blocks marked ``example=NAME``): metric
+"""The task examples of docs/adding_a_task.md beyond the two whole files (code blocks after an ``<!-- example: NAME -->`` line): metric
 objects, a metric of one's own, a judged task and a task with functions, sampler and filter, each written to a
 folder as the page shows it, found by the registry and run with exact values."""
 
@@ -19,13 +19,13 @@ from thai_eval_utils.tasks import run_task, task_named
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "adding_a_task.md"
-EXAMPLE_BLOCK = re.compile(r"^```python example=(\S+)\n(.*?)^```$", re.S | re.M)
+EXAMPLE_BLOCK = re.compile(r"^<!-- example: (\S+) -->\n```python\n(.*?)^```$", re.S | re.M)
 SUMS = [{"id": str(i), "a": i, "b": 10 * i} for i in range(1, 5)]
 
 
 @pytest.fixture
 def doc_tasks(tmp_path):
-    """The page's ``example=`` blocks and their data in ``<tmp>/doc_tasks``, included in the registry (undone after)."""
+    """The page's example blocks and their data in ``<tmp>/doc_tasks``, included in the registry (undone after)."""
     folder = tmp_path / "doc_tasks"
     folder.mkdir()
     blocks = dict(EXAMPLE_BLOCK.findall(DOC.read_text(encoding="utf-8")))

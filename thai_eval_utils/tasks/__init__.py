@@ -7,13 +7,17 @@ benchmark. ``docs/adding_a_task.md`` shows both kinds.
 - ``metrics``: metrics as objects (:class:`Metric`: per item, or over the corpus by sufficient statistics): lm-eval's
   ``acc`` / ``acc_norm`` (the package's one implementation), exact match, ROUGE-L, token F1, BLEU, chrF;
 - ``runner``: :func:`run_task` (resumable), :class:`TaskRun`;
+- ``judged``: :class:`~.judged.JudgedMetric`, a generation metric scored by an LLM judge (``judging``);
+- ``shaping``: what code says where data cannot: few-shot samplers (``FirstN``, ``RandomSample``) and reply
+  filters (``RegexExtract``, ``AnswerTag``); prompt, choices, gold, reference and process_docs may be functions;
 - ``declared_suite``: :class:`DeclaredSuite`, the task as a registry suite (``task.as_suite(source)``);
 - ``thinking``: models that think: :class:`ThinkingOption`, :func:`split_reply` (the cut every
   generation task scores), :func:`thinking_option` (from the CLI flags / notebook parameters);
 - ``language``: answers in Thai: :func:`reply_stats` (unclosed thinking and the Thai rate of a run's
   replies, for any suite's summary), :func:`is_mainly_thai`.
 
-Layering: above ``core`` and ``stats``, below the benchmark packages (which may use its metrics and runner).
+Layering: above ``core``, ``stats``, ``backend`` and ``judging``, below the benchmark packages (which may use its
+metrics and runner).
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 compare, the report, the exports and ``thai-eval run`` read it through the same hooks as a shipped benchmark.
 
 One suite per task (name = the task's name, one task of the same name; runs stored as ``<name>/<name>``). Its
-headline scores are the task's metrics: acc / acc_norm / exact_match per item (binary), ROUGE-L per item (mean),
-chrF / BLEU over the corpus (recomputed by compare and the report from the items' ``hyp`` and ``ref``).
+headline scores are the task's metrics, each as its object says (``Metric.kind`` and ``scale``): acc / acc_norm /
+exact_match per item (binary), ROUGE-L or a judge's score per item (mean; an unjudged item left out), chrF / BLEU
+over the corpus (recomputed by compare and the report from the items' ``hyp`` and ``ref``).
 """
 
 from __future__ import annotations
@@ -25,12 +26,11 @@ from thai_eval_utils.stats.cells import cell, corpus_ci, mean_ci, scaled_values,
 from thai_eval_utils.tasks.language import stats_note
 from thai_eval_utils.tasks.thinking import DEFAULT, ThinkingOption, option_of
 from thai_eval_utils.tasks.items import load_items
+from thai_eval_utils.tasks.judged import judged_metrics
 from thai_eval_utils.tasks.runner import scored_text, templates_of
 
 #: The notebook ``thai-eval run`` executes for a declared task (under ``notebooks/``).
 TASK_NOTEBOOK = "task.ipynb"
-#: The default metrics whose values are 0/1 per item (each metric object says so itself: ``Metric.kind``).
-BINARY = ("acc", "acc_norm", "exact_match")
 #: lm-eval's ``output_type`` of each kind.
 _OUTPUT_TYPE = {"multiple_choice": "multiple_choice", "generation": "generate_until"}
 
@@ -301,7 +301,7 @@ class DeclaredSuite(Suite):
                 "tree_tokens": None,
                 "generations": len(items),
                 "max_new_tokens": budget,
-                "judge_calls": 0,
+                "judge_calls": len(items) * len(judged_metrics(self.task.scorers)),  # at least one call per judgement
             }
         ]
 
