@@ -2,10 +2,11 @@
 ``thai_h6.md``; protocol of the Open LLM Leaderboard's harness, "LB"). The H6 average of the paper's Table 4 is
 in :mod:`.average`.
 
-``evaluate`` builds every document's prompt with its few-shot draws and hands the documents to the one run loop
-(:func:`thai_eval_utils.core.runloop.run_items`): chunks of documents go to the model in one call and each
-finished document is appended to the results store with its metrics (so an interrupted run resumes without
-recomputing). It returns a per-item table and the task's :class:`~thai_eval_utils.core.provenance.Score` objects.
+``evaluate`` builds every document's prompt with its few-shot draws and hands the documents to the declared tasks'
+runner (:func:`thai_eval_utils.tasks.runner.run_task`) in Thai-H6's stored run layout (a
+:class:`~thai_eval_utils.tasks.runner.RunLayout`: the ``thai_h6/<task>`` benchmark, config, records and summary of
+the runs stored before the tasks were declared): chunks of documents go to the model in one call and each finished
+document is appended to the results store with its metrics (so an interrupted run resumes without recomputing). It returns a per-item table and the task's :class:`~thai_eval_utils.core.provenance.Score` objects.
 """
 
 from __future__ import annotations
@@ -175,7 +176,8 @@ def evaluate(
     tmpl, docs, pool, files, source, k, shots = _prepare(spec, data, protocol, fewshot_pool)
     selected = spec.select(docs, limit)
     config = _config(spec, model, protocol, k, docs, pool, in_memory=not files)
-    docs_run = _DocRun(spec, docs, pool, shots, tmpl, protocol, spec.model_call(model, protocol))
+    call = _no_model if spec.uses_loglikelihood else spec.model_call(model, protocol)  # run_task calls loglikelihood
+    docs_run = _DocRun(spec, docs, pool, shots, tmpl, protocol, call)
     # every selected document's requests are built (and so checked) before the run folder exists
     items = [docs_run.item(i) for i in selected]
     limited = limit is not None and len(selected) < len(docs)
@@ -317,7 +319,7 @@ class _DocRun:
     shots: list[list[int]]
     templates: dict[str, str]
     protocol: H6Protocol
-    call: Callable[[list[Any]], list[Any]]  # model.loglikelihood, or model.generate with the protocol's options
+    call: Callable[[list[Any]], list[Any]]  # a generating task's model.generate or model.chat
 
     built: dict[int, T.DocRequests] = field(default_factory=dict, repr=False)  # requests built so far, by doc
 

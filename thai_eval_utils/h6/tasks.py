@@ -1,12 +1,13 @@
 """The six Thai-H6 tasks and how each is run (spec: Tasks, shots, metrics; Prompt assembly; LB
 ``lm_eval/tasks/{arc,hellaswag,hendrycks_test,truthfulqa,winogrande,gsm8k}.py``).
 
-A :class:`TaskSpec` carries a task's behaviour: which documents ``limit`` keeps, where each document's few-shot
-examples come from, how one document plus its examples becomes :class:`DocRequests` (``(context,
-continuation)`` log-likelihood pairs, or a prompt to generate from), which model call answers a batch, which
-protocol options enter its config, and how one document's output is scored. Four kinds differ in requests and
-scoring (:class:`ChoiceTask`, :class:`TruthfulQATask`, :class:`WinograndeTask`, :class:`GenerationSpec`);
-MMLU is a choice task whose limit, few-shot pool, description and average go per subject (``by_subject``).
+Each task is declared in :mod:`.declarations` (its choices, gold, per-document requests, sampler and metric
+objects); a :class:`PaperTask` applies what a run's protocol sets to it. A :class:`TaskSpec` (the base the
+labelled variants share) carries a task's run behaviour: which documents ``limit`` keeps, where each document's
+few-shot examples come from, how one document plus its examples becomes :class:`DocRequests` (``(context,
+continuation)`` log-likelihood pairs, or a prompt to generate from), a generating task's model call, which protocol
+options enter its config, and how one document's output is scored. MMLU's limit, few-shot pool, description and
+average go per subject (``by_subject``). ``h6.evaluate`` runs them with ``tasks.runner.run_task``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pandas as pd
 
 from thai_eval_utils import __version__
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.core.protocols import LoglikelihoodModel, Model
+from thai_eval_utils.core.protocols import Model
 from thai_eval_utils.core.provenance import Score
 from thai_eval_utils.h6 import declarations as D
 from thai_eval_utils.h6 import metrics as M
@@ -198,25 +199,13 @@ class TaskSpec:
         return {"mmlu_average": protocol.mmlu_average} if self.by_subject else {}
 
     def model_call(self, model: Model, protocol: H6Protocol) -> Callable[[list[Any]], list[Any]]:
-        """The model method that answers :meth:`model_inputs` (``loglikelihood``; GSM8K: ``generate``)."""
-        return cast(LoglikelihoodModel, model).loglikelihood  # evaluate() checked the capability
+        """The model method that answers :meth:`model_inputs` (a generating task's; the runner sends a log-likelihood
+        task's requests to ``model.loglikelihood`` itself)."""
+        raise NotImplementedError
 
     def model_inputs(self, batch: Sequence[DocRequests]) -> list[Any]:
-        """What one model call gets for a batch of documents: every ``(context, continuation)`` pair, in order."""
-        return [pair for r in batch for pair in r.requests]
-
-    def outputs(self, batch: Sequence[DocRequests], results: Sequence[Any]) -> list[dict[str, Any]]:
-        """The model's answers to :meth:`model_inputs` split per document: ``lls`` and ``is_greedy``."""
-        if len(results) != sum(len(r.requests) for r in batch):
-            raise RuntimeError(
-                f"model returned {len(results)} log-likelihoods for {sum(len(r.requests) for r in batch)} requests"
-            )
-        out, pos = [], 0
-        for r in batch:
-            part = results[pos : pos + len(r.requests)]
-            pos += len(r.requests)
-            out.append({"lls": [float(ll) for ll, _ in part], "is_greedy": [bool(g) for _, g in part]})
-        return out
+        """What one model call gets for a batch of documents (a generating task's prompts or chats)."""
+        raise NotImplementedError
 
     def score(self, doc: Mapping[str, Any], output: Mapping[str, Any], protocol: H6Protocol) -> dict[str, Any]:
         """Metric values (and gold, predictions) of one document from its model output."""
@@ -348,11 +337,6 @@ class GenerationSpec(PaperTask):
 
     def model_inputs(self, batch: Sequence[DocRequests]) -> list[Any]:
         return [r.prompt for r in batch]
-
-    def outputs(self, batch: Sequence[DocRequests], results: Sequence[Any]) -> list[dict[str, Any]]:
-        if len(results) != len(batch):
-            raise RuntimeError(f"model returned {len(results)} generations for {len(batch)} prompts")
-        return [{"generation": t} for t in results]
 
     def config(self, protocol: H6Protocol) -> dict[str, Any]:
         """Stops, budget, decoding; the thinking option only when not the default (config ids of earlier runs)."""
