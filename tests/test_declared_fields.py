@@ -150,6 +150,7 @@ MC_ONLY = [
     ("labels", [1, 2], """expected a list of labels (e.g. ("A", "B", "C", "D")), got list [1, 2]"""),
     ("ties", "max", "expected one of ('first', 'split'), got str 'max'"),
     ("ties", None, "expected one of ('first', 'split'), got NoneType None"),
+    ("requests", "fill", "expected a function (doc, context -> (context, continuation) pairs) or None, got str 'fill'"),
 ]
 NUMBER = "expected a number >= 0, got "
 TOP_P = "expected a number in (0, 1], got "

@@ -406,9 +406,9 @@ def test_bos_option_is_recorded_and_restored(tmp_path):
 
 
 def test_calls_from_evaluate_to_the_decoder_forward(tmp_path, tiny_local_model):
-    """The frames between h6.evaluate and the decoder's forward: the run loop, the model's loglikelihood, the
-    engine's entry point, its loop over the prefix tree's calls and the one function that calls the decoder
-    body (nothing suspended elsewhere); 6 calls down to forward."""
+    """The frames between h6.evaluate and the decoder's forward: the declared tasks' runner, the run loop, the
+    model's loglikelihood, the engine's entry point, its loop over the prefix tree's calls and the one function that
+    calls the decoder body (nothing suspended elsewhere); 7 calls down to forward."""
     import traceback
 
     stacks = []
@@ -421,4 +421,12 @@ def test_calls_from_evaluate_to_the_decoder_forward(tmp_path, tiny_local_model):
         handle.remove()
     names = [f.name for f in stacks[-1]]
     path = names[len(names) - 1 - names[::-1].index("evaluate") : names.index("_wrapped_call_impl")]
-    assert path == ["evaluate", "run_items", "loglikelihood", "loglikelihood", "_score_tokens", "model_call"]
+    assert path == [
+        "evaluate",
+        "run_task",
+        "run_items",
+        "loglikelihood",
+        "loglikelihood",
+        "_score_tokens",
+        "model_call",
+    ]

@@ -2,10 +2,11 @@
 ``thai_h6.md``; protocol of the Open LLM Leaderboard's harness, "LB"). The H6 average of the paper's Table 4 is
 in :mod:`.average`.
 
-``evaluate`` builds every document's prompt with its few-shot draws and hands the documents to the one run loop
-(:func:`thai_eval_utils.core.runloop.run_items`): chunks of documents go to the model in one call and each
-finished document is appended to the results store with its metrics (so an interrupted run resumes without
-recomputing). It returns a per-item table and the task's :class:`~thai_eval_utils.core.provenance.Score` objects.
+``evaluate`` builds every document's prompt with its few-shot draws and hands the documents to the declared tasks'
+runner (:func:`thai_eval_utils.tasks.runner.run_task`) in Thai-H6's stored run layout (a
+:class:`~thai_eval_utils.tasks.runner.RunLayout`: the ``thai_h6/<task>`` benchmark, config, records and summary of
+the runs stored before the tasks were declared): chunks of documents go to the model in one call and each finished
+document is appended to the results store with its metrics (so an interrupted run resumes without recomputing). It returns a per-item table and the task's :class:`~thai_eval_utils.core.provenance.Score` objects.
 """
 
 from __future__ import annotations
@@ -19,17 +20,16 @@ from typing import Any
 import pandas as pd
 
 from thai_eval_utils.core.errors import ThaiEvalDataError, ThaiEvalError
-from thai_eval_utils.core.protocols import LoglikelihoodModel, Model, model_label, prepare_loglikelihood
+from thai_eval_utils.core.protocols import LoglikelihoodModel, Model, model_label
 from thai_eval_utils.core.provenance import Score, canonical_json, sha256_text
-from thai_eval_utils.core.runloop import run_items
-from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.h6 import prompts as P
 from thai_eval_utils.h6 import tasks as T
 from thai_eval_utils.h6 import variants as V
 from thai_eval_utils.h6.data import H6TaskData, load_h6_task
 from thai_eval_utils.h6.protocol import LEADERBOARD, H6Protocol
 from thai_eval_utils.tasks.language import reply_stats, stats_columns
-from thai_eval_utils.tasks.thinking import NOT_SUPPORTED, apply_to_model, summary_entry
+from thai_eval_utils.tasks.runner import RunLayout, run_task
+from thai_eval_utils.tasks.thinking import NOT_SUPPORTED, ThinkingOption, summary_entry
 
 TASKS = T.TASKS
 #: What ``evaluate`` reads documents from: a data folder, loaded task data, or a list of docs.
@@ -174,42 +174,21 @@ def evaluate(
             "H6Protocol(variants=['generative-mc']))"
         )
     tmpl, docs, pool, files, source, k, shots = _prepare(spec, data, protocol, fewshot_pool)
-    if spec.uses_loglikelihood:
-        prepare_loglikelihood(model)  # a served model's order probe: before the run card records its identity
     selected = spec.select(docs, limit)
     config = _config(spec, model, protocol, k, docs, pool, in_memory=not files)
-    docs_run = _DocRun(spec, docs, pool, shots, tmpl, protocol, spec.model_call(model, protocol))
+    call = _no_model if spec.uses_loglikelihood else spec.model_call(model, protocol)  # run_task calls loglikelihood
+    docs_run = _DocRun(spec, docs, pool, shots, tmpl, protocol, call)
     # every selected document's requests are built (and so checked) before the run folder exists
-    keys = {i: f"{i}-{docs_run.requests(i).sha256[:16]}" for i in selected}
-    with (
-        RunStore.open(
-            model.name,
-            f"thai_h6/{spec.name}",
-            config,
-            model_identity=getattr(model, "identity", None),
-            data_files=files,
-            prompt_templates=tmpl,
-            outputs=outputs,
-        ) as store,
-        _bos(model, protocol.add_bos_token),
-        _thinking(model, protocol, spec) as support,
-    ):
-        outcome = run_items(
-            store,
-            selected,
-            keys.__getitem__,
-            docs_run.call,
-            batch_size=chunk_size,
-            desc=spec.name,
-            progress=progress,
-            prepare=docs_run.inputs,
-            finish=docs_run.records,
-            fields=_record_fields(spec),
-        )
-        table = _table(spec, records := outcome.in_order())
-        limited = limit is not None and len(selected) < len(docs)
+    items = [docs_run.item(i) for i in selected]
+    limited = limit is not None and len(selected) < len(docs)
+    scored: dict[str, Any] = {}
+
+    def summarize(records: list[dict[str, Any]], support: Mapping[str, str], run: Any) -> dict[str, Any]:
+        """The summary: the scores (headline first), MMLU's subjects, GSM8K's replies."""
+        table = _table(spec, records)
         scores, subjects = spec.scores(table, spec.signature(config, limit=len(table) if limited else None), protocol)
-        summary: dict[str, Any] = {
+        scored.update(table=table, scores=scores, subjects=subjects)
+        return {
             "task": spec.name,
             "source": source,
             "n": len(table),
@@ -217,18 +196,42 @@ def evaluate(
             "limit": limit,
             "scores": {name: s.to_dict() for name, s in scores.items()},
             "subjects": {name: s.to_dict() for name, s in subjects.items()},
-            **(_replies(records, protocol, support) if not spec.uses_loglikelihood else {}),
+            **(_replies(records, protocol, _support(spec, protocol, support)) if not spec.uses_loglikelihood else {}),
         }
-        store.write_summary(summary)
+
+    layout = RunLayout(
+        f"thai_h6/{spec.name}",
+        config,
+        docs_run.record,
+        _record_fields(spec),
+        summarize,
+        call=None if spec.uses_loglikelihood else docs_run.call_items,  # log-likelihoods: the items' requests
+        data_files=files,
+        templates=tmpl,
+        model_identity=getattr(model, "identity", None),
+        tolerate=(),
+    )
+    with _bos(model, protocol.add_bos_token):
+        run = run_task(
+            model,
+            spec,
+            items=items,
+            layout=layout,
+            batch_size=chunk_size,
+            outputs=outputs,
+            progress=progress,
+            thinking=_thinking_option(protocol, spec),
+        )
+    table, scores, subjects = scored["table"], scored["scores"], scored["subjects"]
     return H6Result(
         spec.name,
         table,
         scores,
         config,
-        store.root,
+        run.run_dir,
         subjects,
         limit=limit if limited else None,
-        replies=summary.get("replies"),
+        replies=run.summary.get("replies"),
     )
 
 
@@ -241,23 +244,19 @@ def _replies(records: list[dict[str, Any]], protocol: H6Protocol, support: dict[
     }
 
 
-@contextmanager
-def _thinking(model: Model, protocol: H6Protocol, spec: T.TaskSpec) -> Iterator[dict[str, str]]:
-    """The thinking option's model settings while a generating run lasts (``tasks.thinking.apply_to_model``).
-    GSM8K prompts are plain few-shot completions: ``enable_thinking`` has no chat template to go to (a chat
-    variant's has)."""
-    if spec.uses_loglikelihood:
-        yield {}
-        return
+def _thinking_option(protocol: H6Protocol, spec: T.TaskSpec) -> ThinkingOption:
+    """The thinking option a generating run applies to the model (``tasks.thinking.apply_to_model``). GSM8K prompts
+    are plain few-shot completions: ``enable_thinking`` has no chat template to go to (a chat variant's has)."""
     option = protocol.thinking
-    if spec.chat:
-        with apply_to_model(model, option) as support:
-            yield support
-        return
-    with apply_to_model(model, replace(option, enable_thinking=None)) as support:
-        if option.enable_thinking is not None:
-            support["enable_thinking"] = f"{NOT_SUPPORTED}: GSM8K prompts are plain completions (no chat template)"
-        yield support
+    return option if spec.chat or spec.uses_loglikelihood else replace(option, enable_thinking=None)
+
+
+def _support(spec: T.TaskSpec, protocol: H6Protocol, support: Mapping[str, str]) -> dict[str, str]:
+    """What the model did with the thinking option, and why a plain GSM8K prompt has no ``enable_thinking``."""
+    out = dict(support)
+    if not spec.chat and protocol.thinking.enable_thinking is not None:
+        out["enable_thinking"] = f"{NOT_SUPPORTED}: GSM8K prompts are plain completions (no chat template)"
+    return out
 
 
 def _prepare(
@@ -320,7 +319,7 @@ class _DocRun:
     shots: list[list[int]]
     templates: dict[str, str]
     protocol: H6Protocol
-    call: Callable[[list[Any]], list[Any]]  # model.loglikelihood, or model.generate with the protocol's options
+    call: Callable[[list[Any]], list[Any]]  # a generating task's model.generate or model.chat
 
     built: dict[int, T.DocRequests] = field(default_factory=dict, repr=False)  # requests built so far, by doc
 
@@ -339,15 +338,23 @@ class _DocRun:
                 f"{self.spec.name} doc {i} (or one of its few-shot examples): {exc}", row=i, field=exc.field
             ) from None
 
-    def inputs(self, batch: list[int]) -> list[Any]:
-        """What one model call gets for the batch (``prepare`` of ``run_items``; the run loop makes the call)."""
-        return self.spec.model_inputs([self.requests(i) for i in batch])
+    def item(self, i: int) -> dict[str, Any]:
+        """Document ``i`` as the runner gets it: its store key (index and prompt hash), its requests."""
+        built = self.requests(i)
+        return {"id": f"{i}-{built.sha256[:16]}", "doc": i, "requests": built.requests}
 
-    def records(self, batch: list[int], results: Sequence[Any]) -> list[dict[str, Any]]:
-        """Per document of the batch (``finish`` of ``run_items``): what was asked, the model's output, its metrics."""
-        reqs = [self.requests(i) for i in batch]
-        outs = self.spec.outputs(reqs, results)
-        return [self._record(i, r.sha256, out) for i, r, out in zip(batch, reqs, outs)]
+    def call_items(self, chunk: list[dict[str, Any]]) -> list[Any]:
+        """The model's answers to a batch of items (one call: every request, or every prompt or chat)."""
+        return self.call(self.spec.model_inputs([self.requests(it["doc"]) for it in chunk]))
+
+    def record(self, item: dict[str, Any], answer: Any) -> dict[str, Any]:
+        """The stored record of one document: what was asked, the model's output and its metrics."""
+        i = item["doc"]
+        if self.spec.uses_loglikelihood:
+            output: dict[str, Any] = {"lls": [float(ll) for ll, _ in answer], "is_greedy": [bool(g) for _, g in answer]}
+        else:
+            output = {"generation": answer}
+        return self._record(i, self.requests(i).sha256, output)
 
     def _record(self, i: int, sha: str, output: dict[str, Any]) -> dict[str, Any]:
         rec: dict[str, Any] = {"doc": i, "prompt_sha256": sha, "shots": self.shots[i], **output}
@@ -368,13 +375,10 @@ class _DocRun:
 def record_gold(spec: T.TaskSpec, doc: Mapping[str, Any]) -> int | str:
     """The gold answer a record stores: the correct choice's index (TruthfulQA: MC1's true target, as
     ``mc1_targets.labels`` marks it), GSM8K's reference answer text."""
-    if isinstance(spec, T.TruthfulQATask):
-        labels = list(P.get(P.get(doc, "mc1_targets"), "labels"))
-        if 1 not in labels:
-            raise T.DocError("mc1_targets.labels has no true (1) target", "mc1_targets")
-        return labels.index(1)
     if isinstance(spec, T.GenerationSpec):
         return str(P.get(doc, "answer"))
+    if isinstance(spec, T.PaperTask):
+        return spec.gold(doc)  # TruthfulQA's: its declaration's gold, MC1's true target
     return T.gold(spec, doc)
 
 

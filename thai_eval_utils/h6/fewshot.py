@@ -8,7 +8,9 @@ the population's length, sampling indices replays the harnesses' draws of docume
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+
+from thai_eval_utils.tasks.shaping import FirstN, RandomSample, Sampler
 
 #: LB: ``evaluator.evaluate`` seeds one ``random.Random()`` with 42 per task (spec: Few-shot sampling).
 LB_FEWSHOT_SEED = 42
@@ -90,3 +92,30 @@ def draw_shots(sampler: str, n_eval: int, n_pool: int, k: int, seed: int | None 
     if seed is None:
         seed = _DEFAULT_SEEDS[sampler]
     return _SAMPLERS[sampler](n_eval, n_pool, k, seed) if seed is not None else _SAMPLERS[sampler](n_eval, n_pool, k)
+
+
+class LeaderboardSample(Sampler):
+    """LB's sampler as a declared task's sampler object (:class:`~thai_eval_utils.tasks.shaping.Sampler`):
+    :func:`lb_draws` over the whole split (``own`` only counts the items: the pool is a separate split)."""
+
+    def __init__(self, seed: int = LB_FEWSHOT_SEED) -> None:
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ValueError(f"seed must be an integer, got {seed!r}")
+        self.seed = seed
+
+    def parameters(self) -> dict[str, int]:
+        return {"seed": self.seed}
+
+    def choose(self, pool_size: int, n: int, own: Sequence[int | None]) -> list[list[int]]:
+        return lb_draws(len(own), pool_size, n, self.seed)
+
+
+def sampler_object(name: str, seed: int | None) -> Sampler:
+    """The sampler object of a protocol's sampler name: ``lb`` (:class:`LeaderboardSample`), ``h`` (lm-eval 0.4.13's
+    ``RandomSample``, the same draws as :func:`h_draws`) or ``first_n``; ``seed`` None: the sampler's default."""
+    if name not in _SAMPLERS:
+        raise ValueError(f"unknown few-shot sampler {name!r}; expected one of {SAMPLERS}")
+    seed = _DEFAULT_SEEDS[name] if seed is None else seed
+    if name == "first_n":
+        return FirstN()
+    return LeaderboardSample(seed) if name == "lb" else RandomSample(seed)  # type: ignore[arg-type]

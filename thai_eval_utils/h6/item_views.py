@@ -68,14 +68,13 @@ def answer_texts(spec: T.TaskSpec, doc: Mapping[str, Any], *, mc2: bool = True) 
 
     The item browser shows every scored text (beside its log-likelihood); a comparison's side-by-side view shows
     TruthfulQA's MC1 list only (the headline's choice and its gold, the first MC1 target)."""
-    if isinstance(spec, T.TruthfulQATask):
-        mc1 = [str(c) for c in doc["mc1_targets"]["choices"]]
-        return mc1 + [str(c) for c in doc["mc2_targets"]["choices"]] if mc2 else mc1
-    if isinstance(spec, T.WinograndeTask):
+    if not isinstance(spec, T.PaperTask) or not spec.uses_loglikelihood:
+        return []
+    if spec.truthfulqa and not mc2:
+        return [str(c) for c in doc["mc1_targets"]["choices"]]
+    if spec.fewshot_target is not None:  # Winogrande: its two options, shown even when one is missing
         return [str(doc.get("option1", "")), str(doc.get("option2", ""))]
-    if isinstance(spec, T.ChoiceTask):
-        return T.choices(spec, doc)
-    return []
+    return spec.choices(doc)
 
 
 def fewshot_examples(spec: T.TaskSpec, data: H6Data, doc: Mapping[str, Any]) -> tuple[str, list[str]]:
@@ -169,7 +168,9 @@ def _input(h: Headline, key: str, row: pd.Series, docs: list[dict[str, Any]] | N
     if not spec.uses_loglikelihood:  # GSM8K: the reference answer
         return text, str(doc.get("answer", ""))
     opts = answer_texts(spec, doc, mc2=False)
-    gold = 0 if isinstance(spec, T.TruthfulQATask) else row.get("gold")  # MC1 lists the true answer first
+    gold = (
+        0 if isinstance(spec, T.PaperTask) and spec.truthfulqa else row.get("gold")
+    )  # MC1 lists the true answer first
     ref = opts[int(gold)] if not _missing(gold) and 0 <= int(gold) < len(opts) else ""
     return text + "\n" + " | ".join(f"{i}: {c}" for i, c in enumerate(opts)), ref
 

@@ -89,9 +89,9 @@ def lm_eval_target(spec: T.TaskSpec, doc: Mapping[str, Any]) -> str:
     after the blank (the task's few-shot target, as lm-eval's ``preprocess_winogrande.doc_to_target``)."""
     if isinstance(spec, T.GenerationSpec):
         return str(doc.get("answer", ""))
-    if isinstance(spec, T.TruthfulQATask):
+    if isinstance(spec, T.PaperTask) and spec.truthfulqa:
         return "0"
-    if isinstance(spec, T.WinograndeTask):
+    if isinstance(spec, T.PaperTask) and spec.fewshot_target is not None:
         return spec.target(doc)
     return str(T.gold(spec, doc))
 
@@ -99,7 +99,7 @@ def lm_eval_target(spec: T.TaskSpec, doc: Mapping[str, Any]) -> str:
 def lm_eval_doc(spec: T.TaskSpec, doc: Mapping[str, Any]) -> dict[str, Any]:
     """The document as lm-eval logs it: HellaSwag's with the ``query``, ``choices`` and ``gold`` columns its
     ``process_docs`` adds (built by thai-eval's own HellaSwag prompt code, the same text), others as loaded."""
-    if spec.name != "th_hellaswag" or not isinstance(spec, T.ChoiceTask):
+    if spec.name != "th_hellaswag" or not T.is_choice_task(spec):
         return dict(doc)
     return {**doc, "query": spec.text(doc, T.templates_for(spec)), "choices": spec.choices(doc), "gold": spec.gold(doc)}
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from thai_eval_utils.core.provenance import Score
 from thai_eval_utils.tasks import metrics as tasks_metrics
-from thai_eval_utils.tasks.metrics import argmax_first
+from thai_eval_utils.tasks.metrics import Metric, argmax_first
 
 #: GSM8K strict answer pattern (LB ``tasks/gsm8k.py`` ANS_RE; lm-eval 0.4.13 "strict-match").
 GSM8K_ANSWER_RE = re.compile(r"#### (\-?[0-9\.\,]+)")
@@ -119,6 +119,74 @@ def gsm8k(generation: str, gold_answer: str) -> dict[str, float | str]:
         "exact_match": float(strict == gold),
         "flexible_match": float(flexible == gold),
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# The metrics as objects (``tasks.metrics.Metric``): what the task declarations name
+
+
+class TruthfulQAMetric(Metric):
+    """A TruthfulQA metric of one document's log-likelihoods: the MC1 targets' first, then the MC2 targets'
+    (the choices the declaration lists). It needs the document (where MC1 ends, MC2's labels):
+    :meth:`score_document`."""
+
+    kind = "mean"
+    scale = 100.0
+    task_kind = "multiple_choice"
+
+    def score_document(self, doc: Mapping[str, Any], lls: Sequence[float]) -> float:
+        """The value of one document from its log-likelihoods."""
+        raise NotImplementedError
+
+    def score_choices(self, lls: Sequence[float], choices: Sequence[str], gold: int, ties: str = "first") -> float:
+        raise NotImplementedError(f"{self.name} needs the document (score_document): the MC1/MC2 split and labels")
+
+
+class MC1(TruthfulQAMetric):
+    """TruthfulQA MC1 (:func:`mc1`): the first MC1 target, the only true one, scores highest."""
+
+    kind = "binary"
+    name = "mc1"
+
+    def score_document(self, doc: Mapping[str, Any], lls: Sequence[float]) -> float:
+        return mc1(lls[: len(doc["mc1_targets"]["choices"])])
+
+
+class MC2(TruthfulQAMetric):
+    """TruthfulQA MC2: the true answers' probability mass, split at the first false label (``"lb"``,
+    :func:`mc2_lb`) or by the label mask (``"mask"``, :func:`mc2_mask`)."""
+
+    def __init__(self, split: str = "lb", name: str = "mc2") -> None:
+        if split not in ("lb", "mask"):
+            raise ValueError(f"split must be 'lb' or 'mask', got {split!r}")
+        self.split, self.name = split, name
+
+    def parameters(self) -> dict[str, Any]:
+        return {"split": self.split}
+
+    def score_document(self, doc: Mapping[str, Any], lls: Sequence[float]) -> float:
+        labels = list(doc["mc2_targets"]["labels"])
+        rest = lls[len(doc["mc1_targets"]["choices"]) :]
+        return mc2_lb(rest, labels) if self.split == "lb" else mc2_mask(rest, labels)
+
+
+class GSM8KMatch(Metric):
+    """GSM8K exact match: the reply's answer (``"strict"``: the first ``#### N``, :func:`gsm8k_strict`;
+    ``"flexible"``: the last number, :func:`gsm8k_flexible`) equals the reference's ``#### N``, as strings."""
+
+    kind = "binary"
+    scale = 100.0
+
+    def __init__(self, extract: str = "strict", name: str = "exact_match") -> None:
+        if extract not in ("strict", "flexible"):
+            raise ValueError(f"extract must be 'strict' or 'flexible', got {extract!r}")
+        self.extract, self.name = extract, name
+
+    def parameters(self) -> dict[str, Any]:
+        return {"extract": self.extract}
+
+    def score_item(self, prediction: str, reference: str) -> float:
+        return gsm8k(prediction, reference)["exact_match" if self.extract == "strict" else "flexible_match"]
 
 
 # ---------------------------------------------------------------------------------------------

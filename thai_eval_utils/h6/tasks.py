@@ -1,12 +1,13 @@
 """The six Thai-H6 tasks and how each is run (spec: Tasks, shots, metrics; Prompt assembly; LB
 ``lm_eval/tasks/{arc,hellaswag,hendrycks_test,truthfulqa,winogrande,gsm8k}.py``).
 
-A :class:`TaskSpec` carries a task's behaviour: which documents ``limit`` keeps, where each document's few-shot
-examples come from, how one document plus its examples becomes :class:`DocRequests` (``(context,
-continuation)`` log-likelihood pairs, or a prompt to generate from), which model call answers a batch, which
-protocol options enter its config, and how one document's output is scored. Four kinds differ in requests and
-scoring (:class:`ChoiceTask`, :class:`TruthfulQATask`, :class:`WinograndeTask`, :class:`GenerationSpec`);
-MMLU is a choice task whose limit, few-shot pool, description and average go per subject (``by_subject``).
+Each task is declared in :mod:`.declarations` (its choices, gold, per-document requests, sampler and metric
+objects); a :class:`PaperTask` applies what a run's protocol sets to it. A :class:`TaskSpec` (the base the
+labelled variants share) carries a task's run behaviour: which documents ``limit`` keeps, where each document's
+few-shot examples come from, how one document plus its examples becomes :class:`DocRequests` (``(context,
+continuation)`` log-likelihood pairs, or a prompt to generate from), a generating task's model call, which protocol
+options enter its config, and how one document's output is scored. MMLU's limit, few-shot pool, description and
+average go per subject (``by_subject``). ``h6.evaluate`` runs them with ``tasks.runner.run_task``.
 """
 
 from __future__ import annotations
@@ -22,13 +23,16 @@ import pandas as pd
 
 from thai_eval_utils import __version__
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.core.protocols import LoglikelihoodModel, Model
+from thai_eval_utils.core.protocols import Model
 from thai_eval_utils.core.provenance import Score
+from thai_eval_utils.h6 import declarations as D
 from thai_eval_utils.h6 import metrics as M
 from thai_eval_utils.h6 import prompts as P
 from thai_eval_utils.h6.data import H6TaskData
-from thai_eval_utils.h6.fewshot import default_seed, draw_shots
+from thai_eval_utils.h6.fewshot import default_seed, sampler_object
 from thai_eval_utils.h6.protocol import LEADERBOARD, H6Protocol
+from thai_eval_utils.tasks.declared import GenerationTask, MultipleChoiceTask
+from thai_eval_utils.tasks.shaping import FirstN
 from thai_eval_utils.tasks.thinking import config_entry, option_of, split_reply
 
 DocError = P.DocError
@@ -90,6 +94,12 @@ class TaskSpec:
     chat: ClassVar[bool] = False
     #: the labelled variant the task is (``protocol.VARIANTS``), None for the paper's six.
     variant: ClassVar[str | None] = None
+
+    @property
+    def kind(self) -> str:
+        """How the runner (``tasks.runner.run_task``) scores it: ``multiple_choice`` (log-likelihoods) or
+        ``generation``."""
+        return "multiple_choice" if self.uses_loglikelihood else "generation"
 
     @property
     def data_task(self) -> str:
@@ -163,7 +173,7 @@ class TaskSpec:
                 f"{self.name}: {k} shots requested from a few-shot pool of {n_pool} (pass num_fewshot)"
             )
         name, seed = self.sampler(protocol)
-        return draw_shots(name, len(docs), n_pool, k, seed)
+        return sampler_object(name, seed).choose(n_pool, k, [None] * len(docs))
 
     # --- prompts (LB base.py fewshot_context) --------------------------------------------------------------
     def target(self, doc: Mapping[str, Any]) -> str:
@@ -189,25 +199,13 @@ class TaskSpec:
         return {"mmlu_average": protocol.mmlu_average} if self.by_subject else {}
 
     def model_call(self, model: Model, protocol: H6Protocol) -> Callable[[list[Any]], list[Any]]:
-        """The model method that answers :meth:`model_inputs` (``loglikelihood``; GSM8K: ``generate``)."""
-        return cast(LoglikelihoodModel, model).loglikelihood  # evaluate() checked the capability
+        """The model method that answers :meth:`model_inputs` (a generating task's; the runner sends a log-likelihood
+        task's requests to ``model.loglikelihood`` itself)."""
+        raise NotImplementedError
 
     def model_inputs(self, batch: Sequence[DocRequests]) -> list[Any]:
-        """What one model call gets for a batch of documents: every ``(context, continuation)`` pair, in order."""
-        return [pair for r in batch for pair in r.requests]
-
-    def outputs(self, batch: Sequence[DocRequests], results: Sequence[Any]) -> list[dict[str, Any]]:
-        """The model's answers to :meth:`model_inputs` split per document: ``lls`` and ``is_greedy``."""
-        if len(results) != sum(len(r.requests) for r in batch):
-            raise RuntimeError(
-                f"model returned {len(results)} log-likelihoods for {sum(len(r.requests) for r in batch)} requests"
-            )
-        out, pos = [], 0
-        for r in batch:
-            part = results[pos : pos + len(r.requests)]
-            pos += len(r.requests)
-            out.append({"lls": [float(ll) for ll, _ in part], "is_greedy": [bool(g) for _, g in part]})
-        return out
+        """What one model call gets for a batch of documents (a generating task's prompts or chats)."""
+        raise NotImplementedError
 
     def score(self, doc: Mapping[str, Any], output: Mapping[str, Any], protocol: H6Protocol) -> dict[str, Any]:
         """Metric values (and gold, predictions) of one document from its model output."""
@@ -238,82 +236,99 @@ class TaskSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ChoiceTask(TaskSpec):
-    """ARC, HellaSwag, MMLU: one request per answer choice after the shared context; acc, acc_norm, acc_bytes."""
+class PaperTask(TaskSpec):
+    """One of the paper's six tasks: its declaration (``declared``, a :class:`~thai_eval_utils.tasks.declared.
+    MultipleChoiceTask` or :class:`~thai_eval_utils.tasks.declared.GenerationTask`) says its choices, gold, per-document
+    requests, few-shot sampler and metric objects; this adds what the protocol sets per run (templates, shots,
+    sampler seed) and Thai-H6's stored run layout. ``fewshot_target``: a few-shot example's answer when it is not
+    the gold choice (Winogrande: the sentence after the blank)."""
 
-    choices: Callable[[Mapping[str, Any]], list[str]]
-    gold: Callable[[Mapping[str, Any]], int]
+    declared: MultipleChoiceTask | GenerationTask
+    fewshot_target: Callable[[Mapping[str, Any]], str] | None = None
+
+    @property
+    def uses_loglikelihood(self) -> bool:  # type: ignore[override]
+        return self.declared.kind == "multiple_choice"
+
+    @property
+    def truthfulqa(self) -> bool:
+        """Whether its metrics read TruthfulQA's MC1 / MC2 targets (gold: MC1's true target)."""
+        return any(isinstance(m, M.TruthfulQAMetric) for m in self.declared.scorers)
+
+    def choices(self, doc: Mapping[str, Any]) -> list[str]:
+        """The texts the log-likelihoods score (without the leading space), in request order."""
+        return [str(c) for c in self.declared.choices(doc)]  # type: ignore[union-attr,operator]
+
+    def gold(self, doc: Mapping[str, Any]) -> int:
+        """The gold choice's index."""
+        return int(self.declared.gold(doc))  # type: ignore[operator]
 
     def target(self, doc: Mapping[str, Any]) -> str:
+        if self.fewshot_target is not None:
+            return self.fewshot_target(doc)
+        if self.declared.kind == "generation":
+            return self.declared.reference(doc)  # type: ignore[union-attr,operator]
         return self.choices(doc)[self.gold(doc)]
 
     def requests(self, doc, shots, templates) -> DocRequests:
         ctx = self.context(doc, shots, templates)
-        return DocRequests(ctx, tuple((ctx, P.TARGET_DELIMITER + c) for c in self.choices(doc)))
+        if self.declared.kind == "generation":
+            return DocRequests(ctx)
+        if self.declared.requests is not None:  # type: ignore[union-attr]
+            return DocRequests(ctx, tuple(self.declared.requests(doc, ctx)))  # type: ignore[union-attr]
+        n_mc1 = len(P.get(P.get(doc, "mc1_targets"), "choices")) if self.truthfulqa else 0
+        return DocRequests(ctx, tuple((ctx, P.TARGET_DELIMITER + c) for c in self.choices(doc)), n_mc1=n_mc1)
 
     def score(self, doc, output, protocol) -> dict[str, Any]:
-        return {"gold": self.gold(doc), **M.multiple_choice(output["lls"], self.choices(doc), self.gold(doc))}
+        """Every declared metric's value of one document (and its predictions), by the metric objects."""
+        metrics = self.declared.scorers
+        if self.truthfulqa:
+            mc2 = {"mc2": M.MC2(protocol.mc2)}
+            values = {m.name: mc2.get(m.name, m).score_document(doc, output["lls"]) for m in metrics}  # type: ignore[attr-defined]
+            return {k: values[k] for k in ("mc1", "mc2", "mc2_lb", "mc2_mask")}
+        if self.declared.kind == "multiple_choice":
+            return self._choice_scores(doc, output["lls"])
+        return self._gsm8k(doc, output["generation"], protocol)
 
+    def _choice_scores(self, doc: Mapping[str, Any], lls: Sequence[float]) -> dict[str, Any]:
+        """gold, each accuracy and its prediction (``pred`` / ``pred_norm`` / ``pred_bytes``), in the stored order."""
+        choices, gold = self.choices(doc), self.gold(doc)
+        out: dict[str, Any] = {"gold": gold}
+        preds: dict[str, int] = {}
+        for m in self.declared.scorers:
+            out[m.name] = m.score_choices(lls, choices, gold)  # type: ignore[attr-defined]
+            preds[_PRED[m.name]] = m.predict(lls, choices)  # type: ignore[attr-defined]
+        if self.fewshot_target is not None:  # Winogrande's record: gold, pred, acc
+            return {"gold": gold, "pred": preds["pred"], "acc": out["acc"]}
+        return {
+            **{k: out[k] for k in ("gold", "acc", "acc_norm", "acc_bytes")},
+            **{k: preds[k] for k in ("pred", "pred_norm", "pred_bytes")},
+        }
 
-@dataclass(frozen=True, kw_only=True)
-class TruthfulQATask(TaskSpec):
-    """TruthfulQA MC: the MC1 targets then the MC2 targets after the fixed QA preamble; mc1, mc2 (both variants)."""
-
-    def requests(self, doc, shots, templates) -> DocRequests:
-        ctx = self.context(doc, shots, templates)
-        mc1 = list(P.get(P.get(doc, "mc1_targets"), "choices"))
-        mc2 = list(P.get(P.get(doc, "mc2_targets"), "choices"))
-        return DocRequests(ctx, tuple((ctx, P.TARGET_DELIMITER + c) for c in mc1 + mc2), n_mc1=len(mc1))
-
-    def score(self, doc, output, protocol) -> dict[str, Any]:
-        """``mc2`` is the protocol's variant; both are always returned as ``mc2_lb`` and ``mc2_mask``."""
-        lls = output["lls"]
-        n1 = len(P.get(doc, "mc1_targets")["choices"])
-        labels = list(P.get(P.get(doc, "mc2_targets"), "labels"))
-        lb, mask = M.mc2_lb(lls[n1:], labels), M.mc2_mask(lls[n1:], labels)
-        return {"mc1": M.mc1(lls[:n1]), "mc2": lb if protocol.mc2 == "lb" else mask, "mc2_lb": lb, "mc2_mask": mask}
+    def _gsm8k(self, doc: Mapping[str, Any], generation: str, protocol: H6Protocol) -> dict[str, Any]:
+        """Exact match of the completion with its thinking cut (a failed answer extracts nothing)."""
+        try:
+            answer, reply = self.target(doc), split_reply(generation, protocol.thinking).scored
+            out = M.gsm8k(reply, answer)
+            out.update({m.name: m.score_item(reply, answer) for m in self.declared.scorers})
+            return out
+        except ValueError as exc:
+            raise DocError(str(exc), "answer") from None
 
     def config(self, protocol: H6Protocol) -> dict[str, Any]:
-        return {"mc2": protocol.mc2}
+        return {"mc2": protocol.mc2} if self.truthfulqa else super().config(protocol)
 
     def _signature_extra(self, config: Mapping[str, Any]) -> str:
-        return f"|mc2:{config['mc2']}"
+        return f"|mc2:{config['mc2']}" if self.truthfulqa else super()._signature_extra(config)
+
+
+#: A choice metric's stored prediction field.
+_PRED = {"acc": "pred", "acc_norm": "pred_norm", "acc_bytes": "pred_bytes"}
 
 
 @dataclass(frozen=True, kw_only=True)
-class WinograndeTask(TaskSpec):
-    """Winogrande partial scoring: each option fills the blank in the context; the rest of the sentence is scored."""
-
-    def target(self, doc: Mapping[str, Any]) -> str:
-        return P.winogrande_target(doc)
-
-    def requests(self, doc, shots, templates) -> DocRequests:
-        # LB ``append_context``: split the prompt on "\n\n", drop the query filled with the correct
-        # option, and put each option's partial context in its place.
-        ctx = self.context(doc, shots, templates)
-        prefix = ctx.split(P.FEWSHOT_DELIMITER)[:-1]
-        target = P.TARGET_DELIMITER + P.winogrande_target(doc)
-        options = (P.get(doc, "option1"), P.get(doc, "option2"))
-        return DocRequests(
-            ctx, tuple((P.FEWSHOT_DELIMITER.join([*prefix, P.winogrande_context(doc, o)]), target) for o in options)
-        )
-
-    def score(self, doc, output, protocol) -> dict[str, Any]:
-        g, pred = P.winogrande_gold(doc), M.argmax_first(output["lls"])
-        return {"gold": g, "pred": pred, "acc": float(pred == g)}
-
-
-@dataclass(frozen=True, kw_only=True)
-class GenerationSpec(TaskSpec):
+class GenerationSpec(PaperTask):
     """GSM8K: greedy generation with the protocol's stops and budget; strict and flexible exact match."""
-
-    uses_loglikelihood: ClassVar[bool] = False
-
-    def target(self, doc: Mapping[str, Any]) -> str:
-        return P.get(doc, "answer")
-
-    def requests(self, doc, shots, templates) -> DocRequests:
-        return DocRequests(self.context(doc, shots, templates))
 
     def model_call(self, model: Model, protocol: H6Protocol) -> Callable[[list[Any]], list[Any]]:
         return partial(
@@ -322,18 +337,6 @@ class GenerationSpec(TaskSpec):
 
     def model_inputs(self, batch: Sequence[DocRequests]) -> list[Any]:
         return [r.prompt for r in batch]
-
-    def outputs(self, batch: Sequence[DocRequests], results: Sequence[Any]) -> list[dict[str, Any]]:
-        if len(results) != len(batch):
-            raise RuntimeError(f"model returned {len(results)} generations for {len(batch)} prompts")
-        return [{"generation": t} for t in results]
-
-    def score(self, doc, output, protocol) -> dict[str, Any]:
-        """Exact match of the completion with its thinking cut (a failed answer extracts nothing)."""
-        try:
-            return M.gsm8k(split_reply(output["generation"], protocol.thinking).scored, P.get(doc, "answer"))
-        except ValueError as exc:
-            raise DocError(str(exc), "answer") from None
 
     def config(self, protocol: H6Protocol) -> dict[str, Any]:
         """Stops, budget, decoding; the thinking option only when not the default (config ids of earlier runs)."""
@@ -351,62 +354,42 @@ class GenerationSpec(TaskSpec):
         )
 
 
-_QA = {"query": P.QUESTION_ANSWER_TEMPLATE}
+def _paper(
+    declared: MultipleChoiceTask | GenerationTask,
+    text: DocText,
+    templates: Mapping[str, str],
+    *,
+    by_subject: bool = False,
+    fewshot_target: Callable[[Mapping[str, Any]], str] | None = None,
+) -> PaperTask:
+    """The paper task of a declaration, with its query text over the (overridable) templates."""
+    fewshot = declared.fewshot
+    sampler = fewshot.chooser if fewshot is not None else None
+    shots = "none" if fewshot is None else "first_n" if isinstance(sampler, FirstN) else "sampled"
+    kind = GenerationSpec if declared.kind == "generation" else PaperTask
+    return kind(
+        name=declared.name,
+        data_name=declared.data,
+        num_fewshot=fewshot.n if fewshot is not None else 0,
+        metrics=declared.metric_names,
+        text=text,
+        templates=dict(templates),
+        shots=shots,
+        by_subject=by_subject,
+        declared=declared,
+        fewshot_target=fewshot_target,
+    )
+
+
 TASK_SPECS: dict[str, TaskSpec] = {
     s.name: s
     for s in (
-        ChoiceTask(
-            name="th_arc",
-            data_name="th_arc_challenge",
-            num_fewshot=25,
-            metrics=("acc_norm", "acc", "acc_bytes"),
-            text=P.question_text,
-            choices=P.arc_choices,
-            gold=P.arc_gold,
-            templates=_QA,
-        ),
-        ChoiceTask(
-            name="th_hellaswag",
-            data_name="th_hellaswag",
-            num_fewshot=10,
-            metrics=("acc_norm", "acc", "acc_bytes"),
-            text=P.hellaswag_text,
-            choices=P.hellaswag_choices,
-            gold=P.hellaswag_gold,
-            templates={"query": P.HELLASWAG_TEMPLATE},
-        ),
-        ChoiceTask(
-            name="th_mmlu",
-            data_name="th_mmlu",
-            num_fewshot=5,
-            metrics=("acc", "acc_norm", "acc_bytes"),
-            text=P.mmlu_text,
-            choices=P.mmlu_choices,
-            gold=P.mmlu_gold,
-            shots="first_n",
-            by_subject=True,
-            templates={"description": P.MMLU_DESCRIPTION, "query": P.MMLU_TEMPLATE, "option": P.MMLU_OPTION_TEMPLATE},
-        ),
-        TruthfulQATask(
-            name="th_truthfulqa",
-            data_name="th_truthfulqa",
-            num_fewshot=0,
-            metrics=("mc2", "mc1", "mc2_lb", "mc2_mask"),
-            text=P.truthfulqa_text,
-            shots="none",
-            templates={"preamble": P.TRUTHFULQA_QA_PROMPT, "query": P.TRUTHFULQA_TEMPLATE},
-        ),
-        WinograndeTask(
-            name="th_winogrande", data_name="th_winogrande", num_fewshot=5, metrics=("acc",), text=P.winogrande_text
-        ),
-        GenerationSpec(
-            name="th_gsm8k",
-            data_name="th_gsm8k",
-            num_fewshot=5,
-            metrics=("exact_match", "flexible_match"),
-            text=P.question_text,
-            templates=_QA,
-        ),
+        _paper(D.TH_ARC, P.question_text, D.QA_TEMPLATES),
+        _paper(D.TH_HELLASWAG, P.hellaswag_text, D.HELLASWAG_TEMPLATES),
+        _paper(D.TH_MMLU, P.mmlu_text, D.MMLU_TEMPLATES, by_subject=True),
+        _paper(D.TH_TRUTHFULQA, P.truthfulqa_text, D.TRUTHFULQA_TEMPLATES),
+        _paper(D.TH_WINOGRANDE, P.winogrande_text, {}, fewshot_target=P.winogrande_target),
+        _paper(D.TH_GSM8K, P.question_text, D.QA_TEMPLATES),
     )
 }
 #: The six tasks in the paper's Table 4 order.
@@ -445,19 +428,28 @@ def templates_for(spec: TaskSpec, overrides: Mapping[str, str] | None = None) ->
 
 # --- functions over a spec (the lm-eval parity benchmark and the tests call these) -----------------------------
 def choices(spec: TaskSpec, doc: Mapping[str, Any]) -> list[str]:
-    """Answer choices of a multiple-choice task (without the leading space)."""
-    if not isinstance(spec, ChoiceTask):
+    """Answer choices of a multiple-choice task (without the leading space): ARC, HellaSwag, MMLU."""
+    if not is_choice_task(spec):
         raise ValueError(f"{spec.name} is not a multiple-choice task")
-    return spec.choices(doc)
+    return cast(PaperTask, spec).choices(doc)
 
 
 def gold(spec: TaskSpec, doc: Mapping[str, Any]) -> int:
     """Index of the correct choice (ARC, HellaSwag, MMLU, Winogrande)."""
-    if isinstance(spec, ChoiceTask):
-        return spec.gold(doc)
-    if isinstance(spec, WinograndeTask):
-        return P.winogrande_gold(doc)
-    raise ValueError(f"{spec.name} has no gold index")
+    if not isinstance(spec, PaperTask) or not spec.uses_loglikelihood or spec.truthfulqa:
+        raise ValueError(f"{spec.name} has no gold index")
+    return spec.gold(doc)
+
+
+def is_choice_task(spec: TaskSpec) -> bool:
+    """ARC, HellaSwag, MMLU: one request per answer choice after the shared context (not TruthfulQA's MC1 + MC2
+    targets, not Winogrande's partial scoring)."""
+    return (
+        isinstance(spec, PaperTask)
+        and spec.uses_loglikelihood
+        and not spec.truthfulqa
+        and spec.declared.requests is None  # type: ignore[union-attr]
+    )
 
 
 def fewshot_context(

@@ -132,11 +132,6 @@ class GenerativeChoiceTask(T.TaskSpec):
     def model_inputs(self, batch: Sequence[T.DocRequests]) -> list[Any]:
         return [_turns(r.messages) for r in batch]
 
-    def outputs(self, batch: Sequence[T.DocRequests], results: Sequence[Any]) -> list[dict[str, Any]]:
-        if len(results) != len(batch):
-            raise RuntimeError(f"model returned {len(results)} replies for {len(batch)} questions")
-        return [{"generation": t} for t in results]
-
     def score(self, doc, output, protocol) -> dict[str, Any]:
         """The letter read after the thinking block; accuracy against the gold choice."""
         choices, gold = self.options(doc)

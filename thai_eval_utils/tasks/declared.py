@@ -45,7 +45,7 @@ LM_EVAL_FEWSHOT_DELIMITER = "\n\n"
 
 #: Fields added after declarations were first stored, with their defaults: a declaration leaves such a field out
 #: while it has its default, so the stored runs of tasks declared before keep their config ids.
-ADDED_FIELDS: dict[str, Any] = {"process_docs": None, "filters": ()}
+ADDED_FIELDS: dict[str, Any] = {"process_docs": None, "filters": (), "requests": None}
 
 
 def recorded(value: Any) -> Any:
@@ -272,6 +272,9 @@ class MultipleChoiceTask(_Declared):
         ties: "first" (lm-eval: the first of tied best choices is the prediction) or "split" (1/k on a k-way tie).
         id_field: the field that names an item (unique); None: the row number.
         title: a title for tables; version: the task's version (recorded, exported).
+        requests: (doc, its context) -> its ``(context, continuation)`` requests, when each choice changes the
+            context (Winogrande's partial scoring: each option fills the blank, the rest of the sentence is scored);
+            None: lm-eval's ``(context, target_delimiter + choice)`` per choice.
     """
 
     name: str
@@ -289,6 +292,7 @@ class MultipleChoiceTask(_Declared):
     version: str = "1"
     base_dir: str | None = None
     process_docs: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
+    requests: Callable[[Row, str], Sequence[tuple[str, str]]] | None = None
 
     kind = "multiple_choice"
 
@@ -318,6 +322,10 @@ class MultipleChoiceTask(_Declared):
         object.__setattr__(self, "labels", labels)
         if not isinstance(self.ties, str) or self.ties not in TIES:
             raise _refused("ties", f"one of {TIES}", self.ties)
+        if self.requests is not None and not callable(self.requests):
+            raise _refused(
+                "requests", "a function (doc, context -> (context, continuation) pairs) or None", self.requests
+            )
 
 
 @dataclass(frozen=True)

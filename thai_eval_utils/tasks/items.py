@@ -219,4 +219,6 @@ def load_items(task: Any, *, limit: int | None = None, rows: Sequence[Row] | Non
     items = [{"id": ids[i], "row": i, **make(task, row, path, i)} for i, row in enumerate(rows)]
     for item, shots in zip(items, _shots(task, len(items)), strict=True):
         item["context"] = shots + item["question"]
+        if getattr(task, "requests", None) is not None:  # per-document requests (each choice its own context)
+            item["requests"] = [(str(c), str(x)) for c, x in task.requests(rows[item["row"]], item["context"])]
     return items if limit is None else items[: max(0, int(limit))]

@@ -21,7 +21,7 @@ from thai_eval_utils.backend.api_replies import ApiError
 from thai_eval_utils.backend.openai_client import stable_identity
 from thai_eval_utils.core.provenance import Score, canonical_json, scrub, sha256_text
 from thai_eval_utils.core.protocols import prepare_loglikelihood
-from thai_eval_utils.core.runloop import run_items
+from thai_eval_utils.core.runloop import RunOutcome, run_items
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.stats.bootstrap import Interval, mean_interval
 from thai_eval_utils.stats.corpus import corpus_interval
@@ -62,6 +62,39 @@ def signature_of(task: Any, metric_signature: str, n: int, n_docs: int) -> str:
     decl = sha256_text(canonical_json(task.declaration()))[:8]
     limit = f"|limit:{n}/{n_docs}" if n < n_docs else ""
     return f"{task.name}:v{task.version}|decl:{decl}|{metric_signature}{limit}"
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    """How a suite whose runs were stored before its tasks were declared keeps their layout when
+    :func:`run_task` runs them: the run card's benchmark and config, each record, the summary, the files and
+    templates that key the run, and the model call, so every config id, record and summary stays what it was.
+
+    Attributes:
+        benchmark: the run card's ``benchmark`` (e.g. ``thai_h6/th_arc``).
+        config: the stored config (everything that changes the numbers; it keys the run folder).
+        record: (item, the model's answer to it) -> the stored record; the answer is the item's
+            ``(loglikelihood, is_greedy)`` pairs (multiple choice) or its reply (generation).
+        fields: field -> type(s) a stored record must have to be reused.
+        summarize: (records in item order, what the model did with the thinking option, the run loop's outcome)
+            -> the summary written (None: the declared tasks' summary).
+        call: a batch of items -> the model's results (default: the task's call: ``loglikelihood`` of every
+            item's requests, or ``generate``/``chat`` with the task's decoding options).
+        data_files, templates: what the run card hashes into the config id.
+        model_identity: the identity recorded (default: the model's, without what a server's answers fill in).
+        tolerate: errors of a call that leave its items unfinished (listed) instead of ending the run.
+    """
+
+    benchmark: str
+    config: Mapping[str, Any]
+    record: Callable[[dict[str, Any], Any], dict[str, Any]]
+    fields: Mapping[str, type | tuple[type, ...]]
+    summarize: Callable[[list[dict[str, Any]], Mapping[str, str], RunOutcome], dict[str, Any]] | None
+    call: Callable[[list[dict[str, Any]]], Sequence[Any]] | None = None
+    data_files: Sequence[str | Path] = ()
+    templates: Mapping[str, str] = field(default_factory=dict)
+    model_identity: Mapping[str, Any] | None = None
+    tolerate: tuple[type[BaseException], ...] = (ApiError,)
 
 
 @dataclass
@@ -107,8 +140,34 @@ def scored_text(task: Any, output: str, thinking: ThinkingOption = DEFAULT) -> s
 
 
 # ------------------------------------------------------------------------------------------------- compute
+def item_requests(task: Any, item: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """An item's ``(context, continuation)`` requests: those it carries (``requests``: built per document, e.g.
+    Winogrande's partial scoring, where each choice changes the context), else lm-eval's ``(context, delimiter +
+    choice)`` per choice."""
+    if "requests" in item:
+        return [(str(c), str(x)) for c, x in item["requests"]]
+    return [(item["context"], task.target_delimiter + c) for c in item["choices"]]
+
+
 def _mc_requests(task: Any, chunk: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
-    return [(it["context"], task.target_delimiter + c) for it in chunk for c in it["choices"]]
+    return [pair for it in chunk for pair in item_requests(task, it)]
+
+
+def _answers(task: Any, chunk: Sequence[dict[str, Any]], results: Sequence[Any]) -> list[Any]:
+    """The model's results split per item: each item's ``(loglikelihood, is_greedy)`` pairs (multiple choice,
+    as many as its requests) or its reply (generation)."""
+    if task.kind != "multiple_choice":
+        if len(results) != len(chunk):
+            raise RuntimeError(f"model returned {len(results)} generations for {len(chunk)} prompts")
+        return list(results)
+    sizes = [len(item_requests(task, it)) for it in chunk]
+    if len(results) != sum(sizes):
+        raise RuntimeError(f"model returned {len(results)} log-likelihoods for {sum(sizes)} requests")
+    out, at = [], 0
+    for k in sizes:
+        out.append(list(results[at : at + k]))
+        at += k
+    return out
 
 
 def _mc_records(task: Any, chunk: Sequence[dict[str, Any]], results: Sequence[tuple[float, bool]]) -> list[dict]:
@@ -245,6 +304,66 @@ def _replies(records: Sequence[dict[str, Any]], thinking: ThinkingOption, suppor
 
 
 # ---------------------------------------------------------------------------------------------------- run
+def _declared_summary(
+    task: Any,
+    records: list[dict[str, Any]],
+    n_docs: int,
+    limit: int | None,
+    run: RunOutcome,
+    thinking: ThinkingOption,
+    metrics: Sequence[Metric],
+    support: Mapping[str, str],
+) -> dict[str, Any]:
+    """A declared task's summary: every metric's score with its interval, the counts, a generation task's replies."""
+    return {
+        "task": task.name,
+        "kind": task.kind,
+        "version": task.version,
+        "n": len(records),
+        "n_docs": n_docs,
+        "limit": limit,
+        "n_computed_this_run": run.computed,
+        "scores": score_records(task, records, n_docs, thinking, metrics),
+        "n_ungenerated": len(run.failed),
+        "ungenerated": run.failed,
+        **(_replies(records, thinking, support) if task.kind == "generation" else {}),
+    }
+
+
+def _declared_layout(
+    model: Any,
+    task: Any,
+    rows: Sequence[Mapping[str, Any]] | None,
+    thinking: ThinkingOption,
+    n_docs: int,
+    limit: int | None,
+    benchmark: str | None,
+) -> RunLayout:
+    """The declared tasks' own layout: the declaration in the config, lm-eval-shaped records, scores with
+    bootstrap intervals."""
+    config = {"task": task.declaration(), "kind": task.kind, "record_format": RECORD_FORMAT}
+    if task.kind == "generation":
+        config.update(config_entry(thinking))
+    if rows is not None:
+        config["docs_sha256"] = sha256_text(canonical_json([dict(r) for r in rows]))
+    if task.kind == "multiple_choice":
+        record, fields = (lambda it, answer: _mc_records(task, [it], answer)[0]), {"lls": list}
+    else:
+        record, fields = (lambda it, answer: _gen_records(task, [it], [answer], thinking)[0]), {"output": str}
+
+    files = task.data_files()[1:] if rows is not None else task.data_files()
+    return RunLayout(
+        benchmark or benchmark_of(task),
+        config,
+        record,
+        fields,
+        None,
+        data_files=files,
+        templates=templates_of(task),
+        model_identity=stable_identity(dict(getattr(model, "identity", None) or {"name": model.name})),
+    )
+
+
 def run_task(
     model: Any,
     task: Any,
@@ -259,6 +378,8 @@ def run_task(
     thinking: ThinkingOption = DEFAULT,
     judge: Any = None,
     judge_base_url: str | None = None,
+    items: Sequence[dict[str, Any]] | None = None,
+    layout: RunLayout | None = None,
 ) -> TaskRun:
     """Run a declared task (:class:`~.declared.MultipleChoiceTask` or :class:`~.declared.GenerationTask`) on
     ``model``, resuming whatever its run already stored, and write the summary.
@@ -281,6 +402,10 @@ def run_task(
         judge: the judge of the task's judged metrics (:class:`~.judged.JudgedMetric`), replacing the one the task
             file names: a chat model, or an OpenAI-compatible model id at ``judge_base_url`` (``thai-eval run
             --judge / --judge-base-url``); None: the task file's.
+        items: the items already built by a suite's own builder (each with an ``id``, and ``context`` +
+            ``choices`` or its own ``requests`` for multiple choice; ``context`` or ``messages`` for generation),
+            in place of the task's data file.
+        layout: a suite's stored run layout (:class:`RunLayout`; default: the declared tasks' own).
 
     Raises:
         ThaiEvalDataError: a bad row (file, row and field named) before any run folder is made or any call.
@@ -289,31 +414,26 @@ def run_task(
     :mod:`thai_eval_utils.backend.batch_model`) leaves its items out of the records and the scores (their n says so),
     listed in ``summary["ungenerated"]``; a rerun computes them.
     """
-    all_items = load_items(task, rows=rows)
+    all_items = load_items(task, rows=rows) if items is None else list(items)
     items = all_items if limit is None else all_items[: max(0, int(limit))]
-    config = {"task": task.declaration(), "kind": task.kind, "record_format": RECORD_FORMAT}
-    if task.kind == "generation":
-        config.update(config_entry(thinking))
-    if rows is not None:
-        config["docs_sha256"] = sha256_text(canonical_json([dict(r) for r in rows]))
     if task.kind == "multiple_choice":
         prepare_loglikelihood(model)  # a served model's order probe: before the run card records its identity
-    identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
-    if task.kind == "multiple_choice":
+    if layout is None:
+        layout = _declared_layout(model, task, rows, thinking, len(all_items), limit, benchmark)
+    if layout.call is not None:
+        call, prepare = layout.call, None
+    elif task.kind == "multiple_choice":
         call, prepare = model.loglikelihood, (lambda chunk: _mc_requests(task, chunk))
-        finish, fields = (lambda chunk, res: _mc_records(task, chunk, res)), {"lls": list}
     else:
         call, prepare = _gen_call(model, task), None
-        finish, fields = (lambda chunk, res: _gen_records(task, chunk, res, thinking)), {"output": str}
     size = batch_size or getattr(model, "concurrency", None) or 8
-    files = task.data_files()[1:] if rows is not None else task.data_files()
     with RunStore.open(
         model.name,
-        benchmark or benchmark_of(task),
-        config,
-        model_identity=identity,
-        data_files=[str(p) for p in files],
-        prompt_templates=templates_of(task),
+        layout.benchmark,
+        layout.config,
+        model_identity=layout.model_identity,
+        data_files=[str(p) for p in layout.data_files],
+        prompt_templates=layout.templates,
         outputs=outputs,
     ) as store:
         with apply_to_model(model, thinking if task.kind == "generation" else DEFAULT) as support:
@@ -326,34 +446,25 @@ def run_task(
                 desc=f"{task.name} ({model.name})",
                 progress=progress,
                 prepare=prepare,
-                finish=finish,
-                fields=fields,
-                tolerate=(ApiError,),
+                finish=lambda chunk, res: [layout.record(it, a) for it, a in zip(chunk, _answers(task, chunk, res))],
+                fields=layout.fields,
+                tolerate=layout.tolerate,
                 describe=lambda exc: scrub(str(exc)),
             )
         records = run.in_order()
-        metrics = [m.with_judge(judge, judge_base_url) if isinstance(m, JudgedMetric) else m for m in task.scorers]
+        scorers = getattr(task, "scorers", ())
+        metrics = [m.with_judge(judge, judge_base_url) if isinstance(m, JudgedMetric) else m for m in scorers]
         judged = {}
         for metric in judged_metrics(metrics):  # after the generations: each reply scored by the judge
             predictions = [scored_text(task, r["output"], thinking) for r in records]
             records, judged[metric.name] = judge_records(store, records, metric, predictions)
-        scores = score_records(task, records, len(all_items), thinking, metrics)
-        summary = {
-            "task": task.name,
-            "kind": task.kind,
-            "version": task.version,
-            "n": len(records),
-            "n_docs": len(all_items),
-            "limit": limit,
-            "n_computed_this_run": run.computed,
-            "scores": scores,
-            "n_ungenerated": len(run.failed),
-            "ungenerated": run.failed,
-            **(_replies(records, thinking, support) if task.kind == "generation" else {}),
-            **({"judged": judged} if judged else {}),
-        }
+        if layout.summarize is not None:
+            summary = layout.summarize(records, support, run)
+        else:
+            summary = _declared_summary(task, records, len(all_items), limit, run, thinking, metrics, support)
+            summary.update({"judged": judged} if judged else {})
         if summarize is not None:
             extra = dict(summarize(records))
-            summary = {**summary, **extra, "scores": {**scores, **(extra.get("scores") or {})}}
+            summary = {**summary, **extra, "scores": {**summary["scores"], **(extra.get("scores") or {})}}
         store.write_summary(summary)
     return TaskRun(task.name, records, summary["scores"], store.root, store.config_id, run.computed, summary)

@@ -1,0 +1,72 @@
+"""The declared tasks' runner opened to a suite's own shapes: a per-document request builder
+(``MultipleChoiceTask.requests``: Winogrande's partial scoring, each choice its own context) and a suite's stored
+run layout (``RunLayout``: its benchmark, config, records and summary, with items it built itself)."""
+
+from __future__ import annotations
+
+import json
+
+from fakes import FakeModel
+
+from thai_eval_utils.core.records import write_jsonl
+from thai_eval_utils.tasks.declared import MultipleChoiceTask
+from thai_eval_utils.tasks.items import load_items
+from thai_eval_utils.tasks.runner import RunLayout, run_task
+
+
+def fill_blank(doc: dict, context: str) -> list[tuple[str, str]]:
+    """Each option fills the blank; the rest of the sentence is the continuation."""
+    before, after = doc["sentence"].split("_")
+    return [(context[: -len(doc["sentence"])] + before + o, after) for o in (doc["option1"], doc["option2"])]
+
+
+def blank_task(tmp_path) -> MultipleChoiceTask:
+    rows = [{"id": "w0", "sentence": "แมว_กินปลา", "option1": "ดำ", "option2": "ขาว", "answer": 1}]
+    write_jsonl(tmp_path / "w.jsonl", rows)
+    return MultipleChoiceTask(
+        name="blank",
+        data="w.jsonl",
+        prompt="{sentence}",
+        choices=["option1", "option2"],
+        gold="answer",
+        requests=fill_blank,
+    ).bind(tmp_path)
+
+
+def test_requests_built_per_document_are_what_the_model_scores(tmp_path):
+    task = blank_task(tmp_path)
+    assert load_items(task)[0]["requests"] == [("แมวดำ", "กินปลา"), ("แมวขาว", "กินปลา")]
+    scores = {"แมวดำ": -3.0, "แมวขาว": -1.0}  # option 2 (index 1) is the likelier: acc 1
+    model = FakeModel(score=lambda c, x: (scores[c], False))
+    run = run_task(model, task, outputs=tmp_path / "o", progress=False)
+    assert model.requests == [("แมวดำ", "กินปลา"), ("แมวขาว", "กินปลา")]
+    assert run.records[0]["lls"] == [-3.0, -1.0] and run.records[0]["acc"] == 1.0
+    assert task.declaration()["requests"] == {"function": f"{__name__}:fill_blank"}
+
+
+def test_a_task_without_requests_declares_as_before(tmp_path):
+    task = MultipleChoiceTask(name="t", data="t.jsonl", prompt="{q}", choices="c", gold="g")
+    assert "requests" not in task.declaration()
+
+
+def test_a_suite_layout_keeps_its_benchmark_config_records_and_summary(tmp_path):
+    task = blank_task(tmp_path)
+    items = [{"id": "0-abc", "doc": 0, "requests": [("ก", " ข"), ("ก", " ค")]}]
+    layout = RunLayout(
+        "suite/blank",
+        {"task": "blank", "shots": 0},
+        lambda item, answer: {"doc": item["doc"], "lls": [ll for ll, _ in answer]},
+        {"lls": list},
+        lambda records, support, run: {"scores": {}, "n": len(records), "computed": run.computed},
+        tolerate=(),
+    )
+    model = FakeModel(score=lambda c, x: (-float(len(x)), False))
+    run = run_task(model, task, items=items, layout=layout, outputs=tmp_path / "o", progress=False)
+    assert model.requests == [("ก", " ข"), ("ก", " ค")]
+    assert run.records == [{"key": "0-abc", "doc": 0, "lls": [-2.0, -2.0]}]  # the store adds the item's key
+    card = json.loads((run.run_dir / "run_card.json").read_text(encoding="utf-8"))
+    assert card["benchmark"] == "suite/blank" and card["config"] == {"task": "blank", "shots": 0}
+    summary = json.loads((run.run_dir / "summary.json").read_text(encoding="utf-8"))
+    assert {k: summary[k] for k in ("scores", "n", "computed")} == {"scores": {}, "n": 1, "computed": 1}
+    again = run_task(model, task, items=items, layout=layout, outputs=tmp_path / "o", progress=False)
+    assert again.run_dir == run.run_dir and again.computed == 0 and len(model.calls) == 1  # resumed, not recomputed
