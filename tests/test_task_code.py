@@ -208,3 +208,14 @@ def test_a_task_file_with_functions_records_them_by_file_name(tmp_path):
     decl = json.loads((run.run_dir / "run_card.json").read_text(encoding="utf-8"))["config"]["task"]
     assert decl["prompt"] == {"function": "sums.py:prompt"} and decl["reference"] == {"function": "sums.py:total"}
     assert decl["filters"] == [{"class": "thai_eval_utils.tasks.shaping:AnswerTag", "tag": "คำตอบ:"}]
+
+
+def test_a_generation_budget_is_capped_and_a_choice_task_is_left_as_it_is(tmp_path):
+    """``with_max_new_tokens`` (``thai-eval run --max-new-tokens`` in task.ipynb): the smaller of the task's budget and
+    the cap; None and multiple-choice tasks unchanged (the same object)."""
+    gen = GenerationTask(name="g", data="d.jsonl", prompt="{q}", reference="a", max_new_tokens=64)
+    assert gen.with_max_new_tokens(16).max_new_tokens == 16
+    assert gen.with_max_new_tokens(128).max_new_tokens == 64
+    assert gen.with_max_new_tokens(None) is gen
+    mc = MultipleChoiceTask(name="m", data="d.jsonl", prompt="{q}", choices="c", gold="g")
+    assert mc.with_max_new_tokens(16) is mc

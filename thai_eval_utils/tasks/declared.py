@@ -250,6 +250,13 @@ class _Declared:
             return self
         return self.bind(folder)
 
+    def with_max_new_tokens(self, cap: int | None) -> Any:
+        """This task with its generation budget capped at ``cap`` (``thai-eval run --max-new-tokens``; the capped
+        declaration keys another run); unchanged for ``cap`` None or a multiple-choice task, which generates nothing."""
+        if cap is None or self.kind != "generation":
+            return self
+        return replace(self, max_new_tokens=min(self.max_new_tokens, int(cap)))  # type: ignore[type-var]
+
     def as_suite(self, source: str | Path | None = None) -> Suite:
         """The task as a one-task :class:`~thai_eval_utils.core.benchmark.Suite` (what the registry lists)."""
         return DeclaredSuite(self.bind(source) if source is not None else self, source)
