@@ -17,13 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 
 from thai_eval_utils import __version__
 from thai_eval_utils.backend.openai_client import stable_identity
 from thai_eval_utils.core.provenance import Score, package_versions, sha256_text
 from thai_eval_utils.core.protocols import prepare_loglikelihood
-from thai_eval_utils.tasks.runner import RunLayout, run_task
+from thai_eval_utils.tasks.runner import RunLayout, TaskRun, run_task
 from thai_eval_utils.thai_llm_leaderboard.data import TaskData, load_task
 from thai_eval_utils.thai_llm_leaderboard.declarations import declare
 from thai_eval_utils.thai_llm_leaderboard.metrics import runner_metrics
@@ -41,14 +40,10 @@ DEFAULT_BATCH = 8
 
 
 @dataclass
-class NLURun:
-    """A finished run of one task: records in item order, the summary (``scores``, counts), where it is stored."""
+class NLURun(TaskRun):
+    """A finished run of one task (a declared task's run, :class:`~thai_eval_utils.tasks.runner.TaskRun`: records
+    in item order, ``scores``, the summary, where it is stored, ``table()``), with the rows the runner excludes."""
 
-    task: str
-    records: list[dict[str, Any]]
-    summary: dict[str, Any]
-    run_dir: Path
-    computed: int = 0
     excluded: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -56,23 +51,6 @@ class NLURun:
         """The leaderboard's number as a Score (value, n, standard error, signature)."""
         s = self.summary["scores"]["accuracy"]
         return Score(s["name"], s["value"], s["n"], s.get("stderr"), s["signature"])
-
-    def table(self) -> pd.DataFrame:
-        """One row per scored metric: value, n, the interval, the signature."""
-        return pd.DataFrame(
-            [
-                {
-                    "task": self.task,
-                    "metric": m,
-                    "value": s["value"],
-                    "n": s["n"],
-                    "ci_low": (s.get("interval") or {}).get("low"),
-                    "ci_high": (s.get("interval") or {}).get("high"),
-                    "signature": s["signature"],
-                }
-                for m, s in self.summary["scores"].items()
-            ]
-        )
 
     def __str__(self) -> str:
         s = self.summary
@@ -238,4 +216,4 @@ def run_nlu_task(
         outputs=outputs,
         progress=progress,
     )
-    return NLURun(task.key, run.records, run.summary, run.run_dir, run.computed, data.excluded)
+    return NLURun(**vars(run), excluded=data.excluded)
