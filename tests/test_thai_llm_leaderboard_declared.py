@@ -80,3 +80,38 @@ def test_run_nlu_task_runs_the_declaration_through_run_task(tmp_path, monkeypatc
     golds = [r["gold"] for r in run.records]
     assert run.summary["scores"]["accuracy"]["value"] == golds.count(1) / 3
     assert list(run.summary["scores"]) == ["accuracy", "macro_f1_score"]
+
+
+# ----------------------------------------------------------------------------------------- generation tasks
+def test_nlg_declaration_and_metric_objects():
+    from thai_eval_utils.thai_llm_leaderboard import nlg_metrics as M
+    from thai_eval_utils.thai_llm_leaderboard.generation import nlg_declaration, nlg_task
+
+    task = nlg_task("iapp_squad_seacrowd_qa")
+    decl = nlg_declaration(task)
+    assert decl.metric_names == ("BLEU", "SacreBLEU", "chrF++", "ROUGE1", "ROUGE2", "ROUGEL", "ROUGELsum")
+    assert (decl.max_new_tokens, decl.temperature, decl.seed) == (512, 0.2, 42)
+    row = {"context": " บริบท ", "question": " คำถาม ", "answer": ["ตอบ"]}
+    assert decl.prompt(row).endswith("คำตอบ: ") and decl.reference(row) == "ตอบ"
+    hyps, refs = ["แมว กิน ปลา", "หมา"], ["แมว กิน ปลา ทู", "หมา"]
+    assert M.BLEU_OBJECT(hyps, refs) == M.RUNNER_BLEU(hyps, refs) > 0
+    assert M.CHRF_OBJECT(hyps, refs) == M.CHRF_METRIC(hyps, refs)
+    rouge_l = M.RunnerRouge("rougeL")
+    assert rouge_l.name == "ROUGEL" and rouge_l.score_item("หมา", "หมา") == 100.0
+
+
+def test_run_nlg_task_runs_the_declaration_through_run_task(tmp_path, monkeypatch):
+    from thai_eval_utils.thai_llm_leaderboard import generation as G
+
+    seen = []
+
+    def spy(model, task, **kw):
+        seen.append((task.name, kw["layout"].benchmark))
+        return real(model, task, **kw)
+
+    real = G.run_task
+    monkeypatch.setattr(G, "run_task", spy)
+    model = FakeModel("fake-nlg", reply=lambda conv: "ตอบ")
+    run = G.run_nlg_task(model, "iapp_squad_seacrowd_qa", DATA, limit=2, outputs=tmp_path, progress=False)
+    assert seen == [("iapp_squad_seacrowd_qa", "thai_llm_leaderboard/iapp_squad_seacrowd_qa")]
+    assert [r["output"] for r in run.records] == ["ตอบ", "ตอบ"] and run.summary["n_ungenerated"] == 0
