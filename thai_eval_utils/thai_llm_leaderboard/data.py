@@ -26,7 +26,8 @@ from typing import Any
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.provenance import sha256_file
 from thai_eval_utils.core.records import find_data_file, read_records, require_text
-from thai_eval_utils.thai_llm_leaderboard.prompts import template, to_prompt
+from thai_eval_utils.tasks.declared import MultipleChoiceTask
+from thai_eval_utils.thai_llm_leaderboard.declarations import declare
 from thai_eval_utils.thai_llm_leaderboard.tasks import NLUTask
 
 #: The columns each SEACrowd schema must have for the runner (spec 1.2); ``context`` may be absent or null.
@@ -132,26 +133,25 @@ def _check_qa(task: NLUTask, rec: dict[str, Any], path: Path, row: int) -> None:
         raise ThaiEvalDataError("answer must be a list of strings", path=path, row=row, field="answer")
 
 
-def _qa_gold(rec: dict[str, Any], path: Path, row: int) -> int | None:
-    """``choices.index(answer[0])`` for a list answer (None: excluded, as the runner's bare ``except``), or
-    ``choices.index(answer)`` for a string (a miss aborts the runner: an error here)."""
-    choices, answer = rec["choices"], rec["answer"]
-    if isinstance(answer, list):
-        return choices.index(answer[0]) if answer and answer[0] in choices else None
-    if answer not in choices:
+def _qa_gold(decl: MultipleChoiceTask, rec: dict[str, Any], path: Path, row: int) -> int | None:
+    """The declaration's gold of a qa row (None: excluded, as the runner's bare ``except`` on a list answer); a
+    plain string answer not among the choices aborts the runner: an error here."""
+    gold = decl.gold(rec)
+    if gold is None and not isinstance(rec["answer"], list):
         raise ThaiEvalDataError(
-            f"answer {answer!r:.60} is not among the choices (the runner aborts on this row)",
+            f"answer {rec['answer']!r:.60} is not among the choices (the runner aborts on this row)",
             path=path,
             row=row,
             field="answer",
         )
-    return choices.index(answer)
+    return gold
 
 
 def build_items(task: NLUTask, records: list[dict[str, Any]], path: Path) -> tuple[list[dict], list[dict]]:
-    """Validate every row, then the scored items and the excluded rows (:class:`TaskData`)."""
+    """Validate every row, then the scored items (prompt, labels and gold from the task's declaration,
+    :mod:`.declarations`) and the excluded rows (:class:`TaskData`)."""
     items, excluded, seen = [], [], {}
-    prompt_template = template(task.task_type)
+    decl = declare(task)
     for row, rec in enumerate(records):
         row_id = rec.get("id")
         key = str(row) if row_id is None else str(row_id)
@@ -160,18 +160,17 @@ def build_items(task: NLUTask, records: list[dict[str, Any]], path: Path) -> tup
         seen[key] = row
         if task.schema == "qa":
             _check_qa(task, rec, path, row)
-            gold = _qa_gold(rec, path, row)
+            gold = _qa_gold(decl, rec, path, row)
             if gold is None:
                 reason = "answer is empty" if not rec["answer"] else "answer[0] is not among the choices"
                 excluded.append({"row": row, "id": row_id, "reason": reason})
                 continue
-            labels = task.labels_for(len(rec["choices"]))
         else:
             for name in ("text",) if task.schema == "text" else ("text_1", "text_2"):
                 require_text(rec[name], path=path, row=row, field=name)
-            labels = task.labels
-            gold = _require_int_label(rec["label"], len(labels), path, row)
-        prompt = to_prompt(rec, prompt_template, labels, task.schema)
+            gold = _require_int_label(rec["label"], len(task.labels), path, row)
+        labels = decl.choices(rec)
+        prompt = decl.prompt(rec)
         items.append(
             {
                 "key": key,

@@ -14,17 +14,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from thai_eval_utils.backend.api_replies import ApiError
 from thai_eval_utils.backend.generation import LOOKUP_TOKENS, eos_ids, generate
 from thai_eval_utils.backend.openai_client import stable_identity
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.protocols import ChatModel
-from thai_eval_utils.core.provenance import scrub
 from thai_eval_utils.core.records import read_records, require_text
-from thai_eval_utils.core.runloop import run_items
-from thai_eval_utils.core.store import RunStore
+from thai_eval_utils.tasks.declared import GenerationTask
+from thai_eval_utils.tasks.metrics import qualified_name
+from thai_eval_utils.tasks.runner import RunLayout, run_task
 from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
-from thai_eval_utils.thai_llm_leaderboard.nlg_metrics import ROUGE_SEED, nlg_scores
+from thai_eval_utils.thai_llm_leaderboard.nlg_metrics import NLG_METRIC_OBJECTS, ROUGE_SEED, nlg_scores
 
 #: evaluation/prompt_utils.py:51 (SUM), :46 (MT), :21 (QA; iapp's task value is QA, spec 3.1). Verbatim.
 SUM_TEMPLATE = "จงสรุปข้อความด้านล่าง\nข้อความ: [INPUT]\nสรุป:"
@@ -118,6 +117,38 @@ def gold_of(row: Mapping[str, Any]) -> str:
     """The runner's gold, unstripped (quirk 18): ``answer[0]`` when the row has ``answer``, else ``text_2``
     (main_nlg_prompt_batch.py:206-210)."""
     return row["answer"][0] if "answer" in row else row["text_2"]
+
+
+@dataclass(frozen=True)
+class NlgPrompt:
+    """A task's prompt as a function of a row (:func:`fill_prompt`), recorded as its class and the task's key."""
+
+    task: NlgTask
+
+    def __call__(self, row: Mapping[str, Any]) -> str:
+        return fill_prompt(self.task, row)
+
+    def declaration(self) -> dict[str, str]:
+        return {"function": qualified_name(type(self)), "task": self.task.key}
+
+
+def nlg_declaration(task: NlgTask, options: GenerationOptions | None = None) -> GenerationTask:
+    """The task as a declared generation task: the runner's prompt (sent as one user message through the chat
+    template) and gold as functions of a row, the decoding of ``options`` (default: the runner's), the runner's
+    metric objects (:data:`~.nlg_metrics.NLG_METRIC_OBJECTS`)."""
+    options = options or GenerationOptions()
+    return GenerationTask(
+        name=task.key,
+        data=task.data_file,
+        prompt=NlgPrompt(task),
+        reference=gold_of,
+        metrics=NLG_METRIC_OBJECTS,
+        max_new_tokens=options.max_new_tokens,
+        temperature=options.sampling_temperature,
+        seed=options.seed,
+        title=task.key,
+        version="seacrowd-eval-9de9392",
+    )
 
 
 def load_nlg_rows(task: NlgTask, path: str | Path) -> list[dict[str, Any]]:
@@ -331,9 +362,25 @@ def _items(task: NlgTask, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, A
     ]
 
 
+@contextlib.contextmanager
+def _server_content(model: Any) -> Iterator[None]:
+    """An endpoint's reply as its server gives it while the call lasts (the declared runner's default thinking
+    option would rejoin a thinking block the server split off; these runs never did, and their stored records
+    stay what they were)."""
+    if not hasattr(model, "reasoning_tags"):
+        yield
+        return
+    saved, model.reasoning_tags = model.reasoning_tags, None
+    try:
+        yield
+    finally:
+        model.reasoning_tags = saved
+
+
 def _compute(model: ChatModel, options: GenerationOptions) -> Any:
     def call(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        replies = generate_replies(model, [[{"role": "user", "content": it["prompt"]}] for it in chunk], options)
+        with _server_content(model):
+            replies = generate_replies(model, [[{"role": "user", "content": it["prompt"]}] for it in chunk], options)
         return [
             {
                 "id": it["id"],
@@ -432,32 +479,10 @@ def run_nlg_task(
         "generation": options.record(),
         "record_format": RECORD_FORMAT,
     }
-    identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
-    size = batch_size or getattr(model, "concurrency", None) or 8
-    with RunStore.open(
-        model.name,
-        task.benchmark,
-        config,
-        model_identity=identity,
-        data_files=[str(path)],
-        prompt_templates={task.task_type: task.template},
-        outputs=outputs,
-    ) as store:
-        # a call that fails after the client's retries (an ApiError; in batch mode also a reply not back yet)
-        # leaves its items ungenerated, named in the summary, never scored
-        run = run_items(
-            store,
-            items,
-            lambda it: it["id"],
-            _compute(model, options),
-            batch_size=size,
-            desc=f"{task.key} ({model.name})",
-            progress=progress,
-            fields={"output": str},
-            tolerate=(ApiError,),
-            describe=lambda exc: scrub(str(exc)),
-        )
-        records = run.in_order()
+    call = _compute(model, options)
+
+    def summarize(records: list[dict[str, Any]], support: Any, run: Any) -> dict[str, Any]:
+        """The runner's scores of the records, the counts, the failed calls (ungenerated items, never scored)."""
         summary = score_nlg_records(
             task, records, len(all_items), options, thinking=thinking, rouge=rouge, rouge_seed=rouge_seed
         )
@@ -470,7 +495,31 @@ def run_nlg_task(
                 "ungenerated": run.failed,
             }
         )
-        store.write_summary(summary)
+        return summary
+
+    layout = RunLayout(
+        task.benchmark,
+        config,
+        lambda it, record: record,  # the call's records: the raw reply stored whole
+        {"output": str},
+        summarize,
+        call=call,
+        data_files=[str(path)],
+        templates={task.task_type: task.template},
+        model_identity=stable_identity(dict(getattr(model, "identity", None) or {"name": model.name})),
+    )
+    # a call that fails after the client's retries (an ApiError, RunLayout's default; in batch mode also a reply not
+    # back yet) leaves its items ungenerated, named in the summary
+    run = run_task(
+        model,
+        nlg_declaration(task, options),
+        items=items,
+        layout=layout,
+        batch_size=batch_size,
+        outputs=outputs,
+        progress=progress,
+    )
+    summary = run.summary
     return NlgRun(
-        task.key, records, summary["scores"], summary, store.root, store.config_id, run.computed, summary["notes"]
+        task.key, run.records, summary["scores"], summary, run.run_dir, run.config_id, run.computed, summary["notes"]
     )

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from thai_eval_utils.stats.bootstrap import Interval, loop_bootstrap, mean_interval
+from thai_eval_utils.tasks.metrics import Metric
 
 #: The metric columns of ``metrics_nlu/nlu_results_tha_{m}.csv`` after ``prompt_lang`` (``:253-268``).
 RUNNER_METRICS = (
@@ -103,3 +104,64 @@ def macro_f1_interval(golds: Sequence[int], preds: Sequence[int]) -> Interval | 
         return macro_f1(g[idx], p[idx]), ""
 
     return loop_bootstrap("macro_f1_score", int(g.size), stat, level=LEVEL, n_resamples=N_RESAMPLES, seed=SEED)
+
+
+# ---------------------------------------------------------------------------------------------- metric objects
+class Accuracy(Metric):
+    """The leaderboard's number as a metric object: 1.0 per item whose predicted label (the protocol's argmax,
+    :func:`~.scoring.item_record`) is the gold one, averaged; its interval :func:`accuracy_interval`."""
+
+    name = "accuracy"
+    kind = "binary"
+    scale = 100.0
+    task_kind = "multiple_choice"
+
+    def score_item(self, prediction: int, reference: int) -> float:  # type: ignore[override]
+        return float(int(prediction) == int(reference))
+
+    def interval(self, predictions: Sequence[int], references: Sequence[int]) -> Interval | None:
+        """Percentile bootstrap interval over items (:func:`accuracy_interval`)."""
+        return accuracy_interval([int(p == g) for p, g in zip(predictions, references, strict=True)])
+
+
+class MacroF1(Metric):
+    """The runner's ``macro_f1_score`` as a corpus-level metric over the predicted labels: scikit-learn's macro F1
+    over the labels in golds and predictions (:func:`runner_metrics`). Its sufficient statistics per item are each
+    label's (tp, fp, fn) counts over ``n_labels`` labels; :meth:`score` is :func:`macro_f1`'s closed form."""
+
+    name = "macro_f1_score"
+    kind = "corpus"
+    scale = 100.0
+    task_kind = "multiple_choice"
+
+    def __init__(self, n_labels: int = 26) -> None:
+        self.n_labels = n_labels
+
+    def parameters(self) -> dict[str, int]:
+        return {"n_labels": self.n_labels}
+
+    def statistics(self, hypotheses: Sequence[int], references: Sequence[int]) -> np.ndarray:  # type: ignore[override]
+        """Per item, ``(tp, fp, fn)`` of each label ``0 .. n_labels - 1`` (shape ``(n, 3 * n_labels)``)."""
+        out = np.zeros((len(hypotheses), self.n_labels, 3), dtype=np.int64)
+        for i, (p, g) in enumerate(zip(hypotheses, references, strict=True)):
+            if p == g:
+                out[i, int(g), 0] = 1
+            else:
+                out[i, int(p), 1] = out[i, int(g), 2] = 1
+        return out.reshape(len(hypotheses), -1)
+
+    def score(self, totals: np.ndarray) -> float:
+        """The mean over the labels seen (in golds or predictions) of ``2 tp / (2 tp + fp + fn)``."""
+        tp, fp, fn = np.asarray(totals, dtype=float).reshape(self.n_labels, 3).T
+        seen = (tp + fp + fn) > 0
+        return float(np.mean(2 * tp[seen] / (2 * tp[seen] + fp[seen] + fn[seen])))
+
+    def __call__(self, hypotheses: Sequence[int], references: Sequence[int]) -> float:  # type: ignore[override]
+        """scikit-learn's value (the runner's number), NaN without items."""
+        if not len(hypotheses):
+            return float("nan")
+        return float(runner_metrics(list(references), list(hypotheses))["macro_f1_score"])
+
+    def interval(self, predictions: Sequence[int], references: Sequence[int]) -> Interval | None:
+        """Percentile bootstrap interval over items (:func:`macro_f1_interval`)."""
+        return macro_f1_interval(references, predictions)

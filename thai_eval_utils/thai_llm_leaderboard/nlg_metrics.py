@@ -50,6 +50,7 @@ from sacrebleu.metrics import CHRF
 from thai_eval_utils.core.provenance import Score
 from thai_eval_utils.stats.bootstrap import Interval, mean_interval
 from thai_eval_utils.stats.corpus import corpus_interval
+from thai_eval_utils.tasks.metrics import Metric
 
 #: metrics_utils.py:11 ``partial(word_tokenize, engine='newmm')`` (pythainlp's default ``keep_whitespace=True``).
 TOKENIZER_ENGINE = "newmm"
@@ -271,9 +272,7 @@ def _interval_dict(iv: Interval | None) -> dict | None:
     return iv.to_dict() if iv is not None else None
 
 
-def _corpus_score(
-    key: str, metric: RunnerBleu | SacrebleuStats, hyps: list[str], refs: list[str], signature: str
-) -> dict:
+def _corpus_score(key: str, metric: Metric, hyps: list[str], refs: list[str], signature: str) -> dict:
     value = float(metric(hyps, refs))
     iv = (
         corpus_interval(hyps, refs, metric, name=key, level=LEVEL, n_resamples=N_RESAMPLES, seed=BOOT_SEED)
@@ -328,14 +327,14 @@ def nlg_scores(
         raise ValueError(f"rouge aggregation must be one of {ROUGE_AGGREGATIONS}, got {rouge!r}")
     hyps, refs = _texts(hypotheses, references)
     sigs = nlg_signatures(run_part)
-    out = {"BLEU": _corpus_score("BLEU", RUNNER_BLEU, hyps, refs, sigs["BLEU"])}
+    out = {"BLEU": _corpus_score("BLEU", BLEU_OBJECT, hyps, refs, sigs["BLEU"])}
     notes = []
     status = flores200_status()
     if status is None:
-        out["SacreBLEU"] = _corpus_score("SacreBLEU", SPBLEU_METRIC, hyps, refs, sigs["SacreBLEU"])
+        out["SacreBLEU"] = _corpus_score("SacreBLEU", SPBLEU_OBJECT, hyps, refs, sigs["SacreBLEU"])
     else:
         notes.append(status)
-    out["chrF++"] = _corpus_score("chrF++", CHRF_METRIC, hyps, refs, sigs["chrF++"])
+    out["chrF++"] = _corpus_score("chrF++", CHRF_OBJECT, hyps, refs, sigs["chrF++"])
     rows = rouge_rows(hyps, refs)
     medians = None
     if rouge == "bootstrap_median":
@@ -353,3 +352,55 @@ def nlg_scores(
             "interval": _interval_dict(_item_interval(f1, key)),
         }
     return out, notes
+
+
+# ---------------------------------------------------------------------------------------------- metric objects
+class RunnerCorpusMetric(Metric):
+    """One of the runner's corpus metrics as a declared task's metric object, named by its summary key (``BLEU``,
+    ``SacreBLEU``, ``chrF++``): the runner's implementation's per-sentence statistics and score."""
+
+    kind = "corpus"
+
+    def __init__(self, name: str, implementation: RunnerBleu | SacrebleuStats) -> None:
+        self.name, self.implementation = name, implementation
+
+    def parameters(self) -> dict[str, str]:
+        return {"implementation": repr(self.implementation)}
+
+    def statistics(self, hypotheses: Sequence[str], references: Sequence[str]) -> np.ndarray:
+        return self.implementation.statistics(hypotheses, references)
+
+    def score(self, totals: np.ndarray) -> float:
+        return self.implementation.score(totals)
+
+    def __call__(self, hypotheses: Sequence[str], references: Sequence[str]) -> float:
+        return float(self.implementation(hypotheses, references))
+
+
+class RunnerRouge(Metric):
+    """One ROUGE type's F1 x100 per row on newmm tokens (rouge_score, no stemmer), named by its summary key
+    (``ROUGE1``, ``ROUGE2``, ``ROUGEL``, ``ROUGELsum``); a run's value is the mean, or the runner's bootstrap
+    median (:func:`nlg_scores`, ``rouge="bootstrap_median"``)."""
+
+    kind = "mean"
+
+    def __init__(self, rouge_type: str) -> None:
+        self.rouge_type, self.name = rouge_type, ROUGE_KEYS[rouge_type]
+
+    def parameters(self) -> dict[str, str]:
+        return {"rouge_type": self.rouge_type}
+
+    def score_item(self, prediction: str, reference: str) -> float:
+        return float(rouge_rows([prediction], [reference])[self.rouge_type][0, 2]) * 100
+
+
+#: The runner's NLG metrics in the summary's order (SacreBLEU only where the FLORES-200 model is cached).
+BLEU_OBJECT = RunnerCorpusMetric("BLEU", RUNNER_BLEU)
+SPBLEU_OBJECT = RunnerCorpusMetric("SacreBLEU", SPBLEU_METRIC)
+CHRF_OBJECT = RunnerCorpusMetric("chrF++", CHRF_METRIC)
+NLG_METRIC_OBJECTS: tuple[Metric, ...] = (
+    BLEU_OBJECT,
+    SPBLEU_OBJECT,
+    CHRF_OBJECT,
+    *(RunnerRouge(t) for t in ROUGE_TYPES),
+)

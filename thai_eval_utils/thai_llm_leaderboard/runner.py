@@ -1,8 +1,10 @@
 """A log-likelihood task of the Thai LLM Leaderboard as a resumable run (spec thai_llm_leaderboard.md 2, 5.1):
-items validated whole first (:mod:`.data`), then ``core.runloop.run_items`` over
-``RunStore.open(model, "thai_llm_leaderboard/<task>", ...)`` (kill -9 safe: each batch is stored as it finishes, a
-rerun computes only what is missing), then the summary: accuracy (the leaderboard's number) with n and a bootstrap
-interval, the runner's other metric columns beside it, excluded and truncated rows counted, and a signature naming
+items validated whole first (:mod:`.data`), then the task's declaration (:mod:`.declarations`) run by
+``tasks.runner.run_task`` in the leaderboard's stored layout (:class:`~thai_eval_utils.tasks.runner.RunLayout`:
+stored as ``thai_llm_leaderboard/<task>`` with the config, records and summary runs had before declarations; kill -9
+safe: each batch is stored as it finishes, a rerun computes only what is missing), then the summary: the declared
+metrics, accuracy (the leaderboard's number) and macro F1, with n and a bootstrap interval, the runner's other
+metric columns beside them, excluded and truncated rows counted, and a signature naming
 the task variant, label set, protocol options, data and template hashes, model and versions.
 
 :func:`score_task` is the same scoring without a store (benchmarks, parity checks).
@@ -15,19 +17,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 
 from thai_eval_utils import __version__
 from thai_eval_utils.backend.openai_client import stable_identity
 from thai_eval_utils.core.provenance import Score, package_versions, sha256_text
 from thai_eval_utils.core.protocols import prepare_loglikelihood
-from thai_eval_utils.core.runloop import run_items
-from thai_eval_utils.core.store import RunStore
+from thai_eval_utils.tasks.runner import RunLayout, TaskRun, run_task
 from thai_eval_utils.thai_llm_leaderboard.data import TaskData, load_task
-from thai_eval_utils.thai_llm_leaderboard.metrics import accuracy_interval, macro_f1_interval, runner_metrics
+from thai_eval_utils.thai_llm_leaderboard.declarations import declare
+from thai_eval_utils.thai_llm_leaderboard.metrics import runner_metrics
 from thai_eval_utils.thai_llm_leaderboard.prompts import template
 from thai_eval_utils.thai_llm_leaderboard.protocol import LEADERBOARD, NLUProtocol
-from thai_eval_utils.thai_llm_leaderboard.scoring import check_engine, score_batch
+from thai_eval_utils.thai_llm_leaderboard.scoring import check_engine, item_record, label_results, score_batch
 from thai_eval_utils.thai_llm_leaderboard.tasks import NLUTask, nlu_task
 
 #: The suite's name: runs are stored as ``thai_llm_leaderboard/<task>``.
@@ -39,14 +40,10 @@ DEFAULT_BATCH = 8
 
 
 @dataclass
-class NLURun:
-    """A finished run of one task: records in item order, the summary (``scores``, counts), where it is stored."""
+class NLURun(TaskRun):
+    """A finished run of one task (a declared task's run, :class:`~thai_eval_utils.tasks.runner.TaskRun`: records
+    in item order, ``scores``, the summary, where it is stored, ``table()``), with the rows the runner excludes."""
 
-    task: str
-    records: list[dict[str, Any]]
-    summary: dict[str, Any]
-    run_dir: Path
-    computed: int = 0
     excluded: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -54,23 +51,6 @@ class NLURun:
         """The leaderboard's number as a Score (value, n, standard error, signature)."""
         s = self.summary["scores"]["accuracy"]
         return Score(s["name"], s["value"], s["n"], s.get("stderr"), s["signature"])
-
-    def table(self) -> pd.DataFrame:
-        """One row per scored metric: value, n, the interval, the signature."""
-        return pd.DataFrame(
-            [
-                {
-                    "task": self.task,
-                    "metric": m,
-                    "value": s["value"],
-                    "n": s["n"],
-                    "ci_low": (s.get("interval") or {}).get("low"),
-                    "ci_high": (s.get("interval") or {}).get("high"),
-                    "signature": s["signature"],
-                }
-                for m, s in self.summary["scores"].items()
-            ]
-        )
 
     def __str__(self) -> str:
         s = self.summary
@@ -135,13 +115,15 @@ def summarize(
     (the runner's ten columns), counts of items, excluded and truncated rows."""
     golds, preds = [int(r["gold"]) for r in records], [int(r["pred"]) for r in records]
     sig = signature(task, protocol, data, model, len(records))
-    metrics = runner_metrics(golds, preds) if records else {}
-    acc = Score.mean(f"{SUITE_NAME}/{task.key}/accuracy", [int(r["correct"]) for r in records], sig)
-    acc_iv = accuracy_interval([int(r["correct"]) for r in records])
-    f1_iv = macro_f1_interval(golds, preds)
-    f1 = Score(
-        f"{SUITE_NAME}/{task.key}/macro_f1_score", metrics.get("macro_f1_score", float("nan")), len(records), None, sig
-    )
+    scores = {}
+    for metric in declare(task).scorers:  # accuracy (the leaderboard's number), then macro F1 over the predictions
+        name = f"{SUITE_NAME}/{task.key}/{metric.name}"
+        if metric.kind == "corpus":
+            score = Score(name, metric(preds, golds), len(records), None, sig)
+        else:
+            score = Score.mean(name, [int(metric.score_item(p, g)) for p, g in zip(preds, golds)], sig)
+        iv = metric.interval(preds, golds)
+        scores[metric.name] = {**score.to_dict(), "interval": iv.to_dict() if iv else None}
     truncated = [str(r["key"]) for r in records if r.get("truncated")]
     return {
         "task": task.key,
@@ -157,11 +139,8 @@ def summarize(
         "truncated": truncated,
         "source": data.source,
         "protocol": protocol.to_dict(),
-        "runner_metrics": metrics,
-        "scores": {
-            "accuracy": {**acc.to_dict(), "interval": acc_iv.to_dict() if acc_iv else None},
-            "macro_f1_score": {**f1.to_dict(), "interval": f1_iv.to_dict() if f1_iv else None},
-        },
+        "runner_metrics": runner_metrics(golds, preds) if records else {},
+        "scores": scores,
     }
 
 
@@ -211,27 +190,30 @@ def run_nlu_task(
         "record_format": RECORD_FORMAT,
     }
     prepare_loglikelihood(model)  # a served model's order probe: before the run card records its identity
-    identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
-    with RunStore.open(
-        model.name,
+    layout = RunLayout(
         f"{SUITE_NAME}/{task.key}",
         config,
-        model_identity=identity,
+        lambda it, answer: item_record(it["item"], answer, protocol),
+        {"lls": list, "pred": int, "gold": int},
+        lambda records, support, run: {
+            **summarize(task, records, data, protocol, model, limit),
+            "n_computed_this_run": run.computed,
+        },
+        call=lambda chunk: label_results(model, [it["item"] for it in chunk], protocol, limit=trunc),
         data_files=[str(data.path)],
-        prompt_templates={"prompt": template(task.task_type)},
+        templates={"prompt": template(task.task_type)},
+        model_identity=stable_identity(dict(getattr(model, "identity", None) or {"name": model.name})),
+        tolerate=(),
+    )
+    # each item keyed as before, its labels as its requests (one result per label, item_record's input)
+    run_items = [{"id": it["key"], "item": it, "requests": [(it["prompt"], lb) for lb in it["labels"]]} for it in items]
+    run = run_task(
+        model,
+        declare(task),
+        items=run_items,
+        layout=layout,
+        batch_size=_batch_size(model, batch_size),
         outputs=outputs,
-    ) as store:
-        run = run_items(
-            store,
-            items,
-            lambda it: it["key"],
-            lambda chunk: score_batch(model, chunk, protocol, limit=trunc),
-            batch_size=_batch_size(model, batch_size),
-            desc=f"{task.key} ({model.name})",
-            progress=progress,
-            fields={"lls": list, "pred": int, "gold": int},
-        )
-        records = run.in_order()
-        summary = {**summarize(task, records, data, protocol, model, limit), "n_computed_this_run": run.computed}
-        store.write_summary(summary)
-    return NLURun(task.key, records, summary, store.root, run.computed, data.excluded)
+        progress=progress,
+    )
+    return NLURun(**vars(run), excluded=data.excluded)

@@ -175,53 +175,74 @@ def model_limit(model: Any, protocol: NLUProtocol) -> int | None:
 def score_batch(
     model: Any, items: Sequence[dict[str, Any]], protocol: NLUProtocol, *, limit: int | None, progress: bool = False
 ) -> list[dict[str, Any]]:
-    """One record per item: ``lls`` (per label, in label order: the runner's float32 totals with ``sums="whole"``,
-    the label parts with ``"labels"``), ``sums`` (which), ``pred`` (argmax after the protocol's precision; ties ->
-    first), ``correct``, ``tokens`` (scored tokens per label), ``shared_tokens`` (``"labels"``: the item's shared
-    prefix), ``truncated``.
+    """One record per item (:func:`item_record`) from one engine call for the batch (:func:`label_results`).
 
     ``protocol``: resolved for ``model`` here (:meth:`~.protocol.NLUProtocol.for_model`; a run records the same).
-    ``limit``: the runner's truncation length (:func:`model_limit`). One engine call for the batch.
+    ``limit``: the runner's truncation length (:func:`model_limit`).
     """
     protocol = protocol.for_model(model)
+    results, at, out = label_results(model, items, protocol, limit=limit, progress=progress), 0, []
+    for it in items:
+        out.append(item_record(it, results[at : at + len(it["labels"])], protocol))
+        at += len(it["labels"])
+    return out
+
+
+#: One label's result: its sum, its scored tokens, whether the runner truncated it, its item's shared prefix
+#: (``sums="labels"``; None with ``"whole"``).
+LabelResult = tuple[float, int, bool, int | None]
+
+
+def label_results(
+    model: Any, items: Sequence[dict[str, Any]], protocol: NLUProtocol, *, limit: int | None, progress: bool = False
+) -> list[LabelResult]:
+    """Every label of every item, in order, scored in one engine call (``protocol`` already resolved for
+    ``model``): the label parts after the item's shared prefix (``sums="labels"``, a tokenizer at hand), else the
+    runner's whole sums."""
     texts, names = [], []
     for it in items:
         for label in it["labels"]:
             texts.append(with_label(it["prompt"], label))
             names.append(f"item {it['key']!r}, label {label!r}")
     tokenizer = getattr(model, "tokenizer", None)
-    shared: list[int] = []
+    shared: list[int | None] = []
     if protocol.sums == "labels" and tokenizer is not None:
         full = [runner_ids(tokenizer, t, None) for t in texts]
         ids = [f[:limit] if limit is not None and len(f) > limit else f for f in full]
         cut = [len(i) < len(f) for i, f in zip(ids, full)]
-        results, counts, shared = label_sums(model, ids, [len(it["labels"]) for it in items], progress)
+        results, counts, per_item = label_sums(model, ids, [len(it["labels"]) for it in items], progress)
+        shared = [d for it, d in zip(items, per_item) for _ in it["labels"]]
     else:
         plan = sequence_requests(tokenizer, texts, limit, add_bos_token=bool(getattr(model, "add_bos_token", False)))
         results, counts, cut = sequence_sums(model, plan, names, progress), plan.counts, plan.cut
-    out, at = [], 0
-    for i, it in enumerate(items):
-        k = len(it["labels"])
-        sums = results[at : at + k]
-        pred = int(np.argmax(protocol.round_sums(np.array(sums))))
-        rec = {
-            "id": it["id"],
-            "row": it["row"],
-            "prompt": it["prompt"],
-            "labels": it["labels"],
-            "gold": it["gold"],
-            "lls": sums,
-            "sums": "labels" if shared else "whole",
-            "pred": pred,
-            "correct": int(pred == it["gold"]),
-            "tokens": counts[at : at + k],
-            "truncated": any(cut[at : at + k]),
-        }
-        if shared:
-            rec["shared_tokens"] = shared[i]
-        out.append(rec)
-        at += k
-    return out
+        shared = [None] * len(texts)
+    return list(zip(results, counts, cut, shared))
+
+
+def item_record(item: dict[str, Any], results: Sequence[LabelResult], protocol: NLUProtocol) -> dict[str, Any]:
+    """An item's record from its labels' results: ``lls`` (per label, in label order: the runner's float32 totals
+    with ``sums="whole"``, the label parts with ``"labels"``), ``sums`` (which), ``pred`` (argmax after the
+    protocol's precision; ties -> first), ``correct``, ``tokens`` (scored tokens per label), ``shared_tokens``
+    (``"labels"``: the item's shared prefix), ``truncated``."""
+    sums = [float(r[0]) for r in results]
+    shared = results[0][3] if results else None
+    pred = int(np.argmax(protocol.round_sums(np.array(sums))))
+    rec = {
+        "id": item["id"],
+        "row": item["row"],
+        "prompt": item["prompt"],
+        "labels": item["labels"],
+        "gold": item["gold"],
+        "lls": sums,
+        "sums": "labels" if shared is not None else "whole",
+        "pred": pred,
+        "correct": int(pred == item["gold"]),
+        "tokens": [int(r[1]) for r in results],
+        "truncated": any(bool(r[2]) for r in results),
+    }
+    if shared is not None:
+        rec["shared_tokens"] = shared
+    return rec
 
 
 def check_engine(model: Any, protocol: NLUProtocol | None = None) -> int | None:
