@@ -11,7 +11,8 @@ A revision is checked out with ``git worktree add --detach`` into a temporary fo
 renamed) by this interpreter, with that checkout first on ``PYTHONPATH``. The embedded model is shared (its cache).
 Prints one line per difference and a closing count; exits 1 when anything differs. Run cards are matched by their
 path under ``runs/`` (model/benchmark/task/config id): a run whose config id changed shows as one missing and one
-new. Floats in tables and summaries compare exactly (the same code on the same machine gives the same bits);
+new. Time columns (``when``...) are left out and the outputs folder in a path reads ``<outputs>``. Floats in tables and
+summaries compare exactly (the same code on the same machine gives the same bits);
 ``--rel-tol`` allows a relative difference for two machines.
 """
 
@@ -31,6 +32,8 @@ from typing import Any
 import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
+#: Columns that say when a run was written: two demos made at other times differ there by nature.
+TIME_COLUMNS = ("when", "written_at", "started_at", "finished_at")
 #: The demo runner's module at each name it has had (renamed from ``batch`` to ``notebook_runs``).
 RUNNERS = ("thai_eval_utils.notebook_runs", "thai_eval_utils.batch")
 
@@ -69,9 +72,18 @@ def _demo_in(source: Path, outputs: Path) -> Path:
 
 
 def tables(outputs: Path) -> dict[str, pd.DataFrame]:
-    """Every CSV table under ``outputs/tables`` by its relative path."""
+    """Every CSV table under ``outputs/tables`` by its relative path, without its time columns
+    (:data:`TIME_COLUMNS`) and with the outputs folder in any path written as ``<outputs>``."""
     root = outputs / "tables"
-    return {str(p.relative_to(root)): pd.read_csv(p) for p in sorted(root.rglob("*.csv"))}
+    return {str(p.relative_to(root)): _comparable(pd.read_csv(p), outputs) for p in sorted(root.rglob("*.csv"))}
+
+
+def _comparable(table: pd.DataFrame, outputs: Path) -> pd.DataFrame:
+    """``table`` without time columns, its text cells naming ``outputs`` as ``<outputs>``."""
+    table = table.drop(columns=[c for c in TIME_COLUMNS if c in table.columns])
+    for col in table.columns:
+        table[col] = table[col].map(lambda v: v.replace(str(outputs), "<outputs>") if isinstance(v, str) else v)
+    return table
 
 
 def run_cards(outputs: Path) -> dict[str, dict[str, Any]]:

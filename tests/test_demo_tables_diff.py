@@ -27,9 +27,13 @@ def _outputs(root: Path, *, arc: str = "52.5", config_id: str = "abc123", signat
 
 
 def test_the_same_demo_has_no_difference(tmp_path, capsys):
+    """Two demos made at other times into other folders: their time columns and outputs paths are not differences."""
     a, b = _outputs(tmp_path / "a"), _outputs(tmp_path / "b")
+    for root, when in ((a, "2026-12-06T09:43:24+00:00"), (b, "2026-12-06T11:16:11+00:00")):
+        run_dir = root / "runs" / "embedded" / "thai_h6" / "th_arc" / "abc123"
+        (root / "tables" / "skipped.csv").write_text(f"run_dir,when\n{run_dir},{when}\n", encoding="utf-8")
     assert D.main([str(a), str(b)]) == 0
-    assert capsys.readouterr().out.splitlines()[-1].startswith("0 differences over 1 tables and 1 stored runs")
+    assert capsys.readouterr().out.splitlines()[-1].startswith("0 differences over 2 tables and 1 stored runs")
 
 
 def test_each_kind_of_difference_is_one_line(tmp_path, capsys):
