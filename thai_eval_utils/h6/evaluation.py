@@ -27,9 +27,9 @@ from thai_eval_utils.h6 import tasks as T
 from thai_eval_utils.h6 import variants as V
 from thai_eval_utils.h6.data import H6TaskData, load_h6_task
 from thai_eval_utils.h6.protocol import LEADERBOARD, H6Protocol
-from thai_eval_utils.tasks.language import reply_stats, stats_columns
-from thai_eval_utils.tasks.runner import RunLayout, run_task
-from thai_eval_utils.tasks.thinking import NOT_SUPPORTED, ThinkingOption, summary_entry
+from thai_eval_utils.tasks.language import stats_columns
+from thai_eval_utils.tasks.runner import RunLayout, reply_summary, run_task
+from thai_eval_utils.tasks.thinking import NOT_SUPPORTED, ThinkingOption
 
 TASKS = T.TASKS
 #: What ``evaluate`` reads documents from: a data folder, loaded task data, or a list of docs.
@@ -196,7 +196,11 @@ def evaluate(
             "limit": limit,
             "scores": {name: s.to_dict() for name, s in scores.items()},
             "subjects": {name: s.to_dict() for name, s in subjects.items()},
-            **(_replies(records, protocol, _support(spec, protocol, support)) if not spec.uses_loglikelihood else {}),
+            **(
+                reply_summary(records, protocol.thinking, _support(spec, protocol, support), "generation")
+                if not spec.uses_loglikelihood
+                else {}
+            ),
         }
 
     layout = RunLayout(
@@ -233,15 +237,6 @@ def evaluate(
         limit=limit if limited else None,
         replies=run.summary.get("replies"),
     )
-
-
-def _replies(records: list[dict[str, Any]], protocol: H6Protocol, support: dict[str, str]) -> dict[str, Any]:
-    """GSM8K's thinking and answers-in-Thai summary entries: the option and what the model did with it, and the
-    stored raw completions' (``generation``) thinking counts and answers-in-Thai rate."""
-    return {
-        "thinking": summary_entry(protocol.thinking, support),
-        "replies": reply_stats(records, "generation", protocol.thinking),
-    }
 
 
 def _thinking_option(protocol: H6Protocol, spec: T.H6Task) -> ThinkingOption:
