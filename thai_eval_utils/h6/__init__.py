@@ -3,7 +3,8 @@ lm-evaluation-harness.
 
 - ``protocol``: every option that changes a number as one object (``H6Protocol``; ``LEADERBOARD``, ``LM_EVAL``).
 - ``prompts``: the templates and each task's query text, answer choices and gold index.
-- ``tasks``: ``TaskSpec`` per task: few-shot pools, requests, the model call, per-document scoring.
+- ``tasks``: ``H6Task`` per task (its declaration with the protocol applied): few-shot pools, requests, the model
+  call, per-document scoring.
 - ``metrics``: acc, acc_norm, mc1, mc2, GSM8K answer extraction, MMLU macro average.
 - ``fewshot``: the few-shot samplers (leaderboard replay, lm-eval 0.4.13, first-n).
 - ``evaluation``: ``evaluate`` one task with resume, ``evaluate_tasks``; ``average``: the H6 average (Table 4).

@@ -27,9 +27,9 @@ from thai_eval_utils.h6 import tasks as T
 from thai_eval_utils.h6 import variants as V
 from thai_eval_utils.h6.data import H6TaskData, load_h6_task
 from thai_eval_utils.h6.protocol import LEADERBOARD, H6Protocol
-from thai_eval_utils.tasks.language import reply_stats, stats_columns
-from thai_eval_utils.tasks.runner import RunLayout, run_task
-from thai_eval_utils.tasks.thinking import NOT_SUPPORTED, ThinkingOption, summary_entry
+from thai_eval_utils.tasks.language import stats_columns
+from thai_eval_utils.tasks.runner import RunLayout, reply_summary, run_task
+from thai_eval_utils.tasks.thinking import NOT_SUPPORTED, ThinkingOption
 
 TASKS = T.TASKS
 #: What ``evaluate`` reads documents from: a data folder, loaded task data, or a list of docs.
@@ -82,7 +82,7 @@ def _x100(v: float | None) -> float | None:
     return None if v is None else 100 * v
 
 
-def _resolve_data(spec: T.TaskSpec, data: H6Source, fewshot_pool: T.Pool) -> tuple[list[dict], T.Pool, list[Path], str]:
+def _resolve_data(spec: T.H6Task, data: H6Source, fewshot_pool: T.Pool) -> tuple[list[dict], T.Pool, list[Path], str]:
     """(docs, few-shot pool or subject -> pool, data files, source label) from any accepted input."""
     if isinstance(data, (str, Path)):
         data = load_h6_task(data, spec.data_task)
@@ -113,7 +113,7 @@ def _bos(model: Model, add_bos_token: bool | None) -> Iterator[None]:
 
 
 def _config(
-    spec: T.TaskSpec, model: Model, protocol: H6Protocol, k: int, docs: list[dict], pool: T.Pool, in_memory: bool
+    spec: T.H6Task, model: Model, protocol: H6Protocol, k: int, docs: list[dict], pool: T.Pool, in_memory: bool
 ) -> dict[str, Any]:
     """The run's config: every option that changes this task's numbers (the run folder hashes it)."""
     sampler, seed = spec.sampler(protocol)
@@ -196,7 +196,11 @@ def evaluate(
             "limit": limit,
             "scores": {name: s.to_dict() for name, s in scores.items()},
             "subjects": {name: s.to_dict() for name, s in subjects.items()},
-            **(_replies(records, protocol, _support(spec, protocol, support)) if not spec.uses_loglikelihood else {}),
+            **(
+                reply_summary(records, protocol.thinking, _support(spec, protocol, support), "generation")
+                if not spec.uses_loglikelihood
+                else {}
+            ),
         }
 
     layout = RunLayout(
@@ -235,23 +239,14 @@ def evaluate(
     )
 
 
-def _replies(records: list[dict[str, Any]], protocol: H6Protocol, support: dict[str, str]) -> dict[str, Any]:
-    """GSM8K's thinking and answers-in-Thai summary entries: the option and what the model did with it, and the
-    stored raw completions' (``generation``) thinking counts and answers-in-Thai rate."""
-    return {
-        "thinking": summary_entry(protocol.thinking, support),
-        "replies": reply_stats(records, "generation", protocol.thinking),
-    }
-
-
-def _thinking_option(protocol: H6Protocol, spec: T.TaskSpec) -> ThinkingOption:
+def _thinking_option(protocol: H6Protocol, spec: T.H6Task) -> ThinkingOption:
     """The thinking option a generating run applies to the model (``tasks.thinking.apply_to_model``). GSM8K prompts
     are plain few-shot completions: ``enable_thinking`` has no chat template to go to (a chat variant's has)."""
     option = protocol.thinking
     return option if spec.chat or spec.uses_loglikelihood else replace(option, enable_thinking=None)
 
 
-def _support(spec: T.TaskSpec, protocol: H6Protocol, support: Mapping[str, str]) -> dict[str, str]:
+def _support(spec: T.H6Task, protocol: H6Protocol, support: Mapping[str, str]) -> dict[str, str]:
     """What the model did with the thinking option, and why a plain GSM8K prompt has no ``enable_thinking``."""
     out = dict(support)
     if not spec.chat and protocol.thinking.enable_thinking is not None:
@@ -260,7 +255,7 @@ def _support(spec: T.TaskSpec, protocol: H6Protocol, support: Mapping[str, str])
 
 
 def _prepare(
-    spec: T.TaskSpec, data: H6Source, protocol: H6Protocol, fewshot_pool: T.Pool
+    spec: T.H6Task, data: H6Source, protocol: H6Protocol, fewshot_pool: T.Pool
 ) -> tuple[dict[str, str], list[dict], T.Pool, list[Path], str, int, list[list[int]]]:
     """(templates, docs, pool, data files, source label, shots k, every document's few-shot indices) of a task."""
     tmpl = T.templates_for(spec, protocol.templates)
@@ -301,7 +296,7 @@ def _no_model(inputs: list[Any]) -> list[Any]:
     raise ThaiEvalError("document_requests builds requests only; no model is called")
 
 
-def _record_fields(spec: T.TaskSpec) -> dict[str, type | tuple[type, ...]]:
+def _record_fields(spec: T.H6Task) -> dict[str, type | tuple[type, ...]]:
     """The fields (and types) a stored record must have to be reused: the model's output and the metrics."""
     output: dict[str, type | tuple[type, ...]] = (
         {"lls": list, "is_greedy": list} if spec.uses_loglikelihood else {"generation": str}
@@ -313,7 +308,7 @@ def _record_fields(spec: T.TaskSpec) -> dict[str, type | tuple[type, ...]]:
 class _DocRun:
     """The documents of one run: the model call's input for a batch of them, and the stored records from its output."""
 
-    spec: T.TaskSpec
+    spec: T.H6Task
     docs: list[dict]
     pool: T.Pool
     shots: list[list[int]]
@@ -372,17 +367,17 @@ class _DocRun:
         return rec
 
 
-def record_gold(spec: T.TaskSpec, doc: Mapping[str, Any]) -> int | str:
+def record_gold(spec: T.H6Task, doc: Mapping[str, Any]) -> int | str:
     """The gold answer a record stores: the correct choice's index (TruthfulQA: MC1's true target, as
-    ``mc1_targets.labels`` marks it), GSM8K's reference answer text."""
-    if isinstance(spec, T.GenerationSpec):
+    ``mc1_targets.labels`` marks it; generative-mc: in the order asked), GSM8K's reference answer text."""
+    if spec.options is not None:
+        return spec.options(doc)[1]
+    if spec.kind == "generation":
         return str(P.get(doc, "answer"))
-    if isinstance(spec, T.PaperTask):
-        return spec.gold(doc)  # TruthfulQA's: its declaration's gold, MC1's true target
-    return T.gold(spec, doc)
+    return spec.gold(doc)
 
 
-def _table(spec: T.TaskSpec, records: list[dict[str, Any]]) -> pd.DataFrame:
+def _table(spec: T.H6Task, records: list[dict[str, Any]]) -> pd.DataFrame:
     """Per-item table of the stored records (computed once, when each document finished), metric columns last;
     the stored document row (``doc_row``) stays in ``items.jsonl`` (``doc`` indexes the data)."""
     rows = [

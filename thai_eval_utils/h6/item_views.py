@@ -62,13 +62,13 @@ def load_run_data(run: StoredRun, folder: Path | None) -> H6Data:
     )
 
 
-def answer_texts(spec: T.TaskSpec, doc: Mapping[str, Any], *, mc2: bool = True) -> list[str]:
+def answer_texts(spec: T.H6Task, doc: Mapping[str, Any], *, mc2: bool = True) -> list[str]:
     """The answer options of a document, in record order: the texts the log-likelihoods score (Winogrande: its two
     options; TruthfulQA: the MC1 targets, then the MC2 targets unless ``mc2`` is False); [] for generation tasks.
 
     The item browser shows every scored text (beside its log-likelihood); a comparison's side-by-side view shows
     TruthfulQA's MC1 list only (the headline's choice and its gold, the first MC1 target)."""
-    if not isinstance(spec, T.PaperTask) or not spec.uses_loglikelihood:
+    if not spec.uses_loglikelihood:
         return []
     if spec.truthfulqa and not mc2:
         return [str(c) for c in doc["mc1_targets"]["choices"]]
@@ -77,7 +77,7 @@ def answer_texts(spec: T.TaskSpec, doc: Mapping[str, Any], *, mc2: bool = True) 
     return spec.choices(doc)
 
 
-def fewshot_examples(spec: T.TaskSpec, data: H6Data, doc: Mapping[str, Any]) -> tuple[str, list[str]]:
+def fewshot_examples(spec: T.H6Task, data: H6Data, doc: Mapping[str, Any]) -> tuple[str, list[str]]:
     """(pool id, every example of ``doc``'s few-shot pool as it appears in a prompt: ``text + " " + target``)."""
     pool = spec.pool_for(data.pool, doc)
     pool_id = f"{spec.name}/{doc.get('subject', '')}" if spec.by_subject else spec.name
@@ -168,9 +168,7 @@ def _input(h: Headline, key: str, row: pd.Series, docs: list[dict[str, Any]] | N
     if not spec.uses_loglikelihood:  # GSM8K: the reference answer
         return text, str(doc.get("answer", ""))
     opts = answer_texts(spec, doc, mc2=False)
-    gold = (
-        0 if isinstance(spec, T.PaperTask) and spec.truthfulqa else row.get("gold")
-    )  # MC1 lists the true answer first
+    gold = 0 if spec.truthfulqa else row.get("gold")  # MC1 lists the true answer first
     ref = opts[int(gold)] if not _missing(gold) and 0 <= int(gold) < len(opts) else ""
     return text + "\n" + " | ".join(f"{i}: {c}" for i, c in enumerate(opts)), ref
 

@@ -11,7 +11,7 @@ checked against the stored ``prompt_sha256``; ``doc`` is the stored one when the
 Where lm-eval's task defines them so, this module follows it: Winogrande's ``target`` is the text after the blank
 (lm-eval's ``doc_to_target``), HellaSwag's ``doc`` carries ``query``/``choices``/``gold`` (lm-eval's
 ``process_docs``), so ``doc_hash`` and ``task_hashes`` equal lm-eval's for the same items. Gold indices and choices
-are the task's own (:class:`~thai_eval_utils.h6.tasks.TaskSpec`), the ones its scoring used.
+are the task's own (:class:`~thai_eval_utils.h6.tasks.H6Task`), the ones its scoring used.
 """
 
 from __future__ import annotations
@@ -83,20 +83,20 @@ def _documents(run: StoredRun, data: str | Path | None) -> dict[int, DocumentReq
     return {d.index: d for d in document_requests(spec.name, _task_data(run, data), protocol_of(run.card))}
 
 
-def lm_eval_target(spec: T.TaskSpec, doc: Mapping[str, Any]) -> str:
+def lm_eval_target(spec: T.H6Task, doc: Mapping[str, Any]) -> str:
     """lm-eval's ``doc_to_target`` as text, from the task's own gold: the gold choice index (ARC, HellaSwag, MMLU),
     TruthfulQA's 0 (lm-eval's MC1 target: the true answer is listed first), GSM8K's answer, Winogrande's sentence
     after the blank (the task's few-shot target, as lm-eval's ``preprocess_winogrande.doc_to_target``)."""
-    if isinstance(spec, T.GenerationSpec):
+    if spec.kind == "generation":
         return str(doc.get("answer", ""))
-    if isinstance(spec, T.PaperTask) and spec.truthfulqa:
+    if spec.truthfulqa:
         return "0"
-    if isinstance(spec, T.PaperTask) and spec.fewshot_target is not None:
+    if spec.fewshot_target is not None:
         return spec.target(doc)
     return str(T.gold(spec, doc))
 
 
-def lm_eval_doc(spec: T.TaskSpec, doc: Mapping[str, Any]) -> dict[str, Any]:
+def lm_eval_doc(spec: T.H6Task, doc: Mapping[str, Any]) -> dict[str, Any]:
     """The document as lm-eval logs it: HellaSwag's with the ``query``, ``choices`` and ``gold`` columns its
     ``process_docs`` adds (built by thai-eval's own HellaSwag prompt code, the same text), others as loaded."""
     if spec.name != "th_hellaswag" or not T.is_choice_task(spec):
@@ -110,8 +110,8 @@ def ordered_metrics(names: Sequence[str]) -> list[str]:
     return known + [m for m in names if m not in known]
 
 
-def _metric_key(spec: T.TaskSpec, metric: str) -> tuple[str, str]:
-    return GSM8K_METRICS[metric] if isinstance(spec, T.GenerationSpec) else (metric, "none")
+def _metric_key(spec: T.H6Task, metric: str) -> tuple[str, str]:
+    return GSM8K_METRICS[metric] if spec.kind == "generation" else (metric, "none")
 
 
 def doc_index(rec: Mapping[str, Any]) -> int:
@@ -146,7 +146,7 @@ def samples(run: StoredRun, data: str | Path | None = None) -> list[dict[str, An
         target = lm_eval_target(spec, doc)
         common = {"doc_id": doc_index(rec), "doc": doc, "target": target}
         doc_hash = sha256_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str))
-        if isinstance(spec, T.GenerationSpec):
+        if spec.kind == "generation":
             gen_kwargs = {
                 "until": list(protocol.gsm8k_stops),
                 "max_gen_toks": protocol.max_new_tokens,
@@ -197,7 +197,7 @@ def task_results(run: StoredRun) -> dict[str, Any]:
     entry: dict[str, Any] = {"name": spec.name, "alias": spec.name, "sample_len": int(summary.get("n", 0))}
     scores = summary.get("scores") or {}
     for metric in ordered_metrics(list(scores)):
-        if isinstance(spec, T.GenerationSpec) and metric not in GSM8K_METRICS:
+        if spec.kind == "generation" and metric not in GSM8K_METRICS:
             continue
         name, filt = _metric_key(spec, metric)
         entry[f"{name},{filt}"] = scores[metric]["value"]
@@ -231,7 +231,7 @@ def task_config(run: StoredRun, results: Mapping[str, Any] | None = None) -> dic
             "fewshot_config": {"sampler": "first_n" if spec.shots == "first_n" else "default", "split": split},
             "num_fewshot": cfg.get("num_fewshot"),
             "metric_list": [{"metric": m, "aggregation": "mean", "higher_is_better": True} for m in metrics],
-            "output_type": "generate_until" if isinstance(spec, T.GenerationSpec) else "multiple_choice",
+            "output_type": "generate_until" if spec.kind == "generation" else "multiple_choice",
             "repeats": 1,
             "metadata": {"version": __version__, "thai_eval_protocol": cfg},
         }

@@ -1,13 +1,13 @@
-"""The six Thai-H6 tasks and how each is run (spec: Tasks, shots, metrics; Prompt assembly; LB
-``lm_eval/tasks/{arc,hellaswag,hendrycks_test,truthfulqa,winogrande,gsm8k}.py``).
+"""The six Thai-H6 tasks and their labelled variants as a run uses them (spec: Tasks, shots, metrics; Prompt
+assembly; LB ``lm_eval/tasks/{arc,hellaswag,hendrycks_test,truthfulqa,winogrande,gsm8k}.py``).
 
-Each task is declared in :mod:`.declarations` (its choices, gold, per-document requests, sampler and metric
-objects); a :class:`PaperTask` applies what a run's protocol sets to it. A :class:`TaskSpec` (the base the
-labelled variants share) carries a task's run behaviour: which documents ``limit`` keeps, where each document's
-few-shot examples come from, how one document plus its examples becomes :class:`DocRequests` (``(context,
-continuation)`` log-likelihood pairs, or a prompt to generate from), a generating task's model call, which protocol
-options enter its config, and how one document's output is scored. MMLU's limit, few-shot pool, description and
-average go per subject (``by_subject``). ``h6.evaluate`` runs them with ``tasks.runner.run_task``.
+Each task is declared (:mod:`.declarations`; the variants in :mod:`.variants`): its choices, gold, per-document
+requests, sampler and metric objects. An :class:`H6Task` applies what a run's protocol sets to a declaration:
+which documents ``limit`` keeps, where each document's few-shot examples come from, how one document plus its
+examples becomes :class:`DocRequests` (``(context, continuation)`` log-likelihood pairs, a prompt to generate from,
+or a variant's chat), a generating task's model call, which protocol options enter its config, and how one
+document's output is scored. MMLU's limit, few-shot pool, description and average go per subject
+(``by_subject``). ``h6.evaluate`` runs them with ``tasks.runner.run_task``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, ClassVar, cast
+from typing import Any
 
 import pandas as pd
 
@@ -30,12 +30,14 @@ from thai_eval_utils.h6 import metrics as M
 from thai_eval_utils.h6 import prompts as P
 from thai_eval_utils.h6.data import H6TaskData
 from thai_eval_utils.h6.fewshot import default_seed, sampler_object
-from thai_eval_utils.h6.protocol import LEADERBOARD, H6Protocol
+from thai_eval_utils.h6.protocol import GSM8K_STOPS_H, GSM8K_STOPS_LB, LEADERBOARD, VARIANTS, H6Protocol
+from thai_eval_utils.tasks import generative_mc as MC
 from thai_eval_utils.tasks.declared import GenerationTask, MultipleChoiceTask
 from thai_eval_utils.tasks.shaping import FirstN
 from thai_eval_utils.tasks.thinking import config_entry, option_of, split_reply
 
 DocError = P.DocError
+GSM8K_CHAT, GENERATIVE_MC = VARIANTS
 #: doc, templates -> the query text of one document.
 DocText = Callable[[Mapping[str, Any], Mapping[str, str]], str]
 #: A few-shot pool: a list of docs, or (MMLU) subject -> list of docs.
@@ -66,55 +68,108 @@ class DocRequests:
 
 
 @dataclass(frozen=True, kw_only=True)
-class TaskSpec:
-    """A Thai-H6 task: its data, default shots, metrics (headline first) and behaviour.
+class H6Task:
+    """A Thai-H6 task as a run uses it: its declaration (``declared``: a :class:`~thai_eval_utils.tasks.declared.
+    MultipleChoiceTask` or :class:`~thai_eval_utils.tasks.declared.GenerationTask`, :mod:`.declarations` and
+    :mod:`.variants`) says its data, choices, gold, per-document requests, few-shot sampler and metrics; this adds
+    what the protocol sets per run (templates, shots, sampler seed, GSM8K's stops and budget, mc2's variant) and
+    Thai-H6's stored run layout (config, signature, record fields).
 
     Attributes:
-        name: the paper's Table 4 column (``th_arc`` ...).
-        data_name: folder of the official release, e.g. ``th_arc_challenge``.
-        num_fewshot: LB's shots.
-        metrics: the metrics reported, the headline (the Thai-H6 average's) first.
-        text: doc, templates -> the query text.
+        declared: the task's declaration.
+        text: doc, templates -> the query text (a generative-mc variant: the question).
         templates: the LB templates (each can be overridden per run).
-        shots: "sampled" (the protocol's sampler), "first_n" (the first shots of the pool) or "none".
         by_subject: MMLU: ``limit``, the few-shot pool, the description and the average go per subject.
+        fewshot_target: a few-shot example's answer when it is not the gold choice (Winogrande: the sentence after
+            the blank).
+        variant: the labelled variant the task is (``protocol.VARIANTS``), None for the paper's six.
+        options: a generative-mc variant's doc -> (choices in the order asked, gold index).
+        order: a generative-mc variant's choice order (recorded in its config).
     """
 
-    name: str
-    data_name: str
-    num_fewshot: int
-    metrics: tuple[str, ...]
+    declared: MultipleChoiceTask | GenerationTask
     text: DocText
     templates: Mapping[str, str] = field(default_factory=dict)
-    shots: str = "sampled"
     by_subject: bool = False
-    #: whether the task scores by log-likelihood (False: it generates).
-    uses_loglikelihood: ClassVar[bool] = True
-    #: whether the model gets a chat (``model.chat``; a variant's) rather than a plain prompt.
-    chat: ClassVar[bool] = False
-    #: the labelled variant the task is (``protocol.VARIANTS``), None for the paper's six.
-    variant: ClassVar[str | None] = None
+    fewshot_target: Callable[[Mapping[str, Any]], str] | None = None
+    variant: str | None = None
+    options: Callable[[Mapping[str, Any]], tuple[list[str], int]] | None = None
+    order: str = "as in the data"
+
+    # --- what the declaration says --------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        """The paper's Table 4 column (``th_arc`` ...), or a variant's own name (``th_gsm8k.chat``)."""
+        return self.declared.name
+
+    @property
+    def data_name(self) -> str:
+        """The official release's folder, e.g. ``th_arc_challenge``."""
+        return self.declared.data
+
+    @property
+    def num_fewshot(self) -> int:
+        """LB's shots."""
+        return self.declared.fewshot.n if self.declared.fewshot is not None else 0
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The metrics reported, the headline (the Thai-H6 average's) first."""
+        return self.declared.metric_names
+
+    @property
+    def shots(self) -> str:
+        """``sampled`` (the protocol's sampler), ``first_n`` (the first shots of the pool) or ``none``."""
+        fewshot = self.declared.fewshot
+        if fewshot is None:
+            return "none"
+        return "first_n" if isinstance(fewshot.chooser, FirstN) else "sampled"
 
     @property
     def kind(self) -> str:
         """How the runner (``tasks.runner.run_task``) scores it: ``multiple_choice`` (log-likelihoods) or
         ``generation``."""
-        return "multiple_choice" if self.uses_loglikelihood else "generation"
+        return self.declared.kind
+
+    @property
+    def uses_loglikelihood(self) -> bool:
+        """Whether the task scores by log-likelihood (False: it generates)."""
+        return self.kind == "multiple_choice"
+
+    @property
+    def chat(self) -> bool:
+        """Whether the model gets a chat (``model.chat``; a variant's) rather than a plain prompt."""
+        return self.variant is not None
 
     @property
     def data_task(self) -> str:
         """The Thai-H6 task whose data it scores (a variant: its paper task's)."""
-        return self.name
+        return self.name.partition(".")[0]
 
     @property
     def label(self) -> str:
-        """Its name in tables (a variant: ``th_gsm8k (chat)``)."""
-        return self.name
+        """Its name in tables (a variant: ``th_gsm8k (chat)``, ``th_arc (generative-mc)``)."""
+        if self.variant is None:
+            return self.name
+        return f"{self.data_task} ({'chat' if self.variant == GSM8K_CHAT else self.variant})"
 
     @property
     def headline(self) -> str:
         """The metric that enters the Thai-H6 average."""
         return self.metrics[0]
+
+    @property
+    def truthfulqa(self) -> bool:
+        """Whether its metrics read TruthfulQA's MC1 / MC2 targets (gold: MC1's true target)."""
+        return any(isinstance(m, M.TruthfulQAMetric) for m in self.declared.scorers)
+
+    def choices(self, doc: Mapping[str, Any]) -> list[str]:
+        """The texts the log-likelihoods score (without the leading space), in request order."""
+        return [str(c) for c in self.declared.choices(doc)]  # type: ignore[union-attr,operator]
+
+    def gold(self, doc: Mapping[str, Any]) -> int:
+        """The gold choice's index."""
+        return int(self.declared.gold(doc))  # type: ignore[union-attr,operator]
 
     # --- documents and few-shot examples (spec: Few-shot sampling) ----------------------------------------
     def select(self, docs: Sequence[Mapping[str, Any]], limit: int | None) -> list[int]:
@@ -155,7 +210,12 @@ class TaskSpec:
         """Few-shot pool indices of every document (of the whole split: ``limit`` never changes them)."""
         if self.shots == "none":
             if k:
-                raise ValueError(f"{self.name} is zero-shot only (the QA preamble is fixed); got num_fewshot={k}")
+                why = (
+                    "(one user turn per question)"
+                    if self.variant == GENERATIVE_MC
+                    else "only (the QA preamble is fixed)"
+                )
+                raise ValueError(f"{self.name} is zero-shot {why}; got num_fewshot={k}")
             return [[] for _ in docs]
         if self.shots == "first_n":
             for i, doc in enumerate(docs):
@@ -178,7 +238,11 @@ class TaskSpec:
     # --- prompts (LB base.py fewshot_context) --------------------------------------------------------------
     def target(self, doc: Mapping[str, Any]) -> str:
         """A few-shot example's answer (without the leading space)."""
-        raise ValueError(f"{self.name} has no few-shot target")
+        if self.fewshot_target is not None:
+            return self.fewshot_target(doc)
+        if self.kind == "generation":
+            return self.declared.reference(doc)  # type: ignore[union-attr,operator]
+        return self.choices(doc)[self.gold(doc)]
 
     def context(self, doc: Mapping[str, Any], shots: Sequence[Mapping[str, Any]], templates: Mapping[str, str]) -> str:
         """``description + "\\n\\n"`` (by subject), examples ``text + " " + target`` joined by ``"\\n\\n"``, the query."""
@@ -190,103 +254,60 @@ class TaskSpec:
     def requests(
         self, doc: Mapping[str, Any], shots: Sequence[Mapping[str, Any]], templates: Mapping[str, str]
     ) -> DocRequests:
-        """The requests of ``doc`` given its few-shot examples ``shots`` (in prompt order)."""
-        raise NotImplementedError
-
-    # --- running and scoring -------------------------------------------------------------------------------
-    def config(self, protocol: H6Protocol) -> dict[str, Any]:
-        """The protocol options, beyond shots, sampler and BOS, that change this task's numbers."""
-        return {"mmlu_average": protocol.mmlu_average} if self.by_subject else {}
-
-    def model_call(self, model: Model, protocol: H6Protocol) -> Callable[[list[Any]], list[Any]]:
-        """The model method that answers :meth:`model_inputs` (a generating task's; the runner sends a log-likelihood
-        task's requests to ``model.loglikelihood`` itself)."""
-        raise NotImplementedError
-
-    def model_inputs(self, batch: Sequence[DocRequests]) -> list[Any]:
-        """What one model call gets for a batch of documents (a generating task's prompts or chats)."""
-        raise NotImplementedError
-
-    def score(self, doc: Mapping[str, Any], output: Mapping[str, Any], protocol: H6Protocol) -> dict[str, Any]:
-        """Metric values (and gold, predictions) of one document from its model output."""
-        raise NotImplementedError
-
-    def scores(
-        self, table: pd.DataFrame, signature: str, protocol: H6Protocol
-    ) -> tuple[dict[str, Score], dict[str, Score]]:
-        """(metric -> Score, headline first; subject -> accuracy Score, by subject only)."""
-        return M.task_scores(
-            self.name, self.metrics, table, signature, by_subject=self.by_subject, average=protocol.mmlu_average
-        )
-
-    def signature(self, config: Mapping[str, Any], limit: int | None = None) -> str:
-        """A sacrebleu-style signature of the options behind a score, e.g.
-        ``th_arc|shots:25|sampler:lb|seed:42|bos:no|thai-eval:0.1.0`` (``limit:N`` when not the whole split)."""
-        sig = f"{self.name}|shots:{config['num_fewshot']}|sampler:{config['sampler']}"
-        if config.get("fewshot_seed") is not None:
-            sig += f"|seed:{config['fewshot_seed']}"
-        sig += f"|bos:{'yes' if config['add_bos_token'] else 'no'}"
-        sig += self._signature_extra(config)
-        if limit is not None:
-            sig += f"|limit:{limit}"
-        return sig + f"|thai-eval:{__version__}"
-
-    def _signature_extra(self, config: Mapping[str, Any]) -> str:
-        return f"|avg:{config['mmlu_average']}" if self.by_subject else ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class PaperTask(TaskSpec):
-    """One of the paper's six tasks: its declaration (``declared``, a :class:`~thai_eval_utils.tasks.declared.
-    MultipleChoiceTask` or :class:`~thai_eval_utils.tasks.declared.GenerationTask`) says its choices, gold, per-document
-    requests, few-shot sampler and metric objects; this adds what the protocol sets per run (templates, shots,
-    sampler seed) and Thai-H6's stored run layout. ``fewshot_target``: a few-shot example's answer when it is not
-    the gold choice (Winogrande: the sentence after the blank)."""
-
-    declared: MultipleChoiceTask | GenerationTask
-    fewshot_target: Callable[[Mapping[str, Any]], str] | None = None
-
-    @property
-    def uses_loglikelihood(self) -> bool:  # type: ignore[override]
-        return self.declared.kind == "multiple_choice"
-
-    @property
-    def truthfulqa(self) -> bool:
-        """Whether its metrics read TruthfulQA's MC1 / MC2 targets (gold: MC1's true target)."""
-        return any(isinstance(m, M.TruthfulQAMetric) for m in self.declared.scorers)
-
-    def choices(self, doc: Mapping[str, Any]) -> list[str]:
-        """The texts the log-likelihoods score (without the leading space), in request order."""
-        return [str(c) for c in self.declared.choices(doc)]  # type: ignore[union-attr,operator]
-
-    def gold(self, doc: Mapping[str, Any]) -> int:
-        """The gold choice's index."""
-        return int(self.declared.gold(doc))  # type: ignore[operator]
-
-    def target(self, doc: Mapping[str, Any]) -> str:
-        if self.fewshot_target is not None:
-            return self.fewshot_target(doc)
-        if self.declared.kind == "generation":
-            return self.declared.reference(doc)  # type: ignore[union-attr,operator]
-        return self.choices(doc)[self.gold(doc)]
-
-    def requests(self, doc, shots, templates) -> DocRequests:
+        """The requests of ``doc`` given its few-shot examples ``shots`` (in prompt order): log-likelihood pairs, a
+        prompt to generate from, or a variant's chat (GSM8K: the examples as user and assistant turns;
+        generative-mc: the question and its lettered choices in one user turn)."""
+        if self.variant == GENERATIVE_MC:
+            text = MC.prompt(self.text(doc, templates), self.options(doc)[0], templates[GENERATIVE_MC])  # type: ignore[misc]
+            return DocRequests(text, messages=(("user", text),))
+        if self.variant == GSM8K_CHAT:
+            turns = [
+                turn for ex in shots for turn in (("user", self.text(ex, templates)), ("assistant", self.target(ex)))
+            ]
+            query = self.text(doc, templates)
+            return DocRequests(query, messages=(*turns, ("user", query)))
         ctx = self.context(doc, shots, templates)
-        if self.declared.kind == "generation":
+        if self.kind == "generation":
             return DocRequests(ctx)
         if self.declared.requests is not None:  # type: ignore[union-attr]
             return DocRequests(ctx, tuple(self.declared.requests(doc, ctx)))  # type: ignore[union-attr]
         n_mc1 = len(P.get(P.get(doc, "mc1_targets"), "choices")) if self.truthfulqa else 0
         return DocRequests(ctx, tuple((ctx, P.TARGET_DELIMITER + c) for c in self.choices(doc)), n_mc1=n_mc1)
 
-    def score(self, doc, output, protocol) -> dict[str, Any]:
-        """Every declared metric's value of one document (and its predictions), by the metric objects."""
+    # --- running and scoring -------------------------------------------------------------------------------
+    def model_call(self, model: Model, protocol: H6Protocol) -> Callable[[list[Any]], list[Any]]:
+        """The model method that answers :meth:`model_inputs` (a generating task's; the runner sends a log-likelihood
+        task's requests to ``model.loglikelihood`` itself)."""
+        if self.variant == GENERATIVE_MC:
+            return partial(model.chat, max_new_tokens=protocol.max_new_tokens, temperature=0.0)
+        method = model.chat if self.chat else model.generate
+        return partial(method, max_new_tokens=protocol.max_new_tokens, stop=list(self.stops(protocol)), temperature=0.0)
+
+    def model_inputs(self, batch: Sequence[DocRequests]) -> list[Any]:
+        """What one model call gets for a batch of documents (a generating task's prompts or chats)."""
+        if self.chat:
+            return [[{"role": role, "content": content} for role, content in r.messages] for r in batch]
+        return [r.prompt for r in batch]
+
+    def stops(self, protocol: H6Protocol) -> tuple[str, ...]:
+        """GSM8K's stop strings: the protocol's; in chat, LB's completion stops (whose ``":"`` would cut a chat
+        reply at its first colon) become lm-eval 0.4.13's (``Question:``, ``</s>``, ``<|im_end|>``), the stops
+        ``lm_eval --apply_chat_template`` sends with ``gsm8k``."""
+        if self.chat and protocol.gsm8k_stops == GSM8K_STOPS_LB:
+            return GSM8K_STOPS_H
+        return protocol.gsm8k_stops
+
+    def score(self, doc: Mapping[str, Any], output: Mapping[str, Any], protocol: H6Protocol) -> dict[str, Any]:
+        """Metric values (and gold, predictions) of one document from its model output, by the metric objects."""
+        if self.variant == GENERATIVE_MC:  # the letter read after the thinking block; accuracy against the gold
+            choices, gold = self.options(doc)  # type: ignore[misc]
+            return MC.score(output["generation"], gold, len(choices), protocol.thinking)
         metrics = self.declared.scorers
         if self.truthfulqa:
             mc2 = {"mc2": M.MC2(protocol.mc2)}
             values = {m.name: mc2.get(m.name, m).score_document(doc, output["lls"]) for m in metrics}  # type: ignore[attr-defined]
             return {k: values[k] for k in ("mc1", "mc2", "mc2_lb", "mc2_mask")}
-        if self.declared.kind == "multiple_choice":
+        if self.kind == "multiple_choice":
             return self._choice_scores(doc, output["lls"])
         return self._gsm8k(doc, output["generation"], protocol)
 
@@ -315,73 +336,66 @@ class PaperTask(TaskSpec):
         except ValueError as exc:
             raise DocError(str(exc), "answer") from None
 
+    def scores(
+        self, table: pd.DataFrame, signature: str, protocol: H6Protocol
+    ) -> tuple[dict[str, Score], dict[str, Score]]:
+        """(metric -> Score, headline first; subject -> accuracy Score, by subject only)."""
+        return M.task_scores(
+            self.name, self.metrics, table, signature, by_subject=self.by_subject, average=protocol.mmlu_average
+        )
+
     def config(self, protocol: H6Protocol) -> dict[str, Any]:
-        return {"mc2": protocol.mc2} if self.truthfulqa else super().config(protocol)
+        """The protocol options, beyond shots, sampler and BOS, that change this task's numbers (GSM8K's thinking
+        option only when not the default: the config ids of earlier runs)."""
+        if self.truthfulqa:
+            return {"mc2": protocol.mc2}
+        subject = {"mmlu_average": protocol.mmlu_average} if self.by_subject else {}
+        decoding = {"max_new_tokens": protocol.max_new_tokens, "decoding": "greedy", **config_entry(protocol.thinking)}
+        if self.variant == GENERATIVE_MC:
+            mc = {"variant": GENERATIVE_MC, "format": "chat, zero-shot, letter", "choice_order": self.order}
+            return {**subject, **mc, **decoding}
+        if self.kind == "multiple_choice":
+            return subject
+        chat = {"variant": GSM8K_CHAT, "format": "chat, few-shot as turns"} if self.chat else {}
+        return {"gsm8k_stops": list(self.stops(protocol)), **decoding, **chat}
+
+    def signature(self, config: Mapping[str, Any], limit: int | None = None) -> str:
+        """A sacrebleu-style signature of the options behind a score, e.g.
+        ``th_arc|shots:25|sampler:lb|seed:42|bos:no|thai-eval:0.1.0`` (``limit:N`` when not the whole split)."""
+        sig = f"{self.name}|shots:{config['num_fewshot']}|sampler:{config['sampler']}"
+        if config.get("fewshot_seed") is not None:
+            sig += f"|seed:{config['fewshot_seed']}"
+        sig += f"|bos:{'yes' if config['add_bos_token'] else 'no'}"
+        sig += self._signature_extra(config)
+        if limit is not None:
+            sig += f"|limit:{limit}"
+        return sig + f"|thai-eval:{__version__}"
 
     def _signature_extra(self, config: Mapping[str, Any]) -> str:
-        return f"|mc2:{config['mc2']}" if self.truthfulqa else super()._signature_extra(config)
+        if self.truthfulqa:
+            return f"|mc2:{config['mc2']}"
+        avg = f"|avg:{config['mmlu_average']}" if self.by_subject else ""
+        if self.kind == "multiple_choice":
+            return avg
+        thinking = f"|max_new:{config['max_new_tokens']}|{option_of(config).signature()}"
+        if self.variant == GENERATIVE_MC:
+            return f"|variant:{GENERATIVE_MC}{avg}{thinking}"
+        stops = f"|stops:{'+'.join(config['gsm8k_stops'])}"
+        return (f"|variant:{GSM8K_CHAT}" if self.chat else "") + stops + thinking
 
 
 #: A choice metric's stored prediction field.
 _PRED = {"acc": "pred", "acc_norm": "pred_norm", "acc_bytes": "pred_bytes"}
 
 
-@dataclass(frozen=True, kw_only=True)
-class GenerationSpec(PaperTask):
-    """GSM8K: greedy generation with the protocol's stops and budget; strict and flexible exact match."""
-
-    def model_call(self, model: Model, protocol: H6Protocol) -> Callable[[list[Any]], list[Any]]:
-        return partial(
-            model.generate, max_new_tokens=protocol.max_new_tokens, stop=list(protocol.gsm8k_stops), temperature=0.0
-        )
-
-    def model_inputs(self, batch: Sequence[DocRequests]) -> list[Any]:
-        return [r.prompt for r in batch]
-
-    def config(self, protocol: H6Protocol) -> dict[str, Any]:
-        """Stops, budget, decoding; the thinking option only when not the default (config ids of earlier runs)."""
-        return {
-            "gsm8k_stops": list(protocol.gsm8k_stops),
-            "max_new_tokens": protocol.max_new_tokens,
-            "decoding": "greedy",
-            **config_entry(protocol.thinking),
-        }
-
-    def _signature_extra(self, config: Mapping[str, Any]) -> str:
-        return (
-            f"|stops:{'+'.join(config['gsm8k_stops'])}|max_new:{config['max_new_tokens']}"
-            f"|{option_of(config).signature()}"
-        )
-
-
 def _paper(
-    declared: MultipleChoiceTask | GenerationTask,
-    text: DocText,
-    templates: Mapping[str, str],
-    *,
-    by_subject: bool = False,
-    fewshot_target: Callable[[Mapping[str, Any]], str] | None = None,
-) -> PaperTask:
+    declared: MultipleChoiceTask | GenerationTask, text: DocText, templates: Mapping[str, str], **more: Any
+) -> H6Task:
     """The paper task of a declaration, with its query text over the (overridable) templates."""
-    fewshot = declared.fewshot
-    sampler = fewshot.chooser if fewshot is not None else None
-    shots = "none" if fewshot is None else "first_n" if isinstance(sampler, FirstN) else "sampled"
-    kind = GenerationSpec if declared.kind == "generation" else PaperTask
-    return kind(
-        name=declared.name,
-        data_name=declared.data,
-        num_fewshot=fewshot.n if fewshot is not None else 0,
-        metrics=declared.metric_names,
-        text=text,
-        templates=dict(templates),
-        shots=shots,
-        by_subject=by_subject,
-        declared=declared,
-        fewshot_target=fewshot_target,
-    )
+    return H6Task(declared=declared, text=text, templates=dict(templates), **more)
 
 
-TASK_SPECS: dict[str, TaskSpec] = {
+TASK_SPECS: dict[str, H6Task] = {
     s.name: s
     for s in (
         _paper(D.TH_ARC, P.question_text, D.QA_TEMPLATES),
@@ -408,7 +422,7 @@ _ALIASES = {
 }
 
 
-def get_task(name: str) -> TaskSpec:
+def get_task(name: str) -> H6Task:
     """The task named ``name`` (``th_arc`` ..., also ``th_arc_challenge``, ``arc``, ``gsm8k`` ...)."""
     key = _ALIASES.get(name.lower(), name.lower())
     if key not in TASK_SPECS:
@@ -416,7 +430,7 @@ def get_task(name: str) -> TaskSpec:
     return TASK_SPECS[key]
 
 
-def templates_for(spec: TaskSpec, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+def templates_for(spec: H6Task, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
     """The task's templates with ``overrides`` applied (unknown names are an error)."""
     out = dict(spec.templates)
     for key, value in (overrides or {}).items():
@@ -427,47 +441,44 @@ def templates_for(spec: TaskSpec, overrides: Mapping[str, str] | None = None) ->
 
 
 # --- functions over a spec (the lm-eval parity benchmark and the tests call these) -----------------------------
-def choices(spec: TaskSpec, doc: Mapping[str, Any]) -> list[str]:
+def choices(spec: H6Task, doc: Mapping[str, Any]) -> list[str]:
     """Answer choices of a multiple-choice task (without the leading space): ARC, HellaSwag, MMLU."""
     if not is_choice_task(spec):
         raise ValueError(f"{spec.name} is not a multiple-choice task")
-    return cast(PaperTask, spec).choices(doc)
+    return spec.choices(doc)
 
 
-def gold(spec: TaskSpec, doc: Mapping[str, Any]) -> int:
+def gold(spec: H6Task, doc: Mapping[str, Any]) -> int:
     """Index of the correct choice (ARC, HellaSwag, MMLU, Winogrande)."""
-    if not isinstance(spec, PaperTask) or not spec.uses_loglikelihood or spec.truthfulqa:
+    if not spec.uses_loglikelihood or spec.truthfulqa:
         raise ValueError(f"{spec.name} has no gold index")
     return spec.gold(doc)
 
 
-def is_choice_task(spec: TaskSpec) -> bool:
+def is_choice_task(spec: H6Task) -> bool:
     """ARC, HellaSwag, MMLU: one request per answer choice after the shared context (not TruthfulQA's MC1 + MC2
     targets, not Winogrande's partial scoring)."""
     return (
-        isinstance(spec, PaperTask)
-        and spec.uses_loglikelihood
-        and not spec.truthfulqa
-        and spec.declared.requests is None  # type: ignore[union-attr]
+        spec.uses_loglikelihood and not spec.truthfulqa and spec.declared.requests is None  # type: ignore[union-attr]
     )
 
 
 def fewshot_context(
-    spec: TaskSpec, doc: Mapping[str, Any], shots: Sequence[Mapping[str, Any]], templates: Mapping[str, str]
+    spec: H6Task, doc: Mapping[str, Any], shots: Sequence[Mapping[str, Any]], templates: Mapping[str, str]
 ) -> str:
-    """See :meth:`TaskSpec.context`."""
+    """See :meth:`H6Task.context`."""
     return spec.context(doc, shots, templates)
 
 
 def build_requests(
-    spec: TaskSpec, doc: Mapping[str, Any], shots: Sequence[Mapping[str, Any]], templates: Mapping[str, str]
+    spec: H6Task, doc: Mapping[str, Any], shots: Sequence[Mapping[str, Any]], templates: Mapping[str, str]
 ) -> DocRequests:
-    """See :meth:`TaskSpec.requests`."""
+    """See :meth:`H6Task.requests`."""
     return spec.requests(doc, shots, templates)
 
 
 def process_results(
-    spec: TaskSpec, doc: Mapping[str, Any], output: Any, *, protocol: H6Protocol = LEADERBOARD
+    spec: H6Task, doc: Mapping[str, Any], output: Any, *, protocol: H6Protocol = LEADERBOARD
 ) -> dict[str, Any]:
     """Metric values of one document from the model's output: the list of log-likelihoods (one per request) or,
     for GSM8K, the generated text."""

@@ -10,7 +10,7 @@ signature, **never in the H6 average, the leaderboard's Thai-H6 table or the pap
   assistant turns and the question as the last user turn, through the model's chat template, as lm-eval's
   ``--apply_chat_template --fewshot_as_multiturn`` builds them (``lm_eval/api/samplers.py`` ``get_chat_context``:
   user = the example's ``doc_to_text``, assistant = its target); GSM8K's strict ``#### N`` and flexible last-number
-  match on the reply with its thinking cut. Stops: :func:`chat_stops`.
+  match on the reply with its thinking cut. Stops: :meth:`~.tasks.H6Task.stops`.
 - ``generative-mc``: ``<task>.generative-mc`` (``th_arc (generative-mc)``) for ARC, HellaSwag, MMLU, TruthfulQA MC1
   and Winogrande: the question and lettered choices in one zero-shot user turn, the letter read from the reply after
   its thinking block (``tasks.generative_mc``), accuracy. Its budget is the protocol's ``max_new_tokens``.
@@ -18,141 +18,26 @@ signature, **never in the H6 average, the leaderboard's Thai-H6 table or the pap
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
-from functools import partial
-from typing import Any, ClassVar
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
 
-from thai_eval_utils.core.protocols import Model
+from thai_eval_utils.h6 import declarations as D
 from thai_eval_utils.h6 import prompts as P
 from thai_eval_utils.h6 import tasks as T
-from thai_eval_utils.h6.protocol import GSM8K_STOPS_H, GSM8K_STOPS_LB, VARIANTS, H6Protocol
+from thai_eval_utils.h6.protocol import GSM8K_STOPS_H, VARIANTS, H6Protocol
 from thai_eval_utils.tasks import generative_mc as MC
-from thai_eval_utils.tasks.thinking import config_entry, option_of
+from thai_eval_utils.tasks.declared import GenerationTask, MultipleChoiceTask
+from thai_eval_utils.tasks.metrics import ExactMatch
 
 GSM8K_CHAT, GENERATIVE_MC = VARIANTS
 #: HellaSwag as a question: which ending continues the text.
 HELLASWAG_QUESTION = "ข้อความใดต่อจากข้อความต่อไปนี้ได้เหมาะสมที่สุด\n\n{text}"
 #: Winogrande as a question: which option fills the blank.
 WINOGRANDE_QUESTION = "ตัวเลือกใดเติมในช่องว่าง (_) ของประโยคต่อไปนี้ได้ถูกต้อง\n\n{text}"
-
-
-def chat_stops(protocol: H6Protocol) -> tuple[str, ...]:
-    """GSM8K's stop strings in chat: the protocol's, except LB's completion stops (whose ``":"`` would cut a chat
-    reply at its first colon), which become lm-eval 0.4.13's (``Question:``, ``</s>``, ``<|im_end|>``), the stops
-    ``lm_eval --apply_chat_template`` sends with ``gsm8k``."""
-    return GSM8K_STOPS_H if protocol.gsm8k_stops == GSM8K_STOPS_LB else protocol.gsm8k_stops
-
-
-def _turns(messages: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
-    return [{"role": role, "content": content} for role, content in messages]
-
-
-@dataclass(frozen=True, kw_only=True)
-class ChatGenerationSpec(T.GenerationSpec):
-    """GSM8K through the model's chat template, few-shot examples as turns (module docstring)."""
-
-    chat: ClassVar[bool] = True
-    variant: ClassVar[str | None] = GSM8K_CHAT
-    base: str = "th_gsm8k"
-
-    @property
-    def data_task(self) -> str:
-        return self.base
-
-    @property
-    def label(self) -> str:
-        return f"{self.base} (chat)"
-
-    def requests(self, doc, shots, templates) -> T.DocRequests:
-        turns: list[tuple[str, str]] = []
-        for ex in shots:
-            turns += [("user", self.text(ex, templates)), ("assistant", self.target(ex))]
-        query = self.text(doc, templates)
-        return T.DocRequests(query, messages=(*turns, ("user", query)))
-
-    def model_call(self, model: Model, protocol: H6Protocol) -> Callable[[list[Any]], list[Any]]:
-        return partial(
-            model.chat, max_new_tokens=protocol.max_new_tokens, stop=list(chat_stops(protocol)), temperature=0.0
-        )
-
-    def model_inputs(self, batch: Sequence[T.DocRequests]) -> list[Any]:
-        return [_turns(r.messages) for r in batch]
-
-    def config(self, protocol: H6Protocol) -> dict[str, Any]:
-        return {
-            **super().config(protocol),
-            "gsm8k_stops": list(chat_stops(protocol)),
-            "variant": GSM8K_CHAT,
-            "format": "chat, few-shot as turns",
-        }
-
-    def _signature_extra(self, config: Mapping[str, Any]) -> str:
-        return f"|variant:{GSM8K_CHAT}" + super()._signature_extra(config)
-
-
 #: doc, templates -> the question; doc -> (choices, gold index).
 Question = Callable[[Mapping[str, Any], Mapping[str, str]], str]
 Options = Callable[[Mapping[str, Any]], tuple[list[str], int]]
-
-
-@dataclass(frozen=True, kw_only=True)
-class GenerativeChoiceTask(T.TaskSpec):
-    """A choice task asked for a letter in a chat, zero-shot (module docstring; ``tasks.generative_mc``)."""
-
-    uses_loglikelihood: ClassVar[bool] = False
-    chat: ClassVar[bool] = True
-    variant: ClassVar[str | None] = GENERATIVE_MC
-    base: str
-    question: Question
-    options: Options
-    order: str = "as in the data"
-
-    @property
-    def data_task(self) -> str:
-        return self.base
-
-    @property
-    def label(self) -> str:
-        return f"{self.base} ({GENERATIVE_MC})"
-
-    def draw(self, docs, pool, k, protocol) -> list[list[int]]:
-        if k:
-            raise ValueError(f"{self.name} is zero-shot (one user turn per question); got num_fewshot={k}")
-        return [[] for _ in docs]
-
-    def requests(self, doc, shots, templates) -> T.DocRequests:
-        choices, _ = self.options(doc)
-        text = MC.prompt(self.question(doc, templates), choices, templates[GENERATIVE_MC])
-        return T.DocRequests(text, messages=(("user", text),))
-
-    def model_call(self, model: Model, protocol: H6Protocol) -> Callable[[list[Any]], list[Any]]:
-        return partial(model.chat, max_new_tokens=protocol.max_new_tokens, temperature=0.0)
-
-    def model_inputs(self, batch: Sequence[T.DocRequests]) -> list[Any]:
-        return [_turns(r.messages) for r in batch]
-
-    def score(self, doc, output, protocol) -> dict[str, Any]:
-        """The letter read after the thinking block; accuracy against the gold choice."""
-        choices, gold = self.options(doc)
-        return MC.score(output["generation"], gold, len(choices), protocol.thinking)
-
-    def config(self, protocol: H6Protocol) -> dict[str, Any]:
-        return {
-            **super().config(protocol),
-            "variant": GENERATIVE_MC,
-            "format": "chat, zero-shot, letter",
-            "choice_order": self.order,
-            "max_new_tokens": protocol.max_new_tokens,
-            "decoding": "greedy",
-            **config_entry(protocol.thinking),
-        }
-
-    def _signature_extra(self, config: Mapping[str, Any]) -> str:
-        return (
-            f"|variant:{GENERATIVE_MC}{super()._signature_extra(config)}|max_new:{config['max_new_tokens']}"
-            f"|{option_of(config).signature()}"
-        )
 
 
 # --- each choice task's question and choices (the machinery is tasks.generative_mc's) --------------------------
@@ -177,47 +62,62 @@ def _mc1(doc: Mapping[str, Any]) -> tuple[list[str], int]:
     return MC.shuffled(list(P.get(targets, "choices")), labels.index(1), str(P.get(doc, "question")))
 
 
-_OPTIONS: dict[str, tuple[Question, Options]] = {
-    "th_arc": (_question, lambda d: (P.arc_choices(d), P.arc_gold(d))),
-    "th_hellaswag": (_hellaswag, lambda d: (P.hellaswag_choices(d), P.hellaswag_gold(d))),
-    "th_mmlu": (_question, lambda d: (list(P.get(d, "choices")), P.mmlu_gold(d))),
-    "th_truthfulqa": (_question, _mc1),
-    "th_winogrande": (_winogrande, lambda d: ([P.get(d, "option1"), P.get(d, "option2")], P.winogrande_gold(d))),
+#: Each choice task's question; its choices and gold are its declaration's, except where listed in ``_OPTIONS``.
+_QUESTIONS: dict[str, Question] = {
+    "th_arc": _question,
+    "th_hellaswag": _hellaswag,
+    "th_mmlu": _question,
+    "th_truthfulqa": _question,
+    "th_winogrande": _winogrande,
 }
+#: MMLU's choice texts (its declaration scores the letters), TruthfulQA's MC1 targets shuffled.
+_OPTIONS: dict[str, Options] = {"th_mmlu": lambda d: (list(P.get(d, "choices")), P.mmlu_gold(d)), "th_truthfulqa": _mc1}
 
 
-def _generative(base: T.TaskSpec) -> GenerativeChoiceTask:
-    question, options = _OPTIONS[base.name]
-    return GenerativeChoiceTask(
+# --- the variants declared: GenerationTasks over their paper task's data ----------------------------------------
+#: GSM8K in chat: the paper task's declaration (data, few-shot draw, references, metrics) with lm-eval's chat stops.
+TH_GSM8K_CHAT = replace(D.TH_GSM8K, name="th_gsm8k.chat", stop=GSM8K_STOPS_H, title="Thai GSM8K (chat)")
+
+
+def generative_declaration(base: MultipleChoiceTask, question: Question, options: Options) -> GenerationTask:
+    """A choice task asked for a letter: zero-shot, the user turn its question and lettered choices, the reference
+    the gold's letter; the letter is read from the reply (``tasks.generative_mc.extract_letter``, which needs each
+    item's number of choices) and scored as accuracy."""
+    templates = T.TASK_SPECS[base.name].templates
+    return GenerationTask(
         name=f"{base.name}.{GENERATIVE_MC}",
-        data_name=base.data_name,
-        num_fewshot=0,
-        metrics=("acc",),
-        text=question,
-        templates={**base.templates, GENERATIVE_MC: MC.PROMPT},
-        shots="none",
-        by_subject=base.by_subject,
-        base=base.name,
-        question=question,
-        options=options,
-        order="shuffled by question (tasks.generative_mc.shuffled)"
-        if base.name == "th_truthfulqa"
-        else "as in the data",
+        data=base.data,
+        prompt=lambda doc: MC.prompt(question(doc, templates), options(doc)[0]),
+        reference=lambda doc: MC.LETTERS[options(doc)[1]],
+        metrics=(ExactMatch(name="acc"),),
+        seed=None,
+        id_field=None,
+        title=f"{base.title} ({GENERATIVE_MC})",
+        version=D.VERSION,
     )
 
 
-def _chat(base: T.TaskSpec) -> ChatGenerationSpec:
-    shared = {f.name: getattr(base, f.name) for f in fields(base) if f.init}
-    return ChatGenerationSpec(**{**shared, "name": f"{base.name}.chat"}, base=base.name)
+def _generative(name: str) -> T.H6Task:
+    base, question = T.TASK_SPECS[name], _QUESTIONS[name]
+    options = _OPTIONS.get(name) or (lambda d: (base.choices(d), base.gold(d)))
+    return T.H6Task(
+        declared=generative_declaration(base.declared, question, options),  # type: ignore[arg-type]
+        text=question,
+        templates={**base.templates, GENERATIVE_MC: MC.PROMPT},
+        by_subject=base.by_subject,
+        variant=GENERATIVE_MC,
+        options=options,
+        order="shuffled by question (tasks.generative_mc.shuffled)" if name == "th_truthfulqa" else "as in the data",
+    )
 
 
 #: variant -> paper task -> the task the variant runs in its place.
-BY_VARIANT: dict[str, dict[str, T.TaskSpec]] = {
-    GSM8K_CHAT: {"th_gsm8k": _chat(T.TASK_SPECS["th_gsm8k"])},
-    GENERATIVE_MC: {name: _generative(T.TASK_SPECS[name]) for name in _OPTIONS},
+BY_VARIANT: dict[str, dict[str, T.H6Task]] = {
+    GSM8K_CHAT: {"th_gsm8k": replace(T.TASK_SPECS["th_gsm8k"], declared=TH_GSM8K_CHAT, variant=GSM8K_CHAT)},
+    GENERATIVE_MC: {name: _generative(name) for name in _QUESTIONS},
 }
 #: Every variant task by name.
-VARIANT_SPECS: dict[str, T.TaskSpec] = {s.name: s for by_task in BY_VARIANT.values() for s in by_task.values()}
+VARIANT_SPECS: dict[str, T.H6Task] = {s.name: s for by_task in BY_VARIANT.values() for s in by_task.values()}
 
 
 def is_variant(name: str) -> bool:
@@ -225,12 +125,12 @@ def is_variant(name: str) -> bool:
     return name in VARIANT_SPECS
 
 
-def get_spec(name: str) -> T.TaskSpec:
+def get_spec(name: str) -> T.H6Task:
     """The task named ``name``: a variant's, else the paper's (``tasks.get_task``: aliases too)."""
     return VARIANT_SPECS[name] if name in VARIANT_SPECS else T.get_task(name)
 
 
-def spec_for(task: str, protocol: H6Protocol) -> T.TaskSpec:
+def spec_for(task: str, protocol: H6Protocol) -> T.H6Task:
     """What runs for ``task`` under ``protocol``: the variant task of the first of ``protocol.variants`` that applies
     to it, else the task itself (a variant's own name runs that variant)."""
     spec = get_spec(task)

@@ -297,10 +297,13 @@ def score_records(
     return out
 
 
-def _replies(records: Sequence[dict[str, Any]], thinking: ThinkingOption, support: Mapping[str, str]) -> dict[str, Any]:
+def reply_summary(
+    records: Sequence[dict[str, Any]], thinking: ThinkingOption, support: Mapping[str, str], field: str = "output"
+) -> dict[str, Any]:
     """A generation run's thinking and answers-in-Thai summary entries: the option and what the model did with it, and
-    the stored replies' thinking counts and answers-in-Thai rate (:func:`.language.reply_stats`)."""
-    return {"thinking": summary_entry(thinking, support), "replies": reply_stats(records, "output", thinking)}
+    the stored replies' (each record's ``field``) thinking counts and answers-in-Thai rate
+    (:func:`.language.reply_stats`)."""
+    return {"thinking": summary_entry(thinking, support), "replies": reply_stats(records, field, thinking)}
 
 
 # ---------------------------------------------------------------------------------------------------- run
@@ -326,7 +329,7 @@ def _declared_summary(
         "scores": score_records(task, records, n_docs, thinking, metrics),
         "n_ungenerated": len(run.failed),
         "ungenerated": run.failed,
-        **(_replies(records, thinking, support) if task.kind == "generation" else {}),
+        **(reply_summary(records, thinking, support) if task.kind == "generation" else {}),
     }
 
 
