@@ -75,11 +75,7 @@ def h6_runs(model: str, out: Path, total: int, rng: random.Random) -> int:
                 shots = rng.sample(range(len(pool)), min(spec.num_fewshot, len(pool)))
                 rec = {"doc": i, "prompt_sha256": sha256_text(f"{model}{task}{i}"), "shots": shots}
                 if spec.uses_loglikelihood:
-                    k = (
-                        len(T.P.get(T.P.get(doc, "mc1_targets"), "choices")) + len(doc["mc2_targets"]["choices"])
-                        if isinstance(spec, T.TruthfulQATask)
-                        else (2 if isinstance(spec, T.WinograndeTask) else len(T.choices(spec, doc)))
-                    )
+                    k = len(spec.requests(doc, [], T.templates_for(spec)).requests)  # one log-likelihood per request
                     lls = [round(-rng.uniform(0.5, 20), 4) for _ in range(k)]
                     rec |= {"lls": lls, "is_greedy": [False] * k}
                     rec |= spec.score(doc, {"lls": lls}, T.LEADERBOARD)
