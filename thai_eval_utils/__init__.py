@@ -59,13 +59,13 @@ _EXPORTS: dict[str, str] = {
     "generation_fluency": "dialect.human_eval",
     "cohen_kappa": "dialect.human_eval",
     "judge_human_spearman": "dialect.human_eval",
-    # paper tables and batch runs
+    # paper tables and the notebooks run over models
     "check_published": "paper.published",
     "mismatches": "paper.published",
-    "run_models": "batch",
+    "run_models": "notebook_runs",
 }
 #: Subpackages and modules reachable as attributes (``thai_eval_utils.h6.evaluate``).
-_SUBMODULES = {"backend", "batch", "cli", "core", "dialect", "export", "h6", "paper", "plots", "thaicli"}
+_SUBMODULES = {"backend", "cli", "core", "dialect", "export", "h6", "notebook_runs", "paper", "plots", "thaicli"}
 
 __all__ = sorted(_EXPORTS) + sorted(_SUBMODULES)
 

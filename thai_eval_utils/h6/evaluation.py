@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from thai_eval_utils.core.errors import ThaiEvalDataError, ThaiEvalError
-from thai_eval_utils.core.protocols import LoglikelihoodModel, Model, model_label
+from thai_eval_utils.core.protocols import LoglikelihoodModel, Model, model_label, prepare_loglikelihood
 from thai_eval_utils.core.provenance import Score, canonical_json, sha256_text
 from thai_eval_utils.h6 import prompts as P
 from thai_eval_utils.h6 import tasks as T
@@ -203,6 +203,8 @@ def evaluate(
             ),
         }
 
+    if spec.uses_loglikelihood:
+        prepare_loglikelihood(model)  # a served model's order probe: before the layout takes the model's identity
     layout = RunLayout(
         f"thai_h6/{spec.name}",
         config,
