@@ -70,3 +70,32 @@ def test_a_suite_layout_keeps_its_benchmark_config_records_and_summary(tmp_path)
     assert {k: summary[k] for k in ("scores", "n", "computed")} == {"scores": {}, "n": 1, "computed": 1}
     again = run_task(model, task, items=items, layout=layout, outputs=tmp_path / "o", progress=False)
     assert again.run_dir == run.run_dir and again.computed == 0 and len(model.calls) == 1  # resumed, not recomputed
+
+
+def test_a_layout_without_thinking_settings_leaves_the_models_reply_handling_as_it_is(tmp_path):
+    """``RunLayout(thinking_settings=False)``: the endpoint's ``reasoning_tags`` stay None during the call (its
+    server's content stored as it came); by default the runner hands the thinking option's tags to the model for
+    the run and restores them after."""
+    task = blank_task(tmp_path)
+    items = [{"id": "0-abc", "doc": 0, "requests": [("ก", " ข"), ("ก", " ค")]}]
+    model = FakeModel(score=lambda c, x: (-1.0, False))
+    model.reasoning_tags = None
+    seen = []
+
+    def call(chunk):
+        seen.append(model.reasoning_tags)
+        return [answer for _ in chunk for answer in ((-1.0, False), (-2.0, False))]  # one per request
+
+    for settings in (False, True):
+        layout = RunLayout(
+            f"suite/blank{int(settings)}",
+            {"task": "blank"},
+            lambda item, answer: {"doc": item["doc"]},
+            {},
+            lambda records, support, run: {"scores": {}, "support": dict(support)},
+            call=call,
+            tolerate=(),
+            thinking_settings=settings,
+        )
+        run_task(model, task, items=items, layout=layout, outputs=tmp_path / "o", progress=False)
+    assert seen == [None, ("<think>", "</think>")] and model.reasoning_tags is None

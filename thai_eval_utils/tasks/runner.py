@@ -10,6 +10,8 @@ metrics (chrF, BLEU) over the outputs at the end.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -83,6 +85,9 @@ class RunLayout:
         data_files, templates: what the run card hashes into the config id.
         model_identity: the identity recorded (default: the model's, without what a server's answers fill in).
         tolerate: errors of a call that leave its items unfinished (listed) instead of ending the run.
+        thinking_settings: hand the thinking option's settings to the model while the run lasts
+            (:func:`~.thinking.apply_to_model`: an endpoint's split-off thinking rejoined, ``enable_thinking``...);
+            False for a suite whose stored replies are the server's content as it came (no thinking option).
     """
 
     benchmark: str
@@ -95,6 +100,7 @@ class RunLayout:
     templates: Mapping[str, str] = field(default_factory=dict)
     model_identity: Mapping[str, Any] | None = None
     tolerate: tuple[type[BaseException], ...] = (ApiError,)
+    thinking_settings: bool = True
 
 
 @dataclass
@@ -439,7 +445,8 @@ def run_task(
         prompt_templates=layout.templates,
         outputs=outputs,
     ) as store:
-        with apply_to_model(model, thinking if task.kind == "generation" else DEFAULT) as support:
+        option = thinking if task.kind == "generation" else DEFAULT
+        with apply_to_model(model, option) if layout.thinking_settings else nullcontext({}) as support:
             run = run_items(
                 store,
                 items,

@@ -362,25 +362,9 @@ def _items(task: NlgTask, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, A
     ]
 
 
-@contextlib.contextmanager
-def _server_content(model: Any) -> Iterator[None]:
-    """An endpoint's reply as its server gives it while the call lasts (the declared runner's default thinking
-    option would rejoin a thinking block the server split off; these runs never did, and their stored records
-    stay what they were)."""
-    if not hasattr(model, "reasoning_tags"):
-        yield
-        return
-    saved, model.reasoning_tags = model.reasoning_tags, None
-    try:
-        yield
-    finally:
-        model.reasoning_tags = saved
-
-
 def _compute(model: ChatModel, options: GenerationOptions) -> Any:
     def call(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        with _server_content(model):
-            replies = generate_replies(model, [[{"role": "user", "content": it["prompt"]}] for it in chunk], options)
+        replies = generate_replies(model, [[{"role": "user", "content": it["prompt"]}] for it in chunk], options)
         return [
             {
                 "id": it["id"],
@@ -507,6 +491,7 @@ def run_nlg_task(
         data_files=[str(path)],
         templates={task.task_type: task.template},
         model_identity=stable_identity(dict(getattr(model, "identity", None) or {"name": model.name})),
+        thinking_settings=False,  # the server's reply content as it came, as these runs always stored it
     )
     # a call that fails after the client's retries (an ApiError, RunLayout's default; in batch mode also a reply not
     # back yet) leaves its items ungenerated, named in the summary
