@@ -9,12 +9,24 @@ import pytest
 
 from thai_eval_utils.core.provenance import Score
 from thai_eval_utils.h6 import metrics as M
+from thai_eval_utils.tasks.metrics import ACC, ACC_NORM, LoglikelihoodAccuracy
+
+ACC_BYTES = LoglikelihoodAccuracy("byte")
+
+
+def multiple_choice(lls: list[float], choices: list[str], gold: int) -> dict[str, float | int]:
+    """acc, acc_norm and acc_bytes of one document, and their predictions, from the metric objects Thai-H6 declares."""
+    out: dict[str, float | int] = {}
+    for metric, pred in ((ACC, "pred"), (ACC_NORM, "pred_norm"), (ACC_BYTES, "pred_bytes")):
+        out[metric.name] = metric.score_choices(lls, choices, gold)
+        out[pred] = metric.predict(lls, choices)
+    return out
 
 
 def test_acc_norm_counts_code_points_not_bytes():
     # "น้ำ" = NO NU + MAI THO + SARA AM: 3 code points, 9 UTF-8 bytes; "water": 5 and 5.
     assert len("น้ำ") == 3 and len("น้ำ".encode()) == 9
-    out = M.multiple_choice([-6.0, -8.0], ["น้ำ", "water"], gold=1)
+    out = multiple_choice([-6.0, -8.0], ["น้ำ", "water"], gold=1)
     # acc: -6 > -8 -> 0; per code point: -2.0 < -1.6 -> 1; per byte: -0.667 > -1.6 -> 0
     assert (out["pred"], out["pred_norm"], out["pred_bytes"]) == (0, 1, 0)
     assert (out["acc"], out["acc_norm"], out["acc_bytes"]) == (0.0, 1.0, 0.0)
@@ -23,14 +35,14 @@ def test_acc_norm_counts_code_points_not_bytes():
 def test_acc_norm_is_not_grapheme_or_nfkc_length():
     # Per code point: -5/3 = -1.667 > -3.5/2 = -1.75 -> choice 0. Counting "น้ำ" as fewer units (graphemes)
     # or as 4 (NFKC splits SARA AM into NIKHAHIT + SARA AA) would change the division.
-    out = M.multiple_choice([-5.0, -3.5], ["น้ำ", "ab"], gold=0)
+    out = multiple_choice([-5.0, -3.5], ["น้ำ", "ab"], gold=0)
     assert out["pred_norm"] == 0 and out["acc_norm"] == 1.0
     assert out["pred"] == 1 and out["acc"] == 0.0
 
 
 def test_ties_go_to_first_choice():
     assert M.argmax_first([-1.0, -1.0, -2.0]) == 0
-    assert M.multiple_choice([-2.0, -4.0], ["ก", "กก"], gold=1)["pred_norm"] == 0  # -2/1 == -4/2
+    assert multiple_choice([-2.0, -4.0], ["ก", "กก"], gold=1)["pred_norm"] == 0  # -2/1 == -4/2
 
 
 def test_mc1():

@@ -14,6 +14,7 @@ from fakes import FakeModel
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.h6 import metrics as h6_metrics
+from thai_eval_utils.h6.declarations import ACC_BYTES, TH_ARC
 from thai_eval_utils.tasks import FewShot, GenerationTask, MultipleChoiceTask, load_items, run_task
 from thai_eval_utils.tasks import metrics as M
 from thai_eval_utils.thaicli.loglik import JUDGE_FREE_TASK, loglikelihood_preferences
@@ -40,24 +41,30 @@ def mc_task(tmp_path: Path, rows: list[dict] = ROWS, **options) -> MultipleChoic
 # -------------------------------------------------------------------------------------------------- metrics
 def test_acc_and_acc_norm_hand_computed():
     # lls -3 ("ab", 2 chars) and -4 ("abcdef", 6 chars): acc picks 0; per char -1.5 vs -0.667 picks 1
-    assert M.acc([-3.0, -4.0], 0) == 1.0 and M.acc_norm([-3.0, -4.0], ["ab", "abcdef"], 0) == 0.0
-    assert M.acc_norm([-3.0, -4.0], ["ab", "abcdef"], 1) == 1.0
+    acc = M.ACC.score_choices
+    acc_norm = M.ACC_NORM.score_choices
+    assert acc([-3.0, -4.0], ["ab", "abcdef"], 0) == 1.0 and acc_norm([-3.0, -4.0], ["ab", "abcdef"], 0) == 0.0
+    assert acc_norm([-3.0, -4.0], ["ab", "abcdef"], 1) == 1.0
     # Thai: "ก่า" is 3 code points (consonant, tone mark, vowel), never bytes (9) or graphemes (2)
     assert M.normalised([-3.0], ["ก่า"]) == [-1.0]
     # ties: lm-eval's argmax takes the first; "split" counts 1/k
-    assert M.acc([-1.0, -1.0], 1) == 0.0 and M.acc([-1.0, -1.0], 0) == 1.0
-    assert M.acc([-1.0, -1.0], 1, ties="split") == 0.5 and M.acc([-1.0, -1.0, -2.0], 2, ties="split") == 0.0
+    assert acc([-1.0, -1.0], ["a", "b"], 1) == 0.0 and acc([-1.0, -1.0], ["a", "b"], 0) == 1.0
+    assert (
+        acc([-1.0, -1.0], ["a", "b"], 1, "split") == 0.5 and acc([-1.0, -1.0, -2.0], ["a", "b", "c"], 2, "split") == 0.0
+    )
     # the delimiter is not counted: " ab" would be 3 characters and flip this item
-    assert M.acc_norm([-3.0, -7.0], ["ab", "abcde"], 0) == 0.0  # -1.5 < -1.4
+    assert acc_norm([-3.0, -7.0], ["ab", "abcde"], 0) == 0.0  # -1.5 < -1.4
     assert -3.0 / 3 > -7.0 / 6  # with " " counted, chosen would have won
 
 
 def test_thai_h6_uses_the_one_acc_norm():
     lls, choices = [-3.0, -4.0, -9.5], ["ab", "abcdef", "ก่าข"]
-    out = h6_metrics.multiple_choice(lls, choices, 1)
+    out = M.multiple_choice(lls, choices, 1)
     assert (out["acc"], out["acc_norm"], out["pred"], out["pred_norm"]) == (0.0, 1.0, 0, 1)
-    assert out["acc_norm"] == M.acc_norm(lls, choices, 1) and h6_metrics.argmax_first is M.argmax_first
-    assert out["pred_bytes"] == 1  # -3/2, -4/6, -9.5/12 bytes
+    # Thai-H6 declares the very objects (not copies): the one implementation
+    assert [id(m) for m in TH_ARC.metrics] == [id(M.ACC_NORM), id(M.ACC), id(ACC_BYTES)]
+    assert h6_metrics.argmax_first is M.argmax_first
+    assert ACC_BYTES.predict(lls, choices) == 1  # -3/2, -4/6, -9.5/12 bytes
 
 
 def test_generation_metrics():

@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from thai_eval_utils.core.provenance import Score
-from thai_eval_utils.tasks import metrics as tasks_metrics
 from thai_eval_utils.tasks.metrics import Metric, argmax_first
 
 #: GSM8K strict answer pattern (LB ``tasks/gsm8k.py`` ANS_RE; lm-eval 0.4.13 "strict-match").
@@ -23,30 +22,6 @@ GSM8K_INVALID = "[invalid]"
 #: "Last number anywhere" for the flexible diagnostic column (our own pattern: an optional minus sign,
 #: digits with optional thousands commas, an optional decimal part; never the headline).
 GSM8K_NUMBER_RE = re.compile(r"-?[0-9][0-9,]*(?:\.[0-9]+)?")
-
-
-def multiple_choice(lls: Sequence[float], choices: Sequence[str], gold: int) -> dict[str, float | int]:
-    """acc, acc_norm (per Unicode code point) and acc_bytes (per UTF-8 byte) of one document.
-
-    ``choices`` are the answer texts *without* the leading space that the continuation carries
-    (LB ``MultipleChoiceTask.process_results`` divides by ``len(choice)``: code points, so every Thai
-    vowel and tone mark counts one; never bytes, graphemes or tokens). acc and acc_norm are the package's one
-    implementation, :mod:`thai_eval_utils.tasks.metrics` (lm-eval's); acc_bytes is Thai-H6's diagnostic.
-
-    Returns:
-        ``acc``, ``acc_norm``, ``acc_bytes`` (1.0 or 0.0) and the three predicted indices
-        ``pred``, ``pred_norm``, ``pred_bytes``.
-    """
-    out = tasks_metrics.multiple_choice(lls, choices, gold)
-    pred_bytes = argmax_first(tasks_metrics.per_byte(lls, choices))
-    return {
-        "acc": out["acc"],
-        "acc_norm": out["acc_norm"],
-        "acc_bytes": float(pred_bytes == gold),
-        "pred": out["pred"],
-        "pred_norm": out["pred_norm"],
-        "pred_bytes": pred_bytes,
-    }
 
 
 def mc1(lls: Sequence[float]) -> float:

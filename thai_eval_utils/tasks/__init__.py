@@ -37,8 +37,6 @@ from thai_eval_utils.tasks.metrics import (
     Metric,
     RougeL,
     TokenF1,
-    acc,
-    acc_norm,
     multiple_choice,
 )
 from thai_eval_utils.tasks.runner import TaskRun, run_task
@@ -76,8 +74,6 @@ __all__ = [
     "MultipleChoiceTask",
     "TaskRun",
     "ThinkingOption",
-    "acc",
-    "acc_norm",
     "is_mainly_thai",
     "load_items",
     "multiple_choice",

@@ -1,6 +1,7 @@
-"""The metrics of declared tasks: lm-evaluation-harness's multiple-choice ``acc`` / ``acc_norm`` (the one
-implementation in the package; Thai-H6 and the judge-free ThaiCLI variant use it) and a small table of generation
-metrics (exact match, sacrebleu chrF and BLEU, ROUGE-L on Thai words).
+"""The metrics of declared tasks as objects (:class:`Metric`): lm-evaluation-harness's multiple-choice ``acc`` /
+``acc_norm`` (:class:`LoglikelihoodAccuracy`, the one implementation in the package; Thai-H6, the leaderboard and the
+judge-free ThaiCLI variant use it) and the generation metrics (exact match, sacrebleu chrF and BLEU, ROUGE-L and
+token F1 on Thai words).
 
 acc_norm follows lm-eval 0.4.13 ``ConfigurableTask.process_results`` (and the Open LLM Leaderboard's
 ``MultipleChoiceTask``): each choice's summed log-likelihood divided by ``len(choice)``, the choice text *without*
@@ -67,28 +68,6 @@ def _hit(scores: Sequence[float], gold: int, ties: str) -> float:
     top = max(scores)
     best = [i for i, s in enumerate(scores) if s == top]
     return 1.0 / len(best) if gold in best else 0.0
-
-
-def acc(lls: Sequence[float], gold: int, *, ties: str = "first") -> float:
-    """lm-eval's ``acc``: 1.0 when the gold choice has the largest summed log-likelihood."""
-    return _hit(list(lls), gold, ties)
-
-
-def acc_norm(lls: Sequence[float], choices: Sequence[str], gold: int, *, ties: str = "first") -> float:
-    """lm-eval's ``acc_norm``: 1.0 when the gold choice has the largest ``ll / len(choice)`` (see the module)."""
-    return _hit(normalised(lls, choices), gold, ties)
-
-
-def multiple_choice(
-    lls: Sequence[float], choices: Sequence[str], gold: int, *, ties: str = "first"
-) -> dict[str, float | int]:
-    """acc, acc_norm and the predicted indices (``pred``, ``pred_norm``) of one document."""
-    return {
-        "acc": acc(lls, gold, ties=ties),
-        "acc_norm": acc_norm(lls, choices, gold, ties=ties),
-        "pred": argmax_first(lls),
-        "pred_norm": argmax_first(normalised(lls, choices)),
-    }
 
 
 # ------------------------------------------------------------------------------------------------ generation
@@ -484,6 +463,20 @@ EXACT_MATCH = ExactMatch()
 ROUGE_L = RougeL()
 CHRF_METRIC = ChrF()
 BLEU_METRIC = Bleu()
+
+
+def multiple_choice(
+    lls: Sequence[float], choices: Sequence[str], gold: int, *, ties: str = "first"
+) -> dict[str, float | int]:
+    """What a multiple-choice record stores of one document: lm-eval's ``acc`` and ``acc_norm`` (:data:`ACC`,
+    :data:`ACC_NORM`) and their predicted choices (``pred``, ``pred_norm``)."""
+    return {
+        "acc": ACC.score_choices(lls, choices, gold, ties),
+        "acc_norm": ACC_NORM.score_choices(lls, choices, gold, ties),
+        "pred": ACC.predict(lls, choices),
+        "pred_norm": ACC_NORM.predict(lls, choices),
+    }
+
 
 #: The generation metrics a declared task may name: name -> the default object the name stands for.
 GENERATION_METRICS: dict[str, Metric] = {
