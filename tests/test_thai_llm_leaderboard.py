@@ -228,16 +228,6 @@ def test_missing_file_and_parquet_export(tmp_path):
     assert data.source["origin"] == "data folder" and len(data.source["sha256"]) == 64
 
 
-def test_hub_file_offline_names_the_repo_file_and_revision(monkeypatch, tmp_path):
-    from thai_eval_utils.thai_llm_leaderboard.data import hub_file
-
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(ThaiEvalDataError) as err:
-        hub_file(nlu_task("thaiexam_qa"), cache_dir=tmp_path)
-    assert "thai_exam.jsonl" in str(err.value) and "kunato/thai-exam-seacrowd" in str(err.value)
-    assert "59198720623a81239dbbde1e77a98a183f002c41" in str(err.value) and "offline" in str(err.value)
-
-
 # -------------------------------------------------------------------------------------------- model length
 class _Cfg:
     def __init__(self, **kw):

@@ -3,10 +3,9 @@ thai_llm_leaderboard.md 1.1-1.2, 2.3; ``evaluation/data_utils.py:149-159``, ``ev
 113-209``).
 
 Where the file comes from: a data folder holding the HF repos' files (``{task_key}_test.jsonl``, ``thai_exam.jsonl``;
-a Parquet export of the same stem is read too), or the Hub file itself through
-``huggingface_hub.hf_hub_download(repo_id, filename, revision=..., repo_type="dataset")`` with a pinned revision
-(offline, ``HF_HUB_OFFLINE=1``, only the local cache is read). The run card records the repo, revision and file
-SHA-256 (:attr:`TaskData.source`).
+a Parquet export of the same stem is read too), as the shipped samples are or as ``thai-eval data fetch
+thai_llm_leaderboard`` writes the Hub's files at their pinned revisions (the one way the package reads the Hub). The
+run card records the repo, file and SHA-256 (:attr:`TaskData.source`).
 
 What the runner does with the rows, reproduced here: QA gold = ``choices.index(answer[0])`` (exact match, first
 occurrence); a list answer that is empty or not among the choices excludes the row (counted, never scored); a plain
@@ -18,7 +17,6 @@ the task's label set.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,26 +70,6 @@ def local_file(task: NLUTask, data_dir: str | Path) -> Path:
             path=folder,
         )
     return found
-
-
-def hub_file(task: NLUTask, revision: str | None = None, cache_dir: str | Path | None = None) -> Path:
-    """The task's file from the Hugging Face Hub at a pinned revision (default: the task's), through
-    ``huggingface_hub.hf_hub_download``; offline (``HF_HUB_OFFLINE=1``) only the local cache answers."""
-    from huggingface_hub import hf_hub_download
-
-    try:
-        return Path(
-            hf_hub_download(
-                task.repo, task.file, revision=revision or task.revision, repo_type="dataset", cache_dir=cache_dir
-            )
-        )
-    except Exception as exc:  # noqa: BLE001 - offline cache miss, network, auth: say which file and why
-        offline = " (offline: only the local cache is read)" if os.environ.get("HF_HUB_OFFLINE") == "1" else ""
-        raise ThaiEvalDataError(
-            f"cannot get {task.file} of dataset {task.repo} at revision "
-            f"{revision or task.revision}{offline}: {type(exc).__name__}",
-            path=task.repo,
-        ) from None
 
 
 def _require_int_label(value: Any, n_labels: int, path: Path, row: int) -> int:
@@ -189,12 +167,11 @@ def load_task(
     task: NLUTask,
     data_dir: str | Path | None = None,
     *,
-    from_hub: bool = False,
-    revision: str | None = None,
     path: str | Path | None = None,
 ) -> TaskData:
-    """A task's data: from ``path``, else the task's file in ``data_dir``, else (``from_hub``) the Hub at
-    ``revision`` (default: the task's pinned one). Every row is validated before any item is returned.
+    """A task's data: from ``path``, else the task's file in ``data_dir`` (``thai-eval data fetch
+    thai_llm_leaderboard`` writes the Hub's files at their pinned revisions there). Every row is validated before any
+    item is returned.
 
     Raises:
         ThaiEvalDataError: no such file; a wrong column, an empty text, an unknown label, a string answer not among
@@ -204,10 +181,8 @@ def load_task(
         file, origin = Path(path), "file"
     elif data_dir is not None:
         file, origin = local_file(task, data_dir), "data folder"
-    elif from_hub:
-        file, origin = hub_file(task, revision), "hub"
     else:
-        raise ThaiEvalDataError(f"task {task.key!r}: give a data folder, a file or from_hub=True")
+        raise ThaiEvalDataError(f"task {task.key!r}: give a data folder or a file")
     records = read_records(file, SCHEMA_FIELDS[task.schema])
     items, excluded = build_items(task, records, file)
     source = {
@@ -216,7 +191,7 @@ def load_task(
         "split": task.split,
         "path": str(file),
         "origin": origin,
-        "revision": (revision or task.revision) if origin == "hub" else None,
+        "revision": None,  # a file as found (the field stays: stored runs recorded it)
         "sha256": sha256_file(file),
     }
     return TaskData(task, file, items, excluded, source)

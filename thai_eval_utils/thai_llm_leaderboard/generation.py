@@ -21,7 +21,7 @@ from thai_eval_utils.core.protocols import ChatModel
 from thai_eval_utils.core.records import read_records, require_text
 from thai_eval_utils.tasks.declared import GenerationTask
 from thai_eval_utils.tasks.metrics import qualified_name
-from thai_eval_utils.tasks.runner import RunLayout, run_task
+from thai_eval_utils.tasks.runner import RunLayout, TaskRun, run_task
 from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
 from thai_eval_utils.thai_llm_leaderboard.nlg_metrics import NLG_METRIC_OBJECTS, ROUGE_SEED, nlg_scores
 
@@ -336,17 +336,11 @@ def generate_replies(
 
 # ------------------------------------------------------------------------------------------------ runs
 @dataclass
-class NlgRun:
-    """A finished (or resumed) run of one generation task: records in item order, the scores (Score dicts with an
-    ``interval``), the summary and where it is stored."""
+class NlgRun(TaskRun):
+    """A finished (or resumed) run of one generation task (a declared task's run,
+    :class:`~thai_eval_utils.tasks.runner.TaskRun`: records in item order, the scores, the summary, where it is
+    stored), with the notes on what the runner's metrics could not compute here."""
 
-    task: str
-    records: list[dict[str, Any]]
-    scores: dict[str, dict[str, Any]]
-    summary: dict[str, Any]
-    run_dir: Path
-    config_id: str
-    computed: int = 0
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -506,5 +500,12 @@ def run_nlg_task(
     )
     summary = run.summary
     return NlgRun(
-        task.key, run.records, summary["scores"], summary, run.run_dir, run.config_id, run.computed, summary["notes"]
+        task.key,
+        run.records,
+        summary["scores"],
+        run.run_dir,
+        run.config_id,
+        run.computed,
+        summary,
+        notes=summary["notes"],
     )

@@ -91,6 +91,18 @@ OFFLINE_JUDGE_MAX_TOKENS = 256
 JUDGE_KEY_ENV = "THAI_EVAL_JUDGE_API_KEY"
 
 
+def judge_params_for(judge_model: str | None, max_tokens: int | None = None) -> JudgeParams:
+    """The runner's judge settings (:data:`JUDGE_PARAMS`) with the reply budget asked, else the runner's 2048 for a
+    real judge and :data:`OFFLINE_JUDGE_MAX_TOKENS` for the offline embedded one (``judge_model`` None).
+
+    Example:
+        >>> judge_params_for(None).max_tokens, judge_params_for("gpt-4o-2024-05-13").max_tokens
+        (256, 2048)
+    """
+    budget = max_tokens or (OFFLINE_JUDGE_MAX_TOKENS if judge_model is None else JUDGE_PARAMS.max_tokens)
+    return replace(JUDGE_PARAMS, max_tokens=budget)
+
+
 def open_judge(judge_model: str | None = None, *, base_url: str | None = None) -> ChatModel:
     """The MT-Bench judge: None the embedded model in-process (offline demo); ``"local:<spec>"`` any local model
     ``load_model`` reads; else an OpenAI-compatible model id (``openai:`` optional; the runner's is

@@ -84,15 +84,14 @@ def score_task(
     limit: int | None = None,
     batch_size: int | None = None,
     progress: bool = False,
-    from_hub: bool = False,
 ) -> list[dict[str, Any]]:
     """Score a task's items on ``model`` without storing anything: one record per scored item (:func:`.scoring.
     score_batch`: ``lls``, ``pred``, ``gold``, ``correct``, ...), in item order. ``data``: the loaded task data,
-    else read from ``data_dir`` (or the Hub cache, ``from_hub``); ``limit``: the first N scored items;
+    else read from ``data_dir``; ``limit``: the first N scored items;
     ``batch_size``: items per ``model.loglikelihood`` call (default: all in one call, so the engine packs as many
     prompts per forward as its token budget allows)."""
     task = nlu_task(task) if isinstance(task, str) else task
-    data = data if data is not None else load_task(task, data_dir, from_hub=from_hub)
+    data = data if data is not None else load_task(task, data_dir)
     items = data.items if limit is None else data.items[: max(0, int(limit))]
     protocol = protocol.for_model(model)  # sums="labels" needs token-id scoring and float32 totals
     trunc = check_engine(model, protocol)
@@ -155,8 +154,6 @@ def run_nlu_task(
     outputs: str | Path | None = None,
     batch_size: int | None = None,
     progress: bool = True,
-    from_hub: bool = False,
-    revision: str | None = None,
 ) -> NLURun:
     """Run one log-likelihood task on ``model``, resuming whatever its run already stored, and write the summary.
 
@@ -169,14 +166,12 @@ def run_nlu_task(
         outputs: the outputs folder (default ``$THAI_EVAL_OUTPUTS`` or ``outputs``).
         batch_size: items per model call and per store flush (default: the model's ``concurrency``, else 8).
         progress: show a progress bar.
-        from_hub: without ``data_dir``, read the task's file from the Hugging Face Hub (offline: the local cache) at
-            ``revision`` (default: the task's pinned revision); the run card records repo, revision and hash.
 
     Raises:
         ThaiEvalDataError: a bad row (file, row and field named) before any run folder is made or any call.
     """
     task = nlu_task(task) if isinstance(task, str) else task
-    data = data if data is not None else load_task(task, data_dir, from_hub=from_hub, revision=revision)
+    data = data if data is not None else load_task(task, data_dir)
     items = data.items if limit is None else data.items[: max(0, int(limit))]
     protocol = protocol.for_model(model)  # sums="labels" needs token-id scoring and float32 totals
     trunc = check_engine(model, protocol)

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 import pandas as pd
 
+from thai_eval_utils.thai_llm_leaderboard.generation import NLG_TASKS, NlgRun
 from thai_eval_utils.thai_llm_leaderboard.runner import NLURun
 from thai_eval_utils.thai_llm_leaderboard.tasks import NLU_TASKS
 
@@ -50,3 +51,53 @@ def leaderboard_frame(rows: pd.DataFrame) -> pd.DataFrame:
     )
     order = [t for t in NLU_TASKS if t in frame.columns]
     return frame[order].fillna("")
+
+
+def chosen_tasks(tasks: Iterable[str] | None, catalogue: Iterable[str]) -> list[str]:
+    """The keys of ``catalogue`` a run asks for, in the catalogue's order when ``tasks`` is None (every one), else in
+    the order asked; a key of another catalogue (``tasks`` may mix NLU, NLG and ``mt_bench_thai``) is skipped.
+
+    Example:
+        >>> chosen_tasks(["mt_bench_thai", "b"], ["a", "b"]), chosen_tasks(None, ["a", "b"])
+        (['b'], ['a', 'b'])
+    """
+    known = list(catalogue)
+    return [t for t in (known if tasks is None else tasks) if t in known]
+
+
+def runner_metrics_frame(runs: Iterable[NLURun]) -> pd.DataFrame:
+    """One row per log-likelihood run: ``task, n``, the rows ``excluded`` and ``truncated``, and the runner's own
+    metric columns (:func:`.metrics.runner_metrics`)."""
+    return pd.DataFrame(
+        [
+            {
+                "task": r.task,
+                "n": r.summary["n"],
+                "excluded": r.summary["n_excluded"],
+                "truncated": r.summary["n_truncated"],
+                **r.summary["runner_metrics"],
+            }
+            for r in runs
+        ]
+    )
+
+
+def nlg_frame(runs: Iterable[NlgRun]) -> pd.DataFrame:
+    """One row per (generation run, metric): ``task, metric, value, n, ci_low, ci_high``, ``displayed`` (the metric
+    the leaderboard shows for the task, :attr:`.generation.NlgTask.displayed`) and the ``signature``."""
+    return pd.DataFrame(
+        [
+            {
+                "task": r.task,
+                "metric": k,
+                "value": s["value"],
+                "n": s["n"],
+                "ci_low": (s["interval"] or {}).get("low"),
+                "ci_high": (s["interval"] or {}).get("high"),
+                "displayed": k == NLG_TASKS[r.task].displayed,
+                "signature": s["signature"],
+            }
+            for r in runs
+            for k, s in r.scores.items()
+        ]
+    )
