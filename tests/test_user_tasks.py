@@ -29,6 +29,8 @@ EXAMPLES = REPO / "docs" / "examples" / "user_tasks"
 #: A file the page shows: a ``<!-- file: NAME -->`` comment, then a plain fence (a fence with attributes is not a code
 #: block to the site's Markdown, which would render its text as paragraphs).
 FILE_BLOCK = re.compile(r"^<!-- file: (\S+) -->\n```\w+\n(.*?)^```$", re.S | re.M)
+#: A shipped declaration the page quotes: ``<!-- shipped: PATH -->``, then a plain fence holding the file's text.
+SHIPPED_BLOCK = re.compile(r"^<!-- shipped: (\S+) -->\n```\w+\n(.*?)^```$", re.S | re.M)
 CONSOLE_BLOCK = re.compile(r"^```console\n(.*?)^```$", re.S | re.M)
 
 
@@ -41,6 +43,29 @@ def doc_commands() -> list[str]:
     """The ``$ ...`` lines of the page's console block."""
     (block,) = CONSOLE_BLOCK.findall(DOC.read_text(encoding="utf-8"))
     return [line[2:] for line in block.splitlines() if line.startswith("$ ")]
+
+
+def test_the_shipped_declarations_the_page_quotes_are_the_package_code():
+    """The page shows Thai-H6's, ThaiCLI's and the leaderboard's declarations as examples: each quoted block is the
+    named file's text verbatim, and the objects it declares are the types a user writes."""
+    from thai_eval_utils.h6.declarations import TH_ARC
+    from thai_eval_utils.tasks import MultipleChoiceTask
+    from thai_eval_utils.thai_llm_leaderboard.declarations import declare
+    from thai_eval_utils.thai_llm_leaderboard.tasks import nlu_task
+    from thai_eval_utils.thaicli.loglik import JUDGE_FREE_TASK
+
+    blocks = SHIPPED_BLOCK.findall(DOC.read_text(encoding="utf-8"))
+    assert [path for path, _ in blocks] == [
+        "thai_eval_utils/h6/declarations.py",
+        "thai_eval_utils/h6/declarations.py",
+        "thai_eval_utils/thaicli/loglik.py",
+        "thai_eval_utils/thai_llm_leaderboard/declarations.py",
+    ]
+    for path, text in blocks:
+        assert text in (REPO / path).read_text(encoding="utf-8"), f"the page's block of {path} is not its code"
+    for task in (TH_ARC, JUDGE_FREE_TASK, declare(nlu_task("xcopa_tha_seacrowd_qa"))):
+        assert type(task) is MultipleChoiceTask
+    assert [m.name for m in TH_ARC.metrics] == ["acc_norm", "acc", "acc_bytes"] and TH_ARC.fewshot.n == 25
 
 
 @pytest.fixture
