@@ -328,6 +328,11 @@ def test_evaluate_tasks_and_scores_frame(tmp_path):
     assert list(res) == ["th_arc", "th_winogrande"]
     assert len(res["th_arc"].table) == 3 and len(res["th_winogrande"].table) == 2
     assert res["th_winogrande"].headline.value == 1.0
+    # a task's None in limits means limit (the notebook passes {"th_gsm8k": gsm8k_limit} as it is)
+    one = h6.evaluate_tasks(
+        model, tmp_path, ["th_winogrande"], shots(0), limit=1, limits={"th_winogrande": None}, outputs=tmp_path / "out"
+    )
+    assert len(one["th_winogrande"].table) == 1
     card = json.loads((res["th_arc"].run_dir / "run_card.json").read_text(encoding="utf-8"))
     assert any(p.endswith("th_arc_challenge_test.jsonl") for p in card["data_files"])
     frame = h6.scores_frame(res)

@@ -409,7 +409,7 @@ def evaluate_tasks(
     Args:
         tasks: task names (a comma- or space-separated string works too).
         limit: documents per task (None = all); ``limits`` overrides it per task, e.g.
-            ``{"th_gsm8k": 1}`` (generation is slow on a CPU).
+            ``{"th_gsm8k": 1}`` (generation is slow on a CPU); a task's None there means ``limit``.
 
     Returns:
         task -> :class:`H6Result`, keyed by the task that ran (a variant's own name when ``protocol.variants``
@@ -420,7 +420,8 @@ def evaluate_tasks(
     names = [T.get_task(t).name for t in tasks]
     out = {}
     for name in [t for t in TASKS if t in names]:
-        task_limit = (limits or {}).get(name, limit)
+        task_limit = (limits or {}).get(name)
+        task_limit = limit if task_limit is None else task_limit
         res = evaluate(
             model, name, source, protocol, limit=task_limit, chunk_size=chunk_size, outputs=outputs, progress=progress
         )
