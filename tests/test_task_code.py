@@ -166,8 +166,35 @@ def test_filters_run_after_the_thinking_cut(tmp_path):
         },
     )
     suite = task.as_suite(tmp_path / "g.py")
-    sample = suite.lm_eval_export(StoredRun.from_dir(run.run_dir)).samples[0]
-    assert sample["filtered_resps"] == ["1,234"]
+    export = suite.lm_eval_export(StoredRun.from_dir(run.run_dir))
+    sample = export.samples[0]
+    assert sample["filtered_resps"] == ["1,234"] and sample["filter"] == "regex"  # the chain's name, as lm-eval's
+    assert export.results["exact_match,regex"] == 1.0 and "exact_match,none" not in export.results
+    assert export.config["filter_list"] == [
+        {
+            "name": "regex",
+            "filter": [
+                {
+                    "function": "regex",
+                    "regex_pattern": r"#### (\-?[0-9\.\,]+)",
+                    "group_select": 0,
+                    "fallback": "[invalid]",
+                },
+                {"function": "take_first"},
+            ],
+        }
+    ]
+    assert export.config["fewshot_config"]["sampler"] == "first_n"
+
+
+def test_the_lm_eval_export_names_the_sampler_as_lm_eval_does():
+    from thai_eval_utils.h6.fewshot import LeaderboardSample
+    from thai_eval_utils.tasks.declared_suite import _sampler_name
+
+    assert _sampler_name(None) == "first_n" and _sampler_name(FewShot("a.jsonl", 2).chooser) == "first_n"
+    assert _sampler_name(RandomSample(7)) == "default"  # lm-eval's seeded draw
+    # a sampler lm-eval has no name for is named by its class
+    assert _sampler_name(LeaderboardSample()) == "thai_eval_utils.h6.fewshot:LeaderboardSample"
 
 
 CODE_TASK = '''

@@ -28,11 +28,19 @@ from thai_eval_utils.tasks.thinking import DEFAULT, ThinkingOption, option_of
 from thai_eval_utils.tasks.items import load_items
 from thai_eval_utils.tasks.judged import judged_metrics
 from thai_eval_utils.tasks.runner import scored_text, templates_of
+from thai_eval_utils.tasks.shaping import Sampler, filter_name, lm_eval_filter_list
 
 #: The notebook ``thai-eval run`` executes for a declared task (under ``notebooks/``).
 TASK_NOTEBOOK = "task.ipynb"
 #: lm-eval's ``output_type`` of each kind.
 _OUTPUT_TYPE = {"multiple_choice": "multiple_choice", "generation": "generate_until"}
+
+
+def _sampler_name(sampler: Sampler | None) -> str:
+    """lm-eval's name of a few-shot sampler (``first_n`` without one); a sampler lm-eval lacks: its class."""
+    if sampler is None:
+        return "first_n"
+    return sampler.lm_eval_name or sampler.declaration()["class"]
 
 
 def _hash(text: str) -> str:
@@ -171,10 +179,12 @@ class DeclaredSuite(Suite):
             "alias": run.task,
             "sample_len": int(summary.get("n", len(samples))),
         }
+        filters = getattr(self.task, "filters", ())
+        key = filter_name(filters)
         for metric, entry in (summary.get("scores") or {}).items():
             if metric in self.task.metric_names and isinstance(entry, dict):
-                results[f"{metric},none"] = entry.get("value")
-                results[f"{metric}_stderr,none"] = "N/A" if entry.get("stderr") is None else entry["stderr"]
+                results[f"{metric},{key}"] = entry.get("value")
+                results[f"{metric}_stderr,{key}"] = "N/A" if entry.get("stderr") is None else entry["stderr"]
         fewshot = self.task.fewshot
         config = {
             "task": run.task,
@@ -184,7 +194,10 @@ class DeclaredSuite(Suite):
             "output_type": _OUTPUT_TYPE[self.task.kind],
             "target_delimiter": self.task.target_delimiter,
             "fewshot_delimiter": fewshot.delimiter if fewshot else "\n\n",
-            "fewshot_config": {"sampler": "first_n", "split": fewshot.file if fewshot else None},
+            "fewshot_config": {
+                "sampler": _sampler_name(fewshot.chooser if fewshot else None),
+                "split": fewshot.file if fewshot else None,
+            },
             "num_fewshot": fewshot.n if fewshot else 0,
             "metric_list": [
                 {"metric": m.name, "aggregation": "mean", "higher_is_better": m.higher_is_better}
@@ -192,6 +205,8 @@ class DeclaredSuite(Suite):
             ],
             "metadata": {"version": self.task.version, "declaration": run.card.get("config", {}).get("task")},
         }
+        if filters:
+            config["filter_list"] = lm_eval_filter_list(filters)
         if self.task.kind == "generation":
             config["generation_kwargs"] = {
                 "until": list(self.task.stop),
@@ -240,7 +255,7 @@ class DeclaredSuite(Suite):
             "arguments": args,
             "resps": resps,
             "filtered_resps": filtered,
-            "filter": "none",
+            "filter": filter_name(getattr(self.task, "filters", ())),
             "metrics": metrics,
             "doc_hash": _hash(json.dumps(doc, indent=2, default=str, ensure_ascii=False)),
             "prompt_hash": _hash(context),

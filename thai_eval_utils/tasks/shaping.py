@@ -51,7 +51,10 @@ class _Declared:
 
 # ------------------------------------------------------------------------------------------------- samplers
 class Sampler(_Declared):
-    """Which rows of the few-shot pool come before each item."""
+    """Which rows of the few-shot pool come before each item. ``lm_eval_name``: lm-eval's name of the same sampler
+    (an lm-eval export's ``fewshot_config.sampler``), None where lm-eval has none."""
+
+    lm_eval_name: str | None = None
 
     def choose(self, pool_size: int, n: int, own: Sequence[int | None]) -> list[list[int]]:
         """For each item in order, the pool rows of its examples; ``own[i]``: item i's own row in the pool when the
@@ -62,12 +65,16 @@ class Sampler(_Declared):
 class FirstN(Sampler):
     """The first n rows of the pool before every item (lm-eval's ``first_n``)."""
 
+    lm_eval_name = "first_n"
+
     def choose(self, pool_size: int, n: int, own: Sequence[int | None]) -> list[list[int]]:
         return [list(range(min(n, pool_size)))] * len(own)
 
 
 class RandomSample(Sampler):
     """lm-eval's default sampler: ``random.Random(seed)``, drawn item after item (see the module)."""
+
+    lm_eval_name = "default"
 
     def __init__(self, seed: int = 1234) -> None:
         if isinstance(seed, bool) or not isinstance(seed, int):
@@ -89,7 +96,14 @@ class RandomSample(Sampler):
 
 # -------------------------------------------------------------------------------------------------- filters
 class ReplyFilter(_Declared):
-    """A step of a generation task's reply filter chain: text in, text out."""
+    """A step of a generation task's reply filter chain: text in, text out. ``function``: its name in an lm-eval
+    ``filter_list`` (lm-eval's own where it has the filter)."""
+
+    function = "custom"
+
+    def lm_eval_parameters(self) -> dict[str, Any]:
+        """Its parameters as an lm-eval ``filter_list`` step names them (default: :meth:`parameters`)."""
+        return self.parameters()
 
     def apply(self, text: str) -> str:
         raise NotImplementedError
@@ -99,12 +113,18 @@ class RegexExtract(ReplyFilter):
     """lm-eval's ``regex`` filter: the ``group_select``-th match of ``pattern`` (a tuple of groups: its first
     non-empty one), stripped; ``fallback`` when nothing matches (take-first: one reply per item here)."""
 
+    function = "regex"
+
     def __init__(self, pattern: str = GSM8K_PATTERN, group_select: int = 0, fallback: str = LM_EVAL_FALLBACK) -> None:
         self.regex = re.compile(pattern)
         self.pattern, self.group_select, self.fallback = pattern, group_select, fallback
 
     def parameters(self) -> dict[str, Any]:
         return {"pattern": self.pattern, "group_select": self.group_select, "fallback": self.fallback}
+
+    def lm_eval_parameters(self) -> dict[str, Any]:
+        """lm-eval's ``RegexFilter`` names the pattern ``regex_pattern``."""
+        return {"regex_pattern": self.pattern, "group_select": self.group_select, "fallback": self.fallback}
 
     def apply(self, text: str) -> str:
         matches = self.regex.findall(text)
@@ -121,6 +141,8 @@ class AnswerTag(ReplyFilter):
     tag's first occurrence, stripped; a reply without the tag is kept whole, stripped. The tag is a regex, as
     SEA-HELM's (not escaped)."""
 
+    function = "answer_tag"
+
     def __init__(self, tag: str) -> None:
         self.tag = tag
         self.regex = re.compile(tag + r"[\s\r\n`*]*(.*)")
@@ -131,6 +153,26 @@ class AnswerTag(ReplyFilter):
     def apply(self, text: str) -> str:
         match = self.regex.search(text)
         return (match.group(1) if match is not None and match.group(1) is not None else text).strip()
+
+
+def filter_name(filters: Sequence[ReplyFilter]) -> str:
+    """The name an lm-eval export gives a reply filter chain (its samples' ``filter``, the results' ``metric,filter``
+    keys): lm-eval's ``"none"`` without filters, else the filters' functions joined by ``-``.
+
+    Example:
+        >>> filter_name(()), filter_name((RegexExtract(), AnswerTag("x")))
+        ('none', 'regex-answer_tag')
+    """
+    return "-".join(f.function for f in filters) or "none"
+
+
+def lm_eval_filter_list(filters: Sequence[ReplyFilter]) -> list[dict[str, Any]]:
+    """The chain as lm-eval's ``filter_list`` config: one named pipeline of the filters (each ``function`` and its
+    parameters), then ``take_first`` (one reply per item); empty without filters."""
+    if not filters:
+        return []
+    steps = [{"function": f.function, **f.lm_eval_parameters()} for f in filters]
+    return [{"name": filter_name(filters), "filter": [*steps, {"function": "take_first"}]}]
 
 
 def apply_filters(text: str, filters: Sequence[ReplyFilter]) -> str:
