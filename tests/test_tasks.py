@@ -232,6 +232,31 @@ def test_chat_generation_task(tmp_path):
     assert run.scores["exact_match"]["value"] == 0.5
 
 
+def test_chat_few_shot_examples_are_turns(tmp_path):
+    """lm-eval's fewshot_as_multiturn: each example is a user turn (the last message filled with its row) and an
+    assistant turn (its reference), after the system prompt and before the item's own turn."""
+    model = FakeModel(reply=lambda m: "โตเกียว")
+    write_jsonl(
+        tmp_path / "shots.jsonl", [{"country": "ไทย", "capital": "กรุงเทพ"}, {"country": "จีน", "capital": "ปักกิ่ง"}]
+    )
+    task = gen_task(
+        tmp_path,
+        prompt=[{"role": "system", "content": "ตอบสั้น ๆ"}, {"role": "user", "content": "เมืองหลวงของ{country}"}],
+        fewshot=FewShot("shots.jsonl", 2),
+    )
+    run = run_task(model, task, outputs=tmp_path / "out", progress=False)
+    assert model.inputs[0][1] == [
+        {"role": "system", "content": "ตอบสั้น ๆ"},
+        {"role": "user", "content": "เมืองหลวงของไทย"},
+        {"role": "assistant", "content": "กรุงเทพ"},
+        {"role": "user", "content": "เมืองหลวงของจีน"},
+        {"role": "assistant", "content": "ปักกิ่ง"},
+        {"role": "user", "content": "เมืองหลวงของลาว"},
+    ]
+    assert run.records[1]["question"] == "เมืองหลวงของลาว" and run.scores["exact_match"]["n"] == 2
+    assert task.declaration()["fewshot"]["n"] == 2  # the examples key the run
+
+
 # ----------------------------------------------------------------------------------------------- suite hooks
 class Boot:
     level, n_resamples, seed = 0.95, 200, 0

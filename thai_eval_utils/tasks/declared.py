@@ -349,7 +349,9 @@ class GenerationTask(_Declared):
             string or a list of them, the text cut before the first; temperature >= 0, 0: greedy; top_p in (0, 1];
             ``seed`` >= 0 or None seeds every item's sampling, so an item's text does not depend on its batch).
         extra: anything else to record with the declaration (a mapping with text keys).
-        fewshot: first-n examples (prompt + target delimiter + reference) before each plain prompt.
+        fewshot: examples before each item (:class:`FewShot`): a plain prompt gets prompt + target delimiter +
+            reference each; a chat gets each example as two turns before its last message (lm-eval's
+            ``fewshot_as_multiturn``: the last message filled with the example's row, then its reference).
     """
 
     name: str
@@ -397,8 +399,8 @@ class GenerationTask(_Declared):
             object.__setattr__(self, name, value)
 
     def _check_prompt(self) -> None:
-        """``prompt``: a template text, or chat messages (exactly ``role`` and ``content`` text each) without
-        few-shot examples; every template's fields well formed; or a function (doc -> the prompt text)."""
+        """``prompt``: a template text, or chat messages (exactly ``role`` and ``content`` text each; few-shot
+        examples then go in as turns); every template's fields well formed; or a function (doc -> the prompt text)."""
         if callable(self.prompt):
             return
         if isinstance(self.prompt, str):
@@ -412,10 +414,6 @@ class GenerationTask(_Declared):
             ]
             if bad:
                 raise _refused("prompt", "chat messages with exactly 'role' and 'content' text", bad[0])
-            if self.fewshot is not None:
-                raise ThaiEvalDataError(
-                    "few-shot examples go with a plain prompt (write them as chat turns instead)", field="fewshot"
-                )
             object.__setattr__(self, "prompt", messages)
         else:
             raise _refused(

@@ -9,7 +9,7 @@ Works on either kind of declared task (:mod:`.declared`) by its ``kind``; never 
 from __future__ import annotations
 
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -181,11 +181,11 @@ def _example(task: Any, row: Row, path: Path, i: int) -> str:
     return item["question"] + task.target_delimiter + item["reference"]
 
 
-def _shots(task: Any, n_items: int) -> list[str]:
-    """Each item's few-shot block (its rows chosen by the few-shot sampler), ending with the few-shot delimiter;
-    "" for none. First n (the default): the same block before every item."""
+def _chosen_examples(task: Any, n_items: int) -> tuple[list[list[int]], Callable[[int], Any]]:
+    """Each item's few-shot rows (chosen by the task's sampler) and a function that builds the example of a pool row
+    (once per row); no rows without few-shot."""
     if task.fewshot is None or task.fewshot.n <= 0:
-        return [""] * n_items
+        return [[] for _ in range(n_items)], lambda k: None
     path = task.path(task.fewshot.file)
     rows = _rows(task, path)
     if len(rows) < task.fewshot.n:
@@ -194,14 +194,36 @@ def _shots(task: Any, n_items: int) -> list[str]:
         )
     same = path.resolve() == task.data_path.resolve()  # the pool is the evaluated data: an item never shows itself
     chosen = task.fewshot.chooser.choose(len(rows), task.fewshot.n, [i if same else None for i in range(n_items)])
-    examples: dict[int, str] = {}
-    blocks = []
-    for picks in chosen:
-        for k in picks:
-            if k not in examples:
-                examples[k] = _example(task, rows[k], path, k)
-        blocks.append(task.fewshot.delimiter.join(examples[k] for k in picks) + task.fewshot.delimiter)
-    return blocks
+    build = _chat_example if getattr(task, "is_chat", False) else _example
+    examples: dict[int, Any] = {}
+
+    def example(k: int) -> Any:
+        if k not in examples:
+            examples[k] = build(task, rows[k], path, k)
+        return examples[k]
+
+    return chosen, example
+
+
+def _shots(task: Any, n_items: int) -> list[str]:
+    """Each item's few-shot block (its rows chosen by the few-shot sampler), ending with the few-shot delimiter;
+    "" for none. First n (the default): the same block before every item."""
+    if task.fewshot is None or task.fewshot.n <= 0:
+        return [""] * n_items
+    chosen, example = _chosen_examples(task, n_items)
+    return [task.fewshot.delimiter.join(example(k) for k in picks) + task.fewshot.delimiter for picks in chosen]
+
+
+def _chat_example(task: Any, row: Row, path: Path, i: int) -> list[dict[str, str]]:
+    """One few-shot example of a chat task as two turns (lm-eval's ``fewshot_as_multiturn``): the last message
+    filled with the example's row as the user's turn, its reference as the assistant's."""
+    item = _gen_item(task, row, path, i)
+    return [{"role": "user", "content": item["question"]}, {"role": "assistant", "content": item["reference"]}]
+
+
+def _with_turns(messages: list[dict[str, str]], examples: list[list[dict[str, str]]]) -> list[dict[str, str]]:
+    """The chat with each example's turns before its last message (after any leading messages: a system prompt)."""
+    return [*messages[:-1], *(turn for pair in examples for turn in pair), messages[-1]]
 
 
 def load_items(task: Any, *, limit: int | None = None, rows: Sequence[Row] | None = None) -> list[dict[str, Any]]:
@@ -217,6 +239,13 @@ def load_items(task: Any, *, limit: int | None = None, rows: Sequence[Row] | Non
     ids = _ids(task, rows, path)
     make = _mc_item if task.kind == "multiple_choice" else _gen_item
     items = [{"id": ids[i], "row": i, **make(task, row, path, i)} for i, row in enumerate(rows)]
+    if getattr(task, "is_chat", False):  # few-shot examples as turns; the context is the asked question
+        chosen, example = _chosen_examples(task, len(items))
+        for item, picks in zip(items, chosen, strict=True):
+            item["context"] = item["question"]
+            if picks:
+                item["messages"] = _with_turns(item["messages"], [example(k) for k in picks])
+        return items if limit is None else items[: max(0, int(limit))]
     for item, shots in zip(items, _shots(task, len(items)), strict=True):
         item["context"] = shots + item["question"]
         if getattr(task, "requests", None) is not None:  # per-document requests (each choice its own context)
