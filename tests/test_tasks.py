@@ -257,6 +257,31 @@ def test_chat_few_shot_examples_are_turns(tmp_path):
     assert task.declaration()["fewshot"]["n"] == 2  # the examples key the run
 
 
+def test_records_carry_what_was_sent_and_the_export_reads_it_not_the_data(tmp_path):
+    """Each record keeps the context sent (few-shot block + question) or a task's own per-choice requests; the
+    lm-eval export takes them from the record, so it is the same after the data file is gone."""
+    write_jsonl(tmp_path / "shots.jsonl", [{"q": "ฝนตกไหม", "choices": ["ตก", "ไม่ตก"], "answer": 0}])
+    task = mc_task(tmp_path, fewshot=FewShot("shots.jsonl", 1))
+    model = FakeModel(score=lambda c, x: (-1.0 if x.strip() in ("ฟ้า", "สอง", "มะม่วง") else -2.0, False))
+    run = run_task(model, task, outputs=tmp_path / "out", progress=False)
+    assert run.records[0]["context"] == "Q: ฝนตกไหม\nA: ตก\n\nQ: สีของท้องฟ้า\nA:"
+    (tmp_path / "mc.jsonl").unlink()
+    (tmp_path / "shots.jsonl").unlink()
+    sample = task.as_suite(tmp_path / "mc.py").lm_eval_export(StoredRun.from_dir(run.run_dir)).samples[0]
+    assert sample["arguments"]["gen_args_0"] == {"arg_0": "Q: ฝนตกไหม\nA: ตก\n\nQ: สีของท้องฟ้า\nA:", "arg_1": " ฟ้า"}
+
+
+def test_a_tasks_own_requests_are_recorded_and_exported(tmp_path):
+    def requests(doc, context):  # each choice its own context, the same continuation (Winogrande's shape)
+        return [(f"{context} {c}", " จบ") for c in doc["choices"]]
+
+    task = mc_task(tmp_path, requests=requests)
+    run = run_task(FakeModel(score=lambda c, x: (-1.0, False)), task, outputs=tmp_path / "out", progress=False)
+    assert run.records[0]["requests"] == [["Q: สีของท้องฟ้า\nA: ฟ้า", " จบ"], ["Q: สีของท้องฟ้า\nA: เขียวมาก", " จบ"]]
+    sample = task.as_suite(tmp_path / "mc.py").lm_eval_export(StoredRun.from_dir(run.run_dir)).samples[0]
+    assert sample["arguments"]["gen_args_1"] == {"arg_0": "Q: สีของท้องฟ้า\nA: เขียวมาก", "arg_1": " จบ"}
+
+
 # ----------------------------------------------------------------------------------------------- suite hooks
 class Boot:
     level, n_resamples, seed = 0.95, 200, 0

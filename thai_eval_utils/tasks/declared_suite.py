@@ -36,6 +36,18 @@ TASK_NOTEBOOK = "task.ipynb"
 _OUTPUT_TYPE = {"multiple_choice": "multiple_choice", "generation": "generate_until"}
 
 
+def _sent_text(record: Mapping[str, Any]) -> str | None:
+    """The context a stored record says was sent (``context``; per-choice ``requests``: the first one's; a chat:
+    its last message), None for a record stored before records carried it."""
+    if "context" in record:
+        return str(record["context"])
+    if record.get("requests"):
+        return str(record["requests"][0][0])
+    if record.get("messages"):
+        return str(record["messages"][-1]["content"])
+    return None
+
+
 def _sampler_name(sampler: Sampler | None) -> str:
     """lm-eval's name of a few-shot sampler (``first_n`` without one); a sampler lm-eval lacks: its class."""
     if sampler is None:
@@ -170,9 +182,13 @@ class DeclaredSuite(Suite):
         lines (``doc_id, doc, target, arguments, resps, filtered_resps, filter, metrics, doc_hash, prompt_hash,
         target_hash`` and the metric values), rebuilt from the stored records; multiple choice: one ``arguments``
         pair per choice (the context with its few-shot block, delimiter + choice), ``resps`` ``[[ll, greedy]]``."""
-        contexts = self._contexts()
+        records = run.records()
+        # a record carries what was sent; records stored before they did have it rebuilt from the data
+        contexts = self._contexts() if any(_sent_text(r) is None for r in records) else {}
         option = option_of(run.card.get("config") or {})
-        samples = [self._sample(r, contexts.get(str(r["id"]), r.get("question", "")), option) for r in run.records()]
+        samples = [
+            self._sample(r, _sent_text(r) or contexts.get(str(r["id"]), r.get("question", "")), option) for r in records
+        ]
         summary = run.summary or {}
         results: dict[str, Any] = {
             "name": run.task,
@@ -226,10 +242,8 @@ class DeclaredSuite(Suite):
     def _sample(self, r: dict[str, Any], context: str, option: ThinkingOption = DEFAULT) -> dict[str, Any]:
         if self.task.kind == "multiple_choice":
             target = r["choices"][r["gold"]]
-            args = {
-                f"gen_args_{i}": {"arg_0": context, "arg_1": self.task.target_delimiter + c}
-                for i, c in enumerate(r["choices"])
-            }
+            pairs = r.get("requests") or [(context, self.task.target_delimiter + c) for c in r["choices"]]
+            args = {f"gen_args_{i}": {"arg_0": c, "arg_1": x} for i, (c, x) in enumerate(pairs)}
             greedy = r.get("is_greedy") or [False] * len(r["lls"])
             resps = [[[str(ll), str(g)]] for ll, g in zip(r["lls"], greedy)]
             filtered = [[str(ll), str(g)] for ll, g in zip(r["lls"], greedy)]

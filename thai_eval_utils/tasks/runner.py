@@ -190,6 +190,7 @@ def _mc_records(task: Any, chunk: Sequence[dict[str, Any]], results: Sequence[tu
                 "id": it["id"],
                 "doc": it["row"],
                 "question": it["question"],
+                **sent(it),
                 "choices": it["choices"],
                 "gold": it["gold"],
                 "lls": lls,
@@ -198,6 +199,17 @@ def _mc_records(task: Any, chunk: Sequence[dict[str, Any]], results: Sequence[tu
             }
         )
     return out
+
+
+def sent(item: Mapping[str, Any]) -> dict[str, Any]:
+    """What the model was given for an item, as its record keeps it (so views and exports never rebuild prompts
+    from the data files): its own ``requests`` (per-choice contexts), a chat's ``messages``, else the ``context``
+    (few-shot block + question)."""
+    if "requests" in item:
+        return {"requests": [list(pair) for pair in item["requests"]]}
+    if "messages" in item:
+        return {"messages": list(item["messages"])}
+    return {"context": item["context"]}
 
 
 def _gen_call(model: Any, task: Any):
@@ -224,6 +236,7 @@ def _gen_records(
             "id": it["id"],
             "doc": it["row"],
             "question": it["question"],
+            **sent(it),
             "output": text,
             "reference": it["reference"],
         }
