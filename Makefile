@@ -88,12 +88,13 @@ browser:
 			apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium fonts-tlwg-loma-otf; \
 		else echo "chromium is not installed and cannot be here (needs root and apt-get): the browser tests will skip"; fi; }
 
-# ruff first (seconds; the layout and the rule set, and why: pyproject.toml [tool.ruff]), then the suite.
+# ruff first (seconds; the layout and the rule set, and why: pyproject.toml [tool.ruff]), then the suite, which
+# ends by listing its 25 slowest tests (where to trim when it grows).
 # `make format` rewrites the files the check refuses.
 test: $(VENV)/.installed-serve browser
 	$(VENV)/bin/ruff format --check thai_eval_utils tests benchmarks
 	$(VENV)/bin/ruff check thai_eval_utils tests benchmarks
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 format: install
 	$(VENV)/bin/ruff format thai_eval_utils tests benchmarks
