@@ -57,6 +57,7 @@ from thai_eval_utils.thaicli.judge_prompt import (
     TEMPLATE_SHA256,  # noqa: F401 - re-exported: notebooks and tests read the prompt's hash here
     TEMPLATE_TEXT,  # noqa: F401
     TEMPLATE_VERSION,  # noqa: F401
+    THAICLI_FIELDS,
     JudgeTemplate,
     ReferenceOrder,
     ThaiCLIJudged,
@@ -204,7 +205,7 @@ def judge_answers(
         cache = JudgementCache(cache_path or store.shared_file(CACHE_NAME))
         skip = dict.fromkeys(_not_generated(answers), NO_ANSWER)
         skip.update(dict.fromkeys(_failed(answers), FAILED_ANSWER))
-        texts = answers[["question", "chosen", "rejected", "answer"]].to_dict(orient="records")
+        texts = [job.metric.texts(r, r["answer"]) for r in answers[list(THAICLI_FIELDS)].to_dict(orient="records")]
         done = judge_items(
             job.judge,
             texts,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib.resources
 import re
-import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -66,14 +65,6 @@ THAICLI_PARSER = ReplyParser(
 )
 #: The template's fields, in the order the cache key has always named them.
 THAICLI_FIELDS = ("question", "chosen", "rejected", "answer")
-
-
-def _split_template(text: str) -> tuple[string.Template, string.Template]:
-    sections = split_sections(text)
-    return string.Template(sections["system"]), string.Template(sections["user"])
-
-
-_SYSTEM, _USER = _split_template(TEMPLATE_TEXT)
 
 
 ReferenceOrder = Literal["chosen_first", "rejected_first"]
@@ -172,9 +163,6 @@ def build_messages(
     question: str, chosen: str, rejected: str, answer: str, *, reference_order: ReferenceOrder = "chosen_first"
 ) -> list[dict[str, str]]:
     """The judge's system and user messages for one item (texts inserted verbatim, never normalised)."""
-    if reference_order == "chosen_first":
-        user = _USER.substitute(question=question, chosen=chosen, rejected=rejected, answer=answer)
-        return [{"role": "system", "content": _SYSTEM.substitute()}, {"role": "user", "content": user}]
     return judge_template(reference_order).messages(question, chosen, rejected, answer)
 
 
