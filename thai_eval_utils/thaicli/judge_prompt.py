@@ -8,8 +8,8 @@ reply must hold
 
 ThaiCLI's judge is one instance of the generic judge: :data:`THAICLI_PARSER` and :func:`thaicli_rubric`
 declare it for :mod:`thai_eval_utils.judging` (its key hash stays the template file's, so old judgements are found),
-and :func:`thaicli_metric` as the judged metric of ThaiCLI's answers task (:class:`~thai_eval_utils.tasks.judged.JudgedMetric`:
-up to 16 calls, else 0).
+and :func:`thaicli_metric` as the judged metric of ThaiCLI's answers task
+(:class:`~thai_eval_utils.tasks.judged.JudgedMetric`: up to 16 calls, else 0).
 """
 
 from __future__ import annotations
