@@ -21,6 +21,7 @@ from thai_eval_utils.core.runs import StoredRun, list_runs
 from thai_eval_utils.judging import JudgeRubric, ReplyParser
 from thai_eval_utils.tasks import GenerationTask, run_task
 from thai_eval_utils.tasks.judged import JudgedMetric
+from thai_eval_utils.tasks.runner import RunLayout
 
 FAKE_KEY = "sk-" + "test-judged-0123456789abcdef"  # built at run time: a fake key
 RUBRIC = JudgeRubric.declare(
@@ -89,6 +90,67 @@ def test_judged_metric_retries_leaves_unjudged_and_averages_only_the_judged(tmp_
         assert srv2.n_chat_calls == 1  # only the unjudged item is asked again; no generation either
     assert [r["quality"] for r in again.records] == [8.0, 9.0, 5.0, None]
     assert again.scores["quality"]["value"] == pytest.approx(22 / 3) and again.scores["quality"]["n_unjudged"] == 1
+
+
+def test_up_to_n_calls_else_a_score_counts_the_unparsed_item_in_the_mean(tmp_path):
+    """``unparsed_score=0.0`` (ThaiCLI's "up to N calls, else 0"): an item none of whose ``max_calls`` replies parsed
+    is worth 0 and averaged; a failed request still leaves its item unjudged, counted and never averaged."""
+    write_jsonl(tmp_path / "j.jsonl", ROWS)
+    metric = JudgedMetric(RUBRIC, "task-file-judge", max_calls=2, unparsed_score=0.0, name="quality")
+    task = GenerationTask(name="j", data="j.jsonl", prompt="{q}", reference="a", metrics=metric).bind(tmp_path)
+    script = PerAnswerScript(
+        {
+            "A2": [MALFORMED_REPLIES["not_json"]] * 4,  # unjudged
+            "A4": [Reply("ไม่รู้"), Reply("<score>11</score>")],  # 2 calls, no valid score: 0
+        },
+        default=Reply("<score>6</score>"),
+    )
+    with FakeOpenAIServer(script) as srv:
+        run = run_task(
+            FakeModel(complete=lambda p: "A" + p[-1]), task, outputs=tmp_path / "o", progress=False, judge=_judge(srv)
+        )
+    assert [r["quality"] for r in run.records] == [6.0, None, 6.0, 0.0]
+    assert run.records[3]["quality_judgement"]["status"] == "unparsed"
+    quality = run.scores["quality"]
+    assert (quality["value"], quality["n"], quality["n_unjudged"]) == (4.0, 3, 1)  # (6 + 6 + 0) / 3
+    assert "|max_calls:2|temp:0.0|seed:0|max_tokens:512|unparsed:0.0|" in quality["signature"]
+    assert metric.parameters()["unparsed_score"] == 0.0
+    assert "unparsed_score" not in JudgedMetric(RUBRIC, "j").parameters()  # the default declares nothing new
+
+
+def test_another_judge_keeps_the_metrics_settings_and_kind(tmp_path):
+    class Named(JudgedMetric):
+        """A subclass (ThaiCLI's judge is one): ``with_judge`` keeps it."""
+
+    metric = Named(RUBRIC, "a", max_calls=3, unparsed_score=0.0, scale=10.0, name="q")
+    other = metric.with_judge("b", "http://judge.invalid/v1")
+    assert type(other) is Named and other.label == "b" and other.base_url == "http://judge.invalid/v1"
+    assert (other.params.max_calls, other.unparsed_score, other.scale, other.name) == (3, 0.0, 10.0, "q")
+    assert metric.label == "a" and metric.base_url is None  # the original unchanged
+
+
+def test_a_layout_that_judges_in_a_run_of_its_own_stores_the_replies_unjudged(tmp_path):
+    """``RunLayout(judged=False)`` (ThaiCLI's answers, judged by a run of their own): the generations are stored, the
+    declared judge is never called, and a summary that scores nothing is a run without scores."""
+    never = FakeModel("never-called-judge")  # any call raises
+    metric = JudgedMetric(RUBRIC, never, name="quality")
+    task = GenerationTask(name="j", data="", prompt="{q}", reference="a", metrics=metric)
+    items = [
+        {"id": r["id"], "row": i, "question": r["q"], "context": r["q"], "reference": r["a"]}
+        for i, r in enumerate(ROWS)
+    ]
+    layout = RunLayout(
+        "j/answers",
+        {"layout": 1},
+        lambda it, text: {"id": it["id"], "output": text},
+        {"output": str},
+        lambda records, support, run: {"n": len(records)},
+        judged=False,
+    )
+    model = FakeModel(complete=lambda p: "A" + p[-1])
+    run = run_task(model, task, items=items, layout=layout, outputs=tmp_path, progress=False)
+    assert run.records == [{"key": str(i), "id": str(i), "output": f"A{i}"} for i in range(1, 5)]
+    assert never.calls == [] and run.summary == {"n": 4} and run.scores == {}
 
 
 JUDGED_TASK_FILE = '''

@@ -8,11 +8,13 @@ import pandas as pd
 import pytest
 from fakes import FakeModel
 
-from thai_eval_utils.thaicli.answers import generate_answers
+from thai_eval_utils.thaicli.answers import answers_task, generate_answers
+from thai_eval_utils.thaicli.judge import thaicli_judge
 from thai_eval_utils.thaicli.judge_free import (
     LL_CONTEXT_TEMPLATE,
     judge_free_scores,
 )
+from thai_eval_utils.thaicli.judge_prompt import ThaiCLIJudged
 from thai_eval_utils.thaicli.loglik import loglikelihood_preferences
 
 
@@ -71,6 +73,31 @@ def test_generate_answers_system_prompt(tmp_path):
         {"role": "system", "content": "ตอบเป็นภาษาไทย"},
         {"role": "user", "content": "คำถาม factoid ข้อ 0 คืออะไร"},
     ]
+
+
+def test_the_answers_task_is_judged_by_thaicli_judge_up_to_16_calls_else_0():
+    """The declaration: each question one user turn after the system prompt (its braces literal), judged by
+    ThaiCLI's judge (the paper's model named; a run names its own) with 16 calls, else 0 counted in the means."""
+    task = answers_task({"max_new_tokens": 512, "temperature": 0.0, "top_p": 1.0, "seed": 1234}, "ระบบ {x}")
+    assert task.prompt == ({"role": "system", "content": "ระบบ {{x}}"}, {"role": "user", "content": "{question}"})
+    (metric,) = task.scorers
+    assert isinstance(metric, ThaiCLIJudged) and metric.label == "gpt-4o-2024-05-13"
+    assert (metric.params.max_calls, metric.unparsed_score, metric.name) == (16, 0.0, "thaicli")
+    assert metric.value({"status": "fallback_zero", "score": 0.0}) == 0.0
+    assert metric.value({"status": "scored", "score": 7.0}) == 7.0
+    assert metric.value({"status": "unjudged", "score": None}) is None
+    texts = {"question": "ถาม", "chosen": "ดี", "rejected": "แย่"}
+    assert metric.texts(texts, "ตอบ") == {**texts, "answer": "ตอบ"}
+
+
+def test_the_thaicli_judge_is_its_metrics_and_keeps_every_key():
+    """``thaicli_judge`` is the metric's judge: the keys (repeat 0 and 1) and the unjudged reason are the ones
+    judgements were always cached under (computed with the judge before it was the metric's)."""
+    judge = thaicli_judge(FakeModel("j"))
+    item = {"question": "ถาม", "chosen": "ดี", "rejected": "แย่", "answer": "ตอบ"}
+    assert judge.key(item) == "fe8719391a6d272abe6518693eb586e411af32c87a6ae4db2329aae3ceaa4d5a"
+    assert judge.key(item, 1) == "63849b9bed3dce61c6c9f4af3b8e41a372e26eab9109598bdbbdd9125c8d31e5"
+    assert judge.settings.max_calls == 16 and judge.describe(RuntimeError("x")) == "unexpected RuntimeError: x"
 
 
 def test_generate_answers_with_a_local_model(tmp_path, tiny_local_model):

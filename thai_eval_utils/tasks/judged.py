@@ -6,7 +6,8 @@ The judge's rules are the package's: a reply that does not parse is asked for ag
 per item (:func:`~thai_eval_utils.judging.judge.judge_one`); a request that fails after the client's retries (a
 429, a 5xx, a malformed 200 reply) is never a score: the item stays **unjudged** (no value, its error recorded)
 and a rerun asks again. An item none of whose replies parsed is final but has no value either (status: the
-parser's fallback status, never the fallback number). Unjudged items are counted (``n_unjudged`` beside the
+parser's fallback status, never the fallback number) unless the metric says what such an item scores
+(``unparsed_score``: ThaiCLI's "up to 16 calls, else 0"). Unjudged items are counted (``n_unjudged`` beside the
 score), never averaged.
 
 Judgements are stored on the task's own records (``<metric>`` the score or None, ``<metric>_judgement`` the
@@ -19,6 +20,7 @@ it is in every judged score's signature and in each judgement's key.
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -61,11 +63,16 @@ class JudgedMetric(Metric):
         scale: what turns a score into the 0-100 tables (a 1-10 judge: 10).
         name: the metric's name (the records' and the summary's key).
         concurrency: requests in flight when ``judge`` is a model id.
+        unparsed_score: the value of an item none of whose ``max_calls`` replies parsed: None (default) no value
+            (counted as unparsed, never averaged); a number, that value, averaged with the rest (ThaiCLI: "up to
+            16 calls, else 0", so ``max_calls=16, unparsed_score=0.0``).
     """
 
     kind = "mean"
     #: scored after the generations, by :func:`judge_records` (not by ``score_item``)
     judged = True
+    #: the texts :meth:`texts` gives the rubric (a subclass that fills other fields names them here)
+    given_texts: tuple[str, ...] = JUDGED_TEXTS
 
     def __init__(
         self,
@@ -78,15 +85,17 @@ class JudgedMetric(Metric):
         scale: float = 1.0,
         name: str = "judge",
         concurrency: int = 8,
+        unparsed_score: float | None = None,
     ) -> None:
-        unknown = sorted(set(rubric.fields) - set(JUDGED_TEXTS))
+        unknown = sorted(set(rubric.fields) - set(self.given_texts))
         if unknown:
-            raise ValueError(f"rubric {rubric.name!r} takes {unknown}; a judged metric gives {list(JUDGED_TEXTS)}")
+            raise ValueError(f"rubric {rubric.name!r} takes {unknown}; a judged metric gives {list(self.given_texts)}")
         settings = params or rubric.params
         if max_calls is not None:
             settings = JudgeParams(**{**settings.to_dict(), "max_calls": int(max_calls)})
         self.rubric, self.judge, self.base_url, self.params = rubric, judge, base_url, settings
         self.scale, self.name, self.concurrency = float(scale), name, concurrency
+        self.unparsed_score = None if unparsed_score is None else float(unparsed_score)
         self._model: ChatModel | None = None if isinstance(judge, str) else judge
 
     @property
@@ -95,20 +104,35 @@ class JudgedMetric(Metric):
         return self.judge if isinstance(self.judge, str) else str(self.judge.name)
 
     def parameters(self) -> dict[str, Any]:
-        """The rubric (name, version, hash) and the call settings; the judge is in the signature, not here."""
+        """The rubric (name, version, hash), the call settings and an ``unparsed_score`` when set; the judge is in
+        the signature, not here."""
+        unparsed = {} if self.unparsed_score is None else {"unparsed_score": self.unparsed_score}
         return {
             "rubric": self.rubric.name,
             "rubric_version": self.rubric.version,
             "rubric_sha256": self.rubric.sha256,
             "params": self.params.to_dict(),
+            **unparsed,
         }
 
     def signature(self) -> str:
         p = self.params
+        unparsed = "" if self.unparsed_score is None else f"|unparsed:{self.unparsed_score}"
         return (
             f"{self.name}|judge:{self.label}|rubric:{self.rubric.name}@{self.rubric.version}@{self.rubric.sha256[:8]}"
-            f"|max_calls:{p.max_calls}|temp:{p.temperature}|seed:{p.seed}|max_tokens:{p.max_tokens}"
+            f"|max_calls:{p.max_calls}|temp:{p.temperature}|seed:{p.seed}|max_tokens:{p.max_tokens}{unparsed}"
         )
+
+    def value(self, judgement: Mapping[str, Any]) -> float | None:
+        """A judgement's value: the score of a parsed reply; :attr:`unparsed_score` (None unless set) when none of
+        its replies parsed; None for any other status (unjudged: never a value)."""
+        if judgement.get("status") == "scored":
+            return float(judgement["score"])
+        return self.unparsed_score if judgement.get("status") == self.rubric.parser.fallback_status else None
+
+    def describe(self, exc: BaseException) -> str:
+        """Why an item stays unjudged after ``exc`` (recorded; secrets masked)."""
+        return _describe(exc)
 
     def score_item(self, prediction: str, reference: str) -> float:
         raise NotImplementedError("a judged metric is scored by the judge after the generations (judge_records)")
@@ -117,15 +141,10 @@ class JudgedMetric(Metric):
         """This metric with another judge (None: unchanged): what ``thai-eval run --judge`` selects."""
         if judge is None:
             return self
-        return JudgedMetric(
-            self.rubric,
-            judge,
-            base_url=base_url if base_url is not None else (self.base_url if judge == self.judge else None),
-            params=self.params,
-            scale=self.scale,
-            name=self.name,
-            concurrency=self.concurrency,
-        )
+        other = copy.copy(self)  # every setting (and a subclass's kind) kept
+        other.base_url = base_url if base_url is not None else (self.base_url if judge == self.judge else None)
+        other.judge, other._model = judge, None if isinstance(judge, str) else judge
+        return other
 
     def model(self) -> ChatModel:
         """The judge model, made once (an ``ApiModel`` for a model id)."""
@@ -137,7 +156,7 @@ class JudgedMetric(Metric):
     def as_judge(self) -> Judge:
         """The package's :class:`~thai_eval_utils.judging.Judge`: this rubric, model and settings; a refused key,
         access or model ends the run (``FATAL_ERRORS``)."""
-        return Judge(self.rubric, self.model(), self.params, fatal=FATAL_ERRORS, describe=_describe)
+        return Judge(self.rubric, self.model(), self.params, fatal=FATAL_ERRORS, describe=self.describe)
 
     def texts(self, record: Mapping[str, Any], prediction: str) -> dict[str, str]:
         """The texts the rubric is filled with for one record."""
@@ -168,11 +187,6 @@ def _ask(judge: Judge, texts: Sequence[Mapping[str, str]], usage: dict[str, int]
             return list(await asyncio.gather(*(one(t) for t in texts)))
 
     return run_sync(main)
-
-
-def _value(judgement: Mapping[str, Any]) -> float | None:
-    """A judgement's value: the score of a parsed reply; None for any other status (never the fallback number)."""
-    return float(judgement["score"]) if judgement.get("status") == "scored" else None
 
 
 def judge_records(
@@ -210,7 +224,7 @@ def judge_records(
             "judge_model": judge.label,
             "judgement_key": keys[i],
         }
-        new = {**rec, metric.name: _value(judgement), field: entry}
+        new = {**rec, metric.name: metric.value(judgement), field: entry}
         if new != rec:
             changed.append((str(rec["id"]), new))
         out.append(new)

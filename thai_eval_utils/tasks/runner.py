@@ -88,6 +88,8 @@ class RunLayout:
         thinking_settings: hand the thinking option's settings to the model while the run lasts
             (:func:`~.thinking.apply_to_model`: an endpoint's split-off thinking rejoined, ``enable_thinking``...);
             False for a suite whose stored replies are the server's content as it came (no thinking option).
+        judged: judge the task's judged metrics (:class:`~.judged.JudgedMetric`) in this run, after the generations;
+            False for a suite that judges them in a run of its own (ThaiCLI's judge run, keyed by this run's).
     """
 
     benchmark: str
@@ -101,6 +103,7 @@ class RunLayout:
     model_identity: Mapping[str, Any] | None = None
     tolerate: tuple[type[BaseException], ...] = (ApiError,)
     thinking_settings: bool = True
+    judged: bool = True
 
 
 @dataclass
@@ -478,7 +481,7 @@ def run_task(
         scorers = getattr(task, "scorers", ())
         metrics = [m.with_judge(judge, judge_base_url) if isinstance(m, JudgedMetric) else m for m in scorers]
         judged = {}
-        for metric in judged_metrics(metrics):  # after the generations: each reply scored by the judge
+        for metric in judged_metrics(metrics) if layout.judged else ():  # after the generations: the judge scores
             predictions = [scored_text(task, r["output"], thinking) for r in records]
             records, judged[metric.name] = judge_records(store, records, metric, predictions)
         if layout.summarize is not None:
@@ -490,4 +493,5 @@ def run_task(
             extra = dict(summarize(records))
             summary = {**summary, **extra, "scores": {**summary["scores"], **(extra.get("scores") or {})}}
         store.write_summary(summary)
-    return TaskRun(task.name, records, summary["scores"], store.root, store.config_id, run.computed, summary)
+    scores = summary.get("scores", {})  # a layout's summary may score nothing (replies judged in a later run)
+    return TaskRun(task.name, records, scores, store.root, store.config_id, run.computed, summary)

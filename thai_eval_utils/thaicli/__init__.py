@@ -1,8 +1,10 @@
 """ThaiCLI (Kim et al., arXiv 2410.04795, section 4): cultural alignment judged by an LLM.
 
-- ``answers``: the evaluated model answers every question (resumable).
+- ``answers``: the evaluated model answers every question (resumable): a declared generation task
+  (``answers_task``) run by :func:`thai_eval_utils.tasks.run_task`.
 - ``judge_prompt``: the versioned judge prompt and the reply parser (``SCORE_PATTERN``, ``parse_judgement``), declared
-  as a :class:`~thai_eval_utils.judging.JudgeRubric` (``thaicli_rubric``).
+  as a :class:`~thai_eval_utils.judging.JudgeRubric` (``thaicli_rubric``) and as the answers task's judged metric
+  (``thaicli_metric``: 16 attempts, then 0).
 - ``judge``: judging any chat model's way (API, local in-process, served) with :func:`thai_eval_utils.judging.judge_items`
   (16 attempts, then 0); ``scores``: the factoid / instruction / ThaiCLI scores; ``judge_summary``: the judging run's
   summary and items table.

@@ -1,26 +1,32 @@
 """ThaiCLI answer generation (Kim et al., arXiv 2410.04795, section 4): the evaluated model answers every
-question through its chat interface; each answer is stored as it finishes, so a rerun generates only what is
-missing. The judge-free variant is in :mod:`thai_eval_utils.thaicli.judge_free`.
+question through its chat interface, as a declared generation task (:func:`answers_task`, judged by ThaiCLI's judge)
+run by :func:`~thai_eval_utils.tasks.runner.run_task` in the layout these runs were always stored in; each answer is
+stored as it finishes, so a rerun generates only what is missing. The judge-free variant is in
+:mod:`thai_eval_utils.thaicli.judge_free`.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from thai_eval_utils.backend.openai_client import stable_identity
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.backend.openai_client import ApiError, stable_identity
 from thai_eval_utils.core.protocols import Model
-from thai_eval_utils.core.provenance import scrub, sha256_text
-from thai_eval_utils.core.runloop import run_items
-from thai_eval_utils.core.store import RunStore
+from thai_eval_utils.core.provenance import sha256_text
+from thai_eval_utils.core.runloop import RunOutcome
+from thai_eval_utils.tasks.declared import GenerationTask
 from thai_eval_utils.tasks.language import reply_columns, reply_stats
-from thai_eval_utils.tasks.thinking import DEFAULT, ThinkingOption, apply_to_model, config_entry, summary_entry
+from thai_eval_utils.tasks.runner import RunLayout, TaskRun, run_task
+from thai_eval_utils.tasks.thinking import DEFAULT, ThinkingOption, config_entry, summary_entry
+from thai_eval_utils.thaicli.judge_prompt import thaicli_metric
 
+#: The run card's benchmark of the answers runs.
+BENCHMARK = "thaicli/answers"
 #: The columns of a ThaiCLI item frame (``load_thaicli``) that answering and the judge-free variant need.
 ITEM_COLUMNS = ("id", "format", "theme", "question", "chosen", "rejected")
 
@@ -51,6 +57,25 @@ def chat_messages(question: str, system_prompt: str | None = None) -> list[dict[
     """The conversation the evaluated model answers: an optional system message, then the question."""
     messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
     return [*messages, {"role": "user", "content": question}]
+
+
+def answers_task(settings: Mapping[str, Any], system_prompt: str | None = None) -> GenerationTask:
+    """The answers as a declared generation task: each question one user turn (after ``system_prompt``, when given),
+    the decoding of ``settings`` (max_new_tokens, temperature, top_p, seed), judged by ThaiCLI's judge against the
+    chosen reference (:func:`~thai_eval_utils.thaicli.judge_prompt.thaicli_metric`; the judging runs on its own:
+    ``judge.judge_answers``)."""
+    system = (
+        [{"role": "system", "content": system_prompt.replace("{", "{{").replace("}", "}}")}] if system_prompt else []
+    )
+    return GenerationTask(
+        name="thaicli_answers",
+        data="",  # the items come from thaicli.load_thaicli (items=)
+        prompt=[*system, {"role": "user", "content": "{question}"}],
+        reference="chosen",
+        metrics=thaicli_metric(),
+        title="ThaiCLI answers (judged 1-10 against the chosen and rejected references)",
+        **settings,
+    )
 
 
 def generate_answers(
@@ -88,69 +113,23 @@ def generate_answers(
         reply), ``thinking_unclosed``, ``answer_failed`` (scored 0 by ``judge_answers`` without a judge call) and
         ``answer_in_thai`` columns; ``attrs`` hold model_name, model_identity,
         config_id, run_dir and ``replies`` (``tasks.language.reply_stats``: unclosed thinking, answers in Thai).
+
+    A batch whose request fails after the client's retries (an ``ApiError``) stays ungenerated (``answer`` None,
+    listed in ``attrs["ungenerated"]`` and the summary) and the run goes on; a rerun generates what is missing.
     """
     check_columns(df, ITEM_COLUMNS)
-    batch_size = batch_size or getattr(model, "concurrency", None) or 8
+    df = df.reset_index(drop=True)
     settings = {"max_new_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p, "seed": seed}
     identity = stable_identity(dict(model.identity))
-    store = RunStore.open(
-        model.name,
-        "thaicli/answers",
-        {"generation": settings, "chat": True, "system_prompt": system_prompt, **config_entry(thinking)},
-        model_identity=identity,
-        prompt_templates={"system_prompt": system_prompt or ""},
-        outputs=outputs,
-    )
-    with store, apply_to_model(model, thinking) as support:
-        return _answer_all(model, df, store, settings, system_prompt, batch_size, identity, progress, thinking, support)
-
-
-def _answer_all(
-    model: Model,
-    df: pd.DataFrame,
-    store: RunStore,
-    settings: dict[str, Any],
-    system_prompt: str | None,
-    batch_size: int,
-    identity: dict[str, Any],
-    progress: bool,
-    thinking: ThinkingOption = DEFAULT,
-    support: dict[str, str] | None = None,
-) -> pd.DataFrame:
-    """The run of :func:`generate_answers` in its open store: a batch whose request fails after the client's
-    retries (an :class:`ApiError`) stays ungenerated (``answer`` None, listed in ``attrs["ungenerated"]`` and the
-    summary) and the run goes on; a rerun generates what is missing."""
     keys = [item_key(i, q) for i, q in zip(df["id"], df["question"], strict=True)]
+    items = [
+        {"id": k, "item_id": i, "format": f, "theme": t, "messages": chat_messages(q, system_prompt)}
+        for k, i, f, t, q in zip(keys, df["id"], df["format"], df["theme"], df["question"], strict=True)
+    ]
 
-    def answer(rows: list[int]) -> list[dict[str, Any]]:
-        replies = model.chat([chat_messages(df["question"].iloc[i], system_prompt) for i in rows], **settings)
-        return [
-            {"id": df["id"].iloc[i], "format": df["format"].iloc[i], "theme": df["theme"].iloc[i], "answer": text}
-            for i, text in zip(rows, replies, strict=True)
-        ]
-
-    run = run_items(
-        store,
-        range(len(df)),
-        keys.__getitem__,
-        answer,
-        batch_size=batch_size,
-        desc=f"answers ({model.name})",
-        progress=progress,
-        tolerate=(ApiError,),
-        describe=lambda exc: scrub(str(exc)),
-        fields={"answer": str},
-    )
-    if run.failed:
-        warnings.warn(
-            f"{len(run.failed)} of {len(df)} answers not generated (the server failed; rerun to retry): "
-            f"{next(iter(run.failed.values()))}",
-            stacklevel=3,
-        )
-    records = [run.records[k] for k in keys if k in run.records]
-    replies = reply_stats(records, "answer", thinking)
-    store.write_summary(
-        {
+    def summarize(records: list[dict[str, Any]], support: Mapping[str, str], run: RunOutcome) -> dict[str, Any]:
+        """The summary these runs always had: counts, the failed calls, settings, identity, thinking, replies."""
+        return {
             "n_items": len(df),
             "n_generated_this_run": run.computed,
             "n_ungenerated": len(run.failed),
@@ -158,22 +137,59 @@ def _answer_all(
             "generation": settings,
             "model_identity": dict(model.identity),
             "thinking": summary_entry(thinking, support),
-            "replies": replies,
+            "replies": reply_stats(records, "answer", thinking),
         }
+
+    layout = RunLayout(
+        BENCHMARK,
+        {"generation": settings, "chat": True, "system_prompt": system_prompt, **config_entry(thinking)},
+        lambda it, text: {"id": it["item_id"], "format": it["format"], "theme": it["theme"], "answer": text},
+        {"answer": str},
+        summarize,
+        call=lambda chunk: model.chat([it["messages"] for it in chunk], **settings),
+        templates={"system_prompt": system_prompt or ""},
+        model_identity=identity,
+        judged=False,  # judge.judge_answers judges the answers in a run of its own
     )
-    out = df.reset_index(drop=True).copy()
-    raw = [run.records[k]["answer"] if k in run.records else None for k in keys]
+    task = answers_task(settings, system_prompt)
+    run = run_task(
+        model,
+        task,
+        items=items,
+        layout=layout,
+        batch_size=batch_size,
+        outputs=outputs,
+        progress=progress,
+        thinking=thinking,
+    )
+    return _answers_frame(model, df, keys, run, identity, thinking)
+
+
+def _answers_frame(
+    model: Model, df: pd.DataFrame, keys: list[str], run: TaskRun, identity: dict[str, Any], thinking: ThinkingOption
+) -> pd.DataFrame:
+    """``df`` with the stored replies (None where ungenerated, with a warning) and what the judge sees of them."""
+    failed = run.summary["ungenerated"]
+    if failed:
+        warnings.warn(
+            f"{len(failed)} of {len(df)} answers not generated (the server failed; rerun to retry): "
+            f"{next(iter(failed.values()))}",
+            stacklevel=3,
+        )
+    stored = iter(run.records)  # the finished items' records in item order: every item but the failed ones
+    raw = [None if k in failed else next(stored)["answer"] for k in keys]
     cut = reply_columns(raw, thinking)
+    out = df.copy()
     out["raw_answer"], out["answer"] = raw, cut["scored"]  # the judge sees the answer with its thinking cut
     out["thinking_unclosed"], out["answer_failed"] = cut["unclosed"], cut["failed"]  # judge_answers: failed -> 0
     out["answer_in_thai"] = cut["in_thai"]
     out.attrs.update(
         model_name=model.name,
         model_identity=identity,
-        config_id=store.config_id,
-        run_dir=str(store.root),
-        ungenerated=sorted(run.failed),
-        replies=replies,
+        config_id=run.config_id,
+        run_dir=str(run.run_dir),
+        ungenerated=sorted(failed),
+        replies=run.summary["replies"],
         thinking=thinking.signature(),
     )
     return out

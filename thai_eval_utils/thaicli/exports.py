@@ -12,12 +12,12 @@ from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.thaicli.answers import select_items
 from thai_eval_utils.thaicli.data import load_thaicli
 from thai_eval_utils.judging.rubric import JudgeParams
+from thai_eval_utils.thaicli.judge_prompt import MAX_JUDGE_CALLS as JUDGE_MAX_CALLS
 from thai_eval_utils.thaicli.judge_prompt import TEMPLATE_TEXT
 from thai_eval_utils.thaicli.judge_free import LL_CONTEXT_TEMPLATE, LL_TARGET_DELIMITER
 
-#: The answer budget and judge attempts per answer (the notebook's defaults: max_new_tokens, judge_max_calls).
+#: The answer budget per answer (the notebook's default max_new_tokens; its judge_max_calls: ``JUDGE_MAX_CALLS``).
 MAX_NEW_TOKENS = 512
-JUDGE_MAX_CALLS = 16
 #: Thai LLM Leaderboard task key -> the summary scores it carries, per stored task.
 LEADERBOARD = {
     "judge": ("thaicli", ("thaicli", "factoid", "instruction")),

@@ -13,9 +13,10 @@ even then the items already judged are written with the summary before :class:`J
 
 The judge is any model that can ``chat``: an ``ApiModel`` (requests in flight together, bounded by its
 semaphore), a ``LocalModel`` judging in-process (the waiting judgements as one ``chat`` batch; no HTTP server) or a
-``ServedModel``; ThaiCLI's judge is one instance of :class:`thai_eval_utils.judging.Judge` (its rubric:
-:func:`~thai_eval_utils.thaicli.judge_prompt.thaicli_rubric`), and the loop below is
-:func:`thai_eval_utils.judging.judge_items`.
+``ServedModel``; ThaiCLI's judge is its answers task's judged metric
+(:func:`~thai_eval_utils.thaicli.judge_prompt.thaicli_metric`, a :class:`~thai_eval_utils.tasks.judged.JudgedMetric`
+whose "up to 16 calls, else 0" rule and judgement values are the metric's), as a :class:`thai_eval_utils.judging.Judge`;
+the loop below is :func:`thai_eval_utils.judging.judge_items`.
 
 Judging runs as every run does (:func:`judge_answers`): prepare (the judgements the run's store or the shared cache
 already hold are not asked for again), call (:func:`~thai_eval_utils.core.runloop.run_items_async`: requests in
@@ -38,12 +39,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import openai
 import pandas as pd
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.backend.batch_api import OpenAIBatchTransport
-from thai_eval_utils.backend.openai_client import FATAL_ERRORS, ApiError, ApiModel, describe_error
+from thai_eval_utils.backend.openai_client import ApiModel
 from thai_eval_utils.core.protocols import ChatModel
 from thai_eval_utils.core.provenance import outputs_dir, redact
 from thai_eval_utils.core.records import is_blank
@@ -53,15 +53,18 @@ from thai_eval_utils.judging.batch import BatchMode
 from thai_eval_utils.judging.run import Judgement
 from thai_eval_utils.thaicli.judge_cache import CACHE_NAME  # noqa: F401 - re-exported
 from thai_eval_utils.thaicli.judge_prompt import (
-    FALLBACK_SCORE,  # noqa: F401 - re-exported
+    FALLBACK_SCORE,
     TEMPLATE_SHA256,  # noqa: F401 - re-exported: notebooks and tests read the prompt's hash here
     TEMPLATE_TEXT,  # noqa: F401
     TEMPLATE_VERSION,  # noqa: F401
+    THAICLI_FIELDS,
     JudgeTemplate,
     ReferenceOrder,
+    ThaiCLIJudged,
     build_messages,  # noqa: F401 - re-exported
     judge_template,
     parse_judgement,  # noqa: F401 - re-exported
+    thaicli_metric,
 )
 from thai_eval_utils.thaicli.judge_summary import (
     ANSWER_COLUMNS,
@@ -102,19 +105,12 @@ class JudgeRun:
         return int(self.summary["n_unjudged"])
 
 
-def _describe(exc: BaseException) -> str:
-    """Why a judgement stays unjudged: a request that failed after the client's retries, or another error."""
-    return describe_error(exc) if isinstance(exc, (openai.APIError, ApiError)) else f"unexpected {describe_error(exc)}"
-
-
 def thaicli_judge(
     model: ChatModel, params: JudgeParams | None = None, reference_order: ReferenceOrder = "chosen_first"
 ) -> Judge:
     """The ThaiCLI judge on ``model`` (any chat model): the versioned prompt, 16 calls then 0, an API's refused key
-    ending the run."""
-    return Judge(
-        judge_template(reference_order).rubric(params or JudgeParams()), model, fatal=FATAL_ERRORS, describe=_describe
-    )
+    ending the run (:func:`~thai_eval_utils.thaicli.judge_prompt.thaicli_metric`'s judge)."""
+    return thaicli_metric(model, params or JudgeParams(), reference_order).as_judge()
 
 
 def _not_generated(answers: pd.DataFrame) -> set[int]:
@@ -200,7 +196,7 @@ def judge_answers(
     """
     job = _job(
         answers,
-        thaicli_judge(judge, params or JudgeParams(), reference_order),
+        thaicli_metric(judge, params or JudgeParams(), reference_order),
         judge_template(reference_order),
         repeats,
     )
@@ -209,7 +205,7 @@ def judge_answers(
         cache = JudgementCache(cache_path or store.shared_file(CACHE_NAME))
         skip = dict.fromkeys(_not_generated(answers), NO_ANSWER)
         skip.update(dict.fromkeys(_failed(answers), FAILED_ANSWER))
-        texts = answers[["question", "chosen", "rejected", "answer"]].to_dict(orient="records")
+        texts = [job.metric.texts(r, r["answer"]) for r in answers[list(THAICLI_FIELDS)].to_dict(orient="records")]
         done = judge_items(
             job.judge,
             texts,
@@ -223,7 +219,7 @@ def judge_answers(
             progress=progress,
             batch=batch,
         )
-        items = pd.DataFrame([item_row(answers.iloc[j.row], j.repeat, j.key, done.record(j)) for j in done.plan])
+        items = pd.DataFrame([_item_row(job, j, done.record(j)) for j in done.plan])
         scores, summary = _summarise(job, items, done)
         if answers.attrs.get("replies"):  # the answers' thinking and answers-in-Thai stats beside the scores
             summary["answers_replies"] = answers.attrs["replies"]
@@ -265,9 +261,11 @@ def judge_batch(
 
 @dataclass(frozen=True, eq=False)
 class _Job:
-    """What a judging run is: the checked answers, the judge (rubric and model), its prompt and the repeats."""
+    """What a judging run is: the checked answers, the judged metric and its judge (rubric and model), its prompt
+    and the repeats."""
 
     answers: pd.DataFrame
+    metric: ThaiCLIJudged
     judge: Judge
     template: JudgeTemplate
     repeats: int
@@ -277,11 +275,11 @@ class _Job:
         return self.judge.settings
 
 
-def _job(answers: pd.DataFrame, judge: Judge, template: JudgeTemplate, repeats: int) -> _Job:
+def _job(answers: pd.DataFrame, metric: ThaiCLIJudged, template: JudgeTemplate, repeats: int) -> _Job:
     """Check the answers and repeats (before anything is opened or called)."""
     _check_answers(answers)
     _check_repeats(answers, repeats)
-    return _Job(answers, judge, template, repeats)
+    return _Job(answers, metric, metric.as_judge(), template, repeats)
 
 
 def _open_run(job: _Job, model_name: str, outputs: str | Path | None) -> RunStore:
@@ -323,6 +321,12 @@ def _record(job: _Job, j: Judgement, judgement: dict[str, Any]) -> dict[str, Any
         "error": judgement.get("error", ""),
         "judgement_key": j.key,
     }
+
+
+def _item_row(job: _Job, j: Judgement, rec: dict[str, Any]) -> dict[str, Any]:
+    """Judgement ``j``'s row of the items table, its score the metric's value (a failed answer: 0)."""
+    value = FALLBACK_SCORE if rec.get("status") == FAILED_STATUS else job.metric.value(rec)
+    return item_row(job.answers.iloc[j.row], j.repeat, j.key, rec, value)
 
 
 def _summarise(job: _Job, items: pd.DataFrame, done: JudgeOutcome) -> tuple[ThaiCLIScores, dict[str, Any]]:

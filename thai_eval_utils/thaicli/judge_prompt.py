@@ -7,19 +7,26 @@ reply must hold
 ``<score>N</score>`` with N in [1, 10] (:data:`SCORE_PATTERN`) and may hold ``<explanation>``.
 
 ThaiCLI's judge is one instance of the generic judge: :data:`THAICLI_PARSER` and :func:`thaicli_rubric`
-declare it for :mod:`thai_eval_utils.judging` (its key hash stays the template file's, so old judgements are found).
+declare it for :mod:`thai_eval_utils.judging` (its key hash stays the template file's, so old judgements are found),
+and :func:`thaicli_metric` as the judged metric of ThaiCLI's answers task
+(:class:`~thai_eval_utils.tasks.judged.JudgedMetric`: up to 16 calls, else 0).
 """
 
 from __future__ import annotations
 
 import importlib.resources
 import re
-import string
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
+import openai
+
+from thai_eval_utils.backend.openai_client import ApiError, describe_error
+from thai_eval_utils.core.protocols import ChatModel
 from thai_eval_utils.core.provenance import sha256_text
 from thai_eval_utils.judging.rubric import JudgeParams, JudgeRubric, ReplyParser, split_sections
+from thai_eval_utils.tasks.judged import JudgedMetric
 
 #: The versioned prompt template (a reconstruction of the paper's Figure 5; see the file's header).
 TEMPLATE_VERSION = "judge_v1"
@@ -32,6 +39,8 @@ TEMPLATE_SHA256 = sha256_text(TEMPLATE_TEXT)
 #: Paper, section 4: at most 16 judge calls per item, then the item scores 0.
 MAX_JUDGE_CALLS = 16
 FALLBACK_SCORE = 0.0
+#: The paper's judge (section 4): the judge ThaiCLI's declaration names; a run names its own.
+PAPER_JUDGE = "gpt-4o-2024-05-13"
 MIN_SCORE, MAX_SCORE = 1.0, 10.0
 
 #: A ``<score>...</score>`` pair whose content is a number: tags case-insensitive, whitespace allowed inside
@@ -56,14 +65,6 @@ THAICLI_PARSER = ReplyParser(
 )
 #: The template's fields, in the order the cache key has always named them.
 THAICLI_FIELDS = ("question", "chosen", "rejected", "answer")
-
-
-def _split_template(text: str) -> tuple[string.Template, string.Template]:
-    sections = split_sections(text)
-    return string.Template(sections["system"]), string.Template(sections["user"])
-
-
-_SYSTEM, _USER = _split_template(TEMPLATE_TEXT)
 
 
 ReferenceOrder = Literal["chosen_first", "rejected_first"]
@@ -111,6 +112,37 @@ def thaicli_rubric(reference_order: ReferenceOrder = "chosen_first", params: Jud
     return judge_template(reference_order).rubric(params)
 
 
+def describe_failure(exc: BaseException) -> str:
+    """Why a ThaiCLI judgement stays unjudged: a request that failed after the client's retries, or another error."""
+    return describe_error(exc) if isinstance(exc, (openai.APIError, ApiError)) else f"unexpected {describe_error(exc)}"
+
+
+class ThaiCLIJudged(JudgedMetric):
+    """ThaiCLI's judge as a judged metric: the rubric is filled with the item's question, chosen and rejected
+    references and the model's answer; a failed request's reason is :func:`describe_failure`'s."""
+
+    given_texts = THAICLI_FIELDS
+
+    def texts(self, record: Mapping[str, Any], prediction: str) -> dict[str, str]:
+        return {f: str(record[f]) for f in THAICLI_FIELDS[:3]} | {"answer": prediction}
+
+    def describe(self, exc: BaseException) -> str:
+        return describe_failure(exc)
+
+
+def thaicli_metric(
+    judge: str | ChatModel = PAPER_JUDGE,
+    params: JudgeParams | None = None,
+    reference_order: ReferenceOrder = "chosen_first",
+) -> ThaiCLIJudged:
+    """The ThaiCLI judge (paper, section 4) on ``judge``: the versioned prompt in ``reference_order``, a 1-10 score,
+    up to ``params.max_calls`` calls (default :data:`MAX_JUDGE_CALLS`) while a reply does not parse, else
+    :data:`FALLBACK_SCORE` (counted in the means)."""
+    params = params or JudgeParams(max_calls=MAX_JUDGE_CALLS)
+    rubric = thaicli_rubric(reference_order, params)
+    return ThaiCLIJudged(rubric, judge, params=params, unparsed_score=FALLBACK_SCORE, name="thaicli")
+
+
 def judge_template(reference_order: ReferenceOrder = "chosen_first") -> JudgeTemplate:
     """The versioned judge template with the chosen reference first (the file as written) or the rejected first.
 
@@ -131,9 +163,6 @@ def build_messages(
     question: str, chosen: str, rejected: str, answer: str, *, reference_order: ReferenceOrder = "chosen_first"
 ) -> list[dict[str, str]]:
     """The judge's system and user messages for one item (texts inserted verbatim, never normalised)."""
-    if reference_order == "chosen_first":
-        user = _USER.substitute(question=question, chosen=chosen, rejected=rejected, answer=answer)
-        return [{"role": "system", "content": _SYSTEM.substitute()}, {"role": "user", "content": user}]
     return judge_template(reference_order).messages(question, chosen, rejected, answer)
 
 

@@ -28,14 +28,15 @@ def judgement_part(record: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in record.items() if k not in ("key", *ROW_FIELDS)}
 
 
-def item_row(row: pd.Series, repeat: int, key: str, rec: Mapping[str, Any]) -> dict[str, Any]:
-    """One row of the items table: the answer row's texts and its stored judgement (score NaN when unjudged)."""
+def item_row(row: pd.Series, repeat: int, key: str, rec: Mapping[str, Any], value: float | None) -> dict[str, Any]:
+    """One row of the items table: the answer row's texts and its stored judgement, its score ``value`` (the
+    judged metric's value of the judgement: NaN when None, unjudged)."""
     return {
         **{c: row[c] for c in ANSWER_COLUMNS},
         "repeat": repeat,
         "seed": rec.get("seed"),
         "reference_order": rec.get("reference_order"),
-        "score": math.nan if rec.get("score") is None else rec["score"],
+        "score": math.nan if value is None else value,
         "status": rec.get("status", "unjudged"),
         "attempts": rec.get("attempts", 0),
         "parse_failures": rec.get("parse_failures", 0),
