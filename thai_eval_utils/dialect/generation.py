@@ -17,7 +17,7 @@ import math
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,14 @@ from thai_eval_utils.core.protocols import Model, TokenizingModel
 from thai_eval_utils.core.provenance import Score
 from thai_eval_utils.core.runloop import RunOutcome
 from thai_eval_utils.dialect.data import check_dialect, dialect_tasks
-from thai_eval_utils.dialect.metrics import DIALECT_NAMES, delta_diff, table_task, task_metrics, task_scores
+from thai_eval_utils.dialect.metrics import (
+    DIALECT_NAMES,
+    TABLE1_TASKS,
+    delta_diff,
+    table_task,
+    task_metrics,
+    task_scores,
+)
 from thai_eval_utils.dialect.tokenizers import DEFAULT_TOKENIZER, pythainlp_version
 from thai_eval_utils.tasks.declared import GenerationTask
 from thai_eval_utils.tasks.language import group_columns, reply_columns, reply_stats_by
@@ -167,13 +174,7 @@ def select_items(df: pd.DataFrame, *, tasks: Sequence[str] | None = None, limit:
     """
     out = df
     if tasks is not None:
-        unknown = set(tasks) - {
-            "qa",
-            "summarization",
-            "translation_en_to_dialect",
-            "translation_dialect_to_en",
-            *UNSCORED_TASKS,
-        }
+        unknown = set(tasks) - {*TABLE1_TASKS, *UNSCORED_TASKS}
         if unknown:
             raise ValueError(f"unknown task famil(ies) {sorted(unknown)}")
         out = out[out["task"].map(table_task).isin(list(tasks))]
@@ -192,21 +193,18 @@ def item_key(item: Mapping[str, Any]) -> str:
 @dataclass(frozen=True)
 class AddPrompt:
     """A declaration's ``process_docs``: each row with its prompt (``prompt``: :func:`build_prompt` with
-    ``prompts``) for the declaration's one user turn; the row's own dialect and task, or those a dialect×task
-    declaration fixes (its file's rows do not name them). Recorded by its class, the prompt file's source and what
-    it fixes."""
+    ``prompts``) for the declaration's one user turn; the row's own dialect and task, or those ``fixed`` names (a
+    dialect×task declaration: its file's rows do not name them). Recorded by its class, the prompt file's source and
+    ``fixed``."""
 
     prompts: DialectPrompts
-    dialect: str | None = None
-    task: str | None = None
+    fixed: Mapping[str, str] = field(default_factory=dict)
 
     def __call__(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        fixed = {k: v for k, v in (("dialect", self.dialect), ("task", self.task)) if v is not None}
-        return [{**row, "prompt": build_prompt({**row, **fixed}, self.prompts)} for row in rows]
+        return [{**row, "prompt": build_prompt({**row, **self.fixed}, self.prompts)} for row in rows]
 
     def declaration(self) -> dict[str, Any]:
-        fixed = {k: v for k, v in (("dialect", self.dialect), ("task", self.task)) if v is not None}
-        return {"function": qualified_name(type(self)), "source": self.prompts.source, **fixed}
+        return {"function": qualified_name(type(self)), "source": self.prompts.source, **self.fixed}
 
 
 #: A declaration's prompt: the row's prompt (:class:`AddPrompt`) as one user turn, no system prompt (the paper's).
@@ -237,7 +235,7 @@ def dialect_task(
         seed=PAPER_SEED,
         id_field=None if task.startswith("translation_") else "id",  # translation rows may have no id: the row number
         title=f"{DIALECT_NAMES[dialect]} {task}",
-        process_docs=AddPrompt(prompts or load_prompts(), dialect, task),
+        process_docs=AddPrompt(prompts or load_prompts(), {"dialect": dialect, "task": task}),
     )
 
 
@@ -337,8 +335,9 @@ def run_generation(
     frames: list[pd.DataFrame] = []  # the per-item table the summary is computed from (returned)
 
     def summarize(records: list[dict[str, Any]], support: Mapping[str, str], run: RunOutcome) -> dict[str, Any]:
-        frames.append(_generated(df, model.name, run, thinking))
-        return _summary(frames[-1], records, config, thinking, support, run)
+        frame, summary = _summarize(df, model.name, config, thinking, run, support)
+        frames.append(frame)
+        return summary
 
     layout = RunLayout(
         BENCHMARK,
@@ -397,14 +396,17 @@ def _record(item: Mapping[str, Any], answer: tuple[str, int | None, bool, str]) 
     return {**item["doc"], "prompt": content, "prompt_len": n_tokens, "prompt_truncated": cut, "output": reply}
 
 
-def _generated(df: pd.DataFrame, model_name: str, run: RunOutcome, thinking: ThinkingOption) -> pd.DataFrame:
-    """``df`` with the run's columns (an item not generated: None): the reply its metrics read (thinking cut), the
-    raw reply, the reply columns (:func:`~thai_eval_utils.tasks.language.reply_columns`) and the prompt sent."""
+def _summarize(
+    df: pd.DataFrame, model: str, config: Mapping[str, Any], thinking: ThinkingOption, run: RunOutcome, support: Any
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """``df`` with the run's columns (an item not generated: None; ``output`` the reply its metrics read, thinking
+    cut) and the run's summary: the counts, the failed calls, the config, the scores and ΔDiff of the generated items
+    (:func:`summary_scores`), the thinking and answers-in-Thai entries, overall and per ``<dialect>/<task>``."""
     done = [run.records.get(key, {}) for key in run.keys]
     raw = [r.get("output") for r in done]
-    cut = reply_columns(raw, thinking)  # metrics read the reply with its thinking cut
-    return df.assign(
-        model=model_name,
+    cut = reply_columns(raw, thinking)
+    out = df.assign(
+        model=model,
         prompt=[r.get("prompt") for r in done],
         output=cut["scored"],
         raw_output=raw,
@@ -412,25 +414,13 @@ def _generated(df: pd.DataFrame, model_name: str, run: RunOutcome, thinking: Thi
         answer_in_thai=cut["in_thai"],
         prompt_truncated=[bool(r.get("prompt_truncated")) for r in done],
     )
-
-
-def _summary(
-    out: pd.DataFrame,
-    records: list[dict[str, Any]],
-    config: Mapping[str, Any],
-    thinking: ThinkingOption,
-    support: Mapping[str, str],
-    run: RunOutcome,
-) -> dict[str, Any]:
-    """A run's summary: the counts, the failed calls, the config, the scores and ΔDiff of the generated items
-    (:func:`summary_scores`), the thinking and answers-in-Thai entries, overall and per ``<dialect>/<task>``."""
-    generated = out[out["output"].notna()]
+    generated, records = out[out["output"].notna()], run.in_order()
     scores, deltas = (
         summary_scores(score_generations(generated, thinking=thinking))
         if "text_2" in out.columns and len(generated)
         else ({}, {})
     )
-    return {
+    return out, {
         "n_items": len(generated),
         "n_generated": run.computed,
         "n_ungenerated": len(run.failed),

@@ -19,14 +19,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from rouge_score import rouge_scorer, scoring
+from sacrebleu.metrics import CHRF
 
 from thai_eval_utils.core.provenance import Score
 from thai_eval_utils.core.records import require_texts
 from thai_eval_utils.dialect.data import check_score_rows
-from thai_eval_utils.tasks.metrics import ChrF, Metric, RougeL, SacrebleuCorpus
+from thai_eval_utils.tasks.metrics import Bleu, ChrF, Metric, RougeL, SacrebleuCorpus
 from thai_eval_utils.dialect.tokenizers import (
     DEFAULT_TOKENIZER,
-    WordTokenizer,
     get_tokenizer,
     pythainlp_version,
 )
@@ -261,11 +261,6 @@ def rouge_l_bootstrap_mid(
 
 
 # --------------------------------------------------------------------------------- sacrebleu
-def _pretokenize(texts: Sequence[str], tok: WordTokenizer) -> list[str]:
-    """``tok``'s tokens joined by single spaces, whitespace tokens dropped (input for ``tokenize="none"``)."""
-    return [" ".join(t for t in tok.tokenize(x) if t.strip()) for x in texts]
-
-
 def _sacrebleu_signature(metric: Any) -> str:
     """sacrebleu's signature of ``metric`` (sacrebleu knows the number of references only once it has scored
     something: one reference each here)."""
@@ -273,12 +268,10 @@ def _sacrebleu_signature(metric: Any) -> str:
     return str(metric.get_signature())
 
 
-class PaperSacreBleu(Metric):
-    """sacrebleu corpus BLEU beside the paper's, as a metric object: pretokenised by ``tokenizer`` (whitespace
-    tokens dropped) with ``tokenize="none"`` for Thai targets, sacrebleu's ``13a`` for English ones; its signature
-    is sacrebleu's plus the pretokenizer."""
-
-    kind = "corpus"
+class PaperSacreBleu(Bleu):
+    """sacrebleu corpus BLEU beside the paper's, as a metric object: pretokenised by ``tokenizer`` (its tokens
+    joined by single spaces, whitespace tokens dropped) with ``tokenize="none"`` for Thai targets, sacrebleu's
+    ``13a`` for English ones; its signature is sacrebleu's plus the pretokenizer."""
 
     def __init__(self, target_lang: str = "th", tokenizer: str = DEFAULT_TOKENIZER, name: str = "sacrebleu") -> None:
         self.target_lang, self.tokenizer, self.name = target_lang, tokenizer, name
@@ -287,24 +280,19 @@ class PaperSacreBleu(Metric):
         return {"target_lang": self.target_lang, "tokenizer": self.tokenizer}
 
     @cached_property
-    def _corpus(self) -> SacrebleuCorpus:
+    def corpus(self) -> SacrebleuCorpus:
+        """The sacrebleu metric by sufficient statistics (its tokenizer built on first use)."""
         if self.target_lang == "en":
             return SacrebleuCorpus("bleu", options=(("tokenize", "13a"),))
         tok = get_tokenizer(self.tokenizer)
-        return SacrebleuCorpus("bleu", prepare=lambda text: _pretokenize([text], tok)[0])
+        return SacrebleuCorpus("bleu", prepare=lambda text: " ".join(t for t in tok.tokenize(text) if t.strip()))
 
     def signature(self) -> str:
         extra = ""
         if self.target_lang != "en":
             tok = get_tokenizer(self.tokenizer)
             extra = f"|pretok:{tok.name}-nows" + (f"|pythainlp:{pythainlp_version()}" if tok.uses_pythainlp else "")
-        return f"BLEU|{_sacrebleu_signature(self._corpus._metric())}{extra}"
-
-    def statistics(self, hypotheses: Sequence[str], references: Sequence[str]) -> np.ndarray:
-        return self._corpus.statistics(hypotheses, references)
-
-    def score(self, totals: np.ndarray) -> float:
-        return self._corpus.score(totals)
+        return f"BLEU|{_sacrebleu_signature(self.corpus._metric())}{extra}"
 
 
 class PaperChrF(ChrF):
@@ -315,8 +303,6 @@ class PaperChrF(ChrF):
         super().__init__(word_order=word_order, name=name)
 
     def signature(self) -> str:
-        from sacrebleu.metrics import CHRF
-
         return f"chrF|{_sacrebleu_signature(CHRF(word_order=self.word_order))}"
 
 
