@@ -397,7 +397,12 @@ def _record(item: Mapping[str, Any], answer: tuple[str, int | None, bool, str]) 
 
 
 def _summarize(
-    df: pd.DataFrame, model: str, config: Mapping[str, Any], thinking: ThinkingOption, run: RunOutcome, support: Any
+    df: pd.DataFrame,
+    model: str,
+    config: Mapping[str, Any],
+    thinking: ThinkingOption,
+    run: RunOutcome,
+    support: Mapping[str, str],
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """``df`` with the run's columns (an item not generated: None; ``output`` the reply its metrics read, thinking
     cut) and the run's summary: the counts, the failed calls, the config, the scores and ΔDiff of the generated items
