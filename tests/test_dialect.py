@@ -447,3 +447,83 @@ def test_run_summary_scores_and_deltas_with_known_outputs(scored_items, tmp_path
     # a rerun (nothing left to generate) writes the same scores
     again = D.run_generation(reference_model(scored_items), scored_items, outputs=tmp_path, progress=False)
     assert _summary(again)["scores"] == scores and _summary(again)["n_generated"] == 0
+
+
+def test_the_paper_metrics_are_metric_objects():
+    """Each scored task's metrics are metric objects (tasks.metrics.Metric) with the paper's numbers: ROUGE-L per
+    item and BLEU over the corpus on newmm words with whitespace kept, sacrebleu BLEU on 13a for English
+    references only."""
+    import math
+
+    from thai_eval_utils.dialect import metrics as M
+    from thai_eval_utils.tasks.metrics import Metric
+
+    qa = {m.name: m for m in M.task_metrics("qa")}
+    assert list(qa) == ["rougeL", "bleu", "sacrebleu", "chrf"] and all(isinstance(m, Metric) for m in qa.values())
+    # hyp ฉัน _ กิน _ ข้าว (5 tokens), ref ฉัน _ กิน _ ข้าว _ แล้ว (7): LCS 5 -> F = 2 * 5/7 / (12/7) = 10/12
+    assert qa["rougeL"].kind == "mean" and qa["rougeL"].score_item("ฉัน กิน ข้าว", "ฉัน กิน ข้าว แล้ว") == pytest.approx(
+        100 * 10 / 12
+    )
+    # every hypothesis n-gram matches; BP = exp(1 - 7/5)
+    assert qa["bleu"].kind == "corpus" and qa["bleu"](["ฉัน กิน ข้าว"], ["ฉัน กิน ข้าว แล้ว"]) == pytest.approx(
+        100 * math.exp(-0.4)
+    )
+    assert qa["bleu"] == M.PAPER_BLEU and qa["bleu"].spec() == {
+        "metric": "thai_eval_utils.dialect.metrics:PaperBleu",
+        "name": "bleu",
+        "tokenizer": "newmm",
+        "max_order": 4,
+    }
+    to_english = {m.name: m for m in M.task_metrics("translation_east_eng", tokenizer="longest")}
+    assert (qa["sacrebleu"].target_lang, to_english["sacrebleu"].target_lang) == ("th", "en")
+    assert "|tok:13a|" in to_english["sacrebleu"].signature() and "tok:none" in qa["sacrebleu"].signature()
+    assert to_english["rougeL"].signature() == "rougeL|rouge-score|f1-mean|tok:longest|keep_ws:yes|pythainlp:5.0.4"
+
+
+def test_a_dialect_task_is_declared_and_run_by_the_task_runner(tmp_path):
+    """dialect_task: one dialect's scored task over its own file, run by tasks.runner.run_task: the benchmark's prompt
+    as one user turn, and every score what the paper's metric code gives on the same replies."""
+    from thai_eval_utils.dialect import metrics as M
+    from thai_eval_utils.tasks.runner import run_task
+
+    prompts = D.load_prompts()
+    df = load_dialect(SAMPLES, dialects=["east"])
+    rows = df[df["task"] == "translation_east_eng"].to_dict("records")
+    answers = {D.build_prompt(r, prompts): r["text_2"][: len(r["text_2"]) // 2] for r in rows}
+    model = chat_model("half", local=False, reply=lambda messages: answers[messages[-1]["content"]])
+    task = D.dialect_task("east", "translation_east_eng", prompts=prompts).bind(SAMPLES)
+    run = run_task(model, task, outputs=tmp_path, progress=False)
+    assert task.name == "dialect_east_translation_east_eng" and run.task == task.name
+    assert [m for c in chats(model) for m in c["messages"]] == [
+        [{"role": "user", "content": D.build_prompt(r, prompts)}] for r in rows
+    ]
+    hyps = [answers[D.build_prompt(r, prompts)] for r in rows]
+    expected = M.task_scores("translation_east_eng", hyps, [r["text_2"] for r in rows])
+    assert {m: (s["value"], s["n"]) for m, s in run.scores.items()} == {s.name: (s.value, 3) for s in expected}
+    assert "|tok:13a|" in run.scores["sacrebleu"]["signature"]
+    with pytest.raises(ValueError, match="no scored task 'food' for dialect 'east'"):
+        D.dialect_task("east", "food")
+    with pytest.raises(ValueError, match="unknown dialect 'west'"):
+        D.dialect_task("west", "qa")
+
+
+def test_a_generation_run_is_one_declaration_with_the_runs_decoding(items, tmp_path):
+    """A run of every dialect and task is one declared task: the run's decoding, each row's prompt (its own dialect
+    and task) as one user turn; the chat calls carry that decoding."""
+    prompts = D.load_prompts()
+    model = chat_model()
+    out = D.run_generation(model, items, outputs=tmp_path, greedy=True, max_new_tokens=48, progress=False)
+    task = D.generation_task(prompts, out.attrs["config"])
+    decl = task.declaration()
+    assert (decl["temperature"], decl["top_p"], decl["seed"], decl["max_new_tokens"]) == (0.0, 1.0, 42, 48)
+    assert decl["prompt"] == ({"role": "user", "content": "{prompt}"},)
+    assert decl["process_docs"] == {
+        "function": "thai_eval_utils.dialect.generation:AddPrompt",
+        "source": prompts.source,
+    }
+    row = {"dialect": "center", "task": "food", "id": "1", "text_1": "ต้มยำกุ้ง"}
+    assert task.process_docs([row]) == [{**row, "prompt": "จงเขียนวิธีทำ ต้มยำกุ้ง"}]
+    assert {(c["temperature"], c["top_p"], c["seed"], c["max_new_tokens"]) for c in chats(model)} == {
+        (0.0, 1.0, 42, 48)
+    }
+    assert [m[0]["content"] for c in chats(model) for m in c["messages"]] == list(out["prompt"])

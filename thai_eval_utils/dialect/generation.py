@@ -1,10 +1,12 @@
 """Thai dialect benchmark generation runs (arXiv 2504.05898, section 3.1; its
-``evaluation/main_local_prompt_batch.py`` and ``prompt_utils.py``): prompts, chat calls, resume, scoring.
+``evaluation/main_local_prompt_batch.py`` and ``prompt_utils.py``): prompts, the tasks' declarations, runs, scoring.
 
 Every item becomes one zero-shot user turn (no system prompt) built from the benchmark's own prompt
-strings (``thai_eval_utils/dialect/prompts/dialect_prompts.json``, package data); each reply is appended to a
-:class:`~thai_eval_utils.core.store.RunStore` as soon as it arrives, so an interrupted run resumes. The run's
-``summary.json`` holds its scores per dialect and task and the ΔDiff values (see :func:`summary_scores`).
+strings (``thai_eval_utils/dialect/prompts/dialect_prompts.json``, package data). Each dialect's scored task is a
+declared generation task (:func:`dialect_task`, with the paper's metric objects); a run of many dialects and tasks
+is one declaration (:func:`generation_task`) run by :func:`~thai_eval_utils.tasks.runner.run_task` in one store
+(each reply appended as soon as it arrives, so an interrupted run resumes). The run's ``summary.json`` holds its
+scores per dialect and task and the ΔDiff values (see :func:`summary_scores`).
 """
 
 from __future__ import annotations
@@ -14,26 +16,35 @@ import json
 import math
 import os
 import warnings
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from thai_eval_utils.backend.openai_client import stable_identity
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.backend.openai_client import ApiError, stable_identity
 from thai_eval_utils.core.protocols import Model, TokenizingModel
-from thai_eval_utils.core.provenance import Score, scrub
-from thai_eval_utils.core.runloop import run_items
-from thai_eval_utils.core.store import RunStore
+from thai_eval_utils.core.provenance import Score
+from thai_eval_utils.core.runloop import RunOutcome
 from thai_eval_utils.dialect.data import check_dialect, dialect_tasks
-from thai_eval_utils.dialect.metrics import delta_diff, table_task, task_scores
-from thai_eval_utils.tasks.language import group_columns, reply_columns, reply_stats, reply_stats_by
-from thai_eval_utils.tasks.thinking import DEFAULT as DEFAULT_THINKING
-from thai_eval_utils.tasks.thinking import ThinkingOption, apply_to_model, config_entry, summary_entry
+from thai_eval_utils.dialect.metrics import (
+    DIALECT_NAMES,
+    TABLE1_TASKS,
+    delta_diff,
+    table_task,
+    task_metrics,
+    task_scores,
+)
 from thai_eval_utils.dialect.tokenizers import DEFAULT_TOKENIZER, pythainlp_version
+from thai_eval_utils.tasks.declared import GenerationTask
+from thai_eval_utils.tasks.language import group_columns, reply_columns, reply_stats_by
+from thai_eval_utils.tasks.metrics import qualified_name
+from thai_eval_utils.tasks.runner import RunLayout, reply_summary, run_task
+from thai_eval_utils.tasks.thinking import DEFAULT as DEFAULT_THINKING
+from thai_eval_utils.tasks.thinking import ThinkingOption, config_entry
 
 #: The prompt file shipped with the toolkit (verbatim prompt strings of the benchmark, with their source): package
 #: data, so an installed wheel has it (its origin and licence: ``prompts/README.md`` beside it).
@@ -163,13 +174,7 @@ def select_items(df: pd.DataFrame, *, tasks: Sequence[str] | None = None, limit:
     """
     out = df
     if tasks is not None:
-        unknown = set(tasks) - {
-            "qa",
-            "summarization",
-            "translation_en_to_dialect",
-            "translation_dialect_to_en",
-            *UNSCORED_TASKS,
-        }
+        unknown = set(tasks) - {*TABLE1_TASKS, *UNSCORED_TASKS}
         if unknown:
             raise ValueError(f"unknown task famil(ies) {sorted(unknown)}")
         out = out[out["task"].map(table_task).isin(list(tasks))]
@@ -183,6 +188,74 @@ def select_items(df: pd.DataFrame, *, tasks: Sequence[str] | None = None, limit:
 def item_key(item: Mapping[str, Any]) -> str:
     """The results-store key of one item: ``<dialect>/<task>/<id>``."""
     return f"{item['dialect']}/{item['task']}/{item['id']}"
+
+
+@dataclass(frozen=True)
+class AddPrompt:
+    """A declaration's ``process_docs``: each row with its prompt (``prompt``: :func:`build_prompt` with
+    ``prompts``) for the declaration's one user turn; the row's own dialect and task, or those ``fixed`` names (a
+    dialect×task declaration: its file's rows do not name them). Recorded by its class, the prompt file's source and
+    ``fixed``."""
+
+    prompts: DialectPrompts
+    fixed: Mapping[str, str] = field(default_factory=dict)
+
+    def __call__(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{**row, "prompt": build_prompt({**row, **self.fixed}, self.prompts)} for row in rows]
+
+    def declaration(self) -> dict[str, Any]:
+        return {"function": qualified_name(type(self)), "source": self.prompts.source, **self.fixed}
+
+
+#: A declaration's prompt: the row's prompt (:class:`AddPrompt`) as one user turn, no system prompt (the paper's).
+USER_TURN = ({"role": "user", "content": "{prompt}"},)
+
+
+def dialect_task(
+    dialect: str, task: str, *, prompts: DialectPrompts | None = None, tokenizer: str = DEFAULT_TOKENIZER
+) -> GenerationTask:
+    """One dialect's scored task (QA, summarisation, a translation direction) as a declared generation task over its
+    file ``<dialect>/<task>.jsonl`` (relative to the data folder it is bound to: ``.bind(folder)``): the benchmark's
+    prompt as one user turn, the reference ``text_2``, the paper's metric objects (:func:`~.metrics.task_metrics`)
+    and the paper's decoding of a local model. Conversation and food have no reference (human evaluation).
+
+    Raises:
+        ValueError: an unknown dialect, or a task that is not one of the dialect's scored ones.
+    """
+    if task not in dialect_tasks(check_dialect(dialect)) or task in UNSCORED_TASKS:
+        raise ValueError(f"no scored task {task!r} for dialect {dialect!r}")
+    return GenerationTask(
+        name=f"dialect_{dialect}_{task}",
+        data=f"{dialect}/{task}.jsonl",
+        prompt=USER_TURN,
+        reference="text_2",
+        metrics=task_metrics(task, tokenizer=tokenizer),
+        max_new_tokens=PAPER_MAX_NEW_TOKENS,
+        temperature=PAPER_LOCAL_TEMPERATURE,
+        seed=PAPER_SEED,
+        id_field=None if task.startswith("translation_") else "id",  # translation rows may have no id: the row number
+        title=f"{DIALECT_NAMES[dialect]} {task}",
+        process_docs=AddPrompt(prompts or load_prompts(), {"dialect": dialect, "task": task}),
+    )
+
+
+def generation_task(prompts: DialectPrompts, config: Mapping[str, Any]) -> GenerationTask:
+    """The declaration of a generation run (:func:`run_generation`): every item of every dialect and task in one
+    run, each row naming its dialect and task, with the run's decoding (``config``). Its metrics are a Thai-reference
+    task's; each dialect and task is scored by its own declaration's (:func:`dialect_task`)."""
+    return GenerationTask(
+        name="dialect",
+        data="",
+        prompt=USER_TURN,
+        reference="text_2",
+        metrics=task_metrics("qa"),
+        max_new_tokens=config["max_new_tokens"],
+        temperature=config["temperature"],
+        top_p=config["top_p"],
+        seed=config["seed"],
+        title="Thai dialects",
+        process_docs=AddPrompt(prompts),
+    )
 
 
 def run_generation(
@@ -202,6 +275,12 @@ def run_generation(
     thinking: ThinkingOption = DEFAULT_THINKING,
 ) -> pd.DataFrame:
     """Generate one reply per item with the paper's settings and store each as it finishes; reruns resume.
+
+    The run's declaration (:func:`generation_task`) runs on :func:`~thai_eval_utils.tasks.runner.run_task` in this
+    benchmark's stored layout (one store for every dialect and task; records keyed ``<dialect>/<task>/<id>``). A batch
+    whose request fails after the client's retries (an ``ApiError``) stays ungenerated (``output`` None, listed in the
+    summary, a warning) and the run goes on; scores and ΔDiff are computed on the generated items, with their n (a
+    rerun generates what is missing).
 
     Args:
         model: any :class:`~thai_eval_utils.core.protocols.Model` (:func:`~thai_eval_utils.backend.models.load_model`);
@@ -242,80 +321,97 @@ def run_generation(
         "prompt_source": prompts.source,
         **config_entry(thinking),
     }
-    identity = stable_identity(dict(model.identity)) if api else dict(model.identity)
-    with (
-        RunStore.open(
-            model.name,
-            BENCHMARK,
-            config,
-            model_identity=identity,
-            data_files=[str(p) for p in df.attrs.get("files", [])],
-            prompt_templates=_templates(df, prompts),
-            outputs=outputs,
-        ) as store,
-        apply_to_model(model, thinking) as support,
-    ):
-        batch_size = batch_size or getattr(model, "concurrency", None) or 8
-        return _generate_all(model, df, store, config, prompts, batch_size, progress, thinking, support)
+    task = generation_task(prompts, config)
+    rows = task.process_docs(df.to_dict("records"))
+    items = [
+        {
+            "id": item_key(r),
+            "row": i,
+            "doc": {"dialect": r["dialect"], "task": r["task"], "id": str(r["id"])},
+            "prompt": r["prompt"],
+        }
+        for i, r in enumerate(rows)
+    ]
+    frames: list[pd.DataFrame] = []  # the per-item table the summary is computed from (returned)
 
+    def summarize(records: list[dict[str, Any]], support: Mapping[str, str], run: RunOutcome) -> dict[str, Any]:
+        frame, summary = _summarize(df, model.name, config, thinking, run, support)
+        frames.append(frame)
+        return summary
 
-def _generate_all(
-    model: Model,
-    df: pd.DataFrame,
-    store: RunStore,
-    config: dict[str, Any],
-    prompts: DialectPrompts,
-    batch_size: int,
-    progress: bool,
-    thinking: ThinkingOption = DEFAULT_THINKING,
-    support: Mapping[str, str] | None = None,
-) -> pd.DataFrame:
-    """The run of :func:`run_generation` in its open store. A batch whose request fails after the client's retries
-    (an :class:`ApiError`) stays ungenerated (``output`` None, listed in the summary) and the run goes on; scores
-    and ΔDiff are computed on the generated items, with their n (a rerun generates what is missing)."""
-    max_new_tokens, max_prompt_tokens = config["max_new_tokens"], config["max_prompt_tokens"]
-    temperature, top_p, seed = config["temperature"], config["top_p"], config["seed"]
-
-    def generate(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        capped = [cap_prompt(model, build_prompt(it, prompts), max_prompt_tokens) for it in chunk]
-        replies = model.chat(
-            [[{"role": "user", "content": c[0]}] for c in capped],
-            max_new_tokens=max_new_tokens,
-            temperature=temperature,
-            top_p=top_p,
-            seed=seed,
-        )
-        return [
-            {
-                "dialect": it["dialect"],
-                "task": it["task"],
-                "id": str(it["id"]),
-                "prompt": content,
-                "prompt_len": n_tokens,
-                "prompt_truncated": cut,
-                "output": reply,
-            }
-            for it, (content, n_tokens, cut), reply in zip(chunk, capped, replies)
-        ]
-
-    items = df.to_dict("records")
-    run = run_items(
-        store,
-        items,
-        item_key,
-        generate,
-        batch_size=batch_size,
-        desc=f"dialect {model.name}",
-        progress=progress,
-        tolerate=(ApiError,),
-        describe=lambda exc: scrub(str(exc)),
-        fields={"output": str},
+    layout = RunLayout(
+        BENCHMARK,
+        config,
+        _record,
+        {"output": str},
+        summarize,
+        call=_chat_call(model, task, config["max_prompt_tokens"]),
+        data_files=[str(p) for p in df.attrs.get("files", [])],
+        templates=_templates(df, prompts),
+        model_identity=stable_identity(dict(model.identity)) if api else dict(model.identity),
     )
-    done = [run.records.get(item_key(it), {}) for it in items]
+    run = run_task(
+        model,
+        task,
+        items=items,
+        layout=layout,
+        outputs=outputs,
+        batch_size=batch_size,
+        progress=progress,
+        thinking=thinking,
+    )
+    out = frames[-1]
+    if run.summary["ungenerated"]:
+        warnings.warn(
+            f"{len(run.summary['ungenerated'])} of {len(out)} dialect items not generated (the server failed; rerun to "
+            f"retry); scores use the {run.summary['n_items']} generated: {next(iter(run.summary['ungenerated'].values()))}",
+            stacklevel=2,
+        )
+    out.attrs.update({"run_dir": str(run.run_dir), "config": config})
+    return out
+
+
+def _chat_call(model: Model, task: GenerationTask, max_prompt_tokens: int | None) -> Callable[[list[dict]], list]:
+    """The run's model call: each item's prompt capped (:func:`cap_prompt`) and sent as one user turn with the
+    task's decoding; per item ``(prompt sent, formatted token count, truncated?, reply)``."""
+
+    def call(chunk: list[dict[str, Any]]) -> list[tuple[str, int | None, bool, str]]:
+        capped = [cap_prompt(model, it["prompt"], max_prompt_tokens) for it in chunk]
+        replies = model.chat(
+            [[{"role": "user", "content": content}] for content, _, _ in capped],
+            max_new_tokens=task.max_new_tokens,
+            temperature=task.temperature,
+            top_p=task.top_p,
+            seed=task.seed,
+        )
+        return [(*cap, reply) for cap, reply in zip(capped, replies)]
+
+    return call
+
+
+def _record(item: Mapping[str, Any], answer: tuple[str, int | None, bool, str]) -> dict[str, Any]:
+    """The stored record of one item: its dialect, task and id, the prompt sent, its token count, whether it was
+    cut, and the raw reply."""
+    content, n_tokens, cut, reply = answer
+    return {**item["doc"], "prompt": content, "prompt_len": n_tokens, "prompt_truncated": cut, "output": reply}
+
+
+def _summarize(
+    df: pd.DataFrame,
+    model: str,
+    config: Mapping[str, Any],
+    thinking: ThinkingOption,
+    run: RunOutcome,
+    support: Mapping[str, str],
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """``df`` with the run's columns (an item not generated: None; ``output`` the reply its metrics read, thinking
+    cut) and the run's summary: the counts, the failed calls, the config, the scores and ΔDiff of the generated items
+    (:func:`summary_scores`), the thinking and answers-in-Thai entries, overall and per ``<dialect>/<task>``."""
+    done = [run.records.get(key, {}) for key in run.keys]
     raw = [r.get("output") for r in done]
-    cut = reply_columns(raw, thinking)  # metrics read the reply with its thinking cut
+    cut = reply_columns(raw, thinking)
     out = df.assign(
-        model=model.name,
+        model=model,
         prompt=[r.get("prompt") for r in done],
         output=cut["scored"],
         raw_output=raw,
@@ -323,35 +419,23 @@ def _generate_all(
         answer_in_thai=cut["in_thai"],
         prompt_truncated=[bool(r.get("prompt_truncated")) for r in done],
     )
-    generated = out[out["output"].notna()]
-    if run.failed:
-        warnings.warn(
-            f"{len(run.failed)} of {len(out)} dialect items not generated (the server failed; rerun to "
-            f"retry); scores use the {len(generated)} generated: {next(iter(run.failed.values()))}",
-            stacklevel=3,
-        )
+    generated, records = out[out["output"].notna()], run.in_order()
     scores, deltas = (
         summary_scores(score_generations(generated, thinking=thinking))
         if "text_2" in out.columns and len(generated)
         else ({}, {})
     )
-    stored = [r for r in done if r]
-    store.write_summary(
-        {
-            "n_items": len(generated),
-            "n_generated": run.computed,
-            "n_ungenerated": len(run.failed),
-            "ungenerated": run.failed,
-            "config": config,
-            "scores": scores,
-            "delta_diff": deltas,
-            "thinking": summary_entry(thinking, support),
-            "replies": reply_stats(stored, "output", thinking),
-            "replies_by_task": reply_stats_by(stored, lambda r: f"{r['dialect']}/{r['task']}", "output", thinking),
-        }
-    )
-    out.attrs.update({"run_dir": str(store.root), "config": config})
-    return out
+    return out, {
+        "n_items": len(generated),
+        "n_generated": run.computed,
+        "n_ungenerated": len(run.failed),
+        "ungenerated": run.failed,
+        "config": config,
+        "scores": scores,
+        "delta_diff": deltas,
+        **reply_summary(records, thinking, support),
+        "replies_by_task": reply_stats_by(records, lambda r: f"{r['dialect']}/{r['task']}", "output", thinking),
+    }
 
 
 def _decoding(api: bool, temperature: float | None, top_p: float, greedy: bool) -> tuple[float, float]:

@@ -11,19 +11,22 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from rouge_score import rouge_scorer, scoring
+from sacrebleu.metrics import CHRF
 
 from thai_eval_utils.core.provenance import Score
 from thai_eval_utils.core.records import require_texts
 from thai_eval_utils.dialect.data import check_score_rows
+from thai_eval_utils.tasks.metrics import Bleu, ChrF, Metric, RougeL, SacrebleuCorpus
 from thai_eval_utils.dialect.tokenizers import (
     DEFAULT_TOKENIZER,
-    WordTokenizer,
     get_tokenizer,
     pythainlp_version,
 )
@@ -151,18 +154,25 @@ def bleu_details(
 ) -> BleuResult:
     """Corpus BLEU of the paper (see the comment above) with all its parts, on the words of ``tokenizer``
     (a name of :mod:`~thai_eval_utils.dialect.tokenizers`; its signature ends the BLEU signature)."""
-    totals = bleu_statistics(hypotheses, references, max_order=max_order, tokenizer=tokenizer).sum(axis=0)
-    sig = f"bleu|nmt|max_order:{max_order}|smooth:none|{get_tokenizer(tokenizer).signature}"
-    return bleu_from_statistics(totals, signature=sig)
+    metric = PaperBleu(tokenizer, max_order)
+    return bleu_from_statistics(metric.statistics(hypotheses, references).sum(axis=0), signature=metric.signature())
 
 
-@dataclass(frozen=True)
-class PaperBleu:
-    """The paper's corpus BLEU as a :class:`thai_eval_utils.stats.corpus.CorpusMetric`: per-sentence statistics
-    and the score (x100) from their sums, so the paired bootstrap sums resampled rows instead of re-tokenising."""
+class PaperBleu(Metric):
+    """The paper's corpus BLEU (x100) as a declared task's metric object: per-sentence statistics
+    (:func:`bleu_statistics`) and the score from their sums, so a bootstrap (``stats.corpus``, the runner's
+    intervals) sums resampled rows instead of re-tokenising."""
 
-    tokenizer: str = DEFAULT_TOKENIZER
-    max_order: int = 4
+    kind = "corpus"
+
+    def __init__(self, tokenizer: str = DEFAULT_TOKENIZER, max_order: int = 4, name: str = "bleu") -> None:
+        self.tokenizer, self.max_order, self.name = tokenizer, max_order, name
+
+    def parameters(self) -> dict[str, Any]:
+        return {"tokenizer": self.tokenizer, "max_order": self.max_order}
+
+    def signature(self) -> str:
+        return f"bleu|nmt|max_order:{self.max_order}|smooth:none|{get_tokenizer(self.tokenizer).signature}"
 
     def statistics(self, hypotheses: Sequence[str | None], references: Sequence[str | None]) -> np.ndarray:
         return bleu_statistics(hypotheses, references, max_order=self.max_order, tokenizer=self.tokenizer)
@@ -188,14 +198,30 @@ def bleu(
 # ---------------------------------------------------------------------------------------- ROUGE-L
 
 
+class PaperRougeL(RougeL):
+    """The paper's per-item ROUGE-L F1 x100 as a declared task's metric object: rouge-score on the words of a
+    :mod:`~thai_eval_utils.dialect.tokenizers` tokenizer (newmm with whitespace kept, the paper's; never
+    rouge-score's own tokenizer on Thai: that one lowercases and deletes every character outside ``[a-z0-9]``)."""
+
+    def __init__(self, tokenizer: str = DEFAULT_TOKENIZER, name: str = "rougeL") -> None:
+        self.tokenizer, self.name = tokenizer, name
+
+    @property
+    def _split(self) -> Callable[[str], list[str]]:
+        """The tokenizer's words, the tokenizer built on first use (a pythainlp one warns under another version)."""
+        return get_tokenizer(self.tokenizer).tokenize
+
+    def signature(self) -> str:
+        return f"rougeL|rouge-score|f1-mean|{get_tokenizer(self.tokenizer).signature}"
+
+
 def rouge_l_scores(
     hypotheses: Sequence[str | None], references: Sequence[str | None], *, tokenizer: str = DEFAULT_TOKENIZER
 ) -> list[float]:
-    """Per-item ROUGE-L F1 x100 from rouge-score on ``tokenizer``'s words (default newmm, the paper's; never
-    rouge-score's own tokenizer on Thai: that one lowercases and deletes every character outside ``[a-z0-9]``)."""
+    """Per-item ROUGE-L F1 x100 of :class:`PaperRougeL` on ``tokenizer``'s words (default newmm, the paper's)."""
     hyps, refs = _check_pair(hypotheses, references)
-    scorer = rouge_scorer.RougeScorer(["rougeL"], tokenizer=get_tokenizer(tokenizer))
-    return [100.0 * scorer.score(ref, hyp)["rougeL"].fmeasure for hyp, ref in zip(hyps, refs)]
+    metric = PaperRougeL(tokenizer)
+    return [metric.score_item(hyp, ref) for hyp, ref in zip(hyps, refs)]
 
 
 def rouge_l(
@@ -235,9 +261,58 @@ def rouge_l_bootstrap_mid(
 
 
 # --------------------------------------------------------------------------------- sacrebleu
-def _pretokenize(texts: Sequence[str], tok: WordTokenizer) -> list[str]:
-    """``tok``'s tokens joined by single spaces, whitespace tokens dropped (input for ``tokenize="none"``)."""
-    return [" ".join(t for t in tok.tokenize(x) if t.strip()) for x in texts]
+def _sacrebleu_signature(metric: Any) -> str:
+    """sacrebleu's signature of ``metric`` (sacrebleu knows the number of references only once it has scored
+    something: one reference each here)."""
+    metric.corpus_score(["a"], [["a"]])
+    return str(metric.get_signature())
+
+
+class PaperSacreBleu(Bleu):
+    """sacrebleu corpus BLEU beside the paper's, as a metric object: pretokenised by ``tokenizer`` (its tokens
+    joined by single spaces, whitespace tokens dropped) with ``tokenize="none"`` for Thai targets, sacrebleu's
+    ``13a`` for English ones; its signature is sacrebleu's plus the pretokenizer."""
+
+    def __init__(self, target_lang: str = "th", tokenizer: str = DEFAULT_TOKENIZER, name: str = "sacrebleu") -> None:
+        self.target_lang, self.tokenizer, self.name = target_lang, tokenizer, name
+
+    def parameters(self) -> dict[str, Any]:
+        return {"target_lang": self.target_lang, "tokenizer": self.tokenizer}
+
+    @cached_property
+    def corpus(self) -> SacrebleuCorpus:
+        """The sacrebleu metric by sufficient statistics (its tokenizer built on first use)."""
+        if self.target_lang == "en":
+            return SacrebleuCorpus("bleu", options=(("tokenize", "13a"),))
+        tok = get_tokenizer(self.tokenizer)
+        return SacrebleuCorpus("bleu", prepare=lambda text: " ".join(t for t in tok.tokenize(text) if t.strip()))
+
+    def signature(self) -> str:
+        extra = ""
+        if self.target_lang != "en":
+            tok = get_tokenizer(self.tokenizer)
+            extra = f"|pretok:{tok.name}-nows" + (f"|pythainlp:{pythainlp_version()}" if tok.uses_pythainlp else "")
+        return f"BLEU|{_sacrebleu_signature(self.corpus._metric())}{extra}"
+
+
+class PaperChrF(ChrF):
+    """sacrebleu corpus chrF (``word_order=2``: chrF++) on the raw texts (chrF ignores whitespace), with
+    sacrebleu's own signature."""
+
+    def __init__(self, word_order: int = 0, name: str = "chrf") -> None:
+        super().__init__(word_order=word_order, name=name)
+
+    def signature(self) -> str:
+        return f"chrF|{_sacrebleu_signature(CHRF(word_order=self.word_order))}"
+
+
+def metric_score(metric: Metric, hypotheses: Sequence[str | None], references: Sequence[str | None]) -> Score:
+    """One metric object's score of a task's outputs (None counts as ""), with the metric's signature: a per-item
+    metric's mean with its standard error, a corpus metric's value."""
+    hyps, refs = _check_pair(hypotheses, references)
+    if metric.kind == "corpus":
+        return Score(metric.name, metric(hyps, refs), len(hyps), None, metric.signature())
+    return Score.mean(metric.name, [metric.score_item(h, r) for h, r in zip(hyps, refs)], metric.signature())
 
 
 def sacrebleu_bleu(
@@ -247,49 +322,32 @@ def sacrebleu_bleu(
     target_lang: str = "th",
     tokenizer: str = DEFAULT_TOKENIZER,
 ) -> Score:
-    """sacrebleu corpus BLEU: pretokenised by ``tokenizer`` (whitespace tokens dropped) with ``tokenize="none"``
-    for Thai targets, ``13a`` for English.
-
-    Returns a :class:`~thai_eval_utils.core.provenance.Score` whose signature is sacrebleu's plus the pretokenizer.
-    """
-    from sacrebleu.metrics import BLEU
-
-    hyps, refs = _check_pair(hypotheses, references)
-    if target_lang == "en":
-        metric, sig_extra = BLEU(tokenize="13a"), ""
-    else:
-        tok = get_tokenizer(tokenizer)
-        hyps, refs = _pretokenize(hyps, tok), _pretokenize(refs, tok)
-        version = f"|pythainlp:{pythainlp_version()}" if tok.uses_pythainlp else ""
-        metric, sig_extra = BLEU(tokenize="none"), f"|pretok:{tok.name}-nows{version}"
-    result = metric.corpus_score(hyps, [refs])
-    return Score("sacrebleu", float(result.score), len(hyps), None, f"BLEU|{metric.get_signature()}{sig_extra}")
+    """sacrebleu corpus BLEU of :class:`PaperSacreBleu` as a :class:`~thai_eval_utils.core.provenance.Score`."""
+    return metric_score(PaperSacreBleu(target_lang, tokenizer), hypotheses, references)
 
 
 def sacrebleu_chrf(hypotheses: Sequence[str | None], references: Sequence[str | None], *, word_order: int = 0) -> Score:
-    """sacrebleu corpus chrF (``word_order=2`` for chrF++) on the raw texts (chrF ignores whitespace)."""
-    from sacrebleu.metrics import CHRF
+    """sacrebleu corpus chrF (``word_order=2`` for chrF++) of :class:`PaperChrF` on the raw texts."""
+    return metric_score(PaperChrF(word_order), hypotheses, references)
 
-    hyps, refs = _check_pair(hypotheses, references)
-    metric = CHRF(word_order=word_order)
-    result = metric.corpus_score(hyps, [refs])
-    return Score("chrf", float(result.score), len(hyps), None, f"chrF|{metric.get_signature()}")
+
+def task_metrics(task: str, *, tokenizer: str = DEFAULT_TOKENIZER) -> tuple[Metric, ...]:
+    """The metric objects of one benchmark task (its declaration's): ``rougeL`` and ``bleu`` (the paper's, on
+    ``tokenizer``'s words), ``sacrebleu`` (``13a`` when the reference is English) and ``chrf``."""
+    return (
+        PaperRougeL(tokenizer),
+        PaperBleu(tokenizer),
+        PaperSacreBleu(target_language(task), tokenizer),
+        PaperChrF(),
+    )
 
 
 def task_scores(
     task: str, hypotheses: Sequence[str | None], references: Sequence[str | None], *, tokenizer: str = DEFAULT_TOKENIZER
 ) -> list[Score]:
-    """All metrics for one task's outputs: ``rougeL``, ``bleu`` (paper), ``sacrebleu``, ``chrf``; the word-based
-    ones on ``tokenizer``'s words (default newmm, the paper's)."""
-    per_item = rouge_l_scores(hypotheses, references, tokenizer=tokenizer)
-    signature = f"rougeL|rouge-score|f1-mean|{get_tokenizer(tokenizer).signature}"
-    details = bleu_details(hypotheses, references, tokenizer=tokenizer)
-    return [
-        Score.mean("rougeL", per_item, signature=signature),
-        Score("bleu", details.score, len(per_item), None, details.signature),
-        sacrebleu_bleu(hypotheses, references, target_lang=target_language(task), tokenizer=tokenizer),
-        sacrebleu_chrf(hypotheses, references),
-    ]
+    """Every metric of one task's outputs (:func:`task_metrics`): ``rougeL``, ``bleu`` (paper), ``sacrebleu``,
+    ``chrf``; the word-based ones on ``tokenizer``'s words (default newmm, the paper's)."""
+    return [metric_score(m, hypotheses, references) for m in task_metrics(task, tokenizer=tokenizer)]
 
 
 # ------------------------------------------------------------------------------------ ΔDiff, Table 1
