@@ -238,3 +238,37 @@ def test_the_commands_judge_replaces_the_one_the_task_file_names(tmp_path, tiny_
     score = stored.summary["scores"]["quality"]
     assert (score["value"], score["n"]) == (4.0, 2) and "the-commands-judge" in score["signature"]
     assert "fake-judge" not in score["signature"]
+
+
+def test_a_local_judge_judges_in_process(tmp_path, tiny_llama):
+    """``local:<spec>`` (``thai-eval run --judge local:...``, task.ipynb's judge_model) loads that model and judges
+    with it in-process: no server, no key. A model without a chat template cannot judge: its items stay unjudged,
+    the reason recorded, and the run goes on. The tiny random model with a template never writes a score: every item
+    is final with no value (asked max_calls times), counted and never averaged."""
+    from thai_eval_utils.backend.models import GEMMA3_CHAT_TEMPLATE
+
+    model_, tok = tiny_llama
+    original = tok.chat_template  # the fixture is shared: put its template back
+    try:
+        for name, template in (("plain", None), ("chat", GEMMA3_CHAT_TEMPLATE)):
+            tok.chat_template = template
+            model_.save_pretrained(tmp_path / name)
+            tok.save_pretrained(tmp_path / name)
+    finally:
+        tok.chat_template = original
+    task = _task(tmp_path, "unused-judge")
+    model = FakeModel(complete=lambda p: "A" + p[-1])
+    plain = f"local:{tmp_path / 'plain'}"
+    run = run_task(model, task, outputs=tmp_path / "out", progress=False, judge=plain, limit=2)
+    assert run.scores["quality"]["n"] == 0 and run.scores["quality"]["n_unjudged"] == 2
+    assert [r["quality_judgement"]["status"] for r in run.records] == ["unjudged", "unjudged"]
+    assert "has no chat template" in run.records[0]["quality_judgement"]["error"]
+
+    spec = f"local:{tmp_path / 'chat'}"
+    judged = [m for m in task.scorers if isinstance(m, JudgedMetric)][0].with_judge(spec)
+    assert type(judged.model()).__name__ == "LocalModel" and judged.label == spec
+    run = run_task(model, task, outputs=tmp_path / "out", progress=False, judge=spec, limit=2)
+    quality = run.scores["quality"]
+    assert quality["n"] == 0 and quality["n_unjudged"] == 2 and f"judge:{spec}" in quality["signature"]
+    assert [r["quality"] for r in run.records] == [None, None]
+    assert [r["quality_judgement"]["status"] for r in run.records] == ["unparsed", "unparsed"]

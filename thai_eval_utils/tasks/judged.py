@@ -25,6 +25,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from thai_eval_utils.backend.models import load_model
 from thai_eval_utils.backend.openai_client import FATAL_ERRORS, ApiModel, describe_error
 from thai_eval_utils.core.async_bridge import run_sync
 from thai_eval_utils.core.errors import JudgeError
@@ -40,6 +41,8 @@ from thai_eval_utils.tasks.metrics import Metric
 JUDGED_TEXTS = ("question", "prediction", "reference")
 #: The environment variable holding the judge's API key (``thai-eval run --judge-base-url``'s password lands there).
 JUDGE_KEY_ENV = "THAI_EVAL_JUDGE_API_KEY"
+#: The prefix of a local judge (``local:<load_model spec>``), as ``thai-eval run --judge`` takes it.
+LOCAL_JUDGE = "local:"
 #: The status of an item whose judge requests kept failing (not final: a rerun asks again).
 UNJUDGED = "unjudged"
 
@@ -55,9 +58,10 @@ class JudgedMetric(Metric):
     Args:
         rubric: the judge's templates (``${question}``, ``${prediction}``, ``${reference}``: :data:`JUDGED_TEXTS`)
             and its reply parser (``JudgeRubric.declare``).
-        judge: the judge model: a chat model object, or an OpenAI-compatible model id called at ``base_url``
-            (default ``$OPENAI_BASE_URL``; key ``$THAI_EVAL_JUDGE_API_KEY``, else the URL's password or
-            ``$OPENAI_API_KEY``). ``run_task(judge=...)`` replaces it (``thai-eval run --judge``).
+        judge: the judge model: a chat model object; ``"local:<spec>"``, a local model judging in-process
+            (``load_model(spec)``: ``local:embedded``, a model folder, a ``.gguf``); or an OpenAI-compatible model id
+            called at ``base_url`` (default ``$OPENAI_BASE_URL``; key ``$THAI_EVAL_JUDGE_API_KEY``, else the URL's
+            password or ``$OPENAI_API_KEY``). ``run_task(judge=...)`` replaces it (``thai-eval run --judge``).
         base_url: the judge's endpoint when ``judge`` is a model id.
         params: the call settings (default the rubric's); ``max_calls`` replaces their call budget per item.
         scale: what turns a score into the 0-100 tables (a 1-10 judge: 10).
@@ -147,7 +151,9 @@ class JudgedMetric(Metric):
         return other
 
     def model(self) -> ChatModel:
-        """The judge model, made once (an ``ApiModel`` for a model id)."""
+        """The judge model, made once: a local model for ``local:<spec>``, else an ``ApiModel`` for a model id."""
+        if self._model is None and str(self.judge).startswith(LOCAL_JUDGE):
+            self._model = load_model(str(self.judge)[len(LOCAL_JUDGE) :])
         if self._model is None:
             key = os.environ.get(JUDGE_KEY_ENV) or None
             self._model = ApiModel(str(self.judge), base_url=self.base_url, api_key=key, concurrency=self.concurrency)

@@ -4,8 +4,8 @@
 waits until ``GET /v1/models`` answers and yields the base URL; the server is stopped on exit.
 ``open_judge(judge_model)`` yields a ready judge: ``"embedded-serve"`` serves the embedded Gemma 3
 270M locally (far too small to judge well: it only exercises the pipeline), ``"local:<spec>"`` loads a local model
-(``load_model(spec)``: ``local:embedded``, a model folder, a ``.gguf``) that judges in-process with no server (issue
-29), anything else is a model id at an OpenAI-compatible endpoint, checked for reachability first.
+(``load_model(spec)``: ``local:embedded``, a model folder, a ``.gguf``) that judges in-process with no server,
+anything else is a model id at an OpenAI-compatible endpoint, checked for reachability first.
 """
 
 from __future__ import annotations
