@@ -1,33 +1,40 @@
-"""What one SEA-HELM Thai task's run is made of, before and after the model is called (spec ``seahelm_thai.md``
-3.3, 5): the protocol options that key its run folder, its rows, shots, runs, sampling and new-token budget
-(:class:`TaskSetup`), the record each reply is stored as, the result a runner returns (:class:`SeahelmTaskRun`), and
-what every runner's summary shares: the score's provenance line (:func:`signature`) and what the replies did
-(:func:`reply_summary`). :mod:`.runner` runs a task from it, :mod:`.pooling` several tasks' replies in shared engine
-calls, and the IF-Eval and MT-Bench runners (:mod:`.ifeval_run`, :mod:`.mt_bench_run`) build their own records
-beside it; they import this module, never :mod:`.runner`, which imports them."""
+"""What one SEA-HELM Thai task's run is made of, and the one path every task runs on (spec ``seahelm_thai.md``
+3.3, 5): the protocol options that key its run folder (:func:`run_config`), its rows, shots, runs, sampling and
+new-token budget (:class:`TaskSetup`), the record each reply is stored as, and :func:`run_repeated`: a task's runs
+on ``tasks.runner.run_task`` in SEA-HELM's stored layout (one store per task, items ``r<run>/<id>``), with what every
+summary shares: the aggregation over runs (:func:`over_runs`, :func:`headline`, :func:`runs_entries`), the score's
+provenance line (:func:`signature`) and what the replies did (:func:`reply_summary`). :mod:`.runner` runs the
+generation tasks on it, :mod:`.ifeval_run` and :mod:`.mt_bench_run` IF-Eval and the MT-Bench judge (their own
+records and scoring), :mod:`.pooling` several tasks' replies in shared engine calls."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import numpy as np
 
 from thai_eval_utils.backend.api_replies import ApiError
 from thai_eval_utils.backend.openai_client import stable_identity
 from thai_eval_utils.core.protocols import Model, TokenizingModel
-from thai_eval_utils.core.provenance import canonical_json, sha256_text
+from thai_eval_utils.core.provenance import Score, canonical_json, sha256_text
+from thai_eval_utils.core.runloop import RunOutcome, current_call
 from thai_eval_utils.core.store import RunStore
+from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED, OverRuns, task_over_runs
 from thai_eval_utils.seahelm.config import SEAHELM_COMMIT, SEEDS, TaskConfig, task_config
 from thai_eval_utils.seahelm.data import TaskData, load_task_data
 from thai_eval_utils.seahelm.generation import Sampling, base_prompt, gold_logprob, model_sampling
 from thai_eval_utils.seahelm.prompts import Messages, build_messages
 from thai_eval_utils.seahelm.translation import MetricX
 from thai_eval_utils.stats.bootstrap import mean_interval
+from thai_eval_utils.tasks.declared import GenerationTask
 from thai_eval_utils.tasks.language import reply_stats, reply_stats_by, stats_note
+from thai_eval_utils.tasks.runner import RunLayout, run_task
 from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply, summary_entry
 
+Row = TypeVar("Row")
 SUITE_NAME = "seahelm"
 RECORD_FORMAT = 1
 #: Our interval beside SEA-HELM's standard error: a percentile bootstrap over items of the per-item run means.
@@ -162,23 +169,171 @@ class TaskSetup:
         return rec
 
 
-@contextlib.contextmanager
-def unscored_when_a_reply_fails(key: str, store: RunStore, wanted: Collection[str]) -> Iterator[None]:
-    """Around a task's model calls: a request that brings back no reply (an :class:`ApiError` once the client's
-    retries are spent: an HTTP error, a null or malformed body) is never a record, so the task stops before
-    anything is scored, saying how many of its replies (``wanted``: the store keys of every run and row) are not
+def not_generated(key: str, store: RunStore, wanted: Collection[str], exc: ApiError) -> ApiError:
+    """A task's request that brought back no reply (an :class:`ApiError` once the client's retries are spent: an
+    HTTP error, a null or malformed body) is never a record, so the task stops before anything is scored: the error
+    it stops with, saying how many of its replies (``wanted``: the store keys of every run and row) are not
     generated; the same command generates exactly those. SEA-HELM would feed such a generation to its metrics as
     ``None`` (docs/protocol_notes.md, "Failed generations": a deliberate difference)."""
-    try:
-        yield
-    except ApiError as exc:
-        have = len(set(wanted) & set(store.completed()))
-        raise ApiError(
-            f"seahelm {key}: {len(wanted) - have} of {len(wanted)} replies not generated ({have} stored), "
-            f"so nothing is scored; run the same command again to generate them. The failed request: "
-            f"{exc}",
-            cause=exc.cause,
-        ) from None
+    have = len(set(wanted) & set(store.completed()))
+    return ApiError(
+        f"seahelm {key}: {len(wanted) - have} of {len(wanted)} replies not generated ({have} stored), "
+        f"so nothing is scored; run the same command again to generate them. The failed request: "
+        f"{exc}",
+        cause=exc.cause,
+    )
+
+
+def run_config(
+    task: TaskConfig,
+    protocol: Protocol,
+    sampling: Sampling,
+    data: TaskData,
+    shots: Sequence[Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The config that keys a task's run folder: the suite, SEA-HELM's commit, the task's table entry, the protocol,
+    the shots' ids (the tasks that take shots), the data and the record format."""
+    config = {"suite": SUITE_NAME, "seahelm_commit": SEAHELM_COMMIT, "task": asdict(task)}
+    config["protocol"] = protocol.keyed(task, sampling)
+    if shots is not None:
+        config["shots"] = [str(s.get("id", i)) for i, s in enumerate(shots)]
+    return {**config, "data": data.source, "record_format": RECORD_FORMAT}
+
+
+def run_items_of(run_ids: Sequence[int], rows: Sequence[Any], row_id: Callable[[Any], str]) -> list[dict[str, Any]]:
+    """The items of a repeated run, run after run: each row once per run, keyed ``r<run>/<id>``, with its run's
+    seed."""
+    return [
+        {"id": item_key(r, {"id": row_id(row)}), "run": r, "seed": SEEDS[r], "row": row}
+        for r in run_ids
+        for row in rows
+    ]
+
+
+def run_repeated(
+    model: Model,
+    declaration: GenerationTask,
+    items: list[dict[str, Any]],
+    compute: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+    summarize: Callable[[dict[str, dict[str, Any]], RunOutcome], dict[str, Any]],
+    *,
+    config: Mapping[str, Any],
+    data: TaskData,
+    templates: Mapping[str, str],
+    fields: Mapping[str, type],
+    protocol: Protocol,
+    outputs: str | Path | None,
+    progress: bool,
+    limit: int | None,
+    reply_field: str = "reply",
+) -> SeahelmTaskRun:
+    """Run a SEA-HELM task's items (:func:`run_items_of`) on the package's one task runner
+    (``tasks.runner.run_task``) in SEA-HELM's stored layout: the task's one store (``seahelm/<task>``, keyed by
+    ``config``), every record as ``compute`` makes it (a batch holds one run's items: one seed per call), resumed
+    per run and per item; a reply that fails stops the task unscored (:func:`not_generated`); then the summary:
+    ``summarize`` (the records by key, the run's outcome), what the replies did (:func:`reply_summary` over each
+    record's ``reply_field``), the count computed now and the limit."""
+    key = declaration.name
+    wanted = [it["id"] for it in items]
+
+    def call(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        try:
+            return compute(chunk)
+        except ApiError as exc:
+            raise not_generated(key, current_call().store, wanted, exc) from None  # type: ignore[union-attr]
+
+    def summary(records: list[dict[str, Any]], support: Mapping[str, str], run: RunOutcome) -> dict[str, Any]:
+        out = summarize({r["key"]: r for r in records}, run)
+        out.update(reply_summary(records, protocol.thinking, support, field=reply_field))
+        out.update({"n_computed_this_run": run.computed, "limit": limit})
+        return out
+
+    layout = RunLayout(
+        f"{SUITE_NAME}/{key}",
+        config,
+        lambda item, record: record,  # the call's records, as SEA-HELM's runs always stored them
+        fields,
+        summary,
+        call=call,
+        data_files=data.files,
+        templates=templates,
+        model_identity=stable_identity(dict(getattr(model, "identity", None) or {"name": model.name})),
+        tolerate=(),
+        batch_key=lambda item: item["run"],
+    )
+    run = run_task(
+        model,
+        declaration,
+        items=items,
+        layout=layout,
+        batch_size=protocol.batch_size,
+        outputs=outputs,
+        progress=progress,
+        thinking=protocol.thinking,
+    )
+    return SeahelmTaskRun(key, run.summary, run.run_dir, run.computed)
+
+
+def over_runs(
+    scores: list[list[float]], labels: list[list[Any]] | None, rng: np.random.Generator | None, logprobs: bool = False
+) -> tuple[OverRuns, list[float], int]:
+    """SEA-HELM's aggregation of the runs' per-item values (an unscored run: ``[]``; ``rng`` consumed, default a
+    fresh ``default_rng(94370244)``): the mean and standard error over runs, each item's mean over the scored runs,
+    and how many runs were scored."""
+    rng = rng if rng is not None else np.random.default_rng(AGGREGATION_SEED)
+    over = task_over_runs(scores, labels or [[] for _ in scores], rng, single_run_logprobs=logprobs)
+    done = [s for s in scores if s]
+    return over, (np.mean(done, axis=0).tolist() if done else []), len(done)
+
+
+def headline(
+    key: str, metric: str, over: OverRuns, n: int, sig: str, item_means: Sequence[float], percent: bool = False
+) -> dict[str, Any]:
+    """The task's headline score over runs: SEA-HELM's mean and standard error, and our interval over items
+    (``percent``: on the item means x 100, for the tasks whose per-item values are 0-1)."""
+    score = Score(f"{SUITE_NAME}/{key}/{metric}", over.mean, n, over.stderr, sig).to_dict()
+    interval_kind = (
+        "ours: percentile bootstrap over items of the per-item mean over runs x 100"
+        if percent
+        else "ours: percentile bootstrap over items of the per-item mean over runs (95%, 1000 resamples, seed 0)"
+    )
+    score.update(
+        {
+            "stderr_kind": "SEA-HELM: sd of 30 bootstrap replicates over runs / sqrt(30) (not clustered)",
+            "interval": item_interval([v * 100 for v in item_means] if percent else item_means),
+            "interval_kind": interval_kind,
+        }
+    )
+    return score
+
+
+def runs_entries(
+    run_ids: Sequence[int], per_run: Mapping[str, Any], over: OverRuns, item_means: list[float], primary: str
+) -> dict[str, Any]:
+    """The summary's entries about the runs: those requested, each scored run, the aggregation, the item means and
+    the mean of the runs' headline metric."""
+    run_means = [v["metrics"].get(primary) for v in per_run.values()]
+    return {
+        "runs_requested": list(run_ids),
+        "records_per_item": len(run_ids),
+        "runs": dict(per_run),
+        "over_runs": over.to_dict(),
+        "item_means": item_means,
+        "run_metric_mean": float(np.mean(run_means)) if run_means else None,
+    }
+
+
+def check_runs(runs: int) -> None:
+    """A ``ValueError`` unless ``runs`` is 1-8 (one run per SEA-HELM seed)."""
+    if not 1 <= runs <= len(SEEDS):
+        raise ValueError(f"runs must be 1-{len(SEEDS)} (SEA-HELM's seeds), got {runs}")
+
+
+def parsed_rows(data: TaskData, parse: Callable[..., Row], limit: int | None) -> list[Row]:
+    """A task's rows, each parsed (``parse(row, path=, row=)``: an error names the data file and the row), then the
+    first ``limit``."""
+    rows = [parse(r, path=data.files[0], row=i) for i, r in enumerate(data.rows)]
+    return rows if limit is None else rows[: max(0, int(limit))]
 
 
 def task_setup(
@@ -192,22 +347,13 @@ def task_setup(
     protocol: Protocol = Protocol(),
 ) -> TaskSetup:
     """The :class:`TaskSetup` of SEA-HELM task ``key`` (not an externally run one) for ``runs`` runs."""
-    if not 1 <= runs <= len(SEEDS):
-        raise ValueError(f"runs must be 1-{len(SEEDS)} (SEA-HELM's seeds), got {runs}")
+    check_runs(runs)
     task = task_config(key)
     data = data or load_task_data(task, data_dir)
     rows = data.rows if limit is None else data.rows[: max(0, int(limit))]
     shots = shots_for(task, data, protocol.base)
     sampling = model_sampling(model, greedy=protocol.greedy)
-    config = {
-        "suite": SUITE_NAME,
-        "seahelm_commit": SEAHELM_COMMIT,
-        "task": asdict(task),
-        "protocol": protocol.keyed(task, sampling),
-        "shots": [str(s.get("id", i)) for i, s in enumerate(shots)],
-        "data": data.source,
-        "record_format": RECORD_FORMAT,
-    }
+    config = run_config(task, protocol, sampling, data, shots)
     return TaskSetup(
         task,
         data,

@@ -88,6 +88,8 @@ class RunLayout:
         thinking_settings: hand the thinking option's settings to the model while the run lasts
             (:func:`~.thinking.apply_to_model`: an endpoint's split-off thinking rejoined, ``enable_thinking``...);
             False for a suite whose stored replies are the server's content as it came (no thinking option).
+        batch_key: an item -> its group: items of different groups never share a model call (a suite's repeated
+            runs, each with its own seed, batched as one run at a time); None: any consecutive items.
     """
 
     benchmark: str
@@ -101,6 +103,7 @@ class RunLayout:
     model_identity: Mapping[str, Any] | None = None
     tolerate: tuple[type[BaseException], ...] = (ApiError,)
     thinking_settings: bool = True
+    batch_key: Callable[[dict[str, Any]], Any] | None = None
 
 
 @dataclass
@@ -460,6 +463,7 @@ def run_task(
                 fields=layout.fields,
                 tolerate=layout.tolerate,
                 describe=lambda exc: scrub(str(exc)),
+                group=layout.batch_key,
             )
         records = run.in_order()
         scorers = getattr(task, "scorers", ())
