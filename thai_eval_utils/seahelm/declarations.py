@@ -12,7 +12,7 @@ ROUGE-L is a bootstrap over the run's items, MetricX reads every row at once): e
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,58 +37,37 @@ Scored = tuple[dict[str, Any], list[float], list[Any]]
 
 class RunMetric(Metric):
     """One of SEA-HELM's metric classes over a run: :meth:`score_run` (the run's records, in item order, each with
-    its ``label`` and its reply with the thinking cut, ``scored``) -> (metrics, per-item values, predictions)."""
-
-    metric_class = ""
+    its ``label`` and its reply with the thinking cut, ``scored``) -> (metrics, per-item values, predictions); for
+    F1AccMetric, QuestionAnsweringMetric and SummarizationMetric, :data:`SCORERS`' function of the labels, the
+    replies and the answer tag."""
 
     def __init__(self, task: TaskConfig) -> None:
-        self.name, self.answer_tag = task.metric, task.answer_tag
+        self.name, self.answer_tag, self.metric_class = task.metric, task.answer_tag, task.metric_class
 
     def parameters(self) -> dict[str, Any]:
         return {"metric_class": self.metric_class, "answer_tag": self.answer_tag}
 
     def score_run(self, records: Sequence[Mapping[str, Any]]) -> Scored:
-        raise NotImplementedError
+        labels, replies = [r["label"] for r in records], [r["scored"] for r in records]
+        return SCORERS[self.metric_class](labels, replies, self.answer_tag)
 
 
-class F1Acc(RunMetric):
-    """F1AccMetric: the label after the tag, balanced accuracy, macro F1 (:func:`~.metrics.f1_acc_metrics`)."""
-
-    metric_class = "F1AccMetric"
-
-    def score_run(self, records: Sequence[Mapping[str, Any]]) -> Scored:
-        return f1_acc_metrics([r["label"] for r in records], [r["scored"] for r in records], self.answer_tag)
-
-
-class QuestionAnswering(RunMetric):
-    """QuestionAnsweringMetric: SQuAD F1 on Thai words (:func:`~.metrics.qa_metrics`)."""
-
-    metric_class = "QuestionAnsweringMetric"
-
-    def score_run(self, records: Sequence[Mapping[str, Any]]) -> Scored:
-        return qa_metrics([r["label"] for r in records], [r["scored"] for r in records], self.answer_tag)
-
-
-class Summarization(RunMetric):
-    """SummarizationMetric: ROUGE-L's bootstrap mid (:func:`~.metrics.summarization_metrics`)."""
-
-    metric_class = "SummarizationMetric"
-
-    def score_run(self, records: Sequence[Mapping[str, Any]]) -> Scored:
-        return summarization_metrics([r["label"] for r in records], [r["scored"] for r in records], self.answer_tag)
+#: SEA-HELM's metric classes a :class:`RunMetric` scores with a function of the run's labels and replies.
+SCORERS: dict[str, Callable[[list[Any], list[str], str], Scored]] = {
+    "F1AccMetric": f1_acc_metrics,
+    "QuestionAnsweringMetric": qa_metrics,
+    "SummarizationMetric": summarization_metrics,
+}
 
 
 class Translation(RunMetric):
     """TranslationMetric: MetricX-24 with the model the user gives (its headline), else chrF++ (ours, the
     headline then: ``chrf_pp_ours``); a reply whose thinking never closed reaches MetricX as SEA-HELM's ``None``."""
 
-    metric_class = "TranslationMetric"
-
     def __init__(self, task: TaskConfig, metricx: MetricX | None = None) -> None:
         super().__init__(task)
         self.metricx = metricx
-        if metricx is None:
-            self.name = "chrf_pp_ours"
+        self.name = task.metric if metricx else "chrf_pp_ours"
 
     def parameters(self) -> dict[str, Any]:
         return {**super().parameters(), "metricx": self.metricx.model if self.metricx else None}
@@ -109,8 +88,6 @@ class GoldProbability(RunMetric):
     """A ``-logprobs`` twin: the gold answer's log-probability after the tag (``gold_logprob`` on each record);
     per item its probability."""
 
-    metric_class = "logprobs"
-
     def score_run(self, records: Sequence[Mapping[str, Any]]) -> Scored:
         lps = [r["gold_logprob"] for r in records if r.get("gold_logprob") is not None]
         probs = [probability(r.get("gold_logprob")) for r in records]
@@ -122,24 +99,15 @@ class GoldProbability(RunMetric):
         return metrics, probs, [None] * len(records)
 
 
-#: SEA-HELM's metric class -> its metric object's class.
-RUN_METRICS: dict[str, type[RunMetric]] = {
-    "F1AccMetric": F1Acc,
-    "QuestionAnsweringMetric": QuestionAnswering,
-    "SummarizationMetric": Summarization,
-    "TranslationMetric": Translation,
-}
-
-
 def run_metric(task: TaskConfig, metricx: MetricX | None = None) -> RunMetric:
     """The metric object that scores ``task``'s runs (a ``-logprobs`` twin: its gold probability)."""
     if task.is_logprobs:
         return GoldProbability(task)
-    if task.metric_class not in RUN_METRICS:
-        raise ValueError(f"{task.key}: metric class {task.metric_class} is scored by another module")
     if task.metric_class == "TranslationMetric":
         return Translation(task, metricx)
-    return RUN_METRICS[task.metric_class](task)
+    if task.metric_class not in SCORERS:
+        raise ValueError(f"{task.key}: metric class {task.metric_class} is scored by another module")
+    return RunMetric(task)
 
 
 @dataclass(frozen=True)

@@ -19,25 +19,23 @@ import numpy as np
 from thai_eval_utils.core.protocols import Model
 from thai_eval_utils.core.provenance import Score, sha256_text
 from thai_eval_utils.seahelm import ifeval
-from thai_eval_utils.seahelm.config import N_RUNS, SEEDS, TaskConfig, task_config
-from thai_eval_utils.seahelm.data import load_task_data
+from thai_eval_utils.seahelm.config import N_RUNS, SEEDS, TaskConfig
 from thai_eval_utils.seahelm.declarations import RunMetric, declare
-from thai_eval_utils.seahelm.generation import chat_replies, model_sampling
+from thai_eval_utils.seahelm.generation import chat_replies
 from thai_eval_utils.seahelm.task_run import (
     SUITE_NAME,
     Protocol,
     SeahelmTaskRun,
-    check_runs,
+    TaskSetup,
     data_hash,
     headline,
     item_key,
     over_runs,
-    parsed_rows,
-    run_config,
-    run_items_of,
     run_repeated,
     runs_entries,
     signature,
+    summary_head,
+    task_setup,
 )
 from thai_eval_utils.tasks.thinking import ThinkingOption
 
@@ -48,8 +46,6 @@ class LanguageNormalizedAccuracy(RunMetric):
     """IFEvalMetric for Thai: each stored raw reply checked (thinking cut first) against its row's instruction
     and language (``detector``); a run's metrics (:func:`~.ifeval.ifeval_metrics`), per-item values as the
     aggregation reads them (:func:`aggregation_scores`) and the per-item checks."""
-
-    metric_class = "IFEvalMetric"
 
     def __init__(
         self, task: TaskConfig, rows: Sequence[ifeval.IFEvalRow], thinking: ThinkingOption, detector: ifeval.Detector
@@ -88,19 +84,13 @@ def run_ifeval(
     """
     if key != KEY:
         raise ValueError(f"run_ifeval runs {KEY!r}, not {key!r}")
-    check_runs(runs)
-    task = task_config(KEY)
-    data = load_task_data(task, data_dir)
-    rows = parsed_rows(data, ifeval.parse_row, limit)
-    sampling = model_sampling(model, greedy=protocol.greedy)
-    max_new = protocol.max_new_tokens(task)
-    run_ids = task.runs(runs, reasoning=protocol.reasoning)
-    metric = LanguageNormalizedAccuracy(task, rows, protocol.thinking, detector or ifeval.detect_language)
+    setup = task_setup(model, KEY, runs=runs, limit=limit, data_dir=data_dir, protocol=protocol, parse=ifeval.parse_row)
+    metric = LanguageNormalizedAccuracy(setup.task, setup.rows, protocol.thinking, detector or ifeval.detect_language)
 
     def compute(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """One run's batch: each row's prompt, the replies with the run's seed, their records."""
         convs = [ifeval.messages(it["row"]) for it in chunk]
-        replies = chat_replies(model, convs, max_tokens=max_new, seed=chunk[0]["seed"], sampling=sampling)
+        replies = chat_replies(model, convs, max_tokens=setup.max_new, seed=chunk[0]["seed"], sampling=setup.sampling)
         return [
             {
                 "run": it["run"],
@@ -115,15 +105,11 @@ def run_ifeval(
 
     return run_repeated(
         model,
-        declare(task, metric),
-        run_items_of(run_ids, rows, lambda row: row.id),
+        setup,
+        declare(setup.task, metric),
         compute,
-        lambda records, _: summarize(records, rows, run_ids, data, protocol, sampling, rng, metric),
-        config=run_config(task, protocol, sampling, data),
-        data=data,
-        templates=task.templates(),
+        lambda records, _: summarize(records, setup, rng, metric),
         fields={"reply": str},
-        protocol=protocol,
         outputs=outputs,
         progress=progress,
         limit=limit,
@@ -138,20 +124,16 @@ def aggregation_scores(items: Sequence[Mapping[str, Any]]) -> list[float]:
 
 def summarize(
     records: Mapping[str, Mapping[str, Any]],
-    rows: Sequence[ifeval.IFEvalRow],
-    run_ids: Sequence[int],
-    data: Any,
-    protocol: Protocol,
-    sampling: Any,
+    setup: TaskSetup,
     rng: np.random.Generator | None,
     metric: LanguageNormalizedAccuracy,
 ) -> dict[str, Any]:
     """Check every stored run (``records`` by key), its metrics (SEA-HELM's and ours), and the aggregation over
     runs."""
-    task = task_config(KEY)
+    task, rows, data = setup.task, setup.rows, setup.data
     per_run: dict[str, Any] = {}
     scores: list[list[float]] = []
-    for r in run_ids:
+    for r in setup.run_ids:
         recs = [records[item_key(r, {"id": row.id})] for row in rows]  # every run complete (run_task)
         metrics, per_item, items = metric.score_run(recs)
         per_run[str(r)] = {
@@ -165,7 +147,7 @@ def summarize(
     over, item_means, n_done = over_runs(scores, None, rng)
     n_scored = sum(1 for row in rows if not row.skipped)
     sig = (
-        signature(task, protocol, sampling, data_hash(data), len(rows), len(data.rows), n_done, None)
+        signature(task, setup.protocol, setup.sampling, data_hash(data), len(rows), len(data.rows), n_done, None)
         + f"|lang:{ifeval.detector_signature()}"
     )
     score = headline(KEY, ifeval.PRIMARY, over, n_scored, sig, item_means, percent=True)
@@ -178,11 +160,7 @@ def summarize(
         sig + "|loose:ours(english_evals variants)",
     ).to_dict()
     return {
-        "suite": SUITE_NAME,
-        "task": KEY,
-        "competency": task.competency,
-        "aggregation_group": task.aggregation_group,
-        "primary_metric": ifeval.PRIMARY,
+        **summary_head(task, ifeval.PRIMARY),
         "n": n_scored,
         "n_rows": len(rows),
         "n_docs": len(data.rows),
@@ -192,7 +170,7 @@ def summarize(
         "null_count": sum(
             sum(1 for x in v["items"] if x["result"] is not None and not x["checked"]) for v in per_run.values()
         ),
-        **runs_entries(run_ids, per_run, over, item_means, ifeval.PRIMARY),
+        **runs_entries(setup.run_ids, per_run, over, item_means, ifeval.PRIMARY),
         "failed_thinking": sum(v["failed_thinking"] for v in per_run.values()),
         "signature": sig,
         "language_detector": ifeval.detector_signature(),

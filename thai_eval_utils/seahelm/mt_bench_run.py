@@ -27,25 +27,23 @@ from thai_eval_utils.core.runloop import RunOutcome
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.judging import Judge, JudgementCache, JudgeOutcome, judge_items
 from thai_eval_utils.seahelm import mt_bench as mb
-from thai_eval_utils.seahelm.config import N_RUNS, SEEDS, task_config
-from thai_eval_utils.seahelm.data import load_task_data
+from thai_eval_utils.seahelm.config import N_RUNS, SEEDS
 from thai_eval_utils.seahelm.declarations import RunMetric, declare
-from thai_eval_utils.seahelm.generation import chat_replies, model_sampling
+from thai_eval_utils.seahelm.generation import chat_replies
 from thai_eval_utils.seahelm.task_run import (
     SUITE_NAME,
     Protocol,
     SeahelmTaskRun,
-    check_runs,
+    TaskSetup,
     data_hash,
     headline,
     item_key,
     over_runs,
-    parsed_rows,
-    run_config,
-    run_items_of,
     run_repeated,
     runs_entries,
     signature,
+    summary_head,
+    task_setup,
 )
 from thai_eval_utils.tasks.thinking import apply_to_model, split_reply
 
@@ -113,8 +111,6 @@ class CriteriaScore(RunMetric):
     a row's score the mean of its criteria; a run's metrics and per-row scores from its judgements
     (:meth:`score_judged`, the judge's outcome: SEA-HELM's judge scores a run, not a stored reply)."""
 
-    metric_class = "MTBenchJudgeMetric"
-
     def parameters(self) -> dict[str, Any]:
         return {"metric_class": self.metric_class, "rubric_sha256": mb.rubric().sha256}
 
@@ -122,7 +118,25 @@ class CriteriaScore(RunMetric):
         self, rows: Sequence[mb.MTBenchRow], items: Sequence[mb.CriterionItem], done: JudgeOutcome
     ) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
         """One run's metrics, per-row scores (with each criterion's classification) and its unjudged count."""
-        return run_scores(rows, items, done)
+        by_id: dict[str, float | None] = {}
+        detail: dict[str, dict[str, Any]] = {}
+        unjudged = 0
+        for it, j in zip(items, done.plan, strict=True):
+            rec = done.record(j)
+            raw = (rec.get("raw_judgements") or [None])[-1]
+            unjudged += rec.get("status") == "unjudged"
+            by_id[it.custom_id] = rec.get("score")
+            detail[it.custom_id] = {
+                "classification": mb.extract_classification(raw),
+                "reflection": mb.extract_reflection(raw),
+                "status": rec.get("status"),
+                "score": rec.get("score"),
+            }
+        per_row = mb.scored_rows(rows, items, by_id)
+        for row, out in zip(rows, per_row, strict=True):
+            out["criteria"] = {cid: d for cid, d in detail.items() if cid.split("_")[0] == row.id}
+        metrics = mb.mt_bench_metrics([x["final_scores"] for x in per_row], [x["category"] for x in per_row])
+        return metrics, per_row, unjudged
 
 
 def run_mt_bench(
@@ -149,24 +163,16 @@ def run_mt_bench(
     Every run is answered first, then each run is judged (its own judge store), all before the summary."""
     if key != KEY:
         raise ValueError(f"run_mt_bench runs {KEY!r}, not {key!r}")
-    check_runs(runs)
-    task = task_config(KEY)
-    data = load_task_data(task, data_dir)
-    rows = parsed_rows(data, mb.parse_row, limit)
-    sampling = model_sampling(model, greedy=protocol.greedy)
-    max_new = protocol.max_new_tokens(task)
+    setup = task_setup(model, KEY, runs=runs, limit=limit, data_dir=data_dir, protocol=protocol, parse=mb.parse_row)
     judge_model = judge if judge is not None else model
     judge_tokens = judge_max_tokens or min(
         mb.judge_params().max_tokens,
         protocol.max_tokens or mb.judge_params().max_tokens,
         SELF_JUDGE_MAX_TOKENS if judge is None else mb.judge_params().max_tokens,
     )
-    config = {
-        **run_config(task, protocol, sampling, data),
-        "judge": {"model": str(judge_model.name), "rubric_sha256": mb.rubric().sha256, "max_tokens": judge_tokens},
-    }
-    run_ids = task.runs(runs, reasoning=protocol.reasoning)
-    metric = CriteriaScore(task)
+    judged_by = {"model": str(judge_model.name), "rubric_sha256": mb.rubric().sha256, "max_tokens": judge_tokens}
+    setup = replace(setup, config={**setup.config, "judge": judged_by})
+    rows, metric = setup.rows, CriteriaScore(setup.task)
     outcomes: dict[int, tuple[list[mb.CriterionItem], list[str], JudgeOutcome]] = {}
 
     def judged(records: Mapping[str, Mapping[str, Any]], run: RunOutcome) -> dict[str, Any]:
@@ -174,7 +180,7 @@ def run_mt_bench(
         grades with them), then score and aggregate."""
         answers: dict[int, list[list[str]]] = {}
         with apply_to_model(model, protocol.thinking):
-            for r in run_ids:  # every run complete (run_task stops at a failed reply)
+            for r in setup.run_ids:  # every run complete (run_task stops at a failed reply)
                 recs = [records[item_key(r, {"id": row.id})] for row in rows]
                 answers[r] = [rec["replies"] for rec in recs]
                 outcomes[r] = judge_run(
@@ -190,26 +196,21 @@ def run_mt_bench(
                     batch_size=judge_batch_size,
                     max_tokens=judge_tokens,
                 )
-        summary = summarize(
-            rows, run_ids, outcomes, data, protocol, sampling, rng, judge_model, judge is None, judge_tokens, metric
-        )
+        summary = summarize(setup, outcomes, rng, judge_model, judge is None, judge_tokens, metric)
         summary.update(answer_counts(answers, protocol))
         return summary
 
     result = run_repeated(
         model,
-        declare(task, metric),
-        run_items_of(run_ids, rows, lambda row: row.id),
-        lambda chunk: _answer(model, chunk, max_new=max_new, sampling=sampling, protocol=protocol),
+        setup,
+        declare(setup.task, metric),
+        lambda chunk: _answer(model, chunk, max_new=setup.max_new, sampling=setup.sampling, protocol=protocol),
         judged,
-        config=config,
-        data=data,
-        templates={**task.templates(), "judge": mb.rubric().text},
         fields={"replies": list},
-        protocol=protocol,
         outputs=outputs,
         progress=progress,
         limit=limit,
+        templates={**setup.task.templates(), "judge": mb.rubric().text},
         reply_field="replies",  # both turns of every row: two replies each
     )
     fatal = next((o.fatal for _, _, o in outcomes.values() if o.fatal is not None), None)
@@ -277,38 +278,9 @@ def answer_counts(answers: Mapping[int, Sequence[Sequence[str]]], protocol: Prot
     return {"failed_thinking": sum(x.failed for x in splits), "null_count": sum(not x.scored.strip() for x in splits)}
 
 
-def run_scores(
-    rows: Sequence[mb.MTBenchRow], items: Sequence[mb.CriterionItem], done: JudgeOutcome
-) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
-    """One run's metrics, per-row scores (with each criterion's classification) and its unjudged count."""
-    by_id: dict[str, float | None] = {}
-    detail: dict[str, dict[str, Any]] = {}
-    unjudged = 0
-    for it, j in zip(items, done.plan, strict=True):
-        rec = done.record(j)
-        raw = (rec.get("raw_judgements") or [None])[-1]
-        unjudged += rec.get("status") == "unjudged"
-        by_id[it.custom_id] = rec.get("score")
-        detail[it.custom_id] = {
-            "classification": mb.extract_classification(raw),
-            "reflection": mb.extract_reflection(raw),
-            "status": rec.get("status"),
-            "score": rec.get("score"),
-        }
-    per_row = mb.scored_rows(rows, items, by_id)
-    for row, out in zip(rows, per_row, strict=True):
-        out["criteria"] = {cid: d for cid, d in detail.items() if cid.split("_")[0] == row.id}
-    metrics = mb.mt_bench_metrics([x["final_scores"] for x in per_row], [x["category"] for x in per_row])
-    return metrics, per_row, unjudged
-
-
 def summarize(
-    rows: Sequence[mb.MTBenchRow],
-    run_ids: Sequence[int],
+    setup: TaskSetup,
     outcomes: Mapping[int, tuple[list[mb.CriterionItem], list[str], JudgeOutcome]],
-    data: Any,
-    protocol: Protocol,
-    sampling: Any,
     rng: np.random.Generator | None,
     judge_model: ChatModel,
     self_judged: bool,
@@ -316,10 +288,10 @@ def summarize(
     metric: CriteriaScore,
 ) -> dict[str, Any]:
     """Every judged run's metrics and the aggregation over runs (SEA-HELM's notebook: the row scores x 100)."""
-    task = task_config(KEY)
+    task, rows, data = setup.task, setup.rows, setup.data
     per_run: dict[str, Any] = {}
     scores: list[list[float]] = []
-    for r in run_ids:
+    for r in setup.run_ids:
         items, skipped, done = outcomes[r]
         metrics, per_row, unjudged = metric.score_judged(rows, items, done)
         per_run[str(r)] = {
@@ -333,20 +305,16 @@ def summarize(
         scores.append(per_run[str(r)]["per_item"])
     over, item_means, n_done = over_runs(scores, None, rng)
     sig = (
-        signature(task, protocol, sampling, data_hash(data), len(rows), len(data.rows), n_done, None)
+        signature(task, setup.protocol, setup.sampling, data_hash(data), len(rows), len(data.rows), n_done, None)
         + f"|judge:{judge_model.name}{'(self)' if self_judged else ''}|rubric:{mb.rubric().sha256[:8]}"
         + f"|judge_max_tokens:{judge_tokens}"
     )
     return {
-        "suite": SUITE_NAME,
-        "task": KEY,
-        "competency": task.competency,
-        "aggregation_group": task.aggregation_group,
-        "primary_metric": mb.PRIMARY,
+        **summary_head(task, mb.PRIMARY),
         "n": len(rows),
         "n_docs": len(data.rows),
         "ids": [row.id for row in rows],
-        **runs_entries(run_ids, per_run, over, item_means, mb.PRIMARY),
+        **runs_entries(setup.run_ids, per_run, over, item_means, mb.PRIMARY),
         "judge": {
             "model": str(judge_model.name),
             "seahelm_judge": mb.DEFAULT_JUDGE,

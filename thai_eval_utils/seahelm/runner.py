@@ -1,7 +1,8 @@
-"""Running SEA-HELM Thai tasks with repeated runs (spec ``seahelm_thai.md`` 3.3, 5): each run with its own seed,
-every reply stored as it arrives (one :class:`RunStore` per task, items keyed ``r<run>/<id>``), so a killed run
-resumes per run and per item; then each run scored as SEA-HELM's metric classes score it, and the mean and standard
-error over runs as its aggregation notebook computes them.
+"""Running SEA-HELM Thai tasks with repeated runs (spec ``seahelm_thai.md`` 3.3, 5): each task a declared
+generation task (:mod:`.declarations`) run on the package's one task runner in SEA-HELM's stored layout
+(:func:`.task_run.run_repeated`: one store per task, items keyed ``r<run>/<id>``, each run with its own seed), so a
+killed run resumes per run and per item; then each run scored as SEA-HELM's metric classes score it, and the mean
+and standard error over runs as its aggregation notebook computes them.
 
 The number of runs is not part of the run's config id: ``--runs 8`` after ``--runs 2`` adds runs 2-7 to the same
 folder. The raw reply is stored whole; the scored text is the reply with the thinking cut
@@ -41,10 +42,10 @@ from thai_eval_utils.seahelm.task_run import (
     item_key,
     over_runs,
     reply_summary,
-    run_items_of,
     run_repeated,
     runs_entries,
     signature,
+    summary_head,
     task_setup,
 )
 from thai_eval_utils.seahelm.translation import MetricX
@@ -64,13 +65,10 @@ __all__ = [
     "summarize",
 ]
 
-#: The task table's entries that another module runs (IF-Eval and the MT-Bench judge): key -> module. The module
-#: exposes ``run_seahelm_task(model, key, *, runs, limit, data_dir, outputs, protocol, rng, progress, **options) -> SeahelmTaskRun``
-#: and writes a summary with this module's keys (``primary_metric``, ``n``, ``n_docs``, ``ids``, ``runs`` {run: {seed,
-#: metrics, per_item}}, ``over_runs`` (:func:`~.aggregate.task_over_runs` on the per-item values, consuming ``rng``),
-#: ``item_means``, ``null_count``, ``failed_thinking``, ``competency``, ``signature``, ``scores``), so the suite's
-#: hooks read it unchanged. The modules are imported here, statically: they build on :mod:`.task_run` (the record,
-#: the signature, the reply summary) and never import this module, so the imports hold no cycle.
+#: The task table's entries another module runs (IF-Eval and the MT-Bench judge): key -> the module, whose
+#: ``run_seahelm_task(model, key, *, runs, limit, data_dir, outputs, protocol, rng, progress, **options)`` runs it on
+#: the same path (:func:`.task_run.run_repeated`) and writes a summary with this module's keys (the suite's hooks
+#: read it unchanged).
 EXTERNAL_MODULES: dict[str, ModuleType] = {"if-eval": ifeval_run, "mt-bench-judge": mt_bench_run}
 #: Runners registered in code (tests, a user's own): key -> runner with the signature above; before the modules.
 EXTERNAL_RUNNERS: dict[str, Callable[..., "SeahelmTaskRun"]] = {}
@@ -149,15 +147,11 @@ def run_seahelm_task(
 
     return run_repeated(
         model,
+        setup,
         declare(task, metric),
-        run_items_of(setup.run_ids, setup.rows, lambda row: str(row["id"])),
         compute,
         lambda records, _: summarize(setup, metric, records, rng, metricx),
-        config=setup.config,
-        data=setup.data,
-        templates=task.templates(),
         fields=RECORD_FIELDS,
-        protocol=protocol,
         outputs=outputs,
         progress=progress,
         limit=limit,
@@ -194,11 +188,7 @@ def summarize(
     n_docs = len(data.rows)
     sig = signature(task, protocol, setup.sampling, data_hash(data), len(ids), n_docs, n_done, metricx)
     return {
-        "suite": SUITE_NAME,
-        "task": task.key,
-        "competency": task.competency,
-        "aggregation_group": task.aggregation_group,
-        "primary_metric": metric.name,
+        **summary_head(task, metric.name),
         "n": len(ids),
         "n_docs": n_docs,
         "ids": ids,
@@ -245,34 +235,18 @@ def run_suite(
     keys = list(tasks) if tasks else list(RUN_BY_DEFAULT)
     skip = set(constants()["base_models_skip_tasks"]) if protocol.base else set()
     keys = [k for k in keys if k not in skip]
+    common: dict[str, Any] = {
+        "runs": runs,
+        "limit": limit,
+        "data_dir": data_dir,
+        "outputs": outputs,
+        "protocol": protocol,
+        "progress": progress,
+    }
     if pool:
-        pool_replies(
-            model,
-            [k for k in keys if external_runner(k) is None],
-            runs=runs,
-            limit=limit,
-            data_dir=data_dir,
-            outputs=outputs,
-            protocol=protocol,
-            progress=progress,
-        )
+        pool_replies(model, [k for k in keys if external_runner(k) is None], **common)
     rng = np.random.default_rng(AGGREGATION_SEED)
-    out = {}
-    for key in keys:
-        out[key] = run_seahelm_task(
-            model,
-            key,
-            runs=runs,
-            limit=limit,
-            data_dir=data_dir,
-            outputs=outputs,
-            protocol=protocol,
-            metricx=metricx,
-            rng=rng,
-            progress=progress,
-            options=options,
-        )
-    return out
+    return {key: run_seahelm_task(model, key, metricx=metricx, rng=rng, options=options, **common) for key in keys}
 
 
 #: What ``run_suite`` runs when no task is named: SEA-HELM's Thai list (spec 1.1), then Belebele.

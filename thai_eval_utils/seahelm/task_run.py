@@ -1,8 +1,8 @@
 """What one SEA-HELM Thai task's run is made of, and the one path every task runs on (spec ``seahelm_thai.md``
-3.3, 5): the protocol options that key its run folder (:func:`run_config`), its rows, shots, runs, sampling and
-new-token budget (:class:`TaskSetup`), the record each reply is stored as, and :func:`run_repeated`: a task's runs
+3.3, 5): the protocol options that key its run folder, its rows, shots, runs, sampling, new-token budget and
+config (:class:`TaskSetup`), the record each reply is stored as, and :func:`run_repeated`: a task's runs
 on ``tasks.runner.run_task`` in SEA-HELM's stored layout (one store per task, items ``r<run>/<id>``), with what every
-summary shares: the aggregation over runs (:func:`over_runs`, :func:`headline`, :func:`runs_entries`), the score's
+summary shares: its head (:func:`summary_head`), the aggregation over runs (:func:`over_runs`, :func:`headline`, :func:`runs_entries`), the score's
 provenance line (:func:`signature`) and what the replies did (:func:`reply_summary`). :mod:`.runner` runs the
 generation tasks on it, :mod:`.ifeval_run` and :mod:`.mt_bench_run` IF-Eval and the MT-Bench judge (their own
 records and scoring), :mod:`.pooling` several tasks' replies in shared engine calls."""
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -23,18 +23,18 @@ from thai_eval_utils.core.provenance import Score, canonical_json, sha256_text
 from thai_eval_utils.core.runloop import RunOutcome, current_call
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED, OverRuns, task_over_runs
-from thai_eval_utils.seahelm.config import SEAHELM_COMMIT, SEEDS, TaskConfig, task_config
+from thai_eval_utils.seahelm.config import MAX_THINK_TOKENS, SEAHELM_COMMIT, SEEDS, TaskConfig, task_config
 from thai_eval_utils.seahelm.data import TaskData, load_task_data
 from thai_eval_utils.seahelm.generation import Sampling, base_prompt, gold_logprob, model_sampling
 from thai_eval_utils.seahelm.prompts import Messages, build_messages
 from thai_eval_utils.seahelm.translation import MetricX
 from thai_eval_utils.stats.bootstrap import mean_interval
 from thai_eval_utils.tasks.declared import GenerationTask
-from thai_eval_utils.tasks.language import reply_stats, reply_stats_by, stats_note
+from thai_eval_utils.tasks.language import reply_stats_by, stats_note
 from thai_eval_utils.tasks.runner import RunLayout, run_task
-from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply, summary_entry
+from thai_eval_utils.tasks.runner import reply_summary as declared_reply_summary
+from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
 
-Row = TypeVar("Row")
 SUITE_NAME = "seahelm"
 RECORD_FORMAT = 1
 #: Our interval beside SEA-HELM's standard error: a percentile bootstrap over items of the per-item run means.
@@ -55,7 +55,7 @@ class Protocol:
     def max_new_tokens(self, task: TaskConfig) -> int:
         """The task's ``max_tokens`` (+20000 for reasoning models, ``task_config.py:355-363``), capped by
         ``max_tokens`` (a quick look, recorded; not SEA-HELM's)."""
-        n = task.max_tokens + (20000 if self.reasoning else 0)
+        n = task.max_tokens + (MAX_THINK_TOKENS if self.reasoning else 0)
         return min(n, self.max_tokens) if self.max_tokens else n
 
     def keyed(self, task: TaskConfig, sampling: Sampling) -> dict[str, Any]:
@@ -118,7 +118,7 @@ class TaskSetup:
 
     task: TaskConfig
     data: TaskData
-    rows: list[dict[str, Any]]
+    rows: list[Any]
     shots: list[dict[str, Any]]
     run_ids: list[int]
     sampling: Sampling
@@ -138,6 +138,16 @@ class TaskSetup:
             prompt_templates=self.task.templates(),
             outputs=outputs,
         )
+
+    def items(self) -> list[dict[str, Any]]:
+        """The items of the repeated run, run after run: each row once per run, keyed ``r<run>/<id>``, with its
+        run's seed (a row: a mapping with an ``id``, or a parsed row with ``.id``)."""
+        ids = [str(row["id"]) if isinstance(row, Mapping) else row.id for row in self.rows]
+        return [
+            {"id": f"r{r}/{i}", "run": r, "seed": SEEDS[r], "row": row}
+            for r in self.run_ids
+            for i, row in zip(ids, self.rows)
+        ]
 
     def messages(self, row: Mapping[str, Any]) -> Messages:
         """The conversation SEA-HELM sends for ``row`` (its preamble, template and shots)."""
@@ -184,56 +194,28 @@ def not_generated(key: str, store: RunStore, wanted: Collection[str], exc: ApiEr
     )
 
 
-def run_config(
-    task: TaskConfig,
-    protocol: Protocol,
-    sampling: Sampling,
-    data: TaskData,
-    shots: Sequence[Mapping[str, Any]] | None = None,
-) -> dict[str, Any]:
-    """The config that keys a task's run folder: the suite, SEA-HELM's commit, the task's table entry, the protocol,
-    the shots' ids (the tasks that take shots), the data and the record format."""
-    config = {"suite": SUITE_NAME, "seahelm_commit": SEAHELM_COMMIT, "task": asdict(task)}
-    config["protocol"] = protocol.keyed(task, sampling)
-    if shots is not None:
-        config["shots"] = [str(s.get("id", i)) for i, s in enumerate(shots)]
-    return {**config, "data": data.source, "record_format": RECORD_FORMAT}
-
-
-def run_items_of(run_ids: Sequence[int], rows: Sequence[Any], row_id: Callable[[Any], str]) -> list[dict[str, Any]]:
-    """The items of a repeated run, run after run: each row once per run, keyed ``r<run>/<id>``, with its run's
-    seed."""
-    return [
-        {"id": item_key(r, {"id": row_id(row)}), "run": r, "seed": SEEDS[r], "row": row}
-        for r in run_ids
-        for row in rows
-    ]
-
-
 def run_repeated(
     model: Model,
+    setup: TaskSetup,
     declaration: GenerationTask,
-    items: list[dict[str, Any]],
     compute: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
     summarize: Callable[[dict[str, dict[str, Any]], RunOutcome], dict[str, Any]],
     *,
-    config: Mapping[str, Any],
-    data: TaskData,
-    templates: Mapping[str, str],
     fields: Mapping[str, type],
-    protocol: Protocol,
     outputs: str | Path | None,
     progress: bool,
     limit: int | None,
+    templates: Mapping[str, str] | None = None,
     reply_field: str = "reply",
 ) -> SeahelmTaskRun:
-    """Run a SEA-HELM task's items (:func:`run_items_of`) on the package's one task runner
+    """Run a SEA-HELM task's items (:meth:`TaskSetup.items`) on the package's one task runner
     (``tasks.runner.run_task``) in SEA-HELM's stored layout: the task's one store (``seahelm/<task>``, keyed by
-    ``config``), every record as ``compute`` makes it (a batch holds one run's items: one seed per call), resumed
-    per run and per item; a reply that fails stops the task unscored (:func:`not_generated`); then the summary:
-    ``summarize`` (the records by key, the run's outcome), what the replies did (:func:`reply_summary` over each
-    record's ``reply_field``), the count computed now and the limit."""
-    key = declaration.name
+    ``setup.config``), every record as ``compute`` makes it (a batch holds one run's items: one seed per call),
+    resumed per run and per item; a reply that fails stops the task unscored (:func:`not_generated`); then the
+    summary: ``summarize`` (the records by key, the run's outcome), what the replies did (:func:`reply_summary`
+    over each record's ``reply_field``), the count computed now and the limit."""
+    key, thinking = declaration.name, setup.protocol.thinking
+    items = setup.items()
     wanted = [it["id"] for it in items]
 
     def call(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -244,19 +226,19 @@ def run_repeated(
 
     def summary(records: list[dict[str, Any]], support: Mapping[str, str], run: RunOutcome) -> dict[str, Any]:
         out = summarize({r["key"]: r for r in records}, run)
-        out.update(reply_summary(records, protocol.thinking, support, field=reply_field))
+        out.update(reply_summary(records, thinking, support, field=reply_field))
         out.update({"n_computed_this_run": run.computed, "limit": limit})
         return out
 
     layout = RunLayout(
         f"{SUITE_NAME}/{key}",
-        config,
+        setup.config,
         lambda item, record: record,  # the call's records, as SEA-HELM's runs always stored them
         fields,
         summary,
         call=call,
-        data_files=data.files,
-        templates=templates,
+        data_files=setup.data.files,
+        templates=setup.task.templates() if templates is None else templates,
         model_identity=stable_identity(dict(getattr(model, "identity", None) or {"name": model.name})),
         tolerate=(),
         batch_key=lambda item: item["run"],
@@ -266,12 +248,24 @@ def run_repeated(
         declaration,
         items=items,
         layout=layout,
-        batch_size=protocol.batch_size,
+        batch_size=setup.protocol.batch_size,
         outputs=outputs,
         progress=progress,
-        thinking=protocol.thinking,
+        thinking=thinking,
     )
     return SeahelmTaskRun(key, run.summary, run.run_dir, run.computed)
+
+
+def summary_head(task: TaskConfig, primary: str) -> dict[str, Any]:
+    """The entries every task's summary opens with: the suite, the task, its competency and aggregation group, and
+    its headline metric."""
+    return {
+        "suite": SUITE_NAME,
+        "task": task.key,
+        "competency": task.competency,
+        "aggregation_group": task.aggregation_group,
+        "primary_metric": primary,
+    }
 
 
 def over_runs(
@@ -329,13 +323,6 @@ def check_runs(runs: int) -> None:
         raise ValueError(f"runs must be 1-{len(SEEDS)} (SEA-HELM's seeds), got {runs}")
 
 
-def parsed_rows(data: TaskData, parse: Callable[..., Row], limit: int | None) -> list[Row]:
-    """A task's rows, each parsed (``parse(row, path=, row=)``: an error names the data file and the row), then the
-    first ``limit``."""
-    rows = [parse(r, path=data.files[0], row=i) for i, r in enumerate(data.rows)]
-    return rows if limit is None else rows[: max(0, int(limit))]
-
-
 def task_setup(
     model: Model,
     key: str,
@@ -345,19 +332,26 @@ def task_setup(
     data_dir: str | Path | None = None,
     data: TaskData | None = None,
     protocol: Protocol = Protocol(),
+    parse: Callable[..., Any] | None = None,
 ) -> TaskSetup:
-    """The :class:`TaskSetup` of SEA-HELM task ``key`` (not an externally run one) for ``runs`` runs."""
+    """The :class:`TaskSetup` of SEA-HELM task ``key`` for ``runs`` runs. ``parse``: a task whose rows are parsed
+    (IF-Eval, MT-Bench: ``parse(row, path=, row=)``, an error naming the data file and the row) and that takes no
+    shots; its config has no ``shots`` entry."""
     check_runs(runs)
     task = task_config(key)
     data = data or load_task_data(task, data_dir)
-    rows = data.rows if limit is None else data.rows[: max(0, int(limit))]
-    shots = shots_for(task, data, protocol.base)
+    rows = data.rows if parse is None else [parse(r, path=data.files[0], row=i) for i, r in enumerate(data.rows)]
+    shots = shots_for(task, data, protocol.base) if parse is None else []
     sampling = model_sampling(model, greedy=protocol.greedy)
-    config = run_config(task, protocol, sampling, data, shots)
+    config = {"suite": SUITE_NAME, "seahelm_commit": SEAHELM_COMMIT, "task": asdict(task)}
+    config["protocol"] = protocol.keyed(task, sampling)
+    if parse is None:
+        config["shots"] = [str(s.get("id", i)) for i, s in enumerate(shots)]
+    config.update({"data": data.source, "record_format": RECORD_FORMAT})
     return TaskSetup(
         task,
         data,
-        list(rows),
+        list(rows if limit is None else rows[: max(0, int(limit))]),
         shots,
         list(task.runs(runs, reasoning=protocol.reasoning)),
         sampling,
@@ -429,8 +423,5 @@ def reply_summary(
         raw = rec.get(field)
         for text in raw if isinstance(raw, list) else [raw]:
             flat.append({"run": rec.get("run"), field: text})
-    return {
-        "thinking": summary_entry(thinking, support),
-        "replies": reply_stats(flat, field, thinking),
-        "replies_by_run": reply_stats_by(flat, lambda x: str(x["run"]), field, thinking),
-    }
+    by_run = reply_stats_by(flat, lambda x: str(x["run"]), field, thinking)
+    return {**declared_reply_summary(flat, thinking, support, field), "replies_by_run": by_run}
