@@ -86,7 +86,7 @@ class Translation(RunMetric):
 
 class GoldProbability(RunMetric):
     """A ``-logprobs`` twin: the gold answer's log-probability after the tag (``gold_logprob`` on each record);
-    per item its probability."""
+    per item its probability (x 100, :func:`~.generation.probability`)."""
 
     def score_run(self, records: Sequence[Mapping[str, Any]]) -> Scored:
         lps = [r["gold_logprob"] for r in records if r.get("gold_logprob") is not None]
