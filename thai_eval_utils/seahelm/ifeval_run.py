@@ -17,26 +17,13 @@ from typing import Any
 import numpy as np
 
 from thai_eval_utils.core.protocols import Model
-from thai_eval_utils.core.provenance import Score, sha256_text
+from thai_eval_utils.core.provenance import Score
 from thai_eval_utils.seahelm import ifeval
 from thai_eval_utils.seahelm.config import N_RUNS, SEEDS, TaskConfig
 from thai_eval_utils.seahelm.declarations import RunMetric, declare
 from thai_eval_utils.seahelm.generation import chat_replies
-from thai_eval_utils.seahelm.task_run import (
-    SUITE_NAME,
-    Protocol,
-    SeahelmTaskRun,
-    TaskSetup,
-    data_hash,
-    headline,
-    item_key,
-    over_runs,
-    run_repeated,
-    runs_entries,
-    signature,
-    summary_head,
-    task_setup,
-)
+from thai_eval_utils.seahelm import task_run
+from thai_eval_utils.seahelm.task_run import SUITE_NAME, Protocol, SeahelmTaskRun, TaskSetup
 from thai_eval_utils.tasks.thinking import ThinkingOption
 
 KEY = ifeval.TASK
@@ -45,7 +32,8 @@ KEY = ifeval.TASK
 class LanguageNormalizedAccuracy(RunMetric):
     """IFEvalMetric for Thai: each stored raw reply checked (thinking cut first) against its row's instruction
     and language (``detector``); a run's metrics (:func:`~.ifeval.ifeval_metrics`), per-item values as the
-    aggregation reads them (:func:`aggregation_scores`) and the per-item checks."""
+    aggregation reads them (``number_words`` rows left out, the boolean ``overall_lang_normalized_acc`` as 0/1,
+    ipynb:127-211) and the per-item checks."""
 
     def __init__(
         self, task: TaskConfig, rows: Sequence[ifeval.IFEvalRow], thinking: ThinkingOption, detector: ifeval.Detector
@@ -59,7 +47,8 @@ class LanguageNormalizedAccuracy(RunMetric):
     def score_run(self, records: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], list[float], list[Any]]:
         replies = [rec["reply"] for rec in records]
         items = ifeval.score_replies(self.rows, replies, thinking=self.thinking, detector=self.detector)
-        return ifeval.ifeval_metrics(items), aggregation_scores(items), items
+        scores = [float(bool(x["lang_normalized_result"])) for x in items if x["result"] is not None]
+        return ifeval.ifeval_metrics(items), scores, items
 
 
 def run_ifeval(
@@ -84,7 +73,9 @@ def run_ifeval(
     """
     if key != KEY:
         raise ValueError(f"run_ifeval runs {KEY!r}, not {key!r}")
-    setup = task_setup(model, KEY, runs=runs, limit=limit, data_dir=data_dir, protocol=protocol, parse=ifeval.parse_row)
+    setup = task_run.task_setup(
+        model, KEY, runs=runs, limit=limit, data_dir=data_dir, protocol=protocol, parse=ifeval.parse_row
+    )
     metric = LanguageNormalizedAccuracy(setup.task, setup.rows, protocol.thinking, detector or ifeval.detect_language)
 
     def compute(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -92,18 +83,10 @@ def run_ifeval(
         convs = [ifeval.messages(it["row"]) for it in chunk]
         replies = chat_replies(model, convs, max_tokens=setup.max_new, seed=chunk[0]["seed"], sampling=setup.sampling)
         return [
-            {
-                "run": it["run"],
-                "seed": it["seed"],
-                "id": it["row"].id,
-                "messages": conv,
-                "prompt_sha256": sha256_text(repr(conv)),
-                "reply": raw,
-            }
-            for it, conv, raw in zip(chunk, convs, replies, strict=True)
+            task_run.parsed_record(it, conv, reply=raw) for it, conv, raw in zip(chunk, convs, replies, strict=True)
         ]
 
-    return run_repeated(
+    return task_run.run_repeated(
         model,
         setup,
         declare(setup.task, metric),
@@ -114,12 +97,6 @@ def run_ifeval(
         progress=progress,
         limit=limit,
     )
-
-
-def aggregation_scores(items: Sequence[Mapping[str, Any]]) -> list[float]:
-    """A run's per-item values as SEA-HELM's notebook reads them for Thai IF-Eval: ``number_words`` rows left out,
-    the boolean ``overall_lang_normalized_acc`` as 0/1 (ipynb:127-211)."""
-    return [float(bool(x["lang_normalized_result"])) for x in items if x["result"] is not None]
 
 
 def summarize(
@@ -134,7 +111,7 @@ def summarize(
     per_run: dict[str, Any] = {}
     scores: list[list[float]] = []
     for r in setup.run_ids:
-        recs = [records[item_key(r, {"id": row.id})] for row in rows]  # every run complete (run_task)
+        recs = [records[task_run.item_key(r, {"id": row.id})] for row in rows]  # every run complete (run_task)
         metrics, per_item, items = metric.score_run(recs)
         per_run[str(r)] = {
             "seed": SEEDS[r],
@@ -144,13 +121,10 @@ def summarize(
             "failed_thinking": sum(bool(x["thinking_failed"]) for x in items),
         }
         scores.append(per_item)
-    over, item_means, n_done = over_runs(scores, None, rng)
+    over, item_means, n_done = task_run.over_runs(scores, None, rng)
     n_scored = sum(1 for row in rows if not row.skipped)
-    sig = (
-        signature(task, setup.protocol, setup.sampling, data_hash(data), len(rows), len(data.rows), n_done, None)
-        + f"|lang:{ifeval.detector_signature()}"
-    )
-    score = headline(KEY, ifeval.PRIMARY, over, n_scored, sig, item_means, percent=True)
+    sig = setup.signature(n_done) + f"|lang:{ifeval.detector_signature()}"
+    score = task_run.headline(KEY, ifeval.PRIMARY, over, n_scored, sig, item_means, percent=True)
     loose = [v["metrics"]["loose_lang_normalized_acc"] for v in per_run.values()]
     loose_score = Score(
         f"{SUITE_NAME}/{KEY}/loose_lang_normalized_acc",
@@ -160,7 +134,7 @@ def summarize(
         sig + "|loose:ours(english_evals variants)",
     ).to_dict()
     return {
-        **summary_head(task, ifeval.PRIMARY),
+        **task_run.summary_head(task, ifeval.PRIMARY),
         "n": n_scored,
         "n_rows": len(rows),
         "n_docs": len(data.rows),
@@ -170,7 +144,7 @@ def summarize(
         "null_count": sum(
             sum(1 for x in v["items"] if x["result"] is not None and not x["checked"]) for v in per_run.values()
         ),
-        **runs_entries(setup.run_ids, per_run, over, item_means, ifeval.PRIMARY),
+        **task_run.runs_entries(setup.run_ids, per_run, over, item_means, ifeval.PRIMARY),
         "failed_thinking": sum(v["failed_thinking"] for v in per_run.values()),
         "signature": sig,
         "language_detector": ifeval.detector_signature(),

@@ -22,7 +22,6 @@ import numpy as np
 
 from thai_eval_utils.backend.openai_client import ApiModel
 from thai_eval_utils.core.protocols import ChatModel, Model
-from thai_eval_utils.core.provenance import sha256_text
 from thai_eval_utils.core.runloop import RunOutcome
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.judging import Judge, JudgementCache, JudgeOutcome, judge_items
@@ -30,21 +29,8 @@ from thai_eval_utils.seahelm import mt_bench as mb
 from thai_eval_utils.seahelm.config import N_RUNS, SEEDS
 from thai_eval_utils.seahelm.declarations import RunMetric, declare
 from thai_eval_utils.seahelm.generation import chat_replies
-from thai_eval_utils.seahelm.task_run import (
-    SUITE_NAME,
-    Protocol,
-    SeahelmTaskRun,
-    TaskSetup,
-    data_hash,
-    headline,
-    item_key,
-    over_runs,
-    run_repeated,
-    runs_entries,
-    signature,
-    summary_head,
-    task_setup,
-)
+from thai_eval_utils.seahelm import task_run
+from thai_eval_utils.seahelm.task_run import SUITE_NAME, Protocol, SeahelmTaskRun, TaskSetup
 from thai_eval_utils.tasks.thinking import apply_to_model, split_reply
 
 KEY = mb.TASK
@@ -94,14 +80,7 @@ def _answer(
     second = [mb.turn_messages(it["row"], 1, a) for it, a in zip(chunk, a1, strict=True)]
     raw2 = chat_replies(model, second, max_tokens=max_new, seed=seed, sampling=sampling)
     return [
-        {
-            "run": it["run"],
-            "seed": seed,
-            "id": it["row"].id,
-            "messages": conv,
-            "prompt_sha256": sha256_text(repr(conv)),
-            "replies": [t1, t2],
-        }
+        task_run.parsed_record(it, conv, replies=[t1, t2])
         for it, conv, t1, t2 in zip(chunk, second, raw1, raw2, strict=True)
     ]
 
@@ -163,7 +142,9 @@ def run_mt_bench(
     Every run is answered first, then each run is judged (its own judge store), all before the summary."""
     if key != KEY:
         raise ValueError(f"run_mt_bench runs {KEY!r}, not {key!r}")
-    setup = task_setup(model, KEY, runs=runs, limit=limit, data_dir=data_dir, protocol=protocol, parse=mb.parse_row)
+    setup = task_run.task_setup(
+        model, KEY, runs=runs, limit=limit, data_dir=data_dir, protocol=protocol, parse=mb.parse_row
+    )
     judge_model = judge if judge is not None else model
     judge_tokens = judge_max_tokens or min(
         mb.judge_params().max_tokens,
@@ -181,7 +162,7 @@ def run_mt_bench(
         answers: dict[int, list[list[str]]] = {}
         with apply_to_model(model, protocol.thinking):
             for r in setup.run_ids:  # every run complete (run_task stops at a failed reply)
-                recs = [records[item_key(r, {"id": row.id})] for row in rows]
+                recs = [records[task_run.item_key(r, {"id": row.id})] for row in rows]
                 answers[r] = [rec["replies"] for rec in recs]
                 outcomes[r] = judge_run(
                     model.name,
@@ -200,7 +181,7 @@ def run_mt_bench(
         summary.update(answer_counts(answers, protocol))
         return summary
 
-    result = run_repeated(
+    result = task_run.run_repeated(
         model,
         setup,
         declare(setup.task, metric),
@@ -303,18 +284,18 @@ def summarize(
             "n_unjudged": unjudged,
         }
         scores.append(per_run[str(r)]["per_item"])
-    over, item_means, n_done = over_runs(scores, None, rng)
+    over, item_means, n_done = task_run.over_runs(scores, None, rng)
     sig = (
-        signature(task, setup.protocol, setup.sampling, data_hash(data), len(rows), len(data.rows), n_done, None)
+        setup.signature(n_done)
         + f"|judge:{judge_model.name}{'(self)' if self_judged else ''}|rubric:{mb.rubric().sha256[:8]}"
         + f"|judge_max_tokens:{judge_tokens}"
     )
     return {
-        **summary_head(task, mb.PRIMARY),
+        **task_run.summary_head(task, mb.PRIMARY),
         "n": len(rows),
         "n_docs": len(data.rows),
         "ids": [row.id for row in rows],
-        **runs_entries(setup.run_ids, per_run, over, item_means, mb.PRIMARY),
+        **task_run.runs_entries(setup.run_ids, per_run, over, item_means, mb.PRIMARY),
         "judge": {
             "model": str(judge_model.name),
             "seahelm_judge": mb.DEFAULT_JUDGE,
@@ -327,7 +308,7 @@ def summarize(
         },
         "n_unjudged": sum(v["n_unjudged"] for v in per_run.values()),
         "signature": sig,
-        "scores": {mb.PRIMARY: headline(KEY, mb.PRIMARY, over, len(rows), sig, item_means, percent=True)},
+        "scores": {mb.PRIMARY: task_run.headline(KEY, mb.PRIMARY, over, len(rows), sig, item_means, percent=True)},
     }
 
 

@@ -37,7 +37,6 @@ from thai_eval_utils.seahelm.task_run import (
     Protocol,
     SeahelmTaskRun,
     TaskSetup,
-    data_hash,
     headline,
     item_key,
     over_runs,
@@ -186,7 +185,7 @@ def summarize(
         labels.append([x["label"] for x in recs])
     over, item_means, n_done = over_runs(scores, labels, rng, logprobs=task.is_logprobs)
     n_docs = len(data.rows)
-    sig = signature(task, protocol, setup.sampling, data_hash(data), len(ids), n_docs, n_done, metricx)
+    sig = setup.signature(n_done, metricx)
     return {
         **summary_head(task, metric.name),
         "n": len(ids),

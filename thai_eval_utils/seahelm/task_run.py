@@ -149,6 +149,11 @@ class TaskSetup:
             for i, row in zip(ids, self.rows)
         ]
 
+    def signature(self, runs: int, metricx: MetricX | None = None) -> str:
+        """The provenance line of a score over ``runs`` scored runs of these rows (:func:`signature`)."""
+        n, n_docs = len(self.rows), len(self.data.rows)
+        return signature(self.task, self.protocol, self.sampling, data_hash(self.data), n, n_docs, runs, metricx)
+
     def messages(self, row: Mapping[str, Any]) -> Messages:
         """The conversation SEA-HELM sends for ``row`` (its preamble, template and shots)."""
         return build_messages(self.task, row, self.shots)
@@ -177,6 +182,13 @@ class TaskSetup:
             )
             rec["gold_logprob"] = gold_logprob(model, prompt, split.scored, self.task.answer_tag, str(row["label"]))
         return rec
+
+
+def parsed_record(item: Mapping[str, Any], conv: Messages, **replies: Any) -> dict[str, Any]:
+    """The stored record of a parsed row's reply (IF-Eval: ``reply``; MT-Bench: both turns' ``replies``): its run,
+    seed and id, the conversation sent and its hash, the raw replies whole."""
+    record = {"run": item["run"], "seed": item["seed"], "id": item["row"].id, "messages": conv}
+    return {**record, "prompt_sha256": sha256_text(repr(conv)), **replies}
 
 
 def not_generated(key: str, store: RunStore, wanted: Collection[str], exc: ApiError) -> ApiError:
@@ -317,12 +329,6 @@ def runs_entries(
     }
 
 
-def check_runs(runs: int) -> None:
-    """A ``ValueError`` unless ``runs`` is 1-8 (one run per SEA-HELM seed)."""
-    if not 1 <= runs <= len(SEEDS):
-        raise ValueError(f"runs must be 1-{len(SEEDS)} (SEA-HELM's seeds), got {runs}")
-
-
 def task_setup(
     model: Model,
     key: str,
@@ -337,7 +343,8 @@ def task_setup(
     """The :class:`TaskSetup` of SEA-HELM task ``key`` for ``runs`` runs. ``parse``: a task whose rows are parsed
     (IF-Eval, MT-Bench: ``parse(row, path=, row=)``, an error naming the data file and the row) and that takes no
     shots; its config has no ``shots`` entry."""
-    check_runs(runs)
+    if not 1 <= runs <= len(SEEDS):
+        raise ValueError(f"runs must be 1-{len(SEEDS)} (SEA-HELM's seeds), got {runs}")
     task = task_config(key)
     data = data or load_task_data(task, data_dir)
     rows = data.rows if parse is None else [parse(r, path=data.files[0], row=i) for i, r in enumerate(data.rows)]
