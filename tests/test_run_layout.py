@@ -57,7 +57,12 @@ def test_a_suite_layout_keeps_its_benchmark_config_records_and_summary(tmp_path)
         {"task": "blank", "shots": 0},
         lambda item, answer: {"doc": item["doc"], "lls": [ll for ll, _ in answer]},
         {"lls": list},
-        lambda records, support, run: {"scores": {}, "n": len(records), "computed": run.computed},
+        lambda records, support, run: {
+            "scores": {},
+            "n": len(records),
+            "computed": run.computed,
+            "id": run.store.config_id,
+        },
         tolerate=(),
     )
     model = FakeModel(score=lambda c, x: (-float(len(x)), False))
@@ -68,6 +73,7 @@ def test_a_suite_layout_keeps_its_benchmark_config_records_and_summary(tmp_path)
     assert card["benchmark"] == "suite/blank" and card["config"] == {"task": "blank", "shots": 0}
     summary = json.loads((run.run_dir / "summary.json").read_text(encoding="utf-8"))
     assert {k: summary[k] for k in ("scores", "n", "computed")} == {"scores": {}, "n": 1, "computed": 1}
+    assert summary["id"] == run.config_id  # the summary reads the run's own store
     again = run_task(model, task, items=items, layout=layout, outputs=tmp_path / "o", progress=False)
     assert again.run_dir == run.run_dir and again.computed == 0 and len(model.calls) == 1  # resumed, not recomputed
 
@@ -99,3 +105,30 @@ def test_a_layout_without_thinking_settings_leaves_the_models_reply_handling_as_
         )
         run_task(model, task, items=items, layout=layout, outputs=tmp_path / "o", progress=False)
     assert seen == [None, ("<think>", "</think>")] and model.reasoning_tags is None
+
+
+def test_a_layout_batch_key_keeps_each_group_to_calls_of_its_own(tmp_path):
+    """``RunLayout(batch_key=...)``: five items of runs 0, 0, 0, 1, 1 with a batch of 2 make the calls [0, 0], [0],
+    [1, 1] (a run's seed is one per call), not [0, 0], [0, 1], [1]; without it, the batches run across the groups."""
+    task = blank_task(tmp_path)
+    items = [{"id": f"r{r}/{i}", "run": r, "requests": [("ก", " ข"), ("ก", " ค")]} for r, i in [(0, 0), (0, 1), (0, 2)]]
+    items += [{"id": f"r1/{i}", "run": 1, "requests": [("ก", " ข"), ("ก", " ค")]} for i in (0, 1)]
+    seen = []
+
+    def call(chunk):
+        seen.append([it["run"] for it in chunk])
+        return [(-1.0, False)] * (2 * len(chunk))
+
+    for name, key in (("grouped", lambda it: it["run"]), ("plain", None)):
+        layout = RunLayout(
+            f"suite/{name}",
+            {"task": name},
+            lambda item, answer: {"run": item["run"]},
+            {},
+            lambda records, support, run: {"scores": {}},
+            call=call,
+            tolerate=(),
+            batch_key=key,
+        )
+        run_task(FakeModel(), task, items=items, layout=layout, outputs=tmp_path / "o", batch_size=2, progress=False)
+    assert seen == [[0, 0], [0], [1, 1], [0, 0], [0, 1], [1]]

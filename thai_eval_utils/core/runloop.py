@@ -43,6 +43,7 @@ class RunOutcome(Generic[Item]):
     ``computed`` counts the items computed in this pass, and ``failed`` maps the key of each item whose batch
     raised one of the ``tolerate`` errors to the error's text (those items stay unfinished; a rerun retries them).
     ``fatal`` is the error that ended a :func:`run_items_async` pass early (None when it ran to the end).
+    ``store`` is the store the pass ran on (what a summary keys a second store by, e.g. a judge's run).
     """
 
     keys: list[str]
@@ -50,6 +51,7 @@ class RunOutcome(Generic[Item]):
     computed: int = 0
     failed: dict[str, str] = field(default_factory=dict)
     fatal: BaseException | None = None
+    store: RunStore | None = None
 
     def in_order(self) -> list[Record]:
         """The records of the finished items, in item order."""
@@ -81,10 +83,17 @@ def _calling(store: RunStore, keys: Sequence[str]) -> Iterator[None]:
         _CURRENT.reset(token)
 
 
-def batches(indices: Sequence[int], size: int) -> list[list[int]]:
-    """``indices`` cut into consecutive batches of at most ``size`` (at least 1)."""
+def batches(indices: Sequence[int], size: int, group: Callable[[int], Any] | None = None) -> list[list[int]]:
+    """``indices`` cut into consecutive batches of at most ``size`` (at least 1); with ``group``, also cut wherever
+    ``group(index)`` changes, so no batch mixes two groups."""
     size = max(1, int(size))
-    return [list(indices[i : i + size]) for i in range(0, len(indices), size)]
+    out: list[list[int]] = []
+    for i in indices:
+        if out and len(out[-1]) < size and (group is None or group(i) == group(out[-1][0])):
+            out[-1].append(i)
+        else:
+            out.append([i])
+    return out
 
 
 def _pending(
@@ -120,6 +129,7 @@ def run_items(
     prepare: Callable[[list[Item]], Any] | None = None,
     finish: Callable[[list[Item], Any], Sequence[Mapping[str, Any]]] | None = None,
     fields: Mapping[str, type | tuple[type, ...]] | None = None,
+    group: Callable[[Item], Any] | None = None,
 ) -> RunOutcome[Item]:
     """Compute the records of the items the store lacks, batch by batch, and append each as it finishes.
 
@@ -139,15 +149,17 @@ def run_items(
         finish: (batch, the model call's output) -> one record per item (default: the output itself).
         fields: field -> type(s) every stored record must have to be reused (an edited or foreign record is a
             ``ThaiEvalDataError`` naming ``items.jsonl``, its line and the field, not a wrong result later).
+        group: an item -> its group; items of different groups never share a batch (e.g. a suite's repeated runs,
+            each called with its own seed). None: batches of consecutive items, whatever they are.
 
     Returns:
         The :class:`RunOutcome`.
     """
     keys, records, todo = _pending(store, items, key, fields)
-    outcome: RunOutcome[Item] = RunOutcome(keys, records)
+    outcome: RunOutcome[Item] = RunOutcome(keys, records, store=store)
     bar = tqdm(total=len(keys), initial=len(keys) - len(todo), desc=desc, unit="item", disable=not progress)
     try:
-        for batch in batches(todo, batch_size):
+        for batch in batches(todo, batch_size, None if group is None else (lambda i: group(items[i]))):
             chunk = [items[i] for i in batch]
             try:
                 with _calling(store, [keys[i] for i in batch]):
@@ -239,7 +251,7 @@ async def run_items_async(
         The :class:`RunOutcome`.
     """
     keys, records, todo = _pending(store, items, key, None, done)
-    outcome: RunOutcome[Item] = RunOutcome(keys, records)
+    outcome: RunOutcome[Item] = RunOutcome(keys, records, store=store)
     bar = tqdm(total=len(keys), initial=len(keys) - len(todo), desc=desc, unit="item", disable=not progress)
 
     async def one(i: int) -> None:

@@ -11,6 +11,8 @@ import re
 import string
 from collections.abc import Iterable
 
+from thai_eval_utils.tasks.shaping import AnswerTag
+
 #: F1AccMetric's normalisation strips these from both ends (``seahelm_metric.py:73-99``): ASCII punctuation only.
 _STRIP = string.punctuation + " " + "\n"
 #: F1AccMetric's prediction for an answer that is no gold label.
@@ -56,5 +58,6 @@ def extract_choice(reply: str | None, answer_tag: str, labels: Iterable[str]) ->
 
 
 def extract_text(reply: str | None, answer_tag: str) -> str:
-    """The free-text answer of QA, translation and summarisation (no flags)."""
-    return extract(reply, text_pattern(answer_tag))
+    """The free-text answer of QA, translation and summarisation: the declared tasks' answer-tag reply filter
+    (:class:`~thai_eval_utils.tasks.shaping.AnswerTag`, :func:`text_pattern` with no flags)."""
+    return AnswerTag(answer_tag).apply("" if reply is None else reply)

@@ -14,36 +14,24 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from thai_eval_utils.backend.openai_client import ApiModel, stable_identity
+from thai_eval_utils.backend.openai_client import ApiModel
 from thai_eval_utils.core.protocols import ChatModel, Model
-from thai_eval_utils.core.provenance import Score, sha256_text
-from thai_eval_utils.core.runloop import run_items
+from thai_eval_utils.core.runloop import RunOutcome
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.judging import Judge, JudgementCache, JudgeOutcome, judge_items
 from thai_eval_utils.seahelm import mt_bench as mb
-from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED, task_over_runs
-from thai_eval_utils.seahelm.config import N_RUNS, SEAHELM_COMMIT, SEEDS, task_config
-from thai_eval_utils.seahelm.data import load_task_data
-from thai_eval_utils.seahelm.generation import chat_replies, model_sampling
+from thai_eval_utils.seahelm.config import N_RUNS, SEEDS
+from thai_eval_utils.seahelm.declarations import RunMetric, declare
+from thai_eval_utils.seahelm.generation import chat_replies
+from thai_eval_utils.seahelm import task_run
+from thai_eval_utils.seahelm.task_run import SUITE_NAME, Protocol, SeahelmTaskRun, TaskSetup
 from thai_eval_utils.tasks.thinking import apply_to_model, split_reply
-from thai_eval_utils.seahelm.task_run import (
-    RECORD_FORMAT,
-    SUITE_NAME,
-    Protocol,
-    SeahelmTaskRun,
-    data_hash,
-    item_interval,
-    item_key,
-    reply_summary,
-    signature,
-    unscored_when_a_reply_fails,
-)
 
 KEY = mb.TASK
 JUDGEMENTS = f"{SUITE_NAME}/{KEY}-judgements"
@@ -81,31 +69,53 @@ def open_judge(
     return ApiModel(judge_model, base_url=base_url, api_key=os.environ.get(JUDGE_KEY_ENV) or None)
 
 
-def _rows(data_rows: Sequence[Mapping[str, Any]], path: str, limit: int | None) -> list[mb.MTBenchRow]:
-    rows = [mb.parse_row(r, path=path, row=i) for i, r in enumerate(data_rows)]
-    return rows if limit is None else rows[: max(0, int(limit))]
-
-
 def _answer(
-    model: Model, chunk: list[tuple[int, mb.MTBenchRow]], *, seed: int, max_new: int, sampling: Any, protocol: Protocol
+    model: Model, chunk: list[dict[str, Any]], *, max_new: int, sampling: Any, protocol: Protocol
 ) -> list[dict[str, Any]]:
-    """Both turns of a batch of rows: turn 1 for all, then turn 2 with each row's own first answer."""
-    first = [mb.turn_messages(row, 0) for _, row in chunk]
+    """Both turns of one run's batch of rows: turn 1 for all, then turn 2 with each row's own first answer."""
+    seed = chunk[0]["seed"]
+    first = [mb.turn_messages(it["row"], 0) for it in chunk]
     raw1 = chat_replies(model, first, max_tokens=max_new, seed=seed, sampling=sampling)
     a1 = [mb.answered(t, protocol.thinking) for t in raw1]
-    second = [mb.turn_messages(row, 1, a) for (_, row), a in zip(chunk, a1, strict=True)]
+    second = [mb.turn_messages(it["row"], 1, a) for it, a in zip(chunk, a1, strict=True)]
     raw2 = chat_replies(model, second, max_tokens=max_new, seed=seed, sampling=sampling)
     return [
-        {
-            "run": run,
-            "seed": seed,
-            "id": row.id,
-            "messages": conv,
-            "prompt_sha256": sha256_text(repr(conv)),
-            "replies": [t1, t2],
-        }
-        for (run, row), conv, t1, t2 in zip(chunk, second, raw1, raw2, strict=True)
+        task_run.parsed_record(it, conv, replies=[t1, t2])
+        for it, conv, t1, t2 in zip(chunk, second, raw1, raw2, strict=True)
     ]
+
+
+class CriteriaScore(RunMetric):
+    """MTBenchJudgeMetric: each criterion of both turns graded by the judge (SEA-HELM's rubric, the run's seed),
+    a row's score the mean of its criteria; a run's metrics and per-row scores from its judgements
+    (:meth:`score_judged`, the judge's outcome: SEA-HELM's judge scores a run, not a stored reply)."""
+
+    def parameters(self) -> dict[str, Any]:
+        return {"metric_class": self.metric_class, "rubric_sha256": mb.rubric().sha256}
+
+    def score_judged(
+        self, rows: Sequence[mb.MTBenchRow], items: Sequence[mb.CriterionItem], done: JudgeOutcome
+    ) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+        """One run's metrics, per-row scores (with each criterion's classification) and its unjudged count."""
+        by_id: dict[str, float | None] = {}
+        detail: dict[str, dict[str, Any]] = {}
+        unjudged = 0
+        for it, j in zip(items, done.plan, strict=True):
+            rec = done.record(j)
+            raw = (rec.get("raw_judgements") or [None])[-1]
+            unjudged += rec.get("status") == "unjudged"
+            by_id[it.custom_id] = rec.get("score")
+            detail[it.custom_id] = {
+                "classification": mb.extract_classification(raw),
+                "reflection": mb.extract_reflection(raw),
+                "status": rec.get("status"),
+                "score": rec.get("score"),
+            }
+        per_row = mb.scored_rows(rows, items, by_id)
+        for row, out in zip(rows, per_row, strict=True):
+            out["criteria"] = {cid: d for cid, d in detail.items() if cid.split("_")[0] == row.id}
+        metrics = mb.mt_bench_metrics([x["final_scores"] for x in per_row], [x["category"] for x in per_row])
+        return metrics, per_row, unjudged
 
 
 def run_mt_bench(
@@ -128,72 +138,35 @@ def run_mt_bench(
 
     ``judge``: any chat model (None: the evaluated model judges itself, labelled). ``judge_max_tokens``: the judge's
     token budget (default SEA-HELM's 16,384, capped by ``protocol.max_tokens`` when that is set for a quick look,
-    and at :data:`SELF_JUDGE_MAX_TOKENS` when self-judged; recorded in the judge run's config and the signature)."""
+    and at :data:`SELF_JUDGE_MAX_TOKENS` when self-judged; recorded in the judge run's config and the signature).
+    Every run is answered first, then each run is judged (its own judge store), all before the summary."""
     if key != KEY:
         raise ValueError(f"run_mt_bench runs {KEY!r}, not {key!r}")
-    if not 1 <= runs <= len(SEEDS):
-        raise ValueError(f"runs must be 1-{len(SEEDS)} (SEA-HELM's seeds), got {runs}")
-    task = task_config(KEY)
-    data = load_task_data(task, data_dir)
-    rows = _rows(data.rows, data.files[0], limit)
-    sampling = model_sampling(model, greedy=protocol.greedy)
-    max_new = protocol.max_new_tokens(task)
+    setup = task_run.task_setup(
+        model, KEY, runs=runs, limit=limit, data_dir=data_dir, protocol=protocol, parse=mb.parse_row
+    )
     judge_model = judge if judge is not None else model
     judge_tokens = judge_max_tokens or min(
         mb.judge_params().max_tokens,
         protocol.max_tokens or mb.judge_params().max_tokens,
         SELF_JUDGE_MAX_TOKENS if judge is None else mb.judge_params().max_tokens,
     )
-    config = {
-        "suite": SUITE_NAME,
-        "seahelm_commit": SEAHELM_COMMIT,
-        "task": asdict(task),
-        "protocol": protocol.keyed(task, sampling),
-        "data": data.source,
-        "record_format": RECORD_FORMAT,
-        "judge": {"model": str(judge_model.name), "rubric_sha256": mb.rubric().sha256, "max_tokens": judge_tokens},
-    }
-    identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
-    run_ids = task.runs(runs, reasoning=protocol.reasoning)
-    wanted = {item_key(r, {"id": row.id}) for r in run_ids for row in rows}
-    computed = 0
+    judged_by = {"model": str(judge_model.name), "rubric_sha256": mb.rubric().sha256, "max_tokens": judge_tokens}
+    setup = replace(setup, config={**setup.config, "judge": judged_by})
+    rows, metric = setup.rows, CriteriaScore(setup.task)
     outcomes: dict[int, tuple[list[mb.CriterionItem], list[str], JudgeOutcome]] = {}
-    answers: dict[int, list[list[str]]] = {}
-    with (
-        RunStore.open(
-            model.name,
-            f"{SUITE_NAME}/{KEY}",
-            config,
-            model_identity=identity,
-            data_files=data.files,
-            prompt_templates={**task.templates(), "judge": mb.rubric().text},
-            outputs=outputs,
-        ) as store,
-        apply_to_model(model, protocol.thinking) as support,
-    ):
-        for r in run_ids:
-            seed = SEEDS[r]
-            size = protocol.batch_size or getattr(model, "concurrency", None) or 8
-            with unscored_when_a_reply_fails(KEY, store, wanted):
-                outcome = run_items(
-                    store,
-                    [(r, row) for row in rows],
-                    lambda it: item_key(it[0], {"id": it[1].id}),
-                    lambda chunk, seed=seed: _answer(
-                        model, chunk, seed=seed, max_new=max_new, sampling=sampling, protocol=protocol
-                    ),
-                    batch_size=size,
-                    desc=f"seahelm {KEY} run {r} ({model.name})",
-                    progress=progress,
-                    fields={"replies": list},
-                )
-            computed += outcome.computed
-            recs = [outcome.records.get(item_key(r, {"id": row.id})) for row in rows]
-            if all(rec is not None for rec in recs):
+
+    def judged(records: Mapping[str, Mapping[str, Any]], run: RunOutcome) -> dict[str, Any]:
+        """Judge every answered run (the thinking settings in force, as while answering: a self-judged model
+        grades with them), then score and aggregate."""
+        answers: dict[int, list[list[str]]] = {}
+        with apply_to_model(model, protocol.thinking):
+            for r in setup.run_ids:  # every run complete (run_task stops at a failed reply)
+                recs = [records[task_run.item_key(r, {"id": row.id})] for row in rows]
                 answers[r] = [rec["replies"] for rec in recs]
                 outcomes[r] = judge_run(
                     model.name,
-                    store,
+                    run.store,  # type: ignore[arg-type]
                     rows,
                     recs,
                     r,
@@ -204,21 +177,27 @@ def run_mt_bench(
                     batch_size=judge_batch_size,
                     max_tokens=judge_tokens,
                 )
-        summary = summarize(
-            rows, run_ids, outcomes, data, protocol, sampling, rng, judge_model, judge is None, judge_tokens
-        )
+        summary = summarize(setup, outcomes, rng, judge_model, judge is None, judge_tokens, metric)
         summary.update(answer_counts(answers, protocol))
-        summary.update(
-            reply_summary(
-                [x for x in store.iter_records() if x["key"] in wanted], protocol.thinking, support, field="replies"
-            )
-        )  # both turns of every row: two replies each
-        summary.update({"n_computed_this_run": computed, "limit": limit})
-        store.write_summary(summary)
+        return summary
+
+    result = task_run.run_repeated(
+        model,
+        setup,
+        declare(setup.task, metric),
+        lambda chunk: _answer(model, chunk, max_new=setup.max_new, sampling=setup.sampling, protocol=protocol),
+        judged,
+        fields={"replies": list},
+        outputs=outputs,
+        progress=progress,
+        limit=limit,
+        templates={**setup.task.templates(), "judge": mb.rubric().text},
+        reply_field="replies",  # both turns of every row: two replies each
+    )
     fatal = next((o.fatal for _, _, o in outcomes.values() if o.fatal is not None), None)
     if fatal is not None:
         raise fatal
-    return SeahelmTaskRun(KEY, summary, store.root, computed)
+    return result
 
 
 def judge_run(
@@ -280,53 +259,22 @@ def answer_counts(answers: Mapping[int, Sequence[Sequence[str]]], protocol: Prot
     return {"failed_thinking": sum(x.failed for x in splits), "null_count": sum(not x.scored.strip() for x in splits)}
 
 
-def run_scores(
-    rows: Sequence[mb.MTBenchRow], items: Sequence[mb.CriterionItem], done: JudgeOutcome
-) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
-    """One run's metrics, per-row scores (with each criterion's classification) and its unjudged count."""
-    by_id: dict[str, float | None] = {}
-    detail: dict[str, dict[str, Any]] = {}
-    unjudged = 0
-    for it, j in zip(items, done.plan, strict=True):
-        rec = done.record(j)
-        raw = (rec.get("raw_judgements") or [None])[-1]
-        unjudged += rec.get("status") == "unjudged"
-        by_id[it.custom_id] = rec.get("score")
-        detail[it.custom_id] = {
-            "classification": mb.extract_classification(raw),
-            "reflection": mb.extract_reflection(raw),
-            "status": rec.get("status"),
-            "score": rec.get("score"),
-        }
-    per_row = mb.scored_rows(rows, items, by_id)
-    for row, out in zip(rows, per_row, strict=True):
-        out["criteria"] = {cid: d for cid, d in detail.items() if cid.split("_")[0] == row.id}
-    metrics = mb.mt_bench_metrics([x["final_scores"] for x in per_row], [x["category"] for x in per_row])
-    return metrics, per_row, unjudged
-
-
 def summarize(
-    rows: Sequence[mb.MTBenchRow],
-    run_ids: Sequence[int],
+    setup: TaskSetup,
     outcomes: Mapping[int, tuple[list[mb.CriterionItem], list[str], JudgeOutcome]],
-    data: Any,
-    protocol: Protocol,
-    sampling: Any,
     rng: np.random.Generator | None,
     judge_model: ChatModel,
     self_judged: bool,
     judge_tokens: int,
+    metric: CriteriaScore,
 ) -> dict[str, Any]:
     """Every judged run's metrics and the aggregation over runs (SEA-HELM's notebook: the row scores x 100)."""
-    task = task_config(KEY)
+    task, rows, data = setup.task, setup.rows, setup.data
     per_run: dict[str, Any] = {}
     scores: list[list[float]] = []
-    for r in run_ids:
-        if r not in outcomes:
-            scores.append([])
-            continue
+    for r in setup.run_ids:
         items, skipped, done = outcomes[r]
-        metrics, per_row, unjudged = run_scores(rows, items, done)
+        metrics, per_row, unjudged = metric.score_judged(rows, items, done)
         per_run[str(r)] = {
             "seed": SEEDS[r],
             "metrics": metrics,
@@ -336,40 +284,18 @@ def summarize(
             "n_unjudged": unjudged,
         }
         scores.append(per_run[str(r)]["per_item"])
-    over = task_over_runs(
-        scores, [[] for _ in scores], rng if rng is not None else np.random.default_rng(AGGREGATION_SEED)
-    )
-    done_scores = [s for s in scores if s]
-    item_means = np.mean(done_scores, axis=0).tolist() if done_scores else []
+    over, item_means, n_done = task_run.over_runs(scores, None, rng)
     sig = (
-        signature(task, protocol, sampling, data_hash(data), len(rows), len(data.rows), len(done_scores), None)
+        setup.signature(n_done)
         + f"|judge:{judge_model.name}{'(self)' if self_judged else ''}|rubric:{mb.rubric().sha256[:8]}"
         + f"|judge_max_tokens:{judge_tokens}"
     )
-    score = Score(f"{SUITE_NAME}/{KEY}/{mb.PRIMARY}", over.mean, len(rows), over.stderr, sig).to_dict()
-    score.update(
-        {
-            "stderr_kind": "SEA-HELM: sd of 30 bootstrap replicates over runs / sqrt(30) (not clustered)",
-            "interval": item_interval([v * 100 for v in item_means]),
-            "interval_kind": "ours: percentile bootstrap over items of the per-item mean over runs x 100",
-        }
-    )
-    run_means = [v["metrics"][mb.PRIMARY] for v in per_run.values()]
     return {
-        "suite": SUITE_NAME,
-        "task": KEY,
-        "competency": task.competency,
-        "aggregation_group": task.aggregation_group,
-        "primary_metric": mb.PRIMARY,
+        **task_run.summary_head(task, mb.PRIMARY),
         "n": len(rows),
         "n_docs": len(data.rows),
         "ids": [row.id for row in rows],
-        "runs_requested": list(run_ids),
-        "records_per_item": len(run_ids),
-        "runs": per_run,
-        "over_runs": over.to_dict(),
-        "item_means": item_means,
-        "run_metric_mean": float(np.mean(run_means)) if run_means else None,
+        **task_run.runs_entries(setup.run_ids, per_run, over, item_means, mb.PRIMARY),
         "judge": {
             "model": str(judge_model.name),
             "seahelm_judge": mb.DEFAULT_JUDGE,
@@ -382,7 +308,7 @@ def summarize(
         },
         "n_unjudged": sum(v["n_unjudged"] for v in per_run.values()),
         "signature": sig,
-        "scores": {mb.PRIMARY: score},
+        "scores": {mb.PRIMARY: task_run.headline(KEY, mb.PRIMARY, over, len(rows), sig, item_means, percent=True)},
     }
 
 

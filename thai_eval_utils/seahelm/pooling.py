@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,22 +32,12 @@ from thai_eval_utils.core.protocols import BudgetPerPromptModel, Model
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.seahelm.config import SEEDS
 from thai_eval_utils.seahelm.generation import chat_replies
-from thai_eval_utils.seahelm.task_run import RECORD_FIELDS, Protocol, TaskSetup, item_key, task_setup
+from thai_eval_utils.seahelm.task_run import RECORD_FIELDS, Protocol, TaskSetup, task_setup
 from thai_eval_utils.tasks.thinking import apply_to_model
 
 #: Items per engine call, as a multiple of the rows the engine decodes together: larger calls keep more rows busy
 #: (finished rows are refilled from the call's queue), smaller ones lose less when the run is killed.
 CALLS_OF_ROWS = 4
-
-
-@dataclass
-class _Pending:
-    """One reply no store holds yet: its task, run and row."""
-
-    setup: TaskSetup
-    store: RunStore
-    run: int
-    row: dict[str, Any]
 
 
 def can_pool(model: Model, protocol: Protocol) -> bool:
@@ -75,17 +64,12 @@ def pool_replies(
     size = max(1, int(protocol.batch_size or getattr(model, "concurrency", None) or 8) * CALLS_OF_ROWS)
     computed = 0
     with ExitStack() as stack:
-        pending: list[_Pending] = []
+        pending: list[tuple[TaskSetup, RunStore, dict[str, Any]]] = []  # each reply no store holds yet
         for key in keys:
             setup = task_setup(model, key, runs=runs, limit=limit, data_dir=data_dir, protocol=protocol)
             store = stack.enter_context(setup.open_store(model, outputs))
             done = store.completed(RECORD_FIELDS)
-            pending += [
-                _Pending(setup, store, r, row)
-                for r in setup.run_ids
-                for row in setup.rows
-                if item_key(r, row) not in done
-            ]
+            pending += [(setup, store, it) for it in setup.items() if it["id"] not in done]
         if not pending:
             return 0
         stack.enter_context(apply_to_model(model, protocol.thinking))
@@ -97,21 +81,21 @@ def pool_replies(
                 disable=not progress,
             )
         )
-        for run in sorted({p.run for p in pending}):
+        for run in sorted({it["run"] for _, _, it in pending}):
             # the longest budgets first, so the rows that decode longest start earliest (stable: task, then row)
-            todo = sorted((p for p in pending if p.run == run), key=lambda p: -p.setup.max_new)
+            todo = sorted((p for p in pending if p[2]["run"] == run), key=lambda p: -p[0].max_new)
             for start in range(0, len(todo), size):
                 chunk = todo[start : start + size]
-                convs = [p.setup.messages(p.row) for p in chunk]
+                convs = [setup.messages(it["row"]) for setup, _, it in chunk]
                 replies = chat_replies(
                     model,
                     convs,
-                    max_tokens=[p.setup.max_new for p in chunk],
+                    max_tokens=[setup.max_new for setup, _, _ in chunk],
                     seed=SEEDS[run],
-                    sampling=chunk[0].setup.sampling,
+                    sampling=chunk[0][0].sampling,
                 )
-                for p, conv, raw in zip(chunk, convs, replies, strict=True):
-                    p.store.append(item_key(p.run, p.row), p.setup.record(model, p.run, p.row, conv, raw))
+                for (setup, store, it), conv, raw in zip(chunk, convs, replies, strict=True):
+                    store.append(it["id"], setup.record(model, run, it["row"], conv, raw))
                 computed += len(chunk)
                 bar.update(len(chunk))
     return computed

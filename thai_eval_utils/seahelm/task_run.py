@@ -1,32 +1,39 @@
-"""What one SEA-HELM Thai task's run is made of, before and after the model is called (spec ``seahelm_thai.md``
-3.3, 5): the protocol options that key its run folder, its rows, shots, runs, sampling and new-token budget
-(:class:`TaskSetup`), the record each reply is stored as, the result a runner returns (:class:`SeahelmTaskRun`), and
-what every runner's summary shares: the score's provenance line (:func:`signature`) and what the replies did
-(:func:`reply_summary`). :mod:`.runner` runs a task from it, :mod:`.pooling` several tasks' replies in shared engine
-calls, and the IF-Eval and MT-Bench runners (:mod:`.ifeval_run`, :mod:`.mt_bench_run`) build their own records
-beside it; they import this module, never :mod:`.runner`, which imports them."""
+"""What one SEA-HELM Thai task's run is made of, and the one path every task runs on (spec ``seahelm_thai.md``
+3.3, 5): the protocol options that key its run folder, its rows, shots, runs, sampling, new-token budget and
+config (:class:`TaskSetup`), the record each reply is stored as, and :func:`run_repeated`: a task's runs
+on ``tasks.runner.run_task`` in SEA-HELM's stored layout (one store per task, items ``r<run>/<id>``), with what every
+summary shares: its head (:func:`summary_head`), the aggregation over runs (:func:`over_runs`, :func:`headline`, :func:`runs_entries`), the score's
+provenance line (:func:`signature`) and what the replies did (:func:`reply_summary`). :mod:`.runner` runs the
+generation tasks on it, :mod:`.ifeval_run` and :mod:`.mt_bench_run` IF-Eval and the MT-Bench judge (their own
+records and scoring), :mod:`.pooling` several tasks' replies in shared engine calls."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from thai_eval_utils.backend.api_replies import ApiError
 from thai_eval_utils.backend.openai_client import stable_identity
 from thai_eval_utils.core.protocols import Model, TokenizingModel
-from thai_eval_utils.core.provenance import canonical_json, sha256_text
+from thai_eval_utils.core.provenance import Score, canonical_json, sha256_text
+from thai_eval_utils.core.runloop import RunOutcome, current_call
 from thai_eval_utils.core.store import RunStore
-from thai_eval_utils.seahelm.config import SEAHELM_COMMIT, SEEDS, TaskConfig, task_config
+from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED, OverRuns, task_over_runs
+from thai_eval_utils.seahelm.config import MAX_THINK_TOKENS, SEAHELM_COMMIT, SEEDS, TaskConfig, task_config
 from thai_eval_utils.seahelm.data import TaskData, load_task_data
 from thai_eval_utils.seahelm.generation import Sampling, base_prompt, gold_logprob, model_sampling
 from thai_eval_utils.seahelm.prompts import Messages, build_messages
 from thai_eval_utils.seahelm.translation import MetricX
 from thai_eval_utils.stats.bootstrap import mean_interval
-from thai_eval_utils.tasks.language import reply_stats, reply_stats_by, stats_note
-from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply, summary_entry
+from thai_eval_utils.tasks.declared import GenerationTask
+from thai_eval_utils.tasks.language import reply_stats_by, stats_note
+from thai_eval_utils.tasks.runner import RunLayout, run_task
+from thai_eval_utils.tasks.runner import reply_summary as declared_reply_summary
+from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
 
 SUITE_NAME = "seahelm"
 RECORD_FORMAT = 1
@@ -48,7 +55,7 @@ class Protocol:
     def max_new_tokens(self, task: TaskConfig) -> int:
         """The task's ``max_tokens`` (+20000 for reasoning models, ``task_config.py:355-363``), capped by
         ``max_tokens`` (a quick look, recorded; not SEA-HELM's)."""
-        n = task.max_tokens + (20000 if self.reasoning else 0)
+        n = task.max_tokens + (MAX_THINK_TOKENS if self.reasoning else 0)
         return min(n, self.max_tokens) if self.max_tokens else n
 
     def keyed(self, task: TaskConfig, sampling: Sampling) -> dict[str, Any]:
@@ -111,7 +118,7 @@ class TaskSetup:
 
     task: TaskConfig
     data: TaskData
-    rows: list[dict[str, Any]]
+    rows: list[Any]
     shots: list[dict[str, Any]]
     run_ids: list[int]
     sampling: Sampling
@@ -131,6 +138,21 @@ class TaskSetup:
             prompt_templates=self.task.templates(),
             outputs=outputs,
         )
+
+    def items(self) -> list[dict[str, Any]]:
+        """The items of the repeated run, run after run: each row once per run, keyed ``r<run>/<id>``, with its
+        run's seed (a row: a mapping with an ``id``, or a parsed row with ``.id``)."""
+        ids = [str(row["id"]) if isinstance(row, Mapping) else row.id for row in self.rows]
+        return [
+            {"id": f"r{r}/{i}", "run": r, "seed": SEEDS[r], "row": row}
+            for r in self.run_ids
+            for i, row in zip(ids, self.rows)
+        ]
+
+    def signature(self, runs: int, metricx: MetricX | None = None) -> str:
+        """The provenance line of a score over ``runs`` scored runs of these rows (:func:`signature`)."""
+        n, n_docs = len(self.rows), len(self.data.rows)
+        return signature(self.task, self.protocol, self.sampling, data_hash(self.data), n, n_docs, runs, metricx)
 
     def messages(self, row: Mapping[str, Any]) -> Messages:
         """The conversation SEA-HELM sends for ``row`` (its preamble, template and shots)."""
@@ -162,23 +184,149 @@ class TaskSetup:
         return rec
 
 
-@contextlib.contextmanager
-def unscored_when_a_reply_fails(key: str, store: RunStore, wanted: Collection[str]) -> Iterator[None]:
-    """Around a task's model calls: a request that brings back no reply (an :class:`ApiError` once the client's
-    retries are spent: an HTTP error, a null or malformed body) is never a record, so the task stops before
-    anything is scored, saying how many of its replies (``wanted``: the store keys of every run and row) are not
+def parsed_record(item: Mapping[str, Any], conv: Messages, **replies: Any) -> dict[str, Any]:
+    """The stored record of a parsed row's reply (IF-Eval: ``reply``; MT-Bench: both turns' ``replies``): its run,
+    seed and id, the conversation sent and its hash, the raw replies whole."""
+    record = {"run": item["run"], "seed": item["seed"], "id": item["row"].id, "messages": conv}
+    return {**record, "prompt_sha256": sha256_text(repr(conv)), **replies}
+
+
+def not_generated(key: str, store: RunStore, wanted: Collection[str], exc: ApiError) -> ApiError:
+    """A task's request that brought back no reply (an :class:`ApiError` once the client's retries are spent: an
+    HTTP error, a null or malformed body) is never a record, so the task stops before anything is scored: the error
+    it stops with, saying how many of its replies (``wanted``: the store keys of every run and row) are not
     generated; the same command generates exactly those. SEA-HELM would feed such a generation to its metrics as
     ``None`` (docs/protocol_notes.md, "Failed generations": a deliberate difference)."""
-    try:
-        yield
-    except ApiError as exc:
-        have = len(set(wanted) & set(store.completed()))
-        raise ApiError(
-            f"seahelm {key}: {len(wanted) - have} of {len(wanted)} replies not generated ({have} stored), "
-            f"so nothing is scored; run the same command again to generate them. The failed request: "
-            f"{exc}",
-            cause=exc.cause,
-        ) from None
+    have = len(set(wanted) & set(store.completed()))
+    return ApiError(
+        f"seahelm {key}: {len(wanted) - have} of {len(wanted)} replies not generated ({have} stored), "
+        f"so nothing is scored; run the same command again to generate them. The failed request: "
+        f"{exc}",
+        cause=exc.cause,
+    )
+
+
+def run_repeated(
+    model: Model,
+    setup: TaskSetup,
+    declaration: GenerationTask,
+    compute: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+    summarize: Callable[[dict[str, dict[str, Any]], RunOutcome], dict[str, Any]],
+    *,
+    fields: Mapping[str, type],
+    outputs: str | Path | None,
+    progress: bool,
+    limit: int | None,
+    templates: Mapping[str, str] | None = None,
+    reply_field: str = "reply",
+) -> SeahelmTaskRun:
+    """Run a SEA-HELM task's items (:meth:`TaskSetup.items`) on the package's one task runner
+    (``tasks.runner.run_task``) in SEA-HELM's stored layout: the task's one store (``seahelm/<task>``, keyed by
+    ``setup.config``), every record as ``compute`` makes it (a batch holds one run's items: one seed per call),
+    resumed per run and per item; a reply that fails stops the task unscored (:func:`not_generated`); then the
+    summary: ``summarize`` (the records by key, the run's outcome), what the replies did (:func:`reply_summary`
+    over each record's ``reply_field``), the count computed now and the limit."""
+    key, thinking = declaration.name, setup.protocol.thinking
+    items = setup.items()
+    wanted = [it["id"] for it in items]
+
+    def call(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        try:
+            return compute(chunk)
+        except ApiError as exc:
+            raise not_generated(key, current_call().store, wanted, exc) from None  # type: ignore[union-attr]
+
+    def summary(records: list[dict[str, Any]], support: Mapping[str, str], run: RunOutcome) -> dict[str, Any]:
+        out = summarize({r["key"]: r for r in records}, run)
+        out.update(reply_summary(records, thinking, support, field=reply_field))
+        out.update({"n_computed_this_run": run.computed, "limit": limit})
+        return out
+
+    layout = RunLayout(
+        f"{SUITE_NAME}/{key}",
+        setup.config,
+        lambda item, record: record,  # the call's records, as SEA-HELM's runs always stored them
+        fields,
+        summary,
+        call=call,
+        data_files=setup.data.files,
+        templates=setup.task.templates() if templates is None else templates,
+        model_identity=stable_identity(dict(getattr(model, "identity", None) or {"name": model.name})),
+        tolerate=(),
+        batch_key=lambda item: item["run"],
+    )
+    run = run_task(
+        model,
+        declaration,
+        items=items,
+        layout=layout,
+        batch_size=setup.protocol.batch_size,
+        outputs=outputs,
+        progress=progress,
+        thinking=thinking,
+    )
+    return SeahelmTaskRun(key, run.summary, run.run_dir, run.computed)
+
+
+def summary_head(task: TaskConfig, primary: str) -> dict[str, Any]:
+    """The entries every task's summary opens with: the suite, the task, its competency and aggregation group, and
+    its headline metric."""
+    return {
+        "suite": SUITE_NAME,
+        "task": task.key,
+        "competency": task.competency,
+        "aggregation_group": task.aggregation_group,
+        "primary_metric": primary,
+    }
+
+
+def over_runs(
+    scores: list[list[float]], labels: list[list[Any]] | None, rng: np.random.Generator | None, logprobs: bool = False
+) -> tuple[OverRuns, list[float], int]:
+    """SEA-HELM's aggregation of the runs' per-item values (an unscored run: ``[]``; ``rng`` consumed, default a
+    fresh ``default_rng(94370244)``): the mean and standard error over runs, each item's mean over the scored runs,
+    and how many runs were scored."""
+    rng = rng if rng is not None else np.random.default_rng(AGGREGATION_SEED)
+    over = task_over_runs(scores, labels or [[] for _ in scores], rng, single_run_logprobs=logprobs)
+    done = [s for s in scores if s]
+    return over, (np.mean(done, axis=0).tolist() if done else []), len(done)
+
+
+def headline(
+    key: str, metric: str, over: OverRuns, n: int, sig: str, item_means: Sequence[float], percent: bool = False
+) -> dict[str, Any]:
+    """The task's headline score over runs: SEA-HELM's mean and standard error, and our interval over items
+    (``percent``: on the item means x 100, for the tasks whose per-item values are 0-1)."""
+    score = Score(f"{SUITE_NAME}/{key}/{metric}", over.mean, n, over.stderr, sig).to_dict()
+    interval_kind = (
+        "ours: percentile bootstrap over items of the per-item mean over runs x 100"
+        if percent
+        else "ours: percentile bootstrap over items of the per-item mean over runs (95%, 1000 resamples, seed 0)"
+    )
+    score.update(
+        {
+            "stderr_kind": "SEA-HELM: sd of 30 bootstrap replicates over runs / sqrt(30) (not clustered)",
+            "interval": item_interval([v * 100 for v in item_means] if percent else item_means),
+            "interval_kind": interval_kind,
+        }
+    )
+    return score
+
+
+def runs_entries(
+    run_ids: Sequence[int], per_run: Mapping[str, Any], over: OverRuns, item_means: list[float], primary: str
+) -> dict[str, Any]:
+    """The summary's entries about the runs: those requested, each scored run, the aggregation, the item means and
+    the mean of the runs' headline metric."""
+    run_means = [v["metrics"].get(primary) for v in per_run.values()]
+    return {
+        "runs_requested": list(run_ids),
+        "records_per_item": len(run_ids),
+        "runs": dict(per_run),
+        "over_runs": over.to_dict(),
+        "item_means": item_means,
+        "run_metric_mean": float(np.mean(run_means)) if run_means else None,
+    }
 
 
 def task_setup(
@@ -190,28 +338,27 @@ def task_setup(
     data_dir: str | Path | None = None,
     data: TaskData | None = None,
     protocol: Protocol = Protocol(),
+    parse: Callable[..., Any] | None = None,
 ) -> TaskSetup:
-    """The :class:`TaskSetup` of SEA-HELM task ``key`` (not an externally run one) for ``runs`` runs."""
+    """The :class:`TaskSetup` of SEA-HELM task ``key`` for ``runs`` runs. ``parse``: a task whose rows are parsed
+    (IF-Eval, MT-Bench: ``parse(row, path=, row=)``, an error naming the data file and the row) and that takes no
+    shots; its config has no ``shots`` entry."""
     if not 1 <= runs <= len(SEEDS):
         raise ValueError(f"runs must be 1-{len(SEEDS)} (SEA-HELM's seeds), got {runs}")
     task = task_config(key)
     data = data or load_task_data(task, data_dir)
-    rows = data.rows if limit is None else data.rows[: max(0, int(limit))]
-    shots = shots_for(task, data, protocol.base)
+    rows = data.rows if parse is None else [parse(r, path=data.files[0], row=i) for i, r in enumerate(data.rows)]
+    shots = shots_for(task, data, protocol.base) if parse is None else []
     sampling = model_sampling(model, greedy=protocol.greedy)
-    config = {
-        "suite": SUITE_NAME,
-        "seahelm_commit": SEAHELM_COMMIT,
-        "task": asdict(task),
-        "protocol": protocol.keyed(task, sampling),
-        "shots": [str(s.get("id", i)) for i, s in enumerate(shots)],
-        "data": data.source,
-        "record_format": RECORD_FORMAT,
-    }
+    config = {"suite": SUITE_NAME, "seahelm_commit": SEAHELM_COMMIT, "task": asdict(task)}
+    config["protocol"] = protocol.keyed(task, sampling)
+    if parse is None:
+        config["shots"] = [str(s.get("id", i)) for i, s in enumerate(shots)]
+    config.update({"data": data.source, "record_format": RECORD_FORMAT})
     return TaskSetup(
         task,
         data,
-        list(rows),
+        list(rows if limit is None else rows[: max(0, int(limit))]),
         shots,
         list(task.runs(runs, reasoning=protocol.reasoning)),
         sampling,
@@ -283,8 +430,5 @@ def reply_summary(
         raw = rec.get(field)
         for text in raw if isinstance(raw, list) else [raw]:
             flat.append({"run": rec.get("run"), field: text})
-    return {
-        "thinking": summary_entry(thinking, support),
-        "replies": reply_stats(flat, field, thinking),
-        "replies_by_run": reply_stats_by(flat, lambda x: str(x["run"]), field, thinking),
-    }
+    by_run = reply_stats_by(flat, lambda x: str(x["run"]), field, thinking)
+    return {**declared_reply_summary(flat, thinking, support, field), "replies_by_run": by_run}

@@ -90,6 +90,8 @@ class RunLayout:
             False for a suite whose stored replies are the server's content as it came (no thinking option).
         judged: judge the task's judged metrics (:class:`~.judged.JudgedMetric`) in this run, after the generations;
             False for a suite that judges them in a run of its own (ThaiCLI's judge run, keyed by this run's).
+        batch_key: an item -> its group: items of different groups never share a model call (a suite's repeated
+            runs, each with its own seed, batched as one run at a time); None: any consecutive items.
     """
 
     benchmark: str
@@ -104,6 +106,7 @@ class RunLayout:
     tolerate: tuple[type[BaseException], ...] = (ApiError,)
     thinking_settings: bool = True
     judged: bool = True
+    batch_key: Callable[[dict[str, Any]], Any] | None = None
 
 
 @dataclass
@@ -476,6 +479,7 @@ def run_task(
                 fields=layout.fields,
                 tolerate=layout.tolerate,
                 describe=lambda exc: scrub(str(exc)),
+                group=layout.batch_key,
             )
         records = run.in_order()
         scorers = getattr(task, "scorers", ())
