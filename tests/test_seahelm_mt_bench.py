@@ -36,6 +36,15 @@ def test_judge_prompts_byte_for_byte_with_appendix_a():
     assert "{ไม่ใช่ฟิลด์} $x" in EXPECTED["user"]["th2_turn1_criteria2"]
 
 
+def test_the_packaged_criteria_prompts_use_only_the_fields_the_code_fills():
+    """A changed prompt file that asks for another field fails here, not as a judge prompt with a hole."""
+    import string
+
+    for name, text in mb.prompts()["criteria_prompt"].items():
+        used = {f for _, f, _, _ in string.Formatter().parse(text) if f}
+        assert used == {"transcript", "response", "keyPointText"}, name
+
+
 def test_turn_conversations():
     row = mb.load_mt_bench(str(DATA))[0]
     assert mb.turn_messages(row, 0) == [{"role": "user", "content": row.prompts[0]["text"].strip()}]

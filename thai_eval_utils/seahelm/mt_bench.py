@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import re
-import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -337,12 +336,3 @@ def scored_rows(
         judged = {it.custom_id: scores.get(it.custom_id) for it in items if it.row == r}
         out.append({"id": row.id, "category": row.category, **row_scores(row, judged)})
     return out
-
-
-def check_template_fields() -> None:
-    """The packaged prompts use only the fields the code fills (a changed data file fails loudly)."""
-    cfg = prompts()
-    for name, text in cfg["criteria_prompt"].items():
-        used = {f for _, f, _, _ in string.Formatter().parse(text) if f}
-        if used != {"transcript", "response", "keyPointText"}:
-            raise ValueError(f"criteria_prompt.{name} uses {sorted(used)}")
