@@ -70,6 +70,19 @@ def test_translation_headlines_metricx_only_with_its_model_and_the_twins_their_g
         run_metric(task_config("if-eval"))
 
 
+def test_the_tables_scale_is_the_metric_objects():
+    """SEA-HELM's individual scores are 0-1 for the label, QA F1, IF-Eval and MT-Bench classes (shown x100) and
+    0-100 already for ROUGE-L, MetricX/chrF++ and the gold probability: the metric object says so, and the suite's
+    headlines take it from there."""
+    from thai_eval_utils.seahelm.suite import _scale
+
+    scales = {k: RunMetric(task_config(k)).scale for k in ("sentiment", "qa", "if-eval", "mt-bench-judge")}
+    assert scales == {"sentiment": 100.0, "qa": 100.0, "if-eval": 100.0, "mt-bench-judge": 100.0}
+    for key in ("abssum", "translation-en-xx", "sentiment-logprobs"):
+        assert RunMetric(task_config(key)).scale == 1.0 and _scale(key) == 1.0
+    assert _scale("thai_exam_ic") == 100.0
+
+
 def test_the_free_text_answer_is_the_answer_tag_filter():
     tag = "คำแปล:"
     for reply in ["ก่อน\nคำแปล: ** สวัสดี **\nหลัง", "ไม่มีแท็ก  ", "", None]:

@@ -31,6 +31,9 @@ from thai_eval_utils.tasks.shaping import AnswerTag
 VERSION = f"seahelm@{SEAHELM_COMMIT}"
 #: The metric classes whose answer is the rest of the answer tag's line (F1AccMetric reads a label after it).
 TEXT_METRICS = ("QuestionAnsweringMetric", "SummarizationMetric", "TranslationMetric")
+#: The metric classes whose per-item values (SEA-HELM's individual scores) are on 0-1; ROUGE-L, MetricX, chrF++ and
+#: the gold probability are on 0-100 already.
+UNIT_METRICS = ("F1AccMetric", "QuestionAnsweringMetric", "IFEvalMetric", "MTBenchJudgeMetric")
 
 Scored = tuple[dict[str, Any], list[float], list[Any]]
 
@@ -43,6 +46,7 @@ class RunMetric(Metric):
 
     def __init__(self, task: TaskConfig) -> None:
         self.name, self.answer_tag, self.metric_class = task.metric, task.answer_tag, task.metric_class
+        self.scale = 100.0 if task.metric_class in UNIT_METRICS else 1.0  # what turns a value into the 0-100 tables
 
     def parameters(self) -> dict[str, Any]:
         return {"metric_class": self.metric_class, "answer_tag": self.answer_tag}

@@ -26,6 +26,7 @@ from thai_eval_utils.core.benchmark import (
 from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.seahelm.config import N_RUNS, task_config, task_configs
 from thai_eval_utils.seahelm.data import hf_files_to_task_files, load_task_data
+from thai_eval_utils.seahelm.declarations import RunMetric
 from thai_eval_utils.seahelm import ifeval
 from thai_eval_utils.seahelm import mt_bench as mb
 from thai_eval_utils.seahelm.export import seahelm_results
@@ -34,8 +35,6 @@ from thai_eval_utils.seahelm.runner import RUN_BY_DEFAULT, SUITE_NAME
 from thai_eval_utils.stats.cells import cell
 from thai_eval_utils.tasks.language import stats_columns, stats_note
 
-#: Per-item values on 0-1 (SEA-HELM's individual scores) shown x100; ROUGE-L, MetricX and chrF++ are 0-100.
-_UNIT_SCALE = ("F1AccMetric", "QuestionAnsweringMetric", "IFEvalMetric", "MTBenchJudgeMetric")
 COMPETENCIES = ("nlu", "nlg", "nlr", "safety", "instruction-following", "knowledge", "multi-turn")
 #: ``make demo``'s slice (with its 2 rows, 2 runs, 48 tokens): a choice task, Thai QA F1, an exam, Thai ROUGE-L.
 DEMO_TASKS = ("sentiment", "qa", "thai_exam_ic", "abssum")
@@ -57,7 +56,8 @@ def _item_texts(rec: Mapping[str, Any]) -> tuple[str | None, str | None]:
 
 
 def _scale(key: str) -> float:
-    return 100.0 if task_config(key).metric_class in _UNIT_SCALE else 1.0
+    """What turns a task's per-item values into the 0-100 tables: its metric object's ``scale``."""
+    return RunMetric(task_config(key)).scale
 
 
 class SeahelmSuite(Suite):
