@@ -8,8 +8,9 @@ import json
 
 from fakes import FakeModel
 
+from thai_eval_utils.backend.api_replies import ApiError
 from thai_eval_utils.core.records import write_jsonl
-from thai_eval_utils.tasks.declared import MultipleChoiceTask
+from thai_eval_utils.tasks.declared import GenerationTask, MultipleChoiceTask
 from thai_eval_utils.tasks.items import load_items
 from thai_eval_utils.tasks.runner import RunLayout, run_task
 
@@ -132,3 +133,56 @@ def test_a_layout_batch_key_keeps_each_group_to_calls_of_its_own(tmp_path):
         )
         run_task(FakeModel(), task, items=items, layout=layout, outputs=tmp_path / "o", batch_size=2, progress=False)
     assert seen == [[0, 0], [0], [1, 1], [0, 0], [0, 1], [1]]
+
+
+def test_a_layout_round_builds_its_items_from_the_records_stored_before(tmp_path):
+    """``RunLayout(rounds=...)``: each question's second turn is asked after the model's stored first reply, in
+    the same store; a question whose first turn failed gets no second turn until a rerun answers its first."""
+    task = GenerationTask(name="chat", data="", prompt=[{"role": "user", "content": "{q}"}], reference="ref")
+    turns = {"a": ("หนึ่ง", "สอง"), "b": ("สาม", "สี่")}
+    first = [{"id": f"{q}:1", "messages": [{"role": "user", "content": t[0]}]} for q, t in turns.items()]
+
+    def second(stored):
+        return [
+            {
+                "id": f"{q}:2",
+                "messages": [
+                    {"role": "user", "content": t[0]},
+                    {"role": "assistant", "content": stored[f"{q}:1"]["output"]},
+                    {"role": "user", "content": t[1]},
+                ],
+            }
+            for q, t in turns.items()
+            if f"{q}:1" in stored
+        ]
+
+    layout = RunLayout(
+        "suite/chat",
+        {"task": "chat"},
+        lambda item, reply: {"output": reply},
+        {"output": str},
+        lambda records, support, run: {"keys": [r["key"] for r in records], "failed": sorted(run.failed)},
+        rounds=(second,),
+    )
+    failing = {"สาม"}
+
+    def reply(conv):
+        if conv[-1]["content"] in failing:
+            raise ApiError("server said 503")
+        return f"ตอบ {conv[-1]['content']}"
+
+    model = FakeModel(reply=reply)
+    run = run_task(model, task, items=first, layout=layout, outputs=tmp_path / "o", batch_size=1, progress=False)
+    assert run.summary["keys"] == ["a:1", "a:2"] and run.summary["failed"] == ["b:1"] and run.computed == 2
+    assert model.inputs[-1] == [
+        [
+            {"role": "user", "content": "หนึ่ง"},
+            {"role": "assistant", "content": "ตอบ หนึ่ง"},
+            {"role": "user", "content": "สอง"},
+        ]
+    ]
+    failing.clear()
+    again = run_task(model, task, items=first, layout=layout, outputs=tmp_path / "o", batch_size=1, progress=False)
+    assert again.summary["keys"] == ["a:1", "b:1", "a:2", "b:2"] and again.computed == 2
+    assert [r["output"] for r in again.records] == ["ตอบ หนึ่ง", "ตอบ สาม", "ตอบ สอง", "ตอบ สี่"]
+    assert model.inputs[-1][0][1] == {"role": "assistant", "content": "ตอบ สาม"}  # b's first reply, stored

@@ -171,6 +171,37 @@ def test_two_turns_judged_resumed_and_aggregated(tmp_path):
     assert len(judge.calls) == n_calls and again.avg_rating == expected  # resumed: no judge call repeated
 
 
+def test_answers_after_a_failed_call_resume_in_the_same_store(tmp_path):
+    """A failed call (an ApiError) leaves its question's first turn, and so its second, unanswered; the rerun
+    answers both in the same run and store, the second after the stored first answer with its thinking cut."""
+    from thai_eval_utils.backend.api_replies import ApiError
+
+    qs = load_questions(DATA)[:3]
+    failing = {qs[1].turns[0]}
+
+    def reply(conv):
+        if conv[-1]["content"] in failing:
+            raise ApiError("server said 503")
+        return "<think>คิด</think>" + _answer(conv)
+
+    model = FakeModel("fake-r", reply=reply)
+    first = generate_answers(model, qs, outputs=tmp_path, batch_size=1, progress=False)
+    assert sorted(first.records) == sorted((q.question_id, t) for q in (qs[0], qs[2]) for t in (1, 2))
+    summary = json.loads(next(tmp_path.glob("runs/*/*/*/*/summary.json")).read_text(encoding="utf-8"))
+    assert (summary["n_questions"], summary["n_answers"]) == (3, 4)
+    failing.clear()
+    again = generate_answers(model, qs, outputs=tmp_path, batch_size=1, progress=False)
+    assert again.config_id == first.config_id and len(again.records) == 6
+    assert model.inputs[-1] == [
+        [
+            {"role": "user", "content": qs[1].turns[0]},
+            {"role": "assistant", "content": _answer([{"role": "user", "content": qs[1].turns[0]}])},
+            {"role": "user", "content": qs[1].turns[1]},
+        ]
+    ]
+    assert len(model.inputs) == 5 + 2  # 3 first turns (one failed), 2 second turns; then only the 2 missing
+
+
 def test_failed_judge_requests_stay_unjudged(tmp_path):
     qs = load_questions(DATA)[:2]
     answers = generate_answers(FakeModel("fake-a", reply=_answer), qs, outputs=tmp_path, progress=False)

@@ -92,6 +92,10 @@ class RunLayout:
             False for a suite that judges them in a run of its own (ThaiCLI's judge run, keyed by this run's).
         batch_key: an item -> its group: items of different groups never share a model call (a suite's repeated
             runs, each with its own seed, batched as one run at a time); None: any consecutive items.
+        rounds: later rounds, in order, whose items depend on what the model answered before: each, given the
+            records the store holds by then (by key), builds the items of a run loop pass of its own in the same
+            store (a chat's second turn after the model's stored first reply); their keys must differ from the
+            items', their records follow the items' in the summary's records.
     """
 
     benchmark: str
@@ -107,6 +111,7 @@ class RunLayout:
     thinking_settings: bool = True
     judged: bool = True
     batch_key: Callable[[dict[str, Any]], Any] | None = None
+    rounds: Sequence[Callable[[Mapping[str, dict[str, Any]]], Sequence[dict[str, Any]]]] = ()
 
 
 @dataclass
@@ -392,6 +397,18 @@ def _declared_layout(
     )
 
 
+def _then(first: RunOutcome, later: RunOutcome) -> RunOutcome:
+    """Two passes of the run loop on one store as one outcome: both passes' keys in order, every record, the counts
+    and failures of both."""
+    return RunOutcome(
+        [*first.keys, *later.keys],
+        {**first.records, **later.records},
+        first.computed + later.computed,
+        {**first.failed, **later.failed},
+        store=first.store,
+    )
+
+
 def run_task(
     model: Any,
     task: Any,
@@ -465,14 +482,15 @@ def run_task(
         outputs=outputs,
     ) as store:
         option = thinking if task.kind == "generation" else DEFAULT
-        with apply_to_model(model, option) if layout.thinking_settings else nullcontext({}) as support:
-            run = run_items(
+
+        def run_pass(batch_items: Sequence[dict[str, Any]], desc: str) -> RunOutcome:
+            return run_items(
                 store,
-                items,
+                batch_items,
                 lambda it: it["id"],
                 call,
                 batch_size=size,
-                desc=f"{task.name} ({model.name})",
+                desc=desc,
                 progress=progress,
                 prepare=prepare,
                 finish=lambda chunk, res: [layout.record(it, a) for it, a in zip(chunk, _answers(task, chunk, res))],
@@ -481,6 +499,12 @@ def run_task(
                 describe=lambda exc: scrub(str(exc)),
                 group=layout.batch_key,
             )
+
+        with apply_to_model(model, option) if layout.thinking_settings else nullcontext({}) as support:
+            run = run_pass(items, f"{task.name} ({model.name})")
+            for n, build in enumerate(layout.rounds, start=2):
+                later = list(build(store.completed(layout.fields)))
+                run = _then(run, run_pass(later, f"{task.name} round {n} ({model.name})"))
         records = run.in_order()
         scorers = getattr(task, "scorers", ())
         metrics = [m.with_judge(judge, judge_base_url) if isinstance(m, JudgedMetric) else m for m in scorers]

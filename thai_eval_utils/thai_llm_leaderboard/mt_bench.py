@@ -30,19 +30,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from thai_eval_utils.backend.api_replies import ApiError
 from thai_eval_utils.backend.models import load_model
 from thai_eval_utils.backend.openai_client import stable_identity
 from thai_eval_utils.core.errors import JudgeError, ThaiEvalDataError
 from thai_eval_utils.core.protocols import ChatModel
-from thai_eval_utils.core.provenance import Score, canonical_json, scrub, sha256_text
+from thai_eval_utils.core.provenance import Score, canonical_json, sha256_text
 from thai_eval_utils.core.records import read_records, require_text
-from thai_eval_utils.core.runloop import run_items
+from thai_eval_utils.core.runloop import RunOutcome
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.judging import Judge, JudgementCache, JudgeParams, JudgeRubric, judge_items
 from thai_eval_utils.judging.run import ROW_FIELDS, default_record
 from thai_eval_utils.judging.mt_bench import MT_BENCH_PARSER, MT_BENCH_RUBRICS, NO_RATING, template_name
 from thai_eval_utils.stats.bootstrap import mean_interval
+from thai_eval_utils.tasks.declared import GenerationTask
+from thai_eval_utils.tasks.metrics import Metric
+from thai_eval_utils.tasks.runner import RunLayout, run_task
 from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
 from thai_eval_utils.thai_llm_leaderboard.generation import SUITE_NAME, GenerationOptions, generate_replies
 
@@ -190,19 +192,46 @@ def temperature_of(question: Question, mode: str, options: GenerationOptions) ->
 
 
 # ------------------------------------------------------------------------------------------------ answers
+class JudgeRating(Metric):
+    """The answers' metric: each (question, turn) rated 1-10 by the judge through FastChat's four templates, in a
+    run of its own (:func:`judge_answers`, keyed by the answers' run), never by the answers' run."""
+
+    name, scale = "avg_rating", 10.0
+
+    def parameters(self) -> dict[str, Any]:
+        return {"templates": {n: r.sha256 for n, r in MT_BENCH_RUBRICS.items()}, "judge": DEFAULT_JUDGE}
+
+
+def answers_task(options: GenerationOptions, temperatures: str) -> GenerationTask:
+    """The answers as a declared chat: round 1 the question's first turn alone, round 2 its second turn after the
+    model's own first answer (:func:`_item`); the decoding of ``options`` (``temperatures="fastchat"``: each
+    question's own temperature), judged by :class:`JudgeRating`."""
+    return GenerationTask(
+        name="mt_bench_thai_answers",
+        data="",  # the items come from load_questions (items=)
+        prompt=[{"role": "user", "content": "{turn_1}"}],
+        reference="reference",
+        metrics=(JudgeRating(),),
+        max_new_tokens=options.max_new_tokens,
+        temperature=options.sampling_temperature,
+        seed=options.seed,
+        title="MT-Bench Thai answers (two turns, judged 1-10)",
+        version="seacrowd-eval-9de9392",
+        extra={"temperatures": temperatures, "turns": 2},
+    )
+
+
 def _answer_key(qid: int, turn: int) -> str:
     return f"{qid}:{turn}"
 
 
-def _conversation(q: Question, turn: int, first: str | None) -> list[dict[str, str]]:
-    """main_llm_judge_batch.py:70-83 ``_get_conversations``."""
-    if turn == 1:
-        return [{"role": "user", "content": q.turns[0]}]
-    return [
-        {"role": "user", "content": q.turns[0]},
-        {"role": "assistant", "content": first or ""},
-        {"role": "user", "content": q.turns[1]},
-    ]
+def _item(q: Question, turn: int, first: str | None = None) -> dict[str, Any]:
+    """The item of a question's turn: its conversation as main_llm_judge_batch.py:70-83 ``_get_conversations``
+    builds it (turn 2: after the model's ``first`` answer)."""
+    messages = [{"role": "user", "content": q.turns[0]}]
+    if turn == 2:
+        messages += [{"role": "assistant", "content": first or ""}, {"role": "user", "content": q.turns[1]}]
+    return {"id": _answer_key(q.question_id, turn), "question": q, "turn": turn, "messages": messages}
 
 
 def _answer_call(model: ChatModel, options: GenerationOptions, temperatures: str):
@@ -217,7 +246,7 @@ def _answer_call(model: ChatModel, options: GenerationOptions, temperatures: str
                 replies[i] = reply
         return [
             {
-                "id": it["key"],
+                "id": it["id"],
                 "question_id": it["question"].question_id,
                 "turn": it["turn"],
                 "output": text,
@@ -259,8 +288,10 @@ def generate_answers(
     batch_size: int | None = None,
     progress: bool = True,
 ) -> Answers:
-    """Both rounds of answers, resumable (``RunStore`` + ``run_items``; round 2 after round 1, from the stored first
-    answers after the thinking rule)."""
+    """Both rounds of answers, resumable, on the one task runner (``tasks.runner.run_task``, the answers' stored
+    layout): round 1 every question's first turn, then round 2 (``RunLayout.rounds``) the second turn of each
+    question whose first answer is stored, after that answer with its thinking cut. A call that fails after the
+    client's retries (an ``ApiError``) leaves its items unanswered; a rerun answers them."""
     config = {
         "generation": options.record(),
         "temperatures": temperatures,
@@ -268,68 +299,44 @@ def generate_answers(
         "questions_sha256": sha256_text(canonical_json([q.question_id for q in questions])),
     }
     identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
-    size = batch_size or getattr(model, "concurrency", None) or 8
-    call = _answer_call(model, options, temperatures)
-    with RunStore.open(
-        model.name,
+    stored: dict[tuple[int, int], dict[str, Any]] = {}
+
+    def second(done: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Round 2: the questions whose first answer is stored."""
+        keys = [(q, _answer_key(q.question_id, 1)) for q in questions]
+        return [_item(q, 2, split_reply(done[k]["output"], thinking).scored) for q, k in keys if k in done]
+
+    def summarize(records: list[dict[str, Any]], support: Any, run: RunOutcome) -> dict[str, Any]:
+        """The summary these runs always had (the answers the store holds, read back as the judge will see them)."""
+        store = run.store
+        assert store is not None  # run_task's outcome names the store it ran on
+        stored.update({(r["question_id"], r["turn"]): r for r in store.completed().values()})
+        counts = {"n_questions": len(questions), "n_answers": len(stored)}
+        return {**counts, "generation": options.record(), "temperatures": temperatures}
+
+    layout = RunLayout(
         ANSWERS_BENCHMARK,
         config,
+        lambda item, record: record,  # the call's records: the raw reply stored whole
+        {"output": str},
+        summarize,
+        call=_answer_call(model, options, temperatures),
+        data_files=data_files,
         model_identity=identity,
-        data_files=[str(p) for p in data_files],
+        thinking_settings=False,  # the reply as the model gave it, as these runs always stored it
+        judged=False,  # judge_answers judges the answers in a run of its own
+        rounds=(second,),
+    )
+    run = run_task(
+        model,
+        answers_task(options, temperatures),
+        items=[_item(q, 1) for q in questions],
+        layout=layout,
+        batch_size=batch_size,
         outputs=outputs,
-    ) as store:
-        first = [
-            {"key": _answer_key(q.question_id, 1), "question": q, "turn": 1, "messages": _conversation(q, 1, None)}
-            for q in questions
-        ]
-        run_items(
-            store,
-            first,
-            lambda it: it["key"],
-            call,
-            batch_size=size,
-            desc=f"MT-Bench Thai round 1 ({model.name})",
-            progress=progress,
-            fields={"output": str},
-            tolerate=(ApiError,),
-            describe=lambda exc: scrub(str(exc)),
-        )
-        done = store.completed()
-        second = [
-            {
-                "key": _answer_key(q.question_id, 2),
-                "question": q,
-                "turn": 2,
-                "messages": _conversation(
-                    q, 2, split_reply(done[_answer_key(q.question_id, 1)]["output"], thinking).scored
-                ),
-            }
-            for q in questions
-            if _answer_key(q.question_id, 1) in done
-        ]
-        run_items(
-            store,
-            second,
-            lambda it: it["key"],
-            call,
-            batch_size=size,
-            desc=f"MT-Bench Thai round 2 ({model.name})",
-            progress=progress,
-            fields={"output": str},
-            tolerate=(ApiError,),
-            describe=lambda exc: scrub(str(exc)),
-        )
-        done = store.completed()
-        records = {(r["question_id"], r["turn"]): r for r in done.values()}
-        store.write_summary(
-            {
-                "n_questions": len(questions),
-                "n_answers": len(records),
-                "generation": options.record(),
-                "temperatures": temperatures,
-            }
-        )
-    return Answers(list(questions), records, store.config_id, identity, thinking)
+        progress=progress,
+    )
+    return Answers(list(questions), stored, run.config_id, identity, thinking)
 
 
 # ------------------------------------------------------------------------------------------------ judging
