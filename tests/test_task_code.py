@@ -246,3 +246,19 @@ def test_a_generation_budget_is_capped_and_a_choice_task_is_left_as_it_is(tmp_pa
     assert gen.with_max_new_tokens(None) is gen
     mc = MultipleChoiceTask(name="m", data="d.jsonl", prompt="{q}", choices="c", gold="g")
     assert mc.with_max_new_tokens(16) is mc
+
+
+def test_a_table_function_is_recorded_by_its_class_and_the_entrys_key():
+    """The leaderboard's and SEA-HELM's functions of a row share one base: a declaration records the subclass and the
+    table entry's key (the config does not change while the code does not), and two functions of the same entry
+    compare equal."""
+    from thai_eval_utils.tasks.declared import recorded
+    from thai_eval_utils.thai_llm_leaderboard.declarations import Gold, Prompt
+    from thai_eval_utils.thai_llm_leaderboard.tasks import nlu_task
+
+    task = nlu_task("xcopa_tha_seacrowd_qa")
+    assert recorded(Prompt(task)) == {
+        "function": "thai_eval_utils.thai_llm_leaderboard.declarations:Prompt",
+        "task": "xcopa_tha_seacrowd_qa",
+    }
+    assert Gold(task) == Gold(nlu_task("xcopa_tha_seacrowd_qa")) and Gold(task) != Prompt(task)

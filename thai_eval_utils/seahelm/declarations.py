@@ -13,7 +13,6 @@ ROUGE-L is a bootstrap over the run's items, MetricX reads every row at once): e
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,8 +23,8 @@ from thai_eval_utils.seahelm.metrics import f1_acc_metrics, qa_metrics, summariz
 from thai_eval_utils.seahelm.prompts import build_messages
 from thai_eval_utils.seahelm.translation import MetricX, metricx_input, metricx_metrics, translation_metrics
 from thai_eval_utils.tasks.declared import GenerationTask
-from thai_eval_utils.tasks.metrics import Metric, qualified_name
-from thai_eval_utils.tasks.shaping import AnswerTag
+from thai_eval_utils.tasks.metrics import Metric
+from thai_eval_utils.tasks.shaping import AnswerTag, OfTableEntry
 
 #: The version every declaration records (the SEA-HELM commit whose prompts and metrics they follow).
 VERSION = f"seahelm@{SEAHELM_COMMIT}"
@@ -114,17 +113,7 @@ def run_metric(task: TaskConfig, metricx: MetricX | None = None) -> RunMetric:
     return RunMetric(task)
 
 
-@dataclass(frozen=True)
-class _OfTask:
-    """A function of a row for one task, recorded in a declaration as its class and the task's key."""
-
-    task: TaskConfig
-
-    def declaration(self) -> dict[str, str]:
-        return {"function": qualified_name(type(self)), "task": self.task.key}
-
-
-class Prompt(_OfTask):
+class Prompt(OfTableEntry[TaskConfig]):
     """The user message SEA-HELM sends for a row (its preamble and task template; the shots go before it as chat
     turns, :func:`~.prompts.build_messages`)."""
 
@@ -132,7 +121,7 @@ class Prompt(_OfTask):
         return build_messages(self.task, row)[-1]["content"]
 
 
-class Label(_OfTask):
+class Label(OfTableEntry[TaskConfig]):
     """A row's gold answer as text (a QA row's first answer)."""
 
     def __call__(self, row: Mapping[str, Any]) -> str:

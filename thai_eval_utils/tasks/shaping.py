@@ -20,7 +20,8 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
 
 from thai_eval_utils.tasks.metrics import qualified_name
 
@@ -47,6 +48,30 @@ class _Declared:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.parameters().items())})"
+
+
+# ------------------------------------------------------------------------------------------ table functions
+class TableEntry(Protocol):
+    """An entry of a suite's task table: anything with a ``key``."""
+
+    @property
+    def key(self) -> str: ...
+
+
+Entry = TypeVar("Entry", bound=TableEntry)
+
+
+@dataclass(frozen=True)
+class OfTableEntry(Generic[Entry]):
+    """A function of a row for one entry of a suite's task table (a subclass defines ``__call__``), recorded in a
+    declaration as its class and the entry's key: every task a table builds keeps a stable config while the code
+    stays the same (the Thai LLM Leaderboard's and SEA-HELM's prompt, label and gold functions)."""
+
+    task: Entry
+
+    def declaration(self) -> dict[str, str]:
+        """``{"function": "module:qualname", "task": key}``."""
+        return {"function": qualified_name(type(self)), "task": self.task.key}
 
 
 # ------------------------------------------------------------------------------------------------- samplers

@@ -10,11 +10,10 @@ declarations with ``tasks.runner.run_task`` in the leaderboard's stored run layo
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from thai_eval_utils.tasks.declared import MultipleChoiceTask
-from thai_eval_utils.tasks.metrics import qualified_name
+from thai_eval_utils.tasks.shaping import OfTableEntry
 from thai_eval_utils.thai_llm_leaderboard.metrics import Accuracy, MacroF1
 from thai_eval_utils.thai_llm_leaderboard.prompts import template, to_prompt
 from thai_eval_utils.thai_llm_leaderboard.tasks import NLU_TASKS, NLUTask
@@ -23,17 +22,7 @@ from thai_eval_utils.thai_llm_leaderboard.tasks import NLU_TASKS, NLUTask
 VERSION = "seacrowd-eval-9de9392"
 
 
-@dataclass(frozen=True)
-class _OfTask:
-    """A function of a row for one task, recorded in a declaration as its class and the task's key."""
-
-    task: NLUTask
-
-    def declaration(self) -> dict[str, str]:
-        return {"function": qualified_name(type(self)), "task": self.task.key}
-
-
-class Labels(_OfTask):
+class Labels(OfTableEntry[NLUTask]):
     """The label strings scored for a row, in order: the task's labels, or the letters of a qa row's choices
     (``per_item_letters``)."""
 
@@ -42,7 +31,7 @@ class Labels(_OfTask):
         return list(self.task.labels_for(n))
 
 
-class Prompt(_OfTask):
+class Prompt(OfTableEntry[NLUTask]):
     """The runner's prompt of a row: its task type's template filled by ``to_prompt``, ``[LABEL_CHOICE]`` left in
     place (each label is scored in it)."""
 
@@ -50,7 +39,7 @@ class Prompt(_OfTask):
         return to_prompt(doc, template(self.task.task_type), Labels(self.task)(doc), self.task.schema)
 
 
-class Gold(_OfTask):
+class Gold(OfTableEntry[NLUTask]):
     """The gold label's index: a qa row's ``choices.index(answer[0])`` (a list answer; None when it is empty or not
     among the choices: the runner drops the row) or ``choices.index(answer)``; a text/pairs row's ``label``."""
 
