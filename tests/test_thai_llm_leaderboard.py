@@ -654,3 +654,25 @@ def test_every_fixture_item_scores_as_the_runner_scored_it():
         mine_metrics = runner_metrics([r["gold"] for r in ours], [r["pred"] for r in ours])
         for key, value in mine_metrics.items():
             assert value == pytest.approx(metrics["tasks"][task]["bs1"][key], abs=1e-12), (task, key)
+
+
+def test_the_notebooks_task_choice_and_judge_budget():
+    """What the notebook's setup cells ask the library: the tasks of one catalogue a run names (every one when None,
+    another catalogue's keys skipped; an empty list, as the notebook's tasks=None always read) and the MT-Bench judge's reply budget (the runner's 2048 for a real judge,
+    256 for the offline embedded one, the asked one over both)."""
+    from thai_eval_utils.thai_llm_leaderboard.mt_bench import JUDGE_PARAMS, judge_params_for
+    from thai_eval_utils.thai_llm_leaderboard.table import chosen_tasks
+
+    catalogue = ["xcopa_tha_seacrowd_qa", "wisesight_thai_sentiment_seacrowd_text"]
+    assert chosen_tasks(None, catalogue) == catalogue
+    asked = ["mt_bench_thai", "wisesight_thai_sentiment_seacrowd_text", "xcopa_tha_seacrowd_qa"]
+    assert chosen_tasks(asked, catalogue) == ["wisesight_thai_sentiment_seacrowd_text", "xcopa_tha_seacrowd_qa"]
+    assert chosen_tasks([], catalogue) == catalogue
+    assert judge_params_for(None).max_tokens == 256 and judge_params_for("gpt-4o-2024-05-13").max_tokens == 2048
+    assert judge_params_for(None, 100) == replace_tokens(JUDGE_PARAMS, 100)
+
+
+def replace_tokens(params, max_tokens):
+    from dataclasses import replace
+
+    return replace(params, max_tokens=max_tokens)

@@ -54,15 +54,15 @@ def leaderboard_frame(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def chosen_tasks(tasks: Iterable[str] | None, catalogue: Iterable[str]) -> list[str]:
-    """The keys of ``catalogue`` a run asks for, in the catalogue's order when ``tasks`` is None (every one), else in
-    the order asked; a key of another catalogue (``tasks`` may mix NLU, NLG and ``mt_bench_thai``) is skipped.
+    """The keys of ``catalogue`` a run asks for, in the catalogue's order when ``tasks`` is None or empty (every one),
+    else in the order asked; a key of another catalogue (``tasks`` may mix NLU, NLG and ``mt_bench_thai``) is skipped.
 
     Example:
         >>> chosen_tasks(["mt_bench_thai", "b"], ["a", "b"]), chosen_tasks(None, ["a", "b"])
         (['b'], ['a', 'b'])
     """
     known = list(catalogue)
-    return [t for t in (known if tasks is None else tasks) if t in known]
+    return [t for t in (tasks or known) if t in known]
 
 
 def runner_metrics_frame(runs: Iterable[NLURun]) -> pd.DataFrame:
