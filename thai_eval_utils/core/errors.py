@@ -13,8 +13,8 @@ class ThaiEvalDataError(ThaiEvalError, ValueError):
     """Bad input data: the message names the file, the row (0-based, as in the file) and the field.
 
     Example:
-        >>> raise ThaiEvalDataError("bad label", path="data/x.jsonl", row=3, field="answer")
-        ThaiEvalDataError: data/x.jsonl, row 3, field 'answer': bad label
+        >>> str(ThaiEvalDataError("bad label", path="data/x.jsonl", row=3, field="answer"))
+        "data/x.jsonl, row 3, field 'answer': bad label"
     """
 
     def __init__(
