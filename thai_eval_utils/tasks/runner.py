@@ -483,28 +483,29 @@ def run_task(
     ) as store:
         option = thinking if task.kind == "generation" else DEFAULT
 
-        def run_pass(batch_items: Sequence[dict[str, Any]], desc: str) -> RunOutcome:
-            return run_items(
-                store,
-                batch_items,
-                lambda it: it["id"],
-                call,
-                batch_size=size,
-                desc=desc,
-                progress=progress,
-                prepare=prepare,
-                finish=lambda chunk, res: [layout.record(it, a) for it, a in zip(chunk, _answers(task, chunk, res))],
-                fields=layout.fields,
-                tolerate=layout.tolerate,
-                describe=lambda exc: scrub(str(exc)),
-                group=layout.batch_key,
-            )
-
         with apply_to_model(model, option) if layout.thinking_settings else nullcontext({}) as support:
-            run = run_pass(items, f"{task.name} ({model.name})")
-            for n, build in enumerate(layout.rounds, start=2):
-                later = list(build(store.completed(layout.fields)))
-                run = _then(run, run_pass(later, f"{task.name} round {n} ({model.name})"))
+            run: RunOutcome | None = None
+            for n in range(1 + len(layout.rounds)):  # round 1: the items; each later round built from the store
+                batch = items if n == 0 else list(layout.rounds[n - 1](store.completed(layout.fields)))
+                outcome = run_items(
+                    store,
+                    batch,
+                    lambda it: it["id"],
+                    call,
+                    batch_size=size,
+                    desc=f"{task.name} ({model.name})" if n == 0 else f"{task.name} round {n + 1} ({model.name})",
+                    progress=progress,
+                    prepare=prepare,
+                    finish=lambda chunk, res: [
+                        layout.record(it, a) for it, a in zip(chunk, _answers(task, chunk, res))
+                    ],
+                    fields=layout.fields,
+                    tolerate=layout.tolerate,
+                    describe=lambda exc: scrub(str(exc)),
+                    group=layout.batch_key,
+                )
+                run = outcome if run is None else _then(run, outcome)
+        assert run is not None  # the loop ran round 1
         records = run.in_order()
         scorers = getattr(task, "scorers", ())
         metrics = [m.with_judge(judge, judge_base_url) if isinstance(m, JudgedMetric) else m for m in scorers]
