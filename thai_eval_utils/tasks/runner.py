@@ -10,9 +10,8 @@ metrics (chrF, BLEU) over the outputs at the end.
 
 from __future__ import annotations
 
-from contextlib import nullcontext
-
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -398,13 +397,14 @@ def _declared_layout(
 
 
 def _then(first: RunOutcome, later: RunOutcome) -> RunOutcome:
-    """Two passes of the run loop on one store as one outcome: both passes' keys in order, every record, the counts
-    and failures of both."""
+    """Two passes of the run loop on one store as one outcome: both passes' keys in order, every record, the counts,
+    failures and the error that ended either early."""
     return RunOutcome(
         [*first.keys, *later.keys],
         {**first.records, **later.records},
         first.computed + later.computed,
         {**first.failed, **later.failed},
+        first.fatal or later.fatal,
         store=first.store,
     )
 
@@ -484,7 +484,7 @@ def run_task(
         option = thinking if task.kind == "generation" else DEFAULT
 
         with apply_to_model(model, option) if layout.thinking_settings else nullcontext({}) as support:
-            run: RunOutcome | None = None
+            run = RunOutcome([], {}, 0, {}, store=store)  # nothing yet; each pass of the loop adds its own
             for n in range(1 + len(layout.rounds)):  # round 1: the items; each later round built from the store
                 batch = items if n == 0 else list(layout.rounds[n - 1](store.completed(layout.fields)))
                 outcome = run_items(
@@ -504,8 +504,7 @@ def run_task(
                     describe=lambda exc: scrub(str(exc)),
                     group=layout.batch_key,
                 )
-                run = outcome if run is None else _then(run, outcome)
-        assert run is not None  # the loop ran round 1
+                run = _then(run, outcome)
         records = run.in_order()
         scorers = getattr(task, "scorers", ())
         metrics = [m.with_judge(judge, judge_base_url) if isinstance(m, JudgedMetric) else m for m in scorers]
