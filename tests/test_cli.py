@@ -16,7 +16,7 @@ from conftest import REPO
 
 from thai_eval_utils import h6
 from thai_eval_utils.cli import build_parser, main
-from thai_eval_utils.backend.loglikelihood import count_tokens
+from thai_eval_utils.backend.encoding import count_tokens
 
 SUBCOMMANDS = ("run", "runs", "compare", "tables", "export")
 

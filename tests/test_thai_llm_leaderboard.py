@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from tests.fakes import FakeModel
-from thai_eval_utils.backend.loglikelihood import count_tokens
+from thai_eval_utils.backend.encoding import count_tokens
 from thai_eval_utils.core import registry
 from thai_eval_utils.core.errors import ThaiEvalDataError, ThaiEvalError
 from thai_eval_utils.core.runs import list_runs

@@ -13,6 +13,8 @@ The rules:
    is that token, which then serves as the context;
 5. the model is fed ``(context + continuation)[-(max_length + 1):][:-1]`` (left truncation; the continuation
    kept whole) and scored on the continuation's tokens (:func:`fed_tokens`).
+
+:func:`count_tokens` counts what a run of these requests would compute without loading a model (the dry run).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from thai_eval_utils.backend.prefix_tree import tree_positions
 from thai_eval_utils.core.errors import ThaiEvalError
 
 __all__ = ["encode_pair", "encode_pairs", "fed_tokens", "move_trailing_space", "prefix_token_id"]
@@ -122,3 +125,24 @@ def fed_tokens(
             stacklevel=3,
         )
     return seqs, targets
+
+
+def count_tokens(
+    tokenizer, requests: Sequence[tuple[str, str]], *, add_bos_token: bool = False, max_length: int = 1 << 30
+) -> dict[str, int]:
+    """What :func:`loglikelihood` would compute for ``requests``, without a model (``thai-eval run --dry-run``):
+    ``requests``; ``fed`` tokens as lm-eval feeds them (one forward per request, the sum of every fed sequence's
+    length); ``tree`` tokens this engine runs through the decoder body (the edges of the prefix tree over the
+    distinct fed sequences, each run once); ``scored`` continuation tokens."""
+    requests = [(str(c), str(x)) for c, x in requests]
+    if not requests:
+        return {"requests": 0, "fed": 0, "tree": 0, "scored": 0}
+    with warnings.catch_warnings():  # truncation and empty continuations are the real run's to report
+        warnings.simplefilter("ignore")
+        seqs, targets = fed_tokens(encode_pairs(tokenizer, requests, add_bos_token), max_length)
+    return {
+        "requests": len(requests),
+        "fed": sum(len(s) for s in seqs if s),
+        "tree": tree_positions(seqs),
+        "scored": sum(len(t) for t in targets),
+    }

@@ -43,9 +43,9 @@ from transformers import DynamicCache
 from thai_eval_utils.backend.decoder import Decoder, Head, Scores, repeat_cache, tree_supported
 from thai_eval_utils.backend.encoding import encode_pairs, fed_tokens, prefix_token_id
 from thai_eval_utils.backend.packed_attention import block_attention
-from thai_eval_utils.backend.prefix_tree import Node, build_tree, schedule, tree_positions
+from thai_eval_utils.backend.prefix_tree import Node, build_tree, schedule
 
-__all__ = ["count_tokens", "loglikelihood_budget", "loglikelihood", "token_loglikelihood"]
+__all__ = ["loglikelihood_budget", "loglikelihood", "token_loglikelihood"]
 
 _KV_BYTES = 1 << 30  # padded-batch fallback: about 1 GiB of repeated key/value cache per forward
 CPU_TOKENS = 2048  # default tokens per forward call on the CPU (measured: docs/benchmarks.md)
@@ -266,27 +266,6 @@ def token_loglikelihood(
     if mode == "batch" and not batch_tokens:
         budget = max(budget, _kv_budget(model))
     return _score_tokens(model, seqs, targets, budget, mode, progress)
-
-
-def count_tokens(
-    tokenizer, requests: Sequence[tuple[str, str]], *, add_bos_token: bool = False, max_length: int = 1 << 30
-) -> dict[str, int]:
-    """What :func:`loglikelihood` would compute for ``requests``, without a model (``thai-eval run --dry-run``):
-    ``requests``; ``fed`` tokens as lm-eval feeds them (one forward per request, the sum of every fed sequence's
-    length); ``tree`` tokens this engine runs through the decoder body (the edges of the prefix tree over the
-    distinct fed sequences, each run once); ``scored`` continuation tokens."""
-    requests = [(str(c), str(x)) for c, x in requests]
-    if not requests:
-        return {"requests": 0, "fed": 0, "tree": 0, "scored": 0}
-    with warnings.catch_warnings():  # truncation and empty continuations are the real run's to report
-        warnings.simplefilter("ignore")
-        seqs, targets = fed_tokens(encode_pairs(tokenizer, requests, add_bos_token), max_length)
-    return {
-        "requests": len(requests),
-        "fed": sum(len(s) for s in seqs if s),
-        "tree": tree_positions(seqs),
-        "scored": sum(len(t) for t in targets),
-    }
 
 
 # --- reference: one full forward per request, like lm-eval (used by the tests and as the fallback) ---------------

@@ -3,7 +3,7 @@
 Each suite says what its run would compute (:meth:`~thai_eval_utils.core.benchmark.Suite.dry_run`: documents,
 log-likelihood requests and their tokens, generations and their prompt tokens, judge calls); this module loads
 the tokenizer, counts (``fed`` as lm-eval feeds requests, one forward per request; ``tree`` as this engine runs
-them, shared prefixes once: :func:`thai_eval_utils.backend.loglikelihood.count_tokens`) and adds the total row. Only
+them, shared prefixes once: :func:`thai_eval_utils.backend.encoding.count_tokens`) and adds the total row. Only
 the tokenizer is loaded (the model folder's, or ``--tokenizer``); without one, token columns are empty.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from thai_eval_utils.core.benchmark import Suite
-from thai_eval_utils.backend.loglikelihood import count_tokens
+from thai_eval_utils.backend.encoding import count_tokens
 from thai_eval_utils.backend.model_sources import EMBEDDED, embedded_model_dir
 
 #: Columns of the dry-run table.

@@ -503,5 +503,5 @@ class TokenCounter(Protocol):
         self, requests: Sequence[tuple[str, str]], *, add_bos_token: bool = False
     ) -> dict[str, int] | None:
         """Log-likelihood requests' tokens: ``fed`` as lm-eval feeds them, ``tree`` as thai-eval's engine runs
-        them (``backend.loglikelihood.count_tokens``); None without a tokenizer."""
+        them (``backend.encoding.count_tokens``); None without a tokenizer."""
         ...

@@ -17,13 +17,14 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sacrebleu
-from pythainlp.tokenize import word_tokenize
-from rouge_score import rouge_scorer
 from sacrebleu.metrics import BLEU, CHRF
+
+if TYPE_CHECKING:
+    from rouge_score.rouge_scorer import RougeScorer
 
 #: How a tie between the best choices counts: lm-eval's argmax takes the first ("first"); "split" counts an
 #: item whose gold is among k tied best choices as 1/k (the judge-free ThaiCLI variant's 0.5 on a tie).
@@ -73,6 +74,8 @@ def _hit(scores: Sequence[float], gold: int, ties: str) -> float:
 # ------------------------------------------------------------------------------------------------ generation
 def thai_words(text: str) -> list[str]:
     """Thai words of ``text``: pythainlp newmm without whitespace tokens."""
+    from pythainlp.tokenize import word_tokenize  # seconds to import: loaded by the first run that scores words
+
     return word_tokenize(text, engine=THAI_WORD_ENGINE, keep_whitespace=False)
 
 
@@ -91,8 +94,15 @@ def exact_match(output: str, reference: str) -> float:
 
 def rouge_l(output: str, reference: str) -> float:
     """ROUGE-L F1 x100 of one output on newmm Thai words (rouge-score's scorer with a Thai tokenizer)."""
-    scorer = rouge_scorer.RougeScorer(["rougeL"], tokenizer=_ThaiTokenizer())
+    scorer = _rouge_l_scorer(_ThaiTokenizer())
     return 100.0 * scorer.score(reference, output)["rougeL"].fmeasure
+
+
+def _rouge_l_scorer(tokenizer: _ThaiTokenizer | _RougeTokenizer) -> RougeScorer:
+    """rouge-score's ROUGE-L scorer over ``tokenizer`` (rouge-score loads nltk, seconds to import: on first use)."""
+    from rouge_score.rouge_scorer import RougeScorer
+
+    return RougeScorer(["rougeL"], tokenizer=tokenizer)
 
 
 def words_joined(text: str) -> str:
@@ -374,7 +384,7 @@ class RougeL(Metric):
         return f"{self.name}|f1|x100|words:{self.tokenizer}"
 
     def score_item(self, prediction: str, reference: str) -> float:
-        scorer = rouge_scorer.RougeScorer(["rougeL"], tokenizer=_RougeTokenizer(self._split))
+        scorer = _rouge_l_scorer(_RougeTokenizer(self._split))
         return 100.0 * scorer.score(reference, prediction)["rougeL"].fmeasure
 
 
