@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -19,6 +21,7 @@ from conftest import REPO
 
 from thai_eval_utils import h6
 from thai_eval_utils.h6 import tasks as h6_tasks
+from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.export import export
 from thai_eval_utils.export.stored import finished_runs
@@ -152,24 +155,58 @@ def test_lm_eval_schema_and_numbers(outputs, tmp_path):
     assert gsm[0]["arguments"]["gen_args_0"]["arg_1"]["max_gen_toks"] == 4
 
 
+def _copy_with_arc_data_elsewhere(out: Path, to: Path, strip: tuple[str, ...] = ()) -> Path:
+    """A copy of the outputs whose ARC run card names data that no folder holds (files elsewhere, hashes no file has;
+    its records without the fields ``strip``)."""
+    shutil.copytree(out, to)
+    card = next((to / "runs").rglob("th_arc/*/run_card.json"))
+    data = json.loads(card.read_text(encoding="utf-8"))
+    data["data_files"] = {f"/nowhere/{Path(k).name}": "0" * 64 for k in data["data_files"]}
+    card.write_text(json.dumps(data), encoding="utf-8")
+    items = card.parent / "items.jsonl"
+    recs = [json.loads(line) for line in items.read_text(encoding="utf-8").splitlines()]
+    items.write_text(
+        "".join(json.dumps({k: v for k, v in r.items() if k not in strip}, ensure_ascii=False) + "\n" for r in recs),
+        encoding="utf-8",
+    )
+    return to
+
+
+def test_lm_eval_export_reads_what_the_records_sent(outputs, tmp_path):
+    """Records keep what was sent (the prompt, a chat's turns, a task's own requests): the export needs no data
+    files, and its samples are those of the export that rebuilds them from the data."""
+    out, results = outputs
+    record = next(iter(StoredRun.from_dir(results["th_arc"].run_dir).records()))
+    built = {d.index: d.requests for d in h6.document_requests("th_arc", DATA, limit=2)}[record["doc"]]
+    assert record["context"] == built.prompt and "requests" not in record and "messages" not in record
+    assert "context" not in results["th_arc"].table.columns  # what was sent stays in items.jsonl
+    with_data = export("lm-eval", tmp_path / "a", outputs=out)
+    moved = _copy_with_arc_data_elsewhere(out, tmp_path / "moved")
+    without = export("lm-eval", tmp_path / "b", outputs=moved)
+
+    def samples(files: list[Path]) -> dict[str, str]:
+        stamp = next(p.name for p in files if p.name.startswith("results_")).removeprefix("results_")[:-5]
+        return {p.name.replace(stamp, ""): p.read_text(encoding="utf-8") for p in files if "samples_" in p.name}
+
+    assert samples(without) == samples(with_data) and len(samples(with_data)) == 4
+    # a record stored before records kept what was sent is rebuilt from the data, which is then needed
+    old = _copy_with_arc_data_elsewhere(out, tmp_path / "old", strip=("context",))
+    with pytest.raises(Exception, match="no data with the hashes recorded for thai_h6/th_arc"):
+        export("lm-eval", tmp_path / "c", outputs=old)
+
+
 def test_lm_eval_export_refuses_other_data(outputs, tmp_path):
-    """The rebuilt arguments must be the run's: data whose hashes differ from the run card's is refused."""
+    """Rebuilt arguments (records stored before they kept what was sent) must be the run's: data whose hashes
+    differ from the run card's is refused."""
     out, _ = outputs
+    out = _copy_with_arc_data_elsewhere(out, tmp_path / "old", strip=("context",))
     other = tmp_path / "other"
     for src in (DATA / "h6" / "th_arc_challenge").iterdir():
         dst = other / "h6" / "th_arc_challenge" / src.name
         dst.parent.mkdir(parents=True, exist_ok=True)
         dst.write_text(src.read_text(encoding="utf-8").replace("ก", "ข", 1), encoding="utf-8")
-    card = next((out / "runs").rglob("th_arc/*/run_card.json"))
-    saved = card.read_text(encoding="utf-8")
-    data = json.loads(saved)
-    data["data_files"] = {str(k).replace(str(DATA), str(other)): "0" * 64 for k in data["data_files"]}
-    card.write_text(json.dumps(data), encoding="utf-8")
-    try:
-        with pytest.raises(Exception, match="no data with the hashes recorded for thai_h6/th_arc"):
-            export("lm-eval", tmp_path / "x", outputs=out, data=other)
-    finally:
-        card.write_text(saved, encoding="utf-8")
+    with pytest.raises(Exception, match="no data with the hashes recorded for thai_h6/th_arc"):
+        export("lm-eval", tmp_path / "x", outputs=out, data=other)
 
 
 def test_leaderboard_round_trip(outputs, tmp_path):

@@ -12,6 +12,8 @@ import pytest
 from fakes import FakeModel
 
 from thai_eval_utils import h6
+from thai_eval_utils.core.runs import StoredRun
+from thai_eval_utils.h6.evaluation import stored_requests
 from thai_eval_utils.h6 import variants as V
 from thai_eval_utils.h6.protocol import LEADERBOARD
 from thai_eval_utils.tasks import generative_mc as MC
@@ -279,3 +281,32 @@ def test_notebook_runs_both_variants_outside_table_4(tmp_path, tiny_model_dir):
     scores = pd.read_csv(next((out / "tables").glob("thai_h6_scores_*.csv")))
     assert scores["task"].tolist() == ["th_arc (generative-mc)", "th_gsm8k (chat)", "th_gsm8k (chat)"]
     assert all("|variant:" in s for s in scores["signature"])
+
+
+@pytest.mark.parametrize(
+    "task, protocol",
+    [
+        ("th_arc", LEADERBOARD),
+        ("th_truthfulqa", LEADERBOARD),
+        ("th_winogrande", LEADERBOARD),
+        ("th_gsm8k", LEADERBOARD.replace(max_new_tokens=8)),
+        ("th_gsm8k", CHAT.replace(max_new_tokens=8)),
+        ("th_arc", GMC),
+    ],
+)
+def test_each_record_keeps_what_was_sent_and_rebuilds_its_prompt_hash(task, protocol, tmp_path):
+    """Every task's record keeps its prompt (``context``), Winogrande's per-choice ``requests`` and a chat's
+    ``messages``; from them and ``doc_row`` alone, :func:`stored_requests` rebuilds requests of the stored hash."""
+    model = FakeModel(score=lambda c, x: (-float(len(x)), False), reply=lambda m: "The answer is A. #### 1")
+    res = h6.evaluate(model, task, DATA, protocol, limit=2, outputs=tmp_path, progress=False)
+    spec = V.spec_for(task, protocol)
+    built = {d.index: d.requests for d in h6.document_requests(task, DATA, protocol, limit=2)}
+    records = StoredRun.from_dir(res.run_dir).records()
+    assert len(records) == 2
+    for rec in records:
+        want = built[rec["doc"]]
+        assert rec["context"] == want.prompt
+        assert ("requests" in rec) == (task == "th_winogrande")
+        assert rec.get("messages", []) == [{"role": r, "content": c} for r, c in want.messages]
+        assert stored_requests(spec, rec) == want and want.sha256 == rec["prompt_sha256"]
+        assert stored_requests(spec, {**rec, "context": rec["context"] + " "}) is None  # not what was sent

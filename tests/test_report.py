@@ -150,6 +150,28 @@ def test_older_records_resolve_from_the_data_or_say_why_not(store, tmp_path):
     assert all("q" not in it for it in items if it["t"] == "th_arc")
 
 
+def test_without_the_data_an_item_shows_the_prompt_its_record_kept(store, tmp_path):
+    """New records keep what was sent (``context``, few-shot block included): with the run's data files out of reach,
+    the item shows that whole prompt, which ends with the query the data-backed view shows."""
+    out = tmp_path / "moved"
+    src = store / "runs" / "model-a" / "thai_h6" / "th_arc"
+    shutil.copytree(src, out / "runs" / "model-a" / "thai_h6" / "th_arc")
+    arc_dir = next((out / "runs" / "model-a" / "thai_h6" / "th_arc").iterdir())
+    card = json.loads((arc_dir / "run_card.json").read_text(encoding="utf-8"))
+    card["data_files"] = {"/nowhere/th_arc_challenge_test.jsonl": h for h in card["data_files"].values()}
+    (arc_dir / "run_card.json").write_text(json.dumps(card), encoding="utf-8")
+    records = {str(r["doc"]): r for r in _run(store, "model-a", "thai_h6/th_arc").records()}
+    built = {str(d.index): d.requests for d in h6.document_requests("th_arc", H6_DATA, limit=len(records))}
+    items, _, _ = collect_items(collect_runs(out), {})
+    fresh = {it["k"]: it for it in collect_items(collect_runs(store, ["model-a"]), {})[0] if it["t"] == "th_arc"}
+    arc = [it for it in items if it["t"] == "th_arc"]
+    assert len(arc) == len(records) == 5
+    for it in arc:
+        assert it["q"] == records[it["k"]]["context"] == built[it["k"]].prompt
+        assert it["q"].count("\n\n") >= 25 and it["q"].endswith(fresh[it["k"]]["q"])  # 25 shots, then the query
+        assert "fs" not in it and "not at hand" not in (it.get("note") or "")
+
+
 def test_resuming_an_old_run_keeps_its_folder_and_computes_nothing(store, tmp_path):
     out = tmp_path / "resume"
     shutil.copytree(

@@ -351,10 +351,10 @@ class _DocRun:
             output: dict[str, Any] = {"lls": [float(ll) for ll, _ in answer], "is_greedy": [bool(g) for _, g in answer]}
         else:
             output = {"generation": answer}
-        return self._record(i, self.requests(i).sha256, output)
+        return self._record(i, self.requests(i), output)
 
-    def _record(self, i: int, sha: str, output: dict[str, Any]) -> dict[str, Any]:
-        rec: dict[str, Any] = {"doc": i, "prompt_sha256": sha, "shots": self.shots[i], **output}
+    def _record(self, i: int, built: T.DocRequests, output: dict[str, Any]) -> dict[str, Any]:
+        rec: dict[str, Any] = {"doc": i, "prompt_sha256": built.sha256, "shots": self.shots[i], **output}
         if "subject" in self.docs[i]:
             rec["subject"] = self.docs[i]["subject"]
         try:
@@ -363,10 +363,48 @@ class _DocRun:
                 rec["gold"] = record_gold(self.spec, self.docs[i])
         except T.DocError as exc:
             raise ThaiEvalDataError(f"{self.spec.name} doc {i}: {exc}", row=i, field=exc.field) from None
-        # the scored row as loaded, so a record reads on its own; a record field only: the config id,
-        # the key and resuming are unchanged, and records stored before it are resolved from the data instead
+        # the scored row as loaded and what was sent, so a record reads on its own; record fields only: the config
+        # id, the key and resuming are unchanged, and records stored before them are resolved from the data instead
         rec["doc_row"] = self.docs[i]
+        rec.update(sent_fields(self.spec, built))
         return rec
+
+
+#: The record fields that hold what was sent (:func:`sent_fields`); the per-item table leaves them in ``items.jsonl``.
+SENT_FIELDS = ("context", "requests", "messages")
+
+
+def sent_fields(spec: T.H6Task, built: T.DocRequests) -> dict[str, Any]:
+    """What the model was given for a document, as its record keeps it (the declared runner's ``context`` /
+    ``requests`` / ``messages``, :func:`thai_eval_utils.tasks.runner.sent`): the prompt (few-shot block included);
+    a task's own per-choice ``requests`` (Winogrande's partial contexts); a variant's chat ``messages``. With the
+    stored ``doc_row`` they rebuild :class:`~thai_eval_utils.h6.tasks.DocRequests` exactly (:func:`stored_requests`,
+    checked against ``prompt_sha256``), so views and exports need no data files."""
+    out: dict[str, Any] = {"context": built.prompt}
+    if spec.uses_loglikelihood and spec.declared.requests is not None:  # type: ignore[union-attr]
+        out["requests"] = [list(pair) for pair in built.requests]
+    if built.messages:
+        out["messages"] = [{"role": role, "content": content} for role, content in built.messages]
+    return out
+
+
+def stored_requests(spec: T.H6Task, record: Mapping[str, Any]) -> T.DocRequests | None:
+    """A record's :class:`~thai_eval_utils.h6.tasks.DocRequests` from what it stores (:func:`sent_fields` and its
+    ``doc_row``), when its hash is the stored ``prompt_sha256``; None for a record stored before records carried
+    what was sent (or one that does not hash as stored)."""
+    doc, context = record.get("doc_row"), record.get("context")
+    if not isinstance(doc, Mapping) or not isinstance(context, str):
+        return None
+    if "requests" in record:
+        pairs = tuple((str(c), str(x)) for c, x in record["requests"])
+    elif spec.uses_loglikelihood:
+        pairs = tuple((context, P.TARGET_DELIMITER + c) for c in spec.choices(doc))
+    else:
+        pairs = ()
+    n_mc1 = len(P.get(P.get(doc, "mc1_targets"), "choices")) if spec.truthfulqa else 0
+    messages = tuple((str(m["role"]), str(m["content"])) for m in record.get("messages") or ())
+    built = T.DocRequests(context, pairs, n_mc1=n_mc1, messages=messages)
+    return built if built.sha256 == record.get("prompt_sha256") else None
 
 
 def record_gold(spec: T.H6Task, doc: Mapping[str, Any]) -> int | str:
@@ -381,10 +419,10 @@ def record_gold(spec: T.H6Task, doc: Mapping[str, Any]) -> int | str:
 
 def _table(spec: T.H6Task, records: list[dict[str, Any]]) -> pd.DataFrame:
     """Per-item table of the stored records (computed once, when each document finished), metric columns last;
-    the stored document row (``doc_row``) stays in ``items.jsonl`` (``doc`` indexes the data)."""
+    the stored document row (``doc_row``) and what was sent stay in ``items.jsonl`` (``doc`` indexes the data)."""
     rows = [
         {
-            **{k: v for k, v in rec.items() if k not in spec.metrics and k != "doc_row"},
+            **{k: v for k, v in rec.items() if k not in spec.metrics and k not in ("doc_row", *SENT_FIELDS)},
             **{k: v for k, v in rec.items() if k in spec.metrics},
         }
         for rec in records

@@ -2,9 +2,10 @@
 answer, the model's choice or generation and the few-shot block (Kim et al. 2024 section 3; prompts as
 ``h6.tasks`` builds them), for the report's item browser and a comparison's side-by-side rows.
 
-Records written since the report's item browser was added carry their document row (``doc_row``) and ``gold``; older
-records are resolved from the data by their index ``doc``, only when the data files hash as the run card says (else
-the item shows its index, prompt hash and a note that the data is not at hand).
+Records written since the report's item browser was added carry their document row (``doc_row``) and ``gold``, and
+newer ones the prompt that was sent (``context``: shown whole when the run's data is not at hand); older records are
+resolved from the data by their index ``doc``, only when the data files hash as the run card says (else the item
+shows its index, prompt hash and a note that the data is not at hand).
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ def h6_items(
         gold = rec.get("gold")
         if doc is not None:
             try:
-                item.question = spec.context(doc, [], data.templates or T.templates_for(spec))
+                item.question = _question(spec, rec, doc, data)
                 item.choices = answer_texts(spec, doc)
                 gold = gold if gold is not None else record_gold(spec, doc)
             except (T.DocError, KeyError, ValueError) as exc:
@@ -141,6 +142,14 @@ def h6_items(
         item.note = note or None
         out.append(item)
     return out
+
+
+def _question(spec: T.H6Task, rec: Mapping[str, Any], doc: Mapping[str, Any], data: H6Data) -> str:
+    """The prompt an item shows: the query alone when the run's data is at hand (its few-shot examples are shown
+    from their pool, once per pool), else the whole prompt the record says was sent (few-shot block included)."""
+    if data.docs is None and isinstance(rec.get("context"), str):
+        return str(rec["context"])
+    return spec.context(doc, [], data.templates or T.templates_for(spec))
 
 
 # --------------------------------------------------------------------------------------------- side by side

@@ -1,13 +1,15 @@
 """A Thai-H6 run as an lm-evaluation-harness 0.4.13 task (:meth:`H6Exports.lm_eval_export`): the
-documents, ``arguments`` and targets rebuilt from the data and the run's protocol, the metric keys, the task's
+documents, ``arguments`` and targets as the records store them, the metric keys, the task's
 ``results`` and ``configs`` entries. The files' layout is :mod:`thai_eval_utils.export.lm_eval`'s.
 
 Metric keys are ``<metric>,<filter>``: ``acc,none``, ``acc_norm,none``, ``acc_bytes,none``, ``mc1,none``,
 ``mc2,none`` (TruthfulQA: the protocol's mc2; ``mc2_lb``/``mc2_mask`` too), and GSM8K's ``exact_match,strict-match``
 and ``exact_match,flexible-extract`` (lm-eval's gsm8k filter names), each with its ``_stderr`` (lm-eval's sample
 standard error). Task names are thai-eval's (``th_arc`` ... ``th_gsm8k``): lm-eval 0.4.13 ships no Thai-H6 task.
-``arguments`` are rebuilt from the data and the run's protocol (:func:`thai_eval_utils.h6.document_requests`) and
-checked against the stored ``prompt_sha256``; ``doc`` is the stored one when the record has it, else the data's.
+``arguments`` are what the records say was sent (``context``, Winogrande's ``requests``, with the stored ``doc_row``);
+records stored before they kept it are rebuilt from the data and the run's protocol
+(:func:`thai_eval_utils.h6.document_requests`); either is checked against the stored ``prompt_sha256``. ``doc`` is
+the stored one when the record has it, else the data's.
 Where lm-eval's task defines them so, this module follows it: Winogrande's ``target`` is the text after the blank
 (lm-eval's ``doc_to_target``), HellaSwag's ``doc`` carries ``query``/``choices``/``gold`` (lm-eval's
 ``process_docs``), so ``doc_hash`` and ``task_hashes`` equal lm-eval's for the same items. Gold indices and choices
@@ -28,7 +30,7 @@ from thai_eval_utils.core.provenance import redact, sha256_text
 from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.h6 import tasks as T
 from thai_eval_utils.h6.data import H6_TASKS, H6TaskData, find_run_data, run_data_roots
-from thai_eval_utils.h6.evaluation import DocumentRequests, document_requests
+from thai_eval_utils.h6.evaluation import DocumentRequests, document_requests, stored_requests
 from thai_eval_utils.h6.protocol import H6Protocol
 
 #: thai-eval metric -> (lm-eval metric, filter) per task kind; GSM8K's two matches are lm-eval's two filters.
@@ -127,14 +129,21 @@ def stored_doc(rec: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def _stored(rec: Mapping[str, Any], requests: T.DocRequests) -> DocumentRequests:
+    """A record's document and requests as it stores them (:func:`~thai_eval_utils.h6.evaluation.stored_requests`)."""
+    return DocumentRequests(doc_index(rec), dict(rec["doc_row"]), list(rec.get("shots") or []), requests)
+
+
 def samples(run: StoredRun, data: str | Path | None = None) -> list[dict[str, Any]]:
     """The run's ``samples_<task>`` lines in lm-eval's schema (one per document and filter)."""
     spec = T.get_task(run.task)
-    docs = _documents(run, data)
+    records = sorted(run.records(), key=doc_index)
+    stored = [stored_requests(spec, rec) for rec in records]
+    docs = _documents(run, data) if any(s is None for s in stored) else {}  # records from before they kept prompts
     protocol = protocol_of(run.card)
     out = []
-    for rec in sorted(run.records(), key=doc_index):
-        built = docs.get(doc_index(rec))
+    for rec, requests in zip(records, stored):
+        built = _stored(rec, requests) if requests is not None else docs.get(doc_index(rec))
         if built is None or built.requests.sha256 != rec.get("prompt_sha256"):
             raise ThaiEvalDataError(
                 f"{run.benchmark} doc {doc_index(rec)}: the rebuilt prompt differs from the stored "
