@@ -12,13 +12,13 @@ class LlamaCppReference:
     differently for small batches: 0.39 nats on a 6-token suffix measured here), and llama-cpp-python keeps the
     previous prompt's KV cache and decodes only the new suffix. This reference does the same (same longest common
     prefix with the previous prompt, cache truncated there, suffix decoded as one batch), so it sees the batches
-    the server sees; ``fresh=True`` decodes every prompt whole instead. When the joint tokenization has a token
+    the server sees. When the joint tokenization has a token
     that starts in the context and ends in the continuation, that token is scored with the continuation, as the
     client does (``completions.TEXT_BOUNDARY_RULE``).
     """
 
-    def __init__(self, llm, fresh=False):
-        self.llm, self.fresh, self.prev = llm, fresh, []
+    def __init__(self, llm):
+        self.llm, self.prev = llm, []
         self.straddled = 0  # requests whose boundary fell inside a token
 
     def __call__(self, ctx, cont):
@@ -39,7 +39,7 @@ class LlamaCppReference:
             )
             self.straddled += 1
         common = 0
-        while not self.fresh and common < min(len(whole) - 1, len(self.prev)) and whole[common] == self.prev[common]:
+        while common < min(len(whole) - 1, len(self.prev)) and whole[common] == self.prev[common]:
             common += 1
         if common:
             llm._ctx.kv_cache_seq_rm(-1, common, -1)
