@@ -617,8 +617,8 @@ def add_export(sub: argparse._SubParsersAction) -> None:
         "--data",
         default=None,
         metavar="DIR",
-        help="data to rebuild lm-eval's documents and arguments from "
-        "(default: the folder the run card names, else the shipped samples)",
+        help="data to rebuild lm-eval's documents and arguments from, for records stored before they kept what "
+        "was sent (default: the folder the run card names, else the shipped samples)",
     )
     _add_tasks_dir(p)
     _add_outputs(p)
