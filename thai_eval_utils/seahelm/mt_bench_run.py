@@ -310,7 +310,3 @@ def summarize(
         "signature": sig,
         "scores": {mb.PRIMARY: task_run.headline(KEY, mb.PRIMARY, over, len(rows), sig, item_means, percent=True)},
     }
-
-
-#: The runner ``runner.external_runner`` finds (``EXTERNAL_MODULES``; this module never imports ``runner``).
-run_seahelm_task = run_mt_bench

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -50,8 +49,6 @@ from thai_eval_utils.seahelm.task_run import (
 from thai_eval_utils.seahelm.translation import MetricX
 
 __all__ = [
-    "EXTERNAL_MODULES",
-    "EXTERNAL_RUNNERS",
     "RECORD_FORMAT",
     "SUITE_NAME",
     "Protocol",
@@ -64,22 +61,13 @@ __all__ = [
     "summarize",
 ]
 
-#: The task table's entries another module runs (IF-Eval and the MT-Bench judge): key -> the module, whose
-#: ``run_seahelm_task(model, key, *, runs, limit, data_dir, outputs, protocol, rng, progress, **options)`` runs it on
-#: the same path (:func:`.task_run.run_repeated`) and writes a summary with this module's keys (the suite's hooks
-#: read it unchanged).
-EXTERNAL_MODULES: dict[str, ModuleType] = {"if-eval": ifeval_run, "mt-bench-judge": mt_bench_run}
-#: Runners registered in code (tests, a user's own): key -> runner with the signature above; before the modules.
-EXTERNAL_RUNNERS: dict[str, Callable[..., "SeahelmTaskRun"]] = {}
-
-
-def external_runner(key: str) -> Callable[..., "SeahelmTaskRun"] | None:
-    """The runner of a task another module owns (registered, else its module's ``run_seahelm_task``, looked up on each call
-    so a patched module is honoured); None for a task this module runs itself."""
-    if key in EXTERNAL_RUNNERS:
-        return EXTERNAL_RUNNERS[key]
-    module = EXTERNAL_MODULES.get(key)
-    return None if module is None else module.run_seahelm_task
+#: The tasks another module runs (IF-Eval and the MT-Bench judge: their own records and scoring) on the same path
+#: (:func:`.task_run.run_repeated`), with this module's arguments and ``options``, writing a summary with this
+#: module's keys (the suite's hooks read it unchanged).
+RUNNERS: dict[str, Callable[..., SeahelmTaskRun]] = {
+    ifeval_run.KEY: ifeval_run.run_ifeval,
+    mt_bench_run.KEY: mt_bench_run.run_mt_bench,
+}
 
 
 def run_seahelm_task(
@@ -112,9 +100,8 @@ def run_seahelm_task(
             tasks in order, as SEA-HELM does).
         options: passed to the runner of a task another module owns (e.g. the MT-Bench judge's ``judge``).
     """
-    runner = external_runner(key)
-    if runner is not None:
-        return runner(
+    if key in RUNNERS:
+        return RUNNERS[key](
             model,
             key,
             runs=runs,
@@ -227,7 +214,7 @@ def run_suite(
 ) -> dict[str, SeahelmTaskRun]:
     """Every task asked for (default: SEA-HELM's Thai list this package runs), in order, with ONE aggregation
     generator ``default_rng(94370244)`` consumed task by task as SEA-HELM's notebook consumes it (P3). Tasks
-    another module owns (IF-Eval, MT-Bench judge) run through :func:`external_runner` (``options`` go to
+    another module owns (IF-Eval, MT-Bench judge) run through :data:`RUNNERS` (``options`` go to
     them); base models skip SEA-HELM's ``base_models_skip_tasks``. ``pool``: first generate
     the pending replies of every task this module runs in shared engine calls (:mod:`.pooling`: the same texts,
     fewer decode steps; only where the model takes a budget per prompt), then score task by task."""
@@ -243,7 +230,7 @@ def run_suite(
         "progress": progress,
     }
     if pool:
-        pool_replies(model, [k for k in keys if external_runner(k) is None], **common)
+        pool_replies(model, [k for k in keys if k not in RUNNERS], **common)
     rng = np.random.default_rng(AGGREGATION_SEED)
     return {key: run_seahelm_task(model, key, metricx=metricx, rng=rng, options=options, **common) for key in keys}
 

@@ -1,8 +1,8 @@
 """SEA-HELM's Thai tasks as the registry sees them: name, tasks (SEA-HELM's results keys), notebook, data
 folder (the task table: :data:`TASKS`; IF-Eval and the MT-Bench judge are run by their own modules through
-``runner.EXTERNAL_MODULES``, and their runs show through the same hooks), and the hooks compare, the report and the exports call: headlines (per item: the item's mean over runs),
-leaderboard cells grouped by competency (SEA-HELM's mean over runs with its standard error beside our bootstrap
-interval), notebook parameters (``--runs``), export rows.
+``runner.RUNNERS``, and their runs show through the same hooks), and the hooks compare, the report and the exports
+call: headlines (per item: the item's mean over runs), leaderboard cells grouped by competency (SEA-HELM's mean
+over runs with its standard error beside our bootstrap interval), notebook parameters (``--runs``), export rows.
 """
 
 from __future__ import annotations
