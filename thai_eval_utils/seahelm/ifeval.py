@@ -28,11 +28,9 @@ import functools
 import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from thai_eval_utils.core.errors import ThaiEvalDataError, ThaiEvalError
-from thai_eval_utils.core.records import read_records
 from thai_eval_utils.seahelm.ifeval_checks import Detector, check_instruction, response_language_ok, validate_kwargs
 from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
 
@@ -68,15 +66,6 @@ class IFEvalRow:
         """The language the reply must be in: the row's, or the asked one for ``language`` rows (``if_eval.py:122-126``)."""
         return self.kwargs["response_language"] if self.category == "language" else self.language
 
-    def seahelm_row(self) -> dict[str, Any]:
-        """The row in SEA-HELM's Hugging Face layout (``id``, ``prompts``, ``metadata``, ``kwargs``)."""
-        return {
-            "id": self.id,
-            "prompts": [{"text": self.prompt}],
-            "metadata": {"language": self.language, "category": self.category, "subcategory": self.subcategory},
-            "kwargs": [self.kwargs],
-        }
-
 
 def _field(rec: Mapping[str, Any], name: str, path: str | None, row: int) -> Any:
     if rec.get(name) is None:
@@ -109,20 +98,6 @@ def parse_row(rec: Mapping[str, Any], *, path: str | None = None, row: int = 0) 
     validate_kwargs(sub, kwargs, path=path, row=row)
     ident = _field(rec, "id", path, row)
     return IFEvalRow(str(ident), prompt, sub, cat, kwargs, str(language))
-
-
-def load_ifeval(path: str | Path, limit: int | None = None) -> list[IFEvalRow]:
-    """The IF-Eval rows of a JSONL/JSON/CSV/Parquet file, validated whole (duplicate ids refused); the first
-    ``limit`` rows (SEA-HELM's ``--limit``)."""
-    rows = [parse_row(r, path=str(path), row=i) for i, r in enumerate(read_records(path))]
-    seen: dict[str, int] = {}
-    for i, r in enumerate(rows):
-        if r.id in seen:
-            raise ThaiEvalDataError(
-                f"duplicate id {r.id!r} (first at row {seen[r.id]})", path=str(path), row=i, field="id"
-            )
-        seen[r.id] = i
-    return rows if limit is None else rows[: max(0, int(limit))]
 
 
 def messages(row: IFEvalRow) -> list[dict[str, str]]:
@@ -264,13 +239,6 @@ def ifeval_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     if right_language == 0:
         out["no_correct_language"] = True
     return out
-
-
-def individual_score(record: Mapping[str, Any]) -> dict[str, Any]:
-    """SEA-HELM's ``individual_scores`` entry of an item: ``{"overall_lang_normalized_acc": bool}``, NaN when the
-    row was skipped (``if_eval.py:62-67``)."""
-    value = record.get("lang_normalized_result")
-    return {PRIMARY: float("nan") if value is None else bool(value)}
 
 
 def score_replies(

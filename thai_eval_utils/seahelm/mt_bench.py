@@ -31,7 +31,6 @@ from importlib import resources
 from typing import Any
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.core.records import read_records
 from thai_eval_utils.judging.rubric import JudgeParams, JudgeRubric, ReplyParser
 from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
 
@@ -103,11 +102,6 @@ def extract_reflection(text: str | None) -> str | None:
     answer = _answer_text(text) if text else None
     found = REFLECTION.findall(answer) if answer else []
     return found[-1].strip() if found else None
-
-
-def class_score(label: str | None) -> float:
-    """A class name's score (``get_score``, ``mtbench_judge_metric.py:178-194``): unknown or None -> 0.0."""
-    return 0.0 if label is None else float(prompts()["classifications"].get(label, 0.0))
 
 
 def judge_params(seed: int | None = 0) -> JudgeParams:
@@ -217,17 +211,6 @@ def parse_row(rec: Mapping[str, Any], *, path: str | None = None, row: int = 0) 
     return out
 
 
-def load_mt_bench(path: str, limit: int | None = None) -> list[MTBenchRow]:
-    """The rows of an mt-bench-judge file, validated whole (ids unique); the first ``limit``."""
-    rows = [parse_row(r, path=str(path), row=i) for i, r in enumerate(read_records(path))]
-    seen: set[str] = set()
-    for i, r in enumerate(rows):
-        if r.id in seen:
-            raise ThaiEvalDataError(f"duplicate id {r.id!r}", path=str(path), row=i, field="id")
-        seen.add(r.id)
-    return rows if limit is None else rows[: max(0, int(limit))]
-
-
 # ------------------------------------------------------------------------------------------------- answers
 def turn_messages(row: MTBenchRow, turn: int, first_answer: str | None = None) -> list[dict[str, str]]:
     """The conversation of turn 0 or turn 1 (spec 2.2: each user message stripped; in turn 1 the first answer as the
@@ -288,17 +271,6 @@ def judge_items_of(
             }
             items.append(CriterionItem(r, i, turn, cid, texts))
     return items, skipped
-
-
-def seahelm_messages(texts: Mapping[str, str]) -> list[dict[str, str]]:
-    """The judge's messages built the way SEA-HELM builds them (``str.format`` on its turn template): a check on
-    :func:`rubric`'s ``messages``, which must give the same bytes."""
-    cfg = prompts()
-    template = cfg["criteria_prompt"]["turn_1" if texts["conversation"] == KINDS[0] else "turn_2"]
-    user = template.format(
-        transcript=texts["transcript"], response=texts["response"], keyPointText=texts["keyPointText"]
-    )
-    return [{"role": "system", "content": cfg["system_prompt"]}, {"role": "user", "content": user}]
 
 
 # ------------------------------------------------------------------------------------------------- scores
