@@ -223,9 +223,12 @@ def test_runner_fixture_pairwise_weighted_win_rate():
         assert pw.parse_verdict(v["responses"], v["custom_ids"].split("_")[2]) == v["verdict"], v["custom_ids"]
     turn_verdicts, cats = [], []
     for it in RUNNER_PAIRWISE["items"]:
-        verdicts = pw.verdicts_of(replies, len(it["final_judgement"]), str(it["question_id"]))
+        verdicts = [
+            pw.turn_verdict(*(pw.parse_verdict(replies.get(f"{it['question_id']}_turn{t}_{o}"), o) for o in pw.ORDERS))
+            for t in range(1, len(it["final_judgement"]) + 1)
+        ]
         assert verdicts == it["final_judgement"]
-        assert pw.individual_score(verdicts) == it["individual_scores"]
+        assert {pw.PRIMARY: [pw.VERDICT_SCORE[v] for v in verdicts]} == it["individual_scores"]
         turn_verdicts.append(verdicts)
         cats.append(it["category"])
     metrics = pw.pairwise_metrics(turn_verdicts, cats)

@@ -197,6 +197,15 @@ def test_turn_verdict_rules():
     assert pw.turn_verdict("WIN", "LOSE", ties_allowed=False) == "ERROR"
 
 
+def _verdicts(replies, n_turns: int, question_id: str) -> list[str]:
+    """A row's turn verdicts from its judge replies (custom id -> reply): each turn's two orders parsed, then
+    joined."""
+    return [
+        pw.turn_verdict(*(pw.parse_verdict(replies.get(f"{question_id}_turn{t}_{o}"), o) for o in pw.ORDERS))
+        for t in range(1, n_turns + 1)
+    ]
+
+
 def test_weighted_win_rate_by_hand():
     verdicts = [["WIN", "TIE"], ["LOSE", "ERROR"], ["WIN", "WIN"], ["TIE", "LOSE"]]
     cats = ["writing", "writing", "math", "coding"]
@@ -205,7 +214,7 @@ def test_weighted_win_rate_by_hand():
     assert m["categories"] == {"coding": 0.25, "math": 1.0, "writing": 0.375}
     assert m["weighted_win_rate"] == pytest.approx((0.375 + 1.0 + 0.25) / 3 * 100)
     assert m["win_rate"] == pytest.approx((3 + 2 * 0.5) / 8)
-    assert pw.individual_score(["WIN", "TIE", "ERROR"]) == {"weighted_win_rate": [1.0, 0.5, 0.0]}
+    assert [pw.VERDICT_SCORE[v] for v in ("WIN", "TIE", "ERROR")] == [1.0, 0.5, 0.0]
 
 
 def test_pairwise_judge_requests():
@@ -232,16 +241,7 @@ def test_pairwise_judge_requests():
     assert '"[[A]]" if assistant A is better' in convs[0][1][0]["content"]
     after2 = convs[3][1][1]["content"]
     assert "### Assistant A:\nตอบสอง" in after2 and "### Reference answer:\nอ้างอิงสอง" in after2
-    verdicts = pw.verdicts_of(
-        {
-            "81_turn1_baseline-before": "[[B]]",
-            "81_turn1_baseline-after": "[[A]]",
-            "81_turn2_baseline-before": "[[A]]",
-            "81_turn2_baseline-after": "[[C]]",
-        },
-        2,
-        "81",
-    )
-    assert verdicts == ["WIN", "TIE"]
+    replies = {cid: reply for (cid, _), reply in zip(convs, ["[[B]]", "[[A]]", "[[A]]", "[[C]]"], strict=True)}
+    assert _verdicts(replies, 2, "81") == ["WIN", "TIE"]
     with pytest.raises(ThaiEvalDataError, match="baseline"):
         pw.judge_conversations({**row, "baselines": {}}, ["a", "b"])
