@@ -70,12 +70,6 @@ def chat_replies(
     )
 
 
-def _n_tokens(model: Model, text: str) -> int | None:
-    if isinstance(model, TokenizingModel):
-        return len(model.tokenizer(text, add_special_tokens=False).input_ids)
-    return None
-
-
 def base_prompt(model: Model, messages: Messages) -> str:
     """SEA-HELM's plain template with the tokenizer's BOS (when it defines one)."""
     tok = getattr(model, "tokenizer", None)
@@ -98,16 +92,15 @@ def base_replies(
     phase1, todo = [], []
     tags = getattr(model, "think_stop_tags", None)
     for i, text in enumerate(first):
-        found = first_stop(text, [answer_tag], tags) if answer_tag else None
-        at = -1 if found is None else found
-        if at >= 0:
+        at = first_stop(text, [answer_tag], tags) if answer_tag else None
+        if at is not None:
             text = text[: at + len(answer_tag)]
-        used = _n_tokens(model, text)
+        tokenized = model.tokenizer(text, add_special_tokens=False) if isinstance(model, TokenizingModel) else None
+        used = None if tokenized is None else len(tokenized.input_ids)
         phase1.append(text)
-        if at >= 0 or (used is not None and used < max_tokens):
-            left = max_tokens - (used or 0)
-            if left > 0:
-                todo.append((i, left))
+        left = max_tokens - (used or 0)
+        if (at is not None or (used is not None and used < max_tokens)) and left > 0:
+            todo.append((i, left))
     out = list(phase1)
     for left in sorted({left for _, left in todo}):
         rows = [i for i, n in todo if n == left]

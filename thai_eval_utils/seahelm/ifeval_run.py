@@ -19,7 +19,7 @@ import numpy as np
 from thai_eval_utils.core.protocols import Model
 from thai_eval_utils.core.provenance import Score
 from thai_eval_utils.seahelm import ifeval
-from thai_eval_utils.seahelm.config import N_RUNS, SEEDS, TaskConfig
+from thai_eval_utils.seahelm.config import N_RUNS, TaskConfig
 from thai_eval_utils.seahelm.declarations import RunMetric, declare
 from thai_eval_utils.seahelm.generation import chat_replies
 from thai_eval_utils.seahelm import task_run
@@ -108,20 +108,18 @@ def summarize(
     """Check every stored run (``records`` by key), its metrics (SEA-HELM's and ours), and the aggregation over
     runs."""
     task, rows, data = setup.task, setup.rows, setup.data
-    per_run: dict[str, Any] = {}
-    scores: list[list[float]] = []
-    for r in setup.run_ids:
-        recs = [records[task_run.item_key(r, {"id": row.id})] for row in rows]  # every run complete (run_task)
-        metrics, per_item, items = metric.score_run(recs)
-        per_run[str(r)] = {
-            "seed": SEEDS[r],
+
+    def entry(r: int) -> dict[str, Any]:
+        metrics, per_item, items = metric.score_run(setup.run_records(records, r))
+        return {
             "metrics": metrics,
             "per_item": per_item,
             "items": [{k: v for k, v in x.items() if k != "output"} for x in items],
             "failed_thinking": sum(bool(x["thinking_failed"]) for x in items),
         }
-        scores.append(per_item)
-    over, item_means, n_done = task_run.over_runs(scores, None, rng)
+
+    per_run = setup.score_runs(entry)
+    over, item_means, n_done = task_run.over_runs(per_run, None, rng)
     n_scored = sum(1 for row in rows if not row.skipped)
     sig = setup.signature(n_done) + f"|lang:{ifeval.detector_signature()}"
     score = task_run.headline(KEY, ifeval.PRIMARY, over, n_scored, sig, item_means, percent=True)

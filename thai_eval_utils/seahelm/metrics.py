@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import string
 import unicodedata
+import warnings
 from collections import Counter
 from collections.abc import Sequence
 from functools import cache
@@ -45,8 +46,6 @@ def f1_acc_metrics(
     preds = [extract_choice(r, answer_tag, unique) for r in replies]
     per_item = [float(p == g) for p, g in zip(preds, gold, strict=True)]
     null_count = sum(p == NULL_LABEL for p in preds)
-    import warnings
-
     with warnings.catch_warnings():  # sklearn warns when a prediction names no gold class; SEA-HELM ignores it
         warnings.simplefilter("ignore")
         acc = float(balanced_accuracy_score(gold, preds))
@@ -66,9 +65,7 @@ def f1_acc_metrics(
 # ------------------------------------------------------------------------------------------------------- QA
 def thai_words(text: str) -> str:
     """PyThaiNLP newmm words joined by spaces (``question_answering.py:178-188``; ``keep_whitespace=True``)."""
-    from pythainlp.tokenize import word_tokenize
-
-    return " ".join(word_tokenize(text, engine="newmm"))
+    return " ".join(_newmm()(text, engine="newmm"))
 
 
 def _qa_normalize(text: str) -> str:

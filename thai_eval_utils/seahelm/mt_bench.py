@@ -26,7 +26,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from importlib import resources
 from typing import Any
 
@@ -86,22 +86,21 @@ class ClassificationParser(ReplyParser):
         return {**super().spec(), "classes": [list(c) for c in self.classes], "last_match": True}
 
 
-def _answer_text(text: str) -> str | None:
-    return split_reply(text).answer
+def _last(pattern: re.Pattern[str], text: str | None) -> str | None:
+    """The last match of ``pattern`` in the reply after its thinking (None without one), stripped."""
+    answer = split_reply(text).answer if text else None
+    found = pattern.findall(answer) if answer else []
+    return found[-1].strip() if found else None
 
 
 def extract_classification(text: str | None) -> str | None:
     """The last classification tag's class name (``mtbench_judge_metric.py:39-62``), None without one."""
-    answer = _answer_text(text) if text else None
-    found = CLASSIFICATION.findall(answer) if answer else []
-    return found[-1].strip() if found else None
+    return _last(CLASSIFICATION, text)
 
 
 def extract_reflection(text: str | None) -> str | None:
     """The last reflection's text, stripped (``mtbench_judge_metric.py:64-84``)."""
-    answer = _answer_text(text) if text else None
-    found = REFLECTION.findall(answer) if answer else []
-    return found[-1].strip() if found else None
+    return _last(REFLECTION, text)
 
 
 def judge_params(seed: int | None = 0) -> JudgeParams:
@@ -166,47 +165,35 @@ class MTBenchRow:
 def parse_row(rec: Mapping[str, Any], *, path: str | None = None, row: int = 0) -> MTBenchRow:
     """One record in SEA-HELM's row contract (``id``, ``prompts`` of two turns, ``criteria``, ``metadata.category``),
     checked: a criterion that cannot be formatted (a brace) raises here, not mid-run (SEA-HELM: spec P16)."""
-    ps = rec.get("prompts")
+    bad = partial(ThaiEvalDataError, path=path, row=row)
+    ps, crit, meta = rec.get("prompts"), rec.get("criteria"), rec.get("metadata")
     if (
         not isinstance(ps, list)
         or len(ps) != 2
         or not all(isinstance(p, Mapping) and isinstance(p.get("text"), str) and p["text"].strip() for p in ps)
     ):
-        raise ThaiEvalDataError(
-            "expected two turns, each {'text': <non-empty text>}", path=path, row=row, field="prompts"
-        )
-    crit = rec.get("criteria")
+        raise bad("expected two turns, each {'text': <non-empty text>}", field="prompts")
     if not isinstance(crit, list) or not crit:
-        raise ThaiEvalDataError("expected a non-empty list of {turn, criterion}", path=path, row=row, field="criteria")
-    criteria = []
+        raise bad("expected a non-empty list of {turn, criterion}", field="criteria")
     for c in crit:
         if not isinstance(c, Mapping) or c.get("turn") not in (0, 1) or not isinstance(c.get("criterion"), str):
-            raise ThaiEvalDataError(
-                f"bad criterion {c!r}: turn 0 or 1 and a text", path=path, row=row, field="criteria"
-            )
-        criteria.append((int(c["turn"]), c["criterion"]))
-    meta = rec.get("metadata")
+            raise bad(f"bad criterion {c!r}: turn 0 or 1 and a text", field="criteria")
     if not isinstance(meta, Mapping) or not isinstance(meta.get("category"), str):
-        raise ThaiEvalDataError("missing metadata.category", path=path, row=row, field="metadata")
+        raise bad("missing metadata.category", field="metadata")
     if rec.get("id") is None:
-        raise ThaiEvalDataError("missing", path=path, row=row, field="id")
-    ident = str(rec["id"])
-    if "_" in ident:  # SEA-HELM splits custom ids on "_" into three parts (spec P16)
-        raise ThaiEvalDataError(
-            f"id {ident!r} contains '_', which SEA-HELM's judgement ids cannot carry", path=path, row=row, field="id"
-        )
+        raise bad("missing", field="id")
+    if "_" in str(rec["id"]):  # SEA-HELM splits custom ids on "_" into three parts (spec P16)
+        raise bad(f"id {str(rec['id'])!r} contains '_', which SEA-HELM's judgement ids cannot carry", field="id")
+    criteria = tuple((int(c["turn"]), c["criterion"]) for c in crit)
     out = MTBenchRow(
-        ident, tuple(dict(p) for p in ps), tuple(criteria), meta["category"], str(meta.get("language") or "th")
+        str(rec["id"]), tuple(dict(p) for p in ps), criteria, meta["category"], str(meta.get("language") or "th")
     )
     for i in range(len(criteria)):
         try:
             out.key_point(i)
         except (KeyError, IndexError, ValueError) as exc:
-            raise ThaiEvalDataError(
-                f"criterion {i} cannot be formatted with the first turn's fields ({exc!r})",
-                path=path,
-                row=row,
-                field="criteria",
+            raise bad(
+                f"criterion {i} cannot be formatted with the first turn's fields ({exc!r})", field="criteria"
             ) from None
     return out
 

@@ -161,8 +161,8 @@ def run_mt_bench(
         grades with them), then score and aggregate."""
         answers: dict[int, list[list[str]]] = {}
         with apply_to_model(model, protocol.thinking):
-            for r in setup.run_ids:  # every run complete (run_task stops at a failed reply)
-                recs = [records[task_run.item_key(r, {"id": row.id})] for row in rows]
+            for r in setup.run_ids:
+                recs = setup.run_records(records, r)
                 answers[r] = [rec["replies"] for rec in recs]
                 outcomes[r] = judge_run(
                     model.name,
@@ -270,21 +270,21 @@ def summarize(
 ) -> dict[str, Any]:
     """Every judged run's metrics and the aggregation over runs (SEA-HELM's notebook: the row scores x 100)."""
     task, rows, data = setup.task, setup.rows, setup.data
-    per_run: dict[str, Any] = {}
-    scores: list[list[float]] = []
-    for r in setup.run_ids:
+
+    def entry(r: int) -> dict[str, Any]:
         items, skipped, done = outcomes[r]
         metrics, per_row, unjudged = metric.score_judged(rows, items, done)
-        per_run[str(r)] = {
-            "seed": SEEDS[r],
+        per_item = [x["final_scores"] for x in per_row]
+        return {
             "metrics": metrics,
-            "per_item": [x["final_scores"] for x in per_row],
+            "per_item": per_item,
             "rows": per_row,
             "skipped_criteria": skipped,
             "n_unjudged": unjudged,
         }
-        scores.append(per_run[str(r)]["per_item"])
-    over, item_means, n_done = task_run.over_runs(scores, None, rng)
+
+    per_run = setup.score_runs(entry)
+    over, item_means, n_done = task_run.over_runs(per_run, None, rng)
     sig = (
         setup.signature(n_done)
         + f"|judge:{judge_model.name}{'(self)' if self_judged else ''}|rubric:{mb.rubric().sha256[:8]}"

@@ -24,42 +24,24 @@ import numpy as np
 from thai_eval_utils.core.protocols import Model
 from thai_eval_utils.seahelm import ifeval_run, mt_bench_run
 from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED
-from thai_eval_utils.seahelm.config import DEFAULT_TASKS, N_RUNS, SEEDS, constants
+from thai_eval_utils.seahelm.config import DEFAULT_TASKS, N_RUNS, constants
 from thai_eval_utils.seahelm.data import TaskData
 from thai_eval_utils.seahelm.declarations import RunMetric, declare, run_metric
 from thai_eval_utils.seahelm.generation import base_replies, chat_replies
 from thai_eval_utils.seahelm.pooling import pool_replies
 from thai_eval_utils.seahelm.task_run import (
     RECORD_FIELDS,
-    RECORD_FORMAT,
-    SUITE_NAME,
     Protocol,
     SeahelmTaskRun,
     TaskSetup,
     headline,
-    item_key,
     over_runs,
-    reply_summary,
     run_repeated,
     runs_entries,
-    signature,
     summary_head,
     task_setup,
 )
 from thai_eval_utils.seahelm.translation import MetricX
-
-__all__ = [
-    "RECORD_FORMAT",
-    "SUITE_NAME",
-    "Protocol",
-    "SeahelmTaskRun",
-    "item_key",
-    "run_suite",
-    "run_seahelm_task",
-    "signature",
-    "reply_summary",
-    "summarize",
-]
 
 #: The tasks another module runs (IF-Eval and the MT-Bench judge: their own records and scoring) on the same path
 #: (:func:`.task_run.run_repeated`), with this module's arguments and ``options``, writing a summary with this
@@ -100,19 +82,9 @@ def run_seahelm_task(
             tasks in order, as SEA-HELM does).
         options: passed to the runner of a task another module owns (e.g. the MT-Bench judge's ``judge``).
     """
+    common = dict(runs=runs, limit=limit, data_dir=data_dir, outputs=outputs, protocol=protocol, progress=progress)
     if key in RUNNERS:
-        return RUNNERS[key](
-            model,
-            key,
-            runs=runs,
-            limit=limit,
-            data_dir=data_dir,
-            outputs=outputs,
-            protocol=protocol,
-            rng=rng,
-            progress=progress,
-            **(options or {}),
-        )
+        return RUNNERS[key](model, key, rng=rng, **common, **(options or {}))
     setup = task_setup(model, key, runs=runs, limit=limit, data_dir=data_dir, data=data, protocol=protocol)
     task, metric = setup.task, run_metric(setup.task, metricx)
 
@@ -153,30 +125,22 @@ def summarize(
 ) -> dict[str, Any]:
     """Score each run (SEA-HELM's metric class, ``metric``) and aggregate over runs (its notebook), from the stored
     records by key; ``metricx``: the MetricX model the suite was given (recorded in every task's summary)."""
-    task, data, protocol = setup.task, setup.data, setup.protocol
-    ids = [str(row["id"]) for row in setup.rows]
-    per_run: dict[str, Any] = {}
-    scores: list[list[float]] = []
-    labels: list[list[Any]] = []
-    for r in setup.run_ids:
-        recs = [records[f"r{r}/{i}"] for i in ids]  # every run complete: run_task stops at a failed reply
+    task, data, protocol, ids = setup.task, setup.data, setup.protocol, setup.ids
+
+    def entry(r: int) -> dict[str, Any]:
+        recs = setup.run_records(records, r)
         metrics, per_item, preds = metric.score_run(recs)
-        per_run[str(r)] = {
-            "seed": SEEDS[r],
-            "metrics": metrics,
-            "per_item": per_item,
-            "predictions": preds,
-            "failed_thinking": sum(bool(x.get("failed")) for x in recs),
-        }
-        scores.append(per_item)
-        labels.append([x["label"] for x in recs])
-    over, item_means, n_done = over_runs(scores, labels, rng, logprobs=task.is_logprobs)
-    n_docs = len(data.rows)
+        failed = sum(bool(x.get("failed")) for x in recs)
+        return {"metrics": metrics, "per_item": per_item, "predictions": preds, "failed_thinking": failed}
+
+    per_run = setup.score_runs(entry)
+    labels = [[x["label"] for x in setup.run_records(records, r)] for r in setup.run_ids]
+    over, item_means, n_done = over_runs(per_run, labels, rng, logprobs=task.is_logprobs)
     sig = setup.signature(n_done, metricx)
     return {
         **summary_head(task, metric.name),
         "n": len(ids),
-        "n_docs": n_docs,
+        "n_docs": len(data.rows),
         "ids": ids,
         **runs_entries(setup.run_ids, per_run, over, item_means, metric.name),
         "failed_thinking": sum(v["failed_thinking"] for v in per_run.values()),
@@ -184,14 +148,9 @@ def summarize(
         "fewshot_leak": {
             "ids": data.leaked_ids() if protocol.base else [],
             "shots": len(setup.shots),
-            "note": "ThaiExam's few-shot rows are its first test rows (SEA-HELM's leak, kept)"
-            if task.parent.startswith("thai_exam")
-            else "",
+            "note": LEAK_NOTE if task.parent.startswith("thai_exam") else "",
         },
-        "logprobs_note": "SEA-HELM v1.2.1 cannot complete the -logprobs path (pitfall P1): this is what its "
-        "configuration describes, not a parity number"
-        if task.is_logprobs
-        else "",
+        "logprobs_note": LOGPROBS_NOTE if task.is_logprobs else "",
         "metricx": metricx.identity() if metricx else None,
         "signature": sig,
         "scores": {metric.name: headline(task.key, metric.name, over, len(ids), sig, item_means)},
@@ -221,19 +180,18 @@ def run_suite(
     keys = list(tasks) if tasks else list(RUN_BY_DEFAULT)
     skip = set(constants()["base_models_skip_tasks"]) if protocol.base else set()
     keys = [k for k in keys if k not in skip]
-    common: dict[str, Any] = {
-        "runs": runs,
-        "limit": limit,
-        "data_dir": data_dir,
-        "outputs": outputs,
-        "protocol": protocol,
-        "progress": progress,
-    }
+    common = dict(runs=runs, limit=limit, data_dir=data_dir, outputs=outputs, protocol=protocol, progress=progress)
     if pool:
         pool_replies(model, [k for k in keys if k not in RUNNERS], **common)
     rng = np.random.default_rng(AGGREGATION_SEED)
     return {key: run_seahelm_task(model, key, metricx=metricx, rng=rng, options=options, **common) for key in keys}
 
 
+#: The summary's notes on ThaiExam's few-shot rows and on the ``-logprobs`` twins.
+LEAK_NOTE = "ThaiExam's few-shot rows are its first test rows (SEA-HELM's leak, kept)"
+LOGPROBS_NOTE = (
+    "SEA-HELM v1.2.1 cannot complete the -logprobs path (pitfall P1): this is what its configuration describes, "
+    "not a parity number"
+)
 #: What ``run_suite`` runs when no task is named: SEA-HELM's Thai list (spec 1.1), then Belebele.
 RUN_BY_DEFAULT = (*DEFAULT_TASKS, "belebele-qa-mc")

@@ -95,17 +95,6 @@ class SeahelmTaskRun:
         )
 
 
-def shots_for(task: TaskConfig, data: TaskData, base: bool) -> list[dict[str, Any]]:
-    """The first k few-shot rows (k = ``fewshot_num_examples[base|instruct]``, fewer if the split is shorter;
-    ``huggingface_dataloader.py:84-92``); none configured (null) counts as 0 (SEA-HELM raises, P7)."""
-    k = task.shots(base) or 0
-    return list(data.examples[:k])
-
-
-def item_key(run: int, row: Mapping[str, Any]) -> str:
-    return f"r{run}/{row['id']}"
-
-
 #: What a stored reply record must hold to be reused (``run_items``' check).
 RECORD_FIELDS: dict[str, type] = {"reply": str, "scored": str}
 
@@ -139,20 +128,51 @@ class TaskSetup:
             outputs=outputs,
         )
 
+    @property
+    def ids(self) -> list[str]:
+        """The rows' ids (a row: a mapping with an ``id``, or a parsed row with ``.id``)."""
+        return [str(row["id"]) if isinstance(row, Mapping) else row.id for row in self.rows]
+
     def items(self) -> list[dict[str, Any]]:
         """The items of the repeated run, run after run: each row once per run, keyed ``r<run>/<id>``, with its
-        run's seed (a row: a mapping with an ``id``, or a parsed row with ``.id``)."""
-        ids = [str(row["id"]) if isinstance(row, Mapping) else row.id for row in self.rows]
+        run's seed."""
         return [
             {"id": f"r{r}/{i}", "run": r, "seed": SEEDS[r], "row": row}
             for r in self.run_ids
-            for i, row in zip(ids, self.rows)
+            for i, row in zip(self.ids, self.rows)
         ]
 
+    def run_records(self, records: Mapping[str, Any], run: int) -> list[Any]:
+        """Run ``run``'s stored records (by key) in row order: every run is complete (``run_task`` stops at a
+        failed reply)."""
+        return [records[f"r{run}/{i}"] for i in self.ids]
+
+    def score_runs(self, entry: Callable[[int], dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Each requested run's summary entry by run index: its seed, then ``entry(run)``."""
+        return {str(r): {"seed": SEEDS[r], **entry(r)} for r in self.run_ids}
+
     def signature(self, runs: int, metricx: MetricX | None = None) -> str:
-        """The provenance line of a score over ``runs`` scored runs of these rows (:func:`signature`)."""
-        n, n_docs = len(self.rows), len(self.data.rows)
-        return signature(self.task, self.protocol, self.sampling, data_hash(self.data), n, n_docs, runs, metricx)
+        """A score's provenance line over ``runs`` scored runs of these rows: suite, SEA-HELM commit, task, prompts
+        hash, data hash (its files and revision), sampling, runs, thinking option, MetricX model, limit."""
+        task, protocol, source = self.task, self.protocol, self.data.source
+        data = sha256_text(repr(sorted(source.get("files", {}).items())) + repr(source.get("revision")))
+        prompts = sha256_text("\x00".join(task.templates().values()))
+        parts = [
+            f"seahelm@{SEAHELM_COMMIT}",
+            task.key,
+            f"prompts:{prompts[:8]}",
+            f"data:{data[:8]}",
+            f"{'base' if protocol.base else 'instruct'}",
+            f"max_tokens:{protocol.max_new_tokens(task)}",
+            f"T:{self.sampling.temperature},top_p:{self.sampling.top_p}",
+            f"runs:{runs}",
+            protocol.thinking.signature(),
+        ]
+        if task.metric_class == "TranslationMetric":
+            parts.append(f"metricx:{metricx.model}" if metricx else "metricx:none,chrF++ ours")
+        if len(self.rows) < len(self.data.rows):
+            parts.append(f"limit:{len(self.rows)}/{len(self.data.rows)}")
+        return "|".join(parts)
 
     def messages(self, row: Mapping[str, Any]) -> Messages:
         """The conversation SEA-HELM sends for ``row`` (its preamble, template and shots)."""
@@ -281,11 +301,15 @@ def summary_head(task: TaskConfig, primary: str) -> dict[str, Any]:
 
 
 def over_runs(
-    scores: list[list[float]], labels: list[list[Any]] | None, rng: np.random.Generator | None, logprobs: bool = False
+    per_run: Mapping[str, Mapping[str, Any]],
+    labels: list[list[Any]] | None,
+    rng: np.random.Generator | None,
+    logprobs: bool = False,
 ) -> tuple[OverRuns, list[float], int]:
-    """SEA-HELM's aggregation of the runs' per-item values (an unscored run: ``[]``; ``rng`` consumed, default a
-    fresh ``default_rng(94370244)``): the mean and standard error over runs, each item's mean over the scored runs,
-    and how many runs were scored."""
+    """SEA-HELM's aggregation of the runs' per-item values (each run's ``per_item``; an unscored run: ``[]``;
+    ``rng`` consumed, default a fresh ``default_rng(94370244)``): the mean and standard error over runs, each item's
+    mean over the scored runs, and how many runs were scored."""
+    scores = [v["per_item"] for v in per_run.values()]
     rng = rng if rng is not None else np.random.default_rng(AGGREGATION_SEED)
     over = task_over_runs(scores, labels or [[] for _ in scores], rng, single_run_logprobs=logprobs)
     done = [s for s in scores if s]
@@ -297,20 +321,13 @@ def headline(
 ) -> dict[str, Any]:
     """The task's headline score over runs: SEA-HELM's mean and standard error, and our interval over items
     (``percent``: on the item means x 100, for the tasks whose per-item values are 0-1)."""
-    score = Score(f"{SUITE_NAME}/{key}/{metric}", over.mean, n, over.stderr, sig).to_dict()
-    interval_kind = (
-        "ours: percentile bootstrap over items of the per-item mean over runs x 100"
-        if percent
-        else "ours: percentile bootstrap over items of the per-item mean over runs (95%, 1000 resamples, seed 0)"
-    )
-    score.update(
-        {
-            "stderr_kind": "SEA-HELM: sd of 30 bootstrap replicates over runs / sqrt(30) (not clustered)",
-            "interval": item_interval([v * 100 for v in item_means] if percent else item_means),
-            "interval_kind": interval_kind,
-        }
-    )
-    return score
+    kind = "ours: percentile bootstrap over items of the per-item mean over runs"
+    return {
+        **Score(f"{SUITE_NAME}/{key}/{metric}", over.mean, n, over.stderr, sig).to_dict(),
+        "stderr_kind": "SEA-HELM: sd of 30 bootstrap replicates over runs / sqrt(30) (not clustered)",
+        "interval": item_interval([v * 100 for v in item_means] if percent else item_means),
+        "interval_kind": kind + (" x 100" if percent else " (95%, 1000 resamples, seed 0)"),
+    }
 
 
 def runs_entries(
@@ -348,7 +365,8 @@ def task_setup(
     task = task_config(key)
     data = data or load_task_data(task, data_dir)
     rows = data.rows if parse is None else [parse(r, path=data.files[0], row=i) for i, r in enumerate(data.rows)]
-    shots = shots_for(task, data, protocol.base) if parse is None else []
+    # the first k few-shot rows (``fewshot_num_examples``, ``huggingface_dataloader.py:84-92``; null: 0, P7)
+    shots = list(data.examples[: task.shots(protocol.base) or 0]) if parse is None else []
     sampling = model_sampling(model, greedy=protocol.greedy)
     config = {"suite": SUITE_NAME, "seahelm_commit": SEAHELM_COMMIT, "task": asdict(task)}
     config["protocol"] = protocol.keyed(task, sampling)
@@ -381,42 +399,6 @@ def item_interval(values: Sequence[float]) -> dict[str, Any] | None:
     ).to_dict()
 
 
-def data_hash(data: TaskData) -> str:
-    """The hash of a task's data files and revision, in its signature."""
-    return sha256_text(repr(sorted(data.source.get("files", {}).items())) + repr(data.source.get("revision")))
-
-
-def signature(
-    task: TaskConfig,
-    protocol: Protocol,
-    sampling: Sampling,
-    data_hash: str,
-    n: int,
-    n_docs: int,
-    runs: int,
-    metricx: MetricX | None,
-) -> str:
-    """A score's provenance line: suite, SEA-HELM commit, task, prompts hash, data hash, shots, sampling, runs,
-    thinking option, MetricX model, limit."""
-    prompts = sha256_text("\x00".join(task.templates().values()))[:8]
-    parts = [
-        f"seahelm@{SEAHELM_COMMIT}",
-        task.key,
-        f"prompts:{prompts}",
-        f"data:{data_hash[:8]}",
-        f"{'base' if protocol.base else 'instruct'}",
-        f"max_tokens:{protocol.max_new_tokens(task)}",
-        f"T:{sampling.temperature},top_p:{sampling.top_p}",
-        f"runs:{runs}",
-        protocol.thinking.signature(),
-    ]
-    if task.metric_class == "TranslationMetric":
-        parts.append(f"metricx:{metricx.model}" if metricx else "metricx:none,chrF++ ours")
-    if n < n_docs:
-        parts.append(f"limit:{n}/{n_docs}")
-    return "|".join(parts)
-
-
 def reply_summary(
     records: Sequence[Mapping[str, Any]], thinking: ThinkingOption, support: Mapping[str, str], field: str = "reply"
 ) -> dict[str, Any]:
@@ -425,10 +407,10 @@ def reply_summary(
     each element as a reply): ``thinking`` (the option and what the model did with its settings), ``replies``
     (counts of thinking, unclosed thinking, failed answers, and the answers-in-Thai rate over every reply of every
     run) and ``replies_by_run`` (the same per run)."""
-    flat: list[dict[str, Any]] = []
-    for rec in records:
-        raw = rec.get(field)
-        for text in raw if isinstance(raw, list) else [raw]:
-            flat.append({"run": rec.get("run"), field: text})
+    flat = [
+        {"run": rec.get("run"), field: text}
+        for rec in records
+        for text in (rec[field] if isinstance(rec.get(field), list) else [rec.get(field)])
+    ]
     by_run = reply_stats_by(flat, lambda x: str(x["run"]), field, thinking)
     return {**declared_reply_summary(flat, thinking, support, field), "replies_by_run": by_run}
