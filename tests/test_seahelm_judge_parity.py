@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from thai_eval_utils.core.records import read_records
-from thai_eval_utils.seahelm import ifeval
+from thai_eval_utils.seahelm import ifeval, task_config
 from thai_eval_utils.seahelm import mt_bench as mb
 from thai_eval_utils.tasks.thinking import ThinkingOption
 
@@ -24,7 +24,7 @@ def test_ifeval_messages_equal_seahelms():
     assert len(task["instruct"]["items"]) == 3
     for item in task["instruct"]["items"]:
         assert ifeval.messages(rows[str(item["id"])]) == item["messages"]
-    assert task["instruct"]["generation_kwargs"]["max_tokens"] == ifeval.MAX_TOKENS
+    assert task["instruct"]["generation_kwargs"]["max_tokens"] == task_config("if-eval").max_tokens == 4096
 
 
 def test_mt_bench_turn_messages_equal_seahelms():

@@ -10,7 +10,6 @@ Row contract: ``id``; ``label`` (QA: a list, of which ``label[0]`` is used, P13;
 
 from __future__ import annotations
 
-import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -21,6 +20,7 @@ from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.provenance import sha256_file
 from thai_eval_utils.core.records import read_records, write_jsonl
 from thai_eval_utils.seahelm.config import TaskConfig, task_configs
+from thai_eval_utils.tasks.items import template_fields
 
 #: The shipped samples (``data/seahelm`` of the repository).
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "data" / "seahelm"
@@ -44,18 +44,13 @@ class TaskData:
         return [str(e["id"]) for e in self.examples if "id" in e and str(e["id"]) in ids]
 
 
-def template_fields(template: str) -> list[str]:
-    """The ``{name}`` fields of a ``str.format`` template, in order (``answer_tag`` included)."""
-    return [f for _, f, _, _ in string.Formatter().parse(template) if f]
-
-
 def check_rows(
     task: TaskConfig, rows: Sequence[Mapping[str, Any]], path: str | Path, *, examples: bool = False
 ) -> None:
     """Refuse rows SEA-HELM's prompt code could not format: a missing ``id``, ``label`` (labelled tasks) or
     ``prompts``, a turn that is not a dict, a template field the first turn lacks, a QA label that is not a list of
     text (naming the file, row and field)."""
-    fields = [f for f in template_fields(task.task_template) if f != "answer_tag"]
+    fields = [f for f in template_fields(task.task_template) if f not in ("", "answer_tag")]
     seen: set[str] = set()
     qa = task.parent == "qa" and not examples  # a QA test row's label: a list of answers
     for i, r in enumerate(rows):

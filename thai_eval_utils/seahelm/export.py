@@ -22,6 +22,8 @@ from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
 
 #: The task keys whose inference lines carry the IF-Eval and mt-bench-judge columns.
 IFEVAL, MT_BENCH = "if-eval", "mt-bench-judge"
+#: The IF-Eval columns of an inference line (SEA-HELM's per-item results).
+IFEVAL_COLUMNS = ("subcategory", "result", "correct_language", "detected_language", "lang_normalized_result")
 
 
 def task_entry(task: Mapping[str, Any]) -> dict[str, Any]:
@@ -62,10 +64,7 @@ def _ifeval_lines(metric: str, recs: list[Mapping[str, Any]], run: Mapping[str, 
         extra = {
             "metadata": {"language": "th", "subcategory": item["subcategory"]},
             "cleaned": item.get("checked"),
-            **{
-                k: item.get(k)
-                for k in ("subcategory", "result", "correct_language", "detected_language", "lang_normalized_result")
-            },
+            **{k: item.get(k) for k in IFEVAL_COLUMNS},
         }
         out.append(_line(metric, rec, float("nan") if value is None else bool(value), extra))
     return out
@@ -119,16 +118,6 @@ def seahelm_results(run: StoredRun) -> list[SeahelmTask]:
                 for rec, value, pred in zip(recs, data["per_item"], preds, strict=True)
             ]
         runs.append(SeahelmRun(int(index), data.get("seed"), dict(data["metrics"]), lines))
-    entry = task_entry(task_cfg)
-    entry["metric"] = metric
-    return [
-        SeahelmTask(
-            key,
-            "th",
-            summary.get("competency") or entry["competency"],
-            metric,
-            summary.get("aggregation_group"),
-            entry,
-            tuple(runs),
-        )
-    ]
+    entry = {**task_entry(task_cfg), "metric": metric}
+    competency = summary.get("competency") or entry["competency"]
+    return [SeahelmTask(key, "th", competency, metric, summary.get("aggregation_group"), entry, tuple(runs))]

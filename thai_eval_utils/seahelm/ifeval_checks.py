@@ -20,6 +20,7 @@ import json
 import re
 import string
 from collections.abc import Callable, Mapping
+from functools import partial
 from operator import eq, ge, lt
 from typing import Any
 
@@ -296,17 +297,17 @@ def validate_kwargs(
 ) -> None:
     """Refuse what would make a check fail for a reason other than the reply: an unknown instruction, a missing
     argument, an unknown relation or postscript marker, a keyword that is not a valid regular expression."""
+    bad = partial(ThaiEvalDataError, path=path, row=row, field="kwargs")
     if instruction_id not in CHECKS:
-        raise ThaiEvalDataError(f"unknown instruction id {instruction_id!r}", path=path, row=row, field="subcategory")
+        raise bad(f"unknown instruction id {instruction_id!r}", field="subcategory")
     for name in REQUIRED.get(instruction_id, ()):
         if kwargs.get(name) is None:
-            raise ThaiEvalDataError(f"{instruction_id} needs the argument {name!r}", path=path, row=row, field="kwargs")
-    relation = kwargs.get("relation")
+            raise bad(f"{instruction_id} needs the argument {name!r}")
+    relation, marker = kwargs.get("relation"), kwargs.get("postscript_marker")
     if "relation" in REQUIRED.get(instruction_id, ()) and relation not in RELATIONS:
-        raise ThaiEvalDataError(f"relation {relation!r} is not one of {RELATIONS}", path=path, row=row, field="kwargs")
-    marker = kwargs.get("postscript_marker")
+        raise bad(f"relation {relation!r} is not one of {RELATIONS}")
     if instruction_id == "detectable_content:postscript" and marker not in POSTSCRIPT_PATTERNS:
-        raise ThaiEvalDataError(f"unknown postscript marker {marker!r}", path=path, row=row, field="kwargs")
+        raise bad(f"unknown postscript marker {marker!r}")
     patterns = [
         *(kwargs.get("keywords") or []),
         *(kwargs.get("forbidden_words") or []),
@@ -316,6 +317,4 @@ def validate_kwargs(
         try:
             re.compile(str(p))
         except re.error as exc:
-            raise ThaiEvalDataError(
-                f"{p!r} is not a valid regular expression ({exc})", path=path, row=row, field="kwargs"
-            ) from None
+            raise bad(f"{p!r} is not a valid regular expression ({exc})") from None

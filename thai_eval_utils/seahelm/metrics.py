@@ -133,20 +133,8 @@ def _clean(text: str) -> str:
 
 def basic_tokens(text: str) -> list[str]:
     """The vendored rouge_score BasicTokenizer (``src/rouge_score/tokenizers.py:104-165,204-227``): clean, split on
-    whitespace, split on punctuation and drop it."""
-    pieces = []
-    for token in _clean(text).split():
-        word: list[str] = []
-        for ch in token:
-            if _is_punctuation(ch):
-                if word:
-                    pieces.append("".join(word))
-                word = []
-            else:
-                word.append(ch)
-        if word:
-            pieces.append("".join(word))
-    return " ".join(pieces).split()
+    whitespace, split on punctuation and drop it: the runs of what is neither."""
+    return "".join(" " if _is_punctuation(ch) else ch for ch in _clean(text)).split()
 
 
 @cache

@@ -109,10 +109,6 @@ def judge_conversations(row: Mapping[str, Any], responses: Sequence[str]) -> lis
                     info[f"ref_answer_{i + 1}"] = row["references"][i]
             system = templates[turn]["system_prompt"].format(**cfg["judgement_labels"])
             user = templates[turn]["prompt_template"].format(**info)
-            out.append(
-                (
-                    f"{qid}_turn{turn + 1}_{order}",
-                    [{"role": "system", "content": system}, {"role": "user", "content": user}],
-                )
-            )
+            messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+            out.append((f"{qid}_turn{turn + 1}_{order}", messages))
     return out

@@ -25,7 +25,6 @@ from thai_eval_utils.core.protocols import Model
 from thai_eval_utils.seahelm import ifeval_run, mt_bench_run
 from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED
 from thai_eval_utils.seahelm.config import DEFAULT_TASKS, N_RUNS, constants
-from thai_eval_utils.seahelm.data import TaskData
 from thai_eval_utils.seahelm.declarations import RunMetric, declare, run_metric
 from thai_eval_utils.seahelm.generation import base_replies, chat_replies
 from thai_eval_utils.seahelm.pooling import pool_replies
@@ -37,8 +36,6 @@ from thai_eval_utils.seahelm.task_run import (
     headline,
     over_runs,
     run_repeated,
-    runs_entries,
-    summary_head,
     task_setup,
 )
 from thai_eval_utils.seahelm.translation import MetricX
@@ -59,7 +56,6 @@ def run_seahelm_task(
     runs: int = N_RUNS,
     limit: int | None = None,
     data_dir: str | Path | None = None,
-    data: TaskData | None = None,
     outputs: str | Path | None = None,
     protocol: Protocol = Protocol(),
     metricx: MetricX | None = None,
@@ -75,7 +71,7 @@ def run_seahelm_task(
         key: SEA-HELM's results key (``sentiment``, ``thai_exam_ic``, ``causal-logprobs``...).
         runs: how many of SEA-HELM's eight runs (default all eight).
         limit: the first N rows (``--limit``, ``huggingface_dataloader.py:64-65``).
-        data_dir / data: the rows (default: the shipped samples).
+        data_dir: the rows' folder (default: the shipped samples).
         protocol: base or instruct, reasoning, greedy, a max_tokens cap, the thinking option.
         metricx: the MetricX-24 model for translation (None: no MetricX score; chrF++ ours beside it).
         rng: the aggregation's generator (default a fresh ``default_rng(94370244)``; pass one to consume it over
@@ -84,20 +80,18 @@ def run_seahelm_task(
     """
     common = dict(runs=runs, limit=limit, data_dir=data_dir, outputs=outputs, protocol=protocol, progress=progress)
     if key in RUNNERS:
-        return RUNNERS[key](model, key, rng=rng, **common, **(options or {}))
-    setup = task_setup(model, key, runs=runs, limit=limit, data_dir=data_dir, data=data, protocol=protocol)
+        return RUNNERS[key](model, rng=rng, **common, **(options or {}))
+    setup = task_setup(model, key, runs=runs, limit=limit, data_dir=data_dir, protocol=protocol)
     task, metric = setup.task, run_metric(setup.task, metricx)
 
     def compute(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """One run's batch: SEA-HELM's conversations, the replies with the run's seed, their records."""
         convs = [setup.messages(it["row"]) for it in chunk]
-        seed = chunk[0]["seed"]
+        asked = {"max_tokens": setup.max_new, "seed": chunk[0]["seed"], "sampling": setup.sampling}
         if protocol.base:
-            replies = base_replies(
-                model, convs, max_tokens=setup.max_new, seed=seed, sampling=setup.sampling, answer_tag=task.answer_tag
-            )
+            replies = base_replies(model, convs, answer_tag=task.answer_tag, **asked)
         else:
-            replies = chat_replies(model, convs, max_tokens=setup.max_new, seed=seed, sampling=setup.sampling)
+            replies = chat_replies(model, convs, **asked)
         return [
             setup.record(model, it["run"], it["row"], conv, raw)
             for it, conv, raw in zip(chunk, convs, replies, strict=True)
@@ -138,11 +132,7 @@ def summarize(
     over, item_means, n_done = over_runs(per_run, labels, rng, logprobs=task.is_logprobs)
     sig = setup.signature(n_done, metricx)
     return {
-        **summary_head(task, metric.name),
-        "n": len(ids),
-        "n_docs": len(data.rows),
-        "ids": ids,
-        **runs_entries(setup.run_ids, per_run, over, item_means, metric.name),
+        **setup.summary(metric.name, {"n": len(ids), "n_docs": len(data.rows), "ids": ids}, per_run, over, item_means),
         "failed_thinking": sum(v["failed_thinking"] for v in per_run.values()),
         "null_count": sum(int(v["metrics"].get("null_count", 0)) for v in per_run.values()),
         "fewshot_leak": {

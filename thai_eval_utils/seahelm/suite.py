@@ -39,6 +39,9 @@ from thai_eval_utils.tasks.language import stats_columns, stats_note
 
 #: ``make demo``'s slice (with its 2 rows, 2 runs, 48 tokens): a choice task, Thai QA F1, an exam, Thai ROUGE-L.
 DEMO_TASKS = ("sentiment", "qa", "thai_exam_ic", "abssum")
+#: The leaderboard table's columns and its rows' grouping.
+COLUMNS = ("score", "se_over_runs", "runs", "answers_in_thai", "thinking_unclosed", "null_answers", "failed_thinking")
+GROUP = "competency / task"
 #: Every task key this suite knows: SEA-HELM's Thai list and Belebele, then the ``-logprobs`` twins.
 TASKS = tuple(RUN_BY_DEFAULT) + tuple(k for k in task_configs() if k.endswith("-logprobs"))
 
@@ -80,20 +83,7 @@ class SeahelmSuite(Suite):
 
     scale_note: ClassVar[str] = "SEA-HELM Thai on 0-100 (normalised accuracy, F1, ROUGE-L, MetricX or chrF++)"
     leaderboard_tables: ClassVar[tuple[LeaderboardTable, ...]] = (
-        LeaderboardTable(
-            "seahelm",
-            "SEA-HELM Thai: mean over runs (SE over runs, SEA-HELM's)",
-            (
-                "score",
-                "se_over_runs",
-                "runs",
-                "answers_in_thai",
-                "thinking_unclosed",
-                "null_answers",
-                "failed_thinking",
-            ),
-            group="competency / task",
-        ),
+        LeaderboardTable("seahelm", "SEA-HELM Thai: mean over runs (SE over runs, SEA-HELM's)", COLUMNS, group=GROUP),
     )
     detail_inputs: ClassVar[frozenset[str]] = DETAIL_INPUTS | {"run", "seed", "label", "source", "messages"}
     detail_metrics: ClassVar[frozenset[str]] = frozenset({"gold_logprob"})
@@ -119,20 +109,9 @@ class SeahelmSuite(Suite):
                 "hyp": [r.get("scored") or "" for r in recs],
             }
         )
-        primary = s.get("primary_metric", "score")
+        name = f"{self.name}/{run.task}/{s.get('primary_metric', 'score')}"
         note = f"mean over {s.get('over_runs', {}).get('runs')} run(s); SE over runs {s.get('over_runs', {}).get('stderr')}"
-        return [
-            Headline(
-                f"{self.name}/{run.task}/{primary}",
-                self.name,
-                run.task,
-                "mean",
-                _scale(run.task),
-                items,
-                run,
-                note=note,
-            )
-        ]
+        return [Headline(name, self.name, run.task, "mean", _scale(run.task), items, run, note=note)]
 
     def item_views(
         self,
@@ -252,13 +231,7 @@ class SeahelmSuite(Suite):
             d = load_task_data(task, data if data.is_dir() else None)
             reps = len(task.runs(n_runs))
             max_new = min(task.max_tokens, max_new_tokens or task.max_tokens)
-            row: dict[str, Any] = {
-                "benchmark": self.name,
-                "task": key,
-                "tree_tokens": None,
-                "judge_calls": 0,
-                "max_new_tokens": max_new,
-            }
+            row = dict(benchmark=self.name, task=key, tree_tokens=None, judge_calls=0, max_new_tokens=max_new)
             if task.metric_class == "MTBenchJudgeMetric":
                 rows_out += _mt_bench_dry_run(row, d, tokenizer, limit, reps, max_new, max_new_tokens)
                 continue

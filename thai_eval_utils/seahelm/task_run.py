@@ -2,7 +2,8 @@
 3.3, 5): the protocol options that key its run folder, its rows, shots, runs, sampling, new-token budget and
 config (:class:`TaskSetup`), the record each reply is stored as, and :func:`run_repeated`: a task's runs
 on ``tasks.runner.run_task`` in SEA-HELM's stored layout (one store per task, items ``r<run>/<id>``), with what every
-summary shares: its head (:func:`summary_head`), the aggregation over runs (:func:`over_runs`, :func:`headline`, :func:`runs_entries`), the score's
+summary shares: its head and runs (:meth:`TaskSetup.summary`), the aggregation over runs (:func:`over_runs`,
+:func:`headline`), the score's
 provenance line (:func:`signature`) and what the replies did (:func:`reply_summary`). :mod:`.runner` runs the
 generation tasks on it, :mod:`.ifeval_run` and :mod:`.mt_bench_run` IF-Eval and the MT-Bench judge (their own
 records and scoring), :mod:`.pooling` several tasks' replies in shared engine calls."""
@@ -81,18 +82,19 @@ class SeahelmTaskRun:
     run_dir: Path
     computed: int = 0
 
-    @property
-    def over_runs(self) -> dict[str, Any]:
-        return self.summary.get("over_runs") or {}
-
     def __str__(self) -> str:
-        o = self.over_runs
+        o = self.summary.get("over_runs") or {}
         replies = stats_note(self.summary.get("replies"))
         return (
             f"{self.task}: {self.summary.get('primary_metric')} = {o.get('mean', float('nan')):.2f} "
             f"± {o.get('stderr', float('nan')):.2f} (SE over {o.get('runs')} run(s), n={self.summary.get('n')})"
             + (f"; {replies}" if replies else "")
         )
+
+
+def item_key(run: int, row: Mapping[str, Any]) -> str:
+    """The store key of ``row``'s reply in run ``run`` (``benchmarks/seahelm_speed.py`` reads the store by it)."""
+    return f"r{run}/{row['id']}"
 
 
 #: What a stored reply record must hold to be reused (``run_items``' check).
@@ -137,7 +139,7 @@ class TaskSetup:
         """The items of the repeated run, run after run: each row once per run, keyed ``r<run>/<id>``, with its
         run's seed."""
         return [
-            {"id": f"r{r}/{i}", "run": r, "seed": SEEDS[r], "row": row}
+            {"id": item_key(r, {"id": i}), "run": r, "seed": SEEDS[r], "row": row}
             for r in self.run_ids
             for i, row in zip(self.ids, self.rows)
         ]
@@ -145,11 +147,33 @@ class TaskSetup:
     def run_records(self, records: Mapping[str, Any], run: int) -> list[Any]:
         """Run ``run``'s stored records (by key) in row order: every run is complete (``run_task`` stops at a
         failed reply)."""
-        return [records[f"r{run}/{i}"] for i in self.ids]
+        return [records[item_key(run, {"id": i})] for i in self.ids]
 
     def score_runs(self, entry: Callable[[int], dict[str, Any]]) -> dict[str, dict[str, Any]]:
         """Each requested run's summary entry by run index: its seed, then ``entry(run)``."""
         return {str(r): {"seed": SEEDS[r], **entry(r)} for r in self.run_ids}
+
+    def summary(
+        self, primary: str, entries: Mapping[str, Any], per_run: Mapping[str, Any], over: OverRuns, means: list[float]
+    ) -> dict[str, Any]:
+        """What every task's summary opens with: the suite, the task, its competency and aggregation group and its
+        headline metric; then ``entries``; then the runs requested, each scored run, the aggregation, the item means
+        and the mean of the runs' headline metric."""
+        task, run_means = self.task, [v["metrics"].get(primary) for v in per_run.values()]
+        return {
+            "suite": SUITE_NAME,
+            "task": task.key,
+            "competency": task.competency,
+            "aggregation_group": task.aggregation_group,
+            "primary_metric": primary,
+            **entries,
+            "runs_requested": list(self.run_ids),
+            "records_per_item": len(self.run_ids),
+            "runs": dict(per_run),
+            "over_runs": over.to_dict(),
+            "item_means": means,
+            "run_metric_mean": float(np.mean(run_means)) if run_means else None,
+        }
 
     def signature(self, runs: int, metricx: MetricX | None = None) -> str:
         """A score's provenance line over ``runs`` scored runs of these rows: suite, SEA-HELM commit, task, prompts
@@ -275,29 +299,9 @@ def run_repeated(
         tolerate=(),
         batch_key=lambda item: item["run"],
     )
-    run = run_task(
-        model,
-        declaration,
-        items=items,
-        layout=layout,
-        batch_size=setup.protocol.batch_size,
-        outputs=outputs,
-        progress=progress,
-        thinking=thinking,
-    )
+    options = {"batch_size": setup.protocol.batch_size, "outputs": outputs, "progress": progress, "thinking": thinking}
+    run = run_task(model, declaration, items=items, layout=layout, **options)
     return SeahelmTaskRun(key, run.summary, run.run_dir, run.computed)
-
-
-def summary_head(task: TaskConfig, primary: str) -> dict[str, Any]:
-    """The entries every task's summary opens with: the suite, the task, its competency and aggregation group, and
-    its headline metric."""
-    return {
-        "suite": SUITE_NAME,
-        "task": task.key,
-        "competency": task.competency,
-        "aggregation_group": task.aggregation_group,
-        "primary_metric": primary,
-    }
 
 
 def over_runs(
@@ -330,22 +334,6 @@ def headline(
     }
 
 
-def runs_entries(
-    run_ids: Sequence[int], per_run: Mapping[str, Any], over: OverRuns, item_means: list[float], primary: str
-) -> dict[str, Any]:
-    """The summary's entries about the runs: those requested, each scored run, the aggregation, the item means and
-    the mean of the runs' headline metric."""
-    run_means = [v["metrics"].get(primary) for v in per_run.values()]
-    return {
-        "runs_requested": list(run_ids),
-        "records_per_item": len(run_ids),
-        "runs": dict(per_run),
-        "over_runs": over.to_dict(),
-        "item_means": item_means,
-        "run_metric_mean": float(np.mean(run_means)) if run_means else None,
-    }
-
-
 def task_setup(
     model: Model,
     key: str,
@@ -353,7 +341,6 @@ def task_setup(
     runs: int,
     limit: int | None = None,
     data_dir: str | Path | None = None,
-    data: TaskData | None = None,
     protocol: Protocol = Protocol(),
     parse: Callable[..., Any] | None = None,
 ) -> TaskSetup:
@@ -363,7 +350,7 @@ def task_setup(
     if not 1 <= runs <= len(SEEDS):
         raise ValueError(f"runs must be 1-{len(SEEDS)} (SEA-HELM's seeds), got {runs}")
     task = task_config(key)
-    data = data or load_task_data(task, data_dir)
+    data = load_task_data(task, data_dir)
     rows = data.rows if parse is None else [parse(r, path=data.files[0], row=i) for i, r in enumerate(data.rows)]
     # the first k few-shot rows (``fewshot_num_examples``, ``huggingface_dataloader.py:84-92``; null: 0, P7)
     shots = list(data.examples[: task.shots(protocol.base) or 0]) if parse is None else []
@@ -373,17 +360,9 @@ def task_setup(
     if parse is None:
         config["shots"] = [str(s.get("id", i)) for i, s in enumerate(shots)]
     config.update({"data": data.source, "record_format": RECORD_FORMAT})
-    return TaskSetup(
-        task,
-        data,
-        list(rows if limit is None else rows[: max(0, int(limit))]),
-        shots,
-        list(task.runs(runs, reasoning=protocol.reasoning)),
-        sampling,
-        protocol,
-        config,
-        protocol.max_new_tokens(task),
-    )
+    rows = list(rows if limit is None else rows[: max(0, int(limit))])
+    run_ids = list(task.runs(runs, reasoning=protocol.reasoning))
+    return TaskSetup(task, data, rows, shots, run_ids, sampling, protocol, config, protocol.max_new_tokens(task))
 
 
 def item_interval(values: Sequence[float]) -> dict[str, Any] | None:
