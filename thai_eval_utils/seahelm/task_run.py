@@ -3,8 +3,8 @@
 config (:class:`TaskSetup`), the record each reply is stored as, and :func:`run_repeated`: a task's runs
 on ``tasks.runner.run_task`` in SEA-HELM's stored layout (one store per task, items ``r<run>/<id>``), with what every
 summary shares: its head and runs (:meth:`TaskSetup.summary`), the aggregation over runs (:func:`over_runs`,
-:func:`headline`), the score's
-provenance line (:func:`signature`) and what the replies did (:func:`reply_summary`). :mod:`.runner` runs the
+:func:`headline`), the score's provenance line (:meth:`TaskSetup.signature`) and what the replies did
+(:func:`reply_summary`). :mod:`.runner` runs the
 generation tasks on it, :mod:`.ifeval_run` and :mod:`.mt_bench_run` IF-Eval and the MT-Bench judge (their own
 records and scoring), :mod:`.pooling` several tasks' replies in shared engine calls."""
 
