@@ -20,7 +20,7 @@ import pytest
 from tests.fakes import FakeModel
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.seahelm import Protocol, run_seahelm_task, task_config
-from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED, task_over_runs
+from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED, language_over_runs, run_totals, task_over_runs
 from thai_eval_utils.seahelm.config import SEEDS, task_configs
 from thai_eval_utils.seahelm.data import DEFAULT_DATA, hf_files_to_task_files, load_task_data
 from thai_eval_utils.seahelm.extract import NULL_LABEL, extract_choice, extract_text
@@ -188,7 +188,7 @@ def test_rouge_l_on_thai_tokens():
     assert metrics["normalized_rougel_f1"] == pytest.approx(75.0, abs=1e-12)
 
 
-# --------------------------------------------------------------------------------------------- over runs
+# --------------------------------------------------------------------------------------- over runs, totals
 def test_standard_error_over_runs_by_hand():
     """Two runs, items scored 0 in run 0 and 1 in run 1 (not multiple choice, values <= 1 -> x100): replicate b
     = 100 x mean over items of the run drawn for it; the SE is sd(replicates)/sqrt(30), not the sd."""
@@ -216,6 +216,35 @@ def test_standard_error_multiple_choice_branch():
     out = task_over_runs(runs, [labels, labels], np.random.default_rng(AGGREGATION_SEED))
     assert out.branch == "balanced accuracy" and out.mean_list == pytest.approx(expected, abs=1e-9)
     assert out.stderr == pytest.approx(statistics.stdev(expected) / math.sqrt(30), abs=1e-9)
+
+
+def test_run_totals_spec_example():
+    """Spec 6.4: the th total of the worked results JSON is 52.785714285714285."""
+    primary = {
+        "sentiment": 55.0,
+        "qa": 60.0,
+        "translation-en-xx": 80.0,
+        "translation-xx-en": 88.0,
+        "abssum": 20.0,
+        "causal": 80.0,
+        "nli": 40.0,
+        "toxicity": 30.0,
+        "if-eval": 70.0,
+        "thai_exam_a_level": 40.0,
+        "thai_exam_ic": 50.0,
+        "thai_exam_onet": 30.0,
+        "thai_exam_tgat": 20.0,
+        "thai_exam_tpat1": 35.0,
+        "mt-bench-judge": 65.0,
+    }
+    comp = {k: task_config(k).competency for k in primary}
+    group = {k: task_config(k).aggregation_group for k in primary}
+    out = run_totals(primary, comp, group)
+    assert out["groups"] == {"translations": 84.0, "thai_exam": 35.0}
+    assert out["competencies"]["nlg"] == 52.0 and out["total"] == pytest.approx(52.785714285714285, abs=1e-12)
+    lists = {k: task_over_runs([[v / 100]], [[]], np.random.default_rng(0)) for k, v in primary.items()}
+    lang = language_over_runs(lists, comp, group)
+    assert lang["language"]["mean"] == pytest.approx(52.785714285714285, abs=1e-9)
 
 
 # ---------------------------------------------------------------------------------------------------- data

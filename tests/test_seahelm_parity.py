@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED, OverRuns, task_over_runs
+from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED, OverRuns, language_over_runs, run_totals, task_over_runs
 from thai_eval_utils.seahelm.config import task_config
 from thai_eval_utils.seahelm.data import thai_exam_rows
 from thai_eval_utils.seahelm.extract import choice_pattern
@@ -114,8 +114,8 @@ def test_metrics_equal(section, key):
 # -------------------------------------------------------------------------------------------- aggregation
 @pytest.mark.parametrize("name", list(AGG["scenarios"]))
 def test_standard_error_over_runs_equal(name):
-    """The notebook's mean, SE and 30 replicates per task, with one generator seeded 94370244 consumed in run 0's
-    task order."""
+    """The notebook's mean, SE and 30 replicates per task, group, competency and language, with one generator
+    seeded 94370244 consumed in run 0's task order."""
     sc = AGG["scenarios"][name]
     meta = {i["task"]: i for i in sc["inputs"]}
     loaded = {t: v for comps in sc["loaded_task_scores"]["th"].values() for t, v in comps.items()}
@@ -127,8 +127,33 @@ def test_standard_error_over_runs_equal(name):
         ours[task] = task_over_runs(loaded[task]["scores"], loaded[task]["labels"], rng, single_run_logprobs=single)
     th = sc["aggregated"]["th"]
     comp = {t: meta[t]["competency"] for t in ours}
+    group = {t: meta[t].get("aggregation_group") for t in ours}
     for task, res in ours.items():
         theirs = th[comp[task]]["tasks"][task]
         assert res.mean == pytest.approx(theirs["mean"], abs=TOL, rel=0), task
         assert res.stderr == pytest.approx(theirs["stderr"], abs=TOL, rel=0), task
         assert res.mean_list == pytest.approx(theirs["mean_list"], abs=TOL, rel=0), task
+    lang = language_over_runs(ours, comp, group)
+    for c, row in lang["competencies"].items():
+        assert row["mean"] == pytest.approx(th[c]["mean"], abs=TOL, rel=0), c
+        assert row["stderr"] == pytest.approx(th[c]["stderr"], abs=TOL, rel=0), c
+    for c in th:
+        for g, row in (th[c].get("aggregation_groups") or {}).items() if isinstance(th[c], dict) else ():
+            assert lang["groups"][g]["stderr"] == pytest.approx(row["stderr"], abs=TOL, rel=0), g
+    assert lang["language"]["mean"] == pytest.approx(th["mean"], abs=TOL, rel=0)
+    assert lang["language"]["stderr"] == pytest.approx(th["stderr"], abs=TOL, rel=0)
+
+
+def test_per_run_totals_equal():
+    fx = AGG["per_run_results_json"]
+    cfg = fx["config"]["tasks"]
+    th = fx["metrics_in"]["th"]
+    primary = {t: th[c["competency"]][t][c["metric"]] for t, c in cfg.items()}
+    out = run_totals(
+        primary, {t: c["competency"] for t, c in cfg.items()}, {t: c.get("aggregation_group") for t, c in cfg.items()}
+    )
+    expected = fx.get("aggregated") or fx.get("metrics_out")
+    th_out = expected["th"]
+    for c, total in out["competencies"].items():
+        assert total == pytest.approx(th_out[c]["total"], abs=TOL, rel=0), c
+    assert out["total"] == pytest.approx(th_out["total"], abs=TOL, rel=0)

@@ -1,5 +1,5 @@
-"""SEA-HELM's aggregation of a task across runs (spec ``seahelm_thai.md`` 5.2: the leaderboard's mean and standard
-error, ``helpers/results_aggregation.ipynb`` cells 2-4).
+"""SEA-HELM's aggregation (spec ``seahelm_thai.md`` 5): per run (the results JSON's competency and language totals)
+and across runs (the leaderboard's mean and standard error, ``helpers/results_aggregation.ipynb`` cells 2-4).
 
 The standard error is the code's, not the documentation's: ``docs/score_calculations.md:41`` says clustered
 standard errors (Miller 2024), but the notebook computes the standard error of the mean of 30 bootstrap
@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import statistics
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,3 +115,61 @@ def task_over_runs(
         values = means.tolist()
         branch = "mean"
     return OverRuns(statistics.mean(values), stderr(values), values, len(valid), len(valid) != len(scores), branch)
+
+
+def _mean_lists(lists: Sequence[Sequence[float]]) -> list[float]:
+    return np.mean(lists, axis=0).tolist()
+
+
+def language_over_runs(
+    tasks: Mapping[str, OverRuns], competency: Mapping[str, str], group: Mapping[str, str | None]
+) -> dict[str, Any]:
+    """Competency and language rows from the tasks' replicates (ipynb:550-627): a group's list = the element-wise
+    mean of its members' lists (a ``-logprobs`` suffix dropped from its name); a competency's = the element-wise
+    mean of its ungrouped tasks' and its groups' lists; the language's = over competencies. Each row: mean,
+    stderr = sqrt(var/30), mean_list."""
+    comps: dict[str, dict[str, list[list[float]]]] = {}
+    groups: dict[tuple[str, str], list[list[float]]] = {}
+    for task, res in tasks.items():
+        comp = competency[task]
+        comps.setdefault(comp, {"tasks": []})
+        g = group.get(task)
+        if g:
+            groups.setdefault((comp, g.replace("-logprobs", "")), []).append(res.mean_list)
+        else:
+            comps[comp]["tasks"].append(res.mean_list)
+    out: dict[str, Any] = {"competencies": {}, "groups": {}}
+    lang_lists = []
+    for comp, parts in comps.items():
+        lists = list(parts["tasks"])
+        for (c, g), members in groups.items():
+            if c == comp:
+                gl = _mean_lists(members)
+                out["groups"][g] = {"mean": statistics.mean(gl), "stderr": stderr(gl), "mean_list": gl}
+                lists.append(gl)
+        cl = _mean_lists(lists)
+        out["competencies"][comp] = {"mean": statistics.mean(cl), "stderr": stderr(cl), "mean_list": cl}
+        lang_lists.append(cl)
+    ll = _mean_lists(lang_lists) if lang_lists else [0.0]
+    out["language"] = {"mean": statistics.mean(ll), "stderr": stderr(ll), "mean_list": ll}
+    return out
+
+
+def run_totals(
+    primary: Mapping[str, float], competency: Mapping[str, str], group: Mapping[str, str | None]
+) -> dict[str, Any]:
+    """One run's results-JSON totals (``src/aggregate_metrics.py:175-272``, spec 5.1): competency total = mean of
+    its ungrouped tasks' primary metrics and of its groups' plain means; language total = mean of competencies."""
+    comps: dict[str, list[float]] = {}
+    grouped: dict[tuple[str, str], list[float]] = {}
+    for task, value in primary.items():
+        g = group.get(task)
+        if g:
+            grouped.setdefault((competency[task], g), []).append(value)
+        else:
+            comps.setdefault(competency[task], []).append(value)
+    groups = {g: statistics.mean(v) for (_, g), v in grouped.items()}
+    for (c, g), _ in grouped.items():
+        comps.setdefault(c, []).append(groups[g])
+    totals = {c: statistics.mean(v) for c, v in comps.items()}
+    return {"groups": groups, "competencies": totals, "total": statistics.mean(totals.values()) if totals else None}
