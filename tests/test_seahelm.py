@@ -462,20 +462,16 @@ def test_sampling_is_the_models_generation_config_else_vllm_defaults():
     assert model_sampling(FakeModel()).temperature == 1.0 and model_sampling(model, greedy=True).temperature == 0.0
 
 
-def test_external_task_table(tmp_path, monkeypatch):
-    """IF-Eval and the MT-Bench judge run through their own modules (``runner.EXTERNAL_MODULES``, imported
-    statically: neither imports the runner back), each module's ``run_seahelm_task`` looked up per call; a runner
-    registered in code comes first and gets the suite's arguments; a task the runner scores itself has none."""
-    from thai_eval_utils.seahelm import ifeval_run, mt_bench_run, runner
-
-    assert runner.external_runner("if-eval") is ifeval_run.run_ifeval
-    assert runner.external_runner("mt-bench-judge") is mt_bench_run.run_mt_bench
-    assert runner.external_runner("sentiment") is None
-    seen = {}
-    monkeypatch.setattr(mt_bench_run, "run_seahelm_task", lambda model, key, **kw: f"patched {key}")
-    assert run_seahelm_task(FakeModel(), "mt-bench-judge", runs=1, outputs=tmp_path) == "patched mt-bench-judge"
-    monkeypatch.setitem(
-        runner.EXTERNAL_RUNNERS, "if-eval", lambda model, key, **kw: seen.update(key=key, **kw) or "ran"
+def test_ifeval_and_mt_bench_run_through_their_own_runners(tmp_path):
+    """``run_seahelm_task`` hands IF-Eval and the MT-Bench judge to their own modules' runners, with the suite's
+    arguments and ``options`` (IF-Eval's ``detector``, the MT-Bench judge's ``judge``)."""
+    model = FakeModel("fake-model", reply=lambda m: '"ตอบ"')
+    grade = FakeModel("fake-judge", reply=lambda m: "<classification>CLASS_MODERATELY_MET</classification>")
+    ifeval = run_seahelm_task(
+        model, "if-eval", runs=1, limit=2, outputs=tmp_path, progress=False, options={"detector": lambda t: "th"}
     )
-    assert run_seahelm_task(FakeModel(), "if-eval", runs=2, limit=3, outputs=tmp_path, options={"judge": "j"}) == "ran"
-    assert seen["key"] == "if-eval" and seen["runs"] == 2 and seen["limit"] == 3 and seen["judge"] == "j"
+    assert ifeval.summary["primary_metric"] == "overall_lang_normalized_acc" and ifeval.summary["n_rows"] == 2
+    judged = run_seahelm_task(
+        model, "mt-bench-judge", runs=1, limit=1, outputs=tmp_path, progress=False, options={"judge": grade}
+    )
+    assert judged.summary["judge"]["model"] == "fake-judge" and judged.summary["over_runs"]["mean"] == 50.0

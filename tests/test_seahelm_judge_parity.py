@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from thai_eval_utils.seahelm import ifeval
+from thai_eval_utils.core.records import read_records
+from thai_eval_utils.seahelm import ifeval, task_config
 from thai_eval_utils.seahelm import mt_bench as mb
 from thai_eval_utils.tasks.thinking import ThinkingOption
 
@@ -23,7 +24,7 @@ def test_ifeval_messages_equal_seahelms():
     assert len(task["instruct"]["items"]) == 3
     for item in task["instruct"]["items"]:
         assert ifeval.messages(rows[str(item["id"])]) == item["messages"]
-    assert task["instruct"]["generation_kwargs"]["max_tokens"] == ifeval.MAX_TOKENS
+    assert task["instruct"]["generation_kwargs"]["max_tokens"] == task_config("if-eval").max_tokens == 4096
 
 
 def test_mt_bench_turn_messages_equal_seahelms():
@@ -68,7 +69,7 @@ def test_detector_labels_equal_seahelms():
 
 @pytest.mark.parametrize("variant", range(len(IFEVAL["variants"])))
 def test_ifeval_items_and_metrics_equal_seahelms(variant):
-    rows = ifeval.load_ifeval(REPO / IFEVAL["data"])
+    rows = [ifeval.parse_row(r) for r in read_records(REPO / IFEVAL["data"])]
     theirs = IFEVAL["variants"][variant]
     ours = ifeval.score_replies(rows, [x["reply"] for x in theirs["items"]], detector=_detector())
     for o, t in zip(ours, theirs["items"], strict=True):
@@ -168,7 +169,7 @@ def test_runner_fixture_ifeval_items_and_metrics():
             t["detected_language"],
             t["lang_normalized_result"],
         ), t["case"]
-        assert ifeval.individual_score(o) == {k: v for k, v in t["individual_scores"].items()} or (
+        assert {ifeval.PRIMARY: o["lang_normalized_result"]} == t["individual_scores"] or (
             t["result"] is None and t["individual_scores"]["overall_lang_normalized_acc"] is None
         )
     metrics, theirs = ifeval.ifeval_metrics(ours), RUNNER_IFEVAL["metrics"]
@@ -222,9 +223,12 @@ def test_runner_fixture_pairwise_weighted_win_rate():
         assert pw.parse_verdict(v["responses"], v["custom_ids"].split("_")[2]) == v["verdict"], v["custom_ids"]
     turn_verdicts, cats = [], []
     for it in RUNNER_PAIRWISE["items"]:
-        verdicts = pw.verdicts_of(replies, len(it["final_judgement"]), str(it["question_id"]))
+        verdicts = [
+            pw.turn_verdict(*(pw.parse_verdict(replies.get(f"{it['question_id']}_turn{t}_{o}"), o) for o in pw.ORDERS))
+            for t in range(1, len(it["final_judgement"]) + 1)
+        ]
         assert verdicts == it["final_judgement"]
-        assert pw.individual_score(verdicts) == it["individual_scores"]
+        assert {pw.PRIMARY: [pw.VERDICT_SCORE[v] for v in verdicts]} == it["individual_scores"]
         turn_verdicts.append(verdicts)
         cats.append(it["category"])
     metrics = pw.pairwise_metrics(turn_verdicts, cats)

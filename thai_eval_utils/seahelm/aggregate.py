@@ -42,9 +42,7 @@ def _balanced(labels: Sequence[Any], preds: Sequence[Any]) -> float:
 def _normalized(acc: float, k: int) -> float:
     """The notebook's ``normalize_scores(acc, 1/K, 1) * 100``. With one gold label (K = 1, possible only on a
     small ``--limit``) the notebook divides by zero; here that is 0, as the per-run ``normalize_score`` gives."""
-    if k <= 1:
-        return 0.0
-    return max((acc - 1 / k) / (1 - 1 / k), 0) * 100
+    return 0.0 if k <= 1 else max((acc - 1 / k) / (1 - 1 / k), 0) * 100
 
 
 @dataclass

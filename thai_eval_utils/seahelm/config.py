@@ -14,8 +14,6 @@ from typing import Any
 
 #: The SEA-HELM code commit the prompts, metrics and aggregation follow (tag v1.2.1).
 SEAHELM_COMMIT = "6844e6c"
-#: The SEA-HELM commit whose repo-local data files the shipped samples come from.
-SEAHELM_DATA_COMMIT = "80b04b8"
 #: The official eight run seeds, run r uses SEEDS[r] (``run_evaluation.slurm:23``; spec 3.3).
 SEEDS = (25008113, 42008474, 15226423, 28126671, 19128282, 39305000, 17765035, 23194592)
 #: The official number of runs (``docs/score_calculations.md:7``).
@@ -91,12 +89,7 @@ class TaskConfig:
 
     def templates(self) -> dict[str, str]:
         """The prompt pieces by name (their hashes key the run)."""
-        return {
-            "preamble": self.preamble,
-            "task_template": self.task_template,
-            "answer_template": self.answer_template,
-            "answer_tag": self.answer_tag,
-        }
+        return {k: getattr(self, k) for k in ("preamble", "task_template", "answer_template", "answer_tag")}
 
 
 @cache
@@ -118,22 +111,13 @@ def task_configs() -> dict[str, TaskConfig]:
         pt, shots = c["prompt_template"], c.get("fewshot_num_examples") or {}
         out[key] = TaskConfig(
             key=key,
-            name=c["name"],
-            competency=c["competency"],
-            metric_class=c["metric_class"],
-            metric=c["metric"],
+            **{k: c[k] for k in ("name", "competency", "metric_class", "metric")},
             max_tokens=int(c["max_tokens"]),
-            preamble=pt["preamble"],
-            task_template=pt["task_template"],
-            answer_template=pt["answer_template"],
-            answer_tag=pt["answer_tag"],
+            **{k: pt[k] for k in ("preamble", "task_template", "answer_template", "answer_tag")},
             shots_instruct=shots.get("instruct"),
             shots_base=shots.get("base"),
-            aggregation_group=c.get("aggregation_group"),
-            max_n_runs=c.get("max_n_runs"),
+            **{k: c.get(k) for k in ("aggregation_group", "max_n_runs", "filepath", "example_filepath")},
             use_logprobs=bool(c.get("use_logprobs", False)),
-            filepath=c.get("filepath"),
-            example_filepath=c.get("example_filepath"),
             source=c.get("source", ""),
         )
     return out

@@ -10,9 +10,9 @@ Row contract: ``id``; ``label`` (QA: a list, of which ``label[0]`` is used, P13;
 
 from __future__ import annotations
 
-import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.provenance import sha256_file
 from thai_eval_utils.core.records import read_records, write_jsonl
 from thai_eval_utils.seahelm.config import TaskConfig, task_configs
+from thai_eval_utils.tasks.items import template_fields
 
 #: The shipped samples (``data/seahelm`` of the repository).
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "data" / "seahelm"
@@ -43,61 +44,34 @@ class TaskData:
         return [str(e["id"]) for e in self.examples if "id" in e and str(e["id"]) in ids]
 
 
-def template_fields(template: str) -> list[str]:
-    """The ``{name}`` fields of a ``str.format`` template, in order (``answer_tag`` included)."""
-    return [f for _, f, _, _ in string.Formatter().parse(template) if f]
-
-
 def check_rows(
     task: TaskConfig, rows: Sequence[Mapping[str, Any]], path: str | Path, *, examples: bool = False
 ) -> None:
     """Refuse rows SEA-HELM's prompt code could not format: a missing ``id``, ``label`` (labelled tasks) or
     ``prompts``, a turn that is not a dict, a template field the first turn lacks, a QA label that is not a list of
     text (naming the file, row and field)."""
-    fields = [f for f in template_fields(task.task_template) if f != "answer_tag"]
+    fields = [f for f in template_fields(task.task_template) if f not in ("", "answer_tag")]
     seen: set[str] = set()
+    qa = task.parent == "qa" and not examples  # a QA test row's label: a list of answers
     for i, r in enumerate(rows):
+        bad = partial(ThaiEvalDataError, path=path, row=i)
         for key in ("id", "prompts") + (() if task.parent in UNLABELLED else ("label",)):
             if key not in r or r[key] is None:
-                raise ThaiEvalDataError(
-                    f"missing {key!r} (SEA-HELM's row contract: id, label, prompts, metadata)",
-                    path=path,
-                    row=i,
-                    field=key,
-                )
+                raise bad(f"missing {key!r} (SEA-HELM's row contract: id, label, prompts, metadata)", field=key)
         prompts = r["prompts"]
         if not isinstance(prompts, list) or not prompts or not all(isinstance(p, dict) for p in prompts):
-            raise ThaiEvalDataError(
-                "prompts must be a non-empty list of dicts (one per turn)", path=path, row=i, field="prompts"
-            )
+            raise bad("prompts must be a non-empty list of dicts (one per turn)", field="prompts")
         for name in fields:
             if not isinstance(prompts[0].get(name), str):
-                raise ThaiEvalDataError(
-                    f"the task template needs text field {name!r} in the first turn; found {sorted(prompts[0])}",
-                    path=path,
-                    row=i,
-                    field=f"prompts[0].{name}",
-                )
-        if (
-            task.parent == "qa"
-            and not examples
-            and not (isinstance(r["label"], list) and r["label"] and all(isinstance(x, str) for x in r["label"]))
-        ):
-            raise ThaiEvalDataError(
-                "a QA label is a non-empty list of answer strings (label[0] is scored)", path=path, row=i, field="label"
-            )
-        if (
-            task.parent not in UNLABELLED
-            and (task.parent != "qa" or examples)
-            and not isinstance(r["label"], str | list)
-        ):
-            raise ThaiEvalDataError(
-                f"label must be text, got {type(r['label']).__name__}", path=path, row=i, field="label"
-            )
-        if not examples:
-            if str(r["id"]) in seen:
-                raise ThaiEvalDataError(f"duplicate id {r['id']!r}", path=path, row=i, field="id")
-            seen.add(str(r["id"]))
+                need = f"the task template needs text field {name!r} in the first turn; found {sorted(prompts[0])}"
+                raise bad(need, field=f"prompts[0].{name}")
+        if qa and not (isinstance(r["label"], list) and r["label"] and all(isinstance(x, str) for x in r["label"])):
+            raise bad("a QA label is a non-empty list of answer strings (label[0] is scored)", field="label")
+        if task.parent not in UNLABELLED and not qa and not isinstance(r["label"], str | list):
+            raise bad(f"label must be text, got {type(r['label']).__name__}", field="label")
+        if not examples and str(r["id"]) in seen:
+            raise bad(f"duplicate id {r['id']!r}", field="id")
+        seen.add(str(r["id"]))
 
 
 def load_task_data(task: TaskConfig, data_dir: str | Path | None = None) -> TaskData:

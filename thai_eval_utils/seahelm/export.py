@@ -22,6 +22,8 @@ from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
 
 #: The task keys whose inference lines carry the IF-Eval and mt-bench-judge columns.
 IFEVAL, MT_BENCH = "if-eval", "mt-bench-judge"
+#: The IF-Eval columns of an inference line (SEA-HELM's per-item results).
+IFEVAL_COLUMNS = ("subcategory", "result", "correct_language", "detected_language", "lang_normalized_result")
 
 
 def task_entry(task: Mapping[str, Any]) -> dict[str, Any]:
@@ -41,21 +43,18 @@ def task_entry(task: Mapping[str, Any]) -> dict[str, Any]:
     return entry
 
 
-def _line(key: str, metric: str, rec: Mapping[str, Any], value: Any, extra: Mapping[str, Any]) -> dict[str, Any]:
-    replies = rec.get("replies") if "replies" in rec else [rec.get("reply")]
-    line: dict[str, Any] = {"id": rec.get("id")}
-    if rec.get("label") is not None:
-        line["label"] = rec["label"]
-    line.update(
-        {
-            "conversations": rec.get("messages"),
-            "responses": replies,
-            "cleaned_responses": extra.pop("cleaned", rec.get("scored")),
-            "individual_scores": {metric: value},
-        }
-    )
-    line.update(extra)
-    return line
+def _line(metric: str, rec: Mapping[str, Any], value: Any, extra: dict[str, Any]) -> dict[str, Any]:
+    """One inference line: the record's id, label (labelled tasks), conversation, raw replies, ``extra``'s
+    ``cleaned`` answer (default the record's scored text), the item's value and ``extra``'s columns."""
+    return {
+        "id": rec.get("id"),
+        **({"label": rec["label"]} if rec.get("label") is not None else {}),
+        "conversations": rec.get("messages"),
+        "responses": rec.get("replies") if "replies" in rec else [rec.get("reply")],
+        "cleaned_responses": extra.pop("cleaned", rec.get("scored")),
+        "individual_scores": {metric: value},
+        **extra,
+    }
 
 
 def _ifeval_lines(metric: str, recs: list[Mapping[str, Any]], run: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -65,12 +64,9 @@ def _ifeval_lines(metric: str, recs: list[Mapping[str, Any]], run: Mapping[str, 
         extra = {
             "metadata": {"language": "th", "subcategory": item["subcategory"]},
             "cleaned": item.get("checked"),
-            **{
-                k: item.get(k)
-                for k in ("subcategory", "result", "correct_language", "detected_language", "lang_normalized_result")
-            },
+            **{k: item.get(k) for k in IFEVAL_COLUMNS},
         }
-        out.append(_line(IFEVAL, metric, rec, float("nan") if value is None else bool(value), extra))
+        out.append(_line(metric, rec, float("nan") if value is None else bool(value), extra))
     return out
 
 
@@ -90,7 +86,7 @@ def _mt_bench_lines(
             "reflection": reflections,
             "final_scores": row["final_scores"],
         }
-        out.append(_line(MT_BENCH, metric, rec, row["final_scores"], extra))
+        out.append(_line(metric, rec, row["final_scores"], extra))
     return out
 
 
@@ -118,20 +114,10 @@ def seahelm_results(run: StoredRun) -> list[SeahelmTask]:
         else:
             preds = data.get("predictions") or [None] * len(recs)
             lines = [
-                _line(key, metric, rec, value, {"cleaned": pred})
+                _line(metric, rec, value, {"cleaned": pred})
                 for rec, value, pred in zip(recs, data["per_item"], preds, strict=True)
             ]
         runs.append(SeahelmRun(int(index), data.get("seed"), dict(data["metrics"]), lines))
-    entry = task_entry(task_cfg)
-    entry["metric"] = metric
-    return [
-        SeahelmTask(
-            key,
-            "th",
-            summary.get("competency") or entry["competency"],
-            metric,
-            summary.get("aggregation_group"),
-            entry,
-            tuple(runs),
-        )
-    ]
+    entry = {**task_entry(task_cfg), "metric": metric}
+    competency = summary.get("competency") or entry["competency"]
+    return [SeahelmTask(key, "th", competency, metric, summary.get("aggregation_group"), entry, tuple(runs))]

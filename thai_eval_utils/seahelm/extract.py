@@ -26,12 +26,6 @@ def choice_pattern(answer_tag: str, labels: Iterable[str]) -> str:
     return answer_tag + r"[\s\*]*(" + "|".join(map(str, labels)) + ")+"
 
 
-def text_pattern(answer_tag: str) -> str:
-    """QA, translation and summarisation: the rest of the tag's line after whitespace, backticks and asterisks
-    (``question_answering.py:42-45``, ``translation_metric.py:31-34``, ``summarization.py:26-29``)."""
-    return answer_tag + r"[\s\r\n`*]*(.*)"
-
-
 def extract(reply: str | None, pattern: str, *, flags: int = 0) -> str:
     """The answer SEA-HELM reads from ``reply``: group 1 of the first match, else the whole reply, stripped
     (None counts as ``""``: a failed generation is an empty reply, 4.10)."""
@@ -59,5 +53,6 @@ def extract_choice(reply: str | None, answer_tag: str, labels: Iterable[str]) ->
 
 def extract_text(reply: str | None, answer_tag: str) -> str:
     """The free-text answer of QA, translation and summarisation: the declared tasks' answer-tag reply filter
-    (:class:`~thai_eval_utils.tasks.shaping.AnswerTag`, :func:`text_pattern` with no flags)."""
+    (:class:`~thai_eval_utils.tasks.shaping.AnswerTag`: the rest of the tag's line after whitespace, backticks and
+    asterisks, ``question_answering.py:42-45``, ``translation_metric.py:31-34``, ``summarization.py:26-29``)."""
     return AnswerTag(answer_tag).apply("" if reply is None else reply)

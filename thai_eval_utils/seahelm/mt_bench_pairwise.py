@@ -61,8 +61,9 @@ def turn_verdict(first: Verdict, second: Verdict, ties_allowed: bool = True) -> 
 
 
 def win_rate(verdicts: Sequence[str]) -> float:
-    """(wins + ties / 2) / all verdicts, ERROR counted in the denominator (``get_win_rate``)."""
-    return (sum(v == "WIN" for v in verdicts) + 0.5 * sum(v == "TIE" for v in verdicts)) / len(verdicts)
+    """(wins + ties / 2) / all verdicts, ERROR counted in the denominator (``get_win_rate``): the mean verdict
+    score (exact: every score is a multiple of 1/2)."""
+    return sum(VERDICT_SCORE[v] for v in verdicts) / len(verdicts)
 
 
 def pairwise_metrics(turn_verdicts: Sequence[Sequence[str]], categories: Sequence[str]) -> dict[str, Any]:
@@ -78,11 +79,6 @@ def pairwise_metrics(turn_verdicts: Sequence[Sequence[str]], categories: Sequenc
         "win_rate": win_rate([v for vs in turn_verdicts for v in vs]),
         PRIMARY: sum(cats.values()) / len(cats) * 100,
     }
-
-
-def individual_score(verdicts: Sequence[str]) -> dict[str, list[float]]:
-    """A row's ``individual_scores`` entry: ``{"weighted_win_rate": [score per turn]}``."""
-    return {PRIMARY: [VERDICT_SCORE[v] for v in verdicts]}
 
 
 def judge_conversations(row: Mapping[str, Any], responses: Sequence[str]) -> list[tuple[str, list[dict[str, str]]]]:
@@ -113,19 +109,6 @@ def judge_conversations(row: Mapping[str, Any], responses: Sequence[str]) -> lis
                     info[f"ref_answer_{i + 1}"] = row["references"][i]
             system = templates[turn]["system_prompt"].format(**cfg["judgement_labels"])
             user = templates[turn]["prompt_template"].format(**info)
-            out.append(
-                (
-                    f"{qid}_turn{turn + 1}_{order}",
-                    [{"role": "system", "content": system}, {"role": "user", "content": user}],
-                )
-            )
-    return out
-
-
-def verdicts_of(replies: Mapping[str, str | None], n_turns: int, question_id: str) -> list[Verdict]:
-    """A row's turn verdicts from its judge replies (custom id -> reply text)."""
-    out = []
-    for turn in range(1, n_turns + 1):
-        pair = [parse_verdict(replies.get(f"{question_id}_turn{turn}_{o}"), o) for o in ORDERS]
-        out.append(turn_verdict(*pair))
+            messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+            out.append((f"{qid}_turn{turn + 1}_{order}", messages))
     return out

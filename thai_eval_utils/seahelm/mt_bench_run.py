@@ -30,7 +30,7 @@ from thai_eval_utils.seahelm.config import N_RUNS, SEEDS
 from thai_eval_utils.seahelm.declarations import RunMetric, declare
 from thai_eval_utils.seahelm.generation import chat_replies
 from thai_eval_utils.seahelm import task_run
-from thai_eval_utils.seahelm.task_run import SUITE_NAME, Protocol, SeahelmTaskRun, TaskSetup
+from thai_eval_utils.seahelm.task_run import SUITE_NAME, Protocol, SeahelmTaskRun, TaskSetup, task_setup
 from thai_eval_utils.tasks.thinking import apply_to_model, split_reply
 
 KEY = mb.TASK
@@ -120,7 +120,6 @@ class CriteriaScore(RunMetric):
 
 def run_mt_bench(
     model: Model,
-    key: str = KEY,
     *,
     runs: int = N_RUNS,
     limit: int | None = None,
@@ -140,20 +139,15 @@ def run_mt_bench(
     token budget (default SEA-HELM's 16,384, capped by ``protocol.max_tokens`` when that is set for a quick look,
     and at :data:`SELF_JUDGE_MAX_TOKENS` when self-judged; recorded in the judge run's config and the signature).
     Every run is answered first, then each run is judged (its own judge store), all before the summary."""
-    if key != KEY:
-        raise ValueError(f"run_mt_bench runs {KEY!r}, not {key!r}")
-    setup = task_run.task_setup(
-        model, KEY, runs=runs, limit=limit, data_dir=data_dir, protocol=protocol, parse=mb.parse_row
-    )
+    setup = task_setup(model, KEY, runs=runs, limit=limit, data_dir=data_dir, protocol=protocol, parse=mb.parse_row)
     judge_model = judge if judge is not None else model
+    full = mb.judge_params().max_tokens
     judge_tokens = judge_max_tokens or min(
-        mb.judge_params().max_tokens,
-        protocol.max_tokens or mb.judge_params().max_tokens,
-        SELF_JUDGE_MAX_TOKENS if judge is None else mb.judge_params().max_tokens,
+        full, protocol.max_tokens or full, SELF_JUDGE_MAX_TOKENS if judge is None else full
     )
     judged_by = {"model": str(judge_model.name), "rubric_sha256": mb.rubric().sha256, "max_tokens": judge_tokens}
     setup = replace(setup, config={**setup.config, "judge": judged_by})
-    rows, metric = setup.rows, CriteriaScore(setup.task)
+    metric = CriteriaScore(setup.task)
     outcomes: dict[int, tuple[list[mb.CriterionItem], list[str], JudgeOutcome]] = {}
 
     def judged(records: Mapping[str, Mapping[str, Any]], run: RunOutcome) -> dict[str, Any]:
@@ -161,25 +155,29 @@ def run_mt_bench(
         grades with them), then score and aggregate."""
         answers: dict[int, list[list[str]]] = {}
         with apply_to_model(model, protocol.thinking):
-            for r in setup.run_ids:  # every run complete (run_task stops at a failed reply)
-                recs = [records[task_run.item_key(r, {"id": row.id})] for row in rows]
+            for r in setup.run_ids:
+                recs = setup.run_records(records, r)
                 answers[r] = [rec["replies"] for rec in recs]
                 outcomes[r] = judge_run(
+                    setup,
                     model.name,
                     run.store,  # type: ignore[arg-type]
-                    rows,
                     recs,
                     r,
                     judge_model,
-                    protocol,
                     outputs,
                     progress=progress,
                     batch_size=judge_batch_size,
                     max_tokens=judge_tokens,
                 )
         summary = summarize(setup, outcomes, rng, judge_model, judge is None, judge_tokens, metric)
-        summary.update(answer_counts(answers, protocol))
-        return summary
+        # over every run and turn: replies whose thinking never closed, and empty answers (empty or failed)
+        splits = [split_reply(t, protocol.thinking) for turns in answers.values() for pair in turns for t in pair]
+        return {
+            **summary,
+            "failed_thinking": sum(x.failed for x in splits),
+            "null_count": sum(not x.scored.strip() for x in splits),
+        }
 
     result = task_run.run_repeated(
         model,
@@ -201,13 +199,12 @@ def run_mt_bench(
 
 
 def judge_run(
+    setup: TaskSetup,
     model_name: str,
     answers: RunStore,
-    rows: Sequence[mb.MTBenchRow],
     recs: Sequence[Mapping[str, Any]],
     r: int,
     judge_model: ChatModel,
-    protocol: Protocol,
     outputs: str | Path | None,
     *,
     progress: bool,
@@ -216,8 +213,8 @@ def judge_run(
 ) -> tuple[list[mb.CriterionItem], list[str], JudgeOutcome]:
     """Judge run r's answers (its own judge store; the shared cache): the criteria items, the skipped ids, the
     outcome."""
-    answers_seen = [tuple(mb.answered(t, protocol.thinking) for t in rec["replies"]) for rec in recs]
-    items, skipped = mb.judge_items_of(rows, answers_seen)
+    answers_seen = [tuple(mb.answered(t, setup.protocol.thinking) for t in rec["replies"]) for rec in recs]
+    items, skipped = mb.judge_items_of(setup.rows, answers_seen)
     params = replace(mb.judge_params(seed=SEEDS[r]), max_tokens=max_tokens)
     judge = Judge(mb.rubric(params), judge_model, batch_size=batch_size)
     config = {
@@ -252,13 +249,6 @@ def judge_run(
     return items, skipped, done
 
 
-def answer_counts(answers: Mapping[int, Sequence[Sequence[str]]], protocol: Protocol) -> dict[str, int]:
-    """Over every run and turn: replies whose thinking never closed (``failed_thinking``) and empty answers
-    (``null_count``: an empty reply or a failed one)."""
-    splits = [split_reply(t, protocol.thinking) for turns in answers.values() for pair in turns for t in pair]
-    return {"failed_thinking": sum(x.failed for x in splits), "null_count": sum(not x.scored.strip() for x in splits)}
-
-
 def summarize(
     setup: TaskSetup,
     outcomes: Mapping[int, tuple[list[mb.CriterionItem], list[str], JudgeOutcome]],
@@ -269,33 +259,31 @@ def summarize(
     metric: CriteriaScore,
 ) -> dict[str, Any]:
     """Every judged run's metrics and the aggregation over runs (SEA-HELM's notebook: the row scores x 100)."""
-    task, rows, data = setup.task, setup.rows, setup.data
-    per_run: dict[str, Any] = {}
-    scores: list[list[float]] = []
-    for r in setup.run_ids:
+    rows, data = setup.rows, setup.data
+
+    def entry(r: int) -> dict[str, Any]:
         items, skipped, done = outcomes[r]
         metrics, per_row, unjudged = metric.score_judged(rows, items, done)
-        per_run[str(r)] = {
-            "seed": SEEDS[r],
+        per_item = [x["final_scores"] for x in per_row]
+        return {
             "metrics": metrics,
-            "per_item": [x["final_scores"] for x in per_row],
+            "per_item": per_item,
             "rows": per_row,
             "skipped_criteria": skipped,
             "n_unjudged": unjudged,
         }
-        scores.append(per_run[str(r)]["per_item"])
-    over, item_means, n_done = task_run.over_runs(scores, None, rng)
+
+    per_run = setup.score_runs(entry)
+    over, item_means, n_done = task_run.over_runs(per_run, None, rng)
     sig = (
         setup.signature(n_done)
         + f"|judge:{judge_model.name}{'(self)' if self_judged else ''}|rubric:{mb.rubric().sha256[:8]}"
         + f"|judge_max_tokens:{judge_tokens}"
     )
     return {
-        **task_run.summary_head(task, mb.PRIMARY),
-        "n": len(rows),
-        "n_docs": len(data.rows),
-        "ids": [row.id for row in rows],
-        **task_run.runs_entries(setup.run_ids, per_run, over, item_means, mb.PRIMARY),
+        **setup.summary(
+            mb.PRIMARY, {"n": len(rows), "n_docs": len(data.rows), "ids": setup.ids}, per_run, over, item_means
+        ),
         "judge": {
             "model": str(judge_model.name),
             "seahelm_judge": mb.DEFAULT_JUDGE,
@@ -310,7 +298,3 @@ def summarize(
         "signature": sig,
         "scores": {mb.PRIMARY: task_run.headline(KEY, mb.PRIMARY, over, len(rows), sig, item_means, percent=True)},
     }
-
-
-#: The runner ``runner.external_runner`` finds (``EXTERNAL_MODULES``; this module never imports ``runner``).
-run_seahelm_task = run_mt_bench

@@ -73,27 +73,16 @@ def pool_replies(
         if not pending:
             return 0
         stack.enter_context(apply_to_model(model, protocol.thinking))
-        bar = stack.enter_context(
-            tqdm(
-                total=len(pending),
-                desc=f"seahelm, {len(keys)} tasks pooled ({model.name})",
-                unit="item",
-                disable=not progress,
-            )
-        )
+        desc = f"seahelm, {len(keys)} tasks pooled ({model.name})"
+        bar = stack.enter_context(tqdm(total=len(pending), desc=desc, unit="item", disable=not progress))
         for run in sorted({it["run"] for _, _, it in pending}):
             # the longest budgets first, so the rows that decode longest start earliest (stable: task, then row)
             todo = sorted((p for p in pending if p[2]["run"] == run), key=lambda p: -p[0].max_new)
             for start in range(0, len(todo), size):
                 chunk = todo[start : start + size]
                 convs = [setup.messages(it["row"]) for setup, _, it in chunk]
-                replies = chat_replies(
-                    model,
-                    convs,
-                    max_tokens=[setup.max_new for setup, _, _ in chunk],
-                    seed=SEEDS[run],
-                    sampling=chunk[0][0].sampling,
-                )
+                budgets, sampling = [setup.max_new for setup, _, _ in chunk], chunk[0][0].sampling
+                replies = chat_replies(model, convs, max_tokens=budgets, seed=SEEDS[run], sampling=sampling)
                 for (setup, store, it), conv, raw in zip(chunk, convs, replies, strict=True):
                     store.append(it["id"], setup.record(model, run, it["row"], conv, raw))
                 computed += len(chunk)

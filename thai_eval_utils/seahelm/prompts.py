@@ -22,22 +22,13 @@ def _shot_label(label: Any) -> Any:
     return label[0] if isinstance(label, list | tuple) and label else label
 
 
-def build_messages(
-    task: TaskConfig,
-    row: Mapping[str, Any],
-    shots: Sequence[Mapping[str, Any]] = (),
-    *,
-    turn: int = 1,
-    history: Messages | None = None,
-    previous_answer: str | None = None,
-) -> Messages:
-    """The conversation SEA-HELM sends for ``row``'s turn ``turn`` (1-based).
+def build_messages(task: TaskConfig, row: Mapping[str, Any], shots: Sequence[Mapping[str, Any]] = ()) -> Messages:
+    """The conversation SEA-HELM sends for ``row``'s first turn (MT-Bench's second: :func:`.mt_bench.turn_messages`).
 
-    Turn 1: for each shot a user message ``task_template.format(**shot.prompts[0], answer_tag=TAG)`` and an
-    assistant message ``answer_template.format(**shot, **shot.prompts[0], answer_tag=TAG)``; then the user message
+    For each shot a user message ``task_template.format(**shot.prompts[0], answer_tag=TAG)`` and an assistant
+    message ``answer_template.format(**shot, **shot.prompts[0], answer_tag=TAG)``; then the user message
     ``task_template.format(**row.prompts[0])``; the first message becomes
-    ``(preamble.format(answer_tag=TAG) + "\\n\\n" + content).strip()``. Turn t > 1 (MT-Bench): ``history`` (turn t-1's
-    messages) + the assistant's turn t-1 answer, then the same steps with ``prompts[t-1]`` (``:123-139``).
+    ``(preamble.format(answer_tag=TAG) + "\\n\\n" + content).strip()``.
     """
     tag = task.answer_tag
     messages: Messages = []
@@ -46,22 +37,16 @@ def build_messages(
         messages.append({"role": "user", "content": task.task_template.format(**{**p0, "answer_tag": tag})})
         fields = {**shot, "label": _shot_label(shot.get("label")), **p0, "answer_tag": tag}
         messages.append({"role": "assistant", "content": task.answer_template.format(**fields)})
-    messages.append(
-        {"role": "user", "content": task.task_template.format(**{**row["prompts"][turn - 1], "answer_tag": tag})}
-    )
+    messages.append({"role": "user", "content": task.task_template.format(**{**row["prompts"][0], "answer_tag": tag})})
     messages[0]["content"] = (task.preamble.format(answer_tag=tag) + "\n\n" + messages[0]["content"]).strip()
-    if turn > 1:
-        if history is None:
-            raise ValueError("a later turn needs the previous turn's messages (history)")
-        return [*history, {"role": "assistant", "content": previous_answer or ""}, *messages]
     return messages
 
 
-def render_base(messages: Messages, bos_token: str | None = None, *, add_generation_prompt: bool = True) -> str:
+def render_base(messages: Messages, bos_token: str | None = None) -> str:
     """SEA-HELM's base-model template (``chat_templates/base_model.jinja``, spec 2.3): each content trimmed, the
     BOS token (when the tokenizer defines one) before the first, messages joined by ``"\\n\\n"``, and ``"\\n\\n"``
     as the generation prompt. Jinja's ``trim`` is Python's ``str.strip()``."""
     parts = [m["content"].strip() for m in messages]
     if parts and bos_token is not None:
         parts[0] = bos_token + parts[0]
-    return "\n\n".join(parts) + ("\n\n" if add_generation_prompt else "")
+    return "\n\n".join(parts) + "\n\n"

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -25,61 +24,29 @@ import numpy as np
 from thai_eval_utils.core.protocols import Model
 from thai_eval_utils.seahelm import ifeval_run, mt_bench_run
 from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED
-from thai_eval_utils.seahelm.config import DEFAULT_TASKS, N_RUNS, SEEDS, constants
-from thai_eval_utils.seahelm.data import TaskData
+from thai_eval_utils.seahelm.config import DEFAULT_TASKS, N_RUNS, constants
 from thai_eval_utils.seahelm.declarations import RunMetric, declare, run_metric
 from thai_eval_utils.seahelm.generation import base_replies, chat_replies
 from thai_eval_utils.seahelm.pooling import pool_replies
 from thai_eval_utils.seahelm.task_run import (
     RECORD_FIELDS,
-    RECORD_FORMAT,
-    SUITE_NAME,
     Protocol,
     SeahelmTaskRun,
     TaskSetup,
     headline,
-    item_key,
     over_runs,
-    reply_summary,
     run_repeated,
-    runs_entries,
-    signature,
-    summary_head,
     task_setup,
 )
 from thai_eval_utils.seahelm.translation import MetricX
 
-__all__ = [
-    "EXTERNAL_MODULES",
-    "EXTERNAL_RUNNERS",
-    "RECORD_FORMAT",
-    "SUITE_NAME",
-    "Protocol",
-    "SeahelmTaskRun",
-    "item_key",
-    "run_suite",
-    "run_seahelm_task",
-    "signature",
-    "reply_summary",
-    "summarize",
-]
-
-#: The task table's entries another module runs (IF-Eval and the MT-Bench judge): key -> the module, whose
-#: ``run_seahelm_task(model, key, *, runs, limit, data_dir, outputs, protocol, rng, progress, **options)`` runs it on
-#: the same path (:func:`.task_run.run_repeated`) and writes a summary with this module's keys (the suite's hooks
-#: read it unchanged).
-EXTERNAL_MODULES: dict[str, ModuleType] = {"if-eval": ifeval_run, "mt-bench-judge": mt_bench_run}
-#: Runners registered in code (tests, a user's own): key -> runner with the signature above; before the modules.
-EXTERNAL_RUNNERS: dict[str, Callable[..., "SeahelmTaskRun"]] = {}
-
-
-def external_runner(key: str) -> Callable[..., "SeahelmTaskRun"] | None:
-    """The runner of a task another module owns (registered, else its module's ``run_seahelm_task``, looked up on each call
-    so a patched module is honoured); None for a task this module runs itself."""
-    if key in EXTERNAL_RUNNERS:
-        return EXTERNAL_RUNNERS[key]
-    module = EXTERNAL_MODULES.get(key)
-    return None if module is None else module.run_seahelm_task
+#: The tasks another module runs (IF-Eval and the MT-Bench judge: their own records and scoring) on the same path
+#: (:func:`.task_run.run_repeated`), with this module's arguments and ``options``, writing a summary with this
+#: module's keys (the suite's hooks read it unchanged).
+RUNNERS: dict[str, Callable[..., SeahelmTaskRun]] = {
+    ifeval_run.KEY: ifeval_run.run_ifeval,
+    mt_bench_run.KEY: mt_bench_run.run_mt_bench,
+}
 
 
 def run_seahelm_task(
@@ -89,7 +56,6 @@ def run_seahelm_task(
     runs: int = N_RUNS,
     limit: int | None = None,
     data_dir: str | Path | None = None,
-    data: TaskData | None = None,
     outputs: str | Path | None = None,
     protocol: Protocol = Protocol(),
     metricx: MetricX | None = None,
@@ -105,40 +71,27 @@ def run_seahelm_task(
         key: SEA-HELM's results key (``sentiment``, ``thai_exam_ic``, ``causal-logprobs``...).
         runs: how many of SEA-HELM's eight runs (default all eight).
         limit: the first N rows (``--limit``, ``huggingface_dataloader.py:64-65``).
-        data_dir / data: the rows (default: the shipped samples).
+        data_dir: the rows' folder (default: the shipped samples).
         protocol: base or instruct, reasoning, greedy, a max_tokens cap, the thinking option.
         metricx: the MetricX-24 model for translation (None: no MetricX score; chrF++ ours beside it).
         rng: the aggregation's generator (default a fresh ``default_rng(94370244)``; pass one to consume it over
             tasks in order, as SEA-HELM does).
         options: passed to the runner of a task another module owns (e.g. the MT-Bench judge's ``judge``).
     """
-    runner = external_runner(key)
-    if runner is not None:
-        return runner(
-            model,
-            key,
-            runs=runs,
-            limit=limit,
-            data_dir=data_dir,
-            outputs=outputs,
-            protocol=protocol,
-            rng=rng,
-            progress=progress,
-            **(options or {}),
-        )
-    setup = task_setup(model, key, runs=runs, limit=limit, data_dir=data_dir, data=data, protocol=protocol)
+    common = dict(runs=runs, limit=limit, data_dir=data_dir, outputs=outputs, protocol=protocol, progress=progress)
+    if key in RUNNERS:
+        return RUNNERS[key](model, rng=rng, **common, **(options or {}))
+    setup = task_setup(model, key, runs=runs, limit=limit, data_dir=data_dir, protocol=protocol)
     task, metric = setup.task, run_metric(setup.task, metricx)
 
     def compute(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """One run's batch: SEA-HELM's conversations, the replies with the run's seed, their records."""
         convs = [setup.messages(it["row"]) for it in chunk]
-        seed = chunk[0]["seed"]
+        asked = {"max_tokens": setup.max_new, "seed": chunk[0]["seed"], "sampling": setup.sampling}
         if protocol.base:
-            replies = base_replies(
-                model, convs, max_tokens=setup.max_new, seed=seed, sampling=setup.sampling, answer_tag=task.answer_tag
-            )
+            replies = base_replies(model, convs, answer_tag=task.answer_tag, **asked)
         else:
-            replies = chat_replies(model, convs, max_tokens=setup.max_new, seed=seed, sampling=setup.sampling)
+            replies = chat_replies(model, convs, **asked)
         return [
             setup.record(model, it["run"], it["row"], conv, raw)
             for it, conv, raw in zip(chunk, convs, replies, strict=True)
@@ -166,45 +119,28 @@ def summarize(
 ) -> dict[str, Any]:
     """Score each run (SEA-HELM's metric class, ``metric``) and aggregate over runs (its notebook), from the stored
     records by key; ``metricx``: the MetricX model the suite was given (recorded in every task's summary)."""
-    task, data, protocol = setup.task, setup.data, setup.protocol
-    ids = [str(row["id"]) for row in setup.rows]
-    per_run: dict[str, Any] = {}
-    scores: list[list[float]] = []
-    labels: list[list[Any]] = []
-    for r in setup.run_ids:
-        recs = [records[f"r{r}/{i}"] for i in ids]  # every run complete: run_task stops at a failed reply
+    task, data, protocol, ids = setup.task, setup.data, setup.protocol, setup.ids
+
+    def entry(r: int) -> dict[str, Any]:
+        recs = setup.run_records(records, r)
         metrics, per_item, preds = metric.score_run(recs)
-        per_run[str(r)] = {
-            "seed": SEEDS[r],
-            "metrics": metrics,
-            "per_item": per_item,
-            "predictions": preds,
-            "failed_thinking": sum(bool(x.get("failed")) for x in recs),
-        }
-        scores.append(per_item)
-        labels.append([x["label"] for x in recs])
-    over, item_means, n_done = over_runs(scores, labels, rng, logprobs=task.is_logprobs)
-    n_docs = len(data.rows)
+        failed = sum(bool(x.get("failed")) for x in recs)
+        return {"metrics": metrics, "per_item": per_item, "predictions": preds, "failed_thinking": failed}
+
+    per_run = setup.score_runs(entry)
+    labels = [[x["label"] for x in setup.run_records(records, r)] for r in setup.run_ids]
+    over, item_means, n_done = over_runs(per_run, labels, rng, logprobs=task.is_logprobs)
     sig = setup.signature(n_done, metricx)
     return {
-        **summary_head(task, metric.name),
-        "n": len(ids),
-        "n_docs": n_docs,
-        "ids": ids,
-        **runs_entries(setup.run_ids, per_run, over, item_means, metric.name),
+        **setup.summary(metric.name, {"n": len(ids), "n_docs": len(data.rows), "ids": ids}, per_run, over, item_means),
         "failed_thinking": sum(v["failed_thinking"] for v in per_run.values()),
         "null_count": sum(int(v["metrics"].get("null_count", 0)) for v in per_run.values()),
         "fewshot_leak": {
             "ids": data.leaked_ids() if protocol.base else [],
             "shots": len(setup.shots),
-            "note": "ThaiExam's few-shot rows are its first test rows (SEA-HELM's leak, kept)"
-            if task.parent.startswith("thai_exam")
-            else "",
+            "note": LEAK_NOTE if task.parent.startswith("thai_exam") else "",
         },
-        "logprobs_note": "SEA-HELM v1.2.1 cannot complete the -logprobs path (pitfall P1): this is what its "
-        "configuration describes, not a parity number"
-        if task.is_logprobs
-        else "",
+        "logprobs_note": LOGPROBS_NOTE if task.is_logprobs else "",
         "metricx": metricx.identity() if metricx else None,
         "signature": sig,
         "scores": {metric.name: headline(task.key, metric.name, over, len(ids), sig, item_means)},
@@ -227,26 +163,25 @@ def run_suite(
 ) -> dict[str, SeahelmTaskRun]:
     """Every task asked for (default: SEA-HELM's Thai list this package runs), in order, with ONE aggregation
     generator ``default_rng(94370244)`` consumed task by task as SEA-HELM's notebook consumes it (P3). Tasks
-    another module owns (IF-Eval, MT-Bench judge) run through :func:`external_runner` (``options`` go to
+    another module owns (IF-Eval, MT-Bench judge) run through :data:`RUNNERS` (``options`` go to
     them); base models skip SEA-HELM's ``base_models_skip_tasks``. ``pool``: first generate
     the pending replies of every task this module runs in shared engine calls (:mod:`.pooling`: the same texts,
     fewer decode steps; only where the model takes a budget per prompt), then score task by task."""
     keys = list(tasks) if tasks else list(RUN_BY_DEFAULT)
     skip = set(constants()["base_models_skip_tasks"]) if protocol.base else set()
     keys = [k for k in keys if k not in skip]
-    common: dict[str, Any] = {
-        "runs": runs,
-        "limit": limit,
-        "data_dir": data_dir,
-        "outputs": outputs,
-        "protocol": protocol,
-        "progress": progress,
-    }
+    common = dict(runs=runs, limit=limit, data_dir=data_dir, outputs=outputs, protocol=protocol, progress=progress)
     if pool:
-        pool_replies(model, [k for k in keys if external_runner(k) is None], **common)
+        pool_replies(model, [k for k in keys if k not in RUNNERS], **common)
     rng = np.random.default_rng(AGGREGATION_SEED)
     return {key: run_seahelm_task(model, key, metricx=metricx, rng=rng, options=options, **common) for key in keys}
 
 
+#: The summary's notes on ThaiExam's few-shot rows and on the ``-logprobs`` twins.
+LEAK_NOTE = "ThaiExam's few-shot rows are its first test rows (SEA-HELM's leak, kept)"
+LOGPROBS_NOTE = (
+    "SEA-HELM v1.2.1 cannot complete the -logprobs path (pitfall P1): this is what its configuration describes, "
+    "not a parity number"
+)
 #: What ``run_suite`` runs when no task is named: SEA-HELM's Thai list (spec 1.1), then Belebele.
 RUN_BY_DEFAULT = (*DEFAULT_TASKS, "belebele-qa-mc")

@@ -1,13 +1,14 @@
 """SEA-HELM's Thai tasks as the registry sees them: name, tasks (SEA-HELM's results keys), notebook, data
 folder (the task table: :data:`TASKS`; IF-Eval and the MT-Bench judge are run by their own modules through
-``runner.EXTERNAL_MODULES``, and their runs show through the same hooks), and the hooks compare, the report and the exports call: headlines (per item: the item's mean over runs),
-leaderboard cells grouped by competency (SEA-HELM's mean over runs with its standard error beside our bootstrap
-interval), notebook parameters (``--runs``), export rows.
+``runner.RUNNERS``, and their runs show through the same hooks), and the hooks compare, the report and the exports
+call: headlines (per item: the item's mean over runs), leaderboard cells grouped by competency (SEA-HELM's mean
+over runs with its standard error beside our bootstrap interval), notebook parameters (``--runs``), export rows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -31,13 +32,16 @@ from thai_eval_utils.seahelm import ifeval
 from thai_eval_utils.seahelm import mt_bench as mb
 from thai_eval_utils.seahelm.export import seahelm_results
 from thai_eval_utils.seahelm.prompts import build_messages
-from thai_eval_utils.seahelm.runner import RUN_BY_DEFAULT, SUITE_NAME
+from thai_eval_utils.seahelm.runner import RUN_BY_DEFAULT
+from thai_eval_utils.seahelm.task_run import SUITE_NAME
 from thai_eval_utils.stats.cells import cell
 from thai_eval_utils.tasks.language import stats_columns, stats_note
 
-COMPETENCIES = ("nlu", "nlg", "nlr", "safety", "instruction-following", "knowledge", "multi-turn")
 #: ``make demo``'s slice (with its 2 rows, 2 runs, 48 tokens): a choice task, Thai QA F1, an exam, Thai ROUGE-L.
 DEMO_TASKS = ("sentiment", "qa", "thai_exam_ic", "abssum")
+#: The leaderboard table's columns and its rows' grouping.
+COLUMNS = ("score", "se_over_runs", "runs", "answers_in_thai", "thinking_unclosed", "null_answers", "failed_thinking")
+GROUP = "competency / task"
 #: Every task key this suite knows: SEA-HELM's Thai list and Belebele, then the ``-logprobs`` twins.
 TASKS = tuple(RUN_BY_DEFAULT) + tuple(k for k in task_configs() if k.endswith("-logprobs"))
 
@@ -79,20 +83,7 @@ class SeahelmSuite(Suite):
 
     scale_note: ClassVar[str] = "SEA-HELM Thai on 0-100 (normalised accuracy, F1, ROUGE-L, MetricX or chrF++)"
     leaderboard_tables: ClassVar[tuple[LeaderboardTable, ...]] = (
-        LeaderboardTable(
-            "seahelm",
-            "SEA-HELM Thai: mean over runs (SE over runs, SEA-HELM's)",
-            (
-                "score",
-                "se_over_runs",
-                "runs",
-                "answers_in_thai",
-                "thinking_unclosed",
-                "null_answers",
-                "failed_thinking",
-            ),
-            group="competency / task",
-        ),
+        LeaderboardTable("seahelm", "SEA-HELM Thai: mean over runs (SE over runs, SEA-HELM's)", COLUMNS, group=GROUP),
     )
     detail_inputs: ClassVar[frozenset[str]] = DETAIL_INPUTS | {"run", "seed", "label", "source", "messages"}
     detail_metrics: ClassVar[frozenset[str]] = frozenset({"gold_logprob"})
@@ -105,32 +96,22 @@ class SeahelmSuite(Suite):
         ids, means = s.get("ids") or [], s.get("item_means") or []
         if not ids or len(ids) != len(means) or run.task not in task_configs():
             return []
-        recs = {}
+        first: dict[str, Any] = {}  # each item's first stored record (run 0's)
         for r in run.records():
-            recs.setdefault(str(r["id"]), r)
+            first.setdefault(str(r["id"]), r)
+        recs = [first.get(i) or {} for i in ids]
         items = pd.DataFrame(
             {
                 "key": ids,
                 "value": means,
-                "input": [(recs.get(i) or {}).get("source") or "" for i in ids],
-                "ref": [str((recs.get(i) or {}).get("label") or "") for i in ids],
-                "hyp": [(recs.get(i) or {}).get("scored") or "" for i in ids],
+                "input": [r.get("source") or "" for r in recs],
+                "ref": [str(r.get("label") or "") for r in recs],
+                "hyp": [r.get("scored") or "" for r in recs],
             }
         )
-        primary = s.get("primary_metric", "score")
+        name = f"{self.name}/{run.task}/{s.get('primary_metric', 'score')}"
         note = f"mean over {s.get('over_runs', {}).get('runs')} run(s); SE over runs {s.get('over_runs', {}).get('stderr')}"
-        return [
-            Headline(
-                f"{self.name}/{run.task}/{primary}",
-                self.name,
-                run.task,
-                "mean",
-                _scale(run.task),
-                items,
-                run,
-                note=note,
-            )
-        ]
+        return [Headline(name, self.name, run.task, "mean", _scale(run.task), items, run, note=note)]
 
     def item_views(
         self,
@@ -174,33 +155,19 @@ class SeahelmSuite(Suite):
             s = h.run.summary or {}
             over = s.get("over_runs") or {}
             iv = ((s.get("scores") or {}).get(s.get("primary_metric")) or {}).get("interval") or {}
-            n = s.get("n")
-            note = f"partial: {n} of {s.get('n_docs')} items" if n and s.get("n_docs") and n < s["n_docs"] else ""
-            if s.get("logprobs_note"):
-                note = (note + "; " if note else "") + "-logprobs: not a parity number (P1)"
-            if (s.get("judge") or {}).get("self_judged"):
-                note = (note + "; " if note else "") + "self-judged: a pipeline check, not SEA-HELM's number"
-            replies = s.get("replies")  # answers in Thai and unclosed thinking beside a generation score
-            if replies and not s.get("logprobs_note"):
-                note = (note + "; " if note else "") + stats_note(replies)
-            cols = stats_columns(replies if not s.get("logprobs_note") else None)
-            thai = None if cols["thai_rate"] is None else 100 * cols["thai_rate"]
-            group = f"{s.get('competency')} / {h.stratum}"  # one row per task, sorted under its competency
-            items = f"{self.name}|{h.stratum}"
-            out.append(
-                cell(
-                    self.name,
-                    model,
-                    "score",
-                    over.get("mean"),
-                    n,
-                    items,
-                    group=group,
-                    low=iv.get("low"),
-                    high=iv.get("high"),
-                    note=note,
-                )
+            n, logprobs, replies = s.get("n"), bool(s.get("logprobs_note")), s.get("replies")
+            gen = None if logprobs else replies  # answers in Thai and unclosed thinking beside a generation score
+            notes = (  # (note, whether it applies)
+                (f"partial: {n} of {s.get('n_docs')} items", n and s.get("n_docs") and n < s["n_docs"]),
+                ("-logprobs: not a parity number (P1)", logprobs),
+                ("self-judged: a pipeline check, not SEA-HELM's number", (s.get("judge") or {}).get("self_judged")),
+                (stats_note(gen), gen),
             )
+            cols = stats_columns(gen)
+            group = f"{s.get('competency')} / {h.stratum}"  # one row per task, sorted under its competency
+            at = partial(cell, self.name, model, items=f"{self.name}|{h.stratum}", group=group)
+            note = "; ".join(t for t, applies in notes if applies)
+            out.append(at("score", over.get("mean"), n, low=iv.get("low"), high=iv.get("high"), note=note))
             for column, value in (
                 ("se_over_runs", over.get("stderr")),
                 ("runs", over.get("runs")),
@@ -208,24 +175,13 @@ class SeahelmSuite(Suite):
                 ("failed_thinking", s.get("failed_thinking")),
                 ("thinking_unclosed", cols["n_thinking_unclosed"]),
             ):
-                out.append(cell(self.name, model, column, value, n, items, group=group))
-            rate = (replies or {}).get("answers_in_thai") or {}
-            iv_thai = rate.get("interval") or {}
+                out.append(at(column, value, n))
+            thai = None if cols["thai_rate"] is None else 100 * cols["thai_rate"]
+            iv_thai = ((replies or {}).get("answers_in_thai") or {}).get("interval") or {}
+            low, high = (None if iv_thai.get(k) is None else 100 * iv_thai[k] for k in ("low", "high"))
+            note = f"% of {cols['thai_n']} replies (every run) mainly in Thai script, thinking cut; Wilson 95%"
             out.append(
-                cell(
-                    self.name,
-                    model,
-                    "answers_in_thai",
-                    thai,
-                    cols["thai_n"],
-                    items,
-                    group=group,
-                    low=None if iv_thai.get("low") is None else 100 * iv_thai["low"],
-                    high=None if iv_thai.get("high") is None else 100 * iv_thai["high"],
-                    note=f"% of {cols['thai_n']} replies (every run) mainly in Thai script, thinking cut; Wilson 95%"
-                    if thai is not None
-                    else "",
-                )
+                at("answers_in_thai", thai, cols["thai_n"], low=low, high=high, note=note if thai is not None else "")
             )
         return out
 
@@ -275,13 +231,7 @@ class SeahelmSuite(Suite):
             d = load_task_data(task, data if data.is_dir() else None)
             reps = len(task.runs(n_runs))
             max_new = min(task.max_tokens, max_new_tokens or task.max_tokens)
-            row: dict[str, Any] = {
-                "benchmark": self.name,
-                "task": key,
-                "tree_tokens": None,
-                "judge_calls": 0,
-                "max_new_tokens": max_new,
-            }
+            row = dict(benchmark=self.name, task=key, tree_tokens=None, judge_calls=0, max_new_tokens=max_new)
             if task.metric_class == "MTBenchJudgeMetric":
                 rows_out += _mt_bench_dry_run(row, d, tokenizer, limit, reps, max_new, max_new_tokens)
                 continue
@@ -290,18 +240,21 @@ class SeahelmSuite(Suite):
                 texts = [ifeval.messages(r)[-1]["content"] for r in ifrows]
             else:
                 texts = [build_messages(task, r)[0]["content"] for r in (d.rows[:limit] if limit else d.rows)]
-            counted = tokenizer.count(texts)
-            row.update(
-                {
-                    "documents": len(texts),
-                    "requests": len(texts) * reps,
-                    "generations": len(texts) * reps,
-                    "fed_tokens": None if counted is None else counted * reps,
-                    "prompt_chars": sum(len(t) for t in texts) * reps,
-                }
-            )
-            rows_out.append(row)
+            rows_out.append({**row, "documents": len(texts), **_requests(texts, reps, tokenizer)})
         return rows_out
+
+
+def _requests(texts: list[str], reps: int, tokenizer: TokenCounter) -> dict[str, Any]:
+    """A dry run's requests, generations, fed tokens and prompt characters of prompts ``texts``, each sent once per
+    run (``reps`` runs)."""
+    counted = tokenizer.count(texts)
+    fed = None if counted is None else counted * reps
+    return {
+        "requests": len(texts) * reps,
+        "generations": len(texts) * reps,
+        "fed_tokens": fed,
+        "prompt_chars": sum(len(t) for t in texts) * reps,
+    }
 
 
 def _mt_bench_dry_run(
@@ -311,15 +264,7 @@ def _mt_bench_dry_run(
     rows = [mb.parse_row(r, path=d.files[0], row=i) for i, r in enumerate(d.rows)][: limit or None]
     turn1 = [r.turn_text(0).strip() for r in rows]
     turn2 = [r.turn_text(0).strip() + r.turn_text(1).strip() for r in rows]  # without the first answer
-    counted = tokenizer.count(turn1 + turn2)
-    answers = {
-        **row,
-        "documents": len(rows),
-        "requests": 2 * len(rows) * reps,
-        "generations": 2 * len(rows) * reps,
-        "fed_tokens": None if counted is None else counted * reps,
-        "prompt_chars": sum(len(t) for t in turn1 + turn2) * reps,
-    }
+    answers = {**row, "documents": len(rows), **_requests(turn1 + turn2, reps, tokenizer)}
     items, _ = mb.judge_items_of(rows, [("a", "a")] * len(rows))  # placeholder answers: every criterion is judged
     judge_tokens = min(mb.judge_params().max_tokens, cap or mb.judge_params().max_tokens)
     rubric_chars = len(mb.rubric().text)

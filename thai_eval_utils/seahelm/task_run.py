@@ -2,8 +2,9 @@
 3.3, 5): the protocol options that key its run folder, its rows, shots, runs, sampling, new-token budget and
 config (:class:`TaskSetup`), the record each reply is stored as, and :func:`run_repeated`: a task's runs
 on ``tasks.runner.run_task`` in SEA-HELM's stored layout (one store per task, items ``r<run>/<id>``), with what every
-summary shares: its head (:func:`summary_head`), the aggregation over runs (:func:`over_runs`, :func:`headline`, :func:`runs_entries`), the score's
-provenance line (:func:`signature`) and what the replies did (:func:`reply_summary`). :mod:`.runner` runs the
+summary shares: its head and runs (:meth:`TaskSetup.summary`), the aggregation over runs (:func:`over_runs`,
+:func:`headline`), the score's provenance line (:meth:`TaskSetup.signature`) and what the replies did
+(:func:`reply_summary`). :mod:`.runner` runs the
 generation tasks on it, :mod:`.ifeval_run` and :mod:`.mt_bench_run` IF-Eval and the MT-Bench judge (their own
 records and scoring), :mod:`.pooling` several tasks' replies in shared engine calls."""
 
@@ -81,12 +82,8 @@ class SeahelmTaskRun:
     run_dir: Path
     computed: int = 0
 
-    @property
-    def over_runs(self) -> dict[str, Any]:
-        return self.summary.get("over_runs") or {}
-
     def __str__(self) -> str:
-        o = self.over_runs
+        o = self.summary.get("over_runs") or {}
         replies = stats_note(self.summary.get("replies"))
         return (
             f"{self.task}: {self.summary.get('primary_metric')} = {o.get('mean', float('nan')):.2f} "
@@ -95,14 +92,8 @@ class SeahelmTaskRun:
         )
 
 
-def shots_for(task: TaskConfig, data: TaskData, base: bool) -> list[dict[str, Any]]:
-    """The first k few-shot rows (k = ``fewshot_num_examples[base|instruct]``, fewer if the split is shorter;
-    ``huggingface_dataloader.py:84-92``); none configured (null) counts as 0 (SEA-HELM raises, P7)."""
-    k = task.shots(base) or 0
-    return list(data.examples[:k])
-
-
 def item_key(run: int, row: Mapping[str, Any]) -> str:
+    """The store key of ``row``'s reply in run ``run`` (``benchmarks/seahelm_speed.py`` reads the store by it)."""
     return f"r{run}/{row['id']}"
 
 
@@ -139,20 +130,73 @@ class TaskSetup:
             outputs=outputs,
         )
 
+    @property
+    def ids(self) -> list[str]:
+        """The rows' ids (a row: a mapping with an ``id``, or a parsed row with ``.id``)."""
+        return [str(row["id"]) if isinstance(row, Mapping) else row.id for row in self.rows]
+
     def items(self) -> list[dict[str, Any]]:
         """The items of the repeated run, run after run: each row once per run, keyed ``r<run>/<id>``, with its
-        run's seed (a row: a mapping with an ``id``, or a parsed row with ``.id``)."""
-        ids = [str(row["id"]) if isinstance(row, Mapping) else row.id for row in self.rows]
+        run's seed."""
         return [
-            {"id": f"r{r}/{i}", "run": r, "seed": SEEDS[r], "row": row}
+            {"id": item_key(r, {"id": i}), "run": r, "seed": SEEDS[r], "row": row}
             for r in self.run_ids
-            for i, row in zip(ids, self.rows)
+            for i, row in zip(self.ids, self.rows)
         ]
 
+    def run_records(self, records: Mapping[str, Any], run: int) -> list[Any]:
+        """Run ``run``'s stored records (by key) in row order: every run is complete (``run_task`` stops at a
+        failed reply)."""
+        return [records[item_key(run, {"id": i})] for i in self.ids]
+
+    def score_runs(self, entry: Callable[[int], dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Each requested run's summary entry by run index: its seed, then ``entry(run)``."""
+        return {str(r): {"seed": SEEDS[r], **entry(r)} for r in self.run_ids}
+
+    def summary(
+        self, primary: str, entries: Mapping[str, Any], per_run: Mapping[str, Any], over: OverRuns, means: list[float]
+    ) -> dict[str, Any]:
+        """What every task's summary opens with: the suite, the task, its competency and aggregation group and its
+        headline metric; then ``entries``; then the runs requested, each scored run, the aggregation, the item means
+        and the mean of the runs' headline metric."""
+        task, run_means = self.task, [v["metrics"].get(primary) for v in per_run.values()]
+        return {
+            "suite": SUITE_NAME,
+            "task": task.key,
+            "competency": task.competency,
+            "aggregation_group": task.aggregation_group,
+            "primary_metric": primary,
+            **entries,
+            "runs_requested": list(self.run_ids),
+            "records_per_item": len(self.run_ids),
+            "runs": dict(per_run),
+            "over_runs": over.to_dict(),
+            "item_means": means,
+            "run_metric_mean": float(np.mean(run_means)) if run_means else None,
+        }
+
     def signature(self, runs: int, metricx: MetricX | None = None) -> str:
-        """The provenance line of a score over ``runs`` scored runs of these rows (:func:`signature`)."""
-        n, n_docs = len(self.rows), len(self.data.rows)
-        return signature(self.task, self.protocol, self.sampling, data_hash(self.data), n, n_docs, runs, metricx)
+        """A score's provenance line over ``runs`` scored runs of these rows: suite, SEA-HELM commit, task, prompts
+        hash, data hash (its files and revision), sampling, runs, thinking option, MetricX model, limit."""
+        task, protocol, source = self.task, self.protocol, self.data.source
+        data = sha256_text(repr(sorted(source.get("files", {}).items())) + repr(source.get("revision")))
+        prompts = sha256_text("\x00".join(task.templates().values()))
+        parts = [
+            f"seahelm@{SEAHELM_COMMIT}",
+            task.key,
+            f"prompts:{prompts[:8]}",
+            f"data:{data[:8]}",
+            f"{'base' if protocol.base else 'instruct'}",
+            f"max_tokens:{protocol.max_new_tokens(task)}",
+            f"T:{self.sampling.temperature},top_p:{self.sampling.top_p}",
+            f"runs:{runs}",
+            protocol.thinking.signature(),
+        ]
+        if task.metric_class == "TranslationMetric":
+            parts.append(f"metricx:{metricx.model}" if metricx else "metricx:none,chrF++ ours")
+        if len(self.rows) < len(self.data.rows):
+            parts.append(f"limit:{len(self.rows)}/{len(self.data.rows)}")
+        return "|".join(parts)
 
     def messages(self, row: Mapping[str, Any]) -> Messages:
         """The conversation SEA-HELM sends for ``row`` (its preamble, template and shots)."""
@@ -255,37 +299,21 @@ def run_repeated(
         tolerate=(),
         batch_key=lambda item: item["run"],
     )
-    run = run_task(
-        model,
-        declaration,
-        items=items,
-        layout=layout,
-        batch_size=setup.protocol.batch_size,
-        outputs=outputs,
-        progress=progress,
-        thinking=thinking,
-    )
+    options = {"batch_size": setup.protocol.batch_size, "outputs": outputs, "progress": progress, "thinking": thinking}
+    run = run_task(model, declaration, items=items, layout=layout, **options)
     return SeahelmTaskRun(key, run.summary, run.run_dir, run.computed)
 
 
-def summary_head(task: TaskConfig, primary: str) -> dict[str, Any]:
-    """The entries every task's summary opens with: the suite, the task, its competency and aggregation group, and
-    its headline metric."""
-    return {
-        "suite": SUITE_NAME,
-        "task": task.key,
-        "competency": task.competency,
-        "aggregation_group": task.aggregation_group,
-        "primary_metric": primary,
-    }
-
-
 def over_runs(
-    scores: list[list[float]], labels: list[list[Any]] | None, rng: np.random.Generator | None, logprobs: bool = False
+    per_run: Mapping[str, Mapping[str, Any]],
+    labels: list[list[Any]] | None,
+    rng: np.random.Generator | None,
+    logprobs: bool = False,
 ) -> tuple[OverRuns, list[float], int]:
-    """SEA-HELM's aggregation of the runs' per-item values (an unscored run: ``[]``; ``rng`` consumed, default a
-    fresh ``default_rng(94370244)``): the mean and standard error over runs, each item's mean over the scored runs,
-    and how many runs were scored."""
+    """SEA-HELM's aggregation of the runs' per-item values (each run's ``per_item``; an unscored run: ``[]``;
+    ``rng`` consumed, default a fresh ``default_rng(94370244)``): the mean and standard error over runs, each item's
+    mean over the scored runs, and how many runs were scored."""
+    scores = [v["per_item"] for v in per_run.values()]
     rng = rng if rng is not None else np.random.default_rng(AGGREGATION_SEED)
     over = task_over_runs(scores, labels or [[] for _ in scores], rng, single_run_logprobs=logprobs)
     done = [s for s in scores if s]
@@ -297,35 +325,12 @@ def headline(
 ) -> dict[str, Any]:
     """The task's headline score over runs: SEA-HELM's mean and standard error, and our interval over items
     (``percent``: on the item means x 100, for the tasks whose per-item values are 0-1)."""
-    score = Score(f"{SUITE_NAME}/{key}/{metric}", over.mean, n, over.stderr, sig).to_dict()
-    interval_kind = (
-        "ours: percentile bootstrap over items of the per-item mean over runs x 100"
-        if percent
-        else "ours: percentile bootstrap over items of the per-item mean over runs (95%, 1000 resamples, seed 0)"
-    )
-    score.update(
-        {
-            "stderr_kind": "SEA-HELM: sd of 30 bootstrap replicates over runs / sqrt(30) (not clustered)",
-            "interval": item_interval([v * 100 for v in item_means] if percent else item_means),
-            "interval_kind": interval_kind,
-        }
-    )
-    return score
-
-
-def runs_entries(
-    run_ids: Sequence[int], per_run: Mapping[str, Any], over: OverRuns, item_means: list[float], primary: str
-) -> dict[str, Any]:
-    """The summary's entries about the runs: those requested, each scored run, the aggregation, the item means and
-    the mean of the runs' headline metric."""
-    run_means = [v["metrics"].get(primary) for v in per_run.values()]
+    kind = "ours: percentile bootstrap over items of the per-item mean over runs"
     return {
-        "runs_requested": list(run_ids),
-        "records_per_item": len(run_ids),
-        "runs": dict(per_run),
-        "over_runs": over.to_dict(),
-        "item_means": item_means,
-        "run_metric_mean": float(np.mean(run_means)) if run_means else None,
+        **Score(f"{SUITE_NAME}/{key}/{metric}", over.mean, n, over.stderr, sig).to_dict(),
+        "stderr_kind": "SEA-HELM: sd of 30 bootstrap replicates over runs / sqrt(30) (not clustered)",
+        "interval": item_interval([v * 100 for v in item_means] if percent else item_means),
+        "interval_kind": kind + (" x 100" if percent else " (95%, 1000 resamples, seed 0)"),
     }
 
 
@@ -336,7 +341,6 @@ def task_setup(
     runs: int,
     limit: int | None = None,
     data_dir: str | Path | None = None,
-    data: TaskData | None = None,
     protocol: Protocol = Protocol(),
     parse: Callable[..., Any] | None = None,
 ) -> TaskSetup:
@@ -346,26 +350,19 @@ def task_setup(
     if not 1 <= runs <= len(SEEDS):
         raise ValueError(f"runs must be 1-{len(SEEDS)} (SEA-HELM's seeds), got {runs}")
     task = task_config(key)
-    data = data or load_task_data(task, data_dir)
+    data = load_task_data(task, data_dir)
     rows = data.rows if parse is None else [parse(r, path=data.files[0], row=i) for i, r in enumerate(data.rows)]
-    shots = shots_for(task, data, protocol.base) if parse is None else []
+    # the first k few-shot rows (``fewshot_num_examples``, ``huggingface_dataloader.py:84-92``; null: 0, P7)
+    shots = list(data.examples[: task.shots(protocol.base) or 0]) if parse is None else []
     sampling = model_sampling(model, greedy=protocol.greedy)
     config = {"suite": SUITE_NAME, "seahelm_commit": SEAHELM_COMMIT, "task": asdict(task)}
     config["protocol"] = protocol.keyed(task, sampling)
     if parse is None:
         config["shots"] = [str(s.get("id", i)) for i, s in enumerate(shots)]
     config.update({"data": data.source, "record_format": RECORD_FORMAT})
-    return TaskSetup(
-        task,
-        data,
-        list(rows if limit is None else rows[: max(0, int(limit))]),
-        shots,
-        list(task.runs(runs, reasoning=protocol.reasoning)),
-        sampling,
-        protocol,
-        config,
-        protocol.max_new_tokens(task),
-    )
+    rows = list(rows if limit is None else rows[: max(0, int(limit))])
+    run_ids = list(task.runs(runs, reasoning=protocol.reasoning))
+    return TaskSetup(task, data, rows, shots, run_ids, sampling, protocol, config, protocol.max_new_tokens(task))
 
 
 def item_interval(values: Sequence[float]) -> dict[str, Any] | None:
@@ -381,42 +378,6 @@ def item_interval(values: Sequence[float]) -> dict[str, Any] | None:
     ).to_dict()
 
 
-def data_hash(data: TaskData) -> str:
-    """The hash of a task's data files and revision, in its signature."""
-    return sha256_text(repr(sorted(data.source.get("files", {}).items())) + repr(data.source.get("revision")))
-
-
-def signature(
-    task: TaskConfig,
-    protocol: Protocol,
-    sampling: Sampling,
-    data_hash: str,
-    n: int,
-    n_docs: int,
-    runs: int,
-    metricx: MetricX | None,
-) -> str:
-    """A score's provenance line: suite, SEA-HELM commit, task, prompts hash, data hash, shots, sampling, runs,
-    thinking option, MetricX model, limit."""
-    prompts = sha256_text("\x00".join(task.templates().values()))[:8]
-    parts = [
-        f"seahelm@{SEAHELM_COMMIT}",
-        task.key,
-        f"prompts:{prompts}",
-        f"data:{data_hash[:8]}",
-        f"{'base' if protocol.base else 'instruct'}",
-        f"max_tokens:{protocol.max_new_tokens(task)}",
-        f"T:{sampling.temperature},top_p:{sampling.top_p}",
-        f"runs:{runs}",
-        protocol.thinking.signature(),
-    ]
-    if task.metric_class == "TranslationMetric":
-        parts.append(f"metricx:{metricx.model}" if metricx else "metricx:none,chrF++ ours")
-    if n < n_docs:
-        parts.append(f"limit:{n}/{n_docs}")
-    return "|".join(parts)
-
-
 def reply_summary(
     records: Sequence[Mapping[str, Any]], thinking: ThinkingOption, support: Mapping[str, str], field: str = "reply"
 ) -> dict[str, Any]:
@@ -425,10 +386,10 @@ def reply_summary(
     each element as a reply): ``thinking`` (the option and what the model did with its settings), ``replies``
     (counts of thinking, unclosed thinking, failed answers, and the answers-in-Thai rate over every reply of every
     run) and ``replies_by_run`` (the same per run)."""
-    flat: list[dict[str, Any]] = []
-    for rec in records:
-        raw = rec.get(field)
-        for text in raw if isinstance(raw, list) else [raw]:
-            flat.append({"run": rec.get("run"), field: text})
+    flat = [
+        {"run": rec.get("run"), field: text}
+        for rec in records
+        for text in (rec[field] if isinstance(rec.get(field), list) else [rec.get(field)])
+    ]
     by_run = reply_stats_by(flat, lambda x: str(x["run"]), field, thinking)
     return {**declared_reply_summary(flat, thinking, support, field), "replies_by_run": by_run}

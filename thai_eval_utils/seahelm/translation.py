@@ -16,13 +16,9 @@ from thai_eval_utils.seahelm.metrics import normalize_score
 
 #: The judge input (``nlg/translation/config.yaml:24-25``, verbatim).
 METRICX_TEMPLATE = "source: {source} candidate: {pred} reference: {ref}"
-#: SEA-HELM's judge checkpoint and tokenizer (``nlg/translation/config.yaml:19-25``, ``metricx_serving.py:49-60``).
-METRICX_MODEL, METRICX_TOKENIZER, METRICX_BATCH, METRICX_MAX_LENGTH = (
-    "google/metricx-24-hybrid-xxl-v2p6-bfloat16",
-    "google/mt5-xl",
-    32,
-    1536,
-)
+#: SEA-HELM's judge batches and input length (``nlg/translation/config.yaml:19-25``, ``metricx_serving.py:49-60``;
+#: its checkpoint ``google/metricx-24-hybrid-xxl-v2p6-bfloat16``, tokenizer ``google/mt5-xl``).
+METRICX_BATCH, METRICX_MAX_LENGTH = 32, 1536
 #: ``<extra_id_10>``: the logit MetricX reads as its score (``metricx_models.py:146-149``).
 METRICX_TOKEN = 250089
 
@@ -106,13 +102,8 @@ class MetricX:
         net.to(device).eval()
         out: list[float] = []
         for i in range(0, len(inputs), self.batch_size):
-            enc = tok(
-                list(inputs[i : i + self.batch_size]),
-                truncation=True,
-                padding=True,
-                max_length=METRICX_MAX_LENGTH,
-                return_tensors="pt",
-            )
+            batch = list(inputs[i : i + self.batch_size])
+            enc = tok(batch, truncation=True, padding=True, max_length=METRICX_MAX_LENGTH, return_tensors="pt")
             ids, mask = enc["input_ids"][:, :-1].to(device), enc["attention_mask"][:, :-1].to(device)
             start = torch.zeros((ids.shape[0], 1), dtype=torch.long, device=device)
             with torch.no_grad():
