@@ -136,11 +136,6 @@ def build_prompt(item: Mapping[str, Any], prompts: DialectPrompts) -> str:
     return prompt
 
 
-def build_messages(item: Mapping[str, Any], prompts: DialectPrompts) -> list[dict[str, str]]:
-    """One user turn holding :func:`build_prompt` (no system prompt, as in the paper)."""
-    return [{"role": "user", "content": build_prompt(item, prompts)}]
-
-
 def is_api_model(model: Model) -> bool:
     """True for models whose tokenizer is not at hand (not a
     :class:`~thai_eval_utils.core.protocols.TokenizingModel`: ``openai:`` models): they get the API settings
@@ -241,14 +236,13 @@ def dialect_task(
 
 def generation_task(prompts: DialectPrompts, config: Mapping[str, Any]) -> GenerationTask:
     """The declaration of a generation run (:func:`run_generation`): every item of every dialect and task in one
-    run, each row naming its dialect and task, with the run's decoding (``config``). Its metrics are a Thai-reference
-    task's; each dialect and task is scored by its own declaration's (:func:`dialect_task`)."""
+    run, each row naming its dialect and task, with the run's decoding (``config``). It declares no metrics of its
+    own (the default stands): the run's summary scores each dialect and task by its own set (:func:`score_generations`)."""
     return GenerationTask(
         name="dialect",
         data="",
         prompt=USER_TURN,
         reference="text_2",
-        metrics=task_metrics("qa"),
         max_new_tokens=config["max_new_tokens"],
         temperature=config["temperature"],
         top_p=config["top_p"],

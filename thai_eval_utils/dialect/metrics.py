@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from rouge_score import rouge_scorer, scoring
 from sacrebleu.metrics import CHRF
 
 from thai_eval_utils.core.provenance import Score
@@ -232,34 +231,6 @@ def rouge_l(
     return sum(scores) / len(scores)
 
 
-def rouge_l_bootstrap_mid(
-    hypotheses: Sequence[str | None],
-    references: Sequence[str | None],
-    *,
-    n_resamples: int = 1000,
-    seed: int = 42,
-    tokenizer: str = DEFAULT_TOKENIZER,
-) -> float:
-    """ROUGE-L "mid" of rouge-score's BootstrapAggregator (what the paper's code reported), x100.
-
-    The aggregator draws from numpy's *global* generator, so the paper's figure is not reproducible;
-    here the global state is seeded with ``seed`` for the call and restored afterwards. The mid is the
-    median of ``n_resamples`` bootstrap means (close to, but not equal to, :func:`rouge_l`).
-    """
-    hyps, refs = _check_pair(hypotheses, references)
-    scorer = rouge_scorer.RougeScorer(["rougeL"], tokenizer=get_tokenizer(tokenizer))
-    agg = scoring.BootstrapAggregator(n_samples=n_resamples)
-    for hyp, ref in zip(hyps, refs):
-        agg.add_scores(scorer.score(ref, hyp))
-    state = np.random.get_state()
-    try:
-        np.random.seed(seed)
-        mid = agg.aggregate()["rougeL"].mid.fmeasure
-    finally:
-        np.random.set_state(state)
-    return 100.0 * float(mid)
-
-
 # --------------------------------------------------------------------------------- sacrebleu
 def _sacrebleu_signature(metric: Any) -> str:
     """sacrebleu's signature of ``metric`` (sacrebleu knows the number of references only once it has scored
@@ -313,22 +284,6 @@ def metric_score(metric: Metric, hypotheses: Sequence[str | None], references: S
     if metric.kind == "corpus":
         return Score(metric.name, metric(hyps, refs), len(hyps), None, metric.signature())
     return Score.mean(metric.name, [metric.score_item(h, r) for h, r in zip(hyps, refs)], metric.signature())
-
-
-def sacrebleu_bleu(
-    hypotheses: Sequence[str | None],
-    references: Sequence[str | None],
-    *,
-    target_lang: str = "th",
-    tokenizer: str = DEFAULT_TOKENIZER,
-) -> Score:
-    """sacrebleu corpus BLEU of :class:`PaperSacreBleu` as a :class:`~thai_eval_utils.core.provenance.Score`."""
-    return metric_score(PaperSacreBleu(target_lang, tokenizer), hypotheses, references)
-
-
-def sacrebleu_chrf(hypotheses: Sequence[str | None], references: Sequence[str | None], *, word_order: int = 0) -> Score:
-    """sacrebleu corpus chrF (``word_order=2`` for chrF++) of :class:`PaperChrF` on the raw texts."""
-    return metric_score(PaperChrF(word_order), hypotheses, references)
 
 
 def task_metrics(task: str, *, tokenizer: str = DEFAULT_TOKENIZER) -> tuple[Metric, ...]:

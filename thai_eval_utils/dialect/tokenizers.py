@@ -95,13 +95,6 @@ def tokenizer_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def register_tokenizer(name: str, build: Callable[[], WordTokenizer]) -> None:
-    """Register ``build`` (called once, on first use) under ``name``; an existing name is an error."""
-    if name in _REGISTRY:
-        raise ValueError(f"a word tokenizer named {name!r} is already registered")
-    _REGISTRY[name] = build
-
-
 def get_tokenizer(name: str = DEFAULT_TOKENIZER) -> WordTokenizer:
     """The tokenizer registered under ``name``, built on first use and cached.
 
