@@ -88,18 +88,15 @@ def delta_diff_interval(
         per_item(central, key=key, value=value, name="Central"),
         per_item(dialect, key=key, value=value, name="dialect"),
     )
-    if vc.keys() == vd.keys():
-        ids = sorted(vc, key=sort_key)
-        c, d = np.array([vc[k] for k in ids]), np.array([vd[k] for k in ids])
-        paired, design = True, f"paired over {len(ids)} aligned items"
-    else:
-        c = np.array([vc[k] for k in sorted(vc, key=sort_key)])
-        d = np.array([vd[k] for k in sorted(vd, key=sort_key)])
-        shared = len(vc.keys() & vd.keys())
-        paired, design = (
-            False,
-            f"independent resampling of Central ({c.size}) and dialect ({d.size}) items: ids do not align ({shared} shared)",
-        )
+    paired, ids = vc.keys() == vd.keys(), sorted(vc, key=sort_key)
+    c = np.array([vc[k] for k in ids])
+    d = np.array([vd[k] for k in (ids if paired else sorted(vd, key=sort_key))])  # paired: the same ids in order
+    design = (
+        f"paired over {c.size} aligned items"
+        if paired
+        else f"independent resampling of Central ({c.size}) and dialect ({d.size}) items: ids do not align "
+        f"({len(vc.keys() & vd.keys())} shared)"
+    )
     tidy = pd.DataFrame(
         {"model": "m", "dialect": ["center", "east"], "task": name, "metric": name, "value": [c.mean(), d.mean()]}
     )
@@ -108,18 +105,7 @@ def delta_diff_interval(
         (c, d), mean_diff, paired=paired, method=method, level=level, n_resamples=n_resamples, seed=seed
     )
     return Interval(
-        name,
-        estimate,
-        low,
-        high,
-        level,
-        used,
-        n_resamples,
-        seed,
-        max(c.size, d.size),
-        n_resamples,
-        design=design,
-        note=note,
+        name, estimate, low, high, level, used, n_resamples, seed, max(c.size, d.size), n_resamples, 0, "", design, note
     )
 
 
@@ -152,23 +138,17 @@ def generation_fluency_intervals(
 ) -> pd.DataFrame:
     """Paper Table 3 cells with intervals: per (dialect, model), 100 x mean over items of the annotators' mean
     ``generation``, ``fluency`` or ``avg`` (``df`` from ``human_eval.load_generation_fluency``); bootstrap over items."""
-    items = human_item_scores(df, aspect=aspect)
-    rows = [
-        (
-            {"dialect": d, "model": m, "aspect": aspect},
-            mean_interval(
-                g["human_score"].to_numpy(),
-                name=f"{aspect}:{d}/{m}",
-                scale=100.0,
-                method=method,
-                level=level,
-                n_resamples=n_resamples,
-                seed=seed,
-            ),
-        )
-        for (d, m), g in items.groupby(["dialect", "model"], sort=False)
-    ]
-    return _table(rows)
+    opts = dict(method=method, level=level, n_resamples=n_resamples, seed=seed)
+    groups = human_item_scores(df, aspect=aspect).groupby(["dialect", "model"], sort=False)
+    return _table(
+        [
+            (
+                {"dialect": d, "model": m, "aspect": aspect},
+                mean_interval(g["human_score"].to_numpy(), name=f"{aspect}:{d}/{m}", scale=100.0, **opts),
+            )
+            for (d, m), g in groups
+        ]
+    )
 
 
 def preference_share_intervals(
@@ -177,23 +157,12 @@ def preference_share_intervals(
     """Paper Table 2 as shares with intervals: per (dialect, model pair, choice), the mean over items of the
     fraction of annotators choosing it (``df`` from ``human_eval.load_preferences``); times n_items it is
     Table 2's annotator-averaged count. Bootstrap over items."""
-    rows = []
+    rows, opts = [], dict(method=method, level=level, n_resamples=n_resamples, seed=seed)
     for (d, ma, mb), g in df.groupby(["dialect", "model_a", "model_b"], sort=False):
         for choice in PREFERENCE_CHOICES:
             share = (g["choice"] == choice).groupby([g["task"], g["item_id"]], sort=True).mean()
-            rows.append(
-                (
-                    {"dialect": d, "model_a": ma, "model_b": mb, "choice": choice},
-                    mean_interval(
-                        share.to_numpy(),
-                        name=f"share:{choice}:{d}",
-                        method=method,
-                        level=level,
-                        n_resamples=n_resamples,
-                        seed=seed,
-                    ),
-                )
-            )
+            iv = mean_interval(share.to_numpy(), name=f"share:{choice}:{d}", **opts)
+            rows.append(({"dialect": d, "model_a": ma, "model_b": mb, "choice": choice}, iv))
     return _table(rows)
 
 

@@ -104,33 +104,8 @@ def _ngrams(tokens: Sequence[str], max_order: int) -> Counter:
     return counts
 
 
-def bleu_statistics(
-    hypotheses: Sequence[str | None],
-    references: Sequence[str | None],
-    *,
-    max_order: int = 4,
-    tokenizer: str = DEFAULT_TOKENIZER,
-) -> np.ndarray:
-    """Per sentence, the sufficient statistics of corpus BLEU (sacrebleu's design): an int64 array of shape
-    ``(n, 2 + 2 * max_order)`` holding hypothesis length, reference length, the clipped n-gram matches for
-    n = 1..max_order, then the possible n-grams for n = 1..max_order. Corpus BLEU depends on the sentences only
-    through the column sums (:func:`bleu_from_statistics`), so a bootstrap resamples rows, not texts."""
-    hyps, refs = _check_pair(hypotheses, references)
-    tok = get_tokenizer(tokenizer)
-    out = np.zeros((len(hyps), 2 + 2 * max_order), dtype=np.int64)
-    for i, (hyp, ref) in enumerate(zip(hyps, refs)):
-        h_tokens, r_tokens = tok.tokenize(hyp), tok.tokenize(ref)
-        out[i, 0], out[i, 1] = len(h_tokens), len(r_tokens)
-        overlap = _ngrams(h_tokens, max_order) & _ngrams(r_tokens, max_order)  # clipped counts
-        for ngram, count in overlap.items():
-            out[i, 1 + len(ngram)] += count
-        for n in range(1, max_order + 1):
-            out[i, 1 + max_order + n] = max(len(h_tokens) - n + 1, 0)
-    return out
-
-
 def bleu_from_statistics(totals: Sequence[int] | np.ndarray, *, signature: str = "") -> BleuResult:
-    """Corpus BLEU (the formula in the comment above) from the column sums of :func:`bleu_statistics`."""
+    """Corpus BLEU (the formula in the comment above) from the column sums of :meth:`PaperBleu.statistics`."""
     counts = [int(v) for v in totals]  # Python ints: the same arithmetic whether summed by numpy or by hand
     max_order = (len(counts) - 2) // 2
     c, r, matches, possible = counts[0], counts[1], counts[2 : 2 + max_order], counts[2 + max_order :]
@@ -159,7 +134,7 @@ def bleu_details(
 
 class PaperBleu(Metric):
     """The paper's corpus BLEU (x100) as a declared task's metric object: per-sentence statistics
-    (:func:`bleu_statistics`) and the score from their sums, so a bootstrap (``stats.corpus``, the runner's
+    (:meth:`statistics`) and the score from their sums, so a bootstrap (``stats.corpus``, the runner's
     intervals) sums resampled rows instead of re-tokenising."""
 
     kind = "corpus"
@@ -174,7 +149,20 @@ class PaperBleu(Metric):
         return f"bleu|nmt|max_order:{self.max_order}|smooth:none|{get_tokenizer(self.tokenizer).signature}"
 
     def statistics(self, hypotheses: Sequence[str | None], references: Sequence[str | None]) -> np.ndarray:
-        return bleu_statistics(hypotheses, references, max_order=self.max_order, tokenizer=self.tokenizer)
+        """Per sentence, the sufficient statistics of corpus BLEU (sacrebleu's design): an int64 array of shape
+        ``(n, 2 + 2 * max_order)`` holding hypothesis length, reference length, the clipped n-gram matches for
+        n = 1..max_order, then the possible n-grams for n = 1..max_order. Corpus BLEU depends on the sentences only
+        through the column sums (:func:`bleu_from_statistics`), so a bootstrap resamples rows, not texts."""
+        hyps, refs = _check_pair(hypotheses, references)
+        tok, k = get_tokenizer(self.tokenizer), self.max_order
+        out = np.zeros((len(hyps), 2 + 2 * k), dtype=np.int64)
+        for i, (hyp, ref) in enumerate(zip(hyps, refs)):
+            h_tokens, r_tokens = tok.tokenize(hyp), tok.tokenize(ref)
+            out[i, 0], out[i, 1] = len(h_tokens), len(r_tokens)
+            for ngram, count in (_ngrams(h_tokens, k) & _ngrams(r_tokens, k)).items():  # clipped counts
+                out[i, 1 + len(ngram)] += count
+            out[i, 2 + k :] = [max(len(h_tokens) - n + 1, 0) for n in range(1, k + 1)]
+        return out
 
     def score(self, totals: np.ndarray) -> float:
         return bleu_from_statistics(totals).score
@@ -335,20 +323,17 @@ def table1_layout(scores: pd.DataFrame) -> pd.DataFrame:
     Central/Isan/Lanna/Dambro.
     """
     df = scores.assign(task=scores["task"].map(table_task))
-    deltas = delta_diff(scores)
+    deltas = delta_diff(scores)  # refuses duplicates: each (model, dialect, task, metric) below has one value
+    value, delta = (
+        {k: float(v) for k, v in zip(zip(t["model"], t["dialect"], t["task"], t["metric"]), t[column])}
+        for t, column in ((df, "value"), (deltas, "delta"))
+    )
     rows = []
-    for (model, dialect), group in df.groupby(["model", "dialect"], sort=False):
+    for model, dialect in dict.fromkeys(zip(df["model"], df["dialect"])):  # groupby order: first appearance
         row: dict[str, object] = {"model": model, "dialect": dialect}
         for fam, (metric, col) in TABLE1_TASKS.items():
-            hit = group[(group["task"] == fam) & (group["metric"] == metric)]["value"]
-            d = deltas[
-                (deltas["model"] == model)
-                & (deltas["dialect"] == dialect)
-                & (deltas["task"] == fam)
-                & (deltas["metric"] == metric)
-            ]
-            row[col] = float(hit.iloc[0]) if len(hit) else float("nan")
-            row[f"{fam}_delta"] = float(d["delta"].iloc[0]) if len(d) else float("nan")
+            key = (model, dialect, fam, metric)
+            row[col], row[f"{fam}_delta"] = value.get(key, float("nan")), delta.get(key, float("nan"))
         rows.append(row)
     out = pd.DataFrame(rows)
     order = {d: i for i, d in enumerate(DIALECT_NAMES)}
