@@ -332,23 +332,12 @@ def agreement_table(df: pd.DataFrame, *, weights: str | None = None) -> pd.DataF
     when undefined), ``defined, display`` ("undefined" or the rounded value), ``p_o, p_e, n, result``
     (the :class:`KappaResult`).
     """
+    cols = ("dialect", "aspect", "annotators", "kappa", "defined", "display", "p_o", "p_e", "n", "result")
     rows = []
     for dialect, aspect, names, a, b in annotator_pairs(df):
         r = cohen_kappa(a, b, weights=weights)
-        rows.append(
-            {
-                "dialect": dialect,
-                "aspect": aspect,
-                "annotators": " vs ".join(names),
-                "kappa": r.value,
-                "defined": r.defined,
-                "display": r.display(),
-                "p_o": r.p_o,
-                "p_e": r.p_e,
-                "n": r.n,
-                "result": r,
-            }
-        )
+        values = (dialect, aspect, " vs ".join(names), r.value, r.defined, r.display(), r.p_o, r.p_e, r.n, r)
+        rows.append(dict(zip(cols, values)))
     return pd.DataFrame(rows)
 
 
@@ -391,20 +380,10 @@ def judge_human_spearman(
 
     Returns: ``dialect, rho, p_value, n, ci_low, ci_high, n_used``.
     """
-    rows = []
+    rows, cols = [], ["dialect", "rho", "p_value", "n", "ci_low", "ci_high", "n_used"]
     for dialect, g in df.groupby("dialect", sort=False):
         x, y = g["judge_score"].to_numpy(float), g["human_score"].to_numpy(float)
         rho, p, _ = spearman(x, y)
         iv = spearman_interval(x, y, level=level, n_resamples=n_resamples, seed=seed)
-        rows.append(
-            {
-                "dialect": dialect,
-                "rho": rho,
-                "p_value": p,
-                "n": len(x),
-                "ci_low": iv.low,
-                "ci_high": iv.high,
-                "n_used": iv.n_used,
-            }
-        )
-    return pd.DataFrame(rows, columns=["dialect", "rho", "p_value", "n", "ci_low", "ci_high", "n_used"])
+        rows.append(dict(zip(cols, (dialect, rho, p, len(x), iv.low, iv.high, iv.n_used))))
+    return pd.DataFrame(rows, columns=cols)

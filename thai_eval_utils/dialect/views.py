@@ -86,12 +86,6 @@ def dialect_references(run: StoredRun, data_source: str | Path | None = None) ->
     )
 
 
-def corpus_ci(hyps: Sequence[str], refs: Sequence[str], boot: Interval) -> tuple[float | None, float | None]:
-    """Percentile bootstrap of the paper's corpus BLEU over sentences (``stats.cells.corpus_ci`` with
-    :data:`~thai_eval_utils.dialect.metrics.PAPER_BLEU`)."""
-    return cells.corpus_ci(hyps, refs, boot, PAPER_BLEU)
-
-
 def dialect_items(h: Headline) -> list[ItemView]:
     """One item per generated sentence of a (dialect, task): prompt, output, reference and its score (ROUGE-L;
     translation: the sentence's own BLEU, for ranking: the task's BLEU is a corpus score)."""
@@ -103,6 +97,11 @@ def dialect_items(h: Headline) -> list[ItemView]:
             items["key"], values, items["input"] if "input" in items else [""] * len(items), items["hyp"], items["ref"]
         )
     ]
+
+
+def _texts(h: Headline) -> tuple[dict[str, str], dict[str, str]]:
+    """A corpus headline's hypotheses and references by item key (what a corpus bootstrap pairs)."""
+    return dict(zip(h.items["key"], h.items["hyp"])), dict(zip(h.items["key"], h.items["ref"]))
 
 
 class DialectViews:
@@ -195,7 +194,7 @@ class DialectViews:
             metric, column = TABLE1_TASKS[fam]
             value, n = cells.summary_value(h.run.summary, f"{dialect}/{task}/{metric}")
             if h.kind == "corpus":
-                low, high = corpus_ci(h.items["hyp"].tolist(), h.items["ref"].tolist(), boot)
+                low, high = cells.corpus_ci(h.items["hyp"].tolist(), h.items["ref"].tolist(), boot, PAPER_BLEU)
             else:
                 low, high = cells.mean_ci(h, boot)
             name = DIALECT_NAMES.get(dialect, dialect)
@@ -212,15 +211,7 @@ class DialectViews:
                 continue
             opts = dict(level=boot.level, n_resamples=boot.n_resamples, seed=boot.seed)
             if h.kind == "corpus":
-                iv = corpus_delta_diff_interval(
-                    (
-                        dict(zip(central.items["key"], central.items["hyp"])),
-                        dict(zip(central.items["key"], central.items["ref"])),
-                    ),
-                    (dict(zip(h.items["key"], h.items["hyp"])), dict(zip(h.items["key"], h.items["ref"]))),
-                    PAPER_BLEU,
-                    **opts,
-                )
+                iv = corpus_delta_diff_interval(_texts(central), _texts(h), PAPER_BLEU, **opts)
             else:
                 iv = delta_diff_interval(
                     central.items.assign(value=cells.scaled_values(central)),
@@ -253,17 +244,8 @@ class DialectViews:
         for model, by_bench in runs.items():
             run = by_bench.get(GENERATION_RUN)
             for key, entry in (((run.summary or {}).get("scores") or {}) if run else {}).items():
-                parts = key.split("/")
-                if len(parts) == 3 and entry.get("value") is not None:
-                    rows.append(
-                        {
-                            "model": model,
-                            "dialect": parts[0],
-                            "task": parts[1],
-                            "metric": parts[2],
-                            "value": float(entry["value"]),
-                        }
-                    )
+                if len(parts := key.split("/")) == 3 and entry.get("value") is not None:
+                    rows.append([model, *parts, float(entry["value"])])
         scores = pd.DataFrame(rows, columns=["model", "dialect", "task", "metric", "value"])
         fig = None
         if not scores.empty and not set(scores["dialect"]) <= {CENTRAL}:
