@@ -11,7 +11,7 @@ from __future__ import annotations
 import pickle
 import re
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -83,17 +83,9 @@ def _dialect_rows(dialect: str, task: str, path: Path) -> list[dict[str, Any]]:
             require_text(gold, path=path, row=i, field="text_2", allow_empty=True)
         for name in ("question", "context") if kind == "qa" else ("text_1",):
             require_text(rec[name], path=path, row=i, field=name)
-        rows.append(
-            {
-                "dialect": dialect,
-                "task": task,
-                "id": str(rid),
-                "text_1": rec.get("text_1") if kind != "qa" else None,
-                "text_2": gold or "",
-                "question": rec["question"] if kind == "qa" else None,
-                "context": rec["context"] if kind == "qa" else None,
-            }
-        )
+        qa = (rec["question"], rec["context"]) if kind == "qa" else (None, None)
+        text_1 = rec.get("text_1") if kind != "qa" else None
+        rows.append(dict(zip(_DIALECT_COLUMNS, (dialect, task, str(rid), text_1, gold or "", *qa))))
     return rows
 
 
@@ -200,14 +192,26 @@ def convert_dialect_pickle(pickle_path: str | Path, out_dir: str | Path, *, allo
         raise ThaiEvalDataError(f"cannot unpickle ({type(exc).__name__}: {exc})", path=path) from None
     if not hasattr(obj, "items"):
         raise ThaiEvalDataError(f"expected a dict of dialects, got {type(obj).__name__}", path=path)
-    planned: list[tuple[Path, list[dict[str, Any]]]] = []
-    for dialect, tasks in obj.items():
+
+    def check(dialect: Any, tasks: Any) -> None:
         if not (isinstance(dialect, str) and _SAFE_NAME.match(dialect)) or not hasattr(tasks, "items"):
             raise ThaiEvalDataError(
                 f"expected dialect name -> dict of tasks, got {dialect!r} -> {type(tasks).__name__}",
                 path=path,
                 field=str(dialect),
             )
+
+    return _write_tasks(obj, path, Path(out_dir), check)
+
+
+def _write_tasks(
+    dialects: Mapping[str, Mapping[str, Any]], path: Path, out_dir: Path, check: Callable[[Any, Any], Any]
+) -> list[Path]:
+    """Every task's records (:func:`_task_records`) of every dialect (``check(dialect, tasks)`` refuses one), as
+    ``<out_dir>/<dialect>/<task>.jsonl``; everything is checked before the first file is written."""
+    planned: list[tuple[Path, list[dict[str, Any]]]] = []
+    for dialect, tasks in dialects.items():
+        check(dialect, tasks)
         for task, data in tasks.items():
             if not (isinstance(task, str) and _SAFE_NAME.match(task)):
                 raise ThaiEvalDataError(f"bad task name {task!r}", path=path, field=f"{dialect}/{task}")
@@ -215,7 +219,7 @@ def convert_dialect_pickle(pickle_path: str | Path, out_dir: str | Path, *, allo
                 records = _task_records(data)
             except (TypeError, ValueError) as exc:
                 raise ThaiEvalDataError(f"cannot read records: {exc}", path=path, field=f"{dialect}/{task}") from None
-            planned.append((Path(out_dir) / dialect / f"{task}.jsonl", records))
+            planned.append((out_dir / dialect / f"{task}.jsonl", records))
     return [write_jsonl(target, records) for target, records in planned]
 
 
@@ -232,13 +236,7 @@ def dialect_pickle_to_jsonl(task: str, files: Mapping[str, Path], out_dir: Path)
     if DIALECT_PICKLE not in files:
         raise ThaiEvalDataError(f"the dialect converter needs {DIALECT_PICKLE}", field="files")
     path = files[DIALECT_PICKLE]
-    planned: list[tuple[Path, list[dict[str, Any]]]] = []
-    for dialect, tasks in read_dataset_dict_pickle(path).items():
-        check_dialect(dialect, path=path, field=dialect)
-        for task, records in tasks.items():
-            if not _SAFE_NAME.match(task):
-                raise ThaiEvalDataError(f"bad task name {task!r}", path=path, field=f"{dialect}/{task}")
-            planned.append((Path(out_dir) / dialect / f"{task}.jsonl", records))
-    written = [write_jsonl(target, records) for target, records in planned]
+    dialects = read_dataset_dict_pickle(path)
+    written = _write_tasks(dialects, path, Path(out_dir), lambda d, _: check_dialect(d, path=path, field=d))
     load_dialect(out_dir)
     return written

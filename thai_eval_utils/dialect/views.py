@@ -149,21 +149,12 @@ class DialectViews:
                     "input": group["prompt"].tolist() if "prompt" in group else None,
                 }
             )
-            kind: Kind = "corpus"
-            if metric == "rougeL":
+            kind: Kind = "mean" if metric == "rougeL" else "corpus"
+            if kind == "mean":
                 items["value"] = rouge_l_scores(items["hyp"].tolist(), items["ref"].tolist())
-                kind = "mean"
+            corpus, stratum = PAPER_BLEU if kind == "corpus" else None, f"{dialect}/{task}"
             out.append(
-                Headline(
-                    f"{NAME}/{dialect}/{task}/{metric}",
-                    NAME,
-                    f"{dialect}/{task}",
-                    kind,
-                    1.0,
-                    items,
-                    run,
-                    corpus_metric=PAPER_BLEU if kind == "corpus" else None,
-                )
+                Headline(f"{NAME}/{stratum}/{metric}", NAME, stratum, kind, 1.0, items, run, corpus_metric=corpus)
             )
         return out
 
@@ -186,8 +177,14 @@ class DialectViews:
     def leaderboard_cells(self, model: str, heads: Sequence[Headline], boot: Interval) -> list[dict[str, Any]]:
         """Per dialect: each task's score (the run's summary) with its interval, and ΔDiff (Central minus the
         dialect) with its interval, paired when the items are translations of each other."""
-        out = []
-        by = {}  # (table task, dialect) -> headline
+        out, by = [], {}  # by: (table task, dialect) -> headline
+
+        def add(h: Headline, column: str, value: Any, n: Any, low: float | None, high: float | None, note: str) -> None:
+            """One cell of ``h``'s dialect row."""
+            dialect, items = h.stratum.split("/", 1)[0], f"{NAME}|{h.stratum}"
+            group = DIALECT_NAMES.get(dialect, dialect)
+            out.append(cells.cell(TABLE, model, column, value, n, items, group=group, low=low, high=high, note=note))
+
         for h in heads:
             dialect, task = h.stratum.split("/", 1)
             fam = table_task(task)
@@ -197,13 +194,8 @@ class DialectViews:
                 low, high = cells.corpus_ci(h.items["hyp"].tolist(), h.items["ref"].tolist(), boot, PAPER_BLEU)
             else:
                 low, high = cells.mean_ci(h, boot)
-            name = DIALECT_NAMES.get(dialect, dialect)
             note = stats_note(((h.run.summary or {}).get("replies_by_task") or {}).get(h.stratum))
-            out.append(
-                cells.cell(
-                    TABLE, model, column, value, n, f"{NAME}|{h.stratum}", group=name, low=low, high=high, note=note
-                )
-            )
+            add(h, column, value, n, low, high, note)
             by[(fam, dialect)] = h
         for (fam, dialect), h in by.items():
             central = by.get((fam, CENTRAL))
@@ -219,20 +211,7 @@ class DialectViews:
                     method="percentile",
                     **opts,
                 )
-            out.append(
-                cells.cell(
-                    TABLE,
-                    model,
-                    f"{fam}_delta",
-                    iv.estimate,
-                    iv.n,
-                    f"{NAME}|{h.stratum}",
-                    group=DIALECT_NAMES.get(dialect, dialect),
-                    low=iv.low,
-                    high=iv.high,
-                    note=iv.design,
-                )
-            )
+            add(h, f"{fam}_delta", iv.estimate, iv.n, iv.low, iv.high, iv.design)
         return out
 
     def figures(
