@@ -107,8 +107,13 @@ def translation_languages(task: str) -> tuple[str, str]:
     return parts[1], parts[2]
 
 
+def _missing(value: Any) -> bool:
+    """None or NaN (a table's empty cell)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def _text(value: Any) -> str:
-    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+    return "" if _missing(value) else str(value)
 
 
 def build_prompt(item: Mapping[str, Any], prompts: DialectPrompts) -> str:
@@ -301,7 +306,10 @@ def run_generation(
     if not isinstance(prompts, DialectPrompts):
         prompts = load_prompts(prompts or DEFAULT_PROMPTS_PATH)
     api = is_api_model(model)
-    temperature, top_p = _decoding(api, temperature, top_p, greedy)
+    if greedy:
+        temperature, top_p = 0.0, 1.0
+    elif temperature is None:  # the paper's: 0.2 local, 0 API
+        temperature = PAPER_API_TEMPERATURE if api else PAPER_LOCAL_TEMPERATURE
     config = {
         "decoding": "greedy" if temperature == 0 else "sampling",
         "temperature": float(temperature),
@@ -317,15 +325,8 @@ def run_generation(
     }
     task = generation_task(prompts, config)
     rows = task.process_docs(df.to_dict("records"))
-    items = [
-        {
-            "id": item_key(r),
-            "row": i,
-            "doc": {"dialect": r["dialect"], "task": r["task"], "id": str(r["id"])},
-            "prompt": r["prompt"],
-        }
-        for i, r in enumerate(rows)
-    ]
+    docs = [{"dialect": r["dialect"], "task": r["task"], "id": str(r["id"])} for r in rows]
+    items = [{"id": item_key(d), "row": i, "doc": d, "prompt": r["prompt"]} for i, (d, r) in enumerate(zip(docs, rows))]
     frames: list[pd.DataFrame] = []  # the per-item table the summary is computed from (returned)
 
     def summarize(records: list[dict[str, Any]], support: Mapping[str, str], run: RunOutcome) -> dict[str, Any]:
@@ -432,15 +433,6 @@ def _summarize(
     }
 
 
-def _decoding(api: bool, temperature: float | None, top_p: float, greedy: bool) -> tuple[float, float]:
-    """``(temperature, top_p)`` of a run: None = the paper's temperature (0.2 local, 0 API); greedy = (0, 1)."""
-    if greedy:
-        return 0.0, 1.0
-    if temperature is None:
-        return (PAPER_API_TEMPERATURE if api else PAPER_LOCAL_TEMPERATURE), top_p
-    return temperature, top_p
-
-
 def _templates(df: pd.DataFrame, prompts: DialectPrompts) -> dict[str, str]:
     """The prompt templates the run uses, ``{"<dialect>/<family>": template}`` (their hashes key the run)."""
     used = sorted({f"{d}/{prompt_family(t)}" for d, t in zip(df["dialect"], df["task"])})
@@ -513,11 +505,7 @@ def check_generations(df: pd.DataFrame) -> None:
             continue
         for column, value in (("output", output), ("text_2", ref)):
             if not isinstance(value, str):
-                what = (
-                    "an empty cell"
-                    if value is None or (isinstance(value, float) and math.isnan(value))
-                    else f"{type(value).__name__} {value!r:.40}"
-                )
+                what = "an empty cell" if _missing(value) else f"{type(value).__name__} {value!r:.40}"
                 raise ThaiEvalDataError(
                     f"{what}, not text ({'the generation' if column == 'output' else 'the reference'} "
                     f"of {dialect}/{task})",
@@ -566,5 +554,5 @@ def example_outputs(df: pd.DataFrame, n: int = 1, *, max_chars: int = 300) -> pd
     cols = ["dialect", "task", "id", "output", "text_2"]
     head = df.groupby(["dialect", "task"], sort=False).head(n)[cols].copy()
     for c in ("output", "text_2"):
-        head[c] = head[c].map(lambda s: _text(s) if len(_text(s)) <= max_chars else _text(s)[:max_chars] + "…")
+        head[c] = head[c].map(lambda s: _text(s)[:max_chars] + ("…" if len(_text(s)) > max_chars else ""))
     return head.reset_index(drop=True)

@@ -18,6 +18,7 @@ did not rate. Files are validated completely before anything is returned.
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -87,42 +88,31 @@ def _parse_gf(value: Any, path: str | None, row: int, field: str) -> float:
 
 def _check_complete(recs: list[dict], unit: Sequence[str], path: str | None, n_annotators: int | None) -> None:
     """No duplicate (unit, annotator) rows; every unit rated by every annotator of its dialect."""
-    seen: dict[tuple, int] = {}
+    seen: dict[tuple, int] = {}  # (unit, annotator) -> row
     first_row: dict[tuple, int] = {}
-    raters: dict[tuple, set[str]] = {}
-    by_dialect: dict[str, set[str]] = {}
+    raters: dict[tuple, set[str]] = defaultdict(set)
+    by_dialect: dict[str, set[str]] = defaultdict(set)
     for i, rec in enumerate(recs):
-        u = tuple(rec[f] for f in unit)
-        key = (*u, rec["annotator"])
-        if key in seen:
-            raise ThaiEvalDataError(
-                f"duplicate row: annotator {rec['annotator']!r} already rated {'/'.join(u)} in row {seen[key]}",
-                path=path,
-                row=i,
-                field="annotator",
-            )
-        seen[key] = i
+        u, who = tuple(rec[f] for f in unit), rec["annotator"]
+        if (*u, who) in seen:
+            message = f"duplicate row: annotator {who!r} already rated {'/'.join(u)} in row {seen[(*u, who)]}"
+            raise ThaiEvalDataError(message, path=path, row=i, field="annotator")
+        seen[(*u, who)] = i
         first_row.setdefault(u, i)
-        raters.setdefault(u, set()).add(rec["annotator"])
-        by_dialect.setdefault(rec["dialect"], set()).add(rec["annotator"])
+        raters[u].add(who)
+        by_dialect[rec["dialect"]].add(who)
     for dialect, names in by_dialect.items():
         if n_annotators is not None and len(names) != n_annotators:
             row = min(r for u, r in first_row.items() if u[0] == dialect)
-            raise ThaiEvalDataError(
-                f"dialect {dialect!r} has {len(names)} annotator(s) ({', '.join(sorted(names))}), expected {n_annotators}",
-                path=path,
-                row=row,
-                field="annotator",
-            )
+            shown = ", ".join(sorted(names))
+            message = f"dialect {dialect!r} has {len(names)} annotator(s) ({shown}), expected {n_annotators}"
+            raise ThaiEvalDataError(message, path=path, row=row, field="annotator")
     for u, names in raters.items():
-        missing = by_dialect[u[0]] - names
-        if missing:
-            raise ThaiEvalDataError(
-                f"item {'/'.join(u)} was not rated by annotator(s) {', '.join(sorted(missing))} of dialect {u[0]!r}",
-                path=path,
-                row=first_row[u],
-                field="annotator",
+        if missing := by_dialect[u[0]] - names:
+            message = (
+                f"item {'/'.join(u)} was not rated by annotator(s) {', '.join(sorted(missing))} of dialect {u[0]!r}"
             )
+            raise ThaiEvalDataError(message, path=path, row=first_row[u], field="annotator")
 
 
 def load_preferences(source: str | Path | pd.DataFrame, *, n_annotators: int | None = 3) -> pd.DataFrame:
