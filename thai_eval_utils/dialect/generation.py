@@ -496,22 +496,17 @@ def check_generations(df: pd.DataFrame) -> None:
     for i, (dialect, task, output, ref) in enumerate(zip(df["dialect"], df["task"], df["output"], df["text_2"])):
         check_dialect(dialect, row=i)
         if task not in dialect_tasks(dialect):
+            known = ", ".join(dialect_tasks(dialect))
             raise ThaiEvalDataError(
-                f"unknown task {task!r} for dialect {dialect!r}; its tasks are {', '.join(dialect_tasks(dialect))}",
-                row=i,
-                field="task",
+                f"unknown task {task!r} for dialect {dialect!r}; its tasks are {known}", row=i, field="task"
             )
         if task in UNSCORED_TASKS:
             continue
         for column, value in (("output", output), ("text_2", ref)):
             if not isinstance(value, str):
                 what = "an empty cell" if _missing(value) else f"{type(value).__name__} {value!r:.40}"
-                raise ThaiEvalDataError(
-                    f"{what}, not text ({'the generation' if column == 'output' else 'the reference'} "
-                    f"of {dialect}/{task})",
-                    row=i,
-                    field=column,
-                )
+                whose = "the generation" if column == "output" else "the reference"
+                raise ThaiEvalDataError(f"{what}, not text ({whose} of {dialect}/{task})", row=i, field=column)
 
 
 def score_key(dialect: str, task: str, metric: str) -> str:

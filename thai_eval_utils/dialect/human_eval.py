@@ -41,9 +41,6 @@ GENERATION_FLUENCY_COLUMNS = ("dialect", "task", "item_id", "model", "annotator"
 GF_LABELS = (0.0, 0.5, 1.0)
 JUDGE_COLUMNS = ("dialect", "task", "item_id", "model", "judge", "score")
 
-_KEY = (str, int)
-_LABEL = (str, int, float)
-
 
 # ------------------------------------------------------------------------------------ loading
 
@@ -56,7 +53,7 @@ def _records(
         if missing:
             raise ThaiEvalDataError(f"missing column(s) {', '.join(missing)}", field=missing[0])
         return source[list(columns)].to_dict("records"), None
-    required = {c: (_LABEL if c in label_fields else _KEY) for c in columns}
+    required = {c: ((str, int, float) if c in label_fields else (str, int)) for c in columns}  # labels may be numbers
     return read_records(source, required), str(source)
 
 
@@ -128,16 +125,11 @@ def load_preferences(source: str | Path | pd.DataFrame, *, n_annotators: int | N
     for i, rec in enumerate(recs):
         choice = str(rec["choice"]).strip() if rec["choice"] is not None else ""
         if choice not in PREFERENCE_CHOICES:
-            raise ThaiEvalDataError(
-                f"unknown label {rec['choice']!r}; expected one of {', '.join(PREFERENCE_CHOICES)}",
-                path=path,
-                row=i,
-                field="choice",
-            )
+            message = f"unknown label {rec['choice']!r}; expected one of {', '.join(PREFERENCE_CHOICES)}"
+            raise ThaiEvalDataError(message, path=path, row=i, field="choice")
         if rec["model_a"] == rec["model_b"]:
-            raise ThaiEvalDataError(
-                f"model_a and model_b are both {rec['model_a']!r}", path=path, row=i, field="model_b"
-            )
+            message = f"model_a and model_b are both {rec['model_a']!r}"
+            raise ThaiEvalDataError(message, path=path, row=i, field="model_b")
         rec["choice"] = choice
     _check_complete(recs, ("dialect", "task", "item_id", "model_a", "model_b"), path, n_annotators)
     return pd.DataFrame(recs, columns=list(PREFERENCE_COLUMNS))
@@ -284,15 +276,8 @@ def cohen_kappa(
     p_o, p_e = 1.0 - float((disagree * observed).sum()), 1.0 - float((disagree * expected).sum())
     if p_e >= 1.0 - 1e-12:
         used = sorted({labels[v] for v in np.concatenate([x, y])}, key=index.get)
-        return KappaResult(
-            float("nan"),
-            False,
-            p_o,
-            p_e,
-            n,
-            weights,
-            f"both annotators gave every item the label {used[0]!r}, so chance agreement is 1 (0/0)",
-        )
+        reason = f"both annotators gave every item the label {used[0]!r}, so chance agreement is 1 (0/0)"
+        return KappaResult(float("nan"), False, p_o, p_e, n, weights, reason)
     value = float(cohen_kappa_score(x, y, labels=list(range(k)), weights=weights))
     return KappaResult(value, True, p_o, p_e, n, weights)
 

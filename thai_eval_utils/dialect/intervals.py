@@ -139,16 +139,11 @@ def generation_fluency_intervals(
     """Paper Table 3 cells with intervals: per (dialect, model), 100 x mean over items of the annotators' mean
     ``generation``, ``fluency`` or ``avg`` (``df`` from ``human_eval.load_generation_fluency``); bootstrap over items."""
     opts = dict(method=method, level=level, n_resamples=n_resamples, seed=seed)
-    groups = human_item_scores(df, aspect=aspect).groupby(["dialect", "model"], sort=False)
-    return _table(
-        [
-            (
-                {"dialect": d, "model": m, "aspect": aspect},
-                mean_interval(g["human_score"].to_numpy(), name=f"{aspect}:{d}/{m}", scale=100.0, **opts),
-            )
-            for (d, m), g in groups
-        ]
-    )
+    rows = []
+    for (d, m), g in human_item_scores(df, aspect=aspect).groupby(["dialect", "model"], sort=False):
+        iv = mean_interval(g["human_score"].to_numpy(), name=f"{aspect}:{d}/{m}", scale=100.0, **opts)
+        rows.append(({"dialect": d, "model": m, "aspect": aspect}, iv))
+    return _table(rows)
 
 
 def preference_share_intervals(

@@ -364,14 +364,9 @@ def word_overlap(
 
     Example: ``word_overlap(["ไป กิน ข้าว เด้อ"], ["ไป กิน ข้าว นะ"])`` -> ``0.75``.
     """
-    if (
-        unit not in ("type", "token")
-        or level not in ("sentence", "corpus")
-        or denominator not in ("dialect", "central")
-    ):
-        raise ValueError(
-            f"unit must be type|token, level sentence|corpus, denominator dialect|central (got {unit}, {level}, {denominator})"
-        )
+    if not (unit in ("type", "token") and level in ("sentence", "corpus") and denominator in ("dialect", "central")):
+        choices = "unit must be type|token, level sentence|corpus, denominator dialect|central"
+        raise ValueError(f"{choices} (got {unit}, {level}, {denominator})")
     if len(dialect_texts) != len(central_texts) or not dialect_texts:
         raise ValueError("need equal, non-zero numbers of dialect and Central texts")
     tok = get_tokenizer(tokenizer)
