@@ -62,12 +62,8 @@ def _keys(recs: list[dict], key_fields: Sequence[str], path: str | None) -> None
     for i, rec in enumerate(recs):
         for f in key_fields:
             value = rec[f]
-            if (
-                value is None
-                or (isinstance(value, float) and math.isnan(value))
-                or isinstance(value, bool)
-                or not str(value).strip()
-            ):
+            missing = value is None or isinstance(value, bool) or (isinstance(value, float) and math.isnan(value))
+            if missing or not str(value).strip():
                 raise ThaiEvalDataError("empty value", path=path, row=i, field=f)
             rec[f] = str(value).strip()
         check_dialect(rec["dialect"], path=path, row=i)

@@ -110,18 +110,11 @@ def delta_diff_interval(
 
 
 def _table(rows: list[tuple[dict[str, object], Interval]]) -> pd.DataFrame:
+    """One row per interval: its keys, then estimate, bounds, n, undefined resamples, signature and the interval."""
     return pd.DataFrame(
         [
-            {
-                **keys,
-                "estimate": iv.estimate,
-                "ci_low": iv.low,
-                "ci_high": iv.high,
-                "n": iv.n,
-                "n_undefined": iv.n_undefined,
-                "signature": iv.signature,
-                "interval": iv,
-            }
+            {**keys, "estimate": iv.estimate, "ci_low": iv.low, "ci_high": iv.high, "n": iv.n}
+            | {"n_undefined": iv.n_undefined, "signature": iv.signature, "interval": iv}
             for keys, iv in rows
         ]
     )

@@ -47,11 +47,6 @@ TABLE = "dialect_auto"
 CENTRAL = "center"
 
 
-def _card_folders(run: StoredRun) -> list[Path]:
-    """Folders ``<source>`` of the dialect files a run card lists (``<source>/<dialect>/<task>.jsonl``) that exist."""
-    return sorted({Path(p).parent.parent for p in (run.card.get("data_files") or {}) if Path(p).exists()})
-
-
 def dialect_references(run: StoredRun, data_source: str | Path | None = None) -> pd.DataFrame:
     """The items (with reference ``text_2``) a dialect run was made on, keyed by the store key.
 
@@ -61,7 +56,9 @@ def dialect_references(run: StoredRun, data_source: str | Path | None = None) ->
     Raises:
         ThaiEvalDataError: no data folder found; DataMismatchError: the files differ from the run's.
     """
-    sources = list(dict.fromkeys([*([Path(data_source)] if data_source else []), *_card_folders(run)]))
+    # the run card's folders <source> of <source>/<dialect>/<task>.jsonl that exist
+    listed = sorted({Path(p).parent.parent for p in (run.card.get("data_files") or {}) if Path(p).exists()})
+    sources = list(dict.fromkeys([*([Path(data_source)] if data_source else []), *listed]))
     if not sources:
         raise ThaiEvalDataError(
             "the run's dialect data files are not found from here; pass the data folder (data_dir)",
