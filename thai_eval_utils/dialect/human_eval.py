@@ -48,25 +48,27 @@ JUDGE_COLUMNS = ("dialect", "task", "item_id", "model", "judge", "score")
 def _records(
     source: str | Path | pd.DataFrame, columns: Sequence[str], label_fields: Sequence[str]
 ) -> tuple[list[dict], str | None]:
+    """The rows of a file or DataFrame with ``columns`` (and its path), the other fields than ``label_fields`` (the
+    keys) as stripped, non-empty text (ids from JSON ints become "3"); ``dialect`` one of the four."""
     if isinstance(source, pd.DataFrame):
         missing = [c for c in columns if c not in source.columns]
         if missing:
             raise ThaiEvalDataError(f"missing column(s) {', '.join(missing)}", field=missing[0])
-        return source[list(columns)].to_dict("records"), None
-    required = {c: ((str, int, float) if c in label_fields else (str, int)) for c in columns}  # labels may be numbers
-    return read_records(source, required), str(source)
-
-
-def _keys(recs: list[dict], key_fields: Sequence[str], path: str | None) -> None:
-    """Key fields as stripped, non-empty text (ids from JSON ints become "3"); ``dialect`` one of the four."""
+        recs, path = source[list(columns)].to_dict("records"), None
+    else:
+        required = {
+            c: ((str, int, float) if c in label_fields else (str, int)) for c in columns
+        }  # a label may be a number
+        recs, path = read_records(source, required), str(source)
     for i, rec in enumerate(recs):
-        for f in key_fields:
+        for f in (c for c in columns if c not in label_fields):
             value = rec[f]
             missing = value is None or isinstance(value, bool) or (isinstance(value, float) and math.isnan(value))
             if missing or not str(value).strip():
                 raise ThaiEvalDataError("empty value", path=path, row=i, field=f)
             rec[f] = str(value).strip()
         check_dialect(rec["dialect"], path=path, row=i)
+    return recs, path
 
 
 def _parse_gf(value: Any, path: str | None, row: int, field: str) -> float:
@@ -117,7 +119,6 @@ def load_preferences(source: str | Path | pd.DataFrame, *, n_annotators: int | N
             annotator of a dialect must rate every item of it.
     """
     recs, path = _records(source, PREFERENCE_COLUMNS, ("choice",))
-    _keys(recs, PREFERENCE_COLUMNS[:-1], path)
     for i, rec in enumerate(recs):
         choice = str(rec["choice"]).strip() if rec["choice"] is not None else ""
         if choice not in PREFERENCE_CHOICES:
@@ -134,7 +135,6 @@ def load_preferences(source: str | Path | pd.DataFrame, *, n_annotators: int | N
 def load_generation_fluency(source: str | Path | pd.DataFrame, *, n_annotators: int | None = 2) -> pd.DataFrame:
     """Read and validate a Generation/Fluency file (CSV/JSONL) or DataFrame (scores become floats)."""
     recs, path = _records(source, GENERATION_FLUENCY_COLUMNS, ("generation", "fluency"))
-    _keys(recs, GENERATION_FLUENCY_COLUMNS[:-2], path)
     for i, rec in enumerate(recs):
         for f in ("generation", "fluency"):
             rec[f] = _parse_gf(rec[f], path, i, f)
@@ -145,7 +145,6 @@ def load_generation_fluency(source: str | Path | pd.DataFrame, *, n_annotators: 
 def load_judge_scores(source: str | Path | pd.DataFrame) -> pd.DataFrame:
     """Read and validate judge scores (one numeric ``score`` per item, model and judge)."""
     recs, path = _records(source, JUDGE_COLUMNS, ("score",))
-    _keys(recs, JUDGE_COLUMNS[:-1], path)
     seen: dict[tuple, int] = {}
     for i, rec in enumerate(recs):
         if rec["score"] is None or (isinstance(rec["score"], float) and math.isnan(rec["score"])):
@@ -266,9 +265,8 @@ def cohen_kappa(
     expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
     i, j = np.indices((k, k))
     scale = max(k - 1, 1)
-    disagree = {None: (i != j).astype(float), "linear": np.abs(i - j) / scale, "quadratic": ((i - j) / scale) ** 2}[
-        weights
-    ]
+    weighted = {None: (i != j).astype(float), "linear": np.abs(i - j) / scale, "quadratic": ((i - j) / scale) ** 2}
+    disagree = weighted[weights]
     p_o, p_e = 1.0 - float((disagree * observed).sum()), 1.0 - float((disagree * expected).sum())
     if p_e >= 1.0 - 1e-12:
         used = sorted({labels[v] for v in np.concatenate([x, y])}, key=index.get)
