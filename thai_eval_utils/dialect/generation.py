@@ -174,8 +174,7 @@ def select_items(df: pd.DataFrame, *, tasks: Sequence[str] | None = None, limit:
     """
     out = df
     if tasks is not None:
-        unknown = set(tasks) - {*TABLE1_TASKS, *UNSCORED_TASKS}
-        if unknown:
+        if unknown := set(tasks) - {*TABLE1_TASKS, *UNSCORED_TASKS}:
             raise ValueError(f"unknown task famil(ies) {sorted(unknown)}")
         out = out[out["task"].map(table_task).isin(list(tasks))]
     if limit is not None:
@@ -485,8 +484,7 @@ def check_generations(df: pd.DataFrame) -> None:
     position in ``df``) and the user's own column: a missing column, an unknown dialect, a task that is not one
     of the dialect's (:func:`~thai_eval_utils.dialect.data.dialect_tasks`), an ``output`` or ``text_2`` cell
     that is not text (an empty cell is NaN: it is no generation, and an empty string is scored as one)."""
-    missing = [c for c in GENERATION_COLUMNS if c not in df.columns]
-    if missing:
+    if missing := [c for c in GENERATION_COLUMNS if c not in df.columns]:
         raise ThaiEvalDataError(
             f"missing column{'s' * (len(missing) > 1)} {', '.join(map(repr, missing))}; the table "
             f"needs {', '.join(GENERATION_COLUMNS)} (text_2: the reference); columns found: "

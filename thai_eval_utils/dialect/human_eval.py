@@ -51,14 +51,12 @@ def _records(
     """The rows of a file or DataFrame with ``columns`` (and its path), the other fields than ``label_fields`` (the
     keys) as stripped, non-empty text (ids from JSON ints become "3"); ``dialect`` one of the four."""
     if isinstance(source, pd.DataFrame):
-        missing = [c for c in columns if c not in source.columns]
-        if missing:
+        if missing := [c for c in columns if c not in source.columns]:
             raise ThaiEvalDataError(f"missing column(s) {', '.join(missing)}", field=missing[0])
         recs, path = source[list(columns)].to_dict("records"), None
     else:
-        required = {
-            c: ((str, int, float) if c in label_fields else (str, int)) for c in columns
-        }  # a label may be a number
+        # a label may be a number; a key is text or an integer id
+        required = {c: ((str, int, float) if c in label_fields else (str, int)) for c in columns}
         recs, path = read_records(source, required), str(source)
     for i, rec in enumerate(recs):
         for f in (c for c in columns if c not in label_fields):

@@ -112,10 +112,8 @@ def bleu_from_statistics(totals: Sequence[int] | np.ndarray, *, signature: str =
     precisions = tuple(m / p if p > 0 else 0.0 for m, p in zip(matches, possible))
     geo_mean = math.exp(sum(math.log(p) for p in precisions) / max_order) if min(precisions) > 0 else 0.0
     ratio = c / r if r > 0 else float("inf")
-    if c == 0:  # nmt raises ZeroDivisionError; the paper's code turns that into 0
-        bp = 0.0
-    else:
-        bp = 1.0 if ratio > 1.0 else math.exp(1.0 - 1.0 / ratio)
+    # c = 0: nmt raises ZeroDivisionError; the paper's code turns that into 0
+    bp = 0.0 if c == 0 else 1.0 if ratio > 1.0 else math.exp(1.0 - 1.0 / ratio)
     return BleuResult(100.0 * geo_mean * bp, precisions, bp, ratio, c, r, tuple(matches), tuple(possible), signature)
 
 
@@ -277,12 +275,7 @@ def metric_score(metric: Metric, hypotheses: Sequence[str | None], references: S
 def task_metrics(task: str, *, tokenizer: str = DEFAULT_TOKENIZER) -> tuple[Metric, ...]:
     """The metric objects of one benchmark task (its declaration's): ``rougeL`` and ``bleu`` (the paper's, on
     ``tokenizer``'s words), ``sacrebleu`` (``13a`` when the reference is English) and ``chrf``."""
-    return (
-        PaperRougeL(tokenizer),
-        PaperBleu(tokenizer),
-        PaperSacreBleu(target_language(task), tokenizer),
-        PaperChrF(),
-    )
+    return (PaperRougeL(tokenizer), PaperBleu(tokenizer), PaperSacreBleu(target_language(task), tokenizer), PaperChrF())
 
 
 def task_scores(

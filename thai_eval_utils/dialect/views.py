@@ -133,8 +133,7 @@ class DialectViews:
             if task in UNSCORED_TASKS or table_task(task) not in TABLE1_TASKS:
                 continue
             metric = TABLE1_TASKS[table_task(task)][0]
-            missing = [k for k in group["key"] if k not in refs.index]
-            if missing:
+            if missing := [k for k in group["key"] if k not in refs.index]:
                 raise ThaiEvalDataError(
                     f"no reference for item {missing[0]!r}", path=run.dir / "items.jsonl", field="key"
                 )
