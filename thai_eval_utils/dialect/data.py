@@ -131,10 +131,8 @@ def load_dialect(source: str | Path, dialects: Iterable[str] | None = None) -> p
                 files.append(path)
                 rows += _dialect_rows(d, task, path)
     if not files:
-        raise ThaiEvalDataError(
-            f"no dialect task files found (expected <dialect>/<task>.jsonl, dialects {', '.join(DIALECTS)})",
-            path=source,
-        )
+        message = f"no dialect task files found (expected <dialect>/<task>.jsonl, dialects {', '.join(DIALECTS)})"
+        raise ThaiEvalDataError(message, path=source)
     df = pd.DataFrame(rows, columns=_DIALECT_COLUMNS, dtype=object)
     df.attrs["files"] = files
     return df
@@ -145,8 +143,7 @@ def _task_records(obj: Any) -> list[dict[str, Any]]:
         records = obj.to_list()
     elif isinstance(obj, Mapping):  # columns: {"text_1": [...], ...}
         cols = {k: list(v) for k, v in obj.items()}
-        n = {len(v) for v in cols.values()}
-        if len(n) > 1:
+        if len(n := {len(v) for v in cols.values()}) > 1:
             raise ValueError(f"columns of different lengths {sorted(n)}")
         records = [dict(zip(cols, vals)) for vals in zip(*cols.values())]
     else:
@@ -176,11 +173,8 @@ def convert_dialect_pickle(pickle_path: str | Path, out_dir: str | Path, *, allo
         )
     if not path.is_file():
         raise ThaiEvalDataError("file not found", path=path)
-    warnings.warn(
-        f"unpickling {path}: this runs code stored in the file; do it only for a file you trust",
-        UserWarning,
-        stacklevel=2,
-    )
+    message = f"unpickling {path}: this runs code stored in the file; do it only for a file you trust"
+    warnings.warn(message, UserWarning, stacklevel=2)
     try:
         with open(path, "rb") as fh:
             obj = pickle.load(fh)  # noqa: S301 - explicitly allowed by the caller

@@ -84,10 +84,8 @@ def delta_diff_interval(
     otherwise each side is resampled independently. ``Interval.design`` states which. The point estimate
     is :func:`thai_eval_utils.dialect.metrics.delta_diff` of the two means.
     """
-    vc, vd = (
-        per_item(central, key=key, value=value, name="Central"),
-        per_item(dialect, key=key, value=value, name="dialect"),
-    )
+    vc = per_item(central, key=key, value=value, name="Central")
+    vd = per_item(dialect, key=key, value=value, name="dialect")
     paired, ids = vc.keys() == vd.keys(), sorted(vc, key=sort_key)
     c = np.array([vc[k] for k in ids])
     d = np.array([vd[k] for k in (ids if paired else sorted(vd, key=sort_key))])  # paired: the same ids in order

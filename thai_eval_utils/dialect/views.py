@@ -19,7 +19,7 @@ from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.provenance import sha256_file
 from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.dialect.data import load_dialect
-from thai_eval_utils.dialect.generation import UNSCORED_TASKS, item_key
+from thai_eval_utils.dialect.generation import item_key
 from thai_eval_utils.dialect.intervals import delta_diff_interval
 from thai_eval_utils.dialect.metrics import (
     DIALECT_NAMES,
@@ -59,12 +59,10 @@ def dialect_references(run: StoredRun, data_source: str | Path | None = None) ->
     # the run card's folders <source> of <source>/<dialect>/<task>.jsonl that exist
     listed = sorted({Path(p).parent.parent for p in (run.card.get("data_files") or {}) if Path(p).exists()})
     sources = list(dict.fromkeys([*([Path(data_source)] if data_source else []), *listed]))
+    card = run.dir / "run_card.json"
     if not sources:
-        raise ThaiEvalDataError(
-            "the run's dialect data files are not found from here; pass the data folder (data_dir)",
-            path=run.dir / "run_card.json",
-            field="data_files",
-        )
+        message = "the run's dialect data files are not found from here; pass the data folder (data_dir)"
+        raise ThaiEvalDataError(message, path=card, field="data_files")
     first_missing = None
     for source in sources:
         df = load_dialect(source)
@@ -75,12 +73,11 @@ def dialect_references(run: StoredRun, data_source: str | Path | None = None) ->
             df["key"] = [item_key(r) for r in df.to_dict("records")]
             return df.set_index("key")
         first_missing = first_missing or (source, missing[0])
-    raise DataMismatchError(
-        f"{first_missing[0]} does not hold the data the run used (e.g. {first_missing[1]} differs): its "
-        "references would not be the run's",
-        path=run.dir / "run_card.json",
-        field="data_files",
+    folder, file = first_missing
+    message = (
+        f"{folder} does not hold the data the run used (e.g. {file} differs): its references would not be the run's"
     )
+    raise DataMismatchError(message, path=card, field="data_files")
 
 
 def dialect_items(h: Headline) -> list[ItemView]:
@@ -88,11 +85,10 @@ def dialect_items(h: Headline) -> list[ItemView]:
     translation: the sentence's own BLEU, for ranking: the task's BLEU is a corpus score)."""
     items = h.items
     values = items["value"] if "value" in items else [bleu([x], [r]) for x, r in zip(items["hyp"], items["ref"])]
+    inputs = items["input"] if "input" in items else [""] * len(items)
     return [
         ItemView(task=h.stratum, key=str(k), value=float(v), question=str(q or ""), output=str(x), reference=str(r))
-        for k, v, q, x, r in zip(
-            items["key"], values, items["input"] if "input" in items else [""] * len(items), items["hyp"], items["ref"]
-        )
+        for k, v, q, x, r in zip(items["key"], values, inputs, items["hyp"], items["ref"])
     ]
 
 
@@ -130,7 +126,7 @@ class DialectViews:
         option = option_of(run.card.get("config") or {})  # the replies as the run scored them
         recs["output"] = [split_reply(t, option).scored if isinstance(t, str) else t for t in recs["output"]]
         for (dialect, task), group in recs.groupby(["dialect", "task"], sort=True):
-            if task in UNSCORED_TASKS or table_task(task) not in TABLE1_TASKS:
+            if table_task(task) not in TABLE1_TASKS:  # conversation and food: no reference, not scored
                 continue
             metric = TABLE1_TASKS[table_task(task)][0]
             if missing := [k for k in group["key"] if k not in refs.index]:
