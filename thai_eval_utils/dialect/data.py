@@ -39,9 +39,8 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 def check_dialect(name: Any, *, path: str | Path | None = None, row: int | None = None, field: str = "dialect") -> str:
     """``name`` if it is one of :data:`DIALECTS`; else :class:`ThaiEvalDataError` (a ``ValueError``) listing them."""
     if name not in DIALECTS:
-        raise ThaiEvalDataError(
-            f"unknown dialect {name!r}; expected one of {', '.join(DIALECTS)}", path=path, row=row, field=field
-        )
+        message = f"unknown dialect {name!r}; expected one of {', '.join(DIALECTS)}"
+        raise ThaiEvalDataError(message, path=path, row=row, field=field)
     return name
 
 
@@ -179,9 +178,8 @@ def convert_dialect_pickle(pickle_path: str | Path, out_dir: str | Path, *, allo
         with open(path, "rb") as fh:
             obj = pickle.load(fh)  # noqa: S301 - explicitly allowed by the caller
     except ModuleNotFoundError as exc:
-        raise ThaiEvalDataError(
-            f"the pickle needs the {exc.name!r} package to be read (pip install it)", path=path
-        ) from None
+        message = f"the pickle needs the {exc.name!r} package to be read (pip install it)"
+        raise ThaiEvalDataError(message, path=path) from None
     except Exception as exc:
         raise ThaiEvalDataError(f"cannot unpickle ({type(exc).__name__}: {exc})", path=path) from None
     if not hasattr(obj, "items"):

@@ -88,9 +88,8 @@ def load_prompts(path: str | os.PathLike[str] | Traversable = DEFAULT_PROMPTS_PA
     for dialect, templates in obj["prompts"].items():
         for family in ("qa", "summarization", "translation", "conversation", "food"):
             if not isinstance(templates.get(family), str):
-                raise ThaiEvalDataError(
-                    f"dialect {dialect!r} has no {family!r} template", path=path, field=f"prompts.{dialect}.{family}"
-                )
+                where = f"prompts.{dialect}.{family}"
+                raise ThaiEvalDataError(f"dialect {dialect!r} has no {family!r} template", path=path, field=where)
     return DialectPrompts(obj["prompts"], obj["language_names"], obj["source"], str(path))
 
 
@@ -495,9 +494,8 @@ def check_generations(df: pd.DataFrame) -> None:
         check_dialect(dialect, row=i)
         if task not in dialect_tasks(dialect):
             known = ", ".join(dialect_tasks(dialect))
-            raise ThaiEvalDataError(
-                f"unknown task {task!r} for dialect {dialect!r}; its tasks are {known}", row=i, field="task"
-            )
+            message = f"unknown task {task!r} for dialect {dialect!r}; its tasks are {known}"
+            raise ThaiEvalDataError(message, row=i, field="task")
         if task in UNSCORED_TASKS:
             continue
         for column, value in (("output", output), ("text_2", ref)):
@@ -536,9 +534,8 @@ def summary_scores(scores: pd.DataFrame) -> tuple[dict[str, dict], dict[str, dic
         for r in delta_diff(scores).itertuples(index=False):
             key = score_key(r.dialect, r.task, r.metric)
             n, signature = by_family.loc[(r.dialect, r.task, r.metric), ["n", "signature"]]
-            deltas[key] = Score(
-                key, float(r.delta), int(n), None, f"delta_diff|central-minus-dialect|{signature}"
-            ).to_dict()
+            signature = f"delta_diff|central-minus-dialect|{signature}"
+            deltas[key] = Score(key, float(r.delta), int(n), None, signature).to_dict()
     return out, deltas
 
 

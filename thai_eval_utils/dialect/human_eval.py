@@ -172,8 +172,7 @@ def preference_table(df: pd.DataFrame, *, by_task: bool = False) -> pd.DataFrame
         row = dict(zip(keys, key))
         for choice in PREFERENCE_CHOICES:
             row[choice] = float((g["choice"] == choice).sum()) / n_ann
-        row["n_items"] = len(g[["task", "item_id"]].drop_duplicates())
-        row["n_annotators"] = n_ann
+        row["n_items"], row["n_annotators"] = len(g[["task", "item_id"]].drop_duplicates()), n_ann
         rows.append(row)
     return pd.DataFrame(rows, columns=[*keys, *PREFERENCE_CHOICES, "n_items", "n_annotators"])
 
@@ -181,9 +180,8 @@ def preference_table(df: pd.DataFrame, *, by_task: bool = False) -> pd.DataFrame
 def generation_fluency(df: pd.DataFrame, *, by_task: bool = False) -> pd.DataFrame:
     """Paper Table 3: Generation and Fluency = 100 x mean over items of the annotators' mean; Avg = (G + F) / 2."""
     keys = ["dialect", "task", "model"] if by_task else ["dialect", "model"]
-    per_item = df.groupby([*keys, *(["task"] if not by_task else []), "item_id"], sort=False)[
-        ["generation", "fluency"]
-    ].mean()
+    unit = [*keys, *(["task"] if not by_task else []), "item_id"]  # one rated item of a model
+    per_item = df.groupby(unit, sort=False)[["generation", "fluency"]].mean()
     table = per_item.groupby(level=list(range(len(keys))), sort=False).agg(
         generation=("generation", "mean"), fluency=("fluency", "mean"), n_items=("generation", "size")
     )
@@ -328,10 +326,8 @@ def merge_judge_human(
         judge = judge[judge["judge"] == judge_name]
     if judge["judge"].nunique() > 1:
         raise ValueError(f"several judges ({', '.join(sorted(judge['judge'].unique()))}): pass judge_name")
-    keys = ["dialect", "task", "item_id", "model"]
-    return judge.rename(columns={"score": "judge_score"}).merge(
-        human_item_scores(human, aspect=aspect), on=keys, how="inner"
-    )
+    human = human_item_scores(human, aspect=aspect)
+    return judge.rename(columns={"score": "judge_score"}).merge(human, on=["dialect", "task", "item_id", "model"])
 
 
 def judge_human_spearman(

@@ -363,17 +363,16 @@ def word_overlap(
     if len(dialect_texts) != len(central_texts) or not dialect_texts:
         raise ValueError("need equal, non-zero numbers of dialect and Central texts")
     tok = get_tokenizer(tokenizer)
-    matched_total, unit_total, shares = 0, 0, []
+    counts = []  # per pair with dialect words: (words found, words)
     for d_text, c_text in zip(dialect_texts, central_texts):
         d_words = [t for t in tok.tokenize(d_text) if t.strip()]
         c_words = [t for t in tok.tokenize(c_text) if t.strip()]
         source, other = (d_words, set(c_words)) if denominator == "dialect" else (c_words, set(d_words))
         units = list(dict.fromkeys(source)) if unit == "type" else source
-        if not units:
-            continue
-        hit = sum(1 for w in units if w in other)
-        matched_total, unit_total = matched_total + hit, unit_total + len(units)
-        shares.append(hit / len(units))
-    if unit_total == 0:
+        if units:
+            counts.append((sum(1 for w in units if w in other), len(units)))
+    if not counts:
         return float("nan")
-    return sum(shares) / len(shares) if level == "sentence" else matched_total / unit_total
+    if level == "sentence":
+        return sum(hit / n for hit, n in counts) / len(counts)
+    return sum(hit for hit, _ in counts) / sum(n for _, n in counts)

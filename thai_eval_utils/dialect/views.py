@@ -130,9 +130,8 @@ class DialectViews:
                 continue
             metric = TABLE1_TASKS[table_task(task)][0]
             if missing := [k for k in group["key"] if k not in refs.index]:
-                raise ThaiEvalDataError(
-                    f"no reference for item {missing[0]!r}", path=run.dir / "items.jsonl", field="key"
-                )
+                message = f"no reference for item {missing[0]!r}"
+                raise ThaiEvalDataError(message, path=run.dir / "items.jsonl", field="key")
             items = pd.DataFrame(
                 {
                     "key": group["key"].tolist(),
@@ -197,12 +196,8 @@ class DialectViews:
             if h.kind == "corpus":
                 iv = corpus_delta_diff_interval(_texts(central), _texts(h), PAPER_BLEU, **opts)
             else:
-                iv = delta_diff_interval(
-                    central.items.assign(value=cells.scaled_values(central)),
-                    h.items.assign(value=cells.scaled_values(h)),
-                    method="percentile",
-                    **opts,
-                )
+                sides = (x.items.assign(value=cells.scaled_values(x)) for x in (central, h))
+                iv = delta_diff_interval(*sides, method="percentile", **opts)
             add(h, f"{fam}_delta", iv.estimate, iv.n, iv.low, iv.high, iv.design)
         return out
 
