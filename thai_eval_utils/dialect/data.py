@@ -111,12 +111,11 @@ def load_dialect(source: str | Path, dialects: Iterable[str] | None = None) -> p
         raise ThaiEvalDataError("folder not found", path=source)
     for folder in sorted(p for p in source.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
         if folder.name not in DIALECTS:  # e.g. "isan/": skipping it would drop a dialect without a word
-            raise ThaiEvalDataError(
-                f"unknown dialect folder {folder.name!r}; the dialect folders are "
-                f"{', '.join(DIALECTS)} (Isan is 'east', Lanna 'north', Dambro 'south'): rename it "
-                "or move it out of the folder",
-                path=folder,
+            message = (
+                f"unknown dialect folder {folder.name!r}; the dialect folders are {', '.join(DIALECTS)} (Isan is "
+                "'east', Lanna 'north', Dambro 'south'): rename it or move it out of the folder"
             )
+            raise ThaiEvalDataError(message, path=folder)
     wanted = list(dialects) if dialects is not None else [d for d in DIALECTS if (source / d).is_dir()]
     for d in wanted:
         check_dialect(d)

@@ -283,10 +283,9 @@ def annotator_pairs(df: pd.DataFrame) -> Iterator[tuple[str, str, list[str], lis
         names = sorted(g["annotator"].unique())
         if len(names) != 2:
             raise ValueError(f"dialect {dialect!r} has {len(names)} annotators; Cohen's kappa needs exactly 2")
+        unit = ["task", "item_id", "model"]  # one rated unit: a task's item answered by a model
         for aspect in ("generation", "fluency"):
-            wide = g.pivot_table(
-                index=["task", "item_id", "model"], columns="annotator", values=aspect, aggfunc="first"
-            )
+            wide = g.pivot_table(index=unit, columns="annotator", values=aspect, aggfunc="first")
             yield dialect, aspect, names, list(wide[names[0]]), list(wide[names[1]])
 
 

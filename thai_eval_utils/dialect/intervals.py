@@ -162,10 +162,8 @@ def kappa_intervals(
 ) -> pd.DataFrame:
     """Paper Table 6 with intervals: kappa per dialect for Generation and Fluency (two annotators, ratings paired
     by task, item and model, as ``human_eval.agreement_table``), bootstrap over those rated units."""
-    rows = []
-    for dialect, aspect, names, a, b in annotator_pairs(df):
-        iv = kappa_interval(
-            a, b, weights=weights, seed=seed, name=f"kappa:{dialect}/{aspect}", level=level, n_resamples=n_resamples
-        )
+    rows, opts = [], dict(weights=weights, level=level, n_resamples=n_resamples, seed=seed)
+    for dialect, aspect, _, a, b in annotator_pairs(df):
+        iv = kappa_interval(a, b, name=f"kappa:{dialect}/{aspect}", **opts)
         rows.append(({"dialect": dialect, "aspect": aspect}, iv))
     return _table(rows)

@@ -58,9 +58,8 @@ def target_language(task: str) -> str:
 def _check_pair(hypotheses: Sequence[str | None], references: Sequence[str | None]) -> tuple[list[str], list[str]]:
     """Non-empty, equal-length lists with None as "" (the paper's code does the same)."""
     if len(hypotheses) == 0 or len(hypotheses) != len(references):
-        raise ValueError(
-            f"need equal, non-zero numbers of hypotheses and references (got {len(hypotheses)}, {len(references)})"
-        )
+        counts = f"(got {len(hypotheses)}, {len(references)})"
+        raise ValueError(f"need equal, non-zero numbers of hypotheses and references {counts}")
     require_texts(hypotheses, field="hypothesis"), require_texts(references, field="reference")  # NaN is no text
     return ["" if h is None else str(h) for h in hypotheses], ["" if r is None else str(r) for r in references]
 

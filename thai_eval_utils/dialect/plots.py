@@ -78,9 +78,8 @@ def preference_bars(table: pd.DataFrame) -> plt.Figure:
     for ax, (a, b) in zip(axes[0], pairs):
         sub = table[(table["model_a"] == a) & (table["model_b"] == b)].set_index("dialect")
         sub.index = [_name(d) for d in sub.index]
-        sub[list(PREFERENCE_CHOICES)].rename(columns=CHOICE_LABELS).plot.bar(
-            stacked=True, ax=ax, color=colors, legend=False, rot=0
-        )
+        bars = sub[list(PREFERENCE_CHOICES)].rename(columns=CHOICE_LABELS)
+        bars.plot.bar(stacked=True, ax=ax, color=colors, legend=False, rot=0)
         ax.set(title=f"A = {a}\nB = {b}", xlabel="", ylabel="items (mean over annotators)")
         ax.title.set_fontsize(8)
     axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)

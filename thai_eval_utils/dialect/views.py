@@ -69,9 +69,7 @@ def dialect_references(run: StoredRun, data_source: str | Path | None = None) ->
         have = {sha256_file(p) for p in df.attrs["files"]}
         missing = [p for p, h in (run.card.get("data_files") or {}).items() if h not in have]
         if not missing:
-            df = df.copy()
-            df["key"] = [item_key(r) for r in df.to_dict("records")]
-            return df.set_index("key")
+            return df.assign(key=[item_key(r) for r in df.to_dict("records")]).set_index("key")
         first_missing = first_missing or (source, missing[0])
     folder, file = first_missing
     message = (
