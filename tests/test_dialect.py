@@ -112,9 +112,9 @@ def test_other_prompts(prompts, dialect, task):
     assert D.build_prompt(item, prompts) == EXPECTED_OTHER[(dialect, task)]
 
 
-def test_messages_are_one_user_turn(prompts):
+def test_a_food_prompt_and_translation_languages(prompts):
     item = {"dialect": "center", "task": "food", "id": "1", "text_1": "ต้มยำกุ้ง"}
-    assert D.build_messages(item, prompts) == [{"role": "user", "content": "จงเขียนวิธีทำ ต้มยำกุ้ง"}]
+    assert D.build_prompt(item, prompts) == "จงเขียนวิธีทำ ต้มยำกุ้ง"
     assert D.translation_languages("translation_eng_east") == ("eng", "east")
     with pytest.raises(ValueError):
         D.build_prompt({"dialect": "west", "task": "qa", "id": "0"}, prompts)

@@ -236,15 +236,15 @@ def test_one_model_in_two_outputs_folders_is_labelled_by_what_differs(store, tmp
 
 def test_corpus_bleu_interval_is_around_the_papers_bleu():
     from thai_eval_utils.dialect.data import load_dialect
-    from thai_eval_utils.dialect.metrics import bleu
-    from thai_eval_utils.dialect.views import corpus_ci
+    from thai_eval_utils.dialect.metrics import PAPER_BLEU, bleu
+    from thai_eval_utils.stats.cells import corpus_ci
 
     df = load_dialect(REPO / "data" / "dialect", dialects=["east"])
     refs = df["text_2"].fillna("").tolist()
     hyps = [r[: len(r) // 2] + "ครับ" for r in refs]  # partial overlaps: every n-gram order and the brevity penalty
-    low, high = corpus_ci(hyps, refs, Bootstrap(n_resamples=300))
+    low, high = corpus_ci(hyps, refs, Bootstrap(n_resamples=300), PAPER_BLEU)
     assert low < bleu(hyps, refs) < high
-    assert corpus_ci(hyps[:1], refs[:1], Bootstrap(n_resamples=300)) == (None, None)
+    assert corpus_ci(hyps[:1], refs[:1], Bootstrap(n_resamples=300), PAPER_BLEU) == (None, None)
 
 
 def test_explore_notebook_shows_the_runs_and_writes_the_report(store, tmp_path):

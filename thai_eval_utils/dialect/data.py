@@ -11,7 +11,7 @@ from __future__ import annotations
 import pickle
 import re
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +39,8 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 def check_dialect(name: Any, *, path: str | Path | None = None, row: int | None = None, field: str = "dialect") -> str:
     """``name`` if it is one of :data:`DIALECTS`; else :class:`ThaiEvalDataError` (a ``ValueError``) listing them."""
     if name not in DIALECTS:
-        raise ThaiEvalDataError(
-            f"unknown dialect {name!r}; expected one of {', '.join(DIALECTS)}", path=path, row=row, field=field
-        )
+        message = f"unknown dialect {name!r}; expected one of {', '.join(DIALECTS)}"
+        raise ThaiEvalDataError(message, path=path, row=row, field=field)
     return name
 
 
@@ -83,17 +82,9 @@ def _dialect_rows(dialect: str, task: str, path: Path) -> list[dict[str, Any]]:
             require_text(gold, path=path, row=i, field="text_2", allow_empty=True)
         for name in ("question", "context") if kind == "qa" else ("text_1",):
             require_text(rec[name], path=path, row=i, field=name)
-        rows.append(
-            {
-                "dialect": dialect,
-                "task": task,
-                "id": str(rid),
-                "text_1": rec.get("text_1") if kind != "qa" else None,
-                "text_2": gold or "",
-                "question": rec["question"] if kind == "qa" else None,
-                "context": rec["context"] if kind == "qa" else None,
-            }
-        )
+        qa = (rec["question"], rec["context"]) if kind == "qa" else (None, None)
+        text_1 = rec.get("text_1") if kind != "qa" else None
+        rows.append(dict(zip(_DIALECT_COLUMNS, (dialect, task, str(rid), text_1, gold or "", *qa))))
     return rows
 
 
@@ -120,12 +111,11 @@ def load_dialect(source: str | Path, dialects: Iterable[str] | None = None) -> p
         raise ThaiEvalDataError("folder not found", path=source)
     for folder in sorted(p for p in source.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
         if folder.name not in DIALECTS:  # e.g. "isan/": skipping it would drop a dialect without a word
-            raise ThaiEvalDataError(
-                f"unknown dialect folder {folder.name!r}; the dialect folders are "
-                f"{', '.join(DIALECTS)} (Isan is 'east', Lanna 'north', Dambro 'south'): rename it "
-                "or move it out of the folder",
-                path=folder,
+            message = (
+                f"unknown dialect folder {folder.name!r}; the dialect folders are {', '.join(DIALECTS)} (Isan is "
+                "'east', Lanna 'north', Dambro 'south'): rename it or move it out of the folder"
             )
+            raise ThaiEvalDataError(message, path=folder)
     wanted = list(dialects) if dialects is not None else [d for d in DIALECTS if (source / d).is_dir()]
     for d in wanted:
         check_dialect(d)
@@ -139,10 +129,8 @@ def load_dialect(source: str | Path, dialects: Iterable[str] | None = None) -> p
                 files.append(path)
                 rows += _dialect_rows(d, task, path)
     if not files:
-        raise ThaiEvalDataError(
-            f"no dialect task files found (expected <dialect>/<task>.jsonl, dialects {', '.join(DIALECTS)})",
-            path=source,
-        )
+        message = f"no dialect task files found (expected <dialect>/<task>.jsonl, dialects {', '.join(DIALECTS)})"
+        raise ThaiEvalDataError(message, path=source)
     df = pd.DataFrame(rows, columns=_DIALECT_COLUMNS, dtype=object)
     df.attrs["files"] = files
     return df
@@ -153,8 +141,7 @@ def _task_records(obj: Any) -> list[dict[str, Any]]:
         records = obj.to_list()
     elif isinstance(obj, Mapping):  # columns: {"text_1": [...], ...}
         cols = {k: list(v) for k, v in obj.items()}
-        n = {len(v) for v in cols.values()}
-        if len(n) > 1:
+        if len(n := {len(v) for v in cols.values()}) > 1:
             raise ValueError(f"columns of different lengths {sorted(n)}")
         records = [dict(zip(cols, vals)) for vals in zip(*cols.values())]
     else:
@@ -184,30 +171,38 @@ def convert_dialect_pickle(pickle_path: str | Path, out_dir: str | Path, *, allo
         )
     if not path.is_file():
         raise ThaiEvalDataError("file not found", path=path)
-    warnings.warn(
-        f"unpickling {path}: this runs code stored in the file; do it only for a file you trust",
-        UserWarning,
-        stacklevel=2,
-    )
+    message = f"unpickling {path}: this runs code stored in the file; do it only for a file you trust"
+    warnings.warn(message, UserWarning, stacklevel=2)
     try:
         with open(path, "rb") as fh:
             obj = pickle.load(fh)  # noqa: S301 - explicitly allowed by the caller
     except ModuleNotFoundError as exc:
-        raise ThaiEvalDataError(
-            f"the pickle needs the {exc.name!r} package to be read (pip install it)", path=path
-        ) from None
+        message = f"the pickle needs the {exc.name!r} package to be read (pip install it)"
+        raise ThaiEvalDataError(message, path=path) from None
     except Exception as exc:
         raise ThaiEvalDataError(f"cannot unpickle ({type(exc).__name__}: {exc})", path=path) from None
     if not hasattr(obj, "items"):
         raise ThaiEvalDataError(f"expected a dict of dialects, got {type(obj).__name__}", path=path)
-    planned: list[tuple[Path, list[dict[str, Any]]]] = []
-    for dialect, tasks in obj.items():
+
+    def check(dialect: Any, tasks: Any) -> None:
         if not (isinstance(dialect, str) and _SAFE_NAME.match(dialect)) or not hasattr(tasks, "items"):
             raise ThaiEvalDataError(
                 f"expected dialect name -> dict of tasks, got {dialect!r} -> {type(tasks).__name__}",
                 path=path,
                 field=str(dialect),
             )
+
+    return _write_tasks(obj, path, Path(out_dir), check)
+
+
+def _write_tasks(
+    dialects: Mapping[str, Mapping[str, Any]], path: Path, out_dir: Path, check: Callable[[Any, Any], Any]
+) -> list[Path]:
+    """Every task's records (:func:`_task_records`) of every dialect (``check(dialect, tasks)`` refuses one), as
+    ``<out_dir>/<dialect>/<task>.jsonl``; everything is checked before the first file is written."""
+    planned: list[tuple[Path, list[dict[str, Any]]]] = []
+    for dialect, tasks in dialects.items():
+        check(dialect, tasks)
         for task, data in tasks.items():
             if not (isinstance(task, str) and _SAFE_NAME.match(task)):
                 raise ThaiEvalDataError(f"bad task name {task!r}", path=path, field=f"{dialect}/{task}")
@@ -215,7 +210,7 @@ def convert_dialect_pickle(pickle_path: str | Path, out_dir: str | Path, *, allo
                 records = _task_records(data)
             except (TypeError, ValueError) as exc:
                 raise ThaiEvalDataError(f"cannot read records: {exc}", path=path, field=f"{dialect}/{task}") from None
-            planned.append((Path(out_dir) / dialect / f"{task}.jsonl", records))
+            planned.append((out_dir / dialect / f"{task}.jsonl", records))
     return [write_jsonl(target, records) for target, records in planned]
 
 
@@ -232,13 +227,7 @@ def dialect_pickle_to_jsonl(task: str, files: Mapping[str, Path], out_dir: Path)
     if DIALECT_PICKLE not in files:
         raise ThaiEvalDataError(f"the dialect converter needs {DIALECT_PICKLE}", field="files")
     path = files[DIALECT_PICKLE]
-    planned: list[tuple[Path, list[dict[str, Any]]]] = []
-    for dialect, tasks in read_dataset_dict_pickle(path).items():
-        check_dialect(dialect, path=path, field=dialect)
-        for task, records in tasks.items():
-            if not _SAFE_NAME.match(task):
-                raise ThaiEvalDataError(f"bad task name {task!r}", path=path, field=f"{dialect}/{task}")
-            planned.append((Path(out_dir) / dialect / f"{task}.jsonl", records))
-    written = [write_jsonl(target, records) for target, records in planned]
+    dialects = read_dataset_dict_pickle(path)
+    written = _write_tasks(dialects, path, Path(out_dir), lambda d, _: check_dialect(d, path=path, field=d))
     load_dialect(out_dir)
     return written

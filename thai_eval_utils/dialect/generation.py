@@ -88,9 +88,8 @@ def load_prompts(path: str | os.PathLike[str] | Traversable = DEFAULT_PROMPTS_PA
     for dialect, templates in obj["prompts"].items():
         for family in ("qa", "summarization", "translation", "conversation", "food"):
             if not isinstance(templates.get(family), str):
-                raise ThaiEvalDataError(
-                    f"dialect {dialect!r} has no {family!r} template", path=path, field=f"prompts.{dialect}.{family}"
-                )
+                where = f"prompts.{dialect}.{family}"
+                raise ThaiEvalDataError(f"dialect {dialect!r} has no {family!r} template", path=path, field=where)
     return DialectPrompts(obj["prompts"], obj["language_names"], obj["source"], str(path))
 
 
@@ -107,8 +106,13 @@ def translation_languages(task: str) -> tuple[str, str]:
     return parts[1], parts[2]
 
 
+def _missing(value: Any) -> bool:
+    """None or NaN (a table's empty cell)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def _text(value: Any) -> str:
-    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+    return "" if _missing(value) else str(value)
 
 
 def build_prompt(item: Mapping[str, Any], prompts: DialectPrompts) -> str:
@@ -134,11 +138,6 @@ def build_prompt(item: Mapping[str, Any], prompts: DialectPrompts) -> str:
         prompt = prompt.replace("[CONTEXT]", _text(item.get("context")).strip())
         prompt = prompt.replace("[QUESTION]", _text(item.get("question")).strip())
     return prompt
-
-
-def build_messages(item: Mapping[str, Any], prompts: DialectPrompts) -> list[dict[str, str]]:
-    """One user turn holding :func:`build_prompt` (no system prompt, as in the paper)."""
-    return [{"role": "user", "content": build_prompt(item, prompts)}]
 
 
 def is_api_model(model: Model) -> bool:
@@ -174,8 +173,7 @@ def select_items(df: pd.DataFrame, *, tasks: Sequence[str] | None = None, limit:
     """
     out = df
     if tasks is not None:
-        unknown = set(tasks) - {*TABLE1_TASKS, *UNSCORED_TASKS}
-        if unknown:
+        if unknown := set(tasks) - {*TABLE1_TASKS, *UNSCORED_TASKS}:
             raise ValueError(f"unknown task famil(ies) {sorted(unknown)}")
         out = out[out["task"].map(table_task).isin(list(tasks))]
     if limit is not None:
@@ -241,14 +239,13 @@ def dialect_task(
 
 def generation_task(prompts: DialectPrompts, config: Mapping[str, Any]) -> GenerationTask:
     """The declaration of a generation run (:func:`run_generation`): every item of every dialect and task in one
-    run, each row naming its dialect and task, with the run's decoding (``config``). Its metrics are a Thai-reference
-    task's; each dialect and task is scored by its own declaration's (:func:`dialect_task`)."""
+    run, each row naming its dialect and task, with the run's decoding (``config``). It declares no metrics of its
+    own (the default stands): the run's summary scores each dialect and task by its own set (:func:`score_generations`)."""
     return GenerationTask(
         name="dialect",
         data="",
         prompt=USER_TURN,
         reference="text_2",
-        metrics=task_metrics("qa"),
         max_new_tokens=config["max_new_tokens"],
         temperature=config["temperature"],
         top_p=config["top_p"],
@@ -307,7 +304,10 @@ def run_generation(
     if not isinstance(prompts, DialectPrompts):
         prompts = load_prompts(prompts or DEFAULT_PROMPTS_PATH)
     api = is_api_model(model)
-    temperature, top_p = _decoding(api, temperature, top_p, greedy)
+    if greedy:
+        temperature, top_p = 0.0, 1.0
+    elif temperature is None:  # the paper's: 0.2 local, 0 API
+        temperature = PAPER_API_TEMPERATURE if api else PAPER_LOCAL_TEMPERATURE
     config = {
         "decoding": "greedy" if temperature == 0 else "sampling",
         "temperature": float(temperature),
@@ -323,15 +323,8 @@ def run_generation(
     }
     task = generation_task(prompts, config)
     rows = task.process_docs(df.to_dict("records"))
-    items = [
-        {
-            "id": item_key(r),
-            "row": i,
-            "doc": {"dialect": r["dialect"], "task": r["task"], "id": str(r["id"])},
-            "prompt": r["prompt"],
-        }
-        for i, r in enumerate(rows)
-    ]
+    docs = [{"dialect": r["dialect"], "task": r["task"], "id": str(r["id"])} for r in rows]
+    items = [{"id": item_key(d), "row": i, "doc": d, "prompt": r["prompt"]} for i, (d, r) in enumerate(zip(docs, rows))]
     frames: list[pd.DataFrame] = []  # the per-item table the summary is computed from (returned)
 
     def summarize(records: list[dict[str, Any]], support: Mapping[str, str], run: RunOutcome) -> dict[str, Any]:
@@ -438,15 +431,6 @@ def _summarize(
     }
 
 
-def _decoding(api: bool, temperature: float | None, top_p: float, greedy: bool) -> tuple[float, float]:
-    """``(temperature, top_p)`` of a run: None = the paper's temperature (0.2 local, 0 API); greedy = (0, 1)."""
-    if greedy:
-        return 0.0, 1.0
-    if temperature is None:
-        return (PAPER_API_TEMPERATURE if api else PAPER_LOCAL_TEMPERATURE), top_p
-    return temperature, top_p
-
-
 def _templates(df: pd.DataFrame, prompts: DialectPrompts) -> dict[str, str]:
     """The prompt templates the run uses, ``{"<dialect>/<family>": template}`` (their hashes key the run)."""
     used = sorted({f"{d}/{prompt_family(t)}" for d, t in zip(df["dialect"], df["task"])})
@@ -481,25 +465,12 @@ def score_generations(
     scored = df[~df["task"].isin(UNSCORED_TASKS)]
     replies = "answer_in_thai" in df.columns and "thinking_unclosed" in df.columns
     think = f"|{thinking.signature()}" if thinking is not None else ""
+    cols = ["model", "dialect", "task", "table_task", "metric", "value", "n", "stderr", "signature", "pythainlp"]
     for (model, dialect, task), group in scored.groupby(["model", "dialect", "task"], sort=False):
         extra = group_columns(group["answer_in_thai"], group["thinking_unclosed"]) if replies else {}
-        for score in task_scores(task, list(group["output"]), list(group["text_2"]), tokenizer=tokenizer):
-            rows.append(
-                {
-                    "model": model,
-                    "dialect": dialect,
-                    "task": task,
-                    "table_task": table_task(task),
-                    "metric": score.name,
-                    "value": score.value,
-                    "n": score.n,
-                    "stderr": score.stderr,
-                    "signature": score.signature + think,
-                    "pythainlp": pythainlp_version(),
-                    **extra,
-                }
-            )
-    cols = ["model", "dialect", "task", "table_task", "metric", "value", "n", "stderr", "signature", "pythainlp"]
+        for s in task_scores(task, list(group["output"]), list(group["text_2"]), tokenizer=tokenizer):
+            row = (model, dialect, task, table_task(task), s.name, s.value, s.n, s.stderr, s.signature + think)
+            rows.append({**dict(zip(cols, (*row, pythainlp_version()))), **extra})
     return pd.DataFrame(rows, columns=cols + (["thai_rate", "thai_n", "n_thinking_unclosed"] if replies else []))
 
 
@@ -512,8 +483,7 @@ def check_generations(df: pd.DataFrame) -> None:
     position in ``df``) and the user's own column: a missing column, an unknown dialect, a task that is not one
     of the dialect's (:func:`~thai_eval_utils.dialect.data.dialect_tasks`), an ``output`` or ``text_2`` cell
     that is not text (an empty cell is NaN: it is no generation, and an empty string is scored as one)."""
-    missing = [c for c in GENERATION_COLUMNS if c not in df.columns]
-    if missing:
+    if missing := [c for c in GENERATION_COLUMNS if c not in df.columns]:
         raise ThaiEvalDataError(
             f"missing column{'s' * (len(missing) > 1)} {', '.join(map(repr, missing))}; the table "
             f"needs {', '.join(GENERATION_COLUMNS)} (text_2: the reference); columns found: "
@@ -523,26 +493,16 @@ def check_generations(df: pd.DataFrame) -> None:
     for i, (dialect, task, output, ref) in enumerate(zip(df["dialect"], df["task"], df["output"], df["text_2"])):
         check_dialect(dialect, row=i)
         if task not in dialect_tasks(dialect):
-            raise ThaiEvalDataError(
-                f"unknown task {task!r} for dialect {dialect!r}; its tasks are {', '.join(dialect_tasks(dialect))}",
-                row=i,
-                field="task",
-            )
+            known = ", ".join(dialect_tasks(dialect))
+            message = f"unknown task {task!r} for dialect {dialect!r}; its tasks are {known}"
+            raise ThaiEvalDataError(message, row=i, field="task")
         if task in UNSCORED_TASKS:
             continue
         for column, value in (("output", output), ("text_2", ref)):
             if not isinstance(value, str):
-                what = (
-                    "an empty cell"
-                    if value is None or (isinstance(value, float) and math.isnan(value))
-                    else f"{type(value).__name__} {value!r:.40}"
-                )
-                raise ThaiEvalDataError(
-                    f"{what}, not text ({'the generation' if column == 'output' else 'the reference'} "
-                    f"of {dialect}/{task})",
-                    row=i,
-                    field=column,
-                )
+                what = "an empty cell" if _missing(value) else f"{type(value).__name__} {value!r:.40}"
+                whose = "the generation" if column == "output" else "the reference"
+                raise ThaiEvalDataError(f"{what}, not text ({whose} of {dialect}/{task})", row=i, field=column)
 
 
 def score_key(dialect: str, task: str, metric: str) -> str:
@@ -574,9 +534,8 @@ def summary_scores(scores: pd.DataFrame) -> tuple[dict[str, dict], dict[str, dic
         for r in delta_diff(scores).itertuples(index=False):
             key = score_key(r.dialect, r.task, r.metric)
             n, signature = by_family.loc[(r.dialect, r.task, r.metric), ["n", "signature"]]
-            deltas[key] = Score(
-                key, float(r.delta), int(n), None, f"delta_diff|central-minus-dialect|{signature}"
-            ).to_dict()
+            signature = f"delta_diff|central-minus-dialect|{signature}"
+            deltas[key] = Score(key, float(r.delta), int(n), None, signature).to_dict()
     return out, deltas
 
 
@@ -585,5 +544,5 @@ def example_outputs(df: pd.DataFrame, n: int = 1, *, max_chars: int = 300) -> pd
     cols = ["dialect", "task", "id", "output", "text_2"]
     head = df.groupby(["dialect", "task"], sort=False).head(n)[cols].copy()
     for c in ("output", "text_2"):
-        head[c] = head[c].map(lambda s: _text(s) if len(_text(s)) <= max_chars else _text(s)[:max_chars] + "…")
+        head[c] = head[c].map(lambda s: _text(s)[:max_chars] + ("…" if len(_text(s)) > max_chars else ""))
     return head.reset_index(drop=True)

@@ -18,6 +18,7 @@ did not rate. Files are validated completely before anything is returned.
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -40,9 +41,6 @@ GENERATION_FLUENCY_COLUMNS = ("dialect", "task", "item_id", "model", "annotator"
 GF_LABELS = (0.0, 0.5, 1.0)
 JUDGE_COLUMNS = ("dialect", "task", "item_id", "model", "judge", "score")
 
-_KEY = (str, int)
-_LABEL = (str, int, float)
-
 
 # ------------------------------------------------------------------------------------ loading
 
@@ -50,29 +48,25 @@ _LABEL = (str, int, float)
 def _records(
     source: str | Path | pd.DataFrame, columns: Sequence[str], label_fields: Sequence[str]
 ) -> tuple[list[dict], str | None]:
+    """The rows of a file or DataFrame with ``columns`` (and its path), the other fields than ``label_fields`` (the
+    keys) as stripped, non-empty text (ids from JSON ints become "3"); ``dialect`` one of the four."""
     if isinstance(source, pd.DataFrame):
-        missing = [c for c in columns if c not in source.columns]
-        if missing:
+        if missing := [c for c in columns if c not in source.columns]:
             raise ThaiEvalDataError(f"missing column(s) {', '.join(missing)}", field=missing[0])
-        return source[list(columns)].to_dict("records"), None
-    required = {c: (_LABEL if c in label_fields else _KEY) for c in columns}
-    return read_records(source, required), str(source)
-
-
-def _keys(recs: list[dict], key_fields: Sequence[str], path: str | None) -> None:
-    """Key fields as stripped, non-empty text (ids from JSON ints become "3"); ``dialect`` one of the four."""
+        recs, path = source[list(columns)].to_dict("records"), None
+    else:
+        # a label may be a number; a key is text or an integer id
+        required = {c: ((str, int, float) if c in label_fields else (str, int)) for c in columns}
+        recs, path = read_records(source, required), str(source)
     for i, rec in enumerate(recs):
-        for f in key_fields:
+        for f in (c for c in columns if c not in label_fields):
             value = rec[f]
-            if (
-                value is None
-                or (isinstance(value, float) and math.isnan(value))
-                or isinstance(value, bool)
-                or not str(value).strip()
-            ):
+            missing = value is None or isinstance(value, bool) or (isinstance(value, float) and math.isnan(value))
+            if missing or not str(value).strip():
                 raise ThaiEvalDataError("empty value", path=path, row=i, field=f)
             rec[f] = str(value).strip()
         check_dialect(rec["dialect"], path=path, row=i)
+    return recs, path
 
 
 def _parse_gf(value: Any, path: str | None, row: int, field: str) -> float:
@@ -87,42 +81,31 @@ def _parse_gf(value: Any, path: str | None, row: int, field: str) -> float:
 
 def _check_complete(recs: list[dict], unit: Sequence[str], path: str | None, n_annotators: int | None) -> None:
     """No duplicate (unit, annotator) rows; every unit rated by every annotator of its dialect."""
-    seen: dict[tuple, int] = {}
+    seen: dict[tuple, int] = {}  # (unit, annotator) -> row
     first_row: dict[tuple, int] = {}
-    raters: dict[tuple, set[str]] = {}
-    by_dialect: dict[str, set[str]] = {}
+    raters: dict[tuple, set[str]] = defaultdict(set)
+    by_dialect: dict[str, set[str]] = defaultdict(set)
     for i, rec in enumerate(recs):
-        u = tuple(rec[f] for f in unit)
-        key = (*u, rec["annotator"])
-        if key in seen:
-            raise ThaiEvalDataError(
-                f"duplicate row: annotator {rec['annotator']!r} already rated {'/'.join(u)} in row {seen[key]}",
-                path=path,
-                row=i,
-                field="annotator",
-            )
-        seen[key] = i
+        u, who = tuple(rec[f] for f in unit), rec["annotator"]
+        if (*u, who) in seen:
+            message = f"duplicate row: annotator {who!r} already rated {'/'.join(u)} in row {seen[(*u, who)]}"
+            raise ThaiEvalDataError(message, path=path, row=i, field="annotator")
+        seen[(*u, who)] = i
         first_row.setdefault(u, i)
-        raters.setdefault(u, set()).add(rec["annotator"])
-        by_dialect.setdefault(rec["dialect"], set()).add(rec["annotator"])
+        raters[u].add(who)
+        by_dialect[rec["dialect"]].add(who)
     for dialect, names in by_dialect.items():
         if n_annotators is not None and len(names) != n_annotators:
             row = min(r for u, r in first_row.items() if u[0] == dialect)
-            raise ThaiEvalDataError(
-                f"dialect {dialect!r} has {len(names)} annotator(s) ({', '.join(sorted(names))}), expected {n_annotators}",
-                path=path,
-                row=row,
-                field="annotator",
-            )
+            shown = ", ".join(sorted(names))
+            message = f"dialect {dialect!r} has {len(names)} annotator(s) ({shown}), expected {n_annotators}"
+            raise ThaiEvalDataError(message, path=path, row=row, field="annotator")
     for u, names in raters.items():
-        missing = by_dialect[u[0]] - names
-        if missing:
-            raise ThaiEvalDataError(
-                f"item {'/'.join(u)} was not rated by annotator(s) {', '.join(sorted(missing))} of dialect {u[0]!r}",
-                path=path,
-                row=first_row[u],
-                field="annotator",
+        if missing := by_dialect[u[0]] - names:
+            message = (
+                f"item {'/'.join(u)} was not rated by annotator(s) {', '.join(sorted(missing))} of dialect {u[0]!r}"
             )
+            raise ThaiEvalDataError(message, path=path, row=first_row[u], field="annotator")
 
 
 def load_preferences(source: str | Path | pd.DataFrame, *, n_annotators: int | None = 3) -> pd.DataFrame:
@@ -134,20 +117,14 @@ def load_preferences(source: str | Path | pd.DataFrame, *, n_annotators: int | N
             annotator of a dialect must rate every item of it.
     """
     recs, path = _records(source, PREFERENCE_COLUMNS, ("choice",))
-    _keys(recs, PREFERENCE_COLUMNS[:-1], path)
     for i, rec in enumerate(recs):
         choice = str(rec["choice"]).strip() if rec["choice"] is not None else ""
         if choice not in PREFERENCE_CHOICES:
-            raise ThaiEvalDataError(
-                f"unknown label {rec['choice']!r}; expected one of {', '.join(PREFERENCE_CHOICES)}",
-                path=path,
-                row=i,
-                field="choice",
-            )
+            message = f"unknown label {rec['choice']!r}; expected one of {', '.join(PREFERENCE_CHOICES)}"
+            raise ThaiEvalDataError(message, path=path, row=i, field="choice")
         if rec["model_a"] == rec["model_b"]:
-            raise ThaiEvalDataError(
-                f"model_a and model_b are both {rec['model_a']!r}", path=path, row=i, field="model_b"
-            )
+            message = f"model_a and model_b are both {rec['model_a']!r}"
+            raise ThaiEvalDataError(message, path=path, row=i, field="model_b")
         rec["choice"] = choice
     _check_complete(recs, ("dialect", "task", "item_id", "model_a", "model_b"), path, n_annotators)
     return pd.DataFrame(recs, columns=list(PREFERENCE_COLUMNS))
@@ -156,7 +133,6 @@ def load_preferences(source: str | Path | pd.DataFrame, *, n_annotators: int | N
 def load_generation_fluency(source: str | Path | pd.DataFrame, *, n_annotators: int | None = 2) -> pd.DataFrame:
     """Read and validate a Generation/Fluency file (CSV/JSONL) or DataFrame (scores become floats)."""
     recs, path = _records(source, GENERATION_FLUENCY_COLUMNS, ("generation", "fluency"))
-    _keys(recs, GENERATION_FLUENCY_COLUMNS[:-2], path)
     for i, rec in enumerate(recs):
         for f in ("generation", "fluency"):
             rec[f] = _parse_gf(rec[f], path, i, f)
@@ -167,7 +143,6 @@ def load_generation_fluency(source: str | Path | pd.DataFrame, *, n_annotators: 
 def load_judge_scores(source: str | Path | pd.DataFrame) -> pd.DataFrame:
     """Read and validate judge scores (one numeric ``score`` per item, model and judge)."""
     recs, path = _records(source, JUDGE_COLUMNS, ("score",))
-    _keys(recs, JUDGE_COLUMNS[:-1], path)
     seen: dict[tuple, int] = {}
     for i, rec in enumerate(recs):
         if rec["score"] is None or (isinstance(rec["score"], float) and math.isnan(rec["score"])):
@@ -197,8 +172,7 @@ def preference_table(df: pd.DataFrame, *, by_task: bool = False) -> pd.DataFrame
         row = dict(zip(keys, key))
         for choice in PREFERENCE_CHOICES:
             row[choice] = float((g["choice"] == choice).sum()) / n_ann
-        row["n_items"] = len(g[["task", "item_id"]].drop_duplicates())
-        row["n_annotators"] = n_ann
+        row["n_items"], row["n_annotators"] = len(g[["task", "item_id"]].drop_duplicates()), n_ann
         rows.append(row)
     return pd.DataFrame(rows, columns=[*keys, *PREFERENCE_CHOICES, "n_items", "n_annotators"])
 
@@ -206,9 +180,8 @@ def preference_table(df: pd.DataFrame, *, by_task: bool = False) -> pd.DataFrame
 def generation_fluency(df: pd.DataFrame, *, by_task: bool = False) -> pd.DataFrame:
     """Paper Table 3: Generation and Fluency = 100 x mean over items of the annotators' mean; Avg = (G + F) / 2."""
     keys = ["dialect", "task", "model"] if by_task else ["dialect", "model"]
-    per_item = df.groupby([*keys, *(["task"] if not by_task else []), "item_id"], sort=False)[
-        ["generation", "fluency"]
-    ].mean()
+    unit = [*keys, *(["task"] if not by_task else []), "item_id"]  # one rated item of a model
+    per_item = df.groupby(unit, sort=False)[["generation", "fluency"]].mean()
     table = per_item.groupby(level=list(range(len(keys))), sort=False).agg(
         generation=("generation", "mean"), fluency=("fluency", "mean"), n_items=("generation", "size")
     )
@@ -288,21 +261,13 @@ def cohen_kappa(
     expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
     i, j = np.indices((k, k))
     scale = max(k - 1, 1)
-    disagree = {None: (i != j).astype(float), "linear": np.abs(i - j) / scale, "quadratic": ((i - j) / scale) ** 2}[
-        weights
-    ]
+    weighted = {None: (i != j).astype(float), "linear": np.abs(i - j) / scale, "quadratic": ((i - j) / scale) ** 2}
+    disagree = weighted[weights]
     p_o, p_e = 1.0 - float((disagree * observed).sum()), 1.0 - float((disagree * expected).sum())
     if p_e >= 1.0 - 1e-12:
         used = sorted({labels[v] for v in np.concatenate([x, y])}, key=index.get)
-        return KappaResult(
-            float("nan"),
-            False,
-            p_o,
-            p_e,
-            n,
-            weights,
-            f"both annotators gave every item the label {used[0]!r}, so chance agreement is 1 (0/0)",
-        )
+        reason = f"both annotators gave every item the label {used[0]!r}, so chance agreement is 1 (0/0)"
+        return KappaResult(float("nan"), False, p_o, p_e, n, weights, reason)
     value = float(cohen_kappa_score(x, y, labels=list(range(k)), weights=weights))
     return KappaResult(value, True, p_o, p_e, n, weights)
 
@@ -318,10 +283,9 @@ def annotator_pairs(df: pd.DataFrame) -> Iterator[tuple[str, str, list[str], lis
         names = sorted(g["annotator"].unique())
         if len(names) != 2:
             raise ValueError(f"dialect {dialect!r} has {len(names)} annotators; Cohen's kappa needs exactly 2")
+        unit = ["task", "item_id", "model"]  # one rated unit: a task's item answered by a model
         for aspect in ("generation", "fluency"):
-            wide = g.pivot_table(
-                index=["task", "item_id", "model"], columns="annotator", values=aspect, aggfunc="first"
-            )
+            wide = g.pivot_table(index=unit, columns="annotator", values=aspect, aggfunc="first")
             yield dialect, aspect, names, list(wide[names[0]]), list(wide[names[1]])
 
 
@@ -332,23 +296,12 @@ def agreement_table(df: pd.DataFrame, *, weights: str | None = None) -> pd.DataF
     when undefined), ``defined, display`` ("undefined" or the rounded value), ``p_o, p_e, n, result``
     (the :class:`KappaResult`).
     """
+    cols = ("dialect", "aspect", "annotators", "kappa", "defined", "display", "p_o", "p_e", "n", "result")
     rows = []
     for dialect, aspect, names, a, b in annotator_pairs(df):
         r = cohen_kappa(a, b, weights=weights)
-        rows.append(
-            {
-                "dialect": dialect,
-                "aspect": aspect,
-                "annotators": " vs ".join(names),
-                "kappa": r.value,
-                "defined": r.defined,
-                "display": r.display(),
-                "p_o": r.p_o,
-                "p_e": r.p_e,
-                "n": r.n,
-                "result": r,
-            }
-        )
+        values = (dialect, aspect, " vs ".join(names), r.value, r.defined, r.display(), r.p_o, r.p_e, r.n, r)
+        rows.append(dict(zip(cols, values)))
     return pd.DataFrame(rows)
 
 
@@ -372,10 +325,8 @@ def merge_judge_human(
         judge = judge[judge["judge"] == judge_name]
     if judge["judge"].nunique() > 1:
         raise ValueError(f"several judges ({', '.join(sorted(judge['judge'].unique()))}): pass judge_name")
-    keys = ["dialect", "task", "item_id", "model"]
-    return judge.rename(columns={"score": "judge_score"}).merge(
-        human_item_scores(human, aspect=aspect), on=keys, how="inner"
-    )
+    human = human_item_scores(human, aspect=aspect)
+    return judge.rename(columns={"score": "judge_score"}).merge(human, on=["dialect", "task", "item_id", "model"])
 
 
 def judge_human_spearman(
@@ -391,20 +342,10 @@ def judge_human_spearman(
 
     Returns: ``dialect, rho, p_value, n, ci_low, ci_high, n_used``.
     """
-    rows = []
+    rows, cols = [], ["dialect", "rho", "p_value", "n", "ci_low", "ci_high", "n_used"]
     for dialect, g in df.groupby("dialect", sort=False):
         x, y = g["judge_score"].to_numpy(float), g["human_score"].to_numpy(float)
         rho, p, _ = spearman(x, y)
         iv = spearman_interval(x, y, level=level, n_resamples=n_resamples, seed=seed)
-        rows.append(
-            {
-                "dialect": dialect,
-                "rho": rho,
-                "p_value": p,
-                "n": len(x),
-                "ci_low": iv.low,
-                "ci_high": iv.high,
-                "n_used": iv.n_used,
-            }
-        )
-    return pd.DataFrame(rows, columns=["dialect", "rho", "p_value", "n", "ci_low", "ci_high", "n_used"])
+        rows.append(dict(zip(cols, (dialect, rho, p, len(x), iv.low, iv.high, iv.n_used))))
+    return pd.DataFrame(rows, columns=cols)

@@ -84,22 +84,17 @@ def delta_diff_interval(
     otherwise each side is resampled independently. ``Interval.design`` states which. The point estimate
     is :func:`thai_eval_utils.dialect.metrics.delta_diff` of the two means.
     """
-    vc, vd = (
-        per_item(central, key=key, value=value, name="Central"),
-        per_item(dialect, key=key, value=value, name="dialect"),
+    vc = per_item(central, key=key, value=value, name="Central")
+    vd = per_item(dialect, key=key, value=value, name="dialect")
+    paired, ids = vc.keys() == vd.keys(), sorted(vc, key=sort_key)
+    c = np.array([vc[k] for k in ids])
+    d = np.array([vd[k] for k in (ids if paired else sorted(vd, key=sort_key))])  # paired: the same ids in order
+    design = (
+        f"paired over {c.size} aligned items"
+        if paired
+        else f"independent resampling of Central ({c.size}) and dialect ({d.size}) items: ids do not align "
+        f"({len(vc.keys() & vd.keys())} shared)"
     )
-    if vc.keys() == vd.keys():
-        ids = sorted(vc, key=sort_key)
-        c, d = np.array([vc[k] for k in ids]), np.array([vd[k] for k in ids])
-        paired, design = True, f"paired over {len(ids)} aligned items"
-    else:
-        c = np.array([vc[k] for k in sorted(vc, key=sort_key)])
-        d = np.array([vd[k] for k in sorted(vd, key=sort_key)])
-        shared = len(vc.keys() & vd.keys())
-        paired, design = (
-            False,
-            f"independent resampling of Central ({c.size}) and dialect ({d.size}) items: ids do not align ({shared} shared)",
-        )
     tidy = pd.DataFrame(
         {"model": "m", "dialect": ["center", "east"], "task": name, "metric": name, "value": [c.mean(), d.mean()]}
     )
@@ -108,34 +103,16 @@ def delta_diff_interval(
         (c, d), mean_diff, paired=paired, method=method, level=level, n_resamples=n_resamples, seed=seed
     )
     return Interval(
-        name,
-        estimate,
-        low,
-        high,
-        level,
-        used,
-        n_resamples,
-        seed,
-        max(c.size, d.size),
-        n_resamples,
-        design=design,
-        note=note,
+        name, estimate, low, high, level, used, n_resamples, seed, max(c.size, d.size), n_resamples, 0, "", design, note
     )
 
 
 def _table(rows: list[tuple[dict[str, object], Interval]]) -> pd.DataFrame:
+    """One row per interval: its keys, then estimate, bounds, n, undefined resamples, signature and the interval."""
     return pd.DataFrame(
         [
-            {
-                **keys,
-                "estimate": iv.estimate,
-                "ci_low": iv.low,
-                "ci_high": iv.high,
-                "n": iv.n,
-                "n_undefined": iv.n_undefined,
-                "signature": iv.signature,
-                "interval": iv,
-            }
+            {**keys, "estimate": iv.estimate, "ci_low": iv.low, "ci_high": iv.high, "n": iv.n}
+            | {"n_undefined": iv.n_undefined, "signature": iv.signature, "interval": iv}
             for keys, iv in rows
         ]
     )
@@ -152,22 +129,11 @@ def generation_fluency_intervals(
 ) -> pd.DataFrame:
     """Paper Table 3 cells with intervals: per (dialect, model), 100 x mean over items of the annotators' mean
     ``generation``, ``fluency`` or ``avg`` (``df`` from ``human_eval.load_generation_fluency``); bootstrap over items."""
-    items = human_item_scores(df, aspect=aspect)
-    rows = [
-        (
-            {"dialect": d, "model": m, "aspect": aspect},
-            mean_interval(
-                g["human_score"].to_numpy(),
-                name=f"{aspect}:{d}/{m}",
-                scale=100.0,
-                method=method,
-                level=level,
-                n_resamples=n_resamples,
-                seed=seed,
-            ),
-        )
-        for (d, m), g in items.groupby(["dialect", "model"], sort=False)
-    ]
+    opts = dict(method=method, level=level, n_resamples=n_resamples, seed=seed)
+    rows = []
+    for (d, m), g in human_item_scores(df, aspect=aspect).groupby(["dialect", "model"], sort=False):
+        iv = mean_interval(g["human_score"].to_numpy(), name=f"{aspect}:{d}/{m}", scale=100.0, **opts)
+        rows.append(({"dialect": d, "model": m, "aspect": aspect}, iv))
     return _table(rows)
 
 
@@ -177,23 +143,12 @@ def preference_share_intervals(
     """Paper Table 2 as shares with intervals: per (dialect, model pair, choice), the mean over items of the
     fraction of annotators choosing it (``df`` from ``human_eval.load_preferences``); times n_items it is
     Table 2's annotator-averaged count. Bootstrap over items."""
-    rows = []
+    rows, opts = [], dict(method=method, level=level, n_resamples=n_resamples, seed=seed)
     for (d, ma, mb), g in df.groupby(["dialect", "model_a", "model_b"], sort=False):
         for choice in PREFERENCE_CHOICES:
             share = (g["choice"] == choice).groupby([g["task"], g["item_id"]], sort=True).mean()
-            rows.append(
-                (
-                    {"dialect": d, "model_a": ma, "model_b": mb, "choice": choice},
-                    mean_interval(
-                        share.to_numpy(),
-                        name=f"share:{choice}:{d}",
-                        method=method,
-                        level=level,
-                        n_resamples=n_resamples,
-                        seed=seed,
-                    ),
-                )
-            )
+            iv = mean_interval(share.to_numpy(), name=f"share:{choice}:{d}", **opts)
+            rows.append(({"dialect": d, "model_a": ma, "model_b": mb, "choice": choice}, iv))
     return _table(rows)
 
 
@@ -207,10 +162,8 @@ def kappa_intervals(
 ) -> pd.DataFrame:
     """Paper Table 6 with intervals: kappa per dialect for Generation and Fluency (two annotators, ratings paired
     by task, item and model, as ``human_eval.agreement_table``), bootstrap over those rated units."""
-    rows = []
-    for dialect, aspect, names, a, b in annotator_pairs(df):
-        iv = kappa_interval(
-            a, b, weights=weights, seed=seed, name=f"kappa:{dialect}/{aspect}", level=level, n_resamples=n_resamples
-        )
+    rows, opts = [], dict(weights=weights, level=level, n_resamples=n_resamples, seed=seed)
+    for dialect, aspect, _, a, b in annotator_pairs(df):
+        iv = kappa_interval(a, b, name=f"kappa:{dialect}/{aspect}", **opts)
         rows.append(({"dialect": dialect, "aspect": aspect}, iv))
     return _table(rows)

@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from rouge_score import rouge_scorer, scoring
 from sacrebleu.metrics import CHRF
 
 from thai_eval_utils.core.provenance import Score
@@ -59,9 +58,8 @@ def target_language(task: str) -> str:
 def _check_pair(hypotheses: Sequence[str | None], references: Sequence[str | None]) -> tuple[list[str], list[str]]:
     """Non-empty, equal-length lists with None as "" (the paper's code does the same)."""
     if len(hypotheses) == 0 or len(hypotheses) != len(references):
-        raise ValueError(
-            f"need equal, non-zero numbers of hypotheses and references (got {len(hypotheses)}, {len(references)})"
-        )
+        counts = f"(got {len(hypotheses)}, {len(references)})"
+        raise ValueError(f"need equal, non-zero numbers of hypotheses and references {counts}")
     require_texts(hypotheses, field="hypothesis"), require_texts(references, field="reference")  # NaN is no text
     return ["" if h is None else str(h) for h in hypotheses], ["" if r is None else str(r) for r in references]
 
@@ -105,43 +103,16 @@ def _ngrams(tokens: Sequence[str], max_order: int) -> Counter:
     return counts
 
 
-def bleu_statistics(
-    hypotheses: Sequence[str | None],
-    references: Sequence[str | None],
-    *,
-    max_order: int = 4,
-    tokenizer: str = DEFAULT_TOKENIZER,
-) -> np.ndarray:
-    """Per sentence, the sufficient statistics of corpus BLEU (sacrebleu's design): an int64 array of shape
-    ``(n, 2 + 2 * max_order)`` holding hypothesis length, reference length, the clipped n-gram matches for
-    n = 1..max_order, then the possible n-grams for n = 1..max_order. Corpus BLEU depends on the sentences only
-    through the column sums (:func:`bleu_from_statistics`), so a bootstrap resamples rows, not texts."""
-    hyps, refs = _check_pair(hypotheses, references)
-    tok = get_tokenizer(tokenizer)
-    out = np.zeros((len(hyps), 2 + 2 * max_order), dtype=np.int64)
-    for i, (hyp, ref) in enumerate(zip(hyps, refs)):
-        h_tokens, r_tokens = tok.tokenize(hyp), tok.tokenize(ref)
-        out[i, 0], out[i, 1] = len(h_tokens), len(r_tokens)
-        overlap = _ngrams(h_tokens, max_order) & _ngrams(r_tokens, max_order)  # clipped counts
-        for ngram, count in overlap.items():
-            out[i, 1 + len(ngram)] += count
-        for n in range(1, max_order + 1):
-            out[i, 1 + max_order + n] = max(len(h_tokens) - n + 1, 0)
-    return out
-
-
 def bleu_from_statistics(totals: Sequence[int] | np.ndarray, *, signature: str = "") -> BleuResult:
-    """Corpus BLEU (the formula in the comment above) from the column sums of :func:`bleu_statistics`."""
+    """Corpus BLEU (the formula in the comment above) from the column sums of :meth:`PaperBleu.statistics`."""
     counts = [int(v) for v in totals]  # Python ints: the same arithmetic whether summed by numpy or by hand
     max_order = (len(counts) - 2) // 2
     c, r, matches, possible = counts[0], counts[1], counts[2 : 2 + max_order], counts[2 + max_order :]
     precisions = tuple(m / p if p > 0 else 0.0 for m, p in zip(matches, possible))
     geo_mean = math.exp(sum(math.log(p) for p in precisions) / max_order) if min(precisions) > 0 else 0.0
     ratio = c / r if r > 0 else float("inf")
-    if c == 0:  # nmt raises ZeroDivisionError; the paper's code turns that into 0
-        bp = 0.0
-    else:
-        bp = 1.0 if ratio > 1.0 else math.exp(1.0 - 1.0 / ratio)
+    # c = 0: nmt raises ZeroDivisionError; the paper's code turns that into 0
+    bp = 0.0 if c == 0 else 1.0 if ratio > 1.0 else math.exp(1.0 - 1.0 / ratio)
     return BleuResult(100.0 * geo_mean * bp, precisions, bp, ratio, c, r, tuple(matches), tuple(possible), signature)
 
 
@@ -160,7 +131,7 @@ def bleu_details(
 
 class PaperBleu(Metric):
     """The paper's corpus BLEU (x100) as a declared task's metric object: per-sentence statistics
-    (:func:`bleu_statistics`) and the score from their sums, so a bootstrap (``stats.corpus``, the runner's
+    (:meth:`statistics`) and the score from their sums, so a bootstrap (``stats.corpus``, the runner's
     intervals) sums resampled rows instead of re-tokenising."""
 
     kind = "corpus"
@@ -175,7 +146,20 @@ class PaperBleu(Metric):
         return f"bleu|nmt|max_order:{self.max_order}|smooth:none|{get_tokenizer(self.tokenizer).signature}"
 
     def statistics(self, hypotheses: Sequence[str | None], references: Sequence[str | None]) -> np.ndarray:
-        return bleu_statistics(hypotheses, references, max_order=self.max_order, tokenizer=self.tokenizer)
+        """Per sentence, the sufficient statistics of corpus BLEU (sacrebleu's design): an int64 array of shape
+        ``(n, 2 + 2 * max_order)`` holding hypothesis length, reference length, the clipped n-gram matches for
+        n = 1..max_order, then the possible n-grams for n = 1..max_order. Corpus BLEU depends on the sentences only
+        through the column sums (:func:`bleu_from_statistics`), so a bootstrap resamples rows, not texts."""
+        hyps, refs = _check_pair(hypotheses, references)
+        tok, k = get_tokenizer(self.tokenizer), self.max_order
+        out = np.zeros((len(hyps), 2 + 2 * k), dtype=np.int64)
+        for i, (hyp, ref) in enumerate(zip(hyps, refs)):
+            h_tokens, r_tokens = tok.tokenize(hyp), tok.tokenize(ref)
+            out[i, 0], out[i, 1] = len(h_tokens), len(r_tokens)
+            for ngram, count in (_ngrams(h_tokens, k) & _ngrams(r_tokens, k)).items():  # clipped counts
+                out[i, 1 + len(ngram)] += count
+            out[i, 2 + k :] = [max(len(h_tokens) - n + 1, 0) for n in range(1, k + 1)]
+        return out
 
     def score(self, totals: np.ndarray) -> float:
         return bleu_from_statistics(totals).score
@@ -230,34 +214,6 @@ def rouge_l(
     """Mean ROUGE-L F1 x100 over items (the headline; deterministic)."""
     scores = rouge_l_scores(hypotheses, references, tokenizer=tokenizer)
     return sum(scores) / len(scores)
-
-
-def rouge_l_bootstrap_mid(
-    hypotheses: Sequence[str | None],
-    references: Sequence[str | None],
-    *,
-    n_resamples: int = 1000,
-    seed: int = 42,
-    tokenizer: str = DEFAULT_TOKENIZER,
-) -> float:
-    """ROUGE-L "mid" of rouge-score's BootstrapAggregator (what the paper's code reported), x100.
-
-    The aggregator draws from numpy's *global* generator, so the paper's figure is not reproducible;
-    here the global state is seeded with ``seed`` for the call and restored afterwards. The mid is the
-    median of ``n_resamples`` bootstrap means (close to, but not equal to, :func:`rouge_l`).
-    """
-    hyps, refs = _check_pair(hypotheses, references)
-    scorer = rouge_scorer.RougeScorer(["rougeL"], tokenizer=get_tokenizer(tokenizer))
-    agg = scoring.BootstrapAggregator(n_samples=n_resamples)
-    for hyp, ref in zip(hyps, refs):
-        agg.add_scores(scorer.score(ref, hyp))
-    state = np.random.get_state()
-    try:
-        np.random.seed(seed)
-        mid = agg.aggregate()["rougeL"].mid.fmeasure
-    finally:
-        np.random.set_state(state)
-    return 100.0 * float(mid)
 
 
 # --------------------------------------------------------------------------------- sacrebleu
@@ -315,31 +271,10 @@ def metric_score(metric: Metric, hypotheses: Sequence[str | None], references: S
     return Score.mean(metric.name, [metric.score_item(h, r) for h, r in zip(hyps, refs)], metric.signature())
 
 
-def sacrebleu_bleu(
-    hypotheses: Sequence[str | None],
-    references: Sequence[str | None],
-    *,
-    target_lang: str = "th",
-    tokenizer: str = DEFAULT_TOKENIZER,
-) -> Score:
-    """sacrebleu corpus BLEU of :class:`PaperSacreBleu` as a :class:`~thai_eval_utils.core.provenance.Score`."""
-    return metric_score(PaperSacreBleu(target_lang, tokenizer), hypotheses, references)
-
-
-def sacrebleu_chrf(hypotheses: Sequence[str | None], references: Sequence[str | None], *, word_order: int = 0) -> Score:
-    """sacrebleu corpus chrF (``word_order=2`` for chrF++) of :class:`PaperChrF` on the raw texts."""
-    return metric_score(PaperChrF(word_order), hypotheses, references)
-
-
 def task_metrics(task: str, *, tokenizer: str = DEFAULT_TOKENIZER) -> tuple[Metric, ...]:
     """The metric objects of one benchmark task (its declaration's): ``rougeL`` and ``bleu`` (the paper's, on
     ``tokenizer``'s words), ``sacrebleu`` (``13a`` when the reference is English) and ``chrf``."""
-    return (
-        PaperRougeL(tokenizer),
-        PaperBleu(tokenizer),
-        PaperSacreBleu(target_language(task), tokenizer),
-        PaperChrF(),
-    )
+    return (PaperRougeL(tokenizer), PaperBleu(tokenizer), PaperSacreBleu(target_language(task), tokenizer), PaperChrF())
 
 
 def task_scores(
@@ -380,20 +315,17 @@ def table1_layout(scores: pd.DataFrame) -> pd.DataFrame:
     Central/Isan/Lanna/Dambro.
     """
     df = scores.assign(task=scores["task"].map(table_task))
-    deltas = delta_diff(scores)
+    deltas = delta_diff(scores)  # refuses duplicates: each (model, dialect, task, metric) below has one value
+    value, delta = (
+        {k: float(v) for k, v in zip(zip(t["model"], t["dialect"], t["task"], t["metric"]), t[column])}
+        for t, column in ((df, "value"), (deltas, "delta"))
+    )
     rows = []
-    for (model, dialect), group in df.groupby(["model", "dialect"], sort=False):
+    for model, dialect in dict.fromkeys(zip(df["model"], df["dialect"])):  # groupby order: first appearance
         row: dict[str, object] = {"model": model, "dialect": dialect}
         for fam, (metric, col) in TABLE1_TASKS.items():
-            hit = group[(group["task"] == fam) & (group["metric"] == metric)]["value"]
-            d = deltas[
-                (deltas["model"] == model)
-                & (deltas["dialect"] == dialect)
-                & (deltas["task"] == fam)
-                & (deltas["metric"] == metric)
-            ]
-            row[col] = float(hit.iloc[0]) if len(hit) else float("nan")
-            row[f"{fam}_delta"] = float(d["delta"].iloc[0]) if len(d) else float("nan")
+            key = (model, dialect, fam, metric)
+            row[col], row[f"{fam}_delta"] = value.get(key, float("nan")), delta.get(key, float("nan"))
         rows.append(row)
     out = pd.DataFrame(rows)
     order = {d: i for i, d in enumerate(DIALECT_NAMES)}
@@ -424,28 +356,22 @@ def word_overlap(
 
     Example: ``word_overlap(["ไป กิน ข้าว เด้อ"], ["ไป กิน ข้าว นะ"])`` -> ``0.75``.
     """
-    if (
-        unit not in ("type", "token")
-        or level not in ("sentence", "corpus")
-        or denominator not in ("dialect", "central")
-    ):
-        raise ValueError(
-            f"unit must be type|token, level sentence|corpus, denominator dialect|central (got {unit}, {level}, {denominator})"
-        )
+    if not (unit in ("type", "token") and level in ("sentence", "corpus") and denominator in ("dialect", "central")):
+        choices = "unit must be type|token, level sentence|corpus, denominator dialect|central"
+        raise ValueError(f"{choices} (got {unit}, {level}, {denominator})")
     if len(dialect_texts) != len(central_texts) or not dialect_texts:
         raise ValueError("need equal, non-zero numbers of dialect and Central texts")
     tok = get_tokenizer(tokenizer)
-    matched_total, unit_total, shares = 0, 0, []
+    counts = []  # per pair with dialect words: (words found, words)
     for d_text, c_text in zip(dialect_texts, central_texts):
         d_words = [t for t in tok.tokenize(d_text) if t.strip()]
         c_words = [t for t in tok.tokenize(c_text) if t.strip()]
         source, other = (d_words, set(c_words)) if denominator == "dialect" else (c_words, set(d_words))
         units = list(dict.fromkeys(source)) if unit == "type" else source
-        if not units:
-            continue
-        hit = sum(1 for w in units if w in other)
-        matched_total, unit_total = matched_total + hit, unit_total + len(units)
-        shares.append(hit / len(units))
-    if unit_total == 0:
+        if units:
+            counts.append((sum(1 for w in units if w in other), len(units)))
+    if not counts:
         return float("nan")
-    return sum(shares) / len(shares) if level == "sentence" else matched_total / unit_total
+    if level == "sentence":
+        return sum(hit / n for hit, n in counts) / len(counts)
+    return sum(hit for hit, _ in counts) / sum(n for _, n in counts)

@@ -46,27 +46,14 @@ def delta_heatmap(deltas: pd.DataFrame) -> plt.Figure:
     dialects = list(primary["dialect"].drop_duplicates())
     cols = [t for t in TASK_LABELS if t in set(primary["task"])]
     limit = float(np.nanmax(np.abs(primary["delta"].to_numpy(float)))) if len(primary) else 1.0
-    n_models = max(primary["model"].nunique(), 1)
-    fig, axes = plt.subplots(
-        1, max(len(dialects), 1), figsize=(3.6 * max(len(dialects), 1) + 1, 0.5 * n_models + 2.2), squeeze=False
-    )
+    n_panels, n_models = max(len(dialects), 1), max(primary["model"].nunique(), 1)
+    fig, axes = plt.subplots(1, n_panels, figsize=(3.6 * n_panels + 1, 0.5 * n_models + 2.2), squeeze=False)
+    style = {"annot": True, "fmt": ".2f", "cmap": "RdBu_r", "center": 0, "annot_kws": {"fontsize": 8}}
     for i, (ax, dialect) in enumerate(zip(axes[0], dialects)):
-        grid = primary[primary["dialect"] == dialect].pivot_table(
-            index="model", columns="task", values="delta", aggfunc="first"
-        )
+        sub = primary[primary["dialect"] == dialect]
+        grid = sub.pivot_table(index="model", columns="task", values="delta", aggfunc="first")
         grid = grid.reindex(columns=cols).rename(columns=TASK_LABELS)
-        sns.heatmap(
-            grid,
-            annot=True,
-            fmt=".2f",
-            cmap="RdBu_r",
-            center=0,
-            vmin=-limit or -1,
-            vmax=limit or 1,
-            ax=ax,
-            cbar=i == len(dialects) - 1,
-            annot_kws={"fontsize": 8},
-        )
+        sns.heatmap(grid, vmin=-limit or -1, vmax=limit or 1, ax=ax, cbar=i == len(dialects) - 1, **style)
         ax.set(title=_name(dialect), xlabel="", ylabel="" if i else "model")
         ax.tick_params(axis="x", labelsize=7)
         if i:
@@ -91,9 +78,8 @@ def preference_bars(table: pd.DataFrame) -> plt.Figure:
     for ax, (a, b) in zip(axes[0], pairs):
         sub = table[(table["model_a"] == a) & (table["model_b"] == b)].set_index("dialect")
         sub.index = [_name(d) for d in sub.index]
-        sub[list(PREFERENCE_CHOICES)].rename(columns=CHOICE_LABELS).plot.bar(
-            stacked=True, ax=ax, color=colors, legend=False, rot=0
-        )
+        bars = sub[list(PREFERENCE_CHOICES)].rename(columns=CHOICE_LABELS)
+        bars.plot.bar(stacked=True, ax=ax, color=colors, legend=False, rot=0)
         ax.set(title=f"A = {a}\nB = {b}", xlabel="", ylabel="items (mean over annotators)")
         ax.title.set_fontsize(8)
     axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
@@ -133,9 +119,8 @@ def judge_human_scatter(merged: pd.DataFrame, correlations: pd.DataFrame | None 
     import matplotlib.pyplot as plt
 
     dialects = list(merged["dialect"].drop_duplicates())
-    fig, axes = plt.subplots(
-        1, len(dialects), figsize=(3.2 * len(dialects), 3.4), sharex=True, sharey=True, squeeze=False
-    )
+    n = len(dialects)
+    fig, axes = plt.subplots(1, n, figsize=(3.2 * n, 3.4), sharex=True, sharey=True, squeeze=False)
     rng = np.random.default_rng(0)  # horizontal jitter only, so tied human scores stay visible
     for ax, dialect in zip(axes[0], dialects):
         sub = merged[merged["dialect"] == dialect]

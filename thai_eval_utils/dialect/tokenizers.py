@@ -69,12 +69,13 @@ def _cached(split: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
 
 
 def _pythainlp(name: str, engine: str) -> Callable[[], WordTokenizer]:
+    @functools.cache  # built once (the registry's builders are cached: a tokenizer, and its warning, once per name)
     def build() -> WordTokenizer:
         if pythainlp_version() != PAPER_PYTHAINLP_VERSION:
             warnings.warn(
                 f"pythainlp {pythainlp_version()} is installed; the paper's scores used {PAPER_PYTHAINLP_VERSION} "
                 f"({engine} output, and so BLEU/ROUGE-L, can differ slightly)",
-                stacklevel=3,
+                stacklevel=2,  # the line of get_tokenizer that built it
             )
         return WordTokenizer(
             name, _cached(functools.partial(word_tokenize, engine=engine, keep_whitespace=True)), True, True
@@ -86,20 +87,13 @@ def _pythainlp(name: str, engine: str) -> Callable[[], WordTokenizer]:
 _REGISTRY: dict[str, Callable[[], WordTokenizer]] = {
     "newmm": _pythainlp("newmm", "newmm"),
     "longest": _pythainlp("longest", "longest"),
-    "whitespace": lambda: WordTokenizer("whitespace", str.split, False, False),
+    "whitespace": functools.cache(lambda: WordTokenizer("whitespace", str.split, False, False)),
 }
 
 
 def tokenizer_names() -> list[str]:
     """The registered tokenizer names, sorted."""
     return sorted(_REGISTRY)
-
-
-def register_tokenizer(name: str, build: Callable[[], WordTokenizer]) -> None:
-    """Register ``build`` (called once, on first use) under ``name``; an existing name is an error."""
-    if name in _REGISTRY:
-        raise ValueError(f"a word tokenizer named {name!r} is already registered")
-    _REGISTRY[name] = build
 
 
 def get_tokenizer(name: str = DEFAULT_TOKENIZER) -> WordTokenizer:
@@ -110,9 +104,4 @@ def get_tokenizer(name: str = DEFAULT_TOKENIZER) -> WordTokenizer:
     """
     if name not in _REGISTRY:
         raise ValueError(f"unknown word tokenizer {name!r}; registered: {', '.join(tokenizer_names())}")
-    return _built(name)
-
-
-@functools.cache
-def _built(name: str) -> WordTokenizer:
     return _REGISTRY[name]()

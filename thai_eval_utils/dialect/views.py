@@ -19,7 +19,7 @@ from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.provenance import sha256_file
 from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.dialect.data import load_dialect
-from thai_eval_utils.dialect.generation import UNSCORED_TASKS, item_key
+from thai_eval_utils.dialect.generation import item_key
 from thai_eval_utils.dialect.intervals import delta_diff_interval
 from thai_eval_utils.dialect.metrics import (
     DIALECT_NAMES,
@@ -47,11 +47,6 @@ TABLE = "dialect_auto"
 CENTRAL = "center"
 
 
-def _card_folders(run: StoredRun) -> list[Path]:
-    """Folders ``<source>`` of the dialect files a run card lists (``<source>/<dialect>/<task>.jsonl``) that exist."""
-    return sorted({Path(p).parent.parent for p in (run.card.get("data_files") or {}) if Path(p).exists()})
-
-
 def dialect_references(run: StoredRun, data_source: str | Path | None = None) -> pd.DataFrame:
     """The items (with reference ``text_2``) a dialect run was made on, keyed by the store key.
 
@@ -61,35 +56,26 @@ def dialect_references(run: StoredRun, data_source: str | Path | None = None) ->
     Raises:
         ThaiEvalDataError: no data folder found; DataMismatchError: the files differ from the run's.
     """
-    sources = list(dict.fromkeys([*([Path(data_source)] if data_source else []), *_card_folders(run)]))
+    # the run card's folders <source> of <source>/<dialect>/<task>.jsonl that exist
+    listed = sorted({Path(p).parent.parent for p in (run.card.get("data_files") or {}) if Path(p).exists()})
+    sources = list(dict.fromkeys([*([Path(data_source)] if data_source else []), *listed]))
+    card = run.dir / "run_card.json"
     if not sources:
-        raise ThaiEvalDataError(
-            "the run's dialect data files are not found from here; pass the data folder (data_dir)",
-            path=run.dir / "run_card.json",
-            field="data_files",
-        )
+        message = "the run's dialect data files are not found from here; pass the data folder (data_dir)"
+        raise ThaiEvalDataError(message, path=card, field="data_files")
     first_missing = None
     for source in sources:
         df = load_dialect(source)
         have = {sha256_file(p) for p in df.attrs["files"]}
         missing = [p for p, h in (run.card.get("data_files") or {}).items() if h not in have]
         if not missing:
-            df = df.copy()
-            df["key"] = [item_key(r) for r in df.to_dict("records")]
-            return df.set_index("key")
+            return df.assign(key=[item_key(r) for r in df.to_dict("records")]).set_index("key")
         first_missing = first_missing or (source, missing[0])
-    raise DataMismatchError(
-        f"{first_missing[0]} does not hold the data the run used (e.g. {first_missing[1]} differs): its "
-        "references would not be the run's",
-        path=run.dir / "run_card.json",
-        field="data_files",
+    folder, file = first_missing
+    message = (
+        f"{folder} does not hold the data the run used (e.g. {file} differs): its references would not be the run's"
     )
-
-
-def corpus_ci(hyps: Sequence[str], refs: Sequence[str], boot: Interval) -> tuple[float | None, float | None]:
-    """Percentile bootstrap of the paper's corpus BLEU over sentences (``stats.cells.corpus_ci`` with
-    :data:`~thai_eval_utils.dialect.metrics.PAPER_BLEU`)."""
-    return cells.corpus_ci(hyps, refs, boot, PAPER_BLEU)
+    raise DataMismatchError(message, path=card, field="data_files")
 
 
 def dialect_items(h: Headline) -> list[ItemView]:
@@ -97,12 +83,16 @@ def dialect_items(h: Headline) -> list[ItemView]:
     translation: the sentence's own BLEU, for ranking: the task's BLEU is a corpus score)."""
     items = h.items
     values = items["value"] if "value" in items else [bleu([x], [r]) for x, r in zip(items["hyp"], items["ref"])]
+    inputs = items["input"] if "input" in items else [""] * len(items)
     return [
         ItemView(task=h.stratum, key=str(k), value=float(v), question=str(q or ""), output=str(x), reference=str(r))
-        for k, v, q, x, r in zip(
-            items["key"], values, items["input"] if "input" in items else [""] * len(items), items["hyp"], items["ref"]
-        )
+        for k, v, q, x, r in zip(items["key"], values, inputs, items["hyp"], items["ref"])
     ]
+
+
+def _texts(h: Headline) -> tuple[dict[str, str], dict[str, str]]:
+    """A corpus headline's hypotheses and references by item key (what a corpus bootstrap pairs)."""
+    return dict(zip(h.items["key"], h.items["hyp"])), dict(zip(h.items["key"], h.items["ref"]))
 
 
 class DialectViews:
@@ -134,14 +124,12 @@ class DialectViews:
         option = option_of(run.card.get("config") or {})  # the replies as the run scored them
         recs["output"] = [split_reply(t, option).scored if isinstance(t, str) else t for t in recs["output"]]
         for (dialect, task), group in recs.groupby(["dialect", "task"], sort=True):
-            if task in UNSCORED_TASKS or table_task(task) not in TABLE1_TASKS:
+            if table_task(task) not in TABLE1_TASKS:  # conversation and food: no reference, not scored
                 continue
             metric = TABLE1_TASKS[table_task(task)][0]
-            missing = [k for k in group["key"] if k not in refs.index]
-            if missing:
-                raise ThaiEvalDataError(
-                    f"no reference for item {missing[0]!r}", path=run.dir / "items.jsonl", field="key"
-                )
+            if missing := [k for k in group["key"] if k not in refs.index]:
+                message = f"no reference for item {missing[0]!r}"
+                raise ThaiEvalDataError(message, path=run.dir / "items.jsonl", field="key")
             items = pd.DataFrame(
                 {
                     "key": group["key"].tolist(),
@@ -150,21 +138,12 @@ class DialectViews:
                     "input": group["prompt"].tolist() if "prompt" in group else None,
                 }
             )
-            kind: Kind = "corpus"
-            if metric == "rougeL":
+            kind: Kind = "mean" if metric == "rougeL" else "corpus"
+            if kind == "mean":
                 items["value"] = rouge_l_scores(items["hyp"].tolist(), items["ref"].tolist())
-                kind = "mean"
+            corpus, stratum = PAPER_BLEU if kind == "corpus" else None, f"{dialect}/{task}"
             out.append(
-                Headline(
-                    f"{NAME}/{dialect}/{task}/{metric}",
-                    NAME,
-                    f"{dialect}/{task}",
-                    kind,
-                    1.0,
-                    items,
-                    run,
-                    corpus_metric=PAPER_BLEU if kind == "corpus" else None,
-                )
+                Headline(f"{NAME}/{stratum}/{metric}", NAME, stratum, kind, 1.0, items, run, corpus_metric=corpus)
             )
         return out
 
@@ -187,24 +166,25 @@ class DialectViews:
     def leaderboard_cells(self, model: str, heads: Sequence[Headline], boot: Interval) -> list[dict[str, Any]]:
         """Per dialect: each task's score (the run's summary) with its interval, and ΔDiff (Central minus the
         dialect) with its interval, paired when the items are translations of each other."""
-        out = []
-        by = {}  # (table task, dialect) -> headline
+        out, by = [], {}  # by: (table task, dialect) -> headline
+
+        def add(h: Headline, column: str, value: Any, n: Any, low: float | None, high: float | None, note: str) -> None:
+            """One cell of ``h``'s dialect row."""
+            dialect, items = h.stratum.split("/", 1)[0], f"{NAME}|{h.stratum}"
+            group = DIALECT_NAMES.get(dialect, dialect)
+            out.append(cells.cell(TABLE, model, column, value, n, items, group=group, low=low, high=high, note=note))
+
         for h in heads:
             dialect, task = h.stratum.split("/", 1)
             fam = table_task(task)
             metric, column = TABLE1_TASKS[fam]
             value, n = cells.summary_value(h.run.summary, f"{dialect}/{task}/{metric}")
             if h.kind == "corpus":
-                low, high = corpus_ci(h.items["hyp"].tolist(), h.items["ref"].tolist(), boot)
+                low, high = cells.corpus_ci(h.items["hyp"].tolist(), h.items["ref"].tolist(), boot, PAPER_BLEU)
             else:
                 low, high = cells.mean_ci(h, boot)
-            name = DIALECT_NAMES.get(dialect, dialect)
             note = stats_note(((h.run.summary or {}).get("replies_by_task") or {}).get(h.stratum))
-            out.append(
-                cells.cell(
-                    TABLE, model, column, value, n, f"{NAME}|{h.stratum}", group=name, low=low, high=high, note=note
-                )
-            )
+            add(h, column, value, n, low, high, note)
             by[(fam, dialect)] = h
         for (fam, dialect), h in by.items():
             central = by.get((fam, CENTRAL))
@@ -212,36 +192,11 @@ class DialectViews:
                 continue
             opts = dict(level=boot.level, n_resamples=boot.n_resamples, seed=boot.seed)
             if h.kind == "corpus":
-                iv = corpus_delta_diff_interval(
-                    (
-                        dict(zip(central.items["key"], central.items["hyp"])),
-                        dict(zip(central.items["key"], central.items["ref"])),
-                    ),
-                    (dict(zip(h.items["key"], h.items["hyp"])), dict(zip(h.items["key"], h.items["ref"]))),
-                    PAPER_BLEU,
-                    **opts,
-                )
+                iv = corpus_delta_diff_interval(_texts(central), _texts(h), PAPER_BLEU, **opts)
             else:
-                iv = delta_diff_interval(
-                    central.items.assign(value=cells.scaled_values(central)),
-                    h.items.assign(value=cells.scaled_values(h)),
-                    method="percentile",
-                    **opts,
-                )
-            out.append(
-                cells.cell(
-                    TABLE,
-                    model,
-                    f"{fam}_delta",
-                    iv.estimate,
-                    iv.n,
-                    f"{NAME}|{h.stratum}",
-                    group=DIALECT_NAMES.get(dialect, dialect),
-                    low=iv.low,
-                    high=iv.high,
-                    note=iv.design,
-                )
-            )
+                sides = (x.items.assign(value=cells.scaled_values(x)) for x in (central, h))
+                iv = delta_diff_interval(*sides, method="percentile", **opts)
+            add(h, f"{fam}_delta", iv.estimate, iv.n, iv.low, iv.high, iv.design)
         return out
 
     def figures(
@@ -253,17 +208,8 @@ class DialectViews:
         for model, by_bench in runs.items():
             run = by_bench.get(GENERATION_RUN)
             for key, entry in (((run.summary or {}).get("scores") or {}) if run else {}).items():
-                parts = key.split("/")
-                if len(parts) == 3 and entry.get("value") is not None:
-                    rows.append(
-                        {
-                            "model": model,
-                            "dialect": parts[0],
-                            "task": parts[1],
-                            "metric": parts[2],
-                            "value": float(entry["value"]),
-                        }
-                    )
+                if len(parts := key.split("/")) == 3 and entry.get("value") is not None:
+                    rows.append([model, *parts, float(entry["value"])])
         scores = pd.DataFrame(rows, columns=["model", "dialect", "task", "metric", "value"])
         fig = None
         if not scores.empty and not set(scores["dialect"]) <= {CENTRAL}:
