@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import cohen_kappa_score
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.records import read_records, require_finite
@@ -268,6 +267,8 @@ def cohen_kappa(
         used = sorted({labels[v] for v in np.concatenate([x, y])}, key=index.get)
         reason = f"both annotators gave every item the label {used[0]!r}, so chance agreement is 1 (0/0)"
         return KappaResult(float("nan"), False, p_o, p_e, n, weights, reason)
+    from sklearn.metrics import cohen_kappa_score  # a second to import: loaded when a kappa is computed
+
     value = float(cohen_kappa_score(x, y, labels=list(range(k)), weights=weights))
     return KappaResult(value, True, p_o, p_e, n, weights)
 

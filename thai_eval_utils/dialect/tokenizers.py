@@ -22,7 +22,6 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pythainlp import word_tokenize
 
 #: The pythainlp release the paper's code ran with (newmm output depends on it).
 PAPER_PYTHAINLP_VERSION = "5.0.4"
@@ -34,6 +33,13 @@ DEFAULT_TOKENIZER = "newmm"
 def pythainlp_version() -> str:
     """The installed pythainlp version (recorded with every dialect score)."""
     return importlib.metadata.version("pythainlp")
+
+
+def pythainlp_words(text: str, engine: str) -> list[str]:
+    """``pythainlp.word_tokenize(text, engine=engine)`` with its whitespace tokens kept (the paper's call)."""
+    from pythainlp import word_tokenize  # seconds to import: loaded by the first run that scores words
+
+    return word_tokenize(text, engine=engine, keep_whitespace=True)
 
 
 @dataclass(frozen=True)
@@ -77,9 +83,7 @@ def _pythainlp(name: str, engine: str) -> Callable[[], WordTokenizer]:
                 f"({engine} output, and so BLEU/ROUGE-L, can differ slightly)",
                 stacklevel=2,  # the line of get_tokenizer that built it
             )
-        return WordTokenizer(
-            name, _cached(functools.partial(word_tokenize, engine=engine, keep_whitespace=True)), True, True
-        )
+        return WordTokenizer(name, _cached(functools.partial(pythainlp_words, engine=engine)), True, True)
 
     return build
 
