@@ -18,7 +18,7 @@ from fake_openai_server import Fail, FakeOpenAIServer, PerAnswerScript, Reply, S
 from thai_eval_utils.core.errors import JudgeError
 from thai_eval_utils.backend.openai_client import ApiModel
 from thai_eval_utils.thaicli.judge import TEMPLATE_SHA256, JudgeParams, judge_answers
-from thai_eval_utils.thaicli.judge_cache import JudgementCache
+from thai_eval_utils.judging.cache import JudgementCache
 
 REPO = Path(__file__).resolve().parents[1]
 FAKE_KEY = "sk-" + "test-SECRET-0123456789abcdefXYZ"  # built at run time: a fake key, not a leaked one
@@ -205,7 +205,7 @@ def test_killed_run_resumes_without_losing_or_repeating(tmp_path):
 WRITER = """
 import sys
 sys.path.insert(0, {repo!r})
-from thai_eval_utils.thaicli.judge_cache import JudgementCache
+from thai_eval_utils.judging.cache import JudgementCache
 cache = JudgementCache({path!r})
 for i in range(300):
     cache.append({{"key": "{tag}-%d" % i, "status": "scored", "score": 5.0, "explanation": "คำอธิบายภาษาไทย " * 40}})

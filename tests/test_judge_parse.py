@@ -11,11 +11,8 @@ from thai_eval_utils.backend.openai_client import estimate_cost
 from thai_eval_utils.core.provenance import sha256_text
 from thai_eval_utils.core.tables import round_half_up
 from thai_eval_utils.thaicli import judge
-from thai_eval_utils.thaicli.judge import (
-    build_messages,
-    parse_judgement,
-    thaicli_scores,
-)
+from thai_eval_utils.thaicli.judge import thaicli_scores
+from thai_eval_utils.thaicli.judge_prompt import build_messages, parse_judgement
 
 SARA_AM = "\u0e33"
 

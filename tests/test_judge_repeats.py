@@ -23,8 +23,9 @@ from thai_eval_utils.stats.paired import compare_paired
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.backend.openai_client import ApiModel
 from thai_eval_utils.core.provenance import sha256_text
-from thai_eval_utils.thaicli.judge import JudgeParams, item_means, thaicli_scores
-from thai_eval_utils.thaicli.judge_cache import JudgementCache
+from thai_eval_utils.thaicli.judge import JudgeParams
+from thai_eval_utils.thaicli.scores import item_means, thaicli_scores
+from thai_eval_utils.judging.cache import JudgementCache
 from thai_eval_utils.thaicli.judge_order import judge_both_orders
 from thai_eval_utils.thaicli.judge_prompt import (
     TEMPLATE_SHA256,

@@ -17,7 +17,7 @@ from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.run_files import loads_standard
 from thai_eval_utils.core.runloop import run_items_async
 from thai_eval_utils.core.store import NonFiniteRecordError, RunStore
-from thai_eval_utils.thaicli.judge_cache import JudgementCache
+from thai_eval_utils.judging.cache import JudgementCache
 
 LEGACY = Path(__file__).parent / "data" / "thaicli_judge_legacy"
 LEGACY_RUN = Path("runs/m/thaicli/judge/9e0d09b1f3c5")

@@ -21,7 +21,7 @@ from thai_eval_utils.judging import (
     judge_items,
 )
 from thai_eval_utils.judging.mt_bench import MT_BENCH_PARSER, MT_BENCH_SINGLE, RATING_PATTERN
-from thai_eval_utils.thaicli.judge_cache import judgement_key as thaicli_key
+from thai_eval_utils.judging.cache import judgement_key
 from thai_eval_utils.thaicli.judge_prompt import (
     TEMPLATE_SHA256,
     THAICLI_PARSER,
@@ -175,8 +175,8 @@ def test_the_rubric_hash_covers_templates_and_parser_and_thaicli_keeps_its_keys(
     item = {"question": "ถาม", "chosen": "ดี", "rejected": "ไม่ดี", "answer": "ตอบ"}
     assert rubric.messages(item) == build_messages(*item.values())
     judge = Judge(rubric, FakeModel("fake-judge"))
-    assert judge.key(item, 1) == thaicli_key(
-        *item.values(),
+    assert judge.key(item, 1) == judgement_key(
+        item,
         judge_model="fake-judge",
         template_sha256=TEMPLATE_SHA256,
         params=JudgeParams(seed=1).to_dict(),

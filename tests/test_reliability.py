@@ -39,7 +39,7 @@ from thai_eval_utils.dialect.data import load_dialect
 from thai_eval_utils.thaicli.answers import generate_answers
 from thai_eval_utils.thaicli.data import load_thaicli
 from thai_eval_utils.thaicli.judge import judge_answers, thaicli_scores
-from thai_eval_utils.thaicli.judge_cache import JudgementCache
+from thai_eval_utils.judging.cache import JudgementCache
 
 REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")])}

@@ -17,7 +17,7 @@ from thai_eval_utils.h6 import metrics as h6_metrics
 from thai_eval_utils.h6.declarations import ACC_BYTES, TH_ARC
 from thai_eval_utils.tasks import FewShot, GenerationTask, MultipleChoiceTask, load_items, run_task
 from thai_eval_utils.tasks import metrics as M
-from thai_eval_utils.thaicli.loglik import JUDGE_FREE_TASK, loglikelihood_preferences
+from thai_eval_utils.thaicli.judge_free import JUDGE_FREE_TASK, loglikelihood_preferences
 
 ROWS = [
     {"id": "a", "q": "สีของท้องฟ้า", "choices": ["ฟ้า", "เขียวมาก"], "answer": 0},

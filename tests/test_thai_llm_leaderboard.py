@@ -24,7 +24,7 @@ from thai_eval_utils.core.errors import ThaiEvalDataError, ThaiEvalError
 from thai_eval_utils.core.runs import list_runs
 from thai_eval_utils.thai_llm_leaderboard import NLU_TASKS, NLUProtocol, load_task, nlu_task, run_nlu_task, score_task
 from thai_eval_utils.thai_llm_leaderboard.data import build_items
-from thai_eval_utils.thai_llm_leaderboard.metrics import macro_f1, runner_metrics
+from thai_eval_utils.thai_llm_leaderboard.metrics import MacroF1, runner_metrics
 from thai_eval_utils.thai_llm_leaderboard.prompts import template, with_label
 from thai_eval_utils.thai_llm_leaderboard.protocol import runner_max_length
 from thai_eval_utils.thai_llm_leaderboard.published import published_accuracy_rows
@@ -450,7 +450,8 @@ def test_runner_metrics_by_hand_and_macro_f1_closed_form():
     rng = np.random.default_rng(0)
     for _ in range(20):
         g, p = rng.integers(0, 5, 30), rng.integers(0, 4, 30)
-        assert macro_f1(g, p) == pytest.approx(runner_metrics(g.tolist(), p.tolist())["macro_f1_score"], abs=1e-12)
+        closed_form = MacroF1().score(MacroF1().statistics(p, g).sum(axis=0))  # what each resample computes
+        assert closed_form == pytest.approx(runner_metrics(g.tolist(), p.tolist())["macro_f1_score"], abs=1e-12)
 
 
 def test_published_row_is_package_data_with_n_and_interval():

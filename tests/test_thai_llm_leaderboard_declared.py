@@ -11,7 +11,7 @@ import pytest
 from tests.fakes import FakeModel
 from thai_eval_utils.tasks.declared import MultipleChoiceTask
 from thai_eval_utils.thai_llm_leaderboard import runner as lb_runner
-from thai_eval_utils.thai_llm_leaderboard.declarations import DECLARED
+from thai_eval_utils.thai_llm_leaderboard.declarations import declare
 from thai_eval_utils.thai_llm_leaderboard.metrics import Accuracy, MacroF1
 from thai_eval_utils.thai_llm_leaderboard.tasks import NLU_TASKS
 
@@ -21,8 +21,8 @@ GOLDS, PREDS = [0, 0, 1, 2], [0, 1, 1, 1]
 
 
 def test_every_task_is_declared_with_accuracy_then_macro_f1():
-    assert list(DECLARED) == list(NLU_TASKS)
-    decl = DECLARED["xcopa_tha_seacrowd_qa"]
+    assert [declare(t).name for t in NLU_TASKS.values()] == list(NLU_TASKS)
+    decl = declare(NLU_TASKS["xcopa_tha_seacrowd_qa"])
     assert isinstance(decl, MultipleChoiceTask) and decl.target_delimiter == ""
     assert decl.metric_names == ("accuracy", "macro_f1_score")
     assert decl.declaration()["prompt"] == {
@@ -33,7 +33,7 @@ def test_every_task_is_declared_with_accuracy_then_macro_f1():
 
 def test_declared_functions_of_a_row():
     row = {"question": " Q ", "choices": ["x", "y", "z", "w", "v"], "answer": ["v"]}
-    runner, corrected = DECLARED["m3exam_tha_seacrowd_qa"], DECLARED["m3exam_tha_seacrowd_qa.corrected"]
+    runner, corrected = (declare(NLU_TASKS[k]) for k in ("m3exam_tha_seacrowd_qa", "m3exam_tha_seacrowd_qa.corrected"))
     assert runner.choices(row) == ["a", "b", "c", "d"] and corrected.choices(row) == ["a", "b", "c", "d", "e"]
     assert (
         runner.gold(row) == 4
@@ -42,7 +42,7 @@ def test_declared_functions_of_a_row():
     )
     prompt = runner.prompt(row)
     assert "Q" in prompt and "e. v" in prompt and "[LABEL_CHOICE]" in prompt
-    xnli = DECLARED["xnli.tha_seacrowd_pairs.corrected"]
+    xnli = declare(NLU_TASKS["xnli.tha_seacrowd_pairs.corrected"])
     pair = {"text_1": "a", "text_2": "b", "label": 2}
     assert xnli.choices(pair) == ["contradiction", "entailment", "neutral"] and xnli.gold(pair) == 2
 

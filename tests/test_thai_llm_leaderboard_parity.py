@@ -331,9 +331,7 @@ def test_our_nlg_metrics_equal_the_runners(nlg, nlg_all):
     from thai_eval_utils.thai_llm_leaderboard.nlg_metrics import (
         CHRF_METRIC,
         RUNNER_BLEU,
-        RunnerRng,
-        rouge_bootstrap_median,
-        rouge_mean,
+        nlg_scores,
     )
 
     seed = nlg_all["rouge_module_seed"]
@@ -342,11 +340,11 @@ def test_our_nlg_metrics_equal_the_runners(nlg, nlg_all):
         hyps, refs, want = t["hypotheses"], t["golds"], t["metrics"]
         assert float(RUNNER_BLEU(hyps, refs)) == pytest.approx(want["BLEU"], abs=1e-9), task
         assert float(CHRF_METRIC(hyps, refs)) == pytest.approx(want["chrF++"], abs=1e-9), task
-        medians = rouge_bootstrap_median(hyps, refs, RunnerRng(seed=seed))
-        means = rouge_mean(hyps, refs)
+        medians, _ = nlg_scores(hyps, refs, rouge="bootstrap_median", rouge_seed=seed)
+        means, _ = nlg_scores(hyps, refs)
         for key, runner_key in ROUGE_KEYS.items():
-            assert medians[runner_key] == pytest.approx(want[runner_key], abs=1e-9), (task, key)
-            assert means[runner_key] == pytest.approx(t["rouge_mean"][key], abs=1e-9), (task, key)
+            assert medians[runner_key]["value"] == pytest.approx(want[runner_key], abs=1e-9), (task, key)
+            assert means[runner_key]["value"] == pytest.approx(t["rouge_mean"][key], abs=1e-9), (task, key)
 
 
 def test_our_judge_prompts_ratings_and_means_equal_the_runners(judge):

@@ -9,13 +9,12 @@ import pytest
 from fakes import FakeModel
 
 from thai_eval_utils.thaicli.answers import answers_task, generate_answers
-from thai_eval_utils.thaicli.judge import thaicli_judge
 from thai_eval_utils.thaicli.judge_free import (
     LL_CONTEXT_TEMPLATE,
     judge_free_scores,
 )
-from thai_eval_utils.thaicli.judge_prompt import ThaiCLIJudged
-from thai_eval_utils.thaicli.loglik import loglikelihood_preferences
+from thai_eval_utils.thaicli.judge_prompt import ThaiCLIJudged, thaicli_metric
+from thai_eval_utils.thaicli.judge_free import loglikelihood_preferences
 
 
 def items(n_factoid=2, n_instruction=1) -> pd.DataFrame:
@@ -91,9 +90,9 @@ def test_the_answers_task_is_judged_by_thaicli_judge_up_to_16_calls_else_0():
 
 
 def test_the_thaicli_judge_is_its_metrics_and_keeps_every_key():
-    """``thaicli_judge`` is the metric's judge: the keys (repeat 0 and 1) and the unjudged reason are the ones
+    """The ThaiCLI judge is the metric's judge: the keys (repeat 0 and 1) and the unjudged reason are the ones
     judgements were always cached under (computed with the judge before it was the metric's)."""
-    judge = thaicli_judge(FakeModel("j"))
+    judge = thaicli_metric(FakeModel("j")).as_judge()
     item = {"question": "ถาม", "chosen": "ดี", "rejected": "แย่", "answer": "ตอบ"}
     assert judge.key(item) == "fe8719391a6d272abe6518693eb586e411af32c87a6ae4db2329aae3ceaa4d5a"
     assert judge.key(item, 1) == "63849b9bed3dce61c6c9f4af3b8e41a372e26eab9109598bdbbdd9125c8d31e5"

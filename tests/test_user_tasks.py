@@ -52,13 +52,13 @@ def test_the_shipped_declarations_the_page_quotes_are_the_package_code():
     from thai_eval_utils.tasks import MultipleChoiceTask
     from thai_eval_utils.thai_llm_leaderboard.declarations import declare
     from thai_eval_utils.thai_llm_leaderboard.tasks import nlu_task
-    from thai_eval_utils.thaicli.loglik import JUDGE_FREE_TASK
+    from thai_eval_utils.thaicli.judge_free import JUDGE_FREE_TASK
 
     blocks = SHIPPED_BLOCK.findall(DOC.read_text(encoding="utf-8"))
     assert [path for path, _ in blocks] == [
         "thai_eval_utils/h6/declarations.py",
         "thai_eval_utils/h6/declarations.py",
-        "thai_eval_utils/thaicli/loglik.py",
+        "thai_eval_utils/thaicli/judge_free.py",
         "thai_eval_utils/thai_llm_leaderboard/declarations.py",
     ]
     for path, text in blocks:

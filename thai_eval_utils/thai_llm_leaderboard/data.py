@@ -17,6 +17,7 @@ the task's label set.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,42 +74,33 @@ def local_file(task: NLUTask, data_dir: str | Path) -> Path:
 
 
 def _require_int_label(value: Any, n_labels: int, path: Path, row: int) -> int:
+    bad = functools.partial(ThaiEvalDataError, path=path, row=row, field="label")
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ThaiEvalDataError(
-            f"label must be a ClassLabel index (int), got {value!r:.40}", path=path, row=row, field="label"
-        )
+        raise bad(f"label must be a ClassLabel index (int), got {value!r:.40}")
     if not 0 <= value < n_labels:
-        raise ThaiEvalDataError(
-            f"unknown label {value} (the task scores {n_labels} labels: 0..{n_labels - 1})",
-            path=path,
-            row=row,
-            field="label",
-        )
+        raise bad(f"unknown label {value} (the task scores {n_labels} labels: 0..{n_labels - 1})")
     return value
 
 
 def _check_qa(task: NLUTask, rec: dict[str, Any], path: Path, row: int) -> None:
     """A qa row's types and texts: context str/null/absent; question text (may be empty for CR, whose template has
     no ``[QUESTION]``); choices a non-empty list of strings; answer a string or a list of strings."""
+    bad = functools.partial(ThaiEvalDataError, path=path, row=row)
     context = rec.get("context")
     if context is not None and not isinstance(context, str):
-        raise ThaiEvalDataError(
-            f"context must be text or null, got {type(context).__name__}", path=path, row=row, field="context"
-        )
+        raise bad(f"context must be text or null, got {type(context).__name__}", field="context")
     if task.task_type == "CR":
         require_text(context, path=path, row=row, field="context")
     else:
         require_text(rec["question"], path=path, row=row, field="question")
     choices = rec["choices"]
     if not choices or not all(isinstance(c, str) for c in choices):
-        raise ThaiEvalDataError("choices must be a non-empty list of strings", path=path, row=row, field="choices")
+        raise bad("choices must be a non-empty list of strings", field="choices")
     if len(choices) > 26:
-        raise ThaiEvalDataError(
-            f"{len(choices)} choices: the runner letters them a-z", path=path, row=row, field="choices"
-        )
+        raise bad(f"{len(choices)} choices: the runner letters them a-z", field="choices")
     answer = rec["answer"]
     if isinstance(answer, list) and not all(isinstance(a, str) for a in answer):
-        raise ThaiEvalDataError("answer must be a list of strings", path=path, row=row, field="answer")
+        raise bad("answer must be a list of strings", field="answer")
 
 
 def _qa_gold(decl: MultipleChoiceTask, rec: dict[str, Any], path: Path, row: int) -> int | None:
@@ -116,12 +108,8 @@ def _qa_gold(decl: MultipleChoiceTask, rec: dict[str, Any], path: Path, row: int
     plain string answer not among the choices aborts the runner: an error here."""
     gold = decl.gold(rec)
     if gold is None and not isinstance(rec["answer"], list):
-        raise ThaiEvalDataError(
-            f"answer {rec['answer']!r:.60} is not among the choices (the runner aborts on this row)",
-            path=path,
-            row=row,
-            field="answer",
-        )
+        why = f"answer {rec['answer']!r:.60} is not among the choices (the runner aborts on this row)"
+        raise ThaiEvalDataError(why, path=path, row=row, field="answer")
     return gold
 
 
@@ -148,18 +136,9 @@ def build_items(task: NLUTask, records: list[dict[str, Any]], path: Path) -> tup
                 require_text(rec[name], path=path, row=row, field=name)
             gold = _require_int_label(rec["label"], len(task.labels), path, row)
         labels = decl.choices(rec)
-        prompt = decl.prompt(rec)
-        items.append(
-            {
-                "key": key,
-                "row": row,
-                "id": row_id,
-                "prompt": prompt,
-                "labels": list(labels),
-                "gold": gold,
-                "n_choices": len(rec["choices"]) if task.schema == "qa" else len(labels),
-            }
-        )
+        n_choices = len(rec["choices"]) if task.schema == "qa" else len(labels)
+        values = (key, row, row_id, decl.prompt(rec), list(labels), gold, n_choices)
+        items.append(dict(zip(("key", "row", "id", "prompt", "labels", "gold", "n_choices"), values)))
     return items, excluded
 
 
@@ -185,13 +164,6 @@ def load_task(
         raise ThaiEvalDataError(f"task {task.key!r}: give a data folder or a file")
     records = read_records(file, SCHEMA_FIELDS[task.schema])
     items, excluded = build_items(task, records, file)
-    source = {
-        "repo": task.repo,
-        "file": task.file,
-        "split": task.split,
-        "path": str(file),
-        "origin": origin,
-        "revision": None,  # a file as found (the field stays: stored runs recorded it)
-        "sha256": sha256_file(file),
-    }
+    where = {"repo": task.repo, "file": task.file, "split": task.split, "path": str(file), "origin": origin}
+    source = {**where, "revision": None, "sha256": sha256_file(file)}  # revision None: a file as found (runs record it)
     return TaskData(task, file, items, excluded, source)

@@ -16,7 +16,7 @@ from thai_eval_utils.tasks.declared import MultipleChoiceTask
 from thai_eval_utils.tasks.shaping import OfTableEntry
 from thai_eval_utils.thai_llm_leaderboard.metrics import Accuracy, MacroF1
 from thai_eval_utils.thai_llm_leaderboard.prompts import template, to_prompt
-from thai_eval_utils.thai_llm_leaderboard.tasks import NLU_TASKS, NLUTask
+from thai_eval_utils.thai_llm_leaderboard.tasks import NLUTask
 
 #: The version every declaration records (the runner whose behaviour they follow: scbdatax/seacrowd-eval).
 VERSION = "seacrowd-eval-9de9392"
@@ -66,7 +66,3 @@ def declare(task: NLUTask) -> MultipleChoiceTask:
         title=task.title,
         version=VERSION,
     )
-
-
-#: Every log-likelihood task's declaration by name (the runner's six, then the corrected variants).
-DECLARED: dict[str, MultipleChoiceTask] = {key: declare(task) for key, task in NLU_TASKS.items()}

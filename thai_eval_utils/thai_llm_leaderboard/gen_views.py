@@ -15,10 +15,11 @@ import pandas as pd
 from thai_eval_utils.core.benchmark import Headline, Interval, LeaderboardTable, TokenCounter
 from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.stats.cells import cell, corpus_ci, mean_ci
-from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
+from thai_eval_utils.tasks.thinking import option_of, split_reply
 from thai_eval_utils.thai_llm_leaderboard.generation import NLG_TASKS, SUITE_NAME, fill_prompt, load_nlg_rows
 from thai_eval_utils.thai_llm_leaderboard.mt_bench import load_questions
 from thai_eval_utils.thai_llm_leaderboard.nlg_metrics import RUNNER_BLEU, rouge_rows
+from thai_eval_utils.thai_llm_leaderboard.views import dry_row
 
 NLG_TABLE, LLM_TABLE = "thai_llm_leaderboard_nlg", "thai_llm_leaderboard_mt_bench"
 MT_BENCH_TASK = "mt_bench_thai"
@@ -38,9 +39,9 @@ MT_BENCH_CATEGORIES = (
 MT_BENCH_FILE = "mt_bench_thai_full.json"
 
 
-def _thinking(run: StoredRun) -> ThinkingOption:
-    t = (run.summary or {}).get("thinking")
-    return ThinkingOption(**t) if isinstance(t, dict) else ThinkingOption()
+def _headline(run: StoredRun, metric: str, kind: str, items: pd.DataFrame, **extra: Any) -> Headline:
+    """The headline ``thai_llm_leaderboard/<task>/<metric>`` of a run (scale 1: the values are 0-100 already)."""
+    return Headline(f"{SUITE_NAME}/{run.task}/{metric}", SUITE_NAME, run.task, kind, 1.0, items, run, **extra)
 
 
 class GenerationViews:
@@ -55,77 +56,32 @@ class GenerationViews:
         ),
     )
 
-    def gen_headlines(self, run: StoredRun) -> list[Headline]:
+    def headlines(self, run: StoredRun, data_dir: Path | None = None) -> list[Headline]:
         """NLG: ROUGE-L F1 per item (x100, the runner's tokens) or the corpus BLEU over items (Flores); MT-Bench:
         each judgement's rating (stratum: its category)."""
         if run.task in NLG_TASKS:
-            task, recs = NLG_TASKS[run.task], run.records()
-            thinking = _thinking(run)
-            hyps = [split_reply(str(r["output"]), thinking).scored for r in recs]
+            task, recs, thinking = NLG_TASKS[run.task], run.records(), option_of(run.summary or {})
+            hyps = [split_reply(str(r["output"]), thinking).scored for r in recs]  # the summary's thinking rule
             refs = [str(r["reference"]) for r in recs]
-            frame = pd.DataFrame(
-                {
-                    "key": [str(r["key"]) for r in recs],
-                    "input": [r.get("prompt", "") for r in recs],
-                    "hyp": hyps,
-                    "ref": refs,
-                }
-            )
+            keys, inputs = [str(r["key"]) for r in recs], [r.get("prompt", "") for r in recs]
+            frame = pd.DataFrame({"key": keys, "input": inputs, "hyp": hyps, "ref": refs})
             if task.task_type == "MT":
-                return [
-                    Headline(
-                        f"{SUITE_NAME}/{task.key}/BLEU",
-                        SUITE_NAME,
-                        task.key,
-                        "corpus",
-                        1.0,
-                        frame,
-                        run,
-                        corpus_metric=RUNNER_BLEU,
-                    )
-                ]
+                return [_headline(run, "BLEU", "corpus", frame, corpus_metric=RUNNER_BLEU)]
             frame["value"] = rouge_rows(hyps, refs)["rougeL"][:, 2] * 100 if recs else []
             return [
-                Headline(
-                    f"{SUITE_NAME}/{task.key}/ROUGEL",
-                    SUITE_NAME,
-                    task.key,
-                    "mean",
-                    1.0,
-                    frame,
-                    run,
-                    note="per-item mean; the runner reports a bootstrap median",
-                )
+                _headline(run, "ROUGEL", "mean", frame, note="per-item mean; the runner reports a bootstrap median")
             ]
-        if run.task == MT_BENCH_TASK:
-            rows = [
-                {
-                    "key": str(r["key"]),
-                    "value": float(r["score"]),
-                    "input": r.get("template", ""),
-                    "category": r.get("category", ""),
-                    "hyp": "",
-                    "ref": "",
-                }
-                for r in run.records()
-                if r.get("status") in ("scored", "no_rating")
-            ]
-            frame = pd.DataFrame(rows, columns=["key", "value", "input", "category", "hyp", "ref"])
-            return [
-                Headline(
-                    f"{SUITE_NAME}/{MT_BENCH_TASK}/rating",
-                    SUITE_NAME,
-                    MT_BENCH_TASK,
-                    "mean",
-                    1.0,
-                    frame,
-                    run,
-                    note="-1 (no rating) averaged in, as the runner",
-                )
-            ]
-        return []
+        if run.task != MT_BENCH_TASK:
+            return super().headlines(run, data_dir)
+        rows = [
+            (str(r["key"]), float(r["score"]), r.get("template", ""), r.get("category", ""))
+            for r in run.records()
+            if r.get("status") in ("scored", "no_rating")
+        ]
+        frame = pd.DataFrame(rows, columns=["key", "value", "input", "category"]).assign(hyp="", ref="")
+        return [_headline(run, "rating", "mean", frame, note="-1 (no rating) averaged in, as the runner")]
 
-    def gen_cells(self, model: str, heads: Sequence[Headline], boot: Interval) -> list[dict[str, Any]]:
+    def leaderboard_cells(self, model: str, heads: Sequence[Headline], boot: Interval) -> list[dict[str, Any]]:
         """NLG: the displayed metric of each task (``SacreBLEU`` for Flores when the FLORES-200 model is at hand,
         else the runner's ``BLEU`` with a note); MT-Bench: the mean rating per category."""
         out = []
@@ -139,37 +95,16 @@ class GenerationViews:
             else:
                 iv = entry.get("interval") or {}
                 low, high = (iv.get("low"), iv.get("high")) if key != "ROUGEL" else mean_ci(h, boot)
-            out.append(
-                cell(
-                    NLG_TABLE,
-                    model,
-                    h.stratum,
-                    entry.get("value"),
-                    entry.get("n"),
-                    f"{SUITE_NAME}|{h.stratum}",
-                    low=low,
-                    high=high,
-                    note=note,
-                )
-            )
+            v, n, sig = entry.get("value"), entry.get("n"), f"{SUITE_NAME}|{h.stratum}"
+            out.append(cell(NLG_TABLE, model, h.stratum, v, n, sig, low=low, high=high, note=note))
         for h in (h for h in heads if h.family == SUITE_NAME and h.stratum == MT_BENCH_TASK):
             for cat, entry in ((h.run.summary or {}).get("scores") or {}).items():
-                iv = entry.get("interval") or {}
-                out.append(
-                    cell(
-                        LLM_TABLE,
-                        model,
-                        cat,
-                        entry.get("value"),
-                        entry.get("n"),
-                        f"{SUITE_NAME}|{MT_BENCH_TASK}",
-                        low=iv.get("low"),
-                        high=iv.get("high"),
-                    )
-                )
-        return out
+                iv, v, n = entry.get("interval") or {}, entry.get("value"), entry.get("n")
+                low, high, sig = iv.get("low"), iv.get("high"), f"{SUITE_NAME}|{MT_BENCH_TASK}"
+                out.append(cell(LLM_TABLE, model, cat, v, n, sig, low=low, high=high))
+        return out + super().leaderboard_cells(model, heads, boot)
 
-    def gen_results(self, run: StoredRun) -> dict[str, dict[str, float]]:
+    def leaderboard_results(self, run: StoredRun) -> dict[str, dict[str, float]]:
         """NLG: ``{task: {metric: value}}`` for the metrics the transform uploads that were computed; MT-Bench:
         ``{category: {"avg_rating": value}}`` (the LLM folder's pivot, ``transform_result.py:101-125``)."""
         summary = run.summary or {}
@@ -179,57 +114,34 @@ class GenerationViews:
         if run.task == MT_BENCH_TASK:
             means = (summary.get("metrics_llm") or {}).get("avg_rating") or {}
             return {c: {"avg_rating": float(v)} for c, v in means.items() if v is not None}
-        return {}
+        return super().leaderboard_results(run)
 
-    def gen_dry_run(
+    def dry_run(
         self,
         data: Path,
         tokenizer: TokenCounter,
         *,
-        tasks: tuple[str, ...],
+        tasks: tuple[str, ...] = (),
         limit: int | None,
         max_new_tokens: int | None,
     ) -> list[dict[str, Any]]:
         """Per generation task: items, the prompt tokens, one generation each (512 new tokens at most); MT-Bench:
         two generations and two judge calls per question."""
-        rows = []
-        budget = max_new_tokens or 512
+        budget, rows = max_new_tokens or 512, []
         for key in [t for t in (tasks or tuple(NLG_TASKS)) if t in NLG_TASKS]:
             task = NLG_TASKS[key]
-            items = load_nlg_rows(task, data / task.data_file)[:limit]
-            prompts = [fill_prompt(task, r) for r in items]
-            rows.append(
-                {
-                    "benchmark": SUITE_NAME,
-                    "task": key,
-                    "documents": len(prompts),
-                    "requests": len(prompts),
-                    "fed_tokens": tokenizer.count(prompts),
-                    "tree_tokens": None,
-                    "generations": len(prompts),
-                    "max_new_tokens": budget,
-                    "judge_calls": 0,
-                }
-            )
+            prompts = [fill_prompt(task, r) for r in load_nlg_rows(task, data / task.data_file)[:limit]]
+            n = len(prompts)
+            rows.append(dry_row(key, n, n, tokenizer.count(prompts), None, n, budget, 0))
         if (not tasks or MT_BENCH_TASK in tasks) and (data / MT_BENCH_FILE).is_file():
             qs = load_questions(data / MT_BENCH_FILE)[:limit]
             turns = [t for q in qs for t in q.turns]
-            rows.append(
-                {
-                    "benchmark": SUITE_NAME,
-                    "task": MT_BENCH_TASK,
-                    "documents": len(qs),
-                    "requests": len(turns),
-                    "fed_tokens": tokenizer.count(turns),
-                    "tree_tokens": None,
-                    "generations": len(turns),
-                    "max_new_tokens": budget,
-                    "judge_calls": len(turns),
-                }
-            )
-        return rows
+            n = len(turns)
+            rows.append(dry_row(MT_BENCH_TASK, len(qs), n, tokenizer.count(turns), None, n, budget, n))
+        return rows + super().dry_run(data, tokenizer, tasks=tasks, limit=limit, max_new_tokens=max_new_tokens)
 
-    def gen_parameters(self, tasks: tuple[str, ...], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def notebook_parameters(self, tasks: tuple[str, ...], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The run's common ``max_new_tokens`` and ``greedy`` under the notebook's names."""
         opts = dict(options or {})
-        return {k: opts[k] for k in ("max_new_tokens", "greedy") if opts.get(k) is not None}
+        own = {k: opts[k] for k in ("max_new_tokens", "greedy") if opts.get(k) is not None}
+        return {**own, **super().notebook_parameters(tasks, options)}

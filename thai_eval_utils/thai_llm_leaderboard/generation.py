@@ -8,8 +8,7 @@ terminators) with one seeded generator per item, the raw reply stored whole and 
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,17 +22,9 @@ from thai_eval_utils.tasks.declared import GenerationTask
 from thai_eval_utils.tasks.metrics import qualified_name
 from thai_eval_utils.tasks.runner import RunLayout, TaskRun, run_task
 from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
+from thai_eval_utils.thai_llm_leaderboard.prompts import runner_prompts, template
 from thai_eval_utils.thai_llm_leaderboard.nlg_metrics import NLG_METRIC_OBJECTS, ROUGE_SEED, nlg_scores
 
-#: evaluation/prompt_utils.py:51 (SUM), :46 (MT), :21 (QA; iapp's task value is QA, spec 3.1). Verbatim.
-SUM_TEMPLATE = "จงสรุปข้อความด้านล่าง\nข้อความ: [INPUT]\nสรุป:"
-MT_TEMPLATE = (
-    "แปลข้อความต่อไปนี้จาก [SOURCE] เป็น [TARGET] ให้การแปลของคุณโดยตรงโดยไม่ต้องมีข้อมูลเพิ่มเติมใดๆ\nข้อความ: [INPUT]\nคำแปล:"
-)
-QA_TEMPLATE = "[CONTEXT]\n---\nคำถาม: [QUESTION]\nตัวเลือก: [ANSWER_CHOICES]\nคำตอบ: [LABEL_CHOICE]"
-TEMPLATES = {"SUM": SUM_TEMPLATE, "MT": MT_TEMPLATE, "QA": QA_TEMPLATE}
-#: evaluation/prompt_utils.py:1039-1043 ``LANG_MAP["tha"]``: the Thai prompt names the languages in English.
-LANG_NAMES = {"tha": "Thai", "eng": "English", "eng-US": "English"}
 #: evaluation/model_utils.py:28 ``MAX_GENERATION_LENGTH``; :454-462 the sampling temperature.
 MAX_NEW_TOKENS, TEMPERATURE = 512, 0.2
 #: transformers.set_seed(42) once per script (main_nlg_prompt_batch.py:100); here each item's own generator.
@@ -61,7 +52,8 @@ class NlgTask:
 
     @property
     def template(self) -> str:
-        return TEMPLATES[self.task_type]
+        """The runner's template of the task value (evaluation/prompt_utils.py:51 SUM, :46 MT, :21 QA; package data)."""
+        return template(self.task_type)
 
     @property
     def data_file(self) -> str:
@@ -105,7 +97,8 @@ def fill_prompt(task: NlgTask, row: Mapping[str, Any]) -> str:
     if task.task_type == "MT":
         parts = task.key.split("_")
         src, tgt = (parts[-6], parts[-4]) if "flores200" in task.key else (parts[-4], parts[-3])
-        prompt = prompt.replace("[SOURCE]", LANG_NAMES[src]).replace("[TARGET]", LANG_NAMES[tgt])
+        names = runner_prompts()["lang_names"]  # prompt_utils.py:1039-1043: the Thai prompt names them in English
+        prompt = prompt.replace("[SOURCE]", names[src]).replace("[TARGET]", names[tgt])
     if task.task_type == "QA":
         prompt = prompt.replace("[CONTEXT]", row["context"].strip()).replace("[QUESTION]", row["question"].strip())
         prompt = "\n".join(line for line in prompt.split("\n") if "[ANSWER_CHOICES]" not in line)
@@ -236,11 +229,6 @@ class GenerationOptions:
         return asdict(self)
 
 
-def is_local(model: Any) -> bool:
-    """A transformers model in this process (its tokenizer and weights at hand)."""
-    return hasattr(model, "hf_model") and hasattr(model, "tokenizer")
-
-
 def stop_ids(hf_model: Any, tokenizer: Any, options: GenerationOptions) -> list[int]:
     """The token ids that end a reply: the runner's terminators, plus (unless ``options.runner_terminators``) the
     model's generation config's EOS ids (``backend.generation.eos_ids``)."""
@@ -257,19 +245,6 @@ def terminator_ids(tokenizer: Any) -> list[int]:
         if isinstance(tok, int) and tok != tokenizer.unk_token_id:
             out.append(tok)
     return [t for t in out if t is not None]
-
-
-@contextlib.contextmanager
-def _eos_ids(hf_model: Any, ids: list[int]) -> Iterator[None]:
-    """The model's generation config's EOS ids replaced by ``ids`` for one call (the runner passes
-    ``eos_token_id=terminators`` to ``generate``, which overrides the config the same way), then restored."""
-    config = hf_model.generation_config
-    old = config.eos_token_id
-    config.eos_token_id = list(ids)
-    try:
-        yield
-    finally:
-        config.eos_token_id = old
 
 
 def render(tokenizer: Any, conversation: list[dict[str, str]], options: GenerationOptions) -> str:
@@ -303,7 +278,7 @@ def generate_replies(
     (``backend.generation``), so its text does not depend on the rows beside it. Any other chat model (API,
     served) gets ``model.chat`` with the same temperature, budget and seed.
     """
-    if not is_local(model):
+    if not (hasattr(model, "hf_model") and hasattr(model, "tokenizer")):  # not a transformers model in this process
         texts = model.chat(
             list(conversations),
             max_new_tokens=options.max_new_tokens,
@@ -315,7 +290,11 @@ def generate_replies(
     room = max(1, min(int(model.max_length), RUNNER_MAX_LENGTH) - options.max_new_tokens)
     encoded = [encode(tok, render(tok, conv, options), room, options) for conv in conversations]
     top_p = getattr(hf.generation_config, "top_p", None) or 1.0
-    with _eos_ids(hf, stop_ids(hf, tok, options)):
+    # the model's generation config's EOS ids replaced for the call (the runner passes ``eos_token_id=terminators`` to
+    # ``generate``, which overrides the config the same way), then restored
+    config = hf.generation_config
+    old, config.eos_token_id = config.eos_token_id, stop_ids(hf, tok, options)
+    try:
         texts, stats = generate(
             hf,
             tok,
@@ -330,6 +309,8 @@ def generate_replies(
             progress=progress,
             desc="thai_llm_leaderboard",
         )
+    finally:
+        config.eos_token_id = old
     model.last_generation = stats
     return [(t, cut) for t, (_, cut) in zip(texts, encoded, strict=True)]
 
@@ -342,36 +323,6 @@ class NlgRun(TaskRun):
     stored), with the notes on what the runner's metrics could not compute here."""
 
     notes: list[str] = field(default_factory=list)
-
-    @property
-    def leaderboard(self) -> dict[str, float]:
-        """The values the transform uploads for this task (``results/NLG/{m}/results.json``)."""
-        return dict(self.summary["leaderboard"])
-
-
-def _items(task: NlgTask, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    return [
-        {"id": str(r.get("id", i)), "row": i, "prompt": fill_prompt(task, r), "reference": gold_of(r)}
-        for i, r in enumerate(rows)
-    ]
-
-
-def _compute(model: ChatModel, options: GenerationOptions) -> Any:
-    def call(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        replies = generate_replies(model, [[{"role": "user", "content": it["prompt"]}] for it in chunk], options)
-        return [
-            {
-                "id": it["id"],
-                "row": it["row"],
-                "prompt": it["prompt"],
-                "output": text,
-                "reference": it["reference"],
-                "truncated": cut,
-            }
-            for it, (text, cut) in zip(chunk, replies, strict=True)
-        ]
-
-    return call
 
 
 def score_nlg_records(
@@ -448,8 +399,10 @@ def run_nlg_task(
     task = nlg_task(task_key)
     path = Path(data)
     path = path / task.data_file if path.is_dir() else path
-    rows = load_nlg_rows(task, path)
-    all_items = _items(task, rows)
+    all_items = [
+        {"id": str(r.get("id", i)), "row": i, "prompt": fill_prompt(task, r), "reference": gold_of(r)}
+        for i, r in enumerate(load_nlg_rows(task, path))
+    ]
     items = all_items if limit is None else all_items[: max(0, int(limit))]
     config = {
         "task": task.key,
@@ -457,23 +410,23 @@ def run_nlg_task(
         "generation": options.record(),
         "record_format": RECORD_FORMAT,
     }
-    call = _compute(model, options)
+
+    def call(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The model's raw replies to the chunk's prompts (each one user message), stored whole with the item."""
+        replies = generate_replies(model, [[{"role": "user", "content": it["prompt"]}] for it in chunk], options)
+        return [
+            {"id": it["id"], "row": it["row"], "prompt": it["prompt"]}
+            | {"output": text, "reference": it["reference"], "truncated": cut}
+            for it, (text, cut) in zip(chunk, replies, strict=True)
+        ]
 
     def summarize(records: list[dict[str, Any]], support: Any, run: Any) -> dict[str, Any]:
         """The runner's scores of the records, the counts, the failed calls (ungenerated items, never scored)."""
         summary = score_nlg_records(
             task, records, len(all_items), options, thinking=thinking, rouge=rouge, rouge_seed=rouge_seed
         )
-        summary.update(
-            {
-                "limit": limit,
-                "n_computed_this_run": run.computed,
-                "generation": options.record(),
-                "n_ungenerated": len(run.failed),
-                "ungenerated": run.failed,
-            }
-        )
-        return summary
+        counts = {"limit": limit, "n_computed_this_run": run.computed, "generation": options.record()}
+        return {**summary, **counts, "n_ungenerated": len(run.failed), "ungenerated": run.failed}
 
     layout = RunLayout(
         task.benchmark,
@@ -498,14 +451,4 @@ def run_nlg_task(
         outputs=outputs,
         progress=progress,
     )
-    summary = run.summary
-    return NlgRun(
-        task.key,
-        run.records,
-        summary["scores"],
-        run.run_dir,
-        run.config_id,
-        run.computed,
-        summary,
-        notes=summary["notes"],
-    )
+    return NlgRun(**vars(run), notes=run.summary["notes"])

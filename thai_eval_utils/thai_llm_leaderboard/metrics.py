@@ -18,25 +18,13 @@ import numpy as np
 from thai_eval_utils.stats.bootstrap import Interval, loop_bootstrap, mean_interval
 from thai_eval_utils.tasks.metrics import Metric
 
-#: The metric columns of ``metrics_nlu/nlu_results_tha_{m}.csv`` after ``prompt_lang`` (``:253-268``).
-RUNNER_METRICS = (
-    "accuracy",
-    "micro_prec",
-    "micro_rec",
-    "micro_f1_score",
-    "macro_prec",
-    "macro_rec",
-    "macro_f1_score",
-    "weighted_prec",
-    "weighted_rec",
-    "weighted_f1_score",
-)
 #: The bootstrap of the intervals (the tasks' and the report's: percentile over items, 1000 resamples, seed 0).
 N_RESAMPLES, LEVEL, SEED = 1000, 0.95, 0
 
 
 def runner_metrics(golds: Sequence[int], preds: Sequence[int]) -> dict[str, float]:
-    """The runner's ten metric values (:data:`RUNNER_METRICS`) of one task."""
+    """The runner's ten metric values of one task, in the column order of ``metrics_nlu/nlu_results_tha_{m}.csv``
+    (``:253-268``)."""
     from sklearn.metrics import classification_report, precision_recall_fscore_support
 
     with warnings.catch_warnings():  # undefined precision/recall -> 0, as the runner's default does (with a warning)
@@ -66,44 +54,24 @@ def accuracy_interval(correct: Sequence[int]) -> Interval | None:
         return None
     if np.all(x == x[0]):
         v = float(x[0])
-        return Interval(
-            "accuracy",
-            v,
-            v,
-            v,
-            LEVEL,
-            "percentile",
-            N_RESAMPLES,
-            SEED,
-            int(x.size),
-            N_RESAMPLES,
-            design="bootstrap over items",
-            note="every item has the same value",
-        )
+        fields = ("accuracy", v, v, v, LEVEL, "percentile", N_RESAMPLES, SEED, int(x.size), N_RESAMPLES)
+        return Interval(*fields, design="bootstrap over items", note="every item has the same value")
     return mean_interval(x, name="accuracy", method="percentile", level=LEVEL, n_resamples=N_RESAMPLES, seed=SEED)
 
 
-def macro_f1(golds: np.ndarray, preds: np.ndarray) -> float:
-    """scikit-learn's macro F1 over the labels in golds and predictions, in closed form: the mean over those labels
-    of ``2 tp / (2 tp + fp + fn)`` (never 0/0: each label occurs on one side). A resample's statistic, where a
-    ``classification_report`` per resample would be slow; the tests check it against scikit-learn."""
-    labels = np.union1d(golds, preds)
-    tp = np.array([np.sum((golds == c) & (preds == c)) for c in labels], dtype=float)
-    fp = np.array([np.sum((golds != c) & (preds == c)) for c in labels], dtype=float)
-    fn = np.array([np.sum((golds == c) & (preds != c)) for c in labels], dtype=float)
-    return float(np.mean(2 * tp / (2 * tp + fp + fn)))
-
-
 def macro_f1_interval(golds: Sequence[int], preds: Sequence[int]) -> Interval | None:
-    """Percentile bootstrap interval of the runner's macro F1 over items (None with fewer than 2 items)."""
-    g, p = np.asarray(golds), np.asarray(preds)
-    if g.size < 2:
+    """Percentile bootstrap interval of the runner's macro F1 over items (None with fewer than 2 items): each
+    resample's value is :class:`MacroF1`'s closed form on its summed per-item statistics, where a
+    ``classification_report`` per resample would be slow."""
+    if len(golds) < 2:
         return None
+    metric = MacroF1()
+    stats = metric.statistics(preds, golds)
 
     def stat(idx: np.ndarray) -> tuple[float, str]:
-        return macro_f1(g[idx], p[idx]), ""
+        return metric.score(stats[idx].sum(axis=0)), ""
 
-    return loop_bootstrap("macro_f1_score", int(g.size), stat, level=LEVEL, n_resamples=N_RESAMPLES, seed=SEED)
+    return loop_bootstrap("macro_f1_score", len(golds), stat, level=LEVEL, n_resamples=N_RESAMPLES, seed=SEED)
 
 
 # ---------------------------------------------------------------------------------------------- metric objects

@@ -24,11 +24,14 @@ templates' hashes key the run.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from thai_eval_utils.backend.models import load_model
 from thai_eval_utils.backend.openai_client import stable_identity
@@ -41,12 +44,13 @@ from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.judging import Judge, JudgementCache, JudgeParams, JudgeRubric, judge_items
 from thai_eval_utils.judging.run import ROW_FIELDS, default_record
 from thai_eval_utils.judging.mt_bench import MT_BENCH_PARSER, MT_BENCH_RUBRICS, NO_RATING, template_name
-from thai_eval_utils.stats.bootstrap import mean_interval
 from thai_eval_utils.tasks.declared import GenerationTask
+from thai_eval_utils.tasks.judged import JUDGE_KEY_ENV, LOCAL_JUDGE
 from thai_eval_utils.tasks.metrics import Metric
 from thai_eval_utils.tasks.runner import RunLayout, run_task
 from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
 from thai_eval_utils.thai_llm_leaderboard.generation import SUITE_NAME, GenerationOptions, generate_replies
+from thai_eval_utils.thai_llm_leaderboard.nlg_metrics import item_interval
 
 #: main_llm_judge_batch.py:48: the runner's judge (an OpenAI model id: ``load_model("openai:" + this)``).
 DEFAULT_JUDGE = "gpt-4o-2024-05-13"
@@ -55,15 +59,9 @@ DEFAULT_JUDGE = "gpt-4o-2024-05-13"
 JUDGE_PARAMS = JudgeParams(max_tokens=2048, temperature=0.0, seed=None, max_calls=1)
 #: FastChat common.py:40-50 ``temperature_config`` (categories in lower case; any other category: 0.7).
 FASTCHAT_TEMPERATURES = {
-    "writing": 0.7,
-    "roleplay": 0.7,
-    "extraction": 0.0,
-    "math": 0.0,
-    "coding": 0.0,
-    "reasoning": 0.0,
-    "stem": 0.1,
-    "humanities": 0.1,
-    "arena-hard-200": 0.0,
+    **dict.fromkeys(("writing", "roleplay"), 0.7),
+    **dict.fromkeys(("extraction", "math", "coding", "reasoning", "arena-hard-200"), 0.0),
+    **dict.fromkeys(("stem", "humanities"), 0.1),
 }
 FASTCHAT_DEFAULT_TEMPERATURE = 0.7
 #: Aggregations of the ratings: the runner's (-1 averaged in) and FastChat's (-1 dropped).
@@ -81,16 +79,19 @@ PASS_THROUGH = JudgeRubric.declare(
     parser=MT_BENCH_PARSER,
     params=JUDGE_PARAMS,
 )
-N_RESAMPLES, LEVEL, BOOT_SEED = 1000, 0.95, 0
+#: The summary's note on its overall number.
+OVERALL_NOTE = (
+    "overall = unweighted mean of the category means (the runner computes none; the Space's reading is unverified)"
+)
 #: Fields of an item stored with its judgement (never in the shared cache: they are the item's, not the judge's).
 _ITEM_FIELDS = ("question_id", "turn", "category", "template")
 _ROW_FIELDS = (*ROW_FIELDS, *_ITEM_FIELDS)
+#: The fields of a judged item's record before its rating and judgements.
+_RECORD_FIELDS = ("id", "question_id", "turn", "category", "template")
 
 
 #: The offline judge's reply budget (the embedded model; the runner's 2048 is for gpt-4o).
 OFFLINE_JUDGE_MAX_TOKENS = 256
-#: The environment variable holding a judge endpoint's key (``batch`` passes it to the kernels; never a parameter).
-JUDGE_KEY_ENV = "THAI_EVAL_JUDGE_API_KEY"
 
 
 def judge_params_for(judge_model: str | None, max_tokens: int | None = None) -> JudgeParams:
@@ -112,8 +113,8 @@ def open_judge(judge_model: str | None = None, *, base_url: str | None = None) -
     set, else the client's default (``$OPENAI_API_KEY``). Loaded with its own defaults, not the evaluated model's."""
     if judge_model is None:
         return load_model("embedded")
-    if judge_model.startswith("local:"):
-        return load_model(judge_model[len("local:") :])
+    if judge_model.startswith(LOCAL_JUDGE):
+        return load_model(judge_model[len(LOCAL_JUDGE) :])
     options: dict[str, str] = {}
     if base_url:
         options["base_url"] = base_url
@@ -141,36 +142,26 @@ def load_questions(path: str | Path) -> list[Question]:
     rows = read_records(path, {"question_id": int, "turns": list, "category": str})
     out, seen = [], {}
     for i, row in enumerate(rows):
-        qid = row["question_id"]
+        bad = functools.partial(ThaiEvalDataError, path=path, row=i)  # an error naming this row
+        qid, turns, ref = row["question_id"], row["turns"], row.get("reference")
         if isinstance(qid, bool):
-            raise ThaiEvalDataError(
-                f"question_id must be an integer, got {qid!r}", path=path, row=i, field="question_id"
-            )
+            raise bad(f"question_id must be an integer, got {qid!r}", field="question_id")
         if qid in seen:
-            raise ThaiEvalDataError(f"question_id {qid} also on row {seen[qid]}", path=path, row=i, field="question_id")
+            raise bad(f"question_id {qid} also on row {seen[qid]}", field="question_id")
         seen[qid] = i
-        turns = row["turns"]
         if len(turns) != 2:
-            raise ThaiEvalDataError(f"expected 2 turns, got {len(turns)}", path=path, row=i, field="turns")
+            raise bad(f"expected 2 turns, got {len(turns)}", field="turns")
         for t in turns:
             require_text(t, path=path, row=i, field="turns")
-        ref = row.get("reference")
-        if ref is not None:
-            if not isinstance(ref, list) or len(ref) != 2:
-                raise ThaiEvalDataError(
-                    "reference must be null or a list of 2 texts (the runner reads reference[1] for turn 2)",
-                    path=path,
-                    row=i,
-                    field="reference",
-                )
-            for t in ref:
-                require_text(t, path=path, row=i, field="reference", allow_empty=True)
+        if ref is not None and (not isinstance(ref, list) or len(ref) != 2):
+            why = "reference must be null or a list of 2 texts (the runner reads reference[1] for turn 2)"
+            raise bad(why, field="reference")
+        for t in ref or ():
+            require_text(t, path=path, row=i, field="reference", allow_empty=True)
         require_text(row["category"], path=path, row=i, field="category")
         kwargs = row.get("generation_kwargs") or {}
         if not isinstance(kwargs, dict):
-            raise ThaiEvalDataError(
-                f"generation_kwargs must be an object, got {kwargs!r:.40}", path=path, row=i, field="generation_kwargs"
-            )
+            raise bad(f"generation_kwargs must be an object, got {kwargs!r:.40}", field="generation_kwargs")
         out.append(
             Question(qid, (turns[0], turns[1]), None if ref is None else (ref[0], ref[1]), row["category"], kwargs)
         )
@@ -235,25 +226,20 @@ def _item(q: Question, turn: int, first: str | None = None) -> dict[str, Any]:
 
 
 def _answer_call(model: ChatModel, options: GenerationOptions, temperatures: str):
+    """The answers' model call: the chunk's items grouped by sampling temperature, one ``generate_replies`` each."""
+
     def call(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        groups: dict[float, list[int]] = {}
-        for i, it in enumerate(chunk):
-            groups.setdefault(temperature_of(it["question"], temperatures, options), []).append(i)
+        temps = [temperature_of(it["question"], temperatures, options) for it in chunk]
         replies: list[tuple[str, bool]] = [("", False)] * len(chunk)
-        for temp, idx in groups.items():
+        for temp in dict.fromkeys(temps):
+            idx = [i for i, t in enumerate(temps) if t == temp]
             opts = replace(options, greedy=temp == 0.0, temperature=temp if temp > 0 else options.temperature)
             for i, reply in zip(idx, generate_replies(model, [chunk[i]["messages"] for i in idx], opts), strict=True):
                 replies[i] = reply
         return [
-            {
-                "id": it["id"],
-                "question_id": it["question"].question_id,
-                "turn": it["turn"],
-                "output": text,
-                "temperature": temperature_of(it["question"], temperatures, options),
-                "truncated": cut,
-            }
-            for it, (text, cut) in zip(chunk, replies, strict=True)
+            {"id": it["id"], "question_id": it["question"].question_id, "turn": it["turn"]}
+            | {"output": text, "temperature": temp, "truncated": cut}
+            for it, temp, (text, cut) in zip(chunk, temps, replies, strict=True)
         ]
 
     return call
@@ -351,10 +337,7 @@ def judge_messages(
         fields = {"question": q.turns[0], "answer": answer_1}
     else:
         fields = {"question_1": q.turns[0], "question_2": q.turns[1], "answer_1": answer_1, "answer_2": answer_2 or ""}
-    if q.reference is not None:
-        fields["ref_answer_1"] = q.reference[0]
-        if turn == 2:
-            fields["ref_answer_2"] = q.reference[1]
+    fields.update({f"ref_answer_{k}": ref for k, ref in enumerate((q.reference or ())[:turn], 1)})
     return name, MT_BENCH_RUBRICS[name].messages(fields)
 
 
@@ -364,24 +347,13 @@ def _judge_items(answers: Answers) -> tuple[list[dict[str, Any]], dict[int, str]
     for q in answers.questions:
         a1, a2 = answers.scored(q.question_id, 1), answers.scored(q.question_id, 2)
         for turn in (1, 2):
+            name, (system, user) = judge_messages(q, turn, a1 or "", a2)
             if a1 is None or (turn == 2 and a2 is None):
                 skip[len(items)] = f"no answer: turn {turn} of question {q.question_id} was not generated"
-                name, messages = template_name(math=q.reference is not None, multi_turn=turn == 2), []
-            else:
-                name, messages = judge_messages(q, turn, a1, a2)
-            system = messages[0]["content"] if messages else ""
-            user = messages[1]["content"] if messages else ""
-            items.append(
-                {
-                    "id": _answer_key(q.question_id, turn),
-                    "question_id": q.question_id,
-                    "turn": turn,
-                    "category": q.category,
-                    "template": name,
-                    "system": system,
-                    "user": user,
-                }
-            )
+                system, user = {"content": ""}, {"content": ""}
+            ids = {"id": _answer_key(q.question_id, turn), "question_id": q.question_id, "turn": turn}
+            texts = {"system": system["content"], "user": user["content"]}
+            items.append({**ids, "category": q.category, "template": name, **texts})
     return items, skip
 
 
@@ -428,14 +400,11 @@ class MtBenchRun:
 
 
 def _category_scores(per_category: Mapping[str, Sequence[float]], signature: str) -> dict[str, dict[str, Any]]:
+    """Per category: its mean rating's Score (value None without ratings) and percentile bootstrap interval."""
     out = {}
     for cat, values in per_category.items():
         score = Score.mean(f"mt_bench_thai/{cat}", values, signature)
-        iv = None
-        if len(values) >= 2 and len(set(values)) > 1:
-            iv = mean_interval(
-                list(values), name=cat, method="percentile", level=LEVEL, n_resamples=N_RESAMPLES, seed=BOOT_SEED
-            ).to_dict()
+        iv = item_interval(np.asarray(values, dtype=float), cat)
         out[cat] = {**score.to_dict(), "value": None if not values else score.value, "interval": iv}
     return out
 
@@ -465,13 +434,8 @@ def judge_answers(
     items, skip = _judge_items(answers)
     judge = Judge(PASS_THROUGH, judge_model, params=params, batch_size=batch_size)
     templates = {name: r.text for name, r in MT_BENCH_RUBRICS.items()}
-    config = {
-        "judge_model": judge.label,
-        "judge_params": params.to_dict(),
-        "answers_run": answers.config_id,
-        "repeats": repeats,
-        "rubric": PASS_THROUGH.sha256,
-    }
+    config = {"judge_model": judge.label, "judge_params": params.to_dict(), "answers_run": answers.config_id}
+    config |= {"repeats": repeats, "rubric": PASS_THROUGH.sha256}
     with RunStore.open(
         model_name,
         JUDGE_BENCHMARK,
@@ -484,37 +448,18 @@ def judge_answers(
         ids = [it["id"] for it in items]
         base = default_record(ids, judge, _ROW_FIELDS)
 
-        def record(
-            j: Any, judgement: Mapping[str, Any]
-        ) -> dict[str, Any]:  # the item's category, turn and template too
+        def record(j: Any, judgement: Mapping[str, Any]) -> dict[str, Any]:
+            """The stored judgement, with its item's category, turn and template."""
             return {**base(j, judgement), **{k: items[j.row][k] for k in _ITEM_FIELDS}}
 
-        outcome = judge_items(
-            judge,
-            items,
-            store,
-            cache,
-            ids=ids,
-            repeats=repeats,
-            skip=skip,
-            record=record,
-            row_fields=_ROW_FIELDS,
-            progress=progress,
-        )
-        records = []
-        ratings: list[float | None] = []
+        opts = {"repeats": repeats, "skip": skip, "record": record, "row_fields": _ROW_FIELDS, "progress": progress}
+        outcome = judge_items(judge, items, store, cache, ids=ids, **opts)
+        records, ratings = [], []
         for i, it in enumerate(items):
             reps = [outcome.record(j) for j in outcome.plan if j.row == i]
-            values = [v for v in (rating_of(r) for r in reps) if v is not None]
-            rating = sum(values) / len(values) if values else None
-            ratings.append(rating)
-            records.append(
-                {
-                    **{k: it[k] for k in ("id", "question_id", "turn", "category", "template")},
-                    "rating": rating,
-                    "judgements": reps,
-                }
-            )
+            values = [v for v in map(rating_of, reps) if v is not None]
+            ratings.append(sum(values) / len(values) if values else None)
+            records.append({**{k: it[k] for k in _RECORD_FIELDS}, "rating": ratings[-1], "judgements": reps})
         summary = _summary(answers, judge, items, ratings, aggregation, repeats, outcome.usage)
         if outcome.fatal is not None:
             summary["fatal_error"] = str(outcome.fatal)
@@ -555,10 +500,5 @@ def _summary(
         "templates_used": {n: sum(1 for it in items if it["template"] == n) for n in MT_BENCH_RUBRICS},
         "judge_usage": dict(usage),
         "signature": f"{base}|agg:{aggregation}",
-        "note": (
-            "overall = unweighted mean of the category means (the runner computes none; the Space's reading "
-            "is unverified)"
-        )
-        if defined
-        else "no rating counts",
+        "note": OVERALL_NOTE if defined else "no rating counts",
     }

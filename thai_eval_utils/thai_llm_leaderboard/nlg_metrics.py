@@ -16,7 +16,7 @@ scbdatax/seacrowd-eval @9de9392 ``evaluation/metrics_utils.py:6-55``): ``BLEU``,
 - ``ROUGE*`` (``:51-55``): ``evaluate``'s "rouge" = ``rouge_score`` 0.1.2 ``RougeScorer`` with the newmm tokenizer,
   no stemmer, F1 per row, ``rougeLsum`` on ``"\\n"``-split lines. The runner aggregates with
   ``BootstrapAggregator``: the median of 1000 bootstrap means (quirk 11). Our default is the exact mean;
-  :func:`rouge_bootstrap_median` replays the runner's draws. Where they come from (read in ``evaluate`` 0.4.2, not in
+  :func:`nlg_scores` (``rouge="bootstrap_median"``) replays the runner's draws. Where they come from (read in ``evaluate`` 0.4.2, not in
   the spec): ``EvaluationModule.compute`` runs ``_compute`` inside ``temp_seed(self.seed)``, so every ROUGE call
   reseeds numpy with the metric's own seed and restores the global state after; ``set_seed(42)`` and the order of
   the tasks play no part. ``self.seed`` is taken from numpy's global state when ``evaluate.load("rouge")`` runs
@@ -48,14 +48,12 @@ from sacrebleu.metrics import BLEU as SacreBLEU
 from sacrebleu.metrics import CHRF
 
 from thai_eval_utils.core.provenance import Score
-from thai_eval_utils.stats.bootstrap import Interval, mean_interval
+from thai_eval_utils.stats.bootstrap import mean_interval
 from thai_eval_utils.stats.corpus import corpus_interval
 from thai_eval_utils.tasks.metrics import Metric
 
 #: metrics_utils.py:11 ``partial(word_tokenize, engine='newmm')`` (pythainlp's default ``keep_whitespace=True``).
 TOKENIZER_ENGINE = "newmm"
-#: The pythainlp release the runner pins for parity (spec 6.12): newmm's dictionary moves scores between releases.
-RUNNER_PYTHAINLP = "5.0.4"
 #: TF-NMT compute_bleu's default, which evaluate's "bleu" keeps (``max_order=4, smooth=False``).
 BLEU_MAX_ORDER = 4
 #: evaluate "rouge" default rouge_types, in the order the aggregator consumes the RNG (rouge.py v0.4.2).
@@ -187,17 +185,12 @@ CHRF_METRIC = SacrebleuStats("chrf")
 SPBLEU_METRIC = SacrebleuStats("spbleu")
 
 
-def flores200_model_path() -> Path:
-    """Where sacrebleu looks for the FLORES-200 SentencePiece model (``$SACREBLEU`` or ``~/.sacrebleu``)."""
-    root = os.environ.get("SACREBLEU", os.path.join(os.path.expanduser("~"), ".sacrebleu"))
-    return Path(root) / "models" / FLORES200_SPM_FILE
-
-
 def flores200_status() -> str | None:
     """None when ``SacreBLEU`` can be computed offline; else why not (sacrebleu would download the model)."""
     if importlib.util.find_spec("sentencepiece") is None:
         return "SacreBLEU not computed: the sentencepiece package is not installed (sacrebleu's flores200 tokenizer needs it)"
-    path = flores200_model_path()
+    root = os.environ.get("SACREBLEU", os.path.join(os.path.expanduser("~"), ".sacrebleu"))  # sacrebleu's folder
+    path = Path(root) / "models" / FLORES200_SPM_FILE
     if not path.is_file():
         return (
             f"SacreBLEU not computed: sacrebleu's FLORES-200 SentencePiece model is not at {path} "
@@ -242,52 +235,25 @@ def _medians(rows: dict[str, np.ndarray], seed: int) -> dict[str, float]:
     return {t: float(_bootstrap_mid(rows[t], state)[2]) * 100 for t in ROUGE_TYPES}
 
 
-@dataclass(frozen=True)
-class RunnerRng:
-    """How the runner's ROUGE aggregator draws: numpy reseeded with ``seed`` around every ``rouge.compute``
-    (``evaluate``'s ``temp_seed(self.seed)``, module docstring), so every call starts afresh from ``seed``."""
-
-    seed: int = ROUGE_SEED
-
-    def describe(self) -> str:
-        return f"numpy-reseeded:{self.seed}"
-
-
-def rouge_bootstrap_median(
-    hypotheses: Sequence[str], references: Sequence[str], rng: RunnerRng = RunnerRng()
-) -> dict[str, float]:
-    """The runner's ROUGE values (x100, runner keys): per rouge type, in order, the median F1 of 1000 bootstrap
-    means, numpy reseeded with ``rng.seed`` first as ``evaluate`` reseeds it around every call."""
-    return {ROUGE_KEYS[t]: v for t, v in _medians(rouge_rows(hypotheses, references), rng.seed).items()}
-
-
-def rouge_mean(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, float]:
-    """The exact mean F1 (x100) per rouge type: our default aggregation."""
-    rows = rouge_rows(hypotheses, references)
-    return {ROUGE_KEYS[t]: float(rows[t][:, 2].mean()) * 100 for t in ROUGE_TYPES}
-
-
 # ------------------------------------------------------------------------------------------- all scores
-def _interval_dict(iv: Interval | None) -> dict | None:
-    return iv.to_dict() if iv is not None else None
-
-
 def _corpus_score(key: str, metric: Metric, hyps: list[str], refs: list[str], signature: str) -> dict:
-    value = float(metric(hyps, refs))
-    iv = (
-        corpus_interval(hyps, refs, metric, name=key, level=LEVEL, n_resamples=N_RESAMPLES, seed=BOOT_SEED)
-        if len(hyps) >= 2
-        else None
-    )
-    return {**Score(key, value, len(hyps), None, signature).to_dict(), "interval": _interval_dict(iv)}
+    """A corpus metric's score with its percentile bootstrap interval over items (None with fewer than 2)."""
+    iv = None
+    if len(hyps) >= 2:
+        iv = corpus_interval(hyps, refs, metric, name=key, level=LEVEL, n_resamples=N_RESAMPLES, seed=BOOT_SEED)
+    return {
+        **Score(key, float(metric(hyps, refs)), len(hyps), None, signature).to_dict(),
+        "interval": iv and iv.to_dict(),
+    }
 
 
-def _item_interval(values: np.ndarray, key: str) -> Interval | None:
+def item_interval(values: np.ndarray, key: str) -> dict | None:
+    """The percentile bootstrap interval of a mean over items (None with fewer than 2 or all alike)."""
     if values.size < 2 or np.all(values == values[0]):
         return None
     return mean_interval(
         values.tolist(), name=key, method="percentile", level=LEVEL, n_resamples=N_RESAMPLES, seed=BOOT_SEED
-    )
+    ).to_dict()
 
 
 def nlg_signatures(run_part: str) -> dict[str, str]:
@@ -339,7 +305,7 @@ def nlg_scores(
     medians = None
     if rouge == "bootstrap_median":
         medians = _medians(rows, rouge_seed)
-        agg = f"bootstrap-median({ROUGE_BOOT_SAMPLES},{RunnerRng(rouge_seed).describe()})"
+        agg = f"bootstrap-median({ROUGE_BOOT_SAMPLES},numpy-reseeded:{rouge_seed})"
     else:
         agg = "mean"
     for t in ROUGE_TYPES:
@@ -349,7 +315,7 @@ def nlg_scores(
         stderr = float(f1.std(ddof=1) / math.sqrt(f1.size)) if f1.size > 1 else None
         out[key] = {
             **Score(key, value, f1.size, stderr, sig).to_dict(),
-            "interval": _interval_dict(_item_interval(f1, key)),
+            "interval": item_interval(f1, key),
         }
     return out, notes
 

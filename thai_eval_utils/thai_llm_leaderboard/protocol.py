@@ -44,15 +44,9 @@ GENERATION_RESERVE = 512
 #: ``min(_get_and_verify_max_len(config), 8192)`` (``evaluation/model_utils.py:351``).
 MAX_LENGTH_CAP = 8192
 #: The config keys the runner reads, smallest wins (``evaluation/model_utils.py:144-159``, copied from vLLM).
-LENGTH_KEYS = (
-    "max_position_embeddings",
-    "n_positions",
-    "max_seq_len",
-    "seq_length",
-    "model_max_length",
-    "max_sequence_length",
-    "max_seq_length",
-    "seq_len",
+LENGTH_KEYS = tuple(
+    "max_position_embeddings n_positions max_seq_len seq_length model_max_length max_sequence_length max_seq_length"
+    " seq_len".split()
 )
 #: No key found: the runner assumes 2048 (``evaluation/model_utils.py:185``).
 DEFAULT_LENGTH = 2048
@@ -110,14 +104,6 @@ class NLUProtocol:
         import torch  # bfloat16 rounding exactly as torch's .to(torch.bfloat16) (round to nearest even)
 
         return torch.from_numpy(x.copy()).to(torch.bfloat16).float().numpy()
-
-    @classmethod
-    def from_options(cls, options: Mapping[str, Any] | None) -> NLUProtocol:
-        """A protocol from a mapping (a notebook's parameters); unknown keys are ignored, None keeps the default."""
-        opts = {
-            k: v for k, v in (options or {}).items() if k in ("sum_precision", "truncation", "sums") and v is not None
-        }
-        return cls(**opts)
 
 
 #: The protocol of the published numbers.

@@ -34,16 +34,6 @@ def published_accuracy_rows() -> pd.DataFrame:
                 n = int(entry["n"])
                 k = int(round(entry["accuracy"] * n))
                 iv = accuracy_interval(np.r_[np.ones(k), np.zeros(n - k)])
-                rows.append(
-                    {
-                        "model": model,
-                        "task": task,
-                        "value": 100 * entry["accuracy"],
-                        "n": n,
-                        "correct": k,
-                        "ci_low": None if iv is None else 100 * iv.low,
-                        "ci_high": None if iv is None else 100 * iv.high,
-                        "source": "published",
-                    }
-                )
-    return pd.DataFrame(rows)
+                low, high = (None, None) if iv is None else (100 * iv.low, 100 * iv.high)
+                rows.append((model, task, 100 * entry["accuracy"], n, k, low, high, "published"))
+    return pd.DataFrame(rows, columns=["model", "task", "value", "n", "correct", "ci_low", "ci_high", "source"])

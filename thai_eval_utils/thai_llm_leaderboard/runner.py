@@ -70,10 +70,6 @@ def signature(task: NLUTask, protocol: NLUProtocol, data: TaskData, model: Any, 
     )
 
 
-def _batch_size(model: Any, batch_size: int | None) -> int:
-    return int(batch_size or getattr(model, "concurrency", None) or DEFAULT_BATCH)
-
-
 def score_task(
     model: Any,
     task: NLUTask | str,
@@ -124,23 +120,13 @@ def summarize(
         iv = metric.interval(preds, golds)
         scores[metric.name] = {**score.to_dict(), "interval": iv.to_dict() if iv else None}
     truncated = [str(r["key"]) for r in records if r.get("truncated")]
-    return {
-        "task": task.key,
-        "variant": task.variant,
-        "folder": task.folder,
-        "n": len(records),
-        "n_docs": len(data.items),
-        "limit": limit,
-        "n_rows": data.n_rows,
-        "n_excluded": len(data.excluded),
-        "excluded": data.excluded,
-        "n_truncated": len(truncated),
-        "truncated": truncated,
-        "source": data.source,
-        "protocol": protocol.to_dict(),
-        "runner_metrics": runner_metrics(golds, preds) if records else {},
-        "scores": scores,
-    }
+    what = {"task": task.key, "variant": task.variant, "folder": task.folder}
+    counts = {"n": len(records), "n_docs": len(data.items), "limit": limit, "n_rows": data.n_rows}
+    excluded = {"n_excluded": len(data.excluded), "excluded": data.excluded}
+    cut = {"n_truncated": len(truncated), "truncated": truncated}
+    how = {"source": data.source, "protocol": protocol.to_dict()}
+    columns = runner_metrics(golds, preds) if records else {}  # the runner's ten metric columns
+    return {**what, **counts, **excluded, **cut, **how, "runner_metrics": columns, "scores": scores}
 
 
 def run_nlu_task(
@@ -175,15 +161,9 @@ def run_nlu_task(
     items = data.items if limit is None else data.items[: max(0, int(limit))]
     protocol = protocol.for_model(model)  # sums="labels" needs token-id scoring and float32 totals
     trunc = check_engine(model, protocol)
-    config = {
-        "task": task.key,
-        "variant": task.variant,
-        "labels": task.label_note(),
-        "protocol": protocol.to_dict(),
-        "truncation_length": trunc,
-        "source": {k: data.source[k] for k in ("repo", "file", "split", "revision")},
-        "record_format": RECORD_FORMAT,
-    }
+    source = {k: data.source[k] for k in ("repo", "file", "split", "revision")}
+    config = {"task": task.key, "variant": task.variant, "labels": task.label_note(), "protocol": protocol.to_dict()}
+    config |= {"truncation_length": trunc, "source": source, "record_format": RECORD_FORMAT}
     prepare_loglikelihood(model)  # a served model's order probe: before the run card records its identity
     layout = RunLayout(
         f"{SUITE_NAME}/{task.key}",
@@ -207,7 +187,7 @@ def run_nlu_task(
         declare(task),
         items=run_items,
         layout=layout,
-        batch_size=_batch_size(model, batch_size),
+        batch_size=int(batch_size or getattr(model, "concurrency", None) or DEFAULT_BATCH),
         outputs=outputs,
         progress=progress,
     )

@@ -31,6 +31,7 @@ runner's totals are those plus one number per item that the runner never writes 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,11 +46,12 @@ from thai_eval_utils.thai_llm_leaderboard.protocol import NLUProtocol, truncatio
 Request = tuple[str, str]
 
 
-def runner_ids(tokenizer: Any, text: str, limit: int | None) -> list[int]:
-    """The runner's token ids of one sequence: default special tokens, right-truncated to ``limit`` tokens
-    (``tokenizer(..., truncation=True, max_length=limit)``; ``truncation_side`` right, the transformers default)."""
-    ids = list(tokenizer(text)["input_ids"])
-    return ids[:limit] if limit is not None and len(ids) > limit else ids
+def runner_ids(tokenizer: Any, texts: Sequence[str], limit: int | None) -> tuple[list[list[int]], list[bool]]:
+    """The runner's token ids of each sequence: default special tokens, right-truncated to ``limit`` tokens
+    (``tokenizer(..., truncation=True, max_length=limit)``; ``truncation_side`` right, the transformers default),
+    and whether each was cut."""
+    full = [list(tokenizer(t)["input_ids"]) for t in texts]
+    return [f[:limit] for f in full], [len(f[:limit]) < len(f) for f in full]
 
 
 def _candidate(tokenizer: Any, ids: list[int], text: str) -> Request:
@@ -87,9 +89,7 @@ def sequence_requests(
     """
     if tokenizer is None:
         return SequencePlan([("", t) for t in texts], [[] for _ in texts], [0] * len(texts), [False] * len(texts))
-    full = [list(tokenizer(t)["input_ids"]) for t in texts]
-    wanted = [ids[:limit] if limit is not None and len(ids) > limit else ids for ids in full]
-    cut = [len(w) < len(f) for w, f in zip(wanted, full)]
+    wanted, cut = runner_ids(tokenizer, texts, limit)
     candidates = []
     for i, (text, ids) in enumerate(zip(texts, wanted)):
         if cut[i]:  # the runner scores the kept tokens: their text (checked below like every request)
@@ -135,14 +135,7 @@ def sequence_sums(model: Any, plan: SequencePlan, names: Sequence[str], progress
 
 def shared_prefix(sequences: Sequence[Sequence[int]]) -> int:
     """How many leading tokens all ``sequences`` share (an item's labels: its prompt, up to where they differ)."""
-    if not sequences:
-        return 0
-    n = min(len(s) for s in sequences)
-    for i in range(n):
-        token = sequences[0][i]
-        if any(s[i] != token for s in sequences[1:]):
-            return i
-    return n
+    return len(os.path.commonprefix([list(s) for s in sequences]))
 
 
 def label_sums(
@@ -207,9 +200,7 @@ def label_results(
     tokenizer = getattr(model, "tokenizer", None)
     shared: list[int | None] = []
     if protocol.sums == "labels" and tokenizer is not None:
-        full = [runner_ids(tokenizer, t, None) for t in texts]
-        ids = [f[:limit] if limit is not None and len(f) > limit else f for f in full]
-        cut = [len(i) < len(f) for i, f in zip(ids, full)]
+        ids, cut = runner_ids(tokenizer, texts, limit)
         results, counts, per_item = label_sums(model, ids, [len(it["labels"]) for it in items], progress)
         shared = [d for it, d in zip(items, per_item) for _ in it["labels"]]
     else:

@@ -3,17 +3,15 @@ keys, its notebook and data folder. The log-likelihood tasks' hooks are in :mod:
 
 Task table: :data:`TASK_KINDS` says which engine runs each task. The generation tasks and MT-Bench Thai (modules
 ``generation.py``, ``nlg_metrics.py``, ``mt_bench.py``) add their keys there with their kind, and their hooks
-beside :class:`~.views.NLUViews` (each hook of NLUViews answers only for the log-likelihood tasks).
+after :class:`~.views.NLUViews`'s (each hook answers for its own runs and joins the next class's, ``super()``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from thai_eval_utils.core.benchmark import Headline, Interval, LeaderboardTable, Suite, TokenCounter
-from thai_eval_utils.core.runs import StoredRun
+from thai_eval_utils.core.benchmark import LeaderboardTable, Suite
 from thai_eval_utils.thai_llm_leaderboard.gen_views import MT_BENCH_TASK, GenerationViews
 from thai_eval_utils.thai_llm_leaderboard.generation import NLG_TASKS
 from thai_eval_utils.thai_llm_leaderboard.tasks import NLU_TASKS
@@ -55,16 +53,6 @@ class ThaiLLMLeaderboardSuite(NLUViews, GenerationViews, Suite):
         *GenerationViews.gen_tables,
     )
 
-    # Each hook asks the log-likelihood tasks' views, then the generation tasks' (each answers for its own runs).
-    def headlines(self, run: StoredRun, data_dir: Path | None = None) -> list[Headline]:
-        return NLUViews.headlines(self, run, data_dir) + self.gen_headlines(run)
-
-    def leaderboard_cells(self, model: str, heads: Sequence[Headline], boot: Interval) -> list[dict[str, Any]]:
-        return NLUViews.leaderboard_cells(self, model, heads, boot) + self.gen_cells(model, heads, boot)
-
-    def leaderboard_results(self, run: StoredRun) -> dict[str, dict[str, float]]:
-        return {**NLUViews.leaderboard_results(self, run), **self.gen_results(run)}
-
     def leaderboard_folder(self, key: str) -> str:
         """The runner's category folders (``scripts/transform_result.py:22-26, 66-125``): ``MC`` for M3Exam and
         ThaiExam, ``NLU`` for the other log-likelihood tasks, ``NLG`` for the generation tasks, ``LLM`` for MT-Bench
@@ -77,24 +65,7 @@ class ThaiLLMLeaderboardSuite(NLUViews, GenerationViews, Suite):
         """The tasks asked for (``make demo``: :data:`DEMO_TASKS`), the run's ``max_new_tokens`` and ``greedy``."""
         if not tasks and (options or {}).get("demo"):
             tasks = DEMO_TASKS
-        return {**NLUViews.notebook_parameters(self, tasks, options), **self.gen_parameters(tasks, options)}
-
-    def dry_run(
-        self,
-        data: Path,
-        tokenizer: TokenCounter,
-        *,
-        tasks: tuple[str, ...] = (),
-        limit: int | None,
-        max_new_tokens: int | None,
-    ) -> list[dict[str, Any]]:
-        nlu = [t for t in tasks if t in NLU_TASKS]
-        rows = (
-            NLUViews.dry_run(self, data, tokenizer, tasks=tuple(nlu), limit=limit, max_new_tokens=max_new_tokens)
-            if nlu or not tasks
-            else []
-        )
-        return rows + self.gen_dry_run(data, tokenizer, tasks=tasks, limit=limit, max_new_tokens=max_new_tokens)
+        return super().notebook_parameters(tasks, options)
 
 
 SUITE = ThaiLLMLeaderboardSuite()

@@ -20,19 +20,9 @@ def run_rows(model: str, runs: Iterable[NLURun]) -> pd.DataFrame:
     rows = []
     for run in runs:
         acc = run.summary["scores"]["accuracy"]
-        iv = acc.get("interval") or {}
-        rows.append(
-            {
-                "model": model,
-                "source": "thai-eval run",
-                "task": run.task,
-                "value": 100 * acc["value"],
-                "n": acc["n"],
-                "ci_low": None if iv.get("low") is None else 100 * iv["low"],
-                "ci_high": None if iv.get("high") is None else 100 * iv["high"],
-                "signature": acc["signature"],
-            }
-        )
+        low, high = ((acc.get("interval") or {}).get(k) for k in ("low", "high"))
+        low, high = (None if v is None else 100 * v for v in (low, high))
+        rows.append((model, "thai-eval run", run.task, 100 * acc["value"], acc["n"], low, high, acc["signature"]))
     return pd.DataFrame(rows, columns=ROW_COLUMNS)
 
 

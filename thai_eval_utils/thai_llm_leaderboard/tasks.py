@@ -10,7 +10,7 @@ to ``MC``, the rest to ``NLU``).
 from __future__ import annotations
 
 import string
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from thai_eval_utils.thai_llm_leaderboard.prompts import runner_labels
@@ -50,11 +50,6 @@ class NLUTask:
     per_item_letters: bool = False
     note: str = ""
 
-    @property
-    def runner_key(self) -> str:
-        """The runner's task key of the data and template (``base``, else ``key``)."""
-        return self.base or self.key
-
     def labels_for(self, n_choices: int) -> tuple[str, ...]:
         """The label strings scored for an item with ``n_choices`` choices."""
         return tuple(string.ascii_lowercase[:n_choices]) if self.per_item_letters else self.labels
@@ -67,18 +62,8 @@ class NLUTask:
 def _leaderboard(
     key: str, schema: Schema, task_type: str, folder: Literal["NLU", "MC"], title: str, split: str = "test"
 ) -> NLUTask:
-    return NLUTask(
-        key,
-        schema,
-        task_type,
-        folder,
-        LEADERBOARD_REPO,
-        f"{key}_{split}.jsonl",
-        split,
-        LEADERBOARD_REVISION,
-        runner_labels(key),
-        title,
-    )
+    where = (LEADERBOARD_REPO, f"{key}_{split}.jsonl", split, LEADERBOARD_REVISION)  # repo, file, split, revision
+    return NLUTask(key, schema, task_type, folder, *where, runner_labels(key), title)
 
 
 _XNLI = "xnli.tha_seacrowd_pairs"
@@ -91,17 +76,11 @@ RUNNER_TASKS: tuple[NLUTask, ...] = (
     _leaderboard("xcopa_tha_seacrowd_qa", "qa", "CR", "NLU", "XCOPA (Thai)"),
     _leaderboard("belebele_tha_thai_seacrowd_qa", "qa", "QA", "NLU", "Belebele (tha_Thai)"),
     _leaderboard(_XNLI, "pairs", "TE", "NLU", "XNLI (Thai)"),
-    NLUTask(
-        "thaiexam_qa",
-        "qa",
-        "QA",
-        "MC",
-        THAIEXAM_REPO,
-        "thai_exam.jsonl",
-        "train",
-        THAIEXAM_REVISION,
-        runner_labels("thaiexam_qa"),
-        "ThaiExam",
+    replace(
+        _leaderboard("thaiexam_qa", "qa", "QA", "MC", "ThaiExam", split="train"),
+        repo=THAIEXAM_REPO,
+        file="thai_exam.jsonl",
+        revision=THAIEXAM_REVISION,
     ),
 )
 _BY_KEY = {t.key: t for t in RUNNER_TASKS}
@@ -109,33 +88,21 @@ _BY_KEY = {t.key: t for t in RUNNER_TASKS}
 #: The corrected variants (spec 6.5, 6.6): XNLI scored with its own label names, M3Exam scoring ``e`` on items with
 #: five options. Not leaderboard numbers: their own task names, never exported under the runner's keys.
 CORRECTED_TASKS: tuple[NLUTask, ...] = (
-    NLUTask(
-        f"{_XNLI}.corrected",
-        "pairs",
-        "TE",
-        "NLU",
-        LEADERBOARD_REPO,
-        _BY_KEY[_XNLI].file,
-        "test",
-        LEADERBOARD_REVISION,
-        ("contradiction", "entailment", "neutral"),
-        "XNLI (Thai), label names corrected",
+    replace(
+        _BY_KEY[_XNLI],
+        key=f"{_XNLI}.corrected",
+        labels=("contradiction", "entailment", "neutral"),
+        title="XNLI (Thai), label names corrected",
         base=_XNLI,
         variant="corrected",
         note="gold 1 (entailment) scored as 'entailment' and gold 2 (neutral) as 'neutral', where the runner "
         "scores 'neutral' and 'irrelevant'",
     ),
-    NLUTask(
-        f"{_M3EXAM}.corrected",
-        "qa",
-        "QA",
-        "MC",
-        LEADERBOARD_REPO,
-        _BY_KEY[_M3EXAM].file,
-        "test",
-        LEADERBOARD_REVISION,
-        (),
-        "M3Exam (Thai), option e scored",
+    replace(
+        _BY_KEY[_M3EXAM],
+        key=f"{_M3EXAM}.corrected",
+        labels=(),
+        title="M3Exam (Thai), option e scored",
         base=_M3EXAM,
         variant="corrected",
         per_item_letters=True,

@@ -24,14 +24,26 @@ NAME = "thai_llm_leaderboard"
 NLU_TABLE = "thai_llm_leaderboard_nlu"
 
 
+#: The dry run's columns, in the order its rows hold them.
+DRY_RUN_COLUMNS = (
+    "benchmark task documents requests fed_tokens tree_tokens generations max_new_tokens judge_calls".split()
+)
+
+
+def dry_row(*values: Any) -> dict[str, Any]:
+    """A dry run's row of this suite: the values of :data:`DRY_RUN_COLUMNS` after ``benchmark``, in order."""
+    return dict(zip(DRY_RUN_COLUMNS, (NAME, *values), strict=True))
+
+
 def _label(labels: Sequence[str], index: int) -> str:
     """Label ``index``, or a note when it lies past the scored labels (an M3Exam gold ``e``)."""
     return labels[index] if 0 <= index < len(labels) else f"(choice {index}: not scored)"
 
 
 class NLUViews:
-    """The log-likelihood tasks' hooks (mixed into :class:`~.suite.ThaiLLMLeaderboardSuite`); a run of another of
-    the suite's tasks gets nothing from these (the generation tasks have their own)."""
+    """The log-likelihood tasks' hooks (mixed into :class:`~.suite.ThaiLLMLeaderboardSuite` before
+    :class:`~.gen_views.GenerationViews`): each answers for the log-likelihood runs and hands the others on to the next
+    class's hook (``super()``), where the lists and dicts of both kinds are joined."""
 
     scale_note: ClassVar[str] = "accuracy on 0-100"
     leaderboard_tables: ClassVar[tuple[LeaderboardTable, ...]] = (
@@ -44,7 +56,7 @@ class NLUViews:
         """Accuracy per item (binary, x 100), keyed by the item's id; the prompt with the gold label and the model's
         label as the input, reference and output."""
         if run.task not in NLU_TASKS:
-            return []
+            return super().headlines(run, data_dir)
         rows = []
         for i, rec in enumerate(run.records()):
             if "correct" not in rec or "pred" not in rec:
@@ -52,15 +64,8 @@ class NLUViews:
                     "record lacks 'correct' or 'pred'", path=run.dir / "items.jsonl", row=i, field="correct"
                 )
             labels = rec.get("labels") or []
-            rows.append(
-                {
-                    "key": str(rec["key"]),
-                    "value": float(rec["correct"]),
-                    "input": rec.get("prompt", ""),
-                    "ref": _label(labels, int(rec["gold"])),
-                    "hyp": _label(labels, int(rec["pred"])),
-                }
-            )
+            gold, pred = _label(labels, int(rec["gold"])), _label(labels, int(rec["pred"]))
+            rows.append((str(rec["key"]), float(rec["correct"]), rec.get("prompt", ""), gold, pred))
         items = pd.DataFrame(rows, columns=["key", "value", "input", "ref", "hyp"])
         return [Headline(f"{NAME}/{run.task}/accuracy", NAME, run.task, "binary", 100.0, items, run)]
 
@@ -113,7 +118,7 @@ class NLUViews:
             out.append(
                 cell(NLU_TABLE, model, h.stratum, value, n, f"{NAME}|{h.stratum}", low=low, high=high, note=note)
             )
-        return out
+        return out + super().leaderboard_cells(model, heads, boot)
 
     def leaderboard_results(self, run: StoredRun) -> dict[str, dict[str, float]]:
         """``{task key: {"accuracy": value}}`` for the runner's own tasks (0-1, as its results files hold it); the
@@ -121,12 +126,12 @@ class NLUViews:
         task = NLU_TASKS.get(run.task)
         entry = ((run.summary or {}).get("scores") or {}).get("accuracy")
         if task is None or task.variant != "runner" or not isinstance(entry, dict) or entry.get("value") is None:
-            return {}
+            return super().leaderboard_results(run)
         return {task.key: {"accuracy": float(entry["value"])}}
 
     def notebook_parameters(self, tasks: tuple[str, ...], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """``tasks`` when some are asked for (the notebook's default: every task)."""
-        return {"tasks": list(tasks)} if tasks else {}
+        return {**({"tasks": list(tasks)} if tasks else {}), **super().notebook_parameters(tasks, options)}
 
     def dry_run(
         self,
@@ -145,17 +150,6 @@ class NLUViews:
             items = items if limit is None else items[:limit]
             requests = [("", with_label(it["prompt"], label)) for it in items for label in it["labels"]]
             counts = tokenizer.count_requests(requests, add_bos_token=False)
-            rows.append(
-                {
-                    "benchmark": NAME,
-                    "task": key,
-                    "documents": len(items),
-                    "requests": len(requests),
-                    "fed_tokens": counts["fed"] if counts else tokenizer.count([t for _, t in requests]),
-                    "tree_tokens": counts["tree"] if counts else None,
-                    "generations": 0,
-                    "max_new_tokens": None,
-                    "judge_calls": 0,
-                }
-            )
-        return rows
+            fed = counts["fed"] if counts else tokenizer.count([t for _, t in requests])
+            rows.append(dry_row(key, len(items), len(requests), fed, counts["tree"] if counts else None, 0, None, 0))
+        return rows + super().dry_run(data, tokenizer, tasks=tasks, limit=limit, max_new_tokens=max_new_tokens)

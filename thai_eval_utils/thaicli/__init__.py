@@ -7,13 +7,10 @@
   (``thaicli_metric``: 16 attempts, then 0).
 - ``judge``: judging any chat model's way (API, local in-process, served) with :func:`thai_eval_utils.judging.judge_items`
   (16 attempts, then 0); ``scores``: the factoid / instruction / ThaiCLI scores; ``judge_summary``: the judging run's
-  summary and items table.
-- ``judge_cache``: the ThaiCLI judgement cache's file and key (the cache itself: :mod:`thai_eval_utils.judging.cache`).
-- ``judge_noise``: the judge's noise floor from repeated judgements (``judge_answers(..., repeats=k)``).
+  summary and items table, and the judge's noise floor from repeated judgements (``judge_answers(..., repeats=k)``).
 - ``judge_order``: the effect of the order of the two references in the prompt (``judge_both_orders``).
-- ``judge_free``: the offline, judge-free log-likelihood variant's frame and aggregation; ``loglik``: the variant as
-  an ordinary two-choice declared task (:mod:`thai_eval_utils.tasks`, lm-eval's acc_norm), what
-  ``loglikelihood_preferences`` runs.
+- ``judge_free``: the offline, judge-free log-likelihood variant: an ordinary two-choice declared task
+  (:mod:`thai_eval_utils.tasks`, lm-eval's acc_norm) that ``loglikelihood_preferences`` runs, and its aggregation.
 - ``demo_judge_server``: a local ``transformers serve`` judge for the offline demo; ``open_judge`` (also
   ``"local:<spec>"``: a local model judging in-process).
 - ``data``: the ThaiCLI loader.
@@ -21,25 +18,10 @@
 
 from thai_eval_utils.thaicli.answers import generate_answers, select_items
 from thai_eval_utils.thaicli.data import THAICLI_FORMATS, load_thaicli
-from thai_eval_utils.thaicli.judge import (
-    JudgeParams,
-    JudgeRun,
-    ThaiCLIScores,
-    item_means,
-    judge_answers,
-    thaicli_judge,
-    thaicli_scores,
-)
-from thai_eval_utils.thaicli.judge_free import (
-    judge_free_scores,
-    judge_vs_loglik,
-)
-from thai_eval_utils.thaicli.loglik import loglikelihood_preferences
-from thai_eval_utils.thaicli.judge_order import (
-    OrderEffect,
-    judge_both_orders,
-    order_effect,
-)
+from thai_eval_utils.thaicli.judge import JudgeParams, JudgeRun, judge_answers
+from thai_eval_utils.thaicli.scores import ThaiCLIScores, item_means, thaicli_scores
+from thai_eval_utils.thaicli.judge_free import judge_free_scores, judge_vs_loglik, loglikelihood_preferences
+from thai_eval_utils.thaicli.judge_order import OrderEffect, judge_both_orders, order_effect
 from thai_eval_utils.thaicli.judge_prompt import (
     build_messages,
     judge_template,
@@ -66,7 +48,6 @@ __all__ = [
     "order_effect",
     "parse_judgement",
     "select_items",
-    "thaicli_judge",
     "thaicli_rubric",
     "thaicli_scores",
 ]

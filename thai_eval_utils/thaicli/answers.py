@@ -53,20 +53,13 @@ def select_items(df: pd.DataFrame, limit: int | None) -> pd.DataFrame:
     return out
 
 
-def chat_messages(question: str, system_prompt: str | None = None) -> list[dict[str, str]]:
-    """The conversation the evaluated model answers: an optional system message, then the question."""
-    messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
-    return [*messages, {"role": "user", "content": question}]
-
-
 def answers_task(settings: Mapping[str, Any], system_prompt: str | None = None) -> GenerationTask:
     """The answers as a declared generation task: each question one user turn (after ``system_prompt``, when given),
     the decoding of ``settings`` (max_new_tokens, temperature, top_p, seed), judged by ThaiCLI's judge against the
     chosen reference (:func:`~thai_eval_utils.thaicli.judge_prompt.thaicli_metric`; the judging runs on its own:
     ``judge.judge_answers``)."""
-    system = (
-        [{"role": "system", "content": system_prompt.replace("{", "{{").replace("}", "}}")}] if system_prompt else []
-    )
+    escaped = (system_prompt or "").replace("{", "{{").replace("}", "}}")  # its braces literal in the template
+    system = [{"role": "system", "content": escaped}] if system_prompt else []
     return GenerationTask(
         name="thaicli_answers",
         data="",  # the items come from thaicli.load_thaicli (items=)
@@ -122,8 +115,9 @@ def generate_answers(
     settings = {"max_new_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p, "seed": seed}
     identity = stable_identity(dict(model.identity))
     keys = [item_key(i, q) for i, q in zip(df["id"], df["question"], strict=True)]
+    system = [{"role": "system", "content": system_prompt}] if system_prompt else []  # then the question
     items = [
-        {"id": k, "item_id": i, "format": f, "theme": t, "messages": chat_messages(q, system_prompt)}
+        {"id": k, "item_id": i, "format": f, "theme": t, "messages": [*system, {"role": "user", "content": q}]}
         for k, i, f, t, q in zip(keys, df["id"], df["format"], df["theme"], df["question"], strict=True)
     ]
 

@@ -7,6 +7,7 @@ before anything is returned. Thai text is returned exactly as stored (never Unic
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping
@@ -82,49 +83,32 @@ def _read_thaicli_file(path: Path) -> list[dict[str, Any]]:
     official = "answers" in records[0]
     out, seen = [], {}
     for i, rec in enumerate(records):
+        bad = functools.partial(ThaiEvalDataError, path=path, row=i)  # an error naming this row
         fmt = rec.get("format", name_format)
         fmt = fmt.strip().lower() if isinstance(fmt, str) else fmt
         if fmt not in THAICLI_FORMATS or (name_format and fmt != name_format):
-            why = "no format: name the file CLI_factoid/CLI_instruction or add a 'format' column"
-            raise ThaiEvalDataError(
-                why
-                if fmt is None
-                else f"format {rec.get('format')!r} is not factoid/instruction"
-                f"{' (file name says ' + name_format + ')' if name_format else ''}",
-                path=path,
-                row=i,
-                field="format",
-            )
+            said = f" (file name says {name_format})" if name_format else ""
+            why = f"format {rec.get('format')!r} is not factoid/instruction{said}"
+            if fmt is None:
+                why = "no format: name the file CLI_factoid/CLI_instruction or add a 'format' column"
+            raise bad(why, field="format")
         question = _question_text(rec["question"])
         if question is None:
-            raise ThaiEvalDataError(
-                "question must be a string or a {'content', 'role'} message", path=path, row=i, field="question"
-            )
+            raise bad("question must be a string or a {'content', 'role'} message", field="question")
         if official:
             if "answers" not in rec:
-                raise ThaiEvalDataError(
-                    f"missing field 'answers'; fields found: {', '.join(rec)}", path=path, row=i, field="answers"
-                )
+                raise bad(f"missing field 'answers'; fields found: {', '.join(rec)}", field="answers")
             pair = _answer_pair(rec["answers"])
             if isinstance(pair, str):
-                raise ThaiEvalDataError(pair, path=path, row=i, field="answers")
+                raise bad(pair, field="answers")
         else:
             if rec["theme"] not in THAICLI_THEMES:
-                raise ThaiEvalDataError(
-                    f"unknown theme {rec['theme']!r}; the themes are {', '.join(THAICLI_THEMES)}",
-                    path=path,
-                    row=i,
-                    field="theme",
-                )
+                raise bad(f"unknown theme {rec['theme']!r}; the themes are {', '.join(THAICLI_THEMES)}", field="theme")
             for name in ("chosen", "rejected"):
-                if not isinstance(rec.get(name), str):
-                    found = ", ".join(rec)
-                    why = (
-                        f"missing field {name!r}; fields found: {found}"
-                        if name not in rec
-                        else f"expected str, got {type(rec[name]).__name__}"
-                    )
-                    raise ThaiEvalDataError(why, path=path, row=i, field=name)
+                if name not in rec:
+                    raise bad(f"missing field {name!r}; fields found: {', '.join(rec)}", field=name)
+                if not isinstance(rec[name], str):
+                    raise bad(f"expected str, got {type(rec[name]).__name__}", field=name)
             pair = (rec["chosen"], rec["rejected"])
         require_text(question, path=path, row=i, field="question")  # not empty, not "NaN"
         for name, text in zip(("chosen", "rejected"), pair):
@@ -133,20 +117,11 @@ def _read_thaicli_file(path: Path) -> list[dict[str, Any]]:
         if rid is None:  # flat files may lack ids: derive a stable 32-hex one
             rid = hashlib.md5(f"{fmt}\n{question}".encode()).hexdigest()
         if not isinstance(rid, (str, int)) or isinstance(rid, bool):
-            raise ThaiEvalDataError(f"expected str or int, got {type(rid).__name__}", path=path, row=i, field="id")
+            raise bad(f"expected str or int, got {type(rid).__name__}", field="id")
         if str(rid) in seen:
-            raise ThaiEvalDataError(f"duplicate id {rid!r} (also row {seen[str(rid)]})", path=path, row=i, field="id")
+            raise bad(f"duplicate id {rid!r} (also row {seen[str(rid)]})", field="id")
         seen[str(rid)] = i
-        out.append(
-            {
-                "id": str(rid),
-                "format": fmt,
-                "theme": rec["theme"],
-                "question": question,
-                "chosen": pair[0],
-                "rejected": pair[1],
-            }
-        )
+        out.append(dict(zip(_THAICLI_COLUMNS, (str(rid), fmt, rec["theme"], question, *pair))))
     return out
 
 

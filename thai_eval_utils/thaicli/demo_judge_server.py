@@ -29,6 +29,7 @@ import openai
 
 from thai_eval_utils.core.errors import JudgeError, ModelLoadError
 from thai_eval_utils.judging.rubric import JudgeParams
+from thai_eval_utils.tasks.judged import JUDGE_KEY_ENV, LOCAL_JUDGE
 from thai_eval_utils.backend.models import embedded_model_dir, load_model
 from thai_eval_utils.backend.openai_client import (
     DEFAULT_CONCURRENCY,
@@ -40,15 +41,10 @@ from thai_eval_utils.backend.openai_client import (
 
 #: ``judge_model`` value meaning: start a local ``transformers serve`` of the embedded model.
 EMBEDDED_SERVE = "embedded-serve"
-#: ``judge_model`` prefix meaning: load the model ``local:<spec>`` names and judge in-process (no server).
-LOCAL_PREFIX = "local:"
 #: The embedded demo judge is greedy, so every repeat call returns the same text: the notebook caps its
 #: calls and reply length to keep the demo to minutes (a real judge keeps the paper's 16 calls).
 EMBEDDED_JUDGE_MAX_CALLS = 2
 EMBEDDED_JUDGE_MAX_TOKENS = 8
-#: The environment variable holding a key for the judge only (``batch`` sets it in the kernels from a judge URL's
-#: password, so neither the password nor the key is ever a notebook parameter). Default: ``ApiModel``'s choice.
-JUDGE_KEY_ENV = "THAI_EVAL_JUDGE_API_KEY"
 #: CPU generation is slow: a local server gets long request timeouts and few requests at a time.
 LOCAL_TIMEOUT = 900.0
 LOCAL_CONCURRENCY = 2
@@ -92,24 +88,9 @@ def serve_model(
     port = port or free_port(host)
     base_url = f"http://{host}:{port}/v1"
     log = Path(tempfile.mkstemp(prefix="thai-eval-serve-", suffix=".log")[1])
-    cmd = [
-        sys.executable,
-        "-m",
-        "transformers.cli.transformers",
-        "serve",
-        str(model_dir),
-        "--host",
-        host,
-        "--port",
-        str(port),
-        "--device",
-        device,
-        "--default-seed",
-        "0",
-        "--log-level",
-        "warning",
-        *(["--dtype", dtype] if dtype else []),
-    ]
+    cmd = [sys.executable, "-m", "transformers.cli.transformers", "serve", str(model_dir), "--host", host]
+    cmd += ["--port", str(port), "--device", device, "--default-seed", "0", "--log-level", "warning"]
+    cmd += ["--dtype", dtype] if dtype else []
     env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"), "TRANSFORMERS_OFFLINE": "1"}
     with open(log, "wb") as log_fh:
         proc = subprocess.Popen(cmd, stdout=log_fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -178,28 +159,21 @@ def open_judge(
                 max_retries=1,
             )
         return
-    if judge_model.startswith(LOCAL_PREFIX):
-        try:
-            local = load_model(judge_model.removeprefix(LOCAL_PREFIX))
-        except ModelLoadError as exc:
-            raise JudgeError(str(exc)) from None
-        yield local
-        return
-    try:
-        judge = ApiModel(
-            judge_model,
-            base_url=base_url,
-            api_key=os.environ.get(JUDGE_KEY_ENV) or None,
-            concurrency=concurrency,
-            timeout=timeout,
-            max_retries=max_retries,
-        )
-    except ModelLoadError as exc:  # e.g. OpenAI's endpoint without OPENAI_API_KEY
+    local = judge_model.startswith(LOCAL_JUDGE)
+    key = os.environ.get(JUDGE_KEY_ENV) or None
+    options = {"base_url": base_url, "api_key": key, "concurrency": concurrency, "timeout": timeout}
+    try:  # a local model; else the endpoint's (e.g. OpenAI's without OPENAI_API_KEY: an error here)
+        if local:
+            judge = load_model(judge_model.removeprefix(LOCAL_JUDGE))
+        else:
+            judge = ApiModel(judge_model, **options, max_retries=max_retries)
+    except ModelLoadError as exc:
         raise JudgeError(str(exc)) from None
-    probe = ApiModel.from_options(judge_model, replace(judge.options, timeout=15.0, max_retries=1))
-    try:
-        probe.list_models()
-    except ApiError as exc:
-        if not isinstance(exc.cause, openai.NotFoundError):  # a server without /models is still reachable
-            raise JudgeError(f"judge endpoint not usable: {exc}") from None
+    if not local:
+        probe = ApiModel.from_options(judge_model, replace(judge.options, timeout=15.0, max_retries=1))
+        try:
+            probe.list_models()
+        except ApiError as exc:
+            if not isinstance(exc.cause, openai.NotFoundError):  # a server without /models is still reachable
+                raise JudgeError(f"judge endpoint not usable: {exc}") from None
     yield judge

@@ -59,20 +59,12 @@ class ThaiCLIExports:
         :data:`JUDGE_MAX_CALLS` per answer)."""
         items = select_items(load_thaicli(data), limit)
         n = len(items)
-        answers = {
-            "benchmark": self.name,
-            "task": "answers",
-            "documents": n,
-            "generations": n,
-            "max_new_tokens": max_new_tokens or MAX_NEW_TOKENS,
-            "fed_tokens": tokenizer.count(list(items["question"])),
-            "prompt_chars": int(sum(len(q) for q in items["question"])),
-        }
-        requests = [
-            (LL_CONTEXT_TEMPLATE.format(question=q), LL_TARGET_DELIMITER + a)
-            for q, c, r in zip(items["question"], items["chosen"], items["rejected"])
-            for a in (c, r)
-        ]
+        questions, budget = list(items["question"]), max_new_tokens or MAX_NEW_TOKENS
+        answers = {"benchmark": self.name, "task": "answers", "documents": n, "generations": n}
+        answers |= {"max_new_tokens": budget, "fed_tokens": tokenizer.count(questions)}
+        answers["prompt_chars"] = int(sum(len(q) for q in questions))
+        texts = list(zip(items["question"], items["chosen"], items["rejected"]))
+        requests = [(LL_CONTEXT_TEMPLATE.format(question=q), LL_TARGET_DELIMITER + a) for q, *ab in texts for a in ab]
         loglik: dict[str, Any] = {"benchmark": self.name, "task": "loglik", "documents": n, "requests": len(requests)}
         if (counts := tokenizer.count_requests(requests)) is not None:
             loglik.update(fed_tokens=counts["fed"], tree_tokens=counts["tree"])
@@ -83,13 +75,8 @@ class ThaiCLIExports:
             "judge_calls": f"{n}-{n * JUDGE_MAX_CALLS}",
             # for cli.dry_run_cost: one call's input is the template, the three texts and the answer (at most
             # its generation budget); not printed without prices
-            "judge_prompt_chars": int(
-                sum(
-                    len(TEMPLATE_TEXT) + len(q) + len(c) + len(r)
-                    for q, c, r in zip(items["question"], items["chosen"], items["rejected"])
-                )
-            ),
-            "judge_answer_tokens": n * (max_new_tokens or MAX_NEW_TOKENS),
+            "judge_prompt_chars": int(sum(len(TEMPLATE_TEXT) + sum(map(len, t)) for t in texts)),
+            "judge_answer_tokens": n * budget,
             "judge_max_calls": JUDGE_MAX_CALLS,
             "judge_max_tokens": JudgeParams().max_tokens,
         }

@@ -28,13 +28,14 @@ hash and parameters, which other runs with the same texts reuse; ``items.jsonl``
 
 Repeated judgements: ``repeats=k`` judges every answer k times, repeat r with seed ``params.seed + r`` and its own
 cache key (repeat 0 keeps the key it always had), and the summary gains the judge's noise floor
-(:mod:`~thai_eval_utils.thaicli.judge_noise`); ``reference_order="rejected_first"`` swaps the two references
+(:func:`~thai_eval_utils.thaicli.judge_summary.judge_noise`); ``reference_order="rejected_first"`` swaps the two references
 in the prompt (its own template hash; the effect of the order: :mod:`~thai_eval_utils.thaicli.judge_order`).
 """
 
 from __future__ import annotations
 
 import math
+from functools import partial
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,37 +51,30 @@ from thai_eval_utils.core.records import is_blank
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.judging import Judge, JudgementCache, JudgeOutcome, JudgeParams, judge_items
 from thai_eval_utils.judging.batch import BatchMode
-from thai_eval_utils.judging.run import Judgement
-from thai_eval_utils.thaicli.judge_cache import CACHE_NAME  # noqa: F401 - re-exported
+from thai_eval_utils.judging.run import Judgement, cache_part
 from thai_eval_utils.thaicli.judge_prompt import (
     FALLBACK_SCORE,
-    TEMPLATE_SHA256,  # noqa: F401 - re-exported: notebooks and tests read the prompt's hash here
-    TEMPLATE_TEXT,  # noqa: F401
+    TEMPLATE_SHA256,  # noqa: F401 - re-exported: the notebook reads the prompt's hash and version here
     TEMPLATE_VERSION,  # noqa: F401
     THAICLI_FIELDS,
     JudgeTemplate,
     ReferenceOrder,
     ThaiCLIJudged,
-    build_messages,  # noqa: F401 - re-exported
     judge_template,
-    parse_judgement,  # noqa: F401 - re-exported
     thaicli_metric,
 )
 from thai_eval_utils.thaicli.judge_summary import (
     ANSWER_COLUMNS,
     ROW_FIELDS,
     item_row,
-    judgement_part,
     repeat_summary,
     run_summary,
 )
-from thai_eval_utils.thaicli.scores import (  # noqa: F401 - SCORE_COLUMNS re-exported
-    SCORE_COLUMNS,
-    ThaiCLIScores,
-    item_means,
-    thaicli_scores,
-)
+from thai_eval_utils.thaicli.scores import ThaiCLIScores, thaicli_scores
 
+#: The judgement cache's file in ``<outputs>/cache/`` (the shared, append-only
+#: :class:`~thai_eval_utils.judging.cache.JudgementCache`, keyed by the four texts, judge, prompt hash and parameters).
+CACHE_NAME = "thaicli_judgements.jsonl"
 #: Why an item whose answer is missing stays unjudged (never scored: the judge never saw an answer).
 NO_ANSWER = "no answer: the evaluated model's answer was not generated (rerun generate_answers)"
 #: Why an item scores 0 without a judge call: its thinking never closed, a failed answer
@@ -103,14 +97,6 @@ class JudgeRun:
     @property
     def n_unjudged(self) -> int:
         return int(self.summary["n_unjudged"])
-
-
-def thaicli_judge(
-    model: ChatModel, params: JudgeParams | None = None, reference_order: ReferenceOrder = "chosen_first"
-) -> Judge:
-    """The ThaiCLI judge on ``model`` (any chat model): the versioned prompt, 16 calls then 0, an API's refused key
-    ending the run (:func:`~thai_eval_utils.thaicli.judge_prompt.thaicli_metric`'s judge)."""
-    return thaicli_metric(model, params or JudgeParams(), reference_order).as_judge()
 
 
 def _not_generated(answers: pd.DataFrame) -> set[int]:
@@ -194,30 +180,19 @@ def judge_answers(
         JudgeError: the endpoint refused the key, the access or the model; what was judged before is written first.
         RunLockedError: another process is judging the same run (nothing is called twice).
     """
-    job = _job(
-        answers,
-        thaicli_metric(judge, params or JudgeParams(), reference_order),
-        judge_template(reference_order),
-        repeats,
-    )
+    _check_answers(answers)  # the answers and repeats checked before anything is opened or called
+    _check_repeats(answers, repeats)
+    metric = thaicli_metric(judge, params or JudgeParams(), reference_order)
+    job = _Job(answers, metric, metric.as_judge(), judge_template(reference_order), repeats)
     store = _open_run(job, model_name or answers.attrs.get("model_name") or "unknown-model", outputs)
     try:  # prepare, call, finish: as every run, through the run's store (thai_eval_utils.judging.judge_items)
         cache = JudgementCache(cache_path or store.shared_file(CACHE_NAME))
         skip = dict.fromkeys(_not_generated(answers), NO_ANSWER)
         skip.update(dict.fromkeys(_failed(answers), FAILED_ANSWER))
         texts = [job.metric.texts(r, r["answer"]) for r in answers[list(THAICLI_FIELDS)].to_dict(orient="records")]
+        opts = {"repeats": repeats, "skip": skip, "row_fields": ROW_FIELDS, "progress": progress, "batch": batch}
         done = judge_items(
-            job.judge,
-            texts,
-            store,
-            cache,
-            ids=list(answers["id"]),
-            repeats=repeats,
-            skip=skip,
-            record=lambda j, judgement: _record(job, j, judgement),
-            row_fields=ROW_FIELDS,
-            progress=progress,
-            batch=batch,
+            job.judge, texts, store, cache, ids=list(answers["id"]), record=partial(_record, job), **opts
         )
         items = pd.DataFrame([_item_row(job, j, done.record(j)) for j in done.plan])
         scores, summary = _summarise(job, items, done)
@@ -275,13 +250,6 @@ class _Job:
         return self.judge.settings
 
 
-def _job(answers: pd.DataFrame, metric: ThaiCLIJudged, template: JudgeTemplate, repeats: int) -> _Job:
-    """Check the answers and repeats (before anything is opened or called)."""
-    _check_answers(answers)
-    _check_repeats(answers, repeats)
-    return _Job(answers, metric, metric.as_judge(), template, repeats)
-
-
 def _open_run(job: _Job, model_name: str, outputs: str | Path | None) -> RunStore:
     """The judging run's store (its one writer: a second process is refused before any call)."""
     config = {
@@ -310,17 +278,10 @@ def _record(job: _Job, j: Judgement, judgement: dict[str, Any]) -> dict[str, Any
     row = job.answers.iloc[j.row]
     if judgement.get("error") == FAILED_ANSWER:  # a failed answer: 0, as the judge's own fallback
         judgement = {**judgement, "status": FAILED_STATUS, "score": 0.0}
-    return {
-        "id": row["id"],
-        "format": row["format"],
-        "theme": row["theme"],
-        **judgement_part(judgement),
-        "repeat": j.repeat,
-        "seed": job.params.for_repeat(j.repeat).seed,
-        "reference_order": job.template.reference_order,
-        "error": judgement.get("error", ""),
-        "judgement_key": j.key,
-    }
+    seed = job.params.for_repeat(j.repeat).seed
+    rec = {c: row[c] for c in ("id", "format", "theme")} | cache_part(judgement, ROW_FIELDS)
+    rec |= {"repeat": j.repeat, "seed": seed, "reference_order": job.template.reference_order}
+    return rec | {"error": judgement.get("error", ""), "judgement_key": j.key}
 
 
 def _item_row(job: _Job, j: Judgement, rec: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,8 @@ import pandas as pd
 
 from thai_eval_utils.core.protocols import ChatModel
 from thai_eval_utils.stats.paired import PairedResult, compare_paired
-from thai_eval_utils.thaicli.judge import JudgeRun, item_means, judge_answers
+from thai_eval_utils.thaicli.judge import JudgeRun, judge_answers
+from thai_eval_utils.thaicli.scores import item_means
 
 #: The row name of the order effect: ``diff`` = mean(rejected first) - mean(chosen first).
 ORDER_METRIC = "thaicli/judge_score rejected_first - chosen_first"
@@ -24,7 +25,7 @@ def order_effect(
 ) -> PairedResult:
     """Paired difference (rejected first - chosen first) of the item scores of two judgings of the same answers.
 
-    Each item's score is the mean of its judged repeats (:func:`~thai_eval_utils.thaicli.judge.item_means`);
+    Each item's score is the mean of its judged repeats (:func:`~thai_eval_utils.thaicli.scores.item_means`);
     items unjudged in either order are left out (``n_only_a`` / ``n_only_b``). The plain mean over items is
     compared (not ThaiCLI's format average), with a BCa paired bootstrap interval and a sign-flip test.
 

@@ -72,9 +72,7 @@ ReferenceOrder = Literal["chosen_first", "rejected_first"]
 REFERENCE_ORDERS: tuple[ReferenceOrder, ...] = ("chosen_first", "rejected_first")
 #: The two reference sections of ``judge_v1.txt`` as written (chosen first); ``rejected_first`` swaps them.
 _REFERENCES = "<chosen_answer>\n${chosen}\n</chosen_answer>\n\n<rejected_answer>\n${rejected}\n</rejected_answer>"
-_REFERENCES_SWAPPED = (
-    "<rejected_answer>\n${rejected}\n</rejected_answer>\n\n<chosen_answer>\n${chosen}\n</chosen_answer>"
-)
+_REFERENCES_SWAPPED = "\n\n".join(reversed(_REFERENCES.split("\n\n")))
 
 
 @dataclass(frozen=True)
@@ -94,16 +92,9 @@ class JudgeTemplate:
     def rubric(self, params: JudgeParams | None = None) -> JudgeRubric:
         """This prompt as a :class:`~thai_eval_utils.judging.rubric.JudgeRubric` (key hash: this template's)."""
         sections = split_sections(self.text)
+        texts, params = (sections["system"], sections["user"]), params or JudgeParams(max_calls=MAX_JUDGE_CALLS)
         return JudgeRubric(
-            "thaicli",
-            self.version,
-            sections["system"],
-            sections["user"],
-            THAICLI_FIELDS,
-            THAICLI_PARSER,
-            self.sha256,
-            params or JudgeParams(max_calls=MAX_JUDGE_CALLS),
-            self.text,
+            "thaicli", self.version, *texts, THAICLI_FIELDS, THAICLI_PARSER, self.sha256, params, self.text
         )
 
 
@@ -112,14 +103,10 @@ def thaicli_rubric(reference_order: ReferenceOrder = "chosen_first", params: Jud
     return judge_template(reference_order).rubric(params)
 
 
-def describe_failure(exc: BaseException) -> str:
-    """Why a ThaiCLI judgement stays unjudged: a request that failed after the client's retries, or another error."""
-    return describe_error(exc) if isinstance(exc, (openai.APIError, ApiError)) else f"unexpected {describe_error(exc)}"
-
-
 class ThaiCLIJudged(JudgedMetric):
     """ThaiCLI's judge as a judged metric: the rubric is filled with the item's question, chosen and rejected
-    references and the model's answer; a failed request's reason is :func:`describe_failure`'s."""
+    references and the model's answer; why a judgement stays unjudged: a request that failed after the client's
+    retries, or another (``unexpected``) error."""
 
     given_texts = THAICLI_FIELDS
 
@@ -127,7 +114,9 @@ class ThaiCLIJudged(JudgedMetric):
         return {f: str(record[f]) for f in THAICLI_FIELDS[:3]} | {"answer": prediction}
 
     def describe(self, exc: BaseException) -> str:
-        return describe_failure(exc)
+        return (
+            describe_error(exc) if isinstance(exc, (openai.APIError, ApiError)) else f"unexpected {describe_error(exc)}"
+        )
 
 
 def thaicli_metric(

@@ -1,6 +1,14 @@
 """The ThaiCLI judge's run summary and items table (:func:`~thai_eval_utils.thaicli.judge.judge_answers` writes
 them): counts, calls, tokens and costs, the judge's identity, the prompt, repeats and noise floor; one table row per
-judgement; the fields a stored judgement takes from its answer row."""
+judgement; the fields a stored judgement takes from its answer row (never in the shared cache:
+``judging.run.cache_part``).
+
+The judge's noise floor from repeated judgements (arXiv 2410.04795 section 4; :func:`judge_noise`): per-item spread
+and the spread of the ThaiCLI score over k repeats, with seeds ``seed + r`` (method:
+:mod:`thai_eval_utils.stats.noise_floor`, docs/statistics.md). Only items judged in every repeat enter (an item with
+an unjudged repeat is counted and left out). The ThaiCLI spread uses ``stratum="format"``: each repeat's ThaiCLI is
+(factoid mean + instruction mean) / 2.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +21,7 @@ import pandas as pd
 from thai_eval_utils.backend.openai_client import estimate_cost
 from thai_eval_utils.core.protocols import ChatModel
 from thai_eval_utils.core.provenance import redact
-from thai_eval_utils.thaicli.judge_noise import judge_noise
+from thai_eval_utils.stats.noise_floor import item_spread, noise_floor
 from thai_eval_utils.thaicli.judge_prompt import TEMPLATE_SHA256, TEMPLATE_VERSION, JudgeTemplate
 from thai_eval_utils.thaicli.scores import ThaiCLIScores
 
@@ -21,11 +29,6 @@ from thai_eval_utils.thaicli.scores import ThaiCLIScores
 ANSWER_COLUMNS = ("id", "format", "theme", "question", "chosen", "rejected", "answer")
 #: The fields of a stored judgement that come from its answer row and run, not from the judge (not cached).
 ROW_FIELDS = ("id", "format", "theme", "seed", "error", "judgement_key")
-
-
-def judgement_part(record: Mapping[str, Any]) -> dict[str, Any]:
-    """A stored judgement without its store key and the fields of its answer row (what the shared cache holds)."""
-    return {k: v for k, v in record.items() if k not in ("key", *ROW_FIELDS)}
 
 
 def item_row(row: pd.Series, repeat: int, key: str, rec: Mapping[str, Any], value: float | None) -> dict[str, Any]:
@@ -110,3 +113,51 @@ def run_summary(
             "scores": scores.to_dict(),
         }
     )
+
+
+def complete_repeats(items: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The judged rows of the items judged in every repeat, and the ids of the items left out.
+
+    ``items`` is ``judge_answers(..., repeats=k).items``: one row per (item, repeat), columns ``id, repeat,
+    format, score, status``.
+    """
+    k = items["repeat"].nunique()
+    judged = items[items["status"] != "unjudged"]
+    n_judged = judged.groupby("id", sort=False)["repeat"].nunique()
+    full = set(n_judged[n_judged == k].index)
+    left_out = [i for i in dict.fromkeys(items["id"]) if i not in full]
+    return judged[judged["id"].isin(full)], left_out
+
+
+def judge_noise(items: pd.DataFrame, *, level: float = 0.95) -> dict[str, Any] | None:
+    """The summary's ``judge_noise`` section; None with fewer than 2 repeats or fewer than 2 complete items.
+
+    Keys: ``n_repeats``, ``n_items`` (judged in every repeat), ``left_out_ids``, ``item_spread`` (per item:
+    id, n_repeats, mean, std (ddof=1), range; and their means), ``item_mean`` (the noise floor of the plain
+    item mean) and ``thaicli`` (of the ThaiCLI score, per format: its ``repeat_means`` are the ThaiCLI of each
+    repeat, ``sd_of_mean`` their sd and ``min_detectable_diff`` the smallest difference between two models,
+    each judged once, that exceeds the judge's noise at ``level``).
+    """
+    if items["repeat"].nunique() < 2:
+        return None
+    rows, left_out = complete_repeats(items)
+    if rows["id"].nunique() < 2:
+        return None
+    frame = rows[["id", "repeat", "format", "score"]].rename(columns={"id": "key"})
+    spread = item_spread(frame)
+    floor = noise_floor(frame, level=level)
+    thaicli = noise_floor(frame, level=level, stratum="format") if frame["format"].nunique() > 1 else floor
+    return {
+        "n_repeats": int(items["repeat"].nunique()),
+        "n_items": len(spread),
+        "left_out_ids": left_out,
+        "item_spread": {
+            "mean_std": float(spread["std"].mean()),
+            "mean_range": float(spread["range"].mean()),
+            "max_range": float(spread["range"].max()),
+            "n_items_that_vary": int((spread["range"] > 0).sum()),
+            "per_item": spread.rename(columns={"key": "id"}).to_dict(orient="records"),
+        },
+        "item_mean": floor.to_dict(),
+        "thaicli": thaicli.to_dict(),
+    }

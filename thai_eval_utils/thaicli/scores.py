@@ -60,11 +60,8 @@ def _score_table(items: pd.DataFrame) -> pd.DataFrame:
         raise ThaiEvalDataError(
             f"the judged items lack column(s) {missing}; found {list(items.columns)}", field=missing[0]
         )
-    items = items.reset_index(drop=True)
-    if "status" not in items.columns:
-        items = items.assign(status="scored")
-    if "attempts" not in items.columns:
-        items = items.assign(attempts=1)
+    defaults = {c: v for c, v in (("status", "scored"), ("attempts", 1)) if c not in items.columns}
+    items = items.reset_index(drop=True).assign(**defaults)
     for i, (status, score) in enumerate(zip(items["status"], items["score"])):
         if status == "unjudged":
             continue

@@ -101,31 +101,15 @@ class ThaiCLIViews:
         recs = run.records()
         unjudged = sum(1 for r in recs if r.get("status") == "unjudged" or r.get("score") is None)
         out = []
+        cols = ["key", "value", "status", "explanation", "theme"]
         for fmt in FORMATS:
             judged = [
-                r
+                (str(r["id"]), float(r["score"]), r.get("status"), r.get("explanation", ""), r.get("theme"))
                 for r in recs
                 if r.get("format") == fmt and r.get("status") != "unjudged" and r.get("score") is not None
             ]
-            rows = pd.DataFrame(
-                [
-                    {
-                        "key": str(r["id"]),
-                        "value": float(r["score"]),
-                        "status": r.get("status"),
-                        "explanation": r.get("explanation", ""),
-                        "theme": r.get("theme"),
-                    }
-                    for r in judged
-                ],
-                columns=["key", "value", "status", "explanation", "theme"],
-            )
-            rows = rows.groupby("key", sort=False, as_index=False).agg(
-                value=("value", "mean"),
-                status=("status", "first"),
-                explanation=("explanation", "first"),
-                theme=("theme", "first"),
-            )
+            rows = pd.DataFrame(judged, columns=cols).groupby("key", sort=False, as_index=False)
+            rows = rows.agg(value=("value", "mean"), **{c: (c, "first") for c in cols[2:]})
             note = f"{unjudged} unjudged judgement(s) left out of the run" if unjudged else ""
             out.append(Headline(f"{NAME}/{fmt}", NAME, fmt, "mean", 1.0, rows, run, note))
         return out
@@ -156,16 +140,9 @@ class ThaiCLIViews:
         out = []
         for key in keys:
             q = questions.loc[key] if questions is not None and key in questions.index else None
-            out.append(
-                Sides(
-                    "" if q is None else q["question"],
-                    "" if q is None else f"chosen: {q['chosen']}\nrejected: {q['rejected']}",
-                    ans_a.get(key, ""),
-                    ans_b.get(key, ""),
-                    expl_a[key],
-                    expl_b[key],
-                )
-            )
+            question = "" if q is None else q["question"]
+            refs = "" if q is None else f"chosen: {q['chosen']}\nrejected: {q['rejected']}"
+            out.append(Sides(question, refs, ans_a.get(key, ""), ans_b.get(key, ""), expl_a[key], expl_b[key]))
         return out
 
     def leaderboard_cells(self, model: str, heads: Sequence[Headline], boot: Interval) -> list[dict[str, Any]]:
