@@ -140,6 +140,9 @@ def test_two_turns_judged_resumed_and_aggregated(tmp_path):
         "role": "assistant",
         "content": answers.records[(qs[0].question_id, 1)]["output"],
     }
+    # each stored answer keeps the chat it answered (round 2: round 1's question and reply, then its own question)
+    assert answers.records[(qs[0].question_id, 2)]["messages"] == second[0]
+    assert answers.records[(qs[0].question_id, 1)]["messages"] == second[0][:1]
     assert {c[1]["temperature"] for c in model.calls} == {0.2} and {c[1]["max_new_tokens"] for c in model.calls} == {
         512
     }

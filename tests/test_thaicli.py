@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -67,11 +68,12 @@ def test_generate_answers_stores_and_resumes(tmp_path):
 
 def test_generate_answers_system_prompt(tmp_path):
     model = echo()
-    generate_answers(model, items(1, 0), outputs=tmp_path, system_prompt="ตอบเป็นภาษาไทย", progress=False)
-    assert model.inputs[0][0] == [
-        {"role": "system", "content": "ตอบเป็นภาษาไทย"},
-        {"role": "user", "content": "คำถาม factoid ข้อ 0 คืออะไร"},
-    ]
+    out = generate_answers(model, items(1, 0), outputs=tmp_path, system_prompt="ตอบเป็นภาษาไทย", progress=False)
+    sent = [{"role": "system", "content": "ตอบเป็นภาษาไทย"}, {"role": "user", "content": "คำถาม factoid ข้อ 0 คืออะไร"}]
+    assert model.inputs[0][0] == sent
+    # the stored record keeps the chat as sent beside the reply
+    [record] = [json.loads(line) for line in (Path(out.attrs["run_dir"]) / "items.jsonl").read_text().splitlines()]
+    assert record["messages"] == sent and record["answer"] == "ตอบ: คำถาม factoid ข้อ 0 คืออะไร"
 
 
 def test_the_answers_task_is_judged_by_thaicli_judge_up_to_16_calls_else_0():

@@ -237,8 +237,15 @@ def _answer_call(model: ChatModel, options: GenerationOptions, temperatures: str
             for i, reply in zip(idx, generate_replies(model, [chunk[i]["messages"] for i in idx], opts), strict=True):
                 replies[i] = reply
         return [
-            {"id": it["id"], "question_id": it["question"].question_id, "turn": it["turn"]}
-            | {"output": text, "temperature": temp, "truncated": cut}
+            {
+                "id": it["id"],
+                "question_id": it["question"].question_id,
+                "turn": it["turn"],
+                "messages": it["messages"],  # the chat as sent (round 2: with round 1's reply)
+                "output": text,
+                "temperature": temp,
+                "truncated": cut,
+            }
             for it, temp, (text, cut) in zip(chunk, temps, replies, strict=True)
         ]
 

@@ -39,11 +39,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import sacrebleu
-from pythainlp import word_tokenize
-from rouge_score import rouge_scorer
 from sacrebleu.metrics import BLEU as SacreBLEU
 from sacrebleu.metrics import CHRF
 
@@ -51,6 +50,9 @@ from thai_eval_utils.core.provenance import Score
 from thai_eval_utils.stats.bootstrap import mean_interval
 from thai_eval_utils.stats.corpus import corpus_interval
 from thai_eval_utils.tasks.metrics import Metric
+
+if TYPE_CHECKING:
+    from rouge_score.rouge_scorer import RougeScorer
 
 #: metrics_utils.py:11 ``partial(word_tokenize, engine='newmm')`` (pythainlp's default ``keep_whitespace=True``).
 TOKENIZER_ENGINE = "newmm"
@@ -80,6 +82,8 @@ def pythainlp_version() -> str:
 
 @functools.lru_cache(maxsize=200_000)
 def _tokens(text: str) -> tuple[str, ...]:
+    from pythainlp import word_tokenize  # seconds to import: loaded by the first run that scores words
+
     return tuple(word_tokenize(text, engine=TOKENIZER_ENGINE, keep_whitespace=True))
 
 
@@ -201,8 +205,10 @@ def flores200_status() -> str | None:
 
 # ------------------------------------------------------------------------------------------------ ROUGE
 @functools.lru_cache(maxsize=1)
-def _scorer() -> rouge_scorer.RougeScorer:
-    return rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=False, tokenizer=NewmmTokenizer())
+def _scorer() -> RougeScorer:
+    from rouge_score.rouge_scorer import RougeScorer  # rouge-score loads nltk, seconds to import: on first use
+
+    return RougeScorer(list(ROUGE_TYPES), use_stemmer=False, tokenizer=NewmmTokenizer())
 
 
 def rouge_rows(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, np.ndarray]:

@@ -137,7 +137,13 @@ def generate_answers(
     layout = RunLayout(
         BENCHMARK,
         {"generation": settings, "chat": True, "system_prompt": system_prompt, **config_entry(thinking)},
-        lambda it, text: {"id": it["item_id"], "format": it["format"], "theme": it["theme"], "answer": text},
+        lambda it, text: {  # the chat as sent (system prompt, question) beside the reply
+            "id": it["item_id"],
+            "format": it["format"],
+            "theme": it["theme"],
+            "messages": it["messages"],
+            "answer": text,
+        },
         {"answer": str},
         summarize,
         call=lambda chunk: model.chat([it["messages"] for it in chunk], **settings),
