@@ -8,7 +8,8 @@ terminators) with one seeded generator per item, the raw reply stored whole and 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -229,6 +230,24 @@ class GenerationOptions:
         return asdict(self)
 
 
+def is_local(model: Any) -> bool:
+    """A transformers model in this process (its tokenizer and weights at hand)."""
+    return hasattr(model, "hf_model") and hasattr(model, "tokenizer")
+
+
+@contextlib.contextmanager
+def _eos_ids(hf_model: Any, ids: list[int]) -> Iterator[None]:
+    """The model's generation config's EOS ids replaced by ``ids`` for one call (the runner passes
+    ``eos_token_id=terminators`` to ``generate``, which overrides the config the same way), then restored."""
+    config = hf_model.generation_config
+    old = config.eos_token_id
+    config.eos_token_id = list(ids)
+    try:
+        yield
+    finally:
+        config.eos_token_id = old
+
+
 def stop_ids(hf_model: Any, tokenizer: Any, options: GenerationOptions) -> list[int]:
     """The token ids that end a reply: the runner's terminators, plus (unless ``options.runner_terminators``) the
     model's generation config's EOS ids (``backend.generation.eos_ids``)."""
@@ -278,7 +297,7 @@ def generate_replies(
     (``backend.generation``), so its text does not depend on the rows beside it. Any other chat model (API,
     served) gets ``model.chat`` with the same temperature, budget and seed.
     """
-    if not (hasattr(model, "hf_model") and hasattr(model, "tokenizer")):  # not a transformers model in this process
+    if not is_local(model):
         texts = model.chat(
             list(conversations),
             max_new_tokens=options.max_new_tokens,
@@ -290,11 +309,7 @@ def generate_replies(
     room = max(1, min(int(model.max_length), RUNNER_MAX_LENGTH) - options.max_new_tokens)
     encoded = [encode(tok, render(tok, conv, options), room, options) for conv in conversations]
     top_p = getattr(hf.generation_config, "top_p", None) or 1.0
-    # the model's generation config's EOS ids replaced for the call (the runner passes ``eos_token_id=terminators`` to
-    # ``generate``, which overrides the config the same way), then restored
-    config = hf.generation_config
-    old, config.eos_token_id = config.eos_token_id, stop_ids(hf, tok, options)
-    try:
+    with _eos_ids(hf, stop_ids(hf, tok, options)):
         texts, stats = generate(
             hf,
             tok,
@@ -309,8 +324,6 @@ def generate_replies(
             progress=progress,
             desc="thai_llm_leaderboard",
         )
-    finally:
-        config.eos_token_id = old
     model.last_generation = stats
     return [(t, cut) for t, (_, cut) in zip(texts, encoded, strict=True)]
 
