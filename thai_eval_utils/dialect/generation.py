@@ -465,12 +465,25 @@ def score_generations(
     scored = df[~df["task"].isin(UNSCORED_TASKS)]
     replies = "answer_in_thai" in df.columns and "thinking_unclosed" in df.columns
     think = f"|{thinking.signature()}" if thinking is not None else ""
-    cols = ["model", "dialect", "task", "table_task", "metric", "value", "n", "stderr", "signature", "pythainlp"]
     for (model, dialect, task), group in scored.groupby(["model", "dialect", "task"], sort=False):
         extra = group_columns(group["answer_in_thai"], group["thinking_unclosed"]) if replies else {}
-        for s in task_scores(task, list(group["output"]), list(group["text_2"]), tokenizer=tokenizer):
-            row = (model, dialect, task, table_task(task), s.name, s.value, s.n, s.stderr, s.signature + think)
-            rows.append({**dict(zip(cols, (*row, pythainlp_version()))), **extra})
+        for score in task_scores(task, list(group["output"]), list(group["text_2"]), tokenizer=tokenizer):
+            rows.append(
+                {
+                    "model": model,
+                    "dialect": dialect,
+                    "task": task,
+                    "table_task": table_task(task),
+                    "metric": score.name,
+                    "value": score.value,
+                    "n": score.n,
+                    "stderr": score.stderr,
+                    "signature": score.signature + think,
+                    "pythainlp": pythainlp_version(),
+                    **extra,
+                }
+            )
+    cols = ["model", "dialect", "task", "table_task", "metric", "value", "n", "stderr", "signature", "pythainlp"]
     return pd.DataFrame(rows, columns=cols + (["thai_rate", "thai_n", "n_thinking_unclosed"] if replies else []))
 
 

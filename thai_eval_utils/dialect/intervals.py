@@ -103,7 +103,18 @@ def delta_diff_interval(
         (c, d), mean_diff, paired=paired, method=method, level=level, n_resamples=n_resamples, seed=seed
     )
     return Interval(
-        name, estimate, low, high, level, used, n_resamples, seed, max(c.size, d.size), n_resamples, 0, "", design, note
+        name,
+        estimate,
+        low,
+        high,
+        level,
+        used,
+        n_resamples,
+        seed,
+        max(c.size, d.size),
+        n_resamples,
+        design=design,
+        note=note,
     )
 
 
@@ -111,8 +122,16 @@ def _table(rows: list[tuple[dict[str, object], Interval]]) -> pd.DataFrame:
     """One row per interval: its keys, then estimate, bounds, n, undefined resamples, signature and the interval."""
     return pd.DataFrame(
         [
-            {**keys, "estimate": iv.estimate, "ci_low": iv.low, "ci_high": iv.high, "n": iv.n}
-            | {"n_undefined": iv.n_undefined, "signature": iv.signature, "interval": iv}
+            {
+                **keys,
+                "estimate": iv.estimate,
+                "ci_low": iv.low,
+                "ci_high": iv.high,
+                "n": iv.n,
+                "n_undefined": iv.n_undefined,
+                "signature": iv.signature,
+                "interval": iv,
+            }
             for keys, iv in rows
         ]
     )

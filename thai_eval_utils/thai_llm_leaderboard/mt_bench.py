@@ -344,7 +344,10 @@ def judge_messages(
         fields = {"question": q.turns[0], "answer": answer_1}
     else:
         fields = {"question_1": q.turns[0], "question_2": q.turns[1], "answer_1": answer_1, "answer_2": answer_2 or ""}
-    fields.update({f"ref_answer_{k}": ref for k, ref in enumerate((q.reference or ())[:turn], 1)})
+    if q.reference is not None:
+        fields["ref_answer_1"] = q.reference[0]
+        if turn == 2:
+            fields["ref_answer_2"] = q.reference[1]
     return name, MT_BENCH_RUBRICS[name].messages(fields)
 
 

@@ -278,10 +278,17 @@ def _record(job: _Job, j: Judgement, judgement: dict[str, Any]) -> dict[str, Any
     row = job.answers.iloc[j.row]
     if judgement.get("error") == FAILED_ANSWER:  # a failed answer: 0, as the judge's own fallback
         judgement = {**judgement, "status": FAILED_STATUS, "score": 0.0}
-    seed = job.params.for_repeat(j.repeat).seed
-    rec = {c: row[c] for c in ("id", "format", "theme")} | cache_part(judgement, ROW_FIELDS)
-    rec |= {"repeat": j.repeat, "seed": seed, "reference_order": job.template.reference_order}
-    return rec | {"error": judgement.get("error", ""), "judgement_key": j.key}
+    return {
+        "id": row["id"],
+        "format": row["format"],
+        "theme": row["theme"],
+        **cache_part(judgement, ROW_FIELDS),  # the judge's record without the key and the answer row's fields
+        "repeat": j.repeat,
+        "seed": job.params.for_repeat(j.repeat).seed,
+        "reference_order": job.template.reference_order,
+        "error": judgement.get("error", ""),
+        "judgement_key": j.key,
+    }
 
 
 def _item_row(job: _Job, j: Judgement, rec: dict[str, Any]) -> dict[str, Any]:
