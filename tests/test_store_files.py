@@ -260,3 +260,23 @@ def test_a_summary_that_cannot_be_written_names_the_file(tmp_path, monkeypatch):
             store.write_summary({"n": 2})
         monkeypatch.undo()
         assert not store.summary_path.exists() and not list(store.root.glob("*.tmp*"))
+
+
+def test_a_runs_part_keeps_its_own_items_under_the_runs_lock_and_is_no_run(tmp_path):
+    """``RunStore.part`` (a judged metric's judgements): its own items.jsonl in ``<run>/<names>/``, a torn last line
+    repaired when opened, the run's shared files; no card or summary of its own, so listings see one run."""
+    from thai_eval_utils.core.runs import list_runs
+
+    with RunStore.open("m", "files/run", {"n": 1}, outputs=tmp_path) as store:
+        part = store.part("judgements", "quality")
+        assert part.root == store.root / "judgements" / "quality"
+        part.append("1:ab", {"id": "1", "score": 7})
+        with open(part.items_path, "a", encoding="utf-8") as fh:
+            fh.write('{"key": "2:cd", "id": "2", "sco')  # a kill mid-append
+        again = store.part("judgements", "quality")
+        assert list(again.completed()) == ["1:ab"]
+        assert again.shared_file("c.jsonl") == store.shared_file("c.jsonl") == tmp_path / "cache" / "c.jsonl"
+        with pytest.raises(TypeError, match="a run's part has no summary of its own"):
+            again.write_summary({"scores": {}})
+        store.write_summary({"scores": {}})
+    assert [r.dir for r in list_runs(tmp_path)] == [store.root]

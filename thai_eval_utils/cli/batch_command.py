@@ -17,10 +17,10 @@ import pandas as pd
 from thai_eval_utils.backend.batch_api import OpenAIBatchTransport
 from thai_eval_utils.backend.openai_client import ApiModel
 from thai_eval_utils.cli.commands import print_table
-from thai_eval_utils.core.batch_files import BatchFolder
+from thai_eval_utils.core.batch_files import BatchFolder, batch_folders
 from thai_eval_utils.core.batch_rounds import BatchMode, BatchReport, BatchRounds, read_state, running_ids
 from thai_eval_utils.core.provenance import outputs_dir
-from thai_eval_utils.core.runs import StoredRun, list_runs
+from thai_eval_utils.core.runs import list_runs
 
 
 def add_batch(sub: argparse._SubParsersAction) -> None:
@@ -52,32 +52,30 @@ def add_batch(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=cmd_batch)
 
 
-def _runs(args: argparse.Namespace, outputs: Path) -> list[StoredRun]:
-    """The stored runs with a ``batch.json``, narrowed by ``--model`` and ``--run``."""
+def _folders(args: argparse.Namespace, outputs: Path) -> list[BatchFolder]:
+    """The batch folders with a ``batch.json`` (a run's own, or a part's: a judged metric's judge), narrowed by
+    ``--model`` and ``--run`` (the run folder)."""
     wanted = {Path(r).resolve() for r in args.run}
     out = []
     for run in list_runs(outputs):
-        if not BatchFolder(run.dir).state_path.exists():
-            continue
         if wanted and run.dir.resolve() not in wanted:
             continue
         if args.model and not any(m in run.model_name or m in str(run.dir) for m in args.model):
             continue
-        out.append(run)
+        out += [f for f in batch_folders(run.dir) if f.state_path.exists()]
     return out
 
 
-def status_table(runs: list[StoredRun], outputs: Path) -> pd.DataFrame:
-    """One row per run with batches: folder, state, the current round's batch ids and requests, replies kept,
-    batches made in all."""
+def status_table(folders: list[BatchFolder], outputs: Path) -> pd.DataFrame:
+    """One row per batch folder: its folder under the runs, state, the current round's batch ids and requests,
+    replies kept, batches made in all."""
     rows = []
-    for run in runs:
-        folder = BatchFolder(run.dir)
+    for folder in folders:
         state = read_state(folder)
         parts = state.get("parts") or []
         rows.append(
             {
-                "run": str(run.dir.relative_to(outputs / "runs")),
+                "run": str(folder.root.relative_to(outputs / "runs")),
                 "state": state.get("state"),
                 "batches": ", ".join(p["batch_id"] for p in parts if p.get("batch_id")) or "",
                 "running": ", ".join(running_ids(state)) if state.get("state") == "submitted" else "",
@@ -93,27 +91,27 @@ def status_table(runs: list[StoredRun], outputs: Path) -> pd.DataFrame:
 
 def cmd_batch(args: argparse.Namespace) -> int:
     outputs = Path(args.outputs) if args.outputs else outputs_dir()
-    runs = _runs(args, outputs)
+    folders = _folders(args, outputs)
     if args.action == "status":
-        print_table(status_table(runs, outputs), f"runs with batches under {outputs / 'runs'}:")
+        print_table(status_table(folders, outputs), f"runs with batches under {outputs / 'runs'}:")
         return 0
     cancelled = 0
-    for run in runs:
-        state = read_state(BatchFolder(run.dir))
+    for folder in folders:
+        state = read_state(folder)
         if state.get("state") not in ("uploading", "submitted"):
             continue
         endpoint = state.get("endpoint") or {}
         model_id = endpoint.get("model")
         base_url = args.base_url or endpoint.get("base_url")
         if not model_id or not base_url:
-            print(f"{run.dir}: batch.json names no endpoint; cancel its batches on the provider's site")
+            print(f"{folder.root}: batch.json names no endpoint; cancel its batches on the provider's site")
             continue
         transport = OpenAIBatchTransport(ApiModel(model_id, base_url=base_url, max_retries=2))
-        where = run.dir.relative_to(outputs / "runs")
+        where = folder.root.relative_to(outputs / "runs")
         mode = BatchMode(
             transport=transport, wait_s=args.wait, poll_s=2.0, echo=lambda text, where=where: print(f"{where}: {text}")
         )
-        ids = BatchRounds(run.dir, mode, BatchReport(), time.monotonic() + max(0.0, args.wait)).cancel()
+        ids = BatchRounds(folder.root, mode, BatchReport(), time.monotonic() + max(0.0, args.wait)).cancel()
         cancelled += len(ids)
     print(f"{cancelled} batch(es) cancelled")
     return 0

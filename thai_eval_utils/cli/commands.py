@@ -47,7 +47,7 @@ from thai_eval_utils.cli.run_config import (
 )
 from thai_eval_utils.cli.runs_table import runs_table
 from thai_eval_utils.core import registry
-from thai_eval_utils.core.batch_files import BatchFolder
+from thai_eval_utils.core.batch_files import batch_folders
 from thai_eval_utils.core.benchmark import Suite
 from thai_eval_utils.core.errors import ThaiEvalError
 from thai_eval_utils.backend.model_sources import check_dtype
@@ -435,8 +435,9 @@ def batch_messages(outputs: Path, *, since: str) -> list[str]:
     its run folder."""
     lines = []
     for run in list_runs(outputs):
-        where = run.dir.relative_to(Path(outputs) / "runs")
-        lines += [f"{where}: {m}" for m in BatchFolder(run.dir).messages(since)]
+        for folder in batch_folders(run.dir):  # the run's own and its parts' (a judged metric's judge)
+            where = folder.root.relative_to(Path(outputs) / "runs")
+            lines += [f"{where}: {m}" for m in folder.messages(since)]
     return lines
 
 

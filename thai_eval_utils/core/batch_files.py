@@ -183,6 +183,13 @@ class BatchFolder:
         return out
 
 
+def batch_folders(run_dir: Path) -> list[BatchFolder]:
+    """A run folder's batch folders: its own (its answers', a judging run's) and those of its parts that hold batch
+    files (``<run>/<part>/<name>/``: a judged metric's judge, :meth:`~thai_eval_utils.core.store.RunStore.part`)."""
+    parts = sorted({p.parent for name in (STATE_FILE, LOG_FILE) for p in Path(run_dir).glob(f"*/*/{name}")})
+    return [BatchFolder(run_dir), *(BatchFolder(p) for p in parts)]
+
+
 def read_output_lines(text: str, where: str) -> list[dict[str, Any]]:
     """A batch output (or error) file's lines; ThaiEvalDataError naming the row when one is not a JSON object with a
     ``custom_id``."""

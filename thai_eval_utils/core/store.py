@@ -449,8 +449,35 @@ class RunStore:
         judgement cache, so that a judgement made for one run is reused by any run with the same texts)."""
         return self.root.parents[len(self.card["benchmark"].split("/")) + 2] / "cache" / name
 
+    def part(self, *names: str) -> RunPart:
+        """The store of one part of this run in ``<run>/<names...>/`` (e.g. ``judgements/<metric>``: a judged
+        metric's judgements, one record per judgement, beside the items they judge): items and batch files only,
+        written under this run's lock (no card, summary or lock of its own, so no listing takes it for a run)."""
+        root = self.root.joinpath(*(slugify(n) for n in names))
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreWriteError(f"{root}: cannot create the run's part folder ({exc.strerror or exc})") from None
+        part = RunPart(root=root, card=self.card, run=self)
+        part.repair_tail()
+        return part
+
     def write_summary(self, summary: Mapping[str, Any]) -> None:
         """Write ``summary.json`` (atomically) and stamp the run card's finish time."""
         _write_json_atomic(self.summary_path, {"config_id": self.config_id, "written_at": now_utc(), **summary})
         self.card["finished_at"] = now_utc()
         _write_json_atomic(self.card_path, self.card)
+
+
+@dataclass
+class RunPart(RunStore):
+    """One part of a run (:meth:`RunStore.part`): its own ``items.jsonl`` and batch files, the run's card, lock and
+    shared files."""
+
+    run: RunStore | None = None
+
+    def shared_file(self, name: str) -> Path:
+        return self.run.shared_file(name) if self.run is not None else super().shared_file(name)
+
+    def write_summary(self, summary: Mapping[str, Any]) -> None:
+        raise TypeError(f"{self.root}: a run's part has no summary of its own; the run's store writes it")

@@ -25,7 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from thai_eval_utils.core.async_bridge import run_sync
-from thai_eval_utils.core.batch_files import BatchFolder, chat_body, custom_id, reply_of, write_input_file
+from thai_eval_utils.core.batch_files import (
+    BatchFolder,
+    chat_body,
+    custom_id,
+    read_output_lines,
+    reply_of,
+    write_input_file,
+)
 from thai_eval_utils.core.batch_rounds import (
     MAX_EXPIRED,
     TERMINAL,
@@ -132,13 +139,15 @@ class _Runner:
         finish: Callable[..., dict[str, Any]],
         usage: dict[str, int],
         progress: bool,
+        prefix: str = "",
     ) -> None:
         self.judge, self.items, self.store, self.mode = judge, items, store, mode
-        self.finish, self.usage, self.progress = finish, usage, progress
+        self.finish, self.usage, self.progress, self.prefix = finish, usage, progress, prefix
         self.folder = BatchFolder(store.root)
         self.report = BatchReport()
         self.statuses = judge.rubric.parser.final_statuses
-        self.rounds = BatchRounds(store.root, mode, self.report, time.monotonic() + max(0.0, float(mode.wait_s)))
+        deadline = time.monotonic() + max(0.0, float(mode.wait_s))
+        self.rounds = BatchRounds(store.root, mode, self.report, deadline, prefix=prefix)
 
     def body(self, messages: list[dict[str, str]], **kw: Any) -> dict[str, Any]:
         t = self.mode.transport
@@ -156,7 +165,7 @@ class _Runner:
         async def call(prepared: tuple[Any, list[dict[str, str]], Any]) -> dict[str, Any]:
             j, messages, params = prepared
             session = _Replay(
-                j.store_key,
+                self.prefix + j.store_key,
                 replies,
                 requests,
                 self.body,
@@ -223,7 +232,7 @@ class _Runner:
             if outcome.fatal is not None or not requests:
                 break
             if mode.file_out is not None:
-                write_input_file(Path(mode.file_out), requests)
+                self._write_file_out(Path(mode.file_out), requests)
                 self.report.written = len(requests)
                 self.rounds.say(
                     f"batch file {mode.file_out}: {len(requests)} requests written; answer them (e.g. "
@@ -233,6 +242,17 @@ class _Runner:
             if mode.transport is None:
                 break
             self.rounds.submit(requests)
+
+    def _write_file_out(self, path: Path, requests: dict[str, dict[str, Any]]) -> None:
+        """Write this run's requests to ``path``, keeping the lines there of other runs (other prefixes: another
+        judged task of the same command) and replacing this run's older lines (no prefix: the whole file)."""
+        kept = []
+        if self.prefix and path.exists():
+            lines = read_output_lines(path.read_text(encoding="utf-8"), str(path))
+            kept = [
+                (ln["custom_id"], ln.get("body") or {}) for ln in lines if not ln["custom_id"].startswith(self.prefix)
+            ]
+        write_input_file(path, {**dict(kept), **requests})
 
 
 def run_batch(
@@ -245,10 +265,12 @@ def run_batch(
     finish: Callable[..., dict[str, Any]],
     usage: dict[str, int],
     progress: bool,
+    prefix: str = "",
 ) -> tuple[RunOutcome[Any], BatchReport]:
     """The call step of :func:`~thai_eval_utils.judging.run.judge_items` in batch mode (``finish`` makes a record of a
-    judgement as the live call step does)."""
+    judgement as the live call step does). ``prefix`` starts every request's ``custom_id``: the replies of an offline
+    file that are this run's (a file may hold several runs' requests: each keeps the others' lines)."""
     if mode.transport is None and mode.file_in is None and mode.file_out is None:
         raise ValueError("batch mode needs a transport (an API judge), file_in or file_out")
-    runner = _Runner(judge, items, store, mode, record, finish, usage, progress)
+    runner = _Runner(judge, items, store, mode, record, finish, usage, progress, prefix)
     return runner.run(todo), runner.report

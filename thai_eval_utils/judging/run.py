@@ -108,6 +108,7 @@ def judge_items(
     row_fields: Sequence[str] = ROW_FIELDS,
     progress: bool = True,
     batch: BatchMode | None = None,
+    batch_prefix: str = "",
 ) -> JudgeOutcome:
     """Judge every item ``repeats`` times through ``store`` and ``cache`` (prepare, call, finish: the module's docstring).
 
@@ -124,6 +125,7 @@ def judge_items(
         progress: show a tqdm bar.
         batch: judge through batches (:mod:`~thai_eval_utils.judging.batch`: the OpenAI Batch API, or offline
             files) instead of live calls; ``outcome.batch`` says what it did (a batch still running: its id).
+        batch_prefix: the start of every batch request's ``custom_id`` (a file shared with other runs: theirs kept).
 
     Returns:
         The :class:`JudgeOutcome` (``fatal`` set when a fatal error ended the run: the caller raises it after
@@ -139,7 +141,8 @@ def judge_items(
     if batch is None:
         outcome = _call(judge, items, store, todo, record, usage, progress)
     else:
-        outcome, report = run_batch(judge, items, store, todo, batch, record, _finisher(judge, record), usage, progress)
+        finish = _finisher(judge, record)
+        outcome, report = run_batch(judge, items, store, todo, batch, record, finish, usage, progress, batch_prefix)
     records = _finish(judgements, store, cache, known, outcome, skip, record, row_fields, statuses)
     return JudgeOutcome(
         judgements,

@@ -10,30 +10,34 @@ parser's fallback status, never the fallback number) unless the metric says what
 (``unparsed_score``: ThaiCLI's "up to 16 calls, else 0"). Unjudged items are counted (``n_unjudged`` beside the
 score), never averaged.
 
-Judgements are stored on the task's own records (``<metric>`` the score or None, ``<metric>_judgement`` the
-judge's record with its key) and in the shared judgement cache (``<outputs>/cache/``, keyed by the texts, judge
-model, rubric hash and call settings): a rerun, or another run judging the same texts, asks for nothing again.
+Judging is the package's one judging run (:func:`~thai_eval_utils.judging.judge_items`: prepare, call, finish) in
+a part of the task's run folder, ``judgements/<metric>/`` (one record per judgement, appended as each finishes, so a
+kill loses only the calls in flight), live or in batch mode (the OpenAI Batch API, or offline files for ``vllm
+run-batch``: :meth:`JudgedMetric.batch_mode`). Each judgement is then copied onto the task's own record
+(``<metric>`` the score or None, ``<metric>_judgement`` the judge's record with its key) and shared through the
+judgement cache (``<outputs>/cache/``, keyed by the texts, judge model, rubric hash and call settings): a rerun, or
+another run judging the same texts, asks for nothing again.
 The judge's identity is no part of the task's declaration (the generations are the same whoever judges them):
 it is in every judged score's signature and in each judgement's key.
 """
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from thai_eval_utils.backend.batch_api import OpenAIBatchTransport
 from thai_eval_utils.backend.models import load_model
 from thai_eval_utils.backend.openai_client import FATAL_ERRORS, ApiModel, describe_error
-from thai_eval_utils.core.async_bridge import run_sync
-from thai_eval_utils.core.errors import JudgeError
 from thai_eval_utils.core.protocols import ChatModel
-from thai_eval_utils.core.provenance import scrub, slugify
+from thai_eval_utils.core.provenance import redact, scrub, slugify
 from thai_eval_utils.core.store import RunStore
-from thai_eval_utils.judging import Judge, JudgementCache, JudgeParams, JudgeRubric, judge_one, open_session
-from thai_eval_utils.judging.judge import new_usage
+from thai_eval_utils.judging import Judge, JudgementCache, JudgeParams, JudgeRubric, judge_items
+from thai_eval_utils.judging.batch import BatchMode
+from thai_eval_utils.judging.run import Judgement, plan
 from thai_eval_utils.tasks.metrics import Metric
 
 #: The texts of an item a rubric may take as its fields: the filled prompt, the reply as scored (thinking cut,
@@ -43,8 +47,9 @@ JUDGED_TEXTS = ("question", "prediction", "reference")
 JUDGE_KEY_ENV = "THAI_EVAL_JUDGE_API_KEY"
 #: The prefix of a local judge (``local:<load_model spec>``), as ``thai-eval run --judge`` takes it.
 LOCAL_JUDGE = "local:"
-#: The status of an item whose judge requests kept failing (not final: a rerun asks again).
-UNJUDGED = "unjudged"
+#: Fields of a judgement's record in the run's part that are its place in the plan, not the judge's (left off the
+#: copy on the task's record).
+PLAN_FIELDS = ("key", "id", "repeat", "seed")
 
 
 def _describe(exc: BaseException) -> str:
@@ -164,6 +169,29 @@ class JudgedMetric(Metric):
         access or model ends the run (``FATAL_ERRORS``)."""
         return Judge(self.rubric, self.model(), self.params, fatal=FATAL_ERRORS, describe=self.describe)
 
+    def batch_mode(
+        self,
+        *,
+        submit: bool = False,
+        file_out: str | Path | None = None,
+        file_in: str | Path | None = None,
+        wait_s: float = 0.0,
+        poll_s: float = 10.0,
+        progress: bool = True,
+    ) -> BatchMode | None:
+        """This judge's batch mode (``thai-eval run --batch``, ``--batch-file-out/-in``; the run options' ``batch``):
+        None when no option asks for batches, or (said so) when submission is asked of a judge that is not an API
+        model (``local:``): it judges live. Offline files take any judge."""
+        if not (submit or file_out or file_in):
+            return None
+        judge = self.model()
+        if submit and file_out is None and not isinstance(judge, ApiModel):
+            print(f"judge {self.label}: not an API model, so it judges live (batch submission is for API judges)")
+            return None
+        return judge_batch(
+            judge, submit=submit, file_out=file_out, file_in=file_in, wait_s=wait_s, poll_s=poll_s, progress=progress
+        )
+
     def texts(self, record: Mapping[str, Any], prediction: str) -> dict[str, str]:
         """The texts the rubric is filled with for one record."""
         return {"question": str(record.get("question", "")), "prediction": prediction, "reference": record["reference"]}
@@ -174,25 +202,54 @@ def judged_metrics(metrics: Sequence[Metric]) -> list[JudgedMetric]:
     return [m for m in metrics if getattr(m, "judged", False)]
 
 
-def _ask(judge: Judge, texts: Sequence[Mapping[str, str]], usage: dict[str, int]) -> list[dict[str, Any]]:
-    """One judgement per text, together (an API judge's semaphore bounds the requests in flight): the judge's
-    record, or an unjudged one with the reason when a request failed after the client's retries."""
-    rubric, settings = judge.rubric, judge.settings
+def judge_batch(
+    judge: ChatModel,
+    *,
+    submit: bool = True,
+    file_out: str | Path | None = None,
+    file_in: str | Path | None = None,
+    wait_s: float = 0.0,
+    poll_s: float = 10.0,
+    progress: bool = True,
+) -> BatchMode:
+    """The batch mode of a judging run: submit to the judge's endpoint (an ``ApiModel``: the OpenAI Batch API, waiting
+    at most ``wait_s`` seconds, polling every ``poll_s``), or write the requests still needed to ``file_out`` (no
+    network), after reading the replies of ``file_in`` (a batch output file: ``vllm run-batch``'s)."""
+    transport = None
+    if submit and file_out is None:
+        if not isinstance(judge, ApiModel):
+            raise ValueError(
+                f"batch submission needs an API judge (openai:<model-id>), not {type(judge).__name__}; "
+                "use file_out / file_in for offline batches"
+            )
+        transport = OpenAIBatchTransport(judge)
+    return BatchMode(
+        transport=transport, file_out=file_out, file_in=file_in, wait_s=wait_s, poll_s=poll_s, progress=progress
+    )
 
-    async def main() -> list[dict[str, Any]]:
-        async with open_session(judge.model, batch_size=judge.batch_size) as session:
 
-            async def one(item: Mapping[str, str]) -> dict[str, Any]:
-                try:
-                    return await judge_one(session, rubric.messages(item), settings, rubric.parser, usage)
-                except judge.fatal as exc:
-                    raise JudgeError(f"judge {judge.label}: {judge.describe(exc)}") from None
-                except Exception as exc:  # noqa: BLE001 - a failed request leaves the item unjudged, never scored
-                    return {"status": UNJUDGED, "score": None, "error": judge.describe(exc)}
+def _held(record: Mapping[str, Any], field: str, key: str, statuses: tuple[str, ...]) -> dict[str, Any] | None:
+    """The final judgement under ``key`` that a task record already holds, else None."""
+    mine = record.get(field) or {}
+    return dict(mine) if mine.get("judgement_key") == key and mine.get("status") in statuses else None
 
-            return list(await asyncio.gather(*(one(t) for t in texts)))
 
-    return run_sync(main)
+def _keep_held(
+    part: RunStore,
+    judgements: Sequence[Judgement],
+    held: Sequence[dict[str, Any] | None],
+    ids: Sequence[str],
+    seed: int,
+) -> None:
+    """Store in the run's part the final judgements the task's records hold and the part lacks (records judged
+    before judgements had a part of their own): they are read back, never asked for again."""
+    stored = part.completed()
+    missing = [
+        (j.store_key, {"id": ids[j.row], **h, "repeat": j.repeat, "seed": seed})
+        for j, h in zip(judgements, held, strict=True)
+        if h is not None and j.store_key not in stored
+    ]
+    part.append_many(missing)
 
 
 def judge_records(
@@ -200,42 +257,42 @@ def judge_records(
     records: list[dict[str, Any]],
     metric: JudgedMetric,
     predictions: Sequence[str],
+    *,
+    batch: BatchMode | None = None,
+    progress: bool = False,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Judge every record ``metric`` has no final judgement of (under today's key), store the records with their
-    judgements, and say what was done: the records and ``{"judge", "signature", "n_judged", "n_unjudged",
-    "n_unparsed", "n_from_cache", "judge_calls_this_run", "token_usage_this_run"}``."""
+    """Judge every record ``metric`` has no final judgement of (under today's key): the package's judging run
+    (:func:`~thai_eval_utils.judging.judge_items`, live or ``batch``) in the run's part ``judgements/<metric>``;
+    then copy each judgement onto its record, store the records, and say what was done: the records and
+    ``{"judge", "n_judged", "n_unjudged", "n_unparsed", "n_from_cache", "judge_calls_this_run",
+    "token_usage_this_run"}`` (and ``"batch"``: what batch mode did). A fatal judge error (a refused key, access or
+    model) is raised after the records judged so far are stored."""
     judge = metric.as_judge()
     statuses = judge.rubric.parser.final_statuses
     cache = JudgementCache(store.shared_file(f"task_judgements_{slugify(judge.rubric.name)}.jsonl"), statuses=statuses)
     texts = [metric.texts(r, p) for r, p in zip(records, predictions, strict=True)]
-    keys = [judge.key(t) for t in texts]
+    ids = [str(r["id"]) for r in records]
     field = f"{metric.name}_judgement"
-
-    def held(i: int) -> dict[str, Any] | None:
-        mine = records[i].get(field) or {}
-        if mine.get("judgement_key") == keys[i] and mine.get("status") in statuses:
-            return mine
-        return cache.get(keys[i])
-
-    todo = [i for i in range(len(records)) if held(i) is None]
-    usage = new_usage()
-    asked = dict(zip(todo, _ask(judge, [texts[i] for i in todo], usage))) if todo else {}
-    cache.append_many([{**j, "key": keys[i]} for i, j in asked.items() if j.get("status") in statuses])
-    out, changed, from_cache = [], [], 0
-    for i, rec in enumerate(records):
-        judgement = asked.get(i) or held(i) or {}
-        from_cache += i not in asked and rec.get(field, {}).get("judgement_key") != keys[i]
-        entry = {
-            **{k: v for k, v in judgement.items() if k != "key"},
-            "judge_model": judge.label,
-            "judgement_key": keys[i],
-        }
+    part = store.part("judgements", metric.name)
+    judgements = plan(judge, texts, ids)  # judge_items' plan: one judgement per record
+    held = [_held(r, field, j.key, statuses) for r, j in zip(records, judgements)]
+    _keep_held(part, judgements, held, ids, judge.settings.seed)
+    from_cache = sum(h is None and j.key in cache for h, j in zip(held, judgements))
+    prefix = f"{store.config_id}#{slugify(metric.name)}/"  # this run's requests in a batch file shared with others
+    done = judge_items(judge, texts, part, cache, ids=ids, progress=progress, batch=batch, batch_prefix=prefix)
+    out, changed = [], []
+    for rec, j in zip(records, done.plan, strict=True):
+        judgement = done.record(j)
+        entry = {k: v for k, v in judgement.items() if k not in PLAN_FIELDS}
+        entry.update(judge_model=judge.label, judgement_key=j.key)
         new = {**rec, metric.name: metric.value(judgement), field: entry}
         if new != rec:
             changed.append((str(rec["id"]), new))
         out.append(new)
     store.append_many(changed)
     store.compact([str(r["id"]) for r in out])
+    if done.fatal is not None:
+        raise done.fatal
     stats = [r[field].get("status") for r in out]
     return out, {
         "judge": judge.label,
@@ -243,6 +300,7 @@ def judge_records(
         "n_unjudged": sum(s not in statuses for s in stats),
         "n_unparsed": sum(s in statuses and s != "scored" for s in stats),
         "n_from_cache": from_cache,
-        "judge_calls_this_run": usage["requests"],
-        "token_usage_this_run": {"prompt": usage["prompt_tokens"], "completion": usage["completion_tokens"]},
+        "judge_calls_this_run": done.usage["requests"],
+        "token_usage_this_run": {"prompt": done.usage["prompt_tokens"], "completion": done.usage["completion_tokens"]},
+        **({"batch": redact(done.batch)} if done.batch is not None else {}),
     }

@@ -423,6 +423,7 @@ def run_task(
     thinking: ThinkingOption = DEFAULT,
     judge: Any = None,
     judge_base_url: str | None = None,
+    judge_batch: Mapping[str, Any] | None = None,
     items: Sequence[dict[str, Any]] | None = None,
     layout: RunLayout | None = None,
 ) -> TaskRun:
@@ -447,6 +448,10 @@ def run_task(
         judge: the judge of the task's judged metrics (:class:`~.judged.JudgedMetric`), replacing the one the task
             file names: a chat model, or an OpenAI-compatible model id at ``judge_base_url`` (``thai-eval run
             --judge / --judge-base-url``); None: the task file's.
+        judge_batch: the judged metrics' batch mode, keyword arguments of :meth:`~.judged.JudgedMetric.batch_mode`
+            (``submit``, ``file_out``, ``file_in``, ``wait_s``: the run options' ``batch``, ``thai-eval run --batch``);
+            None or none set: live calls. A batch still running leaves its items unjudged (counted); run again to
+            collect.
         items: the items already built by a suite's own builder (each with an ``id``, and ``context`` +
             ``choices`` or its own ``requests`` for multiple choice; ``context`` or ``messages`` for generation),
             in place of the task's data file.
@@ -511,7 +516,10 @@ def run_task(
         judged = {}
         for metric in judged_metrics(metrics) if layout.judged else ():  # after the generations: the judge scores
             predictions = [scored_text(task, r["output"], thinking) for r in records]
-            records, judged[metric.name] = judge_records(store, records, metric, predictions)
+            batch = metric.batch_mode(**(judge_batch or {}), progress=progress)
+            records, judged[metric.name] = judge_records(
+                store, records, metric, predictions, batch=batch, progress=progress
+            )
         if layout.summarize is not None:
             summary = layout.summarize(records, support, run)
         else:

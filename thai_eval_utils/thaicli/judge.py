@@ -43,8 +43,6 @@ from typing import Any
 import pandas as pd
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
-from thai_eval_utils.backend.batch_api import OpenAIBatchTransport
-from thai_eval_utils.backend.openai_client import ApiModel
 from thai_eval_utils.core.protocols import ChatModel
 from thai_eval_utils.core.provenance import outputs_dir, redact
 from thai_eval_utils.core.records import is_blank
@@ -52,6 +50,7 @@ from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.judging import Judge, JudgementCache, JudgeOutcome, JudgeParams, judge_items
 from thai_eval_utils.judging.batch import BatchMode
 from thai_eval_utils.judging.run import Judgement, cache_part
+from thai_eval_utils.tasks.judged import judge_batch as judge_batch  # the notebook's and tests' name
 from thai_eval_utils.thaicli.judge_prompt import (
     FALLBACK_SCORE,
     TEMPLATE_SHA256,  # noqa: F401 - re-exported: the notebook reads the prompt's hash and version here
@@ -206,32 +205,6 @@ def judge_answers(
     if done.fatal is not None:
         raise done.fatal
     return JudgeRun(items=items, summary=summary, scores=scores, store=store)
-
-
-def judge_batch(
-    judge: ChatModel,
-    *,
-    submit: bool = True,
-    file_out: str | Path | None = None,
-    file_in: str | Path | None = None,
-    wait_s: float = 0.0,
-    poll_s: float = 10.0,
-    progress: bool = True,
-) -> BatchMode:
-    """The batch mode of a ThaiCLI judging run: submit to the judge's endpoint (an ``ApiModel``: the OpenAI Batch API,
-    waiting at most ``wait_s`` seconds, polling every ``poll_s``), or write the requests still needed to ``file_out``
-    (no network), after reading the replies of ``file_in`` (a batch output file: ``vllm run-batch``'s)."""
-    transport = None
-    if submit and file_out is None:
-        if not isinstance(judge, ApiModel):
-            raise ValueError(
-                f"batch submission needs an API judge (openai:<model-id>), not {type(judge).__name__}; "
-                "use file_out / file_in for offline batches"
-            )
-        transport = OpenAIBatchTransport(judge)
-    return BatchMode(
-        transport=transport, file_out=file_out, file_in=file_in, wait_s=wait_s, poll_s=poll_s, progress=progress
-    )
 
 
 @dataclass(frozen=True, eq=False)
