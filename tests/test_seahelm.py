@@ -475,3 +475,33 @@ def test_ifeval_and_mt_bench_run_through_their_own_runners(tmp_path):
         model, "mt-bench-judge", runs=1, limit=1, outputs=tmp_path, progress=False, options={"judge": grade}
     )
     assert judged.summary["judge"]["model"] == "fake-judge" and judged.summary["over_runs"]["mean"] == 50.0
+
+
+def test_the_thai_total_counts_every_task_of_the_thai_list_and_a_missing_one_as_zero():
+    """``runner.thai_totals`` (spec 5.2): the language's mean and SE over SEA-HELM's seven competencies from the tasks'
+    30 replicates; a task not run is 0 (the notebook's "no data"). Hand-computed: sentiment alternates 50/70, qa is
+    40, abssum 30: nlu alternates 45/55 (mean 50, SE sqrt(750/29/30)); nlg = (translations 0 + abssum 30) / 2 = 15;
+    the other five competencies 0; Thai alternates 60/7 and 70/7: mean 65/7, SE (5/7)/sqrt(29)."""
+    from types import SimpleNamespace
+
+    from thai_eval_utils.seahelm.aggregate import OverRuns
+    from thai_eval_utils.seahelm.runner import thai_totals
+
+    def ran(values):
+        over = OverRuns(statistics.mean(values), 0.0, values, 8, False, "runs")
+        return SimpleNamespace(summary={"over_runs": over.to_dict()})
+
+    done = {"sentiment": ran([50.0, 70.0] * 15), "qa": ran([40.0] * 30), "abssum": ran([30.0] * 30)}
+    rows = {(r["level"], r["name"]): r for r in thai_totals(done)}
+    th = rows[("language", "th")]
+    assert th["mean"] == pytest.approx(65 / 7) and th["stderr"] == pytest.approx((5 / 7) / math.sqrt(29))
+    assert (th["tasks_run"], th["tasks"]) == (3, 15) and th["missing"].startswith("toxicity, translation-en-xx")
+    nlu = rows[("competency", "nlu")]
+    assert nlu["mean"] == 50.0 and nlu["stderr"] == pytest.approx(math.sqrt(750 / 29 / 30)) and nlu["missing"] == ""
+    assert rows[("competency", "nlg")]["mean"] == 15.0 and rows[("competency", "safety")]["mean"] == 0.0
+    group = rows[("group", "translations")]
+    assert (group["mean"], group["tasks_run"], group["missing"]) == (0.0, 0, "translation-en-xx, translation-xx-en")
+    assert [k for k in rows if k[0] == "competency"] == [
+        ("competency", c) for c in ("nlu", "safety", "nlg", "nlr", "instruction-following", "knowledge", "multi-turn")
+    ]
+    assert th["signature"] == "seahelm-thai|language:th|replicates:30|seed:94370244"

@@ -23,8 +23,14 @@ import numpy as np
 
 from thai_eval_utils.core.protocols import Model
 from thai_eval_utils.seahelm import ifeval_run, mt_bench_run
-from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED
-from thai_eval_utils.seahelm.config import DEFAULT_TASKS, N_RUNS, constants
+from thai_eval_utils.seahelm.aggregate import (
+    AGGREGATION_SEED,
+    N_BOOTSTRAPS,
+    OverRuns,
+    language_over_runs,
+    task_over_runs,
+)
+from thai_eval_utils.seahelm.config import DEFAULT_TASKS, N_RUNS, constants, task_config
 from thai_eval_utils.seahelm.declarations import RunMetric, declare, run_metric
 from thai_eval_utils.seahelm.generation import base_replies, chat_replies
 from thai_eval_utils.seahelm.pooling import pool_replies
@@ -175,6 +181,46 @@ def run_suite(
         pool_replies(model, [k for k in keys if k not in RUNNERS], **common)
     rng = np.random.default_rng(AGGREGATION_SEED)
     return {key: run_seahelm_task(model, key, metricx=metricx, rng=rng, options=options, **common) for key in keys}
+
+
+def thai_totals(done: Mapping[str, SeahelmTaskRun]) -> list[dict[str, Any]]:
+    """SEA-HELM's Thai scores over tasks (spec 5.2, ``helpers/results_aggregation.ipynb``): from each task's 30
+    replicates over runs (``run_suite``'s one generator), an aggregation group's, a competency's and the language's
+    mean and standard error (:func:`~.aggregate.language_over_runs`). Every task of SEA-HELM's Thai list counts: one
+    not in ``done`` (not run, or no data) is 0 with no random draw, as the notebook counts a task without files, so a
+    run of some tasks gives the total SEA-HELM would give it (said in ``tasks_run`` and ``missing``)."""
+    over: dict[str, OverRuns] = {}
+    for key in DEFAULT_TASKS:
+        o = (done[key].summary.get("over_runs") or {}) if key in done else {}
+        if o.get("mean_list"):
+            over[key] = OverRuns(
+                o["mean"], o["stderr"], list(o["mean_list"]), o["runs"], o["is_incomplete"], o["branch"]
+            )
+        else:  # no data: the notebook's zeros (it draws nothing for such a task)
+            over[key] = task_over_runs([], [], np.random.default_rng(AGGREGATION_SEED))
+    ran = {k for k, o in over.items() if o.branch != "no data"}
+    competency = {k: task_config(k).competency for k in over}
+    group = {k: task_config(k).aggregation_group for k in over}
+    agg = language_over_runs(over, competency, group)
+    levels = {"language": {"th": agg["language"]}, "competency": agg["competencies"], "group": agg["groups"]}
+    member_of = {"language": lambda k: "th", "competency": competency.get, "group": group.get}
+    rows = []
+    for level, table in levels.items():
+        for name, row in table.items():
+            tasks = [k for k in over if member_of[level](k) == name]
+            rows.append(
+                {
+                    "level": level,
+                    "name": name,
+                    "mean": row["mean"],
+                    "stderr": row["stderr"],
+                    "tasks_run": sum(k in ran for k in tasks),
+                    "tasks": len(tasks),
+                    "missing": ", ".join(k for k in tasks if k not in ran),
+                    "signature": f"seahelm-thai|{level}:{name}|replicates:{N_BOOTSTRAPS}|seed:{AGGREGATION_SEED}",
+                }
+            )
+    return rows
 
 
 #: The summary's notes on ThaiExam's few-shot rows and on the ``-logprobs`` twins.
