@@ -197,6 +197,7 @@ def test_stored_variant_runs_stay_out_of_the_tables_and_exports(tmp_path):
     from thai_eval_utils.core import registry
     from thai_eval_utils.core.runs import list_runs
     from thai_eval_utils.paper.own_runs import run_records, skipped_runs
+    from thai_eval_utils.stats.cells import Bootstrap
 
     model = FakeModel("m", reply=lambda m: "คำตอบ: B", complete=lambda p: " #### 7")
     h6.evaluate(model, "th_gsm8k", DATA, LEADERBOARD, limit=1, outputs=tmp_path, progress=False)
@@ -205,7 +206,15 @@ def test_stored_variant_runs_stay_out_of_the_tables_and_exports(tmp_path):
     runs = {r.task: r for r in list_runs(tmp_path)}
     suite = registry.get_suite("thai_h6")
     assert sorted(runs) == ["th_arc.generative-mc", "th_gsm8k", "th_gsm8k.chat"]
-    assert [t for t, r in runs.items() if suite.holds_headlines(r)] == ["th_gsm8k"]  # compare and the report
+    assert all(suite.holds_headlines(r) for r in runs.values())  # compare pairs each in a row of its own
+    heads = [h for r in runs.values() for h in suite.headlines(r)]
+    assert {h.stratum: h.variant for h in heads} == {
+        "th_arc.generative-mc": "generative-mc",
+        "th_gsm8k": "",
+        "th_gsm8k.chat": "gsm8k-chat",
+    }
+    cells = suite.leaderboard_cells("m", heads, Bootstrap(n_resamples=20))
+    assert [c["column"] for c in cells] == ["th_gsm8k", "thai_h6_avg"]  # the leaderboard: the paper's run only
     assert suite.leaderboard_results(runs["th_gsm8k.chat"]) == {} and suite.lm_eval_task(runs["th_gsm8k.chat"]) is None
     assert suite.item_views(runs["th_arc.generative-mc"], [], None, {}, []) == []
     assert suite.leaderboard_results(runs["th_gsm8k"]) == {"th_gsm8k": {"exact_match": 1.0, "flexible_match": 1.0}}
@@ -310,3 +319,151 @@ def test_each_record_keeps_what_was_sent_and_rebuilds_its_prompt_hash(task, prot
         assert rec.get("messages", []) == [{"role": r, "content": c} for r, c in want.messages]
         assert stored_requests(spec, rec) == want and want.sha256 == rec["prompt_sha256"]
         assert stored_requests(spec, {**rec, "context": rec["context"] + " "}) is None  # not what was sent
+
+
+# ------------------------------------------------------------------------- dry run, executed copies, compare
+class _Chars:
+    """A tokenizer for counting: one token per character; a chat is its turns rendered ``role: content``, one per
+    line, with the generation prompt ``assistant:``."""
+
+    source = "characters"
+    tokenizer = None
+
+    def count(self, texts):
+        return sum(len(t) for t in texts)
+
+    def count_requests(self, requests, *, add_bos_token=False):
+        return {"fed": sum(len(c) + len(x) for c, x in requests), "tree": 0}
+
+    def count_chats(self, chats):
+        return sum(len("".join(f"{m['role']}: {m['content']}\n" for m in chat) + "assistant:") for chat in chats)
+
+
+def test_dry_run_counts_what_the_variants_run():
+    """``run --dry-run --variant``: each task the variant applies to is counted as the variant runs it (its own
+    name, its chat turns as generations); the others as the paper's. Counts by hand from the requests built."""
+    from thai_eval_utils.cli.dry_run import dry_run_rows
+    from thai_eval_utils.core import registry
+
+    suite = registry.get_suite("thai_h6")
+    (chat_doc,) = h6.document_requests("th_gsm8k", DATA, CHAT, limit=1)
+    (arc_doc,) = h6.document_requests("th_arc", DATA, LEADERBOARD, limit=1)
+    chat = [{"role": r, "content": c} for r, c in chat_doc.requests.messages]
+    assert len(chat) == 11  # five examples as user and assistant turns, then the question
+    want_chat = len("".join(f"{m['role']}: {m['content']}\n" for m in chat) + "assistant:")
+    arc_fed = sum(len(c) + len(x) for c, x in arc_doc.requests.requests)
+
+    def rows(variants):
+        out = dry_run_rows([(suite, ("th_arc", "th_gsm8k"))], {"thai_h6": DATA}, _Chars(), limit=1, variants=variants)
+        return {r["task"]: r for r in out}
+
+    chat_rows = rows(["gsm8k-chat"])
+    assert list(chat_rows) == ["th_arc", "th_gsm8k.chat", ""]  # the variant's own name, the total last
+    assert chat_rows["th_gsm8k.chat"]["fed_tokens"] == want_chat
+    assert chat_rows["th_gsm8k.chat"]["prompt_chars"] == sum(len(m["content"]) for m in chat)
+    assert (chat_rows["th_gsm8k.chat"]["generations"], chat_rows["th_gsm8k.chat"]["max_new_tokens"]) == (1, 256)
+    assert (
+        chat_rows["th_arc"]["fed_tokens"] == arc_fed and chat_rows["th_arc"]["requests"] == 5
+    )  # the paper's: one per choice, A to E
+    mc_rows = rows(["generative-mc"])
+    assert list(mc_rows) == ["th_arc.generative-mc", "th_gsm8k", ""]
+    arc = mc_rows["th_arc.generative-mc"]
+    assert arc["fed_tokens"] == len(f"user: {ARC_0_PROMPT}\nassistant:") and arc["generations"] == 1
+    assert "requests" not in arc  # no log-likelihood request: the letter is generated
+    assert mc_rows[""]["requests"] is None and mc_rows[""]["generations"] == 2
+    paper = rows([])  # no variant: as before
+    assert list(paper) == ["th_arc", "th_gsm8k", ""] and paper["th_arc"]["fed_tokens"] == arc_fed
+
+
+def test_cli_dry_run_takes_the_variant(tiny_model_dir, tmp_path, capsys):
+    """``thai-eval run --dry-run --variant gsm8k-chat``: the table's GSM8K row is the chat variant's, its prompt
+    tokens the chat template's rendering of the turns (as ``LocalModel.render_chat`` renders them)."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    from thai_eval_utils.backend.models import GEMMA3_CHAT_TEMPLATE
+    from thai_eval_utils.cli import main
+
+    model_dir = tmp_path / "tiny-chat"
+    shutil.copytree(tiny_model_dir, model_dir)
+    config = json.loads((model_dir / "tokenizer_config.json").read_text())
+    (model_dir / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": GEMMA3_CHAT_TEMPLATE}))
+    argv = ["run", "--model", str(model_dir), "--benchmarks", "thai_h6/th_gsm8k", "--limit", "1", "--dry-run"]
+    assert main([*argv, "--variant", "gsm8k-chat"]) == 0
+    text = capsys.readouterr().out
+    rows = {line.split()[1]: line.split()[2:] for line in text.splitlines() if line.startswith("thai_h6 ")}
+    (doc,) = h6.document_requests("th_gsm8k", DATA, CHAT, limit=1)
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    rendered = tok.apply_chat_template(
+        [{"role": r, "content": c} for r, c in doc.requests.messages], tokenize=False, add_generation_prompt=True
+    )
+    assert list(rows) == ["th_gsm8k.chat"]
+    assert rows["th_gsm8k.chat"][:2] == ["1", str(len(tok(rendered, add_special_tokens=False)["input_ids"]))]
+    assert rows["th_gsm8k.chat"][-2:] == ["1", "256"]
+    assert main(argv) == 0 and "th_gsm8k " in capsys.readouterr().out  # without --variant: the paper's task
+
+
+def test_a_variant_run_keeps_its_own_executed_notebook(tmp_path, monkeypatch):
+    """The same model run with the paper's protocol, then with ``--variant``: two executed copies, the paper's under
+    its own name (``thai_h6.ipynb``), the variant's with the variants as a suffix, in the suite's order."""
+    from thai_eval_utils import notebook_runs
+    from thai_eval_utils.cli import main
+
+    seen = []
+
+    def fake_execute(path, copy, params, **kw):
+        seen.append((copy.relative_to(tmp_path / "out"), params.get("variant")))
+        return notebook_runs.NotebookRun(path.name, kw.get("model"), str(copy), "ok")
+
+    monkeypatch.setattr(notebook_runs, "execute", fake_execute)
+    argv = ["run", "--model", "m", "--benchmarks", "thai_h6", "--no-paper", "--outputs", str(tmp_path / "out")]
+    assert main(argv) == 0
+    assert main([*argv, "--variant", "generative-mc", "--variant", "gsm8k-chat"]) == 0
+    assert main([*argv, "--variant", "gsm8k-chat"]) == 0
+    assert seen == [
+        (Path("notebooks/m/thai_h6.ipynb"), None),
+        (Path("notebooks/m/thai_h6_gsm8k-chat_generative-mc.ipynb"), ["generative-mc", "gsm8k-chat"]),
+        (Path("notebooks/m/thai_h6_gsm8k-chat.ipynb"), ["gsm8k-chat"]),
+    ]
+
+
+def test_compare_pairs_two_models_variant_runs_outside_the_average(tmp_path):
+    """``thai-eval compare`` pairs model A's and model B's variant runs in rows of their own, as it pairs their
+    paper runs; the H6 average stays over the paper's tasks."""
+    from thai_eval_utils.compare.differ import largest_differences
+    from thai_eval_utils.compare.runs import compare_runs
+
+    for name, answer in (("model-a", "7"), ("model-b", "5")):
+        model = FakeModel(
+            name,
+            reply=lambda m, a=answer: f"#### {a}",
+            complete=lambda p, a=answer: f" #### {a}",
+            score=lambda c, x, a=answer: (-float(len(x)) if a == "7" else float(len(x)), False),
+        )
+        for task, protocol in (("th_arc", LEADERBOARD), ("th_gsm8k", LEADERBOARD), ("th_gsm8k", CHAT)):
+            h6.evaluate(model, task, DATA, protocol, limit=2, outputs=tmp_path, progress=False)
+    cmp = compare_runs("model-a", "model-b", ["thai_h6"], outputs=tmp_path, n_resamples=200)
+    table = cmp.table().set_index("score")
+    assert table.index.tolist() == [
+        "thai_h6/th_arc/acc_norm",
+        "thai_h6/th_gsm8k/exact_match",
+        "thai_h6/average",
+        "thai_h6/th_gsm8k.chat/exact_match",  # after the average it is not in
+    ]
+    gold = [int(d["answer"].split("####")[-1].replace(",", "")) for d in h6.load_h6_task(DATA, "th_gsm8k").docs[:2]]
+    chat = table.loc["thai_h6/th_gsm8k.chat/exact_match"]
+    assert (
+        chat["n_paired"] == 2
+        and chat["mean_a"] == 100 * gold.count(7) / 2
+        and chat["mean_b"] == 100 * gold.count(5) / 2
+    )
+    paper = [table.loc[s] for s in ("thai_h6/th_arc/acc_norm", "thai_h6/th_gsm8k/exact_match")]
+    avg = table.loc["thai_h6/average"]
+    assert avg["mean_a"] == pytest.approx(sum(r["mean_a"] for r in paper) / 2)  # the variant is not in it
+    assert "partial: 2 of 6 tasks" in avg["note"]
+    sides = largest_differences(cmp, 2, scores=["thai_h6/th_gsm8k.chat/exact_match"], data_dir=DATA.parent)
+    assert sides["output_a"].tolist() == ["#### 7"] * 2 and sides["output_b"].tolist() == ["#### 5"] * 2
+    docs = h6.load_h6_task(DATA, "th_gsm8k").docs  # their answers end "#### 7" and "#### 300"
+    assert sides["key"].tolist() == ["0", "1"] and sides["reference"].tolist() == ["7", "300"]
+    assert sides["input"].iloc[0] == f"Question: {docs[0]['question']}\nAnswer:"  # the question as it was asked

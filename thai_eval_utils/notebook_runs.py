@@ -1,7 +1,8 @@
 """Batch runs: every benchmark notebook for every model with papermill, then the paper tables (HTML too).
 
 Executed copies go to ``<outputs>/notebooks/<model-slug>/<notebook>.ipynb`` (a declared task's to
-``task_<task>.ipynb`` there, ``Suite.executed_notebook``, when the caller names it; notebooks that declare no
+``task_<task>.ipynb`` there, ``Suite.executed_notebook``, when the caller names it; a run with labelled variants to
+``<notebook>_<variant>.ipynb``, :func:`executed_copies`; notebooks that declare no
 ``model`` parameter run once, to ``<outputs>/notebooks/<notebook>.ipynb``). A rerun resumes: the
 notebooks skip finished items through the run store (``core.store.RunStore``), so re-executing them is all it takes. One
 failing model or notebook is recorded and the others still run. No secret reaches a file: a judge URL's
@@ -62,6 +63,17 @@ def suite_parameters(options: Mapping[str, Any] | None = None) -> dict[str, dict
     return {
         nb: suite.notebook_parameters((), options) for suite in registry.suites().values() for nb in suite.notebooks
     }
+
+
+def executed_copies(suite: Suite, variants: str | Sequence[str] | None = None) -> dict[str, str]:
+    """Each of the suite's notebooks -> the file name of its executed copy (``Suite.executed_notebook``). A run with
+    some of the suite's labelled variants (``Suite.variants``; ``variants``: the run's ``variant`` parameter, a
+    list or a comma-separated string) keeps a copy of its own, the variants as a suffix in the suite's order
+    (``thai_h6_gsm8k-chat.ipynb``), so that it never overwrites the published protocol's copy of the same model."""
+    asked = variants.replace(",", " ").split() if isinstance(variants, str) else list(variants or ())
+    suffix = "".join(f"_{v}" for v in suite.variants if v in asked)
+    copies = {nb: suite.executed_notebook(nb) for nb in suite.notebooks}
+    return {nb: f"{Path(name).stem}{suffix}{Path(name).suffix}" for nb, name in copies.items()}
 
 
 def __getattr__(name: str) -> Any:
@@ -249,7 +261,7 @@ def run_suites(
             outputs=outputs,
             extra_parameters=extra_parameters,
             per_notebook={nb: own for nb in suite.notebooks},
-            executed={nb: suite.executed_notebook(nb) for nb in suite.notebooks},
+            executed=executed_copies(suite, (extra_parameters or {}).get("variant")),
             paper_notebook=None,
             verbose=False,
             **options,

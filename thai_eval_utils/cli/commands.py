@@ -404,7 +404,7 @@ def _run_suites(
             outputs=out,
             extra_parameters=extra,
             per_notebook={nb: own for nb in suite.notebooks},
-            executed={nb: suite.executed_notebook(nb) for nb in suite.notebooks},
+            executed=notebook_runs.executed_copies(suite, extra["variant"]),  # a variant run's: its own copy
             notebooks_dir=args.notebooks_dir,
             paper_notebook=None,
             verbose=False,
@@ -416,14 +416,15 @@ def _run_suites(
 
 
 def _loglikelihood(args: argparse.Namespace) -> bool:
-    """Whether the selected suites score log-likelihoods (their dry-run rows count requests beyond generations),
-    which turns the started servers' prefix caching off by default; True when that cannot be told."""
+    """Whether the selected suites, as run (with ``--variant``), score log-likelihoods (their dry-run rows count
+    requests beyond generations), which turns the started servers' prefix caching off by default; True when that
+    cannot be told."""
     if args.prefix_caching is not None:
         return True  # the flag decides; the servers get it either way
     try:
         suites = selected(args)
         data = {s.name: Path(suite_data(args, s, t) or REPO / "data" / s.data_folder) for s, t in suites}
-        rows = dry_run_rows(suites, data, Tokenizer(None, "none"), limit=1)
+        rows = dry_run_rows(suites, data, Tokenizer(None, "none"), limit=1, variants=_variants(args) or ())
     except Exception:  # noqa: BLE001 - unknown: keep the safe default (caching off)
         return True
     return any((r.get("requests") or 0) > (r.get("generations") or 0) for r in rows if r.get("benchmark") != "total")
@@ -444,12 +445,15 @@ def batch_messages(outputs: Path, *, since: str) -> list[str]:
 def _dry_run(args: argparse.Namespace, models: Sequence[str]) -> int:
     suites = selected(args)
     data = {s.name: Path(suite_data(args, s, t) or REPO / "data" / s.data_folder) for s, t in suites}
+    variants = _variants(args) or ()  # counted as the run would run them (Suite.dry_run)
     priced = args.judge is not None or any(v is not None for v in (args.price_in, args.price_out, args.prices))
     notes: list[str] = []
     for model in models:
         engine = engine_specs([model])
         tok = load_tokenizer(engine[0].model if engine else model, args.tokenizer)
-        rows = dry_run_rows(suites, data, tok, limit=args.limit, max_new_tokens=args.max_new_tokens, runs=args.runs)
+        rows = dry_run_rows(
+            suites, data, tok, limit=args.limit, max_new_tokens=args.max_new_tokens, runs=args.runs, variants=variants
+        )
         columns = DRY_RUN_COLUMNS
         if priced:
             options = {"price_in": args.price_in, "price_out": args.price_out, "table": args.prices}

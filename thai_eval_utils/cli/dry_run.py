@@ -54,6 +54,17 @@ class Tokenizer:
             return None
         return count_tokens(self.tokenizer, list(requests), add_bos_token=add_bos_token, max_length=_max_length(self))
 
+    def count_chats(self, chats: Sequence[Sequence[Mapping[str, str]]]) -> int | None:
+        """Prompt tokens of chats (lists of ``{"role", "content"}`` turns) as a local model sends them: each rendered
+        through the tokenizer's chat template with the generation prompt (``LocalModel.render_chat``); without a
+        template, the turns' contents alone. None without a tokenizer."""
+        if self.tokenizer is None:
+            return None
+        if not getattr(self.tokenizer, "chat_template", None):
+            return self.count([str(m["content"]) for chat in chats for m in chat])
+        render = self.tokenizer.apply_chat_template
+        return self.count([render(list(chat), tokenize=False, add_generation_prompt=True) for chat in chats])
+
 
 def load_tokenizer(model: str, tokenizer: str | None = None) -> Tokenizer:
     """The tokenizer of ``--tokenizer`` (``embedded`` or a folder), else of the model spec when it is ``embedded``
@@ -76,10 +87,15 @@ def _max_length(tok: Tokenizer) -> int:
     return int(n) if isinstance(n, int) and 0 < n < 1 << 24 else 1 << 30
 
 
-def _runs_option(suite: Suite, runs: int | None) -> dict[str, int]:
-    """``{"runs": runs}`` for a suite whose ``dry_run`` takes ``runs`` (suites that repeat their tasks), else {}."""
-    takes = "runs" in inspect.signature(suite.dry_run).parameters
-    return {"runs": runs} if takes and runs is not None else {}
+def _options(suite: Suite, runs: int | None, variants: Sequence[str]) -> dict[str, Any]:
+    """The keywords of ``suite.dry_run`` beyond the common ones, each only when it takes it: ``runs`` (suites that
+    repeat their tasks) when given, ``variants`` (the asked ones among :attr:`Suite.variants`) when any applies."""
+    takes = inspect.signature(suite.dry_run).parameters
+    own = tuple(v for v in suite.variants if v in variants)  # the suite's order
+    return {
+        **({"runs": runs} if "runs" in takes and runs is not None else {}),
+        **({"variants": own} if "variants" in takes and own else {}),
+    }
 
 
 def dry_run_rows(
@@ -90,15 +106,22 @@ def dry_run_rows(
     limit: int | None = None,
     max_new_tokens: int | None = None,
     runs: int | None = None,
+    variants: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Every suite's rows (``suites``: (suite, tasks asked for), as :func:`~thai_eval_utils.core.registry.resolve`
     gives them; ``data``: suite name -> its data folder), with a total row (``max_new_tokens``:
-    ``run --max-new-tokens``; ``runs``: ``run --runs``, given to the suites whose ``dry_run`` takes it)."""
+    ``run --max-new-tokens``; ``runs``: ``run --runs``; ``variants``: ``run --variant``, each suite given its own;
+    the last two only to the suites whose ``dry_run`` takes them)."""
     rows = [
         row
         for suite, tasks in suites
         for row in suite.dry_run(
-            data[suite.name], tok, tasks=tasks, limit=limit, max_new_tokens=max_new_tokens, **_runs_option(suite, runs)
+            data[suite.name],
+            tok,
+            tasks=tasks,
+            limit=limit,
+            max_new_tokens=max_new_tokens,
+            **_options(suite, runs, variants),
         )
     ]
     total: dict[str, Any] = {"benchmark": "total", "task": ""}

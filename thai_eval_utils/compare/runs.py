@@ -1,6 +1,8 @@
 """Compare two models' stored runs on every headline score: one row per score with the paired
 difference, its bootstrap interval, a test (exact McNemar for 0/1 items, sign-flip otherwise, paired bootstrap
 for corpus metrics, stratified for the suites' averages over tasks) and Holm-adjusted p-values across the rows.
+A labelled variant's runs (``Suite.variants``) are paired like the published protocol's, in rows of their own
+outside the averages.
 What a row is, its order and the averages come from the suites (:mod:`thai_eval_utils.core.registry`).
 Methods and defaults: ``docs/statistics.md``.
 """
@@ -16,6 +18,7 @@ import pandas as pd
 from thai_eval_utils.compare.items import Headline, headlines
 from thai_eval_utils.compare.load import RunSelection, select_runs
 from thai_eval_utils.core import registry
+from thai_eval_utils.core.benchmark import Average
 from thai_eval_utils.core.tables import save_table
 from thai_eval_utils.stats.align import check_same_data
 from thai_eval_utils.stats.bootstrap import DEFAULT_RESAMPLES, signature
@@ -111,6 +114,12 @@ def _order(name: str) -> tuple[int, str, int, str]:
     return suite.position, suite.name, suite.order(name), name
 
 
+def _member(avg: Average, head: Headline) -> bool:
+    """Whether ``head`` enters the average ``avg``: its name has the members' prefix and it is no labelled
+    variant's (those have rows of their own only)."""
+    return head.name.startswith(avg.members) and not head.variant
+
+
 def compare_runs(
     a: RunSelection | str,
     b: RunSelection | str,
@@ -178,7 +187,7 @@ def compare_runs(
         rows.append(replace(r, note="; ".join(filter(None, [r.note, *extra]))))
     averages = [avg for suite in registry.suites().values() for avg in suite.averages]
     for avg in averages:
-        shared = [n for n in sorted(set(ha) & set(hb), key=_order) if n.startswith(avg.members)]
+        shared = [n for n in sorted(set(ha) & set(hb), key=_order) if _member(avg, ha[n]) and _member(avg, hb[n])]
         if len(shared) < avg.min_members:
             continue
         frame = {

@@ -54,7 +54,9 @@ class Headline:
     ``items`` has ``key`` (pairs an item across runs) and ``value`` (a corpus metric: ``hyp`` and ``ref``
     instead, the metric is recomputed on the corpus with ``corpus_metric``) and detail columns for display.
     ``stratum`` groups rows into averages (Thai-H6 task, ThaiCLI format); ``scale`` turns values into the
-    published scale (100 for 0-1 values).
+    published scale (100 for 0-1 values). ``variant``: the labelled variant (:attr:`Suite.variants`) the run was
+    made with, "" for the published protocol: compare pairs it with the other side's run of the same variant task
+    in a row of its own, never in the suite's averages.
     """
 
     name: str
@@ -66,14 +68,16 @@ class Headline:
     run: StoredRun
     note: str = ""
     corpus_metric: CorpusMetric | None = None
+    variant: str = ""
 
 
 @dataclass(frozen=True)
 class Average:
     """An unweighted average of a suite's headline scores (compare resamples it within each member).
 
-    ``members`` are the headline names' prefix (``thai_h6/``); ``expected`` the number of members a complete run
-    has (fewer makes the row partial, and says so); ``scale`` the published scale of the average.
+    ``members`` are the headline names' prefix (``thai_h6/``; a labelled variant's headline is never one);
+    ``expected`` the number of members a complete run has (fewer makes the row partial, and says so); ``scale``
+    the published scale of the average.
     """
 
     name: str
@@ -455,7 +459,8 @@ class Suite:
     def executed_notebook(self, notebook: str) -> str:
         """The file name of the executed copy of one of this suite's :attr:`notebooks` (under
         ``<outputs>/notebooks/<model>/``; its HTML export beside it): the notebook's own name, unless several suites
-        run the same notebook (declared tasks) and each must keep its own copy."""
+        run the same notebook (declared tasks) and each must keep its own copy. A run with :attr:`variants` adds them
+        as a suffix (``notebook_runs.executed_copies``)."""
         return notebook
 
     def dry_run(
@@ -469,7 +474,9 @@ class Suite:
     ) -> list[dict[str, Any]]:
         """Rows of ``thai-eval run --dry-run`` (``cli.dry_run.COLUMNS``): what a run would compute, per task;
         ``tasks``: the tasks asked for (empty: all). A suite that repeats its tasks adds a keyword ``runs: int |
-        None = None`` (``run --runs``; ``cli.dry_run`` passes it only to a ``dry_run`` that takes it)."""
+        None = None`` (``run --runs``); a suite with :attr:`variants` adds ``variants: tuple[str, ...] = ()`` (those
+        of ``run --variant`` that are its own, in :attr:`variants` order) and counts each task as the run would run
+        it, under the name it would run as. ``cli.dry_run`` passes each only to a ``dry_run`` that takes it."""
         return []
 
     def demo_comparison(self) -> DemoComparison | None:
@@ -504,4 +511,9 @@ class TokenCounter(Protocol):
     ) -> dict[str, int] | None:
         """Log-likelihood requests' tokens: ``fed`` as lm-eval feeds them, ``tree`` as thai-eval's engine runs
         them (``backend.encoding.count_tokens``); None without a tokenizer."""
+        ...
+
+    def count_chats(self, chats: Sequence[Sequence[Mapping[str, str]]]) -> int | None:
+        """Prompt tokens of chats (``{"role", "content"}`` turns) rendered through the tokenizer's chat template with
+        the generation prompt (without a template: the turns' contents); None without a tokenizer."""
         ...

@@ -12,13 +12,27 @@ from thai_eval_utils.core.benchmark import DemoComparison, LmEvalTask, TokenCoun
 from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.h6 import lm_eval_export
 from thai_eval_utils.h6 import tasks as T
-from thai_eval_utils.h6.evaluation import document_requests
+from thai_eval_utils.h6 import variants as V
+from thai_eval_utils.h6.evaluation import DocumentRequests, document_requests
 from thai_eval_utils.h6.protocol import protocol_from
 
 #: The demo's comparison: Thai-H6 run again with another few-shot seed on the same few items (the log-likelihood
 #: tasks whose draws depend on the seed), then compared with the first run: a difference that must not be significant.
 DEMO_COMPARE_TASKS = ("th_arc", "th_hellaswag", "th_winogrande")
 DEMO_COMPARE_SEEDS = (42, 7)  # LB's own seed, and another
+
+
+def _prompt_counts(docs: list[DocumentRequests], tokenizer: TokenCounter) -> dict[str, Any]:
+    """A generating task's prompt tokens (``fed_tokens``) and characters: each document's prompt, or the chat it
+    sends (:attr:`~.tasks.DocRequests.messages`: a variant's) as the model's chat template renders it."""
+    if not any(d.requests.messages for d in docs):
+        prompts = [d.requests.prompt for d in docs]
+        return {"fed_tokens": tokenizer.count(prompts), "prompt_chars": sum(len(p) for p in prompts)}
+    chats = [[{"role": r, "content": c} for r, c in d.requests.messages] for d in docs]
+    return {
+        "fed_tokens": tokenizer.count_chats(chats),
+        "prompt_chars": sum(len(m["content"]) for chat in chats for m in chat),
+    }
 
 
 class H6Exports:
@@ -74,14 +88,17 @@ class H6Exports:
         tasks: tuple[str, ...] = (),
         limit: int | None,
         max_new_tokens: int | None,
+        variants: tuple[str, ...] = (),
     ) -> list[dict[str, Any]]:
-        """One row per task (the notebook's defaults: LB protocol, no BOS): documents and log-likelihood requests
-        built by :func:`~thai_eval_utils.h6.document_requests` as the run builds them, their tokens (fed / tree);
-        GSM8K's prompt tokens and generation budget."""
-        protocol = protocol_from("lb", add_bos_token=False, max_new_tokens=max_new_tokens)
+        """One row per task (the notebook's defaults: LB protocol, no BOS) as the run would run it: a paper task one
+        of ``variants`` applies to is counted as that variant (its own name, :func:`~.variants.spec_for`).
+        Documents and log-likelihood requests built by :func:`~thai_eval_utils.h6.document_requests` as the run
+        builds them, their tokens (fed / tree); a generating task's prompt tokens (a chat variant's turns through
+        the chat template) and generation budget."""
+        protocol = protocol_from("lb", add_bos_token=False, max_new_tokens=max_new_tokens, variants=variants)
         rows = []
         for task in tasks or T.TASKS:
-            spec = T.get_task(task)
+            spec = V.spec_for(task, protocol)
             docs = document_requests(spec.name, data, protocol, limit=limit)
             row: dict[str, Any] = {"benchmark": self.name, "task": spec.name, "documents": len(docs)}
             if spec.uses_loglikelihood:
@@ -91,10 +108,7 @@ class H6Exports:
                     row.update(fed_tokens=counts["fed"], tree_tokens=counts["tree"])
             else:
                 row.update(
-                    generations=len(docs),
-                    max_new_tokens=protocol.max_new_tokens,
-                    fed_tokens=tokenizer.count([d.requests.prompt for d in docs]),
-                    prompt_chars=sum(len(d.requests.prompt) for d in docs),
+                    generations=len(docs), max_new_tokens=protocol.max_new_tokens, **_prompt_counts(docs, tokenizer)
                 )
             rows.append(row)
         return rows

@@ -23,6 +23,7 @@ from thai_eval_utils.core.runs import StoredRun
 from thai_eval_utils.h6 import tasks as T
 from thai_eval_utils.h6.data import find_run_data, load_h6_task
 from thai_eval_utils.h6.evaluation import record_gold
+from thai_eval_utils.tasks import generative_mc as MC
 
 #: Per-record fields that pick the model's choice for each headline metric.
 _PRED_FIELD = {"acc_norm": "pred_norm", "acc": "pred"}
@@ -196,11 +197,26 @@ def _output(h: Headline, key: str, row: pd.Series, docs: list[dict[str, Any]] | 
 
 def h6_sides(head_a: Headline, head_b: Headline, keys: Sequence[str], folder: Path | None) -> list[Sides]:
     """Documents ``keys`` of two runs side by side: the text and options (when ``folder`` holds the run's data),
-    the reference answer and each model's choice or generation."""
+    the reference answer and each model's choice or generation; a labelled variant's from its records alone."""
+    if head_a.variant:
+        return _variant_sides(head_a, head_b, keys)
     docs = scored_docs(head_a, folder)
     a, b = head_a.items.set_index("key"), head_b.items.set_index("key")
     out = []
     for key in keys:
         text, ref = _input(head_a, key, a.loc[key], docs)
         out.append(Sides(text, ref, _output(head_a, key, a.loc[key], docs), _output(head_b, key, b.loc[key], docs)))
+    return out
+
+
+def _variant_sides(head_a: Headline, head_b: Headline, keys: Sequence[str]) -> list[Sides]:
+    """A labelled variant's documents side by side from what its records keep: the prompt sent (A's), the reference
+    (GSM8K's answer; generative-mc's gold letter, in the order asked) and both replies."""
+    a, b = head_a.items.set_index("key"), head_b.items.set_index("key")
+    out = []
+    for key in keys:
+        gold = a.at[key, "gold"]
+        ref = "" if _missing(gold) else gold if isinstance(gold, str) else MC.LETTERS[int(gold)]
+        text = a.at[key, "prompt"] if "prompt" in a.columns and not _missing(a.at[key, "prompt"]) else f"doc {key}"
+        out.append(Sides(str(text), ref, str(a.at[key, "generation"] or ""), str(b.at[key, "generation"] or "")))
     return out

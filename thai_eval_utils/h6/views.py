@@ -15,6 +15,7 @@ from thai_eval_utils.core.benchmark import Average, Headline, Interval, ItemView
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.provenance import Score
 from thai_eval_utils.core.runs import StoredRun
+from thai_eval_utils.h6 import variants as V
 from thai_eval_utils.h6.average import thai_h6_score
 from thai_eval_utils.h6.item_views import BINARY_METRICS, h6_items, h6_sides, load_run_data
 from thai_eval_utils.h6.plots import task_scores_figure
@@ -42,18 +43,28 @@ class H6Views:
     )
 
     def holds_headlines(self, run: StoredRun) -> bool:
-        """The runs of the paper's six tasks: a labelled variant's run (``th_gsm8k.chat``, ``<task>.generative-mc``:
-        :mod:`.variants`) is not the paper's protocol, so it is never compared, averaged or in the leaderboard."""
-        return run.family == NAME and run.task in TASK_METRICS
+        """The runs of the paper's six tasks and of the labelled variants (``th_gsm8k.chat``,
+        ``<task>.generative-mc``: :mod:`.variants`): compare pairs a variant's runs in rows of their own; they are not
+        the paper's protocol, so never averaged (:attr:`Headline.variant`), in the leaderboard or the item browser."""
+        return run.family == NAME and (run.task in TASK_METRICS or V.is_variant(run.task))
+
+    def order(self, headline_name: str) -> int:
+        """The paper's tasks in Table 4's order, then the average, then the labelled variants by their paper task."""
+        task = headline_name.split("/")[1] if "/" in headline_name else ""
+        if V.is_variant(task):
+            return len(TASKS) + 1 + TASKS.index(V.get_spec(task).data_task)
+        return TASKS.index(task) if task in TASKS else len(TASKS)
 
     def headlines(self, run: StoredRun, data_dir: Path | None = None) -> list[Headline]:
-        """The headline metric of a task run (``TASK_METRICS[task][0]``) per document, keyed by the document's index
-        in the scored split (the store key also hashes the prompt, which changes with the few-shot draws; equal
-        data hashes make the index safe)."""
+        """The headline metric of a task run (its first metric: ``TASK_METRICS[task][0]``; a variant's own) per
+        document, keyed by the document's index in the scored split (the store key also hashes the prompt, which
+        changes with the few-shot draws; equal data hashes make the index safe). A variant's items keep the prompt
+        sent (``prompt``) for the side-by-side view."""
         task = run.task
-        if task not in TASK_METRICS:
+        if not self.holds_headlines(run):
             raise ThaiEvalDataError(f"unknown Thai-H6 task {task!r}", path=run.dir / "run_card.json", field="benchmark")
-        metric = TASK_METRICS[task][0]
+        spec = V.get_spec(task)
+        metric = spec.headline
         rows = []
         for i, rec in enumerate(run.records()):
             if metric not in rec or "doc" not in rec:
@@ -70,10 +81,12 @@ class H6Views:
                     "gold": rec.get("gold"),
                     "generation": rec.get("generation"),
                     "subject": rec.get("subject"),
+                    **({"prompt": rec.get("context")} if spec.variant else {}),
                 }
             )
         kind: Kind = "binary" if metric in BINARY_METRICS else "mean"
-        return [Headline(f"{NAME}/{task}/{metric}", NAME, task, kind, 100.0, pd.DataFrame(rows), run)]
+        frame = pd.DataFrame(rows)
+        return [Headline(f"{NAME}/{task}/{metric}", NAME, task, kind, 100.0, frame, run, variant=spec.variant or "")]
 
     def item_views(
         self,
@@ -84,8 +97,8 @@ class H6Views:
         notes: list[str],
     ) -> list[ItemView]:
         """Every document of the run: question, choices and log-likelihoods, gold, the model's choice, few-shot block
-        (none for a labelled variant's run: :meth:`holds_headlines`)."""
-        if not self.holds_headlines(run):
+        (none for a labelled variant's run)."""
+        if run.family != NAME or run.task not in TASK_METRICS:
             return []
         data, records = load_run_data(run, self.data_path(data_dir)), run.records()  # type: ignore[attr-defined]
         if data.docs is None and records and "doc_row" not in records[0]:
@@ -99,7 +112,7 @@ class H6Views:
     def leaderboard_cells(self, model: str, heads: Sequence[Headline], boot: Interval) -> list[dict[str, Any]]:
         """Each task's summary score (x 100) with its interval, and the H6 average (partial: fewer than six tasks)."""
         out, parts = [], []
-        for h in heads:
+        for h in (h for h in heads if not h.variant):  # a labelled variant is not the paper's Table 4
             value, n = summary_value(h.run.summary, h.name.split("/")[-1], 100.0)
             low, high = mean_ci(h, boot)
             note = stats_note((h.run.summary or {}).get("replies"))  # GSM8K: answers in Thai, unclosed thinking
