@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from thai_eval_utils.backend.models import load_model
-from thai_eval_utils.backend.openai_client import FATAL_ERRORS, ApiModel, describe_error
+from thai_eval_utils.backend.models import load_judge
+from thai_eval_utils.backend.openai_client import FATAL_ERRORS, describe_error
 from thai_eval_utils.core.async_bridge import run_sync
 from thai_eval_utils.core.errors import JudgeError
 from thai_eval_utils.core.protocols import ChatModel
@@ -39,10 +38,6 @@ from thai_eval_utils.tasks.metrics import Metric
 #: The texts of an item a rubric may take as its fields: the filled prompt, the reply as scored (thinking cut,
 #: filters applied) and the reference.
 JUDGED_TEXTS = ("question", "prediction", "reference")
-#: The environment variable holding the judge's API key (``thai-eval run --judge-base-url``'s password lands there).
-JUDGE_KEY_ENV = "THAI_EVAL_JUDGE_API_KEY"
-#: The prefix of a local judge (``local:<load_model spec>``), as ``thai-eval run --judge`` takes it.
-LOCAL_JUDGE = "local:"
 #: The status of an item whose judge requests kept failing (not final: a rerun asks again).
 UNJUDGED = "unjudged"
 
@@ -151,12 +146,10 @@ class JudgedMetric(Metric):
         return other
 
     def model(self) -> ChatModel:
-        """The judge model, made once: a local model for ``local:<spec>``, else an ``ApiModel`` for a model id."""
-        if self._model is None and str(self.judge).startswith(LOCAL_JUDGE):
-            self._model = load_model(str(self.judge)[len(LOCAL_JUDGE) :])
+        """The judge model, made once (``load_judge``): a local model for ``local:<spec>``, else an ``ApiModel`` for
+        a model id."""
         if self._model is None:
-            key = os.environ.get(JUDGE_KEY_ENV) or None
-            self._model = ApiModel(str(self.judge), base_url=self.base_url, api_key=key, concurrency=self.concurrency)
+            self._model = load_judge(str(self.judge), base_url=self.base_url, concurrency=self.concurrency)
         return self._model
 
     def as_judge(self) -> Judge:
