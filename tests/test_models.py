@@ -13,7 +13,8 @@ import torch
 from thai_eval_utils.backend import models
 from thai_eval_utils.core.errors import ModelLoadError
 from thai_eval_utils.backend.local_model import LocalModel, cut_at_stop
-from thai_eval_utils.backend.models import GEMMA3_CHAT_TEMPLATE, load_model
+from thai_eval_utils.backend.models import GEMMA3_CHAT_TEMPLATE, load_judge, load_model
+from thai_eval_utils.backend.openai_client import ApiModel, stable_model_identity
 
 
 def test_cut_at_stop_takes_earliest_stop():
@@ -33,6 +34,31 @@ def test_load_local_directory(tiny_model_dir):
     again = load_model(str(tiny_model_dir), max_length=64, add_bos_token=True)
     assert again.max_length == 64 and again.add_bos_token is True
     assert again.identity["weights_fingerprint"] == m.identity["weights_fingerprint"]
+
+
+def test_load_judge_local_spec_and_api_judge_with_its_key_and_limits(tiny_model_dir, monkeypatch):
+    local = load_judge(f"local:{tiny_model_dir}", base_url="http://127.0.0.1:9/v1", concurrency=3)
+    assert isinstance(local, LocalModel)  # load_model(spec): the endpoint and the API limits are not its
+    assert local.identity["weights_fingerprint"] == load_model(str(tiny_model_dir)).identity["weights_fingerprint"]
+    monkeypatch.setenv("THAI_EVAL_JUDGE_API_KEY", "judge-key")
+    api = load_judge("judge-1", base_url="http://u:url-key@127.0.0.1:9/v1", concurrency=3, timeout=5.0, max_retries=2)
+    assert isinstance(api, ApiModel) and (api.name, api.base_url) == ("judge-1", "http://127.0.0.1:9/v1")
+    limits = (api.options.concurrency, api.options.timeout, api.options.max_retries)
+    assert limits == (3, 5.0, 2) and api.options.api_key.reveal() == "judge-key"
+    monkeypatch.delenv("THAI_EVAL_JUDGE_API_KEY")  # else ApiModel's default: the URL's password
+    assert load_judge("judge-1", base_url="http://u:url-key@127.0.0.1:9/v1").options.api_key.reveal() == "url-key"
+
+
+def test_stable_model_identity_drops_observed_keys_and_names_a_model_without_identity():
+    class Named:
+        name = "plain"
+
+    class Served:
+        name = "served"
+        identity = {"name": "served", "base_url": "http://h/v1", "served_models": ["m-1"], "system_fingerprints": []}
+
+    assert stable_model_identity(Named()) == {"name": "plain"}
+    assert stable_model_identity(Served()) == {"name": "served", "base_url": "http://h/v1"}
 
 
 def test_missing_path_and_non_model_dir(tmp_path):

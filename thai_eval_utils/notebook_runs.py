@@ -36,6 +36,7 @@ from typing import Any
 
 from thai_eval_utils.core import registry
 from thai_eval_utils.core.benchmark import DemoComparison, Suite
+from thai_eval_utils.backend.client_options import JUDGE_KEY_ENV  # the kernels' judge key (backend.load_judge)
 from thai_eval_utils.backend.model_sources import model_options  # torch-free (backend.models loads torch)
 from thai_eval_utils.core.provenance import scrub_strings, slugify, split_credentials
 from thai_eval_utils.notebook_exec import (  # noqa: F401 - one notebook's execution; its names are batch's too
@@ -46,9 +47,6 @@ from thai_eval_utils.notebook_exec import (  # noqa: F401 - one notebook's execu
     notebook_parameters,
     scrub_notebook,
 )
-
-#: The kernels' environment variable for a judge key (read by ``thaicli.demo_judge_server.open_judge``).
-JUDGE_KEY_ENV = "THAI_EVAL_JUDGE_API_KEY"
 
 
 def benchmark_notebooks() -> tuple[str, ...]:

@@ -1,5 +1,5 @@
 """Model loading: ``load_model(spec)`` for the embedded Gemma 3 270M (offline), local HF directories, GGUF files,
-Hub ids and OpenAI-compatible endpoints.
+Hub ids and OpenAI-compatible endpoints; ``load_judge(spec)`` for an LLM judge (``local:<spec>`` or a model id).
 
 ``load_model`` returns a :class:`~thai_eval_utils.core.protocols.Model` (``name``, ``identity``, ``generate``,
 ``chat``); local models are also :class:`~thai_eval_utils.core.protocols.LoglikelihoodModel` (lm-evaluation-harness's
@@ -8,6 +8,7 @@ Hub ids and OpenAI-compatible endpoints.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from thai_eval_utils.backend.local_model import LocalModel
@@ -24,8 +25,12 @@ from thai_eval_utils.backend.model_sources import (
     model_options,
     resolve_spec,
 )
+from thai_eval_utils.backend.client_options import JUDGE_KEY_ENV
 from thai_eval_utils.backend.openai_client import ApiModel
 from thai_eval_utils.backend.served import ServedModel
+
+#: The prefix of a local judge (``local:<load_model spec>``), as ``thai-eval run --judge`` takes it.
+LOCAL_JUDGE = "local:"
 
 
 def load_model(spec: str = EMBEDDED, **options: Any) -> LocalModel | ApiModel | ServedModel:
@@ -56,10 +61,30 @@ def load_model(spec: str = EMBEDDED, **options: Any) -> LocalModel | ApiModel | 
     return LocalModel.from_spec(spec, **options)
 
 
+def load_judge(judge: str, *, base_url: str | None = None, **options: Any) -> LocalModel | ApiModel:
+    """A judge model by the spec ``thai-eval run --judge`` takes.
+
+    Args:
+        judge: ``"local:<spec>"``, a local model judging in-process (``load_model(spec)``: ``local:embedded``, a
+            model folder, a ``.gguf``); else an OpenAI-compatible model id.
+        base_url: the model id's endpoint (default ``$OPENAI_BASE_URL``, else OpenAI's).
+        **options: the :class:`ApiModel`'s limits (``concurrency``, ``timeout``, ``max_retries``); a local judge
+            is loaded with its own defaults.
+
+    The key is never a parameter: ``$THAI_EVAL_JUDGE_API_KEY`` (:data:`JUDGE_KEY_ENV`) when set, else
+    ``ApiModel``'s default (the base URL's password, else ``$OPENAI_API_KEY``).
+    """
+    if judge.startswith(LOCAL_JUDGE):
+        return load_model(judge.removeprefix(LOCAL_JUDGE))
+    return ApiModel(judge, base_url=base_url, api_key=os.environ.get(JUDGE_KEY_ENV) or None, **options)
+
+
 __all__ = [
     "DTYPES",
     "EMBEDDED",
     "GEMMA3_CHAT_TEMPLATE",
+    "JUDGE_KEY_ENV",
+    "LOCAL_JUDGE",
     "LocalModel",
     "cache_dir",
     "check_device",
@@ -67,6 +92,7 @@ __all__ = [
     "convert_gguf",
     "embedded_gguf_path",
     "embedded_model_dir",
+    "load_judge",
     "load_model",
     "model_options",
     "resolve_spec",

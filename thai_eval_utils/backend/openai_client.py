@@ -73,6 +73,7 @@ __all__ = [
     "run_sync",
     "server_from_owners",
     "stable_identity",
+    "stable_model_identity",
 ]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -91,6 +92,12 @@ public_base_url = public_url
 def stable_identity(identity: dict[str, Any]) -> dict[str, Any]:
     """``identity`` without the keys the server's answers fill in (for config ids that must not drift)."""
     return {k: v for k, v in identity.items() if k not in OBSERVED_IDENTITY_KEYS}
+
+
+def stable_model_identity(model: Any) -> dict[str, Any]:
+    """A model's identity for a config id: its ``identity`` (``{"name": model.name}`` for a model without one),
+    without the keys the server's answers fill in (:func:`stable_identity`)."""
+    return stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
 
 
 def load_prices() -> dict[str, dict[str, float]]:

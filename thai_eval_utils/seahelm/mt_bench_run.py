@@ -12,15 +12,14 @@ signature and the summary; not SEA-HELM's number).
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from thai_eval_utils.backend.openai_client import ApiModel
+from thai_eval_utils.backend.models import load_judge
 from thai_eval_utils.core.protocols import ChatModel, Model
 from thai_eval_utils.core.runloop import RunOutcome
 from thai_eval_utils.core.store import RunStore
@@ -46,27 +45,13 @@ CACHE_NAME = "seahelm_mt_bench_judgements.jsonl"
 #: ``judge_max_tokens`` overrides it.
 SELF_JUDGE_MAX_TOKENS = 512
 
-#: The kernels' environment variable holding the judge's key (``batch.JUDGE_KEY_ENV``; never a parameter or a file).
-JUDGE_KEY_ENV = "THAI_EVAL_JUDGE_API_KEY"
-#: ``local:<spec>``: a judge loaded in-process with ``load_model(spec)``.
-LOCAL_PREFIX = "local:"
 
-
-def open_judge(
-    judge_model: str | None, base_url: str | None = None, load_local: Callable[[str], ChatModel] | None = None
-) -> ChatModel | None:
+def open_judge(judge_model: str | None, base_url: str | None = None) -> ChatModel | None:
     """The judge of a run from the notebook's ``judge_model`` (``thai-eval run --judge``): None -> None (the
-    evaluated model judges itself); ``local:<spec>`` -> ``load_local(spec)`` (the notebook passes
-    ``backend.models.load_model``: the model in-process); else a model id at ``base_url`` (an OpenAI-compatible
-    endpoint: ``openai/gpt-oss-120b`` on a vLLM server is SEA-HELM's judge), its key from ``$THAI_EVAL_JUDGE_API_KEY``
-    when set (never a parameter)."""
-    if not judge_model:
-        return None
-    if judge_model.startswith(LOCAL_PREFIX):
-        if load_local is None:
-            raise ValueError(f"{judge_model!r}: a local judge needs load_local (backend.models.load_model)")
-        return load_local(judge_model.removeprefix(LOCAL_PREFIX))
-    return ApiModel(judge_model, base_url=base_url, api_key=os.environ.get(JUDGE_KEY_ENV) or None)
+    evaluated model judges itself); else ``backend.models.load_judge``: ``local:<spec>`` the model in-process, a
+    model id at ``base_url`` (an OpenAI-compatible endpoint: ``openai/gpt-oss-120b`` on a vLLM server is SEA-HELM's
+    judge), its key from ``$THAI_EVAL_JUDGE_API_KEY`` when set (never a parameter)."""
+    return load_judge(judge_model, base_url=base_url) if judge_model else None
 
 
 def _answer(

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from thai_eval_utils.backend.api_replies import ApiError
-from thai_eval_utils.backend.openai_client import stable_identity
+from thai_eval_utils.backend.openai_client import stable_model_identity
 from thai_eval_utils.core.protocols import Model, TokenizingModel
 from thai_eval_utils.core.provenance import Score, canonical_json, sha256_text
 from thai_eval_utils.core.runloop import RunOutcome, current_call
@@ -119,7 +119,7 @@ class TaskSetup:
 
     def open_store(self, model: Model, outputs: str | Path | None) -> RunStore:
         """The task's run store (created or resumed; one writer at a time)."""
-        identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
+        identity = stable_model_identity(model)
         return RunStore.open(
             model.name,
             f"{SUITE_NAME}/{self.task.key}",
@@ -295,7 +295,7 @@ def run_repeated(
         call=call,
         data_files=setup.data.files,
         templates=setup.task.templates() if templates is None else templates,
-        model_identity=stable_identity(dict(getattr(model, "identity", None) or {"name": model.name})),
+        model_identity=stable_model_identity(model),
         tolerate=(),
         batch_key=lambda item: item["run"],
     )

@@ -24,13 +24,12 @@ it is in every judged score's signature and in each judgement's key.
 from __future__ import annotations
 
 import copy
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from thai_eval_utils.backend.batch_api import OpenAIBatchTransport
-from thai_eval_utils.backend.models import load_model
+from thai_eval_utils.backend.models import load_judge
 from thai_eval_utils.backend.openai_client import FATAL_ERRORS, ApiModel, describe_error
 from thai_eval_utils.core.protocols import ChatModel
 from thai_eval_utils.core.provenance import redact, scrub, slugify
@@ -43,10 +42,6 @@ from thai_eval_utils.tasks.metrics import Metric
 #: The texts of an item a rubric may take as its fields: the filled prompt, the reply as scored (thinking cut,
 #: filters applied) and the reference.
 JUDGED_TEXTS = ("question", "prediction", "reference")
-#: The environment variable holding the judge's API key (``thai-eval run --judge-base-url``'s password lands there).
-JUDGE_KEY_ENV = "THAI_EVAL_JUDGE_API_KEY"
-#: The prefix of a local judge (``local:<load_model spec>``), as ``thai-eval run --judge`` takes it.
-LOCAL_JUDGE = "local:"
 #: Fields of a judgement's record in the run's part that are its place in the plan, not the judge's (left off the
 #: copy on the task's record).
 PLAN_FIELDS = ("key", "id", "repeat", "seed")
@@ -156,12 +151,10 @@ class JudgedMetric(Metric):
         return other
 
     def model(self) -> ChatModel:
-        """The judge model, made once: a local model for ``local:<spec>``, else an ``ApiModel`` for a model id."""
-        if self._model is None and str(self.judge).startswith(LOCAL_JUDGE):
-            self._model = load_model(str(self.judge)[len(LOCAL_JUDGE) :])
+        """The judge model, made once (``load_judge``): a local model for ``local:<spec>``, else an ``ApiModel`` for
+        a model id."""
         if self._model is None:
-            key = os.environ.get(JUDGE_KEY_ENV) or None
-            self._model = ApiModel(str(self.judge), base_url=self.base_url, api_key=key, concurrency=self.concurrency)
+            self._model = load_judge(str(self.judge), base_url=self.base_url, concurrency=self.concurrency)
         return self._model
 
     def as_judge(self) -> Judge:

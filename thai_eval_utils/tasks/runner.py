@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from thai_eval_utils.backend.api_replies import ApiError
-from thai_eval_utils.backend.openai_client import stable_identity
+from thai_eval_utils.backend.openai_client import stable_model_identity
 from thai_eval_utils.core.provenance import Score, canonical_json, scrub, sha256_text
 from thai_eval_utils.core.protocols import prepare_loglikelihood
 from thai_eval_utils.core.runloop import RunOutcome, run_items
@@ -392,7 +392,7 @@ def _declared_layout(
         None,
         data_files=files,
         templates=templates_of(task),
-        model_identity=stable_identity(dict(getattr(model, "identity", None) or {"name": model.name})),
+        model_identity=stable_model_identity(model),
     )
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from thai_eval_utils.backend.generation import LOOKUP_TOKENS, eos_ids, generate
-from thai_eval_utils.backend.openai_client import stable_identity
+from thai_eval_utils.backend.openai_client import stable_model_identity
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.protocols import ChatModel
 from thai_eval_utils.core.records import read_records, require_text
@@ -450,7 +450,7 @@ def run_nlg_task(
         call=call,
         data_files=[str(path)],
         templates={task.task_type: task.template},
-        model_identity=stable_identity(dict(getattr(model, "identity", None) or {"name": model.name})),
+        model_identity=stable_model_identity(model),
         thinking_settings=False,  # the server's reply content as it came, as these runs always stored it
     )
     # a call that fails after the client's retries (an ApiError, RunLayout's default; in batch mode also a reply not

@@ -25,7 +25,6 @@ templates' hashes key the run.
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -33,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from thai_eval_utils.backend.models import load_model
-from thai_eval_utils.backend.openai_client import stable_identity
+from thai_eval_utils.backend.models import load_judge, load_model
+from thai_eval_utils.backend.openai_client import stable_model_identity
 from thai_eval_utils.core.errors import JudgeError, ThaiEvalDataError
 from thai_eval_utils.core.protocols import ChatModel
 from thai_eval_utils.core.provenance import Score, canonical_json, sha256_text
@@ -45,7 +44,6 @@ from thai_eval_utils.judging import Judge, JudgementCache, JudgeParams, JudgeRub
 from thai_eval_utils.judging.run import ROW_FIELDS, default_record
 from thai_eval_utils.judging.mt_bench import MT_BENCH_PARSER, MT_BENCH_RUBRICS, NO_RATING, template_name
 from thai_eval_utils.tasks.declared import GenerationTask
-from thai_eval_utils.tasks.judged import JUDGE_KEY_ENV, LOCAL_JUDGE
 from thai_eval_utils.tasks.metrics import Metric
 from thai_eval_utils.tasks.runner import RunLayout, run_task
 from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
@@ -113,14 +111,7 @@ def open_judge(judge_model: str | None = None, *, base_url: str | None = None) -
     set, else the client's default (``$OPENAI_API_KEY``). Loaded with its own defaults, not the evaluated model's."""
     if judge_model is None:
         return load_model("embedded")
-    if judge_model.startswith(LOCAL_JUDGE):
-        return load_model(judge_model[len(LOCAL_JUDGE) :])
-    options: dict[str, str] = {}
-    if base_url:
-        options["base_url"] = base_url
-    if os.environ.get(JUDGE_KEY_ENV):
-        options["api_key"] = os.environ[JUDGE_KEY_ENV]
-    return load_model(judge_model if judge_model.startswith("openai:") else f"openai:{judge_model}", **options)
+    return load_judge(judge_model.removeprefix("openai:"), base_url=base_url)
 
 
 @dataclass(frozen=True)
@@ -291,7 +282,7 @@ def generate_answers(
         "thinking": thinking.record(),
         "questions_sha256": sha256_text(canonical_json([q.question_id for q in questions])),
     }
-    identity = stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))
+    identity = stable_model_identity(model)
     stored: dict[tuple[int, int], dict[str, Any]] = {}
 
     def second(done: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ from typing import Any
 
 
 from thai_eval_utils import __version__
-from thai_eval_utils.backend.openai_client import stable_identity
+from thai_eval_utils.backend.openai_client import stable_model_identity
 from thai_eval_utils.core.provenance import Score, package_versions, sha256_text
 from thai_eval_utils.core.protocols import prepare_loglikelihood
 from thai_eval_utils.tasks.runner import RunLayout, TaskRun, run_task
@@ -177,7 +177,7 @@ def run_nlu_task(
         call=lambda chunk: label_results(model, [it["item"] for it in chunk], protocol, limit=trunc),
         data_files=[str(data.path)],
         templates={"prompt": template(task.task_type)},
-        model_identity=stable_identity(dict(getattr(model, "identity", None) or {"name": model.name})),
+        model_identity=stable_model_identity(model),
         tolerate=(),
     )
     # each item keyed as before, its labels as its requests (one result per label, item_record's input)

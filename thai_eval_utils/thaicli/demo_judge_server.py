@@ -29,8 +29,7 @@ import openai
 
 from thai_eval_utils.core.errors import JudgeError, ModelLoadError
 from thai_eval_utils.judging.rubric import JudgeParams
-from thai_eval_utils.tasks.judged import JUDGE_KEY_ENV, LOCAL_JUDGE
-from thai_eval_utils.backend.models import embedded_model_dir, load_model
+from thai_eval_utils.backend.models import LOCAL_JUDGE, embedded_model_dir, load_judge
 from thai_eval_utils.backend.openai_client import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_RETRIES,
@@ -142,7 +141,7 @@ def open_judge(
     or a model id at ``base_url`` (an ``ApiModel``).
 
     The API key is never a parameter (so it never lands in a notebook): ``$THAI_EVAL_JUDGE_API_KEY`` if set
-    (:data:`JUDGE_KEY_ENV`), else ``ApiModel``'s default (the base URL's password, else ``$OPENAI_API_KEY``).
+    (``backend.models.load_judge``), else ``ApiModel``'s default (the base URL's password, else ``$OPENAI_API_KEY``).
 
     Raises:
         JudgeError: the endpoint cannot be reached or refuses the key; the caller can fall back to the
@@ -160,13 +159,9 @@ def open_judge(
             )
         return
     local = judge_model.startswith(LOCAL_JUDGE)
-    key = os.environ.get(JUDGE_KEY_ENV) or None
-    options = {"base_url": base_url, "api_key": key, "concurrency": concurrency, "timeout": timeout}
+    limits = {"concurrency": concurrency, "timeout": timeout, "max_retries": max_retries}
     try:  # a local model; else the endpoint's (e.g. OpenAI's without OPENAI_API_KEY: an error here)
-        if local:
-            judge = load_model(judge_model.removeprefix(LOCAL_JUDGE))
-        else:
-            judge = ApiModel(judge_model, **options, max_retries=max_retries)
+        judge = load_judge(judge_model, base_url=base_url, **limits)
     except ModelLoadError as exc:
         raise JudgeError(str(exc)) from None
     if not local:
