@@ -185,3 +185,16 @@ def test_the_commands_batch_file_options_reach_a_judged_task(tmp_path, tiny_mode
     score = stored.summary["scores"]["quality"]
     assert (score["value"], score["n"], stored.summary["judged"]["quality"]["n_unjudged"]) == (9.0, 2, 0)
     assert stored.summary["judged"]["quality"]["judge_calls_this_run"] == 2  # the two replies read from the file
+
+
+def test_a_limited_rerun_judges_its_items_and_keeps_every_stored_record(tmp_path):
+    """A run of the first N items in a run folder that holds more (a later full run adds the rest, so an earlier full
+    run's records are the run's too): judging the N keeps every stored record."""
+    task = _task(tmp_path)
+    with FakeOpenAIServer(_replies()) as srv:
+        full = run_task(_answering_model(), task, outputs=tmp_path / "o", progress=False, judge=_judge(srv))
+        first = run_task(FakeModel(), task, outputs=tmp_path / "o", progress=False, judge=_judge(srv), limit=2)
+        assert srv.n_chat_calls == 6  # the full run's; the limited run asks for nothing
+    assert [r["quality"] for r in first.records] == [8.0, 4.0]
+    stored = [json.loads(x) for x in (full.run_dir / "items.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [(r["id"], r["quality"]) for r in stored] == [("1", 8.0), ("2", 4.0), ("3", None), ("4", 6.0)]

@@ -69,9 +69,11 @@ def test_probe_of_llama_cpp_python(server):
 
 #: Documents scored per task: the shortest prompts of the samples (0-shot). llama-cpp-python sorts Gemma 3's
 #: 262,144-entry vocabulary in Python for every echoed token (~0.3 s per prompt token on 2 cores, whatever the
-#: client), so MMLU (~150 tokens x 4 choices per doc) and TruthfulQA (~1,300 echoed tokens per doc) are left
-#: to the benchmark, and each task here scores one or two short documents.
-DOCS = {"th_arc": [6], "th_hellaswag": [9], "th_winogrande": [0, 7], "th_gsm8k": [2]}
+#: client), so MMLU (~150 tokens x 4 choices per doc), TruthfulQA (~1,300 echoed tokens per doc) and HellaSwag
+#: (four endings on one shared context, as ARC's choices: ~100 s for one document) are left to the benchmark
+#: (benchmarks/served_parity_speed.py), and each task here scores one or two short documents: ARC (choices on one
+#: context) and Winogrande (one context per choice, a token straddling the boundary).
+DOCS = {"th_arc": [6], "th_winogrande": [0, 7], "th_gsm8k": [2]}
 
 
 def _docs(task):
@@ -81,7 +83,7 @@ def _docs(task):
     return [data.docs[i] for i in DOCS[task]]
 
 
-@pytest.mark.parametrize("task", ["th_arc", "th_hellaswag", "th_winogrande"])
+@pytest.mark.parametrize("task", ["th_arc", "th_winogrande"])
 def test_h6_tasks_on_the_served_gguf(server, llama_ref, local, task, tmp_path):
     m = ServedModel("gemma-3-270m", base_url=server.base_url, tokenizer="embedded", **NO_ORDER_PROBE)
     kw = dict(fewshot_pool=[], outputs=tmp_path, progress=False)

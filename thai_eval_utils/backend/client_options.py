@@ -26,6 +26,8 @@ PLACEHOLDER_API_KEY = "not-needed"
 #: The environment variable holding a judge's API key (``thai-eval run --judge-base-url``'s password lands there):
 #: read by ``backend.models.load_judge``, never a parameter, so it never lands in a notebook or a config.
 JUDGE_KEY_ENV = "THAI_EVAL_JUDGE_API_KEY"
+#: The prefix of a local judge (``local:<load_model spec>``), as ``thai-eval run --judge`` takes it.
+LOCAL_JUDGE = "local:"
 
 #: ``load_model`` options that only mean something for local weights, with the value that means "unset".
 #: Unset values are ignored; a set one is refused (it would silently do nothing for an endpoint model).

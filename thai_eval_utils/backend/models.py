@@ -25,12 +25,9 @@ from thai_eval_utils.backend.model_sources import (
     model_options,
     resolve_spec,
 )
-from thai_eval_utils.backend.client_options import JUDGE_KEY_ENV
+from thai_eval_utils.backend.client_options import JUDGE_KEY_ENV, LOCAL_JUDGE
 from thai_eval_utils.backend.openai_client import ApiModel
 from thai_eval_utils.backend.served import ServedModel
-
-#: The prefix of a local judge (``local:<load_model spec>``), as ``thai-eval run --judge`` takes it.
-LOCAL_JUDGE = "local:"
 
 
 def load_model(spec: str = EMBEDDED, **options: Any) -> LocalModel | ApiModel | ServedModel:

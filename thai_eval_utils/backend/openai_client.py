@@ -45,7 +45,7 @@ from thai_eval_utils.backend.client_options import (
     thinking_body,
 )
 from thai_eval_utils.core.errors import ModelLoadError
-from thai_eval_utils.core.protocols import stop_strings
+from thai_eval_utils.core.protocols import ChatModel, stop_strings
 from thai_eval_utils.core.provenance import public_url
 from thai_eval_utils.backend.stops import cut_at_stop, sent_stops
 
@@ -94,7 +94,7 @@ def stable_identity(identity: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in identity.items() if k not in OBSERVED_IDENTITY_KEYS}
 
 
-def stable_model_identity(model: Any) -> dict[str, Any]:
+def stable_model_identity(model: ChatModel) -> dict[str, Any]:
     """A model's identity for a config id: its ``identity`` (``{"name": model.name}`` for a model without one),
     without the keys the server's answers fill in (:func:`stable_identity`)."""
     return stable_identity(dict(getattr(model, "identity", None) or {"name": model.name}))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from thai_eval_utils.backend.client_options import LOCAL_JUDGE
 from thai_eval_utils.backend.openai_client import load_prices
 
 #: The OpenAI Batch API's price as a share of live requests: "50% cost discount compared to synchronous APIs"
@@ -27,7 +28,7 @@ CHARS_PER_TOKEN = 3.0
 #: Columns added to ``cli.dry_run.COLUMNS`` when a price is known.
 COST_COLUMNS = ["prompt_tokens", "tokens_are", "max_output_tokens", "cost_live", "cost_batch", "cost_live_min"]
 #: Judges that run on this machine (no price).
-LOCAL_JUDGES = ("embedded-serve", "local:")
+LOCAL_JUDGES = ("embedded-serve", LOCAL_JUDGE)
 
 
 @dataclass(frozen=True)

@@ -283,7 +283,7 @@ def judge_records(
             changed.append((str(rec["id"]), new))
         out.append(new)
     store.append_many(changed)
-    store.compact([str(r["id"]) for r in out])
+    store.compact(list(store.completed()))  # every stored item (a limited run's are some of them), superseded lines out
     if done.fatal is not None:
         raise done.fatal
     stats = [r[field].get("status") for r in out]
