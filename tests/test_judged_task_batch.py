@@ -11,6 +11,8 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
+
 from fake_batch_server import FakeBatchServer
 from fake_openai_server import FakeOpenAIServer, PerAnswerScript, Reply
 from fakes import FakeModel
@@ -198,3 +200,16 @@ def test_a_limited_rerun_judges_its_items_and_keeps_every_stored_record(tmp_path
     assert [r["quality"] for r in first.records] == [8.0, 4.0]
     stored = [json.loads(x) for x in (full.run_dir / "items.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [(r["id"], r["quality"]) for r in stored] == [("1", 8.0), ("2", 4.0), ("3", None), ("4", 6.0)]
+
+
+def test_submission_needs_an_api_judge_and_offline_files_take_any(tmp_path, capsys):
+    from thai_eval_utils.tasks.judged import judge_batch
+
+    local = FakeModel("a-local-judge")
+    with pytest.raises(ValueError, match=r"batch submission needs an API model \(openai:<model-id>\), not FakeModel"):
+        judge_batch(local)
+    offline = judge_batch(local, file_out=tmp_path / "requests.jsonl")
+    assert offline.transport is None and offline.file_out == tmp_path / "requests.jsonl"
+    metric = JudgedMetric(RUBRIC, local, name="quality")  # under --batch a local judge judges live, and says so
+    assert metric.batch_mode(submit=True) is None and metric.batch_mode() is None
+    assert "judge a-local-judge: not an API model, so it judges live" in capsys.readouterr().out

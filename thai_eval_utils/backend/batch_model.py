@@ -266,7 +266,40 @@ def batch_mode(
     if not isinstance(model, ApiModel):
         print(f"{model.name}: not an API model, so its answers are made live (batch mode is for openai: models)")
         return None
-    transport = OpenAIBatchTransport(model) if submit and file_out is None else None
+    return batch_settings(
+        model,
+        submit=submit,
+        file_out=file_out,
+        file_in=file_in,
+        wait_s=wait_s,
+        poll_s=poll_s,
+        progress=progress,
+        **options,
+    )
+
+
+def batch_settings(
+    model: ChatModel,
+    *,
+    submit: bool,
+    file_out: str | Path | None,
+    file_in: str | Path | None,
+    wait_s: float,
+    poll_s: float,
+    progress: bool,
+    **options: Any,
+) -> BatchMode:
+    """The :class:`BatchMode` of these settings: through ``model``'s endpoint (the OpenAI Batch API) when submitting and
+    not writing a file (ValueError unless ``model`` is an API model), else offline files only (any model).
+    ``options``: more :class:`BatchMode` fields."""
+    transport = None
+    if submit and file_out is None:
+        if not isinstance(model, ApiModel):
+            raise ValueError(
+                f"batch submission needs an API model (openai:<model-id>), not {type(model).__name__}; "
+                "use file_out / file_in for offline batches"
+            )
+        transport = OpenAIBatchTransport(model)
     return BatchMode(
         transport=transport,
         file_out=file_out,

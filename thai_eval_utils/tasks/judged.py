@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from thai_eval_utils.backend.batch_api import OpenAIBatchTransport
+from thai_eval_utils.backend.batch_model import batch_settings
 from thai_eval_utils.backend.models import load_judge
 from thai_eval_utils.backend.openai_client import FATAL_ERRORS, ApiModel, describe_error
 from thai_eval_utils.core.protocols import ChatModel
@@ -207,17 +207,10 @@ def judge_batch(
 ) -> BatchMode:
     """The batch mode of a judging run: submit to the judge's endpoint (an ``ApiModel``: the OpenAI Batch API, waiting
     at most ``wait_s`` seconds, polling every ``poll_s``), or write the requests still needed to ``file_out`` (no
-    network), after reading the replies of ``file_in`` (a batch output file: ``vllm run-batch``'s)."""
-    transport = None
-    if submit and file_out is None:
-        if not isinstance(judge, ApiModel):
-            raise ValueError(
-                f"batch submission needs an API judge (openai:<model-id>), not {type(judge).__name__}; "
-                "use file_out / file_in for offline batches"
-            )
-        transport = OpenAIBatchTransport(judge)
-    return BatchMode(
-        transport=transport, file_out=file_out, file_in=file_in, wait_s=wait_s, poll_s=poll_s, progress=progress
+    network), after reading the replies of ``file_in`` (a batch output file: ``vllm run-batch``'s). Submission needs
+    an API judge (ValueError otherwise); offline files take any judge."""
+    return batch_settings(
+        judge, submit=submit, file_out=file_out, file_in=file_in, wait_s=wait_s, poll_s=poll_s, progress=progress
     )
 
 
