@@ -316,7 +316,8 @@ def test_replicas_pinned_to_their_gpus_and_one_dying_mid_run(gguf, standin, tmp_
     with launch_servers(
         "vllm", str(gguf), tp=2, extra_args=["--max-model-len", "4096"], logs_dir=logs, deadline_s=60, grace_s=5
     ) as launch:
-        recs = records(standin)
+        ports = [replica.port for replica in launch.replicas]
+        recs = sorted(records(standin), key=lambda r: ports.index(port_of(r)))  # the replicas start concurrently
         assert [r["cuda"] for r in recs] == ["0,1", "2,3"]
         for r, replica in zip(recs, launch.replicas):
             assert r["argv"] == [
