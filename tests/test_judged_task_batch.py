@@ -213,3 +213,26 @@ def test_submission_needs_an_api_judge_and_offline_files_take_any(tmp_path, caps
     metric = JudgedMetric(RUBRIC, local, name="quality")  # under --batch a local judge judges live, and says so
     assert metric.batch_mode(submit=True) is None and metric.batch_mode() is None
     assert "judge a-local-judge: not an API model, so it judges live" in capsys.readouterr().out
+
+
+def test_a_judging_run_without_a_prefix_keeps_the_other_runs_lines_of_a_shared_file(tmp_path):
+    """ThaiCLI's judging run writes its requests with no prefix: it replaces its own older lines (a previous round's
+    request of one of its judgements) and keeps another run's lines in the same ``--batch-file-out`` file."""
+    from thai_eval_utils.core.store import RunStore
+    from thai_eval_utils.judging import Judge, JudgementCache, judge_items
+    from thai_eval_utils.judging.batch import BatchMode
+
+    judge = Judge(RUBRIC, FakeModel("offline-judge"))
+    texts = [{"question": f"ข้อ {i}", "prediction": f"A{i}", "reference": f"ref{i}"} for i in (1, 2)]
+    requests = tmp_path / "requests.jsonl"
+    stale = f"1:{judge.key(texts[0])[:16]}#a1t0"  # this run's own request, from an older round
+    foreign = {"custom_id": "another-run/7:0123456789abcdef#a1t0", "method": "POST", "url": "/v1/chat/completions"}
+    lines = [{**foreign, "body": {"model": "x"}}, {**foreign, "custom_id": stale, "body": {"old": True}}]
+    requests.write_text("".join(json.dumps(ln) + "\n" for ln in lines), encoding="utf-8")
+    with RunStore.open("m", "judged/prefixless", {"n": 1}, outputs=tmp_path) as store:
+        cache = JudgementCache(store.shared_file("c.jsonl"))
+        mode = BatchMode(file_out=requests, progress=False, echo=lambda _: None)
+        done = judge_items(judge, texts, store, cache, ids=["1", "2"], progress=False, batch=mode)
+    written = [json.loads(x) for x in requests.read_text(encoding="utf-8").splitlines()]
+    assert [ln["custom_id"] for ln in written] == [foreign["custom_id"], stale, f"2:{done.plan[1].key[:16]}#a1t0"]
+    assert written[0]["body"] == {"model": "x"} and written[1]["body"]["model"] == "offline-judge"  # stale: replaced

@@ -232,7 +232,7 @@ class _Runner:
             if outcome.fatal is not None or not requests:
                 break
             if mode.file_out is not None:
-                self._write_file_out(Path(mode.file_out), requests)
+                self._write_file_out(Path(mode.file_out), requests, todo)
                 self.report.written = len(requests)
                 self.rounds.say(
                     f"batch file {mode.file_out}: {len(requests)} requests written; answer them (e.g. "
@@ -243,14 +243,16 @@ class _Runner:
                 break
             self.rounds.submit(requests)
 
-    def _write_file_out(self, path: Path, requests: dict[str, dict[str, Any]]) -> None:
-        """Write this run's requests to ``path``, keeping the lines there of other runs (other prefixes: another
-        judged task of the same command) and replacing this run's older lines (no prefix: the whole file)."""
+    def _write_file_out(self, path: Path, requests: dict[str, dict[str, Any]], todo: list[Any]) -> None:
+        """Write this run's requests to ``path``, replacing this run's older lines (requests of its judgements, to ask
+        now or stored) and keeping the other runs' (another judged task or suite of the same command)."""
+        own = {self.prefix + key for key in [*(j.store_key for j in todo), *self.store.completed()]}
         kept = []
-        if self.prefix and path.exists():
+        if path.exists():
             lines = read_output_lines(path.read_text(encoding="utf-8"), str(path))
+            # a request id is <prefix><store key>#a<attempt>t<try>
             kept = [
-                (ln["custom_id"], ln.get("body") or {}) for ln in lines if not ln["custom_id"].startswith(self.prefix)
+                (ln["custom_id"], ln.get("body") or {}) for ln in lines if ln["custom_id"].rsplit("#", 1)[0] not in own
             ]
         write_input_file(path, {**dict(kept), **requests})
 
