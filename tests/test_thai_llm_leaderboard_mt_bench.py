@@ -280,3 +280,35 @@ class _Count:
 
     def count_requests(self, requests, *, add_bos_token=False):
         return None
+
+
+def test_the_judge_in_offline_batch_files_rates_as_live_calls_rate(tmp_path):
+    """``judge_answers(batch=...)`` (``thai-eval run --batch-file-out/-in``): the first run writes every judgement's
+    request and rates nothing (each unjudged, never -1); the answered file gives the ratings live calls give. The
+    judge is never called."""
+    from fake_batch_server import FakeBatchServer
+    from fake_openai_server import Reply
+    from thai_eval_utils.tasks.judged import judge_batch_mode
+
+    qs = load_questions(DATA)[:2]
+    answers = generate_answers(FakeModel("fake-a", reply=_answer), qs, outputs=tmp_path, progress=False)
+    live = judge_answers(
+        answers, FakeModel("fake-judge", reply=_judge_reply), model_name="fake-a", outputs=tmp_path / "l"
+    )
+    never = FakeModel("fake-judge")  # the same judge's name; any call raises
+    requests, replies = tmp_path / "requests.jsonl", tmp_path / "replies.jsonl"
+    first = judge_answers(
+        answers, never, model_name="fake-a", outputs=tmp_path, batch=judge_batch_mode(never, file_out=requests)
+    )
+    assert [r["rating"] for r in first.records] == [None] * 4 and first.summary["n_unjudged"] == 4
+    assert first.summary["batch"]["requests_written"] == 4
+    lines = [json.loads(x) for x in requests.read_text(encoding="utf-8").splitlines()]
+    with replies.open("w", encoding="utf-8") as fh:
+        for ln in lines:
+            reply = Reply(_judge_reply(ln["body"]["messages"]))
+            fh.write(json.dumps(FakeBatchServer.answer_line(ln, reply, "fake-judge", "r")[1]) + "\n")
+    again = judge_answers(
+        answers, never, model_name="fake-a", outputs=tmp_path, batch=judge_batch_mode(never, file_in=replies)
+    )
+    assert [r["rating"] for r in again.records] == [r["rating"] for r in live.records] == [6.0, -1.0, 6.0, -1.0]
+    assert again.avg_rating == live.avg_rating and again.summary["n_unjudged"] == 0

@@ -177,12 +177,14 @@ class JudgedMetric(Metric):
         model (``local:``): it judges live. Offline files take any judge."""
         if not (submit or file_out or file_in):
             return None
-        judge = self.model()
-        if submit and file_out is None and not isinstance(judge, ApiModel):
-            print(f"judge {self.label}: not an API model, so it judges live (batch submission is for API judges)")
-            return None
-        return judge_batch(
-            judge, submit=submit, file_out=file_out, file_in=file_in, wait_s=wait_s, poll_s=poll_s, progress=progress
+        return judge_batch_mode(
+            self.model(),
+            submit=submit,
+            file_out=file_out,
+            file_in=file_in,
+            wait_s=wait_s,
+            poll_s=poll_s,
+            progress=progress,
         )
 
     def texts(self, record: Mapping[str, Any], prediction: str) -> dict[str, str]:
@@ -210,6 +212,29 @@ def judge_batch(
     network), after reading the replies of ``file_in`` (a batch output file: ``vllm run-batch``'s). Submission needs
     an API judge (ValueError otherwise); offline files take any judge."""
     return batch_settings(
+        judge, submit=submit, file_out=file_out, file_in=file_in, wait_s=wait_s, poll_s=poll_s, progress=progress
+    )
+
+
+def judge_batch_mode(
+    judge: ChatModel,
+    *,
+    submit: bool = False,
+    file_out: str | Path | None = None,
+    file_in: str | Path | None = None,
+    wait_s: float = 0.0,
+    poll_s: float = 10.0,
+    progress: bool = True,
+) -> BatchMode | None:
+    """A judging run's batch mode from the run options' ``batch`` (``thai-eval run --batch``, ``--batch-file-out/-in``):
+    None when no option asks for batches, or (said so) when submission is asked of a judge that is not an API model
+    (a local judge: it judges live); else :func:`judge_batch`."""
+    if not (submit or file_out or file_in):
+        return None
+    if submit and file_out is None and not isinstance(judge, ApiModel):
+        print(f"judge {judge.name}: not an API model, so it judges live (batch submission is for API judges)")
+        return None
+    return judge_batch(
         judge, submit=submit, file_out=file_out, file_in=file_in, wait_s=wait_s, poll_s=poll_s, progress=progress
     )
 

@@ -36,11 +36,12 @@ from thai_eval_utils.backend.models import load_judge, load_model
 from thai_eval_utils.backend.openai_client import stable_model_identity
 from thai_eval_utils.core.errors import JudgeError, ThaiEvalDataError
 from thai_eval_utils.core.protocols import ChatModel
-from thai_eval_utils.core.provenance import Score, canonical_json, sha256_text
+from thai_eval_utils.core.provenance import Score, canonical_json, redact, sha256_text
 from thai_eval_utils.core.records import read_records, require_text
 from thai_eval_utils.core.runloop import RunOutcome
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.judging import Judge, JudgementCache, JudgeParams, JudgeRubric, judge_items
+from thai_eval_utils.judging.batch import BatchMode
 from thai_eval_utils.judging.run import ROW_FIELDS, default_record
 from thai_eval_utils.judging.mt_bench import MT_BENCH_PARSER, MT_BENCH_RUBRICS, NO_RATING, template_name
 from thai_eval_utils.tasks.declared import GenerationTask
@@ -421,11 +422,14 @@ def judge_answers(
     outputs: str | Path | None = None,
     batch_size: int | None = None,
     progress: bool = True,
+    batch: BatchMode | None = None,
 ) -> MtBenchRun:
     """Judge every (question, turn) through ``judging.judge_items`` (store, shared cache, resume, repeats) and
     aggregate per category (``aggregation``: the headline; the other is in the summary beside it).
     ``batch_size``: judgements per ``chat`` call of an in-process judge (``judging.Judge``; a failed call leaves all
-    of its judgements unjudged).
+    of its judgements unjudged). ``batch``: judge through batches (``tasks.judged.judge_batch_mode``; the OpenAI
+    Batch API or offline files): a judgement still waiting is unjudged (never a rating, counted) and
+    ``summary["batch"]`` says what batch mode did; the same call later collects it.
 
     Raises:
         JudgeError: a fatal judge error (after the finished judgements and the summary are written).
@@ -454,7 +458,7 @@ def judge_answers(
             return {**base(j, judgement), **{k: items[j.row][k] for k in _ITEM_FIELDS}}
 
         opts = {"repeats": repeats, "skip": skip, "record": record, "row_fields": _ROW_FIELDS, "progress": progress}
-        outcome = judge_items(judge, items, store, cache, ids=ids, **opts)
+        outcome = judge_items(judge, items, store, cache, ids=ids, batch=batch, **opts)
         records, ratings = [], []
         for i, it in enumerate(items):
             reps = [outcome.record(j) for j in outcome.plan if j.row == i]
@@ -464,6 +468,8 @@ def judge_answers(
         summary = _summary(answers, judge, items, ratings, aggregation, repeats, outcome.usage)
         if outcome.fatal is not None:
             summary["fatal_error"] = str(outcome.fatal)
+        if outcome.batch is not None:
+            summary["batch"] = redact(outcome.batch)
         store.write_summary(summary)
     if outcome.fatal is not None:
         raise JudgeError(str(outcome.fatal))
