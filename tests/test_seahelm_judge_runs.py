@@ -158,3 +158,22 @@ def test_embedded_model_runs_ifeval_and_mt_bench_with_limit_2(tmp_path):
     stored = _items(mt.run_dir)
     assert all(len(r["replies"]) == 2 and all(isinstance(t, str) for t in r["replies"]) for r in stored)
     assert not math.isnan(mt.summary["scores"]["average_criteria_score"]["value"])
+
+
+def test_a_failed_judge_request_stops_mt_bench_unscored_and_the_rerun_judges_only_it(tmp_path):
+    """A judge request that keeps failing is never a score (SEA-HELM would count the criterion 0): the task stops
+    unscored, naming how many judgements are missing; the same command judges exactly those and scores."""
+    from thai_eval_utils.core.errors import JudgeError
+
+    model = FakeModel("fake-model", reply=lambda m: f"คำตอบรอบ{len(m) // 2 + 1}")
+    graded = "<reflection>r</reflection><classification>CLASS_EXACTLY_MET</classification>"
+    failing = FakeModel("fake-judge", reply=lambda m: graded, fail_on_call=2)  # run 1's one judge call fails
+    with pytest.raises(
+        JudgeError,
+        match=r"^seahelm mt-bench-judge: 4 of 8 judgements unjudged \(RuntimeError: simulated crash\), so nothing is",
+    ):
+        mt_bench_run.run_mt_bench(model, runs=2, limit=1, outputs=tmp_path, progress=False, judge=failing)
+    judge = FakeModel("fake-judge", reply=lambda m: graded)
+    run = mt_bench_run.run_mt_bench(model, runs=2, limit=1, outputs=tmp_path, progress=False, judge=judge)
+    assert len(judge.calls) == 1 and [c[1]["seed"] for c in judge.calls] == [SEEDS[1]]  # only run 1, again
+    assert run.summary["n_unjudged"] == 0 and run.summary["over_runs"]["mean"] == pytest.approx(100.0)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from thai_eval_utils.backend.models import load_judge
+from thai_eval_utils.core.errors import JudgeError
 from thai_eval_utils.core.protocols import ChatModel, Model
 from thai_eval_utils.core.runloop import RunOutcome
 from thai_eval_utils.core.store import RunStore
@@ -155,6 +156,7 @@ def run_mt_bench(
                     batch_size=judge_batch_size,
                     max_tokens=judge_tokens,
                 )
+        check_judged(outcomes)
         summary = summarize(setup, outcomes, rng, judge_model, judge is None, judge_tokens, metric)
         # over every run and turn: replies whose thinking never closed, and empty answers (empty or failed)
         splits = [split_reply(t, protocol.thinking) for turns in answers.values() for pair in turns for t in pair]
@@ -232,6 +234,23 @@ def judge_run(
             }
         )
     return items, skipped, done
+
+
+def check_judged(outcomes: Mapping[int, tuple[list[mb.CriterionItem], list[str], JudgeOutcome]]) -> None:
+    """Stop before anything is scored when a judgement is missing: a fatal judge error (a refused key, access or
+    model), or a request that kept failing (unjudged). SEA-HELM would count such a criterion 0, as a judge reply
+    without a classification; here a failed request is never a score (as a reply never generated:
+    :func:`~.task_run.not_generated`), and the same command judges exactly the missing ones (the rest are stored)."""
+    for _, _, done in outcomes.values():
+        if done.fatal is not None:
+            raise JudgeError(f"seahelm {KEY}: {done.fatal}")
+    missing = [done.record(j) for _, _, done in outcomes.values() for j in done.plan]
+    unjudged = [rec for rec in missing if rec.get("status") == "unjudged"]
+    if unjudged:
+        raise JudgeError(
+            f"seahelm {KEY}: {len(unjudged)} of {len(missing)} judgements unjudged ({unjudged[0].get('error')}), so "
+            "nothing is scored; run the same command again to judge them (the judgements made are stored)"
+        )
 
 
 def summarize(
