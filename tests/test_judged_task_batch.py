@@ -203,15 +203,14 @@ def test_a_limited_rerun_judges_its_items_and_keeps_every_stored_record(tmp_path
 
 
 def test_submission_needs_an_api_judge_and_offline_files_take_any(tmp_path, capsys):
-    from thai_eval_utils.tasks.judged import judge_batch
+    from thai_eval_utils.tasks.judged import judge_batch, judge_batch_mode
 
     local = FakeModel("a-local-judge")
     with pytest.raises(ValueError, match=r"batch submission needs an API model \(openai:<model-id>\), not FakeModel"):
         judge_batch(local)
     offline = judge_batch(local, file_out=tmp_path / "requests.jsonl")
     assert offline.transport is None and offline.file_out == tmp_path / "requests.jsonl"
-    metric = JudgedMetric(RUBRIC, local, name="quality")  # under --batch a local judge judges live, and says so
-    assert metric.batch_mode(submit=True) is None and metric.batch_mode() is None
+    assert judge_batch_mode(local, submit=True) is None and judge_batch_mode(local) is None  # --batch: live, said so
     assert "judge a-local-judge: not an API model, so it judges live" in capsys.readouterr().out
 
 

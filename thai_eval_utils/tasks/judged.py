@@ -13,7 +13,7 @@ score), never averaged.
 Judging is the package's one judging run (:func:`~thai_eval_utils.judging.judge_items`: prepare, call, finish) in
 a part of the task's run folder, ``judgements/<metric>/`` (one record per judgement, appended as each finishes, so a
 kill loses only the calls in flight), live or in batch mode (the OpenAI Batch API, or offline files for ``vllm
-run-batch``: :meth:`JudgedMetric.batch_mode`). Each judgement is then copied onto the task's own record
+run-batch``: :func:`judge_batch_mode`). Each judgement is then copied onto the task's own record
 (``<metric>`` the score or None, ``<metric>_judgement`` the judge's record with its key) and shared through the
 judgement cache (``<outputs>/cache/``, keyed by the texts, judge model, rubric hash and call settings): a rerun, or
 another run judging the same texts, asks for nothing again.
@@ -161,31 +161,6 @@ class JudgedMetric(Metric):
         """The package's :class:`~thai_eval_utils.judging.Judge`: this rubric, model and settings; a refused key,
         access or model ends the run (``FATAL_ERRORS``)."""
         return Judge(self.rubric, self.model(), self.params, fatal=FATAL_ERRORS, describe=self.describe)
-
-    def batch_mode(
-        self,
-        *,
-        submit: bool = False,
-        file_out: str | Path | None = None,
-        file_in: str | Path | None = None,
-        wait_s: float = 0.0,
-        poll_s: float = 10.0,
-        progress: bool = True,
-    ) -> BatchMode | None:
-        """This judge's batch mode (``thai-eval run --batch``, ``--batch-file-out/-in``; the run options' ``batch``):
-        None when no option asks for batches, or (said so) when submission is asked of a judge that is not an API
-        model (``local:``): it judges live. Offline files take any judge."""
-        if not (submit or file_out or file_in):
-            return None
-        return judge_batch_mode(
-            self.model(),
-            submit=submit,
-            file_out=file_out,
-            file_in=file_in,
-            wait_s=wait_s,
-            poll_s=poll_s,
-            progress=progress,
-        )
 
     def texts(self, record: Mapping[str, Any], prediction: str) -> dict[str, str]:
         """The texts the rubric is filled with for one record."""

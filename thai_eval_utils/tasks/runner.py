@@ -28,7 +28,7 @@ from thai_eval_utils.stats.bootstrap import Interval, mean_interval
 from thai_eval_utils.stats.corpus import corpus_interval
 from thai_eval_utils.tasks.items import load_items
 from thai_eval_utils.tasks.language import reply_stats, stats_columns
-from thai_eval_utils.tasks.judged import JudgedMetric, judge_records, judged_metrics
+from thai_eval_utils.tasks.judged import JudgedMetric, judge_batch_mode, judge_records, judged_metrics
 from thai_eval_utils.tasks.metrics import Metric, multiple_choice, qualified_name
 from thai_eval_utils.tasks.shaping import apply_filters
 from thai_eval_utils.tasks.thinking import (
@@ -448,7 +448,7 @@ def run_task(
         judge: the judge of the task's judged metrics (:class:`~.judged.JudgedMetric`), replacing the one the task
             file names: a chat model, or an OpenAI-compatible model id at ``judge_base_url`` (``thai-eval run
             --judge / --judge-base-url``); None: the task file's.
-        judge_batch: the judged metrics' batch mode, keyword arguments of :meth:`~.judged.JudgedMetric.batch_mode`
+        judge_batch: the judged metrics' batch mode, keyword arguments of :func:`~.judged.judge_batch_mode`
             (``submit``, ``file_out``, ``file_in``, ``wait_s``: the run options' ``batch``, ``thai-eval run --batch``);
             None or none set: live calls. A batch still running leaves its items unjudged (counted); run again to
             collect.
@@ -516,7 +516,7 @@ def run_task(
         judged = {}
         for metric in judged_metrics(metrics) if layout.judged else ():  # after the generations: the judge scores
             predictions = [scored_text(task, r["output"], thinking) for r in records]
-            batch = metric.batch_mode(**(judge_batch or {}), progress=progress)
+            batch = judge_batch_mode(metric.model(), **(judge_batch or {}), progress=progress)
             records, judged[metric.name] = judge_records(
                 store, records, metric, predictions, batch=batch, progress=progress
             )
