@@ -244,11 +244,11 @@ def check_judged(outcomes: Mapping[int, tuple[list[mb.CriterionItem], list[str],
     for _, _, done in outcomes.values():
         if done.fatal is not None:
             raise JudgeError(f"seahelm {KEY}: {done.fatal}")
-    missing = [done.record(j) for _, _, done in outcomes.values() for j in done.plan]
-    unjudged = [rec for rec in missing if rec.get("status") == "unjudged"]
+    records = [done.record(j) for _, _, done in outcomes.values() for j in done.plan]
+    unjudged = [rec for rec in records if rec.get("status") == "unjudged"]
     if unjudged:
         raise JudgeError(
-            f"seahelm {KEY}: {len(unjudged)} of {len(missing)} judgements unjudged ({unjudged[0].get('error')}), so "
+            f"seahelm {KEY}: {len(unjudged)} of {len(records)} judgements unjudged ({unjudged[0].get('error')}), so "
             "nothing is scored; run the same command again to judge them (the judgements made are stored)"
         )
 
