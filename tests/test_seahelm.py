@@ -20,7 +20,9 @@ import pytest
 from tests.fakes import FakeModel
 from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.seahelm import Protocol, run_seahelm_task, task_config
-from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED, language_over_runs, run_totals, task_over_runs
+from thai_eval_utils.core.benchmark import SeahelmRun, SeahelmTask
+from thai_eval_utils.export.seahelm import results_document
+from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED, language_over_runs, task_over_runs
 from thai_eval_utils.seahelm.config import SEEDS, task_configs
 from thai_eval_utils.seahelm.data import DEFAULT_DATA, hf_files_to_task_files, load_task_data
 from thai_eval_utils.seahelm.extract import NULL_LABEL, extract_choice, extract_text
@@ -239,9 +241,14 @@ def test_run_totals_spec_example():
     }
     comp = {k: task_config(k).competency for k in primary}
     group = {k: task_config(k).aggregation_group for k in primary}
-    out = run_totals(primary, comp, group)
-    assert out["groups"] == {"translations": 84.0, "thai_exam": 35.0}
-    assert out["competencies"]["nlg"] == 52.0 and out["total"] == pytest.approx(52.785714285714285, abs=1e-12)
+    entries = [
+        (SeahelmTask(k, "th", comp[k], "m", group[k], {}, ()), SeahelmRun(0, None, {"m": v}, []))
+        for k, v in primary.items()
+    ]
+    th = results_document(entries)["th"]  # the results JSON the seahelm export writes
+    groups = {g: th[comp[k]][g] for k, g in group.items() if g}
+    assert groups == {"translations": 84.0, "thai_exam": 35.0}
+    assert th["nlg"]["total"] == 52.0 and th["total"] == pytest.approx(52.785714285714285, abs=1e-12)
     lists = {k: task_over_runs([[v / 100]], [[]], np.random.default_rng(0)) for k, v in primary.items()}
     lang = language_over_runs(lists, comp, group)
     assert lang["language"]["mean"] == pytest.approx(52.785714285714285, abs=1e-9)

@@ -12,7 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED, OverRuns, language_over_runs, run_totals, task_over_runs
+from thai_eval_utils.core.benchmark import SeahelmRun, SeahelmTask
+from thai_eval_utils.export.seahelm import results_document
+from thai_eval_utils.seahelm.aggregate import AGGREGATION_SEED, OverRuns, language_over_runs, task_over_runs
 from thai_eval_utils.seahelm.config import task_config
 from thai_eval_utils.seahelm.data import thai_exam_rows
 from thai_eval_utils.seahelm.extract import choice_pattern
@@ -149,11 +151,18 @@ def test_per_run_totals_equal():
     cfg = fx["config"]["tasks"]
     th = fx["metrics_in"]["th"]
     primary = {t: th[c["competency"]][t][c["metric"]] for t, c in cfg.items()}
-    out = run_totals(
-        primary, {t: c["competency"] for t, c in cfg.items()}, {t: c.get("aggregation_group") for t, c in cfg.items()}
-    )
+    entries = [
+        (
+            SeahelmTask(t, "th", c["competency"], "m", c.get("aggregation_group"), {}, ()),
+            SeahelmRun(0, None, {"m": primary[t]}, []),
+        )
+        for t, c in cfg.items()
+    ]
+    out = results_document(entries)["th"]  # the results JSON the seahelm export writes
     expected = fx.get("aggregated") or fx.get("metrics_out")
     th_out = expected["th"]
-    for c, total in out["competencies"].items():
+    competencies = {c: v["total"] for c, v in out.items() if isinstance(v, dict)}
+    assert competencies.keys() == {c for c, v in th_out.items() if isinstance(v, dict)}
+    for c, total in competencies.items():
         assert total == pytest.approx(th_out[c]["total"], abs=TOL, rel=0), c
     assert out["total"] == pytest.approx(th_out["total"], abs=TOL, rel=0)

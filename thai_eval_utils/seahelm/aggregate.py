@@ -1,5 +1,6 @@
-"""SEA-HELM's aggregation (spec ``seahelm_thai.md`` 5): per run (the results JSON's competency and language totals)
-and across runs (the leaderboard's mean and standard error, ``helpers/results_aggregation.ipynb`` cells 2-4).
+"""SEA-HELM's aggregation across runs (spec ``seahelm_thai.md`` 5.2): the leaderboard's mean and standard error,
+``helpers/results_aggregation.ipynb`` cells 2-4 (a run's own results-JSON totals, 5.1, are the ``seahelm`` export's:
+``thai_eval_utils.export.seahelm.results_document``).
 
 The standard error is the code's, not the documentation's: ``docs/score_calculations.md:41`` says clustered
 standard errors (Miller 2024), but the notebook computes the standard error of the mean of 30 bootstrap
@@ -153,23 +154,3 @@ def language_over_runs(
     ll = _mean_lists(lang_lists) if lang_lists else [0.0]
     out["language"] = {"mean": statistics.mean(ll), "stderr": stderr(ll), "mean_list": ll}
     return out
-
-
-def run_totals(
-    primary: Mapping[str, float], competency: Mapping[str, str], group: Mapping[str, str | None]
-) -> dict[str, Any]:
-    """One run's results-JSON totals (``src/aggregate_metrics.py:175-272``, spec 5.1): competency total = mean of
-    its ungrouped tasks' primary metrics and of its groups' plain means; language total = mean of competencies."""
-    comps: dict[str, list[float]] = {}
-    grouped: dict[tuple[str, str], list[float]] = {}
-    for task, value in primary.items():
-        g = group.get(task)
-        if g:
-            grouped.setdefault((competency[task], g), []).append(value)
-        else:
-            comps.setdefault(competency[task], []).append(value)
-    groups = {g: statistics.mean(v) for (_, g), v in grouped.items()}
-    for (c, g), _ in grouped.items():
-        comps.setdefault(c, []).append(groups[g])
-    totals = {c: statistics.mean(v) for c, v in comps.items()}
-    return {"groups": groups, "competencies": totals, "total": statistics.mean(totals.values()) if totals else None}

@@ -20,7 +20,7 @@ import numpy as np
 from thai_eval_utils.seahelm.config import SEAHELM_COMMIT, TaskConfig
 from thai_eval_utils.seahelm.generation import probability
 from thai_eval_utils.seahelm.metrics import f1_acc_metrics, qa_metrics, summarization_metrics
-from thai_eval_utils.seahelm.prompts import build_messages
+from thai_eval_utils.seahelm.prompts import first_label, build_messages
 from thai_eval_utils.seahelm.translation import MetricX, metricx_input, metricx_metrics, translation_metrics
 from thai_eval_utils.tasks.declared import GenerationTask
 from thai_eval_utils.tasks.metrics import Metric
@@ -125,8 +125,7 @@ class Label(OfTableEntry[TaskConfig]):
     """A row's gold answer as text (a QA row's first answer)."""
 
     def __call__(self, row: Mapping[str, Any]) -> str:
-        label = row.get("label")
-        return str(label[0] if isinstance(label, list | tuple) and label else label)
+        return str(first_label(row.get("label")))
 
 
 def declare(task: TaskConfig, metric: Metric) -> GenerationTask:

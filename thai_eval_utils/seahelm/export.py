@@ -57,37 +57,26 @@ def _line(metric: str, rec: Mapping[str, Any], value: Any, extra: dict[str, Any]
     }
 
 
-def _ifeval_lines(metric: str, recs: list[Mapping[str, Any]], run: Mapping[str, Any]) -> list[dict[str, Any]]:
-    out = []
-    for rec, item in zip(recs, run["items"], strict=True):
-        value = item["lang_normalized_result"]
-        extra = {
-            "metadata": {"language": "th", "subcategory": item["subcategory"]},
-            "cleaned": item.get("checked"),
-            **{k: item.get(k) for k in IFEVAL_COLUMNS},
-        }
-        out.append(_line(metric, rec, float("nan") if value is None else bool(value), extra))
-    return out
+def _ifeval_line(item: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """An IF-Eval row's value (NaN for a skipped row) and columns, from its run's per-item check."""
+    value = item["lang_normalized_result"]
+    extra = {"metadata": {"language": "th", "subcategory": item["subcategory"]}, "cleaned": item.get("checked")}
+    return float("nan") if value is None else bool(value), {**extra, **{k: item.get(k) for k in IFEVAL_COLUMNS}}
 
 
-def _mt_bench_lines(
-    metric: str, recs: list[Mapping[str, Any]], run: Mapping[str, Any], thinking: ThinkingOption
-) -> list[dict[str, Any]]:
-    out = []
-    for rec, row in zip(recs, run["rows"], strict=True):
-        crit = row.get("criteria") or {}
-        reflections = [[crit[c]["reflection"] for c in sorted(crit) if c.split("_")[1] == f"turn{t}"] for t in (0, 1)]
-        cleaned = [None if t is None else split_reply(t, thinking).answer for t in rec.get("replies") or []]
-        extra = {
-            "metadata": {"language": "th", "category": row["category"]},
-            "cleaned": cleaned,
-            "scores": row["scores"],
-            "turn_scores": row["turn_scores"],
-            "reflection": reflections,
-            "final_scores": row["final_scores"],
-        }
-        out.append(_line(metric, rec, row["final_scores"], extra))
-    return out
+def _mt_bench_line(rec: Mapping[str, Any], row: Mapping[str, Any], thinking: ThinkingOption) -> tuple[Any, dict]:
+    """An mt-bench-judge row's value and columns: its scores, and per turn its answers and the judge's reflections."""
+    crit = row.get("criteria") or {}
+    reflections = [[crit[c]["reflection"] for c in sorted(crit) if c.split("_")[1] == f"turn{t}"] for t in (0, 1)]
+    extra = {
+        "metadata": {"language": "th", "category": row["category"]},
+        "cleaned": [None if t is None else split_reply(t, thinking).answer for t in rec.get("replies") or []],
+        "scores": row["scores"],
+        "turn_scores": row["turn_scores"],
+        "reflection": reflections,
+        "final_scores": row["final_scores"],
+    }
+    return row["final_scores"], extra
 
 
 def seahelm_results(run: StoredRun) -> list[SeahelmTask]:
@@ -107,16 +96,14 @@ def seahelm_results(run: StoredRun) -> list[SeahelmTask]:
         if len(recs) != len(ids):
             continue
         if key == IFEVAL:
-            lines = _ifeval_lines(metric, recs, data)
+            parts = [_ifeval_line(item) for item in data["items"]]
         elif key == MT_BENCH:
-            thinking = ((run.card.get("config") or {}).get("protocol") or {}).get("thinking") or {}
-            lines = _mt_bench_lines(metric, recs, data, ThinkingOption(**thinking))
+            thinking = ThinkingOption(**(((run.card.get("config") or {}).get("protocol") or {}).get("thinking") or {}))
+            parts = [_mt_bench_line(rec, row, thinking) for rec, row in zip(recs, data["rows"], strict=True)]
         else:
             preds = data.get("predictions") or [None] * len(recs)
-            lines = [
-                _line(metric, rec, value, {"cleaned": pred})
-                for rec, value, pred in zip(recs, data["per_item"], preds, strict=True)
-            ]
+            parts = [(value, {"cleaned": pred}) for value, pred in zip(data["per_item"], preds, strict=True)]
+        lines = [_line(metric, rec, value, extra) for rec, (value, extra) in zip(recs, parts, strict=True)]
         runs.append(SeahelmRun(int(index), data.get("seed"), dict(data["metrics"]), lines))
     entry = {**task_entry(task_cfg), "metric": metric}
     competency = summary.get("competency") or entry["competency"]

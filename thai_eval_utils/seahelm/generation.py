@@ -23,14 +23,11 @@ VLLM_TEMPERATURE, VLLM_TOP_P = 1.0, 1.0
 
 @dataclass(frozen=True)
 class Sampling:
-    """The sampling a run uses, recorded in its config: ``source`` says where it came from."""
+    """The sampling a run uses, recorded in its config (``asdict``): ``source`` says where it came from."""
 
     temperature: float
     top_p: float
     source: str
-
-    def record(self) -> dict[str, Any]:
-        return {"temperature": self.temperature, "top_p": self.top_p, "source": self.source}
 
     def options(self, seed: int) -> dict[str, Any]:
         """What a model call is given: the temperature, the top-p and the run's seed."""

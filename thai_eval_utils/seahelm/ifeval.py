@@ -210,16 +210,8 @@ def ifeval_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     n = len(scored)
     if n == 0:
         raise ThaiEvalDataError("no IF-Eval item was scored (every row was skipped or none was given)")
-    passes, right_language, gated, loose, loose_gated = (
-        sum(1 for r in scored if r[k])
-        for k in (
-            "result",
-            "correct_language",
-            "lang_normalized_result",
-            "loose_result",
-            "loose_lang_normalized_result",
-        )
-    )
+    counted = ("result", "correct_language", "lang_normalized_result", "loose_result", "loose_lang_normalized_result")
+    passes, right_language, gated, loose, loose_gated = (sum(1 for r in scored if r[k]) for k in counted)
     by_sub: dict[str, list[bool]] = {}
     for r in scored:
         by_sub.setdefault(r["subcategory"], []).append(bool(r["result"]))

@@ -111,16 +111,16 @@ def summarize(
             "failed_thinking": sum(bool(x["thinking_failed"]) for x in items),
         }
 
-    per_run = setup.score_runs(entry)
-    over, item_means, n_done = task_run.over_runs(per_run, None, rng)
-    n_scored = sum(1 for row in rows if not row.skipped)
+    per_run, over, item_means, n_done = setup.score_runs(entry, rng)
+    kept = [row.id for row in rows if not row.skipped]
+    n_scored = len(kept)
     sig = setup.signature(n_done) + f"|lang:{ifeval.detector_signature()}"
     score = task_run.headline(KEY, ifeval.PRIMARY, over, n_scored, sig, item_means, percent=True)
     rows_entries = {
         "n": n_scored,
         "n_rows": len(rows),
         "n_docs": len(data.rows),
-        "ids": [row.id for row in rows if not row.skipped],
+        "ids": kept,
         "all_ids": setup.ids,
         "skipped_ids": [row.id for row in rows if row.skipped],
         "null_count": sum(

@@ -193,8 +193,7 @@ def summarization_metrics(
     bootstrap mid; ``normalized_rougel_f1`` = 100 x mid F; ``null_count``. Per item: 100 x F."""
     preds = [extract_text(r, answer_tag) for r in replies]
     scores = np.array([rouge_l(ref, pred) for ref, pred in zip(labels, preds, strict=True)], dtype=float)
-    mid = bootstrap_mid(scores)
-    mid = [float(x) for x in mid]
+    mid = [float(x) for x in bootstrap_mid(scores)]
     metrics = {
         "null_count": sum(p == "" for p in preds),
         "rougel_precision": 100 * mid[0],

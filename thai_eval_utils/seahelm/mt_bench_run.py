@@ -134,39 +134,33 @@ def run_mt_bench(
     judged_by = {"model": str(judge_model.name), "rubric_sha256": mb.rubric().sha256, "max_tokens": judge_tokens}
     setup = replace(setup, config={**setup.config, "judge": judged_by})
     metric = CriteriaScore(setup.task)
-    outcomes: dict[int, tuple[list[mb.CriterionItem], list[str], JudgeOutcome]] = {}
+
+    def judge_of(r: int) -> Judge:
+        """Run r's judge: SEA-HELM's settings with the run's seed, at the judge budget."""
+        params = replace(mb.judge_params(seed=SEEDS[r]), max_tokens=judge_tokens)
+        return Judge(mb.rubric(params), judge_model, batch_size=judge_batch_size)
 
     def judged(records: Mapping[str, Mapping[str, Any]], run: RunOutcome) -> dict[str, Any]:
         """Judge every answered run (the thinking settings in force, as while answering: a self-judged model
         grades with them), then score and aggregate."""
-        answers: dict[int, list[list[str]]] = {}
+        recs = {r: setup.run_records(records, r) for r in setup.run_ids}
+        answers: RunStore = run.store  # type: ignore[assignment]
         with apply_to_model(model, protocol.thinking):
-            for r in setup.run_ids:
-                recs = setup.run_records(records, r)
-                answers[r] = [rec["replies"] for rec in recs]
-                outcomes[r] = judge_run(
-                    setup,
-                    model.name,
-                    run.store,  # type: ignore[arg-type]
-                    recs,
-                    r,
-                    judge_model,
-                    outputs,
-                    progress=progress,
-                    batch_size=judge_batch_size,
-                    max_tokens=judge_tokens,
-                )
+            outcomes = {
+                r: judge_run(setup, model.name, answers, recs[r], r, judge_of(r), outputs, progress) for r in recs
+            }
         check_judged(outcomes)
         summary = summarize(setup, outcomes, rng, judge_model, judge is None, judge_tokens, metric)
         # over every run and turn: replies whose thinking never closed, and empty answers (empty or failed)
-        splits = [split_reply(t, protocol.thinking) for turns in answers.values() for pair in turns for t in pair]
+        splits = [split_reply(t, protocol.thinking) for rs in recs.values() for rec in rs for t in rec["replies"]]
         return {
             **summary,
             "failed_thinking": sum(x.failed for x in splits),
             "null_count": sum(not x.scored.strip() for x in splits),
         }
 
-    result = task_run.run_repeated(
+    # a judge error or an unjudged judgement stops the task in ``judged`` (:func:`check_judged`), before the summary
+    return task_run.run_repeated(
         model,
         setup,
         declare(setup.task, metric),
@@ -179,10 +173,6 @@ def run_mt_bench(
         templates={**setup.task.templates(), "judge": mb.rubric().text},
         reply_field="replies",  # both turns of every row: two replies each
     )
-    fatal = next((o.fatal for _, _, o in outcomes.values() if o.fatal is not None), None)
-    if fatal is not None:
-        raise fatal
-    return result
 
 
 def judge_run(
@@ -191,19 +181,14 @@ def judge_run(
     answers: RunStore,
     recs: Sequence[Mapping[str, Any]],
     r: int,
-    judge_model: ChatModel,
+    judge: Judge,
     outputs: str | Path | None,
-    *,
     progress: bool,
-    batch_size: int | None,
-    max_tokens: int,
 ) -> tuple[list[mb.CriterionItem], list[str], JudgeOutcome]:
-    """Judge run r's answers (its own judge store; the shared cache): the criteria items, the skipped ids, the
-    outcome."""
+    """Judge run r's answers with its ``judge`` (its own judge store; the shared cache): the criteria items, the
+    skipped ids, the outcome."""
     answers_seen = [tuple(mb.answered(t, setup.protocol.thinking) for t in rec["replies"]) for rec in recs]
     items, skipped = mb.judge_items_of(setup.rows, answers_seen)
-    params = replace(mb.judge_params(seed=SEEDS[r]), max_tokens=max_tokens)
-    judge = Judge(mb.rubric(params), judge_model, batch_size=batch_size)
     config = {
         "answers": answers.config_id,
         "run": r,
@@ -268,17 +253,15 @@ def summarize(
     def entry(r: int) -> dict[str, Any]:
         items, skipped, done = outcomes[r]
         metrics, per_row, unjudged = metric.score_judged(rows, items, done)
-        per_item = [x["final_scores"] for x in per_row]
         return {
             "metrics": metrics,
-            "per_item": per_item,
+            "per_item": [x["final_scores"] for x in per_row],
             "rows": per_row,
             "skipped_criteria": skipped,
             "n_unjudged": unjudged,
         }
 
-    per_run = setup.score_runs(entry)
-    over, item_means, n_done = task_run.over_runs(per_run, None, rng)
+    per_run, over, item_means, n_done = setup.score_runs(entry, rng)
     sig = (
         setup.signature(n_done)
         + f"|judge:{judge_model.name}{'(self)' if self_judged else ''}|rubric:{mb.rubric().sha256[:8]}"

@@ -17,8 +17,9 @@ from thai_eval_utils.seahelm.config import TaskConfig
 Messages = list[dict[str, str]]
 
 
-def _shot_label(label: Any) -> Any:
-    """A sequence-valued few-shot label becomes its first element (``huggingface_dataloader.py:94-98``)."""
+def first_label(label: Any) -> Any:
+    """A sequence-valued label becomes its first element (a few-shot label, ``huggingface_dataloader.py:94-98``; a QA
+    row's gold, ``label[0]``)."""
     return label[0] if isinstance(label, list | tuple) and label else label
 
 
@@ -35,7 +36,7 @@ def build_messages(task: TaskConfig, row: Mapping[str, Any], shots: Sequence[Map
     for shot in shots:
         p0 = dict(shot["prompts"][0])
         messages.append({"role": "user", "content": task.task_template.format(**{**p0, "answer_tag": tag})})
-        fields = {**shot, "label": _shot_label(shot.get("label")), **p0, "answer_tag": tag}
+        fields = {**shot, "label": first_label(shot.get("label")), **p0, "answer_tag": tag}
         messages.append({"role": "assistant", "content": task.answer_template.format(**fields)})
     messages.append({"role": "user", "content": task.task_template.format(**{**row["prompts"][0], "answer_tag": tag})})
     messages[0]["content"] = (task.preamble.format(answer_tag=tag) + "\n\n" + messages[0]["content"]).strip()

@@ -40,7 +40,6 @@ from thai_eval_utils.seahelm.task_run import (
     SeahelmTaskRun,
     TaskSetup,
     headline,
-    over_runs,
     run_repeated,
     task_setup,
 )
@@ -125,7 +124,7 @@ def summarize(
 ) -> dict[str, Any]:
     """Score each run (SEA-HELM's metric class, ``metric``) and aggregate over runs (its notebook), from the stored
     records by key; ``metricx``: the MetricX model the suite was given (recorded in every task's summary)."""
-    task, data, protocol, ids = setup.task, setup.data, setup.protocol, setup.ids
+    task, data, ids = setup.task, setup.data, setup.ids
 
     def entry(r: int) -> dict[str, Any]:
         recs = setup.run_records(records, r)
@@ -133,16 +132,15 @@ def summarize(
         failed = sum(bool(x.get("failed")) for x in recs)
         return {"metrics": metrics, "per_item": per_item, "predictions": preds, "failed_thinking": failed}
 
-    per_run = setup.score_runs(entry)
     labels = [[x["label"] for x in setup.run_records(records, r)] for r in setup.run_ids]
-    over, item_means, n_done = over_runs(per_run, labels, rng, logprobs=task.is_logprobs)
+    per_run, over, item_means, n_done = setup.score_runs(entry, rng, labels)
     sig = setup.signature(n_done, metricx)
     return {
         **setup.summary(metric.name, {"n": len(ids), "n_docs": len(data.rows), "ids": ids}, per_run, over, item_means),
         "failed_thinking": sum(v["failed_thinking"] for v in per_run.values()),
         "null_count": sum(int(v["metrics"].get("null_count", 0)) for v in per_run.values()),
         "fewshot_leak": {
-            "ids": data.leaked_ids() if protocol.base else [],
+            "ids": data.leaked_ids() if setup.protocol.base else [],
             "shots": len(setup.shots),
             "note": LEAK_NOTE if task.parent.startswith("thai_exam") else "",
         },
@@ -192,35 +190,32 @@ def thai_totals(done: Mapping[str, SeahelmTaskRun]) -> list[dict[str, Any]]:
     over: dict[str, OverRuns] = {}
     for key in DEFAULT_TASKS:
         o = (done[key].summary.get("over_runs") or {}) if key in done else {}
-        if o.get("mean_list"):
-            over[key] = OverRuns(
-                o["mean"], o["stderr"], list(o["mean_list"]), o["runs"], o["is_incomplete"], o["branch"]
-            )
-        else:  # no data: the notebook's zeros (it draws nothing for such a task)
-            over[key] = task_over_runs([], [], np.random.default_rng(AGGREGATION_SEED))
+        over[key] = (
+            OverRuns(o["mean"], o["stderr"], list(o["mean_list"]), o["runs"], o["is_incomplete"], o["branch"])
+            if o.get("mean_list")
+            else task_over_runs([], [], np.random.default_rng(AGGREGATION_SEED))  # no data: the notebook's zeros
+        )
     ran = {k for k, o in over.items() if o.branch != "no data"}
     competency = {k: task_config(k).competency for k in over}
     group = {k: task_config(k).aggregation_group for k in over}
     agg = language_over_runs(over, competency, group)
     levels = {"language": {"th": agg["language"]}, "competency": agg["competencies"], "group": agg["groups"]}
     member_of = {"language": lambda k: "th", "competency": competency.get, "group": group.get}
-    rows = []
-    for level, table in levels.items():
-        for name, row in table.items():
-            tasks = [k for k in over if member_of[level](k) == name]
-            rows.append(
-                {
-                    "level": level,
-                    "name": name,
-                    "mean": row["mean"],
-                    "stderr": row["stderr"],
-                    "tasks_run": sum(k in ran for k in tasks),
-                    "tasks": len(tasks),
-                    "missing": ", ".join(k for k in tasks if k not in ran),
-                    "signature": f"seahelm-thai|{level}:{name}|replicates:{N_BOOTSTRAPS}|seed:{AGGREGATION_SEED}",
-                }
-            )
-    return rows
+    return [
+        {
+            "level": level,
+            "name": name,
+            "mean": row["mean"],
+            "stderr": row["stderr"],
+            "tasks_run": sum(k in ran for k in tasks),
+            "tasks": len(tasks),
+            "missing": ", ".join(k for k in tasks if k not in ran),
+            "signature": f"seahelm-thai|{level}:{name}|replicates:{N_BOOTSTRAPS}|seed:{AGGREGATION_SEED}",
+        }
+        for level, table in levels.items()
+        for name, row in table.items()
+        for tasks in [[k for k in over if member_of[level](k) == name]]
+    ]
 
 
 #: The summary's notes on ThaiExam's few-shot rows and on the ``-logprobs`` twins.

@@ -33,7 +33,7 @@ from thai_eval_utils.seahelm import mt_bench as mb
 from thai_eval_utils.seahelm.export import seahelm_results
 from thai_eval_utils.seahelm.prompts import build_messages
 from thai_eval_utils.seahelm.runner import RUN_BY_DEFAULT
-from thai_eval_utils.seahelm.task_run import SUITE_NAME
+from thai_eval_utils.seahelm.task_run import SUITE_NAME, Protocol
 from thai_eval_utils.stats.cells import cell
 from thai_eval_utils.tasks.language import stats_columns, stats_note
 
@@ -96,9 +96,7 @@ class SeahelmSuite(Suite):
         ids, means = s.get("ids") or [], s.get("item_means") or []
         if not ids or len(ids) != len(means) or run.task not in task_configs():
             return []
-        first: dict[str, Any] = {}  # each item's first stored record (run 0's)
-        for r in run.records():
-            first.setdefault(str(r["id"]), r)
+        first = {str(r["id"]): r for r in reversed(run.records())}  # each item's first stored record (run 0's)
         recs = [first.get(i) or {} for i in ids]
         items = pd.DataFrame(
             {
@@ -224,22 +222,21 @@ class SeahelmSuite(Suite):
         without the first answer it carries); then MT-Bench's judge row: one judge call per criterion per run
         (SEA-HELM's judge: one call, no retry), at the judge's budget (16,384 tokens; capped by ``--max-new-tokens``
         as :func:`.mt_bench_run.run_mt_bench` caps it)."""
-        n_runs = N_RUNS if runs is None else int(runs)
         rows_out = []
         for key in tasks or RUN_BY_DEFAULT:
             task = task_config(key)
             d = load_task_data(task, data if data.is_dir() else None)
-            reps = len(task.runs(n_runs))
-            max_new = min(task.max_tokens, max_new_tokens or task.max_tokens)
+            reps = len(task.runs(N_RUNS if runs is None else int(runs)))
+            max_new = Protocol(max_tokens=max_new_tokens).max_new_tokens(task)
             row = dict(benchmark=self.name, task=key, tree_tokens=None, judge_calls=0, max_new_tokens=max_new)
             if task.metric_class == "MTBenchJudgeMetric":
                 rows_out += _mt_bench_dry_run(row, d, tokenizer, limit, reps, max_new, max_new_tokens)
                 continue
             if task.metric_class == "IFEvalMetric":
-                ifrows = [ifeval.parse_row(r, path=d.files[0], row=i) for i, r in enumerate(d.rows)][: limit or None]
-                texts = [ifeval.messages(r)[-1]["content"] for r in ifrows]
+                parsed = [ifeval.parse_row(r, path=d.files[0], row=i) for i, r in enumerate(d.rows)]
+                texts = [ifeval.messages(r)[-1]["content"] for r in parsed[: limit or None]]
             else:
-                texts = [build_messages(task, r)[0]["content"] for r in (d.rows[:limit] if limit else d.rows)]
+                texts = [build_messages(task, r)[0]["content"] for r in d.rows[: limit or None]]
             rows_out.append({**row, "documents": len(texts), **_requests(texts, reps, tokenizer)})
         return rows_out
 

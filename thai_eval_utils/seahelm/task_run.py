@@ -1,12 +1,8 @@
-"""What one SEA-HELM Thai task's run is made of, and the one path every task runs on (spec ``seahelm_thai.md``
-3.3, 5): the protocol options that key its run folder, its rows, shots, runs, sampling, new-token budget and
-config (:class:`TaskSetup`), the record each reply is stored as, and :func:`run_repeated`: a task's runs
-on ``tasks.runner.run_task`` in SEA-HELM's stored layout (one store per task, items ``r<run>/<id>``), with what every
-summary shares: its head and runs (:meth:`TaskSetup.summary`), the aggregation over runs (:func:`over_runs`,
-:func:`headline`), the score's provenance line (:meth:`TaskSetup.signature`) and what the replies did
-(:func:`reply_summary`). :mod:`.runner` runs the
-generation tasks on it, :mod:`.ifeval_run` and :mod:`.mt_bench_run` IF-Eval and the MT-Bench judge (their own
-records and scoring), :mod:`.pooling` several tasks' replies in shared engine calls."""
+"""What one SEA-HELM Thai task's run is made of (spec ``seahelm_thai.md`` 3.3, 5): the protocol options that key its
+run folder, its rows, shots, runs, sampling, budget and config (:class:`TaskSetup`), the record of a reply, and
+:func:`run_repeated`: a task's runs on ``tasks.runner.run_task`` in SEA-HELM's stored layout (one store per task,
+items ``r<run>/<id>``), with what every summary shares (:meth:`TaskSetup.score_runs`, :meth:`TaskSetup.summary`,
+:meth:`TaskSetup.signature`, :func:`headline`, :func:`reply_summary`)."""
 
 from __future__ import annotations
 
@@ -65,7 +61,7 @@ class Protocol:
             "reasoning": self.reasoning,
             "max_new_tokens": self.max_new_tokens(task),
             "max_tokens_capped": bool(self.max_tokens and self.max_tokens < task.max_tokens),
-            "sampling": sampling.record(),
+            "sampling": asdict(sampling),
             "thinking": self.thinking.record(),
             "thinking_signature": self.thinking.signature(),
             "system_prompt": None,
@@ -149,9 +145,22 @@ class TaskSetup:
         failed reply)."""
         return [records[item_key(run, {"id": i})] for i in self.ids]
 
-    def score_runs(self, entry: Callable[[int], dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        """Each requested run's summary entry by run index: its seed, then ``entry(run)``."""
-        return {str(r): {"seed": SEEDS[r], **entry(r)} for r in self.run_ids}
+    def score_runs(
+        self,
+        entry: Callable[[int], dict[str, Any]],
+        rng: np.random.Generator | None,
+        labels: list[list[Any]] | None = None,
+    ) -> tuple[dict[str, dict[str, Any]], OverRuns, list[float], int]:
+        """Each requested run's summary entry by run index (its seed, then ``entry(run)``), then SEA-HELM's aggregation
+        of the runs' ``per_item`` values (an unscored run: ``[]``; ``rng`` consumed, default a fresh
+        ``default_rng(94370244)``): the mean and standard error over runs, each item's mean over the scored runs, and
+        how many runs were scored."""
+        per_run = {str(r): {"seed": SEEDS[r], **entry(r)} for r in self.run_ids}
+        scores = [v["per_item"] for v in per_run.values()]
+        rng = rng if rng is not None else np.random.default_rng(AGGREGATION_SEED)
+        over = task_over_runs(scores, labels or [[] for _ in scores], rng, single_run_logprobs=self.task.is_logprobs)
+        done = [s for s in scores if s]
+        return per_run, over, (np.mean(done, axis=0).tolist() if done else []), len(done)
 
     def summary(
         self, primary: str, entries: Mapping[str, Any], per_run: Mapping[str, Any], over: OverRuns, means: list[float]
@@ -302,22 +311,6 @@ def run_repeated(
     options = {"batch_size": setup.protocol.batch_size, "outputs": outputs, "progress": progress, "thinking": thinking}
     run = run_task(model, declaration, items=items, layout=layout, **options)
     return SeahelmTaskRun(key, run.summary, run.run_dir, run.computed)
-
-
-def over_runs(
-    per_run: Mapping[str, Mapping[str, Any]],
-    labels: list[list[Any]] | None,
-    rng: np.random.Generator | None,
-    logprobs: bool = False,
-) -> tuple[OverRuns, list[float], int]:
-    """SEA-HELM's aggregation of the runs' per-item values (each run's ``per_item``; an unscored run: ``[]``;
-    ``rng`` consumed, default a fresh ``default_rng(94370244)``): the mean and standard error over runs, each item's
-    mean over the scored runs, and how many runs were scored."""
-    scores = [v["per_item"] for v in per_run.values()]
-    rng = rng if rng is not None else np.random.default_rng(AGGREGATION_SEED)
-    over = task_over_runs(scores, labels or [[] for _ in scores], rng, single_run_logprobs=logprobs)
-    done = [s for s in scores if s]
-    return over, (np.mean(done, axis=0).tolist() if done else []), len(done)
 
 
 def headline(
