@@ -228,11 +228,8 @@ class TaskSetup:
             "failed": split.failed,
         }
         if self.task.is_logprobs:
-            prompt = (
-                base_prompt(model, conv)
-                if self.protocol.base or not isinstance(model, TokenizingModel)
-                else model.render_chat(conv)
-            )
+            chat = not self.protocol.base and isinstance(model, TokenizingModel)
+            prompt = model.render_chat(conv) if chat else base_prompt(model, conv)
             rec["gold_logprob"] = gold_logprob(model, prompt, split.scored, self.task.answer_tag, str(row["label"]))
         return rec
 
