@@ -20,8 +20,8 @@ from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.protocols import ChatModel
 from thai_eval_utils.core.records import read_records, require_text
 from thai_eval_utils.tasks.declared import GenerationTask
-from thai_eval_utils.tasks.metrics import qualified_name
 from thai_eval_utils.tasks.runner import RunLayout, TaskRun, run_task
+from thai_eval_utils.tasks.shaping import OfTableEntry
 from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
 from thai_eval_utils.thai_llm_leaderboard.prompts import runner_prompts, template
 from thai_eval_utils.thai_llm_leaderboard.nlg_metrics import NLG_METRIC_OBJECTS, ROUGE_SEED, nlg_scores
@@ -113,17 +113,11 @@ def gold_of(row: Mapping[str, Any]) -> str:
     return row["answer"][0] if "answer" in row else row["text_2"]
 
 
-@dataclass(frozen=True)
-class NlgPrompt:
+class NlgPrompt(OfTableEntry[NlgTask]):
     """A task's prompt as a function of a row (:func:`fill_prompt`), recorded as its class and the task's key."""
-
-    task: NlgTask
 
     def __call__(self, row: Mapping[str, Any]) -> str:
         return fill_prompt(self.task, row)
-
-    def declaration(self) -> dict[str, str]:
-        return {"function": qualified_name(type(self)), "task": self.task.key}
 
 
 def nlg_declaration(task: NlgTask, options: GenerationOptions | None = None) -> GenerationTask:
@@ -159,17 +153,11 @@ def load_nlg_rows(task: NlgTask, path: str | Path) -> list[dict[str, Any]]:
     rows = read_records(path, required, allow_empty=False)
     seen: dict[str, int] = {}
     for i, row in enumerate(rows):
-        if qa:
-            require_text(row["context"], path=path, row=i, field="context", allow_empty=True)
-            require_text(row["question"], path=path, row=i, field="question")
-            if not row["answer"]:
-                raise ThaiEvalDataError(
-                    "empty answer list (the runner scores answer[0])", path=path, row=i, field="answer"
-                )
-            require_text(row["answer"][0], path=path, row=i, field="answer")
-        else:
-            require_text(row["text_1"], path=path, row=i, field="text_1")
-            require_text(row["text_2"], path=path, row=i, field="text_2")
+        for name in required:  # in order; a context may be empty; of the answers, answer[0] must be a text
+            if name == "answer" and not row[name]:
+                raise ThaiEvalDataError("empty answer list (the runner scores answer[0])", path=path, row=i, field=name)
+            value = row[name][0] if name == "answer" else row[name]
+            require_text(value, path=path, row=i, field=name, allow_empty=name == "context")
         ident = str(row.get("id", i))
         if ident in seen:
             raise ThaiEvalDataError(f"id {ident!r} also on row {seen[ident]}", path=path, row=i, field="id")
@@ -228,11 +216,6 @@ class GenerationOptions:
 
     def record(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def is_local(model: Any) -> bool:
-    """A transformers model in this process (its tokenizer and weights at hand)."""
-    return hasattr(model, "hf_model") and hasattr(model, "tokenizer")
 
 
 @contextlib.contextmanager
@@ -297,7 +280,7 @@ def generate_replies(
     (``backend.generation``), so its text does not depend on the rows beside it. Any other chat model (API,
     served) gets ``model.chat`` with the same temperature, budget and seed.
     """
-    if not is_local(model):
+    if not (hasattr(model, "hf_model") and hasattr(model, "tokenizer")):  # not a transformers model in this process
         texts = model.chat(
             list(conversations),
             max_new_tokens=options.max_new_tokens,

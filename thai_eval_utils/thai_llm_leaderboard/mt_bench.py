@@ -85,10 +85,6 @@ OVERALL_NOTE = (
 #: Fields of an item stored with its judgement (never in the shared cache: they are the item's, not the judge's).
 _ITEM_FIELDS = ("question_id", "turn", "category", "template")
 _ROW_FIELDS = (*ROW_FIELDS, *_ITEM_FIELDS)
-#: The fields of a judged item's record before its rating and judgements.
-_RECORD_FIELDS = ("id", "question_id", "turn", "category", "template")
-
-
 #: The offline judge's reply budget (the embedded model; the runner's 2048 is for gpt-4o).
 OFFLINE_JUDGE_MAX_TOKENS = 256
 
@@ -403,12 +399,14 @@ class MtBenchRun:
 
 def _category_scores(per_category: Mapping[str, Sequence[float]], signature: str) -> dict[str, dict[str, Any]]:
     """Per category: its mean rating's Score (value None without ratings) and percentile bootstrap interval."""
-    out = {}
-    for cat, values in per_category.items():
-        score = Score.mean(f"mt_bench_thai/{cat}", values, signature)
-        iv = item_interval(np.asarray(values, dtype=float), cat)
-        out[cat] = {**score.to_dict(), "value": None if not values else score.value, "interval": iv}
-    return out
+    return {
+        cat: {
+            **Score.mean(f"mt_bench_thai/{cat}", values, signature).to_dict(),
+            **({} if values else {"value": None}),
+            "interval": item_interval(np.asarray(values, dtype=float), cat),
+        }
+        for cat, values in per_category.items()
+    }
 
 
 def judge_answers(
@@ -464,7 +462,7 @@ def judge_answers(
             reps = [outcome.record(j) for j in outcome.plan if j.row == i]
             values = [v for v in map(rating_of, reps) if v is not None]
             ratings.append(sum(values) / len(values) if values else None)
-            records.append({**{k: it[k] for k in _RECORD_FIELDS}, "rating": ratings[-1], "judgements": reps})
+            records.append({**{k: it[k] for k in ("id", *_ITEM_FIELDS)}, "rating": ratings[-1], "judgements": reps})
         summary = _summary(answers, judge, items, ratings, aggregation, repeats, outcome.usage)
         if outcome.fatal is not None:
             summary["fatal_error"] = str(outcome.fatal)
