@@ -6,7 +6,7 @@ displays (spec 3.3 end) and per MT-Bench category, and the entries the leaderboa
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -139,9 +139,3 @@ class GenerationViews:
             n = len(turns)
             rows.append(dry_row(MT_BENCH_TASK, len(qs), n, tokenizer.count(turns), None, n, budget, n))
         return rows + super().dry_run(data, tokenizer, tasks=tasks, limit=limit, max_new_tokens=max_new_tokens)
-
-    def notebook_parameters(self, tasks: tuple[str, ...], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The run's common ``max_new_tokens`` and ``greedy`` under the notebook's names."""
-        opts = dict(options or {})
-        own = {k: opts[k] for k in ("max_new_tokens", "greedy") if opts.get(k) is not None}
-        return {**own, **super().notebook_parameters(tasks, options)}

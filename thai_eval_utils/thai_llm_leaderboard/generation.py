@@ -321,46 +321,6 @@ class NlgRun(TaskRun):
     notes: list[str] = field(default_factory=list)
 
 
-def score_nlg_records(
-    task: NlgTask,
-    records: Sequence[Mapping[str, Any]],
-    n_docs: int,
-    options: GenerationOptions,
-    *,
-    thinking: ThinkingOption = ThinkingOption(),
-    rouge: str = "mean",
-    rouge_seed: int = ROUGE_SEED,
-) -> dict[str, Any]:
-    """The summary of a task's records: every runner metric on the scored texts (the thinking rule applied to each
-    raw reply; a reply whose thinking never closed scores as ``""`` and is counted), what the leaderboard uploads
-    and displays, notes."""
-    split = [split_reply(r["output"], thinking) for r in records]
-    hyps, refs = [s.scored for s in split], [r["reference"] for r in records]
-    limit = f"|limit:{len(records)}/{n_docs}" if len(records) < n_docs else ""
-    run_part = f"{task.key}|{options.signature()}|{thinking.signature()}{limit}"
-    if records:
-        scores, notes = nlg_scores(hyps, refs, run_part=run_part, rouge=rouge, rouge_seed=rouge_seed)
-    else:  # nothing generated yet (every call failed, or a batch round not back): nothing to score
-        scores, notes = {}, ["no item generated yet: no score"]
-    uploaded = {k: scores[k]["value"] for k in task.uploaded if k in scores}
-    missing = [k for k in task.uploaded if k not in scores]
-    return {
-        "task": task.key,
-        "n": len(records),
-        "n_docs": n_docs,
-        "scores": scores,
-        "leaderboard": uploaded,
-        "displayed": task.displayed,
-        "missing_leaderboard_keys": missing,
-        "rouge_aggregation": rouge,
-        "rouge_seed": rouge_seed if rouge == "bootstrap_median" else None,
-        "thinking": thinking.record(),
-        "n_thinking_failed": sum(s.failed for s in split),
-        "n_truncated": sum(bool(r.get("truncated")) for r in records),
-        "notes": notes,
-    }
-
-
 def run_nlg_task(
     model: ChatModel,
     task_key: str,
@@ -417,12 +377,39 @@ def run_nlg_task(
         ]
 
     def summarize(records: list[dict[str, Any]], support: Any, run: Any) -> dict[str, Any]:
-        """The runner's scores of the records, the counts, the failed calls (ungenerated items, never scored)."""
-        summary = score_nlg_records(
-            task, records, len(all_items), options, thinking=thinking, rouge=rouge, rouge_seed=rouge_seed
+        """Every runner metric on the scored texts (the thinking rule applied to each raw reply; a reply whose
+        thinking never closed scores as ``""`` and is counted), what the leaderboard uploads and displays, the counts,
+        the failed calls (ungenerated items, never scored), notes."""
+        split = [split_reply(r["output"], thinking) for r in records]
+        n, n_docs = len(records), len(all_items)
+        part = f"{task.key}|{options.signature()}|{thinking.signature()}" + (
+            f"|limit:{n}/{n_docs}" if n < n_docs else ""
         )
-        counts = {"limit": limit, "n_computed_this_run": run.computed, "generation": options.record()}
-        return {**summary, **counts, "n_ungenerated": len(run.failed), "ungenerated": run.failed}
+        if records:
+            hyps, refs = [s.scored for s in split], [r["reference"] for r in records]
+            scores, notes = nlg_scores(hyps, refs, run_part=part, rouge=rouge, rouge_seed=rouge_seed)
+        else:  # nothing generated yet (every call failed, or a batch round not back): nothing to score
+            scores, notes = {}, ["no item generated yet: no score"]
+        return {
+            "task": task.key,
+            "n": n,
+            "n_docs": n_docs,
+            "scores": scores,
+            "leaderboard": {k: scores[k]["value"] for k in task.uploaded if k in scores},
+            "displayed": task.displayed,
+            "missing_leaderboard_keys": [k for k in task.uploaded if k not in scores],
+            "rouge_aggregation": rouge,
+            "rouge_seed": rouge_seed if rouge == "bootstrap_median" else None,
+            "thinking": thinking.record(),
+            "n_thinking_failed": sum(s.failed for s in split),
+            "n_truncated": sum(bool(r.get("truncated")) for r in records),
+            "notes": notes,
+            "limit": limit,
+            "n_computed_this_run": run.computed,
+            "generation": options.record(),
+            "n_ungenerated": len(run.failed),
+            "ungenerated": run.failed,
+        }
 
     layout = RunLayout(
         task.benchmark,
@@ -438,13 +425,6 @@ def run_nlg_task(
     )
     # a call that fails after the client's retries (an ApiError, RunLayout's default; in batch mode also a reply not
     # back yet) leaves its items ungenerated, named in the summary
-    run = run_task(
-        model,
-        nlg_declaration(task, options),
-        items=items,
-        layout=layout,
-        batch_size=batch_size,
-        outputs=outputs,
-        progress=progress,
-    )
+    decl = nlg_declaration(task, options)
+    run = run_task(model, decl, items=items, layout=layout, batch_size=batch_size, outputs=outputs, progress=progress)
     return NlgRun(**vars(run), notes=run.summary["notes"])

@@ -200,17 +200,13 @@ def answers_task(options: GenerationOptions, temperatures: str) -> GenerationTas
     )
 
 
-def _answer_key(qid: int, turn: int) -> str:
-    return f"{qid}:{turn}"
-
-
 def _item(q: Question, turn: int, first: str | None = None) -> dict[str, Any]:
     """The item of a question's turn: its conversation as main_llm_judge_batch.py:70-83 ``_get_conversations``
     builds it (turn 2: after the model's ``first`` answer)."""
     messages = [{"role": "user", "content": q.turns[0]}]
     if turn == 2:
         messages += [{"role": "assistant", "content": first or ""}, {"role": "user", "content": q.turns[1]}]
-    return {"id": _answer_key(q.question_id, turn), "question": q, "turn": turn, "messages": messages}
+    return {"id": f"{q.question_id}:{turn}", "question": q, "turn": turn, "messages": messages}
 
 
 def _answer_call(model: ChatModel, options: GenerationOptions, temperatures: str):
@@ -284,7 +280,7 @@ def generate_answers(
 
     def second(done: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Round 2: the questions whose first answer is stored."""
-        keys = [(q, _answer_key(q.question_id, 1)) for q in questions]
+        keys = [(q, f"{q.question_id}:1") for q in questions]
         return [_item(q, 2, split_reply(done[k]["output"], thinking).scored) for q, k in keys if k in done]
 
     def summarize(records: list[dict[str, Any]], support: Any, run: RunOutcome) -> dict[str, Any]:
@@ -308,15 +304,8 @@ def generate_answers(
         judged=False,  # judge_answers judges the answers in a run of its own
         rounds=(second,),
     )
-    run = run_task(
-        model,
-        answers_task(options, temperatures),
-        items=[_item(q, 1) for q in questions],
-        layout=layout,
-        batch_size=batch_size,
-        outputs=outputs,
-        progress=progress,
-    )
+    task, items = answers_task(options, temperatures), [_item(q, 1) for q in questions]
+    run = run_task(model, task, items=items, layout=layout, batch_size=batch_size, outputs=outputs, progress=progress)
     return Answers(list(questions), stored, run.config_id, identity, thinking)
 
 
@@ -332,10 +321,8 @@ def judge_messages(
         fields = {"question": q.turns[0], "answer": answer_1}
     else:
         fields = {"question_1": q.turns[0], "question_2": q.turns[1], "answer_1": answer_1, "answer_2": answer_2 or ""}
-    if q.reference is not None:
-        fields["ref_answer_1"] = q.reference[0]
-        if turn == 2:
-            fields["ref_answer_2"] = q.reference[1]
+    if q.reference is not None:  # the reference answers up to this turn
+        fields |= dict(zip(("ref_answer_1", "ref_answer_2"), q.reference[:turn]))
     return name, MT_BENCH_RUBRICS[name].messages(fields)
 
 
@@ -349,7 +336,7 @@ def _judge_items(answers: Answers) -> tuple[list[dict[str, Any]], dict[int, str]
             if a1 is None or (turn == 2 and a2 is None):
                 skip[len(items)] = f"no answer: turn {turn} of question {q.question_id} was not generated"
                 system, user = {"content": ""}, {"content": ""}
-            ids = {"id": _answer_key(q.question_id, turn), "question_id": q.question_id, "turn": turn}
+            ids = {"id": f"{q.question_id}:{turn}", "question_id": q.question_id, "turn": turn}
             texts = {"system": system["content"], "user": user["content"]}
             items.append({**ids, "category": q.category, "template": name, **texts})
     return items, skip

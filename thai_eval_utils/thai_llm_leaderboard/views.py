@@ -5,7 +5,7 @@ entries the leaderboard ingests (task key -> ``{"accuracy": value}``, ``scripts/
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -128,10 +128,6 @@ class NLUViews:
         if task is None or task.variant != "runner" or not isinstance(entry, dict) or entry.get("value") is None:
             return super().leaderboard_results(run)
         return {task.key: {"accuracy": float(entry["value"])}}
-
-    def notebook_parameters(self, tasks: tuple[str, ...], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """``tasks`` when some are asked for (the notebook's default: every task)."""
-        return {**({"tasks": list(tasks)} if tasks else {}), **super().notebook_parameters(tasks, options)}
 
     def dry_run(
         self,
