@@ -24,16 +24,8 @@ from thai_eval_utils.thai_llm_leaderboard.views import dry_row
 NLG_TABLE, LLM_TABLE = "thai_llm_leaderboard_nlg", "thai_llm_leaderboard_mt_bench"
 MT_BENCH_TASK = "mt_bench_thai"
 #: MT-Bench Thai's nine categories as the results spell them (spec 1.4).
-MT_BENCH_CATEGORIES = (
-    "Writing",
-    "Roleplay",
-    "Extraction",
-    "Reasoning",
-    "Math",
-    "Coding",
-    "STEM",
-    "Social Science",
-    "Knowledge III",
+MT_BENCH_CATEGORIES = tuple(
+    "Writing,Roleplay,Extraction,Reasoning,Math,Coding,STEM,Social Science,Knowledge III".split(",")
 )
 #: The file name of MT-Bench Thai in the data folder (HF ``ThaiLLM-Leaderboard/mt-bench-thai``).
 MT_BENCH_FILE = "mt_bench_thai_full.json"

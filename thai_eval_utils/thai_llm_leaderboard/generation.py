@@ -61,10 +61,6 @@ class NlgTask:
         """The runner's file name: ``{task_key}_{split}.jsonl`` (data_utils.py:149-159)."""
         return f"{self.key}_{self.split}.jsonl"
 
-    @property
-    def benchmark(self) -> str:
-        return f"{SUITE_NAME}/{self.key}"
-
 
 _ROUGE = ("ROUGE1", "ROUGE2", "ROUGEL")
 _TRANSLATION = ("BLEU", "SacreBLEU", "chrF++")
@@ -412,7 +408,7 @@ def run_nlg_task(
         }
 
     layout = RunLayout(
-        task.benchmark,
+        f"{SUITE_NAME}/{task.key}",
         config,
         lambda it, record: record,  # the call's records: the raw reply stored whole
         {"output": str},

@@ -42,7 +42,7 @@ from thai_eval_utils.core.runloop import RunOutcome
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.judging import Judge, JudgementCache, JudgeParams, JudgeRubric, judge_items
 from thai_eval_utils.judging.batch import BatchMode
-from thai_eval_utils.judging.run import ROW_FIELDS, default_record
+from thai_eval_utils.judging.run import ROW_FIELDS, JudgeOutcome, default_record
 from thai_eval_utils.judging.mt_bench import MT_BENCH_PARSER, MT_BENCH_RUBRICS, NO_RATING, template_name
 from thai_eval_utils.tasks.declared import GenerationTask
 from thai_eval_utils.tasks.metrics import Metric
@@ -423,7 +423,7 @@ def judge_answers(
         raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
     items, skip = _judge_items(answers)
     judge = Judge(PASS_THROUGH, judge_model, params=params, batch_size=batch_size)
-    templates = {name: r.text for name, r in MT_BENCH_RUBRICS.items()}
+    tmpl = {name: r.text for name, r in MT_BENCH_RUBRICS.items()}
     config = {"judge_model": judge.label, "judge_params": params.to_dict(), "answers_run": answers.config_id}
     config |= {"repeats": repeats, "rubric": PASS_THROUGH.sha256}
     with RunStore.open(
@@ -431,7 +431,7 @@ def judge_answers(
         JUDGE_BENCHMARK,
         config,
         model_identity=answers.model_identity,
-        prompt_templates=templates,
+        prompt_templates=tmpl,
         outputs=outputs,
     ) as store:
         cache = JudgementCache(store.shared_file(CACHE_NAME), statuses=MT_BENCH_PARSER.final_statuses)
@@ -450,11 +450,7 @@ def judge_answers(
             values = [v for v in map(rating_of, reps) if v is not None]
             ratings.append(sum(values) / len(values) if values else None)
             records.append({**{k: it[k] for k in ("id", *_ITEM_FIELDS)}, "rating": ratings[-1], "judgements": reps})
-        summary = _summary(answers, judge, items, ratings, aggregation, repeats, outcome.usage)
-        if outcome.fatal is not None:
-            summary["fatal_error"] = str(outcome.fatal)
-        if outcome.batch is not None:
-            summary["batch"] = redact(outcome.batch)
+        summary = _summary(answers, judge, items, ratings, aggregation, repeats, outcome)
         store.write_summary(summary)
     if outcome.fatal is not None:
         raise JudgeError(str(outcome.fatal))
@@ -468,8 +464,10 @@ def _summary(
     ratings: list[float | None],
     aggregation: str,
     repeats: int,
-    usage: Mapping[str, int],
+    outcome: JudgeOutcome,
 ) -> dict[str, Any]:
+    """The judge run's summary: per category the mean rating and its Score under both aggregations (``aggregation``
+    the headline), the counts, the judge's usage, the fatal error and the batch mode's state when there are."""
     hashes = ",".join(f"{n}@{r.sha256[:8]}" for n, r in MT_BENCH_RUBRICS.items())
     p = judge.settings
     base = (
@@ -490,7 +488,9 @@ def _summary(
         "n_no_rating": sum(1 for r in ratings if r is not None and r == NO_RATING),
         "n_unjudged": sum(1 for r in ratings if r is None),
         "templates_used": {n: sum(1 for it in items if it["template"] == n) for n in MT_BENCH_RUBRICS},
-        "judge_usage": dict(usage),
+        "judge_usage": dict(outcome.usage),
         "signature": f"{base}|agg:{aggregation}",
         "note": OVERALL_NOTE if defined else "no rating counts",
+        **({} if outcome.fatal is None else {"fatal_error": str(outcome.fatal)}),
+        **({} if outcome.batch is None else {"batch": redact(outcome.batch)}),
     }
