@@ -237,11 +237,8 @@ def stop_ids(hf_model: Any, tokenizer: Any, options: GenerationOptions) -> list[
 def terminator_ids(tokenizer: Any) -> list[int]:
     """model_utils.py:407-416 ``_get_terminator``: the tokenizer's EOS id, then each of
     :data:`RUNNER_TERMINATORS` that converts to an id other than the unknown token's."""
-    out = [tokenizer.eos_token_id]
-    for t in RUNNER_TERMINATORS:
-        tok = tokenizer.convert_tokens_to_ids(t)
-        if isinstance(tok, int) and tok != tokenizer.unk_token_id:
-            out.append(tok)
+    found = [tokenizer.convert_tokens_to_ids(t) for t in RUNNER_TERMINATORS]
+    out = [tokenizer.eos_token_id, *(t for t in found if isinstance(t, int) and t != tokenizer.unk_token_id)]
     return [t for t in out if t is not None]
 
 

@@ -142,8 +142,7 @@ class NLUViews:
         every label's whole sequence) and the engine's prefix tree runs (``tree``: the shared prompt once)."""
         rows = []
         for key in [t for t in (tasks or tuple(NLU_TASKS)) if t in NLU_TASKS]:
-            items = load_task(NLU_TASKS[key], data).items
-            items = items if limit is None else items[:limit]
+            items = load_task(NLU_TASKS[key], data).items[:limit]
             requests = [("", with_label(it["prompt"], label)) for it in items for label in it["labels"]]
             counts = tokenizer.count_requests(requests, add_bos_token=False)
             fed = counts["fed"] if counts else tokenizer.count([t for _, t in requests])
