@@ -6,7 +6,7 @@ displays (spec 3.3 end) and per MT-Bench category, and the entries the leaderboa
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -24,16 +24,8 @@ from thai_eval_utils.thai_llm_leaderboard.views import dry_row
 NLG_TABLE, LLM_TABLE = "thai_llm_leaderboard_nlg", "thai_llm_leaderboard_mt_bench"
 MT_BENCH_TASK = "mt_bench_thai"
 #: MT-Bench Thai's nine categories as the results spell them (spec 1.4).
-MT_BENCH_CATEGORIES = (
-    "Writing",
-    "Roleplay",
-    "Extraction",
-    "Reasoning",
-    "Math",
-    "Coding",
-    "STEM",
-    "Social Science",
-    "Knowledge III",
+MT_BENCH_CATEGORIES = tuple(
+    "Writing,Roleplay,Extraction,Reasoning,Math,Coding,STEM,Social Science,Knowledge III".split(",")
 )
 #: The file name of MT-Bench Thai in the data folder (HF ``ThaiLLM-Leaderboard/mt-bench-thai``).
 MT_BENCH_FILE = "mt_bench_thai_full.json"
@@ -139,9 +131,3 @@ class GenerationViews:
             n = len(turns)
             rows.append(dry_row(MT_BENCH_TASK, len(qs), n, tokenizer.count(turns), None, n, budget, n))
         return rows + super().dry_run(data, tokenizer, tasks=tasks, limit=limit, max_new_tokens=max_new_tokens)
-
-    def notebook_parameters(self, tasks: tuple[str, ...], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The run's common ``max_new_tokens`` and ``greedy`` under the notebook's names."""
-        opts = dict(options or {})
-        own = {k: opts[k] for k in ("max_new_tokens", "greedy") if opts.get(k) is not None}
-        return {**own, **super().notebook_parameters(tasks, options)}

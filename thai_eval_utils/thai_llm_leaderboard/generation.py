@@ -20,8 +20,8 @@ from thai_eval_utils.core.errors import ThaiEvalDataError
 from thai_eval_utils.core.protocols import ChatModel
 from thai_eval_utils.core.records import read_records, require_text
 from thai_eval_utils.tasks.declared import GenerationTask
-from thai_eval_utils.tasks.metrics import qualified_name
 from thai_eval_utils.tasks.runner import RunLayout, TaskRun, run_task
+from thai_eval_utils.tasks.shaping import OfTableEntry
 from thai_eval_utils.tasks.thinking import ThinkingOption, split_reply
 from thai_eval_utils.thai_llm_leaderboard.prompts import runner_prompts, template
 from thai_eval_utils.thai_llm_leaderboard.nlg_metrics import NLG_METRIC_OBJECTS, ROUGE_SEED, nlg_scores
@@ -60,10 +60,6 @@ class NlgTask:
     def data_file(self) -> str:
         """The runner's file name: ``{task_key}_{split}.jsonl`` (data_utils.py:149-159)."""
         return f"{self.key}_{self.split}.jsonl"
-
-    @property
-    def benchmark(self) -> str:
-        return f"{SUITE_NAME}/{self.key}"
 
 
 _ROUGE = ("ROUGE1", "ROUGE2", "ROUGEL")
@@ -113,17 +109,11 @@ def gold_of(row: Mapping[str, Any]) -> str:
     return row["answer"][0] if "answer" in row else row["text_2"]
 
 
-@dataclass(frozen=True)
-class NlgPrompt:
+class NlgPrompt(OfTableEntry[NlgTask]):
     """A task's prompt as a function of a row (:func:`fill_prompt`), recorded as its class and the task's key."""
-
-    task: NlgTask
 
     def __call__(self, row: Mapping[str, Any]) -> str:
         return fill_prompt(self.task, row)
-
-    def declaration(self) -> dict[str, str]:
-        return {"function": qualified_name(type(self)), "task": self.task.key}
 
 
 def nlg_declaration(task: NlgTask, options: GenerationOptions | None = None) -> GenerationTask:
@@ -159,17 +149,11 @@ def load_nlg_rows(task: NlgTask, path: str | Path) -> list[dict[str, Any]]:
     rows = read_records(path, required, allow_empty=False)
     seen: dict[str, int] = {}
     for i, row in enumerate(rows):
-        if qa:
-            require_text(row["context"], path=path, row=i, field="context", allow_empty=True)
-            require_text(row["question"], path=path, row=i, field="question")
-            if not row["answer"]:
-                raise ThaiEvalDataError(
-                    "empty answer list (the runner scores answer[0])", path=path, row=i, field="answer"
-                )
-            require_text(row["answer"][0], path=path, row=i, field="answer")
-        else:
-            require_text(row["text_1"], path=path, row=i, field="text_1")
-            require_text(row["text_2"], path=path, row=i, field="text_2")
+        for name in required:  # in order; a context may be empty; of the answers, answer[0] must be a text
+            if name == "answer" and not row[name]:
+                raise ThaiEvalDataError("empty answer list (the runner scores answer[0])", path=path, row=i, field=name)
+            value = row[name][0] if name == "answer" else row[name]
+            require_text(value, path=path, row=i, field=name, allow_empty=name == "context")
         ident = str(row.get("id", i))
         if ident in seen:
             raise ThaiEvalDataError(f"id {ident!r} also on row {seen[ident]}", path=path, row=i, field="id")
@@ -230,11 +214,6 @@ class GenerationOptions:
         return asdict(self)
 
 
-def is_local(model: Any) -> bool:
-    """A transformers model in this process (its tokenizer and weights at hand)."""
-    return hasattr(model, "hf_model") and hasattr(model, "tokenizer")
-
-
 @contextlib.contextmanager
 def _eos_ids(hf_model: Any, ids: list[int]) -> Iterator[None]:
     """The model's generation config's EOS ids replaced by ``ids`` for one call (the runner passes
@@ -258,11 +237,8 @@ def stop_ids(hf_model: Any, tokenizer: Any, options: GenerationOptions) -> list[
 def terminator_ids(tokenizer: Any) -> list[int]:
     """model_utils.py:407-416 ``_get_terminator``: the tokenizer's EOS id, then each of
     :data:`RUNNER_TERMINATORS` that converts to an id other than the unknown token's."""
-    out = [tokenizer.eos_token_id]
-    for t in RUNNER_TERMINATORS:
-        tok = tokenizer.convert_tokens_to_ids(t)
-        if isinstance(tok, int) and tok != tokenizer.unk_token_id:
-            out.append(tok)
+    found = [tokenizer.convert_tokens_to_ids(t) for t in RUNNER_TERMINATORS]
+    out = [tokenizer.eos_token_id, *(t for t in found if isinstance(t, int) and t != tokenizer.unk_token_id)]
     return [t for t in out if t is not None]
 
 
@@ -297,7 +273,7 @@ def generate_replies(
     (``backend.generation``), so its text does not depend on the rows beside it. Any other chat model (API,
     served) gets ``model.chat`` with the same temperature, budget and seed.
     """
-    if not is_local(model):
+    if not (hasattr(model, "hf_model") and hasattr(model, "tokenizer")):  # not a transformers model in this process
         texts = model.chat(
             list(conversations),
             max_new_tokens=options.max_new_tokens,
@@ -336,46 +312,6 @@ class NlgRun(TaskRun):
     stored), with the notes on what the runner's metrics could not compute here."""
 
     notes: list[str] = field(default_factory=list)
-
-
-def score_nlg_records(
-    task: NlgTask,
-    records: Sequence[Mapping[str, Any]],
-    n_docs: int,
-    options: GenerationOptions,
-    *,
-    thinking: ThinkingOption = ThinkingOption(),
-    rouge: str = "mean",
-    rouge_seed: int = ROUGE_SEED,
-) -> dict[str, Any]:
-    """The summary of a task's records: every runner metric on the scored texts (the thinking rule applied to each
-    raw reply; a reply whose thinking never closed scores as ``""`` and is counted), what the leaderboard uploads
-    and displays, notes."""
-    split = [split_reply(r["output"], thinking) for r in records]
-    hyps, refs = [s.scored for s in split], [r["reference"] for r in records]
-    limit = f"|limit:{len(records)}/{n_docs}" if len(records) < n_docs else ""
-    run_part = f"{task.key}|{options.signature()}|{thinking.signature()}{limit}"
-    if records:
-        scores, notes = nlg_scores(hyps, refs, run_part=run_part, rouge=rouge, rouge_seed=rouge_seed)
-    else:  # nothing generated yet (every call failed, or a batch round not back): nothing to score
-        scores, notes = {}, ["no item generated yet: no score"]
-    uploaded = {k: scores[k]["value"] for k in task.uploaded if k in scores}
-    missing = [k for k in task.uploaded if k not in scores]
-    return {
-        "task": task.key,
-        "n": len(records),
-        "n_docs": n_docs,
-        "scores": scores,
-        "leaderboard": uploaded,
-        "displayed": task.displayed,
-        "missing_leaderboard_keys": missing,
-        "rouge_aggregation": rouge,
-        "rouge_seed": rouge_seed if rouge == "bootstrap_median" else None,
-        "thinking": thinking.record(),
-        "n_thinking_failed": sum(s.failed for s in split),
-        "n_truncated": sum(bool(r.get("truncated")) for r in records),
-        "notes": notes,
-    }
 
 
 def run_nlg_task(
@@ -434,15 +370,42 @@ def run_nlg_task(
         ]
 
     def summarize(records: list[dict[str, Any]], support: Any, run: Any) -> dict[str, Any]:
-        """The runner's scores of the records, the counts, the failed calls (ungenerated items, never scored)."""
-        summary = score_nlg_records(
-            task, records, len(all_items), options, thinking=thinking, rouge=rouge, rouge_seed=rouge_seed
+        """Every runner metric on the scored texts (the thinking rule applied to each raw reply; a reply whose
+        thinking never closed scores as ``""`` and is counted), what the leaderboard uploads and displays, the counts,
+        the failed calls (ungenerated items, never scored), notes."""
+        split = [split_reply(r["output"], thinking) for r in records]
+        n, n_docs = len(records), len(all_items)
+        part = f"{task.key}|{options.signature()}|{thinking.signature()}" + (
+            f"|limit:{n}/{n_docs}" if n < n_docs else ""
         )
-        counts = {"limit": limit, "n_computed_this_run": run.computed, "generation": options.record()}
-        return {**summary, **counts, "n_ungenerated": len(run.failed), "ungenerated": run.failed}
+        if records:
+            hyps, refs = [s.scored for s in split], [r["reference"] for r in records]
+            scores, notes = nlg_scores(hyps, refs, run_part=part, rouge=rouge, rouge_seed=rouge_seed)
+        else:  # nothing generated yet (every call failed, or a batch round not back): nothing to score
+            scores, notes = {}, ["no item generated yet: no score"]
+        return {
+            "task": task.key,
+            "n": n,
+            "n_docs": n_docs,
+            "scores": scores,
+            "leaderboard": {k: scores[k]["value"] for k in task.uploaded if k in scores},
+            "displayed": task.displayed,
+            "missing_leaderboard_keys": [k for k in task.uploaded if k not in scores],
+            "rouge_aggregation": rouge,
+            "rouge_seed": rouge_seed if rouge == "bootstrap_median" else None,
+            "thinking": thinking.record(),
+            "n_thinking_failed": sum(s.failed for s in split),
+            "n_truncated": sum(bool(r.get("truncated")) for r in records),
+            "notes": notes,
+            "limit": limit,
+            "n_computed_this_run": run.computed,
+            "generation": options.record(),
+            "n_ungenerated": len(run.failed),
+            "ungenerated": run.failed,
+        }
 
     layout = RunLayout(
-        task.benchmark,
+        f"{SUITE_NAME}/{task.key}",
         config,
         lambda it, record: record,  # the call's records: the raw reply stored whole
         {"output": str},
@@ -455,13 +418,6 @@ def run_nlg_task(
     )
     # a call that fails after the client's retries (an ApiError, RunLayout's default; in batch mode also a reply not
     # back yet) leaves its items ungenerated, named in the summary
-    run = run_task(
-        model,
-        nlg_declaration(task, options),
-        items=items,
-        layout=layout,
-        batch_size=batch_size,
-        outputs=outputs,
-        progress=progress,
-    )
+    decl = nlg_declaration(task, options)
+    run = run_task(model, decl, items=items, layout=layout, batch_size=batch_size, outputs=outputs, progress=progress)
     return NlgRun(**vars(run), notes=run.summary["notes"])

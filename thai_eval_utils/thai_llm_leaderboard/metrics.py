@@ -32,18 +32,13 @@ def runner_metrics(golds: Sequence[int], preds: Sequence[int]) -> dict[str, floa
         report = classification_report(list(golds), list(preds), output_dict=True)
         micro_f1, micro_prec, micro_rec, _ = precision_recall_fscore_support(list(golds), list(preds), average="micro")
     # "accuracy" is always in the report: with labels=None the micro average is the accuracy.
-    return {
-        "accuracy": float(report["accuracy"]),
-        "micro_prec": float(micro_prec),
-        "micro_rec": float(micro_rec),
-        "micro_f1_score": float(micro_f1),
-        "macro_prec": report["macro avg"]["precision"],
-        "macro_rec": report["macro avg"]["recall"],
-        "macro_f1_score": report["macro avg"]["f1-score"],
-        "weighted_prec": report["weighted avg"]["precision"],
-        "weighted_rec": report["weighted avg"]["recall"],
-        "weighted_f1_score": report["weighted avg"]["f1-score"],
+    micro = {"micro_prec": float(micro_prec), "micro_rec": float(micro_rec), "micro_f1_score": float(micro_f1)}
+    averages = {  # macro_prec, macro_rec, macro_f1_score, then the weighted ones
+        f"{avg}_{column}": report[f"{avg} avg"][key]
+        for avg in ("macro", "weighted")
+        for column, key in (("prec", "precision"), ("rec", "recall"), ("f1_score", "f1-score"))
     }
+    return {"accuracy": float(report["accuracy"]), **micro, **averages}
 
 
 def accuracy_interval(correct: Sequence[int]) -> Interval | None:

@@ -42,7 +42,7 @@ from thai_eval_utils.core.runloop import RunOutcome
 from thai_eval_utils.core.store import RunStore
 from thai_eval_utils.judging import Judge, JudgementCache, JudgeParams, JudgeRubric, judge_items
 from thai_eval_utils.judging.batch import BatchMode
-from thai_eval_utils.judging.run import ROW_FIELDS, default_record
+from thai_eval_utils.judging.run import ROW_FIELDS, JudgeOutcome, default_record
 from thai_eval_utils.judging.mt_bench import MT_BENCH_PARSER, MT_BENCH_RUBRICS, NO_RATING, template_name
 from thai_eval_utils.tasks.declared import GenerationTask
 from thai_eval_utils.tasks.metrics import Metric
@@ -85,10 +85,6 @@ OVERALL_NOTE = (
 #: Fields of an item stored with its judgement (never in the shared cache: they are the item's, not the judge's).
 _ITEM_FIELDS = ("question_id", "turn", "category", "template")
 _ROW_FIELDS = (*ROW_FIELDS, *_ITEM_FIELDS)
-#: The fields of a judged item's record before its rating and judgements.
-_RECORD_FIELDS = ("id", "question_id", "turn", "category", "template")
-
-
 #: The offline judge's reply budget (the embedded model; the runner's 2048 is for gpt-4o).
 OFFLINE_JUDGE_MAX_TOKENS = 256
 
@@ -204,17 +200,13 @@ def answers_task(options: GenerationOptions, temperatures: str) -> GenerationTas
     )
 
 
-def _answer_key(qid: int, turn: int) -> str:
-    return f"{qid}:{turn}"
-
-
 def _item(q: Question, turn: int, first: str | None = None) -> dict[str, Any]:
     """The item of a question's turn: its conversation as main_llm_judge_batch.py:70-83 ``_get_conversations``
     builds it (turn 2: after the model's ``first`` answer)."""
     messages = [{"role": "user", "content": q.turns[0]}]
     if turn == 2:
         messages += [{"role": "assistant", "content": first or ""}, {"role": "user", "content": q.turns[1]}]
-    return {"id": _answer_key(q.question_id, turn), "question": q, "turn": turn, "messages": messages}
+    return {"id": f"{q.question_id}:{turn}", "question": q, "turn": turn, "messages": messages}
 
 
 def _answer_call(model: ChatModel, options: GenerationOptions, temperatures: str):
@@ -288,7 +280,7 @@ def generate_answers(
 
     def second(done: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Round 2: the questions whose first answer is stored."""
-        keys = [(q, _answer_key(q.question_id, 1)) for q in questions]
+        keys = [(q, f"{q.question_id}:1") for q in questions]
         return [_item(q, 2, split_reply(done[k]["output"], thinking).scored) for q, k in keys if k in done]
 
     def summarize(records: list[dict[str, Any]], support: Any, run: RunOutcome) -> dict[str, Any]:
@@ -312,15 +304,8 @@ def generate_answers(
         judged=False,  # judge_answers judges the answers in a run of its own
         rounds=(second,),
     )
-    run = run_task(
-        model,
-        answers_task(options, temperatures),
-        items=[_item(q, 1) for q in questions],
-        layout=layout,
-        batch_size=batch_size,
-        outputs=outputs,
-        progress=progress,
-    )
+    task, items = answers_task(options, temperatures), [_item(q, 1) for q in questions]
+    run = run_task(model, task, items=items, layout=layout, batch_size=batch_size, outputs=outputs, progress=progress)
     return Answers(list(questions), stored, run.config_id, identity, thinking)
 
 
@@ -336,10 +321,8 @@ def judge_messages(
         fields = {"question": q.turns[0], "answer": answer_1}
     else:
         fields = {"question_1": q.turns[0], "question_2": q.turns[1], "answer_1": answer_1, "answer_2": answer_2 or ""}
-    if q.reference is not None:
-        fields["ref_answer_1"] = q.reference[0]
-        if turn == 2:
-            fields["ref_answer_2"] = q.reference[1]
+    if q.reference is not None:  # the reference answers up to this turn
+        fields |= dict(zip(("ref_answer_1", "ref_answer_2"), q.reference[:turn]))
     return name, MT_BENCH_RUBRICS[name].messages(fields)
 
 
@@ -353,7 +336,7 @@ def _judge_items(answers: Answers) -> tuple[list[dict[str, Any]], dict[int, str]
             if a1 is None or (turn == 2 and a2 is None):
                 skip[len(items)] = f"no answer: turn {turn} of question {q.question_id} was not generated"
                 system, user = {"content": ""}, {"content": ""}
-            ids = {"id": _answer_key(q.question_id, turn), "question_id": q.question_id, "turn": turn}
+            ids = {"id": f"{q.question_id}:{turn}", "question_id": q.question_id, "turn": turn}
             texts = {"system": system["content"], "user": user["content"]}
             items.append({**ids, "category": q.category, "template": name, **texts})
     return items, skip
@@ -403,12 +386,14 @@ class MtBenchRun:
 
 def _category_scores(per_category: Mapping[str, Sequence[float]], signature: str) -> dict[str, dict[str, Any]]:
     """Per category: its mean rating's Score (value None without ratings) and percentile bootstrap interval."""
-    out = {}
-    for cat, values in per_category.items():
-        score = Score.mean(f"mt_bench_thai/{cat}", values, signature)
-        iv = item_interval(np.asarray(values, dtype=float), cat)
-        out[cat] = {**score.to_dict(), "value": None if not values else score.value, "interval": iv}
-    return out
+    return {
+        cat: {
+            **Score.mean(f"mt_bench_thai/{cat}", values, signature).to_dict(),
+            **({} if values else {"value": None}),
+            "interval": item_interval(np.asarray(values, dtype=float), cat),
+        }
+        for cat, values in per_category.items()
+    }
 
 
 def judge_answers(
@@ -438,7 +423,7 @@ def judge_answers(
         raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
     items, skip = _judge_items(answers)
     judge = Judge(PASS_THROUGH, judge_model, params=params, batch_size=batch_size)
-    templates = {name: r.text for name, r in MT_BENCH_RUBRICS.items()}
+    tmpl = {name: r.text for name, r in MT_BENCH_RUBRICS.items()}
     config = {"judge_model": judge.label, "judge_params": params.to_dict(), "answers_run": answers.config_id}
     config |= {"repeats": repeats, "rubric": PASS_THROUGH.sha256}
     with RunStore.open(
@@ -446,7 +431,7 @@ def judge_answers(
         JUDGE_BENCHMARK,
         config,
         model_identity=answers.model_identity,
-        prompt_templates=templates,
+        prompt_templates=tmpl,
         outputs=outputs,
     ) as store:
         cache = JudgementCache(store.shared_file(CACHE_NAME), statuses=MT_BENCH_PARSER.final_statuses)
@@ -464,12 +449,8 @@ def judge_answers(
             reps = [outcome.record(j) for j in outcome.plan if j.row == i]
             values = [v for v in map(rating_of, reps) if v is not None]
             ratings.append(sum(values) / len(values) if values else None)
-            records.append({**{k: it[k] for k in _RECORD_FIELDS}, "rating": ratings[-1], "judgements": reps})
-        summary = _summary(answers, judge, items, ratings, aggregation, repeats, outcome.usage)
-        if outcome.fatal is not None:
-            summary["fatal_error"] = str(outcome.fatal)
-        if outcome.batch is not None:
-            summary["batch"] = redact(outcome.batch)
+            records.append({**{k: it[k] for k in ("id", *_ITEM_FIELDS)}, "rating": ratings[-1], "judgements": reps})
+        summary = _summary(answers, judge, items, ratings, aggregation, repeats, outcome)
         store.write_summary(summary)
     if outcome.fatal is not None:
         raise JudgeError(str(outcome.fatal))
@@ -483,8 +464,10 @@ def _summary(
     ratings: list[float | None],
     aggregation: str,
     repeats: int,
-    usage: Mapping[str, int],
+    outcome: JudgeOutcome,
 ) -> dict[str, Any]:
+    """The judge run's summary: per category the mean rating and its Score under both aggregations (``aggregation``
+    the headline), the counts, the judge's usage, the fatal error and the batch mode's state when there are."""
     hashes = ",".join(f"{n}@{r.sha256[:8]}" for n, r in MT_BENCH_RUBRICS.items())
     p = judge.settings
     base = (
@@ -505,7 +488,9 @@ def _summary(
         "n_no_rating": sum(1 for r in ratings if r is not None and r == NO_RATING),
         "n_unjudged": sum(1 for r in ratings if r is None),
         "templates_used": {n: sum(1 for it in items if it["template"] == n) for n in MT_BENCH_RUBRICS},
-        "judge_usage": dict(usage),
+        "judge_usage": dict(outcome.usage),
         "signature": f"{base}|agg:{aggregation}",
         "note": OVERALL_NOTE if defined else "no rating counts",
+        **({} if outcome.fatal is None else {"fatal_error": str(outcome.fatal)}),
+        **({} if outcome.batch is None else {"batch": redact(outcome.batch)}),
     }

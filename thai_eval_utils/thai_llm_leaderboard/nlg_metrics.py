@@ -37,7 +37,6 @@ import math
 import os
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -97,8 +96,7 @@ class NewmmTokenizer:
     """rouge_score's tokenizer interface over :func:`newmm_tokens` (evaluate wraps the runner's callable the same
     way: ``Tokenizer(tokenizer_func).tokenize``)."""
 
-    def tokenize(self, text: str) -> list[str]:
-        return newmm_tokens(text)
+    tokenize = staticmethod(newmm_tokens)
 
 
 def _texts(hypotheses: Sequence[str | None], references: Sequence[str | None]) -> tuple[list[str], list[str]]:
@@ -119,13 +117,12 @@ def _ngrams(tokens: Sequence[str], max_order: int) -> Counter[tuple[str, ...]]:
     return counts
 
 
-@dataclass(frozen=True)
-class RunnerBleu:
+class RunnerBleu(Metric):
     """The runner's ``BLEU`` as a corpus metric by per-sentence statistics (``stats.corpus.CorpusMetric``): each
     row holds the hypothesis length, the reference length, the clipped n-gram matches for n = 1..4 and the possible
     n-grams for n = 1..4; compute_bleu sums exactly these over the corpus, so a bootstrap resamples rows."""
 
-    max_order: int = BLEU_MAX_ORDER
+    name, kind, max_order = "BLEU", "corpus", BLEU_MAX_ORDER
 
     def statistics(self, hypotheses: Sequence[str], references: Sequence[str]) -> np.ndarray:
         hyps, refs = _texts(hypotheses, references)
@@ -154,23 +151,19 @@ class RunnerBleu:
         bp = 1.0 if ratio > 1.0 else math.exp(1 - 1.0 / ratio)
         return geo_mean * bp * 100
 
-    def __call__(self, hypotheses: Sequence[str], references: Sequence[str]) -> float:
-        return self.score(self.statistics(hypotheses, references).sum(axis=0))
 
+class RunnerCorpusMetric(Metric):
+    """A sacrebleu corpus metric of the runner, named by its summary key (``SacreBLEU``: BLEU with the FLORES-200
+    tokenizer; ``chrF++``: ``CHRF()``), by sacrebleu's own per-sentence statistics: the sum of the rows gives exactly
+    ``corpus_score`` (sacrebleu sums the same statistics)."""
 
-RUNNER_BLEU = RunnerBleu()
+    kind = "corpus"
 
-
-# ------------------------------------------------------------------------------------- sacrebleu metrics
-@dataclass(frozen=True)
-class SacrebleuStats:
-    """A sacrebleu corpus metric (chrF, or BLEU with the FLORES-200 tokenizer) by sacrebleu's own per-sentence
-    statistics: the sum of the rows gives exactly ``corpus_score`` (sacrebleu sums the same statistics)."""
-
-    name: str
+    def __init__(self, name: str) -> None:
+        self.name = name
 
     def _metric(self) -> SacreBLEU | CHRF:
-        return SacreBLEU(tokenize="flores200") if self.name == "spbleu" else CHRF()
+        return SacreBLEU(tokenize="flores200") if self.name == "SacreBLEU" else CHRF()
 
     def statistics(self, hypotheses: Sequence[str], references: Sequence[str]) -> np.ndarray:
         hyps, refs = _texts(hypotheses, references)
@@ -181,12 +174,11 @@ class SacrebleuStats:
     def score(self, totals: np.ndarray) -> float:
         return float(self._metric()._compute_score_from_stats([int(t) for t in totals]).score)
 
-    def __call__(self, hypotheses: Sequence[str], references: Sequence[str]) -> float:
-        return self.score(self.statistics(hypotheses, references).sum(axis=0))
 
-
-CHRF_METRIC = SacrebleuStats("chrf")
-SPBLEU_METRIC = SacrebleuStats("spbleu")
+#: The runner's corpus metrics as metric objects, named by their summary keys.
+BLEU_OBJECT = RUNNER_BLEU = RunnerBleu()
+SPBLEU_OBJECT = RunnerCorpusMetric("SacreBLEU")
+CHRF_OBJECT = CHRF_METRIC = RunnerCorpusMetric("chrF++")
 
 
 def flores200_status() -> str | None:
@@ -223,28 +215,26 @@ def rouge_rows(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str
     return {t: np.array(v, dtype=float).reshape(len(hyps), 3) for t, v in rows.items()}
 
 
-def _bootstrap_mid(matrix: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
-    """rouge_score ``BootstrapAggregator._bootstrap_resample``'s middle row (the median of the bootstrap means of
-    each column), drawing from ``rng`` as it draws from the global RNG."""
-    sample_mean = np.zeros((ROUGE_BOOT_SAMPLES, matrix.shape[1]))
-    for i in range(ROUGE_BOOT_SAMPLES):
-        idx = rng.choice(np.arange(matrix.shape[0]), size=matrix.shape[0])
-        sample_mean[i, :] = np.mean(matrix[idx, :], axis=0)
-    q = 100 * np.array([0.025, 0.5, 0.975])  # (1 - 0.95) / 2 = 0.025 as the aggregator computes it
-    return np.percentile(sample_mean, q, axis=0)[1]
-
-
 def _medians(rows: dict[str, np.ndarray], seed: int) -> dict[str, float]:
-    """One aggregator call: numpy reseeded with ``seed`` (a ``RandomState(seed)`` draws exactly what the global
-    functions draw after ``np.random.seed(seed)``; the global RNG is never touched), then each rouge type in order."""
-    state = np.random.RandomState(seed)
-    return {t: float(_bootstrap_mid(rows[t], state)[2]) * 100 for t in ROUGE_TYPES}
+    """One aggregator call: per rouge type in order, rouge_score ``BootstrapAggregator._bootstrap_resample``'s middle
+    row (the median of the bootstrap means), drawing from a ``RandomState(seed)``: exactly what the global functions
+    draw after ``np.random.seed(seed)`` (the global RNG is never touched)."""
+    rng, out = np.random.RandomState(seed), {}
+    for t in ROUGE_TYPES:
+        matrix = rows[t]
+        sample_mean = np.zeros((ROUGE_BOOT_SAMPLES, matrix.shape[1]))
+        for i in range(ROUGE_BOOT_SAMPLES):
+            idx = rng.choice(np.arange(matrix.shape[0]), size=matrix.shape[0])
+            sample_mean[i, :] = np.mean(matrix[idx, :], axis=0)
+        q = 100 * np.array([0.025, 0.5, 0.975])  # (1 - 0.95) / 2 = 0.025 as the aggregator computes it
+        out[t] = float(np.percentile(sample_mean, q, axis=0)[1][2]) * 100
+    return out
 
 
 # ------------------------------------------------------------------------------------------- all scores
-def _corpus_score(key: str, metric: Metric, hyps: list[str], refs: list[str], signature: str) -> dict:
+def _corpus_score(metric: Metric, hyps: list[str], refs: list[str], signature: str) -> dict:
     """A corpus metric's score with its percentile bootstrap interval over items (None with fewer than 2)."""
-    iv = None
+    key, iv = metric.name, None
     if len(hyps) >= 2:
         iv = corpus_interval(hyps, refs, metric, name=key, level=LEVEL, n_resamples=N_RESAMPLES, seed=BOOT_SEED)
     return {
@@ -298,57 +288,23 @@ def nlg_scores(
     if rouge not in ROUGE_AGGREGATIONS:
         raise ValueError(f"rouge aggregation must be one of {ROUGE_AGGREGATIONS}, got {rouge!r}")
     hyps, refs = _texts(hypotheses, references)
-    sigs = nlg_signatures(run_part)
-    out = {"BLEU": _corpus_score("BLEU", BLEU_OBJECT, hyps, refs, sigs["BLEU"])}
-    notes = []
-    status = flores200_status()
-    if status is None:
-        out["SacreBLEU"] = _corpus_score("SacreBLEU", SPBLEU_OBJECT, hyps, refs, sigs["SacreBLEU"])
-    else:
-        notes.append(status)
-    out["chrF++"] = _corpus_score("chrF++", CHRF_OBJECT, hyps, refs, sigs["chrF++"])
+    sigs, status = nlg_signatures(run_part), flores200_status()
+    corpus = (BLEU_OBJECT, CHRF_OBJECT) if status else (BLEU_OBJECT, SPBLEU_OBJECT, CHRF_OBJECT)
+    out = {m.name: _corpus_score(m, hyps, refs, sigs[m.name]) for m in corpus}
+    notes = [status] if status else []
     rows = rouge_rows(hyps, refs)
-    medians = None
-    if rouge == "bootstrap_median":
-        medians = _medians(rows, rouge_seed)
-        agg = f"bootstrap-median({ROUGE_BOOT_SAMPLES},numpy-reseeded:{rouge_seed})"
-    else:
-        agg = "mean"
+    medians = _medians(rows, rouge_seed) if rouge == "bootstrap_median" else None
+    agg = "mean" if medians is None else f"bootstrap-median({ROUGE_BOOT_SAMPLES},numpy-reseeded:{rouge_seed})"
     for t in ROUGE_TYPES:
         key, f1 = ROUGE_KEYS[t], rows[t][:, 2] * 100
         value = medians[t] if medians is not None else float(f1.mean())
         sig = sigs["ROUGE"].replace("|f1|", f"|{t}|f1|agg:{agg}|")
         stderr = float(f1.std(ddof=1) / math.sqrt(f1.size)) if f1.size > 1 else None
-        out[key] = {
-            **Score(key, value, f1.size, stderr, sig).to_dict(),
-            "interval": item_interval(f1, key),
-        }
+        out[key] = {**Score(key, value, f1.size, stderr, sig).to_dict(), "interval": item_interval(f1, key)}
     return out, notes
 
 
 # ---------------------------------------------------------------------------------------------- metric objects
-class RunnerCorpusMetric(Metric):
-    """One of the runner's corpus metrics as a declared task's metric object, named by its summary key (``BLEU``,
-    ``SacreBLEU``, ``chrF++``): the runner's implementation's per-sentence statistics and score."""
-
-    kind = "corpus"
-
-    def __init__(self, name: str, implementation: RunnerBleu | SacrebleuStats) -> None:
-        self.name, self.implementation = name, implementation
-
-    def parameters(self) -> dict[str, str]:
-        return {"implementation": repr(self.implementation)}
-
-    def statistics(self, hypotheses: Sequence[str], references: Sequence[str]) -> np.ndarray:
-        return self.implementation.statistics(hypotheses, references)
-
-    def score(self, totals: np.ndarray) -> float:
-        return self.implementation.score(totals)
-
-    def __call__(self, hypotheses: Sequence[str], references: Sequence[str]) -> float:
-        return float(self.implementation(hypotheses, references))
-
-
 class RunnerRouge(Metric):
     """One ROUGE type's F1 x100 per row on newmm tokens (rouge_score, no stemmer), named by its summary key
     (``ROUGE1``, ``ROUGE2``, ``ROUGEL``, ``ROUGELsum``); a run's value is the mean, or the runner's bootstrap
@@ -367,12 +323,4 @@ class RunnerRouge(Metric):
 
 
 #: The runner's NLG metrics in the summary's order (SacreBLEU only where the FLORES-200 model is cached).
-BLEU_OBJECT = RunnerCorpusMetric("BLEU", RUNNER_BLEU)
-SPBLEU_OBJECT = RunnerCorpusMetric("SacreBLEU", SPBLEU_METRIC)
-CHRF_OBJECT = RunnerCorpusMetric("chrF++", CHRF_METRIC)
-NLG_METRIC_OBJECTS: tuple[Metric, ...] = (
-    BLEU_OBJECT,
-    SPBLEU_OBJECT,
-    CHRF_OBJECT,
-    *(RunnerRouge(t) for t in ROUGE_TYPES),
-)
+NLG_METRIC_OBJECTS: tuple[Metric, ...] = (BLEU_OBJECT, SPBLEU_OBJECT, CHRF_OBJECT, *map(RunnerRouge, ROUGE_TYPES))

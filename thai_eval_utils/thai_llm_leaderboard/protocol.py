@@ -84,12 +84,8 @@ class NLUProtocol:
 
     def to_dict(self) -> dict[str, Any]:
         """The options as the run card records them (part of the run's config id)."""
-        return {
-            **asdict(self),
-            "ties": "first",
-            "generation_reserve": GENERATION_RESERVE,
-            "max_length_cap": MAX_LENGTH_CAP,
-        }
+        fixed = {"ties": "first", "generation_reserve": GENERATION_RESERVE, "max_length_cap": MAX_LENGTH_CAP}
+        return {**asdict(self), **fixed}
 
     def signature(self) -> str:
         """The options in a score's signature, e.g. ``sum:fp32|trunc:runner@-512|ties:first|sums:labels``."""

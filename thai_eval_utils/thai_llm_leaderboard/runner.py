@@ -182,13 +182,8 @@ def run_nlu_task(
     )
     # each item keyed as before, its labels as its requests (one result per label, item_record's input)
     run_items = [{"id": it["key"], "item": it, "requests": [(it["prompt"], lb) for lb in it["labels"]]} for it in items]
+    size = int(batch_size or getattr(model, "concurrency", None) or DEFAULT_BATCH)
     run = run_task(
-        model,
-        declare(task),
-        items=run_items,
-        layout=layout,
-        batch_size=int(batch_size or getattr(model, "concurrency", None) or DEFAULT_BATCH),
-        outputs=outputs,
-        progress=progress,
+        model, declare(task), items=run_items, layout=layout, batch_size=size, outputs=outputs, progress=progress
     )
     return NLURun(**vars(run), excluded=data.excluded)

@@ -192,19 +192,17 @@ def label_results(
     """Every label of every item, in order, scored in one engine call (``protocol`` already resolved for
     ``model``): the label parts after the item's shared prefix (``sums="labels"``, a tokenizer at hand), else the
     runner's whole sums."""
-    texts, names = [], []
-    for it in items:
-        for label in it["labels"]:
-            texts.append(with_label(it["prompt"], label))
-            names.append(f"item {it['key']!r}, label {label!r}")
+    pairs = [(it, label) for it in items for label in it["labels"]]
+    texts = [with_label(it["prompt"], label) for it, label in pairs]
     tokenizer = getattr(model, "tokenizer", None)
-    shared: list[int | None] = []
+    shared: list[int | None]
     if protocol.sums == "labels" and tokenizer is not None:
         ids, cut = runner_ids(tokenizer, texts, limit)
         results, counts, per_item = label_sums(model, ids, [len(it["labels"]) for it in items], progress)
         shared = [d for it, d in zip(items, per_item) for _ in it["labels"]]
     else:
         plan = sequence_requests(tokenizer, texts, limit, add_bos_token=bool(getattr(model, "add_bos_token", False)))
+        names = [f"item {it['key']!r}, label {label!r}" for it, label in pairs]
         results, counts, cut = sequence_sums(model, plan, names, progress), plan.counts, plan.cut
         shared = [None] * len(texts)
     return list(zip(results, counts, cut, shared))
@@ -219,11 +217,7 @@ def item_record(item: dict[str, Any], results: Sequence[LabelResult], protocol: 
     shared = results[0][3] if results else None
     pred = int(np.argmax(protocol.round_sums(np.array(sums))))
     rec = {
-        "id": item["id"],
-        "row": item["row"],
-        "prompt": item["prompt"],
-        "labels": item["labels"],
-        "gold": item["gold"],
+        **{k: item[k] for k in ("id", "row", "prompt", "labels", "gold")},
         "lls": sums,
         "sums": "labels" if shared is not None else "whole",
         "pred": pred,

@@ -62,10 +62,12 @@ class ThaiLLMLeaderboardSuite(NLUViews, GenerationViews, Suite):
         return "NLG" if key in NLG_TASKS else "LLM"
 
     def notebook_parameters(self, tasks: tuple[str, ...], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The tasks asked for (``make demo``: :data:`DEMO_TASKS`), the run's ``max_new_tokens`` and ``greedy``."""
-        if not tasks and (options or {}).get("demo"):
-            tasks = DEMO_TASKS
-        return super().notebook_parameters(tasks, options)
+        """``tasks`` when some are asked for (the notebook's default: every task; ``make demo``: :data:`DEMO_TASKS`),
+        the run's common ``max_new_tokens`` and ``greedy`` under the notebook's names."""
+        opts = dict(options or {})
+        tasks = DEMO_TASKS if not tasks and opts.get("demo") else tasks
+        own = {k: opts[k] for k in ("max_new_tokens", "greedy") if opts.get(k) is not None}
+        return {**({"tasks": list(tasks)} if tasks else {}), **own, **super().notebook_parameters(tasks, options)}
 
 
 SUITE = ThaiLLMLeaderboardSuite()

@@ -58,36 +58,21 @@ def chosen_tasks(tasks: Iterable[str] | None, catalogue: Iterable[str]) -> list[
 def runner_metrics_frame(runs: Iterable[NLURun]) -> pd.DataFrame:
     """One row per log-likelihood run: ``task, n``, the rows ``excluded`` and ``truncated``, and the runner's own
     metric columns (:func:`.metrics.runner_metrics`)."""
+    counts = {"n": "n", "excluded": "n_excluded", "truncated": "n_truncated"}  # column -> summary key
     return pd.DataFrame(
-        [
-            {
-                "task": r.task,
-                "n": r.summary["n"],
-                "excluded": r.summary["n_excluded"],
-                "truncated": r.summary["n_truncated"],
-                **r.summary["runner_metrics"],
-            }
-            for r in runs
-        ]
+        [{"task": r.task, **{c: r.summary[k] for c, k in counts.items()}, **r.summary["runner_metrics"]} for r in runs]
     )
 
 
 def nlg_frame(runs: Iterable[NlgRun]) -> pd.DataFrame:
     """One row per (generation run, metric): ``task, metric, value, n, ci_low, ci_high``, ``displayed`` (the metric
     the leaderboard shows for the task, :attr:`.generation.NlgTask.displayed`) and the ``signature``."""
-    return pd.DataFrame(
-        [
-            {
-                "task": r.task,
-                "metric": k,
-                "value": s["value"],
-                "n": s["n"],
-                "ci_low": (s["interval"] or {}).get("low"),
-                "ci_high": (s["interval"] or {}).get("high"),
-                "displayed": k == NLG_TASKS[r.task].displayed,
-                "signature": s["signature"],
-            }
-            for r in runs
-            for k, s in r.scores.items()
-        ]
-    )
+    rows = []
+    for r in runs:
+        for k, s in r.scores.items():
+            iv = s["interval"] or {}
+            ci = {"ci_low": iv.get("low"), "ci_high": iv.get("high"), "displayed": k == NLG_TASKS[r.task].displayed}
+            rows.append(
+                {"task": r.task, "metric": k, "value": s["value"], "n": s["n"], **ci, "signature": s["signature"]}
+            )
+    return pd.DataFrame(rows)

@@ -5,7 +5,7 @@ entries the leaderboard ingests (task key -> ``{"accuracy": value}``, ``scripts/
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -129,10 +129,6 @@ class NLUViews:
             return super().leaderboard_results(run)
         return {task.key: {"accuracy": float(entry["value"])}}
 
-    def notebook_parameters(self, tasks: tuple[str, ...], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """``tasks`` when some are asked for (the notebook's default: every task)."""
-        return {**({"tasks": list(tasks)} if tasks else {}), **super().notebook_parameters(tasks, options)}
-
     def dry_run(
         self,
         data: Path,
@@ -146,8 +142,7 @@ class NLUViews:
         every label's whole sequence) and the engine's prefix tree runs (``tree``: the shared prompt once)."""
         rows = []
         for key in [t for t in (tasks or tuple(NLU_TASKS)) if t in NLU_TASKS]:
-            items = load_task(NLU_TASKS[key], data).items
-            items = items if limit is None else items[:limit]
+            items = load_task(NLU_TASKS[key], data).items[:limit]
             requests = [("", with_label(it["prompt"], label)) for it in items for label in it["labels"]]
             counts = tokenizer.count_requests(requests, add_bos_token=False)
             fed = counts["fed"] if counts else tokenizer.count([t for _, t in requests])
