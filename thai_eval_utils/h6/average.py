@@ -39,11 +39,6 @@ class H6Score:
     def partial(self) -> bool:
         return bool(self.missing)
 
-    def to_score(self) -> Score:
-        """As a :class:`Score` on the 0-100 scale."""
-        sig = "thai_h6|mean of " + "+".join(self.tasks) + ("|partial" if self.partial else "")
-        return Score(AVERAGE_COLUMN, self.value, len(self.tasks), self.stderr, sig)
-
     def row(self, model: str | None = None, stderr: bool = True) -> pd.DataFrame:
         """One row like the paper's Table 4 (``thai_h6_avg`` and the six task columns, x 100)."""
         row: dict[str, Any] = {"model": model} if model is not None else {}

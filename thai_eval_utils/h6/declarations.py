@@ -161,5 +161,3 @@ TH_GSM8K = GenerationTask(
     title="Thai GSM8K",
     version=VERSION,
 )
-#: The six in the paper's Table 4 order.
-DECLARED = (TH_ARC, TH_HELLASWAG, TH_MMLU, TH_TRUTHFULQA, TH_WINOGRANDE, TH_GSM8K)

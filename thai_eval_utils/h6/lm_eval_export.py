@@ -101,7 +101,7 @@ def lm_eval_target(spec: T.H6Task, doc: Mapping[str, Any]) -> str:
 def lm_eval_doc(spec: T.H6Task, doc: Mapping[str, Any]) -> dict[str, Any]:
     """The document as lm-eval logs it: HellaSwag's with the ``query``, ``choices`` and ``gold`` columns its
     ``process_docs`` adds (built by thai-eval's own HellaSwag prompt code, the same text), others as loaded."""
-    if spec.name != "th_hellaswag" or not T.is_choice_task(spec):
+    if spec.name != "th_hellaswag":
         return dict(doc)
     return {**doc, "query": spec.text(doc, T.templates_for(spec)), "choices": spec.choices(doc), "gold": spec.gold(doc)}
 

@@ -103,11 +103,6 @@ class H6Task:
         return self.declared.name
 
     @property
-    def data_name(self) -> str:
-        """The official release's folder, e.g. ``th_arc_challenge``."""
-        return self.declared.data
-
-    @property
     def num_fewshot(self) -> int:
         """LB's shots."""
         return self.declared.fewshot.n if self.declared.fewshot is not None else 0
@@ -315,16 +310,12 @@ class H6Task:
         """gold, each accuracy and its prediction (``pred`` / ``pred_norm`` / ``pred_bytes``), in the stored order."""
         choices, gold = self.choices(doc), self.gold(doc)
         out: dict[str, Any] = {"gold": gold}
-        preds: dict[str, int] = {}
         for m in self.declared.scorers:
             out[m.name] = m.score_choices(lls, choices, gold)  # type: ignore[attr-defined]
-            preds[_PRED[m.name]] = m.predict(lls, choices)  # type: ignore[attr-defined]
-        if self.fewshot_target is not None:  # Winogrande's record: gold, pred, acc
-            return {"gold": gold, "pred": preds["pred"], "acc": out["acc"]}
-        return {
-            **{k: out[k] for k in ("gold", "acc", "acc_norm", "acc_bytes")},
-            **{k: preds[k] for k in ("pred", "pred_norm", "pred_bytes")},
-        }
+            out[_PRED[m.name]] = m.predict(lls, choices)  # type: ignore[attr-defined]
+        # Winogrande's record: gold, pred, acc
+        keys = ("pred", "acc") if self.fewshot_target is not None else (*_PRED, *_PRED.values())
+        return {"gold": gold, **{k: out[k] for k in keys}}
 
     def _gsm8k(self, doc: Mapping[str, Any], generation: str, protocol: H6Protocol) -> dict[str, Any]:
         """Exact match of the completion with its thinking cut (a failed answer extracts nothing)."""
@@ -440,34 +431,12 @@ def templates_for(spec: H6Task, overrides: Mapping[str, str] | None = None) -> d
     return out
 
 
-# --- functions over a spec (the lm-eval parity benchmark and the tests call these) -----------------------------
-def choices(spec: H6Task, doc: Mapping[str, Any]) -> list[str]:
-    """Answer choices of a multiple-choice task (without the leading space): ARC, HellaSwag, MMLU."""
-    if not is_choice_task(spec):
-        raise ValueError(f"{spec.name} is not a multiple-choice task")
-    return spec.choices(doc)
-
-
+# --- functions over a spec (the lm-eval parity benchmark and the GPU benchmarks call these) --------------------
 def gold(spec: H6Task, doc: Mapping[str, Any]) -> int:
     """Index of the correct choice (ARC, HellaSwag, MMLU, Winogrande)."""
     if not spec.uses_loglikelihood or spec.truthfulqa:
         raise ValueError(f"{spec.name} has no gold index")
     return spec.gold(doc)
-
-
-def is_choice_task(spec: H6Task) -> bool:
-    """ARC, HellaSwag, MMLU: one request per answer choice after the shared context (not TruthfulQA's MC1 + MC2
-    targets, not Winogrande's partial scoring)."""
-    return (
-        spec.uses_loglikelihood and not spec.truthfulqa and spec.declared.requests is None  # type: ignore[union-attr]
-    )
-
-
-def fewshot_context(
-    spec: H6Task, doc: Mapping[str, Any], shots: Sequence[Mapping[str, Any]], templates: Mapping[str, str]
-) -> str:
-    """See :meth:`H6Task.context`."""
-    return spec.context(doc, shots, templates)
 
 
 def build_requests(
