@@ -53,15 +53,6 @@ class H6Score:
         row["partial"] = self.partial
         return pd.DataFrame([row])
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "value": self.value,
-            "stderr": self.stderr,
-            "partial": self.partial,
-            "missing": list(self.missing),
-            "tasks": {t: s.to_dict() for t, s in self.tasks.items()},
-        }
-
     def __str__(self) -> str:
         se = f" ± {self.stderr:.2f}" if self.stderr is not None else ""
         part = f" (partial: missing {', '.join(self.missing)})" if self.partial else ""

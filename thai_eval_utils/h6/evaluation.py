@@ -177,7 +177,7 @@ def evaluate(
         """The summary: the scores (headline first), MMLU's subjects, GSM8K's replies."""
         table = _table(spec, records)
         scores, subjects = spec.scores(table, spec.signature(config, limit=len(table) if limited else None), protocol)
-        scored.update(table=table, scores=scores, subjects=subjects)
+        scored.update(table=table, scores=scores, subject_scores=subjects)
         return {
             "task": spec.name,
             "source": source,
@@ -227,16 +227,9 @@ def evaluate(
             progress=progress,
             thinking=_thinking_option(protocol, spec),
         )
-    table, scores, subjects = scored["table"], scored["scores"], scored["subjects"]
+    replies = run.summary.get("replies")
     return H6Result(
-        spec.name,
-        table,
-        scores,
-        config,
-        run.run_dir,
-        subjects,
-        limit=limit if limited else None,
-        replies=run.summary.get("replies"),
+        spec.name, config=config, run_dir=run.run_dir, limit=limit if limited else None, replies=replies, **scored
     )
 
 
@@ -378,9 +371,8 @@ def stored_requests(spec: T.H6Task, record: Mapping[str, Any]) -> T.DocRequests 
         pairs = tuple((context, P.TARGET_DELIMITER + c) for c in spec.choices(doc))
     else:
         pairs = ()
-    n_mc1 = len(P.get(P.get(doc, "mc1_targets"), "choices")) if spec.truthfulqa else 0
     messages = tuple((str(m["role"]), str(m["content"])) for m in record.get("messages") or ())
-    built = T.DocRequests(context, pairs, n_mc1=n_mc1, messages=messages)
+    built = T.DocRequests(context, pairs, messages=messages)
     return built if built.sha256 == record.get("prompt_sha256") else None
 
 
@@ -444,42 +436,21 @@ def evaluate_tasks(
     return out
 
 
+#: The columns of :func:`scores_frame`.
+_SCORE_COLUMNS = "task metric value stderr n headline thai_rate thai_n n_thinking_unclosed signature".split()
+
+
 def scores_frame(results: Mapping[str, H6Result] | Iterable[H6Result]) -> pd.DataFrame:
     """Every score of every task as a tidy table (task, metric, value and stderr x 100, n, headline, signature);
     GSM8K's rows also show the answers-in-Thai rate (x 100), its n and the replies whose thinking never closed
     (empty for the log-likelihood tasks). A variant's rows name it (``th_gsm8k (chat)``)."""
-    items = results.values() if isinstance(results, Mapping) else results
     rows = []
-    for res in items:
-        head = V.get_spec(res.task).headline
-        replies = stats_columns(res.replies)
-        if replies["thai_rate"] is not None:
-            replies["thai_rate"] = 100 * replies["thai_rate"]
-        for metric, s in res.scores.items():
-            rows.append(
-                {
-                    "task": V.label(res.task),
-                    "metric": metric,
-                    "value": 100 * s.value,
-                    "stderr": _x100(s.stderr),
-                    "n": s.n,
-                    "headline": metric == head,
-                    **replies,
-                    "signature": s.signature,
-                }
-            )
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "task",
-            "metric",
-            "value",
-            "stderr",
-            "n",
-            "headline",
-            "thai_rate",
-            "thai_n",
-            "n_thinking_unclosed",
-            "signature",
-        ],
-    )
+    for res in results.values() if isinstance(results, Mapping) else results:
+        head, replies = V.get_spec(res.task).headline, stats_columns(res.replies)
+        replies["thai_rate"] = _x100(replies["thai_rate"])
+        rows += [
+            {"task": V.label(res.task), "metric": metric, "value": 100 * s.value, "stderr": _x100(s.stderr), "n": s.n}
+            | {"headline": metric == head, **replies, "signature": s.signature}
+            for metric, s in res.scores.items()
+        ]
+    return pd.DataFrame(rows, columns=_SCORE_COLUMNS)

@@ -48,15 +48,13 @@ Pool = Sequence[Mapping[str, Any]] | Mapping[str, Sequence[Mapping[str, Any]]] |
 class DocRequests:
     """What one document asks of the model.
 
-    ``requests`` are ``(context, continuation)`` pairs for ``loglikelihood`` (empty for GSM8K);
-    ``prompt`` is the shared context (GSM8K: the generation prompt); TruthfulQA's first ``n_mc1``
-    requests are the MC1 targets, the rest MC2. ``messages``: the chat a variant sends (``(role, content)`` turns,
-    :mod:`.variants`; empty for the paper's tasks).
+    ``requests`` are ``(context, continuation)`` pairs for ``loglikelihood`` (empty for GSM8K; TruthfulQA: the MC1
+    targets, then the MC2 targets); ``prompt`` is the shared context (GSM8K: the generation prompt). ``messages``: the
+    chat a variant sends (``(role, content)`` turns, :mod:`.variants`; empty for the paper's tasks).
     """
 
     prompt: str
     requests: tuple[tuple[str, str], ...] = ()
-    n_mc1: int = 0
     messages: tuple[tuple[str, str], ...] = ()
 
     @property
@@ -266,8 +264,7 @@ class H6Task:
             return DocRequests(ctx)
         if self.declared.requests is not None:  # type: ignore[union-attr]
             return DocRequests(ctx, tuple(self.declared.requests(doc, ctx)))  # type: ignore[union-attr]
-        n_mc1 = len(P.get(P.get(doc, "mc1_targets"), "choices")) if self.truthfulqa else 0
-        return DocRequests(ctx, tuple((ctx, P.TARGET_DELIMITER + c) for c in self.choices(doc)), n_mc1=n_mc1)
+        return DocRequests(ctx, tuple((ctx, P.TARGET_DELIMITER + c) for c in self.choices(doc)))
 
     # --- running and scoring -------------------------------------------------------------------------------
     def model_call(self, model: Model, protocol: H6Protocol) -> Callable[[list[Any]], list[Any]]:
@@ -379,22 +376,15 @@ class H6Task:
 _PRED = {"acc": "pred", "acc_norm": "pred_norm", "acc_bytes": "pred_bytes"}
 
 
-def _paper(
-    declared: MultipleChoiceTask | GenerationTask, text: DocText, templates: Mapping[str, str], **more: Any
-) -> H6Task:
-    """The paper task of a declaration, with its query text over the (overridable) templates."""
-    return H6Task(declared=declared, text=text, templates=dict(templates), **more)
-
-
 TASK_SPECS: dict[str, H6Task] = {
     s.name: s
     for s in (
-        _paper(D.TH_ARC, P.question_text, D.QA_TEMPLATES),
-        _paper(D.TH_HELLASWAG, P.hellaswag_text, D.HELLASWAG_TEMPLATES),
-        _paper(D.TH_MMLU, P.mmlu_text, D.MMLU_TEMPLATES, by_subject=True),
-        _paper(D.TH_TRUTHFULQA, P.truthfulqa_text, D.TRUTHFULQA_TEMPLATES),
-        _paper(D.TH_WINOGRANDE, P.winogrande_text, {}, fewshot_target=P.winogrande_target),
-        _paper(D.TH_GSM8K, P.question_text, D.QA_TEMPLATES),
+        H6Task(declared=D.TH_ARC, text=P.question_text, templates=dict(D.QA_TEMPLATES)),
+        H6Task(declared=D.TH_HELLASWAG, text=P.hellaswag_text, templates=dict(D.HELLASWAG_TEMPLATES)),
+        H6Task(declared=D.TH_MMLU, text=P.mmlu_text, templates=dict(D.MMLU_TEMPLATES), by_subject=True),
+        H6Task(declared=D.TH_TRUTHFULQA, text=P.truthfulqa_text, templates=dict(D.TRUTHFULQA_TEMPLATES)),
+        H6Task(declared=D.TH_WINOGRANDE, text=P.winogrande_prompt, fewshot_target=P.winogrande_target),
+        H6Task(declared=D.TH_GSM8K, text=P.question_text, templates=dict(D.QA_TEMPLATES)),
     )
 }
 #: The six tasks in the paper's Table 4 order.
