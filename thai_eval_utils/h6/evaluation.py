@@ -4,9 +4,8 @@ in :mod:`.average`.
 
 ``evaluate`` builds every document's prompt with its few-shot draws and hands the documents to the declared tasks'
 runner (:func:`thai_eval_utils.tasks.runner.run_task`) in Thai-H6's stored run layout (a
-:class:`~thai_eval_utils.tasks.runner.RunLayout`: the ``thai_h6/<task>`` benchmark, config, records and summary of
-the runs stored before the tasks were declared): chunks of documents go to the model in one call and each finished
-document is appended to the results store with its metrics (so an interrupted run resumes without recomputing). It returns a per-item table and the task's :class:`~thai_eval_utils.core.provenance.Score` objects.
+:class:`~thai_eval_utils.tasks.runner.RunLayout`: the benchmark, config, records and summary of the runs stored
+before the tasks were declared), so an interrupted run resumes without recomputing.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """The six Thai-H6 tasks and their labelled variants as a run uses them (spec: Tasks, shots, metrics; Prompt
-assembly; LB ``lm_eval/tasks/{arc,hellaswag,hendrycks_test,truthfulqa,winogrande,gsm8k}.py``).
-
-Each task is declared (:mod:`.declarations`; the variants in :mod:`.variants`): its choices, gold, per-document
-requests, sampler and metric objects. An :class:`H6Task` applies what a run's protocol sets to a declaration:
-which documents ``limit`` keeps, where each document's few-shot examples come from, how one document plus its
-examples becomes :class:`DocRequests` (``(context, continuation)`` log-likelihood pairs, a prompt to generate from,
-or a variant's chat), a generating task's model call, which protocol options enter its config, and how one
-document's output is scored. MMLU's limit, few-shot pool, description and average go per subject
-(``by_subject``). ``h6.evaluate`` runs them with ``tasks.runner.run_task``.
+assembly; LB ``lm_eval/tasks/{arc,hellaswag,hendrycks_test,truthfulqa,winogrande,gsm8k}.py``): an :class:`H6Task`
+applies what a run's protocol sets to a task's declaration (:mod:`.declarations`, :mod:`.variants`).
+``h6.evaluate`` runs them with ``tasks.runner.run_task``.
 """
 
 from __future__ import annotations
