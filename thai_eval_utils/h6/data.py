@@ -68,12 +68,6 @@ _H6_FIELDS: dict[str, dict[str, Any]] = {
     "th_winogrande": {"sentence": str, "option1": str, "option2": str, "answer": (str, int)},
     "th_gsm8k": {"question": str, "answer": str},
 }
-_H6_JSON_FIELDS = {
-    "th_arc": ("choices",),
-    "th_hellaswag": ("endings",),
-    "th_mmlu": ("choices",),
-    "th_truthfulqa": ("mc1_targets", "mc2_targets"),
-}
 
 
 def _str_list(value: Any, what: str, min_len: int = 1) -> str | None:
@@ -162,7 +156,8 @@ def _h6_problem(task: str, rec: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def _read_h6_file(task: str, path: Path) -> list[dict[str, Any]]:
-    records = read_records(path, _H6_FIELDS[task], json_fields=_H6_JSON_FIELDS.get(task, ()))
+    fields = _H6_FIELDS[task]  # the nested columns (lists, mappings) are JSON text in a CSV file
+    records = read_records(path, fields, json_fields=tuple(f for f, kind in fields.items() if kind in (dict, list)))
     for i, rec in enumerate(records):
         problem = _h6_problem(task, rec)
         if problem:
