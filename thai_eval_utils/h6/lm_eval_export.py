@@ -40,11 +40,11 @@ METRIC_ORDER = ("acc", "f1", "mcc", "acc_norm", "acc_bytes", "exact_match")
 def protocol_of(card: Mapping[str, Any]) -> H6Protocol:
     """The :class:`H6Protocol` a Thai-H6 run card's config records (the options its numbers depend on)."""
     c = card.get("config") or {}
-    sampler = c.get("sampler") if c.get("sampler") in ("lb", "h") else "lb"
+    sampled = c.get("sampler") in ("lb", "h")  # MMLU's first_n and TruthfulQA's none: the preset's sampler, no seed
     options: dict[str, Any] = {
         "num_fewshot": c.get("num_fewshot"),
-        "sampler": sampler,
-        "fewshot_seed": c.get("fewshot_seed") if c.get("sampler") in ("lb", "h") else None,
+        "sampler": c.get("sampler") if sampled else "lb",
+        "fewshot_seed": c.get("fewshot_seed") if sampled else None,
         "add_bos_token": c.get("add_bos_token"),
     }
     for key in ("mc2", "mmlu_average", "gsm8k_stops", "max_new_tokens"):
