@@ -6,14 +6,12 @@ import random
 
 import pytest
 
-from thai_eval_utils.h6.fewshot import (
-    LB_FEWSHOT_SEED,
-    default_seed,
-    draw_shots,
-    first_n_draws,
-    h_draws,
-    lb_draws,
-)
+from thai_eval_utils.h6.fewshot import LB_FEWSHOT_SEED, default_seed, lb_draws, sampler_object
+
+
+def _draws(sampler: str, n_eval: int, n_pool: int, k: int, seed: int | None = None) -> list[list[int]]:
+    """Pool indices of every eval doc's examples as a run draws them (``H6Task.draw``: the sampler object)."""
+    return sampler_object(sampler, seed).choose(n_pool, k, [None] * n_eval)
 
 
 def _lb_with_documents(docs: list[dict], pool: list[dict], k: int) -> dict[str, list[str]]:
@@ -41,29 +39,29 @@ def test_lb_replay_matches_sampling_documents():
 
 def test_limit_keeps_full_run_draws():
     full = lb_draws(50, 30, 4)
-    assert draw_shots("lb", 50, 30, 4)[:7] == full[:7]
+    assert _draws("lb", 50, 30, 4)[:7] == full[:7]
     # A split of only the first 7 docs would draw differently: the shuffle depends on the split size.
     assert lb_draws(7, 30, 4) != full[:7]
 
 
 def test_h_sampler_dataset_order():
     rnd = random.Random(1234)
-    assert h_draws(3, 5, 2) == [[3, 0], [0, 4], [4, 0]]
-    assert h_draws(3, 5, 2) == [rnd.sample(range(5), 2) for _ in range(3)]
-    assert h_draws(10, 8, 3)[:4] == h_draws(4, 8, 3)  # dataset order: a prefix is a prefix
+    assert _draws("h", 3, 5, 2) == [[3, 0], [0, 4], [4, 0]]
+    assert _draws("h", 3, 5, 2) == [rnd.sample(range(5), 2) for _ in range(3)]
+    assert _draws("h", 10, 8, 3)[:4] == _draws("h", 4, 8, 3)  # dataset order: a prefix is a prefix
 
 
 def test_first_n_and_zero_shot():
-    assert first_n_draws(3, 7, 5) == [[0, 1, 2, 3, 4]] * 3
+    assert _draws("first_n", 3, 7, 5) == [[0, 1, 2, 3, 4]] * 3
     assert lb_draws(4, 0, 0) == [[], [], [], []]
-    assert draw_shots("h", 2, 3, 0) == [[], []]
+    assert _draws("h", 2, 3, 0) == [[], []]
 
 
 def test_seeds_and_errors():
     assert default_seed("lb") == LB_FEWSHOT_SEED == 42
     assert default_seed("h") == 1234
-    assert draw_shots("lb", 5, 9, 2, seed=7) != draw_shots("lb", 5, 9, 2)
+    assert _draws("lb", 5, 9, 2, seed=7) != _draws("lb", 5, 9, 2)
     with pytest.raises(ValueError, match="3 few-shot examples requested from a pool of 2"):
         lb_draws(4, 2, 3)
     with pytest.raises(ValueError, match="unknown few-shot sampler"):
-        draw_shots("random", 4, 2, 1)
+        _draws("random", 4, 2, 1)

@@ -130,7 +130,7 @@ def test_macro_and_micro_average():
     assert macro.value == pytest.approx(0.75)
     assert macro.stderr == pytest.approx(math.sqrt(0.5**2 + 0.0) / 2)
     assert macro.n == 5
-    assert M.mean("micro", [1, 0, 1, 1, 1]).value == pytest.approx(0.8)
+    assert Score.mean("micro", [1, 0, 1, 1, 1]).value == pytest.approx(0.8)
     one = Score.mean("c", [1])  # no stderr for a single document
     assert M.macro_average("m", {"a": a, "c": one}).stderr is None
     assert math.isnan(M.macro_average("m", {}).value)

@@ -42,7 +42,7 @@ def test_hellaswag_preprocess_and_capitalize():
         "label": "1",
     }
     doc = {"activity_label": "กีฬา", "ctx_a": "เขาวิ่ง", "ctx_b": "แล้ว", "endings": ["หยุด", "กระโดด [header]"], "label": 0}
-    assert T.choices(spec, shot) == ["อย่างนั้น ผัด", "แล้วทอด ไข่"]
+    assert spec.choices(shot) == ["อย่างนั้น ผัด", "แล้วทอด ไข่"]
     r = T.build_requests(spec, doc, [shot], spec.templates)
     # " [title]" -> ". ", then the double space collapses; ctx_b.capitalize() lower-cases the rest
     expected = "ทำอาหาร: How to cook. Heat the pan Then add oil แล้วทอด ไข่\n\nกีฬา: เขาวิ่ง แล้ว"
@@ -84,7 +84,6 @@ def test_truthfulqa_preamble_and_targets():
     assert P.TRUTHFULQA_QA_PROMPT.count("\n\nQ: ") == 5
     assert r.prompt == P.TRUTHFULQA_QA_PROMPT + "\n\nQ: แตงโมงอกในท้องไหม\nA:"
     assert [c for _, c in r.requests] == [" ไม่งอก", " งอก", " ไม่งอก", " งอก", " ไม่มีอะไรเกิดขึ้น"]
-    assert r.n_mc1 == 2
     import math
 
     lls = [-1.0, -2.0, math.log(0.2), math.log(0.5), math.log(0.3)]
@@ -112,7 +111,7 @@ def test_winogrande_blank_at_the_end():
     r = T.build_requests(spec, doc, [], spec.templates)
     assert r.requests == (("สิ่งที่ฉันชอบที่สุดคือแมว", " "), ("สิ่งที่ฉันชอบที่สุดคือหมา", " "))
     # as a few-shot example its target is empty: text + " " + ""
-    assert T.fewshot_context(spec, {"sentence": "x_y", "option1": "a", "option2": "b", "answer": "1"}, [doc], {}) == (
+    assert spec.context({"sentence": "x_y", "option1": "a", "option2": "b", "answer": "1"}, [doc], {}) == (
         "สิ่งที่ฉันชอบที่สุดคือหมา \n\nxa"
     )
     with pytest.raises(T.DocError, match="no '_' blank"):

@@ -39,11 +39,6 @@ class H6Score:
     def partial(self) -> bool:
         return bool(self.missing)
 
-    def to_score(self) -> Score:
-        """As a :class:`Score` on the 0-100 scale."""
-        sig = "thai_h6|mean of " + "+".join(self.tasks) + ("|partial" if self.partial else "")
-        return Score(AVERAGE_COLUMN, self.value, len(self.tasks), self.stderr, sig)
-
     def row(self, model: str | None = None, stderr: bool = True) -> pd.DataFrame:
         """One row like the paper's Table 4 (``thai_h6_avg`` and the six task columns, x 100)."""
         row: dict[str, Any] = {"model": model} if model is not None else {}
@@ -57,15 +52,6 @@ class H6Score:
                 row[f"{t}_stderr"] = math.nan if se is None else 100 * se
         row["partial"] = self.partial
         return pd.DataFrame([row])
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "value": self.value,
-            "stderr": self.stderr,
-            "partial": self.partial,
-            "missing": list(self.missing),
-            "tasks": {t: s.to_dict() for t, s in self.tasks.items()},
-        }
 
     def __str__(self) -> str:
         se = f" ± {self.stderr:.2f}" if self.stderr is not None else ""

@@ -7,13 +7,13 @@ before anything is returned. Thai text is returned exactly as stored (never Unic
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from thai_eval_utils.core.errors import ThaiEvalDataError
+from thai_eval_utils.h6 import metrics as M
 from thai_eval_utils.h6 import prompts as P
 from thai_eval_utils.core.provenance import sha256_file
 from thai_eval_utils.core.records import (
@@ -60,10 +60,6 @@ H6_TASKS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "th_gsm8k": ("th_gsm8k", "test", ("train",)),
 }
 
-# ARC numeric answer keys map to letters (LB lm_eval/tasks/arc.py, _process_doc).
-# GSM8K gold extraction (LB lm_eval/tasks/gsm8k.py, ANS_RE).
-_GSM8K_ANSWER_RE = re.compile(r"#### (\-?[0-9\.\,]+)")
-
 _H6_FIELDS: dict[str, dict[str, Any]] = {
     "th_arc": {"question": str, "choices": dict, "answerKey": str},
     "th_hellaswag": {"activity_label": str, "ctx_a": str, "ctx_b": str, "endings": list, "label": (int, str)},
@@ -71,12 +67,6 @@ _H6_FIELDS: dict[str, dict[str, Any]] = {
     "th_truthfulqa": {"question": str, "mc1_targets": dict, "mc2_targets": dict},
     "th_winogrande": {"sentence": str, "option1": str, "option2": str, "answer": (str, int)},
     "th_gsm8k": {"question": str, "answer": str},
-}
-_H6_JSON_FIELDS = {
-    "th_arc": ("choices",),
-    "th_hellaswag": ("endings",),
-    "th_mmlu": ("choices",),
-    "th_truthfulqa": ("mc1_targets", "mc2_targets"),
 }
 
 
@@ -89,22 +79,17 @@ def _str_list(value: Any, what: str, min_len: int = 1) -> str | None:
     return None
 
 
-#: The gold index of each multiple-choice task: the functions the task specs score with (``h6.prompts``, the one
-#: implementation; ``h6.tasks`` builds its specs on them). TruthfulQA's true MC1 answer comes first (index 0).
+#: The gold index of each choice task by the functions the tasks score with (``h6.prompts``, the one implementation).
 _GOLD = {
     "th_arc": P.arc_gold,
     "th_hellaswag": P.hellaswag_gold,
     "th_mmlu": P.mmlu_gold,
     "th_winogrande": P.winogrande_gold,
-    "th_truthfulqa": lambda doc: 0,
 }
 
 
 def _h6_gold(task: str, doc: Mapping[str, Any]) -> int:
-    """The 0-based index of the correct choice of a Thai-H6 doc (``h6.prompts``' gold functions, as the task
-    scores it), -1 where the doc names none. GSM8K has no choice index (raises ValueError)."""
-    if task not in _GOLD:
-        raise ValueError(f"{task} has no choice index (GSM8K is scored by exact match of the '#### N' answer)")
+    """The 0-based index of the correct choice of a Thai-H6 doc, as the task scores it; -1 where it names none."""
     try:
         return _GOLD[task](doc)
     except P.DocError:
@@ -165,13 +150,14 @@ def _h6_problem(task: str, rec: dict[str, Any]) -> tuple[str, str] | None:
         if _h6_gold(task, rec) < 0:
             return "answer", f"answer {rec['answer']!r} is not '1' or '2'"
     elif task == "th_gsm8k":
-        if not _GSM8K_ANSWER_RE.search(rec["answer"]):
+        if not M.GSM8K_ANSWER_RE.search(rec["answer"]):
             return "answer", "answer has no '#### <number>' final answer"
     return None
 
 
 def _read_h6_file(task: str, path: Path) -> list[dict[str, Any]]:
-    records = read_records(path, _H6_FIELDS[task], json_fields=_H6_JSON_FIELDS.get(task, ()))
+    fields = _H6_FIELDS[task]  # the nested columns (lists, mappings) are JSON text in a CSV file
+    records = read_records(path, fields, json_fields=tuple(f for f, kind in fields.items() if kind in (dict, list)))
     for i, rec in enumerate(records):
         problem = _h6_problem(task, rec)
         if problem:
@@ -186,20 +172,21 @@ def _task_dir(source: Path, folder: str) -> Path:
     return source if source.name == folder else source / "h6" / folder
 
 
-def _require(directory: Path, stem: str) -> Path:
-    path = find_data_file(directory, stem)
-    if path is None:
+def _files(directory: Path, prefix: str, scored: str, splits: tuple[str, ...], mmlu: bool) -> tuple[Path, Path | None]:
+    """The scored split's file and the few-shot file (the first of ``splits`` found; None without few-shot splits)."""
+    doc_path = find_data_file(directory, f"{prefix}_{scored}")
+    if doc_path is None:
         tried = "{" + ",".join(s.lstrip(".") for s in SUPPORTED_SUFFIXES) + "}"
-        raise ThaiEvalDataError(f"file not found (tried {stem}.{tried})", path=directory / stem)
-    return path
-
-
-def _fewshot_file(directory: Path, prefix: str, splits: tuple[str, ...], mmlu: bool) -> Path | None:
+        raise ThaiEvalDataError(
+            f"file not found (tried {prefix}_{scored}.{tried})", path=directory / f"{prefix}_{scored}"
+        )
     found = {s: p for s in splits if (p := find_data_file(directory, f"{prefix}_{s}")) is not None}
     if mmlu and "dev" not in found and len(found) > 1:
         names = ", ".join(p.name for p in found.values())
         raise ThaiEvalDataError(f"ambiguous few-shot split ({names}); keep one", path=directory)
-    return next(iter(found.values()), None)
+    if splits and not found:
+        raise ThaiEvalDataError(f"few-shot file not found (tried {', '.join(splits)})", path=directory / prefix)
+    return doc_path, next(iter(found.values()), None)
 
 
 def load_h6_task(source: str | Path, task: str) -> H6TaskData:
@@ -224,16 +211,10 @@ def load_h6_task(source: str | Path, task: str) -> H6TaskData:
     folder, scored, fewshot_splits = H6_TASKS[task]
     directory = _task_dir(Path(source), folder)
     if task != "th_mmlu":
-        doc_path = _require(directory, f"{folder}_{scored}")
-        pool_path = _fewshot_file(directory, folder, fewshot_splits, False) if fewshot_splits else None
-        if fewshot_splits and pool_path is None:
-            raise ThaiEvalDataError(
-                f"few-shot file not found (tried {', '.join(fewshot_splits)})", path=directory / folder
-            )
+        doc_path, pool_path = _files(directory, folder, scored, fewshot_splits, False)
         docs = _read_h6_file(task, doc_path)
         pool = _read_h6_file(task, pool_path) if pool_path else []
-        files = [doc_path] + ([pool_path] if pool_path else [])
-        return H6TaskData(task, docs, pool, None, files, str(source))
+        return H6TaskData(task, docs, pool, None, [doc_path, *([pool_path] if pool_path else [])], str(source))
     if not directory.is_dir():
         raise ThaiEvalDataError("folder not found (expected h6/th_mmlu/<subject>/ folders)", path=directory)
     subjects = sorted(p.name for p in directory.iterdir() if p.is_dir() and not p.name.startswith("."))
@@ -241,14 +222,9 @@ def load_h6_task(source: str | Path, task: str) -> H6TaskData:
         raise ThaiEvalDataError("no subject folders found", path=directory)
     docs, pool, by_subject, files = [], [], {}, []
     for subject in subjects:
-        sub_dir, prefix = directory / subject, f"th_mmlu_{subject}"
-        doc_path = _require(sub_dir, f"{prefix}_{scored}")
-        pool_path = _fewshot_file(sub_dir, prefix, fewshot_splits, True)
-        if pool_path is None:
-            raise ThaiEvalDataError("few-shot file not found (tried dev, train, validation)", path=sub_dir / prefix)
-        sub_docs = [{**r, "subject": subject} for r in _read_h6_file(task, doc_path)]
-        by_subject[subject] = [{**r, "subject": subject} for r in _read_h6_file(task, pool_path)]
-        docs += sub_docs
+        doc_path, pool_path = _files(directory / subject, f"th_mmlu_{subject}", scored, fewshot_splits, True)
+        docs += [{**r, "subject": subject} for r in _read_h6_file(task, doc_path)]
+        by_subject[subject] = [{**r, "subject": subject} for r in _read_h6_file(task, pool_path)]  # type: ignore[arg-type]
         pool += by_subject[subject]
         files += [doc_path, pool_path]
     return H6TaskData(task, docs, pool, by_subject, files, str(source))

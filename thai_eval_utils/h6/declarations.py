@@ -1,12 +1,9 @@
 """The six Thai-H6 tasks declared as the package's declared tasks (:mod:`thai_eval_utils.tasks.declared`): each
 one's query text, choices, gold and per-document requests as functions of a document, its few-shot split and
 sampler, and its metric objects (headline first), as the Open LLM Leaderboard's harness ran them (Kim et al. 2024,
-section 3; LB ``lm_eval/tasks/{arc,hellaswag,hendrycks_test,truthfulqa,winogrande,gsm8k}.py``).
-
-``data`` and the few-shot ``file`` name the official release's folder: :func:`~thai_eval_utils.h6.data.
-load_h6_task` reads its scored and few-shot splits. What the protocol sets per run (shots, sampler and seed, templates,
-GSM8K's stops and budget, mc2's variant: :class:`~thai_eval_utils.h6.protocol.H6Protocol`) is applied by
-:mod:`.tasks`, which runs these declarations with ``tasks.runner.run_task`` in Thai-H6's stored run layout.
+section 3; LB ``lm_eval/tasks/{arc,hellaswag,hendrycks_test,truthfulqa,winogrande,gsm8k}.py``). ``data`` names the
+official release's folder (:func:`~thai_eval_utils.h6.data.load_h6_task`); what the protocol sets per run is applied
+by :mod:`.tasks`.
 """
 
 from __future__ import annotations
@@ -161,5 +158,3 @@ TH_GSM8K = GenerationTask(
     title="Thai GSM8K",
     version=VERSION,
 )
-#: The six in the paper's Table 4 order.
-DECLARED = (TH_ARC, TH_HELLASWAG, TH_MMLU, TH_TRUTHFULQA, TH_WINOGRANDE, TH_GSM8K)

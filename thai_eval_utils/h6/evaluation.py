@@ -4,14 +4,13 @@ in :mod:`.average`.
 
 ``evaluate`` builds every document's prompt with its few-shot draws and hands the documents to the declared tasks'
 runner (:func:`thai_eval_utils.tasks.runner.run_task`) in Thai-H6's stored run layout (a
-:class:`~thai_eval_utils.tasks.runner.RunLayout`: the ``thai_h6/<task>`` benchmark, config, records and summary of
-the runs stored before the tasks were declared): chunks of documents go to the model in one call and each finished
-document is appended to the results store with its metrics (so an interrupted run resumes without recomputing). It returns a per-item table and the task's :class:`~thai_eval_utils.core.provenance.Score` objects.
+:class:`~thai_eval_utils.tasks.runner.RunLayout`: the benchmark, config, records and summary of the runs stored
+before the tasks were declared), so an interrupted run resumes without recomputing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -80,16 +79,6 @@ class H6Result:
 
 def _x100(v: float | None) -> float | None:
     return None if v is None else 100 * v
-
-
-def _resolve_data(spec: T.H6Task, data: H6Source, fewshot_pool: T.Pool) -> tuple[list[dict], T.Pool, list[Path], str]:
-    """(docs, few-shot pool or subject -> pool, data files, source label) from any accepted input."""
-    if isinstance(data, (str, Path)):
-        data = load_h6_task(data, spec.data_task)
-    if isinstance(data, H6TaskData):
-        pool = spec.pool_of(data) if fewshot_pool is None else fewshot_pool
-        return list(data.docs), pool, [Path(p) for p in data.files], str(data.source)
-    return [dict(d) for d in data], fewshot_pool, [], "docs"
 
 
 @contextmanager
@@ -176,10 +165,10 @@ def evaluate(
     tmpl, docs, pool, files, source, k, shots = _prepare(spec, data, protocol, fewshot_pool)
     selected = spec.select(docs, limit)
     config = _config(spec, model, protocol, k, docs, pool, in_memory=not files)
-    call = _no_model if spec.uses_loglikelihood else spec.model_call(model, protocol)  # run_task calls loglikelihood
-    docs_run = _DocRun(spec, docs, pool, shots, tmpl, protocol, call)
+    call = None if spec.uses_loglikelihood else spec.model_call(model, protocol)  # run_task calls loglikelihood
     # every selected document's requests are built (and so checked) before the run folder exists
-    items = [docs_run.item(i) for i in selected]
+    built = _requests(spec, docs, pool, shots, tmpl, selected)
+    items = [{"id": f"{i}-{built[i].sha256[:16]}", "doc": i, "requests": built[i].requests} for i in selected]
     limited = limit is not None and len(selected) < len(docs)
     scored: dict[str, Any] = {}
 
@@ -187,7 +176,7 @@ def evaluate(
         """The summary: the scores (headline first), MMLU's subjects, GSM8K's replies."""
         table = _table(spec, records)
         scores, subjects = spec.scores(table, spec.signature(config, limit=len(table) if limited else None), protocol)
-        scored.update(table=table, scores=scores, subjects=subjects)
+        scored.update(table=table, scores=scores, subject_scores=subjects)
         return {
             "task": spec.name,
             "source": source,
@@ -205,13 +194,22 @@ def evaluate(
 
     if spec.uses_loglikelihood:
         prepare_loglikelihood(model)  # a served model's order probe: before the layout takes the model's identity
+
+    def record(item: dict[str, Any], answer: Any) -> dict[str, Any]:
+        i = item["doc"]
+        return _record(spec, protocol, i, docs[i], shots[i], built[i], answer)
+
+    def call_items(chunk: list[dict[str, Any]]) -> list[Any]:
+        """The model's answers to a batch of items (one call: every prompt or chat)."""
+        return call(spec.model_inputs([built[it["doc"]] for it in chunk]))  # type: ignore[misc]
+
     layout = RunLayout(
         f"thai_h6/{spec.name}",
         config,
-        docs_run.record,
+        record,
         _record_fields(spec),
         summarize,
-        call=None if spec.uses_loglikelihood else docs_run.call_items,  # log-likelihoods: the items' requests
+        call=None if call is None else call_items,  # log-likelihoods: the runner sends the items' requests
         data_files=files,
         templates=tmpl,
         model_identity=getattr(model, "identity", None),
@@ -228,16 +226,9 @@ def evaluate(
             progress=progress,
             thinking=_thinking_option(protocol, spec),
         )
-    table, scores, subjects = scored["table"], scored["scores"], scored["subjects"]
+    replies = run.summary.get("replies")
     return H6Result(
-        spec.name,
-        table,
-        scores,
-        config,
-        run.run_dir,
-        subjects,
-        limit=limit if limited else None,
-        replies=run.summary.get("replies"),
+        spec.name, config=config, run_dir=run.run_dir, limit=limit if limited else None, replies=replies, **scored
     )
 
 
@@ -261,9 +252,30 @@ def _prepare(
 ) -> tuple[dict[str, str], list[dict], T.Pool, list[Path], str, int, list[list[int]]]:
     """(templates, docs, pool, data files, source label, shots k, every document's few-shot indices) of a task."""
     tmpl = T.templates_for(spec, protocol.templates)
-    docs, pool, files, source = _resolve_data(spec, data, fewshot_pool)
+    if isinstance(data, (str, Path)):
+        data = load_h6_task(data, spec.data_task)
+    if isinstance(data, H6TaskData):
+        pool = spec.pool_of(data) if fewshot_pool is None else fewshot_pool
+        docs, files, source = list(data.docs), [Path(p) for p in data.files], str(data.source)
+    else:
+        docs, pool, files, source = [dict(d) for d in data], fewshot_pool, [], "docs"
     k = spec.num_fewshot if protocol.num_fewshot is None else protocol.num_fewshot
     return tmpl, docs, pool, files, source, k, spec.draw(docs, pool, k, protocol)
+
+
+def _requests(
+    spec: T.H6Task, docs: list[dict], pool: T.Pool, shots: list[list[int]], tmpl: dict[str, str], selected: list[int]
+) -> dict[int, T.DocRequests]:
+    """Each selected document's requests with its few-shot examples (a bad document or example names its row)."""
+    out = {}
+    for i in selected:
+        try:
+            out[i] = spec.requests(docs[i], [spec.pool_for(pool, docs[i])[j] for j in shots[i]], tmpl)
+        except T.DocError as exc:
+            raise ThaiEvalDataError(
+                f"{spec.name} doc {i} (or one of its few-shot examples): {exc}", row=i, field=exc.field
+            ) from None
+    return out
 
 
 @dataclass(frozen=True)
@@ -290,12 +302,9 @@ def document_requests(
     rebuilding what a stored run asked (the lm-eval export's ``arguments``)."""
     spec = V.spec_for(task, protocol)
     tmpl, docs, pool, _, _, _, shots = _prepare(spec, data, protocol, fewshot_pool)
-    built = _DocRun(spec, docs, pool, shots, tmpl, protocol, call=_no_model)
-    return [DocumentRequests(i, docs[i], list(shots[i]), built.requests(i)) for i in spec.select(docs, limit)]
-
-
-def _no_model(inputs: list[Any]) -> list[Any]:
-    raise ThaiEvalError("document_requests builds requests only; no model is called")
+    selected = spec.select(docs, limit)
+    built = _requests(spec, docs, pool, shots, tmpl, selected)
+    return [DocumentRequests(i, docs[i], list(shots[i]), built[i]) for i in selected]
 
 
 def _record_fields(spec: T.H6Task) -> dict[str, type | tuple[type, ...]]:
@@ -306,68 +315,28 @@ def _record_fields(spec: T.H6Task) -> dict[str, type | tuple[type, ...]]:
     return {**output, **{m: (int, float) for m in spec.metrics}}
 
 
-@dataclass
-class _DocRun:
-    """The documents of one run: the model call's input for a batch of them, and the stored records from its output."""
-
-    spec: T.H6Task
-    docs: list[dict]
-    pool: T.Pool
-    shots: list[list[int]]
-    templates: dict[str, str]
-    protocol: H6Protocol
-    call: Callable[[list[Any]], list[Any]]  # a generating task's model.generate or model.chat
-
-    built: dict[int, T.DocRequests] = field(default_factory=dict, repr=False)  # requests built so far, by doc
-
-    def requests(self, i: int) -> T.DocRequests:
-        """Document ``i``'s requests with its few-shot examples (built once)."""
-        if i in self.built:
-            return self.built[i]
-        doc = self.docs[i]
-        try:
-            self.built[i] = self.spec.requests(
-                doc, [self.spec.pool_for(self.pool, doc)[j] for j in self.shots[i]], self.templates
-            )
-            return self.built[i]
-        except T.DocError as exc:
-            raise ThaiEvalDataError(
-                f"{self.spec.name} doc {i} (or one of its few-shot examples): {exc}", row=i, field=exc.field
-            ) from None
-
-    def item(self, i: int) -> dict[str, Any]:
-        """Document ``i`` as the runner gets it: its store key (index and prompt hash), its requests."""
-        built = self.requests(i)
-        return {"id": f"{i}-{built.sha256[:16]}", "doc": i, "requests": built.requests}
-
-    def call_items(self, chunk: list[dict[str, Any]]) -> list[Any]:
-        """The model's answers to a batch of items (one call: every request, or every prompt or chat)."""
-        return self.call(self.spec.model_inputs([self.requests(it["doc"]) for it in chunk]))
-
-    def record(self, item: dict[str, Any], answer: Any) -> dict[str, Any]:
-        """The stored record of one document: what was asked, the model's output and its metrics."""
-        i = item["doc"]
-        if self.spec.uses_loglikelihood:
-            output: dict[str, Any] = {"lls": [float(ll) for ll, _ in answer], "is_greedy": [bool(g) for _, g in answer]}
-        else:
-            output = {"generation": answer}
-        return self._record(i, self.requests(i), output)
-
-    def _record(self, i: int, built: T.DocRequests, output: dict[str, Any]) -> dict[str, Any]:
-        rec: dict[str, Any] = {"doc": i, "prompt_sha256": built.sha256, "shots": self.shots[i], **output}
-        if "subject" in self.docs[i]:
-            rec["subject"] = self.docs[i]["subject"]
-        try:
-            rec.update(self.spec.score(self.docs[i], output, self.protocol))
-            if "gold" not in rec:
-                rec["gold"] = record_gold(self.spec, self.docs[i])
-        except T.DocError as exc:
-            raise ThaiEvalDataError(f"{self.spec.name} doc {i}: {exc}", row=i, field=exc.field) from None
-        # the scored row as loaded and what was sent, so a record reads on its own; record fields only: the config
-        # id, the key and resuming are unchanged, and records stored before them are resolved from the data instead
-        rec["doc_row"] = self.docs[i]
-        rec.update(sent_fields(self.spec, built))
-        return rec
+def _record(
+    spec: T.H6Task, protocol: H6Protocol, i: int, doc: dict, shots: list[int], built: T.DocRequests, answer: Any
+) -> dict[str, Any]:
+    """The stored record of document ``i``: what was asked, the model's output and its metrics."""
+    if spec.uses_loglikelihood:
+        output: dict[str, Any] = {"lls": [float(ll) for ll, _ in answer], "is_greedy": [bool(g) for _, g in answer]}
+    else:
+        output = {"generation": answer}
+    rec: dict[str, Any] = {"doc": i, "prompt_sha256": built.sha256, "shots": shots, **output}
+    if "subject" in doc:
+        rec["subject"] = doc["subject"]
+    try:
+        rec.update(spec.score(doc, output, protocol))
+        if "gold" not in rec:
+            rec["gold"] = record_gold(spec, doc)
+    except T.DocError as exc:
+        raise ThaiEvalDataError(f"{spec.name} doc {i}: {exc}", row=i, field=exc.field) from None
+    # the scored row as loaded and what was sent, so a record reads on its own; record fields only: the config
+    # id, the key and resuming are unchanged, and records stored before them are resolved from the data instead
+    rec["doc_row"] = doc
+    rec.update(sent_fields(spec, built))
+    return rec
 
 
 #: The record fields that hold what was sent (:func:`sent_fields`); the per-item table leaves them in ``items.jsonl``.
@@ -401,9 +370,8 @@ def stored_requests(spec: T.H6Task, record: Mapping[str, Any]) -> T.DocRequests 
         pairs = tuple((context, P.TARGET_DELIMITER + c) for c in spec.choices(doc))
     else:
         pairs = ()
-    n_mc1 = len(P.get(P.get(doc, "mc1_targets"), "choices")) if spec.truthfulqa else 0
     messages = tuple((str(m["role"]), str(m["content"])) for m in record.get("messages") or ())
-    built = T.DocRequests(context, pairs, n_mc1=n_mc1, messages=messages)
+    built = T.DocRequests(context, pairs, messages=messages)
     return built if built.sha256 == record.get("prompt_sha256") else None
 
 
@@ -467,42 +435,21 @@ def evaluate_tasks(
     return out
 
 
+#: The columns of :func:`scores_frame`.
+_SCORE_COLUMNS = "task metric value stderr n headline thai_rate thai_n n_thinking_unclosed signature".split()
+
+
 def scores_frame(results: Mapping[str, H6Result] | Iterable[H6Result]) -> pd.DataFrame:
     """Every score of every task as a tidy table (task, metric, value and stderr x 100, n, headline, signature);
     GSM8K's rows also show the answers-in-Thai rate (x 100), its n and the replies whose thinking never closed
     (empty for the log-likelihood tasks). A variant's rows name it (``th_gsm8k (chat)``)."""
-    items = results.values() if isinstance(results, Mapping) else results
     rows = []
-    for res in items:
-        head = V.get_spec(res.task).headline
-        replies = stats_columns(res.replies)
-        if replies["thai_rate"] is not None:
-            replies["thai_rate"] = 100 * replies["thai_rate"]
-        for metric, s in res.scores.items():
-            rows.append(
-                {
-                    "task": V.label(res.task),
-                    "metric": metric,
-                    "value": 100 * s.value,
-                    "stderr": _x100(s.stderr),
-                    "n": s.n,
-                    "headline": metric == head,
-                    **replies,
-                    "signature": s.signature,
-                }
-            )
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "task",
-            "metric",
-            "value",
-            "stderr",
-            "n",
-            "headline",
-            "thai_rate",
-            "thai_n",
-            "n_thinking_unclosed",
-            "signature",
-        ],
-    )
+    for res in results.values() if isinstance(results, Mapping) else results:
+        head, replies = V.get_spec(res.task).headline, stats_columns(res.replies)
+        replies["thai_rate"] = _x100(replies["thai_rate"])
+        rows += [
+            {"task": V.label(res.task), "metric": metric, "value": 100 * s.value, "stderr": _x100(s.stderr), "n": s.n}
+            | {"headline": metric == head, **replies, "signature": s.signature}
+            for metric, s in res.scores.items()
+        ]
+    return pd.DataFrame(rows, columns=_SCORE_COLUMNS)

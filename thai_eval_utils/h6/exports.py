@@ -54,10 +54,8 @@ class H6Exports:
 
     def leaderboard_summary(self, results: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
         """The Thai-H6 average (0-100) of the six headline scores, only when all six tasks are present."""
-        if not all(t in results for t in T.TASKS):
-            return {}
-        heads = [results[t].get(T.get_task(t).headline) for t in T.TASKS]
-        if any(h is None for h in heads):
+        heads = [results.get(t, {}).get(T.get_task(t).headline) for t in T.TASKS]
+        if any(h is None for h in heads):  # a task missing, or its headline
             return {}
         return {self.name: {"average": 100 * sum(heads) / len(heads)}}  # type: ignore[arg-type]
 

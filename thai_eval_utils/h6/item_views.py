@@ -104,22 +104,18 @@ def h6_items(
             note = "question resolved from the data files (the record predates stored documents)"
         elif doc is None:
             note = data.missing
+        pred = rec.get(_PRED_FIELD.get(metric, "pred"))
         item = ItemView(
             task=spec.name,
             key=str(i),
             value=float(rec[metric]),
+            correct=bool(rec[metric] == 1.0) if metric in BINARY_METRICS else None,
+            loglikelihoods=[round(float(x), 4) for x in rec["lls"]] if "lls" in rec else None,
+            pred=None if pred is None else int(pred),
+            output=rec.get("generation"),
             subject=rec.get("subject"),
             prompt_hash=rec.get("prompt_sha256", "")[:16],
         )
-        if metric in BINARY_METRICS:
-            item.correct = bool(rec[metric] == 1.0)
-        if "lls" in rec:
-            item.loglikelihoods = [round(float(x), 4) for x in rec["lls"]]
-        pred = rec.get(_PRED_FIELD.get(metric, "pred"))
-        if pred is not None:
-            item.pred = int(pred)
-        if "generation" in rec:
-            item.output = rec["generation"]
         gold = rec.get("gold")
         if doc is not None:
             try:
@@ -134,11 +130,8 @@ def h6_items(
                     pools.setdefault(pool_id, examples)
                     item.fewshot = [pool_id, list(rec["shots"])]
             if data.docs is not None and not data.exact_templates:
-                note = "; ".join(
-                    filter(
-                        None, [note, "the run used other prompt templates: the prompt is shown with the default ones"]
-                    )
-                )
+                other = "the run used other prompt templates: the prompt is shown with the default ones"
+                note = f"{note}; {other}" if note else other
         item.gold = gold
         item.note = note or None
         out.append(item)

@@ -1,17 +1,13 @@
-"""A Thai-H6 run as an lm-evaluation-harness 0.4.13 task (:meth:`H6Exports.lm_eval_export`): the
-documents, ``arguments`` and targets as the records store them, the metric keys, the task's
-``results`` and ``configs`` entries. The files' layout is :mod:`thai_eval_utils.export.lm_eval`'s.
+"""A Thai-H6 run as an lm-evaluation-harness 0.4.13 task (:meth:`H6Exports.lm_eval_export`): the documents,
+``arguments`` and targets as the records store them, the metric keys, the task's ``results`` and ``configs`` entries
+(the files' layout is :mod:`thai_eval_utils.export.lm_eval`'s). Task names are thai-eval's (``th_arc`` ...):
+lm-eval 0.4.13 ships no Thai-H6 task. Metric keys are ``<metric>,<filter>`` (GSM8K: lm-eval's gsm8k filter names),
+each with its ``_stderr`` (the sample standard error).
 
-Metric keys are ``<metric>,<filter>``: ``acc,none``, ``acc_norm,none``, ``acc_bytes,none``, ``mc1,none``,
-``mc2,none`` (TruthfulQA: the protocol's mc2; ``mc2_lb``/``mc2_mask`` too), and GSM8K's ``exact_match,strict-match``
-and ``exact_match,flexible-extract`` (lm-eval's gsm8k filter names), each with its ``_stderr`` (lm-eval's sample
-standard error). Task names are thai-eval's (``th_arc`` ... ``th_gsm8k``): lm-eval 0.4.13 ships no Thai-H6 task.
-``arguments`` are what the records say was sent (``context``, Winogrande's ``requests``, with the stored ``doc_row``);
-records stored before they kept it are rebuilt from the data and the run's protocol
-(:func:`thai_eval_utils.h6.document_requests`); either is checked against the stored ``prompt_sha256``. ``doc`` is
-the stored one when the record has it, else the data's.
-Where lm-eval's task defines them so, this module follows it: Winogrande's ``target`` is the text after the blank
-(lm-eval's ``doc_to_target``), HellaSwag's ``doc`` carries ``query``/``choices``/``gold`` (lm-eval's
+``arguments`` are what the records say was sent (with the stored ``doc_row``); records stored before they kept it
+are rebuilt from the data and the run's protocol (:func:`thai_eval_utils.h6.document_requests`); either is checked
+against the stored ``prompt_sha256``. Where lm-eval's task defines them so, this module follows it: Winogrande's
+``target`` is the text after the blank, HellaSwag's ``doc`` carries ``query``/``choices``/``gold`` (lm-eval's
 ``process_docs``), so ``doc_hash`` and ``task_hashes`` equal lm-eval's for the same items. Gold indices and choices
 are the task's own (:class:`~thai_eval_utils.h6.tasks.H6Task`), the ones its scoring used.
 """
@@ -44,11 +40,11 @@ METRIC_ORDER = ("acc", "f1", "mcc", "acc_norm", "acc_bytes", "exact_match")
 def protocol_of(card: Mapping[str, Any]) -> H6Protocol:
     """The :class:`H6Protocol` a Thai-H6 run card's config records (the options its numbers depend on)."""
     c = card.get("config") or {}
-    sampler = c.get("sampler") if c.get("sampler") in ("lb", "h") else "lb"
+    sampled = c.get("sampler") in ("lb", "h")  # MMLU's first_n and TruthfulQA's none: the preset's sampler, no seed
     options: dict[str, Any] = {
         "num_fewshot": c.get("num_fewshot"),
-        "sampler": sampler,
-        "fewshot_seed": c.get("fewshot_seed") if c.get("sampler") in ("lb", "h") else None,
+        "sampler": c.get("sampler") if sampled else "lb",
+        "fewshot_seed": c.get("fewshot_seed") if sampled else None,
         "add_bos_token": c.get("add_bos_token"),
     }
     for key in ("mc2", "mmlu_average", "gsm8k_stops", "max_new_tokens"):
@@ -101,7 +97,7 @@ def lm_eval_target(spec: T.H6Task, doc: Mapping[str, Any]) -> str:
 def lm_eval_doc(spec: T.H6Task, doc: Mapping[str, Any]) -> dict[str, Any]:
     """The document as lm-eval logs it: HellaSwag's with the ``query``, ``choices`` and ``gold`` columns its
     ``process_docs`` adds (built by thai-eval's own HellaSwag prompt code, the same text), others as loaded."""
-    if spec.name != "th_hellaswag" or not T.is_choice_task(spec):
+    if spec.name != "th_hellaswag":
         return dict(doc)
     return {**doc, "query": spec.text(doc, T.templates_for(spec)), "choices": spec.choices(doc), "gold": spec.gold(doc)}
 
@@ -112,26 +108,14 @@ def ordered_metrics(names: Sequence[str]) -> list[str]:
     return known + [m for m in names if m not in known]
 
 
-def _metric_key(spec: T.H6Task, metric: str) -> tuple[str, str]:
-    return GSM8K_METRICS[metric] if spec.kind == "generation" else (metric, "none")
-
-
 def doc_index(rec: Mapping[str, Any]) -> int:
     """A Thai-H6 record's document index: the start of its store key (``<index>-<prompt hash>``)."""
     return int(str(rec["key"]).split("-", 1)[0])
 
 
 def stored_doc(rec: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The document a record carries (newer records store it for reports), else None."""
-    for field in ("doc_row",):  # h6.evaluation stores the document as loaded (``doc`` is its index)
-        if isinstance(rec.get(field), dict):
-            return dict(rec[field])
-    return None
-
-
-def _stored(rec: Mapping[str, Any], requests: T.DocRequests) -> DocumentRequests:
-    """A record's document and requests as it stores them (:func:`~thai_eval_utils.h6.evaluation.stored_requests`)."""
-    return DocumentRequests(doc_index(rec), dict(rec["doc_row"]), list(rec.get("shots") or []), requests)
+    """The document a record carries (``doc_row``: newer records store it as loaded for reports), else None."""
+    return dict(rec["doc_row"]) if isinstance(rec.get("doc_row"), dict) else None
 
 
 def samples(run: StoredRun, data: str | Path | None = None) -> list[dict[str, Any]]:
@@ -143,7 +127,12 @@ def samples(run: StoredRun, data: str | Path | None = None) -> list[dict[str, An
     protocol = protocol_of(run.card)
     out = []
     for rec, requests in zip(records, stored):
-        built = _stored(rec, requests) if requests is not None else docs.get(doc_index(rec))
+        # a record's own document and requests (:func:`~thai_eval_utils.h6.evaluation.stored_requests`), else rebuilt
+        built = (
+            DocumentRequests(doc_index(rec), dict(rec["doc_row"]), list(rec.get("shots") or []), requests)
+            if requests is not None
+            else docs.get(doc_index(rec))
+        )
         if built is None or built.requests.sha256 != rec.get("prompt_sha256"):
             raise ThaiEvalDataError(
                 f"{run.benchmark} doc {doc_index(rec)}: the rebuilt prompt differs from the stored "
@@ -153,48 +142,31 @@ def samples(run: StoredRun, data: str | Path | None = None) -> list[dict[str, An
             )
         doc = lm_eval_doc(spec, stored_doc(rec) or built.doc)
         target = lm_eval_target(spec, doc)
-        common = {"doc_id": doc_index(rec), "doc": doc, "target": target}
+        if spec.kind == "generation":  # one line per filter (lm-eval's gsm8k: strict-match, flexible-extract)
+            prompt = built.requests.prompt
+            until = {"until": list(protocol.gsm8k_stops), "max_gen_toks": protocol.max_new_tokens}
+            arguments = {"gen_args_0": {"arg_0": prompt, "arg_1": {**until, "do_sample": False, "temperature": 0.0}}}
+            lines = [
+                ([[str(rec.get("generation", ""))]], [str(rec.get(GSM8K_FILTERED[filt]))], filt, {name: float(rec[m])})
+                for m, (name, filt) in GSM8K_METRICS.items()
+            ]
+        else:
+            pairs = built.requests.requests
+            prompt = pairs[0][0]
+            arguments = {f"gen_args_{i}": {"arg_0": c, "arg_1": x} for i, (c, x) in enumerate(pairs)}
+            answers = [[[str(float(ll)), str(bool(g))]] for ll, g in zip(rec["lls"], rec["is_greedy"])]
+            metrics = {m: float(rec[m]) for m in ordered_metrics(spec.metrics) if m in rec}
+            lines = [(answers, [a[0] for a in answers], "none", metrics)]
         doc_hash = sha256_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str))
-        if spec.kind == "generation":
-            gen_kwargs = {
-                "until": list(protocol.gsm8k_stops),
-                "max_gen_toks": protocol.max_new_tokens,
-                "do_sample": False,
-                "temperature": 0.0,
-            }
-            for metric, (name, filt) in GSM8K_METRICS.items():
-                out.append(
-                    {
-                        **common,
-                        "arguments": {"gen_args_0": {"arg_0": built.requests.prompt, "arg_1": gen_kwargs}},
-                        "resps": [[str(rec.get("generation", ""))]],
-                        "filtered_resps": [str(rec.get(GSM8K_FILTERED[filt]))],
-                        "filter": filt,
-                        "metrics": [name],
-                        "doc_hash": doc_hash,
-                        "prompt_hash": sha256_text(built.requests.prompt),
-                        "target_hash": sha256_text(target),
-                        name: float(rec[metric]),
-                    }
-                )
-            continue
-        pairs = built.requests.requests
-        resps = [[[str(float(ll)), str(bool(g))]] for ll, g in zip(rec["lls"], rec["is_greedy"])]
-        metrics = {m: float(rec[m]) for m in ordered_metrics(spec.metrics) if m in rec}
-        out.append(
+        out += [
             {
-                **common,
-                "arguments": {f"gen_args_{i}": {"arg_0": c, "arg_1": x} for i, (c, x) in enumerate(pairs)},
-                "resps": resps,
-                "filtered_resps": [r[0] for r in resps],
-                "filter": "none",
-                "metrics": list(metrics),
-                "doc_hash": doc_hash,
-                "prompt_hash": sha256_text(pairs[0][0]),
-                "target_hash": sha256_text(target),
-                **metrics,
+                **{"doc_id": doc_index(rec), "doc": doc, "target": target, "arguments": arguments},
+                **{"resps": resps, "filtered_resps": filtered, "filter": filt, "metrics": list(values)},
+                **{"doc_hash": doc_hash, "prompt_hash": sha256_text(prompt), "target_hash": sha256_text(target)},
+                **values,
             }
-        )
+            for resps, filtered, filt, values in lines
+        ]
     return out
 
 
@@ -208,7 +180,7 @@ def task_results(run: StoredRun) -> dict[str, Any]:
     for metric in ordered_metrics(list(scores)):
         if spec.kind == "generation" and metric not in GSM8K_METRICS:
             continue
-        name, filt = _metric_key(spec, metric)
+        name, filt = GSM8K_METRICS[metric] if spec.kind == "generation" else (metric, "none")
         entry[f"{name},{filt}"] = scores[metric]["value"]
         entry[f"{name}_stderr,{filt}"] = "N/A" if scores[metric].get("stderr") is None else scores[metric]["stderr"]
     return entry

@@ -168,11 +168,6 @@ class GSM8KMatch(Metric):
 # Aggregation
 
 
-def mean(name: str, values: Sequence[float], signature: str = "") -> Score:
-    """Mean with the sample standard error (the harness's ``mean`` and ``mean_stderr``)."""
-    return Score.mean(name, values, signature)
-
-
 def macro_average(name: str, parts: Mapping[str, Score], signature: str = "") -> Score:
     """Unweighted mean of sub-scores (LB's MMLU: the mean of the 57 subject accuracies).
 
@@ -214,13 +209,15 @@ def task_scores(
         values = table[metric].tolist() if metric in table else []
         name = f"{task}/{metric}"
         if not by_subject:
-            scores[metric] = mean(name, values, signature)
+            scores[metric] = Score.mean(name, values, signature)
             continue
         groups = table.groupby("subject", sort=True) if metric in table else []
-        per = {s: mean(f"{task}/{s}/{metric}", g[metric].tolist(), signature) for s, g in groups}
+        per = {s: Score.mean(f"{task}/{s}/{metric}", g[metric].tolist(), signature) for s, g in groups}
         if metric == "acc":
             subjects = per
             scores["acc_macro"] = macro_average(f"{name}_macro", per, signature)
-            scores["acc_micro"] = mean(f"{name}_micro", values, signature)
-        scores[metric] = macro_average(name, per, signature) if average == "macro" else mean(name, values, signature)
+            scores["acc_micro"] = Score.mean(f"{name}_micro", values, signature)
+        scores[metric] = (
+            macro_average(name, per, signature) if average == "macro" else Score.mean(name, values, signature)
+        )
     return {metrics[0]: scores[metrics[0]], **scores}, subjects

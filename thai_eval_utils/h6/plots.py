@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from thai_eval_utils.core.provenance import Score
 from thai_eval_utils.h6.average import AVERAGE_COLUMN, TASKS, H6Score, thai_h6_score
 
 if TYPE_CHECKING:  # matplotlib and seaborn are imported when a figure is drawn
@@ -18,28 +17,12 @@ if TYPE_CHECKING:  # matplotlib and seaborn are imported when a figure is drawn
 def _scores_frame(scores: H6Score | Mapping[str, H6Score], average: bool) -> pd.DataFrame:
     """Long table (model, task, score, stderr) on the 0-100 scale."""
     per_model = scores if isinstance(scores, Mapping) else {"": scores}
-    rows = []
+    rows: list[tuple[str, str, float, float]] = []
     for model, s in per_model.items():
-        for task in TASKS:
-            if task in s.tasks:
-                sc: Score = s.tasks[task]
-                rows.append(
-                    {
-                        "model": model,
-                        "task": task,
-                        "score": 100 * sc.value,
-                        "stderr": math.nan if sc.stderr is None else 100 * sc.stderr,
-                    }
-                )
+        parts = [(t, s.tasks[t]) for t in TASKS if t in s.tasks]
+        rows += [(model, t, 100 * sc.value, math.nan if sc.stderr is None else 100 * sc.stderr) for t, sc in parts]
         if average:
-            rows.append(
-                {
-                    "model": model,
-                    "task": AVERAGE_COLUMN,
-                    "score": s.value,
-                    "stderr": math.nan if s.stderr is None else s.stderr,
-                }
-            )
+            rows.append((model, AVERAGE_COLUMN, s.value, math.nan if s.stderr is None else s.stderr))
     return pd.DataFrame(rows, columns=["model", "task", "score", "stderr"])
 
 

@@ -171,12 +171,7 @@ def winogrande_target(doc: Mapping[str, Any]) -> str:
     return doc["sentence"][_blank(doc) + 1 :].strip()
 
 
-def winogrande_prompt(doc: Mapping[str, Any]) -> str:
-    """The sentence up to the blank, filled in with the correct option."""
+def winogrande_prompt(doc: Mapping[str, Any], templates: Mapping[str, str] | None = None) -> str:
+    """The sentence up to the blank, filled in with the correct option (Winogrande has no template)."""
     options = (get(doc, "option1"), get(doc, "option2"))
     return winogrande_context(doc, options[winogrande_gold(doc)])
-
-
-def winogrande_text(doc: Mapping[str, Any], templates: Mapping[str, str]) -> str:
-    """:func:`winogrande_prompt` (Winogrande has no template)."""
-    return winogrande_prompt(doc)

@@ -21,12 +21,10 @@ GSM8K_STOPS_LB = (":", "Question:", "Question")
 GSM8K_STOPS_H = ("Question:", "</s>", "<|im_end|>")
 #: GSM8K generation budget (LB and lm-eval: at most 256 new tokens).
 GSM8K_MAX_NEW_TOKENS = 256
-_MC2 = ("lb", "mask")
 #: Labelled variants for today's instruct and reasoning models (``h6.variants``; docs/protocol_notes.md): GSM8K in
 #: the model's chat template, and the five choice tasks asked for a letter. Not the paper's protocol: each runs under
 #: its own task name and signature and never enters the H6 average or the paper tables.
 VARIANTS = ("gsm8k-chat", "generative-mc")
-_MMLU_AVERAGES = ("macro", "micro")
 
 
 def gsm8k_stops(option: str | Sequence[str]) -> tuple[str, ...]:
@@ -89,9 +87,9 @@ class H6Protocol:
     variants: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.mc2 not in _MC2:
+        if self.mc2 not in ("lb", "mask"):
             raise ValueError(f"mc2 must be 'lb' or 'mask', not {self.mc2!r}")
-        if self.mmlu_average not in _MMLU_AVERAGES:
+        if self.mmlu_average not in ("macro", "micro"):
             raise ValueError(f"mmlu_average must be 'macro' or 'micro', not {self.mmlu_average!r}")
         if self.sampler not in SAMPLERS:
             raise ValueError(f"unknown few-shot sampler {self.sampler!r}; expected one of {SAMPLERS}")

@@ -1,13 +1,7 @@
 """The six Thai-H6 tasks and their labelled variants as a run uses them (spec: Tasks, shots, metrics; Prompt
-assembly; LB ``lm_eval/tasks/{arc,hellaswag,hendrycks_test,truthfulqa,winogrande,gsm8k}.py``).
-
-Each task is declared (:mod:`.declarations`; the variants in :mod:`.variants`): its choices, gold, per-document
-requests, sampler and metric objects. An :class:`H6Task` applies what a run's protocol sets to a declaration:
-which documents ``limit`` keeps, where each document's few-shot examples come from, how one document plus its
-examples becomes :class:`DocRequests` (``(context, continuation)`` log-likelihood pairs, a prompt to generate from,
-or a variant's chat), a generating task's model call, which protocol options enter its config, and how one
-document's output is scored. MMLU's limit, few-shot pool, description and average go per subject
-(``by_subject``). ``h6.evaluate`` runs them with ``tasks.runner.run_task``.
+assembly; LB ``lm_eval/tasks/{arc,hellaswag,hendrycks_test,truthfulqa,winogrande,gsm8k}.py``): an :class:`H6Task`
+applies what a run's protocol sets to a task's declaration (:mod:`.declarations`, :mod:`.variants`).
+``h6.evaluate`` runs them with ``tasks.runner.run_task``.
 """
 
 from __future__ import annotations
@@ -48,15 +42,13 @@ Pool = Sequence[Mapping[str, Any]] | Mapping[str, Sequence[Mapping[str, Any]]] |
 class DocRequests:
     """What one document asks of the model.
 
-    ``requests`` are ``(context, continuation)`` pairs for ``loglikelihood`` (empty for GSM8K);
-    ``prompt`` is the shared context (GSM8K: the generation prompt); TruthfulQA's first ``n_mc1``
-    requests are the MC1 targets, the rest MC2. ``messages``: the chat a variant sends (``(role, content)`` turns,
-    :mod:`.variants`; empty for the paper's tasks).
+    ``requests`` are ``(context, continuation)`` pairs for ``loglikelihood`` (empty for GSM8K; TruthfulQA: the MC1
+    targets, then the MC2 targets); ``prompt`` is the shared context (GSM8K: the generation prompt). ``messages``: the
+    chat a variant sends (``(role, content)`` turns, :mod:`.variants`; empty for the paper's tasks).
     """
 
     prompt: str
     requests: tuple[tuple[str, str], ...] = ()
-    n_mc1: int = 0
     messages: tuple[tuple[str, str], ...] = ()
 
     @property
@@ -101,11 +93,6 @@ class H6Task:
     def name(self) -> str:
         """The paper's Table 4 column (``th_arc`` ...), or a variant's own name (``th_gsm8k.chat``)."""
         return self.declared.name
-
-    @property
-    def data_name(self) -> str:
-        """The official release's folder, e.g. ``th_arc_challenge``."""
-        return self.declared.data
 
     @property
     def num_fewshot(self) -> int:
@@ -271,8 +258,7 @@ class H6Task:
             return DocRequests(ctx)
         if self.declared.requests is not None:  # type: ignore[union-attr]
             return DocRequests(ctx, tuple(self.declared.requests(doc, ctx)))  # type: ignore[union-attr]
-        n_mc1 = len(P.get(P.get(doc, "mc1_targets"), "choices")) if self.truthfulqa else 0
-        return DocRequests(ctx, tuple((ctx, P.TARGET_DELIMITER + c) for c in self.choices(doc)), n_mc1=n_mc1)
+        return DocRequests(ctx, tuple((ctx, P.TARGET_DELIMITER + c) for c in self.choices(doc)))
 
     # --- running and scoring -------------------------------------------------------------------------------
     def model_call(self, model: Model, protocol: H6Protocol) -> Callable[[list[Any]], list[Any]]:
@@ -315,16 +301,12 @@ class H6Task:
         """gold, each accuracy and its prediction (``pred`` / ``pred_norm`` / ``pred_bytes``), in the stored order."""
         choices, gold = self.choices(doc), self.gold(doc)
         out: dict[str, Any] = {"gold": gold}
-        preds: dict[str, int] = {}
         for m in self.declared.scorers:
             out[m.name] = m.score_choices(lls, choices, gold)  # type: ignore[attr-defined]
-            preds[_PRED[m.name]] = m.predict(lls, choices)  # type: ignore[attr-defined]
-        if self.fewshot_target is not None:  # Winogrande's record: gold, pred, acc
-            return {"gold": gold, "pred": preds["pred"], "acc": out["acc"]}
-        return {
-            **{k: out[k] for k in ("gold", "acc", "acc_norm", "acc_bytes")},
-            **{k: preds[k] for k in ("pred", "pred_norm", "pred_bytes")},
-        }
+            out[_PRED[m.name]] = m.predict(lls, choices)  # type: ignore[attr-defined]
+        # Winogrande's record: gold, pred, acc
+        keys = ("pred", "acc") if self.fewshot_target is not None else (*_PRED, *_PRED.values())
+        return {"gold": gold, **{k: out[k] for k in keys}}
 
     def _gsm8k(self, doc: Mapping[str, Any], generation: str, protocol: H6Protocol) -> dict[str, Any]:
         """Exact match of the completion with its thinking cut (a failed answer extracts nothing)."""
@@ -388,22 +370,15 @@ class H6Task:
 _PRED = {"acc": "pred", "acc_norm": "pred_norm", "acc_bytes": "pred_bytes"}
 
 
-def _paper(
-    declared: MultipleChoiceTask | GenerationTask, text: DocText, templates: Mapping[str, str], **more: Any
-) -> H6Task:
-    """The paper task of a declaration, with its query text over the (overridable) templates."""
-    return H6Task(declared=declared, text=text, templates=dict(templates), **more)
-
-
 TASK_SPECS: dict[str, H6Task] = {
     s.name: s
     for s in (
-        _paper(D.TH_ARC, P.question_text, D.QA_TEMPLATES),
-        _paper(D.TH_HELLASWAG, P.hellaswag_text, D.HELLASWAG_TEMPLATES),
-        _paper(D.TH_MMLU, P.mmlu_text, D.MMLU_TEMPLATES, by_subject=True),
-        _paper(D.TH_TRUTHFULQA, P.truthfulqa_text, D.TRUTHFULQA_TEMPLATES),
-        _paper(D.TH_WINOGRANDE, P.winogrande_text, {}, fewshot_target=P.winogrande_target),
-        _paper(D.TH_GSM8K, P.question_text, D.QA_TEMPLATES),
+        H6Task(declared=D.TH_ARC, text=P.question_text, templates=dict(D.QA_TEMPLATES)),
+        H6Task(declared=D.TH_HELLASWAG, text=P.hellaswag_text, templates=dict(D.HELLASWAG_TEMPLATES)),
+        H6Task(declared=D.TH_MMLU, text=P.mmlu_text, templates=dict(D.MMLU_TEMPLATES), by_subject=True),
+        H6Task(declared=D.TH_TRUTHFULQA, text=P.truthfulqa_text, templates=dict(D.TRUTHFULQA_TEMPLATES)),
+        H6Task(declared=D.TH_WINOGRANDE, text=P.winogrande_prompt, fewshot_target=P.winogrande_target),
+        H6Task(declared=D.TH_GSM8K, text=P.question_text, templates=dict(D.QA_TEMPLATES)),
     )
 }
 #: The six tasks in the paper's Table 4 order.
@@ -440,34 +415,12 @@ def templates_for(spec: H6Task, overrides: Mapping[str, str] | None = None) -> d
     return out
 
 
-# --- functions over a spec (the lm-eval parity benchmark and the tests call these) -----------------------------
-def choices(spec: H6Task, doc: Mapping[str, Any]) -> list[str]:
-    """Answer choices of a multiple-choice task (without the leading space): ARC, HellaSwag, MMLU."""
-    if not is_choice_task(spec):
-        raise ValueError(f"{spec.name} is not a multiple-choice task")
-    return spec.choices(doc)
-
-
+# --- functions over a spec (the lm-eval parity benchmark and the GPU benchmarks call these) --------------------
 def gold(spec: H6Task, doc: Mapping[str, Any]) -> int:
     """Index of the correct choice (ARC, HellaSwag, MMLU, Winogrande)."""
     if not spec.uses_loglikelihood or spec.truthfulqa:
         raise ValueError(f"{spec.name} has no gold index")
     return spec.gold(doc)
-
-
-def is_choice_task(spec: H6Task) -> bool:
-    """ARC, HellaSwag, MMLU: one request per answer choice after the shared context (not TruthfulQA's MC1 + MC2
-    targets, not Winogrande's partial scoring)."""
-    return (
-        spec.uses_loglikelihood and not spec.truthfulqa and spec.declared.requests is None  # type: ignore[union-attr]
-    )
-
-
-def fewshot_context(
-    spec: H6Task, doc: Mapping[str, Any], shots: Sequence[Mapping[str, Any]], templates: Mapping[str, str]
-) -> str:
-    """See :meth:`H6Task.context`."""
-    return spec.context(doc, shots, templates)
 
 
 def build_requests(

@@ -55,11 +55,8 @@ def _winogrande(doc: Mapping[str, Any], templates: Mapping[str, str]) -> str:
 
 def _mc1(doc: Mapping[str, Any]) -> tuple[list[str], int]:
     """TruthfulQA's MC1 targets (the true one first in the data) in an order fixed by the question."""
-    targets = P.get(doc, "mc1_targets")
-    labels = list(P.get(targets, "labels"))
-    if 1 not in labels:
-        raise T.DocError("mc1_targets.labels has no true (1) target", "mc1_targets")
-    return MC.shuffled(list(P.get(targets, "choices")), labels.index(1), str(P.get(doc, "question")))
+    gold = D.truthfulqa_gold(doc)
+    return MC.shuffled(list(P.get(doc["mc1_targets"], "choices")), gold, str(P.get(doc, "question")))
 
 
 #: Each choice task's question; its choices and gold are its declaration's, except where listed in ``_OPTIONS``.

@@ -119,23 +119,11 @@ class H6Views:
             out.append(cell(TABLE, model, h.stratum, value, n, f"{NAME}|{h.stratum}", low=low, high=high, note=note))
             parts.append((h, value))
         if parts:
-            heads_ = [h for h, _ in parts]
-            low, high = average_ci(heads_, boot)
+            low, high = average_ci([h for h, _ in parts], boot)
             note = "" if len(parts) == len(TASKS) else f"partial: {len(parts)} of {len(TASKS)} tasks"
             avg = None if any(v is None for _, v in parts) else float(np.mean([v for _, v in parts]))
-            out.append(
-                cell(
-                    TABLE,
-                    model,
-                    "thai_h6_avg",
-                    avg,
-                    sum(len(h.items) for h in heads_),
-                    f"{NAME}|",
-                    low=low,
-                    high=high,
-                    note=note,
-                )
-            )
+            n = sum(len(h.items) for h, _ in parts)
+            out.append(cell(TABLE, model, "thai_h6_avg", avg, n, f"{NAME}|", low=low, high=high, note=note))
         return out
 
     def figures(
