@@ -435,7 +435,7 @@ def test_ctrl_c_or_sigterm_stops_the_servers(gguf, standin, tmp_path, sig, code)
     proc, pids = launcher(gguf, logs, 1, tmp_path)
     proc.send_signal(sig)
     try:
-        assert proc.wait(timeout=30) == code
+        assert proc.wait(timeout=90) == code  # generous: a loaded 2-core machine once took over 30 s
     finally:
         proc.kill()  # a launcher that ignored the signal
     assert not any(running(p) for p in pids) and not (logs / "running.json").exists()
