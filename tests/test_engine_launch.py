@@ -76,8 +76,9 @@ os.execv(sys.executable, [sys.executable, "-m", "llama_cpp.server", "--model", a
 LAUNCHER = r"""
 import json, signal, sys, time
 from thai_eval_utils.backend.served.launch import launch_servers
-# A shell without job control starts background commands with SIGINT ignored, and Python keeps an ignored SIGINT
-# ignored: Ctrl-C is what this launcher stands for, so it takes SIGINT as an interactive program does.
+# Python keeps a SIGINT its parent ignored ignored (a background job of a shell without job control has it so, and in
+# the whole suite the test process once did): Ctrl-C is what this launcher stands for, so it takes SIGINT as an
+# interactive program does.
 signal.signal(signal.SIGINT, signal.default_int_handler)
 try:
     with launch_servers("vllm", sys.argv[1], logs_dir=sys.argv[2], replicas=int(sys.argv[3]), deadline_s=60,
