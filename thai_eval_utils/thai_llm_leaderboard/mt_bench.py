@@ -200,13 +200,18 @@ def answers_task(options: GenerationOptions, temperatures: str) -> GenerationTas
     )
 
 
+def _answer_key(qid: int, turn: int) -> str:
+    """The store key of a question's turn (its answer and its judgement): ``<question_id>:<turn>``."""
+    return f"{qid}:{turn}"
+
+
 def _item(q: Question, turn: int, first: str | None = None) -> dict[str, Any]:
     """The item of a question's turn: its conversation as main_llm_judge_batch.py:70-83 ``_get_conversations``
     builds it (turn 2: after the model's ``first`` answer)."""
     messages = [{"role": "user", "content": q.turns[0]}]
     if turn == 2:
         messages += [{"role": "assistant", "content": first or ""}, {"role": "user", "content": q.turns[1]}]
-    return {"id": f"{q.question_id}:{turn}", "question": q, "turn": turn, "messages": messages}
+    return {"id": _answer_key(q.question_id, turn), "question": q, "turn": turn, "messages": messages}
 
 
 def _answer_call(model: ChatModel, options: GenerationOptions, temperatures: str):
@@ -280,7 +285,7 @@ def generate_answers(
 
     def second(done: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Round 2: the questions whose first answer is stored."""
-        keys = [(q, f"{q.question_id}:1") for q in questions]
+        keys = [(q, _answer_key(q.question_id, 1)) for q in questions]
         return [_item(q, 2, split_reply(done[k]["output"], thinking).scored) for q, k in keys if k in done]
 
     def summarize(records: list[dict[str, Any]], support: Any, run: RunOutcome) -> dict[str, Any]:
@@ -336,7 +341,7 @@ def _judge_items(answers: Answers) -> tuple[list[dict[str, Any]], dict[int, str]
             if a1 is None or (turn == 2 and a2 is None):
                 skip[len(items)] = f"no answer: turn {turn} of question {q.question_id} was not generated"
                 system, user = {"content": ""}, {"content": ""}
-            ids = {"id": f"{q.question_id}:{turn}", "question_id": q.question_id, "turn": turn}
+            ids = {"id": _answer_key(q.question_id, turn), "question_id": q.question_id, "turn": turn}
             texts = {"system": system["content"], "user": user["content"]}
             items.append({**ids, "category": q.category, "template": name, **texts})
     return items, skip
